@@ -1,0 +1,32 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.management.commands._base import run_service
+from accounts.models import Organization, Team
+from accounts.services import project_create, team_create
+
+
+class Command(BaseCommand):
+    help = "Create a project in an organization (optionally in a team, created if missing). Prints the slug last."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("org_slug")
+        parser.add_argument("project_slug")
+        parser.add_argument("--name", default="")
+        parser.add_argument("--team", default=None, help="team slug")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        org = Organization.objects.filter(slug=options["org_slug"]).first()
+        if org is None:
+            raise CommandError(f"organization {options['org_slug']!r} does not exist")
+        team = None
+        if options["team"]:
+            team = Team.objects.filter(organization=org, slug=options["team"]).first() or run_service(
+                team_create, organization=org, slug=options["team"], actor=None
+            )
+        project = run_service(
+            project_create, organization=org, slug=options["project_slug"], name=options["name"], team=team, actor=None
+        )
+        self.stdout.write(f"Created project {project.slug} in {org.slug}" + (f" (team {team.slug})" if team else ""))
+        self.stdout.write(project.slug)

@@ -1,0 +1,158 @@
+"""Tenancy: organizations, teams, projects, memberships, API tokens and the audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+from accounts.plans import PLAN_CHOICES, PLAN_FREE, plan_get
+
+SCOPE_MEMORIES_READ = "memories:read"
+SCOPE_MEMORIES_WRITE = "memories:write"
+SCOPE_CONSOLIDATION_RUN = "consolidation:run"
+SCOPE_ADMIN = "admin"
+TOKEN_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN)
+DEFAULT_TOKEN_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN)
+
+
+class Organization(models.Model):
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    plan = models.CharField(max_length=20, choices=PLAN_CHOICES, default=PLAN_FREE)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def has_feature(self, feature: str) -> bool:
+        return feature in plan_get(self.plan).features
+
+    def limit(self, name: str) -> int | None:
+        """The plan's limit called ``name``; None means unlimited."""
+        return plan_get(self.plan).limits.get(name)
+
+
+class Team(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="teams")
+    slug = models.SlugField(max_length=50)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "slug"], name="team_slug_unique_in_org"),
+            # target of the composite foreign keys that keep projects/memories inside the org
+            models.UniqueConstraint(fields=["id", "organization"], name="team_id_org_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id}/{self.slug}"
+
+
+class Project(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="projects")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, null=True, blank=True, related_name="projects")
+    slug = models.SlugField(max_length=50)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "slug"], name="project_slug_unique_in_org"),
+            models.UniqueConstraint(fields=["id", "organization"], name="project_id_org_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    ROLE_OWNER = "owner"
+    ROLE_ADMIN = "admin"
+    ROLE_MEMBER = "member"
+    ROLE_VIEWER = "viewer"
+    ROLE_CHOICES = [
+        (ROLE_OWNER, "Owner"),
+        (ROLE_ADMIN, "Admin"),
+        (ROLE_MEMBER, "Member"),
+        (ROLE_VIEWER, "Viewer"),
+    ]
+    # higher rank = more rights; role checks compare ranks
+    ROLE_RANK = {ROLE_VIEWER: 0, ROLE_MEMBER: 1, ROLE_ADMIN: 2, ROLE_OWNER: 3}
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=ROLE_CHOICES, default=ROLE_MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["organization__slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "organization"], name="membership_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}@{self.organization_id}:{self.role}"
+
+    def has_role(self, minimum: str) -> bool:
+        return self.ROLE_RANK[self.role] >= self.ROLE_RANK[minimum]
+
+
+class ApiToken(models.Model):
+    """An org API token. The raw value is shown once; only its SHA-256 digest is stored."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_tokens")
+    label = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="First characters of the token, for display")
+    digest = models.CharField(max_length=64, unique=True)
+    scopes = ArrayField(models.CharField(max_length=32), default=list)
+    projects = models.ManyToManyField(Project, blank=True, related_name="api_tokens")
+    teams = models.ManyToManyField(Team, blank=True, related_name="api_tokens")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.label})"
+
+    def is_active(self, now: timezone.datetime | None = None) -> bool:
+        now = now or timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+class AuditEvent(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.CharField(max_length=200, help_text="who acted: user email, token prefix or 'system'")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    verb = models.CharField(max_length=64)
+    target_type = models.CharField(max_length=64, blank=True)
+    target_id = models.CharField(max_length=64, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["organization", "-created_at"], name="audit_org_time"),
+            models.Index(fields=["organization", "target_type", "target_id"], name="audit_org_target"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.verb} {self.target_type}:{self.target_id} by {self.actor}"

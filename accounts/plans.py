@@ -1,0 +1,87 @@
+"""Plans as data: which features each plan unlocks and its limits (None = unlimited).
+
+Services ask ``org.has_feature(...)`` / ``org.limit(...)``; nothing else hard-codes plan names.
+Seed 004: manual consolidation is allowed on Pro, automatic (scheduled) consolidation needs Teams.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PLAN_FREE = "free"
+PLAN_PRO = "pro"
+PLAN_TEAMS = "teams"
+PLAN_ENTERPRISE = "enterprise"
+PLAN_ORDER = (PLAN_FREE, PLAN_PRO, PLAN_TEAMS, PLAN_ENTERPRISE)
+
+FEATURE_CONSOLIDATION_MANUAL = "consolidation.manual"
+FEATURE_CONSOLIDATION_SCHEDULED = "consolidation.scheduled"
+FEATURE_TEAMS = "teams"
+FEATURE_DISTILLATION = "distillation"
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    label: str
+    features: frozenset[str]
+    limits: dict[str, int | None] = field(default_factory=dict)
+
+
+PLANS: dict[str, Plan] = {
+    PLAN_FREE: Plan(
+        PLAN_FREE,
+        "Free",
+        frozenset({FEATURE_DISTILLATION}),
+        {"projects": 3, "memories": 2_000, "members": 3, "llm_tokens_per_month": 200_000},
+    ),
+    PLAN_PRO: Plan(
+        PLAN_PRO,
+        "Pro",
+        frozenset({FEATURE_DISTILLATION, FEATURE_CONSOLIDATION_MANUAL}),
+        {"projects": 25, "memories": 100_000, "members": 10, "llm_tokens_per_month": 5_000_000},
+    ),
+    PLAN_TEAMS: Plan(
+        PLAN_TEAMS,
+        "Teams",
+        frozenset(
+            {
+                FEATURE_DISTILLATION,
+                FEATURE_CONSOLIDATION_MANUAL,
+                FEATURE_CONSOLIDATION_SCHEDULED,
+                FEATURE_TEAMS,
+            }
+        ),
+        {"projects": 250, "memories": 1_000_000, "members": 250, "llm_tokens_per_month": 50_000_000},
+    ),
+    PLAN_ENTERPRISE: Plan(
+        PLAN_ENTERPRISE,
+        "Enterprise",
+        frozenset(
+            {
+                FEATURE_DISTILLATION,
+                FEATURE_CONSOLIDATION_MANUAL,
+                FEATURE_CONSOLIDATION_SCHEDULED,
+                FEATURE_TEAMS,
+            }
+        ),
+        {"projects": None, "memories": None, "members": None, "llm_tokens_per_month": None},
+    ),
+}
+
+PLAN_CHOICES = [(plan.name, plan.label) for plan in PLANS.values()]
+
+
+def plan_get(name: str) -> Plan:
+    try:
+        return PLANS[name]
+    except KeyError:
+        raise ValueError(f"unknown plan {name!r}; choose one of {', '.join(PLAN_ORDER)}") from None
+
+
+def minimum_plan_for(feature: str) -> str | None:
+    """The cheapest plan that has ``feature`` (for upgrade messages)."""
+    for name in PLAN_ORDER:
+        if feature in PLANS[name].features:
+            return name
+    return None

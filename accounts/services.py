@@ -1,0 +1,309 @@
+"""Writes for tenancy: orgs, teams, projects, memberships, API tokens and audit events."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.text import slugify
+
+from accounts.access import Principal, scopes_validate
+from accounts.models import (
+    DEFAULT_TOKEN_SCOPES,
+    ApiToken,
+    AuditEvent,
+    Membership,
+    Organization,
+    Project,
+    Team,
+)
+from accounts.plans import FEATURE_TEAMS, minimum_plan_for, plan_get
+from reasoningbank.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    LimitExceeded,
+    PlanRequired,
+)
+
+TOKEN_PREFIX = "rb_"
+TOKEN_DISPLAY_CHARS = 10  # "rb_" + 7 characters are kept for display
+
+
+# --- audit ---------------------------------------------------------------------------------------
+
+
+def audit_record(
+    *,
+    organization: Organization,
+    actor: Principal | None,
+    verb: str,
+    target: Any = None,
+    data: dict[str, Any] | None = None,
+) -> AuditEvent:
+    target_type = target._meta.model_name if target is not None else ""
+    target_id = str(target.pk) if target is not None else ""
+    return AuditEvent.objects.create(
+        organization=organization,
+        actor=actor.actor_label if actor else "system",
+        actor_user=actor.user if actor and actor.user is not None else None,
+        actor_token=actor.token if actor else None,
+        verb=verb,
+        target_type=target_type,
+        target_id=target_id,
+        data=data or {},
+    )
+
+
+# --- organizations, teams, projects -------------------------------------------------------------
+
+
+def _slug_validate(slug: str, *, field: str = "slug") -> str:
+    cleaned = (slug or "").strip().lower()
+    if not cleaned or slugify(cleaned) != cleaned or len(cleaned) > 50:
+        raise InvalidInput(
+            f"{field} must be 1-50 characters of lowercase letters, digits, '-' or '_' (got {slug!r})",
+            field=field,
+        )
+    return cleaned
+
+
+@transaction.atomic
+def organization_create(
+    *, slug: str, name: str = "", plan: str = "free", owner: Any = None, actor: Principal | None = None
+) -> Organization:
+    slug = _slug_validate(slug)
+    try:
+        plan_get(plan)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="plan") from None
+    if Organization.objects.filter(slug=slug).exists():
+        raise Conflict(f"an organization with slug {slug!r} already exists", field="slug")
+    org = Organization.objects.create(slug=slug, name=(name or slug).strip()[:200], plan=plan)
+    if owner is not None:
+        Membership.objects.create(user=owner, organization=org, role=Membership.ROLE_OWNER)
+    audit_record(organization=org, actor=actor, verb="organization.create", target=org, data={"plan": plan})
+    return org
+
+
+@transaction.atomic
+def organization_set_plan(*, organization: Organization, plan: str, actor: Principal | None) -> Organization:
+    try:
+        plan_get(plan)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="plan") from None
+    previous = organization.plan
+    organization.plan = plan
+    organization.save(update_fields=["plan"])
+    audit_record(
+        organization=organization, actor=actor, verb="organization.plan_change", target=organization,
+        data={"from": previous, "to": plan},
+    )
+    return organization
+
+
+@transaction.atomic
+def team_create(*, organization: Organization, slug: str, name: str = "", actor: Principal | None) -> Team:
+    slug = _slug_validate(slug)
+    if not organization.has_feature(FEATURE_TEAMS):
+        raise PlanRequired(
+            f"teams need the {minimum_plan_for(FEATURE_TEAMS)} plan or above (this org is on {organization.plan})"
+        )
+    if Team.objects.filter(organization=organization, slug=slug).exists():
+        raise Conflict(f"a team with slug {slug!r} already exists in this organization", field="slug")
+    team = Team.objects.create(organization=organization, slug=slug, name=(name or slug)[:200])
+    audit_record(organization=organization, actor=actor, verb="team.create", target=team)
+    return team
+
+
+@transaction.atomic
+def project_create(
+    *, organization: Organization, slug: str, name: str = "", team: Team | None = None, actor: Principal | None
+) -> Project:
+    slug = _slug_validate(slug)
+    if team is not None and team.organization_id != organization.id:
+        raise InvalidInput("team does not belong to this organization", field="team")
+    limit = organization.limit("projects")
+    # lock the org row so two concurrent creates cannot both slip under the limit
+    Organization.objects.select_for_update().filter(pk=organization.pk).first()
+    if limit is not None and Project.objects.filter(organization=organization).count() >= limit:
+        raise LimitExceeded(
+            f"the {organization.plan} plan allows {limit} projects; upgrade to add more", field="slug"
+        )
+    if Project.objects.filter(organization=organization, slug=slug).exists():
+        raise Conflict(f"a project with slug {slug!r} already exists in this organization", field="slug")
+    project = Project.objects.create(organization=organization, slug=slug, name=(name or slug)[:200], team=team)
+    audit_record(organization=organization, actor=actor, verb="project.create", target=project,
+                 data={"team": team.slug if team else None})
+    return project
+
+
+# --- memberships ---------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def membership_add(
+    *, organization: Organization, user: Any, role: str, actor: Principal | None
+) -> Membership:
+    if role not in Membership.ROLE_RANK:
+        raise InvalidInput(f"role must be one of {', '.join(Membership.ROLE_RANK)}", field="role")
+    if Membership.objects.filter(organization=organization, user=user).exists():
+        raise Conflict("this user is already a member", field="email")
+    limit = organization.limit("members")
+    if limit is not None and Membership.objects.filter(organization=organization).count() >= limit:
+        raise LimitExceeded(f"the {organization.plan} plan allows {limit} members", field="email")
+    membership = Membership.objects.create(organization=organization, user=user, role=role)
+    audit_record(organization=organization, actor=actor, verb="membership.add", target=membership,
+                 data={"user": user.email, "role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_set_role(*, membership: Membership, role: str, actor: Principal | None) -> Membership:
+    if role not in Membership.ROLE_RANK:
+        raise InvalidInput(f"role must be one of {', '.join(Membership.ROLE_RANK)}", field="role")
+    if membership.role == Membership.ROLE_OWNER and role != Membership.ROLE_OWNER:
+        _ensure_another_owner(membership)
+    previous = membership.role
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit_record(organization=membership.organization, actor=actor, verb="membership.role_change",
+                 target=membership, data={"from": previous, "to": role})
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership, actor: Principal | None) -> None:
+    if membership.role == Membership.ROLE_OWNER:
+        _ensure_another_owner(membership)
+    audit_record(organization=membership.organization, actor=actor, verb="membership.remove",
+                 target=membership, data={"user": membership.user.email})
+    membership.delete()
+
+
+def _ensure_another_owner(membership: Membership) -> None:
+    others = Membership.objects.filter(
+        organization_id=membership.organization_id, role=Membership.ROLE_OWNER
+    ).exclude(pk=membership.pk)
+    if not others.exists():
+        raise Forbidden("an organization must keep at least one owner")
+
+
+def user_signup_provision(*, user: Any) -> Organization:
+    """A new user gets their own org on the free plan, as owner (called on allauth signup)."""
+    base = slugify((user.email or user.get_username()).split("@")[0])[:40] or "org"
+    slug = base
+    for _ in range(20):
+        if not Organization.objects.filter(slug=slug).exists():
+            break
+        slug = f"{base}-{secrets.token_hex(3)}"
+    return organization_create(slug=slug, name=f"{user.email or slug}'s organization", owner=user)
+
+
+# --- API tokens ----------------------------------------------------------------------------------
+
+
+def token_digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+@transaction.atomic
+def token_create(
+    *,
+    organization: Organization,
+    label: str,
+    scopes: Iterable[str] | None = None,
+    projects: Sequence[Project] = (),
+    teams: Sequence[Team] = (),
+    expires_at: datetime | None = None,
+    created_by: Any = None,
+    actor: Principal | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value — the only time the raw value exists."""
+    label = (label or "").strip()
+    if not label or len(label) > 100:
+        raise InvalidInput("label is required (1-100 characters)", field="label")
+    scope_list = scopes_validate(DEFAULT_TOKEN_SCOPES if scopes is None else scopes)
+    for item in (*projects, *teams):
+        if item.organization_id != organization.id:
+            raise InvalidInput("token restrictions must be projects/teams of this organization", field="projects")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise InvalidInput("expires_at must be in the future", field="expires_at")
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)  # 32 random bytes → 43 url-safe characters
+    token = ApiToken.objects.create(
+        organization=organization,
+        label=label,
+        prefix=raw[:TOKEN_DISPLAY_CHARS],
+        digest=token_digest(raw),
+        scopes=scope_list,
+        created_by=created_by,
+        expires_at=expires_at,
+    )
+    if projects:
+        token.projects.set(projects)
+    if teams:
+        token.teams.set(teams)
+    audit_record(
+        organization=organization, actor=actor, verb="token.create", target=token,
+        data={"label": label, "scopes": scope_list, "projects": [p.slug for p in projects],
+              "teams": [t.slug for t in teams]},
+    )
+    return token, raw
+
+
+@transaction.atomic
+def token_revoke(*, token: ApiToken, actor: Principal | None) -> ApiToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+        audit_record(organization=token.organization, actor=actor, verb="token.revoke", target=token,
+                     data={"label": token.label})
+    return token
+
+
+def token_authenticate(raw: str) -> ApiToken | None:
+    """The active token for ``raw``, or None. Touches ``last_used_at`` at most every few minutes."""
+    if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
+        return None
+    token = ApiToken.objects.select_related("organization").filter(digest=token_digest(raw)).first()
+    now = timezone.now()
+    if token is None or not token.is_active(now):
+        return None
+    interval = timedelta(seconds=settings.TOKEN_LAST_USED_INTERVAL_SECONDS)
+    if token.last_used_at is None or now - token.last_used_at >= interval:
+        # conditional update: concurrent requests write once per interval, not once each
+        ApiToken.objects.filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - interval), pk=token.pk
+        ).update(last_used_at=now)
+        token.last_used_at = now
+    return token
+
+
+def user_create(*, email: str, password: str | None = None) -> Any:
+    """A user account (for commands and invitations); allauth handles self-service signup."""
+    User = get_user_model()
+    email = (email or "").strip().lower()
+    if "@" not in email:
+        raise InvalidInput("a valid email address is required", field="email")
+    existing = User.objects.filter(email__iexact=email).first()
+    if existing is not None:
+        return existing
+    try:
+        user = User.objects.create_user(username=email[:150], email=email, password=password)
+    except IntegrityError:
+        raise Conflict("a user with this email already exists", field="email") from None
+    if password is None:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    from allauth.account.models import EmailAddress
+
+    EmailAddress.objects.get_or_create(user=user, email=email, defaults={"primary": True, "verified": False})
+    return user

@@ -1,0 +1,252 @@
+"""Bayesian confidence for memories (seed 000, "Self-Improving Confidence System").
+
+Pure functions and frozen dataclasses, no Django: the models and services store the numbers,
+this module owns the math, so it can be tested exhaustively and explained on the dashboard.
+
+Two Beta distributions are involved:
+
+* per project, one Beta(alpha, beta) per signal type whose normalised means are the weights
+  of the three signal types (``ProjectWeights`` -> ``Weights``);
+* per memory, one Beta(alpha, beta) that weighted signals push up or down; its mean is the
+  memory's confidence (``ConfidenceState``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+
+# Seed 000 "Configuration" -> confidence.* (initial confidences by how a memory was made).
+INITIAL_EXPLICIT = 0.8  # recorded explicitly by an agent or user
+INITIAL_SUCCESS = 0.7  # distilled from a successful session
+INITIAL_FAILURE = 0.6  # distilled from a failed session (still a useful lesson)
+INITIAL_DEFAULT = 0.5  # no information: the uniform Beta(1, 1) seed 000 starts from
+
+# Seed 000 "Hybrid Storage": signal events are kept this long, then rolled up into counts.
+SIGNAL_EVENT_RETENTION_DAYS = 30
+
+# Total pseudo-count of a memory's prior. 2.0 makes INITIAL_DEFAULT exactly seed 000's
+# Beta(1, 1), and keeps the prior weak: a few real signals outweigh the initial guess.
+DEFAULT_PRIOR_STRENGTH = 2.0
+
+
+class SignalType(str, Enum):
+    """Where a confidence signal came from (seed 000 "Signal Types")."""
+
+    EXPLICIT = "explicit"  # memory_feedback: a user/agent rated the memory
+    USAGE = "usage"  # memory_search: the memory was returned
+    OUTCOME = "outcome"  # memory_outcome: the task using it succeeded or failed
+
+
+@dataclass(frozen=True)
+class Signal:
+    """The part of a stored signal event the math needs; ids and timestamps live in the DB."""
+
+    type: SignalType
+    positive: bool
+
+
+@dataclass(frozen=True)
+class SignalCounts:
+    """Rolled-up signal counts (seed 000 ``SignalAggregate``) for events past retention."""
+
+    explicit_pos: int = 0
+    explicit_neg: int = 0
+    usage_pos: int = 0
+    usage_neg: int = 0
+    outcome_pos: int = 0
+    outcome_neg: int = 0
+
+    def with_signal(self, signal: Signal) -> SignalCounts:
+        """Return new counts with one more ``signal`` folded in (what the daily rollup does)."""
+        field = f"{SignalType(signal.type).value}_{'pos' if signal.positive else 'neg'}"
+        return replace(self, **{field: getattr(self, field) + 1})
+
+    def __add__(self, other: SignalCounts) -> SignalCounts:
+        if not isinstance(other, SignalCounts):
+            return NotImplemented
+        return SignalCounts(
+            explicit_pos=self.explicit_pos + other.explicit_pos,
+            explicit_neg=self.explicit_neg + other.explicit_neg,
+            usage_pos=self.usage_pos + other.usage_pos,
+            usage_neg=self.usage_neg + other.usage_neg,
+            outcome_pos=self.outcome_pos + other.outcome_pos,
+            outcome_neg=self.outcome_neg + other.outcome_neg,
+        )
+
+    @classmethod
+    def from_signals(cls, signals: Sequence[Signal]) -> SignalCounts:
+        counts = cls()
+        for signal in signals:
+            counts = counts.with_signal(signal)
+        return counts
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Normalised per-signal-type weights (they sum to 1)."""
+
+    explicit: float
+    usage: float
+    outcome: float
+
+    def weight_for(self, signal_type: SignalType) -> float:
+        return {
+            SignalType.EXPLICIT: self.explicit,
+            SignalType.USAGE: self.usage,
+            SignalType.OUTCOME: self.outcome,
+        }[SignalType(signal_type)]
+
+
+@dataclass(frozen=True)
+class ProjectWeights:
+    """Per-project Beta(alpha, beta) per signal type; the defaults are seed 000's priors.
+
+    Explicit starts at 7:3 (trust what users say), usage and outcome at 5:5 (unknown until
+    they prove they predict explicit feedback).
+    """
+
+    explicit_alpha: float = 7.0
+    explicit_beta: float = 3.0
+    usage_alpha: float = 5.0
+    usage_beta: float = 5.0
+    outcome_alpha: float = 5.0
+    outcome_beta: float = 5.0
+
+    def compute_weights(self) -> Weights:
+        """Seed 000 ``ComputeWeights``: Beta means, normalised to sum to 1."""
+        raw_explicit = self.explicit_alpha / (self.explicit_alpha + self.explicit_beta)
+        raw_usage = self.usage_alpha / (self.usage_alpha + self.usage_beta)
+        raw_outcome = self.outcome_alpha / (self.outcome_alpha + self.outcome_beta)
+        total = raw_explicit + raw_usage + raw_outcome
+        return Weights(
+            explicit=raw_explicit / total,
+            usage=raw_usage / total,
+            outcome=raw_outcome / total,
+        )
+
+    def learn_from_feedback(
+        self, helpful: bool, recent_signals: Sequence[Signal]
+    ) -> ProjectWeights:
+        """Seed 000 ``LearnFromFeedback``, returning a new instance.
+
+        Explicit feedback is the ground truth: a signal type "predicted positive" when the
+        memory has a positive signal of that type among the recent ones. A correct prediction
+        raises that type's alpha (more weight), a wrong one its beta (less weight). Explicit's
+        own parameters never change: it is what the others are measured against.
+        """
+        usage_predicted_positive = _has_positive_signal(recent_signals, SignalType.USAGE)
+        outcome_predicted_positive = _has_positive_signal(recent_signals, SignalType.OUTCOME)
+        usage_right = usage_predicted_positive == helpful
+        outcome_right = outcome_predicted_positive == helpful
+        return replace(
+            self,
+            usage_alpha=self.usage_alpha + (1 if usage_right else 0),
+            usage_beta=self.usage_beta + (0 if usage_right else 1),
+            outcome_alpha=self.outcome_alpha + (1 if outcome_right else 0),
+            outcome_beta=self.outcome_beta + (0 if outcome_right else 1),
+        )
+
+
+def _has_positive_signal(signals: Sequence[Signal], signal_type: SignalType) -> bool:
+    return any(s.type == signal_type and s.positive for s in signals)
+
+
+@dataclass(frozen=True)
+class ConfidenceState:
+    """A memory's Beta(alpha, beta) and its mean, the confidence score."""
+
+    alpha: float
+    beta: float
+    score: float
+
+
+def _state(alpha: float, beta: float) -> ConfidenceState:
+    # Seed 000 ``MemoryConfidence.Score``: the Beta mean.
+    return ConfidenceState(alpha=alpha, beta=beta, score=alpha / (alpha + beta))
+
+
+def confidence_prior(
+    initial_confidence: float, strength: float = DEFAULT_PRIOR_STRENGTH
+) -> tuple[float, float]:
+    """Encode an initial confidence as a Beta prior ``(alpha, beta)`` summing to ``strength``.
+
+    This is how DESIGN §6 reconciles seed 000 (memories start at Beta(1, 1)) with the
+    configured initial confidences (0.8 recorded, 0.7/0.6 distilled): the prior's mean is the
+    initial confidence, so with no signals the score equals it, and 0.5 gives exactly (1, 1).
+    """
+    if not 0.0 < initial_confidence < 1.0:
+        # 0 or 1 would be a degenerate prior that no amount of evidence could move off the edge.
+        raise ValueError(
+            f"initial_confidence must be strictly between 0 and 1, got {initial_confidence!r}"
+        )
+    if not strength > 0.0:
+        raise ValueError(f"strength must be greater than 0, got {strength!r}")
+    return initial_confidence * strength, (1.0 - initial_confidence) * strength
+
+
+def initial_confidence_for_outcome(outcome: str) -> float:
+    """Initial confidence of a distilled memory by session outcome (seed 000 config)."""
+    if outcome == "success":
+        return INITIAL_SUCCESS
+    if outcome == "failure":
+        return INITIAL_FAILURE
+    # "mixed" or unknown: no reason to lean either way.
+    return INITIAL_DEFAULT
+
+
+def confidence_compute(
+    prior_alpha: float,
+    prior_beta: float,
+    aggregate: SignalCounts,
+    recent: Sequence[Signal],
+    weights: Weights,
+) -> ConfidenceState:
+    """Seed 000 ``ComputeConfidence``, starting from the memory's prior instead of 1.0/1.0.
+
+    Rolled-up counts and recent events carry the same weight per signal, so the result is
+    the same as applying every signal one by one with ``confidence_apply``; only the
+    storage differs. Weights are the project's *current* ones, so a full recompute also
+    re-weights old evidence after the project has learned.
+    """
+    if not (prior_alpha > 0.0 and prior_beta > 0.0):
+        raise ValueError(
+            "prior_alpha and prior_beta must be greater than 0, "
+            f"got {prior_alpha!r}, {prior_beta!r}"
+        )
+    alpha = (
+        prior_alpha
+        + aggregate.explicit_pos * weights.explicit
+        + aggregate.usage_pos * weights.usage
+        + aggregate.outcome_pos * weights.outcome
+    )
+    beta = (
+        prior_beta
+        + aggregate.explicit_neg * weights.explicit
+        + aggregate.usage_neg * weights.usage
+        + aggregate.outcome_neg * weights.outcome
+    )
+    for signal in recent:
+        w = weights.weight_for(signal.type)
+        if signal.positive:
+            alpha += w
+        else:
+            beta += w
+    return _state(alpha, beta)
+
+
+def confidence_apply(
+    alpha: float, beta: float, signal: Signal, weights: Weights
+) -> ConfidenceState:
+    """Seed 000 ``MemoryConfidence.Update``: a signal adds its weight to alpha or beta.
+
+    Used on the hot path when a signal arrives, so confidence updates without re-reading
+    the memory's whole signal history.
+    """
+    if not (alpha > 0.0 and beta > 0.0):
+        raise ValueError(f"alpha and beta must be greater than 0, got {alpha!r}, {beta!r}")
+    w = weights.weight_for(signal.type)
+    if signal.positive:
+        return _state(alpha + w, beta)
+    return _state(alpha, beta + w)

@@ -1,0 +1,53 @@
+"""Errors that services raise for anticipated failures.
+
+REST views, MCP tools and dashboard views translate these into a clear 4xx / ``isError`` result /
+form error. Anything else escaping a service is a bug.
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base for anticipated failures. ``code`` is stable and machine-readable."""
+
+    code = "invalid"
+    status = 400
+
+    def __init__(self, message: str, *, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        if code:
+            self.code = code
+
+
+class InvalidInput(ServiceError):
+    code = "invalid"
+    status = 400
+
+
+class NotFound(ServiceError):
+    code = "not_found"
+    status = 404
+
+
+class Forbidden(ServiceError):
+    code = "forbidden"
+    status = 403
+
+
+class PlanRequired(ServiceError):
+    """The org's plan lacks a feature; the message names the plan that has it."""
+
+    code = "plan_required"
+    status = 403
+
+
+class LimitExceeded(ServiceError):
+    code = "limit_exceeded"
+    status = 403
+
+
+class Conflict(ServiceError):
+    code = "conflict"
+    status = 409

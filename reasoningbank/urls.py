@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from accounts.api import MeView, ProjectListView
+from reasoningbank.views import healthz
+
+api_v1 = [
+    path("me", MeView.as_view(), name="api-me"),
+    path("projects", ProjectListView.as_view(), name="api-projects"),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("allauth.urls")),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

@@ -1,0 +1,75 @@
+"""The fixed cast: org A (acme) has alice (owner) and bob (viewer); org B (globex) has charlie.
+
+Tokens are created through the real service, so tests exercise the real digest lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.access import Principal, principal_for_membership, principal_for_token
+from accounts.models import Membership, Organization, Project
+from accounts.services import token_create
+from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
+
+
+@dataclass
+class Cast:
+    org_a: Organization
+    org_b: Organization
+    alice: Any
+    bob: Any
+    charlie: Any
+    project_a: Project
+    project_b: Project
+
+    def principal(self, user: Any) -> Principal:
+        return principal_for_membership(Membership.objects.select_related("organization", "user").get(user=user))
+
+
+@pytest.fixture
+def cast(db: Any) -> Cast:
+    org_a = OrganizationFactory(slug="acme", name="Acme", plan="pro")
+    org_b = OrganizationFactory(slug="globex", name="Globex", plan="pro")
+    alice = UserFactory(email="alice@acme.test")
+    bob = UserFactory(email="bob@acme.test")
+    charlie = UserFactory(email="charlie@globex.test")
+    MembershipFactory(user=alice, organization=org_a, role=Membership.ROLE_OWNER)
+    MembershipFactory(user=bob, organization=org_a, role=Membership.ROLE_VIEWER)
+    MembershipFactory(user=charlie, organization=org_b, role=Membership.ROLE_OWNER)
+    project_a = ProjectFactory(organization=org_a, slug="web-app")
+    project_b = ProjectFactory(organization=org_b, slug="billing")
+    return Cast(org_a, org_b, alice, bob, charlie, project_a, project_b)
+
+
+@pytest.fixture
+def make_token(db: Any):
+    """make_token(org, scopes=None, projects=(), teams=()) -> (raw, principal)."""
+
+    def _make(org: Organization, *, scopes: list[str] | None = None, projects=(), teams=(), label: str = "test"):
+        token, raw = token_create(organization=org, label=label, scopes=scopes, projects=projects, teams=teams)
+        return raw, principal_for_token(token)
+
+    return _make
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def token_client(make_token):
+    """token_client(org, **token_kwargs) -> an APIClient sending that org's bearer token."""
+
+    def _client(org: Organization, **kwargs: Any) -> APIClient:
+        raw, _ = make_token(org, **kwargs)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+        return client
+
+    return _client

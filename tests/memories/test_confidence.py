@@ -1,0 +1,279 @@
+"""Seed 000's Bayesian confidence system, as pure math (no Django, no DB)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memories.confidence import (
+    INITIAL_DEFAULT,
+    INITIAL_EXPLICIT,
+    INITIAL_FAILURE,
+    INITIAL_SUCCESS,
+    SIGNAL_EVENT_RETENTION_DAYS,
+    ConfidenceState,
+    ProjectWeights,
+    Signal,
+    SignalCounts,
+    SignalType,
+    Weights,
+    confidence_apply,
+    confidence_compute,
+    confidence_prior,
+    initial_confidence_for_outcome,
+)
+
+USAGE_POS = Signal(SignalType.USAGE, positive=True)
+USAGE_NEG = Signal(SignalType.USAGE, positive=False)
+OUTCOME_POS = Signal(SignalType.OUTCOME, positive=True)
+OUTCOME_NEG = Signal(SignalType.OUTCOME, positive=False)
+EXPLICIT_POS = Signal(SignalType.EXPLICIT, positive=True)
+EXPLICIT_NEG = Signal(SignalType.EXPLICIT, positive=False)
+
+DEFAULT_WEIGHTS = ProjectWeights().compute_weights()
+
+
+# --- seed 000's worked example -------------------------------------------------------------
+
+
+def test_seed_000_worked_example_is_reproduced_step_by_step() -> None:
+    # The example's weights (0.40 / 0.33 / 0.33) are given in the seed, not computed.
+    weights = Weights(explicit=0.40, usage=0.33, outcome=0.33)
+    alpha, beta = confidence_prior(INITIAL_DEFAULT)
+    assert (alpha, beta) == (1.0, 1.0)
+    assert round(alpha / (alpha + beta), 2) == 0.50
+
+    day1 = confidence_apply(alpha, beta, USAGE_POS, weights)
+    assert round(day1.alpha, 2) == 1.33
+    assert round(day1.score, 2) == 0.57
+
+    day2 = confidence_apply(day1.alpha, day1.beta, OUTCOME_POS, weights)
+    assert round(day2.alpha, 2) == 1.66
+    assert round(day2.score, 2) == 0.62
+
+    day5 = confidence_apply(day2.alpha, day2.beta, EXPLICIT_POS, weights)
+    assert round(day5.alpha, 2) == 2.06
+    assert round(day5.score, 2) == 0.67
+    assert day5.beta == 1.0
+
+
+# --- project weights ------------------------------------------------------------------------
+
+
+def test_new_project_weights_start_from_the_seed_priors() -> None:
+    pw = ProjectWeights()
+    assert (pw.explicit_alpha, pw.explicit_beta) == (7.0, 3.0)
+    assert (pw.usage_alpha, pw.usage_beta) == (5.0, 5.0)
+    assert (pw.outcome_alpha, pw.outcome_beta) == (5.0, 5.0)
+
+
+def test_initial_weights_are_the_prior_means_normalised_to_sum_one() -> None:
+    weights = ProjectWeights().compute_weights()
+    assert weights.explicit == pytest.approx(0.7 / 1.7)
+    assert weights.usage == pytest.approx(0.5 / 1.7)
+    assert weights.outcome == pytest.approx(0.5 / 1.7)
+    assert weights.explicit + weights.usage + weights.outcome == pytest.approx(1.0)
+
+
+def test_weight_for_returns_the_weight_of_each_signal_type() -> None:
+    weights = Weights(explicit=0.5, usage=0.3, outcome=0.2)
+    assert weights.weight_for(SignalType.EXPLICIT) == 0.5
+    assert weights.weight_for(SignalType.USAGE) == 0.3
+    assert weights.weight_for(SignalType.OUTCOME) == 0.2
+    assert weights.weight_for("usage") == 0.3  # type: ignore[arg-type]  # str values from the DB
+
+
+def test_learning_raises_usage_alpha_when_usage_predicted_helpful_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(True, [USAGE_POS])
+    assert (learned.usage_alpha, learned.usage_beta) == (6.0, 5.0)
+
+
+def test_learning_raises_usage_beta_when_usage_did_not_predict_the_feedback() -> None:
+    # Retrieved (positive usage) yet rated unhelpful: usage was wrong.
+    assert ProjectWeights().learn_from_feedback(False, [USAGE_POS]).usage_beta == 6.0
+    # Never retrieved yet rated helpful: usage was wrong too.
+    assert ProjectWeights().learn_from_feedback(True, []).usage_beta == 6.0
+
+
+def test_learning_credits_usage_when_no_usage_matched_unhelpful_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(False, [USAGE_NEG])
+    assert (learned.usage_alpha, learned.usage_beta) == (6.0, 5.0)
+
+
+def test_learning_raises_outcome_alpha_when_outcome_predicted_helpful_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(True, [OUTCOME_POS])
+    assert (learned.outcome_alpha, learned.outcome_beta) == (6.0, 5.0)
+
+
+def test_learning_raises_outcome_beta_when_outcome_did_not_predict_the_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(False, [OUTCOME_POS])
+    assert (learned.outcome_alpha, learned.outcome_beta) == (5.0, 6.0)
+
+
+def test_learning_judges_usage_and_outcome_independently() -> None:
+    learned = ProjectWeights().learn_from_feedback(True, [USAGE_POS, OUTCOME_NEG])
+    assert (learned.usage_alpha, learned.usage_beta) == (6.0, 5.0)
+    assert (learned.outcome_alpha, learned.outcome_beta) == (5.0, 6.0)
+
+
+def test_learning_never_changes_the_explicit_parameters() -> None:
+    pw = ProjectWeights()
+    for helpful in (True, False):
+        learned = pw.learn_from_feedback(helpful, [EXPLICIT_POS, USAGE_POS, OUTCOME_NEG])
+        assert (learned.explicit_alpha, learned.explicit_beta) == (7.0, 3.0)
+
+
+def test_learning_returns_a_new_instance_and_leaves_the_original_alone() -> None:
+    pw = ProjectWeights()
+    learned = pw.learn_from_feedback(True, [USAGE_POS])
+    assert learned is not pw
+    assert pw == ProjectWeights()
+
+
+def test_a_signal_type_that_keeps_predicting_feedback_gains_weight() -> None:
+    pw = ProjectWeights()
+    for _ in range(10):
+        pw = pw.learn_from_feedback(True, [USAGE_POS])
+    weights = pw.compute_weights()
+    assert weights.usage > DEFAULT_WEIGHTS.usage
+    assert weights.outcome < DEFAULT_WEIGHTS.outcome
+
+
+# --- priors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("initial", [INITIAL_EXPLICIT, INITIAL_SUCCESS, INITIAL_FAILURE, 0.5])
+def test_the_prior_encodes_the_initial_confidence_when_there_are_no_signals(
+    initial: float,
+) -> None:
+    alpha, beta = confidence_prior(initial)
+    state = confidence_compute(alpha, beta, SignalCounts(), [], DEFAULT_WEIGHTS)
+    assert state.score == pytest.approx(initial)
+
+
+def test_a_recorded_memory_starts_at_confidence_0_8() -> None:
+    alpha, beta = confidence_prior(INITIAL_EXPLICIT)
+    assert (alpha, beta) == pytest.approx((1.6, 0.4))
+    assert confidence_compute(alpha, beta, SignalCounts(), [], DEFAULT_WEIGHTS).score == (
+        pytest.approx(0.8)
+    )
+
+
+def test_prior_strength_sets_the_total_pseudo_count() -> None:
+    assert confidence_prior(0.7, strength=10.0) == pytest.approx((7.0, 3.0))
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5])
+def test_an_initial_confidence_outside_the_open_unit_interval_is_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="initial_confidence"):
+        confidence_prior(bad)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0])
+def test_a_non_positive_prior_strength_is_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="strength"):
+        confidence_prior(0.5, strength=bad)
+
+
+def test_seed_config_constants_are_copied_exactly() -> None:
+    assert INITIAL_EXPLICIT == 0.8
+    assert INITIAL_SUCCESS == 0.7
+    assert INITIAL_FAILURE == 0.6
+    assert INITIAL_DEFAULT == 0.5
+    assert SIGNAL_EVENT_RETENTION_DAYS == 30
+
+
+@pytest.mark.parametrize(
+    ("outcome", "expected"),
+    [("success", 0.7), ("failure", 0.6), ("mixed", 0.5), ("", 0.5)],
+)
+def test_initial_confidence_depends_on_the_session_outcome(outcome: str, expected: float) -> None:
+    assert initial_confidence_for_outcome(outcome) == expected
+
+
+# --- computing confidence -------------------------------------------------------------------
+
+
+def test_negative_signals_lower_confidence() -> None:
+    alpha, beta = confidence_prior(INITIAL_EXPLICIT)
+    after = confidence_apply(alpha, beta, EXPLICIT_NEG, DEFAULT_WEIGHTS)
+    assert after.score < INITIAL_EXPLICIT
+    assert after.alpha == alpha
+    assert after.beta == pytest.approx(beta + DEFAULT_WEIGHTS.explicit)
+
+
+def test_positive_signals_raise_confidence() -> None:
+    alpha, beta = confidence_prior(INITIAL_FAILURE)
+    assert confidence_apply(alpha, beta, OUTCOME_POS, DEFAULT_WEIGHTS).score > INITIAL_FAILURE
+
+
+def test_aggregate_plus_recent_equals_applying_the_same_signals_one_by_one() -> None:
+    old = [EXPLICIT_POS, USAGE_POS, USAGE_POS, OUTCOME_NEG, USAGE_NEG]
+    recent = [OUTCOME_POS, EXPLICIT_NEG, USAGE_POS]
+    alpha, beta = confidence_prior(INITIAL_SUCCESS)
+
+    computed = confidence_compute(
+        alpha, beta, SignalCounts.from_signals(old), recent, DEFAULT_WEIGHTS
+    )
+
+    state = ConfidenceState(alpha=alpha, beta=beta, score=INITIAL_SUCCESS)
+    for signal in old + recent:
+        state = confidence_apply(state.alpha, state.beta, signal, DEFAULT_WEIGHTS)
+
+    assert computed.alpha == pytest.approx(state.alpha)
+    assert computed.beta == pytest.approx(state.beta)
+    assert computed.score == pytest.approx(state.score)
+
+
+def test_signal_counts_fold_in_signals_and_add_up() -> None:
+    counts = SignalCounts().with_signal(USAGE_POS).with_signal(USAGE_POS).with_signal(OUTCOME_NEG)
+    assert counts == SignalCounts(usage_pos=2, outcome_neg=1)
+    assert counts + SignalCounts(explicit_neg=1, usage_pos=1) == SignalCounts(
+        explicit_neg=1, usage_pos=3, outcome_neg=1
+    )
+
+
+def test_compute_and_apply_reject_a_non_positive_beta_distribution() -> None:
+    with pytest.raises(ValueError, match="prior_alpha"):
+        confidence_compute(0.0, 1.0, SignalCounts(), [], DEFAULT_WEIGHTS)
+    with pytest.raises(ValueError, match="alpha and beta"):
+        confidence_apply(1.0, 0.0, USAGE_POS, DEFAULT_WEIGHTS)
+
+
+# --- properties -----------------------------------------------------------------------------
+
+signals = st.builds(Signal, st.sampled_from(list(SignalType)), st.booleans())
+initial_confidences = st.floats(min_value=0.01, max_value=0.99)
+strengths = st.floats(min_value=0.5, max_value=50.0)
+# Project weights after up to 50 rounds of learning, so weights stay realistic.
+project_weights = st.builds(
+    ProjectWeights,
+    usage_alpha=st.integers(5, 55).map(float),
+    usage_beta=st.integers(5, 55).map(float),
+    outcome_alpha=st.integers(5, 55).map(float),
+    outcome_beta=st.integers(5, 55).map(float),
+)
+
+
+@given(initial_confidences, strengths, st.lists(signals, max_size=50), project_weights)
+def test_confidence_always_stays_strictly_between_zero_and_one(
+    initial: float, strength: float, history: list[Signal], pw: ProjectWeights
+) -> None:
+    alpha, beta = confidence_prior(initial, strength)
+    state = confidence_compute(alpha, beta, SignalCounts(), history, pw.compute_weights())
+    assert 0.0 < state.score < 1.0
+
+
+@given(initial_confidences, strengths, st.lists(signals, max_size=50), project_weights, signals)
+def test_a_positive_signal_never_lowers_confidence_and_a_negative_never_raises_it(
+    initial: float, strength: float, history: list[Signal], pw: ProjectWeights, signal: Signal
+) -> None:
+    weights = pw.compute_weights()
+    alpha, beta = confidence_prior(initial, strength)
+    before = confidence_compute(alpha, beta, SignalCounts(), history, weights)
+    after = confidence_apply(before.alpha, before.beta, signal, weights)
+    if signal.positive:
+        assert after.score >= before.score
+    else:
+        assert after.score <= before.score
