@@ -1,0 +1,96 @@
+"""Consolidation runs: one row per cycle, with phase progress, counters and the dry-run preview."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import ApiToken, Organization, Project
+from reasoningbank.ids import new_id
+
+
+def new_run_id() -> str:
+    return new_id("run")
+
+
+def empty_counters() -> dict[str, int]:
+    return {
+        "processed": 0,
+        "duplicates_merged": 0,
+        "clusters": 0,
+        "created": 0,
+        "archived": 0,
+        "contradictions": 0,
+        "supersessions": 0,
+        "tier_transitions": 0,
+        "patterns": 0,
+        "promoted": 0,
+        "skipped": 0,
+    }
+
+
+class ConsolidationRun(models.Model):
+    TRIGGER_MANUAL, TRIGGER_SCHEDULED, TRIGGER_ON_DEMAND = "manual", "scheduled", "on_demand"
+    TRIGGER_CHOICES = [(TRIGGER_MANUAL, "Manual"), (TRIGGER_SCHEDULED, "Scheduled"), (TRIGGER_ON_DEMAND, "On demand")]
+
+    STATUS_QUEUED, STATUS_RUNNING, STATUS_COMPLETED = "queued", "running", "completed"
+    STATUS_FAILED, STATUS_SKIPPED, STATUS_WAITING = "failed", "skipped", "waiting_for_llm"
+    STATUS_CHOICES = [
+        (STATUS_QUEUED, "Queued"),
+        (STATUS_RUNNING, "Running"),
+        (STATUS_COMPLETED, "Completed"),
+        (STATUS_FAILED, "Failed"),
+        (STATUS_SKIPPED, "Skipped"),
+        (STATUS_WAITING, "Waiting for LLM"),
+    ]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_run_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="consolidation_runs")
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="consolidation_runs"
+    )
+    trigger = models.CharField(max_length=10, choices=TRIGGER_CHOICES, default=TRIGGER_MANUAL)
+    options = models.JSONField(default=dict, blank=True)
+    dry_run = models.BooleanField(default=False)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    phase = models.CharField(max_length=20, blank=True)
+    progress = models.FloatField(default=0.0)
+    phase_durations = models.JSONField(default=dict, blank=True)
+    counters = models.JSONField(default=empty_counters, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    preview = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    llm_calls = models.PositiveIntegerField(default=0)
+    llm_input_tokens = models.PositiveIntegerField(default=0)
+    llm_output_tokens = models.PositiveIntegerField(default=0)
+    requested_by_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    requested_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "project", "-created_at"], name="run_org_project_time")]
+        constraints = [
+            # a project never runs twice at once: at most one queued/running run per project
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="run_one_active_per_project",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.status}"
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None

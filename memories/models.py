@@ -1,0 +1,311 @@
+"""Memories, their links, confidence signals and per-project learned weights (DESIGN §5–6)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from pgvector.django import HnswIndex, VectorField
+
+from accounts.models import ApiToken, Organization, Project, Team
+from reasoningbank.ids import new_id
+
+
+def new_memory_id() -> str:
+    return new_id("mem")
+
+
+def new_session_id() -> str:
+    return new_id("ses")
+
+
+class Memory(models.Model):
+    OUTCOME_SUCCESS, OUTCOME_FAILURE, OUTCOME_MIXED = "success", "failure", "mixed"
+    OUTCOME_CHOICES = [(OUTCOME_SUCCESS, "Success"), (OUTCOME_FAILURE, "Failure"), (OUTCOME_MIXED, "Mixed")]
+
+    KIND_WORKING, KIND_EPISODIC, KIND_SEMANTIC, KIND_PROCEDURAL = "working", "episodic", "semantic", "procedural"
+    KIND_CHOICES = [
+        (KIND_WORKING, "Working"),
+        (KIND_EPISODIC, "Episodic"),
+        (KIND_SEMANTIC, "Semantic"),
+        (KIND_PROCEDURAL, "Procedural"),
+    ]
+
+    STATE_ACTIVE, STATE_ARCHIVED = "active", "archived"
+    STATE_CHOICES = [(STATE_ACTIVE, "Active"), (STATE_ARCHIVED, "Archived")]
+
+    ARCHIVED_CONSOLIDATED, ARCHIVED_SUPERSEDED, ARCHIVED_DUPLICATE = "consolidated", "superseded", "duplicate"
+    ARCHIVED_STALE, ARCHIVED_MANUAL = "stale", "manual"
+    ARCHIVED_REASON_CHOICES = [
+        (ARCHIVED_CONSOLIDATED, "Consolidated"),
+        (ARCHIVED_SUPERSEDED, "Superseded"),
+        (ARCHIVED_DUPLICATE, "Duplicate"),
+        (ARCHIVED_STALE, "Stale"),
+        (ARCHIVED_MANUAL, "Manual"),
+    ]
+
+    TIER_CHOICES = [("hot", "Hot"), ("warm", "Warm"), ("cold", "Cold"), ("archived", "Archived")]
+
+    ORIGIN_RECORDED, ORIGIN_DISTILLED, ORIGIN_CONSOLIDATED, ORIGIN_EXTRACTED = (
+        "recorded",
+        "distilled",
+        "consolidated",
+        "extracted",
+    )
+    ORIGIN_CHOICES = [
+        (ORIGIN_RECORDED, "Recorded"),
+        (ORIGIN_DISTILLED, "Distilled"),
+        (ORIGIN_CONSOLIDATED, "Consolidated"),
+        (ORIGIN_EXTRACTED, "Extracted"),
+    ]
+
+    SCOPE_PROJECT, SCOPE_TEAM, SCOPE_ORG = "project", "team", "org"
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
+    # place: scope is derived from which of project / team is set
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memories")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, null=True, blank=True, related_name="memories")
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, null=True, blank=True, related_name="memories")
+    # content
+    title = models.CharField(max_length=200)
+    description = models.TextField(max_length=2000)
+    content = models.TextField(max_length=20000)
+    outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES)
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    kind = models.CharField(max_length=12, choices=KIND_CHOICES, default=KIND_PROCEDURAL)
+    # life
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=STATE_ACTIVE)
+    archived_reason = models.CharField(max_length=15, choices=ARCHIVED_REASON_CHOICES, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    consolidated_into = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="consolidated_sources"
+    )
+    tier = models.CharField(max_length=10, choices=TIER_CHOICES, default="hot")
+    retention = models.FloatField(default=1.0)
+    importance = models.FloatField(default=0.85)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="working memories only (short TTL)")
+    # trust: confidence = alpha / (alpha + beta); the prior encodes the initial confidence
+    prior_alpha = models.FloatField(default=1.6)
+    prior_beta = models.FloatField(default=0.4)
+    alpha = models.FloatField(default=1.6)
+    beta = models.FloatField(default=0.4)
+    confidence = models.FloatField(default=0.8)
+    usage_count = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    # search
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("title", weight="A", config="english")
+        + SearchVector("description", weight="B", config="english")
+        + SearchVector("content", weight="C", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # provenance
+    origin = models.CharField(max_length=15, choices=ORIGIN_CHOICES, default=ORIGIN_RECORDED)
+    source_session = models.ForeignKey(
+        "memories.AgentSession", on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
+    )
+    created_by_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # a project memory belongs to the project only; its team comes through the project
+            models.CheckConstraint(condition=Q(project__isnull=True) | Q(team__isnull=True), name="memory_one_place"),
+            models.CheckConstraint(condition=Q(confidence__gte=0) & Q(confidence__lte=1), name="memory_confidence_0_1"),
+            models.CheckConstraint(
+                condition=Q(state="active", archived_reason="") | ~Q(state="active"), name="memory_active_not_archived"
+            ),
+        ]
+        indexes = [
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["search_vector"], name="memory_search_gin"),
+            models.Index(fields=["organization", "project", "state"], name="memory_org_project_state"),
+            models.Index(fields=["organization", "state", "-created_at"], name="memory_org_state_created"),
+            models.Index(fields=["consolidated_into"], name="memory_consolidated_into"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.title}"
+
+    @property
+    def scope(self) -> str:
+        if self.project_id:
+            return self.SCOPE_PROJECT
+        if self.team_id:
+            return self.SCOPE_TEAM
+        return self.SCOPE_ORG
+
+    @property
+    def is_active(self) -> bool:
+        return self.state == self.STATE_ACTIVE
+
+
+class MemoryLink(models.Model):
+    """Every relation between memories (002's MemoryEdge, 004's links), directed source → target."""
+
+    KIND_CONSOLIDATES = "consolidates"  # consolidated memory → each source
+    KIND_SUPERSEDES = "supersedes"  # newer/stronger → older/weaker
+    KIND_CONTRADICTS = "contradicts"
+    KIND_DUPLICATES = "duplicates"  # kept memory → its duplicate
+    KIND_REFERENCES = "references"
+    KIND_CHOICES = [
+        (KIND_CONSOLIDATES, "Consolidates"),
+        (KIND_SUPERSEDES, "Supersedes"),
+        (KIND_CONTRADICTS, "Contradicts"),
+        (KIND_DUPLICATES, "Duplicates"),
+        (KIND_REFERENCES, "References"),
+    ]
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
+    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    kind = models.CharField(max_length=15, choices=KIND_CHOICES)
+    weight = models.FloatField(default=1.0)
+    reason = models.TextField(blank=True)
+    run = models.ForeignKey(
+        "consolidation.ConsolidationRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="links"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True, help_text="contradictions: when a moderator resolved it")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "target", "kind"], name="memorylink_unique"),
+            models.CheckConstraint(condition=~Q(source=models.F("target")), name="memorylink_not_self"),
+        ]
+        indexes = [models.Index(fields=["organization", "kind"], name="memorylink_org_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.source_id} {self.kind} {self.target_id}"
+
+
+class MemorySignal(models.Model):
+    """Confidence signal events (seed 000 event log); events older than 30 days are rolled up."""
+
+    TYPE_EXPLICIT, TYPE_USAGE, TYPE_OUTCOME = "explicit", "usage", "outcome"
+    TYPE_CHOICES = [(TYPE_EXPLICIT, "Explicit"), (TYPE_USAGE, "Usage"), (TYPE_OUTCOME, "Outcome")]
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="signals")
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    type = models.CharField(max_length=10, choices=TYPE_CHOICES)
+    positive = models.BooleanField()
+    session_id = models.CharField(max_length=200, blank=True)
+    comment = models.TextField(blank=True, max_length=2000)
+    actor = models.CharField(max_length=200, blank=True)
+    confidence_after = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["memory", "created_at"], name="signal_memory_time"),
+            models.Index(fields=["created_at"], name="signal_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type}{'+' if self.positive else '-'} {self.memory_id}"
+
+
+class MemorySignalAggregate(models.Model):
+    """Rolled-up counts of signal events older than the event log keeps (seed 000 SignalAggregate)."""
+
+    memory = models.OneToOneField(Memory, on_delete=models.CASCADE, primary_key=True, related_name="signal_aggregate")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    explicit_pos = models.PositiveIntegerField(default=0)
+    explicit_neg = models.PositiveIntegerField(default=0)
+    usage_pos = models.PositiveIntegerField(default=0)
+    usage_neg = models.PositiveIntegerField(default=0)
+    outcome_pos = models.PositiveIntegerField(default=0)
+    outcome_neg = models.PositiveIntegerField(default=0)
+    last_rollup = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"aggregate {self.memory_id}"
+
+
+class ProjectSignalWeights(models.Model):
+    """Learned Beta parameters per signal type (seed 000 ProjectWeights). project NULL = org-wide
+    weights, used for team- and org-scoped memories."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    explicit_alpha = models.FloatField(default=7.0)
+    explicit_beta = models.FloatField(default=3.0)
+    usage_alpha = models.FloatField(default=5.0)
+    usage_beta = models.FloatField(default=5.0)
+    outcome_alpha = models.FloatField(default=5.0)
+    outcome_beta = models.FloatField(default=5.0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "project"], name="weights_unique_per_project", nulls_distinct=False
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"weights org={self.organization_id} project={self.project_id}"
+
+
+class AgentSession(models.Model):
+    """A finished agent session handed in for distillation (filled in by the distillation work)."""
+
+    STATUS_QUEUED, STATUS_RUNNING, STATUS_DONE = "queued", "running", "done"
+    STATUS_FAILED, STATUS_WAITING = "failed", "waiting_for_llm"
+    STATUS_CHOICES = [
+        (STATUS_QUEUED, "Queued"),
+        (STATUS_RUNNING, "Running"),
+        (STATUS_DONE, "Done"),
+        (STATUS_FAILED, "Failed"),
+        (STATUS_WAITING, "Waiting for LLM"),
+    ]
+    OUTCOME_CHOICES = [("success", "Success"), ("failure", "Failure"), ("unknown", "Unknown")]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_session_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="sessions")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
+    external_id = models.CharField(max_length=200)
+    outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES, default="unknown")
+    trace = models.TextField()
+    redactions = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    raw_reply = models.TextField(blank=True, help_text="the LLM's last unparseable reply, for moderators")
+    submitted_by_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="session_external_id_unique_in_project")
+        ]
+        indexes = [models.Index(fields=["organization", "status", "-created_at"], name="session_org_status")]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"

@@ -1,0 +1,600 @@
+"""Writes for memories: record, update, archive/restore, and the confidence signals.
+
+Every function takes the acting ``Principal`` (tenant + rights) explicitly, validates its input
+into a clear ``ServiceError`` before touching the database, and runs in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F
+from django.utils import timezone
+
+from accounts.access import Principal
+from accounts.models import SCOPE_MEMORIES_WRITE, Project
+from accounts.services import audit_record
+from memories import confidence as conf
+from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
+from memories.selectors import (
+    SEARCH_OUTCOMES,
+    SEARCH_SCOPES,
+    SearchQuery,
+    SearchResult,
+    memory_is_writable,
+    memory_search,
+    project_resolve,
+)
+from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
+from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, ServiceError
+
+TITLE_MAX = 200
+DESCRIPTION_MAX = 2000
+CONTENT_MAX = 20000
+TAG_MAX = 50
+TAGS_MAX = 20
+COMMENT_MAX = 2000
+QUERY_MAX = 2000
+RECORD_OUTCOMES = ("success", "failure", "mixed")
+KINDS = tuple(k for k, _ in Memory.KIND_CHOICES)
+WRITE_SCOPES = ("project", "team", "org")
+
+
+# --- validation helpers ----------------------------------------------------------------------------
+
+
+def _text(value: Any, name: str, maximum: int, *, required: bool = True) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string", field=name)
+    value = value.strip()
+    if required and not value:
+        raise InvalidInput(f"{name} is required", field=name)
+    if len(value) > maximum:
+        raise InvalidInput(f"{name} is too long ({len(value)} characters; at most {maximum})", field=name)
+    if "\x00" in value:
+        raise InvalidInput(f"{name} must not contain NUL characters", field=name)
+    return value
+
+
+def tags_clean(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags):
+        raise InvalidInput("tags must be a list of strings", field="tags")
+    cleaned: list[str] = []
+    for tag in tags:
+        tag = tag.strip().lower()
+        if not tag:
+            continue
+        if len(tag) > TAG_MAX:
+            raise InvalidInput(f"tag {tag[:20]!r}… is longer than {TAG_MAX} characters", field="tags")
+        if tag not in cleaned:
+            cleaned.append(tag)
+    if len(cleaned) > TAGS_MAX:
+        raise InvalidInput(f"at most {TAGS_MAX} tags", field="tags")
+    return cleaned
+
+
+def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise InvalidInput(f"{name} must be one of {', '.join(choices)} (got {value!r})", field=name)
+    return str(value)
+
+
+def _require_write(principal: Principal) -> None:
+    if not principal.has_scope(SCOPE_MEMORIES_WRITE):
+        raise Forbidden(f"this action needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")
+
+
+def _embed(texts: list[str]) -> tuple[list[list[float]], str]:
+    embedder = embedder_from_settings()
+    try:
+        return embedder.embed(texts), embedder.name
+    except EmbeddingError as exc:
+        raise ServiceError(f"embedding failed: {exc}", code="embedding_failed") from exc
+
+
+def memory_embedding_text(title: str, description: str, content: str) -> str:
+    return f"{title}\n{description}\n{content}"
+
+
+# --- record / update / archive ---------------------------------------------------------------------
+
+
+def place_resolve(principal: Principal, *, project: str | None, scope: str | None) -> tuple[Project | None, Any]:
+    """Where a new memory goes: (project, team). Project-restricted tokens write to their project;
+    team and org scope need a token that reaches that team / the whole org."""
+    scope = _choice(scope or "project", "scope", WRITE_SCOPES)
+    resolved = project_resolve(principal, project)
+    if scope == "project":
+        if resolved is None:
+            raise InvalidInput(
+                "project is required: this token reaches several projects (or none); pass a project slug",
+                field="project",
+            )
+        return resolved, None
+    if scope == "team":
+        if resolved is None or resolved.team_id is None:
+            raise InvalidInput("team scope needs a project that belongs to a team", field="scope")
+        if principal.is_restricted and resolved.team_id not in (principal.team_ids or ()):
+            raise Forbidden("this token may not write team-wide memories")
+        return None, resolved.team
+    if principal.is_restricted:
+        raise Forbidden("this token is restricted to some projects/teams and may not write org-wide memories")
+    return None, None
+
+
+@dataclass(frozen=True)
+class MemoryDraft:
+    """Validated content of a new memory (shared by record, distillation and consolidation)."""
+
+    title: str
+    description: str
+    content: str
+    outcome: str
+    tags: list[str]
+    kind: str = Memory.KIND_PROCEDURAL
+
+
+def memory_draft(
+    *, title: Any, description: Any, content: Any, outcome: Any, tags: Any = None, kind: Any = None
+) -> MemoryDraft:
+    return MemoryDraft(
+        title=_text(title, "title", TITLE_MAX),
+        description=_text(description, "description", DESCRIPTION_MAX),
+        content=_text(content, "content", CONTENT_MAX),
+        outcome=_choice(outcome, "outcome", RECORD_OUTCOMES),
+        tags=tags_clean(tags),
+        kind=_choice(kind or Memory.KIND_PROCEDURAL, "kind", KINDS),
+    )
+
+
+def memories_create(
+    *,
+    principal: Principal,
+    drafts: Sequence[MemoryDraft],
+    project: Project | None,
+    team: Any = None,
+    origin: str = Memory.ORIGIN_RECORDED,
+    initial_confidence: float = conf.INITIAL_EXPLICIT,
+    source_session: Any = None,
+    vectors: Sequence[list[float]] | None = None,
+) -> list[Memory]:
+    """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction."""
+    org = principal.organization
+    limit = org.limit("memories")
+    if limit is not None:
+        active = Memory.objects.filter(organization=org, state=Memory.STATE_ACTIVE).count()
+        if active + len(drafts) > limit:
+            raise LimitExceeded(f"the {org.plan} plan allows {limit} active memories; archive some or upgrade")
+    embedder_name = ""
+    if vectors is None:
+        vectors, embedder_name = _embed([memory_embedding_text(d.title, d.description, d.content) for d in drafts])
+    else:
+        embedder_name = embedder_from_settings().name
+    prior_alpha, prior_beta = conf.confidence_prior(initial_confidence)
+    now = timezone.now()
+    memories = [
+        Memory(
+            organization=org,
+            project=project,
+            team=team,
+            title=d.title,
+            description=d.description,
+            content=d.content,
+            outcome=d.outcome,
+            tags=d.tags,
+            kind=d.kind,
+            prior_alpha=prior_alpha,
+            prior_beta=prior_beta,
+            alpha=prior_alpha,
+            beta=prior_beta,
+            confidence=initial_confidence,
+            importance=_importance_for(d.kind),
+            expires_at=now + timedelta(minutes=30) if d.kind == Memory.KIND_WORKING else None,
+            embedding=vector,
+            embedding_model=embedder_name,
+            origin=origin,
+            source_session=source_session,
+            created_by_token=principal.token,
+            created_by_user=principal.user,
+            created_at=now,
+            updated_at=now,
+        )
+        for d, vector in zip(drafts, vectors, strict=True)
+    ]
+    for memory in memories:
+        memory.save(force_insert=True)
+    return memories
+
+
+def _importance_for(kind: str) -> float:
+    from consolidation.retention import KIND_IMPORTANCE
+
+    return float(KIND_IMPORTANCE.get(kind, 0.5))
+
+
+@transaction.atomic
+def memory_record(
+    *,
+    principal: Principal,
+    title: Any,
+    description: Any,
+    content: Any,
+    outcome: Any,
+    tags: Any = None,
+    kind: Any = None,
+    project: str | None = None,
+    scope: str | None = None,
+) -> Memory:
+    """Seed 000 memory_record: an explicitly captured strategy, initial confidence 0.8."""
+    _require_write(principal)
+    draft = memory_draft(title=title, description=description, content=content, outcome=outcome, tags=tags, kind=kind)
+    target_project, team = place_resolve(principal, project=project, scope=scope)
+    (memory,) = memories_create(principal=principal, drafts=[draft], project=target_project, team=team)
+    audit_record(
+        organization=principal.organization, actor=principal, verb="memory.record", target=memory,
+        data={"title": memory.title, "scope": memory.scope},
+    )
+    _notify_new_memories(target_project, 1)
+    return memory
+
+
+def _notify_new_memories(project: Project | None, count: int) -> None:
+    """Hook for on-demand consolidation (003: after 20 new memories); wired by the consolidation app."""
+    from memories.signals import memories_added
+
+    if project is not None:
+        memories_added.send(sender=Memory, project=project, count=count)
+
+
+UPDATABLE = ("title", "description", "content", "outcome", "tags", "kind")
+
+
+@transaction.atomic
+def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, Any]) -> Memory:
+    _require_write(principal)
+    if not memory_is_writable(principal, memory):
+        raise Forbidden("this token may not change this memory")
+    unknown = sorted(set(changes) - set(UPDATABLE))
+    if unknown:
+        raise InvalidInput(f"cannot update {', '.join(unknown)}; updatable: {', '.join(UPDATABLE)}", field=unknown[0])
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    merged = {name: changes.get(name, getattr(memory, name)) for name in UPDATABLE}
+    draft = memory_draft(**merged)
+    before = {name: getattr(memory, name) for name in changes}
+    for name in UPDATABLE:
+        setattr(memory, name, getattr(draft, name))
+    if {"title", "description", "content"} & set(changes):
+        (memory.embedding,), memory.embedding_model = _embed(
+            [memory_embedding_text(draft.title, draft.description, draft.content)]
+        )
+    memory.updated_at = timezone.now()
+    memory.save()
+    audit_record(
+        organization=principal.organization, actor=principal, verb="memory.update", target=memory,
+        data={"fields": sorted(changes), "before": {k: v for k, v in before.items() if k != "content"}},
+    )
+    return memory
+
+
+@transaction.atomic
+def memory_archive(*, principal: Principal, memory: Memory, reason: str = Memory.ARCHIVED_MANUAL) -> Memory:
+    _require_write(principal)
+    if not memory_is_writable(principal, memory):
+        raise Forbidden("this token may not change this memory")
+    _choice(reason, "reason", [r for r, _ in Memory.ARCHIVED_REASON_CHOICES])
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.state == Memory.STATE_ARCHIVED:
+        return memory
+    memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ARCHIVED, reason, timezone.now()
+    memory.tier = "archived"
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=["state", "archived_reason", "archived_at", "tier", "updated_at"])
+    audit_record(organization=principal.organization, actor=principal, verb="memory.archive", target=memory,
+                 data={"reason": reason})
+    return memory
+
+
+@transaction.atomic
+def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
+    """Back to active. Links (consolidates, supersedes, …) stay as history."""
+    _require_write(principal)
+    if not memory_is_writable(principal, memory):
+        raise Forbidden("this token may not change this memory")
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.state == Memory.STATE_ACTIVE:
+        return memory
+    previous = memory.archived_reason
+    memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ACTIVE, "", None
+    memory.consolidated_into = None
+    memory.tier = "warm"
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=["state", "archived_reason", "archived_at", "consolidated_into", "tier", "updated_at"])
+    audit_record(organization=principal.organization, actor=principal, verb="memory.restore", target=memory,
+                 data={"was": previous})
+    return memory
+
+
+# --- confidence signals ----------------------------------------------------------------------------
+
+
+def _weights_row(memory: Memory, *, lock: bool = False) -> ProjectSignalWeights:
+    """The learned weights that govern this memory: its project's, or the org-wide row."""
+    qs = ProjectSignalWeights.objects.filter(organization_id=memory.organization_id, project_id=memory.project_id)
+    if lock:
+        qs = qs.select_for_update()
+    row = qs.first()
+    if row is None:
+        row, _ = ProjectSignalWeights.objects.get_or_create(
+            organization_id=memory.organization_id, project_id=memory.project_id
+        )
+    return row
+
+
+def _project_weights(row: ProjectSignalWeights) -> conf.ProjectWeights:
+    return conf.ProjectWeights(
+        explicit_alpha=row.explicit_alpha, explicit_beta=row.explicit_beta,
+        usage_alpha=row.usage_alpha, usage_beta=row.usage_beta,
+        outcome_alpha=row.outcome_alpha, outcome_beta=row.outcome_beta,
+    )
+
+
+def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
+    """All-time counts per memory: rolled-up aggregates plus the live event log."""
+    ids = list(memory_ids)
+    counts = {mid: conf.SignalCounts() for mid in ids}
+    for agg in MemorySignalAggregate.objects.filter(memory_id__in=ids):
+        counts[agg.memory_id] = conf.SignalCounts(
+            agg.explicit_pos, agg.explicit_neg, agg.usage_pos, agg.usage_neg, agg.outcome_pos, agg.outcome_neg
+        )
+    rows = (
+        MemorySignal.objects.filter(memory_id__in=ids)
+        .values("memory_id", "type", "positive")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
+        current = counts[row["memory_id"]]
+        counts[row["memory_id"]] = conf.SignalCounts(**{**current.__dict__, key: getattr(current, key) + row["n"]})
+    return counts
+
+
+def confidence_recompute(memories: Sequence[Memory]) -> None:
+    """Seed 000 ComputeConfidence for each memory with its current learned weights; saves alpha/beta/confidence."""
+    if not memories:
+        return
+    counts = _signal_counts(m.id for m in memories)
+    weights_cache: dict[tuple[int, int | None], conf.Weights] = {}
+    for memory in memories:
+        key = (memory.organization_id, memory.project_id)
+        if key not in weights_cache:
+            weights_cache[key] = _project_weights(_weights_row(memory)).compute_weights()
+        state = conf.confidence_compute(
+            memory.prior_alpha, memory.prior_beta, counts[memory.id], [], weights_cache[key]
+        )
+        memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
+    Memory.objects.bulk_update(memories, ["alpha", "beta", "confidence"])
+
+
+def _recent_signals(memory: Memory) -> list[conf.Signal]:
+    since = timezone.now() - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
+    rows = MemorySignal.objects.filter(memory=memory, created_at__gte=since).values_list("type", "positive")
+    return [conf.Signal(conf.SignalType(t), p) for t, p in rows]
+
+
+@dataclass(frozen=True)
+class SignalResult:
+    memory: Memory
+    previous_confidence: float
+    new_confidence: float
+
+
+@transaction.atomic
+def memory_feedback(
+    *, principal: Principal, memory: Memory, helpful: Any, comment: Any = "", project: Project | None = None
+) -> SignalResult:
+    """Seed 000 memory_feedback: explicit signal; teaches the project's weights whether usage and
+    outcome signals predicted it; recomputes the memory's confidence."""
+    _require_write(principal)
+    if not isinstance(helpful, bool):
+        raise InvalidInput("helpful must be true or false", field="helpful")
+    comment = _text(comment, "comment", COMMENT_MAX, required=False)
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    previous = memory.confidence
+    row = _weights_row(memory, lock=True)
+    learned = _project_weights(row).learn_from_feedback(helpful, _recent_signals(memory))
+    for name, value in learned.__dict__.items():
+        setattr(row, name, value)
+    row.updated_at = timezone.now()
+    row.save()
+    _signal_add(principal, memory, conf.SignalType.EXPLICIT, helpful, comment=comment, project=project)
+    confidence_recompute([memory])
+    _signal_stamp_confidence(memory)
+    audit_record(
+        organization=principal.organization, actor=principal, verb="memory.feedback", target=memory,
+        data={
+            "helpful": helpful,
+            "comment": comment[:200],
+            "from": round(previous, 4),
+            "to": round(memory.confidence, 4),
+        },
+    )
+    return SignalResult(memory, previous, memory.confidence)
+
+
+@transaction.atomic
+def memory_outcome(
+    *, principal: Principal, memory: Memory, succeeded: Any, session_id: Any = "", project: Project | None = None
+) -> SignalResult:
+    """Seed 000 memory_outcome: the task that used this memory succeeded or failed."""
+    _require_write(principal)
+    if not isinstance(succeeded, bool):
+        raise InvalidInput("succeeded must be true or false", field="succeeded")
+    session_id = _text(session_id, "session_id", 200, required=False)
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    previous = memory.confidence
+    _signal_add(principal, memory, conf.SignalType.OUTCOME, succeeded, session_id=session_id, project=project)
+    confidence_recompute([memory])
+    _signal_stamp_confidence(memory)
+    return SignalResult(memory, previous, memory.confidence)
+
+
+def _signal_add(
+    principal: Principal,
+    memory: Memory,
+    signal_type: conf.SignalType,
+    positive: bool,
+    *,
+    comment: str = "",
+    session_id: str = "",
+    project: Project | None = None,
+) -> MemorySignal:
+    return MemorySignal.objects.create(
+        organization_id=memory.organization_id,
+        memory=memory,
+        project=project or memory.project,
+        type=signal_type.value,
+        positive=positive,
+        comment=comment,
+        session_id=session_id,
+        actor=principal.actor_label,
+    )
+
+
+def _signal_stamp_confidence(memory: Memory) -> None:
+    """Keep the confidence after each signal on the event, for the dashboard's history chart."""
+    latest = MemorySignal.objects.filter(memory=memory).order_by("-created_at", "-id").first()
+    if latest is not None:
+        MemorySignal.objects.filter(pk=latest.pk).update(confidence_after=memory.confidence)
+
+
+def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], project: Project | None) -> None:
+    """Usage signals for memories returned by a search (seed 000: usage signal + usage_count)."""
+    if not memories:
+        return
+    now = timezone.now()
+    with transaction.atomic():
+        MemorySignal.objects.bulk_create(
+            [
+                MemorySignal(
+                    organization_id=m.organization_id, memory_id=m.id, project=project or m.project,
+                    type=MemorySignal.TYPE_USAGE, positive=True, actor=principal.actor_label, created_at=now,
+                )
+                for m in memories
+            ]
+        )
+        Memory.objects.filter(pk__in=[m.pk for m in memories]).update(
+            usage_count=F("usage_count") + 1, last_used_at=now
+        )
+        confidence_recompute(list(memories))
+        for memory in memories:
+            memory.usage_count += 1
+            memory.last_used_at = now
+
+
+# --- search (read + usage write) -------------------------------------------------------------------
+
+
+def search_query_validate(
+    *, query: Any, scope: Any = "all", outcome: Any = "all", limit: Any = 5, min_confidence: Any = None,
+    project: Any = None,
+) -> SearchQuery:
+    from django.conf import settings
+
+    query = _text(query, "query", QUERY_MAX)
+    scope = _choice(scope or "all", "scope", SEARCH_SCOPES)
+    outcome = _choice(outcome or "all", "outcome", SEARCH_OUTCOMES)
+    if limit is None:
+        limit = settings.SEARCH_DEFAULT_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= settings.SEARCH_MAX_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {settings.SEARCH_MAX_LIMIT}", field="limit")
+    if min_confidence is None:
+        min_confidence = settings.SEARCH_MIN_CONFIDENCE
+    if isinstance(min_confidence, bool) or not isinstance(min_confidence, int | float) or not 0 <= min_confidence <= 1:
+        raise InvalidInput("min_confidence must be a number from 0 to 1", field="min_confidence")
+    if project is not None and not isinstance(project, str):
+        raise InvalidInput("project must be a project slug", field="project")
+    return SearchQuery(query=query, scope=scope, outcome=outcome, limit=limit,
+                       min_confidence=float(min_confidence), project=project or None)
+
+
+def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
+    """Search, then record a usage signal on each returned memory (seed 000)."""
+    import time
+
+    started = time.perf_counter()
+    (vector,), _ = _embed([search.query])
+    embedding_ms = (time.perf_counter() - started) * 1000
+    result = memory_search(principal, search, query_vector=vector)
+    memories_mark_used(principal=principal, memories=[hit.memory for hit in result.hits], project=result.project)
+    result.embedding_ms = embedding_ms
+    return result
+
+
+# --- rollup ----------------------------------------------------------------------------------------
+
+
+def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
+    """Seed 000 daily rollup: fold events older than 30 days into aggregates, delete them, and
+    recompute the affected memories' confidence (with the current learned weights)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
+    folded = memories_touched = 0
+    while True:
+        with transaction.atomic():
+            ids = list(
+                MemorySignal.objects.filter(created_at__lt=cutoff).order_by("id").values_list("id", flat=True)[:batch]
+            )
+            if not ids:
+                break
+            rows = (
+                MemorySignal.objects.filter(id__in=ids)
+                .values("memory_id", "organization_id", "type", "positive")
+                .annotate(n=Count("id"))
+                .order_by()
+            )
+            per_memory: dict[str, dict[str, Any]] = {}
+            for row in rows:
+                entry = per_memory.setdefault(row["memory_id"], {"organization_id": row["organization_id"]})
+                key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
+                entry[key] = entry.get(key, 0) + row["n"]
+            for memory_id, entry in per_memory.items():
+                org_id = entry.pop("organization_id")
+                agg, _ = MemorySignalAggregate.objects.select_for_update().get_or_create(
+                    memory_id=memory_id, defaults={"organization_id": org_id}
+                )
+                for key, n in entry.items():
+                    setattr(agg, key, getattr(agg, key) + n)
+                agg.last_rollup = now
+                agg.save()
+            MemorySignal.objects.filter(id__in=ids).delete()
+            confidence_recompute(list(Memory.objects.filter(pk__in=list(per_memory))))
+            folded += len(ids)
+            memories_touched += len(per_memory)
+    return {"folded": folded, "memories": memories_touched}
+
+
+def confidence_recompute_all(*, batch: int = 2000) -> int:
+    """Recompute every memory's confidence with the current learned weights (daily, after rollup)."""
+    done = 0
+    last = ""
+    while True:
+        chunk = list(Memory.objects.filter(pk__gt=last).order_by("pk").only(
+            "id", "organization_id", "project_id", "prior_alpha", "prior_beta", "alpha", "beta", "confidence"
+        )[:batch])
+        if not chunk:
+            return done
+        with transaction.atomic():
+            confidence_recompute(chunk)
+        done += len(chunk)
+        last = chunk[-1].pk
+
+
