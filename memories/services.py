@@ -598,3 +598,29 @@ def confidence_recompute_all(*, batch: int = 2000) -> int:
         last = chunk[-1].pk
 
 
+
+
+def memories_reembed(
+    *, only_stale: bool = True, batch: int = 256, progress: Any = None
+) -> int:
+    """Re-embed memories (every org) with the configured embedder; only those embedded by another
+    model unless ``only_stale`` is false. Batches commit separately so a long run can resume."""
+    embedder = embedder_from_settings()
+    qs = Memory.objects.all()
+    if only_stale:
+        qs = qs.exclude(embedding_model=embedder.name, embedding__isnull=False)
+    total = qs.count()
+    done = 0
+    last = ""
+    while True:
+        chunk = list(qs.filter(pk__gt=last).order_by("pk").only("id", "title", "description", "content")[:batch])
+        if not chunk:
+            return done
+        vectors, name = _embed([memory_embedding_text(m.title, m.description, m.content) for m in chunk])
+        with transaction.atomic():
+            for memory, vector in zip(chunk, vectors, strict=True):
+                Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=name)
+        done += len(chunk)
+        last = chunk[-1].pk
+        if progress:
+            progress(done, total)

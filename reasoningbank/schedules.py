@@ -17,4 +17,17 @@ class ScheduleSpec:
 
 
 def schedule_specs() -> list[ScheduleSpec]:
-    return []
+    return [
+        ScheduleSpec(
+            name="rb:signals-rollup",
+            func="memories.tasks.signals_rollup_daily",
+            minutes=24 * 60,
+            description="fold signal events older than 30 days into aggregates; recompute confidence",
+        ),
+        ScheduleSpec(
+            name="rb:sessions-resume",
+            func="memories.tasks.sessions_resume",
+            minutes=5,
+            description="queue sessions that were waiting for an LLM once one is configured",
+        ),
+    ]

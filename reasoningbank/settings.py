@@ -192,6 +192,8 @@ EMBEDDING_MODEL = env_str(
     {"openai": "text-embedding-3-small", "sentence-transformers": "all-MiniLM-L6-v2"}.get(EMBEDDER, ""),
 )
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL") or None
+# some OpenAI-compatible servers reject the `dimensions` parameter; their model must then match
+EMBEDDING_SEND_DIMENSIONS = env_bool("EMBEDDING_SEND_DIMENSIONS", True)
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY") or env_str("OPENAI_API_KEY") or None
 
 # --- LLM (DESIGN §9) -------------------------------------------------------------------------

@@ -1,0 +1,390 @@
+"""LLM providers behind one small ``LLM`` protocol.
+
+- ``AnthropicLLM`` and ``OpenAILLM`` (the latter also serves any OpenAI-compatible
+  server: Ollama, LM Studio, vLLM) call the real SDKs with the SDKs' own retries
+  off, because we retry here: one policy for both, with attempts counted and
+  reported, and a fake ``sleep`` injectable so tests never wait.
+- ``NoLLM`` is what runs when nothing is configured: it refuses, loudly, so work
+  that needs a model waits instead of being faked.
+
+Every call returns an ``LLMResult`` carrying provider, model, tokens, latency and
+attempts, which callers record for per-organisation cost metering.
+
+Providers take their configuration as constructor arguments; only
+``llm_from_settings`` reads Django settings.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import anthropic
+import openai
+
+LLM_PROVIDERS = ("none", "anthropic", "openai")
+
+# claude-3-5-haiku was retired by Anthropic on 2026-02-19 (requests to it fail);
+# claude-haiku-4-5 is its recommended replacement.
+DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
+
+# Local OpenAI-compatible servers ignore the key, but the SDKs insist on a string.
+_PLACEHOLDER_API_KEY = "not-needed"
+
+Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    provider: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float  # wall time of the whole call, retries and backoff included
+    attempts: int
+
+
+class LLMError(Exception):
+    """Base for every LLM failure; carries what is known about the call."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        attempts: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.attempts = attempts
+
+
+class LLMUnavailable(LLMError):
+    """No provider is configured: the work must wait, never be faked."""
+
+
+class LLMTransientError(LLMError):
+    """Rate limits, server errors, timeouts or connection failures that outlasted our retries.
+
+    Worth trying again later (e.g. the job queue's own backoff).
+    """
+
+
+class LLMPermanentError(LLMError):
+    """A request the provider will keep refusing (bad request, auth, unknown model) or bad config.
+
+    Retrying unchanged is pointless.
+    """
+
+
+@runtime_checkable
+class LLM(Protocol):
+    provider: str
+    model: str
+
+    def complete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+    ) -> LLMResult: ...
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The server's requested wait, if it sent one we can read.
+
+    Both APIs send ``retry-after`` as seconds (OpenAI also ``retry-after-ms``);
+    the HTTP-date form is not used by either, so it falls back to our backoff.
+    """
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            continue
+    return None
+
+
+class _RetryingLLM:
+    """Shared retry loop; subclasses send one request and name their SDK's errors."""
+
+    provider: str  # set by each subclass
+    # The SDK's base error, its HTTP-status error and its connection error
+    # (which includes timeouts in both SDKs).
+    _sdk_error: ClassVar[type[Exception]]
+    _status_error: ClassVar[type[Exception]]
+    _connection_error: ClassVar[type[Exception]]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_retries: int,
+        backoff_base: float,
+        backoff_max: float,
+        sleep: Sleep,
+    ) -> None:
+        self.model = model
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sleep = sleep
+
+    def _send(self, *, system: str, prompt: str, max_tokens: int, temperature: float) -> _Reply:
+        raise NotImplementedError
+
+    def _require_key(self, api_key: str | None, base_url: str | None, env_name: str) -> str:
+        if api_key:
+            return api_key
+        if base_url:
+            return _PLACEHOLDER_API_KEY
+        raise LLMPermanentError(
+            f"LLM_PROVIDER={self.provider} needs an API key: set LLM_API_KEY or {env_name} "
+            "(or LLM_BASE_URL for a local compatible server).",
+            provider=self.provider,
+            model=self.model,
+            attempts=0,
+        )
+
+    def complete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+    ) -> LLMResult:
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                reply = self._send(system=system, prompt=prompt, max_tokens=max_tokens, temperature=temperature)
+            except self._sdk_error as exc:
+                retryable, retry_after = self._classify(exc)
+                if not retryable:
+                    raise LLMPermanentError(
+                        f"{self.provider} {self.model} refused the request: {exc}",
+                        provider=self.provider,
+                        model=self.model,
+                        attempts=attempt,
+                    ) from exc
+                if attempt > self.max_retries:
+                    raise LLMTransientError(
+                        f"{self.provider} {self.model} still failing after {attempt} attempts: {exc}",
+                        provider=self.provider,
+                        model=self.model,
+                        attempts=attempt,
+                    ) from exc
+                self._sleep(self._delay(attempt, retry_after))
+                continue
+            return LLMResult(
+                text=reply.text,
+                provider=self.provider,
+                model=self.model,
+                input_tokens=reply.input_tokens,
+                output_tokens=reply.output_tokens,
+                latency_ms=(time.perf_counter() - started) * 1000.0,
+                attempts=attempt,
+            )
+
+    def _classify(self, exc: Exception) -> tuple[bool, float | None]:
+        """Whether an SDK error is worth retrying, and the server's retry-after if it sent one."""
+        if isinstance(exc, self._status_error):
+            status: int = exc.status_code  # type: ignore[attr-defined]
+            # 429 rate limit, 5xx (529 is Anthropic's "overloaded"), and 408,
+            # which is a timeout reported by the server rather than by us.
+            if status in (408, 429) or status >= 500:
+                return True, _retry_after_seconds(exc.response.headers)  # type: ignore[attr-defined]
+            return False, None
+        if isinstance(exc, self._connection_error):  # includes timeouts
+            return True, None
+        return False, None  # e.g. an unparseable response: the same request will fail again
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        backoff = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+        if retry_after is None:
+            return backoff
+        # Never come back sooner than the server asked, nor wait unboundedly
+        # because it asked for an hour.
+        return min(self.backoff_max, max(backoff, retry_after))
+
+
+class AnthropicLLM(_RetryingLLM):
+    provider = "anthropic"
+    _sdk_error = anthropic.AnthropicError
+    _status_error = anthropic.APIStatusError
+    _connection_error = anthropic.APIConnectionError
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        sleep: Sleep = time.sleep,
+    ) -> None:
+        super().__init__(
+            model, max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max, sleep=sleep
+        )
+        self._client = anthropic.Anthropic(
+            api_key=self._require_key(api_key, base_url, "ANTHROPIC_API_KEY"),
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,  # we retry ourselves, see _RetryingLLM
+        )
+
+    def _send(self, *, system: str, prompt: str, max_tokens: int, temperature: float) -> _Reply:
+        kwargs: dict[str, Any] = {}
+        if system:
+            kwargs["system"] = system
+        # temperature is deliberately not sent: SDK 2.x speaks API version
+        # 2026-10-21, which rejects sampling parameters outright (400 even for
+        # temperature=1), and the SDK no longer accepts the argument.
+        message = self._client.messages.create(
+            model=self.model,
+            max_tokens=max_tokens,
+            messages=[{"role": "user", "content": prompt}],
+            **kwargs,
+        )
+        text = "".join(block.text for block in message.content if block.type == "text")
+        return _Reply(text, message.usage.input_tokens, message.usage.output_tokens)
+
+
+class OpenAILLM(_RetryingLLM):
+    provider = "openai"
+    _sdk_error = openai.OpenAIError
+    _status_error = openai.APIStatusError
+    _connection_error = openai.APIConnectionError
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        sleep: Sleep = time.sleep,
+    ) -> None:
+        super().__init__(
+            model, max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max, sleep=sleep
+        )
+        self.base_url = base_url
+        self._client = openai.OpenAI(
+            api_key=self._require_key(api_key, base_url, "OPENAI_API_KEY"),
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=0,  # we retry ourselves, see _RetryingLLM
+        )
+
+    def _send(self, *, system: str, prompt: str, max_tokens: int, temperature: float) -> _Reply:
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": prompt})
+        completion = self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,  # type: ignore[arg-type]
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
+        text = (completion.choices[0].message.content or "") if completion.choices else ""
+        # Some compatible servers omit usage; 0 means "not reported", not free.
+        usage = completion.usage
+        return _Reply(text, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
+
+
+class NoLLM:
+    """The provider when none is configured: refuses so the caller can queue the work."""
+
+    provider = "none"
+    model = "none"
+
+    def complete(
+        self,
+        *,
+        system: str,
+        prompt: str,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+    ) -> LLMResult:
+        raise LLMUnavailable(
+            "No LLM provider is configured (LLM_PROVIDER=none); this work waits until one is configured.",
+            provider=self.provider,
+            model=self.model,
+            attempts=0,
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def _build_llm(
+    provider: str,
+    model: str | None,
+    base_url: str | None,
+    api_key: str | None,
+    timeout: float,
+    max_retries: int,
+) -> LLM:
+    # Cached on the settings values so each process builds one SDK client (and
+    # connection pool) per configuration, while a settings change still takes.
+    if provider == "none":
+        return NoLLM()
+    if provider == "anthropic":
+        return AnthropicLLM(
+            model or DEFAULT_MODELS["anthropic"], api_key, base_url, timeout=timeout, max_retries=max_retries
+        )
+    if provider == "openai":
+        return OpenAILLM(model or DEFAULT_MODELS["openai"], api_key, base_url, timeout=timeout, max_retries=max_retries)
+    raise LLMPermanentError(
+        f"Unknown LLM_PROVIDER {provider!r}; expected one of: {', '.join(LLM_PROVIDERS)}.",
+        provider=provider,
+        model=model,
+        attempts=0,
+    )
+
+
+def llm_from_settings() -> LLM:
+    """The LLM configured by Django settings (``NoLLM`` when nothing is set)."""
+    from django.conf import settings
+
+    provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
+    fallback_key_setting = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
+    api_key = getattr(settings, "LLM_API_KEY", None) or (
+        getattr(settings, fallback_key_setting, None) if fallback_key_setting else None
+    )
+    try:
+        timeout = float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0))
+        max_retries = int(getattr(settings, "LLM_MAX_RETRIES", 3))
+    except (TypeError, ValueError) as exc:
+        raise LLMPermanentError(
+            "LLM_TIMEOUT_SECONDS must be a number and LLM_MAX_RETRIES an integer.", provider=provider
+        ) from exc
+    return _build_llm(
+        provider,
+        # Empty strings (unset environment variables) mean "not configured".
+        getattr(settings, "LLM_MODEL", None) or None,
+        getattr(settings, "LLM_BASE_URL", None) or None,
+        api_key or None,
+        timeout,
+        max_retries,
+    )
