@@ -32,7 +32,8 @@ class HasRequiredScope(BasePermission):
             return False
         required = getattr(view, "required_scopes", {}).get(request.method or "")
         if required is None:
-            return request.method == "OPTIONS"
+            # undefined handlers fall through so DRF answers 405, not a misleading 403
+            return request.method == "OPTIONS" or not hasattr(view, (request.method or "").lower())
         if not principal.has_scope(required):
             self.message = f"This token lacks the '{required}' scope."
             return False

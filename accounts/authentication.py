@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
@@ -44,3 +45,13 @@ class ApiTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+class ApiTokenAuthenticationScheme(OpenApiAuthenticationExtension):
+    """Documents the bearer token in the OpenAPI schema."""
+
+    target_class = "accounts.authentication.ApiTokenAuthentication"
+    name = "ApiToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "An org API token: rb_..."}

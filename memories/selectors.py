@@ -192,6 +192,7 @@ def memory_search(
     columns = (
         "id", "organization_id", "project_id", "team_id", "title", "description", "content", "outcome", "tags",
         "kind", "confidence", "usage_count", "last_used_at", "created_at", "origin", "state", "alpha", "beta",
+        "prior_alpha", "prior_beta",
     )
     distance = CosineDistance("embedding", query_vector)
     with transaction.atomic():
@@ -246,7 +247,7 @@ def _setting(name: str) -> Any:
 # --- lineage and signals ---------------------------------------------------------------------------
 
 
-def memory_lineage(principal: Principal, memory: Memory) -> dict[str, list[dict[str, Any]]]:
+def memory_lineage(principal: Principal, memory: Memory) -> dict[str, Any]:
     """Links both ways, including archived memories (lineage must show what was merged away)."""
     readable = memories_readable(principal)
     outgoing = (
@@ -259,9 +260,12 @@ def memory_lineage(principal: Principal, memory: Memory) -> dict[str, list[dict[
         .select_related("source")
         .order_by("kind", "-created_at")
     )
+    sources = readable.filter(consolidated_into=memory).order_by("id").values_list("id", flat=True)
     return {
         "outgoing": [_link_dict(link, link.target) for link in outgoing],
         "incoming": [_link_dict(link, link.source) for link in incoming],
+        "consolidated_into": memory.consolidated_into_id,
+        "sources": list(sources),
     }
 
 

@@ -239,7 +239,10 @@ def memory_record(
     target_project, team = place_resolve(principal, project=project, scope=scope)
     (memory,) = memories_create(principal=principal, drafts=[draft], project=target_project, team=team)
     audit_record(
-        organization=principal.organization, actor=principal, verb="memory.record", target=memory,
+        organization=principal.organization,
+        actor=principal,
+        verb="memory.record",
+        target=memory,
         data={"title": memory.title, "scope": memory.scope},
     )
     _notify_new_memories(target_project, 1)
@@ -278,7 +281,10 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
     memory.updated_at = timezone.now()
     memory.save()
     audit_record(
-        organization=principal.organization, actor=principal, verb="memory.update", target=memory,
+        organization=principal.organization,
+        actor=principal,
+        verb="memory.update",
+        target=memory,
         data={"fields": sorted(changes), "before": {k: v for k, v in before.items() if k != "content"}},
     )
     return memory
@@ -297,8 +303,13 @@ def memory_archive(*, principal: Principal, memory: Memory, reason: str = Memory
     memory.tier = "archived"
     memory.updated_at = timezone.now()
     memory.save(update_fields=["state", "archived_reason", "archived_at", "tier", "updated_at"])
-    audit_record(organization=principal.organization, actor=principal, verb="memory.archive", target=memory,
-                 data={"reason": reason})
+    audit_record(
+        organization=principal.organization,
+        actor=principal,
+        verb="memory.archive",
+        target=memory,
+        data={"reason": reason},
+    )
     return memory
 
 
@@ -317,8 +328,13 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
     memory.tier = "warm"
     memory.updated_at = timezone.now()
     memory.save(update_fields=["state", "archived_reason", "archived_at", "consolidated_into", "tier", "updated_at"])
-    audit_record(organization=principal.organization, actor=principal, verb="memory.restore", target=memory,
-                 data={"was": previous})
+    audit_record(
+        organization=principal.organization,
+        actor=principal,
+        verb="memory.restore",
+        target=memory,
+        data={"was": previous},
+    )
     return memory
 
 
@@ -340,9 +356,12 @@ def _weights_row(memory: Memory, *, lock: bool = False) -> ProjectSignalWeights:
 
 def _project_weights(row: ProjectSignalWeights) -> conf.ProjectWeights:
     return conf.ProjectWeights(
-        explicit_alpha=row.explicit_alpha, explicit_beta=row.explicit_beta,
-        usage_alpha=row.usage_alpha, usage_beta=row.usage_beta,
-        outcome_alpha=row.outcome_alpha, outcome_beta=row.outcome_beta,
+        explicit_alpha=row.explicit_alpha,
+        explicit_beta=row.explicit_beta,
+        usage_alpha=row.usage_alpha,
+        usage_beta=row.usage_beta,
+        outcome_alpha=row.outcome_alpha,
+        outcome_beta=row.outcome_beta,
     )
 
 
@@ -419,7 +438,10 @@ def memory_feedback(
     confidence_recompute([memory])
     _signal_stamp_confidence(memory)
     audit_record(
-        organization=principal.organization, actor=principal, verb="memory.feedback", target=memory,
+        organization=principal.organization,
+        actor=principal,
+        verb="memory.feedback",
+        target=memory,
         data={
             "helpful": helpful,
             "comment": comment[:200],
@@ -460,7 +482,7 @@ def _signal_add(
     return MemorySignal.objects.create(
         organization_id=memory.organization_id,
         memory=memory,
-        project=project or memory.project,
+        project_id=project.id if project else memory.project_id,
         type=signal_type.value,
         positive=positive,
         comment=comment,
@@ -485,8 +507,13 @@ def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], proj
         MemorySignal.objects.bulk_create(
             [
                 MemorySignal(
-                    organization_id=m.organization_id, memory_id=m.id, project=project or m.project,
-                    type=MemorySignal.TYPE_USAGE, positive=True, actor=principal.actor_label, created_at=now,
+                    organization_id=m.organization_id,
+                    memory_id=m.id,
+                    project_id=project.id if project else m.project_id,
+                    type=MemorySignal.TYPE_USAGE,
+                    positive=True,
+                    actor=principal.actor_label,
+                    created_at=now,
                 )
                 for m in memories
             ]
@@ -504,7 +531,12 @@ def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], proj
 
 
 def search_query_validate(
-    *, query: Any, scope: Any = "all", outcome: Any = "all", limit: Any = 5, min_confidence: Any = None,
+    *,
+    query: Any,
+    scope: Any = "all",
+    outcome: Any = "all",
+    limit: Any = 5,
+    min_confidence: Any = None,
     project: Any = None,
 ) -> SearchQuery:
     from django.conf import settings
@@ -522,8 +554,14 @@ def search_query_validate(
         raise InvalidInput("min_confidence must be a number from 0 to 1", field="min_confidence")
     if project is not None and not isinstance(project, str):
         raise InvalidInput("project must be a project slug", field="project")
-    return SearchQuery(query=query, scope=scope, outcome=outcome, limit=limit,
-                       min_confidence=float(min_confidence), project=project or None)
+    return SearchQuery(
+        query=query,
+        scope=scope,
+        outcome=outcome,
+        limit=limit,
+        min_confidence=float(min_confidence),
+        project=project or None,
+    )
 
 
 def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
@@ -587,9 +625,13 @@ def confidence_recompute_all(*, batch: int = 2000) -> int:
     done = 0
     last = ""
     while True:
-        chunk = list(Memory.objects.filter(pk__gt=last).order_by("pk").only(
-            "id", "organization_id", "project_id", "prior_alpha", "prior_beta", "alpha", "beta", "confidence"
-        )[:batch])
+        chunk = list(
+            Memory.objects.filter(pk__gt=last)
+            .order_by("pk")
+            .only("id", "organization_id", "project_id", "prior_alpha", "prior_beta", "alpha", "beta", "confidence")[
+                :batch
+            ]
+        )
         if not chunk:
             return done
         with transaction.atomic():
@@ -598,11 +640,7 @@ def confidence_recompute_all(*, batch: int = 2000) -> int:
         last = chunk[-1].pk
 
 
-
-
-def memories_reembed(
-    *, only_stale: bool = True, batch: int = 256, progress: Any = None
-) -> int:
+def memories_reembed(*, only_stale: bool = True, batch: int = 256, progress: Any = None) -> int:
     """Re-embed memories (every org) with the configured embedder; only those embedded by another
     model unless ``only_stale`` is false. Batches commit separately so a long run can resume."""
     embedder = embedder_from_settings()

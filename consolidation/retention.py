@@ -1,0 +1,187 @@
+"""Retention scoring, tiers and stale-archival rules (seed 002 + seed 004), free of Django.
+
+Seed 002 defines a memory's *retention* as a blend of how recently it was touched, how often it
+has been retrieved and how important its kind of knowledge is; the score picks its tier
+(hot / warm / cold / archived). Seed 004 archives memories whose salience has fallen below a
+threshold and that nobody has touched for a while. Here both are pure functions over plain
+values so the decay job, the dashboard and the tests share one implementation without a database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Final, Literal
+
+Tier = Literal["hot", "warm", "cold", "archived"]
+
+TIER_HOT: Final = "hot"
+TIER_WARM: Final = "warm"
+TIER_COLD: Final = "cold"
+TIER_ARCHIVED: Final = "archived"
+
+# Seed 002's superseded penalty: a superseded memory keeps 20% of its score so it sinks to
+# cold quickly but is never erased (nothing is deleted by the system, DESIGN §5).
+SUPERSEDED_PENALTY: Final = 0.2
+
+# Seed 002 saturates activation at 20 retrievals: log1p(n) / log1p(20) reaches 1.0 there.
+ACTIVATION_SATURATION: Final = 20
+
+# Seed 002 falls back to 0.5 for a namespace it does not know; we do the same for unknown kinds.
+DEFAULT_IMPORTANCE: Final = 0.5
+
+# Default importance per memory kind (DESIGN §5). Seed 002 weighs git-notes *namespaces*; our
+# kinds map onto the closest ones:
+#   procedural (strategies, how-to)     ~ "patterns"  0.85
+#   semantic   (facts, lessons learned) ~ "learnings" 0.9
+#   episodic   (timestamped events)     ~ "progress"  0.5
+#   working    (session scratch)        -- no seed namespace; 0.3 is ours, below everything the
+#               seed lists, because working memory has a short TTL and should fade first.
+KIND_IMPORTANCE: Final[Mapping[str, float]] = MappingProxyType(
+    {
+        "procedural": 0.85,
+        "semantic": 0.9,
+        "episodic": 0.5,
+        "working": 0.3,
+    }
+)
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    """Tunables for :func:`compute_retention_score` and :func:`tier_for`.
+
+    ``half_life_days`` (30) and the tier thresholds (hot >= 0.6, warm >= 0.3) are seed 002's
+    defaults. Seed 002 names ``recency_weight`` / ``activation_weight`` / ``importance_weight``
+    but never gives their values; 0.5 / 0.3 / 0.2 are ours. They sum to 1 so ``overall`` stays in
+    [0, 1] before clamping, and recency dominates because "not touched for months" is the
+    strongest signal that a memory has stopped earning its place.
+    """
+
+    half_life_days: float = 30.0
+    recency_weight: float = 0.5
+    activation_weight: float = 0.3
+    importance_weight: float = 0.2
+    hot_threshold: float = 0.6
+    warm_threshold: float = 0.3
+
+    def __post_init__(self) -> None:
+        # Fail at configuration time rather than producing NaN/negative scores in a nightly job.
+        if not self.half_life_days > 0:
+            raise ValueError("half_life_days must be > 0")
+        for name in ("recency_weight", "activation_weight", "importance_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if not 0.0 <= self.warm_threshold <= self.hot_threshold <= 1.0:
+            raise ValueError("thresholds must satisfy 0 <= warm_threshold <= hot_threshold <= 1")
+
+
+DEFAULT_RETENTION_CONFIG: Final = RetentionConfig()
+
+
+@dataclass(frozen=True)
+class RetentionScore:
+    """Seed 002's RetentionScore: the blended ``overall`` plus its factors, for explainability."""
+
+    overall: float
+    recency: float
+    activation: float
+    importance: float
+
+
+def importance_for_kind(kind: str) -> float:
+    """Default importance of a memory kind; unknown kinds get seed 002's fallback of 0.5."""
+    return KIND_IMPORTANCE.get(kind, DEFAULT_IMPORTANCE)
+
+
+def compute_retention_score(
+    *,
+    created_at: datetime,
+    last_used_at: datetime | None,
+    activation_count: int,
+    importance: float,
+    superseded: bool = False,
+    now: datetime,
+    config: RetentionConfig = DEFAULT_RETENTION_CONFIG,
+) -> RetentionScore:
+    """Seed 002's ``compute_retention_score`` over plain values.
+
+    - recency = exp(-effective_age / half_life * ln 2), where effective_age is the younger of
+      "since created" and "since last used" (a fresh retrieval resets the clock);
+    - activation = min(1, log1p(n) / log1p(20)) -- diminishing returns on retrievals;
+    - overall = weighted sum, x0.2 when superseded, clamped to [0, 1].
+
+    ``created_at``, ``last_used_at`` and ``now`` must all be aware or all naive (mixing raises
+    ``TypeError`` from datetime arithmetic, which is what we want: a silent tz bug would skew ages
+    by hours).
+    """
+    if activation_count < 0:
+        raise ValueError("activation_count must be >= 0")
+    if not 0.0 <= importance <= 1.0:
+        raise ValueError("importance must be between 0 and 1")
+
+    age_days = (now - created_at).total_seconds() / 86400
+    access_age = (now - last_used_at).total_seconds() / 86400 if last_used_at else age_days
+    # Clock skew between web and worker processes can put a timestamp slightly in the future;
+    # flooring at 0 keeps recency at most 1.0 instead of letting it exceed the scale.
+    effective_age = max(0.0, min(age_days, access_age))
+    recency = math.exp(-effective_age / config.half_life_days * math.log(2))
+
+    activation = min(1.0, math.log1p(activation_count) / math.log1p(ACTIVATION_SATURATION))
+
+    overall = (
+        config.recency_weight * recency + config.activation_weight * activation + config.importance_weight * importance
+    )
+    if superseded:
+        overall *= SUPERSEDED_PENALTY
+
+    return RetentionScore(
+        overall=min(1.0, max(0.0, overall)),
+        recency=recency,
+        activation=activation,
+        importance=importance,
+    )
+
+
+def tier_for(
+    score: float | RetentionScore,
+    *,
+    archived: bool,
+    config: RetentionConfig = DEFAULT_RETENTION_CONFIG,
+) -> Tier:
+    """Map a retention score to seed 002's tier.
+
+    Archival is a state decision (consolidated, superseded, stale, manual), not a score band, so
+    it wins over any score: an archived memory reads "archived" even if it is still recent.
+    Thresholds are inclusive (score == 0.6 is hot, == 0.3 is warm).
+    """
+    if archived:
+        return TIER_ARCHIVED
+    value = score.overall if isinstance(score, RetentionScore) else score
+    if value >= config.hot_threshold:
+        return TIER_HOT
+    if value >= config.warm_threshold:
+        return TIER_WARM
+    return TIER_COLD
+
+
+def should_archive_stale(
+    retention: float,
+    last_access: datetime,
+    now: datetime,
+    *,
+    threshold: float = 0.1,
+    max_idle_days: float = 30,
+) -> bool:
+    """Seed 004's low-salience archival: below ``threshold`` AND idle for ``max_idle_days``.
+
+    Seed 004's acceptance scenario is "salience 0.05, last accessed 30 days ago, ArchivalThreshold
+    0.1 -> archived", so both comparisons are chosen to make that exact case archive: retention is
+    strictly below the threshold, idleness is inclusive (>= 30 days). Requiring both keeps a
+    low-scoring memory that someone used last week, and a long-idle memory that is still
+    important. Pass ``last_used_at or created_at`` as ``last_access`` for never-used memories.
+    """
+    return retention < threshold and (now - last_access) >= timedelta(days=max_idle_days)

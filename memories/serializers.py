@@ -1,0 +1,341 @@
+"""DRF serializers for the memories REST API: strict input validation and the output shapes.
+
+Input serializers validate types and enums so a bad request is a 400 naming the field; the
+services validate again (they are also called from MCP tools and the dashboard). JSON bodies are
+strict: real JSON booleans/numbers/strings only, and unknown fields are rejected so that a typo
+never silently does nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memories.models import Memory, MemorySignal
+from memories.selectors import MEMORY_ORDERINGS, SEARCH_OUTCOMES, SEARCH_SCOPES
+from memories.services import (
+    COMMENT_MAX,
+    CONTENT_MAX,
+    DESCRIPTION_MAX,
+    KINDS,
+    RECORD_OUTCOMES,
+    TAG_MAX,
+    TAGS_MAX,
+    TITLE_MAX,
+    WRITE_SCOPES,
+)
+
+STATE_FILTERS = ("active", "archived", "any")
+TIERS = tuple(t for t, _ in Memory.TIER_CHOICES)
+ORIGINS = tuple(o for o, _ in Memory.ORIGIN_CHOICES)
+ARCHIVE_REASONS = tuple(r for r, _ in Memory.ARCHIVED_REASON_CHOICES)
+SESSION_ID_MAX = 200
+
+
+# --- strict JSON fields ------------------------------------------------------------------------
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string only (DRF's CharField would turn 5 into "5")."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """A JSON boolean only (DRF's BooleanField would accept "yes", 1, "on")."""
+
+    default_error_messages = {"invalid": "Must be a JSON boolean (true or false)."}
+
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    default_error_messages = {"invalid": "Must be a JSON integer."}
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictFloatField(serializers.FloatField):
+    default_error_messages = {"invalid": "Must be a JSON number."}
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """A JSON-object body whose keys must all be known fields."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError(
+                {"non_field_errors": [f"The request body must be a JSON object, not {type(data).__name__}."]}
+            )
+        unknown = sorted(str(key) for key in data if key not in self.fields)
+        if unknown:
+            allowed = ", ".join(self.fields) or "none"
+            raise serializers.ValidationError({key: [f"Unknown field. Allowed fields: {allowed}."] for key in unknown})
+        return super().to_internal_value(data)
+
+
+def _tags_field(**kwargs: Any) -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictCharField(max_length=TAG_MAX, allow_blank=True), max_length=TAGS_MAX, **kwargs
+    )
+
+
+# --- errors (documentation only) ---------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+
+
+# --- memories ----------------------------------------------------------------------------------
+
+
+class MemorySerializer(serializers.Serializer):
+    """A whole memory (never its embedding)."""
+
+    id = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField()
+    content = serializers.CharField()
+    outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES)
+    tags = serializers.ListField(child=serializers.CharField())
+    kind = serializers.ChoiceField(choices=KINDS)
+    scope = serializers.ChoiceField(choices=WRITE_SCOPES)
+    project = serializers.CharField(source="project.slug", allow_null=True, default=None, help_text="project slug")
+    team = serializers.CharField(source="team.slug", allow_null=True, default=None, help_text="team slug")
+    state = serializers.ChoiceField(choices=[s for s, _ in Memory.STATE_CHOICES])
+    archived_reason = serializers.CharField(allow_blank=True)
+    consolidated_into = serializers.CharField(source="consolidated_into_id", allow_null=True)
+    tier = serializers.ChoiceField(choices=TIERS)
+    retention = serializers.FloatField()
+    importance = serializers.FloatField()
+    confidence = serializers.FloatField()
+    alpha = serializers.FloatField()
+    beta = serializers.FloatField()
+    usage_count = serializers.IntegerField()
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    origin = serializers.ChoiceField(choices=ORIGINS)
+    source_session = serializers.CharField(source="source_session_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class PaginatedMemorySerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = MemorySerializer(many=True)
+
+
+class MemoryListQuerySerializer(serializers.Serializer):
+    """Query parameters of GET /memories (strings from the URL, so the normal lenient fields)."""
+
+    project = serializers.SlugField(required=False, allow_blank=True, help_text="project slug")
+    scope = serializers.ChoiceField(choices=SEARCH_SCOPES, required=False, default="all")
+    state = serializers.ChoiceField(choices=STATE_FILTERS, required=False, default="active")
+    outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES, required=False)
+    kind = serializers.ChoiceField(choices=KINDS, required=False)
+    tier = serializers.ChoiceField(choices=TIERS, required=False)
+    origin = serializers.ChoiceField(choices=ORIGINS, required=False)
+    tag = serializers.ListField(
+        child=serializers.CharField(max_length=TAG_MAX), required=False, help_text="repeatable; all must match"
+    )
+    min_confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
+    max_confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
+    q = serializers.CharField(
+        required=False, allow_blank=True, max_length=200, help_text="substring of title or description"
+    )
+    ordering = serializers.ChoiceField(choices=MEMORY_ORDERINGS, required=False, default="-created_at")
+
+
+class MemoryCreateSerializer(StrictSerializer):
+    title = StrictCharField(max_length=TITLE_MAX)
+    description = StrictCharField(max_length=DESCRIPTION_MAX)
+    content = StrictCharField(max_length=CONTENT_MAX)
+    outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES)
+    tags = _tags_field(required=False)
+    kind = serializers.ChoiceField(choices=KINDS, required=False)
+    project = StrictCharField(required=False, allow_null=True, help_text="project slug")
+    scope = serializers.ChoiceField(choices=WRITE_SCOPES, required=False, default="project")
+
+
+class MemoryRecordedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    message = serializers.CharField()
+    initial_confidence = serializers.FloatField()
+    memory = MemorySerializer()
+
+
+class MemoryUpdateSerializer(StrictSerializer):
+    title = StrictCharField(max_length=TITLE_MAX, required=False)
+    description = StrictCharField(max_length=DESCRIPTION_MAX, required=False)
+    content = StrictCharField(max_length=CONTENT_MAX, required=False)
+    outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES, required=False)
+    tags = _tags_field(required=False)
+    kind = serializers.ChoiceField(choices=KINDS, required=False)
+
+
+class MemoryArchiveSerializer(StrictSerializer):
+    reason = serializers.ChoiceField(choices=ARCHIVE_REASONS, required=False, default=Memory.ARCHIVED_MANUAL)
+
+
+class EmptyBodySerializer(StrictSerializer):
+    """No fields: the body may be empty or {}."""
+
+
+# --- search ------------------------------------------------------------------------------------
+
+
+class MemorySearchSerializer(StrictSerializer):
+    """Seed 000 memory_search arguments (+ project and explain). Omitted values take the
+    server's defaults (limit 5, min_confidence 0.5)."""
+
+    query = StrictCharField(help_text="natural language query")
+    scope = serializers.ChoiceField(choices=SEARCH_SCOPES, required=False, default="all")
+    outcome = serializers.ChoiceField(choices=SEARCH_OUTCOMES, required=False, default="all")
+    limit = StrictIntegerField(required=False, min_value=1, max_value=settings.SEARCH_MAX_LIMIT)
+    min_confidence = StrictFloatField(required=False, min_value=0, max_value=1)
+    project = StrictCharField(required=False, allow_null=True, help_text="project slug")
+    explain = StrictBooleanField(required=False, default=False, help_text="add each result's score breakdown")
+
+
+class RoundedFloatField(serializers.FloatField):
+    """Output rounded to 4 decimals (agent-facing responses: enough precision, fewer tokens)."""
+
+    def to_representation(self, value: Any) -> float:
+        return round(float(value), 4)
+
+
+class ScoreBreakdownSerializer(serializers.Serializer):
+    """Every factor of a hit's score: similarity × confidence × recency_boost × scope_weight ×
+    consolidated_boost = score. ``confidence`` is the value the search ranked with (before usage)."""
+
+    similarity = RoundedFloatField(source="breakdown.similarity")
+    confidence = RoundedFloatField(source="breakdown.confidence")
+    recency_boost = RoundedFloatField(source="breakdown.recency_boost")
+    scope = serializers.CharField(source="breakdown.scope")
+    scope_weight = RoundedFloatField(source="breakdown.scope_weight")
+    consolidated_boost = RoundedFloatField(source="breakdown.consolidated_boost")
+    score = RoundedFloatField(source="breakdown.score")
+    matched_by = serializers.ListField(child=serializers.CharField(), help_text="vector and/or text")
+
+
+class SearchHitSerializer(serializers.Serializer):
+    """One seed-000 search result (a ``SearchHit``); ``score`` only when the context says ``explain``.
+    ``confidence`` and ``usage_count`` are the values after this search's usage signal."""
+
+    id = serializers.CharField(source="memory.id")
+    title = serializers.CharField(source="memory.title")
+    description = serializers.CharField(source="memory.description")
+    content = serializers.CharField(source="memory.content")
+    outcome = serializers.CharField(source="memory.outcome")
+    confidence = RoundedFloatField(source="memory.confidence")
+    usage_count = serializers.IntegerField(source="memory.usage_count")
+    relevance = RoundedFloatField(source="breakdown.score")
+    scope = serializers.CharField(source="memory.scope")
+    score = ScoreBreakdownSerializer(source="*", required=False, help_text="only with explain=true")
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if not self.context.get("explain"):
+            data.pop("score")
+        return data
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    memories = SearchHitSerializer(many=True)
+    total_found = serializers.IntegerField()
+    tokens_used = serializers.IntegerField()
+
+
+# --- signals -----------------------------------------------------------------------------------
+
+
+class FeedbackSerializer(StrictSerializer):
+    helpful = StrictBooleanField()
+    comment = StrictCharField(required=False, allow_blank=True, max_length=COMMENT_MAX)
+
+
+class FeedbackResponseSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    new_confidence = serializers.FloatField()
+    message = serializers.CharField()
+
+
+class OutcomeSerializer(StrictSerializer):
+    succeeded = StrictBooleanField()
+    session_id = StrictCharField(required=False, allow_blank=True, max_length=SESSION_ID_MAX)
+
+
+class OutcomeResponseSerializer(serializers.Serializer):
+    recorded = serializers.BooleanField()
+    new_confidence = serializers.FloatField()
+    message = serializers.CharField()
+
+
+class SignalSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MemorySignal
+        fields = ["type", "positive", "comment", "session_id", "actor", "confidence_after", "created_at"]
+
+
+class PaginatedSignalSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = SignalSerializer(many=True)
+
+
+# --- lineage -----------------------------------------------------------------------------------
+
+
+class LineageMemorySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    state = serializers.CharField()
+    archived_reason = serializers.CharField(allow_blank=True)
+    confidence = serializers.FloatField()
+
+
+class LineageSubjectSerializer(LineageMemorySerializer):
+    scope = serializers.CharField()
+    origin = serializers.CharField()
+
+
+class LinkSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    weight = serializers.FloatField()
+    reason = serializers.CharField(allow_blank=True)
+    run_id = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    memory = LineageMemorySerializer()
+
+
+class LineageSerializer(serializers.Serializer):
+    memory = LineageSubjectSerializer()
+    outgoing = LinkSerializer(many=True)
+    incoming = LinkSerializer(many=True)
+    consolidated_into = serializers.CharField(allow_null=True)
+    sources = serializers.ListField(child=serializers.CharField())
