@@ -4,3 +4,15 @@ from django.apps import AppConfig
 class ConsolidationConfig(AppConfig):
     name = "consolidation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from consolidation import receivers
+        from consolidation import signals as events
+        from memories.signals import memories_added
+
+        memories_added.connect(receivers.on_memories_added, dispatch_uid="consolidation.on_demand")
+        events.run_completed.connect(receivers.on_run_completed, dispatch_uid="consolidation.log_run")
+        events.pattern_extracted.connect(receivers.on_pattern_extracted, dispatch_uid="consolidation.log_pattern")
+        events.contradiction_detected.connect(
+            receivers.on_contradiction_detected, dispatch_uid="consolidation.log_contradiction"
+        )

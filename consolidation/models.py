@@ -94,3 +94,17 @@ class ConsolidationRun(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+
+class ProjectConsolidationSettings(models.Model):
+    """Per-project schedule (Teams plan and above) and defaults for its runs."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="consolidation")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    scheduled = models.BooleanField(default=True, help_text="run automatically (needs the Teams plan)")
+    interval_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="empty = the server default")
+    similarity_threshold = models.FloatField(null=True, blank=True, help_text="empty = the server default")
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"consolidation settings for {self.project_id}"

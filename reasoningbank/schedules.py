@@ -25,6 +25,12 @@ def schedule_specs() -> list[ScheduleSpec]:
             description="fold signal events older than 30 days into aggregates; recompute confidence",
         ),
         ScheduleSpec(
+            name="rb:consolidation-scheduler",
+            func="consolidation.tasks.consolidation_scheduler_tick",
+            minutes=5,
+            description="queue scheduled consolidation for due projects (Teams plan); fail dead runs",
+        ),
+        ScheduleSpec(
             name="rb:sessions-resume",
             func="memories.tasks.sessions_resume",
             minutes=5,

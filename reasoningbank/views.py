@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from reasoningbank.metrics import metrics_text
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -22,3 +24,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {"status": "ok", "database": database, "latency_ms": round((time.perf_counter() - started) * 1000, 2)}
     )
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus counters of this process (consolidation cycles, merges, contradictions, …)."""
+    return HttpResponse(metrics_text(), content_type="text/plain; version=0.0.4")

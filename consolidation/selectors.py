@@ -1,0 +1,97 @@
+"""Reads for consolidation: the sparse neighbour graph from the pgvector index, runs, disputes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import QuerySet
+
+from accounts.access import Principal, access_filter, reachable_projects
+from consolidation.models import ConsolidationRun
+from memories.models import Memory, MemoryLink
+from reasoningbank.errors import NotFound
+
+Edge = tuple[str, str, float]
+
+# neighbours fetched per memory; a cluster of up to ~2k/threshold members stays reachable
+NEIGHBOURS_PER_MEMORY = 10
+NEIGHBOUR_EF_SEARCH = 40
+
+_NEIGHBOURS_SQL = """
+SELECT a.id, n.id, 1 - n.distance
+FROM memories_memory a
+CROSS JOIN LATERAL (
+    SELECT b.id, b.embedding <=> a.embedding AS distance
+    FROM memories_memory b
+    WHERE b.organization_id = %(org)s AND b.project_id = %(project)s AND b.state = 'active'
+      AND b.embedding IS NOT NULL AND b.id <> a.id
+    ORDER BY b.embedding <=> a.embedding
+    LIMIT %(k)s
+) n
+WHERE a.organization_id = %(org)s AND a.project_id = %(project)s AND a.state = 'active'
+  AND a.embedding IS NOT NULL AND a.id = ANY(%(ids)s) AND n.distance <= %(max_distance)s
+"""
+
+
+def neighbour_edges(
+    *, organization_id: int, project_id: int, ids: Sequence[str], min_similarity: float, k: int = NEIGHBOURS_PER_MEMORY
+) -> list[Edge]:
+    """Undirected edges (a < b) between active memories of a project whose cosine similarity is at
+    least ``min_similarity``, from each memory's k nearest neighbours in the HNSW index — a sparse
+    graph, never an all-pairs matrix."""
+    if not ids:
+        return []
+    best: dict[tuple[str, str], float] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(NEIGHBOUR_EF_SEARCH, k)])
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        for start in range(0, len(ids), 5000):
+            cursor.execute(
+                _NEIGHBOURS_SQL,
+                {
+                    "org": organization_id,
+                    "project": project_id,
+                    "k": k,
+                    "ids": list(ids[start : start + 5000]),
+                    "max_distance": 1.0 - min_similarity + 1e-9,
+                },
+            )
+            for a, b, similarity in cursor.fetchall():
+                key = (a, b) if a < b else (b, a)
+                if similarity > best.get(key, -1.0):
+                    best[key] = float(similarity)
+    return [(a, b, s) for (a, b), s in best.items()]
+
+
+def run_get(principal: Principal, run_id: str) -> ConsolidationRun:
+    run = (
+        access_filter(ConsolidationRun, principal)
+        .filter(pk=run_id)
+        .filter(project__in=reachable_projects(principal))
+        .select_related("project")
+        .first()
+        if isinstance(run_id, str)
+        else None
+    )
+    if run is None:
+        raise NotFound(f"consolidation run {run_id!r} not found", field="run_id")
+    return run
+
+
+def run_list(principal: Principal, *, project: Any = None) -> QuerySet[ConsolidationRun]:
+    qs = access_filter(ConsolidationRun, principal).filter(project__in=reachable_projects(principal))
+    if project is not None:
+        qs = qs.filter(project=project)
+    return qs.select_related("project").order_by("-created_at")
+
+
+def disputed_list(principal: Principal, *, include_resolved: bool = False) -> QuerySet[MemoryLink]:
+    """Contradiction pairs for moderators (both memories stay active until someone decides)."""
+    qs = access_filter(MemoryLink, principal).filter(kind=MemoryLink.KIND_CONTRADICTS)
+    readable = access_filter(Memory, principal).filter(project__in=reachable_projects(principal))
+    qs = qs.filter(source__in=readable, target__in=readable)
+    if not include_resolved:
+        qs = qs.filter(resolved_at__isnull=True)
+    return qs.select_related("source", "target", "source__project").order_by("-created_at")

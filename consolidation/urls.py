@@ -1,0 +1,11 @@
+from django.urls import path
+
+from consolidation import api
+
+urlpatterns = [
+    path("consolidation/runs", api.RunListCreateView.as_view(), name="api-consolidation-runs"),
+    path("consolidation/runs/<str:run_id>", api.RunDetailView.as_view(), name="api-consolidation-run"),
+    path("consolidation/disputes", api.DisputeListView.as_view(), name="api-disputes"),
+    path("consolidation/disputes/<str:link_id>/resolve", api.DisputeResolveView.as_view(), name="api-dispute-resolve"),
+    path("memories/<str:memory_id>/unmerge", api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
+]
