@@ -34,12 +34,8 @@ M = TypeVar("M", bound=models.Model)
 ROLE_SCOPES: dict[str, frozenset[str]] = {
     Membership.ROLE_VIEWER: frozenset({SCOPE_MEMORIES_READ}),
     Membership.ROLE_MEMBER: frozenset({SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN}),
-    Membership.ROLE_ADMIN: frozenset(
-        {SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN}
-    ),
-    Membership.ROLE_OWNER: frozenset(
-        {SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN}
-    ),
+    Membership.ROLE_ADMIN: frozenset({SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN}),
+    Membership.ROLE_OWNER: frozenset({SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN}),
 }
 
 
@@ -123,11 +119,12 @@ def access_filter(model_or_qs: type[M] | QuerySet[M], tenant: Organization | Pri
 
 def access_get(model_or_qs: type[M] | QuerySet[M], tenant: Organization | Principal, **lookup: Any) -> M:
     """One row of the tenant's org, or Http404 — the same for missing, malformed or foreign ids."""
+    if any(isinstance(value, str) and "\x00" in value for value in lookup.values()):
+        raise Http404("Not found.")  # PostgreSQL cannot even compare such text
     try:
         return access_filter(model_or_qs, tenant).get(**lookup)
     except (ObjectDoesNotExist, ValueError, ValidationError, TypeError):
         raise Http404("Not found.") from None
-
 
 
 def reachable_projects(principal: Principal) -> QuerySet[Project]:

@@ -27,11 +27,13 @@ that similarity is >= threshold), with two deliberate, documented differences fr
 * ties are broken deterministically: among equally similar pairs of clusters, the one whose
   smallest member ids sort first merges first, so the output never depends on input order.
 
-Cost: roughly O(E log E) for E edges. Each merge touches only the two clusters' neighbour lists,
-and in a k-nearest-neighbour graph clusters stay small: two clusters can merge only if the edges
-between them sum to >= t * |A| * |B|, which bounds a cluster at about 2k/t members. Measured on
-the development container: 100,000 ids with 500,000 edges (5 per id) take about 2 s of CPU for
-either linkage, and ~0.7 s for ``connected_components``.
+Cost: roughly O(E log E) for E edges -- proportional to the edges handed in, never to n^2. Each
+merge touches only the two clusters' neighbour lists, and in a k-nearest-neighbour graph clusters
+stay small: two clusters merge only if the edges between them sum to >= t * |A| * |B|, which
+bounds a cluster at about 2k/t members. Measured on the (slow, shared) development container:
+100,000 ids with 500,000 edges (5 per id) take 2.2-3.2 s of CPU for either linkage and under 1 s
+for ``connected_components``. The caller keeps E small by asking the index for a bounded number
+of neighbours per memory; a dense input (every pair an edge) is quadratic because E is.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,6 +63,8 @@ def reach_for(principal: Principal, *, project: Project | None = None) -> Reach:
 def project_resolve(principal: Principal, slug: str | None) -> Project | None:
     """The project a call is about: the named one, or the token's only project, or None (all)."""
     if slug:
+        if "\x00" in slug:
+            raise NotFound(f"project {slug!r} not found", field="project")
         try:
             return access_project(principal, slug)
         except Http404:
@@ -77,12 +80,29 @@ def memories_readable(principal: Principal) -> QuerySet[Memory]:
 
 def memory_get(principal: Principal, memory_id: str) -> Memory:
     """A memory the principal may read (any state); NotFound for missing, foreign or out-of-reach ids."""
-    memory = memories_readable(principal).select_related("project", "team", "consolidated_into").filter(
-        pk=memory_id
-    ).first() if isinstance(memory_id, str) and len(memory_id) <= 40 else None
+    valid = isinstance(memory_id, str) and len(memory_id) <= 40 and "\x00" not in memory_id
+    memory = (
+        memories_readable(principal).select_related("project", "team", "consolidated_into").filter(pk=memory_id).first()
+        if valid
+        else None
+    )
     if memory is None:
         raise NotFound(f"memory {memory_id!r} not found", field="memory_id")
     return memory
+
+
+def memory_is_readable(principal: Principal, memory: Memory) -> bool:
+    """Same org and inside the principal's reach (project → its team → org)."""
+    if memory.organization_id != principal.organization.id:
+        return False
+    if not principal.is_restricted:
+        return True
+    reach = reach_for(principal)
+    if memory.project_id:
+        return memory.project_id in (reach.project_ids or ())
+    if memory.team_id:
+        return memory.team_id in (reach.team_ids or ())
+    return True
 
 
 def memory_is_writable(principal: Principal, memory: Memory) -> bool:
@@ -190,9 +210,26 @@ def memory_search(
         base = base.filter(outcome=search.outcome)
     k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     columns = (
-        "id", "organization_id", "project_id", "team_id", "title", "description", "content", "outcome", "tags",
-        "kind", "confidence", "usage_count", "last_used_at", "created_at", "origin", "state", "alpha", "beta",
-        "prior_alpha", "prior_beta",
+        "id",
+        "organization_id",
+        "project_id",
+        "team_id",
+        "title",
+        "description",
+        "content",
+        "outcome",
+        "tags",
+        "kind",
+        "confidence",
+        "usage_count",
+        "last_used_at",
+        "created_at",
+        "origin",
+        "state",
+        "alpha",
+        "beta",
+        "prior_alpha",
+        "prior_beta",
     )
     distance = CosineDistance("embedding", query_vector)
     with transaction.atomic():
@@ -200,8 +237,12 @@ def memory_search(
             # pgvector ≥ 0.8: keep scanning the HNSW graph until enough rows pass the tenant filters
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(int(_setting("SEARCH_HNSW_EF_SEARCH")), k)])
-        vector_hits = list(
-            base.filter(embedding__isnull=False).annotate(distance=distance).order_by("distance").only(*columns)[:k]
+        vector_hits = (
+            []
+            if not any(query_vector)
+            else list(
+                base.filter(embedding__isnull=False).annotate(distance=distance).order_by("distance").only(*columns)[:k]
+            )
         )
         text_hits: list[Memory] = []
         if search.query.strip():
@@ -220,7 +261,9 @@ def memory_search(
     ranked: list[SearchHit] = []
     min_similarity = _setting("SEARCH_MIN_SIMILARITY")
     for memory, legs in merged.values():
-        distance_value = memory.distance if memory.distance is not None else 1.0  # type: ignore[attr-defined]
+        raw_distance = memory.distance  # type: ignore[attr-defined]
+        # a text without word characters embeds to a zero vector, whose cosine distance is NaN
+        distance_value = 1.0 if raw_distance is None or math.isnan(raw_distance) else float(raw_distance)
         if 1.0 - float(distance_value) < min_similarity and "text" not in legs:
             continue
         reference = memory.last_used_at or memory.created_at

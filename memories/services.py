@@ -25,12 +25,13 @@ from memories.selectors import (
     SEARCH_SCOPES,
     SearchQuery,
     SearchResult,
+    memory_is_readable,
     memory_is_writable,
     memory_search,
     project_resolve,
 )
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
-from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, ServiceError
+from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
 
 TITLE_MAX = 200
 DESCRIPTION_MAX = 2000
@@ -72,6 +73,8 @@ def tags_clean(tags: Any) -> list[str]:
         tag = tag.strip().lower()
         if not tag:
             continue
+        if "\x00" in tag:
+            raise InvalidInput("tags must not contain NUL characters", field="tags")
         if len(tag) > TAG_MAX:
             raise InvalidInput(f"tag {tag[:20]!r}… is longer than {TAG_MAX} characters", field="tags")
         if tag not in cleaned:
@@ -90,6 +93,12 @@ def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
 def _require_write(principal: Principal) -> None:
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"this action needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")
+
+
+def _require_readable(principal: Principal, memory: Memory) -> None:
+    """Signals (feedback, outcome) may target any memory the caller can read, never another org's."""
+    if not memory_is_readable(principal, memory):
+        raise NotFound(f"memory {memory.id!r} not found", field="memory_id")
 
 
 def _embed(texts: list[str]) -> tuple[list[list[float]], str]:
@@ -168,11 +177,7 @@ def memories_create(
 ) -> list[Memory]:
     """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction."""
     org = principal.organization
-    limit = org.limit("memories")
-    if limit is not None:
-        active = Memory.objects.filter(organization=org, state=Memory.STATE_ACTIVE).count()
-        if active + len(drafts) > limit:
-            raise LimitExceeded(f"the {org.plan} plan allows {limit} active memories; archive some or upgrade")
+    _memory_limit_check(org, adding=len(drafts))
     embedder_name = ""
     if vectors is None:
         vectors, embedder_name = _embed([memory_embedding_text(d.title, d.description, d.content) for d in drafts])
@@ -212,6 +217,14 @@ def memories_create(
     for memory in memories:
         memory.save(force_insert=True)
     return memories
+
+
+def _memory_limit_check(org: Any, *, adding: int) -> None:
+    limit = org.limit("memories")
+    if limit is not None:
+        active = Memory.objects.filter(organization=org, state=Memory.STATE_ACTIVE).count()
+        if active + adding > limit:
+            raise LimitExceeded(f"the {org.plan} plan allows {limit} active memories; archive some or upgrade")
 
 
 def _importance_for(kind: str) -> float:
@@ -322,6 +335,7 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.state == Memory.STATE_ACTIVE:
         return memory
+    _memory_limit_check(principal.organization, adding=1)
     previous = memory.archived_reason
     memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ACTIVE, "", None
     memory.consolidated_into = None
@@ -423,6 +437,7 @@ def memory_feedback(
     """Seed 000 memory_feedback: explicit signal; teaches the project's weights whether usage and
     outcome signals predicted it; recomputes the memory's confidence."""
     _require_write(principal)
+    _require_readable(principal, memory)
     if not isinstance(helpful, bool):
         raise InvalidInput("helpful must be true or false", field="helpful")
     comment = _text(comment, "comment", COMMENT_MAX, required=False)
@@ -434,9 +449,9 @@ def memory_feedback(
         setattr(row, name, value)
     row.updated_at = timezone.now()
     row.save()
-    _signal_add(principal, memory, conf.SignalType.EXPLICIT, helpful, comment=comment, project=project)
+    signal = _signal_add(principal, memory, conf.SignalType.EXPLICIT, helpful, comment=comment, project=project)
     confidence_recompute([memory])
-    _signal_stamp_confidence(memory)
+    _signal_stamp_confidence(signal, memory)
     audit_record(
         organization=principal.organization,
         actor=principal,
@@ -458,14 +473,15 @@ def memory_outcome(
 ) -> SignalResult:
     """Seed 000 memory_outcome: the task that used this memory succeeded or failed."""
     _require_write(principal)
+    _require_readable(principal, memory)
     if not isinstance(succeeded, bool):
         raise InvalidInput("succeeded must be true or false", field="succeeded")
     session_id = _text(session_id, "session_id", 200, required=False)
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     previous = memory.confidence
-    _signal_add(principal, memory, conf.SignalType.OUTCOME, succeeded, session_id=session_id, project=project)
+    signal = _signal_add(principal, memory, conf.SignalType.OUTCOME, succeeded, session_id=session_id, project=project)
     confidence_recompute([memory])
-    _signal_stamp_confidence(memory)
+    _signal_stamp_confidence(signal, memory)
     return SignalResult(memory, previous, memory.confidence)
 
 
@@ -491,11 +507,9 @@ def _signal_add(
     )
 
 
-def _signal_stamp_confidence(memory: Memory) -> None:
+def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
     """Keep the confidence after each signal on the event, for the dashboard's history chart."""
-    latest = MemorySignal.objects.filter(memory=memory).order_by("-created_at", "-id").first()
-    if latest is not None:
-        MemorySignal.objects.filter(pk=latest.pk).update(confidence_after=memory.confidence)
+    MemorySignal.objects.filter(pk=signal.pk).update(confidence_after=memory.confidence)
 
 
 def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], project: Project | None) -> None:
@@ -504,7 +518,7 @@ def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], proj
         return
     now = timezone.now()
     with transaction.atomic():
-        MemorySignal.objects.bulk_create(
+        signals = MemorySignal.objects.bulk_create(
             [
                 MemorySignal(
                     organization_id=m.organization_id,
@@ -522,9 +536,11 @@ def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], proj
             usage_count=F("usage_count") + 1, last_used_at=now
         )
         confidence_recompute(list(memories))
-        for memory in memories:
+        for signal, memory in zip(signals, memories, strict=True):
+            signal.confidence_after = memory.confidence
             memory.usage_count += 1
             memory.last_used_at = now
+        MemorySignal.objects.bulk_update(signals, ["confidence_after"])
 
 
 # --- search (read + usage write) -------------------------------------------------------------------

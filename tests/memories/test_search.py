@@ -1,0 +1,413 @@
+"""Hybrid search (DESIGN §7, seed 001): the scope cascade, filters, ranking and usage signals."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from memories.models import Memory, MemorySignal
+from memories.ranking import estimate_tokens
+from memories.services import (
+    memories_create,
+    memory_archive,
+    memory_draft,
+    memory_record,
+    memory_search_use,
+    search_query_validate,
+)
+from reasoningbank.errors import InvalidInput, NotFound
+from tests.factories import ProjectFactory, TeamFactory
+
+TITLE = "Retry flaky network calls with jittered backoff"
+DESCRIPTION = "When an HTTP client call to a third-party API times out intermittently"
+CONTENT = "Wrap the call in a retry loop with exponential backoff and random jitter, capped at five tries."
+QUERY = "retry flaky network calls with backoff"
+
+
+def record(principal, *, title=TITLE, description=DESCRIPTION, content=CONTENT, outcome="success", **kwargs):
+    return memory_record(
+        principal=principal, title=title, description=description, content=content, outcome=outcome, **kwargs
+    )
+
+
+def search(principal, query=QUERY, **kwargs):
+    return memory_search_use(principal=principal, search=search_query_validate(query=query, **kwargs))
+
+
+def ids(result):
+    return [hit.memory.id for hit in result.hits]
+
+
+# --- the scope cascade ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cascade(cast, make_token):
+    """Org A on Teams: team T holds P1 (web-app) and P2; P3 has no team; team T2 holds P4."""
+    cast.org_a.plan = "teams"
+    cast.org_a.save()
+    team = TeamFactory(organization=cast.org_a, slug="platform")
+    other_team = TeamFactory(organization=cast.org_a, slug="data")
+    p1 = cast.project_a
+    p1.team = team
+    p1.save()
+    p2 = ProjectFactory(organization=cast.org_a, slug="api", team=team)
+    p3 = ProjectFactory(organization=cast.org_a, slug="tools")
+    p4 = ProjectFactory(organization=cast.org_a, slug="etl", team=other_team)
+    _, admin = make_token(cast.org_a)
+    memories = {
+        "p1": record(admin, project="web-app"),
+        "p2": record(admin, project="api"),
+        "p3": record(admin, project="tools"),
+        "team": record(admin, project="web-app", scope="team"),
+        "other_team": record(admin, project="etl", scope="team"),
+        "org": record(admin, scope="org"),
+    }
+    assert memories["team"].team == team and memories["other_team"].team == other_team
+    return {"admin": admin, "team": team, "p1": p1, "p2": p2, "p3": p3, "p4": p4, "memories": memories}
+
+
+def test_a_search_for_a_project_finds_its_project_its_team_and_org_memories_only(cascade):
+    m = cascade["memories"]
+    result = search(cascade["admin"], project="web-app")
+    assert set(ids(result)) == {m["p1"].id, m["team"].id, m["org"].id}
+    assert result.total_found == 3
+    assert result.project == cascade["p1"]
+
+
+def test_a_project_restricted_token_gets_the_same_cascade_without_naming_its_project(cast, make_token, cascade):
+    m = cascade["memories"]
+    _, restricted = make_token(cast.org_a, projects=[cascade["p1"]])
+    result = search(restricted)
+    assert set(ids(result)) == {m["p1"].id, m["team"].id, m["org"].id}
+
+
+def test_a_project_without_a_team_sees_its_own_and_org_memories_only(cascade):
+    m = cascade["memories"]
+    result = search(cascade["admin"], project="tools")
+    assert set(ids(result)) == {m["p3"].id, m["org"].id}
+
+
+@pytest.mark.parametrize(
+    ("scope", "expected"), [("project", {"p1"}), ("team", {"team"}), ("org", {"org"}), ("all", {"p1", "team", "org"})]
+)
+def test_the_scope_filter_restricts_results_to_that_level(cascade, scope, expected):
+    m = cascade["memories"]
+    result = search(cascade["admin"], project="web-app", scope=scope)
+    assert set(ids(result)) == {m[name].id for name in expected}
+    assert {hit.breakdown.scope for hit in result.hits} == {m[name].scope for name in expected}
+
+
+def test_equal_memories_rank_project_before_team_before_org(cascade):
+    m = cascade["memories"]
+    result = search(cascade["admin"], project="web-app")
+    assert ids(result) == [m["p1"].id, m["team"].id, m["org"].id]
+    assert [hit.breakdown.scope_weight for hit in result.hits] == [1.0, 0.9, 0.8]
+    similarities = {round(hit.breakdown.similarity, 6) for hit in result.hits}
+    assert len(similarities) == 1  # identical text: only the scope weight separates them
+    scores = [hit.breakdown.score for hit in result.hits]
+    assert scores[1] / scores[0] == pytest.approx(0.9, rel=1e-3)
+    assert scores[2] / scores[0] == pytest.approx(0.8, rel=1e-3)
+
+
+def test_an_unrestricted_token_without_a_project_searches_the_whole_org(cascade):
+    result = search(cascade["admin"], limit=20)
+    assert set(ids(result)) == {memory.id for memory in cascade["memories"].values()}
+    assert result.project is None
+
+
+def test_a_project_restricted_token_cannot_find_another_projects_memories(cast, make_token, cascade):
+    m = cascade["memories"]
+    _, restricted = make_token(cast.org_a, projects=[cascade["p1"]])
+    assert m["p2"].id not in ids(search(restricted, scope="project"))
+    with pytest.raises(NotFound) as excinfo:
+        search(restricted, project="api")
+    assert excinfo.value.field == "project"
+    assert Memory.objects.get(pk=m["p2"].pk).usage_count == 0
+
+
+def test_a_team_restricted_token_without_a_project_finds_its_teams_memories_but_not_other_teams(
+    cast, make_token, cascade
+):
+    m = cascade["memories"]
+    _, restricted = make_token(cast.org_a, teams=[cascade["team"]])
+    found = set(ids(search(restricted, limit=20)))
+    assert found == {m["p1"].id, m["p2"].id, m["team"].id, m["org"].id}
+
+
+# --- tenancy -------------------------------------------------------------------------------------
+
+
+def test_another_orgs_principal_never_sees_identical_memories(cast, make_token):
+    _, token_a = make_token(cast.org_a)
+    theirs = record(token_a, project="web-app")
+    theirs_org = record(token_a, scope="org")
+    _, token_b = make_token(cast.org_b)
+
+    empty = search(token_b, project="billing")
+    assert empty.hits == [] and empty.total_found == 0
+
+    ours = record(token_b, project="billing")
+    result = search(token_b, limit=20)
+    assert ids(result) == [ours.id]
+    assert not MemorySignal.objects.filter(memory__in=[theirs, theirs_org]).exists()
+    assert Memory.objects.get(pk=theirs.pk).usage_count == 0
+
+
+def test_another_orgs_project_slug_is_not_found(cast, make_token):
+    _, token_a = make_token(cast.org_a)
+    with pytest.raises(NotFound):
+        search(token_a, project="billing")
+
+
+def test_a_project_slug_with_a_nul_byte_is_a_clear_error_not_a_database_error(cast, make_token):
+    _, token_a = make_token(cast.org_a)
+    with pytest.raises((InvalidInput, NotFound)) as excinfo:
+        search(token_a, project="web\x00app")
+    assert excinfo.value.field == "project"
+
+
+# --- filters -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def token(cast, make_token):
+    return make_token(cast.org_a, projects=[cast.project_a])[1]
+
+
+def test_archived_memories_are_excluded(token):
+    kept = record(token)
+    gone = record(token, title="Retry flaky network calls with jittered backoff (old)")
+    memory_archive(principal=token, memory=gone)
+    result = search(token)
+    assert ids(result) == [kept.id]
+    assert result.total_found == 1
+    assert Memory.objects.get(pk=gone.pk).usage_count == 0
+
+
+def test_the_outcome_filter_returns_only_that_outcome(token):
+    success = record(token, outcome="success")
+    failure = record(token, outcome="failure", title="Retry flaky network calls forever without backoff")
+    mixed = record(token, outcome="mixed", title="Retry flaky network calls with fixed backoff")
+    assert ids(search(token, outcome="failure")) == [failure.id]
+    assert ids(search(token, outcome="success")) == [success.id]
+    assert set(ids(search(token, outcome="all"))) == {success.id, failure.id, mixed.id}
+
+
+def test_min_confidence_excludes_less_trusted_memories(token):
+    trusted = record(token)
+    doubtful = record(token, title="Retry flaky network calls with jittered backoff, maybe")
+    Memory.objects.filter(pk=doubtful.pk).update(confidence=0.3)
+    assert ids(search(token)) == [trusted.id]  # default min_confidence 0.5
+    assert set(ids(search(token, min_confidence=0.2))) == {trusted.id, doubtful.id}
+    assert ids(search(token, min_confidence=0.95)) == []
+
+
+def test_the_limit_caps_hits_while_total_found_counts_every_candidate(token):
+    made = [record(token, title=f"{TITLE} variant {n}") for n in range(6)]
+    result = search(token, limit=2)
+    assert len(result.hits) == 2
+    assert result.total_found == 6
+    assert set(ids(result)) <= {m.id for m in made}
+    expected_tokens = sum(
+        estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in result.hits
+    )
+    assert result.tokens_used == expected_tokens
+
+
+def test_the_default_limit_is_five(token):
+    for n in range(7):
+        record(token, title=f"{TITLE} variant {n}")
+    result = search(token)
+    assert len(result.hits) == 5
+    assert result.total_found == 7
+
+
+def test_a_keyword_match_is_found_even_when_vector_similarity_is_low(token, settings):
+    settings.SEARCH_MIN_SIMILARITY = 0.99  # no vector candidate clears this on its own
+    keyword = record(token, content=f"{CONTENT} Known culprit: the zxqvplugh proxy drops idle sockets.")
+    record(token, title="Cache invalidation for product listings")
+    result = search(token, query="zxqvplugh")
+    assert ids(result) == [keyword.id]
+    hit = result.hits[0]
+    assert "text" in hit.matched_by
+    assert hit.breakdown.similarity < 0.99
+
+
+def test_vector_candidates_below_the_minimum_similarity_are_dropped(token, settings):
+    record(token)
+    settings.SEARCH_MIN_SIMILARITY = 0.99
+    result = search(token, query="database schema migration rollback plan")
+    assert result.hits == [] and result.total_found == 0
+
+
+def test_hits_say_which_leg_found_them(token):
+    memory = record(token)
+    hit = search(token, query="jittered backoff").hits[0]
+    assert hit.memory.id == memory.id
+    assert hit.matched_by == ("text", "vector")
+
+
+# --- ranking factors -----------------------------------------------------------------------------
+
+
+def test_consolidated_memories_get_the_1_2_boost(token, cast):
+    recorded = record(token)
+    with transaction.atomic():
+        (consolidated,) = memories_create(
+            principal=token,
+            drafts=[memory_draft(title=TITLE, description=DESCRIPTION, content=CONTENT, outcome="success")],
+            project=cast.project_a,
+            origin=Memory.ORIGIN_CONSOLIDATED,
+        )
+    result = search(token)
+    assert ids(result) == [consolidated.id, recorded.id]
+    boosted, plain = result.hits
+    assert boosted.breakdown.consolidated_boost == 1.2
+    assert plain.breakdown.consolidated_boost == 1.0
+    assert boosted.breakdown.score / plain.breakdown.score == pytest.approx(1.2, rel=1e-3)
+
+
+def test_a_memory_last_used_long_ago_gets_less_recency_boost(token):
+    fresh = record(token)
+    stale = record(token, title=f"{TITLE}!")
+    half = record(token, title=f"{TITLE}?")
+    now = timezone.now()
+    Memory.objects.filter(pk=stale.pk).update(last_used_at=now - timedelta(days=400))
+    Memory.objects.filter(pk=half.pk).update(last_used_at=now - timedelta(days=365 / 2))
+    result = search(token)
+    boosts = {hit.memory.id: hit.breakdown.recency_boost for hit in result.hits}
+    assert boosts[fresh.id] == pytest.approx(1.1, abs=1e-4)
+    assert boosts[half.id] == pytest.approx(1.05, abs=1e-3)
+    assert boosts[stale.id] == pytest.approx(1.0)
+
+
+def test_an_old_memory_never_used_is_dated_by_its_creation(token):
+    old = record(token)
+    Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=730))
+    assert search(token).hits[0].breakdown.recency_boost == pytest.approx(1.0)
+
+
+def test_higher_confidence_ranks_first_among_equal_texts(token):
+    low = record(token)
+    high = record(token)
+    Memory.objects.filter(pk=low.pk).update(confidence=0.6)
+    Memory.objects.filter(pk=high.pk).update(confidence=0.95)
+    result = search(token)
+    assert ids(result) == [high.id, low.id]
+    assert result.hits[0].breakdown.confidence == pytest.approx(0.95)
+
+
+def test_the_breakdown_multiplies_to_the_score(token):
+    record(token)
+    b = search(token).hits[0].breakdown
+    assert b.score == pytest.approx(b.similarity * b.confidence * b.recency_boost * b.scope_weight
+                                    * b.consolidated_boost)
+    assert 0 < b.similarity <= 1
+
+
+# --- usage signals -------------------------------------------------------------------------------
+
+
+def test_each_returned_memory_is_marked_used_with_a_usage_signal(cast, token):
+    returned = record(token)
+    left_out = record(token, title="Cache invalidation for product listings", content="Purge by surrogate key.")
+    Memory.objects.filter(pk=left_out.pk).update(confidence=0.55)
+    before = timezone.now()
+
+    result = search(token, limit=1)
+
+    assert ids(result) == [returned.id]
+    stored = Memory.objects.get(pk=returned.pk)
+    assert stored.usage_count == 1
+    assert stored.last_used_at is not None and stored.last_used_at >= before
+    signal = MemorySignal.objects.get(memory=returned)
+    assert (signal.type, signal.positive) == ("usage", True)
+    assert signal.project == cast.project_a
+    assert signal.organization == cast.org_a
+    untouched = Memory.objects.get(pk=left_out.pk)
+    assert untouched.usage_count == 0 and untouched.last_used_at is None
+    assert not MemorySignal.objects.filter(memory=left_out).exists()
+
+
+def test_usage_accumulates_and_nudges_confidence_up(token):
+    memory = record(token)
+    first = search(token)
+    search(token)
+    stored = Memory.objects.get(pk=memory.pk)
+    assert stored.usage_count == 2
+    assert MemorySignal.objects.filter(memory=memory, type="usage").count() == 2
+    assert stored.confidence > 0.8
+    assert first.hits[0].memory.usage_count == 1  # the returned object reflects the mark
+
+
+def test_usage_signals_stamp_the_confidence_they_led_to(token):
+    memory = record(token)
+    search(token)
+    signal = MemorySignal.objects.get(memory=memory, type="usage")
+    assert signal.confidence_after == pytest.approx(Memory.objects.get(pk=memory.pk).confidence)
+
+
+def test_usage_signals_on_team_memories_carry_the_searching_project(cascade):
+    m = cascade["memories"]
+    search(cascade["admin"], project="web-app")
+    signal = MemorySignal.objects.get(memory=m["team"])
+    assert signal.project == cascade["p1"]
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 21}, "limit"),
+        ({"limit": "5"}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"limit": 2.5}, "limit"),
+        ({"min_confidence": 1.5}, "min_confidence"),
+        ({"min_confidence": -0.1}, "min_confidence"),
+        ({"min_confidence": "0.5"}, "min_confidence"),
+        ({"min_confidence": float("nan")}, "min_confidence"),
+        ({"scope": "galaxy"}, "scope"),
+        ({"outcome": "mixed"}, "outcome"),
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({"query": None}, "query"),
+        ({"query": "x" * 2001}, "query"),
+        ({"project": 7}, "project"),
+    ],
+)
+def test_invalid_search_input_names_the_field(kwargs, field):
+    with pytest.raises(InvalidInput) as excinfo:
+        search_query_validate(**{"query": QUERY, **kwargs})
+    assert excinfo.value.field == field
+
+
+def test_search_defaults_follow_seed_000(settings):
+    query = search_query_validate(query="  timeouts  ")
+    assert (query.query, query.scope, query.outcome, query.limit) == ("timeouts", "all", "all", 5)
+    assert query.min_confidence == settings.SEARCH_MIN_CONFIDENCE
+    assert query.project is None
+    assert search_query_validate(query="q", limit=20, min_confidence=0, project="").limit == 20
+
+
+# --- degenerate embeddings ------------------------------------------------------------------------
+
+
+def test_a_query_without_any_word_characters_returns_no_hits_instead_of_crashing(token):
+    record(token)
+    result = search(token, query="?!")
+    assert result.hits == []
+    assert result.total_found == 0
+
+
+def test_a_memory_without_any_word_characters_does_not_break_search_for_the_project(token):
+    good = record(token)
+    record(token, title="???", description="...", content="!!!")
+    result = search(token)
+    assert ids(result) == [good.id]
