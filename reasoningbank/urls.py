@@ -20,4 +20,8 @@ urlpatterns = [
     path("api/v1/", include("consolidation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # dashboard (login required); each app owns its pages
+    path("", include("accounts.urls_dashboard")),
+    path("", include("memories.urls_dashboard")),
+    path("", include("consolidation.urls_dashboard")),
 ]
