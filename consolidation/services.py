@@ -46,7 +46,7 @@ STALE_RETENTION = 0.1
 STALE_IDLE_DAYS = 30
 PATTERN_WINDOW_DAYS = 7
 WORKING_TTL = timedelta(minutes=30)
-PHASES = ("scan", "retention", "duplicates", "cluster", "synthesize", "judge", "patterns", "archive", "completed")
+PHASES = ("scan", "retention", "duplicates", "judge", "cluster", "synthesize", "patterns", "archive", "completed")
 
 
 @dataclass(frozen=True)
@@ -239,11 +239,13 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
         memories = _phase(ctx, "scan", _scan)
         _phase(ctx, "retention", lambda c: _retention(c, memories))
         edges = _phase(ctx, "duplicates", lambda c: _duplicates(c, memories))
+        # judged before clustering: a contradicting pair above the cluster threshold must be
+        # flagged for a moderator, not blended into one synthesized memory
+        _phase(ctx, "judge", lambda c: _judge(c, edges, memories))
         clusters = _phase(ctx, "cluster", lambda c: _cluster(c, memories, edges))
         _phase(ctx, "synthesize", lambda c: _synthesize(c, clusters))
-        _phase(ctx, "judge", lambda c: _judge(c, edges))
         _phase(ctx, "patterns", _patterns)
-        _phase(ctx, "archive", _archive_stale)
+        _phase(ctx, "archive", lambda c: _archive_stale(c, memories))
     except RunTimeout as exc:
         status = ConsolidationRun.STATUS_FAILED
         ctx.errors.append(str(exc))
@@ -381,6 +383,12 @@ def _retention(ctx: _Context, memories: dict[str, Memory]) -> None:
         if tier != memory.tier:
             transitions += 1
         memory.retention, memory.tier = score.overall, tier
+        # salience for stale archival (seed 004): the usage-driven part only. Importance keeps a
+        # memory warm in tiers, but must not make an unused memory unarchivable forever.
+        memory.salience = (  # type: ignore[attr-defined]
+            retention.DEFAULT_RETENTION_CONFIG.recency_weight * score.recency
+            + retention.DEFAULT_RETENTION_CONFIG.activation_weight * score.activation
+        )
         ids.append(memory.id)
         scores.append(score.overall)
         tiers.append(tier)
@@ -439,9 +447,16 @@ def _duplicates(ctx: _Context, memories: dict[str, Memory]) -> list[Edge]:
 
 
 def _cluster(ctx: _Context, memories: dict[str, Memory], edges: list[Edge]) -> list[clustering.Cluster[str]]:
-    live = [e for e in edges if e[0] in memories and e[1] in memories]
+    # disputed memories wait for a moderator instead of being merged away
+    disputed = set()
+    for source, target in MemoryLink.objects.filter(
+        kind=MemoryLink.KIND_CONTRADICTS, resolved_at__isnull=True, source_id__in=list(memories)
+    ).values_list("source_id", "target_id"):
+        disputed.update((source, target))
+    candidates = {mid: m for mid, m in memories.items() if mid not in disputed}
+    live = [e for e in edges if e[0] in candidates and e[1] in candidates]
     clusters = clustering.average_linkage_clusters(
-        list(memories),
+        list(candidates),
         live,
         ctx.options.similarity_threshold,
         min_size=ctx.options.min_cluster_size,
@@ -534,7 +549,7 @@ def _merge_cluster(
         description=(synthesis.source_attribution or f"Synthesized from {len(sources)} source memories")[:2000],
         content=synthesis.content[:20000],
         outcome=synthesis.outcome,
-        tags=list(synthesis.tags)[:20],
+        tags=_tags_lenient(synthesis.tags),
         kind=Memory.KIND_PROCEDURAL,
     )
     (vector,), _ = _embed([memory_embedding_text(draft.title, draft.description, draft.content)])
@@ -580,7 +595,17 @@ def _merge_cluster(
     return merged
 
 
-def _judge(ctx: _Context, edges: list[Edge]) -> None:
+def _tags_lenient(tags: Iterable[str]) -> list[str]:
+    """LLM-made tags: lower-cased, de-duplicated, over-long ones dropped, at most 20 (never raises)."""
+    cleaned: list[str] = []
+    for tag in tags:
+        tag = tag.strip().lower().replace("\x00", "")
+        if tag and len(tag) <= 50 and tag not in cleaned:
+            cleaned.append(tag)
+    return cleaned[:20]
+
+
+def _judge(ctx: _Context, edges: list[Edge], memories: dict[str, Memory]) -> None:
     """Pairs in the 0.7–0.95 band that involve a memory new since the last run: first the
     supersession check (002, conservative), otherwise the contradiction judge (004)."""
     low, high = CONTRADICTION_BAND
@@ -601,7 +626,14 @@ def _judge(ctx: _Context, edges: list[Edge]) -> None:
     )
     pairs: list[tuple[Memory, Memory, float]] = []
     for a, b, similarity in candidates:
-        if a not in rows or b not in rows or (a, b) in linked or (b, a) in linked:
+        if (
+            a not in memories
+            or b not in memories
+            or a not in rows
+            or b not in rows
+            or (a, b) in linked
+            or (b, a) in linked
+        ):
             continue
         older, newer = sorted((rows[a], rows[b]), key=lambda m: (m.created_at, m.id))
         if ctx.since is not None and newer.created_at < ctx.since:
@@ -644,6 +676,7 @@ def _judge(ctx: _Context, edges: list[Edge]) -> None:
                 if len(_lock_active([older.id, newer.id])) == 2:
                     _archive(older.id, Memory.ARCHIVED_SUPERSEDED, into=None)
                     _link(ctx, newer.id, older.id, MemoryLink.KIND_SUPERSEDES, similarity, verdict.reason or "")
+                    memories.pop(older.id, None)
                     ctx.archived.append(older.id)
                     ctx.counters["supersessions"] += 1
                     ctx.counters["archived"] += 1
@@ -776,22 +809,23 @@ def _has_twin(ctx: _Context, vector: list[float]) -> bool:
     return nearest is not None and 1 - nearest >= DUPLICATE_THRESHOLD
 
 
-def _archive_stale(ctx: _Context) -> None:
-    """Seed 004: archive low-retention memories idle for 30 days; expired working memories too."""
-    rows = Memory.objects.filter(
-        organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE
-    ).only("id", "retention", "last_used_at", "created_at", "kind", "expires_at")
+def _archive_stale(ctx: _Context, memories: dict[str, Memory]) -> None:
+    """Seed 004: archive low-salience memories idle for 30 days; expired working memories too.
+    Uses the salience computed by this run's retention phase (also in a dry run)."""
     stale = [
         m.id
-        for m in rows
-        if retention.should_archive_stale(
-            m.retention,
-            m.last_used_at or m.created_at,
-            ctx.now,
-            threshold=STALE_RETENTION,
-            max_idle_days=STALE_IDLE_DAYS,
+        for m in memories.values()
+        if m.state == Memory.STATE_ACTIVE
+        and (
+            retention.should_archive_stale(
+                m.salience,  # type: ignore[attr-defined]
+                m.last_used_at or m.created_at,
+                ctx.now,
+                threshold=STALE_RETENTION,
+                max_idle_days=STALE_IDLE_DAYS,
+            )
+            or (m.kind == Memory.KIND_WORKING and m.expires_at is not None and m.expires_at < ctx.now)
         )
-        or (m.kind == Memory.KIND_WORKING and m.expires_at is not None and m.expires_at < ctx.now)
     ]
     if not stale:
         return
@@ -799,7 +833,8 @@ def _archive_stale(ctx: _Context) -> None:
         ctx.preview["stale"] = stale
     else:
         with transaction.atomic():
-            for memory_id in _lock_active(stale):
+            stale = _lock_active(stale)
+            for memory_id in stale:
                 _archive(memory_id, Memory.ARCHIVED_STALE, into=None)
     ctx.archived.extend(stale)
     ctx.counters["archived"] += len(stale)

@@ -1,0 +1,240 @@
+"""What starts a consolidation run (seed 000 manual + scheduler, seed 003 on-demand) and the plan
+gates (seed 004: manual on Pro, automatic on Teams)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from consolidation import services
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
+from consolidation.services import (
+    consolidation_request,
+    consolidation_schedule_due,
+    project_settings_update,
+    run_options_validate,
+)
+from memories.services import memory_record
+from reasoningbank.errors import Forbidden, PlanRequired
+
+
+@pytest.fixture
+def enqueued(monkeypatch):
+    """Runs handed to the task queue (recorded instead of queued)."""
+    runs: list[ConsolidationRun] = []
+    monkeypatch.setattr(services, "consolidation_enqueue", runs.append)
+    return runs
+
+
+def set_plan(org, plan: str) -> None:
+    org.plan = plan
+    org.save(update_fields=["plan"])
+
+
+def request_manual(principal, project) -> ConsolidationRun:
+    return consolidation_request(principal=principal, project=project, options=run_options_validate())
+
+
+def record(principal, n: int, project: str) -> None:
+    memory_record(
+        principal=principal,
+        title=f"Lesson {n}",
+        description="When something happened",
+        content=f"What we learned the {n}th time.",
+        outcome="success",
+        project=project,
+    )
+
+
+def past_run(project, *, hours_ago: float, status: str = ConsolidationRun.STATUS_COMPLETED) -> ConsolidationRun:
+    at = timezone.now() - timedelta(hours=hours_ago)
+    return ConsolidationRun.objects.create(
+        organization=project.organization,
+        project=project,
+        trigger=ConsolidationRun.TRIGGER_SCHEDULED,
+        status=status,
+        created_at=at,
+        started_at=at,
+        finished_at=at,
+    )
+
+
+# --- manual ------------------------------------------------------------------------------------------
+
+
+def test_manual_consolidation_on_the_free_plan_asks_for_the_pro_plan(cast, make_token):
+    set_plan(cast.org_a, "free")
+    _, principal = make_token(cast.org_a)
+
+    with pytest.raises(PlanRequired) as raised:
+        request_manual(principal, cast.project_a)
+
+    assert "pro plan" in str(raised.value) and raised.value.code == "plan_required"
+    assert not ConsolidationRun.objects.exists()
+
+
+def test_manual_consolidation_on_the_pro_plan_queues_a_run(cast, make_token):
+    _, principal = make_token(cast.org_a)
+
+    run = consolidation_request(
+        principal=principal, project=cast.project_a, options=run_options_validate(similarity_threshold=0.85)
+    )
+
+    assert (run.status, run.trigger, run.project, run.organization) == ("queued", "manual", cast.project_a, cast.org_a)
+    assert run.requested_by_token == principal.token
+    assert run.options["similarity_threshold"] == 0.85 and run.dry_run is False
+
+
+def test_a_token_without_the_consolidation_run_scope_may_not_request_a_run(cast, make_token):
+    _, principal = make_token(cast.org_a, scopes=["memories:read", "memories:write"])
+
+    with pytest.raises(Forbidden) as raised:
+        request_manual(principal, cast.project_a)
+
+    assert "consolidation:run" in str(raised.value)
+    assert not ConsolidationRun.objects.exists()
+
+
+# --- scheduled ---------------------------------------------------------------------------------------
+
+
+def test_the_scheduler_queues_nothing_for_pro_plan_projects(cast, enqueued):
+    assert consolidation_schedule_due() == []
+    assert enqueued == [] and not ConsolidationRun.objects.exists()
+
+
+def test_the_scheduler_queues_a_scheduled_run_for_a_due_teams_plan_project(cast, enqueued, settings):
+    set_plan(cast.org_a, "teams")
+
+    (run,) = consolidation_schedule_due()
+
+    assert enqueued == [run]
+    assert (run.project, run.trigger, run.status) == (cast.project_a, "scheduled", "queued")
+    assert run.options["force"] is True
+    assert run.options["similarity_threshold"] == settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD
+    assert not ConsolidationRun.objects.filter(project=cast.project_b).exists(), "globex is on pro"
+
+
+def test_the_scheduler_uses_the_projects_own_similarity_threshold(cast, enqueued, make_token):
+    set_plan(cast.org_a, "teams")
+    _, admin = make_token(cast.org_a)
+    project_settings_update(
+        principal=admin, project=cast.project_a, scheduled=True, interval_hours=None, similarity_threshold=0.9
+    )
+
+    (run,) = consolidation_schedule_due()
+
+    assert run.options["similarity_threshold"] == 0.9
+
+
+def test_one_projects_failure_does_not_stop_the_scheduler_from_queueing_the_next(cast, enqueued, monkeypatch):
+    set_plan(cast.org_a, "teams")
+    set_plan(cast.org_b, "teams")
+    real_request = services.consolidation_request
+    failed = []
+
+    def request_failing_once(**kwargs):
+        if not failed:
+            failed.append(kwargs["project"])
+            raise RuntimeError("database hiccup")
+        return real_request(**kwargs)
+
+    monkeypatch.setattr(services, "consolidation_request", request_failing_once)
+
+    queued = consolidation_schedule_due()
+
+    (broken,) = failed
+    other = cast.project_b if broken == cast.project_a else cast.project_a
+    assert [run.project for run in queued] == [other]
+    assert enqueued == queued
+
+
+def test_scheduling_on_the_pro_plan_asks_for_the_teams_plan(cast, make_token):
+    _, admin = make_token(cast.org_a)
+
+    with pytest.raises(PlanRequired) as raised:
+        project_settings_update(
+            principal=admin, project=cast.project_a, scheduled=True, interval_hours=12, similarity_threshold=None
+        )
+
+    assert "teams plan" in str(raised.value)
+    assert not ProjectConsolidationSettings.objects.filter(project=cast.project_a, interval_seconds=43200).exists()
+
+
+def test_a_project_consolidated_within_its_interval_is_not_queued_until_the_interval_passes(cast, enqueued, make_token):
+    set_plan(cast.org_a, "teams")
+    set_plan(cast.org_b, "teams")
+    past_run(cast.project_a, hours_ago=2)  # default interval 24 h: not due
+    past_run(cast.project_b, hours_ago=25)  # due
+
+    assert [run.project for run in consolidation_schedule_due()] == [cast.project_b]
+
+    _, admin = make_token(cast.org_a)
+    project_settings_update(
+        principal=admin, project=cast.project_a, scheduled=True, interval_hours=1, similarity_threshold=None
+    )
+    assert [run.project for run in consolidation_schedule_due()] == [cast.project_a]
+
+
+def test_a_project_with_its_schedule_switched_off_is_not_queued(cast, enqueued, make_token):
+    set_plan(cast.org_a, "teams")
+    _, admin = make_token(cast.org_a)
+    project_settings_update(
+        principal=admin, project=cast.project_a, scheduled=False, interval_hours=None, similarity_threshold=None
+    )
+
+    assert consolidation_schedule_due() == []
+
+
+def test_the_scheduler_does_nothing_when_disabled(cast, enqueued, settings):
+    set_plan(cast.org_a, "teams")
+    settings.CONSOLIDATION_SCHEDULER_ENABLED = False
+
+    assert consolidation_schedule_due() == [] and enqueued == []
+
+
+# --- on demand (seed 003: after N new memories) ------------------------------------------------------
+
+
+def test_a_teams_project_reaching_the_new_memory_threshold_gets_an_on_demand_run(cast, make_token, enqueued, settings):
+    settings.CONSOLIDATION_ON_DEMAND_THRESHOLD = 3
+    set_plan(cast.org_a, "teams")
+    _, agent = make_token(cast.org_a, projects=[cast.project_a])
+
+    record(agent, 1, "web-app")
+    record(agent, 2, "web-app")
+    assert enqueued == [] and not ConsolidationRun.objects.exists()
+
+    record(agent, 3, "web-app")
+
+    (run,) = enqueued
+    assert (run.project, run.trigger, run.status) == (cast.project_a, "on_demand", "queued")
+    record(agent, 4, "web-app")
+    assert len(enqueued) == 1, "no second run while one is queued"
+
+
+def test_new_memories_since_the_last_run_count_towards_the_next_on_demand_run(cast, make_token, enqueued, settings):
+    settings.CONSOLIDATION_ON_DEMAND_THRESHOLD = 3
+    set_plan(cast.org_a, "teams")
+    _, agent = make_token(cast.org_a, projects=[cast.project_a])
+    record(agent, 1, "web-app")
+    record(agent, 2, "web-app")
+    past_run(cast.project_a, hours_ago=0)  # a run just finished: the two memories above are not new
+
+    record(agent, 3, "web-app")
+    record(agent, 4, "web-app")
+    assert enqueued == []
+    record(agent, 5, "web-app")
+    assert len(enqueued) == 1
+
+
+def test_a_pro_plan_project_gets_no_on_demand_run(cast, make_token, enqueued, settings):
+    settings.CONSOLIDATION_ON_DEMAND_THRESHOLD = 3
+    _, agent = make_token(cast.org_b, projects=[cast.project_b])
+
+    for n in range(1, 5):
+        record(agent, n, "billing")
+
+    assert enqueued == [] and not ConsolidationRun.objects.exists()

@@ -1,0 +1,207 @@
+"""Embeddings with chosen cosine similarities, for driving the consolidation cycle in tests.
+
+The cycle reads similarity from pgvector, so the tests set each memory's ``embedding`` directly
+to a vector built here instead of relying on the embedder.
+
+A *spoke* is the hub axis plus a tilt towards one more axis: ``spoke(hub, axis, c)`` is the unit
+vector along ``e_hub + a * e_axis`` with ``a = sqrt(1/c - 1)``. Any two spokes of one hub on
+different axes then have cosine ``1 / (1 + a²) = c`` exactly (in real arithmetic); spokes of
+different hubs are orthogonal (cosine 0). Give every memory its own tilt axis.
+
+The second half holds the drivers the cycle tests share: ``remember`` (record a memory through
+the real service, then pin its embedding and any life fields), ``cycle_llm`` (a ScriptedLLM that
+answers each of the cycle's prompt types) and ``run_cycle`` (request + execute one run).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from django.conf import settings
+
+from accounts.access import Principal
+from accounts.models import Project
+from consolidation.models import ConsolidationRun
+from consolidation.prompts import SUPERSESSION_SYSTEM_PROMPT
+from consolidation.services import consolidation_execute, consolidation_request, run_options_validate
+from memories.models import Memory
+from memories.services import memory_record
+from tests.fakes import ScriptedLLM
+
+
+def dimensions() -> int:
+    return int(settings.EMBEDDING_DIMENSIONS)
+
+
+def vec(components: Mapping[int, float], *, normalise: bool = True) -> list[float]:
+    """A vector of the embedding size with the given (axis → value) components, unit length by default."""
+    size = dimensions()
+    values = [0.0] * size
+    for axis, value in components.items():
+        if not 0 <= axis < size:
+            raise ValueError(f"axis {axis} is outside 0..{size - 1}")
+        values[axis] = float(value)
+    if normalise:
+        norm = math.sqrt(sum(v * v for v in values))
+        if norm == 0:
+            raise ValueError("a zero vector has no direction")
+        values = [v / norm for v in values]
+    return values
+
+
+def tilt_for(cosine: float) -> float:
+    """The tilt ``a`` for which two spokes of one hub have cosine ``1 / (1 + a²) = cosine``."""
+    if not 0 < cosine <= 1:
+        raise ValueError("cosine must be in (0, 1]")
+    return math.sqrt(1.0 / cosine - 1.0)
+
+
+def spoke(hub: int, axis: int, cosine: float, *, normalise: bool = True) -> list[float]:
+    """Unit vector on ``hub`` tilted towards ``axis``; any two spokes of ``hub`` (on different axes)
+    built with the same ``cosine`` have exactly that cosine similarity."""
+    if hub == axis:
+        raise ValueError("the tilt axis must differ from the hub")
+    return vec({hub: 1.0, axis: tilt_for(cosine)}, normalise=normalise)
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def set_embedding(memory: Memory | str, vector: list[float]) -> None:
+    """Overwrite a memory's stored embedding (bypassing the embedder)."""
+    memory_id = memory if isinstance(memory, str) else memory.pk
+    updated = Memory.objects.filter(pk=memory_id).update(embedding=vector)
+    assert updated == 1, f"no memory {memory_id!r}"
+
+
+# --- memories with pinned embeddings ----------------------------------------------------------------
+
+
+def remember(
+    principal: Principal,
+    title: str,
+    vector: list[float] | None = None,
+    *,
+    content: str | None = None,
+    kind: str | None = None,
+    tags: list[str] | None = None,
+    project: str = "web-app",
+    **fields: Any,
+) -> Memory:
+    """Record a memory through ``memory_record``, then set its embedding and any other columns
+    (confidence, usage_count, importance, created_at, last_used_at, ...) directly."""
+    memory = memory_record(
+        principal=principal,
+        title=title,
+        description=f"When dealing with {title.lower()}",
+        content=content or f"{title}. Details that must survive consolidation.",
+        outcome="success",
+        tags=tags if tags is not None else ["testing"],
+        kind=kind,
+        project=project,
+    )
+    updates = dict(fields)
+    if vector is not None:
+        updates["embedding"] = vector
+    if updates:
+        Memory.objects.filter(pk=memory.pk).update(**updates)
+    memory.refresh_from_db()
+    return memory
+
+
+# --- a fake LLM that answers the cycle's prompts ----------------------------------------------------
+
+Reply = str | Callable[[str], str]
+
+SYNTHESIS_PREFIX = "You are consolidating"
+CONTRADICTION_PREFIX = "Do these two statements contradict"
+PATTERN_PREFIX = "Analyze these episodic memories"
+
+
+def synthesis_reply(
+    title: str,
+    content: str = "Step 1: do the thing. Step 2: check it worked.",
+    *,
+    tags: str = "consolidated, testing",
+    outcome: str = "success",
+    attribution: str = "Synthesized from similar source memories",
+) -> str:
+    return f"TITLE: {title}\nCONTENT: {content}\nTAGS: {tags}\nOUTCOME: {outcome}\nSOURCE_ATTRIBUTION: {attribution}"
+
+
+def source_titles(prompt: str) -> list[str]:
+    """The ``Title:`` lines of a synthesis prompt, in order."""
+    return [line[len("Title: ") :] for line in prompt.splitlines() if line.startswith("Title: ")]
+
+
+def default_synthesis(prompt: str) -> str:
+    titles = source_titles(prompt)
+    return synthesis_reply(
+        f"Consolidated: {titles[0]}",
+        f"Merged guidance from {len(titles)} memories: " + "; ".join(titles),
+        attribution=f"Synthesized from {len(titles)} source memories",
+    )
+
+
+def supersession_reply(supersedes: bool = False, confidence: str = "high") -> str:
+    return json.dumps({"supersedes": supersedes, "confidence": confidence, "reason": "newer" if supersedes else None})
+
+
+def contradiction_reply(contradicts: bool, confidence: float = 0.9, explanation: str = "") -> str:
+    return json.dumps(
+        {
+            "reasoning": "Compared both statements about the same subject.",
+            "contradicts": contradicts,
+            "confidence": confidence,
+            "explanation": explanation or ("They name different databases" if contradicts else "compatible"),
+        }
+    )
+
+
+def _answer(reply: Reply, prompt: str) -> str:
+    return reply(prompt) if callable(reply) else reply
+
+
+def cycle_llm(
+    *,
+    synthesis: Reply = default_synthesis,
+    supersession: Reply = supersession_reply(False),
+    contradiction: Reply = contradiction_reply(False),
+    patterns: Reply = "[]",
+    calls: int = 100,
+) -> ScriptedLLM:
+    """A ScriptedLLM whose every step routes by prompt type (synthesis, supersession,
+    contradiction, patterns); an unknown prompt fails the test. ``llm.calls`` keeps them all."""
+
+    def route(system: str, prompt: str) -> str:
+        if prompt.startswith(SYNTHESIS_PREFIX):
+            return _answer(synthesis, prompt)
+        if system == SUPERSESSION_SYSTEM_PROMPT:
+            return _answer(supersession, prompt)
+        if prompt.startswith(CONTRADICTION_PREFIX):
+            return _answer(contradiction, prompt)
+        if prompt.startswith(PATTERN_PREFIX):
+            return _answer(patterns, prompt)
+        raise AssertionError(f"unexpected prompt: {prompt[:120]!r}")
+
+    return ScriptedLLM(script=[route] * calls)
+
+
+def prompts_of(llm: ScriptedLLM, prefix: str) -> list[str]:
+    return [prompt for _, prompt in llm.calls if prompt.startswith(prefix)]
+
+
+# --- running the cycle -----------------------------------------------------------------------------
+
+
+def run_cycle(principal: Principal, project: Project, llm: Any, **options: Any) -> ConsolidationRun:
+    """Request a manual run with validated options and execute it synchronously."""
+    run = consolidation_request(principal=principal, project=project, options=run_options_validate(**options))
+    finished = consolidation_execute(run.id, llm=llm)
+    assert finished is not None, "the run was not claimed"
+    return finished
