@@ -1,5 +1,20 @@
 """Dashboard pages of this app (htmx + server-rendered templates)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from memories import views
+
+urlpatterns = [
+    path("", views.overview_page, name="dashboard-overview"),
+    path("memories/", views.memory_list_page, name="memory-list"),
+    path("memories/<str:memory_id>/", views.memory_detail_page, name="memory-detail"),
+    path("memories/<str:memory_id>/edit/", views.memory_edit_page, name="memory-edit"),
+    path("memories/<str:memory_id>/archive/", views.memory_archive_action, name="memory-archive"),
+    path("memories/<str:memory_id>/restore/", views.memory_restore_action, name="memory-restore"),
+    path("memories/<str:memory_id>/unmerge/", views.memory_unmerge_action, name="memory-unmerge"),
+    path("disputed/", views.disputed_page, name="disputed-list"),
+    path("disputed/<int:link_id>/resolve/", views.disputed_resolve_action, name="disputed-resolve"),
+    path("sessions/", views.session_list_page, name="session-list"),
+    path("sessions/<str:session_id>/", views.session_detail_page, name="session-detail"),
+    path("sessions/<str:session_id>/retry/", views.session_retry_action, name="session-retry"),
+]
