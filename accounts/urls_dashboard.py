@@ -1,5 +1,19 @@
 """Dashboard pages of this app (htmx + server-rendered templates)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from accounts import views
+
+urlpatterns = [
+    path("switch-org/", views.switch_org, name="switch-org"),
+    path("settings/", views.settings_members, name="settings-members"),
+    path("settings/members/invite/", views.member_invite, name="settings-member-invite"),
+    path("settings/members/<int:membership_id>/role/", views.member_role, name="settings-member-role"),
+    path("settings/members/<int:membership_id>/remove/", views.member_remove, name="settings-member-remove"),
+    path("settings/teams/", views.settings_teams, name="settings-teams"),
+    path("settings/projects/", views.settings_projects, name="settings-projects"),
+    path("settings/tokens/", views.settings_tokens, name="settings-tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", views.token_revoke_view, name="settings-token-revoke"),
+    path("settings/usage/", views.settings_usage, name="settings-usage"),
+    path("settings/plan/", views.settings_plan, name="settings-plan"),
+]

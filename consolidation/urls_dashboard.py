@@ -1,5 +1,13 @@
 """Dashboard pages of this app (htmx + server-rendered templates)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from consolidation import views
+
+urlpatterns = [
+    path("consolidation/", views.consolidation_index, name="consolidation"),
+    path("consolidation/preview/", views.consolidation_preview, name="consolidation-preview"),
+    path("consolidation/apply/", views.consolidation_apply, name="consolidation-apply"),
+    path("consolidation/runs/<str:run_id>/", views.run_detail, name="consolidation-run"),
+    path("consolidation/schedule/<slug:project_slug>/", views.schedule_update, name="consolidation-schedule"),
+]

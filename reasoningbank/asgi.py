@@ -1,8 +1,67 @@
-"""The ASGI application: Django for everything (the MCP endpoint is mounted beside it in #3)."""
+"""The ASGI application: one callable for the whole service (DESIGN §8).
+
+* ``lifespan`` → the MCP app (its lifespan runs the SDK's session manager; Django has none),
+* ``/mcp`` and ``/mcp/`` → the MCP app (Host/Origin checks, bearer token, SDK Streamable HTTP),
+* everything else → Django.
+
+``build_application()`` returns a fresh one (a session manager runs once per instance, so tests
+build one each); ``application`` is the instance uvicorn serves (``reasoningbank.asgi:application``).
+"""
+
+from __future__ import annotations
 
 import os
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
-application = get_asgi_application()
+_django_app = get_asgi_application()  # sets Django up before the MCP server imports models
+
+from reasoningbank.mcp_server import MCP_PATH, build_mcp_app  # noqa: E402
+
+MCP_PATHS = (MCP_PATH, MCP_PATH + "/")
+
+
+class ReasoningBankASGI:
+    """Routes lifespan and ``/mcp`` to the MCP app and everything else to Django."""
+
+    def __init__(self, django_app: Any, mcp_app: Any) -> None:
+        self.django_app = django_app
+        self.mcp_app = mcp_app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self.mcp_app(scope, receive, send)
+            return
+        if kind == "http":
+            path = _route_path(scope)
+            if path in MCP_PATHS:
+                if path != MCP_PATH:  # "/mcp/" is served as "/mcp" (no redirect for a POST)
+                    root = scope.get("root_path", "")
+                    scope = {**scope, "path": root + MCP_PATH, "raw_path": (root + MCP_PATH).encode()}
+                await self.mcp_app(scope, receive, send)
+                return
+            await self.django_app(scope, receive, send)
+            return
+        if kind == "websocket":  # nothing here speaks WebSocket; Django's handler would raise
+            await send({"type": "websocket.close", "code": 1000})
+            return
+        raise ValueError(f"unsupported ASGI scope type {kind!r}")
+
+
+def _route_path(scope: dict[str, Any]) -> str:
+    path: str = scope.get("path", "")
+    root = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root):] or "/"
+    return path
+
+
+def build_application() -> ReasoningBankASGI:
+    """A fresh composed app with its own MCP server and session manager."""
+    return ReasoningBankASGI(get_asgi_application(), build_mcp_app())
+
+
+application = build_application()
