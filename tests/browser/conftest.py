@@ -28,10 +28,14 @@ CHROMIUM_ARGS = [
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+@pytest.fixture
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """One Chromium per test. Playwright's sync API keeps an event loop running in this thread,
+    which trips Django's async-safety check on ORM calls made by the test itself; the check is
+    lifted only while the browser is open (function scope keeps later tests unaffected)."""
     from playwright.sync_api import sync_playwright
 
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     if not Path(CHROMIUM).exists():
         raise RuntimeError(f"Chromium not found at {CHROMIUM}; run scripts/ensure-chromium.sh")
     with sync_playwright() as p:
