@@ -1,0 +1,282 @@
+"""Dashboard pages of consolidation: dry-run preview and apply, run history, run detail, schedules.
+
+Everyone in the org reads; previews, runs and schedule changes need the member role. Manual runs
+need the Pro plan, schedules the Teams plan: the page shows the gate instead of the form, and the
+services refuse anyway. Service errors come back as form errors with status 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.access import access_filter, access_project, reachable_projects
+from accounts.dashboard import org_view
+from accounts.models import Membership, Project
+from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
+from consolidation.selectors import run_get, run_list
+from consolidation.services import (
+    RunOptions,
+    consolidation_enqueue,
+    consolidation_execute,
+    consolidation_request,
+    project_settings_update,
+    run_options_validate,
+)
+from memories.models import Memory
+from reasoningbank.errors import InvalidInput, NotFound, ServiceError
+
+MEMBER = Membership.ROLE_MEMBER
+ACTIVE_STATUSES = (ConsolidationRun.STATUS_QUEUED, ConsolidationRun.STATUS_RUNNING)
+RUNS_PER_PAGE = 25
+PREVIEW_KEYS = ("duplicates", "clusters", "judge_pairs", "stale", "pattern_sources")
+
+MANUAL_GATE = "Manual consolidation needs the Pro plan"
+SCHEDULE_GATE = "Scheduled consolidation needs the Teams plan"
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _project(request: HttpRequest, slug: str) -> Project:
+    if not slug:
+        raise InvalidInput("choose a project", field="project")
+    return access_project(request.principal, slug)  # type: ignore[attr-defined]  # 404 for other orgs
+
+
+def _float(value: str, field: str, *, required: bool = True) -> float | None:
+    value = (value or "").strip()
+    if not value:
+        if required:
+            raise InvalidInput(f"{field.replace('_', ' ')} is required", field=field)
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise InvalidInput(f"{field.replace('_', ' ')} must be a number", field=field) from None
+
+
+def _int(value: str, field: str) -> int:
+    value = (value or "").strip() or "0"
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInput(f"{field.replace('_', ' ')} must be a whole number", field=field) from None
+
+
+def _options(request: HttpRequest, *, dry_run: bool) -> tuple[dict[str, str], RunOptions]:
+    values = {
+        "project": request.POST.get("project", "").strip(),
+        "similarity_threshold": request.POST.get("similarity_threshold", "").strip(),
+        "max_clusters": request.POST.get("max_clusters", "").strip(),
+    }
+    options = run_options_validate(
+        similarity_threshold=_float(values["similarity_threshold"], "similarity_threshold"),
+        max_clusters=_int(values["max_clusters"], "max_clusters"),
+        dry_run=dry_run,
+        force=not dry_run,  # an explicit apply ignores the 24 h window
+    )
+    return values, options
+
+
+def _errors_of(exc: ServiceError) -> dict[str, str]:
+    return {exc.field or "form": exc.message}
+
+
+def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
+    """The dry run's preview with titles: what would merge, archive and be checked."""
+    preview = run.preview or {}
+    ids: set[str] = set()
+    for item in preview.get("duplicates", []):
+        ids.add(item["keep"])
+        ids.update(item["archive"])
+    for item in preview.get("clusters", []):
+        ids.update(item["members"])
+    for item in preview.get("judge_pairs", []):
+        ids.update((item["older"], item["newer"]))
+    ids.update(preview.get("stale", []))
+    titles = dict(
+        access_filter(Memory, request.principal).filter(pk__in=list(ids)).values_list("id", "title")  # type: ignore[attr-defined]
+    )
+
+    def memo(memory_id: str) -> dict[str, str]:
+        return {"id": memory_id, "title": titles.get(memory_id, "")}
+
+    return {
+        "duplicates": [
+            {"keep": memo(d["keep"]), "archive": [memo(m) for m in d["archive"]], "similarity": d["similarity"]}
+            for d in preview.get("duplicates", [])
+        ],
+        "clusters": [
+            {"members": [memo(m) for m in c["members"]], "average_similarity": c["average_similarity"]}
+            for c in preview.get("clusters", [])
+        ],
+        "judge_pairs": [
+            {"older": memo(p["older"]), "newer": memo(p["newer"]), "similarity": p["similarity"]}
+            for p in preview.get("judge_pairs", [])
+        ],
+        "stale": [memo(m) for m in preview.get("stale", [])],
+        "pattern_episodes": sum(len(group) for group in preview.get("pattern_sources", [])),
+        "empty": not any(preview.get(key) for key in PREVIEW_KEYS),
+    }
+
+
+def _schedule_rows(request: HttpRequest, projects: list[Project]) -> list[dict[str, Any]]:
+    stored = {
+        row.project_id: row
+        for row in ProjectConsolidationSettings.objects.filter(
+            organization=request.principal.organization, project__in=projects  # type: ignore[attr-defined]
+        )
+    }
+    rows = []
+    for project in projects:
+        row = stored.get(project.pk)
+        rows.append(
+            {
+                "project": project,
+                # a project without a settings row follows the model default: scheduled
+                "scheduled": row.scheduled if row else True,
+                "interval_hours": round(row.interval_seconds / 3600, 2) if row and row.interval_seconds else None,
+                "threshold": row.similarity_threshold if row else None,
+                "updated_at": row.updated_at if row else None,
+            }
+        )
+    return rows
+
+
+def _index_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    org = principal.organization
+    projects = list(reachable_projects(principal).order_by("slug"))
+    project_filter = request.GET.get("project", "")
+    runs = run_list(principal)
+    if project_filter:
+        runs = runs.filter(project__slug=project_filter)
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "nav": "consolidation",
+        "org": org,
+        "projects": projects,
+        "can_run": request.membership.has_role(MEMBER),  # type: ignore[attr-defined]
+        "manual_enabled": org.has_feature(FEATURE_CONSOLIDATION_MANUAL),
+        "scheduled_enabled": org.has_feature(FEATURE_CONSOLIDATION_SCHEDULED),
+        "manual_gate": MANUAL_GATE,
+        "schedule_gate": SCHEDULE_GATE,
+        "runs": page,
+        "project_filter": project_filter,
+        "schedules": _schedule_rows(request, projects),
+        "default_threshold": settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD,
+        "default_interval_hours": round(settings.CONSOLIDATION_SCHEDULER_INTERVAL / 3600, 2),
+        "values": {"similarity_threshold": settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD, "max_clusters": 0},
+        "errors": {},
+        "schedule_errors": {},
+        "active_statuses": ACTIVE_STATUSES,
+        **extra,
+    }
+    return render(request, "consolidation/index.html", context, status=status)
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+
+@org_view()
+def consolidation_index(request: HttpRequest) -> HttpResponse:
+    return _index_page(request)
+
+
+@require_POST
+@org_view(min_role=MEMBER)
+def consolidation_preview(request: HttpRequest) -> HttpResponse:
+    """Run a dry run now (synchronously) and show what it would do, with an Apply button."""
+    principal = request.principal  # type: ignore[attr-defined]
+    values: dict[str, Any] = dict(request.POST.items())
+    try:
+        values, options = _options(request, dry_run=True)
+        project = _project(request, values["project"])
+        run = consolidation_request(principal=principal, project=project, options=options)
+        run = consolidation_execute(run.id) or run_get(principal, run.id)
+    except ServiceError as exc:
+        if request.htmx:  # type: ignore[attr-defined]
+            context = {"errors": _errors_of(exc), "preview_run": None}
+            return render(request, "consolidation/index.html#preview", context, status=400)
+        return _index_page(request, status=400, errors=_errors_of(exc), values=values)
+    extra: dict[str, Any] = {"preview_run": run, "preview": preview_view(request, run), "values": values}
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(request, "consolidation/index.html#preview", {"can_run": True, **extra})
+    return _index_page(request, **extra)
+
+
+@require_POST
+@org_view(min_role=MEMBER)
+def consolidation_apply(request: HttpRequest) -> HttpResponse:
+    """Queue a real run with the previewed options (force: ignore the 24 h window)."""
+    principal = request.principal  # type: ignore[attr-defined]
+    values: dict[str, Any] = dict(request.POST.items())
+    try:
+        values, options = _options(request, dry_run=False)
+        project = _project(request, values["project"])
+        run = consolidation_request(principal=principal, project=project, options=options)
+    except ServiceError as exc:
+        return _index_page(request, status=400, errors=_errors_of(exc), values=values)
+    consolidation_enqueue(run)
+    messages.success(request, f"Consolidation of {project.slug} is queued.")
+    return redirect("consolidation-run", run_id=run.id)
+
+
+def _counter_rows(counters: dict[str, int]) -> list[tuple[str, int]]:
+    """Counters in the cycle's own order (jsonb does not keep key order), unknown keys last."""
+    order = list(empty_counters())
+    names = sorted(counters, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return [(name.replace("_", " ").capitalize(), counters[name]) for name in names]
+
+
+@org_view()
+def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    try:
+        run = run_get(principal, run_id)
+    except NotFound:
+        raise Http404("Not found.") from None
+    context = {
+        "nav": "consolidation",
+        "run": run,
+        "polling": run.status in ACTIVE_STATUSES,
+        "progress_percent": round((run.progress or 0) * 100),
+        "preview": preview_view(request, run) if run.dry_run else None,
+        "counters": _counter_rows(run.counters or {}),
+        "durations": sorted((run.phase_durations or {}).items(), key=lambda kv: -kv[1]),
+        "result": run.result or {},
+    }
+    template = "consolidation/run_detail.html#status" if request.htmx else "consolidation/run_detail.html"  # type: ignore[attr-defined]
+    return render(request, template, context)
+
+
+@require_POST
+@org_view(min_role=MEMBER)
+def schedule_update(request: HttpRequest, project_slug: str) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    project = access_project(principal, project_slug)
+    try:
+        row = project_settings_update(
+            principal=principal,
+            project=project,
+            scheduled=request.POST.get("scheduled") in ("on", "true", "1"),
+            interval_hours=_float(request.POST.get("interval_hours", ""), "interval_hours", required=False),
+            similarity_threshold=_float(
+                request.POST.get("similarity_threshold", ""), "similarity_threshold", required=False
+            ),
+        )
+    except ServiceError as exc:
+        return _index_page(request, status=400, schedule_errors={project.slug: exc.message})
+    messages.success(
+        request,
+        f"Schedule of {project.slug} saved: " + ("runs automatically." if row.scheduled else "automatic runs are off."),
+    )
+    return redirect("/consolidation/#schedule")
