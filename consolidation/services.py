@@ -489,6 +489,9 @@ def _synthesize(ctx: _Context, clusters: list[clustering.Cluster[str]]) -> None:
                     "average_similarity": round(c.average_similarity, 4),
                 },
             )
+            # seed 000: a dry run returns what *would* be archived
+            ctx.archived.extend(c.member_ids)
+            ctx.counters["archived"] += len(c.member_ids)
         return
     llm = ctx.llm or llm_from_settings()
     if llm.provider == "none":

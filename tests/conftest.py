@@ -73,3 +73,9 @@ def token_client(make_token):
         return client
 
     return _client
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """anyio's pytest plugin (not pytest-asyncio) drives the async MCP tests, on asyncio."""
+    return "asyncio"

@@ -26,8 +26,13 @@ class ScriptedLLM:
             raise step
         text = step(system, prompt) if callable(step) else step
         return LLMResult(
-            text=text, provider=self.provider, model=self.model,
-            input_tokens=len(prompt) // 4, output_tokens=len(text) // 4, latency_ms=1.0, attempts=1,
+            text=text,
+            provider=self.provider,
+            model=self.model,
+            input_tokens=len(prompt) // 4,
+            output_tokens=len(text) // 4,
+            latency_ms=1.0,
+            attempts=1,
         )
 
 

@@ -281,8 +281,12 @@ def test_usage_page_sums_this_months_llm_calls_by_purpose(client, cast):
         (cast.org_b, "judge", 999_999, 1),
     ):
         LlmCall.objects.create(
-            organization=org, provider="anthropic", model="m", purpose=purpose,
-            input_tokens=tokens_in, output_tokens=tokens_out,
+            organization=org,
+            provider="anthropic",
+            model="m",
+            purpose=purpose,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
         )
     login(client, cast.bob)
     body = text(client.get("/settings/usage/"))

@@ -177,8 +177,15 @@ def test_run_detail_polls_while_queued_and_stops_when_completed(client, cast, en
 
 def test_runs_history_lists_runs_of_this_org_only(client, cast):
     ConsolidationRun.objects.create(
-        organization=cast.org_a, project=cast.project_a, status="completed", counters={"processed": 11},
-        errors=["boom"], warnings=["careful"], llm_calls=2, llm_input_tokens=1234, llm_output_tokens=56,
+        organization=cast.org_a,
+        project=cast.project_a,
+        status="completed",
+        counters={"processed": 11},
+        errors=["boom"],
+        warnings=["careful"],
+        llm_calls=2,
+        llm_input_tokens=1234,
+        llm_output_tokens=56,
     )
     ConsolidationRun.objects.create(organization=cast.org_b, project=cast.project_b, status="completed")
     client.force_login(cast.alice)

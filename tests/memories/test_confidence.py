@@ -155,9 +155,7 @@ def test_the_prior_encodes_the_initial_confidence_when_there_are_no_signals(
 def test_a_recorded_memory_starts_at_confidence_0_8() -> None:
     alpha, beta = confidence_prior(INITIAL_EXPLICIT)
     assert (alpha, beta) == pytest.approx((1.6, 0.4))
-    assert confidence_compute(alpha, beta, SignalCounts(), [], DEFAULT_WEIGHTS).score == (
-        pytest.approx(0.8)
-    )
+    assert confidence_compute(alpha, beta, SignalCounts(), [], DEFAULT_WEIGHTS).score == (pytest.approx(0.8))
 
 
 def test_prior_strength_sets_the_total_pseudo_count() -> None:
@@ -213,9 +211,7 @@ def test_aggregate_plus_recent_equals_applying_the_same_signals_one_by_one() -> 
     recent = [OUTCOME_POS, EXPLICIT_NEG, USAGE_POS]
     alpha, beta = confidence_prior(INITIAL_SUCCESS)
 
-    computed = confidence_compute(
-        alpha, beta, SignalCounts.from_signals(old), recent, DEFAULT_WEIGHTS
-    )
+    computed = confidence_compute(alpha, beta, SignalCounts.from_signals(old), recent, DEFAULT_WEIGHTS)
 
     state = ConfidenceState(alpha=alpha, beta=beta, score=INITIAL_SUCCESS)
     for signal in old + recent:

@@ -14,12 +14,22 @@ from reasoningbank.models import LlmCall
 from tests.fakes import ScriptedLLM, memory_block
 
 TRACE = "user: the tests hang\nagent: added context.WithTimeout around the DB call; tests pass now"
-TWO_MEMORIES = memory_block(
-    1, "Wrap DB calls in context.WithTimeout", "When Go tests hang on database calls",
-    "Add context.WithTimeout(ctx, 5*time.Second) around every query and handle DeadlineExceeded.", "go, db",
-) + "\n" + memory_block(
-    2, "Run flaky tests with -count=1", "When Go test results look cached",
-    "Use go test -count=1 to bypass the test cache while debugging.", "go, testing",
+TWO_MEMORIES = (
+    memory_block(
+        1,
+        "Wrap DB calls in context.WithTimeout",
+        "When Go tests hang on database calls",
+        "Add context.WithTimeout(ctx, 5*time.Second) around every query and handle DeadlineExceeded.",
+        "go, db",
+    )
+    + "\n"
+    + memory_block(
+        2,
+        "Run flaky tests with -count=1",
+        "When Go test results look cached",
+        "Use go test -count=1 to bypass the test cache while debugging.",
+        "go, testing",
+    )
 )
 
 
@@ -28,7 +38,9 @@ def queued(settings, monkeypatch):
     """LLM configured (so submissions queue) but the queue itself is replaced by a list."""
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
     enqueued: list[tuple[str, float]] = []
-    monkeypatch.setattr(distillation, "session_enqueue", lambda sid, delay_seconds=0: enqueued.append((sid, delay_seconds)))
+    monkeypatch.setattr(
+        distillation, "session_enqueue", lambda sid, delay_seconds=0: enqueued.append((sid, delay_seconds))
+    )
     return enqueued
 
 
@@ -42,7 +54,9 @@ def _submit(agent, session_id="s-1", outcome="success", trace=TRACE):
     return session_submit(principal=agent, session_id=session_id, outcome=outcome, trace=trace).session
 
 
-def test_a_successful_session_becomes_memories_with_initial_confidence_0_7(agent, queued, django_capture_on_commit_callbacks):
+def test_a_successful_session_becomes_memories_with_initial_confidence_0_7(
+    agent, queued, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         session = _submit(agent)
     assert session.status == "queued" and queued == [(session.id, 0)]
@@ -60,7 +74,9 @@ def test_a_successful_session_becomes_memories_with_initial_confidence_0_7(agent
 
 def test_a_failed_session_yields_anti_patterns_starting_at_0_6(agent, queued):
     session = _submit(agent, outcome="failure")
-    reply = memory_block(1, "Do not retry without backoff", "When an API rate limits", "Hammering made it worse.", outcome="failure")
+    reply = memory_block(
+        1, "Do not retry without backoff", "When an API rate limits", "Hammering made it worse.", outcome="failure"
+    )
     session_process(session.id, llm=ScriptedLLM([reply]))
     memory = Memory.objects.get(source_session=session)
     assert memory.outcome == "failure" and round(memory.confidence, 6) == 0.6
@@ -132,7 +148,9 @@ def test_without_an_llm_sessions_wait_and_say_so(agent, settings, monkeypatch):
 
 def test_an_org_over_its_llm_budget_waits_instead_of_spending(agent, queued, monkeypatch):
     monkeypatch.setattr(Organization, "limit", lambda self, name: 100 if name == "llm_tokens_per_month" else None)
-    LlmCall.objects.create(organization=agent.organization, provider="x", model="y", purpose="distill", input_tokens=150)
+    LlmCall.objects.create(
+        organization=agent.organization, provider="x", model="y", purpose="distill", input_tokens=150
+    )
     llm = ScriptedLLM([TWO_MEMORIES])
     session = session_process(_submit(agent).id, llm=llm)
     assert session.status == "waiting_for_llm" and "budget" in session.error
@@ -141,7 +159,9 @@ def test_an_org_over_its_llm_budget_waits_instead_of_spending(agent, queued, mon
 
 def test_a_restated_existing_memory_is_not_stored_again_but_reinforced(agent, queued):
     existing = memory_record(
-        principal=agent, title="Wrap DB calls in context.WithTimeout", description="When Go tests hang on database calls",
+        principal=agent,
+        title="Wrap DB calls in context.WithTimeout",
+        description="When Go tests hang on database calls",
         content="Add context.WithTimeout(ctx, 5*time.Second) around every query and handle DeadlineExceeded.",
         outcome="success",
     )
@@ -155,7 +175,9 @@ def test_a_restated_existing_memory_is_not_stored_again_but_reinforced(agent, qu
 
 def test_memories_injected_into_the_session_are_listed_and_not_re_extracted(agent, queued):
     injected = memory_record(
-        principal=agent, title="Wrap DB calls in context.WithTimeout", description="When Go tests hang on database calls",
+        principal=agent,
+        title="Wrap DB calls in context.WithTimeout",
+        description="When Go tests hang on database calls",
         content="Add context.WithTimeout(ctx, 5*time.Second) around every query and handle DeadlineExceeded.",
         outcome="success",
     )

@@ -314,8 +314,7 @@ def test_missing_outcome_names_the_block_and_the_field() -> None:
 def test_outcome_copied_from_the_template_is_rejected() -> None:
     error = parse_error(memory_block(outcome="success | failure"))
     assert str(error) == (
-        "Memory 1: **Outcome** is the template placeholder 'success | failure'; "
-        "write exactly one of success or failure"
+        "Memory 1: **Outcome** is the template placeholder 'success | failure'; write exactly one of success or failure"
     )
 
 
@@ -354,9 +353,7 @@ def test_repair_prompt_repeats_the_original_and_names_the_problem() -> None:
     error = parse_error(bad)
     repair = build_repair_prompt(original, bad, error)
     assert repair.startswith(original + "\n\n")
-    assert (
-        "Your previous reply could not be parsed: Memory 1: **Outcome** is the template placeholder" in repair
-    )
+    assert "Your previous reply could not be parsed: Memory 1: **Outcome** is the template placeholder" in repair
     assert "<previous_reply>\n" + bad + "\n</previous_reply>" in repair
     assert repair.endswith("or only NO_EXTRACTIONS if nothing is worth keeping. Reply with nothing else.")
 

@@ -108,7 +108,7 @@ def test_similarity_above_one_is_clamped_to_one() -> None:
 
 
 def test_an_unknown_scope_is_rejected_with_the_valid_choices() -> None:
-    with pytest.raises(ValueError, match="unknown scope 'global'.*project, team, org"):
+    with pytest.raises(ValueError, match=r"unknown scope 'global'.*project, team, org"):
         _score(scope="global")
 
 

@@ -304,8 +304,9 @@ def test_higher_confidence_ranks_first_among_equal_texts(token):
 def test_the_breakdown_multiplies_to_the_score(token):
     record(token)
     b = search(token).hits[0].breakdown
-    assert b.score == pytest.approx(b.similarity * b.confidence * b.recency_boost * b.scope_weight
-                                    * b.consolidated_boost)
+    assert b.score == pytest.approx(
+        b.similarity * b.confidence * b.recency_boost * b.scope_weight * b.consolidated_boost
+    )
     assert 0 < b.similarity <= 1
 
 

@@ -227,8 +227,11 @@ def test_outcomes_do_not_teach_the_weights(cast, token, memory):
 def test_each_signal_stamps_its_own_confidence_after(token, memory):
     first = memory_outcome(principal=token, memory=memory, succeeded=True)
     second = memory_outcome(principal=token, memory=memory, succeeded=True)
-    stamps = list(MemorySignal.objects.filter(memory=memory).order_by("created_at", "id")
-                  .values_list("confidence_after", flat=True))
+    stamps = list(
+        MemorySignal.objects.filter(memory=memory)
+        .order_by("created_at", "id")
+        .values_list("confidence_after", flat=True)
+    )
     assert stamps == [pytest.approx(first.new_confidence), pytest.approx(second.new_confidence)]
     assert second.new_confidence > first.new_confidence
 
@@ -278,8 +281,10 @@ def test_rollup_folds_old_events_into_aggregates_and_keeps_confidence(cast, toke
     assert after.confidence == pytest.approx(before.confidence)
     assert (after.alpha, after.beta) == (pytest.approx(before.alpha), pytest.approx(before.beta))
     weights_after = row_for(cast.org_a, cast.project_a)
-    assert (weights_after.usage_alpha, weights_after.usage_beta) == (weights_before.usage_alpha,
-                                                                     weights_before.usage_beta)
+    assert (weights_after.usage_alpha, weights_after.usage_beta) == (
+        weights_before.usage_alpha,
+        weights_before.usage_beta,
+    )
 
 
 def test_rollup_leaves_events_newer_than_30_days_in_the_log(token, memory):

@@ -248,9 +248,7 @@ def test_an_owner_on_the_dashboard_can_record_into_a_named_project(cast):
 @pytest.fixture
 def free_limit_two(cast, monkeypatch):
     free = plans.PLANS[plans.PLAN_FREE]
-    monkeypatch.setitem(
-        plans.PLANS, plans.PLAN_FREE, dataclasses.replace(free, limits={**free.limits, "memories": 2})
-    )
+    monkeypatch.setitem(plans.PLANS, plans.PLAN_FREE, dataclasses.replace(free, limits={**free.limits, "memories": 2}))
     cast.org_a.plan = plans.PLAN_FREE
     cast.org_a.save()
 

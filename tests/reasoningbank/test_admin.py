@@ -47,12 +47,20 @@ def staff_client(client, staff):
 def data(cast):
     principal = cast.principal(cast.alice)
     first = memory_record(
-        principal=principal, title="Pin the Node version", description="Use .nvmrc",
-        content="Pin Node in .nvmrc and CI.", outcome="success", project="web-app",
+        principal=principal,
+        title="Pin the Node version",
+        description="Use .nvmrc",
+        content="Pin Node in .nvmrc and CI.",
+        outcome="success",
+        project="web-app",
     )
     second = memory_record(
-        principal=principal, title="Cache npm in CI", description="Speeds up builds",
-        content="Cache ~/.npm keyed on the lockfile.", outcome="success", project="web-app",
+        principal=principal,
+        title="Cache npm in CI",
+        description="Speeds up builds",
+        content="Cache ~/.npm keyed on the lockfile.",
+        outcome="success",
+        project="web-app",
     )
     MemoryLink.objects.create(organization=cast.org_a, source=first, target=second, kind="references")
     memory_feedback(principal=principal, memory=first, helpful=True)

@@ -1,0 +1,82 @@
+"""MCP ``memory_consolidate`` (seed 000) through the real SDK client in both protocol eras."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from memories.models import Memory
+from tests.consolidation.vectors import cycle_llm, remember, spoke
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+SEED_KEYS = {"created_memories", "archived_memories", "skipped_count", "total_processed", "duration_seconds"}
+
+
+@pytest.fixture(autouse=True)
+def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    monkeypatch.setattr("consolidation.services.llm_from_settings", cycle_llm)
+
+
+@pytest.fixture
+async def app(transactional_db: Any) -> Any:
+    from reasoningbank.asgi import build_application
+
+    async with running(build_application()) as started:
+        yield started
+
+
+@pytest.fixture
+def seeded(cast: Any, make_token: Any) -> dict[str, Any]:
+    raw, principal = make_token(cast.org_a, projects=[cast.project_a])
+    ids = [remember(principal, f"Database timeouts {i}", spoke(0, 10 + i, 0.9)).id for i in range(3)]
+    return {
+        "token": raw,
+        "ids": ids,
+        "other_org": make_token(cast.org_b)[0],
+        "reader": make_token(cast.org_a, scopes=["memories:read"])[0],
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_manual_run_over_mcp_merges_the_cluster_and_reports_seed_000s_statistics(app, seeded, mode):
+    async with mcp_client(app, seeded["token"], mode) as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+    assert "memory_consolidate" in tools and "session_submit" in tools
+    assert not result.is_error, dump(result)
+    body = result.structured_content
+    assert SEED_KEYS <= body.keys()
+    assert sorted(body["archived_memories"]) == sorted(seeded["ids"]) and len(body["created_memories"]) == 1
+    assert body["total_processed"] == 3 and body["status"] == "completed"
+    states = await in_thread(
+        lambda: sorted(Memory.objects.filter(pk__in=seeded["ids"]).values_list("state", flat=True))
+    )
+    assert states == ["archived"] * 3
+
+
+async def test_a_dry_run_over_mcp_changes_nothing(app, seeded):
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        result = await client.call_tool("memory_consolidate", {"project_id": "web-app", "dry_run": True})
+    assert not result.is_error, dump(result)
+    assert len(result.structured_content["archived_memories"]) == 3
+    states = await in_thread(lambda: set(Memory.objects.filter(pk__in=seeded["ids"]).values_list("state", flat=True)))
+    assert states == {"active"}
+
+
+async def test_the_plan_gate_scope_and_tenancy_are_enforced(app, cast, seeded):
+    async with mcp_client(app, seeded["other_org"], "legacy") as client:
+        foreign = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+    async with mcp_client(app, seeded["reader"], "legacy") as client:
+        denied = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+    await in_thread(lambda: type(cast.org_a).objects.filter(pk=cast.org_a.pk).update(plan="free"))
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        gated = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+        bad = await client.call_tool("memory_consolidate", {"project_id": "web-app", "similarity_threshold": 1.5})
+    assert foreign.is_error and "not found" in dump(foreign)
+    assert denied.is_error and "consolidation:run" in dump(denied)
+    assert gated.is_error and "Pro plan" in dump(gated).replace("pro plan", "Pro plan")
+    assert bad.is_error and "similarity_threshold" in dump(bad)

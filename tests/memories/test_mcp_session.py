@@ -1,0 +1,80 @@
+"""MCP ``session_submit`` through the real SDK client in both protocol eras."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from memories import distillation
+from memories.models import AgentSession
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
+    settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
+    monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
+
+
+@pytest.fixture
+async def app(transactional_db: Any) -> Any:
+    from reasoningbank.asgi import build_application
+
+    async with running(build_application()) as started:
+        yield started
+
+
+@pytest.fixture
+def tokens(cast: Any, make_token: Any) -> dict[str, str]:
+    return {
+        "agent": make_token(cast.org_a, projects=[cast.project_a])[0],
+        "reader": make_token(cast.org_a, scopes=["memories:read"], projects=[cast.project_a])[0],
+        "org": make_token(cast.org_a)[0],
+    }
+
+
+SESSION = {
+    "session_id": "claude-7",
+    "outcome": "success",
+    "trace": "user: fix it\nagent: export KEY=sk-ant-api03-" + "Zx9" * 20,
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_session_is_queued_once_and_resubmitting_returns_its_status(app, tokens, mode):
+    async with mcp_client(app, tokens["agent"], mode) as client:
+        first = await client.call_tool("session_submit", SESSION)
+        second = await client.call_tool("session_submit", SESSION)
+    assert not first.is_error, dump(first)
+    assert first.structured_content["status"] == "queued" and first.structured_content["created"] is True
+    assert second.structured_content["created"] is False
+    assert second.structured_content["id"] == first.structured_content["id"]
+    session = await in_thread(lambda: AgentSession.objects.get())
+    assert "sk-ant-api03" not in session.trace and session.redactions >= 1
+
+
+async def test_without_an_llm_the_session_waits_and_says_so(app, tokens, settings):
+    settings.LLM_PROVIDER = "none"
+    async with mcp_client(app, tokens["agent"], "2026-07-28") as client:
+        result = await client.call_tool("session_submit", SESSION)
+    assert result.structured_content["status"] == "waiting_for_llm"
+    assert "LLM" in result.structured_content["message"]
+
+
+async def test_bad_input_and_read_only_tokens_get_clear_errors(app, tokens):
+    async with mcp_client(app, tokens["reader"], "legacy") as client:
+        denied = await client.call_tool("session_submit", SESSION)
+    async with mcp_client(app, tokens["org"], "legacy") as client:
+        no_project = await client.call_tool("session_submit", SESSION)
+        bad_outcome = await client.call_tool("session_submit", {**SESSION, "outcome": "great"})
+        foreign = await client.call_tool("session_submit", {**SESSION, "project": "billing"})
+    assert denied.is_error and "memories:write" in dump(denied)
+    assert no_project.is_error and "project" in dump(no_project)
+    assert bad_outcome.is_error and "outcome" in dump(bad_outcome)
+    assert foreign.is_error and "not found" in dump(foreign)
+    assert await in_thread(lambda: AgentSession.objects.count()) == 0
