@@ -15,10 +15,23 @@ echo "==> migrating"
 .venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py setup_schedules
 
-echo "==> starting worker"
+echo "==> starting worker and web"
 .venv/bin/python manage.py qcluster &
 worker=$!
-trap 'kill $worker 2>/dev/null || true; wait $worker 2>/dev/null || true' EXIT INT TERM
+.venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" --workers "${WEB_WORKERS:-1}" --no-access-log &
+web=$!
+stop() {
+  trap - EXIT INT TERM
+  kill "$web" "$worker" 2>/dev/null || true
+  # give both a graceful moment (the worker finishes its task), then make sure they are gone
+  for _ in $(seq 1 20); do
+    kill -0 "$web" 2>/dev/null || kill -0 "$worker" 2>/dev/null || break
+    sleep 0.5
+  done
+  pkill -9 -P "$worker" 2>/dev/null || true
+  kill -9 "$web" "$worker" 2>/dev/null || true
+}
+trap stop EXIT INT TERM
 
 cat <<MSG
 
@@ -34,4 +47,5 @@ cat <<MSG
     .venv/bin/python manage.py create_token acme --label laptop --project web-app
 
 MSG
-.venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" --workers "${WEB_WORKERS:-1}" --no-access-log
+# stop everything as soon as either process exits (or on Ctrl-C)
+wait -n "$web" "$worker"
