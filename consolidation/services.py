@@ -43,6 +43,7 @@ DUPLICATE_THRESHOLD = 0.95
 CONTRADICTION_BAND = (0.7, 0.95)
 MAX_JUDGED_PAIRS = 50  # LLM judge calls per run (contradiction + supersession)
 STALE_RETENTION = 0.1
+RETENTION_WRITE_DELTA = 0.05  # stored retention is refreshed when it moved at least this much
 STALE_IDLE_DAYS = 30
 PATTERN_WINDOW_DAYS = 7
 WORKING_TTL = timedelta(minutes=30)
@@ -380,18 +381,19 @@ def _retention(ctx: _Context, memories: dict[str, Memory]) -> None:
             now=ctx.now,
         )
         tier = retention.tier_for(score.overall, archived=False)
-        if tier != memory.tier:
-            transitions += 1
-        memory.retention, memory.tier = score.overall, tier
         # salience for stale archival (seed 004): the usage-driven part only. Importance keeps a
         # memory warm in tiers, but must not make an unused memory unarchivable forever.
         memory.salience = (  # type: ignore[attr-defined]
             retention.DEFAULT_RETENTION_CONFIG.recency_weight * score.recency
             + retention.DEFAULT_RETENTION_CONFIG.activation_weight * score.activation
         )
-        ids.append(memory.id)
-        scores.append(score.overall)
-        tiers.append(tier)
+        # write only what moved: rewriting every row each run would churn the table for nothing
+        if tier != memory.tier or abs(score.overall - memory.retention) >= RETENTION_WRITE_DELTA:
+            transitions += tier != memory.tier
+            ids.append(memory.id)
+            scores.append(score.overall)
+            tiers.append(tier)
+        memory.retention, memory.tier = score.overall, tier
     ctx.counters["tier_transitions"] = transitions
     if ctx.dry or not ids:
         return
@@ -428,8 +430,8 @@ def _duplicates(ctx: _Context, memories: dict[str, Memory]) -> list[Edge]:
                 live = _lock_active([m.id for m in members])
                 if len(live) != len(members):
                     continue  # changed under us; the next run sees the new state
+                _archive([other.id for other in others], Memory.ARCHIVED_DUPLICATE, into=None)
                 for other in others:
-                    _archive(other.id, Memory.ARCHIVED_DUPLICATE, into=None)
                     _link(
                         ctx,
                         keep.id,
@@ -570,8 +572,8 @@ def _merge_cluster(
         )
         merged.usage_count = sum(m.usage_count for m in sources)
         merged.save(update_fields=["usage_count"])
+        _archive([source.id for source in sources], Memory.ARCHIVED_CONSOLIDATED, into=merged)
         for source in sources:
-            _archive(source.id, Memory.ARCHIVED_CONSOLIDATED, into=merged)
             _link(
                 ctx,
                 merged.id,
@@ -837,8 +839,7 @@ def _archive_stale(ctx: _Context, memories: dict[str, Memory]) -> None:
     else:
         with transaction.atomic():
             stale = _lock_active(stale)
-            for memory_id in stale:
-                _archive(memory_id, Memory.ARCHIVED_STALE, into=None)
+            _archive(stale, Memory.ARCHIVED_STALE, into=None)
     ctx.archived.extend(stale)
     ctx.counters["archived"] += len(stale)
 
@@ -854,8 +855,9 @@ def _lock_active(ids: Iterable[str]) -> list[str]:
     )
 
 
-def _archive(memory_id: str, reason: str, *, into: Memory | None) -> None:
-    Memory.objects.filter(pk=memory_id).update(
+def _archive(memory_ids: str | Sequence[str], reason: str, *, into: Memory | None) -> None:
+    ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
+    Memory.objects.filter(pk__in=ids).update(
         state=Memory.STATE_ARCHIVED,
         archived_reason=reason,
         archived_at=timezone.now(),

@@ -118,12 +118,39 @@ class MemoryAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("id", "title", "description", "content", "outcome", "tags", "kind")}),
         ("Place", {"fields": ("organization", "team", "project")}),
-        ("Life", {"fields": ("state", "archived_reason", "archived_at", "consolidated_into", "tier", "retention",
-                             "importance", "expires_at")}),
-        ("Trust", {"fields": ("confidence", "prior_alpha", "prior_beta", "alpha", "beta", "usage_count",
-                              "last_used_at")}),
-        ("Provenance", {"fields": ("origin", "source_session", "created_by_token", "created_by_user",
-                                   "embedding_model", "created_at", "updated_at")}),
+        (
+            "Life",
+            {
+                "fields": (
+                    "state",
+                    "archived_reason",
+                    "archived_at",
+                    "consolidated_into",
+                    "tier",
+                    "retention",
+                    "importance",
+                    "expires_at",
+                )
+            },
+        ),
+        (
+            "Trust",
+            {"fields": ("confidence", "prior_alpha", "prior_beta", "alpha", "beta", "usage_count", "last_used_at")},
+        ),
+        (
+            "Provenance",
+            {
+                "fields": (
+                    "origin",
+                    "source_session",
+                    "created_by_token",
+                    "created_by_user",
+                    "embedding_model",
+                    "created_at",
+                    "updated_at",
+                )
+            },
+        ),
     )
     inlines = (OutgoingLinkInline, SignalInline)
     actions = ("archive_selected", "restore_selected")
@@ -200,8 +227,17 @@ class MemorySignalAdmin(ReadOnlyAdmin):
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(admin.ModelAdmin):
-    list_display = ("id", "organization", "project", "external_id", "outcome", "status", "attempts", "created_at",
-                    "finished_at")
+    list_display = (
+        "id",
+        "organization",
+        "project",
+        "external_id",
+        "outcome",
+        "status",
+        "attempts",
+        "created_at",
+        "finished_at",
+    )
     list_filter = ("status", "outcome", "organization")
     search_fields = ("id", "external_id", "error")
     list_select_related = ("organization", "project")

@@ -126,9 +126,7 @@ class ProjectWeights:
             outcome=raw_outcome / total,
         )
 
-    def learn_from_feedback(
-        self, helpful: bool, recent_signals: Sequence[Signal]
-    ) -> ProjectWeights:
+    def learn_from_feedback(self, helpful: bool, recent_signals: Sequence[Signal]) -> ProjectWeights:
         """Seed 000 ``LearnFromFeedback``, returning a new instance.
 
         Explicit feedback is the ground truth: a signal type "predicted positive" when the
@@ -167,9 +165,7 @@ def _state(alpha: float, beta: float) -> ConfidenceState:
     return ConfidenceState(alpha=alpha, beta=beta, score=alpha / (alpha + beta))
 
 
-def confidence_prior(
-    initial_confidence: float, strength: float = DEFAULT_PRIOR_STRENGTH
-) -> tuple[float, float]:
+def confidence_prior(initial_confidence: float, strength: float = DEFAULT_PRIOR_STRENGTH) -> tuple[float, float]:
     """Encode an initial confidence as a Beta prior ``(alpha, beta)`` summing to ``strength``.
 
     This is how DESIGN §6 reconciles seed 000 (memories start at Beta(1, 1)) with the
@@ -178,9 +174,7 @@ def confidence_prior(
     """
     if not 0.0 < initial_confidence < 1.0:
         # 0 or 1 would be a degenerate prior that no amount of evidence could move off the edge.
-        raise ValueError(
-            f"initial_confidence must be strictly between 0 and 1, got {initial_confidence!r}"
-        )
+        raise ValueError(f"initial_confidence must be strictly between 0 and 1, got {initial_confidence!r}")
     if not strength > 0.0:
         raise ValueError(f"strength must be greater than 0, got {strength!r}")
     return initial_confidence * strength, (1.0 - initial_confidence) * strength
@@ -211,10 +205,7 @@ def confidence_compute(
     re-weights old evidence after the project has learned.
     """
     if not (prior_alpha > 0.0 and prior_beta > 0.0):
-        raise ValueError(
-            "prior_alpha and prior_beta must be greater than 0, "
-            f"got {prior_alpha!r}, {prior_beta!r}"
-        )
+        raise ValueError(f"prior_alpha and prior_beta must be greater than 0, got {prior_alpha!r}, {prior_beta!r}")
     alpha = (
         prior_alpha
         + aggregate.explicit_pos * weights.explicit
@@ -236,9 +227,7 @@ def confidence_compute(
     return _state(alpha, beta)
 
 
-def confidence_apply(
-    alpha: float, beta: float, signal: Signal, weights: Weights
-) -> ConfidenceState:
+def confidence_apply(alpha: float, beta: float, signal: Signal, weights: Weights) -> ConfidenceState:
     """Seed 000 ``MemoryConfidence.Update``: a signal adds its weight to alpha or beta.
 
     Used on the hot path when a signal arrives, so confidence updates without re-reading

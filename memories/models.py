@@ -137,8 +137,10 @@ class Memory(models.Model):
                 opclasses=["vector_cosine_ops"],
             ),
             GinIndex(fields=["search_vector"], name="memory_search_gin"),
-            models.Index(fields=["organization", "project", "state"], name="memory_org_project_state"),
-            models.Index(fields=["organization", "state", "-created_at"], name="memory_org_state_created"),
+            # no lifecycle column (state, tier, confidence, usage) is indexed, so the frequent updates
+            # of those columns stay HOT and never re-insert the row into the HNSW index
+            models.Index(fields=["organization", "project", "-created_at"], name="memory_org_project_created"),
+            models.Index(fields=["organization", "-created_at"], name="memory_org_created"),
             models.Index(fields=["consolidated_into"], name="memory_consolidated_into"),
         ]
 

@@ -103,9 +103,7 @@ TRACE_CLOSE = "</session_trace>"
 # ("## Memory N") instead of leaving a raw "{{n}}" the model might copy verbatim.
 _MEMORY_NUMBER_PLACEHOLDER = "N"
 
-_INJECTED_HEADING = (
-    "Memories already in the bank (retrieved during this session) — do not extract these again:"
-)
+_INJECTED_HEADING = "Memories already in the bank (retrieved during this session) — do not extract these again:"
 
 REPAIR_HINT_TEMPLATE = """\
 {{original_prompt}}
@@ -381,9 +379,7 @@ def _parse_outcome(raw: str) -> tuple[Outcome | None, str | None]:
         )
     outcome = _OUTCOME_WORDS.get(value)
     if outcome is None:
-        return None, (
-            f"{_FIELD_LABELS['outcome']} must be success or failure, got {first_line.strip()!r}"
-        )
+        return None, (f"{_FIELD_LABELS['outcome']} must be success or failure, got {first_line.strip()!r}")
     return outcome, None
 
 

@@ -71,9 +71,7 @@ def score_memory(
     try:
         scope_weight = SCOPE_WEIGHTS[scope]
     except KeyError:
-        raise ValueError(
-            f"unknown scope {scope!r}; expected one of {', '.join(SCOPE_WEIGHTS)}"
-        ) from None
+        raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPE_WEIGHTS)}") from None
     clamped_similarity = min(max(similarity, 0.0), 1.0)
     boost = recency_boost(days_since_used)
     consolidated_boost = CONSOLIDATED_BOOST if consolidated else 1.0

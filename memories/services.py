@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
@@ -518,6 +518,9 @@ def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], proj
         return
     now = timezone.now()
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
         signals = MemorySignal.objects.bulk_create(
             [
                 MemorySignal(
