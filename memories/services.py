@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, F
+from django.db.models import Count
 from django.utils import timezone
 
 from accounts.access import Principal
@@ -512,38 +512,67 @@ def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
     MemorySignal.objects.filter(pk=signal.pk).update(confidence_after=memory.confidence)
 
 
+_COUNTS_SQL = """
+SELECT m.id,
+       COALESCE(a.explicit_pos, 0) + COUNT(*) FILTER (WHERE s.type = 'explicit' AND s.positive),
+       COALESCE(a.explicit_neg, 0) + COUNT(*) FILTER (WHERE s.type = 'explicit' AND NOT s.positive),
+       COALESCE(a.usage_pos, 0) + COUNT(*) FILTER (WHERE s.type = 'usage' AND s.positive),
+       COALESCE(a.usage_neg, 0) + COUNT(*) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
+       COALESCE(a.outcome_pos, 0) + COUNT(*) FILTER (WHERE s.type = 'outcome' AND s.positive),
+       COALESCE(a.outcome_neg, 0) + COUNT(*) FILTER (WHERE s.type = 'outcome' AND NOT s.positive)
+FROM unnest(%s::text[]) AS m(id)
+LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = m.id
+LEFT JOIN memories_memorysignal s ON s.memory_id = m.id
+GROUP BY m.id, a.memory_id
+"""
+
+_MARK_USED_SQL = """
+WITH v AS (
+    SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[])
+        AS v(id, organization_id, project_id, alpha, beta, confidence)
+), signals AS (
+    INSERT INTO memories_memorysignal
+        (organization_id, memory_id, project_id, type, positive, session_id, comment, actor, confidence_after,
+         created_at)
+    SELECT organization_id, id, project_id, 'usage', true, '', '', %s, confidence, %s FROM v
+)
+UPDATE memories_memory m
+SET usage_count = m.usage_count + 1, last_used_at = %s, alpha = v.alpha, beta = v.beta, confidence = v.confidence
+FROM v WHERE m.id = v.id
+"""
+
+
 def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], project: Project | None) -> None:
-    """Usage signals for memories returned by a search (seed 000: usage signal + usage_count)."""
+    """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
+    each memory's confidence recomputed. Set-based SQL: this runs on every agent search."""
     if not memories:
         return
     now = timezone.now()
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        signals = MemorySignal.objects.bulk_create(
-            [
-                MemorySignal(
-                    organization_id=m.organization_id,
-                    memory_id=m.id,
-                    project_id=project.id if project else m.project_id,
-                    type=MemorySignal.TYPE_USAGE,
-                    positive=True,
-                    actor=principal.actor_label,
-                    created_at=now,
-                )
-                for m in memories
-            ]
-        )
-        Memory.objects.filter(pk__in=[m.pk for m in memories]).update(
-            usage_count=F("usage_count") + 1, last_used_at=now
-        )
-        confidence_recompute(list(memories))
-        for signal, memory in zip(signals, memories, strict=True):
-            signal.confidence_after = memory.confidence
+    ids = [m.id for m in memories]
+    weights: dict[tuple[int, int | None], conf.Weights] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        cursor.execute(_COUNTS_SQL, [ids])
+        counts = {row[0]: conf.SignalCounts(*row[1:]) for row in cursor.fetchall()}
+        columns: list[list[Any]] = [[], [], [], [], [], []]
+        for memory in memories:
+            key = (memory.organization_id, memory.project_id)
+            if key not in weights:
+                weights[key] = _project_weights(_weights_row(memory)).compute_weights()
+            with_use = counts[memory.id] + conf.SignalCounts(usage_pos=1)
+            state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
+            memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
             memory.usage_count += 1
             memory.last_used_at = now
-        MemorySignal.objects.bulk_update(signals, ["confidence_after"])
+            signal_project = project.id if project else memory.project_id
+            for column, value in zip(
+                columns,
+                (memory.id, memory.organization_id, signal_project, state.alpha, state.beta, state.score),
+                strict=True,
+            ):
+                column.append(value)
+        cursor.execute(_MARK_USED_SQL, [*columns, principal.actor_label, now, now])
 
 
 # --- search (read + usage write) -------------------------------------------------------------------
