@@ -25,7 +25,7 @@ SEARCH_SCOPES = ("project", "team", "org", "all")
 SEARCH_OUTCOMES = ("success", "failure", "all")
 # candidates fetched per leg before ranking: enough headroom for the confidence/recency re-rank
 CANDIDATE_FACTOR = 4
-MIN_CANDIDATES = 40
+MIN_CANDIDATES = 20
 # the full-text leg ranks at most this many matches, so a very common word stays cheap
 TEXT_MATCH_CAP = 1000
 

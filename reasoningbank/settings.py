@@ -219,7 +219,7 @@ SEARCH_MAX_LIMIT = 20
 SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maximum=1)
 # results less similar than this are noise, not memories to inject (unless a keyword matched)
 SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maximum=1)
-SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 80, minimum=10, maximum=1000)
+SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
 
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
