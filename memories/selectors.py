@@ -27,7 +27,7 @@ SEARCH_OUTCOMES = ("success", "failure", "all")
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
 # the full-text leg ranks at most this many matches, so a very common word stays cheap
-TEXT_MATCH_CAP = 1000
+TEXT_MATCH_CAP = 200
 
 
 # --- who may see what ----------------------------------------------------------------------------
@@ -250,7 +250,7 @@ def memory_search(
             text_ids = base.filter(search_vector=tsquery).values("id")[:TEXT_MATCH_CAP]
             text_hits = list(
                 Memory.objects.filter(id__in=text_ids)
-                .annotate(distance=distance, text_rank=SearchRank("search_vector", tsquery, cover_density=True))
+                .annotate(distance=distance, text_rank=SearchRank("search_vector", tsquery))
                 .order_by("-text_rank")
                 .only(*columns)[:k]
             )
