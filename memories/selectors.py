@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib.postgres.search import SearchQuery as PgSearchQuery
 from django.contrib.postgres.search import SearchRank
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -235,8 +235,11 @@ def memory_search(
     with transaction.atomic():
         with connection.cursor() as cursor:
             # pgvector ≥ 0.8: keep scanning the HNSW graph until enough rows pass the tenant filters
-            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(int(_setting("SEARCH_HNSW_EF_SEARCH")), k)])
+            cursor.execute(
+                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                "set_config('hnsw.ef_search', %s, true)",
+                [str(max(int(_setting("SEARCH_HNSW_EF_SEARCH")), k))],
+            )
         vector_hits = (
             []
             if not any(query_vector)
@@ -247,10 +250,11 @@ def memory_search(
         text_hits: list[Memory] = []
         if search.query.strip():
             tsquery = PgSearchQuery(search.query, search_type="websearch", config="english")
-            text_ids = base.filter(search_vector=tsquery).values("id")[:TEXT_MATCH_CAP]
+            # no ORDER BY: the model's default ordering would sort every match before the cap applies
+            text_ids = base.filter(search_vector=tsquery).order_by().values("id")[:TEXT_MATCH_CAP]
             text_hits = list(
                 Memory.objects.filter(id__in=text_ids)
-                .annotate(distance=distance, text_rank=SearchRank("search_vector", tsquery))
+                .annotate(distance=distance, text_rank=SearchRank(F("search_vector"), tsquery))
                 .order_by("-text_rank")
                 .only(*columns)[:k]
             )

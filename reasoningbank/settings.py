@@ -109,6 +109,15 @@ else:
     _db = embedded_database_settings(DATA_DIR / "pg")
     _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 _db["CONN_HEALTH_CHECKS"] = True
+# Under ASGI every request's sync code runs on a fresh thread and connections are per thread, so
+# CONN_MAX_AGE alone never reuses one: a pool does (off in tests, which manage connections themselves).
+if env_bool("DB_POOL", not TESTING):
+    _db["CONN_MAX_AGE"] = 0  # required with a pool
+    _db.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
+        "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
+        "timeout": 10,
+    }
 # Parallel test runs (e.g. several engineers on one machine) can pick their own test database.
 _db["TEST"] = {"NAME": f"test_{env_str('RB_TEST_DB_NAME', 'reasoningbank')}"}
 DATABASES = {"default": _db}
