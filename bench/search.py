@@ -1,0 +1,653 @@
+"""memory_search latency and throughput at 10K / 100K memories (issue #3).
+
+Three ways, against the same data and the same 200 queries:
+
+1. in-process: ``memories.services.search_query_validate`` + ``memory_search_use`` (the service
+   every transport calls), with the time split into query embedding, the selector
+   (``memory_search``: HNSW + full-text candidates, ranking) and the usage-signal writes;
+2. REST: ``POST /api/v1/memories/search`` against a real uvicorn server on 127.0.0.1;
+3. MCP: ``memory_search`` through the official SDK client over Streamable HTTP (``/mcp``).
+
+REST and MCP are measured sequentially (one client) and with ``--concurrency`` clients.
+The data lives in a dedicated embedded PostgreSQL (``.data/bench``); see bench/README.md.
+
+    .venv/bin/python bench/search.py --sizes 10000 100000 --queries 200 [--explain] [--reset]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    BENCH_ORG,
+    NOISE_ORGS,
+    RESULTS_DIR,
+    CpuMeter,
+    Latency,
+    configure_environment,
+    dataset_ensure,
+    django_setup,
+    machine_info,
+    postgres_info,
+    revision,
+    search_queries,
+    uvicorn_server,
+    write_json,
+)
+
+TOKEN_LABEL = "bench-search"
+TOKEN_PROJECT = "web-app"
+MCP_TARGET_P50_MS = 15.0
+MCP_TARGET_P99_MS = 50.0
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+# --- set-up --------------------------------------------------------------------------------------
+
+
+def bench_token(orgs: dict[str, Any]) -> tuple[Any, str]:
+    """A fresh API token of the bench org restricted to one project (older bench tokens removed)."""
+    from accounts.models import ApiToken
+    from accounts.services import token_create
+
+    bench = orgs[BENCH_ORG]
+    ApiToken.objects.filter(organization=bench.org, label=TOKEN_LABEL).delete()
+    project = next(p for p in bench.projects if p.slug == TOKEN_PROJECT)
+    return token_create(organization=bench.org, label=TOKEN_LABEL, projects=[project])
+
+
+def signals_clear(orgs: dict[str, Any]) -> int:
+    """Usage signals left by earlier runs (every search writes some): removed so runs compare."""
+    from django.db import connection
+
+    ids = [orgs[slug].org.id for slug in (BENCH_ORG, *NOISE_ORGS)]
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = ANY(%s)", [ids])
+        return cursor.rowcount
+
+
+# --- 1. in-process -------------------------------------------------------------------------------
+
+
+def _sql_category(sql: str) -> str:
+    if "<=>" in sql and "@@" not in sql:
+        return "sql_vector_leg"
+    if "@@" in sql:
+        return "sql_text_leg"
+    if sql.startswith("SET "):
+        return "sql_set"
+    if sql.startswith(("INSERT", "UPDATE", "DELETE")):
+        return "sql_writes"
+    return "sql_other_reads"
+
+
+class SqlTimer:
+    """``connection.execute_wrapper`` that times every statement precisely (DEBUG or not)."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, float]] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            self.statements.append((sql, (time.perf_counter() - t0) * 1000))
+
+
+SQL_CATEGORIES = ("sql_vector_leg", "sql_text_leg", "sql_writes", "sql_other_reads", "sql_set", "sql_commit")
+
+
+def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, Any]:
+    """The service call every transport makes, timed in this process, with a breakdown."""
+    from django.db import connection
+
+    from accounts.access import principal_for_token
+    from memories import services
+
+    principal = principal_for_token(token)
+    timings: dict[str, float] = {}
+    original_search, original_mark = services.memory_search, services.memories_mark_used
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                timings[name] = (time.perf_counter() - t0) * 1000
+
+        return wrapper
+
+    series: dict[str, list[float]] = {
+        "total": [],
+        "cpu": [],
+        "embedding": [],
+        "selector": [],
+        "usage_writes": [],
+        "sql_statements": [],
+        **{category: [] for category in SQL_CATEGORIES},
+    }
+    hits: list[int] = []
+    found: list[int] = []
+    services.memory_search = timed("selector", original_search)  # type: ignore[assignment]
+    services.memories_mark_used = timed("usage_writes", original_mark)  # type: ignore[assignment]
+    commit_ms: list[float] = []
+    original_commit = connection.commit
+
+    def timed_commit() -> None:  # atomic() blocks commit through connection.commit()
+        t0 = time.perf_counter()
+        try:
+            original_commit()
+        finally:
+            commit_ms.append((time.perf_counter() - t0) * 1000)
+
+    connection.commit = timed_commit  # type: ignore[method-assign]
+    try:
+        for q in queries[:warmup]:
+            services.memory_search_use(principal=principal, search=services.search_query_validate(query=q))
+        meter = CpuMeter().start()
+        started = time.perf_counter()
+        for q in queries:
+            timings.clear()
+            commit_ms.clear()
+            sql = SqlTimer()
+            with connection.execute_wrapper(sql):
+                t0, c0 = time.perf_counter(), time.process_time()
+                search = services.search_query_validate(query=q)
+                result = services.memory_search_use(principal=principal, search=search)
+                total = (time.perf_counter() - t0) * 1000
+                cpu = (time.process_time() - c0) * 1000  # this process only: Python + driver, not PostgreSQL
+            series["total"].append(total)
+            series["cpu"].append(cpu)
+            series["embedding"].append(result.embedding_ms)
+            series["selector"].append(timings.get("selector", 0.0))
+            series["usage_writes"].append(timings.get("usage_writes", 0.0))
+            per_category: dict[str, float] = {"sql_commit": sum(commit_ms)}
+            for statement, ms in sql.statements:
+                category = _sql_category(statement.lstrip())
+                per_category[category] = per_category.get(category, 0.0) + ms
+            for category in SQL_CATEGORIES:
+                series[category].append(per_category.get(category, 0.0))
+            series["sql_statements"].append(len(sql.statements))
+            hits.append(len(result.hits))
+            found.append(result.total_found)
+        wall = time.perf_counter() - started
+        meter.stop()
+    finally:
+        services.memory_search, services.memories_mark_used = original_search, original_mark
+        del connection.commit  # back to the class's method
+    out: dict[str, Any] = {name: Latency.of(values).as_dict() for name, values in series.items() if values}
+    out["sql_statements"] = {
+        "mean": round(statistics.mean(series["sql_statements"]), 1),
+        "max": max(series["sql_statements"]),
+    }
+    out["throughput_qps"] = round(len(queries) / wall, 1)
+    out["cpu_ms_per_search"] = meter.per_op_ms(len(queries))
+    out["hits_mean"] = round(statistics.mean(hits), 2)
+    out["total_found_mean"] = round(statistics.mean(found), 1)
+    out["queries_without_hits"] = sum(1 for h in hits if h == 0)
+    return out
+
+
+# --- EXPLAIN -----------------------------------------------------------------------------------------
+
+
+def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the SQL that ``memory_search`` really runs (captured, then
+    replayed with the same SET LOCALs in a transaction that is rolled back)."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts.access import principal_for_token
+    from memories import selectors, services
+    from reasoningbank.ai.embedders import embedder_from_settings
+
+    principal = principal_for_token(token)
+    embedder = embedder_from_settings()
+    report: dict[str, Any] = {"queries": []}
+    for q in queries:
+        search = services.search_query_validate(query=q)
+        (vector,) = embedder.embed([q])
+        with CaptureQueriesContext(connection) as captured:
+            selectors.memory_search(principal, search, query_vector=vector)
+        statements = [item["sql"] for item in captured.captured_queries]
+        sets = [s for s in statements if s.lstrip().upper().startswith("SET ")]
+        legs = {"vector": None, "text": None}
+        for sql in statements:
+            category = _sql_category(sql.lstrip())
+            if category == "sql_vector_leg" and legs["vector"] is None:
+                legs["vector"] = sql
+            elif category == "sql_text_leg" and legs["text"] is None:
+                legs["text"] = sql
+        entry: dict[str, Any] = {"query": q}
+        for leg, sql in legs.items():
+            if sql is None:
+                continue
+            with transaction.atomic(), connection.cursor() as cursor:
+                for s in sets:
+                    cursor.execute(s)
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                transaction.set_rollback(True)
+            entry[leg] = {
+                "plan": plan,
+                "uses_hnsw": "memory_embedding_hnsw" in plan,
+                "seq_scan": "Seq Scan on memories_memory" in plan,
+                "uses_gin": "memory_search_gin" in plan,
+                "execution_ms": _execution_ms(plan),
+                "sql": _shorten_vectors(sql),
+            }
+        report["queries"].append(entry)
+    vector_entries = [e["vector"] for e in report["queries"] if e.get("vector")]
+    report["vector_leg_uses_hnsw"] = all(e["uses_hnsw"] for e in vector_entries) if vector_entries else None
+    report["vector_leg_seq_scan"] = any(e["seq_scan"] for e in vector_entries)
+    return report
+
+
+def _execution_ms(plan: str) -> float | None:
+    match = re.search(r"Execution Time: ([\d.]+) ms", plan)
+    return float(match.group(1)) if match else None
+
+
+def _shorten_vectors(sql: str) -> str:
+    return re.sub(r"'\[[-0-9.,e]{200,}\]'", "'[...384 floats...]'", sql)
+
+
+# --- 2. REST -----------------------------------------------------------------------------------------
+
+
+async def _rest_series(client: Any, queries: list[str]) -> tuple[list[float], int]:
+    latencies: list[float] = []
+    errors = 0
+    for q in queries:
+        t0 = time.perf_counter()
+        response = await client.post("/api/v1/memories/search", json={"query": q})
+        latencies.append((time.perf_counter() - t0) * 1000)
+        if response.status_code != 200:
+            errors += 1
+            if errors == 1:
+                log(f"  REST error {response.status_code}: {response.text[:300]}")
+    return latencies, errors
+
+
+async def bench_rest(
+    base_url: str, raw_token: str, queries: list[str], warmup: int, concurrency: int, server_pid: int
+) -> dict[str, Any]:
+    import httpx2
+
+    headers = {"Authorization": f"Bearer {raw_token}"}
+    async with httpx2.AsyncClient(base_url=base_url, headers=headers, timeout=60) as client:
+        await _rest_series(client, queries[:warmup])
+        meter = CpuMeter(server_pid).start()
+        t0 = time.perf_counter()
+        sequential, errors = await _rest_series(client, queries)
+        wall = time.perf_counter() - t0
+        meter.stop()
+    out: dict[str, Any] = {
+        "sequential": {
+            **Latency.of(sequential).as_dict(),
+            "throughput_qps": round(len(queries) / wall, 1),
+            "errors": errors,
+            "cpu_ms_per_search": meter.per_op_ms(len(queries)),
+        }
+    }
+    clients = [httpx2.AsyncClient(base_url=base_url, headers=headers, timeout=60) for _ in range(concurrency)]
+    try:
+        await asyncio.gather(*(_rest_series(c, queries[:3]) for c in clients))  # open the connections
+        meter = CpuMeter(server_pid).start()
+        t0 = time.perf_counter()
+        results = await asyncio.gather(
+            *(_rest_series(c, _rotated(queries, k, concurrency)) for k, c in enumerate(clients))
+        )
+        wall = time.perf_counter() - t0
+        meter.stop()
+    finally:
+        for c in clients:
+            await c.aclose()
+    latencies = [x for series, _ in results for x in series]
+    out["concurrent"] = {
+        **Latency.of(latencies).as_dict(),
+        "clients": concurrency,
+        "throughput_qps": round(len(latencies) / wall, 1),
+        "errors": sum(e for _, e in results),
+        "cpu_ms_per_search": meter.per_op_ms(len(latencies)),
+    }
+    return out
+
+
+def _rotated(queries: list[str], k: int, n: int) -> list[str]:
+    """Client k of n sends every query once, starting at a different place."""
+    shift = k * len(queries) // n
+    return queries[shift:] + queries[:shift]
+
+
+# --- 3. MCP ------------------------------------------------------------------------------------------
+
+
+async def _mcp_series(client: Any, queries: list[str]) -> tuple[list[float], int]:
+    latencies: list[float] = []
+    errors = 0
+    for q in queries:
+        t0 = time.perf_counter()
+        result = await client.call_tool("memory_search", {"query": q})
+        latencies.append((time.perf_counter() - t0) * 1000)
+        if result.is_error:
+            errors += 1
+            if errors == 1:
+                log(f"  MCP tool error: {result.content[0].text if result.content else result}")
+    return latencies, errors
+
+
+async def _mcp_worker(
+    url: str,
+    raw_token: str,
+    queries: list[str],
+    warmup: list[str],
+    ready: asyncio.Barrier | None = None,
+    meter: CpuMeter | None = None,
+) -> tuple[list[float], int, float]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {raw_token}"}, timeout=60) as http:
+        async with Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client:
+            await _mcp_series(client, warmup)
+            if ready is not None:
+                if await ready.wait() == 0 and meter is not None:  # one task starts the meter
+                    meter.start()
+            elif meter is not None:
+                meter.start()
+            t0 = time.perf_counter()
+            latencies, errors = await _mcp_series(client, queries)
+            return latencies, errors, time.perf_counter() - t0
+
+
+async def mcp_available(base_url: str, raw_token: str) -> str | None:
+    """None when /mcp serves memory_search; otherwise why not."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    try:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {raw_token}"}, timeout=30) as http:
+            probe = await http.post(base_url + "/mcp", json={})
+            if probe.status_code == 404:
+                return "POST /mcp answered 404"
+            async with Client(streamable_http_client(base_url + "/mcp", http_client=http), mode="legacy") as client:
+                tools = {t.name for t in (await client.list_tools()).tools}
+        if "memory_search" not in tools:
+            return f"memory_search not among the tools ({', '.join(sorted(tools))})"
+    except Exception as exc:  # any failure means: not usable yet
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+async def bench_mcp(
+    base_url: str, raw_token: str, queries: list[str], warmup: int, concurrency: int, server_pid: int
+) -> dict[str, Any]:
+    reason = await mcp_available(base_url, raw_token)
+    if reason is not None:
+        return {"status": "unavailable", "reason": reason}
+    meter = CpuMeter(server_pid)
+    sequential, errors, wall = await _mcp_worker(base_url, raw_token, queries, queries[:warmup], meter=meter)
+    meter.stop()
+    out: dict[str, Any] = {
+        "status": "ok",
+        "sequential": {
+            **Latency.of(sequential).as_dict(),
+            "throughput_qps": round(len(queries) / wall, 1),
+            "errors": errors,
+            "cpu_ms_per_search": meter.per_op_ms(len(queries)),
+        },
+    }
+    ready = asyncio.Barrier(concurrency)
+    meter = CpuMeter(server_pid)
+    t0 = time.perf_counter()
+    results = await asyncio.gather(
+        *(
+            _mcp_worker(base_url, raw_token, _rotated(queries, k, concurrency), queries[:3], ready, meter)
+            for k in range(concurrency)
+        )
+    )
+    meter.stop()  # includes the 4 sessions' closing
+    total_wall = time.perf_counter() - t0
+    latencies = [x for series, _, _ in results for x in series]
+    wall = max(w for _, _, w in results)  # after the barrier: every client connected and warm
+    out["concurrent"] = {
+        **Latency.of(latencies).as_dict(),
+        "clients": concurrency,
+        "throughput_qps": round(len(latencies) / wall, 1),
+        "errors": sum(e for _, e, _ in results),
+        "wall_seconds_including_connect": round(total_wall, 2),
+        "cpu_ms_per_search": meter.per_op_ms(len(latencies)),
+    }
+    out["target"] = {
+        "p50_ms": MCP_TARGET_P50_MS,
+        "p99_ms": MCP_TARGET_P99_MS,
+        "met": out["sequential"]["p50"] <= MCP_TARGET_P50_MS and out["sequential"]["p99"] <= MCP_TARGET_P99_MS,
+    }
+    return out
+
+
+# --- output ------------------------------------------------------------------------------------------
+
+
+def _row(label: str, lat: dict[str, Any] | None, qps: float | None = None, conc: dict[str, Any] | None = None) -> str:
+    def f(v: Any) -> str:
+        return f"{v:8.2f}" if isinstance(v, int | float) else f"{'-':>8}"
+
+    lat = lat or {}
+    conc = conc or {}
+    return (
+        f"{label:<34}{f(lat.get('p50'))}{f(lat.get('p90'))}{f(lat.get('p99'))}{f(lat.get('mean'))}"
+        f"{f(qps)}{f(conc.get('p50'))}{f(conc.get('p99'))}{f(conc.get('throughput_qps'))}"
+    )
+
+
+def print_table(result: dict[str, Any]) -> None:
+    ds = result["dataset"]
+    ip = result["in_process"]
+    log("")
+    log(
+        f"== N = {ds['bench_memories']:,} bench memories (+{ds['noise_memories']:,} in noise orgs; table "
+        f"{ds['table_rows']:,} rows, {ds['table_size']}, HNSW {ds['hnsw_size']}); {result['queries']} queries, "
+        f"token restricted to project {TOKEN_PROJECT!r}"
+    )
+    header = f"{'':<34}{'p50':>8}{'p90':>8}{'p99':>8}{'mean':>8}{'q/s':>8}{'x4 p50':>8}{'x4 p99':>8}{'x4 q/s':>8}"
+    log(header.replace("x4", f"x{result['concurrency']}") + "   (ms, queries/s)")
+    log(_row("in-process service (total)", ip["total"], ip["throughput_qps"]))
+    log(_row("  CPU time of this process", ip["cpu"]))
+    log(_row("  query embedding (hashing)", ip["embedding"]))
+    log(_row("  selector memory_search", ip["selector"]))
+    log(_row("    SQL vector leg", ip["sql_vector_leg"]))
+    log(_row("    SQL text leg", ip["sql_text_leg"]))
+    log(_row("  usage-signal writes", ip["usage_writes"]))
+    log(_row("  all SQL: writes (INSERT/UPDATE)", ip["sql_writes"]))
+    log(_row("  all SQL: other reads", ip["sql_other_reads"]))
+    log(_row("  all SQL: COMMIT", ip["sql_commit"]))
+    rest = result.get("rest") or {}
+    if rest:
+        log(
+            _row(
+                "REST POST /api/v1/memories/search",
+                rest["sequential"],
+                rest["sequential"]["throughput_qps"],
+                rest["concurrent"],
+            )
+        )
+    mcp = result.get("mcp") or {}
+    if mcp.get("status") == "ok":
+        log(
+            _row(
+                "MCP memory_search (SDK client)",
+                mcp["sequential"],
+                mcp["sequential"]["throughput_qps"],
+                mcp["concurrent"],
+            )
+        )
+        target = mcp["target"]
+        log(
+            f"MCP target p50 <= {target['p50_ms']:.0f} ms, p99 <= {target['p99_ms']:.0f} ms: "
+            f"{'MET' if target['met'] else 'NOT MET'}"
+        )
+    elif mcp:
+        log(f"MCP memory_search: unavailable ({mcp.get('reason')})")
+
+    def cpu(d: dict[str, Any] | None) -> str:
+        d = d or {}
+        return "/".join(f"{d[k]:.1f}" for k in ("client", "server", "postgres", "total") if k in d)
+
+    log(
+        "CPU ms per search (client/server/postgres/total; robust to other load): in-process "
+        f"{cpu(ip.get('cpu_ms_per_search'))}"
+        + (
+            f"; REST {cpu(rest['sequential'].get('cpu_ms_per_search'))}"
+            f" (x{result['concurrency']}: {cpu(rest['concurrent'].get('cpu_ms_per_search'))})"
+            if rest
+            else ""
+        )
+        + (
+            f"; MCP {cpu(mcp['sequential'].get('cpu_ms_per_search'))}"
+            f" (x{result['concurrency']}: {cpu(mcp['concurrent'].get('cpu_ms_per_search'))})"
+            if mcp.get("status") == "ok"
+            else ""
+        )
+    )
+    log(
+        f"hits/query {ip['hits_mean']}, candidates/query {ip['total_found_mean']}, queries without hits "
+        f"{ip['queries_without_hits']}, SQL statements/search {ip['sql_statements']['mean']}"
+    )
+    log(
+        "load average (1 min) before/after each leg: "
+        + ", ".join(f"{leg} {v[0]}/{v[3]}" for leg, v in result.get("loadavg", {}).items())
+    )
+    ex = result.get("explain")
+    if ex:
+        log(
+            f"EXPLAIN vector leg: HNSW used in every sampled query: {ex['vector_leg_uses_hnsw']}; "
+            f"seq scan: {ex['vector_leg_seq_scan']}"
+        )
+
+
+def print_explain(report: dict[str, Any]) -> None:
+    first = report["queries"][0]
+    for leg in ("vector", "text"):
+        if first.get(leg):
+            log(f"\n-- EXPLAIN (ANALYZE, BUFFERS), {leg} leg, query {first['query']!r}")
+            log(first[leg]["sql"])
+            log(first[leg]["plan"])
+    for entry in report["queries"]:
+        v, t = entry.get("vector") or {}, entry.get("text") or {}
+        log(
+            f"  {entry['query'][:60]!r:<64} vector {v.get('execution_ms')} ms hnsw={v.get('uses_hnsw')}"
+            f" | text {t.get('execution_ms')} ms gin={t.get('uses_gin')}"
+        )
+
+
+# --- main --------------------------------------------------------------------------------------------
+
+
+def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str, Any]) -> dict[str, Any]:
+    log(f"\n### N = {n:,}: preparing the dataset")
+    dataset = dataset_ensure(n, reset=reset, log=log)
+    orgs = dataset.pop("orgs")
+    log(
+        f"  dataset ready: {dataset['table_rows']:,} rows ({dataset['table_size']}), "
+        f"loaded {dataset['loaded']:,} in {dataset['total_seconds']}s"
+    )
+    token, raw = bench_token(orgs)
+    cleared = signals_clear(orgs)
+    queries = search_queries(args.queries)
+    warmup = min(args.warmup, len(queries))
+    result: dict[str, Any] = {
+        "benchmark": "memory_search",
+        "queries": len(queries),
+        "warmup": warmup,
+        "concurrency": args.concurrency,
+        "machine": machine,
+        "postgres": postgres_info(),
+        "dataset": dataset,
+        "environment": configure_environment(),
+        "signals_cleared": cleared,
+        "revision": revision(),
+    }
+    log("  in-process service ...")
+    load: dict[str, list[float]] = {"in_process": list(os.getloadavg())}
+    result["in_process"] = bench_in_process(token, queries, warmup)
+    load["in_process"] += list(os.getloadavg())
+    # a few measured queries, two with rare keywords, and broad one-word queries (many text matches)
+    sample = [queries[i] for i in (0, 1, 2, 5, 8)] + [q for q in queries if q.startswith(("fix ", "SIGSEGV"))][:2]
+    sample += ["retry", "tests"]
+    report = explain_search(token, sample)
+    result["explain"] = report
+    if args.explain:
+        print_explain(report)
+    if not args.no_http:
+        from django.db import connections
+
+        connections.close_all()
+        with uvicorn_server(workers=args.workers) as (base_url, server_pid):
+            log(f"  server up at {base_url} ({args.workers} worker); REST ...")
+            load["rest"] = list(os.getloadavg())
+            result["rest"] = asyncio.run(bench_rest(base_url, raw, queries, warmup, args.concurrency, server_pid))
+            load["rest"] += list(os.getloadavg())
+            log("  MCP ...")
+            load["mcp"] = list(os.getloadavg())
+            result["mcp"] = asyncio.run(bench_mcp(base_url, raw, queries, warmup, args.concurrency, server_pid))
+            load["mcp"] += list(os.getloadavg())
+    # 1/5/15-minute load averages before and after each leg: other work on the machine skews figures
+    result["loadavg"] = {leg: [round(x, 2) for x in values] for leg, values in load.items()}
+    result["finished_at"] = machine_info()["date"]
+    path = RESULTS_DIR / f"search-{n}.json"
+    write_json(path, result)
+    print_table(result)
+    log(f"results: {path}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bench memories (N)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=4, help="concurrent REST/MCP clients")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--reset", action="store_true", help="drop the benchmark data and load it again")
+    parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the search SQL")
+    parser.add_argument("--no-http", action="store_true", help="in-process only (no uvicorn, REST or MCP)")
+    parser.add_argument("--load-only", action="store_true", help="prepare the dataset(s) and stop")
+    args = parser.parse_args(argv)
+
+    env = configure_environment()
+    log(f"environment: {json.dumps(env)}")
+    django_setup(migrate=True)
+    machine = machine_info()
+    log(f"machine: {machine}")
+    for k, n in enumerate(args.sizes):
+        if args.load_only:
+            info = dataset_ensure(n, reset=args.reset and k == 0, log=log)
+            info.pop("orgs")
+            log(json.dumps(info))
+            continue
+        run_size(n, args, reset=args.reset and k == 0, machine=machine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
