@@ -348,6 +348,7 @@ _SCAN_FIELDS = (
     "expires_at",
     "title",
     "outcome",
+    "state",
 )
 
 
