@@ -417,30 +417,39 @@ def _duplicates(ctx: _Context, memories: dict[str, Memory]) -> list[Edge]:
         min_similarity=band_floor,
     )
     groups = clustering.duplicate_groups(list(memories), edges, DUPLICATE_THRESHOLD)
+    plan: list[tuple[Memory, list[Memory], float]] = []
     for group in groups:
         members = [memories[mid] for mid in group.member_ids]
         keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created_at.timestamp()))
-        others = [m for m in members if m.id != keep.id]
-        if ctx.dry:
+        plan.append((keep, [m for m in members if m.id != keep.id], group.min_similarity))
+    if ctx.dry:
+        for keep, others, similarity in plan:
             ctx.note(
-                "duplicates",
-                {"keep": keep.id, "archive": [m.id for m in others], "similarity": round(group.min_similarity, 4)},
+                "duplicates", {"keep": keep.id, "archive": [m.id for m in others], "similarity": round(similarity, 4)}
             )
-        else:
-            with transaction.atomic():
-                live = _lock_active([m.id for m in members])
-                if len(live) != len(members):
-                    continue  # changed under us; the next run sees the new state
-                _archive([other.id for other in others], Memory.ARCHIVED_DUPLICATE, into=None)
-                for other in others:
-                    _link(
-                        ctx,
-                        keep.id,
-                        other.id,
-                        MemoryLink.KIND_DUPLICATES,
-                        group.min_similarity,
-                        f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
+    elif plan:
+        # no LLM involved: every group is merged in one transaction with set-based statements
+        with transaction.atomic():
+            live = set(_lock_active([m.id for keep, others, _ in plan for m in (keep, *others)]))
+            plan = [item for item in plan if item[0].id in live and all(m.id in live for m in item[1])]
+            _archive([m.id for _, others, _ in plan for m in others], Memory.ARCHIVED_DUPLICATE, into=None)
+            MemoryLink.objects.bulk_create(
+                [
+                    MemoryLink(
+                        organization_id=ctx.run.organization_id,
+                        source_id=keep.id,
+                        target_id=other.id,
+                        kind=MemoryLink.KIND_DUPLICATES,
+                        weight=round(similarity, 4),
+                        run=ctx.run,
+                        reason=f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
                     )
+                    for keep, others, similarity in plan
+                    for other in others
+                ],
+                ignore_conflicts=True,
+            )
+    for _, others, _ in plan:
         for other in others:
             memories.pop(other.id, None)
             ctx.archived.append(other.id)
