@@ -1,0 +1,117 @@
+"""Deterministic, well-formed LLM replies for the benchmarks (no Django, no network).
+
+``reply_for(system, prompt)`` recognises every prompt the product sends — distillation (seed 000
+"## Memory N" blocks), consolidation synthesis (TITLE/CONTENT/...), the supersession and
+contradiction judges (JSON objects) and pattern extraction (a JSON array) — and answers in the
+format its parser expects. Used by the stub OpenAI-compatible server (``bench/_stub_llm.py``)
+for the distillation benchmark and by the fake LLM of the consolidation benchmark.
+
+Distillation replies are derived from the session's task line (``User: <task>``) so different
+sessions yield different memories, while sessions on the same task and lesson produce the same
+text (the product then reinforces the existing memory instead of storing a near-duplicate).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+_TASK_RE = re.compile(r"^User: (.+)$", re.MULTILINE)
+_TOPIC_RE = re.compile(r"\[topic (\d+)\]")
+
+LESSONS = (
+    (
+        "Reproduce before fixing",
+        "Write a failing test that reproduces the bug before changing code",
+        "1. Reproduce with the smallest failing test. 2. Fix the cause. 3. Keep the test as a regression guard.",
+    ),
+    (
+        "Read the full traceback",
+        "When a test fails deep in a framework, read the whole traceback first",
+        "The first frame in project code is usually the culprit; framework frames rarely are.",
+    ),
+    (
+        "Pin tool versions in CI",
+        "When CI differs from local runs, compare tool versions",
+        "Lock the versions of linters and test runners; drift between machines causes phantom failures.",
+    ),
+    (
+        "Migrate in two steps",
+        "Adding a NOT NULL column to a busy table",
+        "Add the column nullable with a default, backfill in batches, then add the constraint.",
+    ),
+    (
+        "Avoid N+1 queries",
+        "List views that touch related objects in a loop",
+        "Use select_related/prefetch_related and assert the query count in a test.",
+    ),
+    (
+        "Bisect flaky failures",
+        "A test fails intermittently on CI only",
+        "Run it in a loop with a fixed seed, then bisect the test order to find the polluting test.",
+    ),
+)
+
+
+def _h(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def distill_reply(prompt: str) -> str:
+    match = _TASK_RE.search(prompt)
+    task = match.group(1).strip() if match else "an unnamed task"
+    topic = _TOPIC_RE.search(task)
+    topic_key = topic.group(1) if topic else task
+    n = 1 + _h(prompt) % 3  # 1-3 memories, decided by the whole prompt
+    blocks = []
+    for i in range(n):
+        # (topic, lesson) decides the text: repeats across sessions of a topic are near-duplicates
+        lesson_index = (_h(topic_key) + i * 7 + (_h(prompt) >> 8) % 2) % len(LESSONS)
+        title, description, content = LESSONS[lesson_index]
+        words = task.replace("[", "").replace("]", "")
+        blocks.append(
+            f"## Memory {i + 1}\n"
+            f"**Title**: {title[:36]} ({topic_key})\n"
+            f"**Description**: {description} — seen while working on: {words[:80]}\n"
+            f"**Content**: {content} Context: {words}. Applied in topic {topic_key}, lesson {lesson_index}.\n"
+            f"**Tags**: bench, topic-{topic_key}, lesson-{lesson_index}\n"
+            f"**Outcome**: {'failure' if lesson_index == 5 else 'success'}\n"
+        )
+    return "\n".join(blocks)
+
+
+def synthesis_reply(prompt: str) -> str:
+    titles = re.findall(r"^Title: (.*)$", prompt, re.MULTILINE)
+    first = titles[0] if titles else "Consolidated strategy"
+    return (
+        f"TITLE: Consolidated: {first[:120]}\n"
+        f"CONTENT: Common strategy distilled from {len(titles)} memories.\n"
+        f"1. {first}\n2. Verify with a test before and after the change.\n"
+        "TAGS: consolidated, bench\n"
+        "OUTCOME: success\n"
+        f"SOURCE_ATTRIBUTION: {len(titles)} similar memories about {first[:60]}"
+    )
+
+
+def reply_for(system: str, prompt: str) -> str:
+    if "<session_trace>" in prompt:
+        return distill_reply(prompt)
+    if prompt.startswith("You are consolidating similar memories"):
+        return synthesis_reply(prompt)
+    if '"supersedes"' in system or '"supersedes"' in prompt:
+        return json.dumps({"supersedes": False, "confidence": "low", "reason": None})
+    if prompt.startswith("Do these two statements contradict"):
+        # every 7th pair is a (confident) contradiction, so the link-writing path runs too
+        contradicts = _h(prompt) % 7 == 0
+        return json.dumps(
+            {
+                "reasoning": "bench stub",
+                "contradicts": contradicts,
+                "confidence": 0.9 if contradicts else 0.2,
+                "explanation": "stub verdict",
+            }
+        )
+    if "Output as JSON array of strings" in prompt:
+        return json.dumps(["Project runs tests before committing"])
+    return "NO_EXTRACTIONS"

@@ -1,0 +1,548 @@
+"""Consolidation cost at 1K / 10K / 100K memories in ONE project (issue #5).
+
+    .venv/bin/python bench/consolidate.py                          # 1000 10000 100000
+    .venv/bin/python bench/consolidate.py --sizes 10000 --llm-sizes 10000 --explain
+
+Each size runs in its own child process against its own embedded PostgreSQL
+(``RB_DATA_DIR=.data/bench-consolidate-<size>``, git-ignored), so one size's rows never sit in
+another's HNSW index and ``ru_maxrss`` is that size's peak. In the child:
+
+1. the data set (``bench/_consolidation_data.py``): vectors generated with numpy with controlled
+   cosine structure — topic clusters (pairwise 0.82–0.92), duplicates (0.965–0.998), related pairs
+   (0.72–0.79) and a majority of singletons — NOT the hashing embedder (faster; the timings only
+   depend on the geometry). Loaded once with ``bulk_create`` (HNSW index dropped and rebuilt for
+   large loads) and reused by later invocations: before every run the project is reset to the
+   pristine state (archived sources re-activated, created memories/links/runs deleted, VACUUM
+   ANALYZE);
+2. a no-LLM run: ``consolidation_execute(run_id, llm=NoLLM())`` — scan, retention, duplicate
+   merge, clustering, judge/patterns skipped (they wait for an LLM), stale archival;
+3. a fake-LLM run (sizes in ``--llm-sizes``): ``tests.fakes.ScriptedLLM`` with an endless callable
+   script answering every prompt in its expected format (``bench/_fake_replies.py``), each call
+   sleeping ``--llm-sleep`` seconds (default 0.05) to mimic latency;
+4. optional ``--explain``: EXPLAIN ANALYZE of the neighbour query (consolidation/selectors.py) and
+   measured variants (ef_search, k, 2 parallel connections, halfvec, planner settings), with
+   recall against exact numpy neighbours for a sample.
+
+Reported per run: ``run.phase_durations``, total, counters, LLM calls, peak RSS of this process
+and of the PostgreSQL server. JSON: ``bench/results/<--name>.json`` (+ one file per size).
+Product settings overridden here: ``CONSOLIDATION_RUN_TIMEOUT`` (``--run-timeout``, default 60m,
+so a slow 100K run is measured rather than cut off at the product's 10 min) and
+``LLM_PROVIDER=none`` (the fake LLM is passed explicitly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+RESULTS_DIR = REPO / "bench" / "results"
+DATASET_VERSION = 1
+TARGETS_NO_LLM_SECONDS = {10_000: 5.0, 100_000: 60.0}
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Consolidation cost at several bank sizes")
+    p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    p.add_argument(
+        "--llm-sizes",
+        type=int,
+        nargs="*",
+        default=None,
+        help="sizes that also get the fake-LLM run (default: all of --sizes)",
+    )
+    p.add_argument("--llm-sleep", type=float, default=0.05, help="seconds each fake LLM call sleeps")
+    p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE + neighbour-query variants")
+    p.add_argument(
+        "--no-repeat",
+        dest="repeat",
+        action="store_false",
+        help="skip the second no-LLM run on the already consolidated bank (steady-state cost)",
+    )
+    p.add_argument("--explain-sample", type=int, default=2000, help="ids per variant measurement")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reload", action="store_true", help="drop and regenerate the data set")
+    p.add_argument("--timeout", type=float, default=5400.0, help="hard limit per size (seconds)")
+    p.add_argument("--run-timeout", default="60m", help="CONSOLIDATION_RUN_TIMEOUT for the runs")
+    p.add_argument("--data-dir-prefix", default=str(REPO / ".data" / "bench-consolidate"))
+    p.add_argument("--name", default="consolidate")
+    p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+# --- parent ----------------------------------------------------------------------------------------
+
+
+def parent(args: argparse.Namespace) -> int:
+    from _util import machine, write_json
+
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    failures = 0
+    for size in args.sizes:
+        out = RESULTS_DIR / f"{args.name}-{size}.json"
+        out.unlink(missing_ok=True)
+        cmd = [sys.executable, __file__, "--child", str(size), *child_flags(args)]
+        print(f"\n=== {size:,} memories ===", flush=True)
+        proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
+        try:
+            code = proc.wait(timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            print(f"  size {size} exceeded --timeout {args.timeout:.0f}s; stopping it", file=sys.stderr)
+            code = None
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=10)
+        if code != 0 or not out.exists():
+            failures += 1
+            results[str(size)] = {"error": f"child exited with {code}"}
+            continue
+        results[str(size)] = json.loads(out.read_text())
+    report = {
+        "benchmark": "consolidate",
+        "config": {k: v for k, v in vars(args).items() if k != "child"},
+        "machine": machine(),
+        "targets_no_llm_seconds": TARGETS_NO_LLM_SECONDS,
+        "sizes": results,
+    }
+    path = RESULTS_DIR / f"{args.name}.json"
+    write_json(path, report)
+    print_table(report)
+    print(f"\nJSON: {path.relative_to(REPO)}")
+    return 1 if failures else 0
+
+
+def child_flags(args: argparse.Namespace) -> list[str]:
+    flags = [
+        "--llm-sleep",
+        str(args.llm_sleep),
+        "--seed",
+        str(args.seed),
+        "--run-timeout",
+        args.run_timeout,
+        "--data-dir-prefix",
+        args.data_dir_prefix,
+        "--name",
+        args.name,
+        "--explain-sample",
+        str(args.explain_sample),
+    ]
+    if args.llm_sizes is not None:
+        flags += ["--llm-sizes", *map(str, args.llm_sizes)]
+    if args.explain:
+        flags.append("--explain")
+    if not args.repeat:
+        flags.append("--no-repeat")
+    if args.reload:
+        flags.append("--reload")
+    return flags
+
+
+def print_table(report: dict) -> None:
+    phases = ("scan", "retention", "duplicates", "cluster", "synthesize", "judge", "patterns", "archive")
+    print(f"\n{'run':<22}" + "".join(f"{p[:9]:>10}" for p in phases) + f"{'total':>10}{'rss MiB':>9}{'pg MiB':>8}")
+    for size, r in report["sizes"].items():
+        for label in ("no_llm", "no_llm_again", "fake_llm"):
+            run = r.get(label)
+            if not run:
+                continue
+            d = run["phase_durations"]
+            print(
+                f"{int(size):>7,} {label:<14}"
+                + "".join(f"{d.get(p, 0):>10.2f}" for p in phases)
+                + f"{run['total_seconds']:>10.2f}{run['peak_rss_mib']:>9.0f}{run['pg_peak_rss_mib'] or 0:>8.0f}"
+            )
+    print("\n(seconds; pg MiB = peak RSS of our PostgreSQL backend, shared buffers it touched included)")
+    for size, r in report["sizes"].items():
+        if "error" in r:
+            print(f"{int(size):>7,}: {r['error']}")
+            continue
+        target = TARGETS_NO_LLM_SECONDS.get(int(size))
+        no = r.get("no_llm", {})
+        met = no.get("total_seconds", 1e9) <= (target or 0)
+        verdict = "" if target is None else f" (target ≤ {target:.0f} s: {'met' if met else 'MISSED'})"
+        print(f"{int(size):>7,}: structure {r['dataset']['structure']}")
+        print(
+            f"         load {r['dataset'].get('load_seconds')} s, reset {r.get('reset_seconds')} s; "
+            f"no-LLM total {no.get('total_seconds')} s{verdict}"
+        )
+        for label in ("no_llm", "no_llm_again", "fake_llm"):
+            run = r.get(label)
+            if run:
+                c = {k: v for k, v in run["counters"].items() if v}
+                print(
+                    f"         {label}: status {run['status']}, counters {c}, llm_calls {run['llm_calls']}, "
+                    f"warnings {len(run['warnings'])}, errors {len(run['errors'])}"
+                )
+        if r.get("explain"):
+            print("         neighbour-query variants (ms per id, recall of ≥0.7 edges vs exact):")
+            for v in r["explain"]["variants"]:
+                print(f"           {v['variant']:<46}{v['ms_per_id']:>8.3f} ms/id  recall {v.get('recall', '-')}")
+
+
+# --- child -----------------------------------------------------------------------------------------
+
+
+class _Sampler:
+    """Peak RSS of a process (our PostgreSQL backend), sampled every 0.2 s."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+        except Exception:
+            return
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                self.peak = max(self.peak, proc.memory_info().rss)
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> _Sampler:
+        if self.pid:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+
+
+def child(args: argparse.Namespace) -> int:
+    size = args.child
+    os.environ.update(
+        RB_DATA_DIR=f"{args.data_dir_prefix}-{size}",
+        DEBUG="1",
+        DJANGO_SETTINGS_MODULE="reasoningbank.settings",
+        LOG_LEVEL="warning",
+        LLM_PROVIDER="none",
+        EMBEDDER="hashing",
+        CONSOLIDATION_RUN_TIMEOUT=args.run_timeout,
+    )
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        os.environ.pop(name, None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", "--noinput", verbosity=0)
+    from _util import code_fingerprint, postgres, write_json
+
+    project, dataset_info = ensure_dataset(size, args)
+    result: dict[str, Any] = {
+        "size": size,
+        "code": code_fingerprint(REPO),
+        "dataset": dataset_info,
+        "postgres": postgres(),
+        "table": table_info(),
+        "loadavg_start": os.getloadavg(),
+    }
+    llm_sizes = args.llm_sizes if args.llm_sizes is not None else [size]
+
+    from reasoningbank.ai.llm import NoLLM
+
+    t = time.perf_counter()
+    reset(project)
+    result["reset_seconds"] = round(time.perf_counter() - t, 2)
+    print(f"  no-LLM run ({size:,}) …", flush=True)
+    result["no_llm"] = run_once(project, NoLLM())
+    print(f"    total {result['no_llm']['total_seconds']} s  phases {result['no_llm']['phase_durations']}", flush=True)
+
+    if args.repeat:
+        # the same day, nothing left to merge: the recurring cost of a scheduled run on a settled bank
+        print(f"  no-LLM run again, no reset ({size:,}) …", flush=True)
+        result["no_llm_again"] = run_once(project, NoLLM())
+        again = result["no_llm_again"]
+        print(f"    total {again['total_seconds']} s  phases {again['phase_durations']}", flush=True)
+
+    if size in llm_sizes:
+        reset(project)
+        print(f"  fake-LLM run ({size:,}, {args.llm_sleep * 1000:.0f} ms per call) …", flush=True)
+        result["fake_llm"] = run_once(project, fake_llm(args.llm_sleep))
+        result["fake_llm"]["llm_sleep_seconds"] = args.llm_sleep
+        print(
+            f"    total {result['fake_llm']['total_seconds']} s  phases {result['fake_llm']['phase_durations']}",
+            flush=True,
+        )
+
+    if args.explain:
+        reset(project)
+        from _neighbours import experiments
+
+        print("  neighbour-query experiments …", flush=True)
+        result["explain"] = experiments(project, sample=args.explain_sample, seed=args.seed)
+    result["loadavg_end"] = os.getloadavg()
+    write_json(RESULTS_DIR / f"{args.name}-{size}.json", result)
+    return 0
+
+
+def fake_llm(sleep: float) -> Any:
+    from _fake_replies import reply_for
+
+    from tests.fakes import ScriptedLLM
+
+    def answer(system: str, prompt: str) -> str:
+        if sleep:
+            time.sleep(sleep)
+        return reply_for(system, prompt)
+
+    class Endless(list):
+        """A script that never runs out: every call gets ``answer``."""
+
+        def __len__(self) -> int:
+            return 1
+
+        def pop(self, index: int = -1) -> Any:
+            return answer
+
+    return ScriptedLLM(script=Endless(), provider="fake", model="bench-scripted")
+
+
+def run_once(project: Any, llm: Any) -> dict[str, Any]:
+    from _util import max_rss_mib
+    from django.db import connection
+
+    from accounts.access import system_principal
+    from consolidation.services import RunOptions, consolidation_execute, consolidation_request
+
+    principal = system_principal(project.organization)
+    run = consolidation_request(principal=principal, project=project, options=RunOptions(force=True))
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+    rss_before = max_rss_mib()
+    t = time.perf_counter()
+    with _Sampler(backend) as sampler:
+        finished = consolidation_execute(run.id, llm=llm)
+    total = time.perf_counter() - t
+    assert finished is not None
+    return {
+        "run_id": finished.id,
+        "status": finished.status,
+        "total_seconds": round(total, 3),
+        "phase_durations": finished.phase_durations,
+        "phase_sum_seconds": round(sum(finished.phase_durations.values()), 3),
+        "counters": finished.counters,
+        "llm_calls": finished.llm_calls,
+        "warnings": finished.warnings[:10],
+        "errors": finished.errors[:10],
+        "peak_rss_mib": max_rss_mib(),
+        "peak_rss_mib_before_run": rss_before,
+        "pg_peak_rss_mib": round(sampler.peak / 2**20, 1) if sampler.peak else None,
+    }
+
+
+# --- data set ------------------------------------------------------------------------------------
+
+
+def ensure_dataset(size: int, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    from _consolidation_data import generate
+    from django.conf import settings
+    from django.db import connection
+
+    from accounts.models import Organization, Project
+    from accounts.services import organization_create, project_create
+    from memories.models import Memory
+
+    slug = f"bench-c{size}-s{args.seed}-v{DATASET_VERSION}"
+    info_path = Path(os.environ["RB_DATA_DIR"]) / f"{slug}.json"
+    org = Organization.objects.filter(slug=slug).first()
+    if org is not None and not args.reload and info_path.exists():
+        project = Project.objects.get(organization=org, slug="bank")
+        if Memory.objects.filter(project=project, origin=Memory.ORIGIN_RECORDED).count() == size:
+            info = json.loads(info_path.read_text())
+            rewrite_if_fillfactor_changed(info_path, info)
+            info["reused"] = True
+            return project, info
+    if org is not None:  # stale or partial: start over (dedicated database)
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM memories_memorylink WHERE organization_id = %s", [org.id])
+            cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = %s", [org.id])
+            cursor.execute(
+                "UPDATE memories_memory SET consolidated_into_id = NULL WHERE organization_id = %s", [org.id]
+            )
+            cursor.execute("DELETE FROM memories_memory WHERE organization_id = %s", [org.id])
+        org.delete()
+    t = time.perf_counter()
+    data = generate(size, settings.EMBEDDING_DIMENSIONS, seed=args.seed)
+    gen_s = time.perf_counter() - t
+    org = organization_create(slug=slug, plan="enterprise")
+    project = project_create(organization=org, slug="bank", actor=None)
+    t = time.perf_counter()
+    load(org, project, data, seed=args.seed)
+    load_s = time.perf_counter() - t
+    info = {
+        "slug": slug,
+        "structure": data.structure,
+        "vectors": "numpy (controlled cosine structure)",
+        "generate_seconds": round(gen_s, 2),
+        "load_seconds": round(load_s, 2),
+        "reused": False,
+    }
+    info["reloptions_at_rewrite"] = table_info()["reloptions"]  # freshly written under them
+    info_path.write_text(json.dumps(info))
+    return project, info
+
+
+def load(org: Any, project: Any, data: Any, *, seed: int) -> None:
+    """bulk_create in batches; for large loads the HNSW index is dropped and rebuilt after."""
+    from datetime import timedelta
+
+    import numpy as np
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from memories.models import Memory
+
+    rng = np.random.default_rng(seed + 1)
+    n = len(data.titles)
+    now = timezone.now()
+    age_days = rng.uniform(0, 120, n)
+    episodic_recent = rng.uniform(0, 6, n)  # episodic memories: the last week (pattern extraction)
+    used = rng.random(n) < 0.4
+    usage = rng.poisson(1.5, n) * used
+    confidence = rng.uniform(0.5, 0.95, n)
+    low_importance = rng.random(n) < 0.3
+    rebuild = n >= 20_000
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'memory_embedding_hnsw'")
+        (indexdef,) = cursor.fetchone()
+        if rebuild:
+            cursor.execute("DROP INDEX memory_embedding_hnsw")
+    try:
+        batch = 2_000
+        for start in range(0, n, batch):
+            rows = []
+            for i in range(start, min(n, start + batch)):
+                episodic = data.kinds[i] == "episodic"
+                created = now - timedelta(days=float(episodic_recent[i] if episodic and i % 2 else age_days[i]))
+                importance = (0.2 if low_importance[i] else 0.5) if episodic else 0.85
+                rows.append(
+                    Memory(
+                        organization=org,
+                        project=project,
+                        title=data.titles[i],
+                        description=data.descriptions[i],
+                        content=data.contents[i],
+                        outcome="success",
+                        tags=data.tags[i],
+                        kind=data.kinds[i],
+                        importance=importance,
+                        confidence=float(confidence[i]),
+                        usage_count=int(usage[i]),
+                        last_used_at=created + (now - created) * 0.5 if used[i] else None,
+                        embedding=data.vectors[i],
+                        embedding_model="bench-numpy",
+                        created_at=created,
+                        updated_at=created,
+                    )
+                )
+            with transaction.atomic():
+                Memory.objects.bulk_create(rows)
+            print(f"  loaded {min(n, start + batch):,}/{n:,}", end="\r", flush=True)
+        print()
+    finally:
+        if rebuild:
+            t = time.perf_counter()
+            with connection.cursor() as cursor:
+                cursor.execute("SET maintenance_work_mem = '1GB'")
+                cursor.execute("SET max_parallel_maintenance_workers = 2")
+                cursor.execute(indexdef)
+            print(f"  HNSW index rebuilt in {time.perf_counter() - t:.1f}s")
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE memories_memory")
+
+
+def table_info() -> dict[str, Any]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = 'memories_memory'")
+        options = cursor.fetchone()[0] or []
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories_memory' ORDER BY indexname"
+        )
+        indexes = {name: definition.split(" USING ", 1)[-1] for name, definition in cursor.fetchall()}
+        cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('memories_memory'))")
+        size = cursor.fetchone()[0]
+    return {"reloptions": options, "indexes": indexes, "total_size": size}
+
+
+def rewrite_if_fillfactor_changed(info_path: Path, info: dict[str, Any]) -> None:
+    """A fillfactor set by a migration only applies to pages written afterwards: rewrite the table
+    once (as an operator would with VACUUM FULL / pg_repack) so the data set matches the schema."""
+    from django.db import connection
+
+    options = table_info()["reloptions"]
+    if info.get("reloptions_at_rewrite", []) == options:
+        return
+    t = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        cursor.execute("VACUUM FULL ANALYZE memories_memory")
+    info["reloptions_at_rewrite"] = options
+    info["rewrite_seconds"] = round(time.perf_counter() - t, 2)
+    info_path.write_text(json.dumps(info))
+    print(f"  table rewritten for reloptions {options} in {info['rewrite_seconds']} s", flush=True)
+
+
+def reset(project: Any) -> None:
+    """Back to the pristine data set: sources active again, everything a run created removed."""
+    from django.db import connection
+
+    from consolidation.models import ConsolidationRun
+    from memories.models import Memory
+
+    org_id = project.organization_id
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_memorylink WHERE organization_id = %s", [org_id])
+        cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = %s", [org_id])
+        cursor.execute(
+            "UPDATE memories_memory SET state = 'active', archived_reason = '', archived_at = NULL, "
+            "consolidated_into_id = NULL WHERE project_id = %s AND origin = 'recorded' "
+            "AND (state <> 'active' OR consolidated_into_id IS NOT NULL)",
+            [project.id],
+        )
+        cursor.execute(
+            "DELETE FROM memories_memory WHERE project_id = %s AND origin <> %s", [project.id, Memory.ORIGIN_RECORDED]
+        )
+        cursor.execute("DELETE FROM reasoningbank_llmcall WHERE organization_id = %s", [org_id])
+    ConsolidationRun.objects.filter(project=project).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE memories_memory")
+
+
+def main() -> int:
+    # a SIGTERM (e.g. `timeout`) unwinds through the finally blocks that stop our subprocesses
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    args = parse_args()
+    if args.child is not None:
+        return child(args)
+    return parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
