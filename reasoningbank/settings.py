@@ -255,7 +255,7 @@ Q_CLUSTER = {
     "bulk": 10,
     "orm": "default",
     "catch_up": False,
-    "poll": env_float("Q_POLL_SECONDS", 0.5, minimum=0.05),
+    "poll": env_float("Q_POLL_SECONDS", 0.1, minimum=0.05),  # the ORM broker is polled; 0.5 s cost ~10% throughput
     "ack_failures": True,
     "sync": env_bool("Q_SYNC", False),
 }
