@@ -241,3 +241,16 @@ def test_failed_sessions_can_be_retried_and_requeued(agent, queued):
         session_retry(principal=agent, session=retried)
     AgentSession.objects.filter(pk=session.id).update(status="failed")
     assert sessions_requeue(AgentSession.objects.filter(status="failed")) == 1
+
+
+def test_the_requeue_command_queues_failed_sessions_again(agent, queued):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    failed = session_process(_submit(agent).id, llm=ScriptedLLM([LLMPermanentError("boom")]))
+    out = StringIO()
+    call_command("requeue_sessions", "--org", "acme", stdout=out)
+    assert out.getvalue().strip().splitlines()[-1] == "1"
+    failed.refresh_from_db()
+    assert failed.status == "queued" and failed.attempts == 0
