@@ -610,6 +610,17 @@ def _merge_cluster(
     return merged
 
 
+def _parsed(ctx: _Context, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
+    """A judge's parsed verdict, or None with a run warning when the call or its reply failed."""
+    try:
+        if isinstance(reply, Exception):
+            raise reply
+        return parse(reply)
+    except (cprompts.PromptParseError, LLMError) as exc:
+        ctx.warnings.append(f"{what} failed: {exc}")
+        return None
+
+
 def _tags_lenient(tags: Iterable[str]) -> list[str]:
     """LLM-made tags: lower-cased, de-duplicated, over-long ones dropped, at most 20 (never raises)."""
     cleaned: list[str] = []
@@ -679,12 +690,8 @@ def _judge(ctx: _Context, edges: list[Edge], memories: dict[str, Memory]) -> Non
     )
     undecided: list[tuple[Memory, Memory, float]] = []
     for (older, newer, similarity), reply in zip(pairs, verdicts, strict=True):
-        try:
-            if isinstance(reply, Exception):
-                raise reply
-            verdict = cprompts.parse_supersession(reply)
-        except (cprompts.PromptParseError, LLMError) as exc:
-            ctx.warnings.append(f"supersession check {older.id}/{newer.id} failed: {exc}")
+        verdict = _parsed(ctx, reply, cprompts.parse_supersession, f"supersession check {older.id}/{newer.id}")
+        if verdict is None:
             continue
         if cprompts.is_confident_supersession(verdict):
             with transaction.atomic():
@@ -708,12 +715,8 @@ def _judge(ctx: _Context, edges: list[Edge], memories: dict[str, Memory]) -> Non
     )
     found = []
     for (older, newer, _similarity), reply in zip(undecided, replies, strict=True):
-        try:
-            if isinstance(reply, Exception):
-                raise reply
-            verdict = cprompts.parse_contradiction(reply)
-        except (cprompts.PromptParseError, LLMError) as exc:
-            ctx.warnings.append(f"contradiction check {older.id}/{newer.id} failed: {exc}")
+        verdict = _parsed(ctx, reply, cprompts.parse_contradiction, f"contradiction check {older.id}/{newer.id}")
+        if verdict is None:
             continue
         if cprompts.is_confident_contradiction(verdict):
             # both stay active: a moderator decides (DESIGN: no silent invalidation)
@@ -774,13 +777,7 @@ def _patterns(ctx: _Context) -> None:
         [cprompts.build_pattern_prompt([(m.created_at, m.content) for m in episodes])],
         system="You extract durable facts and habits from an engineering team's episodic memories.",
     )
-    try:
-        if isinstance(reply, Exception):
-            raise reply
-        patterns = cprompts.parse_patterns(reply)
-    except (cprompts.PromptParseError, LLMError) as exc:
-        ctx.warnings.append(f"pattern extraction failed: {exc}")
-        return
+    patterns = _parsed(ctx, reply, cprompts.parse_patterns, "pattern extraction")
     if not patterns:
         return
     vectors, _ = _embed(patterns)
