@@ -51,6 +51,8 @@ class Principal:
     # None = the whole org; otherwise the only projects / teams this token may touch
     project_ids: frozenset[int] | None = None
     team_ids: frozenset[int] | None = None
+    # a token restricted to exactly one project (no teams): that project, loaded with the token
+    only_project: Project | None = None
     is_authenticated: bool = field(default=True, repr=False)  # lets DRF's IsAuthenticated work
 
     @property
@@ -75,15 +77,21 @@ class Principal:
 
 
 def principal_for_token(token: ApiToken) -> Principal:
-    project_ids = frozenset(token.projects.values_list("id", flat=True))
-    team_ids = frozenset(token.teams.values_list("id", flat=True))
+    # accounts.selectors.token_by_digest loads the restriction with the token; other callers query it
+    if hasattr(token, "project_id_list"):
+        project_ids, team_ids = frozenset(token.project_id_list), frozenset(token.team_id_list)
+    else:
+        project_ids = frozenset(token.projects.values_list("id", flat=True))
+        team_ids = frozenset(token.teams.values_list("id", flat=True))
     restricted = bool(project_ids or team_ids)
+    only_project = getattr(token, "only_project", None)
     return Principal(
         organization=token.organization,
         scopes=frozenset(token.scopes),
         token=token,
         project_ids=project_ids if restricted else None,
         team_ids=team_ids if restricted else None,
+        only_project=only_project if only_project is not None and not team_ids else None,
     )
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db import connection
+from django.db.models import Model, QuerySet
 
 from accounts.access import Principal, access_filter
-from accounts.models import ApiToken, Membership, Organization
+from accounts.models import ApiToken, Membership, Organization, Project
 
 
 def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
@@ -48,3 +50,49 @@ def principal_describe(principal: Principal) -> dict[str, Any]:
             for p in reachable_projects(principal)
         ],
     }
+
+
+def _columns(model: type[Model], alias: str) -> tuple[list[str], str]:
+    names = [f.attname for f in model._meta.concrete_fields]
+    return names, ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+
+
+@functools.cache
+def _token_sql() -> str:
+    projects, teams = ApiToken.projects.field, ApiToken.teams.field
+    return (
+        f"SELECT {_columns(ApiToken, 't')[1]}, {_columns(Organization, 'o')[1]}, {_columns(Project, 'p')[1]}, "
+        f"ARRAY(SELECT {projects.m2m_reverse_name()} FROM {projects.m2m_db_table()} "
+        f"WHERE {projects.m2m_column_name()} = t.id), "
+        f"ARRAY(SELECT {teams.m2m_reverse_name()} FROM {teams.m2m_db_table()} WHERE {teams.m2m_column_name()} = t.id) "
+        f"FROM {ApiToken._meta.db_table} t JOIN {Organization._meta.db_table} o ON o.id = t.organization_id "
+        # the token's project when it is its only one (what a single-project token's calls are about)
+        f"LEFT JOIN {Project._meta.db_table} p ON p.organization_id = t.organization_id AND p.id = ("
+        f"SELECT min({projects.m2m_reverse_name()}) FROM {projects.m2m_db_table()} "
+        f"WHERE {projects.m2m_column_name()} = t.id HAVING count(*) = 1) "
+        "WHERE t.digest = %s"
+    )
+
+
+def token_by_digest(digest: str) -> ApiToken | None:
+    """The token with this digest, its organization, restriction (``project_id_list`` /
+    ``team_id_list``) and, for a single-project token, that project (``only_project``) — in one
+    statement without the ORM's query building: every API and MCP request starts here."""
+    with connection.cursor() as cursor:
+        cursor.execute(_token_sql(), [digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    loaded: list[Model | None] = []
+    start = 0
+    for model in (ApiToken, Organization, Project):
+        names = _columns(model, "")[0]
+        values = row[start : start + len(names)]
+        loaded.append(model.from_db(connection.alias, names, values) if values[0] is not None else None)
+        start += len(names)
+    token, organization, project = loaded
+    assert isinstance(token, ApiToken) and isinstance(organization, Organization)
+    token.organization = organization
+    token.project_id_list, token.team_id_list = row[start], row[start + 1]  # type: ignore[attr-defined]
+    token.only_project = project  # type: ignore[attr-defined]
+    return token

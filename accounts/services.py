@@ -26,6 +26,7 @@ from accounts.models import (
     Team,
 )
 from accounts.plans import FEATURE_TEAMS, minimum_plan_for, plan_get
+from accounts.selectors import token_by_digest
 from reasoningbank.errors import (
     Conflict,
     Forbidden,
@@ -273,7 +274,7 @@ def token_authenticate(raw: str) -> ApiToken | None:
     """The active token for ``raw``, or None. Touches ``last_used_at`` at most every few minutes."""
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
-    token = ApiToken.objects.select_related("organization").filter(digest=token_digest(raw)).first()
+    token = token_by_digest(token_digest(raw))
     now = timezone.now()
     if token is None or not token.is_active(now):
         return None

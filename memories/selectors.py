@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery as PgSearchQuery
-from django.contrib.postgres.search import SearchRank
 from django.db import connection, transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
-from pgvector.django import CosineDistance
 
 from accounts.access import Principal, access_filter, access_get, access_project, reachable_projects
 from accounts.models import Project, Team
@@ -70,7 +68,7 @@ def project_resolve(principal: Principal, slug: str | None) -> Project | None:
         except Http404:
             raise NotFound(f"project {slug!r} not found", field="project") from None
     if principal.project_ids is not None and len(principal.project_ids) == 1 and not principal.team_ids:
-        return access_get(Project, principal, pk=next(iter(principal.project_ids)))
+        return principal.only_project or access_get(Project, principal, pk=next(iter(principal.project_ids)))
     return None
 
 
@@ -178,9 +176,51 @@ class SearchQuery:
     project: str | None = None
 
 
+@dataclass(slots=True)
+class MemoryRow:
+    """A memory as search returns it: the columns ranking and the responses need, as plain values
+    (no model instance: building ~30 of them per search cost more than the SQL)."""
+
+    id: str
+    organization_id: int
+    project_id: int | None
+    team_id: int | None
+    title: str
+    description: str
+    content: str
+    outcome: str
+    tags: list[str]
+    kind: str
+    confidence: float
+    usage_count: int
+    last_used_at: datetime | None
+    created_at: datetime
+    origin: str
+    state: str
+    alpha: float
+    beta: float
+    prior_alpha: float
+    prior_beta: float
+
+    @property
+    def pk(self) -> str:
+        return self.id
+
+    @property
+    def scope(self) -> str:
+        if self.project_id:
+            return Memory.SCOPE_PROJECT
+        if self.team_id:
+            return Memory.SCOPE_TEAM
+        return Memory.SCOPE_ORG
+
+
+_ROW_COLUMNS = ", ".join(f"m.{name}" for name in MemoryRow.__dataclass_fields__)
+
+
 @dataclass
 class SearchHit:
-    memory: Memory
+    memory: MemoryRow
     breakdown: ScoreBreakdown
     matched_by: tuple[str, ...]  # "vector", "text"
 
@@ -195,90 +235,103 @@ class SearchResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def _reach_sql(reach: Reach, scope: str) -> str:
+    """``Reach.memory_q`` as SQL over alias ``m`` (parameters ``projects`` / ``teams``)."""
+    project = "m.project_id IS NOT NULL" if reach.project_ids is None else "m.project_id = ANY(%(projects)s)"
+    team = "m.project_id IS NULL AND m.team_id IS NOT NULL"
+    if reach.team_ids is not None:
+        team += " AND m.team_id = ANY(%(teams)s)"
+    org = "m.project_id IS NULL AND m.team_id IS NULL"
+    parts = {"project": [project], "team": [team], "org": [org], "all": [project, team, org]}[scope]
+    return " OR ".join(f"({part})" for part in parts)
+
+
+def _search_sql(*, base: str, vector_leg: bool, text_leg: bool) -> str:
+    """One statement for both candidate legs (DESIGN §7) and the merge: HNSW k-NN, full-text
+    matches (at most ``text_cap`` ranked, so a very common word stays cheap), each leg's best k."""
+    vector = (
+        f"SELECT m.id FROM memories_memory m WHERE {base} AND m.embedding IS NOT NULL "
+        "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(k)s"
+        if vector_leg
+        else "SELECT NULL::varchar AS id WHERE false"
+    )
+    # no ORDER BY inside the capped match set: sorting every match would defeat the cap
+    text = (
+        "SELECT t.id FROM ("
+        f"SELECT m.id, m.search_vector FROM memories_memory m WHERE {base} "
+        "AND m.search_vector @@ websearch_to_tsquery('english', %(query)s) LIMIT %(text_cap)s"
+        ") AS t ORDER BY ts_rank(t.search_vector, websearch_to_tsquery('english', %(query)s)) DESC LIMIT %(k)s"
+        if text_leg
+        else "SELECT NULL::varchar AS id WHERE false"
+    )
+    return (
+        f"WITH legs AS (SELECT id, bool_or(leg = 'v') AS by_vector, bool_or(leg = 't') AS by_text "
+        f"FROM (SELECT id, 'v' AS leg FROM ({vector}) AS v UNION ALL SELECT id, 't' FROM ({text}) AS t) AS u "
+        f"GROUP BY id) "
+        f"SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, legs.by_vector, legs.by_text "
+        f"FROM legs JOIN memories_memory m ON m.id = legs.id"
+    )
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(map(repr, vector)) + "]"
+
+
 def memory_search(
     principal: Principal, search: SearchQuery, *, query_vector: list[float], now: datetime | None = None
 ) -> SearchResult:
     """Hybrid search (DESIGN §7): HNSW and full-text candidates inside the caller's reach, merged and
-    ranked by similarity × confidence × recency × scope weight (× 1.2 consolidated)."""
+    ranked by similarity × confidence × recency × scope weight (× 1.2 consolidated).
+
+    Raw SQL returning plain rows: this runs on every agent call, and the ORM's query building and
+    model instantiation cost more than PostgreSQL's work. The HNSW settings (``ef_search``,
+    iterative scan) are connection options (``settings.DATABASES``).
+    """
     now = now or timezone.now()
     project = project_resolve(principal, search.project)
     reach = reach_for(principal, project=project)
-    base = access_filter(Memory, principal).filter(
-        reach.memory_q(search.scope), state=Memory.STATE_ACTIVE, confidence__gte=search.min_confidence
-    )
-    if search.outcome != "all":
-        base = base.filter(outcome=search.outcome)
     k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
-    columns = (
-        "id",
-        "organization_id",
-        "project_id",
-        "team_id",
-        "title",
-        "description",
-        "content",
-        "outcome",
-        "tags",
-        "kind",
-        "confidence",
-        "usage_count",
-        "last_used_at",
-        "created_at",
-        "origin",
-        "state",
-        "alpha",
-        "beta",
-        "prior_alpha",
-        "prior_beta",
-    )
-    distance = CosineDistance("embedding", query_vector)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            # pgvector ≥ 0.8: keep scanning the HNSW graph until enough rows pass the tenant filters
-            cursor.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', %s, true)",
-                [str(max(int(_setting("SEARCH_HNSW_EF_SEARCH")), k))],
-            )
-        vector_hits = (
-            []
-            if not any(query_vector)
-            else list(
-                base.filter(embedding__isnull=False).annotate(distance=distance).order_by("distance").only(*columns)[:k]
-            )
-        )
-        text_hits: list[Memory] = []
-        if search.query.strip():
-            tsquery = PgSearchQuery(search.query, search_type="websearch", config="english")
-            # no ORDER BY: the model's default ordering would sort every match before the cap applies
-            text_ids = base.filter(search_vector=tsquery).order_by().values("id")[:TEXT_MATCH_CAP]
-            text_hits = list(
-                Memory.objects.filter(id__in=text_ids)
-                .annotate(distance=distance, text_rank=SearchRank(F("search_vector"), tsquery))
-                .order_by("-text_rank")
-                .only(*columns)[:k]
-            )
-    merged: dict[str, tuple[Memory, set[str]]] = {}
-    for leg, hits in (("vector", vector_hits), ("text", text_hits)):
-        for memory in hits:
-            merged.setdefault(memory.id, (memory, set()))[1].add(leg)
+    base = f"m.organization_id = %(org)s AND m.state = 'active' AND m.confidence >= %(min_confidence)s AND ({_reach_sql(reach, search.scope)})"
+    if search.outcome != "all":
+        base += " AND m.outcome = %(outcome)s"
+    params = {
+        "org": principal.organization.id,
+        "min_confidence": search.min_confidence,
+        "outcome": search.outcome,
+        "projects": sorted(reach.project_ids or ()),
+        "teams": sorted(reach.team_ids or ()),
+        "vector": vector_literal(query_vector),
+        "query": search.query,
+        "k": k,
+        "text_cap": TEXT_MATCH_CAP,
+    }
+    sql = _search_sql(base=base, vector_leg=any(query_vector), text_leg=bool(search.query.strip()))
+    ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
+    with transaction.atomic() if k > ef_search else nullcontext(), connection.cursor() as cursor:
+        if k > ef_search:  # more candidates than the connection's ef_search: widen it for this query
+            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    width = len(MemoryRow.__dataclass_fields__)
     ranked: list[SearchHit] = []
     min_similarity = _setting("SEARCH_MIN_SIMILARITY")
-    for memory, legs in merged.values():
-        raw_distance = memory.distance  # type: ignore[attr-defined]
+    for row in rows:
+        memory = MemoryRow(*row[:width])
+        raw_distance, by_vector, by_text = row[width:]
         # a text without word characters embeds to a zero vector, whose cosine distance is NaN
-        distance_value = 1.0 if raw_distance is None or math.isnan(raw_distance) else float(raw_distance)
-        if 1.0 - float(distance_value) < min_similarity and "text" not in legs:
+        distance = 1.0 if raw_distance is None or math.isnan(raw_distance) else float(raw_distance)
+        if 1.0 - distance < min_similarity and not by_text:
             continue
         reference = memory.last_used_at or memory.created_at
         breakdown = score_memory(
-            similarity=1.0 - float(distance_value),
+            similarity=1.0 - distance,
             confidence=memory.confidence,
             days_since_used=max(0.0, (now - reference).total_seconds() / 86400),
             scope=memory.scope,
             consolidated=memory.origin == Memory.ORIGIN_CONSOLIDATED,
         )
-        ranked.append(SearchHit(memory, breakdown, tuple(sorted(legs))))
+        legs = ("text",) if not by_vector else ("text", "vector") if by_text else ("vector",)
+        ranked.append(SearchHit(memory, breakdown, legs))
     ranked.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
     top = ranked[: search.limit]
     tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)

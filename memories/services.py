@@ -512,18 +512,25 @@ def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
     MemorySignal.objects.filter(pk=signal.pk).update(confidence_after=memory.confidence)
 
 
-_COUNTS_SQL = """
-SELECT m.id,
-       COALESCE(a.explicit_pos, 0) + COUNT(*) FILTER (WHERE s.type = 'explicit' AND s.positive),
-       COALESCE(a.explicit_neg, 0) + COUNT(*) FILTER (WHERE s.type = 'explicit' AND NOT s.positive),
-       COALESCE(a.usage_pos, 0) + COUNT(*) FILTER (WHERE s.type = 'usage' AND s.positive),
-       COALESCE(a.usage_neg, 0) + COUNT(*) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
-       COALESCE(a.outcome_pos, 0) + COUNT(*) FILTER (WHERE s.type = 'outcome' AND s.positive),
-       COALESCE(a.outcome_neg, 0) + COUNT(*) FILTER (WHERE s.type = 'outcome' AND NOT s.positive)
-FROM unnest(%s::text[]) AS m(id)
-LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = m.id
-LEFT JOIN memories_memorysignal s ON s.memory_id = m.id
-GROUP BY m.id, a.memory_id
+_WEIGHT_COLUMNS = ("explicit_alpha", "explicit_beta", "usage_alpha", "usage_beta", "outcome_alpha", "outcome_beta")
+
+# Per memory: its signal counts (rolled-up aggregate + live events) and its project's learned
+# weights (NULL when the project has no weights row yet), in one round trip.
+_USAGE_STATE_SQL = f"""
+SELECT v.id,
+       COALESCE(a.explicit_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND s.positive),
+       COALESCE(a.explicit_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND NOT s.positive),
+       COALESCE(a.usage_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND s.positive),
+       COALESCE(a.usage_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
+       COALESCE(a.outcome_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND s.positive),
+       COALESCE(a.outcome_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND NOT s.positive),
+       {", ".join(f"w.{c}" for c in _WEIGHT_COLUMNS)}
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS v(id, organization_id, project_id)
+LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = v.id
+LEFT JOIN memories_memorysignal s ON s.memory_id = v.id
+LEFT JOIN memories_projectsignalweights w
+       ON w.organization_id = v.organization_id AND w.project_id IS NOT DISTINCT FROM v.project_id
+GROUP BY v.id, a.memory_id, w.id
 """
 
 _MARK_USED_SQL = """
@@ -542,25 +549,32 @@ FROM v WHERE m.id = v.id
 """
 
 
-def memories_mark_used(*, principal: Principal, memories: Sequence[Memory], project: Project | None) -> None:
+def memories_mark_used(*, principal: Principal, memories: Sequence[Any], project: Project | None) -> None:
     """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
-    each memory's confidence recomputed. Set-based SQL: this runs on every agent search."""
+    each memory's confidence recomputed; ``memories`` are ``Memory`` instances or search rows, and
+    are updated in place. Set-based SQL, three statements: this runs on every agent search."""
     if not memories:
         return
     now = timezone.now()
-    ids = [m.id for m in memories]
-    weights: dict[tuple[int, int | None], conf.Weights] = {}
     with transaction.atomic(), connection.cursor() as cursor:
         # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        cursor.execute(_COUNTS_SQL, [ids])
-        counts = {row[0]: conf.SignalCounts(*row[1:]) for row in cursor.fetchall()}
+        cursor.execute(
+            _USAGE_STATE_SQL,
+            [[m.id for m in memories], [m.organization_id for m in memories], [m.project_id for m in memories]],
+        )
+        state_rows = {row[0]: row[1:] for row in cursor.fetchall()}
+        weights: dict[tuple[int, int | None], conf.Weights] = {}
         columns: list[list[Any]] = [[], [], [], [], [], []]
         for memory in memories:
+            row = state_rows[memory.id]
             key = (memory.organization_id, memory.project_id)
             if key not in weights:
-                weights[key] = _project_weights(_weights_row(memory)).compute_weights()
-            with_use = counts[memory.id] + conf.SignalCounts(usage_pos=1)
+                learned = row[6:]
+                weights[key] = (
+                    conf.ProjectWeights(*learned) if learned[0] is not None else _project_weights(_weights_row(memory))
+                ).compute_weights()
+            with_use = conf.SignalCounts(*row[:6]) + conf.SignalCounts(usage_pos=1)
             state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
             memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
             memory.usage_count += 1

@@ -19,6 +19,7 @@
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal, NotRequired
 from urllib.parse import urlsplit
 
@@ -113,24 +114,15 @@ def service_errors() -> Iterator[None]:
 
 
 def tool_principal(required_scope: str) -> Principal:
-    """The caller, from the verified token the middleware put in the request context.
-
-    Reloads the ``ApiToken`` by id (the access token's ``client_id``), so a token revoked meanwhile
-    stops working; the tenant never comes from a tool argument. Call inside ``service_errors()``.
-    """
-    access = get_access_token()
-    if access is None:
+    """The caller, as ``BearerTokenMiddleware`` resolved it from the verified token for this request
+    (token, org and restriction in one query); the tenant never comes from a tool argument. Call
+    inside ``service_errors()``."""
+    principal = _request_principal.get()
+    if principal is None or get_access_token() is None:
         raise ToolError("not authenticated: send 'Authorization: Bearer <API token>'")
-    try:
-        token_id = int(access.client_id)
-    except ValueError:
-        raise ToolError("not authenticated: unknown API token") from None
-    token = ApiToken.objects.select_related("organization").filter(pk=token_id).first()
-    if token is None or not token.is_active():
-        raise ToolError("this API token has been revoked or has expired")
-    if required_scope not in token.scopes:
+    if required_scope not in principal.scopes:
         raise ToolError(f"this token lacks the '{required_scope}' scope")
-    return principal_for_token(token)
+    return principal
 
 
 def _iso(value: Any) -> str | None:
@@ -490,12 +482,18 @@ class HostOriginMiddleware:
 # --- bearer-token authentication -------------------------------------------------------------------
 
 
-def _authenticate(raw: str) -> ApiToken | None:
+# The principal of the request being served: set by BearerTokenMiddleware, copied (like the SDK's
+# own auth context) into the worker thread that runs the tool.
+_request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_principal", default=None)
+
+
+def _authenticate(raw: str) -> tuple[ApiToken, Principal] | None:
     from accounts.services import token_authenticate
 
     close_old_connections()
     try:
-        return token_authenticate(raw)
+        token = token_authenticate(raw)
+        return None if token is None else (token, principal_for_token(token))
     finally:
         close_old_connections()
 
@@ -538,10 +536,11 @@ class BearerTokenMiddleware:
         if raw is None:
             await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <API token>'.")
             return
-        token = await anyio.to_thread.run_sync(_authenticate, raw)
-        if token is None:
+        authenticated = await anyio.to_thread.run_sync(_authenticate, raw)
+        if authenticated is None:
             await self._unauthorized(send, "Invalid, expired or revoked API token.")
             return
+        token, principal = authenticated
         if scope["method"] == "GET":
             # Stateless JSON server: nothing is ever pushed on a standalone SSE stream, and an open
             # GET would only hold a connection (and could not see other workers' events anyway).
@@ -557,7 +556,11 @@ class BearerTokenMiddleware:
         scope = dict(scope)
         scope["user"] = AuthenticatedUser(access)
         scope["auth"] = AuthCredentials(access.scopes)
-        await self.app(scope, receive, send)
+        reset = _request_principal.set(principal)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _request_principal.reset(reset)
 
     @staticmethod
     async def _unauthorized(send: Send, description: str) -> None:

@@ -118,6 +118,12 @@ if env_bool("DB_POOL", not TESTING):
         "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
         "timeout": 10,
     }
+SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
+# Search's HNSW settings for every session (pgvector ≥ 0.8; placeholders until the extension loads):
+# iterative scans keep walking the graph until enough rows pass the tenant filters.
+_options = _db.setdefault("OPTIONS", {})
+_options["options"] = f"{_options.get('options', '')} -c hnsw.iterative_scan=relaxed_order".strip()
+_options["options"] += f" -c hnsw.ef_search={SEARCH_HNSW_EF_SEARCH}"
 # Parallel test runs (e.g. several engineers on one machine) can pick their own test database.
 _db["TEST"] = {"NAME": f"test_{env_str('RB_TEST_DB_NAME', 'reasoningbank')}"}
 DATABASES = {"default": _db}
@@ -228,7 +234,6 @@ SEARCH_MAX_LIMIT = 20
 SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maximum=1)
 # results less similar than this are noise, not memories to inject (unless a keyword matched)
 SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maximum=1)
-SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
 
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)

@@ -3,9 +3,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.access import principal_for_token
 from accounts.models import ApiToken, AuditEvent
 from accounts.services import token_authenticate, token_create, token_digest, token_revoke
 from reasoningbank.errors import InvalidInput
+from tests.factories import ProjectFactory, TeamFactory
 
 
 def test_a_new_token_is_shown_once_and_only_its_digest_is_stored(cast):
@@ -68,3 +70,29 @@ def test_creating_a_token_writes_an_audit_event_without_the_secret(cast):
     event = AuditEvent.objects.get(organization=cast.org_a, verb="token.create")
     assert event.data["label"] == "audited"
     assert raw not in str(event.data)
+
+
+def test_authenticating_loads_the_org_and_restriction_in_one_query(cast, django_assert_num_queries):
+    token, raw = token_create(organization=cast.org_a, label="agent", projects=[cast.project_a])
+    token_authenticate(raw)  # first use writes last_used_at
+    with django_assert_num_queries(1):
+        principal = principal_for_token(token_authenticate(raw))
+        assert principal.organization == cast.org_a and principal.token == token
+        assert principal.project_ids == frozenset({cast.project_a.id}) and principal.team_ids == frozenset()
+        assert principal.only_project == cast.project_a and principal.only_project.slug == "web-app"
+
+
+def test_only_a_single_project_token_carries_its_project(cast):
+    team = TeamFactory(organization=cast.org_a, slug="platform")
+    second = ProjectFactory(organization=cast.org_a, slug="api", team=team)
+    cases = {
+        "unrestricted": ({}, None, None),
+        "two projects": ({"projects": [cast.project_a, second]}, {cast.project_a.id, second.id}, None),
+        "project and team": ({"projects": [cast.project_a], "teams": [team]}, {cast.project_a.id}, None),
+        "one project": ({"projects": [second]}, {second.id}, second),
+    }
+    for label, (restriction, project_ids, only) in cases.items():
+        _, raw = token_create(organization=cast.org_a, label=label, **restriction)
+        principal = principal_for_token(token_authenticate(raw))
+        assert principal.project_ids == (None if project_ids is None else frozenset(project_ids)), label
+        assert principal.only_project == only, label

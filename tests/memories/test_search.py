@@ -412,3 +412,20 @@ def test_a_memory_without_any_word_characters_does_not_break_search_for_the_proj
     record(token, title="???", description="...", content="!!!")
     result = search(token)
     assert ids(result) == [good.id]
+
+
+def test_every_database_session_scans_the_hnsw_graph_iteratively_with_the_configured_ef(db, settings):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
+        assert cursor.fetchone() == ("relaxed_order", str(settings.SEARCH_HNSW_EF_SEARCH))
+
+
+def test_a_search_for_more_candidates_than_ef_search_still_fills_its_limit(cast, make_token):
+    _, principal = make_token(cast.org_a, projects=[cast.project_a])
+    for i in range(25):
+        record(principal, title=f"{TITLE} variant {i}", content=f"{CONTENT} case {i}")
+    # limit 20 → 80 candidates per leg, more than ef_search 40: the search widens ef_search for itself
+    result = search(principal, limit=20, min_confidence=0.0)
+    assert len(result.hits) == 20 and result.total_found == 25
