@@ -75,6 +75,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--data-dir", default=str(REPO / ".data" / "bench-distill"))
     p.add_argument("--name", default="distill", help="results file: bench/results/<name>.json")
     p.add_argument(
+        "--qcluster-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the qcluster only (repeatable), e.g. DB_POOL=0",
+    )
+    p.add_argument(
         "--env",
         action="append",
         default=[],
@@ -141,11 +148,11 @@ def stub_stats(port: int) -> dict:
     return {}
 
 
-def start_qcluster(log: Path) -> subprocess.Popen:
+def start_qcluster(log: Path, extra_env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"],
         cwd=REPO,
-        env=dict(os.environ),
+        env={**os.environ, **extra_env},
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -395,6 +402,7 @@ def main() -> int:
         call_command("migrate", "--noinput", verbosity=0)
         from _traces import make_trace
         from _util import code_fingerprint, machine
+        from django.conf import settings
         from django.utils import timezone
         from django_q.models import OrmQ, Schedule
 
@@ -435,10 +443,10 @@ def main() -> int:
             f"traces: {len(measured)} of {min(sizes) / 1024:.1f}-{max(sizes) / 1024:.1f} KB "
             f"(mean {sum(sizes) / len(sizes) / 1024:.1f} KB); stub LLM on 127.0.0.1:{port} "
             f"latency {args.llm_latency}s; workers={args.workers} "
-            f"poll={os.environ.get('Q_POLL_SECONDS', '0.5 (default)')}"
+            f"poll={settings.Q_CLUSTER['poll']}s pool={'pool' in settings.DATABASES['default'].get('OPTIONS', {})}"
         )
 
-        qcluster = start_qcluster(q_log)
+        qcluster = start_qcluster(q_log, dict(item.partition("=")[::2] for item in args.qcluster_env))
         t_warm = time.monotonic()
         for sid, outcome, trace in warm:
             session_submit(principal=principal, session_id=sid, outcome=outcome, trace=trace, project=warm_project.slug)
@@ -474,6 +482,11 @@ def main() -> int:
             },
             "machine": machine(),
             "code": code_fingerprint(REPO),
+            "effective": {
+                "q_poll_seconds": settings.Q_CLUSTER["poll"],
+                "bench_process_db_pool": "pool" in settings.DATABASES["default"].get("OPTIONS", {}),
+                "qcluster_env": args.qcluster_env,
+            },
             "target_sessions_per_minute": TARGET_PER_MINUTE,
             "result": result,
         }
