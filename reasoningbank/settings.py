@@ -106,7 +106,7 @@ if DATABASE_URL:
 else:
     from reasoningbank.embedded_db import embedded_database_settings
 
-    _db = embedded_database_settings(DATA_DIR / "pg")
+    _db = embedded_database_settings(DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", "1GB"))
     _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 _db["CONN_HEALTH_CHECKS"] = True
 # Under ASGI every request's sync code runs on a fresh thread and connections are per thread, so
