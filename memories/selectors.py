@@ -291,7 +291,10 @@ def memory_search(
     project = project_resolve(principal, search.project)
     reach = reach_for(principal, project=project)
     k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
-    base = f"m.organization_id = %(org)s AND m.state = 'active' AND m.confidence >= %(min_confidence)s AND ({_reach_sql(reach, search.scope)})"
+    base = (
+        "m.organization_id = %(org)s AND m.state = 'active' AND m.confidence >= %(min_confidence)s "
+        f"AND ({_reach_sql(reach, search.scope)})"
+    )
     if search.outcome != "all":
         base += " AND m.outcome = %(outcome)s"
     params = {

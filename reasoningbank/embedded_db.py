@@ -40,7 +40,7 @@ def shared_buffers_validate(value: str) -> str:
     if not _MEMORY.match(value):
         from django.core.exceptions import ImproperlyConfigured
 
-        raise ImproperlyConfigured(f"RB_PG_SHARED_BUFFERS must be a PostgreSQL size such as 512MB or 1GB, got {value!r}")
+        raise ImproperlyConfigured(f"RB_PG_SHARED_BUFFERS must be a PostgreSQL size like 512MB or 1GB, got {value!r}")
     return value
 
 
