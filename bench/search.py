@@ -84,13 +84,13 @@ def signals_clear(orgs: dict[str, Any]) -> int:
 
 
 def _sql_category(sql: str) -> str:
-    if "<=>" in sql and "@@" not in sql:
-        return "sql_vector_leg"
-    if "@@" in sql:
-        return "sql_text_leg"
-    if sql.startswith("SET "):
+    if sql.startswith("WITH legs"):
+        return "sql_search"  # memory_search's one statement: both legs and the merge
+    if "memories_memorysignal s ON" in sql:
+        return "sql_usage_read"  # memories_mark_used: signal counts and learned weights
+    if sql.startswith(("SET ", "SELECT set_config")):
         return "sql_set"
-    if sql.startswith(("INSERT", "UPDATE", "DELETE")):
+    if sql.startswith(("INSERT", "UPDATE", "DELETE", "WITH v AS")):
         return "sql_writes"
     return "sql_other_reads"
 
@@ -109,7 +109,7 @@ class SqlTimer:
             self.statements.append((sql, (time.perf_counter() - t0) * 1000))
 
 
-SQL_CATEGORIES = ("sql_vector_leg", "sql_text_leg", "sql_writes", "sql_other_reads", "sql_set", "sql_commit")
+SQL_CATEGORIES = ("sql_search", "sql_usage_read", "sql_writes", "sql_other_reads", "sql_set", "sql_commit")
 
 
 def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, Any]:
@@ -226,41 +226,39 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
         with CaptureQueriesContext(connection) as captured:
             selectors.memory_search(principal, search, query_vector=vector)
         statements = [item["sql"] for item in captured.captured_queries]
-        sets = [s for s in statements if s.lstrip().upper().startswith("SET ")]
-        legs = {"vector": None, "text": None}
-        for sql in statements:
-            category = _sql_category(sql.lstrip())
-            if category == "sql_vector_leg" and legs["vector"] is None:
-                legs["vector"] = sql
-            elif category == "sql_text_leg" and legs["text"] is None:
-                legs["text"] = sql
+        sets = [s for s in statements if _sql_category(s.lstrip()) == "sql_set"]
         entry: dict[str, Any] = {"query": q}
-        for leg, sql in legs.items():
-            if sql is None:
-                continue
+        sql = next((s for s in statements if _sql_category(s.lstrip()) == "sql_search"), None)
+        if sql is not None:
             with transaction.atomic(), connection.cursor() as cursor:
                 for s in sets:
                     cursor.execute(s)
                 cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql)
                 plan = "\n".join(row[0] for row in cursor.fetchall())
                 transaction.set_rollback(True)
-            entry[leg] = {
+            entry["search"] = {
                 "plan": plan,
                 "uses_hnsw": "memory_embedding_hnsw" in plan,
                 "seq_scan": "Seq Scan on memories_memory" in plan,
                 "uses_gin": "memory_search_gin" in plan,
                 "execution_ms": _execution_ms(plan),
+                "planning_ms": _planning_ms(plan),
                 "sql": _shorten_vectors(sql),
             }
         report["queries"].append(entry)
-    vector_entries = [e["vector"] for e in report["queries"] if e.get("vector")]
-    report["vector_leg_uses_hnsw"] = all(e["uses_hnsw"] for e in vector_entries) if vector_entries else None
-    report["vector_leg_seq_scan"] = any(e["seq_scan"] for e in vector_entries)
+    entries = [e["search"] for e in report["queries"] if e.get("search")]
+    report["vector_leg_uses_hnsw"] = all(e["uses_hnsw"] for e in entries) if entries else None
+    report["vector_leg_seq_scan"] = any(e["seq_scan"] for e in entries)
     return report
 
 
 def _execution_ms(plan: str) -> float | None:
     match = re.search(r"Execution Time: ([\d.]+) ms", plan)
+    return float(match.group(1)) if match else None
+
+
+def _planning_ms(plan: str) -> float | None:
+    match = re.search(r"Planning Time: ([\d.]+) ms", plan)
     return float(match.group(1)) if match else None
 
 
@@ -475,10 +473,10 @@ def print_table(result: dict[str, Any]) -> None:
     log(_row("  CPU time of this process", ip["cpu"]))
     log(_row("  query embedding (hashing)", ip["embedding"]))
     log(_row("  selector memory_search", ip["selector"]))
-    log(_row("    SQL vector leg", ip["sql_vector_leg"]))
-    log(_row("    SQL text leg", ip["sql_text_leg"]))
-    log(_row("  usage-signal writes", ip["usage_writes"]))
-    log(_row("  all SQL: writes (INSERT/UPDATE)", ip["sql_writes"]))
+    log(_row("    SQL search statement (both legs)", ip["sql_search"]))
+    log(_row("  usage signals (read + write)", ip["usage_writes"]))
+    log(_row("    SQL usage read", ip["sql_usage_read"]))
+    log(_row("    SQL usage write", ip["sql_writes"]))
     log(_row("  all SQL: other reads", ip["sql_other_reads"]))
     log(_row("  all SQL: COMMIT", ip["sql_commit"]))
     rest = result.get("rest") or {}
@@ -547,16 +545,15 @@ def print_table(result: dict[str, Any]) -> None:
 
 def print_explain(report: dict[str, Any]) -> None:
     first = report["queries"][0]
-    for leg in ("vector", "text"):
-        if first.get(leg):
-            log(f"\n-- EXPLAIN (ANALYZE, BUFFERS), {leg} leg, query {first['query']!r}")
-            log(first[leg]["sql"])
-            log(first[leg]["plan"])
+    if first.get("search"):
+        log(f"\n-- EXPLAIN (ANALYZE, BUFFERS) of the search statement, query {first['query']!r}")
+        log(first["search"]["sql"])
+        log(first["search"]["plan"])
     for entry in report["queries"]:
-        v, t = entry.get("vector") or {}, entry.get("text") or {}
+        e = entry.get("search") or {}
         log(
-            f"  {entry['query'][:60]!r:<64} vector {v.get('execution_ms')} ms hnsw={v.get('uses_hnsw')}"
-            f" | text {t.get('execution_ms')} ms gin={t.get('uses_gin')}"
+            f"  {entry['query'][:60]!r:<64} {e.get('execution_ms')} ms (+{e.get('planning_ms')} ms planning)"
+            f" hnsw={e.get('uses_hnsw')} gin={e.get('uses_gin')}"
         )
 
 
