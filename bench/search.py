@@ -84,8 +84,8 @@ def signals_clear(orgs: dict[str, Any]) -> int:
 
 
 def _sql_category(sql: str) -> str:
-    if sql.startswith("WITH legs"):
-        return "sql_search"  # memory_search's one statement: both legs and the merge
+    if sql.startswith("/* search:") or sql.startswith("(/* search:"):
+        return "sql_search"  # memory_search's leg(s) on this thread's connection
     if "memories_memorysignal s ON" in sql:
         return "sql_usage_read"  # memories_mark_used: signal counts and learned weights
     if sql.startswith(("SET ", "SELECT set_config")):
@@ -211,7 +211,7 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
     """EXPLAIN (ANALYZE, BUFFERS) of the SQL that ``memory_search`` really runs (captured, then
     replayed with the same SET LOCALs in a transaction that is rolled back)."""
     from django.db import connection, transaction
-    from django.test.utils import CaptureQueriesContext
+    from django.test.utils import CaptureQueriesContext, override_settings
 
     from accounts.access import principal_for_token
     from memories import selectors, services
@@ -223,7 +223,8 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
     for q in queries:
         search = services.search_query_validate(query=q)
         (vector,) = embedder.embed([q])
-        with CaptureQueriesContext(connection) as captured:
+        # both legs as one statement on this connection, so that it is captured
+        with override_settings(SEARCH_PARALLEL_LEGS=False), CaptureQueriesContext(connection) as captured:
             selectors.memory_search(principal, search, query_vector=vector)
         statements = [item["sql"] for item in captured.captured_queries]
         sets = [s for s in statements if _sql_category(s.lstrip()) == "sql_set"]
@@ -473,7 +474,7 @@ def print_table(result: dict[str, Any]) -> None:
     log(_row("  CPU time of this process", ip["cpu"]))
     log(_row("  query embedding (hashing)", ip["embedding"]))
     log(_row("  selector memory_search", ip["selector"]))
-    log(_row("    SQL search statement (both legs)", ip["sql_search"]))
+    log(_row("    SQL search (this thread's legs)", ip["sql_search"]))
     log(_row("  usage signals (read + write)", ip["usage_writes"]))
     log(_row("    SQL usage read", ip["sql_usage_read"]))
     log(_row("    SQL usage write", ip["sql_writes"]))

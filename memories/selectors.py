@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -246,34 +246,55 @@ def _reach_sql(reach: Reach, scope: str) -> str:
     return " OR ".join(f"({part})" for part in parts)
 
 
-def _search_sql(*, base: str, vector_leg: bool, text_leg: bool) -> str:
-    """One statement for both candidate legs (DESIGN §7) and the merge: HNSW k-NN, full-text
-    matches (at most ``text_cap`` ranked, so a very common word stays cheap), each leg's best k."""
-    vector = (
-        f"SELECT m.id FROM memories_memory m WHERE {base} AND m.embedding IS NOT NULL "
-        "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(k)s"
-        if vector_leg
-        else "SELECT NULL::varchar AS id WHERE false"
-    )
-    # No ORDER BY inside the capped match set: sorting every match would defeat the cap. OFFSET 0
-    # keeps the reach filter out of the scan: pushed down, it made the planner AND the GIN bitmap
-    # with bitmaps of every row in reach (12 ms for a common word) instead of stopping at the cap.
-    text = (
-        "SELECT t.id FROM ("
-        "SELECT m.id, m.search_vector FROM (SELECT * FROM memories_memory "
-        "WHERE search_vector @@ websearch_to_tsquery('english', %(query)s) OFFSET 0) AS m "
-        f"WHERE {base} LIMIT %(text_cap)s"
-        ") AS t ORDER BY ts_rank(t.search_vector, websearch_to_tsquery('english', %(query)s)) DESC LIMIT %(k)s"
-        if text_leg
-        else "SELECT NULL::varchar AS id WHERE false"
-    )
+def _vector_leg_sql(base: str) -> str:
+    """The k nearest memories in reach (HNSW; iterative scan until k rows pass the filter)."""
     return (
-        f"WITH legs AS (SELECT id, bool_or(leg = 'v') AS by_vector, bool_or(leg = 't') AS by_text "
-        f"FROM (SELECT id, 'v' AS leg FROM ({vector}) AS v UNION ALL SELECT id, 't' FROM ({text}) AS t) AS u "
-        f"GROUP BY id) "
-        f"SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, legs.by_vector, legs.by_text "
-        f"FROM legs JOIN memories_memory m ON m.id = legs.id"
+        f"/* search:vector */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, 'vector' "
+        f"FROM memories_memory m WHERE {base} AND m.embedding IS NOT NULL "
+        "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(k)s"
     )
+
+
+def _text_leg_sql(base: str) -> str:
+    """The k best full-text matches in reach, ranked among at most ``TEXT_MATCH_CAP`` matches.
+
+    No ORDER BY inside the capped match set: sorting every match would defeat the cap. OFFSET 0
+    keeps the reach filter out of the scan: pushed down, it made the planner AND the GIN bitmap
+    with bitmaps of every row in reach (12 ms for a common word) instead of stopping at the cap.
+    """
+    return (
+        f"/* search:text */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, 'text' "
+        "FROM memories_memory m WHERE m.id IN ("
+        "SELECT t.id FROM (SELECT m.id, m.search_vector FROM ("
+        "SELECT id, search_vector, organization_id, project_id, team_id, state, confidence, outcome "
+        "FROM memories_memory WHERE search_vector @@ websearch_to_tsquery('english', %(query)s) OFFSET 0"
+        f") AS m WHERE {base} LIMIT %(text_cap)s) AS t "
+        "ORDER BY ts_rank(t.search_vector, websearch_to_tsquery('english', %(query)s)) DESC LIMIT %(k)s)"
+    )
+
+
+def _rows(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _rows_on_own_connection(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    try:
+        return _rows(sql, params)
+    finally:
+        connection.close()  # this worker thread's connection goes back to the pool
+
+
+# Runs the full-text leg while the calling thread runs the vector leg (see _legs_in_parallel).
+_LEG_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="search-leg")
+
+
+def _legs_in_parallel() -> bool:
+    """Both legs at once on two pooled connections: the search's latency becomes the slower leg's
+    instead of their sum. Only with the connection pool (a fresh connection would cost more than
+    it saves) and outside a transaction (the other connection could not see its rows)."""
+    return bool(_setting("SEARCH_PARALLEL_LEGS")) and connection.pool is not None and not connection.in_atomic_block
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -287,7 +308,8 @@ def memory_search(
     ranked by similarity × confidence × recency × scope weight (× 1.2 consolidated).
 
     Raw SQL returning plain rows: this runs on every agent call, and the ORM's query building and
-    model instantiation cost more than PostgreSQL's work. The HNSW settings (``ef_search``,
+    model instantiation cost more than PostgreSQL's work. One statement per leg, run at once when
+    possible (``_legs_in_parallel``), else as one UNION ALL. The HNSW settings (``ef_search``,
     iterative scan) are connection options (``settings.DATABASES``).
     """
     now = now or timezone.now()
@@ -311,22 +333,30 @@ def memory_search(
         "k": k,
         "text_cap": TEXT_MATCH_CAP,
     }
-    sql = _search_sql(base=base, vector_leg=any(query_vector), text_leg=bool(search.query.strip()))
+    legs = [_vector_leg_sql(base)] if any(query_vector) else []
+    legs += [_text_leg_sql(base)] if search.query.strip() else []
     ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
-    with transaction.atomic() if k > ef_search else nullcontext(), connection.cursor() as cursor:
-        if k > ef_search:  # more candidates than the connection's ef_search: widen it for this query
-            cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
+        with transaction.atomic():
+            _rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
+            rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+    elif len(legs) == 2 and _legs_in_parallel():
+        text_rows = _LEG_WORKERS.submit(_rows_on_own_connection, legs[1], params)
+        rows = _rows(legs[0], params) + text_rows.result()
+    else:
+        rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     width = len(MemoryRow.__dataclass_fields__)
+    merged: dict[str, tuple[tuple[Any, ...], set[str]]] = {}
+    for row in rows:
+        merged.setdefault(row[0], (row, set()))[1].add(row[-1])
     ranked: list[SearchHit] = []
     min_similarity = _setting("SEARCH_MIN_SIMILARITY")
-    for row in rows:
+    for row, matched_by in merged.values():
         memory = MemoryRow(*row[:width])
-        raw_distance, by_vector, by_text = row[width:]
+        raw_distance = row[width]
         # a text without word characters embeds to a zero vector, whose cosine distance is NaN
         distance = 1.0 if raw_distance is None or math.isnan(raw_distance) else float(raw_distance)
-        if 1.0 - distance < min_similarity and not by_text:
+        if 1.0 - distance < min_similarity and "text" not in matched_by:
             continue
         reference = memory.last_used_at or memory.created_at
         breakdown = score_memory(
@@ -336,8 +366,7 @@ def memory_search(
             scope=memory.scope,
             consolidated=memory.origin == Memory.ORIGIN_CONSOLIDATED,
         )
-        legs = ("text",) if not by_vector else ("text", "vector") if by_text else ("vector",)
-        ranked.append(SearchHit(memory, breakdown, legs))
+        ranked.append(SearchHit(memory, breakdown, tuple(sorted(matched_by))))
     ranked.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
     top = ranked[: search.limit]
     tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)

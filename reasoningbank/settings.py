@@ -232,6 +232,8 @@ LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0, maximum=10)
 SEARCH_DEFAULT_LIMIT = 5
 SEARCH_MAX_LIMIT = 20
 SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maximum=1)
+# run the vector and full-text legs at once on two pooled connections (needs DB_POOL)
+SEARCH_PARALLEL_LEGS = env_bool("SEARCH_PARALLEL_LEGS", True)
 # results less similar than this are noise, not memories to inject (unless a keyword matched)
 SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maximum=1)
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memories.models import Memory, MemorySignal
 from memories.ranking import estimate_tokens
+from memories.services import _embed as services_embed
 from memories.services import (
     memories_create,
     memory_archive,
@@ -429,3 +430,32 @@ def test_a_search_for_more_candidates_than_ef_search_still_fills_its_limit(cast,
     # limit 20 → 80 candidates per leg, more than ef_search 40: the search widens ef_search for itself
     result = search(principal, limit=20, min_confidence=0.0)
     assert len(result.hits) == 20 and result.total_found == 25
+
+
+@pytest.mark.django_db(transaction=True)  # the second leg runs on another connection: rows must be committed
+def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, make_token, monkeypatch):
+    from memories import selectors
+
+    _, principal = make_token(cast.org_a, projects=[cast.project_a])
+    record(principal)
+    record(principal, title="Pin the Postgres image tag in CI", content="Avoid surprise upgrades; retry later.")
+    record(principal, title="Backoff for flaky uploads", description="Retry S3 uploads", content="Use jitter.")
+    search = search_query_validate(query=QUERY, min_confidence=0.0)
+    (vector,), _ = services_embed([search.query])
+    now = timezone.now()
+    together = selectors.memory_search(principal, search, query_vector=vector, now=now)
+    on_own_connection = []
+
+    def spy(sql, params):
+        on_own_connection.append(sql)
+        return original(sql, params)
+
+    original = selectors._rows_on_own_connection
+    monkeypatch.setattr(selectors, "_rows_on_own_connection", spy)
+    monkeypatch.setattr(selectors, "_legs_in_parallel", lambda: True)
+    apart = selectors.memory_search(principal, search, query_vector=vector, now=now)
+
+    assert len(on_own_connection) == 1 and "search:text" in on_own_connection[0]
+    summary = [(h.memory.id, h.matched_by, h.breakdown.score) for h in together.hits]
+    assert summary == [(h.memory.id, h.matched_by, h.breakdown.score) for h in apart.hits]
+    assert {matched for _, matched, _ in summary} >= {("text", "vector")} and apart.total_found == together.total_found
