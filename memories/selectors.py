@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,6 +16,7 @@ from accounts.access import Principal, access_filter, access_get, access_project
 from accounts.models import Project, Team
 from memories.models import Memory, MemoryLink, MemorySignal
 from memories.ranking import ScoreBreakdown, estimate_tokens, score_memory
+from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.errors import InvalidInput, NotFound
 
 SEARCH_SCOPES = ("project", "team", "org", "all")
@@ -279,22 +279,10 @@ def _rows(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def _rows_on_own_connection(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    try:
-        return _rows(sql, params)
-    finally:
-        connection.close()  # this worker thread's connection goes back to the pool
-
-
-# Runs the full-text leg while the calling thread runs the vector leg (see _legs_in_parallel).
-_LEG_WORKERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="search-leg")
-
-
 def _legs_in_parallel() -> bool:
     """Both legs at once on two pooled connections: the search's latency becomes the slower leg's
-    instead of their sum. Only with the connection pool (a fresh connection would cost more than
-    it saves) and outside a transaction (the other connection could not see its rows)."""
-    return bool(_setting("SEARCH_PARALLEL_LEGS")) and connection.pool is not None and not connection.in_atomic_block
+    instead of their sum (``reasoningbank.db_threads``)."""
+    return bool(_setting("SEARCH_PARALLEL_LEGS")) and other_connections_usable()
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -341,7 +329,7 @@ def memory_search(
             _rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
             rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     elif len(legs) == 2 and _legs_in_parallel():
-        text_rows = _LEG_WORKERS.submit(_rows_on_own_connection, legs[1], params)
+        text_rows = run_beside(_rows, legs[1], params)
         rows = _rows(legs[0], params) + text_rows.result()
     else:
         rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []

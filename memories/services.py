@@ -31,6 +31,8 @@ from memories.selectors import (
     project_resolve,
 )
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
+from reasoningbank.db_threads import other_connections_usable
+from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
 
 TITLE_MAX = 200
@@ -549,44 +551,55 @@ FROM v WHERE m.id = v.id
 """
 
 
-def memories_mark_used(*, principal: Principal, memories: Sequence[Any], project: Project | None) -> None:
+def memories_mark_used(
+    *, principal: Principal, memories: Sequence[Any], project: Project | None, write_behind: bool = False
+) -> None:
     """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
     each memory's confidence recomputed; ``memories`` are ``Memory`` instances or search rows, and
-    are updated in place. Set-based SQL, three statements: this runs on every agent search."""
+    are updated in place. Set-based SQL: this runs on every agent search. With ``write_behind`` the
+    write happens after the caller has answered, when another pooled connection can take it
+    (``reasoningbank.db_threads``): one statement less on the request path."""
     if not memories:
         return
     now = timezone.now()
-    with transaction.atomic(), connection.cursor() as cursor:
-        # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    with connection.cursor() as cursor:
         cursor.execute(
             _USAGE_STATE_SQL,
             [[m.id for m in memories], [m.organization_id for m in memories], [m.project_id for m in memories]],
         )
         state_rows = {row[0]: row[1:] for row in cursor.fetchall()}
-        weights: dict[tuple[int, int | None], conf.Weights] = {}
-        columns: list[list[Any]] = [[], [], [], [], [], []]
-        for memory in memories:
-            row = state_rows[memory.id]
-            key = (memory.organization_id, memory.project_id)
-            if key not in weights:
-                learned = row[6:]
-                weights[key] = (
-                    conf.ProjectWeights(*learned) if learned[0] is not None else _project_weights(_weights_row(memory))
-                ).compute_weights()
-            with_use = conf.SignalCounts(*row[:6]) + conf.SignalCounts(usage_pos=1)
-            state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
-            memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
-            memory.usage_count += 1
-            memory.last_used_at = now
-            signal_project = project.id if project else memory.project_id
-            for column, value in zip(
-                columns,
-                (memory.id, memory.organization_id, signal_project, state.alpha, state.beta, state.score),
-                strict=True,
-            ):
-                column.append(value)
-        cursor.execute(_MARK_USED_SQL, [*columns, principal.actor_label, now, now])
+    weights: dict[tuple[int, int | None], conf.Weights] = {}
+    columns: list[list[Any]] = [[], [], [], [], [], []]
+    for memory in memories:
+        row = state_rows[memory.id]
+        key = (memory.organization_id, memory.project_id)
+        if key not in weights:
+            learned = row[6:]
+            weights[key] = (
+                conf.ProjectWeights(*learned) if learned[0] is not None else _project_weights(_weights_row(memory))
+            ).compute_weights()
+        with_use = conf.SignalCounts(*row[:6]) + conf.SignalCounts(usage_pos=1)
+        state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
+        memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
+        memory.usage_count += 1
+        memory.last_used_at = now
+        signal_project = project.id if project else memory.project_id
+        for column, value in zip(
+            columns,
+            (memory.id, memory.organization_id, signal_project, state.alpha, state.beta, state.score),
+            strict=True,
+        ):
+            column.append(value)
+    arguments = [*columns, principal.actor_label, now, now]
+    if not (write_behind and other_connections_usable() and db_write_behind(_usage_write, arguments)):
+        _usage_write(arguments)
+
+
+def _usage_write(arguments: list[Any]) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        cursor.execute(_MARK_USED_SQL, arguments)
 
 
 # --- search (read + usage write) -------------------------------------------------------------------
@@ -634,7 +647,9 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     (vector,), _ = _embed([search.query])
     embedding_ms = (time.perf_counter() - started) * 1000
     result = memory_search(principal, search, query_vector=vector)
-    memories_mark_used(principal=principal, memories=[hit.memory for hit in result.hits], project=result.project)
+    memories_mark_used(
+        principal=principal, memories=[hit.memory for hit in result.hits], project=result.project, write_behind=True
+    )
     result.embedding_ms = embedding_ms
     return result
 

@@ -19,6 +19,7 @@ from memories.services import (
     memory_search_use,
     search_query_validate,
 )
+from reasoningbank.db_threads import write_behind, write_behind_wait
 from reasoningbank.errors import InvalidInput, NotFound
 from tests.factories import ProjectFactory, TeamFactory
 
@@ -444,18 +445,41 @@ def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, mak
     (vector,), _ = services_embed([search.query])
     now = timezone.now()
     together = selectors.memory_search(principal, search, query_vector=vector, now=now)
-    on_own_connection = []
+    beside = []
 
-    def spy(sql, params):
-        on_own_connection.append(sql)
-        return original(sql, params)
+    def spy(fn, sql, params):
+        beside.append(sql)
+        return original(fn, sql, params)
 
-    original = selectors._rows_on_own_connection
-    monkeypatch.setattr(selectors, "_rows_on_own_connection", spy)
-    monkeypatch.setattr(selectors, "_legs_in_parallel", lambda: True)
+    original = selectors.run_beside
+    monkeypatch.setattr(selectors, "run_beside", spy)
+    monkeypatch.setattr(selectors, "other_connections_usable", lambda: True)
     apart = selectors.memory_search(principal, search, query_vector=vector, now=now)
 
-    assert len(on_own_connection) == 1 and "search:text" in on_own_connection[0]
+    assert len(beside) == 1 and "search:text" in beside[0]
     summary = [(h.memory.id, h.matched_by, h.breakdown.score) for h in together.hits]
     assert summary == [(h.memory.id, h.matched_by, h.breakdown.score) for h in apart.hits]
     assert {matched for _, matched, _ in summary} >= {("text", "vector")} and apart.total_found == together.total_found
+
+
+@pytest.mark.django_db(transaction=True)  # the writer thread uses its own connection
+def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(cast, make_token, monkeypatch):
+    from memories import services
+
+    _, principal = make_token(cast.org_a, projects=[cast.project_a])
+    memory = record(principal)
+    queued = []
+    monkeypatch.setattr(services, "other_connections_usable", lambda: True)
+    monkeypatch.setattr(services, "db_write_behind", lambda fn, *args: queued.append(fn) or write_behind(fn, *args))
+
+    hit = search(principal).hits[0]
+    write_behind_wait()
+
+    assert queued == [services._usage_write]
+    stored = Memory.objects.get(pk=memory.pk)
+    assert stored.usage_count == hit.memory.usage_count == 1
+    assert stored.confidence == hit.memory.confidence
+    assert stored.last_used_at == hit.memory.last_used_at
+    signal = MemorySignal.objects.get(memory=memory, type="usage")
+    assert signal.confidence_after == pytest.approx(hit.memory.confidence) and signal.project_id == cast.project_a.id
+

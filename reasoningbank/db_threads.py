@@ -1,0 +1,64 @@
+"""Database work handed to other threads, each on its own pooled connection: search's second leg
+runs beside the first, and usage-signal writes happen after the search has answered.
+
+Only possible with the connection pool (a fresh connection per hand-off would cost more than it
+saves) and when the caller holds no transaction (another connection could not see its rows).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_parallel = ThreadPoolExecutor(max_workers=8, thread_name_prefix="db-parallel")
+# one writer keeps the writes in order; beyond this many pending, callers write themselves
+_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-write-behind")
+_write_slots = threading.BoundedSemaphore(256)
+
+
+def other_connections_usable() -> bool:
+    return connection.pool is not None and not connection.in_atomic_block
+
+
+def _on_own_connection(fn: Callable[..., T], *args: Any) -> T:
+    try:
+        return fn(*args)
+    finally:
+        connection.close()  # this thread's connection goes back to the pool
+
+
+def run_beside(fn: Callable[..., T], *args: Any) -> Future[T]:
+    """``fn(*args)`` on another thread and connection, now; the caller collects the result."""
+    return _parallel.submit(_on_own_connection, fn, *args)
+
+
+def write_behind(fn: Callable[..., None], *args: Any) -> bool:
+    """``fn(*args)`` on the writer thread after the caller has moved on; False (nothing queued) when
+    the queue is full, so the caller writes itself. A failure is logged: what is written this way
+    must be affordable to lose (usage signals)."""
+    if not _write_slots.acquire(blocking=False):
+        return False
+
+    def run() -> None:
+        try:
+            _on_own_connection(fn, *args)
+        except Exception:
+            logger.exception("write-behind %s failed", getattr(fn, "__name__", fn))
+        finally:
+            _write_slots.release()
+
+    _writer.submit(run)
+    return True
+
+
+def write_behind_wait() -> None:
+    """Until every write queued so far is done (tests, shutdown)."""
+    _writer.submit(lambda: None).result()
