@@ -12,10 +12,11 @@ another's HNSW index and ``ru_maxrss`` is that size's peak. In the child:
    (0.72–0.79) and a majority of singletons — NOT the hashing embedder (faster; the timings only
    depend on the geometry). Loaded once with ``bulk_create`` (HNSW index dropped and rebuilt for
    large loads) and reused by later invocations: before every run the project is reset to the
-   pristine state (archived sources re-activated, created memories/links/runs deleted, VACUUM
-   ANALYZE);
-2. a no-LLM run: ``consolidation_execute(run_id, llm=NoLLM())`` — scan, retention, duplicate
-   merge, clustering, judge/patterns skipped (they wait for an LLM), stale archival;
+   pristine state of a freshly loaded bank (archived sources re-activated, created
+   memories/links/runs deleted, the stored neighbour graph dropped so the first run probes every
+   memory, tier/retention back to the defaults so it re-tiers every row, VACUUM ANALYZE);
+2. a no-LLM run: ``consolidation_execute(run_id, llm=NoLLM())`` — scan, duplicate merge (the
+   k-NN graph), retention, clustering, judge/patterns skipped (they wait for an LLM), stale archival;
 3. a fake-LLM run (sizes in ``--llm-sizes``): ``tests.fakes.ScriptedLLM`` with an endless callable
    script answering every prompt in its expected format (``bench/_fake_replies.py``), each call
    sleeping ``--llm-sleep`` seconds (default 0.05) to mimic latency;
@@ -77,7 +78,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--run-timeout", default="60m", help="CONSOLIDATION_RUN_TIMEOUT for the runs")
     p.add_argument("--data-dir-prefix", default=str(REPO / ".data" / "bench-consolidate"))
     p.add_argument("--name", default="consolidate")
+    p.add_argument(
+        "--shared-buffers",
+        default=None,
+        help="set PostgreSQL shared_buffers (ALTER SYSTEM, server restarted) for these runs, e.g. 1GB; "
+        "'default' resets it (the embedded server's default is 128MB)",
+    )
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--configure", type=int, default=None, help=argparse.SUPPRESS)
     return p.parse_args()
 
 
@@ -93,6 +101,23 @@ def parent(args: argparse.Namespace) -> int:
     for size in args.sizes:
         out = RESULTS_DIR / f"{args.name}-{size}.json"
         out.unlink(missing_ok=True)
+        if args.shared_buffers:
+            # its own short-lived process: the server restarts (and reads the setting) once it exits
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--configure",
+                    str(size),
+                    "--shared-buffers",
+                    args.shared_buffers,
+                    "--data-dir-prefix",
+                    args.data_dir_prefix,
+                ],
+                cwd=REPO,
+                check=True,
+                timeout=300,
+            )
         cmd = [sys.executable, __file__, "--child", str(size), *child_flags(args)]
         print(f"\n=== {size:,} memories ===", flush=True)
         proc = subprocess.Popen(cmd, cwd=REPO, start_new_session=True)
@@ -486,9 +511,21 @@ def table_info() -> dict[str, Any]:
             "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'memories_memory' ORDER BY indexname"
         )
         indexes = {name: definition.split(" USING ", 1)[-1] for name, definition in cursor.fetchall()}
-        cursor.execute("SELECT pg_size_pretty(pg_total_relation_size('memories_memory'))")
-        size = cursor.fetchone()[0]
-    return {"reloptions": options, "indexes": indexes, "total_size": size}
+        cursor.execute(
+            "SELECT pg_size_pretty(pg_total_relation_size(c.oid)), pg_size_pretty(pg_relation_size(c.oid)), "
+            "pg_size_pretty(pg_relation_size(c.reltoastrelid)), a.attstorage "
+            "FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding' "
+            "WHERE c.relname = 'memories_memory'"
+        )
+        total, heap, toast, storage = cursor.fetchone()
+    return {
+        "reloptions": options,
+        "embedding_storage": {"p": "plain", "m": "main", "e": "external", "x": "extended"}.get(storage, storage),
+        "indexes": indexes,
+        "total_size": total,
+        "heap_size": heap,
+        "toast_size": toast,
+    }
 
 
 def rewrite_if_fillfactor_changed(info_path: Path, info: dict[str, Any]) -> None:
@@ -510,7 +547,8 @@ def rewrite_if_fillfactor_changed(info_path: Path, info: dict[str, Any]) -> None
 
 
 def reset(project: Any) -> None:
-    """Back to the pristine data set: sources active again, everything a run created removed."""
+    """Back to the pristine data set: sources active again, everything a run created removed, the
+    stored neighbour graph dropped, retention and tiers at their defaults."""
     from django.db import connection
 
     from consolidation.models import ConsolidationRun
@@ -518,6 +556,15 @@ def reset(project: Any) -> None:
 
     org_id = project.organization_id
     with connection.cursor() as cursor:
+        # a freshly loaded bank: no stored neighbour graph (the first run probes every memory) and
+        # every memory still at the model's default retention/tier (the first run re-tiers them all)
+        cursor.execute("DELETE FROM consolidation_neighbouredge WHERE project_id = %s", [project.id])
+        cursor.execute("DELETE FROM consolidation_neighbourgraph WHERE project_id = %s", [project.id])
+        cursor.execute(
+            "UPDATE memories_memory SET tier = 'hot', retention = 1.0 "
+            "WHERE project_id = %s AND (tier <> 'hot' OR retention <> 1.0)",
+            [project.id],
+        )
         cursor.execute("DELETE FROM memories_memorylink WHERE organization_id = %s", [org_id])
         cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = %s", [org_id])
         cursor.execute(
@@ -535,10 +582,33 @@ def reset(project: Any) -> None:
         cursor.execute("VACUUM ANALYZE memories_memory")
 
 
+def configure(args: argparse.Namespace) -> int:
+    os.environ.update(
+        RB_DATA_DIR=f"{args.data_dir_prefix}-{args.configure}",
+        DEBUG="1",
+        DJANGO_SETTINGS_MODULE="reasoningbank.settings",
+        LOG_LEVEL="warning",
+    )
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if args.shared_buffers == "default":
+            cursor.execute("ALTER SYSTEM RESET shared_buffers")
+        else:
+            cursor.execute("ALTER SYSTEM SET shared_buffers = %s", [args.shared_buffers])
+    connection.close()
+    return 0
+
+
 def main() -> int:
     # a SIGTERM (e.g. `timeout`) unwinds through the finally blocks that stop our subprocesses
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args = parse_args()
+    if args.configure is not None:
+        return configure(args)
     if args.child is not None:
         return child(args)
     return parent(args)

@@ -27,6 +27,7 @@ def empty_counters() -> dict[str, int]:
         "patterns": 0,
         "promoted": 0,
         "skipped": 0,
+        "neighbour_probes": 0,  # memories whose neighbours were looked up in the index this run
     }
 
 
@@ -108,3 +109,49 @@ class ProjectConsolidationSettings(models.Model):
 
     def __str__(self) -> str:
         return f"consolidation settings for {self.project_id}"
+
+
+class NeighbourGraph(models.Model):
+    """The project's stored similarity graph (its k-NN edges from the pgvector index), so a run only
+    probes the index for memories created or changed since the graph was last brought up to date;
+    the first run, a lower similarity floor, a bigger k, new embedding models or a graph older
+    than a week rebuild it whole.
+    A cache of the index, not data: dropping it only makes the next run probe every memory."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    built_at = models.DateTimeField(help_text="start of the run that last updated the graph")
+    rebuilt_at = models.DateTimeField(help_text="start of the run that last probed every memory")
+    min_similarity = models.FloatField(help_text="edges below this were not kept")
+    neighbours = models.PositiveSmallIntegerField(help_text="k of the k-NN probes")
+    embedding_models = models.JSONField(default=list, blank=True)
+    edge_count = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"neighbour graph of {self.project_id} ({self.edge_count} edges)"
+
+
+class NeighbourEdge(models.Model):
+    """One undirected edge (memory ids ``source < target``) of a project's stored neighbour graph.
+    Plain memory ids and no database-level foreign keys: memories are never deleted, and a full
+    rebuild writing tens of thousands of edges should not pay for constraint triggers on each
+    (deleting a project still cascades through the ORM)."""
+
+    id = models.BigAutoField(primary_key=True)
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    source = models.CharField(max_length=40)
+    target = models.CharField(max_length=40)
+    similarity = models.FloatField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "source", "target"], name="neighbouredge_project_pair"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source} ~ {self.target} ({self.similarity:.3f})"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, NeighbourEdge
 from memories.models import Memory, MemoryLink
 from reasoningbank.errors import NotFound
 
@@ -86,6 +87,55 @@ def _neighbour_rows_in_thread(chunk: list[str], params: dict[str, Any]) -> list[
         return _neighbour_rows(chunk, params)
     finally:
         connection.close()  # this worker thread's own session
+
+
+@dataclass(slots=True)
+class ScannedMemory:
+    """What the cycle needs of an active memory, timestamps as epoch seconds: building 100K model
+    instances with three timezone-aware datetimes each cost seconds, floats cost nothing."""
+
+    id: str
+    kind: str
+    created: float
+    updated: float
+    last_used: float | None
+    expires: float | None
+    usage_count: int
+    importance: float
+    confidence: float
+    tier: str
+    retention: float
+    embedding_model: str
+    salience: float = 0.0  # set by the retention phase
+
+    @property
+    def last_access(self) -> float:
+        return self.last_used if self.last_used is not None else self.created
+
+
+_SCAN_SQL = """
+SELECT id, kind, date_part('epoch', created_at), date_part('epoch', updated_at),
+       date_part('epoch', last_used_at), date_part('epoch', expires_at),
+       usage_count, importance, confidence, tier, retention, embedding_model
+FROM memories_memory
+WHERE organization_id = %s AND project_id = %s AND state = 'active'
+"""
+
+
+def memories_scan(*, organization_id: int, project_id: int) -> dict[str, ScannedMemory]:
+    """Every active memory of a project (no text, no embedding), by id."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SCAN_SQL, [organization_id, project_id])
+        return {row[0]: ScannedMemory(*row) for row in cursor.fetchall()}
+
+
+def stored_edges(*, project_id: int, min_similarity: float) -> list[Edge]:
+    """The project's stored neighbour graph (see ``NeighbourGraph``), edges at or above the floor."""
+    return list(
+        NeighbourEdge.objects.filter(project_id=project_id, similarity__gte=min_similarity - 1e-9).values_list(
+            "source", "target", "similarity"
+        )
+    )
 
 
 def run_get(principal: Principal, run_id: str) -> ConsolidationRun:

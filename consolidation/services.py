@@ -1,6 +1,6 @@
 """The consolidation cycle (seeds 000, 002, 003, 004; DESIGN §5, §10) and its triggers.
 
-One run = scan → retention & tiers → duplicate merge (≥ 0.95, no LLM) → clustering (≥ threshold)
+One run = scan → duplicate merge (≥ 0.95, no LLM) → retention & tiers → clustering (≥ threshold)
 → LLM synthesis per cluster → contradiction / supersession checks → patterns & promotion → stale
 archival. Each cluster's merge (create + archive + links) is its own transaction, so a failing or
 crashing run never leaves a half-archived cluster, and re-running only picks up what is left.
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.utils import timezone
@@ -28,8 +29,15 @@ from accounts.services import audit_record
 from consolidation import clustering, retention
 from consolidation import prompts as cprompts
 from consolidation import signals as events
-from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
-from consolidation.selectors import Edge, neighbour_edges
+from consolidation.models import ConsolidationRun, NeighbourGraph, ProjectConsolidationSettings, empty_counters
+from consolidation.selectors import (
+    NEIGHBOURS_PER_MEMORY,
+    Edge,
+    ScannedMemory,
+    memories_scan,
+    neighbour_edges,
+    stored_edges,
+)
 from memories import confidence as conf
 from memories.models import Memory, MemoryLink
 from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text
@@ -47,7 +55,13 @@ RETENTION_WRITE_DELTA = 0.05  # stored retention is refreshed when it moved at l
 STALE_IDLE_DAYS = 30
 PATTERN_WINDOW_DAYS = 7
 WORKING_TTL = timedelta(minutes=30)
-PHASES = ("scan", "retention", "duplicates", "judge", "cluster", "synthesize", "patterns", "archive", "completed")
+# memories created or changed this long before the stored graph's run started are probed again:
+# created_at/updated_at are stamped by other processes whose clocks may lag the worker's
+GRAPH_CLOCK_MARGIN = timedelta(minutes=5)
+# an approximate index misses a few percent of the edges in any one pass, and an incremental
+# run never looks for them again: a full pass now and then picks them up
+GRAPH_REBUILD_AFTER = timedelta(days=7)
+PHASES = ("scan", "duplicates", "retention", "judge", "cluster", "synthesize", "patterns", "archive", "completed")
 
 
 @dataclass(frozen=True)
@@ -238,8 +252,10 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
     status = ConsolidationRun.STATUS_COMPLETED
     try:
         memories = _phase(ctx, "scan", _scan)
-        _phase(ctx, "retention", lambda c: _retention(c, memories))
+        # duplicates before retention: the memories merged away as duplicates need no new tier
+        # (on a freshly loaded bank that is ~12% fewer rows rewritten)
         edges = _phase(ctx, "duplicates", lambda c: _duplicates(c, memories))
+        _phase(ctx, "retention", lambda c: _retention(c, memories))
         # judged before clustering: a contradicting pair above the cluster threshold must be
         # flagged for a moderator, not blended into one synthesized memory
         _phase(ctx, "judge", lambda c: _judge(c, edges, memories))
@@ -333,94 +349,65 @@ def _run_finish(
 # --- phases ----------------------------------------------------------------------------------------
 
 
-_SCAN_FIELDS = (
-    "id",
-    "organization_id",
-    "project_id",
-    "kind",
-    "created_at",
-    "last_used_at",
-    "usage_count",
-    "importance",
-    "confidence",
-    "tier",
-    "retention",
-    "expires_at",
-    "title",
-    "outcome",
-    "state",
-)
-
-
-def _scan(ctx: _Context) -> dict[str, Memory]:
-    memories = {
-        m.id: m
-        for m in Memory.objects.filter(
-            organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE
-        ).only(*_SCAN_FIELDS)
-    }
+def _scan(ctx: _Context) -> dict[str, ScannedMemory]:
+    memories = memories_scan(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
     ctx.counters["processed"] = len(memories)
     return memories
 
 
-def _retention(ctx: _Context, memories: dict[str, Memory]) -> None:
-    """Seed 002 retention score + tier for every memory (the daily decay); one bulk UPDATE."""
+def _retention(ctx: _Context, memories: dict[str, ScannedMemory]) -> None:
+    """Seed 002 retention score + tier for every memory (the daily decay), vectorised; one bulk
+    UPDATE of the rows whose score or tier moved."""
+    if not memories:
+        return
     superseded = set(
-        MemoryLink.objects.filter(kind=MemoryLink.KIND_SUPERSEDES, target_id__in=list(memories)).values_list(
-            "target_id", flat=True
-        )
+        MemoryLink.objects.filter(
+            organization_id=ctx.run.organization_id, kind=MemoryLink.KIND_SUPERSEDES, target__project=ctx.project
+        ).values_list("target_id", flat=True)
     )
-    ids, scores, tiers = [], [], []
-    transitions = 0
-    for memory in memories.values():
-        score = retention.compute_retention_score(
-            created_at=memory.created_at,
-            last_used_at=memory.last_used_at,
-            activation_count=memory.usage_count,
-            importance=min(1.0, max(0.0, memory.importance)),
-            superseded=memory.id in superseded,
-            now=ctx.now,
-        )
-        tier = retention.tier_for(score.overall, archived=False)
-        # salience for stale archival (seed 004): the usage-driven part only. Importance keeps a
-        # memory warm in tiers, but must not make an unused memory unarchivable forever.
-        memory.salience = (  # type: ignore[attr-defined]
-            retention.DEFAULT_RETENTION_CONFIG.recency_weight * score.recency
-            + retention.DEFAULT_RETENTION_CONFIG.activation_weight * score.activation
-        )
-        # write only what moved: rewriting every row each run would churn the table for nothing
-        if tier != memory.tier or abs(score.overall - memory.retention) >= RETENTION_WRITE_DELTA:
-            transitions += tier != memory.tier
-            ids.append(memory.id)
-            scores.append(score.overall)
-            tiers.append(tier)
-        memory.retention, memory.tier = score.overall, tier
-    ctx.counters["tier_transitions"] = transitions
-    if ctx.dry or not ids:
+    rows = list(memories.values())
+    now = ctx.now.timestamp()
+    created = np.fromiter((m.created for m in rows), dtype=np.float64, count=len(rows))
+    last_access = np.fromiter((m.last_access for m in rows), dtype=np.float64, count=len(rows))
+    scores = retention.retention_scores(
+        age_days=(now - created) / 86400,
+        access_age_days=(now - last_access) / 86400,
+        activation_counts=np.fromiter((m.usage_count for m in rows), dtype=np.float64, count=len(rows)),
+        importances=np.fromiter((m.importance for m in rows), dtype=np.float64, count=len(rows)),
+        superseded=np.fromiter((m.id in superseded for m in rows), dtype=bool, count=len(rows)),
+    )
+    # salience for stale archival (seed 004): the usage-driven part only. Importance keeps a
+    # memory warm in tiers, but must not make an unused memory unarchivable forever.
+    config = retention.DEFAULT_RETENTION_CONFIG
+    salience = config.recency_weight * scores.recency + config.activation_weight * scores.activation
+    old_tiers = np.array([m.tier for m in rows], dtype=object)
+    old_scores = np.fromiter((m.retention for m in rows), dtype=np.float64, count=len(rows))
+    tier_moved = scores.tiers.astype(object) != old_tiers
+    # write only what moved: rewriting every row each run would churn the table for nothing
+    moved = np.flatnonzero(tier_moved | (np.abs(scores.overall - old_scores) >= RETENTION_WRITE_DELTA))
+    ctx.counters["tier_transitions"] = int(tier_moved.sum())
+    overall, tiers, salience_list = scores.overall.tolist(), scores.tiers.tolist(), salience.tolist()
+    for memory, score, tier, value in zip(rows, overall, tiers, salience_list, strict=True):
+        memory.retention, memory.tier, memory.salience = score, tier, value
+    if ctx.dry or not len(moved):
         return
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memories_memory m SET retention = v.r, tier = v.t "
             "FROM unnest(%s::text[], %s::float8[], %s::text[]) AS v(id, r, t) WHERE m.id = v.id",
-            [ids, scores, tiers],
+            [[rows[i].id for i in moved], [overall[i] for i in moved], [tiers[i] for i in moved]],
         )
 
 
-def _duplicates(ctx: _Context, memories: dict[str, Memory]) -> list[Edge]:
+def _duplicates(ctx: _Context, memories: dict[str, ScannedMemory]) -> list[Edge]:
     """Seed 004: groups ≥ 0.95 merge without an LLM — the strongest stays, the rest are archived as
     duplicates with a ``duplicates`` link. Returns the neighbour graph for the later phases."""
-    band_floor = min(ctx.options.similarity_threshold, CONTRADICTION_BAND[0])
-    edges = neighbour_edges(
-        organization_id=ctx.run.organization_id,
-        project_id=ctx.project.id,
-        ids=list(memories),
-        min_similarity=band_floor,
-    )
+    edges = _neighbour_graph(ctx, memories, min(ctx.options.similarity_threshold, CONTRADICTION_BAND[0]))
     groups = clustering.duplicate_groups(list(memories), edges, DUPLICATE_THRESHOLD)
-    plan: list[tuple[Memory, list[Memory], float]] = []
+    plan: list[tuple[ScannedMemory, list[ScannedMemory], float]] = []
     for group in groups:
         members = [memories[mid] for mid in group.member_ids]
-        keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created_at.timestamp()))
+        keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created))
         plan.append((keep, [m for m in members if m.id != keep.id], group.min_similarity))
     if ctx.dry:
         for keep, others, similarity in plan:
@@ -433,22 +420,25 @@ def _duplicates(ctx: _Context, memories: dict[str, Memory]) -> list[Edge]:
             live = set(_lock_active([m.id for keep, others, _ in plan for m in (keep, *others)]))
             plan = [item for item in plan if item[0].id in live and all(m.id in live for m in item[1])]
             _archive([m.id for _, others, _ in plan for m in others], Memory.ARCHIVED_DUPLICATE, into=None)
-            MemoryLink.objects.bulk_create(
-                [
-                    MemoryLink(
-                        organization_id=ctx.run.organization_id,
-                        source_id=keep.id,
-                        target_id=other.id,
-                        kind=MemoryLink.KIND_DUPLICATES,
-                        weight=round(similarity, 4),
-                        run=ctx.run,
-                        reason=f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
-                    )
-                    for keep, others, similarity in plan
-                    for other in others
-                ],
-                ignore_conflicts=True,
-            )
+            links = [(keep.id, other.id, round(similarity, 4)) for keep, others, similarity in plan for other in others]
+            with connection.cursor() as cursor:
+                if not links:
+                    return edges
+                # one statement for thousands of links (bulk_create would bind 8 parameters per row)
+                cursor.execute(
+                    "INSERT INTO memories_memorylink "
+                    "(organization_id, source_id, target_id, kind, weight, reason, run_id, created_at) "
+                    "SELECT %s, v.s, v.t, %s, v.w, %s, %s, %s FROM unnest(%s::text[], %s::text[], %s::float8[]) "
+                    "AS v(s, t, w) ON CONFLICT DO NOTHING",
+                    [
+                        ctx.run.organization_id,
+                        MemoryLink.KIND_DUPLICATES,
+                        f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
+                        ctx.run.id,
+                        timezone.now(),
+                        *map(list, zip(*links, strict=True)),
+                    ],
+                )
     for _, others, _ in plan:
         for other in others:
             memories.pop(other.id, None)
@@ -458,13 +448,117 @@ def _duplicates(ctx: _Context, memories: dict[str, Memory]) -> list[Edge]:
     return edges
 
 
-def _cluster(ctx: _Context, memories: dict[str, Memory], edges: list[Edge]) -> list[clustering.Cluster[str]]:
+def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: float) -> list[Edge]:
+    """The project's neighbour graph (edges ≥ ``floor`` between active memories). The first run
+    probes the HNSW index for every memory; later runs reuse the stored graph and probe only the
+    memories created or changed since it was built (their edges to older memories come from
+    their own probes), unless the floor went down, k went up, the embedding models changed or
+    the last full pass is older than GRAPH_REBUILD_AFTER.
+    Stored in the same run, except in a dry run."""
+    k = NEIGHBOURS_PER_MEMORY
+    models = sorted({m.embedding_model for m in memories.values()})
+    graph = NeighbourGraph.objects.filter(project=ctx.project).first()
+    reuse = (
+        graph is not None
+        and graph.min_similarity <= floor + 1e-9
+        and graph.neighbours >= k
+        and graph.embedding_models == models
+        and graph.rebuilt_at >= ctx.now - GRAPH_REBUILD_AFTER
+    )
+    kept: list[Edge] = []
+    gone: set[str] = set()
+    if reuse:
+        assert graph is not None
+        cutoff = (graph.built_at - GRAPH_CLOCK_MARGIN).timestamp()
+        probe = [mid for mid, m in memories.items() if m.created >= cutoff or m.updated >= cutoff]
+        changed = set(probe)
+        for edge in stored_edges(project_id=ctx.project.id, min_similarity=floor):
+            a, b, _ = edge
+            if a in memories and b in memories:
+                if a not in changed and b not in changed:
+                    kept.append(edge)
+            else:
+                gone.update(x for x in (a, b) if x not in memories)
+        gone |= changed  # their stored edges may be stale (an edit re-embeds a memory)
+    else:
+        probe = list(memories)
+    fresh = (
+        neighbour_edges(
+            organization_id=ctx.run.organization_id, project_id=ctx.project.id, ids=probe, min_similarity=floor, k=k
+        )
+        if probe
+        else []
+    )
+    ctx.counters["neighbour_probes"] = len(probe)
+    edges = kept + fresh  # disjoint: every fresh edge touches a probed memory, no kept one does
+    if not ctx.dry:
+        _neighbour_graph_store(
+            ctx,
+            fresh,
+            replace_all=not reuse,
+            forget=sorted(gone),
+            min_similarity=max(floor, graph.min_similarity) if reuse and graph else floor,
+            k=k,
+            models=models,
+            edge_count=len(edges),
+        )
+    return edges
+
+
+def _neighbour_graph_store(
+    ctx: _Context,
+    fresh: list[Edge],
+    *,
+    replace_all: bool,
+    forget: list[str],
+    min_similarity: float,
+    k: int,
+    models: list[str],
+    edge_count: int,
+) -> None:
+    """Bring the stored graph up to date in one transaction (a crash keeps the previous graph)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if replace_all:
+            cursor.execute("DELETE FROM consolidation_neighbouredge WHERE project_id = %s", [ctx.project.id])
+        elif forget:
+            cursor.execute(
+                "DELETE FROM consolidation_neighbouredge WHERE project_id = %s "
+                "AND (source = ANY(%s) OR target = ANY(%s))",
+                [ctx.project.id, forget, forget],
+            )
+        if fresh:
+            sources, targets, similarities = (list(column) for column in zip(*fresh, strict=True))
+            cursor.execute(
+                "INSERT INTO consolidation_neighbouredge (organization_id, project_id, source, target, similarity) "
+                "SELECT %s, %s, v.s, v.t, v.w FROM unnest(%s::text[], %s::text[], %s::float8[]) AS v(s, t, w) "
+                "ON CONFLICT (project_id, source, target) DO UPDATE SET similarity = EXCLUDED.similarity",
+                [ctx.run.organization_id, ctx.project.id, sources, targets, similarities],
+            )
+        NeighbourGraph.objects.update_or_create(
+            project=ctx.project,
+            defaults={
+                **({"rebuilt_at": ctx.now} if replace_all else {}),
+                "organization_id": ctx.run.organization_id,
+                "built_at": ctx.now,
+                "min_similarity": min_similarity,
+                "neighbours": k,
+                "embedding_models": models,
+                "edge_count": edge_count,
+            },
+        )
+
+
+def _cluster(ctx: _Context, memories: dict[str, ScannedMemory], edges: list[Edge]) -> list[clustering.Cluster[str]]:
     # disputed memories wait for a moderator instead of being merged away
     disputed = set()
     for source, target in MemoryLink.objects.filter(
-        kind=MemoryLink.KIND_CONTRADICTS, resolved_at__isnull=True, source_id__in=list(memories)
+        organization_id=ctx.run.organization_id,
+        kind=MemoryLink.KIND_CONTRADICTS,
+        resolved_at__isnull=True,
+        source__project=ctx.project,
     ).values_list("source_id", "target_id"):
-        disputed.update((source, target))
+        if source in memories:
+            disputed.update((source, target))
     candidates = {mid: m for mid, m in memories.items() if mid not in disputed}
     live = [e for e in edges if e[0] in candidates and e[1] in candidates]
     clusters = clustering.average_linkage_clusters(
@@ -631,52 +725,53 @@ def _tags_lenient(tags: Iterable[str]) -> list[str]:
     return cleaned[:20]
 
 
-def _judge(ctx: _Context, edges: list[Edge], memories: dict[str, Memory]) -> None:
+def _judge(ctx: _Context, edges: list[Edge], memories: dict[str, ScannedMemory]) -> None:
     """Pairs in the 0.7–0.95 band that involve a memory new since the last run: first the
-    supersession check (002, conservative), otherwise the contradiction judge (004)."""
+    supersession check (002, conservative), otherwise the contradiction judge (004). Pairs are
+    chosen from the scan; texts are only loaded for the (at most 50) pairs an LLM will read."""
     low, high = CONTRADICTION_BAND
-    candidates = sorted((e for e in edges if low <= e[2] < high), key=lambda e: -e[2])
+    candidates = sorted(
+        (e for e in edges if low <= e[2] < high and e[0] in memories and e[1] in memories), key=lambda e: -e[2]
+    )
     if not candidates:
         return
-    ids = {mid for a, b, _ in candidates for mid in (a, b)}
-    rows = {
-        m.id: m
-        for m in Memory.objects.filter(pk__in=ids, state=Memory.STATE_ACTIVE).only(
-            "id", "title", "content", "created_at"
-        )
-    }
     linked = set(
         MemoryLink.objects.filter(
-            source_id__in=ids, target_id__in=ids, kind__in=[MemoryLink.KIND_CONTRADICTS, MemoryLink.KIND_SUPERSEDES]
+            organization_id=ctx.run.organization_id,
+            kind__in=[MemoryLink.KIND_CONTRADICTS, MemoryLink.KIND_SUPERSEDES],
+            source__project=ctx.project,
         ).values_list("source_id", "target_id")
     )
-    pairs: list[tuple[Memory, Memory, float]] = []
+    since = ctx.since.timestamp() if ctx.since is not None else None
+    chosen: list[tuple[str, str, float]] = []
     for a, b, similarity in candidates:
-        if (
-            a not in memories
-            or b not in memories
-            or a not in rows
-            or b not in rows
-            or (a, b) in linked
-            or (b, a) in linked
-        ):
+        if (a, b) in linked or (b, a) in linked:
             continue
-        older, newer = sorted((rows[a], rows[b]), key=lambda m: (m.created_at, m.id))
-        if ctx.since is not None and newer.created_at < ctx.since:
+        older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created, m.id))
+        if since is not None and newer.created < since:
             continue  # both were already judged by an earlier run
-        pairs.append((older, newer, similarity))
-        if len(pairs) >= MAX_JUDGED_PAIRS:
+        chosen.append((older.id, newer.id, similarity))
+        if len(chosen) >= MAX_JUDGED_PAIRS:
             ctx.warnings.append(f"only the {MAX_JUDGED_PAIRS} most similar new pairs were judged this run")
             break
-    if not pairs:
+    if not chosen:
         return
     if ctx.dry:
-        for older, newer, similarity in pairs:
-            ctx.note("judge_pairs", {"older": older.id, "newer": newer.id, "similarity": round(similarity, 4)})
+        for older_id, newer_id, similarity in chosen:
+            ctx.note("judge_pairs", {"older": older_id, "newer": newer_id, "similarity": round(similarity, 4)})
         return
     llm = ctx.llm or llm_from_settings()
     if llm.provider == "none":
-        ctx.warnings.append(f"{len(pairs)} pairs wait for an LLM to check for contradictions")
+        ctx.warnings.append(f"{len(chosen)} pairs wait for an LLM to check for contradictions")
+        return
+    rows = {
+        m.id: m
+        for m in Memory.objects.filter(
+            pk__in={mid for pair in chosen for mid in pair[:2]}, state=Memory.STATE_ACTIVE
+        ).only("id", "title", "content", "created_at")
+    }
+    pairs = [(rows[o], rows[n], s) for o, n, s in chosen if o in rows and n in rows]
+    if not pairs:
         return
     verdicts = _llm_map(
         ctx,
@@ -821,32 +916,25 @@ def _has_twin(ctx: _Context, vector: list[float]) -> bool:
     return nearest is not None and 1 - nearest >= DUPLICATE_THRESHOLD
 
 
-def _archive_stale(ctx: _Context, memories: dict[str, Memory]) -> None:
+def _archive_stale(ctx: _Context, memories: dict[str, ScannedMemory]) -> None:
     """Seed 004: archive low-salience memories idle for 30 days; expired working memories too.
     Uses the salience computed by this run's retention phase (also in a dry run)."""
+    now = ctx.now.timestamp()
     stale = [
         m.id
         for m in memories.values()
-        if m.state == Memory.STATE_ACTIVE
-        and (
-            retention.should_archive_stale(
-                m.salience,  # type: ignore[attr-defined]
-                m.last_used_at or m.created_at,
-                ctx.now,
-                threshold=STALE_RETENTION,
-                max_idle_days=STALE_IDLE_DAYS,
-            )
-            or (m.kind == Memory.KIND_WORKING and m.expires_at is not None and m.expires_at < ctx.now)
+        if retention.is_stale(
+            m.salience, idle_seconds=now - m.last_access, threshold=STALE_RETENTION, max_idle_days=STALE_IDLE_DAYS
         )
+        or (m.kind == Memory.KIND_WORKING and m.expires is not None and m.expires < now)
     ]
     if not stale:
         return
     if ctx.dry:
         ctx.preview["stale"] = stale
     else:
-        with transaction.atomic():
-            stale = _lock_active(stale)
-            _archive(stale, Memory.ARCHIVED_STALE, into=None)
+        # one statement: only rows still active are archived (the row lock is the UPDATE's own)
+        stale = _archive(stale, Memory.ARCHIVED_STALE, into=None, only_active=True)
     ctx.archived.extend(stale)
     ctx.counters["archived"] += len(stale)
 
@@ -854,24 +942,37 @@ def _archive_stale(ctx: _Context, memories: dict[str, Memory]) -> None:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
+# Raw SQL with one array parameter: ``pk__in`` over thousands of ids compiles and binds one
+# placeholder per id, which cost seconds per statement at 100K memories.
+
+
 def _lock_active(ids: Iterable[str]) -> list[str]:
-    return list(
-        Memory.objects.select_for_update()
-        .filter(pk__in=list(ids), state=Memory.STATE_ACTIVE)
-        .values_list("id", flat=True)
-    )
+    """Lock the still-active ones of these memories (in id order, so concurrent lockers never
+    deadlock) and return their ids."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memories_memory WHERE id = ANY(%s) AND state = %s ORDER BY id FOR UPDATE",
+            [list(ids), Memory.STATE_ACTIVE],
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
-def _archive(memory_ids: str | Sequence[str], reason: str, *, into: Memory | None) -> None:
+def _archive(
+    memory_ids: str | Sequence[str], reason: str, *, into: Memory | None, only_active: bool = False
+) -> list[str]:
+    """Archive these memories (never deletes); returns the ids it archived."""
     ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
-    Memory.objects.filter(pk__in=ids).update(
-        state=Memory.STATE_ARCHIVED,
-        archived_reason=reason,
-        archived_at=timezone.now(),
-        tier="archived",
-        consolidated_into=into,
-        updated_at=timezone.now(),
-    )
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memories_memory SET state = %s, archived_reason = %s, archived_at = %s, tier = %s, "
+            "consolidated_into_id = %s, updated_at = %s WHERE id = ANY(%s)"
+            + (" AND state = %s" if only_active else "")
+            + " RETURNING id",
+            [Memory.STATE_ARCHIVED, reason, now, "archived", into.id if into else None, now, ids]
+            + ([Memory.STATE_ACTIVE] if only_active else []),
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _link(ctx: _Context, source: str, target: str, kind: str, weight: float, reason: str) -> None:

@@ -16,6 +16,8 @@ from consolidation.retention import (
     RetentionScore,
     compute_retention_score,
     importance_for_kind,
+    is_stale,
+    retention_scores,
     should_archive_stale,
     tier_for,
 )
@@ -230,3 +232,53 @@ class TestStaleArchival:
 
     def test_idle_period_is_configurable(self) -> None:
         assert should_archive_stale(0.05, days_ago(8), NOW, max_idle_days=7) is True
+
+
+class TestBatch:
+    """The consolidation run scores a whole project at once: it must agree with the scalar formula."""
+
+    @given(
+        st.lists(
+            st.tuples(
+                st.floats(min_value=-1, max_value=2000),  # age in days (slightly negative: clock skew)
+                st.one_of(st.none(), st.floats(min_value=-1, max_value=2000)),  # days since last use
+                st.integers(min_value=0, max_value=500),
+                st.floats(min_value=-0.5, max_value=1.5),  # importance, clamped by both
+                st.booleans(),
+            ),
+            min_size=1,
+            max_size=30,
+        )
+    )
+    def test_batch_scores_and_tiers_equal_the_scalar_formula_for_every_memory(self, cases) -> None:
+        batch = retention_scores(
+            age_days=[age for age, *_ in cases],
+            access_age_days=[age if used is None else used for age, used, *_ in cases],
+            activation_counts=[count for *_, count, _, _ in cases],
+            importances=[importance for *_, importance, _ in cases],
+            superseded=[superseded for *_, superseded in cases],
+        )
+        for i, (age, used, count, importance, superseded) in enumerate(cases):
+            expected = compute_retention_score(
+                created_at=days_ago(age),
+                last_used_at=None if used is None else days_ago(used),
+                activation_count=count,
+                importance=min(1.0, max(0.0, importance)),
+                superseded=superseded,
+                now=NOW,
+            )
+            assert batch.overall[i] == pytest.approx(expected.overall, abs=1e-9)
+            assert batch.recency[i] == pytest.approx(expected.recency, abs=1e-9)
+            assert batch.activation[i] == pytest.approx(expected.activation, abs=1e-9)
+            if abs(expected.overall - 0.6) > 1e-9 and abs(expected.overall - 0.3) > 1e-9:
+                assert batch.tiers[i] == tier_for(expected, archived=False)
+
+    def test_a_negative_activation_count_is_refused_like_the_scalar_formula(self) -> None:
+        with pytest.raises(ValueError):
+            retention_scores(
+                age_days=[1], access_age_days=[1], activation_counts=[-1], importances=[0.5], superseded=[False]
+            )
+
+    def test_idle_seconds_staleness_matches_the_datetime_rule_at_the_30_day_boundary(self) -> None:
+        for idle in (timedelta(days=30) - timedelta(microseconds=1), timedelta(days=30), timedelta(days=31)):
+            assert is_stale(0.05, idle_seconds=idle.total_seconds()) == should_archive_stale(0.05, NOW - idle, NOW)
