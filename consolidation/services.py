@@ -421,24 +421,23 @@ def _duplicates(ctx: _Context, memories: dict[str, ScannedMemory]) -> list[Edge]
             plan = [item for item in plan if item[0].id in live and all(m.id in live for m in item[1])]
             _archive([m.id for _, others, _ in plan for m in others], Memory.ARCHIVED_DUPLICATE, into=None)
             links = [(keep.id, other.id, round(similarity, 4)) for keep, others, similarity in plan for other in others]
+            # one statement for thousands of links (bulk_create would bind 8 parameters per row)
             with connection.cursor() as cursor:
-                if not links:
-                    return edges
-                # one statement for thousands of links (bulk_create would bind 8 parameters per row)
-                cursor.execute(
-                    "INSERT INTO memories_memorylink "
-                    "(organization_id, source_id, target_id, kind, weight, reason, run_id, created_at) "
-                    "SELECT %s, v.s, v.t, %s, v.w, %s, %s, %s FROM unnest(%s::text[], %s::text[], %s::float8[]) "
-                    "AS v(s, t, w) ON CONFLICT DO NOTHING",
-                    [
-                        ctx.run.organization_id,
-                        MemoryLink.KIND_DUPLICATES,
-                        f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
-                        ctx.run.id,
-                        timezone.now(),
-                        *map(list, zip(*links, strict=True)),
-                    ],
-                )
+                if links:  # empty when another run took every group's members meanwhile
+                    cursor.execute(
+                        "INSERT INTO memories_memorylink "
+                        "(organization_id, source_id, target_id, kind, weight, reason, run_id, created_at) "
+                        "SELECT %s, v.s, v.t, %s, v.w, %s, %s, %s FROM unnest(%s::text[], %s::text[], %s::float8[]) "
+                        "AS v(s, t, w) ON CONFLICT DO NOTHING",
+                        [
+                            ctx.run.organization_id,
+                            MemoryLink.KIND_DUPLICATES,
+                            f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
+                            ctx.run.id,
+                            timezone.now(),
+                            *map(list, zip(*links, strict=True)),
+                        ],
+                    )
     for _, others, _ in plan:
         for other in others:
             memories.pop(other.id, None)

@@ -149,15 +149,20 @@ class Memory(models.Model):
 
     @property
     def scope(self) -> str:
-        if self.project_id:
-            return self.SCOPE_PROJECT
-        if self.team_id:
-            return self.SCOPE_TEAM
-        return self.SCOPE_ORG
+        return memory_scope(self.project_id, self.team_id)
 
     @property
     def is_active(self) -> bool:
         return self.state == self.STATE_ACTIVE
+
+
+def memory_scope(project_id: int | None, team_id: int | None) -> str:
+    """Where a memory lives: its project, else its team, else the whole org."""
+    if project_id:
+        return Memory.SCOPE_PROJECT
+    if team_id:
+        return Memory.SCOPE_TEAM
+    return Memory.SCOPE_ORG
 
 
 class MemoryLink(models.Model):

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter, access_get, access_project, reachable_projects
 from accounts.models import Project, Team
-from memories.models import Memory, MemoryLink, MemorySignal
+from memories.models import Memory, MemoryLink, MemorySignal, memory_scope
 from memories.ranking import ScoreBreakdown, estimate_tokens, score_memory
 from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.errors import InvalidInput, NotFound
@@ -208,11 +208,7 @@ class MemoryRow:
 
     @property
     def scope(self) -> str:
-        if self.project_id:
-            return Memory.SCOPE_PROJECT
-        if self.team_id:
-            return Memory.SCOPE_TEAM
-        return Memory.SCOPE_ORG
+        return memory_scope(self.project_id, self.team_id)
 
 
 _ROW_COLUMNS = ", ".join(f"m.{name}" for name in MemoryRow.__dataclass_fields__)
