@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 from django.db import connection
 
+from reasoningbank.metrics import counter_add
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -45,13 +47,18 @@ def write_behind(fn: Callable[..., None], *args: Any) -> bool:
     the queue is full, so the caller writes itself. A failure is logged: what is written this way
     must be affordable to lose (usage signals)."""
     if not _write_slots.acquire(blocking=False):
+        counter_add("write_behind_total", outcome="queue_full", work=getattr(fn, "__name__", str(fn)))
         return False
+
+    name = getattr(fn, "__name__", str(fn))
 
     def run() -> None:
         try:
             _on_own_connection(fn, *args)
+            counter_add("write_behind_total", outcome="written", work=name)
         except Exception:
-            logger.exception("write-behind %s failed", getattr(fn, "__name__", fn))
+            logger.exception("write-behind %s failed", name)
+            counter_add("write_behind_total", outcome="failed", work=name)
         finally:
             _write_slots.release()
 

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from reasoningbank import db_threads
+from reasoningbank.metrics import counters_snapshot
 
 
 @pytest.mark.parametrize(
@@ -38,6 +39,7 @@ def test_a_failing_write_is_logged_and_frees_its_slot(db, caplog, monkeypatch):
     assert db_threads.write_behind(boom)
     db_threads.write_behind_wait()
     assert "write-behind boom failed" in caplog.text
+    assert counters_snapshot()[("write_behind_total", (("outcome", "failed"), ("work", "boom")))] >= 1
     assert db_threads.write_behind(lambda: None)  # the one slot is free again
     db_threads.write_behind_wait()
 
