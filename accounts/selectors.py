@@ -52,16 +52,15 @@ def principal_describe(principal: Principal) -> dict[str, Any]:
     }
 
 
-def _columns(model: type[Model], alias: str) -> tuple[list[str], str]:
-    names = [f.attname for f in model._meta.concrete_fields]
-    return names, ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
+def _columns(model: type[Model], alias: str) -> str:
+    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
 
 
 @functools.cache
 def _token_sql() -> str:
     projects, teams = ApiToken.projects.field, ApiToken.teams.field
     return (
-        f"SELECT {_columns(ApiToken, 't')[1]}, {_columns(Organization, 'o')[1]}, {_columns(Project, 'p')[1]}, "
+        f"SELECT {_columns(ApiToken, 't')}, {_columns(Organization, 'o')}, {_columns(Project, 'p')}, "
         f"ARRAY(SELECT {projects.m2m_reverse_name()} FROM {projects.m2m_db_table()} "
         f"WHERE {projects.m2m_column_name()} = t.id), "
         f"ARRAY(SELECT {teams.m2m_reverse_name()} FROM {teams.m2m_db_table()} WHERE {teams.m2m_column_name()} = t.id) "
@@ -86,7 +85,7 @@ def token_by_digest(digest: str) -> ApiToken | None:
     loaded: list[Model | None] = []
     start = 0
     for model in (ApiToken, Organization, Project):
-        names = _columns(model, "")[0]
+        names = [f.attname for f in model._meta.concrete_fields]
         values = row[start : start + len(names)]
         loaded.append(model.from_db(connection.alias, names, values) if values[0] is not None else None)
         start += len(names)
