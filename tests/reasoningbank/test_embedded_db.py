@@ -32,3 +32,19 @@ def test_postgresql_sizes_are_accepted(value):
 def test_a_malformed_size_names_the_variable(value):
     with pytest.raises(ImproperlyConfigured, match="RB_PG_SHARED_BUFFERS"):
         shared_buffers_validate(value)
+
+
+def test_processes_that_died_without_detaching_are_forgotten(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from reasoningbank.embedded_db import handles_prune
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(finished.stdout)
+    (tmp_path / ".handle_pids.json").write_text(json.dumps([os.getpid(), dead]))
+    assert handles_prune(tmp_path) == [os.getpid()]
+    assert json.loads((tmp_path / ".handle_pids.json").read_text()) == [os.getpid()]
+    assert handles_prune(tmp_path / "missing") == []
