@@ -97,9 +97,16 @@ def run_options_validate(
 
 
 def consolidation_request(
-    *, principal: Principal, project: Project, options: RunOptions, trigger: str = ConsolidationRun.TRIGGER_MANUAL
+    *,
+    principal: Principal,
+    project: Project | None,
+    options: RunOptions,
+    trigger: str = ConsolidationRun.TRIGGER_MANUAL,
 ) -> ConsolidationRun:
-    """Create a run (queued). Gates: manual needs Pro, automatic needs Teams; one active run per project."""
+    """Create a run (queued). Gates: manual needs Pro, automatic needs Teams; one active run per project.
+    ``project`` None (no slug, and the token reaches several projects) is a clear 4xx."""
+    if project is None:
+        raise InvalidInput("project_id is required: the slug of the project to consolidate", field="project_id")
     org = principal.organization
     if trigger == ConsolidationRun.TRIGGER_MANUAL:
         if not principal.has_scope(SCOPE_CONSOLIDATION_RUN):

@@ -80,3 +80,10 @@ async def test_the_plan_gate_scope_and_tenancy_are_enforced(app, cast, seeded):
     assert denied.is_error and "consolidation:run" in dump(denied)
     assert gated.is_error and "Pro plan" in dump(gated).replace("pro plan", "Pro plan")
     assert bad.is_error and "similarity_threshold" in dump(bad)
+
+
+async def test_an_org_wide_token_must_name_the_project(app, cast, make_token):
+    raw = await in_thread(lambda: make_token(cast.org_a)[0])
+    async with mcp_client(app, raw, "legacy") as client:
+        blank = await client.call_tool("memory_consolidate", {"project_id": ""})
+    assert blank.is_error and "project_id is required" in dump(blank)
