@@ -78,8 +78,9 @@ class Principal:
 
 def principal_for_token(token: ApiToken) -> Principal:
     # accounts.selectors.token_by_digest loads the restriction with the token; other callers query it
-    if hasattr(token, "project_id_list"):
-        project_ids, team_ids = frozenset(token.project_id_list), frozenset(token.team_id_list)
+    loaded = getattr(token, "project_id_list", None), getattr(token, "team_id_list", None)
+    if loaded[0] is not None and loaded[1] is not None:
+        project_ids, team_ids = frozenset(loaded[0]), frozenset(loaded[1])
     else:
         project_ids = frozenset(token.projects.values_list("id", flat=True))
         team_ids = frozenset(token.teams.values_list("id", flat=True))

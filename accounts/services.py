@@ -233,7 +233,8 @@ def token_create(
     if not label or len(label) > 100:
         raise InvalidInput("label is required (1-100 characters)", field="label")
     scope_list = scopes_validate(DEFAULT_TOKEN_SCOPES if scopes is None else scopes)
-    for item in (*projects, *teams):
+    restriction: list[Project | Team] = [*projects, *teams]
+    for item in restriction:
         if item.organization_id != organization.id:
             raise InvalidInput("token restrictions must be projects/teams of this organization", field="projects")
     if expires_at is not None and expires_at <= timezone.now():

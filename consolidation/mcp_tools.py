@@ -35,10 +35,10 @@ def register_consolidation_tools(server: MCPServer) -> None:
         ),
         annotations=ToolAnnotations(
             title="Consolidate memories",
-            readOnlyHint=False,
-            destructiveHint=False,
-            idempotentHint=True,
-            openWorldHint=False,
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
     def memory_consolidate(

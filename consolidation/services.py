@@ -223,14 +223,15 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
     assert project is not None
     window_start = timezone.now() - timedelta(seconds=settings.CONSOLIDATION_WINDOW)
     previous = last_completed_run(project)
-    if not options.force and not options.dry_run and previous is not None and previous.started_at >= window_start:
+    since = previous.started_at if previous is not None else None
+    if previous is not None and since is not None and since >= window_start and not (options.force or options.dry_run):
         return _run_finish(
             run,
             ConsolidationRun.STATUS_SKIPPED,
             counters=empty_counters(),
             preview={},
             warnings=[
-                f"consolidated {timezone.now() - previous.started_at} ago ({previous.id}); within the "
+                f"consolidated {timezone.now() - since} ago ({previous.id}); within the "
                 f"{settings.CONSOLIDATION_WINDOW / 3600:.0f} h window — pass force to run anyway"
             ],
             errors=[],
@@ -556,7 +557,7 @@ def _neighbour_graph_store(
 
 def _cluster(ctx: _Context, memories: dict[str, ScannedMemory], edges: list[Edge]) -> list[clustering.Cluster[str]]:
     # disputed memories wait for a moderator instead of being merged away
-    disputed = set()
+    disputed: set[str] = set()
     for source, target in MemoryLink.objects.filter(
         organization_id=ctx.run.organization_id,
         kind=MemoryLink.KIND_CONTRADICTS,
@@ -753,10 +754,10 @@ def _judge(ctx: _Context, edges: list[Edge], memories: dict[str, ScannedMemory])
     for a, b, similarity in candidates:
         if (a, b) in linked or (b, a) in linked:
             continue
-        older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created, m.id))
-        if since is not None and newer.created < since:
+        first, second = sorted((memories[a], memories[b]), key=lambda m: (m.created, m.id))
+        if since is not None and second.created < since:
             continue  # both were already judged by an earlier run
-        chosen.append((older.id, newer.id, similarity))
+        chosen.append((first.id, second.id, similarity))
         if len(chosen) >= MAX_JUDGED_PAIRS:
             ctx.warnings.append(f"only the {MAX_JUDGED_PAIRS} most similar new pairs were judged this run")
             break
@@ -969,14 +970,14 @@ def _archive(
     """Archive these memories (never deletes); returns the ids it archived."""
     ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
     now = timezone.now()
+    params: list[Any] = [Memory.STATE_ARCHIVED, reason, now, "archived", into.id if into else None, now, ids]
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE memories_memory SET state = %s, archived_reason = %s, archived_at = %s, tier = %s, "
             "consolidated_into_id = %s, updated_at = %s WHERE id = ANY(%s)"
             + (" AND state = %s" if only_active else "")
             + " RETURNING id",
-            [Memory.STATE_ARCHIVED, reason, now, "archived", into.id if into else None, now, ids]
-            + ([Memory.STATE_ACTIVE] if only_active else []),
+            params + ([Memory.STATE_ACTIVE] if only_active else []),
         )
         return [row[0] for row in cursor.fetchall()]
 

@@ -132,8 +132,8 @@ def _schedule_rows(request: HttpRequest, projects: list[Project]) -> list[dict[s
     stored = {
         row.project_id: row
         for row in ProjectConsolidationSettings.objects.filter(
-            organization=request.principal.organization,
-            project__in=projects,  # type: ignore[attr-defined]
+            organization=request.principal.organization,  # type: ignore[attr-defined]
+            project__in=projects,
         )
     }
     rows = []

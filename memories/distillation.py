@@ -7,6 +7,7 @@ store, all-or-nothing), ``session_retry`` / ``sessions_requeue``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -18,7 +19,6 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
-from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Organization
@@ -42,6 +42,7 @@ from memories.services import (
     memories_mark_used,
     memory_embedding_text,
 )
+from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Forbidden, InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
@@ -350,7 +351,7 @@ def sessions_requeue(queryset: Any) -> int:
     )
     if not waiting:
         for session_id in ids:
-            transaction.on_commit(lambda sid=session_id: session_enqueue(sid))
+            transaction.on_commit(functools.partial(session_enqueue, session_id))
     return len(ids)
 
 

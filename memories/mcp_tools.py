@@ -48,10 +48,10 @@ def register_session_tools(server: MCPServer) -> None:
         ),
         annotations=ToolAnnotations(
             title="Submit a session",
-            readOnlyHint=False,
-            destructiveHint=False,
-            idempotentHint=True,
-            openWorldHint=False,
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
     def session_submit(

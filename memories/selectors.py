@@ -269,7 +269,7 @@ def _text_leg_sql(base: str) -> str:
     )
 
 
-def _rows(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def _rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()

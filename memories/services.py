@@ -359,7 +359,10 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
 
 def _weights_row(memory: Memory, *, lock: bool = False) -> ProjectSignalWeights:
     """The learned weights that govern this memory: its project's, or the org-wide row."""
-    qs = ProjectSignalWeights.objects.filter(organization_id=memory.organization_id, project_id=memory.project_id)
+    # project_id None selects the org-wide row (Django turns ``= None`` into IS NULL)
+    qs = ProjectSignalWeights.objects.filter(
+        organization_id=memory.organization_id, project_id=memory.project_id  # type: ignore[misc]
+    )
     if lock:
         qs = qs.select_for_update()
     row = qs.first()

@@ -74,7 +74,7 @@ def _context(request: HttpRequest, nav: str, **extra: Any) -> dict[str, Any]:
 def _is_partial(request: HttpRequest) -> bool:
     """An htmx request for a fragment (a history-restore request wants the whole page)."""
     htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.history_restore_request
+    return htmx is not None and bool(htmx) and not htmx.history_restore_request
 
 
 def _memory_or_404(request: HttpRequest, memory_id: str) -> Memory:
@@ -231,7 +231,9 @@ class MemoryFilterForm(forms.Form):
 
     def __init__(self, *args: Any, projects: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = _any([(slug, slug) for slug in projects], "All projects")
+        self.fields["project"].choices = _any(  # type: ignore[attr-defined]  # a ChoiceField
+            [(slug, slug) for slug in projects], "All projects"
+        )
 
     def clean_tag(self) -> str:
         return (self.cleaned_data.get("tag") or "").strip().lower()
@@ -240,7 +242,7 @@ class MemoryFilterForm(forms.Form):
         return (self.cleaned_data.get("q") or "").strip()
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         low, high = data.get("min_confidence"), data.get("max_confidence")
         if low is not None and high is not None and low > high:
             self.add_error("max_confidence", "must be at least the min confidence")
@@ -275,7 +277,7 @@ def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str,
     )
     notice = "Ranked search covers active memories; archived ones are matched by title and description." if q else ""
     page = Paginator(memory_list(principal, filters), PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = [Row(m) for m in page.object_list]
+    page.object_list = [Row(m) for m in page.object_list]  # type: ignore[misc]  # the template renders Rows
     return page, "list", notice
 
 
@@ -297,20 +299,19 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
     hits = memory_search(principal, search, query_vector=vector).hits
     # the search loads only the columns it ranks on; the table shows more, so load the rows in one go
     full = memory_list(principal, MemoryFilters(state=None)).in_bulk([h.memory.pk for h in hits])
-    hits = [SearchHit(full[h.memory.pk], h.breakdown, h.matched_by) for h in hits if h.memory.pk in full]
+    rows = [Row(full[h.memory.pk], h) for h in hits if h.memory.pk in full]
     # the search has no kind / tier / tag / max-confidence / "mixed" filters: apply them to its hits
     if outcome == Memory.OUTCOME_MIXED:
-        hits = [h for h in hits if h.memory.outcome == outcome]
+        rows = [r for r in rows if r.memory.outcome == outcome]
     if data.get("kind"):
-        hits = [h for h in hits if h.memory.kind == data["kind"]]
+        rows = [r for r in rows if r.memory.kind == data["kind"]]
     if data.get("tag"):
-        hits = [h for h in hits if data["tag"] in h.memory.tags]
+        rows = [r for r in rows if data["tag"] in r.memory.tags]
     if data.get("max_confidence") is not None:
-        hits = [h for h in hits if h.memory.confidence <= data["max_confidence"]]
+        rows = [r for r in rows if r.memory.confidence <= data["max_confidence"]]
     if data.get("tier"):
-        hits = [h for h in hits if h.memory.tier == data["tier"]]
-    page = Paginator([Row(h.memory, h) for h in hits], SEARCH_LIMIT).get_page(1)
-    return page
+        rows = [r for r in rows if r.memory.tier == data["tier"]]
+    return Paginator(rows, SEARCH_LIMIT).get_page(1)
 
 
 @org_view()

