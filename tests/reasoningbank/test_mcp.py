@@ -98,6 +98,9 @@ async def test_lists_the_memory_tools_with_seed_schemas_and_hints(app: Any, toke
     assert tools["memory_search"].annotations.read_only_hint is True
     assert tools["memory_get"].annotations.read_only_hint is True
     assert tools["memory_record"].annotations.read_only_hint is False
+    for name in ("session_submit", "memory_consolidate"):  # safe to retry, changes the bank
+        hints = tools[name].annotations
+        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (False, False, True)
 
     search = tools["memory_search"]
     assert search.description == "Search for relevant strategies and patterns"
