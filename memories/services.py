@@ -735,9 +735,11 @@ def memories_reembed(*, only_stale: bool = True, batch: int = 256, progress: Any
         if not chunk:
             return done
         vectors, name = _embed([memory_embedding_text(m.title, m.description, m.content) for m in chunk])
+        now = timezone.now()
         with transaction.atomic():
             for memory, vector in zip(chunk, vectors, strict=True):
-                Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=name)
+                # updated_at: consolidation's stored neighbour graph probes changed memories again
+                Memory.objects.filter(pk=memory.pk).update(embedding=vector, embedding_model=name, updated_at=now)
         done += len(chunk)
         last = chunk[-1].pk
         if progress:
