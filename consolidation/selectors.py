@@ -129,12 +129,12 @@ def memories_scan(*, organization_id: int, project_id: int) -> dict[str, Scanned
         return {row[0]: ScannedMemory(*row) for row in cursor.fetchall()}
 
 
-def stored_edges(*, project_id: int, min_similarity: float) -> list[Edge]:
+def stored_edges(*, organization_id: int, project_id: int, min_similarity: float) -> list[Edge]:
     """The project's stored neighbour graph (see ``NeighbourGraph``), edges at or above the floor."""
     return list(
-        NeighbourEdge.objects.filter(project_id=project_id, similarity__gte=min_similarity - 1e-9).values_list(
-            "source", "target", "similarity"
-        )
+        NeighbourEdge.objects.filter(
+            organization_id=organization_id, project_id=project_id, similarity__gte=min_similarity - 1e-9
+        ).values_list("source", "target", "similarity")
     )
 
 

@@ -479,7 +479,8 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
         cutoff = (graph.built_at - GRAPH_CLOCK_MARGIN).timestamp()
         probe = [mid for mid, m in memories.items() if m.created >= cutoff or m.updated >= cutoff]
         changed = set(probe)
-        for edge in stored_edges(project_id=ctx.project.id, min_similarity=floor):
+        stored = stored_edges(organization_id=ctx.run.organization_id, project_id=ctx.project.id, min_similarity=floor)
+        for edge in stored:
             a, b, _ = edge
             if a in memories and b in memories:
                 if a not in changed and b not in changed:
