@@ -120,6 +120,9 @@ def experiments(project: Any, *, sample: int, seed: int) -> dict[str, Any]:
         with connection.cursor() as cursor:
             _run(cursor, sql, _params(project, ids[:50], k), settings_)  # warm caches
             seconds, rows = _run(cursor, sql, _params(project, ids, k), settings_)
+        return record(name, seconds, rows)
+
+    def record(name: str, seconds: float, rows: list[tuple]) -> dict[str, Any]:
         row = {
             "variant": name,
             "ms_per_id": round(seconds * 1000 / len(ids), 3),
@@ -176,16 +179,7 @@ def experiments(project: Any, *, sample: int, seed: int) -> dict[str, Any]:
         th.join()
     wall = time.perf_counter() - t
     rows = [r for box in boxes for r in box[0][1]] if all(boxes) else []
-    row = {
-        "variant": "2 parallel connections (baseline settings)",
-        "ms_per_id": round(wall * 1000 / len(ids), 3),
-        "seconds_sample": round(wall, 3),
-        "edges": len(rows),
-        "recall": _recall(rows, exact),
-        "projected_seconds_all_ids": round(wall / len(ids) * len(all_ids), 1),
-    }
-    out["variants"].append(row)
-    print(f"    {row['variant']:<46}{row['ms_per_id']:>8.3f} ms/id  recall {row['recall']}", flush=True)
+    record("2 parallel connections (baseline settings)", wall, rows)
 
     # halfvec expression index (half the bytes per vector and per distance)
     with connection.cursor() as cursor:

@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
-from consolidation.models import ConsolidationRun, NeighbourEdge
+from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
 from memories.models import Memory, MemoryLink
 from reasoningbank.errors import NotFound
 
@@ -127,6 +127,11 @@ def memories_scan(*, organization_id: int, project_id: int) -> dict[str, Scanned
     with connection.cursor() as cursor:
         cursor.execute(_SCAN_SQL, [organization_id, project_id])
         return {row[0]: ScannedMemory(*row) for row in cursor.fetchall()}
+
+
+def neighbour_graph_get(*, organization_id: int, project_id: int) -> NeighbourGraph | None:
+    """The project's stored neighbour graph's bookkeeping row, if a run has built one."""
+    return NeighbourGraph.objects.filter(organization_id=organization_id, project_id=project_id).first()
 
 
 def stored_edges(*, organization_id: int, project_id: int, min_similarity: float) -> list[Edge]:

@@ -36,6 +36,7 @@ from consolidation.selectors import (
     ScannedMemory,
     memories_scan,
     neighbour_edges,
+    neighbour_graph_get,
     stored_edges,
 )
 from memories import confidence as conf
@@ -464,7 +465,7 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
     Stored in the same run, except in a dry run."""
     k = NEIGHBOURS_PER_MEMORY
     models = sorted({m.embedding_model for m in memories.values()})
-    graph = NeighbourGraph.objects.filter(project=ctx.project).first()
+    graph = neighbour_graph_get(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
     reuse = (
         graph is not None
         and graph.min_similarity <= floor + 1e-9
@@ -505,7 +506,7 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
             fresh,
             replace_all=not reuse,
             forget=sorted(gone),
-            min_similarity=max(floor, graph.min_similarity) if reuse and graph else floor,
+            min_similarity=floor,  # reused edges were read at this floor too
             k=k,
             models=models,
             edge_count=len(edges),

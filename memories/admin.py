@@ -6,7 +6,7 @@ principal of the memory's org, recorded as the staff user. Embeddings are never 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -65,6 +65,9 @@ class MemoryForm(forms.ModelForm):
         return data
 
 
+EDITABLE_FIELDS = frozenset({"title", "description", "content", "outcome", "tags", "kind"})
+
+
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     form = MemoryForm
@@ -87,34 +90,6 @@ class MemoryAdmin(admin.ModelAdmin):
     list_select_related = ("organization", "project")
     date_hierarchy = "created_at"
     exclude = ("embedding", "search_vector")
-    readonly_fields = (
-        "id",
-        "organization",
-        "team",
-        "project",
-        "state",
-        "archived_reason",
-        "archived_at",
-        "consolidated_into",
-        "tier",
-        "retention",
-        "importance",
-        "expires_at",
-        "confidence",
-        "prior_alpha",
-        "prior_beta",
-        "alpha",
-        "beta",
-        "usage_count",
-        "last_used_at",
-        "embedding_model",
-        "origin",
-        "source_session",
-        "created_by_token",
-        "created_by_user",
-        "created_at",
-        "updated_at",
-    )
     fieldsets = (
         (None, {"fields": ("id", "title", "description", "content", "outcome", "tags", "kind")}),
         ("Place", {"fields": ("organization", "team", "project")}),
@@ -151,6 +126,13 @@ class MemoryAdmin(admin.ModelAdmin):
                 )
             },
         ),
+    )
+    # staff may correct the text; everything else is the system's record
+    readonly_fields = tuple(
+        name
+        for _, options in fieldsets
+        for name in cast(tuple[str, ...], options["fields"])
+        if name not in EDITABLE_FIELDS
     )
     inlines = (OutgoingLinkInline, SignalInline)
     actions = ("archive_selected", "restore_selected")
