@@ -424,13 +424,21 @@ def test_every_database_session_scans_the_hnsw_graph_iteratively_with_the_config
         assert cursor.fetchone() == ("relaxed_order", str(settings.SEARCH_HNSW_EF_SEARCH))
 
 
-def test_a_search_for_more_candidates_than_ef_search_still_fills_its_limit(cast, make_token):
+def test_a_search_for_more_candidates_than_ef_search_widens_it_and_fills_its_limit(cast, make_token):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     for i in range(25):
         record(principal, title=f"{TITLE} variant {i}", content=f"{CONTENT} case {i}")
     # limit 20 → 80 candidates per leg, more than ef_search 40: the search widens ef_search for itself
-    result = search(principal, limit=20, min_confidence=0.0)
+    with CaptureQueriesContext(connection) as wide:
+        result = search(principal, limit=20, min_confidence=0.0)
     assert len(result.hits) == 20 and result.total_found == 25
+    assert any("set_config('hnsw.ef_search', '80', true)" in q["sql"] for q in wide.captured_queries)
+    with CaptureQueriesContext(connection) as narrow:
+        search(principal, limit=5, min_confidence=0.0)  # 20 candidates: the session's setting suffices
+    assert not any("hnsw.ef_search" in q["sql"] for q in narrow.captured_queries)
 
 
 @pytest.mark.django_db(transaction=True)  # the second leg runs on another connection: rows must be committed
@@ -483,3 +491,35 @@ def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(
     signal = MemorySignal.objects.get(memory=memory, type="usage")
     assert signal.confidence_after == pytest.approx(hit.memory.confidence) and signal.project_id == cast.project_a.id
 
+
+
+@pytest.mark.parametrize("scope", ["project", "team", "org", "all"])
+def test_the_raw_sql_reach_selects_exactly_what_the_orm_reach_does(cascade, cast, make_token, scope):
+    from django.db import connection
+
+    from memories.selectors import Reach, _reach_sql
+
+    p1, p2, team = cascade["p1"], cascade["p2"], cascade["team"]
+    reaches = [
+        Reach(None, None),  # an org-wide token
+        Reach(frozenset({p1.id}), frozenset({team.id})),  # one project (and its team)
+        Reach(frozenset({p1.id, p2.id}), frozenset()),  # two projects, no team
+        Reach(frozenset(), frozenset({team.id})),  # a team token
+    ]
+    selected: set[str] = set()
+    for reach in reaches:
+        in_org = Memory.objects.filter(organization=cast.org_a)
+        orm = set(in_org.filter(reach.memory_q(scope)).values_list("id", flat=True))
+        params = {
+            "org": cast.org_a.id,
+            "projects": sorted(reach.project_ids or ()),
+            "teams": sorted(reach.team_ids or ()),
+        }
+        where = _reach_sql(reach, scope)
+        sql_text = f"SELECT m.id FROM memories_memory m WHERE m.organization_id = %(org)s AND ({where})"
+        with connection.cursor() as cursor:
+            cursor.execute(sql_text, params)
+            sql = {row[0] for row in cursor.fetchall()}
+        assert sql == orm, (reach, scope)
+        selected |= sql
+    assert selected  # the cascade has memories in every scope
