@@ -17,6 +17,9 @@ another's HNSW index and ``ru_maxrss`` is that size's peak. In the child:
    memory, tier/retention back to the defaults so it re-tiers every row, VACUUM ANALYZE);
 2. a no-LLM run: ``consolidation_execute(run_id, llm=NoLLM())`` — scan, duplicate merge (the
    k-NN graph), retention, clustering, judge/patterns skipped (they wait for an LLM), stale archival;
+   unless ``--no-repeat``, two more no-LLM runs without a reset: the settled bank (nothing new,
+   nothing to merge) and a later day with one slice of the stored neighbour graph due for
+   another probe (``consolidation/graph_slices.py``);
 3. a fake-LLM run (sizes in ``--llm-sizes``): ``tests.fakes.ScriptedLLM`` with an endless callable
    script answering every prompt in its expected format (``bench/_fake_replies.py``), each call
    sleeping ``--llm-sleep`` seconds (default 0.05) to mimic latency;
@@ -51,6 +54,7 @@ sys.path.insert(0, str(REPO / "bench"))
 RESULTS_DIR = REPO / "bench" / "results"
 DATASET_VERSION = 1
 TARGETS_NO_LLM_SECONDS = {10_000: 5.0, 100_000: 60.0}
+RUN_LABELS = ("no_llm", "no_llm_again", "no_llm_slice_due", "fake_llm")
 
 
 def parse_args() -> argparse.Namespace:
@@ -69,7 +73,7 @@ def parse_args() -> argparse.Namespace:
         "--no-repeat",
         dest="repeat",
         action="store_false",
-        help="skip the second no-LLM run on the already consolidated bank (steady-state cost)",
+        help="skip the later no-LLM runs on the consolidated bank (steady state; a day with one graph slice due)",
     )
     p.add_argument("--explain-sample", type=int, default=2000, help="ids per variant measurement")
     p.add_argument("--seed", type=int, default=0)
@@ -183,7 +187,7 @@ def print_table(report: dict) -> None:
     phases = ("scan", "retention", "duplicates", "cluster", "synthesize", "judge", "patterns", "archive")
     print(f"\n{'run':<22}" + "".join(f"{p[:9]:>10}" for p in phases) + f"{'total':>10}{'rss MiB':>9}{'pg MiB':>8}")
     for size, r in report["sizes"].items():
-        for label in ("no_llm", "no_llm_again", "fake_llm"):
+        for label in RUN_LABELS:
             run = r.get(label)
             if not run:
                 continue
@@ -207,7 +211,7 @@ def print_table(report: dict) -> None:
             f"         load {r['dataset'].get('load_seconds')} s, reset {r.get('reset_seconds')} s; "
             f"no-LLM total {no.get('total_seconds')} s{verdict}"
         )
-        for label in ("no_llm", "no_llm_again", "fake_llm"):
+        for label in RUN_LABELS:
             run = r.get(label)
             if run:
                 c = {k: v for k, v in run["counters"].items() if v}
@@ -301,6 +305,11 @@ def child(args: argparse.Namespace) -> int:
         result["no_llm_again"] = run_once(project, NoLLM())
         again = result["no_llm_again"]
         print(f"    total {again['total_seconds']} s  phases {again['phase_durations']}", flush=True)
+        # a later day: one slice of the stored neighbour graph is due for another probe
+        slice_make_due(project)
+        print(f"  no-LLM run with one graph slice due ({size:,}) …", flush=True)
+        result["no_llm_slice_due"] = due = run_once(project, NoLLM())
+        print(f"    total {due['total_seconds']} s  phases {due['phase_durations']}", flush=True)
 
     if size in llm_sizes:
         reset(project)
@@ -544,6 +553,21 @@ def rewrite_if_fillfactor_changed(info_path: Path, info: dict[str, Any]) -> None
     info["rewrite_seconds"] = round(time.perf_counter() - t, 2)
     info_path.write_text(json.dumps(info))
     print(f"  table rewritten for reloptions {options} in {info['rewrite_seconds']} s", flush=True)
+
+
+def slice_make_due(project: Any) -> None:
+    """Age the stored graph's oldest slice past the re-probe age, as the calendar would."""
+    from datetime import datetime
+
+    from consolidation.models import NeighbourGraph
+    from consolidation.services import GRAPH_REPROBE_AFTER
+
+    graph = NeighbourGraph.objects.get(project=project)
+    stamps = [datetime.fromisoformat(at) for at in graph.slices_probed_at]
+    oldest = stamps.index(min(stamps))
+    stamps[oldest] -= GRAPH_REPROBE_AFTER
+    graph.slices_probed_at = [at.isoformat() for at in stamps]
+    graph.save(update_fields=["slices_probed_at"])
 
 
 def reset(project: Any) -> None:

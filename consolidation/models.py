@@ -113,9 +113,9 @@ class ProjectConsolidationSettings(models.Model):
 
 class NeighbourGraph(models.Model):
     """The project's stored similarity graph (its k-NN edges from the pgvector index), so a run only
-    probes the index for memories created or changed since the graph was last brought up to date;
-    the first run, a lower similarity floor, a bigger k, new embedding models or a graph older
-    than a week rebuild it whole.
+    probes the index for memories created or changed since the graph was last brought up to date,
+    plus the slice of memories whose last probe is a week old (``consolidation.graph_slices``);
+    the first run, a lower similarity floor, a bigger k or new embedding models rebuild it whole.
     A cache of the index, not data: dropping it only makes the next run probe every memory."""
 
     project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="+")
@@ -126,6 +126,9 @@ class NeighbourGraph(models.Model):
     neighbours = models.PositiveSmallIntegerField(help_text="k of the k-NN probes")
     embedding_models = models.JSONField(default=list, blank=True)
     edge_count = models.PositiveIntegerField(default=0)
+    slices_probed_at = models.JSONField(
+        default=list, blank=True, help_text="when each slice of memories was last probed (ISO times)"
+    )
 
     def __str__(self) -> str:
         return f"neighbour graph of {self.project_id} ({self.edge_count} edges)"

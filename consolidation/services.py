@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from accounts.access import Principal, system_principal
 from accounts.models import SCOPE_CONSOLIDATION_RUN, Organization, Project
 from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED, minimum_plan_for
 from accounts.services import audit_record
-from consolidation import clustering, retention
+from consolidation import clustering, graph_slices, retention
 from consolidation import prompts as cprompts
 from consolidation import signals as events
 from consolidation.models import ConsolidationRun, NeighbourGraph, ProjectConsolidationSettings, empty_counters
@@ -60,8 +60,9 @@ WORKING_TTL = timedelta(minutes=30)
 # created_at/updated_at are stamped by other processes whose clocks may lag the worker's
 GRAPH_CLOCK_MARGIN = timedelta(minutes=5)
 # an approximate index misses a few percent of the edges in any one pass, and an incremental
-# run never looks for them again: a full pass now and then picks them up
-GRAPH_REBUILD_AFTER = timedelta(days=7)
+# run never looks for them again: each memory is probed again this long after its last probe,
+# a slice of the project a day (consolidation.graph_slices)
+GRAPH_REPROBE_AFTER = timedelta(days=7)
 PHASES = ("scan", "duplicates", "retention", "judge", "cluster", "synthesize", "patterns", "archive", "completed")
 
 
@@ -459,38 +460,45 @@ def _duplicates(ctx: _Context, memories: dict[str, ScannedMemory]) -> list[Edge]
 def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: float) -> list[Edge]:
     """The project's neighbour graph (edges ≥ ``floor`` between active memories). The first run
     probes the HNSW index for every memory; later runs reuse the stored graph and probe only the
-    memories created or changed since it was built (their edges to older memories come from
-    their own probes), unless the floor went down, k went up, the embedding models changed or
-    the last full pass is older than GRAPH_REBUILD_AFTER.
+    memories created or changed since it was built (their edges to older memories come from their
+    own probes, their stored ones may be stale) and those in slices due for another probe (their
+    stored edges stay, the probe adds what the last one missed). A lower floor, a bigger k, new
+    embedding models, or every slice being due, probe every memory again.
     Stored in the same run, except in a dry run."""
     k = NEIGHBOURS_PER_MEMORY
     models = sorted({m.embedding_model for m in memories.values()})
     graph = neighbour_graph_get(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
+    due = set(range(graph_slices.SLICES))
+    probed_at: list[datetime] = []
+    if graph is not None:
+        probed_at = [datetime.fromisoformat(at) for at in graph.slices_probed_at] or [graph.rebuilt_at] * len(due)
+        due = graph_slices.slices_due(probed_at, ctx.now, GRAPH_REPROBE_AFTER)
     reuse = (
         graph is not None
         and graph.min_similarity <= floor + 1e-9
         and graph.neighbours >= k
         and graph.embedding_models == models
-        and graph.rebuilt_at >= ctx.now - GRAPH_REBUILD_AFTER
+        and len(due) < graph_slices.SLICES
     )
-    kept: list[Edge] = []
+    kept: dict[tuple[str, str], float] = {}
     gone: set[str] = set()
     if reuse:
         assert graph is not None
         cutoff = (graph.built_at - GRAPH_CLOCK_MARGIN).timestamp()
-        probe = [mid for mid, m in memories.items() if m.created >= cutoff or m.updated >= cutoff]
-        changed = set(probe)
+        changed = {mid for mid, m in memories.items() if m.created >= cutoff or m.updated >= cutoff}
+        probe = sorted(changed | {mid for mid in memories if graph_slices.slice_of(mid) in due})
         stored = stored_edges(organization_id=ctx.run.organization_id, project_id=ctx.project.id, min_similarity=floor)
-        for edge in stored:
-            a, b, _ = edge
+        for a, b, similarity in stored:
             if a in memories and b in memories:
                 if a not in changed and b not in changed:
-                    kept.append(edge)
+                    kept[(a, b)] = similarity
             else:
                 gone.update(x for x in (a, b) if x not in memories)
-        gone |= changed  # their stored edges may be stale (an edit re-embeds a memory)
+        gone |= changed
+        probed_at = [at if i not in due else ctx.now for i, at in enumerate(probed_at)]
     else:
         probe = list(memories)
+        probed_at = graph_slices.slices_staggered(ctx.now, GRAPH_REPROBE_AFTER)
     fresh = (
         neighbour_edges(
             organization_id=ctx.run.organization_id, project_id=ctx.project.id, ids=probe, min_similarity=floor, k=k
@@ -499,7 +507,8 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
         else []
     )
     ctx.counters["neighbour_probes"] = len(probe)
-    edges = kept + fresh  # disjoint: every fresh edge touches a probed memory, no kept one does
+    # a re-probed memory's stored edges come back from its probe: one edge per pair (a < b both)
+    edges = [(a, b, s) for (a, b), s in ({**kept, **{(a, b): s for a, b, s in fresh}}).items()]
     if not ctx.dry:
         _neighbour_graph_store(
             ctx,
@@ -510,6 +519,7 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
             k=k,
             models=models,
             edge_count=len(edges),
+            probed_at=probed_at,
         )
     return edges
 
@@ -524,6 +534,7 @@ def _neighbour_graph_store(
     k: int,
     models: list[str],
     edge_count: int,
+    probed_at: list[datetime],
 ) -> None:
     """Bring the stored graph up to date in one transaction (a crash keeps the previous graph)."""
     with transaction.atomic(), connection.cursor() as cursor:
@@ -553,6 +564,7 @@ def _neighbour_graph_store(
                 "neighbours": k,
                 "embedding_models": models,
                 "edge_count": edge_count,
+                "slices_probed_at": [at.isoformat() for at in probed_at],
             },
         )
 

@@ -1,15 +1,17 @@
 """The stored neighbour graph: the first run probes the pgvector index for every memory, later
-runs only for memories created or changed since, and reuse the stored edges for the rest."""
+runs only for memories created or changed since and for the slice due for another probe, and
+reuse the stored edges for the rest."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from consolidation import services
+from consolidation.graph_slices import SLICES, slice_of
 from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
 from memories.models import Memory
 from reasoningbank.ai.llm import NoLLM
@@ -103,19 +105,66 @@ def test_a_lower_similarity_floor_than_the_stored_graph_probes_every_memory_agai
     assert NeighbourGraph.objects.get(project=cast.project_a).min_similarity == pytest.approx(0.6)
 
 
-def test_a_graph_whose_last_full_pass_is_over_a_week_old_is_rebuilt_from_every_memory(cast, agent, probes):
+def during(run: ConsolidationRun, at: datetime) -> bool:
+    return run.started_at <= at <= run.finished_at
+
+
+def stamps(project) -> list[datetime]:
+    return [datetime.fromisoformat(at) for at in NeighbourGraph.objects.get(project=project).slices_probed_at]
+
+
+def set_stamps(project, due: set[int]) -> None:
+    """Every slice probed an hour ago, except those in ``due``: a week and a day ago."""
+    now = timezone.now()
+    at = [now - services.GRAPH_REPROBE_AFTER - DAY if i in due else now - timedelta(hours=1) for i in range(SLICES)]
+    NeighbourGraph.objects.filter(project=project).update(slices_probed_at=[a.isoformat() for a in at])
+
+
+def test_a_full_pass_stamps_the_slices_a_day_apart_so_one_falls_due_each_day(cast, agent, probes):
+    old(agent, "Cache keys", spoke(0, 10, 0.9))
+    run = run_cycle(agent, cast.project_a, NoLLM(), force=True)
+
+    probed = stamps(cast.project_a)
+    assert len(probed) == SLICES and during(run, probed[0])
+    assert [probed[i] - probed[i + 1] for i in range(SLICES - 1)] == [services.GRAPH_REPROBE_AFTER / SLICES] * (
+        SLICES - 1
+    )
+
+
+def test_only_the_memories_of_a_slice_due_again_are_probed_and_their_stored_edges_are_kept(
+    cast, agent, probes, monkeypatch
+):
+    memories = [old(agent, f"Retry webhooks {i}", spoke(0, 10 + i, 0.9)) for i in range(6)]
+    run_cycle(agent, cast.project_a, NoLLM(), force=True)
+    edges_before = set(NeighbourEdge.objects.filter(project=cast.project_a).values_list("source", "target"))
+    assert len(edges_before) == 15
+    due = slice_of(memories[0].id)
+    set_stamps(cast.project_a, {due})
+    before = stamps(cast.project_a)
+    # this time the index finds nothing: what the earlier probes found must survive a re-probe
+    monkeypatch.setattr(services, "neighbour_edges", lambda **kwargs: probes.append(sorted(kwargs["ids"])) or [])
+
+    run = run_cycle(agent, cast.project_a, NoLLM(), force=True)
+
+    assert probes[1] == sorted(m.id for m in memories if slice_of(m.id) == due)
+    assert run.counters["clusters"] == 1
+    assert set(NeighbourEdge.objects.filter(project=cast.project_a).values_list("source", "target")) == edges_before
+    after = stamps(cast.project_a)
+    assert during(run, after[due])
+    assert [at for i, at in enumerate(after) if i != due] == [at for i, at in enumerate(before) if i != due]
+
+
+def test_when_every_slice_is_due_every_memory_is_probed_again(cast, agent, probes):
     memories = [old(agent, f"Cache keys {i}", spoke(0, 10 + i, 0.9)) for i in range(2)]
     run_cycle(agent, cast.project_a, NoLLM(), force=True)
     run_cycle(agent, cast.project_a, NoLLM(), force=True)
-    assert probes[1:] == []  # nothing new: nothing probed
-    NeighbourGraph.objects.filter(project=cast.project_a).update(
-        rebuilt_at=timezone.now() - services.GRAPH_REBUILD_AFTER - DAY
-    )
+    assert probes[1:] == []  # nothing new, nothing due: nothing probed
+    set_stamps(cast.project_a, set(range(SLICES)))
 
-    run_cycle(agent, cast.project_a, NoLLM(), force=True)
+    run = run_cycle(agent, cast.project_a, NoLLM(), force=True)
 
     assert probes[1:] == [sorted(m.id for m in memories)]
-    assert NeighbourGraph.objects.get(project=cast.project_a).rebuilt_at > timezone.now() - DAY
+    assert during(run, NeighbourGraph.objects.get(project=cast.project_a).rebuilt_at)
 
 
 def test_a_dry_run_stores_no_neighbour_graph(cast, agent, probes):
