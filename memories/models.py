@@ -141,7 +141,6 @@ class Memory(models.Model):
             # of those columns stay HOT and never re-insert the row into the HNSW index
             models.Index(fields=["organization", "project", "-created_at"], name="memory_org_project_created"),
             models.Index(fields=["organization", "-created_at"], name="memory_org_created"),
-            models.Index(fields=["consolidated_into"], name="memory_consolidated_into"),
         ]
 
     def __str__(self) -> str:
