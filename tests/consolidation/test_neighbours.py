@@ -25,3 +25,11 @@ def test_parallel_chunks_find_the_same_edges_as_one_sequential_pass(cast, make_t
     assert parallel == sequential
     assert len(sequential) == 10  # every pair of the five spokes (cosine 0.9), none with the unrelated one
     assert all(s == pytest.approx(0.9, abs=1e-4) for _, _, s in sequential)
+
+
+@pytest.mark.parametrize(
+    ("count", "size"),
+    [(100_000, 2000), (10_000, 1250), (952, 250), (6, 250)],
+)
+def test_the_k_nn_pass_is_cut_into_enough_chunks_to_keep_every_session_busy(count, size):
+    assert selectors.neighbour_chunk_size(count) == size
