@@ -30,7 +30,9 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 def configure_environment() -> dict[str, str]:
     """Defaults for a benchmark process (kept when already set); returns what was chosen."""
     os.environ.setdefault("RB_DATA_DIR", str(BENCH_DATA_DIR))
-    os.environ.setdefault("DEBUG", "1")
+    # measured as deployed: DEBUG off (Django's debug cursor formats and keeps every statement)
+    os.environ.setdefault("DEBUG", "0")
+    os.environ.setdefault("SECRET_KEY", "bench-only-not-a-secret")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
     os.environ.setdefault("LOG_LEVEL", "warning")
     if str(REPO) not in sys.path:
