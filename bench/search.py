@@ -461,7 +461,7 @@ def _row(label: str, lat: dict[str, Any] | None, qps: float | None = None, conc:
 
 def print_table(result: dict[str, Any]) -> None:
     ds = result["dataset"]
-    ip = result["in_process"]
+    ip = result.get("in_process") or {}
     log("")
     log(
         f"== N = {ds['bench_memories']:,} bench memories (+{ds['noise_memories']:,} in noise orgs; table "
@@ -470,16 +470,17 @@ def print_table(result: dict[str, Any]) -> None:
     )
     header = f"{'':<34}{'p50':>8}{'p90':>8}{'p99':>8}{'mean':>8}{'q/s':>8}{'x4 p50':>8}{'x4 p99':>8}{'x4 q/s':>8}"
     log(header.replace("x4", f"x{result['concurrency']}") + "   (ms, queries/s)")
-    log(_row("in-process service (total)", ip["total"], ip["throughput_qps"]))
-    log(_row("  CPU time of this process", ip["cpu"]))
-    log(_row("  query embedding (hashing)", ip["embedding"]))
-    log(_row("  selector memory_search", ip["selector"]))
-    log(_row("    SQL search (this thread's legs)", ip["sql_search"]))
-    log(_row("  usage signals (read + write)", ip["usage_writes"]))
-    log(_row("    SQL usage read", ip["sql_usage_read"]))
-    log(_row("    SQL usage write", ip["sql_writes"]))
-    log(_row("  all SQL: other reads", ip["sql_other_reads"]))
-    log(_row("  all SQL: COMMIT", ip["sql_commit"]))
+    if ip:
+        log(_row("in-process service (total)", ip["total"], ip["throughput_qps"]))
+        log(_row("  CPU time of this process", ip["cpu"]))
+        log(_row("  query embedding (hashing)", ip["embedding"]))
+        log(_row("  selector memory_search", ip["selector"]))
+        log(_row("    SQL search (this thread's legs)", ip["sql_search"]))
+        log(_row("  usage signals (read + write)", ip["usage_writes"]))
+        log(_row("    SQL usage read", ip["sql_usage_read"]))
+        log(_row("    SQL usage write", ip["sql_writes"]))
+        log(_row("  all SQL: other reads", ip["sql_other_reads"]))
+        log(_row("  all SQL: COMMIT", ip["sql_commit"]))
     rest = result.get("rest") or {}
     if rest:
         log(
@@ -512,26 +513,18 @@ def print_table(result: dict[str, Any]) -> None:
         d = d or {}
         return "/".join(f"{d[k]:.1f}" for k in ("client", "server", "postgres", "total") if k in d)
 
-    log(
-        "CPU ms per search (client/server/postgres/total; robust to other load): in-process "
-        f"{cpu(ip.get('cpu_ms_per_search'))}"
-        + (
-            f"; REST {cpu(rest['sequential'].get('cpu_ms_per_search'))}"
-            f" (x{result['concurrency']}: {cpu(rest['concurrent'].get('cpu_ms_per_search'))})"
-            if rest
-            else ""
+    n = result["concurrency"]
+    parts = [f"in-process {cpu(ip.get('cpu_ms_per_search'))}"] if ip else []
+    for name, leg in (("REST", rest), ("MCP", mcp if mcp.get("status") == "ok" else {})):
+        if leg:
+            seq, conc = leg["sequential"], leg["concurrent"]
+            parts.append(f"{name} {cpu(seq.get('cpu_ms_per_search'))} (x{n}: {cpu(conc.get('cpu_ms_per_search'))})")
+    log("CPU ms per search (client/server/postgres/total; robust to other load): " + "; ".join(parts))
+    if ip:
+        log(
+            f"hits/query {ip['hits_mean']}, candidates/query {ip['total_found_mean']}, queries without hits "
+            f"{ip['queries_without_hits']}, SQL statements/search {ip['sql_statements']['mean']}"
         )
-        + (
-            f"; MCP {cpu(mcp['sequential'].get('cpu_ms_per_search'))}"
-            f" (x{result['concurrency']}: {cpu(mcp['concurrent'].get('cpu_ms_per_search'))})"
-            if mcp.get("status") == "ok"
-            else ""
-        )
-    )
-    log(
-        f"hits/query {ip['hits_mean']}, candidates/query {ip['total_found_mean']}, queries without hits "
-        f"{ip['queries_without_hits']}, SQL statements/search {ip['sql_statements']['mean']}"
-    )
     log(
         "load average (1 min) before/after each leg: "
         + ", ".join(f"{leg} {v[0]}/{v[3]}" for leg, v in result.get("loadavg", {}).items())
@@ -585,26 +578,31 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
         "signals_cleared": cleared,
         "revision": revision(),
     }
-    log("  in-process service ...")
-    load: dict[str, list[float]] = {"in_process": list(os.getloadavg())}
-    result["in_process"] = bench_in_process(token, queries, warmup)
-    load["in_process"] += list(os.getloadavg())
-    # a few measured queries, two with rare keywords, and broad one-word queries (many text matches)
-    sample = [queries[i] for i in (0, 1, 2, 5, 8)] + [q for q in queries if q.startswith(("fix ", "SIGSEGV"))][:2]
-    sample += ["retry", "tests"]
-    report = explain_search(token, sample)
-    result["explain"] = report
-    if args.explain:
-        print_explain(report)
+    load: dict[str, list[float]] = {}
+    if not args.mcp_only:
+        log("  in-process service ...")
+        load["in_process"] = list(os.getloadavg())
+        result["in_process"] = bench_in_process(token, queries, warmup)
+        load["in_process"] += list(os.getloadavg())
+        # a few measured queries, two with rare keywords, and broad one-word queries (many text matches)
+        sample = [queries[i] for i in (0, 1, 2, 5, 8)]
+        sample += [q for q in queries if q.startswith(("fix ", "SIGSEGV"))][:2]
+        sample += ["retry", "tests"]
+        report = explain_search(token, sample)
+        result["explain"] = report
+        if args.explain:
+            print_explain(report)
     if not args.no_http:
         from django.db import connections
 
         connections.close_all()
         with uvicorn_server(workers=args.workers) as (base_url, server_pid):
-            log(f"  server up at {base_url} ({args.workers} worker); REST ...")
-            load["rest"] = list(os.getloadavg())
-            result["rest"] = asyncio.run(bench_rest(base_url, raw, queries, warmup, args.concurrency, server_pid))
-            load["rest"] += list(os.getloadavg())
+            log(f"  server up at {base_url} ({args.workers} worker)")
+            if not args.mcp_only:
+                log("  REST ...")
+                load["rest"] = list(os.getloadavg())
+                result["rest"] = asyncio.run(bench_rest(base_url, raw, queries, warmup, args.concurrency, server_pid))
+                load["rest"] += list(os.getloadavg())
             log("  MCP ...")
             load["mcp"] = list(os.getloadavg())
             result["mcp"] = asyncio.run(bench_mcp(base_url, raw, queries, warmup, args.concurrency, server_pid))
@@ -629,6 +627,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reset", action="store_true", help="drop the benchmark data and load it again")
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of the search SQL")
     parser.add_argument("--no-http", action="store_true", help="in-process only (no uvicorn, REST or MCP)")
+    parser.add_argument("--mcp-only", action="store_true", help="MCP only (no in-process, EXPLAIN or REST)")
     parser.add_argument("--load-only", action="store_true", help="prepare the dataset(s) and stop")
     args = parser.parse_args(argv)
 
