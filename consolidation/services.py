@@ -471,7 +471,8 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
     due = set(range(graph_slices.SLICES))
     probed_at: list[datetime] = []
     if graph is not None:
-        probed_at = [datetime.fromisoformat(at) for at in graph.slices_probed_at] or [graph.rebuilt_at] * len(due)
+        stamps = graph.slices_probed_at or [graph.rebuilt_at.isoformat()] * graph_slices.SLICES  # legacy row
+        probed_at = [datetime.fromisoformat(at) for at in stamps]
         due = graph_slices.slices_due(probed_at, ctx.now, GRAPH_REPROBE_AFTER)
     reuse = (
         graph is not None
@@ -508,7 +509,9 @@ def _neighbour_graph(ctx: _Context, memories: dict[str, ScannedMemory], floor: f
     )
     ctx.counters["neighbour_probes"] = len(probe)
     # a re-probed memory's stored edges come back from its probe: one edge per pair (a < b both)
-    edges = [(a, b, s) for (a, b), s in ({**kept, **{(a, b): s for a, b, s in fresh}}).items()]
+    merged = dict(kept)
+    merged.update(((a, b), s) for a, b, s in fresh)
+    edges = [(a, b, s) for (a, b), s in merged.items()]
     if not ctx.dry:
         _neighbour_graph_store(
             ctx,
