@@ -33,7 +33,7 @@ from memories.prompts import (
     build_repair_prompt,
     parse_extractions,
 )
-from memories.selectors import project_resolve, reach_for
+from memories.selectors import project_target, reach_for
 from memories.services import (
     MemoryDraft,
     _embed,
@@ -84,9 +84,7 @@ def session_submit(
             "(send the end of the session or a summary)",
             field="trace",
         )
-    target = project_resolve(principal, project)
-    if target is None:
-        raise InvalidInput("project is required: this token reaches several projects", field="project")
+    target = project_target(principal, project)
     external_id = session_id.strip()
     existing = AgentSession.objects.filter(project=target, external_id=external_id).first()
     if existing is not None:

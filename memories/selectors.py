@@ -72,6 +72,22 @@ def project_resolve(principal: Principal, slug: str | None) -> Project | None:
     return None
 
 
+def project_target(principal: Principal, slug: str | None) -> Project:
+    """The one project a write is about (record, session submit, consolidate): the named one, else the
+    token's only project, else the only project it reaches (an org-wide token in a one-project org, the
+    dashboard's first snippet). Several or none reachable and no slug: a clear error naming them."""
+    resolved = project_resolve(principal, slug)
+    if resolved is not None:
+        return resolved
+    slugs = list(reachable_projects(principal).order_by("slug").values_list("slug", flat=True)[:11])
+    if len(slugs) == 1:
+        return access_project(principal, slugs[0])
+    if not slugs:
+        raise InvalidInput("this token reaches no project yet: create one in the dashboard first", field="project")
+    listed = ", ".join(slugs[:10]) + (", …" if len(slugs) > 10 else "")
+    raise InvalidInput(f"project is required: this token reaches several projects ({listed})", field="project")
+
+
 def memories_readable(principal: Principal) -> QuerySet[Memory]:
     return access_filter(Memory, principal).filter(reach_for(principal).memory_q())
 

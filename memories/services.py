@@ -29,6 +29,7 @@ from memories.selectors import (
     memory_is_writable,
     memory_search,
     project_resolve,
+    project_target,
 )
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
 from reasoningbank.db_threads import other_connections_usable
@@ -122,14 +123,9 @@ def place_resolve(principal: Principal, *, project: str | None, scope: str | Non
     """Where a new memory goes: (project, team). Project-restricted tokens write to their project;
     team and org scope need a token that reaches that team / the whole org."""
     scope = _choice(scope or "project", "scope", WRITE_SCOPES)
-    resolved = project_resolve(principal, project)
     if scope == "project":
-        if resolved is None:
-            raise InvalidInput(
-                "project is required: this token reaches several projects (or none); pass a project slug",
-                field="project",
-            )
-        return resolved, None
+        return project_target(principal, project), None
+    resolved = project_resolve(principal, project)
     if scope == "team":
         if resolved is None or resolved.team_id is None:
             raise InvalidInput("team scope needs a project that belongs to a team", field="scope")

@@ -2,6 +2,7 @@ import pytest
 
 from memories import distillation
 from memories.distillation import session_process
+from tests.factories import ProjectFactory
 from tests.fakes import ScriptedLLM, memory_block
 
 
@@ -48,6 +49,7 @@ def test_bad_submissions_get_a_400_naming_the_field(cast, token_client, settings
 
 
 def test_a_multi_project_token_must_name_the_project(cast, token_client):
+    ProjectFactory(organization=cast.org_a, slug="mobile")
     response = _post(token_client(cast.org_a))
     assert response.status_code == 400 and "project" in response.json()["errors"]
     assert _post(token_client(cast.org_a), project="web-app").status_code == 201

@@ -9,6 +9,7 @@ from django.db import connection
 
 from memories import distillation
 from memories.models import AgentSession
+from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -66,7 +67,8 @@ async def test_without_an_llm_the_session_waits_and_says_so(app, tokens, setting
     assert "LLM" in result.structured_content["message"]
 
 
-async def test_bad_input_and_read_only_tokens_get_clear_errors(app, tokens):
+async def test_bad_input_and_read_only_tokens_get_clear_errors(app, tokens, cast):
+    await in_thread(lambda: ProjectFactory(organization=cast.org_a, slug="mobile"))  # the org token must choose
     async with mcp_client(app, tokens["reader"], "legacy") as client:
         denied = await client.call_tool("session_submit", SESSION)
     async with mcp_client(app, tokens["org"], "legacy") as client:

@@ -142,6 +142,29 @@ def test_an_unrestricted_token_reaching_several_projects_must_name_one(cast, mak
     assert record(principal, project="mobile").project.slug == "mobile"
 
 
+def test_the_error_for_several_projects_lists_the_slugs_to_choose_from(cast, make_token):
+    ProjectFactory(organization=cast.org_a, slug="mobile")
+    _, principal = make_token(cast.org_a)
+    with pytest.raises(InvalidInput, match=r"\(mobile, web-app\)"):
+        record(principal)
+
+
+def test_an_org_wide_token_in_an_org_with_one_project_writes_to_that_project(cast, make_token):
+    _, principal = make_token(cast.org_a)
+    assert principal.project_ids is None
+    memory = record(principal)
+    assert memory.project == cast.project_a
+    assert memory.organization == cast.org_a
+
+
+def test_an_org_wide_token_in_an_org_with_no_project_is_told_to_create_one(cast, make_token):
+    cast.project_a.delete()
+    _, principal = make_token(cast.org_a)
+    with pytest.raises(InvalidInput, match="no project") as excinfo:
+        record(principal)
+    assert excinfo.value.field == "project"
+
+
 def test_naming_a_project_of_another_org_is_not_found(cast, make_token):
     _, principal = make_token(cast.org_a)
     before = counts()

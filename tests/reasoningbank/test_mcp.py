@@ -10,6 +10,7 @@ from django.db import connection
 
 from accounts.models import ApiToken
 from memories.models import Memory, MemorySignal
+from tests.factories import ProjectFactory
 from tests.mcp_harness import (
     MCP_HEADERS,
     MODES,
@@ -276,7 +277,18 @@ async def test_a_write_only_token_cannot_read(app: Any, tokens: dict[str, str]) 
     assert result.is_error and "this token lacks the 'memories:read' scope" in result.content[0].text
 
 
-async def test_an_org_wide_token_must_name_the_project_to_record(app: Any, tokens: dict[str, str]) -> None:
+async def test_an_org_wide_token_in_an_org_with_one_project_records_there_without_naming_it(
+    app: Any, tokens: dict[str, str]
+) -> None:
+    async with mcp_client(app, tokens["a_org"], "2026-07-28") as client:  # the dashboard's first snippet
+        recorded = await client.call_tool("memory_record", RECORD)
+    assert not recorded.is_error, dump(recorded)
+    memory = await _in_thread(lambda: Memory.objects.select_related("project").get())
+    assert memory.project is not None and memory.project.slug == "web-app"
+
+
+async def test_an_org_wide_token_must_name_the_project_to_record(app: Any, tokens: dict[str, str], cast: Any) -> None:
+    await _in_thread(lambda: ProjectFactory(organization=cast.org_a, slug="mobile"))
     async with mcp_client(app, tokens["a_org"], "2026-07-28") as client:  # not limited to a project
         missing = await client.call_tool("memory_record", RECORD)
         assert missing.is_error and "project is required" in missing.content[0].text
