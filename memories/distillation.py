@@ -73,6 +73,8 @@ def session_submit(
         raise Forbidden(f"submitting sessions needs the '{SCOPE_MEMORIES_WRITE}' scope")
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id.strip()) > 200:
         raise InvalidInput("session_id is required (1-200 characters)", field="session_id")
+    if "\x00" in session_id:  # PostgreSQL cannot even compare text containing NUL
+        raise InvalidInput("session_id must not contain NUL characters", field="session_id")
     if outcome not in SESSION_OUTCOMES:
         raise InvalidInput(f"outcome must be one of {', '.join(SESSION_OUTCOMES)}", field="outcome")
     if not isinstance(trace, str) or not trace.strip():

@@ -76,3 +76,9 @@ def test_a_failed_session_can_be_retried(cast, token_client):
     response = client.post(f"/api/v1/sessions/{session_id}/retry")
     assert response.status_code == 200 and response.json()["status"] == "queued"
     assert client.post(f"/api/v1/sessions/{session_id}/retry").status_code == 400
+
+
+def test_a_nul_byte_in_the_submitted_session_id_is_a_400_naming_it_over_rest(cast, token_client):
+    response = _post(token_client(cast.org_a, projects=[cast.project_a]), session_id="ab\x00c")
+    assert response.status_code == 400
+    assert response.json()["errors"].keys() == {"session_id"}  # DRF's own check; MCP goes to the service

@@ -80,3 +80,12 @@ async def test_bad_input_and_read_only_tokens_get_clear_errors(app, tokens, cast
     assert bad_outcome.is_error and "outcome" in dump(bad_outcome)
     assert foreign.is_error and "not found" in dump(foreign)
     assert await in_thread(lambda: AgentSession.objects.count()) == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_nul_byte_in_the_session_id_is_a_clear_error_naming_the_field(app, tokens, mode):
+    async with mcp_client(app, tokens["agent"], mode) as client:
+        result = await client.call_tool("session_submit", {**SESSION, "session_id": "ab\x00c"})
+    assert result.is_error
+    assert "session_id must not contain NUL characters" in dump(result)
+    assert await in_thread(lambda: AgentSession.objects.count()) == 0
