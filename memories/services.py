@@ -6,6 +6,7 @@ into a clear ``ServiceError`` before touching the database, and runs in one tran
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,6 +36,9 @@ from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
+from reasoningbank.metrics import counter_add
+
+logger = logging.getLogger(__name__)
 
 TITLE_MAX = 200
 DESCRIPTION_MAX = 2000
@@ -406,6 +410,8 @@ def confidence_recompute(memories: Sequence[Memory]) -> None:
     if not memories:
         return
     counts = _signal_counts(m.id for m in memories)
+    if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
+        _memories_lock_in_order([m.id for m in memories])
     weights_cache: dict[tuple[int, int | None], conf.Weights] = {}
     for memory in memories:
         key = (memory.organization_id, memory.project_id)
@@ -535,6 +541,17 @@ GROUP BY v.id, a.memory_id, w.id
 """
 
 _MARK_USED_SQL = """
+# Row locks on several memories are taken in id order, so writers whose sets overlap queue behind
+# one another instead of deadlocking (issue 11: an UPDATE locks rows in its plan's order, e.g. the
+# order of a search's ranking, and two searches returning the same memories deadlocked).
+_LOCK_IN_ORDER_SQL = "SELECT 1 FROM memories_memory WHERE id = ANY(%s::text[]) ORDER BY id FOR NO KEY UPDATE"
+
+
+def _memories_lock_in_order(memory_ids: list[str]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_LOCK_IN_ORDER_SQL, [memory_ids])
+
+
 WITH v AS (
     SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[])
         AS v(id, organization_id, project_id, alpha, beta, confidence)
@@ -555,9 +572,10 @@ def memories_mark_used(
 ) -> None:
     """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
     each memory's confidence recomputed; ``memories`` are ``Memory`` instances or search rows, and
-    are updated in place. Set-based SQL: this runs on every agent search. With ``write_behind`` the
-    write happens after the caller has answered, when another pooled connection can take it
-    (``reasoningbank.db_threads``): one statement less on the request path."""
+    are updated in place. Set-based SQL: this runs on every agent search. With ``write_behind`` (a
+    search) the write happens after the caller has answered, when another pooled connection can
+    take it (``reasoningbank.db_threads``): one statement less on the request path; written inline
+    instead, a failure is logged and counted and the search still answers."""
     if not memories:
         return
     now = timezone.now()
@@ -590,8 +608,10 @@ def memories_mark_used(
         ):
             column.append(value)
     arguments = [*columns, principal.actor_label, now, now]
-    if not (write_behind and other_connections_usable() and db_write_behind(_usage_write, arguments)):
-        _usage_write(arguments)
+    if not write_behind:
+        _usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
+    elif not (other_connections_usable() and db_write_behind(_usage_write, arguments)):
+        _usage_write_inline(arguments)
 
 
 def _usage_write(arguments: list[Any]) -> None:
@@ -599,7 +619,20 @@ def _usage_write(arguments: list[Any]) -> None:
         # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
         cursor.execute(_MARK_USED_SQL, arguments)
+        _memories_lock_in_order(arguments[0])
 
+
+
+def _usage_write_inline(arguments: list[Any]) -> None:
+    """A search's usage write on the request's own connection (no pool, or the write-behind queue is
+    full). Usage signals are affordable to lose, a failed search is not: a failure (a deadlock with
+    another writer, a lost connection) is logged and counted, and the search answers. The write's
+    own savepoint keeps a caller's transaction usable."""
+    try:
+        _usage_write(arguments)
+    except Exception:
+        logger.exception("usage write of %d memories failed; the search answers without it", len(arguments[0]))
+        counter_add("usage_write_failed_total")
 
 # --- search (read + usage write) -------------------------------------------------------------------
 
