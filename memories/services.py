@@ -409,9 +409,9 @@ def confidence_recompute(memories: Sequence[Memory]) -> None:
     """Seed 000 ComputeConfidence for each memory with its current learned weights; saves alpha/beta/confidence."""
     if not memories:
         return
-    counts = _signal_counts(m.id for m in memories)
     if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
         _memories_lock_in_order([m.id for m in memories])
+    counts = _signal_counts(m.id for m in memories)
     weights_cache: dict[tuple[int, int | None], conf.Weights] = {}
     for memory in memories:
         key = (memory.organization_id, memory.project_id)
@@ -540,7 +540,6 @@ LEFT JOIN memories_projectsignalweights w
 GROUP BY v.id, a.memory_id, w.id
 """
 
-_MARK_USED_SQL = """
 # Row locks on several memories are taken in id order, so writers whose sets overlap queue behind
 # one another instead of deadlocking (issue 11: an UPDATE locks rows in its plan's order, e.g. the
 # order of a search's ranking, and two searches returning the same memories deadlocked).
@@ -552,6 +551,7 @@ def _memories_lock_in_order(memory_ids: list[str]) -> None:
         cursor.execute(_LOCK_IN_ORDER_SQL, [memory_ids])
 
 
+_MARK_USED_SQL = """
 WITH v AS (
     SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[])
         AS v(id, organization_id, project_id, alpha, beta, confidence)
@@ -618,9 +618,8 @@ def _usage_write(arguments: list[Any]) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        cursor.execute(_MARK_USED_SQL, arguments)
         _memories_lock_in_order(arguments[0])
-
+        cursor.execute(_MARK_USED_SQL, arguments)
 
 
 def _usage_write_inline(arguments: list[Any]) -> None:
@@ -633,6 +632,7 @@ def _usage_write_inline(arguments: list[Any]) -> None:
     except Exception:
         logger.exception("usage write of %d memories failed; the search answers without it", len(arguments[0]))
         counter_add("usage_write_failed_total")
+
 
 # --- search (read + usage write) -------------------------------------------------------------------
 
