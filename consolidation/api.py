@@ -17,9 +17,10 @@ from consolidation.services import (
     consolidation_request,
     contradiction_resolve,
     memory_unmerge,
+    project_argument,
     run_options_validate,
 )
-from memories.selectors import memory_get, project_resolve
+from memories.selectors import memory_get, project_resolve, project_target
 from reasoningbank.errors import InvalidInput, NotFound
 from reasoningbank.pagination import Pagination
 
@@ -27,7 +28,10 @@ TAGS = ["consolidation"]
 
 
 class RunRequestSerializer(serializers.Serializer):
-    project_id = serializers.CharField(help_text="the project's slug")
+    project = serializers.CharField(
+        required=False, allow_blank=True, help_text="the project's slug (only needed when the token reaches several)"
+    )
+    project_id = serializers.CharField(required=False, allow_blank=True, help_text="same as project (seed 000's name)")
     similarity_threshold = serializers.FloatField(required=False, allow_null=True, default=None)
     dry_run = serializers.BooleanField(required=False, default=False)
     max_clusters = serializers.IntegerField(required=False, default=0)
@@ -79,7 +83,9 @@ class RunListCreateView(OrgAPIView):
         data = RunRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        project = project_resolve(self.principal, values["project_id"])
+        project = project_target(
+            self.principal, project_argument(project=values.get("project"), project_id=values.get("project_id"))
+        )
         options = run_options_validate(
             similarity_threshold=values["similarity_threshold"],
             max_clusters=values["max_clusters"],

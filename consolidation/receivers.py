@@ -19,11 +19,24 @@ def on_memories_added(sender: Any, project: Any, count: int, **kwargs: Any) -> N
 
 def on_run_completed(sender: Any, run: Any, **kwargs: Any) -> None:
     counters = run.counters or {}
-    counter_add("consolidation_runs_total", 1, status=run.status, trigger=run.trigger)
+    counter_add(
+        "consolidation_runs_total",
+        1,
+        status=run.status,
+        trigger=run.trigger,
+        dry_run="true" if run.dry_run else "false",
+    )
     for name in ("duplicates_merged", "archived", "created", "contradictions", "patterns", "supersessions"):
-        counter_add(f"consolidation_{name}_total", counters.get(name, 0))
+        if run.dry_run:  # proposals, not merges or archives: counted apart
+            counter_add("consolidation_dry_run_proposals_total", counters.get(name, 0), kind=name)
+        else:
+            counter_add(f"consolidation_{name}_total", counters.get(name, 0))
     logger.info(
-        "[MEM:CONSOLIDATE] Completed cycle for %s: %s processed, %s patterns, %s archived in %sms",
+        (
+            "[MEM:CONSOLIDATE] Dry run of the cycle for %s: %s processed, %s patterns, would archive %s, in %sms"
+            if run.dry_run
+            else "[MEM:CONSOLIDATE] Completed cycle for %s: %s processed, %s patterns, %s archived in %sms"
+        ),
         run.project.slug if run.project else run.organization.slug,
         counters.get("processed", 0),
         counters.get("patterns", 0),

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.access import Principal, system_principal
@@ -95,6 +96,18 @@ def run_options_validate(
     return RunOptions(similarity_threshold=float(threshold), max_clusters=max_clusters, dry_run=dry_run, force=force)
 
 
+def project_argument(*, project: str | None, project_id: str | None) -> str | None:
+    """The slug a request names: ``project`` (every other tool's name) or seed 000's ``project_id``;
+    None when neither is given (``memories.selectors.project_target`` then picks the only one)."""
+    project, project_id = (project or "").strip() or None, (project_id or "").strip() or None
+    if project and project_id and project != project_id:
+        raise InvalidInput(
+            f"project {project!r} and project_id {project_id!r} name different projects: pass one of them",
+            field="project",
+        )
+    return project or project_id
+
+
 # --- triggers --------------------------------------------------------------------------------------
 
 
@@ -116,6 +129,8 @@ def consolidation_request(
         _require_feature(org, FEATURE_CONSOLIDATION_MANUAL, "manual consolidation")
     else:
         _require_feature(org, FEATURE_CONSOLIDATION_SCHEDULED, "automatic consolidation")
+    # a run left behind by a dead worker must not block this request (issue 11 item 12)
+    runs_recover_stale(project=project)
     try:
         with transaction.atomic():
             run = ConsolidationRun.objects.create(
@@ -136,9 +151,14 @@ def consolidation_request(
             )
     except IntegrityError:
         active = ConsolidationRun.objects.filter(project=project, status__in=["queued", "running"]).first()
+        waiting = (
+            f"; it is failed if no worker picks it up within {_minutes(settings.CONSOLIDATION_QUEUE_TIMEOUT)}"
+            if active is not None and active.status == ConsolidationRun.STATUS_QUEUED
+            else ""
+        )
         raise Conflict(
             f"a consolidation run for {project.slug!r} is already {active.status if active else 'active'}"
-            + (f" ({active.id})" if active else ""),
+            + (f" ({active.id}{waiting})" if active else ""),
             field="project_id",
         ) from None
     return run
@@ -342,10 +362,16 @@ def _run_finish(
         "skipped_count": counters.get("skipped", 0),
         "total_processed": counters.get("processed", 0),
         "duration_seconds": round((now - run.started_at).total_seconds(), 2),
+        # a dry run's lists are proposals: say so wherever the result goes (MCP, REST, dashboard)
+        "dry_run": run.dry_run,
     }
     run.save()
     logger.info(
-        "Consolidation %s run=%s project=%s created=%d archived=%d duration=%.1fs",
+        (
+            "Consolidation dry run %s run=%s project=%s would create=%d would archive=%d duration=%.1fs"
+            if run.dry_run
+            else "Consolidation %s run=%s project=%s created=%d archived=%d duration=%.1fs"
+        ),
         status,
         run.id,
         run.project.slug if run.project else "-",
@@ -420,9 +446,16 @@ def _duplicates(ctx: _Context, memories: dict[str, ScannedMemory]) -> list[Edge]
         keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created))
         plan.append((keep, [m for m in members if m.id != keep.id], group.min_similarity))
     if ctx.dry:
+        described = _preview_sources(ctx, [m.id for keep, others, _ in plan for m in (keep, *others)])
         for keep, others, similarity in plan:
             ctx.note(
-                "duplicates", {"keep": keep.id, "archive": [m.id for m in others], "similarity": round(similarity, 4)}
+                "duplicates",
+                {
+                    "keep": keep.id,
+                    "archive": [m.id for m in others],
+                    "similarity": round(similarity, 4),
+                    "sources": [described[m.id] for m in (keep, *others)],
+                },
             )
     elif plan:
         # no LLM involved: every group is merged in one transaction with set-based statements
@@ -607,16 +640,15 @@ def _synthesize(ctx: _Context, clusters: list[clustering.Cluster[str]]) -> None:
     if not clusters:
         return
     if ctx.dry:
-        titles = dict(
-            Memory.objects.filter(pk__in=[m for c in clusters for m in c.member_ids]).values_list("id", "title")
-        )
+        described = _preview_sources(ctx, [m for c in clusters for m in c.member_ids])
         for c in clusters:
             ctx.note(
                 "clusters",
                 {
                     "members": list(c.member_ids),
-                    "titles": [titles.get(m, "") for m in c.member_ids],
+                    "titles": [described[m]["title"] for m in c.member_ids],
                     "average_similarity": round(c.average_similarity, 4),
+                    "sources": [described[m] for m in c.member_ids],
                 },
             )
             # seed 000: a dry run returns what *would* be archived
@@ -657,6 +689,23 @@ def _synthesize(ctx: _Context, clusters: list[clustering.Cluster[str]]) -> None:
             continue
         if merged is None:
             ctx.counters["skipped"] += len(cluster.member_ids)
+
+
+def _preview_sources(ctx: _Context, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """How a dry run's preview names each proposed source: near-identical rows often share a title,
+    so the id, creation time and project tell them apart (issue 11 item 7)."""
+    rows = Memory.objects.filter(organization_id=ctx.run.organization_id, pk__in=list(ids)).values_list(
+        "id", "title", "created_at"
+    )
+    described = {
+        mid: {"id": mid, "title": title, "created_at": created.isoformat(), "project": ctx.project.slug}
+        for mid, title, created in rows
+    }
+    # a source gone since the scan (never deleted, but be safe) still gets an entry
+    return {
+        mid: described.get(mid) or {"id": mid, "title": "", "created_at": "", "project": ctx.project.slug}
+        for mid in ids
+    }
 
 
 def _source(memory: Memory) -> cprompts.SourceMemory:
@@ -1210,13 +1259,54 @@ def consolidation_on_demand(*, project: Project) -> ConsolidationRun | None:
     return run
 
 
-def runs_recover_stale(*, stale_after: timedelta | None = None) -> int:
-    """Runs whose worker died (no heartbeat for a while) are marked failed; their committed
-    clusters stay merged, nothing is half-archived because each merge was one transaction."""
-    stale_after = stale_after or timedelta(seconds=settings.CONSOLIDATION_RUN_TIMEOUT + 300)
-    cutoff = timezone.now() - stale_after
-    return ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_RUNNING, heartbeat_at__lt=cutoff).update(
+# a running run's heartbeat is stamped at each phase; one phase may take the whole run timeout
+HEARTBEAT_MARGIN = timedelta(minutes=5)
+
+
+def _minutes(seconds: float) -> str:
+    value = seconds / 60
+    return f"{value:g} minute{'' if value == 1 else 's'}"
+
+
+def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta | None = None) -> int:
+    """Fail the runs whose worker is gone, so they never block their project (one active run per
+    project): queued runs no worker claimed within CONSOLIDATION_QUEUE_TIMEOUT (no worker running,
+    or it died before claiming) and running runs without a heartbeat for the run timeout plus a
+    margin (crash or restart). Their committed clusters stay merged, nothing is half-archived
+    because each merge was one transaction. The scheduler tick calls it for every project, a new
+    request for its own project. A late worker finds the run no longer queued and leaves it."""
+    now = timezone.now()
+    runs = ConsolidationRun.objects.all() if project is None else ConsolidationRun.objects.filter(project=project)
+    queue_timeout = settings.CONSOLIDATION_QUEUE_TIMEOUT
+    unclaimed = runs.filter(
+        status=ConsolidationRun.STATUS_QUEUED, created_at__lt=now - timedelta(seconds=queue_timeout)
+    ).update(
         status=ConsolidationRun.STATUS_FAILED,
-        finished_at=timezone.now(),
-        errors=["the worker running this stopped (crash or restart); committed merges were kept, re-run to continue"],
+        finished_at=now,
+        errors=[
+            f"no worker picked this run up within {_minutes(queue_timeout)}; is the worker running? "
+            "(`manage.py qcluster`, which scripts/run.sh starts) Request the run again once it is."
+        ],
     )
+    stale_after = stale_after or timedelta(seconds=settings.CONSOLIDATION_RUN_TIMEOUT) + HEARTBEAT_MARGIN
+    cutoff = now - stale_after
+    dead = (
+        runs.filter(status=ConsolidationRun.STATUS_RUNNING)
+        .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff))
+        .update(
+            status=ConsolidationRun.STATUS_FAILED,
+            finished_at=now,
+            errors=[
+                f"no heartbeat from its worker for {_minutes(stale_after.total_seconds())}: the worker running "
+                "this stopped (crash or restart); committed merges were kept, re-run to continue"
+            ],
+        )
+    )
+    if unclaimed or dead:
+        logger.warning(
+            "Consolidation runs failed: %d queued with no worker within %s, %d running without a heartbeat",
+            unclaimed,
+            _minutes(queue_timeout),
+            dead,
+        )
+    return unclaimed + dead

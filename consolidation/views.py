@@ -102,12 +102,17 @@ def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
     for item in preview.get("judge_pairs", []):
         ids.update((item["older"], item["newer"]))
     ids.update(preview.get("stale", []))
-    titles = dict(
-        access_filter(Memory, request.principal).filter(pk__in=list(ids)).values_list("id", "title")  # type: ignore[attr-defined]
-    )
+    # near-identical rows often share a title: the id, creation time and project tell them apart
+    rows = {
+        row[0]: row
+        for row in access_filter(Memory, request.principal)  # type: ignore[attr-defined]
+        .filter(pk__in=list(ids))
+        .values_list("id", "title", "created_at", "project__slug")
+    }
 
-    def memo(memory_id: str) -> dict[str, str]:
-        return {"id": memory_id, "title": titles.get(memory_id, "")}
+    def memo(memory_id: str) -> dict[str, Any]:
+        _, title, created_at, project = rows.get(memory_id, (memory_id, "", None, ""))
+        return {"id": memory_id, "title": title, "created_at": created_at, "project": project or ""}
 
     return {
         "duplicates": [
@@ -231,11 +236,22 @@ def consolidation_apply(request: HttpRequest) -> HttpResponse:
     return redirect("consolidation-run", run_id=run.id)
 
 
-def _counter_rows(counters: dict[str, int]) -> list[tuple[str, int]]:
+# a dry run's counters are proposals: named for what a real run would do
+DRY_RUN_COUNTER_LABELS = {
+    "duplicates_merged": "Would merge as duplicates",
+    "created": "Would create",
+    "archived": "Would archive",
+    "promoted": "Would promote",
+    "tier_transitions": "Would change tier",
+}
+
+
+def _counter_rows(counters: dict[str, int], *, dry_run: bool = False) -> list[tuple[str, int]]:
     """Counters in the cycle's own order (jsonb does not keep key order), unknown keys last."""
     order = list(empty_counters())
     names = sorted(counters, key=lambda n: (order.index(n) if n in order else len(order), n))
-    return [(name.replace("_", " ").capitalize(), counters[name]) for name in names]
+    labels = DRY_RUN_COUNTER_LABELS if dry_run else {}
+    return [(labels.get(name) or name.replace("_", " ").capitalize(), counters[name]) for name in names]
 
 
 @org_view()
@@ -251,7 +267,8 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "polling": run.status in ACTIVE_STATUSES,
         "progress_percent": round((run.progress or 0) * 100),
         "preview": preview_view(request, run) if run.dry_run else None,
-        "counters": _counter_rows(run.counters or {}),
+        "counters": _counter_rows(run.counters or {}, dry_run=run.dry_run),
+        "queue_timeout_minutes": f"{settings.CONSOLIDATION_QUEUE_TIMEOUT / 60:g}",
         "durations": sorted((run.phase_durations or {}).items(), key=lambda kv: -kv[1]),
         "result": run.result or {},
     }

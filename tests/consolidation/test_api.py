@@ -13,7 +13,14 @@ from tests.consolidation.vectors import SYNTHESIS_PREFIX, cycle_llm, prompts_of,
 
 RUNS = "/api/v1/consolidation/runs"
 DISPUTES = "/api/v1/consolidation/disputes"
-RESULT_FIELDS = {"created_memories", "archived_memories", "skipped_count", "total_processed", "duration_seconds"}
+RESULT_FIELDS = {
+    "created_memories",
+    "archived_memories",
+    "skipped_count",
+    "total_processed",
+    "duration_seconds",
+    "dry_run",
+}
 
 
 @pytest.fixture
@@ -73,6 +80,43 @@ def test_posting_a_run_without_wait_answers_202_with_the_queued_run(cast, token_
     assert body["status"] == "queued" and body["dry_run"] is True
     (run,) = enqueued
     assert run.id == body["id"] and ConsolidationRun.objects.get(pk=run.id).status == "queued"
+
+
+def test_a_dry_run_says_dry_run_in_its_result_and_lists_each_source_with_id_date_and_project(
+    cast, token_client, cluster, fake_llm
+):
+    client = token_client(cast.org_a)
+    response = client.post(RUNS, {"project": "web-app", "dry_run": True, "wait": True}, format="json")
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["dry_run"] is True and body["result"]["dry_run"] is True
+    (previewed,) = body["preview"]["clusters"]
+    assert {s["id"] for s in previewed["sources"]} == {m.id for m in cluster}
+    assert all(s["project"] == "web-app" and s["created_at"] for s in previewed["sources"])
+    (listed,) = client.get(RUNS).json()["results"]
+    assert listed["result"]["dry_run"] is True
+    assert client.get(f"{RUNS}/{body['id']}").json()["result"]["dry_run"] is True
+
+
+def test_a_run_is_requested_with_project_like_every_other_call_or_with_seed_000s_project_id(
+    cast, token_client, enqueued
+):
+    by_name = token_client(cast.org_a).post(RUNS, {"project": "web-app"}, format="json")
+    assert by_name.status_code == 202, by_name.json()
+    assert by_name.json()["project"] == "web-app"
+    ConsolidationRun.objects.update(status="failed")
+
+    unnamed = token_client(cast.org_a, projects=[cast.project_a]).post(RUNS, {}, format="json")
+    assert unnamed.status_code == 202, unnamed.json()
+    assert unnamed.json()["project"] == "web-app"
+
+
+def test_naming_two_different_projects_is_a_400(cast, token_client, enqueued):
+    response = token_client(cast.org_a).post(RUNS, {"project": "web-app", "project_id": "other"}, format="json")
+
+    assert response.status_code == 400
+    assert "project" in str(response.json()) and not ConsolidationRun.objects.exists()
 
 
 def test_a_run_can_be_read_back_by_id_and_listed_by_project(cast, token_client, enqueued):

@@ -37,7 +37,15 @@ from tests.consolidation.vectors import (
 from tests.fakes import ScriptedLLM
 
 DAY = timedelta(days=1)
-RESULT_FIELDS = {"created_memories", "archived_memories", "skipped_count", "total_processed", "duration_seconds"}
+# seed 000's response fields, and whether the run was a dry run (issue 11 item 6)
+RESULT_FIELDS = {
+    "created_memories",
+    "archived_memories",
+    "skipped_count",
+    "total_processed",
+    "duration_seconds",
+    "dry_run",
+}
 
 
 @pytest.fixture

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from consolidation.models import ConsolidationRun
 from memories.models import Memory
 from tests.consolidation.vectors import cycle_llm, remember, spoke
+from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -63,6 +65,7 @@ async def test_a_dry_run_over_mcp_changes_nothing(app, seeded):
         result = await client.call_tool("memory_consolidate", {"project_id": "web-app", "dry_run": True})
     assert not result.is_error, dump(result)
     assert len(result.structured_content["archived_memories"]) == 3
+    assert result.structured_content["dry_run"] is True
     states = await in_thread(lambda: set(Memory.objects.filter(pk__in=seeded["ids"]).values_list("state", flat=True)))
     assert states == {"active"}
 
@@ -82,8 +85,57 @@ async def test_the_plan_gate_scope_and_tenancy_are_enforced(app, cast, seeded):
     assert bad.is_error and "similarity_threshold" in dump(bad)
 
 
-async def test_an_org_wide_token_must_name_the_project(app, cast, make_token):
+async def test_a_dry_run_over_mcp_says_so_and_lists_each_proposed_source_with_its_id_date_and_project(app, seeded):
+    async with mcp_client(app, seeded["token"], "2026-07-28") as client:
+        dry = await client.call_tool("memory_consolidate", {"project": "web-app", "dry_run": True})
+        real = await client.call_tool("memory_consolidate", {"project": "web-app"})
+    assert not dry.is_error and not real.is_error, dump(dry) + dump(real)
+    assert dry.structured_content["dry_run"] is True and real.structured_content["dry_run"] is False
+    (cluster,) = dry.structured_content["preview"]["clusters"]
+    assert sorted(s["id"] for s in cluster["sources"]) == sorted(seeded["ids"])
+    assert all(s["project"] == "web-app" and s["created_at"] and s["title"] for s in cluster["sources"])
+    assert real.structured_content["preview"] == {}
+
+
+async def test_a_one_project_token_consolidates_without_naming_the_project(app, seeded):
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("memory_consolidate", {"dry_run": True})
+    assert not result.is_error, dump(result)
+    assert result.structured_content["dry_run"] is True
+    assert sorted(result.structured_content["archived_memories"]) == sorted(seeded["ids"])
+    schema = tools["memory_consolidate"].input_schema
+    assert "project" in schema["properties"] and "project_id" in schema["properties"]
+    assert not schema.get("required")
+
+
+async def test_an_org_wide_token_in_a_one_project_org_needs_no_project(app, cast, seeded, make_token):
     raw = await in_thread(lambda: make_token(cast.org_a)[0])
     async with mcp_client(app, raw, "legacy") as client:
-        blank = await client.call_tool("memory_consolidate", {"project_id": ""})
-    assert blank.is_error and "project_id is required" in dump(blank)
+        blank = await client.call_tool("memory_consolidate", {"project_id": "", "dry_run": True})
+    assert not blank.is_error, dump(blank)
+    run = await in_thread(lambda: ConsolidationRun.objects.get(pk=blank.structured_content["run_id"]))
+    assert run.project_id == cast.project_a.pk
+
+
+async def test_an_org_wide_token_reaching_several_projects_must_name_one(app, cast, make_token):
+    def second_project() -> str:
+        ProjectFactory(organization=cast.org_a, slug="mobile")
+        return make_token(cast.org_a)[0]
+
+    raw = await in_thread(second_project)
+    async with mcp_client(app, raw, "legacy") as client:
+        blank = await client.call_tool("memory_consolidate", {})
+        both = await client.call_tool("memory_consolidate", {"project": "web-app", "project_id": "mobile"})
+    assert blank.is_error and "project is required" in dump(blank) and "mobile, web-app" in dump(blank)
+    assert both.is_error and "project" in dump(both) and "mobile" in dump(both)
+    assert not await in_thread(lambda: ConsolidationRun.objects.exists())
+
+
+async def test_the_default_similarity_threshold_is_the_servers_setting(app, seeded, settings):
+    settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = 0.9
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        result = await client.call_tool("memory_consolidate", {"dry_run": True})
+    assert not result.is_error, dump(result)
+    run = await in_thread(lambda: ConsolidationRun.objects.get(pk=result.structured_content["run_id"]))
+    assert run.options["similarity_threshold"] == 0.9

@@ -101,6 +101,33 @@ def test_dry_run_preview_lists_the_cluster_and_changes_nothing(client, cast, clu
     assert Memory.objects.filter(state="active").count() == 2
 
 
+def test_the_preview_tells_sources_with_the_same_title_apart_by_id_date_and_project(client, cast, cluster):
+    first, second = cluster
+    Memory.objects.filter(pk=second.pk).update(title=first.title)
+    client.force_login(cast.alice)
+
+    body = text(client.post("/consolidation/preview/", {"project": "web-app", "similarity_threshold": "0.8"}))
+
+    for memory in (first, second):
+        memory.refresh_from_db()
+        assert memory.id in body
+        assert f"created {memory.created_at:%Y-%m-%d %H:%M}" in body
+    assert body.count("· web-app") >= 2
+
+
+def test_a_dry_runs_page_says_what_it_would_do_not_what_it_did(client, cast, cluster):
+    client.force_login(cast.alice)
+    client.post("/consolidation/preview/", {"project": "web-app", "similarity_threshold": "0.8"})
+    run = ConsolidationRun.objects.get()
+
+    body = text(client.get(f"/consolidation/runs/{run.id}/"))
+    history = text(client.get("/consolidation/"))
+
+    assert "Dry run: nothing was changed" in body
+    assert "Would archive" in body and "<dt>Archived</dt>" not in body
+    assert "would archive <b>2</b>" in history and "archived <b>2</b>" not in history
+
+
 def test_htmx_preview_returns_only_the_partial(client, cast, cluster):
     client.force_login(cast.alice)
     response = client.post(

@@ -1,0 +1,99 @@
+"""A dry run says so everywhere (issue 11 item 6): its result carries ``dry_run``, ``/metrics`` does
+not count its proposals as merges or archives, the log says "would archive"; and its preview tells
+near-identical sources apart by id, creation date and project (item 7)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from consolidation.models import ConsolidationRun
+from memories.models import Memory
+from reasoningbank.metrics import counters_snapshot
+from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke
+
+TITLE = "Set database query timeouts"
+
+
+@pytest.fixture
+def agent(cast, make_token):
+    _, principal = make_token(cast.org_a, projects=[cast.project_a])
+    return principal
+
+
+@pytest.fixture
+def twins(agent):
+    """Three memories with the same title (cosine 0.87: one cluster, below the duplicate line)
+    and a near-identical pair (0.97: a duplicate group)."""
+    cluster = [remember(agent, TITLE, spoke(0, n, 0.87)) for n in (1, 2, 3)]
+    pair = [remember(agent, "The API is RESTful", spoke(10, n, 0.97)) for n in (11, 12)]
+    return cluster, pair
+
+
+def counter(name: str, **labels: str) -> float:
+    key = (name, tuple(sorted(labels.items())))
+    return counters_snapshot().get(key, 0.0)
+
+
+def test_the_result_of_a_dry_run_says_dry_run_and_a_real_runs_says_it_is_not(cast, agent, twins):
+    dry = run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
+    real = run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+
+    assert dry.result["dry_run"] is True and len(dry.result["archived_memories"]) == 4
+    assert ConsolidationRun.objects.get(pk=dry.pk).result["dry_run"] is True
+    assert real.result["dry_run"] is False
+
+
+def test_metrics_count_a_dry_runs_proposals_apart_from_real_merges_and_archives(cast, agent, twins):
+    archived_before = counter("consolidation_archived_total")
+    merged_before = counter("consolidation_duplicates_merged_total")
+    proposed_before = counter("consolidation_dry_run_proposals_total", kind="archived")
+    dry_runs_before = counter("consolidation_runs_total", status="completed", trigger="manual", dry_run="true")
+
+    run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
+
+    assert counter("consolidation_archived_total") == archived_before
+    assert counter("consolidation_duplicates_merged_total") == merged_before
+    assert counter("consolidation_dry_run_proposals_total", kind="archived") == proposed_before + 4
+    assert (
+        counter("consolidation_runs_total", status="completed", trigger="manual", dry_run="true") == dry_runs_before + 1
+    )
+
+    run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+
+    assert counter("consolidation_archived_total") == archived_before + 4
+    assert counter("consolidation_dry_run_proposals_total", kind="archived") == proposed_before + 4
+
+
+def test_the_log_says_a_dry_run_would_archive_and_never_that_it_archived(cast, agent, twins, caplog):
+    with caplog.at_level(logging.INFO, logger="consolidation"):
+        run = run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
+
+    lines = [record.getMessage() for record in caplog.records]
+    summary = [line for line in lines if run.id in line]
+    assert summary and summary[0].startswith("Consolidation dry run completed")
+    assert "would archive=4" in summary[0]
+    assert not any("archived=" in line or " archived in " in line for line in lines), lines
+
+
+def test_the_preview_lists_each_proposed_source_with_its_id_creation_date_and_project(cast, agent, twins):
+    cluster, pair = twins
+
+    run = run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
+
+    (previewed,) = run.preview["clusters"]
+    sources = {source["id"]: source for source in previewed["sources"]}
+    assert set(sources) == {m.id for m in cluster}
+    for memory in cluster:
+        assert sources[memory.id] == {
+            "id": memory.id,
+            "title": TITLE,
+            "created_at": memory.created_at.isoformat(),
+            "project": "web-app",
+        }
+    (duplicate,) = run.preview["duplicates"]
+    assert [s["id"] for s in duplicate["sources"]] == [duplicate["keep"], *duplicate["archive"]]
+    assert {s["id"] for s in duplicate["sources"]} == {m.id for m in pair}
+    assert all(s["project"] == "web-app" and s["created_at"] for s in duplicate["sources"])
+    assert Memory.objects.filter(state=Memory.STATE_ACTIVE).count() == 5
