@@ -3,13 +3,17 @@
 Every response mirrors the seed 000 MCP tool responses where one exists, so REST and MCP clients
 see the same shapes. Tenancy comes only from the token (``self.principal``); a memory of another
 org or outside the token's reach is a 404 from ``memory_get``.
+
+The ``extend_schema`` texts are the public API documentation (``/api/docs/``): written for API
+users, never copied from docstrings (drf-spectacular would otherwise publish view docstrings).
+Every operation declares its error statuses with the one ``Error`` body (``error_responses``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -28,7 +32,7 @@ from memories.selectors import (
 )
 from memories.serializers import (
     EmptyBodySerializer,
-    ErrorSerializer,
+    EmptyQuerySerializer,
     FeedbackResponseSerializer,
     FeedbackSerializer,
     LineageSerializer,
@@ -41,8 +45,6 @@ from memories.serializers import (
     MemoryUpdateSerializer,
     OutcomeResponseSerializer,
     OutcomeSerializer,
-    PaginatedMemorySerializer,
-    PaginatedSignalSerializer,
     SearchHitSerializer,
     SearchResponseSerializer,
     SignalSerializer,
@@ -57,17 +59,16 @@ from memories.services import (
     memory_update,
     search_query_validate,
 )
+from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
 
 READ = SCOPE_MEMORIES_READ
 WRITE = SCOPE_MEMORIES_WRITE
 
-ERRORS_READ = {401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
-ERRORS_WRITE = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
-PAGE_PARAMETERS = [
-    OpenApiParameter("page", int, description="page number (1-based)"),
-    OpenApiParameter("page_size", int, description="results per page (default 50, at most 200)"),
-]
+# what can go wrong, per kind of operation (400 only where there is input to get wrong)
+ERRORS_READ_ONE = error_responses(401, 403, 404)
+ERRORS_LIST = error_responses(400, 401, 403, 404)
+ERRORS_WRITE = error_responses(400, 401, 403, 404, 415)
 TAGS = ["memories"]
 
 
@@ -79,7 +80,8 @@ def _valid(serializer_class: type[Serializer], data: Any) -> dict[str, Any]:
 
 
 class MemoryAPIView(OrgAPIView):
-    """JSON bodies only: a form-encoded body is a 415, not a silently mis-typed boolean."""
+    # JSON bodies only: a form-encoded body is a 415, not a silently mis-typed boolean. (No class
+    # docstrings on these views: drf-spectacular would publish them as operation descriptions.)
 
     parser_classes = [JSONParser]
 
@@ -89,13 +91,20 @@ class MemoryAPIView(OrgAPIView):
 
 class MemoryListView(MemoryAPIView):
     required_scopes = {"GET": READ, "POST": WRITE}
+    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
         operation_id="memories_list",
         summary="List memories",
-        parameters=[MemoryListQuerySerializer, *PAGE_PARAMETERS],
-        responses={200: PaginatedMemorySerializer, 400: ErrorSerializer, **ERRORS_READ},
+        description=(
+            "The memories the token can reach, newest first unless `ordering` says otherwise, one page at a "
+            "time. Only active memories unless `state` is `archived` or `any`. Every filter is optional; "
+            "`tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown "
+            "parameter is a 400 naming it. Needs `memories:read`."
+        ),
+        parameters=[MemoryListQuerySerializer],
+        responses={200: MemorySerializer(many=True), **ERRORS_LIST},
     )
     def get(self, request: Request) -> Response:
         params = _valid(MemoryListQuerySerializer, request.query_params)
@@ -120,7 +129,14 @@ class MemoryListView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_create",
-        summary="Record a memory (seed 000 memory_record)",
+        summary="Record a memory",
+        description=(
+            "Store something an agent learned: a title, when it applies (`description`), the lesson itself "
+            "(`content`) and whether it came from a success or a failure. `project` is the project's slug; it "
+            "may be left out when the token reaches a single project. `scope` says who can find it: the "
+            "project (default), its team or the whole organization. Secrets in the text are redacted before "
+            "storing. Answers 201 with the new memory's id and initial confidence. Needs `memories:write`."
+        ),
         request=MemoryCreateSerializer,
         responses={201: MemoryRecordedSerializer, **ERRORS_WRITE},
     )
@@ -142,7 +158,11 @@ class MemoryDetailView(MemoryAPIView):
         tags=TAGS,
         operation_id="memories_retrieve",
         summary="Get a memory",
-        responses={200: MemorySerializer, **ERRORS_READ},
+        description=(
+            "One memory with every field, whether active or archived (its embedding is never returned). "
+            "Needs `memories:read`."
+        ),
+        responses={200: MemorySerializer, **ERRORS_READ_ONE},
     )
     def get(self, request: Request, memory_id: str) -> Response:
         return Response(MemorySerializer(self.memory(memory_id)).data)
@@ -150,7 +170,12 @@ class MemoryDetailView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_update",
-        summary="Edit a memory's content",
+        summary="Edit a memory",
+        description=(
+            "Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out "
+            "keep their value. A changed text is re-embedded, so search finds the new wording. Needs "
+            "`memories:write` and a token that reaches the memory's project."
+        ),
         request=MemoryUpdateSerializer,
         responses={200: MemorySerializer, **ERRORS_WRITE},
     )
@@ -167,7 +192,13 @@ class MemoryArchiveView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_archive",
-        summary="Archive a memory (nothing is deleted; it can be restored)",
+        summary="Archive a memory",
+        description=(
+            "Take a memory out of search without deleting it; `POST …/restore` brings it back. The optional "
+            "`reason` is one of `manual` (default), `stale`, `superseded`, `duplicate` or `consolidated` "
+            "(see `ArchiveReasonEnum`). Archiving an archived memory changes nothing and answers it as it is. "
+            "Needs `memories:write`."
+        ),
         request=MemoryArchiveSerializer,
         responses={200: MemorySerializer, **ERRORS_WRITE},
     )
@@ -184,8 +215,17 @@ class MemoryRestoreView(MemoryAPIView):
         tags=TAGS,
         operation_id="memories_restore",
         summary="Restore an archived memory",
+        description=(
+            "Make an archived memory active again, whatever archived it; its links stay as history. No body "
+            "(or `{}`). A memory that is already active is a 409. Needs `memories:write`."
+        ),
         request=None,
-        responses={200: MemorySerializer, **ERRORS_WRITE},
+        responses={
+            200: MemorySerializer,
+            **error_responses(
+                400, 401, 403, 404, 409, 415, conflict="The memory is already active: nothing to restore."
+            ),
+        },
     )
     def post(self, request: Request, memory_id: str) -> Response:
         memory = self.memory(memory_id)
@@ -199,7 +239,14 @@ class MemorySearchView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_search",
-        summary="Search memories (seed 000 memory_search); records a usage signal on each result",
+        summary="Search memories",
+        description=(
+            "Find the memories that fit a task, by meaning and by keywords, ranked by similarity × "
+            "confidence × recency × scope. `scope` widens or narrows where to look (`all` by default: the "
+            "project, its team and the organization); `outcome` keeps only successes or failures. Each result "
+            "counts as a use of that memory (it feeds its confidence); `explain: true` adds each result's "
+            "score breakdown. Needs `memories:read`."
+        ),
         request=MemorySearchSerializer,
         responses={200: SearchResponseSerializer, **ERRORS_WRITE},
     )
@@ -218,7 +265,12 @@ class MemoryFeedbackView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_feedback",
-        summary="Say whether a memory helped (seed 000 memory_feedback)",
+        summary="Say whether a memory helped",
+        description=(
+            "Explicit feedback on a memory (`helpful: true` or `false`, an optional comment). It moves the "
+            "memory's confidence, which ranks it in search, and answers the new confidence. Needs "
+            "`memories:write`."
+        ),
         request=FeedbackSerializer,
         responses={200: FeedbackResponseSerializer, **ERRORS_WRITE},
     )
@@ -237,7 +289,12 @@ class MemoryOutcomeView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_outcome",
-        summary="Report whether the task that used a memory succeeded (seed 000 memory_outcome)",
+        summary="Report the outcome of a task that used a memory",
+        description=(
+            "Say whether the task that used this memory succeeded (`succeeded`), optionally naming your "
+            "session (`session_id`). A weaker signal than feedback; it also moves the memory's confidence. "
+            "Needs `memories:write`."
+        ),
         request=OutcomeSerializer,
         responses={200: OutcomeResponseSerializer, **ERRORS_WRITE},
     )
@@ -256,8 +313,14 @@ class MemoryLineageView(MemoryAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="memories_lineage",
-        summary="A memory's links both ways and what it was consolidated into / from",
-        responses={200: LineageSerializer, **ERRORS_READ},
+        summary="A memory's lineage",
+        description=(
+            "Where a memory comes from and where it went: its links to other memories both ways (consolidates, "
+            "supersedes, contradicts, duplicates, references; each with the consolidation run that made it), "
+            "the consolidated memory it was merged into, and, for a consolidated memory, its sources. "
+            "Archived memories are included. Needs `memories:read`."
+        ),
+        responses={200: LineageSerializer, **ERRORS_READ_ONE},
     )
     def get(self, request: Request, memory_id: str) -> Response:
         memory = self.memory(memory_id)
@@ -266,15 +329,20 @@ class MemoryLineageView(MemoryAPIView):
 
 class MemorySignalsView(MemoryAPIView):
     required_scopes = {"GET": READ}
+    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
         operation_id="memories_signals",
-        summary="A memory's recent confidence signals (newest first)",
-        parameters=PAGE_PARAMETERS,
-        responses={200: PaginatedSignalSerializer, **ERRORS_READ},
+        summary="A memory's confidence signals",
+        description=(
+            "The feedback, outcome reports and uses behind a memory's confidence, newest first, one page at a "
+            "time. Needs `memories:read`."
+        ),
+        responses={200: SignalSerializer(many=True), **ERRORS_LIST},
     )
     def get(self, request: Request, memory_id: str) -> Response:
+        _valid(EmptyQuerySerializer, request.query_params)
         memory = self.memory(memory_id)
         paginator = Pagination()
         page = paginator.paginate_queryset(memory_signals(self.principal, memory), request, view=self)

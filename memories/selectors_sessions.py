@@ -10,6 +10,7 @@ from memories.selectors import project_resolve
 from reasoningbank.errors import InvalidInput, NotFound
 
 STATUSES = tuple(s for s, _ in AgentSession.STATUS_CHOICES)
+SESSION_ID_MAX = 200  # both ids fit: a client's session_id (≤ 200) and ses_… (≤ 40)
 
 
 def session_list(
@@ -26,13 +27,32 @@ def session_list(
 
 
 def session_get(principal: Principal, session_id: str) -> AgentSession:
-    session = (
+    """A session within the principal's reach, by the ``session_id`` its client chose (what a client
+    knows) or by the service's ``ses_…`` id (what the dashboard and older clients use).
+
+    The service id wins when both match. A client id is unique per project only: when the
+    principal reaches several sessions with it, the error lists their ``ses_…`` ids to choose from.
+    Another org's session, or one outside the token's projects, is a NotFound like a missing one.
+    """
+    if not isinstance(session_id, str) or not session_id or len(session_id) > SESSION_ID_MAX or "\x00" in session_id:
+        raise NotFound(f"session {session_id!r} not found", field="session_id")
+    reachable = (
         access_filter(AgentSession, principal)
-        .filter(project__in=reachable_projects(principal), pk=session_id)
+        .filter(project__in=reachable_projects(principal))
         .select_related("project", "organization", "submitted_by_token")
         .prefetch_related("memories")
-        .first()
     )
-    if session is None:
+    session = reachable.filter(pk=session_id).first()
+    if session is not None:
+        return session
+    # stored stripped by session_submit
+    named = list(reachable.filter(external_id=session_id.strip()).order_by("project__slug")[:10])
+    if not named:
         raise NotFound(f"session {session_id!r} not found", field="session_id")
-    return session
+    if len(named) > 1:
+        choices = ", ".join(f"{s.id} ({s.project.slug})" for s in named)
+        raise InvalidInput(
+            f"several projects have a session {session_id!r}: use its id instead, one of {choices}",
+            field="session_id",
+        )
+    return named[0]

@@ -3,7 +3,12 @@
 Input serializers validate types and enums so a bad request is a 400 naming the field; the
 services validate again (they are also called from MCP tools and the dashboard). JSON bodies are
 strict: real JSON booleans/numbers/strings only, and unknown fields are rejected so that a typo
-never silently does nothing.
+never silently does nothing; the OpenAPI schema says so (``additionalProperties: false``, see
+``StrictSerializerSchema``). Query strings of list endpoints are strict the same way
+(``StrictQuerySerializer``): an empty value or an unknown parameter is a 400 naming it.
+
+Serializer docstrings and ``help_text`` become the OpenAPI component descriptions, so they are
+written for API users.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from memories.models import Memory, MemorySignal
@@ -27,11 +33,22 @@ from memories.services import (
     TITLE_MAX,
     WRITE_SCOPES,
 )
+from reasoningbank.api_errors import ErrorSerializer
+from reasoningbank.pagination import Pagination
 
 STATE_FILTERS = ("active", "archived", "any")
 TIERS = tuple(t for t, _ in Memory.TIER_CHOICES)
 ORIGINS = tuple(o for o, _ in Memory.ORIGIN_CHOICES)
 ARCHIVE_REASONS = tuple(r for r, _ in Memory.ARCHIVED_REASON_CHOICES)
+# What each archive reason means, for API users (the OpenAPI enum ``ArchiveReasonEnum`` lists them).
+ARCHIVE_REASON_CHOICES = [
+    (Memory.ARCHIVED_MANUAL, "archived by hand (the default)"),
+    (Memory.ARCHIVED_STALE, "no longer true or no longer useful"),
+    (Memory.ARCHIVED_SUPERSEDED, "replaced by a newer or better memory"),
+    (Memory.ARCHIVED_DUPLICATE, "says the same as another memory"),
+    (Memory.ARCHIVED_CONSOLIDATED, "merged into a consolidated memory (set by consolidation runs)"),
+]
+assert {r for r, _ in ARCHIVE_REASON_CHOICES} == set(ARCHIVE_REASONS)
 SESSION_ID_MAX = 200
 
 
@@ -79,7 +96,8 @@ class StrictFloatField(serializers.FloatField):
 
 
 class StrictSerializer(serializers.Serializer):
-    """A JSON-object body whose keys must all be known fields."""
+    # no docstring on purpose: a class docstring becomes the description of every subclass's schema
+    # component; this one is a JSON-object body whose keys must all be known fields.
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):
@@ -93,19 +111,55 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """Declares what ``StrictSerializer`` enforces: a request body may hold no other property."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
+        if direction == "request":
+            schema["additionalProperties"] = False
+        return schema
+
+
+# Query parameters every paginated list also takes (read by ``Pagination``, not by the serializer).
+PAGE_PARAMETERS = (Pagination.page_query_param, Pagination.page_size_query_param)
+EMPTY_VALUE = "Must not be empty: give a value or leave the parameter out."
+
+
+class StrictQuerySerializer(serializers.Serializer):
+    # no docstring on purpose (it would describe every subclass): the query string of a list
+    # endpoint, where an empty value (``?tier=``) or an unknown parameter (``?tags=`` for ``?tag=``)
+    # is a 400 naming it instead of silently listing everything.
+
+    def to_internal_value(self, data: Any) -> Any:
+        errors: dict[str, list[str]] = {}
+        for name in data:
+            values = data.getlist(name) if hasattr(data, "getlist") else [data[name]]
+            if name not in self.fields and name not in PAGE_PARAMETERS:
+                allowed = ", ".join([*self.fields, *PAGE_PARAMETERS])
+                errors[str(name)] = [f"Unknown query parameter. Allowed: {allowed}."]
+            elif any(isinstance(value, str) and not value.strip() for value in values):
+                errors[str(name)] = [EMPTY_VALUE]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class EmptyQuerySerializer(StrictQuerySerializer):
+    # a list that takes no filter: only page and page_size
+    pass
+
+
 def _tags_field(**kwargs: Any) -> serializers.ListField:
     return serializers.ListField(
         child=StrictCharField(max_length=TAG_MAX, allow_blank=True), max_length=TAGS_MAX, **kwargs
     )
 
 
-# --- errors (documentation only) ---------------------------------------------------------------
-
-
-class ErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()), required=False)
+__all__ = ["ErrorSerializer"]  # re-exported: the views document their errors with it
 
 
 # --- memories ----------------------------------------------------------------------------------
@@ -125,8 +179,12 @@ class MemorySerializer(serializers.Serializer):
     project = serializers.CharField(source="project.slug", allow_null=True, default=None, help_text="project slug")
     team = serializers.CharField(source="team.slug", allow_null=True, default=None, help_text="team slug")
     state = serializers.ChoiceField(choices=[s for s, _ in Memory.STATE_CHOICES])
-    archived_reason = serializers.CharField(allow_blank=True)
-    consolidated_into = serializers.CharField(source="consolidated_into_id", allow_null=True)
+    archived_reason = serializers.ChoiceField(
+        choices=ARCHIVE_REASON_CHOICES, allow_blank=True, help_text="why it was archived; empty while active"
+    )
+    consolidated_into = serializers.CharField(
+        source="consolidated_into_id", allow_null=True, help_text="the consolidated memory it was merged into"
+    )
     tier = serializers.ChoiceField(choices=TIERS)
     retention = serializers.FloatField()
     importance = serializers.FloatField()
@@ -141,17 +199,10 @@ class MemorySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
 
 
-class PaginatedMemorySerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = MemorySerializer(many=True)
+class MemoryListQuerySerializer(StrictQuerySerializer):
+    # query parameters of GET /memories (strings from the URL, so DRF's usual string-parsing fields)
 
-
-class MemoryListQuerySerializer(serializers.Serializer):
-    """Query parameters of GET /memories (strings from the URL, so the normal lenient fields)."""
-
-    project = serializers.SlugField(required=False, allow_blank=True, help_text="project slug")
+    project = serializers.SlugField(required=False, help_text="project slug")
     scope = serializers.ChoiceField(choices=SEARCH_SCOPES, required=False, default="all")
     state = serializers.ChoiceField(choices=STATE_FILTERS, required=False, default="active")
     outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES, required=False)
@@ -163,9 +214,7 @@ class MemoryListQuerySerializer(serializers.Serializer):
     )
     min_confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
     max_confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
-    q = serializers.CharField(
-        required=False, allow_blank=True, max_length=200, help_text="substring of title or description"
-    )
+    q = serializers.CharField(required=False, max_length=200, help_text="substring of title or description")
     ordering = serializers.ChoiceField(choices=MEMORY_ORDERINGS, required=False, default="-created_at")
 
 
@@ -197,19 +246,24 @@ class MemoryUpdateSerializer(StrictSerializer):
 
 
 class MemoryArchiveSerializer(StrictSerializer):
-    reason = serializers.ChoiceField(choices=ARCHIVE_REASONS, required=False, default=Memory.ARCHIVED_MANUAL)
+    reason = serializers.ChoiceField(
+        choices=ARCHIVE_REASON_CHOICES,
+        required=False,
+        default=Memory.ARCHIVED_MANUAL,
+        help_text="why the memory is archived (default manual)",
+    )
 
 
 class EmptyBodySerializer(StrictSerializer):
-    """No fields: the body may be empty or {}."""
+    # no fields: the body may be absent, empty or {}
+    pass
 
 
 # --- search ------------------------------------------------------------------------------------
 
 
 class MemorySearchSerializer(StrictSerializer):
-    """Seed 000 memory_search arguments (+ project and explain). Omitted values take the
-    server's defaults (limit 5, min_confidence 0.5)."""
+    """A search. Omitted values take the server's defaults (limit 5, min_confidence 0.5)."""
 
     query = StrictCharField(help_text="natural language query")
     scope = serializers.ChoiceField(choices=SEARCH_SCOPES, required=False, default="all")
@@ -228,8 +282,9 @@ class RoundedFloatField(serializers.FloatField):
 
 
 class ScoreBreakdownSerializer(serializers.Serializer):
-    """Every factor of a hit's score: similarity × confidence × recency_boost × scope_weight ×
-    consolidated_boost = score. ``confidence`` is the value the search ranked with (before usage)."""
+    """Every factor of a result's score: similarity × confidence × recency_boost × scope_weight ×
+    consolidated_boost = score. `confidence` is the value the search ranked with (before this search
+    counted as a use)."""
 
     similarity = RoundedFloatField(source="breakdown.similarity")
     confidence = RoundedFloatField(source="breakdown.confidence")
@@ -242,8 +297,8 @@ class ScoreBreakdownSerializer(serializers.Serializer):
 
 
 class SearchHitSerializer(serializers.Serializer):
-    """One seed-000 search result (a ``SearchHit``); ``score`` only when the context says ``explain``.
-    ``confidence`` and ``usage_count`` are the values after this search's usage signal."""
+    """One search result. `confidence` and `usage_count` already count this search as a use;
+    `score` is present only when the search asked for `explain`."""
 
     id = serializers.CharField(source="memory.id")
     title = serializers.CharField(source="memory.title")
@@ -295,16 +350,11 @@ class OutcomeResponseSerializer(serializers.Serializer):
 
 
 class SignalSerializer(serializers.ModelSerializer):
+    """One confidence signal: feedback, an outcome report or a use by a search."""
+
     class Meta:
         model = MemorySignal
         fields = ["type", "positive", "comment", "session_id", "actor", "confidence_after", "created_at"]
-
-
-class PaginatedSignalSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    next = serializers.URLField(allow_null=True)
-    previous = serializers.URLField(allow_null=True)
-    results = SignalSerializer(many=True)
 
 
 # --- lineage -----------------------------------------------------------------------------------
@@ -324,16 +374,22 @@ class LineageSubjectSerializer(LineageMemorySerializer):
 
 
 class LinkSerializer(serializers.Serializer):
-    kind = serializers.CharField()
+    """A link to or from another memory (`memory` is the other end)."""
+
+    kind = serializers.CharField(help_text="consolidates, supersedes, contradicts, duplicates or references")
     weight = serializers.FloatField()
     reason = serializers.CharField(allow_blank=True)
-    run_id = serializers.IntegerField(allow_null=True)
+    # run ids are strings (``run_…``), not integers: an IntegerField here made every lineage with a
+    # link written by a real consolidation run a 500
+    run_id = serializers.CharField(allow_null=True, help_text="the consolidation run that made the link, if any")
     created_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)
     memory = LineageMemorySerializer()
 
 
 class LineageSerializer(serializers.Serializer):
+    """A memory's links both ways and its consolidation history."""
+
     memory = LineageSubjectSerializer()
     outgoing = LinkSerializer(many=True)
     incoming = LinkSerializer(many=True)

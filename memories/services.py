@@ -35,7 +35,7 @@ from memories.selectors import (
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
-from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
 from reasoningbank.metrics import counter_add
 
 logger = logging.getLogger(__name__)
@@ -336,7 +336,8 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
         raise Forbidden("this token may not change this memory")
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.state == Memory.STATE_ACTIVE:
-        return memory
+        # a 200 here hid mistakes (a wrong id, a double click on an old page): say there was nothing to do
+        raise Conflict(f"memory {memory.id} is already active: only an archived memory can be restored")
     _memory_limit_check(principal.organization, adding=1)
     previous = memory.archived_reason
     memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ACTIVE, "", None

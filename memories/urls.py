@@ -16,6 +16,7 @@ urlpatterns = [
     path("memories/<str:memory_id>/lineage", api.MemoryLineageView.as_view(), name="api-memory-lineage"),
     path("memories/<str:memory_id>/signals", api.MemorySignalsView.as_view(), name="api-memory-signals"),
     path("sessions", api_sessions.SessionListCreateView.as_view(), name="api-sessions"),
-    path("sessions/<str:session_id>", api_sessions.SessionDetailView.as_view(), name="api-session"),
-    path("sessions/<str:session_id>/retry", api_sessions.SessionRetryView.as_view(), name="api-session-retry"),
+    # a client's session_id may contain "/" (``<path:…>``); retry first, so "x/retry" is x's retry
+    path("sessions/<path:session_id>/retry", api_sessions.SessionRetryView.as_view(), name="api-session-retry"),
+    path("sessions/<path:session_id>", api_sessions.SessionDetailView.as_view(), name="api-session"),
 ]

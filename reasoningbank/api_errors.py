@@ -1,42 +1,119 @@
-"""One error shape for the whole REST API: ``{"detail": ..., "code": ..., "errors": {field: [..]}}``."""
+"""One error shape for the whole REST API: ``{"detail": str, "code": str, "errors": {field: [str, ...]}}``.
+
+Every error answer of the API has all three keys (``errors`` is ``{}`` when no field is at fault),
+whatever raised it: a service's ``ServiceError``, a serializer's ``ValidationError`` (nested list or
+dict errors are flattened into sentences under their top-level field), Django's ``ValidationError``
+or one of DRF's own (401, 403, 404, 405, 415, 429). The ``Error`` component of the OpenAPI schema
+(``ErrorSerializer``) documents exactly this shape, and ``error_responses`` declares it per status.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from rest_framework import exceptions, status
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from reasoningbank.errors import ServiceError
 
+NON_FIELD = "non_field_errors"
+
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ServiceError):
-        body: dict[str, Any] = {"detail": exc.message, "code": exc.code}
-        if exc.field:
-            body["errors"] = {exc.field: [exc.message]}
-        return Response(body, status=exc.status)
+        errors = {exc.field: [exc.message]} if exc.field else {}
+        return Response(error_body(exc.message, exc.code, errors), status=exc.status)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
-    data = response.data
     if isinstance(exc, exceptions.ValidationError):
-        errors = data if isinstance(data, dict) else {"non_field_errors": data}
-        first_field, first_messages = next(iter(errors.items()), ("", [""]))
-        first = first_messages[0] if isinstance(first_messages, list) and first_messages else first_messages
-        where = "" if first_field == "non_field_errors" else f"{first_field}: "
-        response.data = {
-            "detail": f"Invalid input: {where}{first}",
-            "code": "invalid",
-            "errors": errors,
-        }
-    elif isinstance(data, dict) and "detail" in data:
-        code = getattr(data["detail"], "code", None) or getattr(exc, "default_code", "error")
-        response.data = {"detail": str(data["detail"]), "code": code}
+        errors = field_errors(response.data)
+        response.data = error_body(_validation_summary(errors), "invalid", errors)
+    else:
+        data = response.data
+        detail = data.get("detail", data) if isinstance(data, dict) else data
+        code = getattr(detail, "code", None) or getattr(exc, "default_code", None) or "error"
+        response.data = error_body(_plain_text(detail), str(code), {})
     if response.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in response:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
+
+
+def error_body(detail: str, code: str, errors: dict[str, list[str]]) -> dict[str, Any]:
+    return {"detail": detail, "code": code, "errors": errors}
+
+
+def field_errors(data: Any) -> dict[str, list[str]]:
+    """``{field: [sentence, ...]}`` from any DRF error structure (never a repr of ``ErrorDetail``)."""
+    if isinstance(data, dict):
+        return {str(field): _sentences(value) for field, value in data.items()}
+    return {NON_FIELD: _sentences(data)}
+
+
+def _sentences(value: Any, prefix: str = "") -> list[str]:
+    """Nested errors (a list field's items, a dict field's keys) as flat sentences saying where."""
+    if isinstance(value, dict):
+        out: list[str] = []
+        for key, inner in value.items():
+            where = f"item {key}" if isinstance(key, int) else str(key)
+            out += _sentences(inner, f"{prefix}{where}: ")
+        return out
+    if isinstance(value, list | tuple):
+        return [sentence for inner in value for sentence in _sentences(inner, prefix)]
+    return [f"{prefix}{value}"]
+
+
+def _plain_text(value: Any) -> str:
+    return "; ".join(_sentences(value)) if isinstance(value, dict | list | tuple) else str(value)
+
+
+def _validation_summary(errors: dict[str, list[str]]) -> str:
+    """One sentence naming the first bad field (and how many more there are)."""
+    if not errors:
+        return "Invalid input."
+    field, messages = next(iter(errors.items()))
+    first = messages[0] if messages else "invalid"
+    where = "" if field == NON_FIELD else f"{field}: "
+    more = len(errors) - 1
+    return f"Invalid input: {where}{first}" + (f" (and {more} more field{'s' * (more > 1)})" if more else "")
+
+
+# --- the schema of errors ------------------------------------------------------------------------
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Documentation only: the body of every 4xx answer."""
+
+    detail = serializers.CharField(help_text="one sentence saying what is wrong")
+    code = serializers.CharField(
+        help_text="stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, "
+        "permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, "
+        "unsupported_media_type, throttled"
+    )
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="the fields at fault, each with its messages; empty when no field is at fault "
+        "(non_field_errors for the body as a whole)",
+    )
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Bad input: `errors` names every field or query parameter at fault (unknown ones included).",
+    401: "The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`).",
+    403: "The token lacks the scope this operation needs, or the organization's plan lacks the feature.",
+    404: "No such object within the token's reach (another organization's objects are reported the same way).",
+    409: "The request conflicts with the object's current state.",
+    415: "The body is not `application/json`.",
+}
+
+
+def error_responses(*codes: int, conflict: str | None = None) -> dict[int, OpenApiResponse]:
+    """``extend_schema(responses=...)`` entries for these error statuses, all with the ``Error`` body;
+    ``conflict`` says what a 409 means for this operation."""
+    described = {**ERROR_DESCRIPTIONS, **({409: conflict} if conflict else {})}
+    return {code: OpenApiResponse(ErrorSerializer, description=described[code]) for code in codes}

@@ -190,7 +190,14 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ReasoningBank API",
-    "DESCRIPTION": "Memory service for AI coding agents. Authenticate with `Authorization: Bearer rb_...`.",
+    "DESCRIPTION": (
+        "Memory service for AI coding agents: record what an agent learned, search it before a task, say "
+        "whether it helped, and let consolidation merge, supersede and retire memories over time.\n\n"
+        "Authenticate with `Authorization: Bearer rb_...` (an organization's API token). Request bodies are "
+        "JSON objects and may hold only the documented fields. Every list is paged "
+        "(`page`, `page_size` → `{count, next, previous, results}`). Every error answers "
+        '`{"detail": str, "code": str, "errors": {field: [str, ...]}}`.'
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
@@ -202,7 +209,14 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryOutcomeEnum": "memories.services.RECORD_OUTCOMES",
         "MemoryScopeEnum": "memories.services.WRITE_SCOPES",
+        "ArchiveReasonEnum": "memories.serializers.ARCHIVE_REASON_CHOICES",
     },
+    "TAGS": [
+        {"name": "memories", "description": "Record, search, rate, edit, archive and restore memories."},
+        {"name": "sessions", "description": "Hand in finished agent sessions to distill memories from them."},
+        {"name": "consolidation", "description": "Consolidation runs, contradictions awaiting a moderator, un-merge."},
+        {"name": "account", "description": "The calling token and the projects it reaches."},
+    ],
 }
 
 # --- API tokens ------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def test_a_token_without_the_read_scope_gets_403_naming_the_scope(cast, token_cl
 
 
 def test_projects_lists_only_the_tokens_own_org(cast, token_client):
-    slugs = [p["slug"] for p in token_client(cast.org_b).get("/api/v1/projects").json()]
+    slugs = [p["slug"] for p in token_client(cast.org_b).get("/api/v1/projects").json()["results"]]
     assert slugs == ["billing"]
 
 
