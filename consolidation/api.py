@@ -1,14 +1,21 @@
-"""REST views for consolidation runs: request (manual trigger), list, detail; disputes; un-merge."""
+"""REST views for consolidation runs: request (manual trigger), list, detail; disputes; un-merge.
+
+Thin: parse, call a service/selector, serialize. Texts in ``extend_schema`` are the public API
+documentation, written for API users (no class docstrings on the views: drf-spectacular would
+publish them). Bodies are strict JSON objects like everywhere in the API (``StrictSerializer``).
+"""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from consolidation.models import ConsolidationRun
 from consolidation.selectors import disputed_list, run_get, run_list
 from consolidation.services import (
     RESOLUTIONS,
@@ -21,41 +28,77 @@ from consolidation.services import (
     run_options_validate,
 )
 from memories.selectors import memory_get, project_resolve, project_target
-from reasoningbank.errors import InvalidInput, NotFound
+from memories.serializers import (
+    EmptyBodySerializer,
+    EmptyQuerySerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictQuerySerializer,
+    StrictSerializer,
+)
+from reasoningbank.api_errors import error_responses
+from reasoningbank.errors import NotFound
 from reasoningbank.pagination import Pagination
 
 TAGS = ["consolidation"]
+MEMORY_ID = OpenApiParameter("memory_id", str, OpenApiParameter.PATH, description="the memory's id (`mem_…`)")
 
 
-class RunRequestSerializer(serializers.Serializer):
-    project = serializers.CharField(
-        required=False, allow_blank=True, help_text="the project's slug (only needed when the token reaches several)"
+class RunRequestSerializer(StrictSerializer):
+    project = StrictCharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="the project's slug (may be left out when the token reaches one project)",
     )
-    project_id = serializers.CharField(required=False, allow_blank=True, help_text="same as project (seed 000's name)")
-    similarity_threshold = serializers.FloatField(required=False, allow_null=True, default=None)
-    dry_run = serializers.BooleanField(required=False, default=False)
-    max_clusters = serializers.IntegerField(required=False, default=0)
-    force = serializers.BooleanField(required=False, default=False, help_text="ignore the 24 h window")
-    wait = serializers.BooleanField(
-        required=False, default=False, help_text="run now and answer when done (else 202 and poll the run)"
+    project_id = StrictCharField(
+        required=False, allow_blank=True, allow_null=True, help_text="another name for `project`"
     )
+    similarity_threshold = StrictFloatField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=0.5,
+        max_value=0.99,
+        help_text="how similar memories must be to be merged (default: the server's setting, 0.8 unless changed)",
+    )
+    dry_run = StrictBooleanField(
+        required=False, default=False, help_text="only preview what would change (`preview`); change nothing"
+    )
+    max_clusters = StrictIntegerField(
+        required=False, default=0, min_value=0, max_value=10_000, help_text="merge at most this many groups (0: all)"
+    )
+    force = StrictBooleanField(
+        required=False, default=False, help_text="run even if the project was consolidated within the last 24 h"
+    )
+    wait = StrictBooleanField(
+        required=False, default=False, help_text="run now and answer when done (else 202 at once; poll the run)"
+    )
+
+
+class RunListQuerySerializer(StrictQuerySerializer):
+    project = serializers.CharField(required=False, help_text="only this project's runs (its slug)")
 
 
 class RunSerializer(serializers.Serializer):
-    id = serializers.CharField()
+    """A consolidation run: its progress while it works, then what it changed (or would change)."""
+
+    id = serializers.CharField(help_text="`run_…`")
     project = serializers.CharField(source="project.slug", allow_null=True)
-    trigger = serializers.CharField()
-    status = serializers.CharField()
-    dry_run = serializers.BooleanField()
+    trigger = serializers.ChoiceField(choices=[t for t, _ in ConsolidationRun.TRIGGER_CHOICES])
+    status = serializers.ChoiceField(choices=[s for s, _ in ConsolidationRun.STATUS_CHOICES])
+    dry_run = serializers.BooleanField(help_text="a preview: nothing was or will be changed")
     options = serializers.JSONField()
     phase = serializers.CharField()
-    progress = serializers.FloatField()
+    progress = serializers.FloatField(help_text="0 to 1")
     counters = serializers.JSONField()
     phase_durations = serializers.JSONField()
     warnings = serializers.JSONField()
     errors = serializers.JSONField()
-    preview = serializers.JSONField()
-    result = serializers.JSONField()
+    preview = serializers.JSONField(help_text="what a dry run would do")
+    result = serializers.JSONField(help_text="created and archived memories, when finished")
     llm_calls = serializers.IntegerField()
     llm_input_tokens = serializers.IntegerField()
     llm_output_tokens = serializers.IntegerField()
@@ -64,21 +107,56 @@ class RunSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-class RunListCreateView(OrgAPIView):
-    required_scopes = {"GET": SCOPE_MEMORIES_READ, "POST": SCOPE_CONSOLIDATION_RUN}
+class ConsolidationAPIView(OrgAPIView):
+    # JSON bodies only, as everywhere in the API
+    parser_classes = [JSONParser]
 
-    @extend_schema(tags=TAGS, responses=RunSerializer(many=True))
+
+class RunListCreateView(ConsolidationAPIView):
+    required_scopes = {"GET": SCOPE_MEMORIES_READ, "POST": SCOPE_CONSOLIDATION_RUN}
+    pagination_class = Pagination
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_runs_list",
+        summary="List consolidation runs",
+        description=(
+            "Consolidation runs of the projects the token reaches (manual, scheduled and on-demand), newest "
+            "first, one page at a time; optionally only one `project`'s. Needs `memories:read`."
+        ),
+        parameters=[RunListQuerySerializer],
+        responses={200: RunSerializer(many=True), **error_responses(400, 401, 403, 404)},
+    )
     def get(self, request: Request) -> Response:
-        project = (
-            project_resolve(self.principal, request.query_params.get("project"))
-            if request.query_params.get("project")
-            else None
-        )
+        query = RunListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        slug = query.validated_data.get("project")
+        project = project_resolve(self.principal, slug) if slug else None
         paginator = Pagination()
         page = paginator.paginate_queryset(run_list(self.principal, project=project), request, view=self)
         return paginator.get_paginated_response(RunSerializer(page, many=True).data)
 
-    @extend_schema(tags=TAGS, request=RunRequestSerializer, responses={202: RunSerializer, 200: RunSerializer})
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_runs_create",
+        summary="Consolidate a project",
+        description=(
+            "Start a consolidation run on a project: near-identical memories are merged, groups of similar ones "
+            "are synthesized into one consolidated memory (their sources archived, see lineage and un-merge), "
+            "contradictions are set aside for a moderator and stale memories are archived. `dry_run: true` "
+            "only previews. Answers 202 with the queued run (poll `GET …/runs/{run_id}`), or with `wait: true` "
+            "200 with the finished run. One run at a time per project (409 otherwise); a project is not "
+            "consolidated twice within 24 h unless `force`. Needs `consolidation:run` and the Pro plan or above."
+        ),
+        request=RunRequestSerializer,
+        responses={
+            202: RunSerializer,
+            200: RunSerializer,
+            **error_responses(
+                400, 401, 403, 404, 409, 415, conflict="A run of this project is already queued or running."
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         data = RunRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -100,67 +178,135 @@ class RunListCreateView(OrgAPIView):
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
-class RunDetailView(OrgAPIView):
+class RunDetailView(ConsolidationAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
 
-    @extend_schema(tags=TAGS, responses=RunSerializer)
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_runs_retrieve",
+        summary="Get a consolidation run",
+        description=(
+            "A run's status, phase and progress while it works; then its counters, the memories it created "
+            "and archived (`result`) or, for a dry run, what it would do (`preview`), and its LLM usage. "
+            "Needs `memories:read`."
+        ),
+        parameters=[OpenApiParameter("run_id", str, OpenApiParameter.PATH, description="the run's id (`run_…`)")],
+        responses={200: RunSerializer, **error_responses(401, 403, 404)},
+    )
     def get(self, request: Request, run_id: str) -> Response:
         return Response(RunSerializer(run_get(self.principal, run_id)).data)
 
 
+class DisputeMemorySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+
+
 class DisputeSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    first = serializers.SerializerMethodField()
-    second = serializers.SerializerMethodField()
-    confidence = serializers.FloatField(source="weight")
+    """Two memories that contradict each other, as judged during consolidation."""
+
+    id = serializers.IntegerField(help_text="the dispute's id, for resolving it")
+    first = DisputeMemorySerializer(source="source")
+    second = DisputeMemorySerializer(source="target")
+    confidence = serializers.FloatField(source="weight", help_text="how sure the judge was that they contradict")
     explanation = serializers.CharField(source="reason")
     created_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)
 
-    def get_first(self, link) -> dict:  # type: ignore[no-untyped-def]
-        return {"id": link.source.id, "title": link.source.title, "content": link.source.content}
 
-    def get_second(self, link) -> dict:  # type: ignore[no-untyped-def]
-        return {"id": link.target.id, "title": link.target.title, "content": link.target.content}
-
-
-class DisputeListView(OrgAPIView):
+class DisputeListView(ConsolidationAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
+    pagination_class = Pagination
 
-    @extend_schema(tags=TAGS, responses=DisputeSerializer(many=True))
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_disputes_list",
+        summary="List contradictions awaiting a moderator",
+        description=(
+            "Pairs of memories that consolidation found to contradict each other and that nobody has resolved "
+            "yet, newest first, one page at a time. Both stay active until resolved. Needs `memories:read`."
+        ),
+        responses={200: DisputeSerializer(many=True), **error_responses(400, 401, 403, 404)},
+    )
     def get(self, request: Request) -> Response:
+        EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
         paginator = Pagination()
         page = paginator.paginate_queryset(disputed_list(self.principal), request, view=self)
         return paginator.get_paginated_response(DisputeSerializer(page, many=True).data)
 
 
-class DisputeResolveSerializer(serializers.Serializer):
-    resolution = serializers.ChoiceField(choices=RESOLUTIONS)
+class DisputeResolveSerializer(StrictSerializer):
+    resolution = serializers.ChoiceField(
+        choices=[
+            ("keep_first", "keep the first memory; the second is archived as superseded"),
+            ("keep_second", "keep the second memory; the first is archived as superseded"),
+            ("keep_both", "both are right (in their own context): keep both"),
+        ],
+        help_text="which memory to keep",
+    )
 
 
-class DisputeResolveView(OrgAPIView):
+assert {c for c, _ in DisputeResolveSerializer().fields["resolution"].choices.items()} == set(RESOLUTIONS)
+
+
+class DisputeResolveView(ConsolidationAPIView):
     required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
 
-    @extend_schema(tags=TAGS, request=DisputeResolveSerializer, responses=DisputeSerializer)
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_disputes_resolve",
+        summary="Resolve a contradiction",
+        description=(
+            "Settle a dispute: keep the first memory, the second, or both. The one not kept is archived as "
+            "superseded and linked to the one kept. A dispute already resolved is a 409. Needs `memories:write`."
+        ),
+        parameters=[OpenApiParameter("link_id", str, OpenApiParameter.PATH, description="the dispute's `id`")],
+        request=DisputeResolveSerializer,
+        responses={
+            200: DisputeSerializer,
+            **error_responses(400, 401, 403, 404, 409, 415, conflict="The dispute is already resolved."),
+        },
+    )
     def post(self, request: Request, link_id: str) -> Response:
         data = DisputeResolveSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         link = (
-            disputed_list(self.principal, include_resolved=True).filter(pk=link_id if link_id.isdigit() else -1).first()
+            disputed_list(self.principal, include_resolved=True)
+            .filter(pk=link_id if link_id.isascii() and link_id.isdigit() and len(link_id) < 19 else -1)
+            .first()
         )
         if link is None:
-            raise NotFound(f"dispute {link_id!r} not found")
+            raise NotFound(f"dispute {link_id!r} not found", field="link_id")
         link = contradiction_resolve(principal=self.principal, link=link, resolution=data.validated_data["resolution"])
         return Response(DisputeSerializer(link).data)
 
 
-class MemoryUnmergeView(OrgAPIView):
+class UnmergeSerializer(serializers.Serializer):
+    archived = serializers.CharField(help_text="the consolidated memory, now archived")
+    restored = serializers.ListField(child=serializers.CharField(), help_text="its sources, active again")
+
+
+class MemoryUnmergeView(ConsolidationAPIView):
     required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
 
-    @extend_schema(tags=TAGS, request=None, responses={200: serializers.DictField()})
+    @extend_schema(
+        tags=TAGS,
+        operation_id="memories_unmerge",
+        summary="Un-merge a consolidated memory",
+        description=(
+            "Undo a consolidation: the source memories of this consolidated memory become active again and the "
+            "consolidated memory is archived; the links stay as history. Only an active consolidated memory "
+            "(`origin: consolidated`) can be un-merged: for any other memory the 400 says what to do instead "
+            "(a memory archived as a duplicate is brought back with restore; a source is brought back by "
+            "un-merging its consolidated memory). No body (or `{}`). Needs `memories:write`."
+        ),
+        parameters=[MEMORY_ID],
+        request=None,
+        responses={200: UnmergeSerializer, **error_responses(400, 401, 403, 404, 415)},
+    )
     def post(self, request: Request, memory_id: str) -> Response:
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         memory = memory_get(self.principal, memory_id)
-        if memory.state != "active":
-            raise InvalidInput("this consolidated memory is already archived", field="memory_id")
         restored = memory_unmerge(principal=self.principal, memory=memory)
         return Response({"archived": memory.id, "restored": [m.id for m in restored]})

@@ -1089,6 +1089,35 @@ def _llm_map(ctx: _Context, llm: Any, purpose: str, prompts: Sequence[str], *, s
 # --- moderation ------------------------------------------------------------------------------------
 
 
+def _unmerge_refusal(memory: Memory) -> str | None:
+    """Why this memory cannot be un-merged, saying what to do instead; None when it can be."""
+    if memory.origin != Memory.ORIGIN_CONSOLIDATED:
+        if memory.archived_reason == Memory.ARCHIVED_DUPLICATE:
+            kept = (
+                MemoryLink.objects.filter(
+                    organization_id=memory.organization_id, target=memory, kind=MemoryLink.KIND_DUPLICATES
+                )
+                .values_list("source_id", flat=True)
+                .first()
+            )
+            return (
+                f"memory {memory.id} was archived as a duplicate{f' of {kept}' if kept else ''}, not merged into a "
+                "consolidated memory, so there is nothing to un-merge: restore it to make it active again"
+            )
+        if memory.consolidated_into_id:
+            return (
+                f"memory {memory.id} is a source of the consolidated memory {memory.consolidated_into_id}: "
+                "un-merge that one to bring back all of its sources"
+            )
+        return f"only consolidated memories can be un-merged; memory {memory.id} was {memory.origin}, not consolidated"
+    if memory.state != Memory.STATE_ACTIVE:
+        return (
+            f"consolidated memory {memory.id} is already archived ({memory.archived_reason}): it was un-merged or "
+            "archived before; restore it first to un-merge it"
+        )
+    return None
+
+
 @transaction.atomic
 def memory_unmerge(*, principal: Principal, memory: Memory) -> list[Memory]:
     """Undo a consolidation: the sources come back, the consolidated memory is archived. Links stay."""
@@ -1096,8 +1125,9 @@ def memory_unmerge(*, principal: Principal, memory: Memory) -> list[Memory]:
 
     if not principal.has_scope("memories:write"):
         raise Forbidden("un-merging needs the 'memories:write' scope")
-    if memory.origin != M.ORIGIN_CONSOLIDATED:
-        raise InvalidInput("only consolidated memories can be un-merged", field="memory_id")
+    refusal = _unmerge_refusal(memory)
+    if refusal:
+        raise InvalidInput(refusal, field="memory_id")
     sources = list(M.objects.select_for_update().filter(consolidated_into=memory, organization=principal.organization))
     if not sources:
         raise InvalidInput("this consolidated memory has no archived sources left to restore", field="memory_id")
