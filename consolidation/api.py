@@ -27,6 +27,7 @@ from consolidation.services import (
     project_argument,
     run_options_validate,
 )
+from memories.api import MEMORY_ID
 from memories.selectors import memory_get, project_resolve, project_target
 from memories.serializers import (
     EmptyBodySerializer,
@@ -43,7 +44,6 @@ from reasoningbank.errors import NotFound
 from reasoningbank.pagination import Pagination
 
 TAGS = ["consolidation"]
-MEMORY_ID = OpenApiParameter("memory_id", str, OpenApiParameter.PATH, description="the memory's id (`mem_…`)")
 
 
 class RunRequestSerializer(StrictSerializer):

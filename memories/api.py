@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -70,6 +70,7 @@ ERRORS_READ_ONE = error_responses(401, 403, 404)
 ERRORS_LIST = error_responses(400, 401, 403, 404)
 ERRORS_WRITE = error_responses(400, 401, 403, 404, 415)
 TAGS = ["memories"]
+MEMORY_ID = OpenApiParameter("memory_id", str, OpenApiParameter.PATH, description="the memory's id (`mem_…`)")
 
 
 def _valid(serializer_class: type[Serializer], data: Any) -> dict[str, Any]:
@@ -162,6 +163,7 @@ class MemoryDetailView(MemoryAPIView):
             "One memory with every field, whether active or archived (its embedding is never returned). "
             "Needs `memories:read`."
         ),
+        parameters=[MEMORY_ID],
         responses={200: MemorySerializer, **ERRORS_READ_ONE},
     )
     def get(self, request: Request, memory_id: str) -> Response:
@@ -177,6 +179,7 @@ class MemoryDetailView(MemoryAPIView):
             "`memories:write` and a token that reaches the memory's project."
         ),
         request=MemoryUpdateSerializer,
+        parameters=[MEMORY_ID],
         responses={200: MemorySerializer, **ERRORS_WRITE},
     )
     def patch(self, request: Request, memory_id: str) -> Response:
@@ -200,6 +203,7 @@ class MemoryArchiveView(MemoryAPIView):
             "Needs `memories:write`."
         ),
         request=MemoryArchiveSerializer,
+        parameters=[MEMORY_ID],
         responses={200: MemorySerializer, **ERRORS_WRITE},
     )
     def post(self, request: Request, memory_id: str) -> Response:
@@ -220,6 +224,7 @@ class MemoryRestoreView(MemoryAPIView):
             "(or `{}`). A memory that is already active is a 409. Needs `memories:write`."
         ),
         request=None,
+        parameters=[MEMORY_ID],
         responses={
             200: MemorySerializer,
             **error_responses(
@@ -272,6 +277,7 @@ class MemoryFeedbackView(MemoryAPIView):
             "`memories:write`."
         ),
         request=FeedbackSerializer,
+        parameters=[MEMORY_ID],
         responses={200: FeedbackResponseSerializer, **ERRORS_WRITE},
     )
     def post(self, request: Request, memory_id: str) -> Response:
@@ -296,6 +302,7 @@ class MemoryOutcomeView(MemoryAPIView):
             "Needs `memories:write`."
         ),
         request=OutcomeSerializer,
+        parameters=[MEMORY_ID],
         responses={200: OutcomeResponseSerializer, **ERRORS_WRITE},
     )
     def post(self, request: Request, memory_id: str) -> Response:
@@ -320,6 +327,7 @@ class MemoryLineageView(MemoryAPIView):
             "the consolidated memory it was merged into, and, for a consolidated memory, its sources. "
             "Archived memories are included. Needs `memories:read`."
         ),
+        parameters=[MEMORY_ID],
         responses={200: LineageSerializer, **ERRORS_READ_ONE},
     )
     def get(self, request: Request, memory_id: str) -> Response:
@@ -339,6 +347,7 @@ class MemorySignalsView(MemoryAPIView):
             "The feedback, outcome reports and uses behind a memory's confidence, newest first, one page at a "
             "time. Needs `memories:read`."
         ),
+        parameters=[MEMORY_ID],
         responses={200: SignalSerializer(many=True), **ERRORS_LIST},
     )
     def get(self, request: Request, memory_id: str) -> Response:

@@ -1,0 +1,132 @@
+"""The generated OpenAPI schema (``/api/schema/``) documents the REST API for its users (issue 11,
+items 8 and 16): every operation has a summary and a description written for API users (no code
+docstring leftovers), declares the error statuses it can answer with the one ``Error`` body,
+every list is a page object, and request bodies allow no undeclared fields."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+LEFTOVERS = re.compile(r"seed \d|\bseed\b|Base for|Subclasses|required_scopes|``|self\.|docstring|TODO", re.I)
+ERROR_REF = "#/components/schemas/Error"
+METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker) -> dict[str, Any]:
+    from rest_framework.test import APIClient
+
+    with django_db_blocker.unblock():
+        response = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def operations(schema: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    found = [
+        (path, method, operation)
+        for path, item in schema["paths"].items()
+        if path.startswith("/api/v1/")
+        for method, operation in item.items()
+        if method in METHODS
+    ]
+    assert len(found) >= 23
+    return found
+
+
+def resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in node:
+        node = schema["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def test_every_operation_has_a_summary_and_a_description_written_for_api_users(schema):
+    for path, method, operation in operations(schema):
+        where = f"{method.upper()} {path}"
+        assert operation.get("summary"), where
+        assert len(operation.get("description", "")) >= 40, where
+        for text in (operation["summary"], operation["description"]):
+            assert not LEFTOVERS.search(text), f"{where}: {text!r}"
+        assert operation.get("tags") and operation["tags"] != ["v1"], where
+
+
+def test_every_parameter_and_component_is_described_without_code_leftovers(schema):
+    for path, method, operation in operations(schema):
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "path":
+                assert parameter.get("description"), f"{method.upper()} {path}: {parameter['name']}"
+    for name, component in schema["components"]["schemas"].items():
+        texts = [component.get("description", "")]
+        texts += [prop.get("description", "") for prop in component.get("properties", {}).values()]
+        for text in texts:
+            assert not LEFTOVERS.search(text), f"{name}: {text!r}"
+    assert not LEFTOVERS.search(schema["info"]["description"])
+
+
+def test_every_operation_declares_its_error_statuses_with_the_error_body(schema):
+    for path, method, operation in operations(schema):
+        where = f"{method.upper()} {path}"
+        responses = operation["responses"]
+        expected = {"401", "403"}
+        names = {p["name"] for p in operation.get("parameters", [])}
+        if "{" in path or "page" in names:
+            expected.add("404")
+        if "requestBody" in operation or any(p["in"] == "query" for p in operation.get("parameters", [])):
+            expected.add("400")
+        if method in {"post", "patch", "put"}:
+            expected |= {"400", "415"}
+        assert expected <= set(responses), f"{where}: missing {sorted(expected - set(responses))}"
+        for status, response in responses.items():
+            if status.startswith("4"):
+                assert response["content"]["application/json"]["schema"] == {"$ref": ERROR_REF}, where
+                assert response.get("description"), f"{where} {status}"
+
+
+def test_the_error_body_always_has_detail_code_and_errors(schema):
+    error = schema["components"]["schemas"]["Error"]
+
+    assert set(error["required"]) == {"detail", "code", "errors"}
+    assert error["properties"]["errors"]["additionalProperties"]["items"]["type"] == "string"
+
+
+def test_every_list_operation_answers_a_page_object(schema):
+    lists = [
+        (path, operation)
+        for path, method, operation in operations(schema)
+        if method == "get" and operation["operationId"].endswith("_list")
+    ]
+    assert {path for path, _ in lists} >= {
+        "/api/v1/memories",
+        "/api/v1/sessions",
+        "/api/v1/consolidation/runs",
+        "/api/v1/consolidation/disputes",
+        "/api/v1/projects",
+    }
+    for path, operation in lists:
+        page = resolve(schema, operation["responses"]["200"]["content"]["application/json"]["schema"])
+        assert page["type"] == "object", path
+        assert set(page["required"]) == {"count", "next", "previous", "results"}, path
+        assert page["properties"]["results"]["type"] == "array", path
+        parameters = {p["name"]: p for p in operation["parameters"]}
+        assert parameters["page_size"]["schema"]["maximum"] == 200, path
+        assert parameters["page"]["schema"]["minimum"] == 1, path
+
+
+def test_no_operation_answers_a_bare_array(schema):
+    for path, method, operation in operations(schema):
+        for status, response in operation["responses"].items():
+            body = response.get("content", {}).get("application/json", {}).get("schema", {})
+            assert resolve(schema, body).get("type") != "array", f"{method.upper()} {path} {status}"
+
+
+def test_request_bodies_are_json_objects_that_allow_no_other_fields(schema):
+    for path, method, operation in operations(schema):
+        if "requestBody" not in operation:
+            continue
+        content = operation["requestBody"]["content"]
+        assert set(content) == {"application/json"}, f"{method.upper()} {path}"
+        body = resolve(schema, content["application/json"]["schema"])
+        assert body["additionalProperties"] is False, f"{method.upper()} {path}"
