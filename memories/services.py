@@ -37,6 +37,7 @@ from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
 from reasoningbank.metrics import counter_add
+from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,12 @@ def place_resolve(principal: Principal, *, project: str | None, scope: str | Non
 
 @dataclass(frozen=True)
 class MemoryDraft:
-    """Validated content of a new memory (shared by record, distillation and consolidation)."""
+    """Validated content of a new memory (shared by record, update, distillation and consolidation).
+
+    Every text is scrubbed of secrets here, on construction, so that no path into the bank can
+    skip it: a memory is served to every token of its org (issue 11). Scrubbing comes before the
+    embedding, which is computed from these fields.
+    """
 
     title: str
     description: str
@@ -151,6 +157,13 @@ class MemoryDraft:
     outcome: str
     tags: list[str]
     kind: str = Memory.KIND_PROCEDURAL
+
+    def __post_init__(self) -> None:
+        # a redaction marker can be longer than what it replaced: the title column has a limit
+        object.__setattr__(self, "title", scrub_secrets(self.title).text[:TITLE_MAX])
+        object.__setattr__(self, "description", scrub_secrets(self.description).text)
+        object.__setattr__(self, "content", scrub_secrets(self.content).text)
+        object.__setattr__(self, "tags", [scrub_secrets(tag).text[:TAG_MAX] for tag in self.tags])
 
 
 def memory_draft(
@@ -448,7 +461,7 @@ def memory_feedback(
     _require_readable(principal, memory)
     if not isinstance(helpful, bool):
         raise InvalidInput("helpful must be true or false", field="helpful")
-    comment = _text(comment, "comment", COMMENT_MAX, required=False)
+    comment = scrub_secrets(_text(comment, "comment", COMMENT_MAX, required=False)).text
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     previous = memory.confidence
     row = _weights_row(memory, lock=True)

@@ -250,13 +250,24 @@ EVERY_KIND_SAMPLE = "\n".join(
         'password = "hunter2"',
         "client_secret: abc",
         "--api-key zzz999",
+        "glpat-xK9mP2qR7sT4vW8yZ1aB",
+        "npm_" + ALNUM40[:36],
+        "pypi-AgEIcHlwaS5vcmc" + ALNUM40 + ALNUM40[:20],
+        "SG." + ALNUM40[:22] + "." + ALNUM40 + "xyz",
+        "dop_v1_" + "0123456789abcdef" * 4,
+        "shpat_" + "0123456789abcdef" * 2,
+        "hvs." + ALNUM40[:24],
+        "dckr_pat_" + ALNUM40[:27],
+        "dapi" + "0123456789abcdef" * 2,
+        "https://hooks.slack.com/services/T01ABCDEF/B02GHIJKL/" + ALNUM40[:24],
+        "mysql -u root -pS3cr3t db",
     ]
 )
 
 
 def test_sample_with_every_kind_is_fully_redacted() -> None:
     result = scrub_secrets(EVERY_KIND_SAMPLE)
-    assert result.redactions == 17
+    assert result.redactions == 28
     assert set(result.kinds) == set(SECRET_KINDS) - {"huggingface_token"}
     for secret in ("MHcCAQEE", ALNUM40, "hunter2", "toor", "dXNlcjpwYXNz", "zzz999", "4eC39Hq"):
         assert secret not in result.text
