@@ -53,7 +53,7 @@ from memories.services import (
     memory_archive,
     memory_feedback,
     memory_outcome,
-    memory_record,
+    memory_record_or_duplicate,
     memory_restore,
     memory_search_use,
     memory_update,
@@ -136,19 +136,26 @@ class MemoryListView(MemoryAPIView):
             "(`content`) and whether it came from a success or a failure. `project` is the project's slug; it "
             "may be left out when the token reaches a single project. `scope` says who can find it: the "
             "project (default), its team or the whole organization. Secrets in the text are redacted before "
-            "storing. Answers 201 with the new memory's id and initial confidence. Needs `memories:write`."
+            "storing. Answers 201 with the new memory's id and initial confidence. Recording it again where an "
+            "active memory already has the same title, description and content (case and whitespace ignored), "
+            "outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`. Needs "
+            "`memories:write`."
         ),
         request=MemoryCreateSerializer,
-        responses={201: MemoryRecordedSerializer, **ERRORS_WRITE},
+        responses={201: MemoryRecordedSerializer, 200: MemoryRecordedSerializer, **ERRORS_WRITE},
     )
     def post(self, request: Request) -> Response:
-        memory = memory_record(principal=self.principal, **_valid(MemoryCreateSerializer, request.data))
+        result = memory_record_or_duplicate(principal=self.principal, **_valid(MemoryCreateSerializer, request.data))
+        memory = result.memory
         body = {
             "id": memory.id,
-            "message": "Memory recorded successfully",
+            "message": result.message,
             "initial_confidence": memory.confidence,
             "memory": MemorySerializer(memory).data,
         }
+        if result.duplicate:  # nothing was created: 200 with the memory that holds this text already
+            body["duplicate_of"] = memory.id
+            return Response(body, status=status.HTTP_200_OK)
         return Response(body, status=status.HTTP_201_CREATED)
 
 

@@ -99,6 +99,9 @@ class Memory(models.Model):
     # search
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
+    # memories.fingerprint.memory_content_hash of title, description and content: an identical record
+    # in the same place returns the existing memory instead of a copy (services.memory_record)
+    content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
     search_vector = models.GeneratedField(
         expression=SearchVector("title", weight="A", config="english")
         + SearchVector("description", weight="B", config="english")
@@ -141,6 +144,8 @@ class Memory(models.Model):
             # of those columns stay HOT and never re-insert the row into the HNSW index
             models.Index(fields=["organization", "project", "-created_at"], name="memory_org_project_created"),
             models.Index(fields=["organization", "-created_at"], name="memory_org_created"),
+            # changes only with the text, which re-embeds (never HOT anyway); lifecycle updates stay HOT
+            models.Index(fields=["organization", "content_hash"], name="memory_org_content_hash"),
         ]
 
     def __str__(self) -> str:

@@ -234,6 +234,14 @@ class MemoryRecordedSerializer(serializers.Serializer):
     message = serializers.CharField()
     initial_confidence = serializers.FloatField()
     memory = MemorySerializer()
+    duplicate_of = serializers.CharField(
+        required=False,
+        help_text=(
+            "Only when nothing was recorded (status 200): an active memory in the same place already has this "
+            "title, description and content (case and whitespace ignored), outcome and kind; this is its id, "
+            "the same as `id`."
+        ),
+    )
 
 
 class MemoryUpdateSerializer(StrictSerializer):

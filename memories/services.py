@@ -20,6 +20,7 @@ from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.services import audit_record
 from memories import confidence as conf
+from memories.fingerprint import memory_content_hash
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
 from memories.selectors import (
     SEARCH_OUTCOMES,
@@ -208,6 +209,7 @@ def memories_create(
             title=d.title,
             description=d.description,
             content=d.content,
+            content_hash=memory_content_hash(d.title, d.description, d.content),
             outcome=d.outcome,
             tags=d.tags,
             kind=d.kind,
@@ -248,7 +250,25 @@ def _importance_for(kind: str) -> float:
     return float(KIND_IMPORTANCE.get(kind, 0.5))
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class RecordResult:
+    """What recording did: ``duplicate`` means an identical active memory was already there, and
+    ``memory`` is that one (nothing was written)."""
+
+    memory: Memory
+    duplicate: bool = False
+
+    @property
+    def message(self) -> str:
+        """The sentence REST and MCP answer with."""
+        if self.duplicate:
+            return (
+                f"An identical memory already exists ({self.memory.id}, same place, text, outcome and kind); "
+                "nothing was recorded"
+            )
+        return "Memory recorded successfully"
+
+
 def memory_record(
     *,
     principal: Principal,
@@ -261,10 +281,39 @@ def memory_record(
     project: str | None = None,
     scope: str | None = None,
 ) -> Memory:
-    """Seed 000 memory_record: an explicitly captured strategy, initial confidence 0.8."""
+    """``memory_record_or_duplicate``'s memory: the new one, or the identical one already there."""
+    return memory_record_or_duplicate(
+        principal=principal, title=title, description=description, content=content, outcome=outcome, tags=tags,
+        kind=kind, project=project, scope=scope,
+    ).memory
+
+
+@transaction.atomic
+def memory_record_or_duplicate(
+    *,
+    principal: Principal,
+    title: Any,
+    description: Any,
+    content: Any,
+    outcome: Any,
+    tags: Any = None,
+    kind: Any = None,
+    project: str | None = None,
+    scope: str | None = None,
+) -> RecordResult:
+    """Seed 000 memory_record: an explicitly captured strategy, initial confidence 0.8.
+
+    An identical record creates nothing (issue 11): when an active memory of the same place (the
+    same project, or the same team- or org-wide scope) already has the same title, description and
+    content (case and runs of whitespace ignored), outcome and kind, that memory comes back as the
+    duplicate; no embedding, no row, no audit event. A near-identical one is recorded, and left to
+    consolidation's duplicate merge."""
     _require_write(principal)
     draft = memory_draft(title=title, description=description, content=content, outcome=outcome, tags=tags, kind=kind)
     target_project, team = place_resolve(principal, project=project, scope=scope)
+    existing = _identical_memory(principal.organization, target_project, team, draft)
+    if existing is not None:
+        return RecordResult(existing, duplicate=True)
     (memory,) = memories_create(principal=principal, drafts=[draft], project=target_project, team=team)
     audit_record(
         organization=principal.organization,
@@ -274,7 +323,34 @@ def memory_record(
         data={"title": memory.title, "scope": memory.scope},
     )
     _notify_new_memories(target_project, 1)
-    return memory
+    return RecordResult(memory)
+
+
+def _identical_memory(org: Any, project: Project | None, team: Any, draft: MemoryDraft) -> Memory | None:
+    """The active memory of this place whose text, outcome and kind are the draft's, if any.
+
+    A transaction-scoped advisory lock on (org, place, text) serialises identical records: of two at
+    once, the second waits for the first to commit, then finds its memory. Not a unique index:
+    restoring or un-merging an archived memory, or distilling a lesson again, may rightly make an
+    identical active copy (consolidation merges those); only a record must not add one."""
+    content_hash = memory_content_hash(draft.title, draft.description, draft.content)
+    key = f"memory_record:{org.id}:{project.id if project else ''}:{team.id if team else ''}:{content_hash}"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])
+    return (
+        Memory.objects.filter(
+            organization=org,
+            project=project,
+            team=team,
+            content_hash=content_hash,
+            state=Memory.STATE_ACTIVE,
+            outcome=draft.outcome,
+            kind=draft.kind,
+        )
+        .exclude(expires_at__lte=timezone.now())  # a working memory past its time is as good as gone
+        .order_by("created_at", "id")
+        .first()
+    )
 
 
 def _notify_new_memories(project: Project | None, count: int) -> None:
@@ -302,6 +378,7 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
     before = {name: getattr(memory, name) for name in changes}
     for name in UPDATABLE:
         setattr(memory, name, getattr(draft, name))
+    memory.content_hash = memory_content_hash(draft.title, draft.description, draft.content)
     if {"title", "description", "content"} & set(changes):
         (memory.embedding,), memory.embedding_model = _embed(
             [memory_embedding_text(draft.title, draft.description, draft.content)]

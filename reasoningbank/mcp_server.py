@@ -165,6 +165,7 @@ class RecordResponse(TypedDict):
     id: str
     message: str
     initial_confidence: float
+    duplicate_of: NotRequired[str]  # only when nothing was recorded: the identical memory already there
 
 
 class FeedbackResponse(TypedDict):
@@ -201,8 +202,13 @@ class MemoryDetail(TypedDict):
 
 
 PROJECT_DESCRIPTION = (
-    "Project slug. Needed only when this token reaches several projects; "
-    "a token limited to one project uses that project."
+    "Project slug. Needed only when this token reaches several projects; otherwise the one project it "
+    "reaches is used (a token limited to one project, or an organization-wide token in an organization "
+    "with a single project)."
+)
+SEARCH_PROJECT_DESCRIPTION = (
+    "Project slug: search that project, its team's and the organization's memories. Left out: every "
+    "project this token reaches."
 )
 
 MemoryId = Annotated[str, Field(description="ID of the memory")]
@@ -231,7 +237,7 @@ def register_memory_tools(server: MCPServer) -> None:
         min_confidence: Annotated[
             float, Field(description="Minimum confidence threshold", ge=0.0, le=1.0)
         ] = default_min_confidence,
-        project: Annotated[str, Field(description=PROJECT_DESCRIPTION)] = "",
+        project: Annotated[str, Field(description=SEARCH_PROJECT_DESCRIPTION)] = "",
         explain: Annotated[
             bool, Field(description="Include each result's score breakdown (similarity, confidence, boosts)")
         ] = False,
@@ -272,7 +278,11 @@ def register_memory_tools(server: MCPServer) -> None:
             return {"memories": memories, "total_found": result.total_found, "tokens_used": result.tokens_used}
 
     @server.tool(
-        description="Explicitly capture a strategy or pattern",
+        description=(
+            "Explicitly capture a strategy or pattern. Recording the same title, description and content "
+            "(case and whitespace ignored) with the same outcome where an active memory already holds them "
+            "records nothing: the answer carries that memory's id and duplicate_of."
+        ),
         annotations=ToolAnnotations(
             title="Record a memory", read_only_hint=False, destructive_hint=False, idempotent_hint=False,
             open_world_hint=False,
@@ -296,15 +306,18 @@ def register_memory_tools(server: MCPServer) -> None:
     ) -> RecordResponse:
         with service_errors():
             principal = tool_principal(SCOPE_MEMORIES_WRITE)
-            memory = services.memory_record(
+            result = services.memory_record_or_duplicate(
                 principal=principal, title=title, description=description, content=content, outcome=outcome,
                 tags=tags, project=project or None, scope=scope,
             )
-            return {
-                "id": memory.id,
-                "message": "Memory recorded successfully",
-                "initial_confidence": round(memory.confidence, 4),
+            recorded: RecordResponse = {
+                "id": result.memory.id,
+                "message": result.message,
+                "initial_confidence": round(result.memory.confidence, 4),
             }
+            if result.duplicate:
+                recorded["duplicate_of"] = result.memory.id
+            return recorded
 
     @server.tool(
         description="Provide feedback on a retrieved memory",

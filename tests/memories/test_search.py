@@ -293,9 +293,14 @@ def test_an_old_memory_never_used_is_dated_by_its_creation(token):
     assert search(token).hits[0].breakdown.recency_boost == pytest.approx(1.0)
 
 
-def test_higher_confidence_ranks_first_among_equal_texts(token):
+def test_higher_confidence_ranks_first_among_equal_texts(cast, token):
     low = record(token)
-    high = record(token)
+    # an identical record would return ``low`` itself: the twin comes the way distillation makes one
+    (high,) = memories_create(
+        principal=token,
+        drafts=[memory_draft(title=TITLE, description=DESCRIPTION, content=CONTENT, outcome="success")],
+        project=cast.project_a,
+    )
     Memory.objects.filter(pk=low.pk).update(confidence=0.6)
     Memory.objects.filter(pk=high.pk).update(confidence=0.95)
     result = search(token)
