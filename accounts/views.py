@@ -25,7 +25,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
-from accounts.access import access_filter, access_get
+from accounts.access import access_filter, access_get, principal_for_token, reachable_projects
 from accounts.dashboard import SESSION_ORG_KEY, org_view
 from accounts.models import DEFAULT_TOKEN_SCOPES, TOKEN_SCOPES, ApiToken, Membership, Project, Team
 from accounts.plans import (
@@ -388,7 +388,10 @@ def settings_tokens(request: HttpRequest) -> HttpResponse:
         )
     except ServiceError as exc:
         return _tokens_page(request, status=400, errors=_errors_of(exc), values=values)
-    shown: dict[str, Any] = {"created": token, "raw_token": raw, **mcp_snippets(raw)}
+    # the projects an agent with this token writes to: one is used without naming it, several need
+    # `project`, none means the agent's first memory_record would fail (create a project first)
+    reached = list(reachable_projects(principal_for_token(token)).order_by("slug").values_list("slug", flat=True))
+    shown: dict[str, Any] = {"created": token, "raw_token": raw, "token_projects": reached, **mcp_snippets(raw)}
     return _tokens_page(request, **shown)
 
 
