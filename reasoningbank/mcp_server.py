@@ -32,10 +32,10 @@ from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
@@ -44,6 +44,7 @@ from accounts.access import Principal, principal_for_token
 from accounts.authentication import bearer_token_from_header
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, ApiToken
 from reasoningbank.errors import ServiceError
+from reasoningbank.mcp_errors import JsonRpcIdMiddleware, arguments_error_text
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "reasoningbank"
@@ -74,13 +75,30 @@ def register_tool_module(fn: ToolRegistrar) -> ToolRegistrar:
 TOOL_MODULES: tuple[str, ...] = ("memories.mcp_tools", "consolidation.mcp_tools")
 
 
+class ReasoningBankMCPServer(MCPServer):
+    """The SDK's server, with argument validation failures worded for agents (one sentence per
+    field, reasoningbank/mcp_errors.py) instead of pydantic's dump; every tool module benefits."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            # the cause stays a ValidationError: the SDK then logs the rejected field names only
+            raise ToolError(arguments_error_text(name, cause.errors(include_url=False))) from cause
+
+
 def build_mcp_server() -> MCPServer:
     """A fresh ``MCPServer`` with every registered tool module's tools."""
     import importlib
 
     for module in TOOL_MODULES:
         importlib.import_module(module)
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=SERVER_INSTRUCTIONS, version=_version())
+    server: MCPServer = ReasoningBankMCPServer(SERVER_NAME, instructions=SERVER_INSTRUCTIONS, version=_version())
     for registrar in _REGISTRARS:
         registrar(server)
     return server
@@ -614,4 +632,5 @@ def build_mcp_app(server: MCPServer | None = None) -> ASGIApp:
         stateless_http=True,
         transport_security=transport_security_settings(),
     )
-    return HostOriginMiddleware(BearerTokenMiddleware(AuthContextMiddleware(starlette_app)))
+    # JsonRpcIdMiddleware after authentication: an anonymous body is never parsed
+    return HostOriginMiddleware(BearerTokenMiddleware(AuthContextMiddleware(JsonRpcIdMiddleware(starlette_app))))
