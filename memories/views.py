@@ -54,6 +54,7 @@ from memories.services import (
     tags_clean,
 )
 from reasoningbank.errors import NotFound, ServiceError
+from reasoningbank.selectors import llm_health_get
 
 MEMBER = Membership.ROLE_MEMBER
 PAGE_SIZE = 25
@@ -547,7 +548,7 @@ def session_list_page(request: HttpRequest) -> HttpResponse:
         errors=errors,
         status_filter=status_filter,
         statuses=AgentSession.STATUS_CHOICES,
-        retryable=RETRYABLE,
+        retryable=_retryable(),
     )
     template = "memories/sessions.html#results" if _is_partial(request) else "memories/sessions.html"
     return render(request, template, context, status=400 if errors else 200)
@@ -556,11 +557,19 @@ def session_list_page(request: HttpRequest) -> HttpResponse:
 RETRYABLE = (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING)
 
 
+def _retryable() -> tuple[str, ...]:
+    """Statuses a Retry button can help: not "waiting for LLM" while no LLM is configured (the
+    session would only wait again; the banner names the fix, and sessions resume by themselves)."""
+    if llm_health_get().configured:
+        return RETRYABLE
+    return (AgentSession.STATUS_FAILED,)
+
+
 @org_view()
 @require_GET
 def session_detail_page(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _session_or_404(request, session_id)
-    context = _context(request, "sessions", session=session, retryable=RETRYABLE)
+    context = _context(request, "sessions", session=session, retryable=_retryable())
     return render(request, "memories/session_detail.html", context)
 
 

@@ -1,3 +1,5 @@
+from datetime import datetime
+
 from django.apps import AppConfig
 
 
@@ -6,3 +8,10 @@ class ReasoningBankConfig(AppConfig):
 
     name = "reasoningbank"
     default_auto_field = "django.db.models.BigAutoField"
+    booted_at: datetime
+
+    def ready(self) -> None:
+        from django.utils import timezone
+
+        # the worker heartbeat's grace period starts here (see reasoningbank.health.worker_health)
+        self.booted_at = timezone.now()

@@ -43,3 +43,19 @@ class LlmCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} {self.provider}:{self.model} {self.input_tokens}+{self.output_tokens}"
+
+
+class WorkerHeartbeat(models.Model):
+    """The last time a django-q2 cluster ran its heartbeat task (one row per cluster name).
+
+    Written by the ``rb:worker-heartbeat`` schedule every minute, read by ``/healthz`` and the
+    dashboard banner (``reasoningbank.health``). Not tenant data: one row describes the service.
+    """
+
+    cluster = models.CharField(max_length=100, primary_key=True)
+    beat_at = models.DateTimeField()
+    host = models.CharField(max_length=255, blank=True)
+    pid = models.PositiveIntegerField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.cluster} beat at {self.beat_at:%Y-%m-%d %H:%M:%S}"

@@ -16,8 +16,17 @@ class ScheduleSpec:
     description: str
 
 
+HEARTBEAT_SCHEDULE = "rb:worker-heartbeat"
+
+
 def schedule_specs() -> list[ScheduleSpec]:
     return [
+        ScheduleSpec(
+            name=HEARTBEAT_SCHEDULE,
+            func="reasoningbank.tasks.worker_heartbeat",
+            minutes=1,
+            description="the worker proves it runs tasks (read by /healthz and the dashboard banner)",
+        ),
         ScheduleSpec(
             name="rb:signals-rollup",
             func="memories.tasks.signals_rollup_daily",

@@ -89,6 +89,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "reasoningbank.context_processors.status_banners",
             ],
         },
     },
@@ -284,11 +285,22 @@ Q_CLUSTER = {
     "catch_up": False,
     "poll": env_float("Q_POLL_SECONDS", 0.1, minimum=0.05),  # the ORM broker is polled; 0.5 s cost ~10% throughput
     "ack_failures": True,
+    # successes kept per task function: the per-minute worker heartbeat cannot push the history of
+    # distillations and consolidations out of the last save_limit (250) rows
+    "save_limit_per": "func",
     "sync": env_bool("Q_SYNC", False),
 }
 if env_str("REDIS_URL"):
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = env_str("REDIS_URL")
+
+# /healthz and the dashboard banner (reasoningbank/health.py): the worker beats every minute
+# (rb:worker-heartbeat); a beat older than this means it is down. Right after a start a missing or
+# stale beat reads "starting" for the grace period. Work waiting longer than QUEUE_STALLED_AFTER
+# (a broker task, a queued run or session) marks the queue "stalled".
+WORKER_HEARTBEAT_STALE_AFTER = env_duration("WORKER_HEARTBEAT_STALE_AFTER", "3m")
+WORKER_STARTUP_GRACE = env_duration("WORKER_STARTUP_GRACE", "2m")
+QUEUE_STALLED_AFTER = env_duration("QUEUE_STALLED_AFTER", "5m")
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "info", ["debug", "info", "warning", "error"]).upper()
 LOGGING = {

@@ -39,7 +39,36 @@ def test_the_session_list_shows_status_and_the_waiting_reason(client, cast, agen
     html = response.content.decode()
     assert response.status_code == 200 and "<html" in html and 'aria-current="page">Sessions' in html
     assert "run-1" in html and "Waiting for LLM" in html and "no LLM provider is configured" in html
-    assert ("Retry</button>" in html) is (who == "alice")
+    # waiting is not an error, and Retry cannot help while no LLM is configured (the banner says what does)
+    assert 'class="small warntext">waiting: no LLM provider' in html and "errtext" not in html
+    assert "Retry</button>" not in html
+
+
+def configure_llm(settings):
+    settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "sk-test"
+
+
+def test_a_waiting_session_may_be_retried_once_an_llm_is_configured(client, cast, agent, settings):
+    session = submit(agent)  # waits: no LLM when it came in
+    configure_llm(settings)
+    client.force_login(cast.alice)
+    assert "Retry</button>" in client.get("/sessions/").content.decode()
+    assert "Retry distillation" in client.get(f"/sessions/{session.id}/").content.decode()
+
+
+def test_a_waiting_session_shows_no_retry_on_its_page_while_no_llm_is_configured(client, cast, agent):
+    session = submit(agent)
+    client.force_login(cast.alice)
+    html = client.get(f"/sessions/{session.id}/").content.decode()
+    assert "Waiting for LLM" in html and "Retry distillation" not in html
+    assert '<div class="msg warning"><strong>Note:</strong> waiting: no LLM provider' in html
+
+
+def test_a_failed_session_keeps_its_red_error_and_retry_without_an_llm(client, cast, agent):
+    failed(agent)
+    client.force_login(cast.alice)
+    html = client.get("/sessions/").content.decode()
+    assert 'class="small errtext">the LLM' in html and "Retry</button>" in html
 
 
 def test_a_done_session_links_the_memories_it_produced(client, cast, agent):

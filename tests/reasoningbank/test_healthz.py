@@ -1,6 +1,40 @@
+from datetime import timedelta
+from typing import Any
 from unittest import mock
 
+import pytest
+from django.core.management import call_command
 from django.db import OperationalError
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule
+
+from consolidation.models import ConsolidationRun
+from memories.models import AgentSession
+from reasoningbank.models import WorkerHeartbeat
+from reasoningbank.selectors import health_cache_clear
+from reasoningbank.tasks import worker_heartbeat
+
+
+@pytest.fixture(autouse=True)
+def fresh_health(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Each test reads the health afresh, long after this process "started" (no grace), no LLM."""
+    health_cache_clear()
+    monkeypatch.setattr(
+        "reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1)
+    )
+    settings.LLM_PROVIDER = "none"
+    yield
+    health_cache_clear()
+
+
+def just_booted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=5))
+
+
+def beat(seconds_ago: float) -> None:
+    WorkerHeartbeat.objects.update_or_create(
+        cluster="reasoningbank", defaults={"beat_at": timezone.now() - timedelta(seconds=seconds_ago)}
+    )
 
 
 def test_healthz_reports_ok_when_the_database_answers(client, db):
@@ -15,3 +49,219 @@ def test_healthz_is_503_when_the_database_is_down(client, db):
         response = client.get("/healthz")
     assert response.status_code == 503
     assert response.json()["database"] == "unavailable"
+    assert response.json()["llm"] == {"status": "none", "provider": "none"}
+
+
+# --- worker ----------------------------------------------------------------------------------------
+
+
+def test_a_worker_never_seen_is_reported_with_the_fix_but_the_probe_stays_200(client, db):
+    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    response = client.get("/healthz")
+    assert response.status_code == 200  # load balancers keep routing: the web side works
+    assert response.json()["worker"] == {
+        "status": "never_seen",
+        "last_heartbeat_age_seconds": None,
+        "stale_after_seconds": 180.0,
+        "fix": "Start the worker: .venv/bin/python manage.py qcluster",
+    }
+
+
+def test_right_after_a_start_a_missing_heartbeat_reads_starting(client, db, monkeypatch):
+    just_booted(monkeypatch)
+    assert client.get("/healthz").json()["worker"]["status"] == "starting"
+
+
+def test_right_after_a_restart_an_old_heartbeat_reads_starting_not_stale(client, db, monkeypatch):
+    beat(3600)
+    just_booted(monkeypatch)
+    worker = client.get("/healthz").json()["worker"]
+    assert worker["status"] == "starting" and worker["last_heartbeat_age_seconds"] >= 3600
+
+
+def test_the_heartbeat_task_makes_the_worker_ok(client, db):
+    worker_heartbeat()
+    worker = client.get("/healthz").json()["worker"]
+    assert worker["status"] == "ok" and 0 <= worker["last_heartbeat_age_seconds"] < 5 and "fix" not in worker
+    row = WorkerHeartbeat.objects.get()
+    assert row.cluster == "reasoningbank" and row.pid and row.host
+
+
+def test_a_heartbeat_older_than_the_threshold_is_stale(client, db, settings):
+    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    settings.WORKER_HEARTBEAT_STALE_AFTER = 60
+    beat(59)
+    assert client.get("/healthz").json()["worker"]["status"] == "ok"
+    health_cache_clear()
+    beat(61)
+    worker = client.get("/healthz").json()["worker"]
+    assert worker["status"] == "stale" and worker["stale_after_seconds"] == 60
+
+
+def test_without_the_heartbeat_schedule_the_fix_says_to_create_the_schedules(client, db):
+    worker = client.get("/healthz").json()["worker"]
+    assert worker["status"] == "never_seen"
+    assert worker["fix"].startswith(
+        "Create the schedules, then start the worker: .venv/bin/python manage.py setup_schedules"
+    )
+
+
+def test_with_inline_tasks_there_is_no_worker_to_wait_for(client, db, monkeypatch):
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    assert client.get("/healthz").json()["worker"]["status"] == "inline"
+
+
+def test_setup_schedules_makes_the_worker_beat_every_minute(db):
+    call_command("setup_schedules", stdout=mock.Mock())
+    schedule = Schedule.objects.get(name="rb:worker-heartbeat")
+    assert schedule.func == "reasoningbank.tasks.worker_heartbeat"
+    assert schedule.schedule_type == Schedule.MINUTES and schedule.minutes == 1
+
+
+def test_the_scheduler_enqueues_the_heartbeat_and_running_it_makes_the_worker_ok(client, transactional_db):
+    """What django-q2's scheduler and a worker do with our schedule row."""
+    from django_q.scheduler import scheduler
+    from django_q.signing import SignedPackage
+
+    call_command("setup_schedules", stdout=mock.Mock())
+    Schedule.objects.exclude(name="rb:worker-heartbeat").delete()
+    Schedule.objects.update(next_run=timezone.now() - timedelta(seconds=1))
+    scheduler()
+    (queued,) = OrmQ.objects.all()
+    task = SignedPackage.loads(queued.payload)
+    assert task["func"] == "reasoningbank.tasks.worker_heartbeat" and task["group"] == "rb:worker-heartbeat"
+    assert client.get("/healthz").json()["worker"]["status"] == "never_seen"
+    health_cache_clear()
+    worker_heartbeat(*task["args"], **task["kwargs"])
+    assert client.get("/healthz").json()["worker"]["status"] == "ok"
+
+
+def test_heartbeat_results_never_push_other_tasks_out_of_the_kept_history(transactional_db, monkeypatch):
+    """django-q2 keeps the last save_limit successes; counted per function, a beat a minute cannot
+    evict the distillations and consolidations an operator looks for in the admin."""
+    from django_q.brokers import get_broker
+    from django_q.conf import Conf
+    from django_q.models import Success
+    from django_q.monitor import save_task
+
+    monkeypatch.setattr(Conf, "SAVE_LIMIT", 2)
+
+    def done(n: int, func: str) -> None:
+        now = timezone.now()
+        save_task(
+            {"id": f"t{n}", "name": f"t{n}", "func": func, "args": (), "kwargs": {}, "started": now,
+             "stopped": now, "result": None, "success": True},
+            get_broker(),
+        )
+
+    done(0, "memories.tasks.session_distill")
+    for n in range(1, 6):
+        done(n, "reasoningbank.tasks.worker_heartbeat")
+    assert Success.objects.filter(func="memories.tasks.session_distill").count() == 1
+    assert Success.objects.filter(func="reasoningbank.tasks.worker_heartbeat").count() == 2
+
+
+# --- queue ------------------------------------------------------------------------------------------
+
+
+def test_an_empty_queue_is_ok(client, db):
+    queue = client.get("/healthz").json()["queue"]
+    assert queue == {
+        "status": "ok",
+        "depth": 0,
+        "oldest_age_seconds": None,
+        "stalled_after_seconds": 300.0,
+        "tasks": {"depth": 0, "oldest_age_seconds": None},
+        "consolidation_runs": {"depth": 0, "oldest_age_seconds": None},
+        "sessions": {"depth": 0, "oldest_age_seconds": None},
+    }
+
+
+def test_a_broker_task_waiting_past_the_threshold_stalls_the_queue(client, db):
+    now = timezone.now()
+    OrmQ.objects.create(key="reasoningbank", payload="x", lock=now - timedelta(minutes=6))
+    OrmQ.objects.create(key="reasoningbank", payload="y", lock=now - timedelta(seconds=10))
+    # pulled by a pusher (locked until its retry time): not waiting
+    OrmQ.objects.create(key="reasoningbank", payload="z", lock=now + timedelta(minutes=10))
+    queue = client.get("/healthz").json()["queue"]
+    assert queue["status"] == "stalled" and queue["depth"] == 2
+    assert queue["tasks"]["depth"] == 2 and 355 < queue["tasks"]["oldest_age_seconds"] < 370
+
+
+def test_fresh_work_in_the_queue_is_ok(client, db):
+    OrmQ.objects.create(key="reasoningbank", payload="x", lock=timezone.now() - timedelta(seconds=30))
+    queue = client.get("/healthz").json()["queue"]
+    assert queue["status"] == "ok" and queue["depth"] == 1
+
+
+def test_runs_and_sessions_stuck_in_queued_stall_the_queue(client, cast, settings):
+    settings.QUEUE_STALLED_AFTER = 120
+    old = timezone.now() - timedelta(minutes=3)
+    ConsolidationRun.objects.create(organization=cast.org_a, project=cast.project_a, created_at=old)
+    ConsolidationRun.objects.create(organization=cast.org_b, project=cast.project_b, status="completed", created_at=old)
+    AgentSession.objects.create(
+        organization=cast.org_b, project=cast.project_b, external_id="s1", trace="t", updated_at=old, created_at=old
+    )
+    queue = client.get("/healthz").json()["queue"]
+    assert queue["status"] == "stalled" and queue["stalled_after_seconds"] == 120
+    assert queue["consolidation_runs"]["depth"] == 1 and queue["consolidation_runs"]["oldest_age_seconds"] >= 180
+    assert queue["sessions"]["depth"] == 1 and queue["sessions"]["oldest_age_seconds"] >= 180
+    assert queue["depth"] == 2 and queue["oldest_age_seconds"] >= 180
+
+
+def test_a_session_waiting_out_its_retry_backoff_is_not_stalled_work(client, cast):
+    old = timezone.now() - timedelta(hours=1)
+    AgentSession.objects.create(
+        organization=cast.org_a, project=cast.project_a, external_id="later", trace="t", updated_at=old,
+        next_attempt_at=timezone.now() + timedelta(minutes=2),
+    )
+    AgentSession.objects.create(
+        organization=cast.org_a, project=cast.project_a, external_id="due", trace="t", updated_at=old,
+        next_attempt_at=timezone.now() - timedelta(seconds=20),
+    )
+    queue = client.get("/healthz").json()["queue"]
+    assert queue["sessions"]["depth"] == 1 and 15 < queue["sessions"]["oldest_age_seconds"] < 60
+    assert queue["status"] == "ok"
+
+
+def test_health_reads_are_cached_briefly(client, db, django_assert_max_num_queries):
+    client.get("/healthz")
+    with django_assert_max_num_queries(1):  # SELECT 1 only: worker and queue come from the cache
+        client.get("/healthz")
+
+
+def test_healthz_says_unknown_when_the_health_tables_cannot_be_read(client, db):
+    with mock.patch("reasoningbank.views.worker_health_cached", side_effect=OperationalError("no table")):
+        body = client.get("/healthz").json()
+    assert body["status"] == "ok" and body["worker"]["status"] == "unknown" and body["queue"]["status"] == "unknown"
+
+
+# --- llm --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"LLM_PROVIDER": "none"}, {"status": "none", "provider": "none"}),
+        ({"LLM_PROVIDER": "openai", "LLM_API_KEY": "sk-x"}, {"status": "configured", "provider": "openai"}),
+        ({"LLM_PROVIDER": "anthropic", "LLM_API_KEY": None, "ANTHROPIC_API_KEY": "k"},
+         {"status": "configured", "provider": "anthropic"}),
+        ({"LLM_PROVIDER": "openai", "LLM_API_KEY": None, "OPENAI_API_KEY": None, "LLM_BASE_URL": "http://127.0.0.1:9/v1"},
+         {"status": "configured", "provider": "openai"}),
+        ({"LLM_PROVIDER": "openai", "LLM_API_KEY": None, "OPENAI_API_KEY": None, "LLM_BASE_URL": None},
+         {"status": "missing_key", "provider": "openai"}),
+    ],
+)
+def test_the_llm_part_names_the_provider_and_is_never_fatal(client, db, settings, env, expected):
+    for name, value in env.items():
+        setattr(settings, name, value)
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.json()["llm"] == expected
+
+
+def test_healthz_reveals_no_tenant_data(client, cast):
+    AgentSession.objects.create(organization=cast.org_a, project=cast.project_a, external_id="secret-run", trace="t")
+    text = client.get("/healthz").content.decode()
+    assert "secret-run" not in text and "acme" not in text and "web-app" not in text

@@ -1,0 +1,129 @@
+"""Reads for the service's own health (``/healthz`` and the dashboard banner); verdicts in ``health.py``.
+
+Nothing here is tenant data: counts and ages across the whole service, never a row's content.
+Both readers are cached for a few seconds in the process cache, so a dashboard page or a load
+balancer's probe costs at most a query or two now and then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from django.apps import apps
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Count, Min, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from reasoningbank.health import (
+    Backlog,
+    LlmHealth,
+    QueueHealth,
+    WorkerHealth,
+    backlog,
+    llm_health,
+    queue_health,
+    worker_health,
+)
+
+CACHE_SECONDS = 10
+_WORKER_KEY, _QUEUE_KEY = "rb:health:worker", "rb:health:queue"
+
+
+def process_booted_at() -> datetime:
+    """When this process loaded the apps (``ReasoningBankConfig.ready``): the start of the grace."""
+    return apps.get_app_config("reasoningbank").booted_at  # type: ignore[attr-defined,no-any-return]
+
+
+def worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
+    from django_q.conf import Conf
+    from django_q.models import Schedule
+
+    from reasoningbank.models import WorkerHeartbeat
+    from reasoningbank.schedules import HEARTBEAT_SCHEDULE
+    from reasoningbank.services import cluster_name
+
+    now = now or timezone.now()
+    beat_at = WorkerHeartbeat.objects.filter(cluster=cluster_name()).values_list("beat_at", flat=True).first()
+    health = worker_health(
+        now=now,
+        beat_at=beat_at,
+        booted_at=process_booted_at(),
+        stale_after=float(settings.WORKER_HEARTBEAT_STALE_AFTER),
+        grace=float(settings.WORKER_STARTUP_GRACE),
+        inline=bool(Conf.SYNC),
+    )
+    if health.down and not Schedule.objects.filter(name=HEARTBEAT_SCHEDULE).exists():
+        health = replace(health, scheduled=False)  # starting a worker alone would not bring a beat
+    return health
+
+
+def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
+    from consolidation.models import ConsolidationRun
+    from memories.models import AgentSession
+
+    now = now or timezone.now()
+    tasks: Backlog | None = None
+    from django_q.conf import Conf
+
+    orm_alias = Conf.ORM
+    if orm_alias:
+        from django_q.models import OrmQ
+
+        from reasoningbank.services import cluster_name
+
+        # waiting = not locked by a pusher (a pulled task's lock is in the future until it is acked)
+        row = (
+            OrmQ.objects.using(orm_alias)
+            .filter(key=cluster_name(), lock__lte=now)
+            .aggregate(n=Count("id"), oldest=Min("lock"))
+        )
+        tasks = backlog(now=now, count=row["n"], oldest=row["oldest"])
+    runs = ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_QUEUED).aggregate(
+        n=Count("id"), oldest=Min("created_at")
+    )
+    # a session queued again after a transient LLM failure waits out its backoff on purpose: it is
+    # due (and counted) from next_attempt_at on
+    sessions = (
+        AgentSession.objects.filter(status=AgentSession.STATUS_QUEUED)
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+        .aggregate(n=Count("id"), oldest=Min(Coalesce("next_attempt_at", "updated_at")))
+    )
+    return queue_health(
+        tasks=tasks,
+        runs=backlog(now=now, count=runs["n"], oldest=runs["oldest"]),
+        sessions=backlog(now=now, count=sessions["n"], oldest=sessions["oldest"]),
+        stalled_after=float(settings.QUEUE_STALLED_AFTER),
+    )
+
+
+def llm_health_get() -> LlmHealth:
+    """From settings alone (no call to the provider): the same rules the providers apply."""
+    provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
+    fallback = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
+    has_key = bool(getattr(settings, "LLM_API_KEY", None) or (fallback and getattr(settings, fallback, None)))
+    return llm_health(provider=provider, has_key=has_key, has_base_url=bool(getattr(settings, "LLM_BASE_URL", None)))
+
+
+def worker_health_cached() -> WorkerHealth:
+    hit = cache.get(_WORKER_KEY)
+    if isinstance(hit, WorkerHealth):
+        return hit
+    value = worker_health_get()
+    cache.set(_WORKER_KEY, value, CACHE_SECONDS)
+    return value
+
+
+def queue_health_cached() -> QueueHealth:
+    hit = cache.get(_QUEUE_KEY)
+    if isinstance(hit, QueueHealth):
+        return hit
+    value = queue_health_get()
+    cache.set(_QUEUE_KEY, value, CACHE_SECONDS)
+    return value
+
+
+def health_cache_clear() -> None:
+    cache.delete_many([_WORKER_KEY, _QUEUE_KEY])

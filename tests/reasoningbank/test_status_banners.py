@@ -1,0 +1,118 @@
+"""The dashboard banner for product-level problems (reasoningbank/context_processors.py)."""
+
+from datetime import timedelta
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from django_q.models import Schedule
+
+from reasoningbank.context_processors import status_banners
+from reasoningbank.models import WorkerHeartbeat
+from reasoningbank.selectors import health_cache_clear
+
+PAGES = ["/", "/memories/", "/disputed/", "/consolidation/", "/sessions/", "/settings/"]
+WORKER_FIX = "Start the worker: <code>.venv/bin/python manage.py qcluster</code>"
+LLM_FIX = "Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration)."
+
+
+@pytest.fixture(autouse=True)
+def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    health_cache_clear()
+    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
+    settings.LLM_PROVIDER = "none"
+    yield
+    health_cache_clear()
+
+
+@pytest.fixture
+def scheduled(db: Any) -> None:
+    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+
+
+def healthy(settings: Any) -> None:
+    WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now())
+    settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "sk-test"
+
+
+def heartbeat_queries(queries: CaptureQueriesContext) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "reasoningbank_workerheartbeat" in q["sql"]]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_dashboard_page_shows_a_dead_worker_and_a_missing_llm_with_their_fixes(client, cast, scheduled, path):
+    client.force_login(cast.bob)  # any member, even a viewer
+    html = client.get(path).content.decode()
+    assert 'data-banner="worker"' in html and "No background worker has run yet" in html and WORKER_FIX in html
+    assert 'data-banner="llm"' in html and "No LLM is configured" in html and LLM_FIX in html
+
+
+def test_a_stale_worker_says_when_it_was_last_seen(client, cast, scheduled):
+    WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now() - timedelta(minutes=25))
+    client.force_login(cast.alice)
+    html = client.get("/").content.decode()
+    assert "The background worker was last seen 25 minutes ago" in html and WORKER_FIX in html
+
+
+def test_a_healthy_product_shows_no_banner(client, cast, settings):
+    healthy(settings)
+    client.force_login(cast.alice)
+    html = client.get("/").content.decode()
+    assert "status-banner" not in html
+
+
+def test_only_the_missing_llm_is_shown_when_the_worker_beats(client, cast):
+    WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now())
+    client.force_login(cast.alice)
+    html = client.get("/sessions/").content.decode()
+    assert 'data-banner="llm"' in html and 'data-banner="worker"' not in html
+
+
+def test_a_worker_that_may_still_be_starting_gets_no_banner(client, cast, monkeypatch):
+    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=3))
+    client.force_login(cast.alice)
+    assert 'data-banner="worker"' not in client.get("/").content.decode()
+
+
+def test_anonymous_visitors_see_no_operator_banner(client, db):
+    html = client.get("/accounts/login/").content.decode()
+    assert "status-banner" not in html and "qcluster" not in html
+
+
+def test_htmx_partials_do_not_read_the_heartbeat(client, cast):
+    client.force_login(cast.alice)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get("/sessions/?status=failed", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "<html" not in response.content.decode()
+    assert heartbeat_queries(queries) == []
+
+
+def test_the_banner_costs_one_query_and_is_then_cached(client, cast, scheduled):
+    client.force_login(cast.alice)
+    with CaptureQueriesContext(connection) as first:
+        client.get("/")
+    with CaptureQueriesContext(connection) as second:
+        client.get("/memories/")
+    assert len(heartbeat_queries(first)) == 1 and heartbeat_queries(second) == []
+
+
+def test_a_heartbeat_read_failure_never_breaks_a_page(client, cast):
+    client.force_login(cast.alice)
+    with mock.patch("reasoningbank.selectors.worker_health_get", side_effect=OperationalError("gone")):
+        response = client.get("/")
+    assert response.status_code == 200 and 'data-banner="worker"' not in response.content.decode()
+
+
+def test_the_context_processor_is_lazy(rf, cast):
+    request = rf.get("/")
+    request.user = cast.alice
+    from reasoningbank.health import WorkerHealth
+
+    with mock.patch("reasoningbank.selectors.worker_health_get", return_value=WorkerHealth("ok", 1.0, 180)) as read:
+        context = status_banners(request)
+        read.assert_not_called()
+        assert [b.kind for b in context["status_banners"]] == ["llm"]
+        read.assert_called_once()
