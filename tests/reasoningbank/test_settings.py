@@ -1,0 +1,110 @@
+"""Settings as the deployed processes see them (not pytest's): each probe imports reasoningbank.settings in a
+fresh interpreter with a chosen environment and command line. The embedded server is stubbed out, so no
+PostgreSQL starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+PROBE = """
+import json, sys
+argv = json.loads(sys.argv[1])
+sys.argv = argv
+import reasoningbank.embedded_db as embedded_db
+embedded_db.embedded_database_settings = lambda *args, **kwargs: {
+    "ENGINE": "django.db.backends.postgresql", "NAME": "postgres", "USER": "postgres", "PASSWORD": "",
+    "HOST": "/nonexistent", "PORT": "",
+}
+from reasoningbank import settings
+options = settings.DATABASES["default"]["OPTIONS"]
+print(json.dumps({
+    "pool": options.get("pool"),
+    "connect_timeout": options.get("connect_timeout"),
+    "secret_key": settings.SECRET_KEY,
+    "session_cookie_secure": settings.SESSION_COOKIE_SECURE,
+    "csrf_cookie_secure": settings.CSRF_COOKIE_SECURE,
+}))
+"""
+WEB = ["/app/.venv/bin/uvicorn", "reasoningbank.asgi:application"]
+WORKER = ["manage.py", "qcluster"]
+KEY = {"SECRET_KEY": "s" * 50}  # for the probes about something else
+_OURS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "SITE_URL", "RB_TESTING", "RB_DATA_DIR")
+
+
+def probe(tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in _OURS and not name.startswith(("DB_", "SESSION_", "CSRF_"))
+    }
+    environment.update({"RB_DATA_DIR": str(tmp_path / "data"), **env})
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argv)],
+        cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=60,
+    )
+
+
+def probed(tmp_path: Path, argv: list[str] = WEB, **env: str) -> dict[str, Any]:
+    finished = probe(tmp_path, argv, **env)
+    assert finished.returncode == 0, finished.stderr
+    return dict(json.loads(finished.stdout.strip().splitlines()[-1]))
+
+
+def test_the_web_gets_a_pool_that_gives_up_within_seconds(tmp_path):
+    seen = probed(tmp_path, **KEY)
+    assert seen["pool"]["timeout"] == 3
+    assert seen["pool"]["reconnect_timeout"] == 10
+    assert seen["connect_timeout"] == 3
+
+
+def test_the_forking_worker_gets_plain_connections_not_the_pool(tmp_path):
+    # a pool shared by qcluster's forked processes broke the pusher at the first schedule tick
+    assert probed(tmp_path, WORKER, **KEY)["pool"] is None
+    assert probed(tmp_path, WORKER, DB_POOL="true", **KEY)["pool"] is None
+
+
+def test_every_local_process_reads_one_generated_secret_key(tmp_path):
+    web, worker = probed(tmp_path, WEB), probed(tmp_path, WORKER)
+    command = probed(tmp_path, ["manage.py", "create_token", "acme"])
+
+    key_file = tmp_path / "data" / "secret_key"
+    assert web["secret_key"] == worker["secret_key"] == command["secret_key"] == key_file.read_text().strip()
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+
+
+def test_production_still_requires_a_secret_key(tmp_path):
+    finished = probe(tmp_path, WEB, DATABASE_URL="postgres://rb:rb@db.example:5432/rb")
+    assert finished.returncode != 0
+    assert "SECRET_KEY must be set" in finished.stderr
+    assert not (tmp_path / "data" / "secret_key").exists()
+
+
+def test_a_set_secret_key_is_used_as_is(tmp_path):
+    assert probed(tmp_path, SECRET_KEY="k" * 50)["secret_key"] == "k" * 50
+    assert not (tmp_path / "data" / "secret_key").exists()
+
+
+@pytest.mark.parametrize(
+    ("env", "secure"),
+    [
+        ({}, False),  # the default SITE_URL, http://127.0.0.1:8000: DEBUG off must still sign in
+        ({"SITE_URL": "http://127.0.0.1:8765"}, False),
+        ({"SITE_URL": "https://bank.example.com"}, True),
+        ({"SITE_URL": "https://bank.example.com", "DEBUG": "true"}, True),
+        ({"SITE_URL": "http://127.0.0.1:8765", "SESSION_COOKIE_SECURE": "true", "CSRF_COOKIE_SECURE": "true"}, True),
+        ({"SITE_URL": "https://bank.example.com", "SESSION_COOKIE_SECURE": "0", "CSRF_COOKIE_SECURE": "0"}, False),
+    ],
+)
+def test_cookies_are_secure_when_the_site_is_served_over_https(tmp_path, env, secure):
+    seen = probed(tmp_path, WEB, **KEY, **env)
+    assert seen["session_cookie_secure"] is secure
+    assert seen["csrf_cookie_secure"] is secure
