@@ -198,15 +198,22 @@ def _ensure_another_owner(membership: Membership) -> None:
         raise Forbidden("an organization must keep at least one owner")
 
 
+FIRST_PROJECT_SLUG = "default"
+
+
 def user_signup_provision(*, user: Any) -> Organization:
-    """A new user gets their own org on the free plan, as owner (called on allauth signup)."""
+    """A new user gets their own org on the free plan, as owner, with a first project ``default``
+    (called on allauth signup): the connection snippet they copy next then works on the agent's
+    first write, with no project to create or name."""
     base = slugify((user.email or user.get_username()).split("@")[0])[:40] or "org"
     slug = base
     for _ in range(20):
         if not Organization.objects.filter(slug=slug).exists():
             break
         slug = f"{base}-{secrets.token_hex(3)}"
-    return organization_create(slug=slug, name=f"{user.email or slug}'s organization", owner=user)
+    organization = organization_create(slug=slug, name=f"{user.email or slug}'s organization", owner=user)
+    project_create(organization=organization, slug=FIRST_PROJECT_SLUG, name="Default project", team=None, actor=None)
+    return organization
 
 
 # --- API tokens ----------------------------------------------------------------------------------
