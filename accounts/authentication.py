@@ -1,4 +1,6 @@
-"""Bearer-token authentication for the REST API (the MCP endpoint reuses ``token_authenticate``)."""
+"""Bearer-token authentication for the REST API (the MCP endpoint reuses
+``token_authenticate_throttled``): failed tokens are throttled by client address and token prefix
+(``accounts/throttling.py``), answered 429 with ``Retry-After``."""
 
 from __future__ import annotations
 
@@ -6,11 +8,12 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
 from accounts.access import Principal, principal_for_token
-from accounts.services import token_authenticate
+from accounts.throttling import Throttled as ThrottledAnswer
+from accounts.throttling import client_address, token_authenticate_throttled
 
 
 def bearer_token_from_header(header: bytes | str | None) -> str | None:
@@ -38,7 +41,9 @@ class ApiTokenAuthentication(BaseAuthentication):
         raw = bearer_token_from_header(header)
         if raw is None:
             raise AuthenticationFailed("Malformed Authorization header; expected 'Bearer <token>'.")
-        token = token_authenticate(raw)
+        token = token_authenticate_throttled(raw, address=client_address(request.META.get("REMOTE_ADDR")))
+        if isinstance(token, ThrottledAnswer):
+            raise Throttled(wait=token.retry_after, detail=token.message)  # 429 with Retry-After
         if token is None:
             raise AuthenticationFailed("Invalid, expired or revoked API token.")
         return principal_for_token(token), token

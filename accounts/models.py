@@ -158,3 +158,36 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verb} {self.target_type}:{self.target_id} by {self.actor}"
+
+
+class ThrottleCounter(models.Model):
+    """Failed-authentication counters every web worker process shares (``accounts/throttling.py``
+    hits them with atomic upserts). Not tenant data: keys are client addresses, hashed logins
+    and hashed token prefixes."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+    count = models.IntegerField()
+    window_ends_at = models.DateTimeField(db_index=True)
+    blocked_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "rb_throttle"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class SharedCacheEntry(models.Model):
+    """A row of the ``shared`` Django cache (a ``DatabaseCache``; ``reasoningbank/cache.py``), where
+    allauth keeps its rate limits. A model only so that a migration creates the table (the columns
+    ``manage.py createcachetable`` would make) and test databases empty it; never used directly."""
+
+    cache_key = models.CharField(max_length=255, primary_key=True)
+    value = models.TextField()
+    expires = models.DateTimeField(db_index=True)
+
+    class Meta:
+        db_table = "rb_cache"
+
+    def __str__(self) -> str:
+        return self.cache_key

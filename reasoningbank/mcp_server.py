@@ -43,6 +43,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 from accounts.access import Principal, principal_for_token
 from accounts.authentication import bearer_token_from_header
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, ApiToken
+from accounts.throttling import Throttled, client_address, token_authenticate_throttled
 from reasoningbank.errors import ServiceError
 from reasoningbank.mcp_errors import JsonRpcIdMiddleware, arguments_error_text
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
@@ -519,13 +520,13 @@ class HostOriginMiddleware:
 _request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_principal", default=None)
 
 
-def _authenticate(raw: str) -> tuple[ApiToken, Principal] | None:
-    from accounts.services import token_authenticate
-
+def _authenticate(raw: str, address: str) -> tuple[ApiToken, Principal] | Throttled | None:
+    """The token and its principal; a ``Throttled`` answer once the address or the token prefix has
+    failed too often (``accounts/throttling.py``, shared with REST); None for an invalid token."""
     close_old_connections()
     try:
-        token = token_authenticate(raw)
-        return None if token is None else (token, principal_for_token(token))
+        token = token_authenticate_throttled(raw, address=address)
+        return token if token is None or isinstance(token, Throttled) else (token, principal_for_token(token))
     finally:
         close_old_connections()
 
@@ -552,8 +553,10 @@ class BearerTokenMiddleware:
     """Every request needs ``Authorization: Bearer <API token>`` (checked against ``ApiToken``).
 
     Missing or invalid → 401 ``WWW-Authenticate: Bearer realm="mcp", error="invalid_token"`` with a
-    JSON body. No OAuth metadata is advertised: these are static org API keys. An authenticated GET
-    (the optional standalone SSE stream) is 405: this stateless JSON server never pushes anything.
+    JSON body; too many failures from the client's address (or with one token prefix) → 429 with
+    ``Retry-After`` (``accounts/throttling.py``, the same counters as REST). No OAuth metadata is
+    advertised: these are static org API keys. An authenticated GET (the optional standalone SSE
+    stream) is 405: this stateless JSON server never pushes anything.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -568,8 +571,9 @@ class BearerTokenMiddleware:
         if raw is None:
             await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <API token>'.")
             return
+        client = scope.get("client") or (None, None)
         try:
-            authenticated = await anyio.to_thread.run_sync(_authenticate, raw)
+            authenticated = await anyio.to_thread.run_sync(_authenticate, raw, client_address(client[0]))
         except Exception as exc:  # a database that cannot be reached answers 503; anything else propagates
             if not database_unavailable(exc):
                 raise
@@ -578,6 +582,9 @@ class BearerTokenMiddleware:
                 send, 503, DATABASE_UNAVAILABLE_BODY,
                 [(b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"cache-control", b"no-store")],
             )
+            return
+        if isinstance(authenticated, Throttled):
+            await self._throttled(send, authenticated)
             return
         if authenticated is None:
             await self._unauthorized(send, "Invalid, expired or revoked API token.")
@@ -603,6 +610,15 @@ class BearerTokenMiddleware:
             await self.app(scope, receive, send)
         finally:
             _request_principal.reset(reset)
+
+    @staticmethod
+    async def _throttled(send: Send, throttled: Throttled) -> None:
+        await _send_json(
+            send, 429,
+            {"error": "too_many_requests",
+             "error_description": f"{throttled.message} Retry after {throttled.retry_after} seconds."},
+            [(b"retry-after", str(throttled.retry_after).encode()), (b"cache-control", b"no-store")],
+        )
 
     @staticmethod
     async def _unauthorized(send: Send, description: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -242,6 +243,48 @@ SPECTACULAR_SETTINGS = {
         {"name": "consolidation", "description": "Consolidation runs, contradictions awaiting a moderator, un-merge."},
         {"name": "account", "description": "The calling token and the projects it reaches."},
     ],
+}
+
+# --- Abuse limits (accounts/throttling.py, accounts/adapter.py) -----------------------------
+# Shared by every web worker process: failed bearer tokens and logins are counted in the table
+# rb_throttle, allauth's rate limits live in the database cache rb_cache (migration accounts/0003).
+AUTH_THROTTLE_FAILURES = env_int("AUTH_THROTTLE_FAILURES", 20, minimum=1)
+AUTH_THROTTLE_PREFIX_FAILURES = env_int("AUTH_THROTTLE_PREFIX_FAILURES", 10, minimum=1)
+AUTH_THROTTLE_WINDOW = env_duration("AUTH_THROTTLE_WINDOW", "1m")
+AUTH_THROTTLE_BLOCK = env_duration("AUTH_THROTTLE_BLOCK", "5m")
+LOGIN_ACCOUNT_FAILURES = env_int("LOGIN_ACCOUNT_FAILURES", 5, minimum=1)
+LOGIN_ACCOUNT_WINDOW = env_duration("LOGIN_ACCOUNT_WINDOW", "15m")
+LOGIN_BACKOFF_MAX = env_duration("LOGIN_BACKOFF_MAX", "1h")
+
+
+def _per_address_rates(name: str, default: str) -> str:
+    """An allauth rate list such as ``10/m/ip,50/h/ip``, per client address only."""
+    value = env_str(name, default).replace(" ", "")
+    if not all(re.fullmatch(r"[1-9][0-9]*/[0-9]*[smhd](/ip)?", part) for part in value.split(",")):
+        raise ImproperlyConfigured(f"{name} must be rates such as 10/m/ip,50/h/ip (per address); got {value!r}")
+    return value
+
+
+ACCOUNT_ADAPTER = "accounts.adapter.AccountAdapter"
+ACCOUNT_RATE_LIMITS = {
+    # per address only: allauth's default adds "5 per 5 minutes per email", which locks the owner
+    # out as well; the per-account layer with backoff is in accounts/adapter.py
+    "login_failed": _per_address_rates("LOGIN_FAILED_RATE_LIMIT", "10/m/ip,50/h/ip"),
+    "signup": _per_address_rates("SIGNUP_RATE_LIMIT", "10/h/ip,30/d/ip"),
+}
+# The default cache is process memory, except allauth's rate-limit keys, which go to the database
+# cache that every process shares (reasoningbank/cache.py).
+CACHES = {
+    "default": {
+        "BACKEND": "reasoningbank.cache.RoutedCache",
+        "OPTIONS": {"local": "local", "shared": "shared", "shared_prefixes": ["allauth:rl:"]},
+    },
+    "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "reasoningbank"},
+    "shared": {
+        "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+        "LOCATION": "rb_cache",
+        "OPTIONS": {"MAX_ENTRIES": 10_000},
+    },
 }
 
 # --- API tokens ------------------------------------------------------------------------------

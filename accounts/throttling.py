@@ -1,0 +1,258 @@
+"""Limits on failed authentication (issue 11): bearer tokens (REST and MCP) and dashboard logins.
+
+Counters live in one small table, ``rb_throttle`` (migration ``accounts/0003``), and every hit is
+one atomic ``INSERT … ON CONFLICT DO UPDATE``, so several web worker processes share them and
+concurrent failures are all counted. Signups and allauth's own per-address limits use allauth's
+rate limiter on the shared database cache instead (``reasoningbank/cache.py``).
+
+Bearer tokens
+    * By client address: after ``AUTH_THROTTLE_FAILURES`` failed tokens within
+      ``AUTH_THROTTLE_WINDOW`` the address is blocked for ``AUTH_THROTTLE_BLOCK``: every bearer
+      request from it is answered 429 with ``Retry-After`` *before* its token is looked up (even a
+      good one: a blocked client learns nothing about the tokens it tries).
+    * By token prefix (the first characters, the part the dashboard shows): after
+      ``AUTH_THROTTLE_PREFIX_FAILURES`` failures with one prefix, from any number of addresses,
+      further *failures* with that prefix are answered 429 for ``AUTH_THROTTLE_BLOCK``. The real
+      token with that prefix keeps working: the prefix is shown to every member of the org, and
+      knowing it must not be enough to lock an agent out. (Guessing the rest of a token is out of
+      reach anyway: 32 random bytes.)
+    * Successful requests cost nothing: each process remembers the addresses it has seen fail
+      recently and only asks the table about those.
+
+Dashboard logins (``accounts/adapter.py``)
+    * Per address: allauth's ``login_failed`` rate, per address only (``LOGIN_FAILED_RATE_LIMIT``).
+    * Per account, with backoff, and no lockout weapon: an account with
+      ``LOGIN_ACCOUNT_FAILURES`` failures within ``LOGIN_ACCOUNT_WINDOW`` is under attack; from
+      then on an address that has failed on it must wait 30 s × 2^(its failures − 1), at most
+      ``LOGIN_BACKOFF_MAX``, after its last failure before trying again. An address that has not
+      failed on the account tries as usual, so the owner still gets in with the right password
+      while someone else guesses; a distributed guesser gets one try per address and window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+TABLE = "rb_throttle"
+LOGIN_BACKOFF_BASE = 30.0  # seconds: the first wait of an address failing on an attacked account
+_PRUNE_ONE_IN = 200  # failures; each prunes rows whose window and block are long over
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """An answer of 429: seconds to wait (the ``Retry-After`` header), and a sentence saying why."""
+
+    retry_after: int
+    message: str
+
+
+# --- client addresses -----------------------------------------------------------------------------
+
+
+def client_address(raw: str | None) -> str:
+    """The address counters are kept for: IPv4 as is, IPv6 by its /64 (one host usually holds a
+    whole /64, so counting single IPv6 addresses would count nothing)."""
+    try:
+        address = ipaddress.ip_address((raw or "").strip())
+    except ValueError:
+        return "unknown"
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network(f"{address}/64", strict=False).network_address) + "/64"
+    return str(address)
+
+
+# --- the counter table ----------------------------------------------------------------------------
+
+# One row per key: failures counted in a fixed window that restarts once over, and a block.
+_HIT_SQL = f"""
+INSERT INTO {TABLE} AS t (key, count, window_ends_at, blocked_until)
+VALUES (%(key)s, 1, now() + make_interval(secs => %(window)s), NULL)
+ON CONFLICT (key) DO UPDATE SET
+    count = CASE WHEN t.window_ends_at <= now() THEN 1 ELSE t.count + 1 END,
+    window_ends_at = CASE WHEN t.window_ends_at <= now()
+        THEN now() + make_interval(secs => %(window)s) ELSE t.window_ends_at END
+RETURNING count
+"""
+_BLOCK_SQL = f"""
+UPDATE {TABLE} SET blocked_until = GREATEST(blocked_until, now() + make_interval(secs => %(seconds)s))
+WHERE key = %(key)s
+RETURNING EXTRACT(EPOCH FROM blocked_until - now())
+"""
+_READ_SQL = f"""
+SELECT CASE WHEN window_ends_at > now() THEN count ELSE 0 END,
+       GREATEST(EXTRACT(EPOCH FROM blocked_until - now()), 0)
+FROM {TABLE} WHERE key = %s
+"""
+_PRUNE_SQL = f"""
+DELETE FROM {TABLE}
+WHERE window_ends_at < now() - interval '1 day' AND (blocked_until IS NULL OR blocked_until < now())
+"""
+
+
+def counter_hit(key: str, *, window: float) -> int:
+    """Count one failure under ``key``; the count within the current window."""
+    with connection.cursor() as cursor:
+        cursor.execute(_HIT_SQL, {"key": key, "window": float(window)})
+        count = int(cursor.fetchone()[0])
+        if random.randrange(_PRUNE_ONE_IN) == 0:
+            cursor.execute(_PRUNE_SQL)
+    return count
+
+
+def counter_block(key: str, *, seconds: float) -> float:
+    """Block ``key`` for ``seconds`` from now (never shortening a longer block); seconds left."""
+    with connection.cursor() as cursor:
+        cursor.execute(_BLOCK_SQL, {"key": key, "seconds": float(seconds)})
+        row = cursor.fetchone()
+    return float(row[0]) if row else 0.0
+
+
+def counter_read(key: str) -> tuple[int, float]:
+    """(failures in the current window, seconds the key is still blocked)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_READ_SQL, [key])
+        row = cursor.fetchone()
+    return (int(row[0]), float(row[1] or 0)) if row else (0, 0.0)
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+# --- bearer tokens --------------------------------------------------------------------------------
+
+# Addresses this process has seen fail, with when to forget them (monotonic seconds). Only their
+# requests ask the table whether they are blocked, so a healthy client's request costs no query.
+_failing_here: dict[str, float] = {}
+_FAILING_HERE_MAX = 10_000
+
+
+def local_memory_clear() -> None:
+    """Forget the addresses this process has seen fail (tests)."""
+    _failing_here.clear()
+
+
+def _remember_failing(address: str) -> None:
+    if len(_failing_here) >= _FAILING_HERE_MAX:
+        now = time.monotonic()
+        for stale in [a for a, until in _failing_here.items() if until <= now] or list(_failing_here):
+            del _failing_here[stale]
+    _failing_here[address] = time.monotonic() + float(settings.AUTH_THROTTLE_WINDOW + settings.AUTH_THROTTLE_BLOCK)
+
+
+def _address_key(address: str) -> str:
+    return f"bearer:addr:{address}"
+
+
+def _prefix_key(raw: str) -> str:
+    from accounts.services import TOKEN_DISPLAY_CHARS
+
+    return f"bearer:prefix:{_digest(raw[:TOKEN_DISPLAY_CHARS])}"
+
+
+def _seconds(value: float) -> int:
+    return max(1, math.ceil(value))
+
+
+def _address_throttled(seconds: float) -> Throttled:
+    wait = _seconds(seconds)
+    return Throttled(
+        wait, "Too many failed authentications from this address; send a valid token (Authorization: Bearer rb_...)."
+    )
+
+
+def bearer_blocked(address: str) -> Throttled | None:
+    """Before a token is looked up: is this address blocked? Asks the table only for addresses this
+    process has seen fail recently (see ``_failing_here``)."""
+    until = _failing_here.get(address)
+    if until is None:
+        return None
+    if until <= time.monotonic():
+        _failing_here.pop(address, None)
+        return None
+    _, blocked = counter_read(_address_key(address))
+    return _address_throttled(blocked) if blocked > 0 else None
+
+
+def bearer_failure(address: str, raw: str) -> Throttled | None:
+    """After a token failed: count it for the address and for the token's prefix. A 429 answer if
+    either is now over its limit, else None (the caller answers 401)."""
+    _remember_failing(address)
+    window, block = float(settings.AUTH_THROTTLE_WINDOW), float(settings.AUTH_THROTTLE_BLOCK)
+    address_key = _address_key(address)
+    if counter_hit(address_key, window=window) >= int(settings.AUTH_THROTTLE_FAILURES):
+        return _address_throttled(counter_block(address_key, seconds=block))
+    prefix_key = _prefix_key(raw)
+    _, prefix_blocked = counter_read(prefix_key)
+    if prefix_blocked <= 0 and counter_hit(prefix_key, window=window) >= int(settings.AUTH_THROTTLE_PREFIX_FAILURES):
+        prefix_blocked = counter_block(prefix_key, seconds=block)
+    if prefix_blocked > 0:
+        wait = _seconds(prefix_blocked)
+        return Throttled(wait, "Too many failed attempts with this token prefix.")
+    return None
+
+
+def token_authenticate_throttled(raw: str, *, address: str) -> Any:
+    """``token_authenticate`` behind the limits: the active ``ApiToken``, a ``Throttled`` answer,
+    or None (an invalid token, not yet over any limit)."""
+    from accounts.services import token_authenticate
+
+    blocked = bearer_blocked(address)
+    if blocked is not None:
+        return blocked
+    token = token_authenticate(raw)
+    if token is not None:
+        return token
+    return bearer_failure(address, raw)
+
+
+# --- logins ---------------------------------------------------------------------------------------
+
+
+def login_account_key(login: str) -> str:
+    """The counter key of the account a login names (typed email, case-folded; never stored raw)."""
+    return _digest((login or "").strip().lower())
+
+
+def _account_key(account: str) -> str:
+    return f"login:account:{account}"
+
+
+def _pair_key(account: str, address: str) -> str:
+    return f"login:pair:{account}:{address}"
+
+
+def login_failure_record(*, account: str, address: str) -> None:
+    """A failed login: counted for the account, and for this address on this account; the address
+    waits the longer the more it has failed (``login_wait``)."""
+    counter_hit(_account_key(account), window=float(settings.LOGIN_ACCOUNT_WINDOW))
+    failures = counter_hit(_pair_key(account, address), window=float(settings.LOGIN_BACKOFF_MAX) * 4)
+    wait = min(LOGIN_BACKOFF_BASE * 2 ** min(failures - 1, 30), float(settings.LOGIN_BACKOFF_MAX))
+    counter_block(_pair_key(account, address), seconds=wait)
+
+
+def login_wait(*, account: str, address: str) -> float:
+    """Seconds this address must wait before trying this account (0: go ahead). Only an account
+    under attack makes anyone wait, and only addresses that have failed on it."""
+    failures, _ = counter_read(_account_key(account))
+    if failures < int(settings.LOGIN_ACCOUNT_FAILURES):
+        return 0.0
+    _, blocked = counter_read(_pair_key(account, address))
+    return blocked
+
+
+def login_success_record(*, account: str, address: str) -> None:
+    """The right password from this address: its own failures on the account are forgiven."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {TABLE} WHERE key = %s", [_pair_key(account, address)])

@@ -1,0 +1,165 @@
+"""Abuse limits (issue 11, item 15): failed bearer tokens over REST, failed logins, signups.
+
+Every limit is counted in the database (``accounts/throttling.py``, allauth through the shared
+cache), so that several web worker processes share the counters; these tests run in one process
+on that same backend. Client addresses are set per request (``REMOTE_ADDR``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts import throttling
+
+ATTACKER, USER, OTHER = "203.0.113.7", "198.51.100.20", "192.0.2.55"
+PASSWORD = "correct-horse-battery-staple-9"
+
+
+@pytest.fixture(autouse=True)
+def small_limits(settings: Any) -> None:
+    settings.AUTH_THROTTLE_FAILURES = 5
+    settings.AUTH_THROTTLE_PREFIX_FAILURES = 4
+    settings.AUTH_THROTTLE_WINDOW = 60.0
+    settings.AUTH_THROTTLE_BLOCK = 300.0
+    throttling.local_memory_clear()
+
+
+def bearer(raw: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+def bad_token(n: int) -> str:
+    return f"rb_{n:04d}" + "x" * 40
+
+
+# --- bearer tokens over REST ---------------------------------------------------------------------
+
+
+def test_bad_tokens_from_one_address_are_answered_429_with_retry_after_once_over_the_limit(db):
+    answers = [bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER) for n in range(8)]
+    assert [a.status_code for a in answers[:4]] == [401] * 4
+    assert {a.status_code for a in answers[4:]} == {429}
+    limited = answers[-1]
+    assert 250 <= int(limited["Retry-After"]) <= 300
+    body = limited.json()
+    assert body["code"] == "throttled"
+    assert "too many failed authentications from this address" in body["detail"].lower()
+
+
+def test_while_an_address_is_blocked_even_a_good_token_from_it_waits(cast, make_token):
+    raw, _ = make_token(cast.org_a)
+    for n in range(5):
+        bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
+
+
+def test_a_good_token_from_another_address_still_works_during_an_attack(cast, make_token):
+    raw, _ = make_token(cast.org_a)
+    for n in range(10):
+        bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=USER).status_code == 200
+
+
+def test_guesses_at_one_token_prefix_from_many_addresses_are_throttled_but_the_token_itself_works(cast, make_token):
+    raw, _ = make_token(cast.org_a)
+    forged = [raw[:10] + f"{n:02d}" + "y" * 38 for n in range(6)]
+    answers = [bearer(f).get("/api/v1/me", REMOTE_ADDR=f"198.18.0.{n}") for n, f in enumerate(forged)]
+    assert [a.status_code for a in answers] == [401, 401, 401, 429, 429, 429]
+    assert "this token prefix" in answers[-1].json()["detail"]
+    # a prefix is shown to every member: knowing it must not lock the real token out
+    assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=OTHER).status_code == 200
+
+
+def test_ipv6_clients_are_counted_by_their_64_bit_network(db):
+    answers = [bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=f"2001:db8:1:2::{n + 1:x}") for n in range(6)]
+    assert answers[-1].status_code == 429
+
+
+def test_a_client_that_has_not_been_failing_costs_no_throttle_query(cast, make_token):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    raw, _ = make_token(cast.org_a)
+    bearer(bad_token(1)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)  # another address fails meanwhile
+    with CaptureQueriesContext(connection) as captured:
+        assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=USER).status_code == 200
+    assert captured.captured_queries and not [q for q in captured.captured_queries if "rb_throttle" in q["sql"]]
+
+
+# --- logins ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def member(db):
+    from accounts.services import user_create
+
+    return user_create(email="dana@acme.test", password=PASSWORD)
+
+
+def login(client, email: str, password: str, address: str):
+    return client.post("/accounts/login/", {"login": email, "password": password}, REMOTE_ADDR=address)
+
+
+def logged_in(client) -> bool:
+    return "_auth_user_id" in client.session
+
+
+def test_a_user_whose_email_was_attacked_from_another_address_still_logs_in(client, member, settings):
+    from django.test import Client
+
+    attacker = Client()
+    for _ in range(8):
+        login(attacker, member.email, "wrong-password", ATTACKER)
+    response = login(client, member.email, PASSWORD, USER)
+    assert response.status_code == 302 and logged_in(client)
+
+
+def test_the_attacking_address_cannot_log_in_to_the_attacked_account_even_with_the_right_password(client, member):
+    for _ in range(6):
+        login(client, member.email, "wrong-password", ATTACKER)
+    response = login(client, member.email, PASSWORD, ATTACKER)
+    assert not logged_in(client)
+    assert "Too many failed sign-in attempts" in response.content.decode()
+
+
+def test_the_wait_for_a_failing_address_grows_with_each_failure(member):
+    key = throttling.login_account_key(member.email)
+    waits = []
+    for _ in range(8):
+        throttling.login_failure_record(account=key, address=ATTACKER)
+        waits.append(throttling.login_wait(account=key, address=ATTACKER))
+    assert waits[:4] == [0, 0, 0, 0]  # not under attack yet: a user may mistype
+    assert waits[4] > 0 and all(b > a for a, b in itertools.pairwise(waits[4:]))
+    assert throttling.login_wait(account=key, address=USER) == 0
+
+
+def test_failed_logins_from_one_address_across_accounts_are_limited(client, db):
+    responses = [login(client, f"nobody{n}@acme.test", "wrong", ATTACKER) for n in range(12)]
+    assert "Too many failed login attempts" in responses[-1].content.decode()
+
+
+# --- signups --------------------------------------------------------------------------------------
+
+
+def signup(client, n: int, address: str):
+    return client.post(
+        "/accounts/signup/",
+        {"email": f"new{n}@example.test", "password1": PASSWORD, "password2": PASSWORD},
+        REMOTE_ADDR=address,
+    )
+
+
+def test_signups_in_a_row_from_one_address_are_limited(client, db, settings):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    codes = [signup(Client(), n, ATTACKER).status_code for n in range(12)]
+    assert codes[:10] == [302] * 10 and codes[10:] == [429, 429]
+    assert get_user_model().objects.count() == 10
+    assert signup(client, 99, USER).status_code == 302  # another address is not affected
