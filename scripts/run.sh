@@ -29,40 +29,31 @@ group_alive() {
   [ -n "$1" ] && ps -eo pgid=,stat= | awk -v group="$1" '$1 == group && $2 !~ /^Z/ { found = 1 } END { exit !found }'
 }
 
-# Make sure nothing of a previous run with this data dir (say, a killed run.sh) is still running.
-if [ -f "$PIDS_FILE" ]; then
-  while read -r group; do
-    if [ -n "$group" ] && [ -n "$(group_members "$group")" ]; then
-      echo "==> stopping what a previous run left behind (process group $group)"
-      kill -TERM -- "-$group" 2>/dev/null || true
-      sleep 2
-      kill -KILL -- "-$group" 2>/dev/null || true
-    fi
-  done < "$PIDS_FILE"
-  rm -f "$PIDS_FILE"
-fi
-
-echo "==> migrating"
-# collectstatic needs no database: it runs beside the migrations (each command takes seconds to start)
-.venv/bin/python manage.py collectstatic --noinput -v0 &
-static=$!
-.venv/bin/python manage.py migrate --noinput
-.venv/bin/python manage.py setup_schedules
-wait "$static"
-
 # Start "$@" in the background as the leader of its own process group: Ctrl-C reaches only this
 # script, which then stops each group in order (the worker finishes its task) and waits for it.
 spawn_group() {
   .venv/bin/python -c 'import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])' "$@" &
 }
 
+# A start-up step runs in the background while this script waits for it: bash runs a trap only
+# between foreground commands, so Ctrl-C / SIGTERM would otherwise wait for a whole migration.
+step_run() {
+  "$@" &
+  step=$!
+  wait "$step"
+  step=""
+}
+
 web=""
 worker=""
+step=""
+static=""
 stopping=""
 stop() {
   [ -n "$stopping" ] && return
   stopping=1
-  echo "==> stopping web and worker"
+  echo "==> stopping"
+  for pid in $step $static; do kill -TERM "$pid" 2>/dev/null || true; done  # start-up still running
   # the group leaders first: uvicorn closes its connections, qcluster lets the running task finish
   [ -n "$web" ] && kill -TERM "$web" 2>/dev/null || true
   [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null || true
@@ -89,6 +80,28 @@ stop() {
 trap 'stop; exit 130' INT
 trap 'stop; exit 143' TERM
 trap stop EXIT
+
+# Make sure nothing of a previous run with this data dir (say, a killed run.sh) is still running.
+if [ -f "$PIDS_FILE" ]; then
+  while read -r group; do
+    if [ -n "$group" ] && [ -n "$(group_members "$group")" ]; then
+      echo "==> stopping what a previous run left behind (process group $group)"
+      kill -TERM -- "-$group" 2>/dev/null || true
+      sleep 2
+      kill -KILL -- "-$group" 2>/dev/null || true
+    fi
+  done < "$PIDS_FILE"
+  rm -f "$PIDS_FILE"
+fi
+
+echo "==> migrating"
+# collectstatic needs no database: it runs beside the migrations (each command takes seconds to start)
+.venv/bin/python manage.py collectstatic --noinput -v0 &
+static=$!
+step_run .venv/bin/python manage.py migrate --noinput
+step_run .venv/bin/python manage.py setup_schedules
+wait "$static"
+static=""
 
 echo "==> starting worker and web"
 spawn_group .venv/bin/python manage.py qcluster
