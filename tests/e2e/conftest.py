@@ -1,0 +1,113 @@
+"""End-to-end suite: one service per test session, started by ``scripts/run.sh`` exactly as a user
+starts it, driven only from outside. Every test here is marked ``e2e`` (``-m "not e2e"`` skips it).
+
+The modules run in the order of ``_ORDER`` (stop-and-restart last: it replaces the running service).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import LLMStub, Service, completed_text, token_from
+
+_HERE = Path(__file__).resolve().parent
+# one INFO line per HTTP request would bury a failure's own messages
+logging.getLogger("httpx2").setLevel(logging.WARNING)
+_ORDER = [
+    "test_service.py",
+    "test_readme_commands.py",
+    "test_mcp_agent.py",
+    "test_org_wide_token.py",
+    "test_schedule.py",
+    "test_dashboard_signup.py",
+    "test_schema.py",
+    "test_load.py",
+    "test_stop_and_restart.py",
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    ours = [i for i, item in enumerate(items) if Path(str(item.path)).parent == _HERE]
+    if not ours:
+        return
+    for i in ours:
+        items[i].add_marker(pytest.mark.e2e)
+    rank = {name: n for n, name in enumerate(_ORDER)}
+    ordered = sorted((items[i] for i in ours), key=lambda item: rank.get(Path(str(item.path)).name, len(rank)))
+    for i, item in zip(ours, ordered, strict=True):
+        items[i] = item
+
+
+@pytest.fixture(scope="session")
+def llm_stub() -> Iterator[LLMStub]:
+    stub = LLMStub()
+    stub.start()
+    yield stub
+    stub.stop()
+
+
+@pytest.fixture(scope="session")
+def service(llm_stub: LLMStub) -> Iterator[Service]:
+    """The running product. Torn down by force whatever happened (the stop itself is a test)."""
+    data_dir = Path(tempfile.mkdtemp(prefix="rb-e2e-"))
+    svc = Service(data_dir=data_dir, llm_base_url=llm_stub.base_url)
+    try:
+        svc.start()
+        yield svc
+    finally:
+        svc.kill_everything()
+        svc.keep_log()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@dataclass
+class Setup:
+    """What the README's commands produced (org acme, project web-app, two tokens)."""
+
+    results: dict[str, str]  # command -> its output, for the README test's messages
+    failures: list[str]
+    project_token: str = ""
+    org_token: str = ""
+
+
+@pytest.fixture(scope="session")
+def readme_setup(service: Service) -> Setup:
+    """The README's commands as written, run once in a second process beside run.sh."""
+    commands = {
+        "create_org": ["create_org", "acme", "--plan", "pro", "--owner-email", "you@example.com"],
+        "create_project": ["create_project", "acme", "web-app"],
+        "create_token": ["create_token", "acme", "--label", "laptop", "--project", "web-app"],
+        # the dashboard's first snippet: a token for the whole org, no project restriction
+        "create_token (org-wide)": ["create_token", "acme", "--label", "everything"],
+    }
+    setup = Setup(results={}, failures=[])
+    for name, args in commands.items():
+        result = service.manage(*args)
+        setup.results[name] = completed_text(result)
+        if result.returncode != 0:
+            setup.failures.append(f"manage.py {' '.join(args)}\n{completed_text(result)}")
+    if not setup.failures:
+        setup.project_token = token_from(setup.results["create_token"])
+        setup.org_token = token_from(setup.results["create_token (org-wide)"])
+    return setup
+
+
+@pytest.fixture(scope="session")
+def acme(readme_setup: Setup) -> Setup:
+    """Tokens from the README's commands; tests that need them error when the commands failed."""
+    if readme_setup.failures:
+        raise AssertionError("the README's commands failed, so there is no token:\n" + "\n".join(readme_setup.failures))
+    return readme_setup
+
+
+def manage_ok(service: Service, *args: str) -> str:
+    result = service.manage(*args)
+    assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{completed_text(result)}"
+    return result.stdout

@@ -1,0 +1,86 @@
+"""A new user in Chromium against the live server (DEBUG off, plain http as run.sh serves it): sign
+up, land on the dashboard, set up the org, and the first snippet's token works for an agent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.e2e.harness import ARTIFACTS, Service, call, mcp_client, unique
+
+PASSWORD = "a-long-unusual-passphrase-e2e"
+
+
+@pytest.fixture
+def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"Chromium not found at {CHROMIUM}; run scripts/ensure-chromium.sh")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.set_default_timeout(20_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def _shoot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_a_new_user_signs_up_sets_up_the_org_and_connects_an_agent(service: Service, page: Any) -> None:
+    base = service.url
+    email = f"{unique('dana').lower()}@newco.test"
+    page.goto(f"{base}/accounts/signup/")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password1]", PASSWORD)
+    page.fill("input[name=password2]", PASSWORD)
+    page.click("button[type=submit]")
+    try:
+        page.wait_for_url(f"{base}/")
+    finally:
+        _shoot(page, "signup-landing")
+    assert email in page.content()
+    assert page.locator("h1", has_text="Overview").is_visible()
+    assert email in page.inner_text("#org-select")  # the user's own new org, named after them
+    page.get_by_role("link", name="Connect an agent").click()
+    page.wait_for_url(f"{base}/settings/tokens/")
+
+    page.goto(f"{base}/settings/projects/")
+    page.fill("#project-name", "Web App")
+    page.fill("#project-slug", "web-app")
+    page.get_by_role("button", name="Create project").click()
+    assert page.locator("text=web-app").first.is_visible()
+
+    page.goto(f"{base}/settings/tokens/")
+    page.fill("#token-label", "laptop")
+    page.get_by_role("button", name="Create token").click()
+    token = page.input_value("#raw-token")
+    _shoot(page, "signup-token")
+    assert token.startswith("rb_")
+    snippet = page.inner_text("#snippet-claude")
+    assert f"{base}/mcp" in snippet and f"Bearer {token}" in snippet, snippet
+
+    async def agent_records() -> dict[str, Any]:
+        async with mcp_client(service, token, "legacy") as client:
+            return await call(client, "memory_record", {
+                "title": "First memory from the dashboard snippet",
+                "description": "Checks the copied token works",
+                "content": "Copied the snippet, recorded a memory.",
+                "outcome": "success",
+                "tags": [],
+            })
+
+    # Playwright's sync API keeps an event loop running on this thread: the agent gets its own
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(anyio.run, agent_records).result(timeout=120)["id"]
