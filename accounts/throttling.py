@@ -75,39 +75,42 @@ def client_address(raw: str | None) -> str:
 # --- the counter table ----------------------------------------------------------------------------
 
 # One row per key: failures counted in a fixed window that restarts once over, and a block.
+# clock_timestamp(), not now(): the time of the statement even inside a longer transaction.
 _HIT_SQL = f"""
 INSERT INTO {TABLE} AS t (key, count, window_ends_at, blocked_until)
-VALUES (%(key)s, 1, now() + make_interval(secs => %(window)s), NULL)
+VALUES (%(key)s, 1, clock_timestamp() + make_interval(secs => %(window)s), NULL)
 ON CONFLICT (key) DO UPDATE SET
-    count = CASE WHEN t.window_ends_at <= now() THEN 1 ELSE t.count + 1 END,
-    window_ends_at = CASE WHEN t.window_ends_at <= now()
-        THEN now() + make_interval(secs => %(window)s) ELSE t.window_ends_at END
-RETURNING count
+    count = CASE WHEN t.window_ends_at <= clock_timestamp() THEN 1 ELSE t.count + 1 END,
+    window_ends_at = CASE WHEN t.window_ends_at <= clock_timestamp()
+        THEN clock_timestamp() + make_interval(secs => %(window)s) ELSE t.window_ends_at END
+RETURNING count, GREATEST(EXTRACT(EPOCH FROM t.blocked_until - clock_timestamp()), 0)
 """
 _BLOCK_SQL = f"""
-UPDATE {TABLE} SET blocked_until = GREATEST(blocked_until, now() + make_interval(secs => %(seconds)s))
+UPDATE {TABLE} SET blocked_until = GREATEST(blocked_until, clock_timestamp() + make_interval(secs => %(seconds)s))
 WHERE key = %(key)s
-RETURNING EXTRACT(EPOCH FROM blocked_until - now())
+RETURNING EXTRACT(EPOCH FROM blocked_until - clock_timestamp())
 """
 _READ_SQL = f"""
-SELECT CASE WHEN window_ends_at > now() THEN count ELSE 0 END,
-       GREATEST(EXTRACT(EPOCH FROM blocked_until - now()), 0)
+SELECT CASE WHEN window_ends_at > clock_timestamp() THEN count ELSE 0 END,
+       GREATEST(EXTRACT(EPOCH FROM blocked_until - clock_timestamp()), 0)
 FROM {TABLE} WHERE key = %s
 """
 _PRUNE_SQL = f"""
 DELETE FROM {TABLE}
-WHERE window_ends_at < now() - interval '1 day' AND (blocked_until IS NULL OR blocked_until < now())
+WHERE window_ends_at < clock_timestamp() - interval '1 day'
+  AND (blocked_until IS NULL OR blocked_until < clock_timestamp())
 """
 
 
-def counter_hit(key: str, *, window: float) -> int:
-    """Count one failure under ``key``; the count within the current window."""
+def counter_hit(key: str, *, window: float) -> tuple[int, float]:
+    """Count one failure under ``key``: (the count within the current window, seconds the key is
+    still blocked)."""
     with connection.cursor() as cursor:
         cursor.execute(_HIT_SQL, {"key": key, "window": float(window)})
-        count = int(cursor.fetchone()[0])
+        count, blocked = cursor.fetchone()
         if random.randrange(_PRUNE_ONE_IN) == 0:
             cursor.execute(_PRUNE_SQL)
-    return count
+    return int(count), float(blocked or 0)
 
 
 def counter_block(key: str, *, seconds: float) -> float:
@@ -191,11 +194,14 @@ def bearer_failure(address: str, raw: str) -> Throttled | None:
     _remember_failing(address)
     window, block = float(settings.AUTH_THROTTLE_WINDOW), float(settings.AUTH_THROTTLE_BLOCK)
     address_key = _address_key(address)
-    if counter_hit(address_key, window=window) >= int(settings.AUTH_THROTTLE_FAILURES):
+    failures, blocked = counter_hit(address_key, window=window)
+    if blocked > 0:  # blocked while this process had not seen the address fail yet
+        return _address_throttled(blocked)
+    if failures >= int(settings.AUTH_THROTTLE_FAILURES):
         return _address_throttled(counter_block(address_key, seconds=block))
     prefix_key = _prefix_key(raw)
     _, prefix_blocked = counter_read(prefix_key)
-    if prefix_blocked <= 0 and counter_hit(prefix_key, window=window) >= int(settings.AUTH_THROTTLE_PREFIX_FAILURES):
+    if prefix_blocked <= 0 and counter_hit(prefix_key, window=window)[0] >= int(settings.AUTH_THROTTLE_PREFIX_FAILURES):
         prefix_blocked = counter_block(prefix_key, seconds=block)
     if prefix_blocked > 0:
         wait = _seconds(prefix_blocked)
@@ -237,7 +243,7 @@ def login_failure_record(*, account: str, address: str) -> None:
     """A failed login: counted for the account, and for this address on this account; the address
     waits the longer the more it has failed (``login_wait``)."""
     counter_hit(_account_key(account), window=float(settings.LOGIN_ACCOUNT_WINDOW))
-    failures = counter_hit(_pair_key(account, address), window=float(settings.LOGIN_BACKOFF_MAX) * 4)
+    failures, _ = counter_hit(_pair_key(account, address), window=float(settings.LOGIN_BACKOFF_MAX) * 4)
     wait = min(LOGIN_BACKOFF_BASE * 2 ** min(failures - 1, 30), float(settings.LOGIN_BACKOFF_MAX))
     counter_block(_pair_key(account, address), seconds=wait)
 

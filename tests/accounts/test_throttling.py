@@ -8,6 +8,7 @@ on that same backend. Client addresses are set per request (``REMOTE_ADDR``).
 from __future__ import annotations
 
 import itertools
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -74,6 +75,21 @@ def test_guesses_at_one_token_prefix_from_many_addresses_are_throttled_but_the_t
     assert "this token prefix" in answers[-1].json()["detail"]
     # a prefix is shown to every member: knowing it must not lock the real token out
     assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=OTHER).status_code == 200
+
+
+def test_another_worker_process_sees_the_block_on_its_first_failure_from_that_address(db):
+    for n in range(5):
+        bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    # two minutes later (the counting window is over, the block is not), in a process that has not
+    # served this address yet
+    from django.utils import timezone
+
+    from accounts.models import ThrottleCounter
+
+    window_over = timezone.now() - timedelta(seconds=1)
+    ThrottleCounter.objects.filter(key__startswith="bearer:addr:").update(window_ends_at=window_over)
+    throttling.local_memory_clear()
+    assert bearer(bad_token(9)).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
 
 
 def test_ipv6_clients_are_counted_by_their_64_bit_network(db):
@@ -163,3 +179,18 @@ def test_signups_in_a_row_from_one_address_are_limited(client, db, settings):
     assert codes[:10] == [302] * 10 and codes[10:] == [429, 429]
     assert get_user_model().objects.count() == 10
     assert signup(client, 99, USER).status_code == 302  # another address is not affected
+
+
+# --- where the counters live ---------------------------------------------------------------------
+
+
+def test_allauth_rate_limits_are_kept_in_the_shared_database_cache_and_other_keys_in_memory(client, db):
+    from django.core.cache import cache
+
+    from accounts.models import SharedCacheEntry
+
+    signup(client, 1, ATTACKER)
+    assert SharedCacheEntry.objects.filter(cache_key__contains="allauth:rl:").exists()
+    cache.set("rb:health:worker", "fresh", 10)
+    assert cache.get("rb:health:worker") == "fresh"
+    assert not SharedCacheEntry.objects.filter(cache_key__contains="rb:health").exists()
