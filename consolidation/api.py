@@ -7,6 +7,8 @@ publish them). Bodies are strict JSON objects like everywhere in the API (``Stri
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -44,9 +46,11 @@ from reasoningbank.errors import NotFound
 from reasoningbank.pagination import Pagination
 
 TAGS = ["consolidation"]
+RUN_STATUSES = tuple(s for s, _ in ConsolidationRun.STATUS_CHOICES)
 
 
 class RunRequestSerializer(StrictSerializer):
+    schema_extra = {"not": {"required": ["project", "project_id"]}}
     project = StrictCharField(
         required=False,
         allow_blank=True,
@@ -77,6 +81,12 @@ class RunRequestSerializer(StrictSerializer):
         required=False, default=False, help_text="run now and answer when done (else 202 at once; poll the run)"
     )
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # two names for one field: both at once is ambiguous even when they agree (the schema says "not both")
+        if "project" in self.initial_data and "project_id" in self.initial_data:
+            raise serializers.ValidationError({"project_id": ["Pass project or project_id, not both."]})
+        return attrs
+
 
 class RunListQuerySerializer(StrictQuerySerializer):
     project = serializers.CharField(required=False, help_text="only this project's runs (its slug)")
@@ -88,7 +98,7 @@ class RunSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="`run_…`")
     project = serializers.CharField(source="project.slug", allow_null=True)
     trigger = serializers.ChoiceField(choices=[t for t, _ in ConsolidationRun.TRIGGER_CHOICES])
-    status = serializers.ChoiceField(choices=[s for s, _ in ConsolidationRun.STATUS_CHOICES])
+    status = serializers.ChoiceField(choices=RUN_STATUSES)
     dry_run = serializers.BooleanField(help_text="a preview: nothing was or will be changed")
     options = serializers.JSONField()
     phase = serializers.CharField()
@@ -297,13 +307,18 @@ class MemoryUnmergeView(ConsolidationAPIView):
         description=(
             "Undo a consolidation: the source memories of this consolidated memory become active again and the "
             "consolidated memory is archived; the links stay as history. Only an active consolidated memory "
-            "(`origin: consolidated`) can be un-merged: for any other memory the 400 says what to do instead "
+            "(`origin: consolidated`) can be un-merged: for any other memory the 409 says what to do instead "
             "(a memory archived as a duplicate is brought back with restore; a source is brought back by "
             "un-merging its consolidated memory). No body (or `{}`). Needs `memories:write`."
         ),
         parameters=[MEMORY_ID],
         request=None,
-        responses={200: UnmergeSerializer, **error_responses(400, 401, 403, 404, 415)},
+        responses={
+            200: UnmergeSerializer,
+            **error_responses(
+                400, 401, 403, 404, 409, 415, conflict="This memory cannot be un-merged; the message says what to do."
+            ),
+        },
     )
     def post(self, request: Request, memory_id: str) -> Response:
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)

@@ -1126,11 +1126,11 @@ def memory_unmerge(*, principal: Principal, memory: Memory) -> list[Memory]:
     if not principal.has_scope("memories:write"):
         raise Forbidden("un-merging needs the 'memories:write' scope")
     refusal = _unmerge_refusal(memory)
-    if refusal:
-        raise InvalidInput(refusal, field="memory_id")
+    if refusal:  # the memory's state forbids it (a 409), the request itself is well-formed
+        raise Conflict(refusal, field="memory_id")
     sources = list(M.objects.select_for_update().filter(consolidated_into=memory, organization=principal.organization))
     if not sources:
-        raise InvalidInput("this consolidated memory has no archived sources left to restore", field="memory_id")
+        raise Conflict("this consolidated memory has no archived sources left to restore", field="memory_id")
     now = timezone.now()
     M.objects.filter(pk__in=[s.pk for s in sources]).update(
         state=M.STATE_ACTIVE, archived_reason="", archived_at=None, consolidated_into=None, tier="warm", updated_at=now

@@ -7,6 +7,7 @@ API documentation, written for API users (no class docstrings: they would be pub
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -30,7 +31,13 @@ class SessionSubmitSerializer(StrictSerializer):
         max_length=200, help_text="your own id for the session; submitting the same id again changes nothing"
     )
     outcome = serializers.ChoiceField(choices=SESSION_OUTCOMES, help_text="how the session ended")
-    trace = StrictCharField(trim_whitespace=False, help_text="the session transcript; secrets are redacted")
+    # NUL characters are removed by session_submit (a pasted binary log must not fail the session)
+    trace = StrictCharField(
+        trim_whitespace=False,
+        allow_nul=True,
+        validators=[RegexValidator(r"\S", "The trace must not be only whitespace.")],
+        help_text="the session transcript; secrets are redacted",
+    )
     project = StrictCharField(
         required=False, allow_null=True, help_text="project slug (may be left out when the token reaches one project)"
     )
@@ -161,12 +168,15 @@ class SessionRetryView(SessionAPIView):
         summary="Retry a session's distillation",
         description=(
             "Queue a `failed` or `waiting_for_llm` session for distillation again (a session in any other "
-            "state is a 400). No body (or `{}`). Address it by the `session_id` you submitted or by its "
+            "state is a 409). No body (or `{}`). Address it by the `session_id` you submitted or by its "
             "`ses_…` id. Needs `memories:write`."
         ),
         parameters=[OpenApiParameter("session_id", str, OpenApiParameter.PATH, description=SESSION_ID_HELP)],
         request=None,
-        responses={200: SessionSerializer, **error_responses(400, 401, 403, 404, 415)},
+        responses={
+            200: SessionSerializer,
+            **error_responses(400, 401, 403, 404, 409, 415, conflict="The session is neither failed nor waiting."),
+        },
     )
     def post(self, request: Request, session_id: str) -> Response:
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)

@@ -44,7 +44,7 @@ from memories.services import (
 )
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
-from reasoningbank.errors import Forbidden, InvalidInput
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger(__name__)
@@ -329,7 +329,8 @@ def session_retry(*, principal: Principal, session: AgentSession) -> AgentSessio
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"retrying sessions needs the '{SCOPE_MEMORIES_WRITE}' scope")
     if session.status not in (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING):
-        raise InvalidInput(f"only failed or waiting sessions can be retried (this one is {session.status})")
+        # the session's state forbids it (a 409), the request itself is well-formed
+        raise Conflict(f"only failed or waiting sessions can be retried (this one is {session.status})")
     sessions_requeue(AgentSession.objects.filter(pk=session.pk))
     audit_record(organization=session.organization, actor=principal, verb="session.retry", target=session)
     session.refresh_from_db()

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
@@ -56,9 +57,17 @@ SESSION_ID_MAX = 200
 
 
 class StrictCharField(serializers.CharField):
-    """A JSON string only (DRF's CharField would turn 5 into "5")."""
+    """A JSON string only (DRF's CharField would turn 5 into "5"). Like every DRF CharField it refuses
+    NUL characters (PostgreSQL cannot store them), and the schema says so with ``NUL_FREE``;
+    ``allow_nul=True`` lets them through to a service that removes them (session traces)."""
 
     default_error_messages = {"invalid": "Must be a string."}
+
+    def __init__(self, *, allow_nul: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if allow_nul:
+            current: list[Any] = self.validators  # type: ignore[has-type]  # DRF's untyped property
+            self.validators = [v for v in current if not isinstance(v, ProhibitNullCharactersValidator)]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -96,6 +105,8 @@ class StrictFloatField(serializers.FloatField):
 
 
 class StrictSerializer(serializers.Serializer):
+    # JSON Schema keywords that document a rule across fields (``validate``), added to the request schema
+    schema_extra: dict[str, Any] = {}
     # no docstring on purpose: a class docstring becomes the description of every subclass's schema
     # component; this one is a JSON-object body whose keys must all be known fields.
 
@@ -111,8 +122,39 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+# What DRF's CharField enforces beyond minLength/maxLength, declared in the schema so that a
+# schema-valid string is never refused: no NUL character (PostgreSQL cannot store it), and, where
+# blank is not allowed, at least one character that is not whitespace (values are trimmed).
+NUL_FREE = "^[^\\u0000]*$"
+NUL_FREE_NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+
+
+def _string_pattern(field: serializers.Field) -> str | None:
+    if not isinstance(field, serializers.CharField) or getattr(field, "regex", None):
+        return None
+    refuses_nul = any(isinstance(v, ProhibitNullCharactersValidator) for v in field.validators)
+    if field.trim_whitespace and not field.allow_blank:
+        return NUL_FREE_NOT_BLANK if refuses_nul else "\\S"
+    return NUL_FREE if refuses_nul else None
+
+
+def _declare_string_patterns(serializer: serializers.Serializer, schema: dict[str, Any]) -> None:
+    """Give each string property (or list of strings) the ``pattern`` its field enforces."""
+    properties = schema.get("properties", {})
+    for name, field in serializer.fields.items():
+        prop = properties.get(name)
+        if isinstance(field, serializers.ListField) and prop is not None:
+            field, prop = field.child, prop.get("items")
+        if prop is None or prop.get("type") != "string" or "pattern" in prop:
+            continue
+        pattern = _string_pattern(field)
+        if pattern:
+            prop["pattern"] = pattern
+
+
 class StrictSerializerSchema(OpenApiSerializerExtension):
-    """Declares what ``StrictSerializer`` enforces: a request body may hold no other property."""
+    """Declares what ``StrictSerializer`` enforces: a request body may hold no other property, and
+    its strings no NUL character (nor only whitespace where a value is required)."""
 
     target_class = StrictSerializer
     match_subclasses = True
@@ -121,6 +163,8 @@ class StrictSerializerSchema(OpenApiSerializerExtension):
         schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
         if direction == "request":
             schema["additionalProperties"] = False
+            _declare_string_patterns(self.target, schema)
+            schema.update(getattr(self.target, "schema_extra", {}))
         return schema
 
 
@@ -146,6 +190,19 @@ class StrictQuerySerializer(serializers.Serializer):
         if errors:
             raise serializers.ValidationError(errors)
         return super().to_internal_value(data)
+
+
+class StrictQuerySerializerSchema(OpenApiSerializerExtension):
+    """Query parameters (``parameters=[…QuerySerializer]``): their strings hold no NUL character and
+    not only whitespace."""
+
+    target_class = StrictQuerySerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
+        _declare_string_patterns(self.target, schema)
+        return schema
 
 
 class EmptyQuerySerializer(StrictQuerySerializer):

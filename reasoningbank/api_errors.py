@@ -93,7 +93,7 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, "
         "permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, "
-        "unsupported_media_type, throttled"
+        "unsupported_media_type, throttled, database_unavailable"
     )
     errors = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()),
@@ -109,11 +109,17 @@ ERROR_DESCRIPTIONS = {
     404: "No such object within the token's reach (another organization's objects are reported the same way).",
     409: "The request conflicts with the object's current state.",
     415: "The body is not `application/json`.",
+    429: "Too many failed authentications from this address or with this token prefix: wait `Retry-After` s.",
+    503: "The database is unreachable for the moment: retry after `Retry-After` seconds.",
 }
 
 
 def error_responses(*codes: int, conflict: str | None = None) -> dict[int, OpenApiResponse]:
     """``extend_schema(responses=...)`` entries for these error statuses, all with the ``Error`` body;
-    ``conflict`` says what a 409 means for this operation."""
+    ``conflict`` says what a 409 means for this operation. Wherever a token is checked (401) a 429 can
+    answer too (``accounts/throttling.py``), so it is added, and so is the 503 every operation answers
+    while the database is unreachable (``reasoningbank/middleware.py``)."""
     described = {**ERROR_DESCRIPTIONS, **({409: conflict} if conflict else {})}
+    codes = (*codes, 429) if 401 in codes and 429 not in codes else codes
+    codes = (*codes, 503) if 503 not in codes else codes
     return {code: OpenApiResponse(ErrorSerializer, description=described[code]) for code in codes}

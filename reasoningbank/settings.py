@@ -236,6 +236,8 @@ SPECTACULAR_SETTINGS = {
         "MemoryOutcomeEnum": "memories.services.RECORD_OUTCOMES",
         "MemoryScopeEnum": "memories.services.WRITE_SCOPES",
         "ArchiveReasonEnum": "memories.serializers.ARCHIVE_REASON_CHOICES",
+        "SessionStatusEnum": "memories.selectors_sessions.STATUSES",
+        "RunStatusEnum": "consolidation.api.RUN_STATUSES",
     },
     "TAGS": [
         {"name": "memories", "description": "Record, search, rate, edit, archive and restore memories."},

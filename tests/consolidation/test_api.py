@@ -262,10 +262,10 @@ def test_unmerging_over_rest_restores_the_sources_and_archives_the_consolidated_
     assert sorted(response.json()["restored"]) == sorted(m.id for m in cluster)
     assert all(Memory.objects.get(pk=m.pk).state == Memory.STATE_ACTIVE for m in cluster)
     assert Memory.objects.get(pk=merged.pk).state == Memory.STATE_ARCHIVED
-    assert client.post(f"/api/v1/memories/{merged.id}/unmerge").status_code == 400
+    assert client.post(f"/api/v1/memories/{merged.id}/unmerge").status_code == 409
 
 
 def test_only_a_consolidated_memory_can_be_unmerged(cast, token_client, cluster):
     response = token_client(cast.org_a).post(f"/api/v1/memories/{cluster[0].id}/unmerge")
 
-    assert response.status_code == 400 and "memory_id" in response.json()["errors"]
+    assert response.status_code == 409 and "memory_id" in response.json()["errors"]

@@ -35,7 +35,7 @@ def test_unmerging_a_memory_archived_as_a_duplicate_says_so_and_points_to_restor
 
     response = token_client(cast.org_a).post(f"{MEMORIES}/{dropped.id}/unmerge")
 
-    assert response.status_code == 400
+    assert response.status_code == 409
     detail = response.json()["detail"]
     assert f"archived as a duplicate of {kept.id}" in detail and "restore it" in detail
     assert "consolidated memory is already archived" not in detail
@@ -47,7 +47,7 @@ def test_unmerging_a_source_points_to_its_consolidated_memory(cast, token_client
 
     response = token_client(cast.org_a).post(f"{MEMORIES}/{sources[0].id}/unmerge")
 
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert f"source of the consolidated memory {consolidated.id}" in response.json()["detail"]
 
 
@@ -56,7 +56,7 @@ def test_unmerging_a_recorded_memory_says_only_consolidated_ones_can_be(cast, to
 
     response = token_client(cast.org_a).post(f"{MEMORIES}/{memory.id}/unmerge")
 
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert "only consolidated memories can be un-merged" in response.json()["detail"]
     assert "was recorded" in response.json()["detail"]
 
@@ -68,7 +68,7 @@ def test_unmerging_twice_says_the_consolidated_memory_is_already_archived(cast, 
 
     again = client.post(f"{MEMORIES}/{consolidated.id}/unmerge")
 
-    assert again.status_code == 400
+    assert again.status_code == 409
     assert f"consolidated memory {consolidated.id} is already archived (manual)" in again.json()["detail"]
 
 

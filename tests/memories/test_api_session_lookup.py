@@ -54,7 +54,7 @@ def test_a_client_session_id_with_a_slash_is_found(cast, token_client):
     submitted = submit(client, "2025/06/run-7")
 
     assert client.get(f"{SESSIONS}/2025/06/run-7").json()["id"] == submitted["id"]
-    assert client.post(f"{SESSIONS}/2025/06/run-7/retry").status_code == 400  # queued: nothing to retry
+    assert client.post(f"{SESSIONS}/2025/06/run-7/retry").status_code == 409  # queued: nothing to retry
 
 
 def test_the_same_client_id_in_two_reachable_projects_asks_for_the_service_id(cast, token_client):
@@ -99,3 +99,13 @@ def test_submitting_with_an_unknown_field_is_a_400_naming_it(cast, token_client)
     response = client.post(SESSIONS, payload, format="json")
 
     assert response.status_code == 400 and list(response.json()["errors"]) == ["transcript"]
+
+
+def test_a_trace_with_nul_characters_is_accepted_without_them_as_the_schema_allows(cast, token_client):
+    client = token_client(cast.org_a, projects=[cast.project_a])
+
+    submitted = submit(client, "nul-trace", trace="agent: ran\x00 the tests")
+    blank = client.post(SESSIONS, {"session_id": "blank", "outcome": "success", "trace": " \n "}, format="json")
+
+    assert "\x00" not in client.get(f"{SESSIONS}/{submitted['id']}").json()["trace"]
+    assert blank.status_code == 400 and list(blank.json()["errors"]) == ["trace"]

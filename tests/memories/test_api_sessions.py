@@ -75,7 +75,7 @@ def test_a_failed_session_can_be_retried(cast, token_client):
     assert client.get(f"/api/v1/sessions/{session_id}").json()["raw_reply"] == "more garbage"
     response = client.post(f"/api/v1/sessions/{session_id}/retry")
     assert response.status_code == 200 and response.json()["status"] == "queued"
-    assert client.post(f"/api/v1/sessions/{session_id}/retry").status_code == 400
+    assert client.post(f"/api/v1/sessions/{session_id}/retry").status_code == 409
 
 
 def test_a_nul_byte_in_the_submitted_session_id_is_a_400_naming_it_over_rest(cast, token_client):

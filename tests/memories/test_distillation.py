@@ -9,7 +9,7 @@ from memories.distillation import session_process, session_retry, session_submit
 from memories.models import AgentSession, Memory, MemorySignal
 from memories.services import memory_record
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, NoLLM
-from reasoningbank.errors import Forbidden, InvalidInput
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.models import LlmCall
 from tests.fakes import ScriptedLLM, memory_block
 
@@ -237,7 +237,7 @@ def test_failed_sessions_can_be_retried_and_requeued(agent, queued):
     assert session.status == "failed"
     retried = session_retry(principal=agent, session=session)
     assert retried.status == "queued" and retried.attempts == 0 and retried.error == ""
-    with pytest.raises(InvalidInput, match="only failed or waiting"):
+    with pytest.raises(Conflict, match="only failed or waiting"):
         session_retry(principal=agent, session=retried)
     AgentSession.objects.filter(pk=session.id).update(status="failed")
     assert sessions_requeue(AgentSession.objects.filter(status="failed")) == 1
