@@ -142,7 +142,12 @@ class MemoryListView(MemoryAPIView):
             "`memories:write`."
         ),
         request=MemoryCreateSerializer,
-        responses={201: MemoryRecordedSerializer, 200: MemoryRecordedSerializer, **ERRORS_WRITE},
+        responses={
+            201: MemoryRecordedSerializer,
+            200: MemoryRecordedSerializer,
+            **ERRORS_WRITE,
+            **error_responses(409, conflict="`scope: team` in a project that belongs to no team."),
+        },
     )
     def post(self, request: Request) -> Response:
         result = memory_record_or_duplicate(principal=self.principal, **_valid(MemoryCreateSerializer, request.data))

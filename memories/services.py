@@ -133,8 +133,14 @@ def place_resolve(principal: Principal, *, project: str | None, scope: str | Non
         return project_target(principal, project), None
     resolved = project_resolve(principal, project)
     if scope == "team":
-        if resolved is None or resolved.team_id is None:
-            raise InvalidInput("team scope needs a project that belongs to a team", field="scope")
+        resolved = resolved or project_target(principal, None)  # the only project, as for scope project
+        if resolved.team_id is None:
+            # a well-formed request that the project's current setup forbids: a 409, not a 400
+            raise Conflict(
+                f"team scope needs a project that belongs to a team, and project {resolved.slug!r} is in none: "
+                "use scope project or org, or put the project in a team",
+                field="scope",
+            )
         if principal.is_restricted and resolved.team_id not in (principal.team_ids or ()):
             raise Forbidden("this token may not write team-wide memories")
         return None, resolved.team

@@ -12,7 +12,7 @@ from accounts.models import AuditEvent
 from memories.models import Memory
 from memories.selectors import memory_get
 from memories.services import memory_archive, memory_record, memory_restore, memory_update
-from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
 from tests.factories import ProjectFactory, TeamFactory
 
 GOOD = {
@@ -243,11 +243,11 @@ def test_team_scope_with_a_project_restricted_token_is_forbidden(cast, make_toke
     assert counts() == before
 
 
-def test_team_scope_for_a_project_without_a_team_is_invalid(cast, make_token):
+def test_team_scope_for_a_project_without_a_team_is_a_conflict_naming_the_project(cast, make_token):
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    with pytest.raises(InvalidInput) as excinfo:
+    with pytest.raises(Conflict) as excinfo:
         record(principal, scope="team")
-    assert excinfo.value.field == "scope"
+    assert excinfo.value.field == "scope" and "'web-app' is in none" in excinfo.value.message
 
 
 def test_a_viewer_cannot_record(cast):
