@@ -1,8 +1,24 @@
 """REST routes for memories, included by ``reasoningbank.urls`` under ``api/v1/``."""
 
-from django.urls import path
+from django.urls import path, register_converter
 
 from memories import api, api_sessions
+
+
+class ClientIdConverter:
+    """A client-chosen session id: any characters, "/" and line breaks included (``<path:…>`` stops
+    at a newline, which turned such an id into Django's HTML 404 page)."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(ClientIdConverter, "client_id")
 
 urlpatterns = [
     path("memories", api.MemoryListView.as_view(), name="api-memories"),
@@ -16,7 +32,7 @@ urlpatterns = [
     path("memories/<str:memory_id>/lineage", api.MemoryLineageView.as_view(), name="api-memory-lineage"),
     path("memories/<str:memory_id>/signals", api.MemorySignalsView.as_view(), name="api-memory-signals"),
     path("sessions", api_sessions.SessionListCreateView.as_view(), name="api-sessions"),
-    # a client's session_id may contain "/" (``<path:…>``); retry first, so "x/retry" is x's retry
-    path("sessions/<path:session_id>/retry", api_sessions.SessionRetryView.as_view(), name="api-session-retry"),
-    path("sessions/<path:session_id>", api_sessions.SessionDetailView.as_view(), name="api-session"),
+    # a client's session_id may contain "/"; retry first, so "x/retry" is x's retry
+    path("sessions/<client_id:session_id>/retry", api_sessions.SessionRetryView.as_view(), name="api-session-retry"),
+    path("sessions/<client_id:session_id>", api_sessions.SessionDetailView.as_view(), name="api-session"),
 ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -42,6 +44,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if response.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in response:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
+
+
+@csrf_exempt  # a POST to a wrong URL is a 404, not the CSRF failure page (the API uses tokens, not cookies)
+def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Any other URL under ``/api/`` (an id with a ``/`` in it, a typo): a JSON 404 in the error
+    shape rather than Django's HTML page, whatever the method."""
+    return JsonResponse(
+        error_body(f"No API endpoint at {request.path!r}: see /api/docs/.", "not_found", {}), status=404
+    )
 
 
 def error_body(detail: str, code: str, errors: dict[str, list[str]]) -> dict[str, Any]:

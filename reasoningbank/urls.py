@@ -1,8 +1,9 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import MeView, ProjectListView
+from reasoningbank.api_errors import api_not_found
 from reasoningbank.views import healthz, metrics
 
 api_v1 = [
@@ -20,6 +21,8 @@ urlpatterns = [
     path("api/v1/", include("consolidation.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # after every API route: anything else under /api/ is a JSON 404 in the API's error shape
+    re_path(r"^api/", api_not_found),
     # dashboard (login required); each app owns its pages
     path("", include("accounts.urls_dashboard")),
     path("", include("memories.urls_dashboard")),

@@ -109,3 +109,14 @@ def test_a_trace_with_nul_characters_is_accepted_without_them_as_the_schema_allo
 
     assert "\x00" not in client.get(f"{SESSIONS}/{submitted['id']}").json()["trace"]
     assert blank.status_code == 400 and list(blank.json()["errors"]) == ["trace"]
+
+
+def test_a_session_id_with_a_line_break_is_looked_up_and_an_unknown_one_is_a_json_404(cast, token_client):
+    client = token_client(cast.org_a, projects=[cast.project_a])
+    submitted = submit(client, "line\nbreak")
+
+    found = client.get(f"{SESSIONS}/line%0Abreak")
+    missing = client.get(f"{SESSIONS}/nope%0A")
+
+    assert found.status_code == 200 and found.json()["id"] == submitted["id"]
+    assert missing.status_code == 404 and missing.json()["errors"] == {"session_id": ["session 'nope\\n' not found"]}

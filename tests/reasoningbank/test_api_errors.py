@@ -97,3 +97,16 @@ def test_every_bad_field_is_listed_and_the_detail_says_how_many_more(alice):
     assert_error_shape(body)
     assert {"title", "outcome", "description", "content"} <= set(body["errors"])
     assert "more field" in body["detail"]
+
+
+@pytest.mark.parametrize("method", ["get", "post", "delete"])
+@pytest.mark.parametrize("path", ["/api/v1/memories/a/b", "/api/v1/nope", "/api/v2/memories"])
+def test_an_unknown_api_url_is_a_json_404_in_the_error_shape(cast, make_token, method, path):
+    raw, _ = make_token(cast.org_a)
+    client = APIClient(enforce_csrf_checks=True, HTTP_AUTHORIZATION=f"Bearer {raw}")  # as a real client
+
+    response = getattr(client, method)(path)
+
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert_error_shape(response.json())
+    assert response.json()["code"] == "not_found"
