@@ -38,7 +38,7 @@ def nul_guard_response(request: HttpRequest) -> HttpResponse | None:
     """The 404/400 answer for a request with NUL in its path or query, or None to carry on."""
     if NUL in request.path or NUL in request.path_info:
         if _is_api(request):
-            return JsonResponse({"detail": "Not found.", "code": "not_found"}, status=404)
+            return JsonResponse({"detail": "Not found.", "code": "not_found", "errors": {}}, status=404)
         raise Http404("Not found.")  # the project's 404 page, as for any unknown id
     for name, values in request.GET.lists():
         if NUL in name or any(NUL in value for value in values):

@@ -29,7 +29,7 @@ def test_a_nul_byte_in_a_rest_path_id_is_a_json_404(cast, token_client, path, me
     client = token_client(cast.org_a)
     response = getattr(client, method)(path)
     assert response.status_code == 404
-    assert response.json() == {"detail": "Not found.", "code": "not_found"}
+    assert response.json() == {"detail": "Not found.", "code": "not_found", "errors": {}}
 
 
 @pytest.mark.parametrize("path", DASHBOARD_PATHS)
