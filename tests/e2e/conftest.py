@@ -1,7 +1,8 @@
-"""End-to-end suite: one service per test session, started by ``scripts/run.sh`` exactly as a user
-starts it, driven only from outside. Every test here is marked ``e2e`` (``-m "not e2e"`` skips it).
+"""End-to-end suite: one service for the whole directory, started by ``scripts/run.sh`` exactly as a
+user starts it, driven only from outside. Every test here is marked ``e2e`` (``-m "not e2e"`` skips it).
 
 The modules run in the order of ``_ORDER`` (stop-and-restart last: it replaces the running service).
+The fixtures are package-scoped so that the service is gone before the rest of the suite goes on.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[i] = item
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def llm_stub() -> Iterator[LLMStub]:
     stub = LLMStub()
     stub.start()
@@ -53,7 +54,7 @@ def llm_stub() -> Iterator[LLMStub]:
     stub.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def service(llm_stub: LLMStub) -> Iterator[Service]:
     """The running product. Torn down by force whatever happened (the stop itself is a test)."""
     data_dir = Path(tempfile.mkdtemp(prefix="rb-e2e-"))
@@ -77,7 +78,7 @@ class Setup:
     org_token: str = ""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def readme_setup(service: Service) -> Setup:
     """The README's commands as written, run once in a second process beside run.sh."""
     commands = {
@@ -99,7 +100,7 @@ def readme_setup(service: Service) -> Setup:
     return setup
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def acme(readme_setup: Setup) -> Setup:
     """Tokens from the README's commands; tests that need them error when the commands failed."""
     if readme_setup.failures:

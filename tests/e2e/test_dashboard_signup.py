@@ -1,5 +1,6 @@
 """A new user in Chromium against the live server (DEBUG off, plain http as run.sh serves it): sign
-up, land on the dashboard, set up the org, and the first snippet's token works for an agent."""
+up, land on the dashboard with their org, create a token, and the first snippet's token works for an
+agent's first write without any further setup (issue #11 items 4 and 13)."""
 
 from __future__ import annotations
 
@@ -53,16 +54,9 @@ def test_a_new_user_signs_up_sets_up_the_org_and_connects_an_agent(service: Serv
     assert email in page.content()
     assert page.locator("h1", has_text="Overview").is_visible()
     assert email in page.inner_text("#org-select")  # the user's own new org, named after them
+    # the overview's own call to action, then a token for the whole org: the first snippet a user copies
     page.get_by_role("link", name="Connect an agent").click()
     page.wait_for_url(f"{base}/settings/tokens/")
-
-    page.goto(f"{base}/settings/projects/")
-    page.fill("#project-name", "Web App")
-    page.fill("#project-slug", "web-app")
-    page.get_by_role("button", name="Create project").click()
-    assert page.locator("text=web-app").first.is_visible()
-
-    page.goto(f"{base}/settings/tokens/")
     page.fill("#token-label", "laptop")
     page.get_by_role("button", name="Create token").click()
     token = page.input_value("#raw-token")
