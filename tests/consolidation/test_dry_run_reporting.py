@@ -26,8 +26,12 @@ def agent(cast, make_token):
 def twins(agent):
     """Three memories with the same title (cosine 0.87: one cluster, below the duplicate line)
     and a near-identical pair (0.97: a duplicate group)."""
-    cluster = [remember(agent, TITLE, spoke(0, n, 0.87)) for n in (1, 2, 3)]
-    pair = [remember(agent, "The API is RESTful", spoke(10, n, 0.97)) for n in (11, 12)]
+    # distinct contents: an identical record would return the first memory (item 7)
+    cluster = [remember(agent, TITLE, spoke(0, n, 0.87), content=f"{TITLE}, variant {n}.") for n in (1, 2, 3)]
+    pair = [
+        remember(agent, "The API is RESTful", spoke(10, n, 0.97), content=f"The API is RESTful, note {n}.")
+        for n in (11, 12)
+    ]
     return cluster, pair
 
 
