@@ -20,6 +20,7 @@ from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.utils.html import format_html
 
 NUL = "\x00"
 API_PREFIX = "/api/"
@@ -52,10 +53,27 @@ def nul_guard_response(request: HttpRequest) -> HttpResponse | None:
                     },
                     status=400,
                 )
-            return HttpResponseBadRequest(
-                f"Bad request: the query parameter {field!r} {NUL_MESSAGE}.", content_type="text/plain; charset=utf-8"
-            )
+            return _dashboard_bad_request(request, field)
     return None
+
+
+def _dashboard_bad_request(request: HttpRequest, field: str) -> HttpResponse:
+    """A visible message like the dashboard's own filter errors; htmx swaps get the fragment only.
+    Standalone HTML: this runs before authentication, so the site layout cannot be rendered."""
+    alert = format_html(
+        '<div role="alert" class="alert error">Bad request: the filter {}: Null characters are not allowed. '
+        '<a href="{}">Clear the filters</a></div>',
+        field,
+        request.path,
+    )
+    if request.headers.get("HX-Request"):
+        return HttpResponseBadRequest(alert)
+    return HttpResponseBadRequest(
+        format_html(
+            '<!doctype html><html lang="en"><head><title>Bad request</title></head><body><main>{}</main></body></html>',
+            alert,
+        )
+    )
 
 
 class NulByteGuardMiddleware:

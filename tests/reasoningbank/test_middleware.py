@@ -16,7 +16,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError
 from django.test import RequestFactory
 from psycopg_pool import PoolTimeout
 
-from accounts import authentication
+from accounts import services as account_services
 from reasoningbank import mcp_server
 from reasoningbank.middleware import DatabaseUnavailableMiddleware, database_unavailable
 
@@ -62,7 +62,7 @@ def test_an_api_request_without_a_database_is_a_503_with_the_error_body(cast, to
     def lookup_fails(*args: Any, **kwargs: Any) -> None:
         raise _database_down()
 
-    monkeypatch.setattr(authentication, "token_authenticate", lookup_fails)
+    monkeypatch.setattr(account_services, "token_authenticate", lookup_fails)
     response = client.get("/api/v1/me")
 
     assert response.status_code == 503
@@ -92,7 +92,7 @@ def test_a_failing_query_is_not_reported_as_a_missing_database(cast, token_clien
     def deadlocks(*args: Any, **kwargs: Any) -> None:
         raise _wrapped(psycopg.errors.DeadlockDetected("deadlock detected"))
 
-    monkeypatch.setattr(authentication, "token_authenticate", deadlocks)
+    monkeypatch.setattr(account_services, "token_authenticate", deadlocks)
     assert client.get("/api/v1/me").status_code == 500
 
 
@@ -128,7 +128,7 @@ async def test_the_mcp_endpoint_without_a_database_is_a_503_with_the_same_body(m
     async def inner_app(scope: Any, receive: Any, send: Any) -> None:
         reached.append(scope["path"])
 
-    def lookup_fails(raw: str) -> None:
+    def lookup_fails(*args: Any) -> None:
         raise _database_down()
 
     monkeypatch.setattr(mcp_server, "_authenticate", lookup_fails)
