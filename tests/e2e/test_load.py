@@ -49,7 +49,7 @@ async def test_thirty_concurrent_agents_search_and_record_without_a_single_error
                     calls += 1
                     _check(result, f"agent {n} search {i}", errors)
         except Exception as exc:  # a transport failure is an error like any other
-            errors.append(f"agent {n}: {type(exc).__name__}: {exc}")
+            errors.append(f"agent {n}: {type(exc).__name__}: {exc} {getattr(exc, 'data', '') or ''}")
 
     with anyio.fail_after(240):
         async with anyio.create_task_group() as tg:
