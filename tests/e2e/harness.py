@@ -324,27 +324,22 @@ class Service:
     def start(self, timeout: float = 240) -> None:
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.starts += 1
-        self.proc = subprocess.Popen(
-            [str(REPO / "scripts" / "run.sh")],
-            cwd=REPO,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, like a terminal's foreground job
-            preexec_fn=_die_with_parent,
-        )
-        threading.Thread(target=self._copy_log, args=(self.proc, self.starts), daemon=True).start()
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n===== e2e: start #{self.starts} at {time.strftime('%H:%M:%S')} =====\n".encode())
+            log.flush()
+            # straight into a file, not a pipe: run.sh must be able to print while it stops even
+            # when pytest has died (a write to a dead pipe would kill it half-way through its trap)
+            self.proc = subprocess.Popen(
+                [str(REPO / "scripts" / "run.sh")],
+                cwd=REPO,
+                env=self.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, like a terminal's foreground job
+                preexec_fn=_die_with_parent,
+            )
         self.wait_healthy(timeout)
-
-    def _copy_log(self, proc: subprocess.Popen[bytes], start: int) -> None:
-        """run.sh's output into run.log, each line stamped with the seconds since this start."""
-        began = time.monotonic()
-        assert proc.stdout is not None
-        with open(self.log_path, "ab", buffering=0) as log:
-            log.write(f"\n===== e2e: start #{start} =====\n".encode())
-            for line in proc.stdout:
-                log.write(f"[{time.monotonic() - began:7.1f}s] ".encode() + line)
 
     def wait_healthy(self, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
