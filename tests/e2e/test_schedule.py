@@ -1,5 +1,6 @@
-"""The worker's schedule ticks with every scheduled task succeeding, and the worker keeps pulling
-work afterwards (issue #11 item 1: the pusher died at the first tick on the pooled connection)."""
+"""The worker's schedule ticks with every scheduled task succeeding, /healthz says so, and the worker
+keeps pulling work afterwards (issue #11 item 1: the pusher died at the first tick on the pooled
+connection; item 9 and the Build: a heartbeat and a stale-queue check in /healthz)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pickle
 import time
 from typing import Any
 
+import httpx2
 import pytest
 
 from reasoningbank.schedules import schedule_specs
@@ -52,6 +54,20 @@ def test_every_scheduled_task_runs_and_succeeds_and_the_worker_survives_the_tick
     )
     assert {"qcluster"} <= {p.kind for p in service.running()}
     assert not service.worker_crash_lines(), "\n".join(service.worker_crash_lines())
+
+
+def test_healthz_names_the_worker_alive_the_queue_moving_and_the_llm_after_the_tick(service: Service) -> None:
+    """The Build's heartbeat and stale-queue parts, as a load balancer or a user sees them."""
+    deadline = time.monotonic() + 60  # the heartbeat runs every minute; /healthz may cache briefly
+    health: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        health = httpx2.get(f"{service.url}/healthz", timeout=10).json()
+        if (health.get("worker") or {}).get("status") == "ok":
+            break
+        time.sleep(2)
+    assert (health.get("worker") or {}).get("status") == "ok", health
+    assert (health.get("queue") or {}).get("status") == "ok", health
+    assert (health.get("llm") or {}).get("provider") == "openai", health
 
 
 @pytest.mark.anyio
