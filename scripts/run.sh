@@ -47,13 +47,12 @@ step_run() {
 web=""
 worker=""
 step=""
-static=""
 stopping=""
 stop() {
   [ -n "$stopping" ] && return
   stopping=1
   echo "==> stopping"
-  for pid in $step $static; do kill -TERM "$pid" 2>/dev/null || true; done  # start-up still running
+  for pid in $step; do kill -TERM "$pid" 2>/dev/null || true; done  # start-up still running
   # the group leaders first: uvicorn closes its connections, qcluster lets the running task finish
   [ -n "$web" ] && kill -TERM "$web" 2>/dev/null || true
   [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null || true
@@ -95,13 +94,11 @@ if [ -f "$PIDS_FILE" ]; then
 fi
 
 echo "==> migrating"
-# collectstatic needs no database: it runs beside the migrations (each command takes seconds to start)
-.venv/bin/python manage.py collectstatic --noinput -v0 &
-static=$!
+# one after another: every manage.py process attaches to the embedded server, and two first
+# starts at once on a fresh data directory race to create it (FileExistsError)
 step_run .venv/bin/python manage.py migrate --noinput
+step_run .venv/bin/python manage.py collectstatic --noinput -v0
 step_run .venv/bin/python manage.py setup_schedules
-wait "$static"
-static=""
 
 echo "==> starting worker and web"
 spawn_group .venv/bin/python manage.py qcluster

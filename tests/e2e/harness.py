@@ -310,9 +310,11 @@ class Service:
             LLM_MAX_RETRIES="1",
             # schemathesis' auth checks send hundreds of invalid tokens from 127.0.0.1, which would
             # (rightly) block that address for AUTH_THROTTLE_BLOCK, and with it every later test's
-            # agents and most of schemathesis' own run. The throttle has its own tests; here the
-            # address limit is out of reach and the token-prefix limit keeps its default.
+            # agents and most of schemathesis' own run; its altered tokens keep the real token's
+            # prefix, whose limit would turn the expected 401s into 429s. The throttle has its own
+            # tests (tests/accounts/test_throttling.py); here both limits are out of reach.
             AUTH_THROTTLE_FAILURES="1000000",
+            AUTH_THROTTLE_PREFIX_FAILURES="1000000",
         )
 
     def shell_env(self) -> dict[str, str]:

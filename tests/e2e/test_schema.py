@@ -25,7 +25,9 @@ def test_the_live_api_conforms_to_its_openapi_schema(service: Service, acme: Set
     command = [
         str(cli), "run", f"{service.url}/api/schema/",
         "--checks", "all",
-        "--header", f"Authorization: Bearer {acme.org_token}",  # every project of the org
+        # an agent's token for one project: with an org-wide token over several projects, a write
+        # without `project` is rightly a 400 naming it, which no schema can say of an optional field
+        "--header", f"Authorization: Bearer {acme.project_token}",
         "--max-examples", str(MAX_EXAMPLES),
         "--seed", "20261111",  # the same cases every run: a red result is reproducible
         "--workers", "2",
