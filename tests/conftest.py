@@ -76,6 +76,17 @@ def token_client(make_token):
 
 
 @pytest.fixture
+async def app(transactional_db: Any) -> Any:
+    """The composed ASGI app (Django + /mcp), started: a fresh MCP session manager per test. The
+    tools' ORM work happens on other threads, hence a transactional database."""
+    from reasoningbank.asgi import build_application
+    from tests.mcp_harness import running
+
+    async with running(build_application()) as started:
+        yield started
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     """anyio's pytest plugin (not pytest-asyncio) drives the async MCP tests, on asyncio."""
     return "asyncio"

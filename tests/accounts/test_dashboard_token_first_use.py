@@ -21,7 +21,7 @@ from accounts.models import DEFAULT_TOKEN_SCOPES, ApiToken
 from memories import distillation
 from memories.models import AgentSession, Memory
 from tests.factories import ProjectFactory
-from tests.mcp_harness import MODES, dump, in_thread, running
+from tests.mcp_harness import MODES, dump, in_thread
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -39,14 +39,6 @@ def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
     monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
-
-
-@pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
 
 
 def token_page(user: Any) -> str:

@@ -11,7 +11,7 @@ from consolidation.models import ConsolidationRun
 from memories.models import Memory
 from tests.consolidation.vectors import cycle_llm, remember, spoke
 from tests.factories import ProjectFactory
-from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 SEED_KEYS = {"created_memories", "archived_memories", "skipped_count", "total_processed", "duration_seconds"}
@@ -21,14 +21,6 @@ SEED_KEYS = {"created_memories", "archived_memories", "skipped_count", "total_pr
 def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
     monkeypatch.setattr("consolidation.services.llm_from_settings", cycle_llm)
-
-
-@pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from django.db import connection
 from memories import distillation
 from memories.models import AgentSession
 from tests.factories import ProjectFactory
-from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -20,14 +20,6 @@ def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
     monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
-
-
-@pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
 
 
 @pytest.fixture

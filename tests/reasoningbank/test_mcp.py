@@ -52,14 +52,6 @@ def _short_lived_connections(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
-
-
-@pytest.fixture
 def tokens(cast: Any, make_token: Any) -> dict[str, str]:
     """Raw tokens: A's writer, reader and write-only (limited to acme/web-app), A's org-wide token,
     B's writer (globex/billing)."""

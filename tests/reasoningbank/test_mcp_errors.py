@@ -11,7 +11,7 @@ from django.db import connection
 from pydantic import BaseModel, Field, ValidationError
 
 from reasoningbank.mcp_errors import arguments_error_text, jsonrpc_id_problem
-from tests.mcp_harness import MCP_HEADERS, MODES, dump, http_client, in_thread, initialize_body, mcp_client, running
+from tests.mcp_harness import MCP_HEADERS, MODES, dump, http_client, in_thread, initialize_body, mcp_client
 
 # --- the wording, on real pydantic errors ----------------------------------------------------------
 
@@ -105,14 +105,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(autouse=True)
 def _short_lived_connections(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
-
-
-@pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
 
 
 @pytest.fixture

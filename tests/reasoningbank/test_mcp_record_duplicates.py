@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from memories.models import Memory
-from tests.mcp_harness import MODES, dump, in_thread, mcp_client, running
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -25,14 +25,6 @@ RECORD = {
 @pytest.fixture(autouse=True)
 def _short_lived_connections(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
-
-
-@pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
 
 
 @pytest.mark.parametrize("mode", MODES)

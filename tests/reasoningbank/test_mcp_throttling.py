@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from accounts import throttling
-from tests.mcp_harness import BASE_URL, MCP_HEADERS, initialize_body, running
+from tests.mcp_harness import BASE_URL, MCP_HEADERS, initialize_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -22,14 +22,6 @@ def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     settings.AUTH_THROTTLE_PREFIX_FAILURES = 50
     settings.AUTH_THROTTLE_BLOCK = 120.0
     throttling.local_memory_clear()
-
-
-@pytest.fixture
-async def app(transactional_db: Any) -> Any:
-    from reasoningbank.asgi import build_application
-
-    async with running(build_application()) as started:
-        yield started
 
 
 @pytest.fixture
