@@ -9,8 +9,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_CONSOLIDATION_RUN
-from reasoningbank.mcp_server import register_tool_module, service_errors, tool_principal
+from reasoningbank.mcp_registry import register_tool_module, service_errors
 
 
 class ConsolidateResponse(TypedDict):

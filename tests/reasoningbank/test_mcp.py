@@ -347,7 +347,7 @@ async def test_results_never_echo_the_raw_token(app: Any, tokens: dict[str, str]
 
 
 def test_tools_see_the_token_prefix_never_the_raw_token(cast: Any, make_token: Any) -> None:
-    from reasoningbank.mcp_server import access_token_for
+    from accounts.mcp_auth import access_token_for
 
     raw, principal = make_token(cast.org_a)
     access = access_token_for(principal.token)

@@ -16,8 +16,8 @@ from django.db import IntegrityError, InterfaceError, OperationalError
 from django.test import RequestFactory
 from psycopg_pool import PoolTimeout
 
+from accounts import mcp_auth
 from accounts import services as account_services
-from reasoningbank import mcp_server
 from reasoningbank.middleware import DatabaseUnavailableMiddleware, database_unavailable
 
 EXPECTED_BODY = {
@@ -131,8 +131,8 @@ async def test_the_mcp_endpoint_without_a_database_is_a_503_with_the_same_body(m
     def lookup_fails(*args: Any) -> None:
         raise _database_down()
 
-    monkeypatch.setattr(mcp_server, "_authenticate", lookup_fails)
-    app = mcp_server.BearerTokenMiddleware(inner_app)
+    monkeypatch.setattr(mcp_auth, "_authenticate", lookup_fails)
+    app = mcp_auth.BearerTokenMiddleware(inner_app)
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://testserver") as http:
         response = await http.post("/mcp", json={}, headers={"Authorization": "Bearer rb_whatever"})
 

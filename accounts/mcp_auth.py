@@ -1,0 +1,166 @@
+"""Bearer-token authentication for the MCP endpoint (DESIGN §4, §8), beside the REST one.
+
+``BearerTokenMiddleware`` resolves ``Authorization: Bearer <API token>`` to the token's ``Principal``
+(the same lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the
+tools through a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes
+from a tool argument.
+"""
+
+import json
+from contextvars import ContextVar
+from typing import Any
+
+import anyio.to_thread
+from django.db import close_old_connections
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver.exceptions import ToolError
+from starlette.authentication import AuthCredentials
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from accounts.access import Principal, principal_for_token
+from accounts.authentication import bearer_token_from_header
+from accounts.models import ApiToken
+from accounts.throttling import Throttled, client_address, token_authenticate_throttled
+from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
+
+# The principal of the request being served: set by BearerTokenMiddleware, copied (like the SDK's
+# own auth context) into the worker thread that runs the tool.
+_request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_principal", default=None)
+
+
+def _authenticate(raw: str, address: str) -> tuple[ApiToken, Principal] | Throttled | None:
+    """The token and its principal; a ``Throttled`` answer once the address or the token prefix has
+    failed too often (``accounts/throttling.py``, shared with REST); None for an invalid token."""
+    close_old_connections()
+    try:
+        token = token_authenticate_throttled(raw, address=address)
+        return token if token is None or isinstance(token, Throttled) else (token, principal_for_token(token))
+    finally:
+        close_old_connections()
+
+
+def access_token_for(token: ApiToken) -> AccessToken:
+    """What tools see through ``get_access_token()``: the token's id and display prefix, never the
+    raw value."""
+    return AccessToken(
+        token=token.prefix,
+        client_id=str(token.id),
+        scopes=list(token.scopes),
+        expires_at=int(token.expires_at.timestamp()) if token.expires_at else None,
+        subject=f"org:{token.organization_id}",
+        claims={
+            "organization_id": token.organization_id,
+            "organization": token.organization.slug,
+            "token_prefix": token.prefix,
+            "label": token.label,
+        },
+    )
+
+
+class BearerTokenMiddleware:
+    """Every request needs ``Authorization: Bearer <API token>`` (checked against ``ApiToken``).
+
+    Missing or invalid → 401 ``WWW-Authenticate: Bearer realm="mcp", error="invalid_token"`` with a
+    JSON body; too many failures from the client's address (or with one token prefix) → 429 with
+    ``Retry-After`` (``accounts/throttling.py``, the same counters as REST). No OAuth metadata is
+    advertised: these are static org API keys. An authenticated GET (the optional standalone SSE
+    stream) is 405: this stateless JSON server never pushes anything.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), None)
+        raw = bearer_token_from_header(header)
+        if raw is None:
+            await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <API token>'.")
+            return
+        client = scope.get("client") or (None, None)
+        try:
+            authenticated = await anyio.to_thread.run_sync(_authenticate, raw, client_address(client[0]))
+        except Exception as exc:  # a database that cannot be reached answers 503; anything else propagates
+            if not database_unavailable(exc):
+                raise
+            # the same fast 503 as the Django side (reasoningbank/middleware.py), not a dropped request
+            await _send_json(
+                send, 503, DATABASE_UNAVAILABLE_BODY,
+                [(b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"cache-control", b"no-store")],
+            )
+            return
+        if isinstance(authenticated, Throttled):
+            await self._throttled(send, authenticated)
+            return
+        if authenticated is None:
+            await self._unauthorized(send, "Invalid, expired or revoked API token.")
+            return
+        token, principal = authenticated
+        if scope["method"] == "GET":
+            # Stateless JSON server: nothing is ever pushed on a standalone SSE stream, and an open
+            # GET would only hold a connection (and could not see other workers' events anyway).
+            # The spec allows 405 here in every era; clients then just POST.
+            await _send_json(
+                send, 405,
+                {"jsonrpc": "2.0", "id": None,
+                 "error": {"code": -32600, "message": "Method Not Allowed: this server offers no SSE stream; POST"}},
+                [(b"allow", b"POST")],
+            )
+            return
+        access = access_token_for(token)
+        scope = dict(scope)
+        scope["user"] = AuthenticatedUser(access)
+        scope["auth"] = AuthCredentials(access.scopes)
+        reset = _request_principal.set(principal)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _request_principal.reset(reset)
+
+    @staticmethod
+    async def _throttled(send: Send, throttled: Throttled) -> None:
+        await _send_json(
+            send, 429,
+            {"error": "too_many_requests",
+             "error_description": f"{throttled.message} Retry after {throttled.retry_after} seconds."},
+            [(b"retry-after", str(throttled.retry_after).encode()), (b"cache-control", b"no-store")],
+        )
+
+    @staticmethod
+    async def _unauthorized(send: Send, description: str) -> None:
+        await _send_json(
+            send, 401, {"error": "invalid_token", "error_description": description},
+            [(b"www-authenticate", b'Bearer realm="mcp", error="invalid_token"'), (b"cache-control", b"no-store")],
+        )
+
+
+async def _send_json(send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def tool_principal(required_scope: str) -> Principal:
+    """The caller, as ``BearerTokenMiddleware`` resolved it from the verified token for this request
+    (token, org and restriction in one query); the tenant never comes from a tool argument. Call
+    inside ``reasoningbank.mcp_registry.service_errors()``."""
+    principal = _request_principal.get()
+    if principal is None or get_access_token() is None:
+        raise ToolError("not authenticated: send 'Authorization: Bearer <API token>'")
+    if required_scope not in principal.scopes:
+        raise ToolError(f"this token lacks the '{required_scope}' scope")
+    return principal

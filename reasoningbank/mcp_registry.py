@@ -1,0 +1,55 @@
+"""The MCP kernel every app's ``mcp_tools.py`` builds on (DESIGN §3, §8); imports no app.
+
+* ``register_tool_module`` — an app registers ``fn(server)``; ``reasoningbank/mcp_server.py`` (the
+  composition) imports the apps' tool modules and runs every registrar on each server it builds.
+* ``service_errors`` — ORM work inside a tool: stale connections closed around it (Django's request
+  signals never fire for the MCP app), anticipated failures turned into ``ToolError`` (an
+  ``isError`` result with a clear message).
+
+Who is calling comes from ``accounts/mcp_auth.py`` (``tool_principal``): the tenant only ever comes
+from the verified token.
+"""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from django.db import close_old_connections
+from django.http import Http404
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from reasoningbank.errors import ServiceError
+
+ToolRegistrar = Callable[[MCPServer], None]
+_REGISTRARS: list[ToolRegistrar] = []
+
+
+def register_tool_module(fn: ToolRegistrar) -> ToolRegistrar:
+    """Register ``fn(server)``, called on every ``MCPServer`` that ``build_mcp_server`` builds.
+
+    Usable as a decorator in another module (e.g. ``consolidation/mcp_tools.py``); that module must be
+    imported before the app is built (``TOOL_MODULES`` in ``reasoningbank/mcp_server.py``).
+    """
+    if fn not in _REGISTRARS:
+        _REGISTRARS.append(fn)
+    return fn
+
+
+@contextmanager
+def service_errors() -> Iterator[None]:
+    """ORM work inside a tool: stale connections closed around it (Django's request signals never
+    fire for the MCP app), anticipated failures turned into ``ToolError`` with their message."""
+    close_old_connections()
+    try:
+        yield
+    except ServiceError as exc:
+        raise ToolError(exc.message) from exc
+    except Http404:
+        raise ToolError("not found") from None
+    finally:
+        close_old_connections()
+
+
+def tool_registrars() -> tuple[ToolRegistrar, ...]:
+    """Every registered ``fn(server)``, in registration order."""
+    return tuple(_REGISTRARS)
