@@ -15,9 +15,9 @@ from accounts.access import reachable_projects
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ
 from accounts.selectors import principal_describe
-from memories.serializers import EmptyQuerySerializer
 from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
+from reasoningbank.serializers import EmptyQuerySerializer
 
 TAGS = ["account"]
 

@@ -6,7 +6,9 @@ Seed 004: manual consolidation is allowed on Pro, automatic (scheduled) consolid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 PLAN_FREE = "free"
 PLAN_PRO = "pro"
@@ -17,7 +19,6 @@ PLAN_ORDER = (PLAN_FREE, PLAN_PRO, PLAN_TEAMS, PLAN_ENTERPRISE)
 FEATURE_CONSOLIDATION_MANUAL = "consolidation.manual"
 FEATURE_CONSOLIDATION_SCHEDULED = "consolidation.scheduled"
 FEATURE_TEAMS = "teams"
-FEATURE_DISTILLATION = "distillation"
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,13 @@ PLANS: dict[str, Plan] = {
     PLAN_FREE: Plan(
         PLAN_FREE,
         "Free",
-        frozenset({FEATURE_DISTILLATION}),
+        frozenset(),
         {"projects": 3, "memories": 2_000, "members": 3, "llm_tokens_per_month": 200_000},
     ),
     PLAN_PRO: Plan(
         PLAN_PRO,
         "Pro",
-        frozenset({FEATURE_DISTILLATION, FEATURE_CONSOLIDATION_MANUAL}),
+        frozenset({FEATURE_CONSOLIDATION_MANUAL}),
         {"projects": 25, "memories": 100_000, "members": 10, "llm_tokens_per_month": 5_000_000},
     ),
     PLAN_TEAMS: Plan(
@@ -46,7 +47,6 @@ PLANS: dict[str, Plan] = {
         "Teams",
         frozenset(
             {
-                FEATURE_DISTILLATION,
                 FEATURE_CONSOLIDATION_MANUAL,
                 FEATURE_CONSOLIDATION_SCHEDULED,
                 FEATURE_TEAMS,
@@ -59,7 +59,6 @@ PLANS: dict[str, Plan] = {
         "Enterprise",
         frozenset(
             {
-                FEATURE_DISTILLATION,
                 FEATURE_CONSOLIDATION_MANUAL,
                 FEATURE_CONSOLIDATION_SCHEDULED,
                 FEATURE_TEAMS,
@@ -85,3 +84,19 @@ def minimum_plan_for(feature: str) -> str | None:
         if feature in PLANS[name].features:
             return name
     return None
+
+
+# How much of a limit an org uses, counted by the app that owns the data: the memories app registers
+# "memories" when it loads (accounts never imports memories, DESIGN §3). Each counter takes the org.
+UsageCounter = Callable[[Any], int]
+_USAGE_COUNTERS: dict[str, UsageCounter] = {}
+
+
+def usage_counter_register(limit: str, counter: UsageCounter) -> None:
+    _USAGE_COUNTERS[limit] = counter
+
+
+def usage_count(limit: str, organization: Any) -> int:
+    """What ``organization`` uses of ``limit``; 0 when no app counts it."""
+    counter = _USAGE_COUNTERS.get(limit)
+    return counter(organization) if counter is not None else 0

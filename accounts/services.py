@@ -64,6 +64,31 @@ def audit_record(
     )
 
 
+def audit_record_many(
+    *,
+    organization: Organization,
+    actor: Principal | None,
+    verb: str,
+    target_type: str,
+    target_ids: list[str],
+    data: dict[str, Any] | None = None,
+) -> None:
+    """One row per target in one statement (a consolidation run may archive thousands at once)."""
+    label = actor.actor_label if actor else "system"
+    user = actor.user if actor and actor.user is not None else None
+    token = actor.token if actor else None
+    AuditEvent.objects.bulk_create(
+        [
+            AuditEvent(
+                organization=organization, actor=label, actor_user=user, actor_token=token, verb=verb,
+                target_type=target_type, target_id=str(target_id), data=data or {},
+            )
+            for target_id in target_ids
+        ],
+        batch_size=1000,
+    )
+
+
 # --- organizations, teams, projects -------------------------------------------------------------
 
 

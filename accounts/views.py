@@ -26,17 +26,17 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_POST
 
 from accounts.access import access_filter, access_get, principal_for_token, reachable_projects
-from accounts.dashboard import SESSION_ORG_KEY, org_view
+from accounts.decorators import SESSION_ORG_KEY, org_view
 from accounts.models import DEFAULT_TOKEN_SCOPES, TOKEN_SCOPES, ApiToken, Membership, Project, Team
 from accounts.plans import (
     FEATURE_CONSOLIDATION_MANUAL,
     FEATURE_CONSOLIDATION_SCHEDULED,
-    FEATURE_DISTILLATION,
     FEATURE_TEAMS,
     PLAN_ORDER,
     PLANS,
     minimum_plan_for,
     plan_get,
+    usage_count,
 )
 from accounts.selectors import memberships_of_user, tokens_of_org
 from accounts.services import (
@@ -65,7 +65,6 @@ SECTIONS = [
 ]
 
 FEATURE_LABELS = {
-    FEATURE_DISTILLATION: "Session distillation",
     FEATURE_CONSOLIDATION_MANUAL: "Manual consolidation",
     FEATURE_CONSOLIDATION_SCHEDULED: "Scheduled consolidation",
     FEATURE_TEAMS: "Teams",
@@ -450,7 +449,6 @@ def settings_usage(request: HttpRequest) -> HttpResponse:
 
 @org_view()
 def settings_plan(request: HttpRequest) -> HttpResponse:
-    from memories.models import Memory
     from reasoningbank.ai.metered import llm_usage_this_month
 
     principal = request.principal  # type: ignore[attr-defined]
@@ -472,7 +470,7 @@ def settings_plan(request: HttpRequest) -> HttpResponse:
             return redirect("settings-plan")
     used = {
         "projects": access_filter(Project, org).count(),
-        "memories": access_filter(Memory, org).filter(state=Memory.STATE_ACTIVE).count(),
+        "memories": usage_count("memories", org),
         "members": access_filter(Membership, org).count(),
         "llm_tokens_per_month": llm_usage_this_month(org).total_tokens,
     }

@@ -83,7 +83,11 @@ def postgres() -> dict[str, Any]:
 
 
 CODE_FILES = (
-    "consolidation/services.py",
+    "consolidation/runs.py",
+    "consolidation/context.py",
+    "consolidation/graph.py",
+    "consolidation/phases/duplicates.py",
+    "consolidation/phases/clusters.py",
     "consolidation/selectors.py",
     "consolidation/clustering.py",
     "memories/models.py",

@@ -117,11 +117,11 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
     from django.db import connection
 
     from accounts.access import principal_for_token
-    from memories import services
+    from memories import services, services_signals
 
     principal = principal_for_token(token)
     timings: dict[str, float] = {}
-    original_search, original_mark = services.memory_search, services.memories_mark_used
+    original_search, original_mark = services.memory_search, services_signals.memories_mark_used
 
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -145,7 +145,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
     hits: list[int] = []
     found: list[int] = []
     services.memory_search = timed("selector", original_search)  # type: ignore[assignment]
-    services.memories_mark_used = timed("usage_writes", original_mark)  # type: ignore[assignment]
+    services_signals.memories_mark_used = timed("usage_writes", original_mark)  # type: ignore[assignment]
     commit_ms: list[float] = []
     original_commit = connection.commit
 
@@ -189,7 +189,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
         wall = time.perf_counter() - started
         meter.stop()
     finally:
-        services.memory_search, services.memories_mark_used = original_search, original_mark
+        services.memory_search, services_signals.memories_mark_used = original_search, original_mark
         del connection.commit  # back to the class's method
     out: dict[str, Any] = {name: Latency.of(values).as_dict() for name, values in series.items() if values}
     out["sql_statements"] = {

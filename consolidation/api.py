@@ -18,20 +18,21 @@ from rest_framework.response import Response
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from consolidation.models import ConsolidationRun
-from consolidation.selectors import disputed_list, run_get, run_list
-from consolidation.services import (
-    RESOLUTIONS,
+from consolidation.runs import (
     consolidation_enqueue,
     consolidation_execute,
     consolidation_request,
-    contradiction_resolve,
-    memory_unmerge,
     project_argument,
     run_options_validate,
 )
+from consolidation.selectors import run_get, run_list
 from memories.api import MEMORY_ID
-from memories.selectors import memory_get, project_resolve, project_target
-from memories.serializers import (
+from memories.moderation import RESOLUTIONS, contradiction_resolve, memory_unmerge
+from memories.selectors import disputed_list, memory_get, project_resolve, project_target
+from reasoningbank.api_errors import error_responses
+from reasoningbank.errors import NotFound
+from reasoningbank.pagination import Pagination
+from reasoningbank.serializers import (
     EmptyBodySerializer,
     EmptyQuerySerializer,
     StrictBooleanField,
@@ -41,9 +42,6 @@ from memories.serializers import (
     StrictQuerySerializer,
     StrictSerializer,
 )
-from reasoningbank.api_errors import error_responses
-from reasoningbank.errors import NotFound
-from reasoningbank.pagination import Pagination
 
 TAGS = ["consolidation"]
 RUN_STATUSES = tuple(s for s, _ in ConsolidationRun.STATUS_CHOICES)

@@ -6,9 +6,8 @@ class ConsolidationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from consolidation import receivers
-        from consolidation import signals as events
-        from memories.signals import memories_added
+        from consolidation import events, receivers
+        from memories.events import memories_added
 
         memories_added.connect(receivers.on_memories_added, dispatch_uid="consolidation.on_demand")
         events.run_completed.connect(receivers.on_run_completed, dispatch_uid="consolidation.log_run")

@@ -29,12 +29,7 @@ class ConsolidateResponse(TypedDict):
 
 @register_tool_module
 def register_consolidation_tools(server: MCPServer) -> None:
-    from consolidation.services import (
-        consolidation_execute,
-        consolidation_request,
-        project_argument,
-        run_options_validate,
-    )
+    from consolidation.runs import consolidation_execute, consolidation_request, project_argument, run_options_validate
     from memories.selectors import project_target
 
     @server.tool(

@@ -12,7 +12,7 @@ logger = logging.getLogger("consolidation")
 
 
 def on_memories_added(sender: Any, project: Any, count: int, **kwargs: Any) -> None:
-    from consolidation.services import consolidation_on_demand
+    from consolidation.triggers import consolidation_on_demand
 
     consolidation_on_demand(project=project)
 

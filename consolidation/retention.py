@@ -10,14 +10,14 @@ values so the decay job, the dashboard and the tests share one implementation wi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
 from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 
 Tier = Literal["hot", "warm", "cold", "archived"]
 
@@ -32,26 +32,6 @@ SUPERSEDED_PENALTY: Final = 0.2
 
 # Seed 002 saturates activation at 20 retrievals: log1p(n) / log1p(20) reaches 1.0 there.
 ACTIVATION_SATURATION: Final = 20
-
-# Seed 002 falls back to 0.5 for a namespace it does not know; we do the same for unknown kinds.
-DEFAULT_IMPORTANCE: Final = 0.5
-
-# Default importance per memory kind (DESIGN §5). Seed 002 weighs git-notes *namespaces*; our
-# kinds map onto the closest ones:
-#   procedural (strategies, how-to)     ~ "patterns"  0.85
-#   semantic   (facts, lessons learned) ~ "learnings" 0.9
-#   episodic   (timestamped events)     ~ "progress"  0.5
-#   working    (session scratch)        -- no seed namespace; 0.3 is ours, below everything the
-#               seed lists, because working memory has a short TTL and should fade first.
-KIND_IMPORTANCE: Final[Mapping[str, float]] = MappingProxyType(
-    {
-        "procedural": 0.85,
-        "semantic": 0.9,
-        "episodic": 0.5,
-        "working": 0.3,
-    }
-)
-
 
 @dataclass(frozen=True)
 class RetentionConfig:

@@ -12,7 +12,6 @@ from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
 from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
-from memories.models import Memory, MemoryLink
 from reasoningbank.errors import NotFound
 
 Edge = tuple[str, str, float]
@@ -171,13 +170,3 @@ def run_list(principal: Principal, *, project: Any = None) -> QuerySet[Consolida
     if project is not None:
         qs = qs.filter(project=project)
     return qs.select_related("project").order_by("-created_at")
-
-
-def disputed_list(principal: Principal, *, include_resolved: bool = False) -> QuerySet[MemoryLink]:
-    """Contradiction pairs for moderators (both memories stay active until someone decides)."""
-    qs = access_filter(MemoryLink, principal).filter(kind=MemoryLink.KIND_CONTRADICTS)
-    readable = access_filter(Memory, principal).filter(project__in=reachable_projects(principal))
-    qs = qs.filter(source__in=readable, target__in=readable)
-    if not include_resolved:
-        qs = qs.filter(resolved_at__isnull=True)
-    return qs.select_related("source", "target", "source__project").order_by("-created_at")

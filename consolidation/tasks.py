@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from consolidation.services import consolidation_execute, consolidation_schedule_due, runs_recover_stale
+from consolidation.runs import consolidation_execute, runs_recover_stale
+from consolidation.triggers import consolidation_schedule_due
 
 
 def consolidation_run_task(run_id: str) -> str | None:

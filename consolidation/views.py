@@ -17,19 +17,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from accounts.access import access_filter, access_project, reachable_projects
-from accounts.dashboard import org_view
+from accounts.decorators import org_view
 from accounts.models import Membership, Project
 from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
+from consolidation.context import RunOptions
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
+from consolidation.runs import consolidation_enqueue, consolidation_execute, consolidation_request, run_options_validate
 from consolidation.selectors import run_get, run_list
-from consolidation.services import (
-    RunOptions,
-    consolidation_enqueue,
-    consolidation_execute,
-    consolidation_request,
-    project_settings_update,
-    run_options_validate,
-)
+from consolidation.triggers import project_settings_update
 from memories.models import Memory
 from reasoningbank.errors import InvalidInput, NotFound, ServiceError
 

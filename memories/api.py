@@ -23,6 +23,7 @@ from rest_framework.serializers import Serializer
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories.models import Memory
+from memories.moderation import memory_archive, memory_restore
 from memories.selectors import (
     MemoryFilters,
     memory_get,
@@ -31,8 +32,6 @@ from memories.selectors import (
     memory_signals,
 )
 from memories.serializers import (
-    EmptyBodySerializer,
-    EmptyQuerySerializer,
     FeedbackResponseSerializer,
     FeedbackSerializer,
     LineageSerializer,
@@ -49,18 +48,11 @@ from memories.serializers import (
     SearchResponseSerializer,
     SignalSerializer,
 )
-from memories.services import (
-    memory_archive,
-    memory_feedback,
-    memory_outcome,
-    memory_record_or_duplicate,
-    memory_restore,
-    memory_search_use,
-    memory_update,
-    search_query_validate,
-)
+from memories.services import memory_record_or_duplicate, memory_search_use, memory_update, search_query_validate
+from memories.services_signals import memory_feedback, memory_outcome
 from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
+from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer
 
 READ = SCOPE_MEMORIES_READ
 WRITE = SCOPE_MEMORIES_WRITE

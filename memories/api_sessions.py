@@ -16,11 +16,11 @@ from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
-from memories.distillation import SESSION_OUTCOMES, session_retry, session_submit
 from memories.selectors_sessions import STATUSES, session_get, session_list
-from memories.serializers import EmptyBodySerializer, StrictCharField, StrictQuerySerializer, StrictSerializer
+from memories.services_sessions import SESSION_OUTCOMES, session_retry, session_submit
 from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
+from reasoningbank.serializers import EmptyBodySerializer, StrictCharField, StrictQuerySerializer, StrictSerializer
 
 TAGS = ["sessions"]
 SESSION_ID_HELP = "the `session_id` you submitted the session with, or the `id` the service gave it (`ses_…`)"

@@ -110,7 +110,7 @@ MemoryId = Annotated[str, Field(description="ID of the memory")]
 @register_tool_module
 def register_memory_tools(server: MCPServer) -> None:
     """memory_search, memory_record, memory_feedback, memory_outcome (seed 000) and memory_get."""
-    from memories import selectors, services
+    from memories import selectors, services, services_signals
 
     default_limit = int(settings.SEARCH_DEFAULT_LIMIT)
     max_limit = int(settings.SEARCH_MAX_LIMIT)
@@ -229,7 +229,9 @@ def register_memory_tools(server: MCPServer) -> None:
         with service_errors():
             principal = tool_principal(SCOPE_MEMORIES_WRITE)
             memory = selectors.memory_get(principal, memory_id)
-            result = services.memory_feedback(principal=principal, memory=memory, helpful=helpful, comment=comment)
+            result = services_signals.memory_feedback(
+                principal=principal, memory=memory, helpful=helpful, comment=comment
+            )
             return {"success": True, "new_confidence": round(result.new_confidence, 4), "message": "Feedback recorded"}
 
     @server.tool(
@@ -252,7 +254,7 @@ def register_memory_tools(server: MCPServer) -> None:
         with service_errors():
             principal = tool_principal(SCOPE_MEMORIES_WRITE)
             memory = selectors.memory_get(principal, memory_id)
-            result = services.memory_outcome(
+            result = services_signals.memory_outcome(
                 principal=principal, memory=memory, succeeded=succeeded, session_id=session_id
             )
             return {"recorded": True, "new_confidence": round(result.new_confidence, 4), "message": "Outcome recorded"}
@@ -320,7 +322,7 @@ _MESSAGES = {
 
 @register_tool_module
 def register_session_tools(server: MCPServer) -> None:
-    from memories.distillation import session_submit as submit
+    from memories.services_sessions import session_submit as submit
 
     @server.tool(
         description=(

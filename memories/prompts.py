@@ -46,7 +46,6 @@ REPAIR_REPLY_MAX = 4000
 NO_EXTRACTIONS = "NO_EXTRACTIONS"
 
 Outcome = Literal["success", "failure"]
-SessionOutcome = Literal["success", "failure", "unknown"]
 _SESSION_OUTCOMES: frozenset[str] = frozenset({"success", "failure", "unknown"})
 
 # Seed 000 "Extraction Prompt Template", verbatim (placeholders included). Do not reword it:

@@ -13,7 +13,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter, access_get, access_project, reachable_projects
-from accounts.models import Project, Team
+from accounts.models import Project
 from memories.models import Memory, MemoryLink, MemorySignal, memory_scope
 from memories.ranking import ScoreBreakdown, estimate_tokens, score_memory
 from reasoningbank.db_threads import other_connections_usable, run_beside
@@ -426,5 +426,16 @@ def memory_signals(principal: Principal, memory: Memory, *, limit: int = 200) ->
     return access_filter(MemorySignal, principal).filter(memory=memory).order_by("-created_at")[:limit]
 
 
-def teams_of_org(principal: Principal) -> QuerySet[Team]:
-    return access_filter(Team, principal)
+def disputed_list(principal: Principal, *, include_resolved: bool = False) -> QuerySet[MemoryLink]:
+    """Contradiction pairs for moderators (both memories stay active until someone decides)."""
+    qs = access_filter(MemoryLink, principal).filter(kind=MemoryLink.KIND_CONTRADICTS)
+    readable = access_filter(Memory, principal).filter(project__in=reachable_projects(principal))
+    qs = qs.filter(source__in=readable, target__in=readable)
+    if not include_resolved:
+        qs = qs.filter(resolved_at__isnull=True)
+    return qs.select_related("source", "target", "source__project").order_by("-created_at")
+
+
+def memories_active_count(organization: Any) -> int:
+    """Active memories of the org: what its plan's ``memories`` limit counts."""
+    return access_filter(Memory, organization).filter(state=Memory.STATE_ACTIVE).count()

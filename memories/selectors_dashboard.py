@@ -16,9 +16,8 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import AuditEvent
-from consolidation.selectors import disputed_list
 from memories.models import AgentSession, Memory
-from memories.selectors import memories_readable
+from memories.selectors import disputed_list, memories_readable
 from memories.selectors_sessions import session_list
 
 CONFIDENCE_BUCKETS = 10

@@ -13,12 +13,9 @@ written for API users.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import ProhibitNullCharactersValidator
-from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from memories.models import Memory, MemorySignal
@@ -35,7 +32,14 @@ from memories.services import (
     WRITE_SCOPES,
 )
 from reasoningbank.api_errors import ErrorSerializer
-from reasoningbank.pagination import Pagination
+from reasoningbank.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+    StrictQuerySerializer,
+    StrictSerializer,
+)
 
 STATE_FILTERS = ("active", "archived", "any")
 TIERS = tuple(t for t, _ in Memory.TIER_CHOICES)
@@ -51,163 +55,6 @@ ARCHIVE_REASON_CHOICES = [
 ]
 assert {r for r, _ in ARCHIVE_REASON_CHOICES} == set(ARCHIVE_REASONS)
 SESSION_ID_MAX = 200
-
-
-# --- strict JSON fields ------------------------------------------------------------------------
-
-
-class StrictCharField(serializers.CharField):
-    """A JSON string only (DRF's CharField would turn 5 into "5"). Like every DRF CharField it refuses
-    NUL characters (PostgreSQL cannot store them), and the schema says so with ``NUL_FREE``;
-    ``allow_nul=True`` lets them through to a service that removes them (session traces)."""
-
-    default_error_messages = {"invalid": "Must be a string."}
-
-    def __init__(self, *, allow_nul: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if allow_nul:
-            current: list[Any] = self.validators  # type: ignore[has-type]  # DRF's untyped property
-            self.validators = [v for v in current if not isinstance(v, ProhibitNullCharactersValidator)]
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """A JSON boolean only (DRF's BooleanField would accept "yes", 1, "on")."""
-
-    default_error_messages = {"invalid": "Must be a JSON boolean (true or false)."}
-
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "Must be a JSON integer."}
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictFloatField(serializers.FloatField):
-    default_error_messages = {"invalid": "Must be a JSON number."}
-
-    def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictSerializer(serializers.Serializer):
-    # JSON Schema keywords that document a rule across fields (``validate``), added to the request schema
-    schema_extra: dict[str, Any] = {}
-    # no docstring on purpose: a class docstring becomes the description of every subclass's schema
-    # component; this one is a JSON-object body whose keys must all be known fields.
-
-    def to_internal_value(self, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            raise serializers.ValidationError(
-                {"non_field_errors": [f"The request body must be a JSON object, not {type(data).__name__}."]}
-            )
-        unknown = sorted(str(key) for key in data if key not in self.fields)
-        if unknown:
-            allowed = ", ".join(self.fields) or "none"
-            raise serializers.ValidationError({key: [f"Unknown field. Allowed fields: {allowed}."] for key in unknown})
-        return super().to_internal_value(data)
-
-
-# What DRF's CharField enforces beyond minLength/maxLength, declared in the schema so that a
-# schema-valid string is never refused: no NUL character (PostgreSQL cannot store it), and, where
-# blank is not allowed, at least one character that is not whitespace (values are trimmed).
-NUL_FREE = "^[^\\u0000]*$"
-NUL_FREE_NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
-
-
-def _string_pattern(field: serializers.Field) -> str | None:
-    if not isinstance(field, serializers.CharField) or getattr(field, "regex", None):
-        return None
-    refuses_nul = any(isinstance(v, ProhibitNullCharactersValidator) for v in field.validators)
-    if field.trim_whitespace and not field.allow_blank:
-        return NUL_FREE_NOT_BLANK if refuses_nul else "\\S"
-    return NUL_FREE if refuses_nul else None
-
-
-def _declare_string_patterns(serializer: serializers.Serializer, schema: dict[str, Any]) -> None:
-    """Give each string property (or list of strings) the ``pattern`` its field enforces."""
-    properties = schema.get("properties", {})
-    for name, field in serializer.fields.items():
-        prop = properties.get(name)
-        if isinstance(field, serializers.ListField) and prop is not None:
-            field, prop = field.child, prop.get("items")
-        if prop is None or prop.get("type") != "string" or "pattern" in prop:
-            continue
-        pattern = _string_pattern(field)
-        if pattern:
-            prop["pattern"] = pattern
-
-
-class StrictSerializerSchema(OpenApiSerializerExtension):
-    """Declares what ``StrictSerializer`` enforces: a request body may hold no other property, and
-    its strings no NUL character (nor only whitespace where a value is required)."""
-
-    target_class = StrictSerializer
-    match_subclasses = True
-
-    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
-        if direction == "request":
-            schema["additionalProperties"] = False
-            _declare_string_patterns(self.target, schema)
-            schema.update(getattr(self.target, "schema_extra", {}))
-        return schema
-
-
-# Query parameters every paginated list also takes (read by ``Pagination``, not by the serializer).
-PAGE_PARAMETERS = (Pagination.page_query_param, Pagination.page_size_query_param)
-EMPTY_VALUE = "Must not be empty: give a value or leave the parameter out."
-
-
-class StrictQuerySerializer(serializers.Serializer):
-    # no docstring on purpose (it would describe every subclass): the query string of a list
-    # endpoint, where an empty value (``?tier=``) or an unknown parameter (``?tags=`` for ``?tag=``)
-    # is a 400 naming it instead of silently listing everything.
-
-    def to_internal_value(self, data: Any) -> Any:
-        errors: dict[str, list[str]] = {}
-        for name in data:
-            values = data.getlist(name) if hasattr(data, "getlist") else [data[name]]
-            if name not in self.fields and name not in PAGE_PARAMETERS:
-                allowed = ", ".join([*self.fields, *PAGE_PARAMETERS])
-                errors[str(name)] = [f"Unknown query parameter. Allowed: {allowed}."]
-            elif any(isinstance(value, str) and not value.strip() for value in values):
-                errors[str(name)] = [EMPTY_VALUE]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return super().to_internal_value(data)
-
-
-class StrictQuerySerializerSchema(OpenApiSerializerExtension):
-    """Query parameters (``parameters=[…QuerySerializer]``): their strings hold no NUL character and
-    not only whitespace."""
-
-    target_class = StrictQuerySerializer
-    match_subclasses = True
-
-    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
-        _declare_string_patterns(self.target, schema)
-        return schema
-
-
-class EmptyQuerySerializer(StrictQuerySerializer):
-    # a list that takes no filter: only page and page_size
-    pass
 
 
 def _tags_field(**kwargs: Any) -> serializers.ListField:
@@ -317,11 +164,6 @@ class MemoryArchiveSerializer(StrictSerializer):
         default=Memory.ARCHIVED_MANUAL,
         help_text="why the memory is archived (default manual)",
     )
-
-
-class EmptyBodySerializer(StrictSerializer):
-    # no fields: the body may be absent, empty or {}
-    pass
 
 
 # --- search ------------------------------------------------------------------------------------

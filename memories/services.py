@@ -7,13 +7,12 @@ into a clear ``ServiceError`` before touching the database, and runs in one tran
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count
 from django.utils import timezone
 
 from accounts.access import Principal
@@ -21,7 +20,8 @@ from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.services import audit_record
 from memories import confidence as conf
 from memories.fingerprint import memory_content_hash
-from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
+from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
+from memories.models import Memory
 from memories.selectors import (
     SEARCH_OUTCOMES,
     SEARCH_SCOPES,
@@ -34,10 +34,7 @@ from memories.selectors import (
     project_target,
 )
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
-from reasoningbank.db_threads import other_connections_usable
-from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
-from reasoningbank.metrics import counter_add
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger(__name__)
@@ -57,7 +54,7 @@ WRITE_SCOPES = ("project", "team", "org")
 # --- validation helpers ----------------------------------------------------------------------------
 
 
-def _text(value: Any, name: str, maximum: int, *, required: bool = True) -> str:
+def text_clean(value: Any, name: str, maximum: int, *, required: bool = True) -> str:
     if value is None:
         value = ""
     if not isinstance(value, str):
@@ -93,18 +90,18 @@ def tags_clean(tags: Any) -> list[str]:
     return cleaned
 
 
-def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
+def choice_check(value: Any, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise InvalidInput(f"{name} must be one of {', '.join(choices)} (got {value!r})", field=name)
     return str(value)
 
 
-def _require_write(principal: Principal) -> None:
+def write_scope_require(principal: Principal) -> None:
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"this action needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")
 
 
-def _require_readable(principal: Principal, memory: Memory) -> None:
+def readable_require(principal: Principal, memory: Memory) -> None:
     """Signals (feedback, outcome) may target any memory the caller can read, never another org's."""
     if not memory_is_readable(principal, memory):
         raise NotFound(f"memory {memory.id!r} not found", field="memory_id")
@@ -128,7 +125,7 @@ def memory_embedding_text(title: str, description: str, content: str) -> str:
 def place_resolve(principal: Principal, *, project: str | None, scope: str | None) -> tuple[Project | None, Any]:
     """Where a new memory goes: (project, team). Project-restricted tokens write to their project;
     team and org scope need a token that reaches that team / the whole org."""
-    scope = _choice(scope or "project", "scope", WRITE_SCOPES)
+    scope = choice_check(scope or "project", "scope", WRITE_SCOPES)
     if scope == "project":
         return project_target(principal, project), None
     resolved = project_resolve(principal, project)
@@ -177,12 +174,12 @@ def memory_draft(
     *, title: Any, description: Any, content: Any, outcome: Any, tags: Any = None, kind: Any = None
 ) -> MemoryDraft:
     return MemoryDraft(
-        title=_text(title, "title", TITLE_MAX),
-        description=_text(description, "description", DESCRIPTION_MAX),
-        content=_text(content, "content", CONTENT_MAX),
-        outcome=_choice(outcome, "outcome", RECORD_OUTCOMES),
+        title=text_clean(title, "title", TITLE_MAX),
+        description=text_clean(description, "description", DESCRIPTION_MAX),
+        content=text_clean(content, "content", CONTENT_MAX),
+        outcome=choice_check(outcome, "outcome", RECORD_OUTCOMES),
         tags=tags_clean(tags),
-        kind=_choice(kind or Memory.KIND_PROCEDURAL, "kind", KINDS),
+        kind=choice_check(kind or Memory.KIND_PROCEDURAL, "kind", KINDS),
     )
 
 
@@ -199,7 +196,7 @@ def memories_create(
 ) -> list[Memory]:
     """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction."""
     org = principal.organization
-    _memory_limit_check(org, adding=len(drafts))
+    memory_limit_check(org, adding=len(drafts))
     embedder_name = ""
     if vectors is None:
         vectors, embedder_name = _embed([memory_embedding_text(d.title, d.description, d.content) for d in drafts])
@@ -242,7 +239,7 @@ def memories_create(
     return memories
 
 
-def _memory_limit_check(org: Any, *, adding: int) -> None:
+def memory_limit_check(org: Any, *, adding: int) -> None:
     limit = org.limit("memories")
     if limit is not None:
         active = Memory.objects.filter(organization=org, state=Memory.STATE_ACTIVE).count()
@@ -251,9 +248,7 @@ def _memory_limit_check(org: Any, *, adding: int) -> None:
 
 
 def _importance_for(kind: str) -> float:
-    from consolidation.retention import KIND_IMPORTANCE
-
-    return float(KIND_IMPORTANCE.get(kind, 0.5))
+    return float(KIND_IMPORTANCE.get(kind, DEFAULT_IMPORTANCE))
 
 
 @dataclass(frozen=True)
@@ -314,7 +309,7 @@ def memory_record_or_duplicate(
     content (case and runs of whitespace ignored), outcome and kind, that memory comes back as the
     duplicate; no embedding, no row, no audit event. A near-identical one is recorded, and left to
     consolidation's duplicate merge."""
-    _require_write(principal)
+    write_scope_require(principal)
     draft = memory_draft(title=title, description=description, content=content, outcome=outcome, tags=tags, kind=kind)
     target_project, team = place_resolve(principal, project=project, scope=scope)
     existing = _identical_memory(principal.organization, target_project, team, draft)
@@ -361,7 +356,7 @@ def _identical_memory(org: Any, project: Project | None, team: Any, draft: Memor
 
 def _notify_new_memories(project: Project | None, count: int) -> None:
     """Hook for on-demand consolidation (003: after 20 new memories); wired by the consolidation app."""
-    from memories.signals import memories_added
+    from memories.events import memories_added
 
     if project is not None:
         memories_added.send(sender=Memory, project=project, count=count)
@@ -372,7 +367,7 @@ UPDATABLE = ("title", "description", "content", "outcome", "tags", "kind")
 
 @transaction.atomic
 def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, Any]) -> Memory:
-    _require_write(principal)
+    write_scope_require(principal)
     if not memory_is_writable(principal, memory):
         raise Forbidden("this token may not change this memory")
     unknown = sorted(set(changes) - set(UPDATABLE))
@@ -401,336 +396,6 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
     return memory
 
 
-@transaction.atomic
-def memory_archive(*, principal: Principal, memory: Memory, reason: str = Memory.ARCHIVED_MANUAL) -> Memory:
-    _require_write(principal)
-    if not memory_is_writable(principal, memory):
-        raise Forbidden("this token may not change this memory")
-    _choice(reason, "reason", [r for r, _ in Memory.ARCHIVED_REASON_CHOICES])
-    memory = Memory.objects.select_for_update().get(pk=memory.pk)
-    if memory.state == Memory.STATE_ARCHIVED:
-        return memory
-    memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ARCHIVED, reason, timezone.now()
-    memory.tier = "archived"
-    memory.updated_at = timezone.now()
-    memory.save(update_fields=["state", "archived_reason", "archived_at", "tier", "updated_at"])
-    audit_record(
-        organization=principal.organization,
-        actor=principal,
-        verb="memory.archive",
-        target=memory,
-        data={"reason": reason},
-    )
-    return memory
-
-
-@transaction.atomic
-def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
-    """Back to active. Links (consolidates, supersedes, …) stay as history."""
-    _require_write(principal)
-    if not memory_is_writable(principal, memory):
-        raise Forbidden("this token may not change this memory")
-    memory = Memory.objects.select_for_update().get(pk=memory.pk)
-    if memory.state == Memory.STATE_ACTIVE:
-        # a 200 here hid mistakes (a wrong id, a double click on an old page): say there was nothing to do
-        raise Conflict(f"memory {memory.id} is already active: only an archived memory can be restored")
-    _memory_limit_check(principal.organization, adding=1)
-    previous = memory.archived_reason
-    memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ACTIVE, "", None
-    memory.consolidated_into = None
-    memory.tier = "warm"
-    memory.updated_at = timezone.now()
-    memory.save(update_fields=["state", "archived_reason", "archived_at", "consolidated_into", "tier", "updated_at"])
-    audit_record(
-        organization=principal.organization,
-        actor=principal,
-        verb="memory.restore",
-        target=memory,
-        data={"was": previous},
-    )
-    return memory
-
-
-# --- confidence signals ----------------------------------------------------------------------------
-
-
-def _weights_row(memory: Memory, *, lock: bool = False) -> ProjectSignalWeights:
-    """The learned weights that govern this memory: its project's, or the org-wide row."""
-    # project_id None selects the org-wide row (Django turns ``= None`` into IS NULL)
-    qs = ProjectSignalWeights.objects.filter(
-        organization_id=memory.organization_id, project_id=memory.project_id  # type: ignore[misc]
-    )
-    if lock:
-        qs = qs.select_for_update()
-    row = qs.first()
-    if row is None:
-        row, _ = ProjectSignalWeights.objects.get_or_create(
-            organization_id=memory.organization_id, project_id=memory.project_id
-        )
-    return row
-
-
-def _project_weights(row: ProjectSignalWeights) -> conf.ProjectWeights:
-    return conf.ProjectWeights(
-        explicit_alpha=row.explicit_alpha,
-        explicit_beta=row.explicit_beta,
-        usage_alpha=row.usage_alpha,
-        usage_beta=row.usage_beta,
-        outcome_alpha=row.outcome_alpha,
-        outcome_beta=row.outcome_beta,
-    )
-
-
-def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
-    """All-time counts per memory: rolled-up aggregates plus the live event log."""
-    ids = list(memory_ids)
-    counts = {mid: conf.SignalCounts() for mid in ids}
-    for agg in MemorySignalAggregate.objects.filter(memory_id__in=ids):
-        counts[agg.memory_id] = conf.SignalCounts(
-            agg.explicit_pos, agg.explicit_neg, agg.usage_pos, agg.usage_neg, agg.outcome_pos, agg.outcome_neg
-        )
-    rows = (
-        MemorySignal.objects.filter(memory_id__in=ids)
-        .values("memory_id", "type", "positive")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for row in rows:
-        key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
-        current = counts[row["memory_id"]]
-        counts[row["memory_id"]] = conf.SignalCounts(**{**current.__dict__, key: getattr(current, key) + row["n"]})
-    return counts
-
-
-def confidence_recompute(memories: Sequence[Memory]) -> None:
-    """Seed 000 ComputeConfidence for each memory with its current learned weights; saves alpha/beta/confidence."""
-    if not memories:
-        return
-    if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
-        _memories_lock_in_order([m.id for m in memories])
-    counts = _signal_counts(m.id for m in memories)
-    weights_cache: dict[tuple[int, int | None], conf.Weights] = {}
-    for memory in memories:
-        key = (memory.organization_id, memory.project_id)
-        if key not in weights_cache:
-            weights_cache[key] = _project_weights(_weights_row(memory)).compute_weights()
-        state = conf.confidence_compute(
-            memory.prior_alpha, memory.prior_beta, counts[memory.id], [], weights_cache[key]
-        )
-        memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
-    Memory.objects.bulk_update(memories, ["alpha", "beta", "confidence"])
-
-
-def _recent_signals(memory: Memory) -> list[conf.Signal]:
-    since = timezone.now() - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
-    rows = MemorySignal.objects.filter(memory=memory, created_at__gte=since).values_list("type", "positive")
-    return [conf.Signal(conf.SignalType(t), p) for t, p in rows]
-
-
-@dataclass(frozen=True)
-class SignalResult:
-    memory: Memory
-    previous_confidence: float
-    new_confidence: float
-
-
-@transaction.atomic
-def memory_feedback(
-    *, principal: Principal, memory: Memory, helpful: Any, comment: Any = "", project: Project | None = None
-) -> SignalResult:
-    """Seed 000 memory_feedback: explicit signal; teaches the project's weights whether usage and
-    outcome signals predicted it; recomputes the memory's confidence."""
-    _require_write(principal)
-    _require_readable(principal, memory)
-    if not isinstance(helpful, bool):
-        raise InvalidInput("helpful must be true or false", field="helpful")
-    comment = scrub_secrets(_text(comment, "comment", COMMENT_MAX, required=False)).text
-    memory = Memory.objects.select_for_update().get(pk=memory.pk)
-    previous = memory.confidence
-    row = _weights_row(memory, lock=True)
-    learned = _project_weights(row).learn_from_feedback(helpful, _recent_signals(memory))
-    for name, value in learned.__dict__.items():
-        setattr(row, name, value)
-    row.updated_at = timezone.now()
-    row.save()
-    signal = _signal_add(principal, memory, conf.SignalType.EXPLICIT, helpful, comment=comment, project=project)
-    confidence_recompute([memory])
-    _signal_stamp_confidence(signal, memory)
-    audit_record(
-        organization=principal.organization,
-        actor=principal,
-        verb="memory.feedback",
-        target=memory,
-        data={
-            "helpful": helpful,
-            "comment": comment[:200],
-            "from": round(previous, 4),
-            "to": round(memory.confidence, 4),
-        },
-    )
-    return SignalResult(memory, previous, memory.confidence)
-
-
-@transaction.atomic
-def memory_outcome(
-    *, principal: Principal, memory: Memory, succeeded: Any, session_id: Any = "", project: Project | None = None
-) -> SignalResult:
-    """Seed 000 memory_outcome: the task that used this memory succeeded or failed."""
-    _require_write(principal)
-    _require_readable(principal, memory)
-    if not isinstance(succeeded, bool):
-        raise InvalidInput("succeeded must be true or false", field="succeeded")
-    session_id = _text(session_id, "session_id", 200, required=False)
-    memory = Memory.objects.select_for_update().get(pk=memory.pk)
-    previous = memory.confidence
-    signal = _signal_add(principal, memory, conf.SignalType.OUTCOME, succeeded, session_id=session_id, project=project)
-    confidence_recompute([memory])
-    _signal_stamp_confidence(signal, memory)
-    return SignalResult(memory, previous, memory.confidence)
-
-
-def _signal_add(
-    principal: Principal,
-    memory: Memory,
-    signal_type: conf.SignalType,
-    positive: bool,
-    *,
-    comment: str = "",
-    session_id: str = "",
-    project: Project | None = None,
-) -> MemorySignal:
-    return MemorySignal.objects.create(
-        organization_id=memory.organization_id,
-        memory=memory,
-        project_id=project.id if project else memory.project_id,
-        type=signal_type.value,
-        positive=positive,
-        comment=comment,
-        session_id=session_id,
-        actor=principal.actor_label,
-    )
-
-
-def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
-    """Keep the confidence after each signal on the event, for the dashboard's history chart."""
-    MemorySignal.objects.filter(pk=signal.pk).update(confidence_after=memory.confidence)
-
-
-_WEIGHT_COLUMNS = ("explicit_alpha", "explicit_beta", "usage_alpha", "usage_beta", "outcome_alpha", "outcome_beta")
-
-# Per memory: its signal counts (rolled-up aggregate + live events) and its project's learned
-# weights (NULL when the project has no weights row yet), in one round trip.
-_USAGE_STATE_SQL = f"""
-SELECT v.id,
-       COALESCE(a.explicit_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND s.positive),
-       COALESCE(a.explicit_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND NOT s.positive),
-       COALESCE(a.usage_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND s.positive),
-       COALESCE(a.usage_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
-       COALESCE(a.outcome_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND s.positive),
-       COALESCE(a.outcome_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND NOT s.positive),
-       {", ".join(f"w.{c}" for c in _WEIGHT_COLUMNS)}
-FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS v(id, organization_id, project_id)
-LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = v.id
-LEFT JOIN memories_memorysignal s ON s.memory_id = v.id
-LEFT JOIN memories_projectsignalweights w
-       ON w.organization_id = v.organization_id AND w.project_id IS NOT DISTINCT FROM v.project_id
-GROUP BY v.id, a.memory_id, w.id
-"""
-
-# Row locks on several memories are taken in id order, so writers whose sets overlap queue behind
-# one another instead of deadlocking (issue 11: an UPDATE locks rows in its plan's order, e.g. the
-# order of a search's ranking, and two searches returning the same memories deadlocked).
-_LOCK_IN_ORDER_SQL = "SELECT 1 FROM memories_memory WHERE id = ANY(%s::text[]) ORDER BY id FOR NO KEY UPDATE"
-
-
-def _memories_lock_in_order(memory_ids: list[str]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_LOCK_IN_ORDER_SQL, [memory_ids])
-
-
-_MARK_USED_SQL = """
-WITH v AS (
-    SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[])
-        AS v(id, organization_id, project_id, alpha, beta, confidence)
-), signals AS (
-    INSERT INTO memories_memorysignal
-        (organization_id, memory_id, project_id, type, positive, session_id, comment, actor, confidence_after,
-         created_at)
-    SELECT organization_id, id, project_id, 'usage', true, '', '', %s, confidence, %s FROM v
-)
-UPDATE memories_memory m
-SET usage_count = m.usage_count + 1, last_used_at = %s, alpha = v.alpha, beta = v.beta, confidence = v.confidence
-FROM v WHERE m.id = v.id
-"""
-
-
-def memories_mark_used(
-    *, principal: Principal, memories: Sequence[Any], project: Project | None, write_behind: bool = False
-) -> None:
-    """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
-    each memory's confidence recomputed; ``memories`` are ``Memory`` instances or search rows, and
-    are updated in place. Set-based SQL: this runs on every agent search. With ``write_behind`` (a
-    search) the write happens after the caller has answered, when another pooled connection can
-    take it (``reasoningbank.db_threads``): one statement less on the request path; written inline
-    instead, a failure is logged and counted and the search still answers."""
-    if not memories:
-        return
-    now = timezone.now()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _USAGE_STATE_SQL,
-            [[m.id for m in memories], [m.organization_id for m in memories], [m.project_id for m in memories]],
-        )
-        state_rows = {row[0]: row[1:] for row in cursor.fetchall()}
-    weights: dict[tuple[int, int | None], conf.Weights] = {}
-    columns: list[list[Any]] = [[], [], [], [], [], []]
-    for memory in memories:
-        row = state_rows[memory.id]
-        key = (memory.organization_id, memory.project_id)
-        if key not in weights:
-            learned = row[6:]
-            weights[key] = (
-                conf.ProjectWeights(*learned) if learned[0] is not None else _project_weights(_weights_row(memory))
-            ).compute_weights()
-        with_use = conf.SignalCounts(*row[:6]) + conf.SignalCounts(usage_pos=1)
-        state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
-        memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
-        memory.usage_count += 1
-        memory.last_used_at = now
-        signal_project = project.id if project else memory.project_id
-        for column, value in zip(
-            columns,
-            (memory.id, memory.organization_id, signal_project, state.alpha, state.beta, state.score),
-            strict=True,
-        ):
-            column.append(value)
-    arguments = [*columns, principal.actor_label, now, now]
-    if not write_behind:
-        _usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
-    elif not (other_connections_usable() and db_write_behind(_usage_write, arguments)):
-        _usage_write_inline(arguments)
-
-
-def _usage_write(arguments: list[Any]) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
-        # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        _memories_lock_in_order(arguments[0])
-        cursor.execute(_MARK_USED_SQL, arguments)
-
-
-def _usage_write_inline(arguments: list[Any]) -> None:
-    """A search's usage write on the request's own connection (no pool, or the write-behind queue is
-    full). Usage signals are affordable to lose, a failed search is not: a failure (a deadlock with
-    another writer, a lost connection) is logged and counted, and the search answers. The write's
-    own savepoint keeps a caller's transaction usable."""
-    try:
-        _usage_write(arguments)
-    except Exception:
-        logger.exception("usage write of %d memories failed; the search answers without it", len(arguments[0]))
-        counter_add("usage_write_failed_total")
-
-
 # --- search (read + usage write) -------------------------------------------------------------------
 
 
@@ -745,9 +410,9 @@ def search_query_validate(
 ) -> SearchQuery:
     from django.conf import settings
 
-    query = _text(query, "query", QUERY_MAX)
-    scope = _choice(scope or "all", "scope", SEARCH_SCOPES)
-    outcome = _choice(outcome or "all", "outcome", SEARCH_OUTCOMES)
+    query = text_clean(query, "query", QUERY_MAX)
+    scope = choice_check(scope or "all", "scope", SEARCH_SCOPES)
+    outcome = choice_check(outcome or "all", "outcome", SEARCH_OUTCOMES)
     if limit is None:
         limit = settings.SEARCH_DEFAULT_LIMIT
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= settings.SEARCH_MAX_LIMIT:
@@ -772,6 +437,8 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     """Search, then record a usage signal on each returned memory (seed 000)."""
     import time
 
+    from memories.services_signals import memories_mark_used  # it imports this module's validators
+
     started = time.perf_counter()
     (vector,), _ = _embed([search.query])
     embedding_ms = (time.perf_counter() - started) * 1000
@@ -781,69 +448,6 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     )
     result.embedding_ms = embedding_ms
     return result
-
-
-# --- rollup ----------------------------------------------------------------------------------------
-
-
-def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
-    """Seed 000 daily rollup: fold events older than 30 days into aggregates, delete them, and
-    recompute the affected memories' confidence (with the current learned weights)."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
-    folded = memories_touched = 0
-    while True:
-        with transaction.atomic():
-            ids = list(
-                MemorySignal.objects.filter(created_at__lt=cutoff).order_by("id").values_list("id", flat=True)[:batch]
-            )
-            if not ids:
-                break
-            rows = (
-                MemorySignal.objects.filter(id__in=ids)
-                .values("memory_id", "organization_id", "type", "positive")
-                .annotate(n=Count("id"))
-                .order_by()
-            )
-            per_memory: dict[str, dict[str, Any]] = {}
-            for row in rows:
-                entry = per_memory.setdefault(row["memory_id"], {"organization_id": row["organization_id"]})
-                key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
-                entry[key] = entry.get(key, 0) + row["n"]
-            for memory_id, entry in per_memory.items():
-                org_id = entry.pop("organization_id")
-                agg, _ = MemorySignalAggregate.objects.select_for_update().get_or_create(
-                    memory_id=memory_id, defaults={"organization_id": org_id}
-                )
-                for key, n in entry.items():
-                    setattr(agg, key, getattr(agg, key) + n)
-                agg.last_rollup = now
-                agg.save()
-            MemorySignal.objects.filter(id__in=ids).delete()
-            confidence_recompute(list(Memory.objects.filter(pk__in=list(per_memory))))
-            folded += len(ids)
-            memories_touched += len(per_memory)
-    return {"folded": folded, "memories": memories_touched}
-
-
-def confidence_recompute_all(*, batch: int = 2000) -> int:
-    """Recompute every memory's confidence with the current learned weights (daily, after rollup)."""
-    done = 0
-    last = ""
-    while True:
-        chunk = list(
-            Memory.objects.filter(pk__gt=last)
-            .order_by("pk")
-            .only("id", "organization_id", "project_id", "prior_alpha", "prior_beta", "alpha", "beta", "confidence")[
-                :batch
-            ]
-        )
-        if not chunk:
-            return done
-        with transaction.atomic():
-            confidence_recompute(chunk)
-        done += len(chunk)
-        last = chunk[-1].pk
 
 
 def memories_reembed(*, only_stale: bool = True, batch: int = 256, progress: Any = None) -> int:

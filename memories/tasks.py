@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from memories.services import confidence_recompute_all, signals_rollup
+from memories.services_signals import confidence_recompute_all, signals_rollup
 
 logger = logging.getLogger(__name__)
 
@@ -19,13 +19,13 @@ def signals_rollup_daily() -> dict[str, int]:
 
 def session_distill(session_id: str) -> str | None:
     """Distil one submitted session (queued by session_submit / retries)."""
-    from memories.distillation import session_process
+    from memories.services_sessions import session_process
 
     session = session_process(session_id)
     return None if session is None else session.status
 
 
 def sessions_resume() -> int:
-    from memories.distillation import sessions_resume_waiting
+    from memories.services_sessions import sessions_resume_waiting
 
     return sessions_resume_waiting()

@@ -28,15 +28,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.access import reachable_projects
-from accounts.dashboard import org_view
+from accounts.decorators import org_view
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
-from consolidation.selectors import disputed_list
-from consolidation.services import contradiction_resolve, memory_unmerge
-from memories.distillation import session_retry
 from memories.models import AgentSession, Memory, MemoryLink
+from memories.moderation import contradiction_resolve, memory_archive, memory_restore, memory_unmerge
 from memories.selectors import (
     MemoryFilters,
     SearchHit,
+    disputed_list,
     memory_get,
     memory_lineage,
     memory_list,
@@ -45,16 +44,10 @@ from memories.selectors import (
 )
 from memories.selectors_dashboard import memory_audit_trail, overview
 from memories.selectors_sessions import session_get, session_list
-from memories.services import (
-    _embed,
-    memory_archive,
-    memory_restore,
-    memory_update,
-    search_query_validate,
-    tags_clean,
-)
+from memories.services import _embed, memory_update, search_query_validate, tags_clean
+from memories.services_sessions import session_retry
+from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.errors import NotFound, ServiceError
-from reasoningbank.selectors import llm_health_get
 
 MEMBER = Membership.ROLE_MEMBER
 PAGE_SIZE = 25

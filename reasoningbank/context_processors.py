@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 
 
 def _banners(request: HttpRequest) -> list[Banner]:
-    from reasoningbank.selectors import llm_health_get, worker_health_cached
+    from reasoningbank.ai.llm import llm_health_get
+    from reasoningbank.selectors import worker_health_cached
 
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from accounts.models import Organization
-
 
 class LlmCall(models.Model):
     PURPOSE_CHOICES = [
@@ -19,7 +17,7 @@ class LlmCall(models.Model):
     ]
     OUTCOME_OK, OUTCOME_ERROR = "ok", "error"
 
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="llm_calls")
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="llm_calls")
     provider = models.CharField(max_length=20)
     model = models.CharField(max_length=100)
     purpose = models.CharField(max_length=20, choices=PURPOSE_CHOICES)

@@ -19,11 +19,9 @@ from django.utils import timezone
 
 from reasoningbank.health import (
     Backlog,
-    LlmHealth,
     QueueHealth,
     WorkerHealth,
     backlog,
-    llm_health,
     queue_health,
     worker_health,
 )
@@ -97,14 +95,6 @@ def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
         sessions=backlog(now=now, count=sessions["n"], oldest=sessions["oldest"]),
         stalled_after=float(settings.QUEUE_STALLED_AFTER),
     )
-
-
-def llm_health_get() -> LlmHealth:
-    """From settings alone (no call to the provider): the same rules the providers apply."""
-    provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
-    fallback = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
-    has_key = bool(getattr(settings, "LLM_API_KEY", None) or (fallback and getattr(settings, fallback, None)))
-    return llm_health(provider=provider, has_key=has_key, has_base_url=bool(getattr(settings, "LLM_BASE_URL", None)))
 
 
 def worker_health_cached() -> WorkerHealth:

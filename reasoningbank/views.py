@@ -8,9 +8,10 @@ from typing import Any
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.health import Backlog, LlmHealth, QueueHealth, WorkerHealth, worker_banner
 from reasoningbank.metrics import metrics_text
-from reasoningbank.selectors import llm_health_get, queue_health_cached, worker_health_cached
+from reasoningbank.selectors import queue_health_cached, worker_health_cached
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

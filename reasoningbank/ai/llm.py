@@ -25,6 +25,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import anthropic
 import openai
 
+from reasoningbank.health import LlmHealth, llm_health
+
 LLM_PROVIDERS = ("none", "anthropic", "openai")
 
 # claude-3-5-haiku was retired by Anthropic on 2026-02-19 (requests to it fail);
@@ -388,3 +390,13 @@ def llm_from_settings() -> LLM:
         timeout,
         max_retries,
     )
+
+
+def llm_health_get() -> LlmHealth:
+    """From settings alone (no call to the provider): the same rules the providers apply."""
+    from django.conf import settings
+
+    provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
+    fallback = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
+    has_key = bool(getattr(settings, "LLM_API_KEY", None) or (fallback and getattr(settings, fallback, None)))
+    return llm_health(provider=provider, has_key=has_key, has_base_url=bool(getattr(settings, "LLM_BASE_URL", None)))

@@ -7,14 +7,22 @@ recorded and an org over its monthly token budget waits instead of spending.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounts.models import Organization
 from reasoningbank.ai.llm import LLM, LLMError, LLMResult, LLMUnavailable, llm_from_settings
 from reasoningbank.models import LlmCall
+
+
+class Organization(Protocol):
+    """What metering needs of an org (``accounts.models.Organization``; the kernel imports no app)."""
+
+    pk: Any
+    plan: str
+
+    def limit(self, name: str) -> int | None: ...
 
 
 class LLMBudgetExceeded(LLMUnavailable):
@@ -39,10 +47,10 @@ class Usage:
 
 def llm_usage_this_month(organization: Organization) -> Usage:
     start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    totals = LlmCall.objects.filter(organization=organization, created_at__gte=start).aggregate(
+    totals = LlmCall.objects.filter(organization_id=organization.pk, created_at__gte=start).aggregate(
         i=Sum("input_tokens"), o=Sum("output_tokens")
     )
-    calls = LlmCall.objects.filter(organization=organization, created_at__gte=start).count()
+    calls = LlmCall.objects.filter(organization_id=organization.pk, created_at__gte=start).count()
     return Usage(calls, totals["i"] or 0, totals["o"] or 0, organization.limit("llm_tokens_per_month"))
 
 
@@ -75,13 +83,13 @@ def llm_complete(
         result = llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)
     except LLMError as exc:
         LlmCall.objects.create(
-            organization=organization, provider=llm.provider, model=llm.model, purpose=purpose,
+            organization_id=organization.pk, provider=llm.provider, model=llm.model, purpose=purpose,
             attempts=getattr(exc, "attempts", None) or 1, outcome=LlmCall.OUTCOME_ERROR, error=str(exc)[:2000],
             session=session, run=run,
         )
         raise
     LlmCall.objects.create(
-        organization=organization, provider=result.provider, model=result.model, purpose=purpose,
+        organization_id=organization.pk, provider=result.provider, model=result.model, purpose=purpose,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
         attempts=result.attempts, session=session, run=run,
     )

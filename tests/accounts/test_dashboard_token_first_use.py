@@ -18,7 +18,7 @@ from mcp import Client as MCPClient
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.models import DEFAULT_TOKEN_SCOPES, ApiToken
-from memories import distillation
+from memories import services_sessions
 from memories.models import AgentSession, Memory
 from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread
@@ -38,7 +38,7 @@ SESSION = {"session_id": "first-session", "outcome": "success", "trace": "user: 
 def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
-    monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
 
 
 def token_page(user: Any) -> str:

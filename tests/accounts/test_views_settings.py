@@ -9,7 +9,7 @@ import re
 import pytest
 from django.conf import settings
 
-from accounts.dashboard import SESSION_ORG_KEY
+from accounts.decorators import SESSION_ORG_KEY
 from accounts.models import ApiToken, AuditEvent, Membership, Project, Team
 from accounts.services import token_create, token_digest
 from reasoningbank.models import LlmCall

@@ -10,7 +10,7 @@ from django.db import connection
 from django.utils import timezone
 from django_q.models import Schedule
 
-from memories.distillation import session_submit
+from memories.services_sessions import session_submit
 from reasoningbank.selectors import health_cache_clear
 from reasoningbank.tasks import worker_heartbeat
 

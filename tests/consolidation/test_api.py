@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consolidation import api as consolidation_api
-from consolidation import services
+from consolidation import context
 from consolidation.models import ConsolidationRun
 from memories.models import Memory, MemoryLink
 from tests.consolidation.vectors import SYNTHESIS_PREFIX, cycle_llm, prompts_of, remember, run_cycle, spoke, vec
@@ -39,7 +39,7 @@ def cluster(agent):
 def fake_llm(monkeypatch):
     """The LLM the service builds from settings, replaced by a scripted one."""
     llm = cycle_llm()
-    monkeypatch.setattr(services, "llm_from_settings", lambda: llm)
+    monkeypatch.setattr(context, "llm_from_settings", lambda: llm)
     return llm
 
 

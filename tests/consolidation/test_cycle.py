@@ -9,14 +9,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from consolidation import retention
-from consolidation import signals as events
+from consolidation import events, retention
 from consolidation.models import ConsolidationRun
 from consolidation.prompts import consolidated_confidence
-from consolidation.selectors import disputed_list
-from consolidation.services import contradiction_resolve, memory_unmerge
 from memories.models import Memory, MemoryLink
-from memories.selectors import SearchQuery, memory_lineage, memory_search
+from memories.moderation import contradiction_resolve, memory_unmerge
+from memories.selectors import SearchQuery, disputed_list, memory_lineage, memory_search
 from reasoningbank.models import LlmCall
 from tests.consolidation.vectors import (
     CONTRADICTION_PREFIX,

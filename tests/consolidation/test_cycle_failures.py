@@ -12,9 +12,10 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from consolidation import services
+from consolidation import context, runs
 from consolidation.models import ConsolidationRun
-from consolidation.services import consolidation_request, run_options_validate, runs_recover_stale
+from consolidation.phases import clusters
+from consolidation.runs import consolidation_request, run_options_validate, runs_recover_stale
 from memories.models import Memory, MemoryLink
 from reasoningbank.ai.llm import LLMTransientError, NoLLM
 from reasoningbank.errors import Conflict
@@ -101,7 +102,7 @@ def test_an_exception_inside_one_clusters_merge_rolls_that_cluster_back_while_th
 ):
     first, second = two_clusters
     first_ids = {m.id for m in first}
-    real_link = services._link
+    real_link = clusters.link_add
     linked: list[str] = []
 
     def link_failing_on_the_third_source(ctx, source, target, kind, weight, reason):
@@ -111,7 +112,7 @@ def test_an_exception_inside_one_clusters_merge_rolls_that_cluster_back_while_th
                 raise RuntimeError("disk full while linking")
         return real_link(ctx, source, target, kind, weight, reason)
 
-    monkeypatch.setattr(services, "_link", link_failing_on_the_third_source)
+    monkeypatch.setattr(clusters, "link_add", link_failing_on_the_third_source)
 
     run = run_cycle(agent, cast.project_a, cycle_llm())
 
@@ -193,7 +194,9 @@ def test_a_run_that_exceeds_its_time_limit_fails_with_a_timeout_and_keeps_commit
     keep = remember(agent, "API uses REST", spoke(40, 41, 0.97), confidence=0.9)
     duplicate = remember(agent, "The API is RESTful", spoke(40, 42, 0.97), confidence=0.6)
     clock = FakeClock()
-    monkeypatch.setattr(services, "time", SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter))
+    fake_time = SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter)
+    monkeypatch.setattr(context, "time", fake_time)
+    monkeypatch.setattr(runs, "time", fake_time)
 
     def slow_synthesis(prompt: str) -> str:
         clock.now += settings.CONSOLIDATION_RUN_TIMEOUT + 1  # this LLM call outlasted the whole run's budget

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from consolidation import services
+from consolidation import context, graph
 from consolidation.graph_slices import SLICES, slice_of
 from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
 from memories.models import Memory
@@ -30,13 +30,13 @@ def agent(cast, make_token):
 def probes(monkeypatch) -> list[list[str]]:
     """The ids each run asked the index about, one list per neighbour_edges call."""
     calls: list[list[str]] = []
-    real = services.neighbour_edges
+    real = graph.neighbour_edges
 
     def spy(**kwargs: Any) -> Any:
         calls.append(sorted(kwargs["ids"]))
         return real(**kwargs)
 
-    monkeypatch.setattr(services, "neighbour_edges", spy)
+    monkeypatch.setattr(graph, "neighbour_edges", spy)
     return calls
 
 
@@ -116,7 +116,7 @@ def stamps(project) -> list[datetime]:
 def set_stamps(project, due: set[int]) -> None:
     """Every slice probed an hour ago, except those in ``due``: a week and a day ago."""
     now = timezone.now()
-    at = [now - services.GRAPH_REPROBE_AFTER - DAY if i in due else now - timedelta(hours=1) for i in range(SLICES)]
+    at = [now - context.GRAPH_REPROBE_AFTER - DAY if i in due else now - timedelta(hours=1) for i in range(SLICES)]
     NeighbourGraph.objects.filter(project=project).update(slices_probed_at=[a.isoformat() for a in at])
 
 
@@ -126,7 +126,7 @@ def test_a_full_pass_stamps_the_slices_a_day_apart_so_one_falls_due_each_day(cas
 
     probed = stamps(cast.project_a)
     assert len(probed) == SLICES and during(run, probed[0])
-    assert [probed[i] - probed[i + 1] for i in range(SLICES - 1)] == [services.GRAPH_REPROBE_AFTER / SLICES] * (
+    assert [probed[i] - probed[i + 1] for i in range(SLICES - 1)] == [context.GRAPH_REPROBE_AFTER / SLICES] * (
         SLICES - 1
     )
 
@@ -142,7 +142,7 @@ def test_only_the_memories_of_a_slice_due_again_are_probed_and_their_stored_edge
     set_stamps(cast.project_a, {due})
     before = stamps(cast.project_a)
     # this time the index finds nothing: what the earlier probes found must survive a re-probe
-    monkeypatch.setattr(services, "neighbour_edges", lambda **kwargs: probes.append(sorted(kwargs["ids"])) or [])
+    monkeypatch.setattr(graph, "neighbour_edges", lambda **kwargs: probes.append(sorted(kwargs["ids"])) or [])
 
     run = run_cycle(agent, cast.project_a, NoLLM(), force=True)
 

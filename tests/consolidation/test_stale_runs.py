@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
-from consolidation.services import consolidation_request, run_options_validate, runs_recover_stale
+from consolidation.runs import consolidation_request, run_options_validate, runs_recover_stale
 from consolidation.tasks import consolidation_scheduler_tick
 from reasoningbank.errors import Conflict
 
@@ -27,7 +27,7 @@ def agent(cast, make_token):
 @pytest.fixture(autouse=True)
 def no_queue(monkeypatch):
     """Nothing is handed to django-q: the tests play the dead worker."""
-    monkeypatch.setattr("consolidation.services.consolidation_enqueue", lambda run: None)
+    monkeypatch.setattr("consolidation.runs.consolidation_enqueue", lambda run: None)
     monkeypatch.setattr("consolidation.api.consolidation_enqueue", lambda run: None)
 
 

@@ -8,14 +8,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from consolidation import services
+from consolidation import triggers
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
-from consolidation.services import (
-    consolidation_request,
-    consolidation_schedule_due,
-    project_settings_update,
-    run_options_validate,
-)
+from consolidation.runs import consolidation_request, run_options_validate
+from consolidation.triggers import consolidation_schedule_due, project_settings_update
 from memories.services import memory_record
 from reasoningbank.errors import Forbidden, PlanRequired
 
@@ -24,7 +20,7 @@ from reasoningbank.errors import Forbidden, PlanRequired
 def enqueued(monkeypatch):
     """Runs handed to the task queue (recorded instead of queued)."""
     runs: list[ConsolidationRun] = []
-    monkeypatch.setattr(services, "consolidation_enqueue", runs.append)
+    monkeypatch.setattr(triggers, "consolidation_enqueue", runs.append)
     return runs
 
 
@@ -132,7 +128,7 @@ def test_the_scheduler_uses_the_projects_own_similarity_threshold(cast, enqueued
 def test_one_projects_failure_does_not_stop_the_scheduler_from_queueing_the_next(cast, enqueued, monkeypatch):
     set_plan(cast.org_a, "teams")
     set_plan(cast.org_b, "teams")
-    real_request = services.consolidation_request
+    real_request = triggers.consolidation_request
     failed = []
 
     def request_failing_once(**kwargs):
@@ -141,7 +137,7 @@ def test_one_projects_failure_does_not_stop_the_scheduler_from_queueing_the_next
             raise RuntimeError("database hiccup")
         return real_request(**kwargs)
 
-    monkeypatch.setattr(services, "consolidation_request", request_failing_once)
+    monkeypatch.setattr(triggers, "consolidation_request", request_failing_once)
 
     queued = consolidation_schedule_due()
 

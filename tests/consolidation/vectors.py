@@ -26,7 +26,7 @@ from accounts.access import Principal
 from accounts.models import Project
 from consolidation.models import ConsolidationRun
 from consolidation.prompts import SUPERSESSION_SYSTEM_PROMPT
-from consolidation.services import consolidation_execute, consolidation_request, run_options_validate
+from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 from memories.models import Memory
 from memories.services import memory_record
 from tests.fakes import ScriptedLLM

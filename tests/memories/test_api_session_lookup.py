@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memories import distillation
-from memories.distillation import session_process
+from memories import services_sessions
+from memories.services_sessions import session_process
 from tests.factories import ProjectFactory
 from tests.fakes import ScriptedLLM
 
@@ -16,7 +16,7 @@ SESSIONS = "/api/v1/sessions"
 @pytest.fixture(autouse=True)
 def llm_configured(settings, monkeypatch):
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
-    monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
 
 
 def submit(client, session_id: str = "run-42", **body):

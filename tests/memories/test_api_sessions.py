@@ -1,7 +1,7 @@
 import pytest
 
-from memories import distillation
-from memories.distillation import session_process
+from memories import services_sessions
+from memories.services_sessions import session_process
 from tests.factories import ProjectFactory
 from tests.fakes import ScriptedLLM, memory_block
 
@@ -9,7 +9,7 @@ from tests.fakes import ScriptedLLM, memory_block
 @pytest.fixture(autouse=True)
 def llm_configured(settings, monkeypatch):
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
-    monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
 
 
 def _post(client, **body):

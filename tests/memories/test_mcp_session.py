@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memories import distillation
+from memories import services_sessions
 from memories.models import AgentSession
 from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
-    monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.models import Memory, MemorySignal
+from memories.moderation import memory_archive
 from memories.ranking import estimate_tokens
 from memories.services import _embed as services_embed
 from memories.services import (
     memories_create,
-    memory_archive,
     memory_draft,
     memory_record,
     memory_search_use,
@@ -477,7 +477,7 @@ def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, mak
 
 @pytest.mark.django_db(transaction=True)  # the writer thread uses its own connection
 def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(cast, make_token, monkeypatch):
-    from memories import services
+    from memories import services_signals as services
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     memory = record(principal)

@@ -9,15 +9,8 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.services import (
-    confidence_recompute_all,
-    memory_feedback,
-    memory_outcome,
-    memory_record,
-    memory_search_use,
-    search_query_validate,
-    signals_rollup,
-)
+from memories.services import memory_record, memory_search_use, search_query_validate
+from memories.services_signals import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
 from reasoningbank.errors import Forbidden, InvalidInput, NotFound
 from tests.factories import ProjectFactory, TeamFactory
 

@@ -15,7 +15,8 @@ from accounts.models import AuditEvent
 from memories import services
 from memories.fingerprint import memory_content_hash
 from memories.models import Memory
-from memories.services import memory_archive, memory_record, memory_record_or_duplicate, memory_update
+from memories.moderation import memory_archive
+from memories.services import memory_record, memory_record_or_duplicate, memory_update
 from tests.factories import ProjectFactory, TeamFactory
 
 GOOD = {

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from memories.distillation import session_process, session_submit
+from memories import services_sessions
 from memories.models import Memory, MemorySignal
-from memories.services import TITLE_MAX, memory_feedback, memory_record, memory_update
+from memories.services import TITLE_MAX, memory_record, memory_update
+from memories.services_sessions import session_process, session_submit
+from memories.services_signals import memory_feedback
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec
 from tests.fakes import ScriptedLLM, memory_block
 
@@ -77,10 +79,9 @@ def test_over_rest_the_response_and_every_later_read_show_the_redaction(cast, to
 
 
 def test_a_distilled_memory_is_scrubbed_even_when_the_llm_writes_a_secret(agent, settings, monkeypatch):
-    from memories import distillation
 
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
-    monkeypatch.setattr(distillation, "session_enqueue", lambda *a, **k: None)
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
     session = session_submit(principal=agent, session_id="s-1", outcome="success", trace="agent: fixed it").session
     reply = memory_block(1, "Authenticate the CLI", "When gh asks for a token", f"Run: export GH_TOKEN={GITHUB_TOKEN}")
     session_process(session.id, llm=ScriptedLLM([reply]))

@@ -10,7 +10,7 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from memories import services
+from memories import services_signals as services
 from memories.models import Memory, MemorySignal
 from memories.services import memory_record, memory_search_use, search_query_validate
 from reasoningbank.metrics import counters_snapshot

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from memories.models import Memory, MemoryLink, MemorySignal
-from memories.services import memory_feedback, memory_record
+from memories.services import memory_record
+from memories.services_signals import memory_feedback
 
 HX = {"HTTP_HX_REQUEST": "true"}
 

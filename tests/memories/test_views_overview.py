@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.distillation import session_submit
 from memories.models import Memory, MemoryLink
 from memories.selectors_dashboard import confidence_histogram, memories_per_week, memory_counts, recent_activity
 from memories.services import memory_record
+from memories.services_sessions import session_submit
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import AuditEvent
-from memories.distillation import session_process, session_submit
 from memories.models import AgentSession
+from memories.services_sessions import session_process, session_submit
 from tests.fakes import ScriptedLLM, memory_block
 
 HX = {"HTTP_HX_REQUEST": "true"}

@@ -12,7 +12,8 @@ from accounts.models import ApiToken, AuditEvent
 from accounts.services import token_create
 from consolidation.models import ConsolidationRun
 from memories.models import AgentSession, Memory, MemoryLink, MemorySignal
-from memories.services import memory_feedback, memory_record
+from memories.services import memory_record
+from memories.services_signals import memory_feedback
 from reasoningbank.models import LlmCall
 
 CHANGELISTS = [

@@ -3,8 +3,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Organization
-from memories.distillation import sessions_requeue
 from memories.models import AgentSession
+from memories.services_sessions import sessions_requeue
 
 
 class Command(BaseCommand):

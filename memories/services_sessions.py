@@ -34,14 +34,8 @@ from memories.prompts import (
     parse_extractions,
 )
 from memories.selectors import project_target, reach_for
-from memories.services import (
-    MemoryDraft,
-    _embed,
-    _notify_new_memories,
-    memories_create,
-    memories_mark_used,
-    memory_embedding_text,
-)
+from memories.services import MemoryDraft, _embed, _notify_new_memories, memories_create, memory_embedding_text
+from memories.services_signals import memories_mark_used
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput

@@ -4,10 +4,10 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Organization
-from memories import distillation
-from memories.distillation import session_process, session_retry, session_submit, sessions_requeue
+from memories import services_sessions
 from memories.models import AgentSession, Memory, MemorySignal
 from memories.services import memory_record
+from memories.services_sessions import session_process, session_retry, session_submit, sessions_requeue
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, NoLLM
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.models import LlmCall
@@ -39,7 +39,7 @@ def queued(settings, monkeypatch):
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
     enqueued: list[tuple[str, float]] = []
     monkeypatch.setattr(
-        distillation, "session_enqueue", lambda sid, delay_seconds=0: enqueued.append((sid, delay_seconds))
+        services_sessions, "session_enqueue", lambda sid, delay_seconds=0: enqueued.append((sid, delay_seconds))
     )
     return enqueued
 
@@ -122,9 +122,9 @@ def test_a_transient_llm_error_requeues_with_backoff_then_fails_after_three_atte
     session = session_process(session.id, llm=ScriptedLLM([LLMTransientError("429 rate limited")]))
     assert session.status == "queued" and session.attempts == 1
     assert session.next_attempt_at > timezone.now() + timedelta(seconds=20)
-    assert queued == [(session.id, distillation.RETRY_BASE_SECONDS)]
+    assert queued == [(session.id, services_sessions.RETRY_BASE_SECONDS)]
     session = session_process(session.id, llm=ScriptedLLM([LLMTransientError("503")]))
-    assert session.attempts == 2 and queued[-1][1] == 2 * distillation.RETRY_BASE_SECONDS
+    assert session.attempts == 2 and queued[-1][1] == 2 * services_sessions.RETRY_BASE_SECONDS
     session = session_process(session.id, llm=ScriptedLLM([LLMTransientError("503 again")]))
     assert session.status == "failed" and session.attempts == 3
     assert "503 again" in session.error

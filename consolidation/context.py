@@ -1,0 +1,188 @@
+"""The state one consolidation run carries through its phases (``RunContext``), its options, the
+thresholds the phases share, and the helpers every phase uses: links, the audited archive, the
+LLM fan-out and reply parsing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from accounts.access import Principal
+from accounts.models import Project
+from consolidation import clustering
+from consolidation import prompts as cprompts
+from consolidation.models import ConsolidationRun, empty_counters
+from memories.models import Memory, MemoryLink
+from memories.moderation import memories_archive
+from reasoningbank.ai.llm import LLMError, llm_from_settings
+from reasoningbank.ai.metered import llm_complete
+
+logger = logging.getLogger("consolidation")
+
+DUPLICATE_THRESHOLD = 0.95
+CONTRADICTION_BAND = (0.7, 0.95)
+MAX_JUDGED_PAIRS = 50  # LLM judge calls per run (contradiction + supersession)
+STALE_RETENTION = 0.1
+RETENTION_WRITE_DELTA = 0.05  # stored retention is refreshed when it moved at least this much
+STALE_IDLE_DAYS = 30
+PATTERN_WINDOW_DAYS = 7
+# memories created or changed this long before the stored graph's run started are probed again:
+# created_at/updated_at are stamped by other processes whose clocks may lag the worker's
+GRAPH_CLOCK_MARGIN = timedelta(minutes=5)
+# an approximate index misses a few percent of the edges in any one pass, and an incremental
+# run never looks for them again: each memory is probed again this long after its last probe,
+# a slice of the project a day (consolidation.graph_slices)
+GRAPH_REPROBE_AFTER = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    similarity_threshold: float = 0.8
+    max_clusters: int = 0  # 0 = no limit (seed 000)
+    dry_run: bool = False
+    force: bool = False  # bypass the 24 h window (seed 000 ForceAll)
+    min_cluster_size: int = clustering.DEFAULT_MIN_CLUSTER_SIZE
+    max_cluster_size: int = clustering.DEFAULT_MAX_CLUSTER_SIZE
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class RunTimeout(Exception):
+    pass
+
+
+@dataclass
+class RunContext:
+    run: ConsolidationRun
+    project: Project
+    options: RunOptions
+    principal: Principal
+    llm: Any
+    started: float
+    deadline: float
+    now: Any
+    counters: dict[str, int] = field(default_factory=empty_counters)
+    preview: dict[str, list[Any]] = field(default_factory=dict)
+    created: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    durations: dict[str, float] = field(default_factory=dict)
+    since: Any = None  # start of the last completed run: "new" memories are newer than this
+
+    @property
+    def dry(self) -> bool:
+        return self.options.dry_run
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise RunTimeout(f"run exceeded its {settings.CONSOLIDATION_RUN_TIMEOUT / 60:.0f}-minute limit")
+
+    def note(self, key: str, item: Any) -> None:
+        self.preview.setdefault(key, []).append(item)
+
+
+def run_llm(ctx: RunContext) -> Any:
+    """The LLM a run uses: the one it was given (tests, benchmarks) or the configured provider."""
+    return ctx.llm or llm_from_settings()
+
+
+def run_archive(
+    ctx: RunContext,
+    memory_ids: str | Sequence[str],
+    reason: str,
+    *,
+    into: Memory | None = None,
+    only_active: bool = False,
+) -> list[str]:
+    """Archive for this run through the one audited archive service (the audit rows name the run)."""
+    return memories_archive(
+        organization=ctx.run.organization,
+        memory_ids=memory_ids,
+        reason=reason,
+        into=into,
+        only_active=only_active,
+        data={"run": ctx.run.id},
+    )
+
+
+def link_add(ctx: RunContext, source: str, target: str, kind: str, weight: float, reason: str) -> None:
+    MemoryLink.objects.get_or_create(
+        source_id=source,
+        target_id=target,
+        kind=kind,
+        defaults={
+            "organization": ctx.run.organization,
+            "weight": round(float(weight), 4),
+            "reason": reason[:2000],
+            "run": ctx.run,
+        },
+    )
+
+
+def llm_map(ctx: RunContext, llm: Any, purpose: str, prompts: Sequence[str], *, system: str) -> list[str | Exception]:
+    """Call the LLM for each prompt, at most CONSOLIDATION_LLM_CONCURRENCY at a time."""
+    org, run = ctx.run.organization, ctx.run
+
+    def one(prompt: str) -> str | Exception:
+        try:
+            return llm_complete(organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, run=run).text
+        except LLMError as exc:
+            return exc
+
+    def one_in_thread(prompt: str) -> str | Exception:
+        # worker threads get their own database connection; close it when done
+        close_old_connections()
+        try:
+            return one(prompt)
+        finally:
+            connection.close()
+
+    if len(prompts) == 1 or connection.in_atomic_block:
+        return [one(p) for p in prompts]
+    with ThreadPoolExecutor(max_workers=min(settings.CONSOLIDATION_LLM_CONCURRENCY, len(prompts))) as pool:
+        return list(pool.map(one_in_thread, prompts))
+
+
+def reply_parsed(ctx: RunContext, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
+    """A judge's parsed verdict, or None with a run warning when the call or its reply failed."""
+    try:
+        if isinstance(reply, Exception):
+            raise reply
+        return parse(reply)
+    except (cprompts.PromptParseError, LLMError) as exc:
+        ctx.warnings.append(f"{what} failed: {exc}")
+        return None
+
+
+def tags_lenient(tags: Iterable[str]) -> list[str]:
+    """LLM-made tags: lower-cased, de-duplicated, over-long ones dropped, at most 20 (never raises)."""
+    cleaned: list[str] = []
+    for tag in tags:
+        tag = tag.strip().lower().replace("\x00", "")
+        if tag and len(tag) <= 50 and tag not in cleaned:
+            cleaned.append(tag)
+    return cleaned[:20]
+
+
+def prompt_source(memory: Memory) -> cprompts.SourceMemory:
+    return cprompts.SourceMemory(
+        id=memory.id,
+        title=memory.title,
+        content=memory.content,
+        tags=tuple(memory.tags),
+        confidence=memory.confidence,
+        usage_count=memory.usage_count,
+        outcome=memory.outcome,
+        created_at=memory.created_at,
+    )

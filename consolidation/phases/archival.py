@@ -1,0 +1,37 @@
+"""Phase 8: archive stale memories (seed 004) and expired working memories."""
+
+from __future__ import annotations
+
+import logging
+
+from consolidation import retention
+from consolidation.context import STALE_IDLE_DAYS, STALE_RETENTION, RunContext, run_archive
+from consolidation.selectors import (
+    ScannedMemory,
+)
+from memories.models import Memory
+
+logger = logging.getLogger("consolidation")
+
+
+def stale_archive(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
+    """Seed 004: archive low-salience memories idle for 30 days; expired working memories too.
+    Uses the salience computed by this run's retention phase (also in a dry run)."""
+    now = ctx.now.timestamp()
+    stale = [
+        m.id
+        for m in memories.values()
+        if retention.is_stale(
+            m.salience, idle_seconds=now - m.last_access, threshold=STALE_RETENTION, max_idle_days=STALE_IDLE_DAYS
+        )
+        or (m.kind == Memory.KIND_WORKING and m.expires is not None and m.expires < now)
+    ]
+    if not stale:
+        return
+    if ctx.dry:
+        ctx.preview["stale"] = stale
+    else:
+        # one statement: only rows still active are archived (the row lock is the UPDATE's own)
+        stale = run_archive(ctx, stale, Memory.ARCHIVED_STALE, only_active=True)
+    ctx.archived.extend(stale)
+    ctx.counters["archived"] += len(stale)

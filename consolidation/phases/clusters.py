@@ -1,0 +1,191 @@
+"""Phases 5–6: cluster the neighbour graph, then synthesise each cluster into one consolidated memory."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from accounts.services import audit_record
+from consolidation import clustering
+from consolidation import prompts as cprompts
+from consolidation.context import (
+    RunContext,
+    link_add,
+    llm_map,
+    prompt_source,
+    run_archive,
+    run_llm,
+    tags_lenient,
+)
+from consolidation.selectors import (
+    Edge,
+    ScannedMemory,
+)
+from memories.models import Memory, MemoryLink
+from memories.moderation import memories_lock_active
+from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text
+
+logger = logging.getLogger("consolidation")
+
+
+def clusters_build(
+    ctx: RunContext, memories: dict[str, ScannedMemory], edges: list[Edge]
+) -> list[clustering.Cluster[str]]:
+    # disputed memories wait for a moderator instead of being merged away
+    disputed: set[str] = set()
+    for source, target in MemoryLink.objects.filter(
+        organization_id=ctx.run.organization_id,
+        kind=MemoryLink.KIND_CONTRADICTS,
+        resolved_at__isnull=True,
+        source__project=ctx.project,
+    ).values_list("source_id", "target_id"):
+        if source in memories:
+            disputed.update((source, target))
+    candidates = {mid: m for mid, m in memories.items() if mid not in disputed}
+    live = [e for e in edges if e[0] in candidates and e[1] in candidates]
+    clusters = clustering.average_linkage_clusters(
+        list(candidates),
+        live,
+        ctx.options.similarity_threshold,
+        min_size=ctx.options.min_cluster_size,
+        max_size=ctx.options.max_cluster_size,
+    )
+    # biggest, tightest clusters first so max_clusters keeps the most valuable merges
+    clusters.sort(key=lambda c: (-len(c.member_ids), -c.average_similarity, c.member_ids[0]))
+    ctx.counters["clusters"] = len(clusters)
+    if ctx.options.max_clusters:
+        clusters = clusters[: ctx.options.max_clusters]
+    # seed 000 SkippedCount: memories evaluated but not consolidated (failed clusters add theirs later)
+    ctx.counters["skipped"] = len(memories) - len({mid for c in clusters for mid in c.member_ids})
+    return clusters
+
+
+def clusters_synthesize(ctx: RunContext, clusters: list[clustering.Cluster[str]]) -> None:
+    """Seed 000: one LLM synthesis per cluster (concurrently), then one transaction per merge."""
+    if not clusters:
+        return
+    if ctx.dry:
+        described = _preview_sources(ctx, [m for c in clusters for m in c.member_ids])
+        for c in clusters:
+            ctx.note(
+                "clusters",
+                {
+                    "members": list(c.member_ids),
+                    "titles": [described[m]["title"] for m in c.member_ids],
+                    "average_similarity": round(c.average_similarity, 4),
+                    "sources": [described[m] for m in c.member_ids],
+                },
+            )
+            # seed 000: a dry run returns what *would* be archived
+            ctx.archived.extend(c.member_ids)
+            ctx.counters["archived"] += len(c.member_ids)
+        return
+    llm = run_llm(ctx)
+    if llm.provider == "none":
+        ctx.warnings.append(
+            f"{len(clusters)} clusters wait for an LLM (LLM_PROVIDER=none); duplicates, tiers and archival were applied"
+        )
+        ctx.counters["skipped"] += sum(len(c.member_ids) for c in clusters)
+        return
+    sources = {
+        m.id: m
+        for m in Memory.objects.filter(pk__in=[mid for c in clusters for mid in c.member_ids]).defer("embedding")
+    }
+    replies = llm_map(
+        ctx,
+        llm,
+        "synthesize",
+        [cprompts.build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
+        system="You consolidate an engineering team's memory bank. Follow the output format exactly.",
+    )
+    for cluster, reply in zip(clusters, replies, strict=True):
+        ctx.check_time()
+        if isinstance(reply, Exception):
+            ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {reply}")
+            ctx.counters["skipped"] += len(cluster.member_ids)
+            continue
+        try:
+            synthesis = cprompts.parse_synthesis(reply)
+            merged = _merge_cluster(ctx, cluster, [sources[mid] for mid in cluster.member_ids], synthesis)
+        except Exception as exc:  # one cluster failing must not stop the others; its transaction rolled back
+            logger.warning("cluster merge failed in run %s: %s", ctx.run.id, exc)
+            ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {type(exc).__name__}: {exc}")
+            ctx.counters["skipped"] += len(cluster.member_ids)
+            continue
+        if merged is None:
+            ctx.counters["skipped"] += len(cluster.member_ids)
+
+
+def _preview_sources(ctx: RunContext, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """How a dry run's preview names each proposed source: near-identical rows often share a title,
+    so the id, creation time and project tell them apart (issue 11 item 7)."""
+    rows = Memory.objects.filter(organization_id=ctx.run.organization_id, pk__in=list(ids)).values_list(
+        "id", "title", "created_at"
+    )
+    described = {
+        mid: {"id": mid, "title": title, "created_at": created.isoformat(), "project": ctx.project.slug}
+        for mid, title, created in rows
+    }
+    # a source gone since the scan (never deleted, but be safe) still gets an entry
+    return {
+        mid: described.get(mid) or {"id": mid, "title": "", "created_at": "", "project": ctx.project.slug}
+        for mid in ids
+    }
+
+
+def _merge_cluster(
+    ctx: RunContext, cluster: clustering.Cluster[str], sources: list[Memory], synthesis: cprompts.Synthesis
+) -> Memory | None:
+    """Create the consolidated memory, archive the sources into it, link both ways — atomically."""
+    confidence = cprompts.consolidated_confidence([(m.confidence, m.usage_count) for m in sources])
+    draft = MemoryDraft(
+        title=synthesis.title[:200],
+        description=(synthesis.source_attribution or f"Synthesized from {len(sources)} source memories")[:2000],
+        content=synthesis.content[:20000],
+        outcome=synthesis.outcome,
+        tags=tags_lenient(synthesis.tags),
+        kind=Memory.KIND_PROCEDURAL,
+    )
+    (vector,), _ = _embed([memory_embedding_text(draft.title, draft.description, draft.content)])
+    with transaction.atomic():
+        live = memories_lock_active([m.id for m in sources])
+        if len(live) != len(sources):
+            return None  # a source changed since the scan (re-run, moderator): leave it for next time
+        (merged,) = memories_create(
+            principal=ctx.principal,
+            drafts=[draft],
+            project=ctx.project,
+            origin=Memory.ORIGIN_CONSOLIDATED,
+            initial_confidence=min(0.99, max(0.01, confidence.final)),
+            vectors=[vector],
+        )
+        merged.usage_count = sum(m.usage_count for m in sources)
+        merged.save(update_fields=["usage_count"])
+        run_archive(ctx, [source.id for source in sources], Memory.ARCHIVED_CONSOLIDATED, into=merged)
+        for source in sources:
+            link_add(
+                ctx,
+                merged.id,
+                source.id,
+                MemoryLink.KIND_CONSOLIDATES,
+                cluster.average_similarity,
+                "synthesized into a consolidated memory",
+            )
+        audit_record(
+            organization=ctx.run.organization,
+            actor=ctx.principal,
+            verb="memory.consolidate",
+            target=merged,
+            data={
+                "run": ctx.run.id,
+                "sources": [m.id for m in sources],
+                "confidence": {"weighted": confidence.weighted, "bonus": confidence.bonus},
+            },
+        )
+    ctx.created.append(merged.id)
+    ctx.archived.extend(m.id for m in sources)
+    ctx.counters["created"] += 1
+    ctx.counters["archived"] += len(sources)
+    return merged

@@ -1,0 +1,81 @@
+"""Phase 2: merge near-identical memories (cosine ≥ the duplicate threshold) without an LLM."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from consolidation import clustering
+from consolidation.context import (
+    CONTRADICTION_BAND,
+    DUPLICATE_THRESHOLD,
+    RunContext,
+    run_archive,
+)
+from consolidation.graph import neighbour_graph_build
+from consolidation.phases.clusters import _preview_sources
+from consolidation.selectors import (
+    Edge,
+    ScannedMemory,
+)
+from memories.models import Memory, MemoryLink
+from memories.moderation import memories_lock_active
+
+logger = logging.getLogger("consolidation")
+
+
+def duplicates_merge(ctx: RunContext, memories: dict[str, ScannedMemory]) -> list[Edge]:
+    """Seed 004: groups ≥ 0.95 merge without an LLM — the strongest stays, the rest are archived as
+    duplicates with a ``duplicates`` link. Returns the neighbour graph for the later phases."""
+    edges = neighbour_graph_build(ctx, memories, min(ctx.options.similarity_threshold, CONTRADICTION_BAND[0]))
+    groups = clustering.duplicate_groups(list(memories), edges, DUPLICATE_THRESHOLD)
+    plan: list[tuple[ScannedMemory, list[ScannedMemory], float]] = []
+    for group in groups:
+        members = [memories[mid] for mid in group.member_ids]
+        keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created))
+        plan.append((keep, [m for m in members if m.id != keep.id], group.min_similarity))
+    if ctx.dry:
+        described = _preview_sources(ctx, [m.id for keep, others, _ in plan for m in (keep, *others)])
+        for keep, others, similarity in plan:
+            ctx.note(
+                "duplicates",
+                {
+                    "keep": keep.id,
+                    "archive": [m.id for m in others],
+                    "similarity": round(similarity, 4),
+                    "sources": [described[m.id] for m in (keep, *others)],
+                },
+            )
+    elif plan:
+        # no LLM involved: every group is merged in one transaction with set-based statements
+        with transaction.atomic():
+            live = set(memories_lock_active([m.id for keep, others, _ in plan for m in (keep, *others)]))
+            plan = [item for item in plan if item[0].id in live and all(m.id in live for m in item[1])]
+            run_archive(ctx, [m.id for _, others, _ in plan for m in others], Memory.ARCHIVED_DUPLICATE, into=None)
+            links = [(keep.id, other.id, round(similarity, 4)) for keep, others, similarity in plan for other in others]
+            # one statement for thousands of links (bulk_create would bind 8 parameters per row)
+            with connection.cursor() as cursor:
+                if links:  # empty when another run took every group's members meanwhile
+                    cursor.execute(
+                        "INSERT INTO memories_memorylink "
+                        "(organization_id, source_id, target_id, kind, weight, reason, run_id, created_at) "
+                        "SELECT %s, v.s, v.t, %s, v.w, %s, %s, %s FROM unnest(%s::text[], %s::text[], %s::float8[]) "
+                        "AS v(s, t, w) ON CONFLICT DO NOTHING",
+                        [
+                            ctx.run.organization_id,
+                            MemoryLink.KIND_DUPLICATES,
+                            f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
+                            ctx.run.id,
+                            timezone.now(),
+                            *map(list, zip(*links, strict=True)),
+                        ],
+                    )
+    for _, others, _ in plan:
+        for other in others:
+            memories.pop(other.id, None)
+            ctx.archived.append(other.id)
+        ctx.counters["duplicates_merged"] += len(others)
+        ctx.counters["archived"] += len(others)
+    return edges

@@ -1,0 +1,106 @@
+"""Phase 7: patterns from recent episodic memories; promotion of working memories."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+
+from consolidation import events, retention
+from consolidation import prompts as cprompts
+from consolidation.context import (
+    DUPLICATE_THRESHOLD,
+    PATTERN_WINDOW_DAYS,
+    RunContext,
+    link_add,
+    llm_map,
+    reply_parsed,
+    run_llm,
+)
+from consolidation.models import ConsolidationRun
+from memories import confidence as conf
+from memories.models import Memory, MemoryLink
+from memories.services import MemoryDraft, _embed, memories_create
+
+logger = logging.getLogger("consolidation")
+
+
+def patterns_extract(ctx: RunContext) -> None:
+    """Seed 004 pattern extraction from recent episodic memories → semantic memories, and 003's
+    promotion of working memories (important, used 3+ times or older than 15 min → semantic)."""
+    base = Memory.objects.filter(organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE)
+    working = list(
+        base.filter(kind=Memory.KIND_WORKING).only("id", "importance", "usage_count", "created_at", "expires_at")
+    )
+    promote = [
+        m for m in working if m.importance > 0.7 or m.usage_count >= 3 or ctx.now - m.created_at > timedelta(minutes=15)
+    ]
+    if promote and not ctx.dry:
+        Memory.objects.filter(pk__in=[m.id for m in promote]).update(
+            kind=Memory.KIND_SEMANTIC, expires_at=None, importance=retention.importance_for_kind(Memory.KIND_SEMANTIC)
+        )
+    ctx.counters["promoted"] = len(promote)
+    since = ctx.now - timedelta(days=PATTERN_WINDOW_DAYS)
+    episodes_qs = base.filter(kind=Memory.KIND_EPISODIC, created_at__gte=max(since, ctx.since or since))
+    episodes = list(
+        episodes_qs.order_by("created_at").only("id", "content", "created_at")[: cprompts.PATTERN_EPISODE_LIMIT]
+    )
+    if len(episodes) < cprompts.MIN_EPISODES_FOR_PATTERNS:
+        return
+    if ctx.dry:
+        ctx.note("pattern_sources", [m.id for m in episodes])
+        return
+    llm = run_llm(ctx)
+    if llm.provider == "none":
+        ctx.warnings.append(f"pattern extraction from {len(episodes)} episodes waits for an LLM")
+        return
+    (reply,) = llm_map(
+        ctx,
+        llm,
+        "patterns",
+        [cprompts.build_pattern_prompt([(m.created_at, m.content) for m in episodes])],
+        system="You extract durable facts and habits from an engineering team's episodic memories.",
+    )
+    patterns = reply_parsed(ctx, reply, cprompts.parse_patterns, "pattern extraction")
+    if not patterns:
+        return
+    vectors, _ = _embed(patterns)
+    for pattern, vector in zip(patterns, vectors, strict=True):
+        if _has_twin(ctx, vector):
+            continue
+        draft = MemoryDraft(
+            title=pattern[:200],
+            description=f"Pattern extracted from {len(episodes)} episodic memories",
+            content=pattern,
+            outcome=Memory.OUTCOME_SUCCESS,
+            tags=["pattern"],
+            kind=Memory.KIND_SEMANTIC,
+        )
+        with transaction.atomic():
+            (memory,) = memories_create(
+                principal=ctx.principal,
+                drafts=[draft],
+                project=ctx.project,
+                origin=Memory.ORIGIN_EXTRACTED,
+                initial_confidence=conf.INITIAL_DEFAULT + 0.1,
+                vectors=[vector],
+            )
+            for episode in episodes:
+                link_add(ctx, memory.id, episode.id, MemoryLink.KIND_REFERENCES, 1.0, "pattern source")
+        ctx.created.append(memory.id)
+        ctx.counters["patterns"] += 1
+        events.pattern_extracted.send(sender=ConsolidationRun, run=ctx.run, memory=memory, source_count=len(episodes))
+
+
+def _has_twin(ctx: RunContext, vector: list[float]) -> bool:
+    from pgvector.django import CosineDistance
+
+    nearest = (
+        Memory.objects.filter(organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE)
+        .annotate(d=CosineDistance("embedding", vector))
+        .order_by("d")
+        .values_list("d", flat=True)
+        .first()
+    )
+    return nearest is not None and 1 - nearest >= DUPLICATE_THRESHOLD

@@ -1,0 +1,61 @@
+"""Phase 3: seed 002 retention score and tier for every memory (the daily decay), vectorised."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from django.db import connection
+
+from consolidation import retention
+from consolidation.context import RETENTION_WRITE_DELTA, RunContext
+from consolidation.selectors import (
+    ScannedMemory,
+)
+from memories.models import MemoryLink
+
+logger = logging.getLogger("consolidation")
+
+
+def tiers_update(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
+    """Seed 002 retention score + tier for every memory (the daily decay), vectorised; one bulk
+    UPDATE of the rows whose score or tier moved."""
+    if not memories:
+        return
+    superseded = set(
+        MemoryLink.objects.filter(
+            organization_id=ctx.run.organization_id, kind=MemoryLink.KIND_SUPERSEDES, target__project=ctx.project
+        ).values_list("target_id", flat=True)
+    )
+    rows = list(memories.values())
+    now = ctx.now.timestamp()
+    created = np.fromiter((m.created for m in rows), dtype=np.float64, count=len(rows))
+    last_access = np.fromiter((m.last_access for m in rows), dtype=np.float64, count=len(rows))
+    scores = retention.retention_scores(
+        age_days=(now - created) / 86400,
+        access_age_days=(now - last_access) / 86400,
+        activation_counts=np.fromiter((m.usage_count for m in rows), dtype=np.float64, count=len(rows)),
+        importances=np.fromiter((m.importance for m in rows), dtype=np.float64, count=len(rows)),
+        superseded=np.fromiter((m.id in superseded for m in rows), dtype=bool, count=len(rows)),
+    )
+    # salience for stale archival (seed 004): the usage-driven part only. Importance keeps a
+    # memory warm in tiers, but must not make an unused memory unarchivable forever.
+    config = retention.DEFAULT_RETENTION_CONFIG
+    salience = config.recency_weight * scores.recency + config.activation_weight * scores.activation
+    old_tiers = np.array([m.tier for m in rows], dtype=object)
+    old_scores = np.fromiter((m.retention for m in rows), dtype=np.float64, count=len(rows))
+    tier_moved = scores.tiers.astype(object) != old_tiers
+    # write only what moved: rewriting every row each run would churn the table for nothing
+    moved = np.flatnonzero(tier_moved | (np.abs(scores.overall - old_scores) >= RETENTION_WRITE_DELTA))
+    ctx.counters["tier_transitions"] = int(tier_moved.sum())
+    overall, tiers, salience_list = scores.overall.tolist(), scores.tiers.tolist(), salience.tolist()
+    for memory, score, tier, value in zip(rows, overall, tiers, salience_list, strict=True):
+        memory.retention, memory.tier, memory.salience = score, tier, value
+    if ctx.dry or not len(moved):
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE memories_memory m SET retention = v.r, tier = v.t "
+            "FROM unnest(%s::text[], %s::float8[], %s::text[]) AS v(id, r, t) WHERE m.id = v.id",
+            [[rows[i].id for i in moved], [overall[i] for i in moved], [tiers[i] for i in moved]],
+        )

@@ -1,0 +1,358 @@
+"""Consolidation runs (seeds 000, 002, 003, 004; DESIGN §5, §10): request (plan gates, one active
+run per project), execute (the phases in order, each timed and reported), finish, and the
+recovery of runs a dead worker left behind.
+
+Phase order: scan → duplicate merge (≥ 0.95, no LLM) → retention & tiers → contradiction /
+supersession judge (before clustering, so a disputed pair is never blended) → clustering → LLM
+synthesis (each cluster's merge its own transaction) → patterns & promotion → stale archival.
+Each phase commits its own work: a run that fails or crashes keeps what committed, and a re-run
+picks up what is left. Nothing is ever deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.access import Principal, system_principal
+from accounts.models import SCOPE_CONSOLIDATION_RUN, Organization, Project
+from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED, minimum_plan_for
+from accounts.services import audit_record
+from consolidation import events
+from consolidation.context import RunContext, RunOptions, RunTimeout
+from consolidation.models import ConsolidationRun, empty_counters
+from consolidation.phases.archival import stale_archive
+from consolidation.phases.clusters import clusters_build, clusters_synthesize
+from consolidation.phases.duplicates import duplicates_merge
+from consolidation.phases.judge import pairs_judge
+from consolidation.phases.patterns import patterns_extract
+from consolidation.phases.scan import memories_load
+from consolidation.phases.tiers import tiers_update
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
+
+logger = logging.getLogger("consolidation")
+
+
+PHASES = ("scan", "duplicates", "retention", "judge", "cluster", "synthesize", "patterns", "archive", "completed")
+
+
+def run_options_validate(
+    *, similarity_threshold: Any = None, max_clusters: Any = 0, dry_run: Any = False, force: Any = False
+) -> RunOptions:
+    threshold = (
+        settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD if similarity_threshold is None else similarity_threshold
+    )
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.5 <= threshold <= 0.99:
+        raise InvalidInput("similarity_threshold must be a number from 0.5 to 0.99", field="similarity_threshold")
+    if isinstance(max_clusters, bool) or not isinstance(max_clusters, int) or not 0 <= max_clusters <= 10_000:
+        raise InvalidInput("max_clusters must be an integer from 0 (no limit) to 10000", field="max_clusters")
+    for name, value in (("dry_run", dry_run), ("force", force)):
+        if not isinstance(value, bool):
+            raise InvalidInput(f"{name} must be true or false", field=name)
+    return RunOptions(similarity_threshold=float(threshold), max_clusters=max_clusters, dry_run=dry_run, force=force)
+
+
+def project_argument(*, project: str | None, project_id: str | None) -> str | None:
+    """The slug a request names: ``project`` (every other tool's name) or seed 000's ``project_id``;
+    None when neither is given (``memories.selectors.project_target`` then picks the only one)."""
+    project, project_id = (project or "").strip() or None, (project_id or "").strip() or None
+    if project and project_id and project != project_id:
+        raise InvalidInput(
+            f"project {project!r} and project_id {project_id!r} name different projects: pass one of them",
+            field="project",
+        )
+    return project or project_id
+
+
+def consolidation_request(
+    *,
+    principal: Principal,
+    project: Project | None,
+    options: RunOptions,
+    trigger: str = ConsolidationRun.TRIGGER_MANUAL,
+) -> ConsolidationRun:
+    """Create a run (queued). Gates: manual needs Pro, automatic needs Teams; one active run per project.
+    ``project`` None (no slug, and the token reaches several projects) is a clear 4xx."""
+    if project is None:
+        raise InvalidInput("project_id is required: the slug of the project to consolidate", field="project_id")
+    org = principal.organization
+    if trigger == ConsolidationRun.TRIGGER_MANUAL:
+        if not principal.has_scope(SCOPE_CONSOLIDATION_RUN):
+            raise Forbidden(f"running consolidation needs the '{SCOPE_CONSOLIDATION_RUN}' scope")
+        feature_require(org, FEATURE_CONSOLIDATION_MANUAL, "manual consolidation")
+    else:
+        feature_require(org, FEATURE_CONSOLIDATION_SCHEDULED, "automatic consolidation")
+    # a run left behind by a dead worker must not block this request (issue 11 item 12)
+    runs_recover_stale(project=project)
+    try:
+        with transaction.atomic():
+            run = ConsolidationRun.objects.create(
+                organization=org,
+                project=project,
+                trigger=trigger,
+                options=options.as_dict(),
+                dry_run=options.dry_run,
+                requested_by_token=principal.token,
+                requested_by_user=principal.user,
+            )
+            audit_record(
+                organization=org,
+                actor=principal,
+                verb="consolidation.request",
+                target=run,
+                data={"project": project.slug, "trigger": trigger, **options.as_dict()},
+            )
+    except IntegrityError:
+        active = ConsolidationRun.objects.filter(project=project, status__in=["queued", "running"]).first()
+        waiting = (
+            f"; it is failed if no worker picks it up within {minutes_text(settings.CONSOLIDATION_QUEUE_TIMEOUT)}"
+            if active is not None and active.status == ConsolidationRun.STATUS_QUEUED
+            else ""
+        )
+        raise Conflict(
+            f"a consolidation run for {project.slug!r} is already {active.status if active else 'active'}"
+            + (f" ({active.id}{waiting})" if active else ""),
+            field="project_id",
+        ) from None
+    return run
+
+
+def feature_require(org: Organization, feature: str, what: str) -> None:
+    if not org.has_feature(feature):
+        raise PlanRequired(
+            f"{what} needs the {minimum_plan_for(feature)} plan or above; this organization is on {org.plan}"
+        )
+
+
+def consolidation_enqueue(run: ConsolidationRun) -> None:
+    from django_q.tasks import async_task
+
+    transaction.on_commit(
+        lambda: async_task("consolidation.tasks.consolidation_run_task", run.id, task_name=f"consolidate {run.id}")
+    )
+
+
+def last_completed_run(project: Project) -> ConsolidationRun | None:
+    return (
+        ConsolidationRun.objects.filter(project=project, status=ConsolidationRun.STATUS_COMPLETED, dry_run=False)
+        .order_by("-started_at")
+        .first()
+    )
+
+
+def run_claim(run_id: str) -> ConsolidationRun | None:
+    now = timezone.now()
+    claimed = ConsolidationRun.objects.filter(pk=run_id, status=ConsolidationRun.STATUS_QUEUED).update(
+        status=ConsolidationRun.STATUS_RUNNING, started_at=now, heartbeat_at=now, phase="scan"
+    )
+    if not claimed:
+        return None
+    return ConsolidationRun.objects.select_related("organization", "project", "requested_by_token").get(pk=run_id)
+
+
+def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun | None:
+    """Run one queued consolidation run to the end. Returns None if another worker has it."""
+    run = run_claim(run_id)
+    if run is None:
+        return None
+    options = RunOptions(**run.options)
+    project = run.project
+    assert project is not None
+    window_start = timezone.now() - timedelta(seconds=settings.CONSOLIDATION_WINDOW)
+    previous = last_completed_run(project)
+    since = previous.started_at if previous is not None else None
+    if previous is not None and since is not None and since >= window_start and not (options.force or options.dry_run):
+        return run_finish(
+            run,
+            ConsolidationRun.STATUS_SKIPPED,
+            counters=empty_counters(),
+            preview={},
+            warnings=[
+                f"consolidated {timezone.now() - since} ago ({previous.id}); within the "
+                f"{settings.CONSOLIDATION_WINDOW / 3600:.0f} h window — pass force to run anyway"
+            ],
+            errors=[],
+            durations={},
+            created=[],
+            archived=[],
+        )
+    principal = Principal(
+        organization=run.organization,
+        scopes=system_principal(run.organization).scopes,
+        token=run.requested_by_token,
+        user=run.requested_by_user,
+    )
+    started = time.monotonic()
+    ctx = RunContext(
+        run=run,
+        project=project,
+        options=options,
+        principal=principal,
+        llm=llm,
+        started=started,
+        deadline=started + settings.CONSOLIDATION_RUN_TIMEOUT,
+        now=timezone.now(),
+        since=previous.started_at if previous else None,
+    )
+    status = ConsolidationRun.STATUS_COMPLETED
+    try:
+        memories = phase_run(ctx, "scan", memories_load)
+        # duplicates before retention: the memories merged away as duplicates need no new tier
+        # (on a freshly loaded bank that is ~12% fewer rows rewritten)
+        edges = phase_run(ctx, "duplicates", lambda c: duplicates_merge(c, memories))
+        phase_run(ctx, "retention", lambda c: tiers_update(c, memories))
+        # judged before clustering: a contradicting pair above the cluster threshold must be
+        # flagged for a moderator, not blended into one synthesized memory
+        phase_run(ctx, "judge", lambda c: pairs_judge(c, edges, memories))
+        clusters = phase_run(ctx, "cluster", lambda c: clusters_build(c, memories, edges))
+        phase_run(ctx, "synthesize", lambda c: clusters_synthesize(c, clusters))
+        phase_run(ctx, "patterns", patterns_extract)
+        phase_run(ctx, "archive", lambda c: stale_archive(c, memories))
+    except RunTimeout as exc:
+        status = ConsolidationRun.STATUS_FAILED
+        ctx.errors.append(str(exc))
+    except Exception as exc:  # a bug or a database error: record it, keep what committed
+        logger.exception("consolidation run %s failed", run.id)
+        status = ConsolidationRun.STATUS_FAILED
+        ctx.errors.append(f"{type(exc).__name__}: {exc}")
+    finished = run_finish(
+        run,
+        status,
+        counters=ctx.counters,
+        preview=ctx.preview,
+        warnings=ctx.warnings,
+        errors=ctx.errors,
+        durations=ctx.durations,
+        created=ctx.created,
+        archived=ctx.archived,
+    )
+    events.run_completed.send(sender=ConsolidationRun, run=finished)
+    return finished
+
+
+def phase_run(ctx: RunContext, name: str, fn: Callable[[RunContext], Any]) -> Any:
+    ctx.check_time()
+    ConsolidationRun.objects.filter(pk=ctx.run.pk).update(
+        phase=name,
+        progress=PHASES.index(name) / (len(PHASES) - 1),
+        heartbeat_at=timezone.now(),
+        counters=ctx.counters,
+    )
+    started = time.perf_counter()
+    try:
+        return fn(ctx)
+    finally:
+        ctx.durations[name] = round(time.perf_counter() - started, 4)
+
+
+def run_finish(
+    run: ConsolidationRun,
+    status: str,
+    *,
+    counters: dict[str, int],
+    preview: dict[str, Any],
+    warnings: list[str],
+    errors: list[str],
+    durations: dict[str, float],
+    created: list[str],
+    archived: list[str],
+) -> ConsolidationRun:
+    now = timezone.now()
+    run.status = status
+    run.phase = "completed" if status == ConsolidationRun.STATUS_COMPLETED else run.phase or ""
+    run.progress = (
+        1.0 if status in (ConsolidationRun.STATUS_COMPLETED, ConsolidationRun.STATUS_SKIPPED) else run.progress
+    )
+    run.counters, run.preview, run.warnings, run.errors = counters, preview, warnings, errors
+    run.phase_durations = durations
+    run.finished_at = now
+    run.started_at = run.started_at or now
+    calls = run.llm_call_log.all()
+    run.llm_calls = calls.count()
+    run.llm_input_tokens = sum(c.input_tokens for c in calls)
+    run.llm_output_tokens = sum(c.output_tokens for c in calls)
+    run.result = {
+        "created_memories": created,
+        "archived_memories": archived,
+        "skipped_count": counters.get("skipped", 0),
+        "total_processed": counters.get("processed", 0),
+        "duration_seconds": round((now - run.started_at).total_seconds(), 2),
+        # a dry run's lists are proposals: say so wherever the result goes (MCP, REST, dashboard)
+        "dry_run": run.dry_run,
+    }
+    run.save()
+    logger.info(
+        (
+            "Consolidation dry run %s run=%s project=%s would create=%d would archive=%d duration=%.1fs"
+            if run.dry_run
+            else "Consolidation %s run=%s project=%s created=%d archived=%d duration=%.1fs"
+        ),
+        status,
+        run.id,
+        run.project.slug if run.project else "-",
+        len(created),
+        len(archived),
+        run.result["duration_seconds"],
+    )
+    return run
+
+
+# a running run's heartbeat is stamped at each phase; one phase may take the whole run timeout
+HEARTBEAT_MARGIN = timedelta(minutes=5)
+
+
+def minutes_text(seconds: float) -> str:
+    value = seconds / 60
+    return f"{value:g} minute{'' if value == 1 else 's'}"
+
+
+def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta | None = None) -> int:
+    """Fail the runs whose worker is gone, so they never block their project (one active run per
+    project): queued runs no worker claimed within CONSOLIDATION_QUEUE_TIMEOUT (no worker running,
+    or it died before claiming) and running runs without a heartbeat for the run timeout plus a
+    margin (crash or restart). Their committed clusters stay merged, nothing is half-archived
+    because each merge was one transaction. The scheduler tick calls it for every project, a new
+    request for its own project. A late worker finds the run no longer queued and leaves it."""
+    now = timezone.now()
+    runs = ConsolidationRun.objects.all() if project is None else ConsolidationRun.objects.filter(project=project)
+    queue_timeout = settings.CONSOLIDATION_QUEUE_TIMEOUT
+    unclaimed = runs.filter(
+        status=ConsolidationRun.STATUS_QUEUED, created_at__lt=now - timedelta(seconds=queue_timeout)
+    ).update(
+        status=ConsolidationRun.STATUS_FAILED,
+        finished_at=now,
+        errors=[
+            f"no worker picked this run up within {minutes_text(queue_timeout)}; is the worker running? "
+            "(`manage.py qcluster`, which scripts/run.sh starts) Request the run again once it is."
+        ],
+    )
+    stale_after = stale_after or timedelta(seconds=settings.CONSOLIDATION_RUN_TIMEOUT) + HEARTBEAT_MARGIN
+    cutoff = now - stale_after
+    dead = (
+        runs.filter(status=ConsolidationRun.STATUS_RUNNING)
+        .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff))
+        .update(
+            status=ConsolidationRun.STATUS_FAILED,
+            finished_at=now,
+            errors=[
+                f"no heartbeat from its worker for {minutes_text(stale_after.total_seconds())}: the worker running "
+                "this stopped (crash or restart); committed merges were kept, re-run to continue"
+            ],
+        )
+    )
+    if unclaimed or dead:
+        logger.warning(
+            "Consolidation runs failed: %d queued with no worker within %s, %d running without a heartbeat",
+            unclaimed,
+            minutes_text(queue_timeout),
+            dead,
+        )
+    return unclaimed + dead

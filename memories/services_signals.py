@@ -1,0 +1,371 @@
+"""Confidence signals (seed 000, DESIGN §6): explicit feedback, task outcomes and usage, each moving a
+memory's Beta confidence; the per-project signal weights; the daily rollup of old events."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from accounts.access import Principal
+from accounts.models import Project
+from accounts.services import audit_record
+from memories import confidence as conf
+from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
+from memories.services import COMMENT_MAX, readable_require, text_clean, write_scope_require
+from reasoningbank.db_threads import other_connections_usable
+from reasoningbank.db_threads import write_behind as db_write_behind
+from reasoningbank.errors import InvalidInput
+from reasoningbank.metrics import counter_add
+from reasoningbank.scrubbing import scrub_secrets
+
+logger = logging.getLogger(__name__)
+
+
+# --- confidence signals ----------------------------------------------------------------------------
+
+
+def _weights_row(memory: Memory, *, lock: bool = False) -> ProjectSignalWeights:
+    """The learned weights that govern this memory: its project's, or the org-wide row."""
+    # project_id None selects the org-wide row (Django turns ``= None`` into IS NULL)
+    qs = ProjectSignalWeights.objects.filter(
+        organization_id=memory.organization_id, project_id=memory.project_id  # type: ignore[misc]
+    )
+    if lock:
+        qs = qs.select_for_update()
+    row = qs.first()
+    if row is None:
+        row, _ = ProjectSignalWeights.objects.get_or_create(
+            organization_id=memory.organization_id, project_id=memory.project_id
+        )
+    return row
+
+
+def _project_weights(row: ProjectSignalWeights) -> conf.ProjectWeights:
+    return conf.ProjectWeights(
+        explicit_alpha=row.explicit_alpha,
+        explicit_beta=row.explicit_beta,
+        usage_alpha=row.usage_alpha,
+        usage_beta=row.usage_beta,
+        outcome_alpha=row.outcome_alpha,
+        outcome_beta=row.outcome_beta,
+    )
+
+
+def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
+    """All-time counts per memory: rolled-up aggregates plus the live event log."""
+    ids = list(memory_ids)
+    counts = {mid: conf.SignalCounts() for mid in ids}
+    for agg in MemorySignalAggregate.objects.filter(memory_id__in=ids):
+        counts[agg.memory_id] = conf.SignalCounts(
+            agg.explicit_pos, agg.explicit_neg, agg.usage_pos, agg.usage_neg, agg.outcome_pos, agg.outcome_neg
+        )
+    rows = (
+        MemorySignal.objects.filter(memory_id__in=ids)
+        .values("memory_id", "type", "positive")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
+        current = counts[row["memory_id"]]
+        counts[row["memory_id"]] = conf.SignalCounts(**{**current.__dict__, key: getattr(current, key) + row["n"]})
+    return counts
+
+
+def confidence_recompute(memories: Sequence[Memory]) -> None:
+    """Seed 000 ComputeConfidence for each memory with its current learned weights; saves alpha/beta/confidence."""
+    if not memories:
+        return
+    if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
+        _memories_lock_in_order([m.id for m in memories])
+    counts = _signal_counts(m.id for m in memories)
+    weights_cache: dict[tuple[int, int | None], conf.Weights] = {}
+    for memory in memories:
+        key = (memory.organization_id, memory.project_id)
+        if key not in weights_cache:
+            weights_cache[key] = _project_weights(_weights_row(memory)).compute_weights()
+        state = conf.confidence_compute(
+            memory.prior_alpha, memory.prior_beta, counts[memory.id], [], weights_cache[key]
+        )
+        memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
+    Memory.objects.bulk_update(memories, ["alpha", "beta", "confidence"])
+
+
+def _recent_signals(memory: Memory) -> list[conf.Signal]:
+    since = timezone.now() - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
+    rows = MemorySignal.objects.filter(memory=memory, created_at__gte=since).values_list("type", "positive")
+    return [conf.Signal(conf.SignalType(t), p) for t, p in rows]
+
+
+@dataclass(frozen=True)
+class SignalResult:
+    memory: Memory
+    previous_confidence: float
+    new_confidence: float
+
+
+@transaction.atomic
+def memory_feedback(
+    *, principal: Principal, memory: Memory, helpful: Any, comment: Any = "", project: Project | None = None
+) -> SignalResult:
+    """Seed 000 memory_feedback: explicit signal; teaches the project's weights whether usage and
+    outcome signals predicted it; recomputes the memory's confidence."""
+    write_scope_require(principal)
+    readable_require(principal, memory)
+    if not isinstance(helpful, bool):
+        raise InvalidInput("helpful must be true or false", field="helpful")
+    comment = scrub_secrets(text_clean(comment, "comment", COMMENT_MAX, required=False)).text
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    previous = memory.confidence
+    row = _weights_row(memory, lock=True)
+    learned = _project_weights(row).learn_from_feedback(helpful, _recent_signals(memory))
+    for name, value in learned.__dict__.items():
+        setattr(row, name, value)
+    row.updated_at = timezone.now()
+    row.save()
+    signal = _signal_add(principal, memory, conf.SignalType.EXPLICIT, helpful, comment=comment, project=project)
+    confidence_recompute([memory])
+    _signal_stamp_confidence(signal, memory)
+    audit_record(
+        organization=principal.organization,
+        actor=principal,
+        verb="memory.feedback",
+        target=memory,
+        data={
+            "helpful": helpful,
+            "comment": comment[:200],
+            "from": round(previous, 4),
+            "to": round(memory.confidence, 4),
+        },
+    )
+    return SignalResult(memory, previous, memory.confidence)
+
+
+@transaction.atomic
+def memory_outcome(
+    *, principal: Principal, memory: Memory, succeeded: Any, session_id: Any = "", project: Project | None = None
+) -> SignalResult:
+    """Seed 000 memory_outcome: the task that used this memory succeeded or failed."""
+    write_scope_require(principal)
+    readable_require(principal, memory)
+    if not isinstance(succeeded, bool):
+        raise InvalidInput("succeeded must be true or false", field="succeeded")
+    session_id = text_clean(session_id, "session_id", 200, required=False)
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    previous = memory.confidence
+    signal = _signal_add(principal, memory, conf.SignalType.OUTCOME, succeeded, session_id=session_id, project=project)
+    confidence_recompute([memory])
+    _signal_stamp_confidence(signal, memory)
+    return SignalResult(memory, previous, memory.confidence)
+
+
+def _signal_add(
+    principal: Principal,
+    memory: Memory,
+    signal_type: conf.SignalType,
+    positive: bool,
+    *,
+    comment: str = "",
+    session_id: str = "",
+    project: Project | None = None,
+) -> MemorySignal:
+    return MemorySignal.objects.create(
+        organization_id=memory.organization_id,
+        memory=memory,
+        project_id=project.id if project else memory.project_id,
+        type=signal_type.value,
+        positive=positive,
+        comment=comment,
+        session_id=session_id,
+        actor=principal.actor_label,
+    )
+
+
+def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
+    """Keep the confidence after each signal on the event, for the dashboard's history chart."""
+    MemorySignal.objects.filter(pk=signal.pk).update(confidence_after=memory.confidence)
+
+
+_WEIGHT_COLUMNS = ("explicit_alpha", "explicit_beta", "usage_alpha", "usage_beta", "outcome_alpha", "outcome_beta")
+
+# Per memory: its signal counts (rolled-up aggregate + live events) and its project's learned
+# weights (NULL when the project has no weights row yet), in one round trip.
+_USAGE_STATE_SQL = f"""
+SELECT v.id,
+       COALESCE(a.explicit_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND s.positive),
+       COALESCE(a.explicit_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND NOT s.positive),
+       COALESCE(a.usage_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND s.positive),
+       COALESCE(a.usage_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
+       COALESCE(a.outcome_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND s.positive),
+       COALESCE(a.outcome_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND NOT s.positive),
+       {", ".join(f"w.{c}" for c in _WEIGHT_COLUMNS)}
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS v(id, organization_id, project_id)
+LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = v.id
+LEFT JOIN memories_memorysignal s ON s.memory_id = v.id
+LEFT JOIN memories_projectsignalweights w
+       ON w.organization_id = v.organization_id AND w.project_id IS NOT DISTINCT FROM v.project_id
+GROUP BY v.id, a.memory_id, w.id
+"""
+
+# Row locks on several memories are taken in id order, so writers whose sets overlap queue behind
+# one another instead of deadlocking (issue 11: an UPDATE locks rows in its plan's order, e.g. the
+# order of a search's ranking, and two searches returning the same memories deadlocked).
+_LOCK_IN_ORDER_SQL = "SELECT 1 FROM memories_memory WHERE id = ANY(%s::text[]) ORDER BY id FOR NO KEY UPDATE"
+
+
+def _memories_lock_in_order(memory_ids: list[str]) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(_LOCK_IN_ORDER_SQL, [memory_ids])
+
+
+_MARK_USED_SQL = """
+WITH v AS (
+    SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[])
+        AS v(id, organization_id, project_id, alpha, beta, confidence)
+), signals AS (
+    INSERT INTO memories_memorysignal
+        (organization_id, memory_id, project_id, type, positive, session_id, comment, actor, confidence_after,
+         created_at)
+    SELECT organization_id, id, project_id, 'usage', true, '', '', %s, confidence, %s FROM v
+)
+UPDATE memories_memory m
+SET usage_count = m.usage_count + 1, last_used_at = %s, alpha = v.alpha, beta = v.beta, confidence = v.confidence
+FROM v WHERE m.id = v.id
+"""
+
+
+def memories_mark_used(
+    *, principal: Principal, memories: Sequence[Any], project: Project | None, write_behind: bool = False
+) -> None:
+    """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
+    each memory's confidence recomputed; ``memories`` are ``Memory`` instances or search rows, and
+    are updated in place. Set-based SQL: this runs on every agent search. With ``write_behind`` (a
+    search) the write happens after the caller has answered, when another pooled connection can
+    take it (``reasoningbank.db_threads``): one statement less on the request path; written inline
+    instead, a failure is logged and counted and the search still answers."""
+    if not memories:
+        return
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _USAGE_STATE_SQL,
+            [[m.id for m in memories], [m.organization_id for m in memories], [m.project_id for m in memories]],
+        )
+        state_rows = {row[0]: row[1:] for row in cursor.fetchall()}
+    weights: dict[tuple[int, int | None], conf.Weights] = {}
+    columns: list[list[Any]] = [[], [], [], [], [], []]
+    for memory in memories:
+        row = state_rows[memory.id]
+        key = (memory.organization_id, memory.project_id)
+        if key not in weights:
+            learned = row[6:]
+            weights[key] = (
+                conf.ProjectWeights(*learned) if learned[0] is not None else _project_weights(_weights_row(memory))
+            ).compute_weights()
+        with_use = conf.SignalCounts(*row[:6]) + conf.SignalCounts(usage_pos=1)
+        state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
+        memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
+        memory.usage_count += 1
+        memory.last_used_at = now
+        signal_project = project.id if project else memory.project_id
+        for column, value in zip(
+            columns,
+            (memory.id, memory.organization_id, signal_project, state.alpha, state.beta, state.score),
+            strict=True,
+        ):
+            column.append(value)
+    arguments = [*columns, principal.actor_label, now, now]
+    if not write_behind:
+        _usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
+    elif not (other_connections_usable() and db_write_behind(_usage_write, arguments)):
+        _usage_write_inline(arguments)
+
+
+def _usage_write(arguments: list[Any]) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
+        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        _memories_lock_in_order(arguments[0])
+        cursor.execute(_MARK_USED_SQL, arguments)
+
+
+def _usage_write_inline(arguments: list[Any]) -> None:
+    """A search's usage write on the request's own connection (no pool, or the write-behind queue is
+    full). Usage signals are affordable to lose, a failed search is not: a failure (a deadlock with
+    another writer, a lost connection) is logged and counted, and the search answers. The write's
+    own savepoint keeps a caller's transaction usable."""
+    try:
+        _usage_write(arguments)
+    except Exception:
+        logger.exception("usage write of %d memories failed; the search answers without it", len(arguments[0]))
+        counter_add("usage_write_failed_total")
+
+
+# --- rollup ----------------------------------------------------------------------------------------
+
+
+def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
+    """Seed 000 daily rollup: fold events older than 30 days into aggregates, delete them, and
+    recompute the affected memories' confidence (with the current learned weights)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
+    folded = memories_touched = 0
+    while True:
+        with transaction.atomic():
+            ids = list(
+                MemorySignal.objects.filter(created_at__lt=cutoff).order_by("id").values_list("id", flat=True)[:batch]
+            )
+            if not ids:
+                break
+            rows = (
+                MemorySignal.objects.filter(id__in=ids)
+                .values("memory_id", "organization_id", "type", "positive")
+                .annotate(n=Count("id"))
+                .order_by()
+            )
+            per_memory: dict[str, dict[str, Any]] = {}
+            for row in rows:
+                entry = per_memory.setdefault(row["memory_id"], {"organization_id": row["organization_id"]})
+                key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
+                entry[key] = entry.get(key, 0) + row["n"]
+            for memory_id, entry in per_memory.items():
+                org_id = entry.pop("organization_id")
+                agg, _ = MemorySignalAggregate.objects.select_for_update().get_or_create(
+                    memory_id=memory_id, defaults={"organization_id": org_id}
+                )
+                for key, n in entry.items():
+                    setattr(agg, key, getattr(agg, key) + n)
+                agg.last_rollup = now
+                agg.save()
+            MemorySignal.objects.filter(id__in=ids).delete()
+            confidence_recompute(list(Memory.objects.filter(pk__in=list(per_memory))))
+            folded += len(ids)
+            memories_touched += len(per_memory)
+    return {"folded": folded, "memories": memories_touched}
+
+
+def confidence_recompute_all(*, batch: int = 2000) -> int:
+    """Recompute every memory's confidence with the current learned weights (daily, after rollup)."""
+    done = 0
+    last = ""
+    while True:
+        chunk = list(
+            Memory.objects.filter(pk__gt=last)
+            .order_by("pk")
+            .only("id", "organization_id", "project_id", "prior_alpha", "prior_beta", "alpha", "beta", "confidence")[
+                :batch
+            ]
+        )
+        if not chunk:
+            return done
+        with transaction.atomic():
+            confidence_recompute(chunk)
+        done += len(chunk)
+        last = chunk[-1].pk
