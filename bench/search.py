@@ -2,7 +2,7 @@
 
 Three ways, against the same data and the same 200 queries:
 
-1. in-process: ``memories.services.search_query_validate`` + ``memory_search_use`` (the service
+1. in-process: ``memories.contracts.SearchInput`` + ``memory_search_use`` (the service
    every transport calls), with the time split into query embedding, the selector
    (``memory_search``: HNSW + full-text candidates, ranking) and the usage-signal writes;
 2. REST: ``POST /api/v1/memories/search`` against a real uvicorn server on 127.0.0.1;
@@ -118,6 +118,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
 
     from accounts.access import principal_for_token
     from memories import services, services_signals
+    from memories.contracts import SearchInput
 
     principal = principal_for_token(token)
     timings: dict[str, float] = {}
@@ -159,7 +160,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
     connection.commit = timed_commit  # type: ignore[method-assign]
     try:
         for q in queries[:warmup]:
-            services.memory_search_use(principal=principal, search=services.search_query_validate(query=q))
+            services.memory_search_use(principal=principal, search=SearchInput(query=q).to_query())
         meter = CpuMeter().start()
         started = time.perf_counter()
         for q in queries:
@@ -168,7 +169,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
             sql = SqlTimer()
             with connection.execute_wrapper(sql):
                 t0, c0 = time.perf_counter(), time.process_time()
-                search = services.search_query_validate(query=q)
+                search = SearchInput(query=q).to_query()
                 result = services.memory_search_use(principal=principal, search=search)
                 total = (time.perf_counter() - t0) * 1000
                 cpu = (time.process_time() - c0) * 1000  # this process only: Python + driver, not PostgreSQL
@@ -214,14 +215,15 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext, override_settings
 
     from accounts.access import principal_for_token
-    from memories import selectors, services
+    from memories import selectors
+    from memories.contracts import SearchInput
     from reasoningbank.ai.embedders import embedder_from_settings
 
     principal = principal_for_token(token)
     embedder = embedder_from_settings()
     report: dict[str, Any] = {"queries": []}
     for q in queries:
-        search = services.search_query_validate(query=q)
+        search = SearchInput(query=q).to_query()
         (vector,) = embedder.embed([q])
         # both legs as one statement on this connection, so that it is captured
         with override_settings(SEARCH_PARALLEL_LEGS=False), CaptureQueriesContext(connection) as captured:

@@ -7,8 +7,6 @@ publish them). Bodies are strict JSON objects like everywhere in the API (``Stri
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -17,73 +15,25 @@ from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from consolidation.contracts import ConsolidateOutput, ConsolidateRestInput, memory_consolidate_run
 from consolidation.models import ConsolidationRun
-from consolidation.runs import (
-    consolidation_enqueue,
-    consolidation_execute,
-    consolidation_request,
-    project_argument,
-    run_options_validate,
-)
 from consolidation.selectors import run_get, run_list
 from memories.api import MEMORY_ID
 from memories.moderation import RESOLUTIONS, contradiction_resolve, memory_unmerge
-from memories.selectors import disputed_list, memory_get, project_resolve, project_target
+from memories.selectors import disputed_list, memory_get, project_resolve
 from reasoningbank.api_errors import error_responses
+from reasoningbank.contracts import contract_parse
 from reasoningbank.errors import NotFound
 from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import (
     EmptyBodySerializer,
     EmptyQuerySerializer,
-    StrictBooleanField,
-    StrictCharField,
-    StrictFloatField,
-    StrictIntegerField,
     StrictQuerySerializer,
     StrictSerializer,
 )
 
 TAGS = ["consolidation"]
 RUN_STATUSES = tuple(s for s, _ in ConsolidationRun.STATUS_CHOICES)
-
-
-class RunRequestSerializer(StrictSerializer):
-    schema_extra = {"not": {"required": ["project", "project_id"]}}
-    project = StrictCharField(
-        required=False,
-        allow_blank=True,
-        allow_null=True,
-        help_text="the project's slug (may be left out when the token reaches one project)",
-    )
-    project_id = StrictCharField(
-        required=False, allow_blank=True, allow_null=True, help_text="another name for `project`"
-    )
-    similarity_threshold = StrictFloatField(
-        required=False,
-        allow_null=True,
-        default=None,
-        min_value=0.5,
-        max_value=0.99,
-        help_text="how similar memories must be to be merged (default: the server's setting, 0.8 unless changed)",
-    )
-    dry_run = StrictBooleanField(
-        required=False, default=False, help_text="only preview what would change (`preview`); change nothing"
-    )
-    max_clusters = StrictIntegerField(
-        required=False, default=0, min_value=0, max_value=10_000, help_text="merge at most this many groups (0: all)"
-    )
-    force = StrictBooleanField(
-        required=False, default=False, help_text="run even if the project was consolidated within the last 24 h"
-    )
-    wait = StrictBooleanField(
-        required=False, default=False, help_text="run now and answer when done (else 202 at once; poll the run)"
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        # two names for one field: both at once is ambiguous even when they agree (the schema says "not both")
-        if "project" in self.initial_data and "project_id" in self.initial_data:
-            raise serializers.ValidationError({"project_id": ["Pass project or project_id, not both."]})
-        return attrs
 
 
 class RunListQuerySerializer(StrictQuerySerializer):
@@ -152,38 +102,26 @@ class RunListCreateView(ConsolidationAPIView):
             "Start a consolidation run on a project: near-identical memories are merged, groups of similar ones "
             "are synthesized into one consolidated memory (their sources archived, see lineage and un-merge), "
             "contradictions are set aside for a moderator and stale memories are archived. `dry_run: true` "
-            "only previews. Answers 202 with the queued run (poll `GET …/runs/{run_id}`), or with `wait: true` "
-            "200 with the finished run. One run at a time per project (409 otherwise); a project is not "
+            "only previews. Answers 202 at once with the queued run's id (poll `GET …/runs/{run_id}`), or with "
+            "`wait: true` 200 with the finished run's statistics (the same body as the MCP tool "
+            "`memory_consolidate`). One run at a time per project (409 otherwise); a project is not "
             "consolidated twice within 24 h unless `force`. Needs `consolidation:run` and the Pro plan or above."
         ),
-        request=RunRequestSerializer,
+        request=ConsolidateRestInput,
         responses={
-            202: RunSerializer,
-            200: RunSerializer,
+            202: ConsolidateOutput,
+            200: ConsolidateOutput,
             **error_responses(
                 400, 401, 403, 404, 409, 415, conflict="A run of this project is already queued or running."
             ),
         },
     )
     def post(self, request: Request) -> Response:
-        data = RunRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
-        project = project_target(
-            self.principal, project_argument(project=values.get("project"), project_id=values.get("project_id"))
+        args = contract_parse(ConsolidateRestInput, request.data)
+        output = memory_consolidate_run(self.principal, args, wait=args.wait)
+        return Response(
+            output.model_dump(mode="json"), status=status.HTTP_200_OK if args.wait else status.HTTP_202_ACCEPTED
         )
-        options = run_options_validate(
-            similarity_threshold=values["similarity_threshold"],
-            max_clusters=values["max_clusters"],
-            dry_run=values["dry_run"],
-            force=values["force"],
-        )
-        run = consolidation_request(principal=self.principal, project=project, options=options)
-        if values["wait"]:
-            run = consolidation_execute(run.id) or run_get(self.principal, run.id)
-            return Response(RunSerializer(run).data, status=status.HTTP_200_OK)
-        consolidation_enqueue(run)
-        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
 class RunDetailView(ConsolidationAPIView):

@@ -1,8 +1,10 @@
 """REST views for memories (DESIGN §1, §7): thin — parse, call a service/selector, serialize.
 
-Every response mirrors the seed 000 MCP tool responses where one exists, so REST and MCP clients
-see the same shapes. Tenancy comes only from the token (``self.principal``); a memory of another
-org or outside the token's reach is a 404 from ``memory_get``.
+The agent operations (search, record, get, feedback, outcome) are their contracts
+(``memories/contracts.py``): the body is validated by the same input model as the MCP tool's
+arguments and the answer is the same output model, so REST and MCP answer the same body.
+Tenancy comes only from the token (``self.principal``); a memory of another org or outside the
+token's reach is a 404 from ``memory_get``.
 
 The ``extend_schema`` texts are the public API documentation (``/api/docs/``): written for API
 users, never copied from docstrings (drf-spectacular would otherwise publish view docstrings).
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import BaseModel
 from rest_framework import status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -22,6 +25,7 @@ from rest_framework.serializers import Serializer
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from memories import contracts as c
 from memories.models import Memory
 from memories.moderation import memory_archive, memory_restore
 from memories.selectors import (
@@ -32,25 +36,16 @@ from memories.selectors import (
     memory_signals,
 )
 from memories.serializers import (
-    FeedbackResponseSerializer,
-    FeedbackSerializer,
     LineageSerializer,
     MemoryArchiveSerializer,
-    MemoryCreateSerializer,
     MemoryListQuerySerializer,
-    MemoryRecordedSerializer,
-    MemorySearchSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
-    OutcomeResponseSerializer,
-    OutcomeSerializer,
-    SearchHitSerializer,
-    SearchResponseSerializer,
     SignalSerializer,
 )
-from memories.services import memory_record_or_duplicate, memory_search_use, memory_update, search_query_validate
-from memories.services_signals import memory_feedback, memory_outcome
+from memories.services import memory_update
 from reasoningbank.api_errors import error_responses
+from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer
 
@@ -63,6 +58,11 @@ ERRORS_LIST = error_responses(400, 401, 403, 404)
 ERRORS_WRITE = error_responses(400, 401, 403, 404, 415)
 TAGS = ["memories"]
 MEMORY_ID = OpenApiParameter("memory_id", str, OpenApiParameter.PATH, description="the memory's id (`mem_…`)")
+
+
+def _render(output: BaseModel, status_code: int = status.HTTP_200_OK) -> Response:
+    """An operation's output model as the response body (the same JSON its MCP tool answers)."""
+    return Response(output.model_dump(mode="json"), status=status_code)
 
 
 def _valid(serializer_class: type[Serializer], data: Any) -> dict[str, Any]:
@@ -133,27 +133,18 @@ class MemoryListView(MemoryAPIView):
             "outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`. Needs "
             "`memories:write`."
         ),
-        request=MemoryCreateSerializer,
+        request=c.RecordInput,
         responses={
-            201: MemoryRecordedSerializer,
-            200: MemoryRecordedSerializer,
+            201: c.RecordOutput,
+            200: c.RecordOutput,
             **ERRORS_WRITE,
             **error_responses(409, conflict="`scope: team` in a project that belongs to no team."),
         },
     )
     def post(self, request: Request) -> Response:
-        result = memory_record_or_duplicate(principal=self.principal, **_valid(MemoryCreateSerializer, request.data))
-        memory = result.memory
-        body = {
-            "id": memory.id,
-            "message": result.message,
-            "initial_confidence": memory.confidence,
-            "memory": MemorySerializer(memory).data,
-        }
-        if result.duplicate:  # nothing was created: 200 with the memory that holds this text already
-            body["duplicate_of"] = memory.id
-            return Response(body, status=status.HTTP_200_OK)
-        return Response(body, status=status.HTTP_201_CREATED)
+        output, created = c.memory_record_run(self.principal, contract_parse(c.RecordInput, request.data))
+        # nothing created (an identical memory was there): 200 with that memory
+        return _render(output, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class MemoryDetailView(MemoryAPIView):
@@ -168,10 +159,10 @@ class MemoryDetailView(MemoryAPIView):
             "Needs `memories:read`."
         ),
         parameters=[MEMORY_ID],
-        responses={200: MemorySerializer, **ERRORS_READ_ONE},
+        responses={200: c.MemoryOut, **ERRORS_READ_ONE},
     )
     def get(self, request: Request, memory_id: str) -> Response:
-        return Response(MemorySerializer(self.memory(memory_id)).data)
+        return _render(c.memory_get_run(self.principal, contract_parse(c.MemoryGetInput, {}, memory_id=memory_id)))
 
     @extend_schema(
         tags=TAGS,
@@ -256,16 +247,11 @@ class MemorySearchView(MemoryAPIView):
             "counts as a use of that memory (it feeds its confidence); `explain: true` adds each result's "
             "score breakdown. Needs `memories:read`."
         ),
-        request=MemorySearchSerializer,
-        responses={200: SearchResponseSerializer, **ERRORS_WRITE},
+        request=c.SearchInput,
+        responses={200: c.SearchOutput, **ERRORS_WRITE},
     )
     def post(self, request: Request) -> Response:
-        args = _valid(MemorySearchSerializer, request.data)
-        explain = args.pop("explain")
-        search = search_query_validate(**args)
-        result = memory_search_use(principal=self.principal, search=search)
-        hits = SearchHitSerializer(result.hits, many=True, context={"explain": explain}).data
-        return Response({"memories": hits, "total_found": result.total_found, "tokens_used": result.tokens_used})
+        return _render(c.memory_search_run(self.principal, contract_parse(c.SearchInput, request.data)))
 
 
 class MemoryFeedbackView(MemoryAPIView):
@@ -280,17 +266,13 @@ class MemoryFeedbackView(MemoryAPIView):
             "memory's confidence, which ranks it in search, and answers the new confidence. Needs "
             "`memories:write`."
         ),
-        request=FeedbackSerializer,
+        request=c.FeedbackBody,
         parameters=[MEMORY_ID],
-        responses={200: FeedbackResponseSerializer, **ERRORS_WRITE},
+        responses={200: c.FeedbackOutput, **ERRORS_WRITE},
     )
     def post(self, request: Request, memory_id: str) -> Response:
-        memory = self.memory(memory_id)
-        args = _valid(FeedbackSerializer, request.data)
-        result = memory_feedback(principal=self.principal, memory=memory, **args)
-        return Response(
-            {"success": True, "new_confidence": round(result.new_confidence, 4), "message": "Feedback recorded"}
-        )
+        args = contract_parse(c.FeedbackInput, request.data, memory_id=memory_id)
+        return _render(c.memory_feedback_run(self.principal, args))
 
 
 class MemoryOutcomeView(MemoryAPIView):
@@ -305,17 +287,13 @@ class MemoryOutcomeView(MemoryAPIView):
             "session (`session_id`). A weaker signal than feedback; it also moves the memory's confidence. "
             "Needs `memories:write`."
         ),
-        request=OutcomeSerializer,
+        request=c.OutcomeBody,
         parameters=[MEMORY_ID],
-        responses={200: OutcomeResponseSerializer, **ERRORS_WRITE},
+        responses={200: c.OutcomeOutput, **ERRORS_WRITE},
     )
     def post(self, request: Request, memory_id: str) -> Response:
-        memory = self.memory(memory_id)
-        args = _valid(OutcomeSerializer, request.data)
-        result = memory_outcome(principal=self.principal, memory=memory, **args)
-        return Response(
-            {"recorded": True, "new_confidence": round(result.new_confidence, 4), "message": "Outcome recorded"}
-        )
+        args = contract_parse(c.OutcomeInput, request.data, memory_id=memory_id)
+        return _render(c.memory_outcome_run(self.principal, args))
 
 
 class MemoryLineageView(MemoryAPIView):

@@ -7,7 +7,6 @@ API documentation, written for API users (no class docstrings: they would be pub
 
 from __future__ import annotations
 
-from django.core.validators import RegexValidator
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -16,41 +15,21 @@ from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from memories import contracts as c
 from memories.selectors_sessions import STATUSES, session_get, session_list
-from memories.services_sessions import SESSION_OUTCOMES, session_retry, session_submit
+from memories.services_sessions import session_retry
 from reasoningbank.api_errors import error_responses
+from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination
-from reasoningbank.serializers import EmptyBodySerializer, StrictCharField, StrictQuerySerializer, StrictSerializer
+from reasoningbank.serializers import EmptyBodySerializer, StrictQuerySerializer
 
 TAGS = ["sessions"]
 SESSION_ID_HELP = "the `session_id` you submitted the session with, or the `id` the service gave it (`ses_…`)"
 
 
-class SessionSubmitSerializer(StrictSerializer):
-    session_id = StrictCharField(
-        max_length=200, help_text="your own id for the session; submitting the same id again changes nothing"
-    )
-    outcome = serializers.ChoiceField(choices=SESSION_OUTCOMES, help_text="how the session ended")
-    # NUL characters are removed by session_submit (a pasted binary log must not fail the session)
-    trace = StrictCharField(
-        trim_whitespace=False,
-        allow_nul=True,
-        validators=[RegexValidator(r"\S", "The trace must not be only whitespace.")],
-        help_text="the session transcript; secrets are redacted",
-    )
-    project = StrictCharField(
-        required=False, allow_null=True, help_text="project slug (may be left out when the token reaches one project)"
-    )
-
-
 class SessionListQuerySerializer(StrictQuerySerializer):
     status = serializers.ChoiceField(choices=STATUSES, required=False, help_text="only sessions in this state")
     project = serializers.CharField(required=False, help_text="only this project's sessions (its slug)")
-
-
-class SessionMemorySerializer(serializers.Serializer):
-    id = serializers.CharField()
-    title = serializers.CharField()
 
 
 class SessionSerializer(serializers.Serializer):
@@ -70,7 +49,8 @@ class SessionSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     next_attempt_at = serializers.DateTimeField(allow_null=True)
 
-    @extend_schema_field(SessionMemorySerializer(many=True))
+    # the contract's component (``memories.contracts.SessionMemory``, registered by the submit operation)
+    @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/SessionMemory"}})
     def get_memories(self, obj) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
         return [{"id": m.id, "title": m.title} for m in obj.memories.all()]
 
@@ -121,20 +101,17 @@ class SessionListCreateView(SessionAPIView):
             "nothing and answers 200 with the existing session; a new one answers 201. Needs "
             "`memories:write`."
         ),
-        request=SessionSubmitSerializer,
+        request=c.SessionSubmitInput,
         responses={
-            201: SessionSerializer,
-            200: SessionSerializer,
+            201: c.SessionSubmitOutput,
+            200: c.SessionSubmitOutput,
             **error_responses(400, 401, 403, 404, 415),
         },
     )
     def post(self, request: Request) -> Response:
-        data = SessionSubmitSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        result = session_submit(principal=self.principal, **data.validated_data)
+        output = c.session_submit_run(self.principal, contract_parse(c.SessionSubmitInput, request.data))
         return Response(
-            SessionSerializer(result.session).data,
-            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
+            output.model_dump(mode="json"), status=status.HTTP_201_CREATED if output.created else status.HTTP_200_OK
         )
 
 

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
 
 from memories.models import Memory, MemorySignal
-from memories.selectors import MEMORY_ORDERINGS, SEARCH_OUTCOMES, SEARCH_SCOPES
+from memories.selectors import MEMORY_ORDERINGS, SEARCH_SCOPES
 from memories.services import (
-    COMMENT_MAX,
     CONTENT_MAX,
     DESCRIPTION_MAX,
     KINDS,
@@ -33,10 +31,7 @@ from memories.services import (
 )
 from reasoningbank.api_errors import ErrorSerializer
 from reasoningbank.serializers import (
-    StrictBooleanField,
     StrictCharField,
-    StrictFloatField,
-    StrictIntegerField,
     StrictQuerySerializer,
     StrictSerializer,
 )
@@ -122,32 +117,6 @@ class MemoryListQuerySerializer(StrictQuerySerializer):
     ordering = serializers.ChoiceField(choices=MEMORY_ORDERINGS, required=False, default="-created_at")
 
 
-class MemoryCreateSerializer(StrictSerializer):
-    title = StrictCharField(max_length=TITLE_MAX)
-    description = StrictCharField(max_length=DESCRIPTION_MAX)
-    content = StrictCharField(max_length=CONTENT_MAX)
-    outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES)
-    tags = _tags_field(required=False)
-    kind = serializers.ChoiceField(choices=KINDS, required=False)
-    project = StrictCharField(required=False, allow_null=True, help_text="project slug")
-    scope = serializers.ChoiceField(choices=WRITE_SCOPES, required=False, default="project")
-
-
-class MemoryRecordedSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    message = serializers.CharField()
-    initial_confidence = serializers.FloatField()
-    memory = MemorySerializer()
-    duplicate_of = serializers.CharField(
-        required=False,
-        help_text=(
-            "Only when nothing was recorded (status 200): an active memory in the same place already has this "
-            "title, description and content (case and whitespace ignored), outcome and kind; this is its id, "
-            "the same as `id`."
-        ),
-    )
-
-
 class MemoryUpdateSerializer(StrictSerializer):
     title = StrictCharField(max_length=TITLE_MAX, required=False)
     description = StrictCharField(max_length=DESCRIPTION_MAX, required=False)
@@ -166,94 +135,7 @@ class MemoryArchiveSerializer(StrictSerializer):
     )
 
 
-# --- search ------------------------------------------------------------------------------------
-
-
-class MemorySearchSerializer(StrictSerializer):
-    """A search. Omitted values take the server's defaults (limit 5, min_confidence 0.5)."""
-
-    query = StrictCharField(help_text="natural language query")
-    scope = serializers.ChoiceField(choices=SEARCH_SCOPES, required=False, default="all")
-    outcome = serializers.ChoiceField(choices=SEARCH_OUTCOMES, required=False, default="all")
-    limit = StrictIntegerField(required=False, min_value=1, max_value=settings.SEARCH_MAX_LIMIT)
-    min_confidence = StrictFloatField(required=False, min_value=0, max_value=1)
-    project = StrictCharField(required=False, allow_null=True, help_text="project slug")
-    explain = StrictBooleanField(required=False, default=False, help_text="add each result's score breakdown")
-
-
-class RoundedFloatField(serializers.FloatField):
-    """Output rounded to 4 decimals (agent-facing responses: enough precision, fewer tokens)."""
-
-    def to_representation(self, value: Any) -> float:
-        return round(float(value), 4)
-
-
-class ScoreBreakdownSerializer(serializers.Serializer):
-    """Every factor of a result's score: similarity × confidence × recency_boost × scope_weight ×
-    consolidated_boost = score. `confidence` is the value the search ranked with (before this search
-    counted as a use)."""
-
-    similarity = RoundedFloatField(source="breakdown.similarity")
-    confidence = RoundedFloatField(source="breakdown.confidence")
-    recency_boost = RoundedFloatField(source="breakdown.recency_boost")
-    scope = serializers.CharField(source="breakdown.scope")
-    scope_weight = RoundedFloatField(source="breakdown.scope_weight")
-    consolidated_boost = RoundedFloatField(source="breakdown.consolidated_boost")
-    score = RoundedFloatField(source="breakdown.score")
-    matched_by = serializers.ListField(child=serializers.CharField(), help_text="vector and/or text")
-
-
-class SearchHitSerializer(serializers.Serializer):
-    """One search result. `confidence` and `usage_count` already count this search as a use;
-    `score` is present only when the search asked for `explain`."""
-
-    id = serializers.CharField(source="memory.id")
-    title = serializers.CharField(source="memory.title")
-    description = serializers.CharField(source="memory.description")
-    content = serializers.CharField(source="memory.content")
-    outcome = serializers.CharField(source="memory.outcome")
-    confidence = RoundedFloatField(source="memory.confidence")
-    usage_count = serializers.IntegerField(source="memory.usage_count")
-    relevance = RoundedFloatField(source="breakdown.score")
-    scope = serializers.CharField(source="memory.scope")
-    score = ScoreBreakdownSerializer(source="*", required=False, help_text="only with explain=true")
-
-    def to_representation(self, instance: Any) -> dict[str, Any]:
-        data = super().to_representation(instance)
-        if not self.context.get("explain"):
-            data.pop("score")
-        return data
-
-
-class SearchResponseSerializer(serializers.Serializer):
-    memories = SearchHitSerializer(many=True)
-    total_found = serializers.IntegerField()
-    tokens_used = serializers.IntegerField()
-
-
 # --- signals -----------------------------------------------------------------------------------
-
-
-class FeedbackSerializer(StrictSerializer):
-    helpful = StrictBooleanField()
-    comment = StrictCharField(required=False, allow_blank=True, max_length=COMMENT_MAX)
-
-
-class FeedbackResponseSerializer(serializers.Serializer):
-    success = serializers.BooleanField()
-    new_confidence = serializers.FloatField()
-    message = serializers.CharField()
-
-
-class OutcomeSerializer(StrictSerializer):
-    succeeded = StrictBooleanField()
-    session_id = StrictCharField(required=False, allow_blank=True, max_length=SESSION_ID_MAX)
-
-
-class OutcomeResponseSerializer(serializers.Serializer):
-    recorded = serializers.BooleanField()
-    new_confidence = serializers.FloatField()
-    message = serializers.CharField()
 
 
 class SignalSerializer(serializers.ModelSerializer):

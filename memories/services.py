@@ -23,8 +23,6 @@ from memories.fingerprint import memory_content_hash
 from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from memories.models import Memory
 from memories.selectors import (
-    SEARCH_OUTCOMES,
-    SEARCH_SCOPES,
     SearchQuery,
     SearchResult,
     memory_is_readable,
@@ -397,40 +395,6 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
 
 
 # --- search (read + usage write) -------------------------------------------------------------------
-
-
-def search_query_validate(
-    *,
-    query: Any,
-    scope: Any = "all",
-    outcome: Any = "all",
-    limit: Any = 5,
-    min_confidence: Any = None,
-    project: Any = None,
-) -> SearchQuery:
-    from django.conf import settings
-
-    query = text_clean(query, "query", QUERY_MAX)
-    scope = choice_check(scope or "all", "scope", SEARCH_SCOPES)
-    outcome = choice_check(outcome or "all", "outcome", SEARCH_OUTCOMES)
-    if limit is None:
-        limit = settings.SEARCH_DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= settings.SEARCH_MAX_LIMIT:
-        raise InvalidInput(f"limit must be an integer from 1 to {settings.SEARCH_MAX_LIMIT}", field="limit")
-    if min_confidence is None:
-        min_confidence = settings.SEARCH_MIN_CONFIDENCE
-    if isinstance(min_confidence, bool) or not isinstance(min_confidence, int | float) or not 0 <= min_confidence <= 1:
-        raise InvalidInput("min_confidence must be a number from 0 to 1", field="min_confidence")
-    if project is not None and not isinstance(project, str):
-        raise InvalidInput("project must be a project slug", field="project")
-    return SearchQuery(
-        query=query,
-        scope=scope,
-        outcome=outcome,
-        limit=limit,
-        min_confidence=float(min_confidence),
-        project=project or None,
-    )
 
 
 def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:

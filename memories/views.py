@@ -35,6 +35,7 @@ from memories.moderation import contradiction_resolve, memory_archive, memory_re
 from memories.selectors import (
     MemoryFilters,
     SearchHit,
+    SearchQuery,
     disputed_list,
     memory_get,
     memory_lineage,
@@ -44,7 +45,7 @@ from memories.selectors import (
 )
 from memories.selectors_dashboard import memory_audit_trail, overview
 from memories.selectors_sessions import session_get, session_list
-from memories.services import _embed, memory_update, search_query_validate, tags_clean
+from memories.services import _embed, memory_update, tags_clean
 from memories.services_sessions import session_retry
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.errors import NotFound, ServiceError
@@ -281,12 +282,13 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
     an agent using a memory, so the search must not record usage signals (they would raise
     confidence, usage_count and the project's learned weights for memories nobody applied)."""
     outcome = data.get("outcome") or ""
-    search = search_query_validate(
+    # the form validated every value (its limits are the contract's): build the selector's query directly
+    search = SearchQuery(
         query=data["q"],
         scope=data.get("scope") or "all",
         outcome=outcome if outcome in ("success", "failure") else "all",
         limit=SEARCH_LIMIT,
-        min_confidence=data["min_confidence"] if data.get("min_confidence") is not None else 0.0,
+        min_confidence=float(data["min_confidence"]) if data.get("min_confidence") is not None else 0.0,
         project=data.get("project") or None,
     )
     (vector,), _ = _embed([search.query])

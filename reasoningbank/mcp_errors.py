@@ -55,7 +55,7 @@ def _field(loc: Sequence[Any]) -> str:
     return out or "arguments"
 
 
-def argument_problem(error: Mapping[str, Any]) -> str:
+def argument_problem(error: Mapping[str, Any], *, tool_call: bool = True) -> str:
     """One pydantic error (``ValidationError.errors()`` item) as a short predicate, never with the
     rejected value (it is the caller's data and may be long or secret)."""
     kind = str(error.get("type", ""))
@@ -85,9 +85,14 @@ def argument_problem(error: Mapping[str, Any]) -> str:
     if kind in ("literal_error", "enum"):
         return f"must be {ctx.get('expected')}"
     if kind == "string_pattern_mismatch":
-        return f"must match the pattern {ctx.get('pattern')}"
+        pattern = str(ctx.get("pattern", ""))
+        if "\\u0000" in pattern:  # the contracts' NUL-free (and not-blank) text patterns
+            return "must not contain NUL characters" + (" or be only whitespace" if "\\s" in pattern else "")
+        if pattern == "\\S":
+            return "must not be only whitespace"
+        return f"must match the pattern {pattern}"
     if kind == "extra_forbidden":
-        return "is not an argument of this tool"
+        return "is not an argument of this tool" if tool_call else "is not a field of this request"
     message = str(error.get("msg") or "is invalid")
     if kind == "value_error":
         message = message.removeprefix("Value error, ")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from consolidation import api as consolidation_api
 from consolidation import context
+from consolidation import contracts as consolidation_contracts
 from consolidation.models import ConsolidationRun
 from memories.models import Memory, MemoryLink
 from tests.consolidation.vectors import SYNTHESIS_PREFIX, cycle_llm, prompts_of, remember, run_cycle, spoke, vec
@@ -46,7 +46,7 @@ def fake_llm(monkeypatch):
 @pytest.fixture
 def enqueued(monkeypatch):
     runs: list[ConsolidationRun] = []
-    monkeypatch.setattr(consolidation_api, "consolidation_enqueue", runs.append)
+    monkeypatch.setattr(consolidation_contracts, "consolidation_enqueue", runs.append)
     return runs
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from consolidation import api as consolidation_api
+from consolidation import contracts as consolidation_contracts
 from consolidation.models import ConsolidationRun
 from memories.models import MemoryLink
 from tests.consolidation.vectors import remember, vec
@@ -17,7 +17,7 @@ RUNS = "/api/v1/consolidation/runs"
 @pytest.fixture
 def enqueued(monkeypatch):
     runs: list[ConsolidationRun] = []
-    monkeypatch.setattr(consolidation_api, "consolidation_enqueue", runs.append)
+    monkeypatch.setattr(consolidation_contracts, "consolidation_enqueue", runs.append)
     return runs
 
 
@@ -70,5 +70,5 @@ def test_resolving_a_dispute_with_an_unknown_field_or_an_overlong_id_is_a_4xx(ca
 def test_the_schema_says_request_bodies_allow_no_other_fields(api_client, db):
     schemas = api_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
 
-    for name in ("RunRequestRequest", "DisputeResolveRequest", "SessionSubmitRequest", "MemoryCreateRequest"):
+    for name in ("ConsolidateRestRequest", "DisputeResolveRequest", "SessionSubmitRequest", "RecordRequest"):
         assert schemas[name]["additionalProperties"] is False, name

@@ -28,7 +28,7 @@ def agent(cast, make_token):
 def no_queue(monkeypatch):
     """Nothing is handed to django-q: the tests play the dead worker."""
     monkeypatch.setattr("consolidation.runs.consolidation_enqueue", lambda run: None)
-    monkeypatch.setattr("consolidation.api.consolidation_enqueue", lambda run: None)
+    monkeypatch.setattr("consolidation.contracts.consolidation_enqueue", lambda run: None)
 
 
 def queued_run(project, *, minutes_ago: float) -> ConsolidationRun:

@@ -381,5 +381,5 @@ def test_the_openapi_schema_documents_the_memory_endpoints(api_client, db):
         assert path in schema["paths"]
     search = schema["paths"]["/api/v1/memories/search"]["post"]
     assert "requestBody" in search
-    create_schema = schema["components"]["schemas"]["MemoryCreateRequest"]
+    create_schema = schema["components"]["schemas"]["RecordRequest"]
     assert set(create_schema["required"]) == {"title", "description", "content", "outcome"}

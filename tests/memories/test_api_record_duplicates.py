@@ -62,6 +62,6 @@ def test_the_schema_documents_the_duplicate_answer(api_client):
     schema = api_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     responses = schema["paths"][MEMORIES]["post"]["responses"]
     assert {"200", "201"} <= set(responses)
-    recorded = schema["components"]["schemas"]["MemoryRecorded"]
+    recorded = schema["components"]["schemas"]["RecordResponse"]
     assert "duplicate_of" in recorded["properties"] and "duplicate_of" not in recorded.get("required", [])
     assert "duplicate_of" in schema["paths"][MEMORIES]["post"]["description"]

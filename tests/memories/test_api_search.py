@@ -78,8 +78,8 @@ def test_the_response_has_exactly_the_seed_000_keys(alice, timeout_memory):
 
 def test_explain_adds_the_score_breakdown_to_each_result(alice, timeout_memory):
     hit = search(alice, "HTTP timeouts", explain=True)["memories"][0]
-    assert set(hit) == SEED_HIT_KEYS | {"score"}
-    score = hit["score"]
+    assert set(hit) == SEED_HIT_KEYS | {"explain"}  # the MCP tool's name for it (REST said "score" before)
+    score = hit["explain"]
     assert set(score) == SCORE_KEYS
     assert score["scope"] == "project"
     assert score["scope_weight"] == 1.0

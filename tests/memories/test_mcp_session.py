@@ -79,5 +79,5 @@ async def test_a_nul_byte_in_the_session_id_is_a_clear_error_naming_the_field(ap
     async with mcp_client(app, tokens["agent"], mode) as client:
         result = await client.call_tool("session_submit", {**SESSION, "session_id": "ab\x00c"})
     assert result.is_error
-    assert "session_id must not contain NUL characters" in dump(result)
+    assert "session_id: must not contain NUL characters" in dump(result)
     assert await in_thread(lambda: AgentSession.objects.count()) == 0

@@ -7,7 +7,9 @@ from datetime import timedelta
 import pytest
 from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
+from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal
 from memories.moderation import memory_archive
 from memories.ranking import estimate_tokens
@@ -17,10 +19,9 @@ from memories.services import (
     memory_draft,
     memory_record,
     memory_search_use,
-    search_query_validate,
 )
 from reasoningbank.db_threads import write_behind, write_behind_wait
-from reasoningbank.errors import InvalidInput, NotFound
+from reasoningbank.errors import NotFound
 from tests.factories import ProjectFactory, TeamFactory
 
 TITLE = "Retry flaky network calls with jittered backoff"
@@ -36,7 +37,7 @@ def record(principal, *, title=TITLE, description=DESCRIPTION, content=CONTENT, 
 
 
 def search(principal, query=QUERY, **kwargs):
-    return memory_search_use(principal=principal, search=search_query_validate(query=query, **kwargs))
+    return memory_search_use(principal=principal, search=SearchInput(query=query, **kwargs).to_query())
 
 
 def ids(result):
@@ -165,11 +166,11 @@ def test_another_orgs_project_slug_is_not_found(cast, make_token):
         search(token_a, project="billing")
 
 
-def test_a_project_slug_with_a_nul_byte_is_a_clear_error_not_a_database_error(cast, make_token):
+def test_a_project_slug_with_a_nul_byte_is_refused_by_the_contract_naming_the_field(cast, make_token):
     _, token_a = make_token(cast.org_a)
-    with pytest.raises((InvalidInput, NotFound)) as excinfo:
+    with pytest.raises(ValidationError) as excinfo:
         search(token_a, project="web\x00app")
-    assert excinfo.value.field == "project"
+    assert [error["loc"] for error in excinfo.value.errors()] == [("project",)]
 
 
 # --- filters -------------------------------------------------------------------------------------
@@ -391,17 +392,17 @@ def test_usage_signals_on_team_memories_carry_the_searching_project(cascade):
     ],
 )
 def test_invalid_search_input_names_the_field(kwargs, field):
-    with pytest.raises(InvalidInput) as excinfo:
-        search_query_validate(**{"query": QUERY, **kwargs})
-    assert excinfo.value.field == field
+    with pytest.raises(ValidationError) as excinfo:
+        SearchInput.model_validate({"query": QUERY, **kwargs})
+    assert {error["loc"][0] for error in excinfo.value.errors()} == {field}
 
 
 def test_search_defaults_follow_seed_000(settings):
-    query = search_query_validate(query="  timeouts  ")
+    query = SearchInput(query="  timeouts  ").to_query()
     assert (query.query, query.scope, query.outcome, query.limit) == ("timeouts", "all", "all", 5)
     assert query.min_confidence == settings.SEARCH_MIN_CONFIDENCE
     assert query.project is None
-    assert search_query_validate(query="q", limit=20, min_confidence=0, project="").limit == 20
+    assert SearchInput(query="q", limit=20, min_confidence=0, project="").to_query().limit == 20
 
 
 # --- degenerate embeddings ------------------------------------------------------------------------
@@ -454,7 +455,7 @@ def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, mak
     record(principal)
     record(principal, title="Pin the Postgres image tag in CI", content="Avoid surprise upgrades; retry later.")
     record(principal, title="Backoff for flaky uploads", description="Retry S3 uploads", content="Use jitter.")
-    search = search_query_validate(query=QUERY, min_confidence=0.0)
+    search = SearchInput(query=QUERY, min_confidence=0.0).to_query()
     (vector,), _ = services_embed([search.query])
     now = timezone.now()
     together = selectors.memory_search(principal, search, query_vector=vector, now=now)

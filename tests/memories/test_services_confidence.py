@@ -8,8 +8,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
+from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.services import memory_record, memory_search_use, search_query_validate
+from memories.services import memory_record, memory_search_use
 from memories.services_signals import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
 from reasoningbank.errors import Forbidden, InvalidInput, NotFound
 from tests.factories import ProjectFactory, TeamFactory
@@ -40,7 +41,7 @@ def row_for(org, project):
 
 
 def searched(principal, query=TITLE, project="web-app"):
-    return memory_search_use(principal=principal, search=search_query_validate(query=query, project=project))
+    return memory_search_use(principal=principal, search=SearchInput(query=query, project=project).to_query())
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from memories import services_signals as services
+from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal
-from memories.services import memory_record, memory_search_use, search_query_validate
+from memories.services import memory_record, memory_search_use
 from reasoningbank.metrics import counters_snapshot
 
 TITLE = "Retry flaky network calls with jittered backoff"
@@ -135,7 +136,7 @@ def test_a_failing_usage_write_does_not_fail_the_search(cast, make_token, monkey
     key = ("usage_write_failed_total", ())
     before = counters_snapshot().get(key, 0)
 
-    result = memory_search_use(principal=principal, search=search_query_validate(query=QUERY, min_confidence=0.0))
+    result = memory_search_use(principal=principal, search=SearchInput(query=QUERY, min_confidence=0.0).to_query())
 
     assert [hit.memory.id for hit in result.hits] == [memory.id]
     assert "memories failed; the search answers without it" in caplog.text and "deadlock detected" in caplog.text

@@ -111,8 +111,8 @@ async def test_lists_the_memory_tools_with_seed_schemas_and_hints(app: Any, toke
     record = tools["memory_record"]
     assert (record.description or "").startswith("Explicitly capture a strategy or pattern")  # seed 000's words
     assert sorted(record.input_schema["required"]) == ["content", "description", "outcome", "title"]
-    assert record.input_schema["properties"]["outcome"]["enum"] == ["success", "failure"]
-    assert record.input_schema["properties"]["tags"]["items"] == {"type": "string"}
+    assert record.input_schema["properties"]["outcome"]["enum"] == ["success", "failure", "mixed"]
+    assert record.input_schema["properties"]["tags"]["items"]["type"] == "string"
 
     feedback = tools["memory_feedback"]
     assert feedback.description == "Provide feedback on a retrieved memory"
@@ -302,10 +302,10 @@ async def test_an_org_wide_token_must_name_the_project_to_record(app: Any, token
         ("memory_search", {"query": "errors", "limit": 50}, ["limit", "20"]),
         ("memory_search", {"query": "errors", "min_confidence": 2}, ["min_confidence"]),
         ("memory_search", {"query": "errors", "scope": "galaxy"}, ["scope"]),
-        ("memory_search", {"query": "   "}, ["query is required"]),
+        ("memory_search", {"query": "   "}, ["query: must not be empty"]),
         ("memory_search", {}, ["query", "required"]),
-        ("memory_record", {**RECORD, "outcome": "maybe"}, ["outcome", "'success' or 'failure'"]),
-        ("memory_record", {**RECORD, "title": ""}, ["title is required"]),
+        ("memory_record", {**RECORD, "outcome": "maybe"}, ["outcome", "'success', 'failure' or 'mixed'"]),
+        ("memory_record", {**RECORD, "title": ""}, ["title: must not be empty"]),
         ("memory_record", {**RECORD, "tags": "go"}, ["tags"]),
         ("memory_feedback", {"memory_id": "mem_nope", "helpful": True}, ["memory 'mem_nope' not found"]),
         ("memory_get", {"memory_id": "x" * 500}, ["not found"]),

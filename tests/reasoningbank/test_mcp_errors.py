@@ -153,8 +153,8 @@ async def test_a_tool_called_with_bad_arguments_answers_one_sentence_per_field(
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_service_error_keeps_its_own_message(app: Any, token: str, mode: str) -> None:
     async with mcp_client(app, token, mode) as client:
-        result = await client.call_tool("memory_search", {"query": "   "})
-    assert result.is_error and "query is required" in result.content[0].text
+        result = await client.call_tool("memory_search", {"query": "timeouts", "project": "no-such-project"})
+    assert result.is_error and "project 'no-such-project' not found" in result.content[0].text
     assert "Invalid arguments" not in result.content[0].text
 
 

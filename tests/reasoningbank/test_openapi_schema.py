@@ -136,12 +136,12 @@ def test_request_strings_declare_what_the_api_refuses_in_them(schema):
     """A NUL character (PostgreSQL cannot store it) or a blank required value is refused with a 400,
     so the schema says so with a pattern: a schema-valid body is never refused."""
     components = schema["components"]["schemas"]
-    create = components["MemoryCreateRequest"]["properties"]
-    search = components["MemorySearchRequest"]["properties"]
+    create = components["RecordRequest"]["properties"]
+    search = components["SearchRequest"]["properties"]
 
     assert re.fullmatch(create["title"]["pattern"].replace("\\u0000", "\\x00"), "Pin seeds")
     assert not re.search(create["title"]["pattern"].replace("\\u0000", "\\x00"), "   ")
     assert not re.search(create["title"]["pattern"].replace("\\u0000", "\\x00"), "a\x00b")
     assert "pattern" in create["tags"]["items"] and "pattern" in search["query"]
     assert components["SessionSubmitRequest"]["properties"]["trace"]["pattern"] == "\\S"  # NUL is removed
-    assert components["RunRequestRequest"]["not"] == {"required": ["project", "project_id"]}
+    assert components["ConsolidateRestRequest"]["not"] == {"required": ["project", "project_id"]}

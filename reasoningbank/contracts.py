@@ -1,0 +1,178 @@
+"""One contract per agent operation (DESIGN §3): its input type (validation, defaults) and its output
+shape, shared by the MCP tool, the REST view and the OpenAPI schema so that they cannot drift.
+
+* ``Contract`` — the base of every input and output model: unknown fields are refused, strings are
+  trimmed, and inputs are strict JSON (``"5"`` is not an integer, ``1`` is not a boolean).
+* ``contract_parse`` — a REST body → the input model, or a 400 in the API's one error shape naming
+  every field at fault, worded like the MCP answer (``reasoningbank/mcp_errors.py``).
+* ``contract_tool`` — registers an MCP tool whose parameters are the input model's fields (the SDK
+  reads a tool's signature; the names, descriptions, defaults and limits come from the model), and
+  whose structured output is the output model.
+* ``ContractSchema`` — drf-spectacular renders the same models in ``/api/schema/`` (request bodies
+  in pydantic's validation mode, responses in serialization mode with every always-present key
+  required).
+
+Imports no app: the apps' ``contracts.py`` modules build on it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.plumbing import ResolvedComponent
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rest_framework import exceptions
+
+from reasoningbank.mcp_errors import argument_problem, arguments_error_text
+
+C = TypeVar("C", bound="Contract")
+
+# what every string of an input holds (NUL cannot be stored by PostgreSQL) — declared in the schema
+NUL_FREE = "^[^\\u0000]*$"
+
+
+class Contract(BaseModel):
+    """Base of the operations' input and output models."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    return str(loc[0]) if loc else "non_field_errors"
+
+
+def contract_errors(error: ValidationError) -> dict[str, list[str]]:
+    """Pydantic's errors as ``{field: [sentence, ...]}`` in the MCP wording."""
+    errors: dict[str, list[str]] = {}
+    for item in error.errors(include_url=False):
+        loc = tuple(item.get("loc", ()))
+        message = argument_problem(item, tool_call=False)
+        sentence = message[:1].upper() + message[1:] + "."
+        if len(loc) > 1:  # inside a list or object: say where, as the serializers did ("item 1: …")
+            where = ".".join(f"item {part}" if isinstance(part, int) else str(part) for part in loc[1:])
+            sentence = f"{where}: {sentence}"
+        bucket = errors.setdefault(_field_name(loc), [])
+        if sentence not in bucket:
+            bucket.append(sentence)
+    return errors
+
+
+def contract_parse(model: type[C], data: Any, **path: Any) -> C:
+    """Validate a REST body (plus values from the URL path) into ``model``; a 400 naming every
+    field otherwise (``reasoningbank/api_errors.py`` renders it)."""
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError(
+            {"non_field_errors": [f"The request body must be a JSON object, not {type(data).__name__}."]}
+        )
+    clashing = sorted(set(data) & set(path))
+    if clashing:  # a path value is never taken from the body
+        raise exceptions.ValidationError({name: ["Unknown field: it is part of the URL."] for name in clashing})
+    try:
+        return model.model_validate({**data, **path})
+    except ValidationError as exc:
+        raise exceptions.ValidationError(contract_errors(exc)) from None
+
+
+def contract_tool(
+    server: Any,
+    *,
+    name: str,
+    description: str,
+    annotations: ToolAnnotations,
+    input_model: type[C],
+    output_model: type[BaseModel],
+    run: Callable[[C], BaseModel],
+) -> None:
+    """Register tool ``name`` on ``server``: its parameters are ``input_model``'s fields; a call
+    validates them into the model (the SDK has already checked types and limits) and returns
+    ``run(model)``."""
+    parameters = []
+    for field_name, info in input_model.model_fields.items():
+        # the type with its limits and description; the default goes on the parameter
+        annotation: Any = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
+        default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
+        parameters.append(
+            inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        )
+
+    def tool(**arguments: Any) -> BaseModel:
+        try:  # the SDK checked each argument; rules across arguments are the model's
+            args = input_model.model_validate(arguments, strict=False)
+        except ValidationError as exc:
+            raise ToolError(arguments_error_text(name, exc.errors(include_url=False))) from None
+        return run(args)
+
+    tool.__name__ = name
+    tool.__doc__ = description
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=output_model)  # type: ignore[attr-defined]
+    server.tool(name=name, description=description, annotations=annotations)(tool)
+
+
+class ContractSchema(OpenApiSerializerExtension):
+    """``Contract`` models in the OpenAPI schema, as pydantic describes them."""
+
+    target_class = Contract
+    match_subclasses = True
+    priority = 1  # above drf-spectacular's own pydantic extension (serialization mode for requests too)
+
+    def get_name(self, auto_schema: Any, direction: str) -> str:
+        # RecordInput → "RecordRequest" (drf-spectacular appends "Request"), RecordOutput → "RecordResponse"
+        name = str(self.target.__name__)
+        if direction == "request":
+            return name.removesuffix("Input").removesuffix("Body")
+        return name.removesuffix("Output") + "Response" if name.endswith("Output") else name
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        mode = "validation" if direction == "request" else "serialization"
+        schema = self.target.model_json_schema(ref_template="#/components/schemas/{model}", mode=mode)
+        for sub_name, sub_schema in schema.pop("$defs", {}).items():
+            sub_model = _model_named(self.target, sub_name)
+            if mode == "serialization":
+                _require_present_keys(sub_schema, sub_model)
+            # the model class as the component's identity, as when it is an operation's own body
+            auto_schema.registry.register_on_missing(
+                ResolvedComponent(
+                    name=sub_name, type=ResolvedComponent.SCHEMA, object=sub_model or sub_name, schema=sub_schema
+                )
+            )
+        if mode == "serialization":
+            _require_present_keys(schema, self.target)
+        return schema
+
+
+def _model_named(root: type[BaseModel], name: str) -> type[BaseModel] | None:
+    """The nested model class called ``name`` inside ``root``'s fields (for its optional keys)."""
+    seen: set[type[BaseModel]] = set()
+    stack: list[type[BaseModel]] = [root]
+    while stack:
+        model = stack.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        if model.__name__ == name:
+            return model
+        for info in model.model_fields.values():
+            for arg in _types_in(info.annotation):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    stack.append(arg)
+    return None
+
+
+def _types_in(annotation: Any) -> list[Any]:
+    args = getattr(annotation, "__args__", None)
+    if not args:
+        return [annotation]
+    return [t for arg in args for t in _types_in(arg)]
+
+
+def _require_present_keys(schema: dict[str, Any], model: type[BaseModel] | None) -> None:
+    """A response always holds every key except those excluded when empty (``exclude_if``): say so."""
+    if model is None or "properties" not in schema:
+        return
+    optional = {name for name, info in model.model_fields.items() if info.exclude_if is not None}
+    schema["required"] = [name for name in schema["properties"] if name not in optional]

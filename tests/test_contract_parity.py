@@ -1,0 +1,158 @@
+"""One contract per operation (DESIGN §3): every agent operation gives the same body over REST and MCP.
+
+Two organizations hold the same bank (a project ``web-app`` with the same memories); each operation
+runs once over REST in org A and once over MCP (the official SDK client) in org B with the same
+input, so both see the same state. Only what differs by construction is normalised: generated ids
+and timestamps. A bad input names the same field both ways.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from accounts.models import Organization, Project
+from memories.models import Memory
+from tests.consolidation.vectors import remember, vec
+from tests.factories import ProjectFactory
+from tests.mcp_harness import http_client, in_thread, mcp_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+
+GENERATED = re.compile(r"\b(mem|run|ses)_[0-9a-z]+\b")
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:\d\d)?$")
+TIMINGS = {"duration_seconds", "phase_durations"}
+
+
+def normalised(value: Any) -> Any:
+    """Generated ids → ``<id>``, timestamps → ``<time>``, run timings → 0 (all differ by construction)."""
+    if isinstance(value, dict):
+        return {GENERATED.sub("<id>", k): (0 if k in TIMINGS else normalised(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalised(v) for v in value]
+    if isinstance(value, str):
+        return "<time>" if TIMESTAMP.match(value) else GENERATED.sub("<id>", value)
+    return value
+
+
+def bank(org: Organization, project: Project, principal: Any) -> dict[str, str]:
+    """The same memories in each org: returns title → id."""
+    memories = [
+        remember(principal, "Set HTTP client timeouts", vec({1: 1.0}), content="Always set connect and read timeouts"),
+        remember(principal, "Retry webhooks with backoff", vec({2: 1.0}), content="Exponential backoff, 5 tries"),
+    ]
+    return {m.title: m.id for m in memories}
+
+
+@pytest.fixture
+def orgs(cast: Any, make_token: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    project_b = ProjectFactory(organization=cast.org_b, slug="web-app")
+    scopes = ["memories:read", "memories:write", "consolidation:run"]
+    raw_a, principal_a = make_token(cast.org_a, projects=[cast.project_a], scopes=scopes)
+    raw_b, principal_b = make_token(cast.org_b, projects=[project_b], scopes=scopes)
+    return {
+        "rest": {"token": raw_a, "ids": bank(cast.org_a, cast.project_a, principal_a)},
+        "mcp": {"token": raw_b, "ids": bank(cast.org_b, project_b, principal_b)},
+    }
+
+
+async def over_rest(app: Any, token: str, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+    async with http_client(app, token) as http:
+        response = await http.request(method, path, json=body) if body is not None else await http.get(path)
+    return response.status_code, response.json()
+
+
+async def over_mcp(app: Any, token: str, tool: str, arguments: dict[str, Any]) -> Any:
+    async with mcp_client(app, token, "2026-07-28") as client:
+        return await client.call_tool(tool, arguments)
+
+
+def rest_call(operation: str, ids: dict[str, str], arguments: dict[str, Any]) -> tuple[str, str, dict[str, Any] | None]:
+    """The REST request for an operation's (MCP-style) arguments: the memory id goes into the path."""
+    args = dict(arguments)
+    memory_id = ids.get(args.pop("memory_title", ""), args.pop("memory_id", "mem_unknown"))
+    return {
+        "memory_search": ("POST", "/api/v1/memories/search", args),
+        "memory_record": ("POST", "/api/v1/memories", args),
+        "memory_get": ("GET", f"/api/v1/memories/{memory_id}", None),
+        "memory_feedback": ("POST", f"/api/v1/memories/{memory_id}/feedback", args),
+        "memory_outcome": ("POST", f"/api/v1/memories/{memory_id}/outcome", args),
+        "session_submit": ("POST", "/api/v1/sessions", args),
+        "memory_consolidate": ("POST", "/api/v1/consolidation/runs", {**args, "wait": True}),
+    }[operation]
+
+
+def mcp_arguments(ids: dict[str, str], arguments: dict[str, Any]) -> dict[str, Any]:
+    args = dict(arguments)
+    if "memory_title" in args:
+        args["memory_id"] = ids[args.pop("memory_title")]
+    return args
+
+
+OPERATIONS = [
+    ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "explain": True}),
+    ("memory_search", {"query": "webhook retries", "limit": 1, "outcome": "success"}),
+    (
+        "memory_record",
+        {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc", "outcome": "mixed",
+         "tags": ["node"], "kind": "semantic"},
+    ),
+    ("memory_record", {"title": "Set HTTP client timeouts", "description": "When dealing with set http client "
+                       "timeouts", "content": "Always set connect and read timeouts", "outcome": "success"}),
+    ("memory_get", {"memory_title": "Retry webhooks with backoff"}),
+    ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "helpful": True, "comment": "worked"}),
+    ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": False, "session_id": "s-1"}),
+    ("session_submit", {"session_id": "s-42", "outcome": "success", "trace": "user: fix it\nagent: fixed"}),
+    ("memory_consolidate", {"dry_run": True, "force": True}),
+]
+
+
+@pytest.mark.parametrize(("operation", "arguments"), OPERATIONS, ids=[f"{o}-{i}" for i, (o, _) in enumerate(OPERATIONS)])  # noqa: E501
+async def test_rest_and_mcp_answer_the_same_body_for_the_same_input(app, orgs, operation, arguments):
+    method, path, body = rest_call(operation, orgs["rest"]["ids"], arguments)
+    status, rest_body = await over_rest(app, orgs["rest"]["token"], method, path, body)
+    result = await over_mcp(app, orgs["mcp"]["token"], operation, mcp_arguments(orgs["mcp"]["ids"], arguments))
+
+    assert status in (200, 201), rest_body
+    assert not result.is_error, result.content[0].text
+    assert normalised(rest_body) == normalised(result.structured_content)
+    if operation == "memory_search":  # the same hits, not two empty lists
+        assert rest_body["memories"] and rest_body["memories"][0]["title"] in orgs["rest"]["ids"]
+
+
+INVALID = [
+    ("memory_search", {"query": "   "}, "query"),
+    ("memory_search", {"query": "x", "limit": 500}, "limit"),
+    ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "maybe"}, "outcome"),
+    ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": ["x" * 51]},
+     "tags"),
+    ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "comment": "no verdict"}, "helpful"),
+    ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": True, "session_id": "s" * 201},
+     "session_id"),
+    ("session_submit", {"session_id": "s-1", "outcome": "won", "trace": "agent: done"}, "outcome"),
+    ("memory_consolidate", {"similarity_threshold": 0.2}, "similarity_threshold"),
+    ("memory_consolidate", {"project": "web-app", "project_id": "other"}, "project"),
+]
+
+
+@pytest.mark.parametrize(
+    ("operation", "arguments", "field"), INVALID, ids=[f"{o}-{f}" for o, _, f in INVALID]
+)
+async def test_a_bad_input_names_the_same_field_over_rest_and_mcp_and_changes_nothing(
+    app, orgs, operation, arguments, field
+):
+    before = await in_thread(Memory.objects.count)
+    method, path, body = rest_call(operation, orgs["rest"]["ids"], arguments)
+    status, rest_body = await over_rest(app, orgs["rest"]["token"], method, path, body)
+    result = await over_mcp(app, orgs["mcp"]["token"], operation, mcp_arguments(orgs["mcp"]["ids"], arguments))
+
+    assert status == 400, rest_body
+    assert list(rest_body["errors"]) == [field]
+    assert result.is_error
+    named = re.findall(r"^- ([a-z_]+)", result.content[0].text, flags=re.MULTILINE)
+    assert named == [field], result.content[0].text
+    assert await in_thread(Memory.objects.count) == before
