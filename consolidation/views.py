@@ -131,9 +131,8 @@ def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
 def _schedule_rows(request: HttpRequest, projects: list[Project]) -> list[dict[str, Any]]:
     stored = {
         row.project_id: row
-        for row in ProjectConsolidationSettings.objects.filter(
-            organization=request.principal.organization,  # type: ignore[attr-defined]
-            project__in=projects,
+        for row in access_filter(ProjectConsolidationSettings, request.principal).filter(  # type: ignore[attr-defined]
+            project__in=projects
         )
     }
     rows = []

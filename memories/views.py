@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.access import reachable_projects
+from accounts.access import access_filter, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
 from memories.models import AgentSession, Memory, MemoryLink
@@ -369,9 +369,9 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
     # memories merged into this one that no "consolidates" link names (the links are shown anyway)
     linked = {link["memory"]["id"] for link in lineage["outgoing"] if link["kind"] == MemoryLink.KIND_CONSOLIDATES}
     sources = list(
-        Memory.objects.filter(pk__in=[pk for pk in lineage["sources"] if pk not in linked]).only(
-            "id", "title", "state", "archived_reason", "confidence"
-        )
+        access_filter(Memory, principal)
+        .filter(pk__in=[pk for pk in lineage["sources"] if pk not in linked])
+        .only("id", "title", "state", "archived_reason", "confidence")
     )
     context = _context(
         request,

@@ -58,6 +58,13 @@ def make_token(db: Any):
 
 
 @pytest.fixture
+def agent(cast: Cast, make_token: Any) -> Principal:
+    """An agent token of org A restricted to its project web-app (default scopes), as a Principal."""
+    _, principal = make_token(cast.org_a, projects=[cast.project_a])
+    return principal
+
+
+@pytest.fixture
 def api_client() -> APIClient:
     return APIClient()
 

@@ -1,3 +1,8 @@
+import json
+
+import pytest
+
+
 def test_me_returns_the_tokens_org_scopes_and_projects(cast, token_client):
     response = token_client(cast.org_a).get("/api/v1/me")
     assert response.status_code == 200
@@ -27,9 +32,18 @@ def test_a_token_without_the_read_scope_gets_403_naming_the_scope(cast, token_cl
     assert "memories:read" in response.json()["detail"]
 
 
+@pytest.mark.cross_tenant("api-projects")
 def test_projects_lists_only_the_tokens_own_org(cast, token_client):
     slugs = [p["slug"] for p in token_client(cast.org_b).get("/api/v1/projects").json()["results"]]
     assert slugs == ["billing"]
+
+
+@pytest.mark.cross_tenant("api-me")
+def test_me_of_another_orgs_token_names_only_that_org_and_its_projects(cast, token_client):
+    body = token_client(cast.org_b).get("/api/v1/me").json()
+    assert body["organization"]["slug"] == "globex"
+    assert [p["slug"] for p in body["projects"]] == ["billing"]
+    assert "acme" not in json.dumps(body).lower() and "web-app" not in json.dumps(body)
 
 
 def test_the_openapi_schema_is_public_and_lists_the_api(api_client, db):

@@ -249,6 +249,7 @@ def test_token_list_never_contains_a_digest(client, cast):
         assert "digest" not in body.lower()
 
 
+@pytest.mark.cross_tenant("settings-tokens")
 def test_token_form_errors(client, cast):
     login(client, cast.alice)
     response = client.post("/settings/tokens/", {"label": "", "scopes": ["memories:read"]})
@@ -266,6 +267,7 @@ def test_token_form_errors(client, cast):
     assert not ApiToken.objects.filter(label="x").exists()
 
 
+@pytest.mark.cross_tenant("settings-token-revoke")
 def test_revoking_another_orgs_token_is_404(client, cast):
     foreign, _ = token_create(organization=cast.org_b, label="globex ci")
     login(client, cast.alice)
@@ -274,6 +276,7 @@ def test_revoking_another_orgs_token_is_404(client, cast):
     assert foreign.revoked_at is None
 
 
+@pytest.mark.cross_tenant("settings-usage")
 def test_usage_page_sums_this_months_llm_calls_by_purpose(client, cast):
     for org, purpose, tokens_in, tokens_out in (
         (cast.org_a, "distill", 1200, 300),
@@ -329,6 +332,7 @@ def test_an_admin_who_is_not_owner_cannot_change_the_plan(client, cast):
     assert client.post("/settings/tokens/", {"label": "ci", "scopes": ["memories:read"]}).status_code == 200
 
 
+@pytest.mark.cross_tenant("settings-members", "settings-projects", "settings-tokens", "settings-member-remove")
 def test_charlie_cannot_see_acmes_data(client, cast):
     token_create(organization=cast.org_a, label="acme-secret-label")
     login(client, cast.charlie)
@@ -343,6 +347,7 @@ def test_charlie_cannot_see_acmes_data(client, cast):
     assert Membership.objects.filter(pk=acme_membership.pk).exists()
 
 
+@pytest.mark.cross_tenant("switch-org")
 def test_switch_org_to_an_org_you_do_not_belong_to_is_404(client, cast):
     login(client, cast.alice)
     assert client.post("/switch-org/", {"org": "globex"}).status_code == 404
@@ -373,3 +378,50 @@ def test_a_user_without_an_org_gets_the_no_org_page(client, db):
     response = client.get("/settings/")
     assert response.status_code == 403
     assert "not a member of any organization" in text(response)
+
+
+# --- cross-tenant: another org's rows are invisible and untouchable -------------------------------------
+
+
+@pytest.mark.cross_tenant("settings-teams")
+def test_another_orgs_teams_are_not_listed(client, cast):
+    acme_team = Team.objects.create(organization=cast.org_a, slug="acme-platform", name="Acme Platform")
+    assert "Acme Platform" in text(login(client, cast.alice).get("/settings/teams/"))
+    body = text(login(client, cast.charlie).get("/settings/teams/"))
+    assert acme_team.name not in body and acme_team.slug not in body
+
+
+@pytest.mark.cross_tenant("settings-member-role")
+def test_changing_the_role_of_another_orgs_member_is_404_and_changes_nothing(client, cast):
+    bob_in_acme = Membership.objects.get(user=cast.bob, organization=cast.org_a)
+    login(client, cast.charlie)
+    assert client.post(f"/settings/members/{bob_in_acme.pk}/role/", {"role": "owner"}).status_code == 404
+    bob_in_acme.refresh_from_db()
+    assert bob_in_acme.role == "viewer"
+    assert not AuditEvent.objects.filter(verb="membership.role_change").exists()
+
+
+@pytest.mark.cross_tenant("settings-member-invite")
+def test_inviting_a_member_of_another_org_adds_them_here_and_leaves_that_org_alone(client, cast):
+    login(client, cast.charlie)
+    response = client.post("/settings/members/invite/", {"email": "bob@acme.test", "role": "admin"})
+    assert response.status_code == 302
+    assert Membership.objects.get(user=cast.bob, organization=cast.org_b).role == "admin"
+    assert Membership.objects.get(user=cast.bob, organization=cast.org_a).role == "viewer"
+    assert not AuditEvent.objects.filter(organization=cast.org_a).exists()
+    body = text(client.get("/settings/"))
+    assert "bob@acme.test" in body and "alice@acme.test" not in body
+
+
+@pytest.mark.cross_tenant("settings-plan")
+def test_the_plan_page_counts_and_changes_only_the_current_org(client, cast):
+    Project.objects.create(organization=cast.org_a, slug="mobile", name="Mobile")
+    Project.objects.create(organization=cast.org_a, slug="infra", name="Infra")
+    login(client, cast.charlie)
+    used = {row["name"]: row["used"] for row in client.get("/settings/plan/").context["limits"]}
+    assert used["projects"] == 1 and used["members"] == 1  # globex's, not acme's 3 projects and 2 members
+    assert client.post("/settings/plan/", {"plan": "teams"}).status_code == 302
+    cast.org_a.refresh_from_db()
+    cast.org_b.refresh_from_db()
+    assert (cast.org_a.plan, cast.org_b.plan) == ("pro", "teams")
+    assert not AuditEvent.objects.filter(organization=cast.org_a, verb="organization.plan_change").exists()

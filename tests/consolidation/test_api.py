@@ -9,7 +9,15 @@ from consolidation import context
 from consolidation import contracts as consolidation_contracts
 from consolidation.models import ConsolidationRun
 from memories.models import Memory, MemoryLink
-from tests.consolidation.vectors import SYNTHESIS_PREFIX, cycle_llm, prompts_of, remember, run_cycle, spoke, vec
+from tests.consolidation.vectors import (
+    SYNTHESIS_PREFIX,
+    cycle_llm,
+    disputed_pair,
+    prompts_of,
+    remember,
+    run_cycle,
+    spoke,
+)
 
 RUNS = "/api/v1/consolidation/runs"
 DISPUTES = "/api/v1/consolidation/disputes"
@@ -21,12 +29,6 @@ RESULT_FIELDS = {
     "duration_seconds",
     "dry_run",
 }
-
-
-@pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
 
 
 @pytest.fixture
@@ -163,6 +165,7 @@ def test_a_read_only_token_may_not_request_a_run(cast, token_client):
     assert not ConsolidationRun.objects.exists()
 
 
+@pytest.mark.cross_tenant("api-consolidation-runs", "api-consolidation-run")
 def test_another_organization_can_neither_read_a_run_nor_consolidate_its_project(cast, token_client, enqueued):
     run_id = token_client(cast.org_a).post(RUNS, {"project_id": "web-app"}, format="json").json()["id"]
     globex = token_client(cast.org_b)
@@ -190,20 +193,11 @@ def test_out_of_range_options_are_rejected_with_400_naming_the_field(cast, token
 
 
 @pytest.fixture
-def dispute(cast, agent):
-    first = remember(agent, "Project database", vec({1: 1.0}), content="Project uses PostgreSQL")
-    second = remember(agent, "Project database engine", vec({2: 1.0}), content="Project uses MySQL")
-    link = MemoryLink.objects.create(
-        organization=cast.org_a,
-        source=first,
-        target=second,
-        kind=MemoryLink.KIND_CONTRADICTS,
-        weight=0.9,
-        reason="They name different databases",
-    )
-    return first, second, link
+def dispute(agent):
+    return disputed_pair(agent, reason="They name different databases")
 
 
+@pytest.mark.cross_tenant("api-disputes")
 def test_disputes_are_listed_with_both_memories_and_the_judges_confidence(cast, token_client, dispute):
     first, second, link = dispute
 
@@ -233,6 +227,7 @@ def test_resolving_a_dispute_keeping_the_first_archives_the_second_as_superseded
     assert again.status_code == 409
 
 
+@pytest.mark.cross_tenant("api-dispute-resolve")
 def test_a_dispute_cannot_be_resolved_with_an_unknown_resolution_or_by_another_org(cast, token_client, dispute):
     _, _, link = dispute
 

@@ -9,7 +9,7 @@ import pytest
 from consolidation import contracts as consolidation_contracts
 from consolidation.models import ConsolidationRun
 from memories.models import MemoryLink
-from tests.consolidation.vectors import remember, vec
+from tests.consolidation.vectors import disputed_pair
 
 RUNS = "/api/v1/consolidation/runs"
 
@@ -48,11 +48,7 @@ def test_a_run_request_must_be_json(cast, token_client, enqueued):
 
 def test_resolving_a_dispute_with_an_unknown_field_or_an_overlong_id_is_a_4xx(cast, token_client, make_token):
     _, agent = make_token(cast.org_a, projects=[cast.project_a])
-    first = remember(agent, "Project database", vec({1: 1.0}))
-    second = remember(agent, "Project database engine", vec({2: 1.0}))
-    link = MemoryLink.objects.create(
-        organization=cast.org_a, source=first, target=second, kind=MemoryLink.KIND_CONTRADICTS, weight=0.9
-    )
+    _, _, link = disputed_pair(agent)
     client = token_client(cast.org_a)
 
     unknown = client.post(

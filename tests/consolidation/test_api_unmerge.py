@@ -13,12 +13,6 @@ MEMORIES = "/api/v1/memories"
 
 
 @pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
-
-
-@pytest.fixture
 def merged(cast, agent):
     titles = ["Use context.WithTimeout for database calls", "Always set DB query timeouts", "DB timeout practices"]
     sources = [remember(agent, title, spoke(0, n, 0.87)) for n, title in enumerate(titles, 1)]
@@ -72,6 +66,7 @@ def test_unmerging_twice_says_the_consolidated_memory_is_already_archived(cast, 
     assert f"consolidated memory {consolidated.id} is already archived (manual)" in again.json()["detail"]
 
 
+@pytest.mark.cross_tenant("api-memory-unmerge")
 def test_unmerge_takes_no_body_fields_and_another_org_gets_a_404(cast, token_client, merged):
     consolidated, _ = merged
 

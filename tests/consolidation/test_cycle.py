@@ -23,6 +23,7 @@ from tests.consolidation.vectors import (
     contradiction_reply,
     cosine,
     cycle_llm,
+    disputed_pair,
     prompts_of,
     remember,
     run_cycle,
@@ -44,13 +45,6 @@ RESULT_FIELDS = {
     "duration_seconds",
     "dry_run",
 }
-
-
-@pytest.fixture
-def agent(cast, make_token):
-    """An agent token of org A restricted to its project web-app (default scopes)."""
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
 
 
 @pytest.fixture
@@ -389,7 +383,10 @@ def test_max_clusters_1_processes_the_biggest_cluster_and_counts_the_rest_as_ski
     assert run.result["total_processed"] == 5
 
 
-def test_search_hides_archived_sources_and_boosts_the_consolidated_memory_by_1_2(cast, agent):
+def test_search_hides_archived_sources_and_boosts_the_consolidated_memory_by_1_2(cast, agent, settings):
+    # the two memories share one vector on purpose: rank by the vector leg alone, and do not fold them
+    settings.SEARCH_LEXICAL_WEIGHT = 0.0
+    settings.SEARCH_COLLAPSE_DUPLICATES = False
     sources = family(
         agent,
         0,
@@ -513,17 +510,8 @@ def test_unmerging_restores_the_sources_and_archives_the_consolidated_memory(cas
     assert MemoryLink.objects.filter(source=merged, kind=MemoryLink.KIND_CONSOLIDATES).count() == 3  # history kept
 
 
-def disputed_pair(agent, cast) -> tuple[Memory, Memory, MemoryLink]:
-    first = remember(agent, "Project database", vec({1: 1.0}), content="Project uses PostgreSQL")
-    second = remember(agent, "Project database engine", vec({2: 1.0}), content="Project uses MySQL")
-    link = MemoryLink.objects.create(
-        organization=cast.org_a, source=first, target=second, kind=MemoryLink.KIND_CONTRADICTS, weight=0.9
-    )
-    return first, second, link
-
-
 def test_resolving_a_dispute_with_keep_first_archives_the_second_as_superseded(cast, agent):
-    first, second, link = disputed_pair(agent, cast)
+    first, second, link = disputed_pair(agent)
 
     resolved = contradiction_resolve(principal=agent, link=link, resolution="keep_first")
 
@@ -536,7 +524,7 @@ def test_resolving_a_dispute_with_keep_first_archives_the_second_as_superseded(c
 
 
 def test_resolving_a_dispute_with_keep_both_only_marks_it_resolved(cast, agent):
-    first, second, link = disputed_pair(agent, cast)
+    first, second, link = disputed_pair(agent)
 
     contradiction_resolve(principal=agent, link=link, resolution="keep_both")
 

@@ -31,16 +31,11 @@ from tests.consolidation.vectors import (
     synthesis_reply,
     vec,
 )
+from tests.factories import ConsolidationRunFactory
 from tests.fakes import ScriptedLLM
 
 TIMEOUT_TITLES = ["Timeout rule A", "Timeout rule B", "Timeout rule C"]
 RETRY_TITLES = ["Retry rule A", "Retry rule B"]
-
-
-@pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
 
 
 @pytest.fixture
@@ -217,15 +212,13 @@ def test_a_run_that_exceeds_its_time_limit_fails_with_a_timeout_and_keeps_commit
 
 def test_a_running_run_whose_worker_stopped_heartbeating_is_marked_failed(cast):
     now = timezone.now()
-    stuck = ConsolidationRun.objects.create(
-        organization=cast.org_a,
+    stuck = ConsolidationRunFactory(
         project=cast.project_a,
         status=ConsolidationRun.STATUS_RUNNING,
         started_at=now - timedelta(hours=1),
         heartbeat_at=now - timedelta(hours=1),
     )
-    alive = ConsolidationRun.objects.create(
-        organization=cast.org_b,
+    alive = ConsolidationRunFactory(
         project=cast.project_b,
         status=ConsolidationRun.STATUS_RUNNING,
         started_at=now - timedelta(minutes=2),
@@ -256,8 +249,7 @@ def test_a_second_request_for_a_project_with_a_queued_run_is_a_conflict(cast, ag
 
 def test_a_run_within_24_hours_of_the_last_completed_one_is_skipped_unless_forced(cast, agent, two_clusters):
     first, _ = two_clusters
-    earlier = ConsolidationRun.objects.create(
-        organization=cast.org_a,
+    earlier = ConsolidationRunFactory(
         project=cast.project_a,
         status=ConsolidationRun.STATUS_COMPLETED,
         started_at=timezone.now() - timedelta(hours=2),
@@ -280,8 +272,7 @@ def test_a_run_within_24_hours_of_the_last_completed_one_is_skipped_unless_force
 
 
 def test_a_completed_run_older_than_24_hours_does_not_hold_back_the_next_one(cast, agent, two_clusters):
-    ConsolidationRun.objects.create(
-        organization=cast.org_a,
+    ConsolidationRunFactory(
         project=cast.project_a,
         status=ConsolidationRun.STATUS_COMPLETED,
         started_at=timezone.now() - timedelta(hours=25),

@@ -17,12 +17,6 @@ TITLE = "Set database query timeouts"
 
 
 @pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
-
-
-@pytest.fixture
 def twins(agent):
     """Three memories with the same title (cosine 0.87: one cluster, below the duplicate line)
     and a near-identical pair (0.97: a duplicate group)."""

@@ -62,6 +62,7 @@ async def test_a_dry_run_over_mcp_changes_nothing(app, seeded):
     assert states == {"active"}
 
 
+@pytest.mark.cross_tenant("memory_consolidate")
 async def test_the_plan_gate_scope_and_tenancy_are_enforced(app, cast, seeded):
     async with mcp_client(app, seeded["other_org"], "legacy") as client:
         foreign = await client.call_tool("memory_consolidate", {"project_id": "web-app"})

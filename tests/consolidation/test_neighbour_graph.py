@@ -21,12 +21,6 @@ DAY = timedelta(days=1)
 
 
 @pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
-
-
-@pytest.fixture
 def probes(monkeypatch) -> list[list[str]]:
     """The ids each run asked the index about, one list per neighbour_edges call."""
     calls: list[list[str]] = []

@@ -14,14 +14,9 @@ from consolidation.models import ConsolidationRun
 from consolidation.runs import consolidation_request, run_options_validate, runs_recover_stale
 from consolidation.tasks import consolidation_scheduler_tick
 from reasoningbank.errors import Conflict
+from tests.factories import ConsolidationRunFactory
 
 RUNS = "/api/v1/consolidation/runs"
-
-
-@pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
 
 
 @pytest.fixture(autouse=True)
@@ -32,17 +27,12 @@ def no_queue(monkeypatch):
 
 
 def queued_run(project, *, minutes_ago: float) -> ConsolidationRun:
-    return ConsolidationRun.objects.create(
-        organization=project.organization,
-        project=project,
-        created_at=timezone.now() - timedelta(minutes=minutes_ago),
-    )
+    return ConsolidationRunFactory(project=project, created_at=timezone.now() - timedelta(minutes=minutes_ago))
 
 
 def running_run(project, *, heartbeat_minutes_ago: float) -> ConsolidationRun:
     at = timezone.now() - timedelta(minutes=heartbeat_minutes_ago)
-    return ConsolidationRun.objects.create(
-        organization=project.organization,
+    return ConsolidationRunFactory(
         project=project,
         status=ConsolidationRun.STATUS_RUNNING,
         created_at=at - timedelta(minutes=1),

@@ -12,8 +12,8 @@ from consolidation import triggers
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.runs import consolidation_request, run_options_validate
 from consolidation.triggers import consolidation_schedule_due, project_settings_update
-from memories.services import memory_record
 from reasoningbank.errors import Forbidden, PlanRequired
+from tests.factories import ConsolidationRunFactory, MemoryFactory
 
 
 @pytest.fixture
@@ -34,20 +34,12 @@ def request_manual(principal, project) -> ConsolidationRun:
 
 
 def record(principal, n: int, project: str) -> None:
-    memory_record(
-        principal=principal,
-        title=f"Lesson {n}",
-        description="When something happened",
-        content=f"What we learned the {n}th time.",
-        outcome="success",
-        project=project,
-    )
+    MemoryFactory(principal=principal, title=f"Lesson {n}", project=project)
 
 
 def past_run(project, *, hours_ago: float, status: str = ConsolidationRun.STATUS_COMPLETED) -> ConsolidationRun:
     at = timezone.now() - timedelta(hours=hours_ago)
-    return ConsolidationRun.objects.create(
-        organization=project.organization,
+    return ConsolidationRunFactory(
         project=project,
         trigger=ConsolidationRun.TRIGGER_SCHEDULED,
         status=status,

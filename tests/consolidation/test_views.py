@@ -10,7 +10,7 @@ from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from memories.models import Memory
 from memories.services import memory_record
 from tests.consolidation.vectors import set_embedding, spoke
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import ConsolidationRunFactory, MembershipFactory, UserFactory
 
 MANUAL_GATE = "Manual consolidation needs the Pro plan"
 SCHEDULE_GATE = "Scheduled consolidation needs the Teams plan"
@@ -154,6 +154,7 @@ def test_preview_input_errors_are_400(client, cast):
     assert not ConsolidationRun.objects.exists()
 
 
+@pytest.mark.cross_tenant("consolidation-preview")
 def test_preview_of_another_orgs_project_is_404(client, cast):
     client.force_login(cast.alice)
     response = client.post("/consolidation/preview/", {"project": "billing", "similarity_threshold": "0.8"})
@@ -182,7 +183,7 @@ def test_apply_queues_a_forced_real_run(client, cast, cluster, enqueued):
 
 def test_run_detail_polls_while_queued_and_stops_when_completed(client, cast, enqueued):
     client.force_login(cast.bob)  # viewers may watch
-    run = ConsolidationRun.objects.create(organization=cast.org_a, project=cast.project_a, options={"force": True})
+    run = ConsolidationRunFactory(project=cast.project_a, options={"force": True})
     full = text(client.get(f"/consolidation/runs/{run.id}/"))
     assert "<html" in full and 'hx-trigger="every 2s"' in full
     partial = client.get(f"/consolidation/runs/{run.id}/", HTTP_HX_REQUEST="true")
@@ -202,9 +203,9 @@ def test_run_detail_polls_while_queued_and_stops_when_completed(client, cast, en
     assert "hx-trigger" not in text(client.get(f"/consolidation/runs/{run.id}/"))
 
 
+@pytest.mark.cross_tenant("consolidation")
 def test_runs_history_lists_runs_of_this_org_only(client, cast):
-    ConsolidationRun.objects.create(
-        organization=cast.org_a,
+    ConsolidationRunFactory(
         project=cast.project_a,
         status="completed",
         counters={"processed": 11},
@@ -214,7 +215,7 @@ def test_runs_history_lists_runs_of_this_org_only(client, cast):
         llm_input_tokens=1234,
         llm_output_tokens=56,
     )
-    ConsolidationRun.objects.create(organization=cast.org_b, project=cast.project_b, status="completed")
+    ConsolidationRunFactory(project=cast.project_b, status="completed")
     client.force_login(cast.alice)
     body = text(client.get("/consolidation/"))
     assert "web-app" in body and "billing" not in body
@@ -245,8 +246,9 @@ def test_member_can_preview(client, cast, cluster):
     assert cluster[0].title in text(response)
 
 
+@pytest.mark.cross_tenant("consolidation-run")
 def test_cross_org_run_id_is_404(client, cast):
-    foreign = ConsolidationRun.objects.create(organization=cast.org_b, project=cast.project_b)
+    foreign = ConsolidationRunFactory(project=cast.project_b)
     client.force_login(cast.alice)
     assert client.get(f"/consolidation/runs/{foreign.id}/").status_code == 404
     assert client.get(f"/consolidation/runs/{foreign.id}/", HTTP_HX_REQUEST="true").status_code == 404
@@ -287,3 +289,22 @@ def test_schedule_form_works_on_teams(client, cast):
     assert "interval must be between 1 hour and 30 days" in text(response)
     # another org's project is a 404
     assert client.post("/consolidation/schedule/billing/", {"scheduled": "on"}).status_code == 404
+
+
+@pytest.mark.cross_tenant("consolidation-apply")
+def test_applying_to_another_orgs_project_is_404_and_queues_nothing(client, cast, enqueued):
+    client.force_login(cast.alice)
+    response = client.post("/consolidation/apply/", {"project": "billing", "similarity_threshold": "0.85"})
+    assert response.status_code == 404
+    assert enqueued == [] and not ConsolidationRun.objects.exists()
+
+
+@pytest.mark.cross_tenant("consolidation-schedule")
+def test_scheduling_another_orgs_project_is_404_and_changes_nothing(client, cast):
+    set_plan(cast.org_a, "teams")
+    set_plan(cast.org_b, "teams")
+    client.force_login(cast.alice)
+    response = client.post("/consolidation/schedule/billing/", {"scheduled": "on", "interval_hours": "12"})
+    assert response.status_code == 404
+    assert not ProjectConsolidationSettings.objects.filter(project=cast.project_b).exists()
+    assert "billing" not in text(client.get("/consolidation/"))

@@ -9,8 +9,9 @@ different axes then have cosine ``1 / (1 + a²) = c`` exactly (in real arithmeti
 different hubs are orthogonal (cosine 0). Give every memory its own tilt axis.
 
 The second half holds the drivers the cycle tests share: ``remember`` (record a memory through
-the real service, then pin its embedding and any life fields), ``cycle_llm`` (a ScriptedLLM that
-answers each of the cycle's prompt types) and ``run_cycle`` (request + execute one run).
+the real service, then pin its embedding and any life fields), ``disputed_pair`` (two memories
+linked as contradicting), ``cycle_llm`` (a ScriptedLLM that answers each of the cycle's prompt
+types) and ``run_cycle`` (request + execute one run).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from accounts.models import Project
 from consolidation.models import ConsolidationRun
 from consolidation.prompts import SUPERSESSION_SYSTEM_PROMPT
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
-from memories.models import Memory
-from memories.services import memory_record
+from memories.models import Memory, MemoryLink
+from tests.factories import MemoryFactory, MemoryLinkFactory
 from tests.fakes import ScriptedLLM
 
 
@@ -93,25 +94,33 @@ def remember(
     project: str = "web-app",
     **fields: Any,
 ) -> Memory:
-    """Record a memory through ``memory_record``, then set its embedding and any other columns
-    (confidence, usage_count, importance, created_at, last_used_at, ...) directly."""
-    memory = memory_record(
+    """Record a memory through ``memory_record`` (``MemoryFactory``), then set its embedding and any
+    other columns (confidence, usage_count, importance, created_at, last_used_at, ...) directly."""
+    if vector is not None:
+        fields["embedding"] = vector
+    memory = MemoryFactory(
         principal=principal,
         title=title,
         description=f"When dealing with {title.lower()}",
         content=content or f"{title}. Details that must survive consolidation.",
-        outcome="success",
         tags=tags if tags is not None else ["testing"],
         kind=kind,
         project=project,
+        **fields,
     )
-    updates = dict(fields)
-    if vector is not None:
-        updates["embedding"] = vector
-    if updates:
-        Memory.objects.filter(pk=memory.pk).update(**updates)
     memory.refresh_from_db()
     return memory
+
+
+def disputed_pair(principal: Principal, **link_fields: Any) -> tuple[Memory, Memory, MemoryLink]:
+    """Two memories naming different databases (orthogonal embeddings), linked the way the
+    consolidation judge links a contradiction (weight 0.9 unless given)."""
+    first = remember(principal, "Project database", vec({1: 1.0}), content="Project uses PostgreSQL")
+    second = remember(principal, "Project database engine", vec({2: 1.0}), content="Project uses MySQL")
+    link = MemoryLinkFactory(
+        source=first, target=second, kind=MemoryLink.KIND_CONTRADICTS, **{"weight": 0.9, **link_fields}
+    )
+    return first, second, link
 
 
 # --- a fake LLM that answers the cycle's prompts ----------------------------------------------------

@@ -17,12 +17,6 @@ from tests.fakes import ScriptedLLM
 MEMORIES = "/api/v1/memories"
 
 
-@pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
-
-
 def test_the_lineage_of_a_duplicate_archived_by_a_run_names_the_run_that_linked_it(cast, token_client, agent):
     kept = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
     dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
@@ -60,6 +54,7 @@ def test_the_lineage_of_a_consolidated_memory_lists_its_sources_with_the_run_id(
     assert source_lineage["consolidated_into"] == merged.id
 
 
+@pytest.mark.cross_tenant("api-memory-lineage")
 def test_another_orgs_token_gets_a_404_for_a_lineage_made_by_a_run(cast, token_client, agent):
     remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
     dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)

@@ -133,6 +133,7 @@ def test_a_request_body_that_is_not_a_json_object_is_400(alice, payload):
     assert response.json()["code"] in ("invalid", "parse_error")
 
 
+@pytest.mark.cross_tenant("api-memories")
 def test_recording_into_another_orgs_project_is_404(charlie, cast):
     response = charlie.post(
         MEMORIES,
@@ -183,6 +184,7 @@ def test_an_unknown_memory_id_is_404_naming_it(alice):
     assert body["code"] == "not_found"
 
 
+@pytest.mark.cross_tenant("api-memory", "api-memory-archive", "api-memory-restore")
 def test_a_token_of_another_org_gets_404_for_every_verb_on_a_memory(alice, charlie):
     memory_id = record(alice)["id"]
     own_404 = alice.get(f"{MEMORIES}/mem_doesnotexist").json()
@@ -220,6 +222,7 @@ def test_without_a_token_the_api_is_401(api_client, alice):
 # --- list ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.cross_tenant("api-memories")
 def test_listing_shows_only_the_tokens_own_org(alice, charlie):
     record(alice, title="Acme memory")
     record(charlie, title="Globex memory", project="billing")

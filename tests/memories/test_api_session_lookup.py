@@ -81,6 +81,7 @@ def test_a_project_restricted_token_finds_its_own_projects_session_by_client_id(
     assert response.status_code == 200 and response.json()["id"] == mine["id"]
 
 
+@pytest.mark.cross_tenant("api-session", "api-session-retry")
 def test_another_orgs_session_is_a_404_by_either_id(cast, token_client):
     submitted = submit(token_client(cast.org_a, projects=[cast.project_a]))
     globex = token_client(cast.org_b)

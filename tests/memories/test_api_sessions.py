@@ -55,6 +55,7 @@ def test_a_multi_project_token_must_name_the_project(cast, token_client):
     assert _post(token_client(cast.org_a), project="web-app").status_code == 201
 
 
+@pytest.mark.cross_tenant("api-sessions", "api-session", "api-session-retry")
 def test_another_orgs_session_is_a_404(cast, token_client):
     session_id = _post(token_client(cast.org_a, projects=[cast.project_a])).json()["id"]
     other = token_client(cast.org_b)
@@ -82,3 +83,12 @@ def test_a_nul_byte_in_the_submitted_session_id_is_a_400_naming_it_over_rest(cas
     response = _post(token_client(cast.org_a, projects=[cast.project_a]), session_id="ab\x00c")
     assert response.status_code == 400
     assert response.json()["errors"].keys() == {"session_id"}  # DRF's own check; MCP goes to the service
+
+
+@pytest.mark.cross_tenant("api-sessions")
+def test_submitting_into_another_orgs_project_is_a_404_and_stores_nothing(cast, token_client):
+    from memories.models import AgentSession
+
+    response = _post(token_client(cast.org_b), project="web-app")
+    assert response.status_code == 404 and response.json()["code"] == "not_found"
+    assert not AgentSession.objects.exists()

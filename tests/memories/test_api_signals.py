@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from memories.models import Memory, MemoryLink
-from tests.factories import ProjectFactory
+from memories.models import Memory
+from tests.factories import MemoryLinkFactory, ProjectFactory
 
 MEMORIES = "/api/v1/memories"
 
@@ -81,6 +81,7 @@ def test_a_read_only_token_gets_403_on_feedback_and_outcome(cast, token_client, 
     assert reader.get(f"{MEMORIES}/{memory_id}/signals").json()["count"] == 0
 
 
+@pytest.mark.cross_tenant("api-memory-feedback", "api-memory-outcome", "api-memory-lineage", "api-memory-signals")
 def test_another_org_gets_404_for_feedback_outcome_lineage_and_signals(cast, token_client, alice, memory_id):
     globex = token_client(cast.org_b)
     attempts = [
@@ -146,9 +147,7 @@ def test_lineage_shows_a_consolidation_link_from_both_ends(cast, alice):
     merged_id = record(alice, "Deadlines for every outgoing call")
     source_id = record(alice, "Timeouts for HTTP calls")
     merged, source = Memory.objects.get(pk=merged_id), Memory.objects.get(pk=source_id)
-    MemoryLink.objects.create(
-        organization=cast.org_a, source=merged, target=source, kind="consolidates", reason="near-duplicates"
-    )
+    MemoryLinkFactory(source=merged, target=source, kind="consolidates", reason="near-duplicates")
     Memory.objects.filter(pk=source_id).update(
         state="archived", archived_reason="consolidated", consolidated_into=merged
     )
@@ -180,7 +179,7 @@ def test_lineage_hides_links_to_memories_outside_a_restricted_tokens_reach(cast,
     mobile_memory = record(alice, "Mobile deadlines", project="mobile")
     web_memory = record(alice, "Web deadlines")
     for target in (mobile_memory, web_memory):
-        MemoryLink.objects.create(organization=cast.org_a, source_id=org_wide, target_id=target, kind="consolidates")
+        MemoryLinkFactory(source_id=org_wide, target_id=target, kind="consolidates")
     web_only = token_client(cast.org_a, projects=[cast.project_a])
     outgoing = web_only.get(f"{MEMORIES}/{org_wide}/lineage").json()["outgoing"]
     assert [link["memory"]["id"] for link in outgoing] == [web_memory]

@@ -59,6 +59,7 @@ async def test_without_an_llm_the_session_waits_and_says_so(app, tokens, setting
     assert "LLM" in result.structured_content["message"]
 
 
+@pytest.mark.cross_tenant("session_submit")
 async def test_bad_input_and_read_only_tokens_get_clear_errors(app, tokens, cast):
     await in_thread(lambda: ProjectFactory(organization=cast.org_a, slug="mobile"))  # the org token must choose
     async with mcp_client(app, tokens["reader"], "legacy") as client:
@@ -81,3 +82,18 @@ async def test_a_nul_byte_in_the_session_id_is_a_clear_error_naming_the_field(ap
     assert result.is_error
     assert "session_id: must not contain NUL characters" in dump(result)
     assert await in_thread(lambda: AgentSession.objects.count()) == 0
+
+
+@pytest.mark.cross_tenant("session_submit")
+async def test_another_orgs_session_with_the_same_id_is_neither_returned_nor_touched(app, tokens, cast, make_token):
+    other = await in_thread(lambda: make_token(cast.org_b, projects=[cast.project_b])[0])
+    async with mcp_client(app, tokens["agent"], "2026-07-28") as client:
+        ours = await client.call_tool("session_submit", SESSION)
+    async with mcp_client(app, other, "2026-07-28") as client:
+        theirs = await client.call_tool("session_submit", {**SESSION, "outcome": "failure"})
+    assert not ours.is_error and not theirs.is_error, dump(theirs)
+    assert theirs.structured_content["created"] is True
+    assert theirs.structured_content["id"] != ours.structured_content["id"]
+    assert ours.structured_content["id"] not in dump(theirs)
+    acme_session = await in_thread(lambda: AgentSession.objects.get(pk=ours.structured_content["id"]))
+    assert acme_session.organization_id == cast.org_a.pk and acme_session.outcome == "success"

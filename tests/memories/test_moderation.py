@@ -5,23 +5,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
 from consolidation.models import ConsolidationRun
-from memories.models import Memory, MemoryLink
+from memories.models import Memory
 from memories.moderation import contradiction_resolve, memories_archive, memory_archive
-from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, vec
+from tests.consolidation.vectors import cycle_llm, disputed_pair, remember, run_cycle, spoke, vec
 from tests.fakes import ScriptedLLM
 
 DAY = timedelta(days=1)
-
-
-@pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
 
 
 def archive_rows(memory: Memory) -> list[AuditEvent]:
@@ -90,11 +83,7 @@ def test_a_dry_run_archives_nothing_and_writes_no_audit_row(cast, agent):
 
 
 def test_resolving_a_dispute_audits_the_archive_of_the_memory_it_drops(cast, agent):
-    first = remember(agent, "Project database", vec({1: 1.0}), content="Project uses PostgreSQL")
-    second = remember(agent, "Project database engine", vec({2: 1.0}), content="Project uses MySQL")
-    link = MemoryLink.objects.create(
-        organization=cast.org_a, source=first, target=second, kind=MemoryLink.KIND_CONTRADICTS, weight=0.9
-    )
+    first, second, link = disputed_pair(agent)
 
     contradiction_resolve(principal=agent, link=link, resolution="keep_first")
 

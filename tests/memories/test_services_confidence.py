@@ -10,23 +10,19 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.services import memory_record, memory_search_use
+from memories.services import memory_search_use
 from memories.services_signals import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
 from reasoningbank.errors import Forbidden, InvalidInput, NotFound
-from tests.factories import ProjectFactory, TeamFactory
+from tests.factories import ProjectFactory, TeamFactory, memory_recorder
 
 TITLE = "Retry flaky network calls with jittered backoff"
 
 
-def record(principal, **kwargs):
-    return memory_record(
-        principal=principal,
-        title=kwargs.pop("title", TITLE),
-        description="When an HTTP client call to a third-party API times out intermittently",
-        content="Wrap the call in a retry loop with exponential backoff and random jitter, capped at five tries.",
-        outcome="success",
-        **kwargs,
-    )
+record = memory_recorder(
+    title=TITLE,
+    description="When an HTTP client call to a third-party API times out intermittently",
+    content="Wrap the call in a retry loop with exponential backoff and random jitter, capped at five tries.",
+)
 
 
 def weights(explicit=(7, 3), usage=(5, 5), outcome=(5, 5)):

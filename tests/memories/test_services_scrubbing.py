@@ -7,8 +7,6 @@ The secrets are assembled from pieces so that secret scanners do not flag this f
 
 from __future__ import annotations
 
-import pytest
-
 from memories import services_sessions
 from memories.models import Memory, MemorySignal
 from memories.services import TITLE_MAX, memory_record, memory_update
@@ -21,11 +19,6 @@ AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 OPENAI_KEY = "sk-proj-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789aBcD"
 GITHUB_TOKEN = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 SECRETS = (AWS_KEY, OPENAI_KEY, GITHUB_TOKEN)
-
-
-@pytest.fixture
-def agent(cast, make_token):
-    return make_token(cast.org_a, projects=[cast.project_a])[1]
 
 
 def assert_clean(*texts: str) -> None:

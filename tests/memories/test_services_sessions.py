@@ -44,12 +44,6 @@ def queued(settings, monkeypatch):
     return enqueued
 
 
-@pytest.fixture
-def agent(cast, make_token):
-    _, principal = make_token(cast.org_a, projects=[cast.project_a])
-    return principal
-
-
 def _submit(agent, session_id="s-1", outcome="success", trace=TRACE):
     return session_submit(principal=agent, session_id=session_id, outcome=outcome, trace=trace).session
 

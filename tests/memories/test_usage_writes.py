@@ -13,8 +13,9 @@ from django.utils import timezone
 from memories import services_signals as services
 from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal
-from memories.services import memory_record, memory_search_use
+from memories.services import memory_search_use
 from reasoningbank.metrics import counters_snapshot
+from tests.factories import memory_recorder
 
 TITLE = "Retry flaky network calls with jittered backoff"
 QUERY = "retry flaky network calls with backoff"
@@ -34,14 +35,11 @@ DROP FUNCTION IF EXISTS test_usage_slow_update();
 """
 
 
-def record(principal: Any, title: str = TITLE) -> Memory:
-    return memory_record(
-        principal=principal,
-        title=title,
-        description="When an HTTP client call to a third-party API times out intermittently",
-        content="Wrap the call in a retry loop with exponential backoff and random jitter.",
-        outcome="success",
-    )
+record = memory_recorder(
+    title=TITLE,
+    description="When an HTTP client call to a third-party API times out intermittently",
+    content="Wrap the call in a retry loop with exponential backoff and random jitter.",
+)
 
 
 def usage_arguments(memories: list[Memory], actor: str) -> list[Any]:

@@ -6,36 +6,19 @@ import pytest
 
 from accounts.models import AuditEvent
 from memories.models import Memory, MemoryLink
-from memories.services import memory_record
+from tests.factories import MemoryLinkFactory, memory_recorder
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
 @pytest.fixture
-def dispute(cast, make_token):
+def dispute(agent):
     """Two contradicting memories of org A, linked the way the consolidation judge links them."""
-    agent = make_token(cast.org_a, projects=[cast.project_a])[1]
-    first = memory_record(
-        principal=agent,
-        title="Use tabs",
-        description="Indentation",
-        content="Always indent with tabs.",
-        outcome="success",
-    )
-    second = memory_record(
-        principal=agent,
-        title="Use spaces",
-        description="Indentation",
-        content="Always indent with 4 spaces.",
-        outcome="success",
-    )
-    return MemoryLink.objects.create(
-        organization=cast.org_a,
-        source=first,
-        target=second,
-        kind="contradicts",
-        weight=0.87,
-        reason="One says tabs, the other spaces.",
+    indentation = memory_recorder(description="Indentation")
+    first = indentation(agent, title="Use tabs", content="Always indent with tabs.")
+    second = indentation(agent, title="Use spaces", content="Always indent with 4 spaces.")
+    return MemoryLinkFactory(
+        source=first, target=second, kind="contradicts", weight=0.87, reason="One says tabs, the other spaces."
     )
 
 
@@ -105,6 +88,7 @@ def test_a_viewer_cannot_resolve_a_dispute(client, cast, dispute):
     assert dispute.resolved_at is None and not AuditEvent.objects.filter(verb="contradiction.resolve").exists()
 
 
+@pytest.mark.cross_tenant("disputed-list", "disputed-resolve")
 def test_another_org_cannot_see_or_resolve_the_dispute(client, cast, dispute):
     client.force_login(cast.charlie)
     assert "Use tabs" not in client.get("/disputed/").content.decode()

@@ -7,27 +7,14 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from memories.models import Memory, MemoryLink, MemorySignal
-from memories.services import memory_record
+from memories.models import Memory, MemorySignal
 from memories.services_signals import memory_feedback
+from tests.factories import MemoryLinkFactory, memory_recorder
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
 
-@pytest.fixture
-def agent(cast, make_token):
-    """An agent token limited to org A's web-app project, as a Principal."""
-    return make_token(cast.org_a, projects=[cast.project_a])[1]
-
-
-def record(agent, title="Pin flaky test seeds", **kwargs):
-    fields = {
-        "description": "When a test fails only sometimes",
-        "content": "Seed the random generator in the test setup so failures reproduce.",
-        "outcome": "success",
-        "tags": ["testing"],
-    } | kwargs
-    return memory_record(principal=agent, title=title, **fields)
+record = memory_recorder(title="Pin flaky test seeds", tags=["testing"])
 
 
 def login(client, user):
@@ -154,6 +141,7 @@ def test_the_list_is_paginated_25_per_page_with_links_that_keep_the_filters(clie
     assert client.get("/memories/?page=99").status_code == 200  # out of range → last page
 
 
+@pytest.mark.cross_tenant("memory-list")
 def test_another_orgs_memories_are_not_listed(client, cast, agent):
     memory = record(agent)
     html = login(client, cast.charlie).get("/memories/").content.decode()
@@ -185,7 +173,7 @@ def test_the_detail_page_shows_lineage_both_ways_with_archive_reasons(client, ca
     Memory.objects.filter(pk=source.pk).update(
         state="archived", archived_reason="consolidated", tier="archived", consolidated_into=merged
     )
-    MemoryLink.objects.create(organization=cast.org_a, source=merged, target=source, kind="consolidates")
+    MemoryLinkFactory(source=merged, target=source, kind="consolidates")
     login(client, cast.alice)
     merged_html = client.get(f"/memories/{merged.id}/").content.decode()
     assert "Merged sources" in merged_html and "Source strategy" in merged_html and "(consolidated)" in merged_html
@@ -195,6 +183,7 @@ def test_the_detail_page_shows_lineage_both_ways_with_archive_reasons(client, ca
     assert f'merged into <a href="/memories/{merged.id}/"' in source_html
 
 
+@pytest.mark.cross_tenant("memory-detail", "memory-edit", "memory-archive", "memory-restore", "memory-unmerge")
 def test_another_orgs_memory_is_a_404_everywhere(client, cast, agent):
     memory = record(agent)
     login(client, cast.charlie)

@@ -7,20 +7,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories.models import Memory, MemoryLink
+from memories.models import Memory
 from memories.selectors_dashboard import confidence_histogram, memories_per_week, memory_counts, recent_activity
-from memories.services import memory_record
 from memories.services_sessions import session_submit
+from tests.factories import MemoryLinkFactory, memory_recorder
 
-
-@pytest.fixture
-def agent(cast, make_token):
-    return make_token(cast.org_a, projects=[cast.project_a])[1]
-
-
-def record(agent, title="Pin flaky test seeds", **kwargs):
-    fields = {"description": "When a test flakes", "content": "Seed the RNG.", "outcome": "success"} | kwargs
-    return memory_record(principal=agent, title=title, **fields)
+record = memory_recorder(title="Pin flaky test seeds", description="When a test flakes", content="Seed the RNG.")
 
 
 def test_an_org_without_memories_sees_an_empty_state_with_a_connect_an_agent_hint(client, cast):
@@ -50,7 +42,7 @@ def test_the_overview_shows_counts_charts_and_recent_activity(client, cast, agen
 def test_the_overview_counts_sessions_by_status_and_open_disputes(client, cast, agent, settings):
     settings.LLM_PROVIDER = "none"
     a, b = record(agent, title="Use tabs"), record(agent, title="Use spaces")
-    MemoryLink.objects.create(organization=cast.org_a, source=a, target=b, kind="contradicts", weight=0.9)
+    MemoryLinkFactory(source=a, target=b, kind="contradicts", weight=0.9)
     session_submit(principal=agent, session_id="run-1", outcome="success", trace="agent: did things")
     client.force_login(cast.alice)
     html = client.get("/").content.decode()
@@ -58,6 +50,7 @@ def test_the_overview_counts_sessions_by_status_and_open_disputes(client, cast, 
     assert "1 contradiction</a> waits for a moderator" in html
 
 
+@pytest.mark.cross_tenant("dashboard-overview")
 def test_the_overview_only_counts_the_users_own_org(client, cast, agent):
     record(agent)
     client.force_login(cast.charlie)

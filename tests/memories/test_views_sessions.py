@@ -17,11 +17,6 @@ def no_llm(settings):
     settings.LLM_PROVIDER = "none"  # submitted sessions wait for an LLM instead of being queued
 
 
-@pytest.fixture
-def agent(cast, make_token):
-    return make_token(cast.org_a, projects=[cast.project_a])[1]
-
-
 def submit(agent, session_id="run-1", trace="agent: fixed the flaky test by seeding the RNG"):
     return session_submit(principal=agent, session_id=session_id, outcome="success", trace=trace).session
 
@@ -150,6 +145,7 @@ def test_a_viewer_cannot_retry(client, cast, agent):
     assert session.status == "failed" and not AuditEvent.objects.filter(verb="session.retry").exists()
 
 
+@pytest.mark.cross_tenant("session-list", "session-detail", "session-retry")
 def test_another_orgs_session_is_a_404(client, cast, agent):
     session = failed(agent)
     client.force_login(cast.charlie)

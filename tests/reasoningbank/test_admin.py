@@ -10,11 +10,11 @@ from django.urls import reverse
 
 from accounts.models import ApiToken, AuditEvent
 from accounts.services import token_create
-from consolidation.models import ConsolidationRun
-from memories.models import AgentSession, Memory, MemoryLink, MemorySignal
+from memories.models import AgentSession, Memory, MemorySignal
 from memories.services import memory_record
 from memories.services_signals import memory_feedback
 from reasoningbank.models import LlmCall
+from tests.factories import AgentSessionFactory, ConsolidationRunFactory, MemoryLinkFactory
 
 CHANGELISTS = [
     "accounts_organization",
@@ -63,13 +63,11 @@ def data(cast):
         outcome="success",
         project="web-app",
     )
-    MemoryLink.objects.create(organization=cast.org_a, source=first, target=second, kind="references")
+    MemoryLinkFactory(source=first, target=second, kind="references")
     memory_feedback(principal=principal, memory=first, helpful=True)
     token, raw = token_create(organization=cast.org_a, label="ci")
-    AgentSession.objects.create(
-        organization=cast.org_a, project=cast.project_a, external_id="s-1", trace="user: hi", status="failed"
-    )
-    ConsolidationRun.objects.create(organization=cast.org_a, project=cast.project_a, status="completed")
+    AgentSessionFactory(project=cast.project_a, external_id="s-1", trace="user: hi", status="failed")
+    ConsolidationRunFactory(project=cast.project_a, status="completed")
     LlmCall.objects.create(organization=cast.org_a, provider="anthropic", model="m", purpose="distill")
     return {"first": first, "second": second, "token": token, "raw": raw}
 

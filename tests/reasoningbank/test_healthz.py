@@ -8,11 +8,10 @@ from django.db import OperationalError
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
-from consolidation.models import ConsolidationRun
-from memories.models import AgentSession
 from reasoningbank.models import WorkerHeartbeat
 from reasoningbank.selectors import health_cache_clear
 from reasoningbank.tasks import worker_heartbeat
+from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
 
 @pytest.fixture(autouse=True)
@@ -199,11 +198,9 @@ def test_fresh_work_in_the_queue_is_ok(client, db):
 def test_runs_and_sessions_stuck_in_queued_stall_the_queue(client, cast, settings):
     settings.QUEUE_STALLED_AFTER = 120
     old = timezone.now() - timedelta(minutes=3)
-    ConsolidationRun.objects.create(organization=cast.org_a, project=cast.project_a, created_at=old)
-    ConsolidationRun.objects.create(organization=cast.org_b, project=cast.project_b, status="completed", created_at=old)
-    AgentSession.objects.create(
-        organization=cast.org_b, project=cast.project_b, external_id="s1", trace="t", updated_at=old, created_at=old
-    )
+    ConsolidationRunFactory(project=cast.project_a, created_at=old)
+    ConsolidationRunFactory(project=cast.project_b, status="completed", created_at=old)
+    AgentSessionFactory(project=cast.project_b, external_id="s1", updated_at=old, created_at=old)
     queue = client.get("/healthz").json()["queue"]
     assert queue["status"] == "stalled" and queue["stalled_after_seconds"] == 120
     assert queue["consolidation_runs"]["depth"] == 1 and queue["consolidation_runs"]["oldest_age_seconds"] >= 180
@@ -213,12 +210,16 @@ def test_runs_and_sessions_stuck_in_queued_stall_the_queue(client, cast, setting
 
 def test_a_session_waiting_out_its_retry_backoff_is_not_stalled_work(client, cast):
     old = timezone.now() - timedelta(hours=1)
-    AgentSession.objects.create(
-        organization=cast.org_a, project=cast.project_a, external_id="later", trace="t", updated_at=old,
+    AgentSessionFactory(
+        project=cast.project_a,
+        external_id="later",
+        updated_at=old,
         next_attempt_at=timezone.now() + timedelta(minutes=2),
     )
-    AgentSession.objects.create(
-        organization=cast.org_a, project=cast.project_a, external_id="due", trace="t", updated_at=old,
+    AgentSessionFactory(
+        project=cast.project_a,
+        external_id="due",
+        updated_at=old,
         next_attempt_at=timezone.now() - timedelta(seconds=20),
     )
     queue = client.get("/healthz").json()["queue"]
@@ -262,6 +263,6 @@ def test_the_llm_part_names_the_provider_and_is_never_fatal(client, db, settings
 
 
 def test_healthz_reveals_no_tenant_data(client, cast):
-    AgentSession.objects.create(organization=cast.org_a, project=cast.project_a, external_id="secret-run", trace="t")
+    AgentSessionFactory(project=cast.project_a, external_id="secret-run")
     text = client.get("/healthz").content.decode()
     assert "secret-run" not in text and "acme" not in text and "web-app" not in text

@@ -187,6 +187,7 @@ async def test_record_search_feedback_outcome_round_trip(app: Any, tokens: dict[
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.cross_tenant("memory_search", "memory_get", "memory_feedback", "memory_outcome")
 async def test_another_org_never_sees_or_touches_a_memory(app: Any, tokens: dict[str, str], mode: str) -> None:
     async with mcp_client(app, tokens["a"], mode) as client_a:
         memory_id = (await _record(client_a))["id"]
@@ -497,3 +498,13 @@ async def test_the_composed_app_runs_its_lifespan_and_serves_mcp_without_a_datab
         async with http_client(app) as http:
             response = await http.post("/mcp", json=initialize_body(), headers=MCP_HEADERS)
     assert response.status_code == 401
+
+
+@pytest.mark.cross_tenant("memory_record")
+@pytest.mark.parametrize("mode", MODES)
+async def test_another_orgs_token_cannot_record_into_its_project(app: Any, tokens: dict[str, str], mode: str) -> None:
+    async with mcp_client(app, tokens["b"], mode) as client_b:
+        result = await client_b.call_tool("memory_record", {**RECORD, "project": "web-app"})
+    assert result.is_error
+    assert "project 'web-app' not found" in result.content[0].text
+    assert await _memory_count() == 0

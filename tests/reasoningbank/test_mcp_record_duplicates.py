@@ -42,6 +42,7 @@ async def test_recording_the_same_memory_twice_returns_the_first_with_duplicate_
     assert await in_thread(Memory.objects.count) == 1
 
 
+@pytest.mark.cross_tenant("memory_record")
 async def test_another_orgs_identical_memory_is_never_returned(app: Any, cast: Any, make_token: Any) -> None:
     raw_a, _ = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
     raw_b, _ = await in_thread(lambda: make_token(cast.org_b, projects=[cast.project_b]))
