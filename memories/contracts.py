@@ -135,7 +135,13 @@ class SearchInput(Contract):
     ] = settings.SEARCH_MIN_CONFIDENCE
     project: Annotated[str | None, _optional_text(200), Field(description=SEARCH_PROJECT_DESCRIPTION)] = None
     explain: Annotated[
-        bool, Field(description="Include each result's score breakdown (similarity, confidence, boosts)")
+        bool,
+        Field(
+            description=(
+                "Include each result's score breakdown (both legs' scores and ranks, the fused relevance, "
+                "confidence, boosts)"
+            )
+        ),
     ] = False
 
     def to_query(self) -> SearchQuery:
@@ -146,32 +152,39 @@ class SearchInput(Contract):
 
 
 class SearchExplanation(Contract):
-    """Every factor of a result's score: similarity × confidence × recency_boost × scope_weight ×
-    consolidated_boost = score. `confidence` is the value the search ranked with (before this search
+    """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
+    consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+    this query's candidates. `confidence` is the value the search ranked with (before this search
     counted as a use). REST called this object `score` before."""
 
-    similarity: float
+    relevance: float = Field(description="the fusion of both legs, 0 to 1")
+    similarity: float = Field(description="vector leg: cosine similarity to the query")
+    vector_rank: int | None = Field(description="vector leg: rank among the candidates")
+    lexical: float = Field(description="lexical leg: BM25 score (0: no query term in the memory)")
+    lexical_rank: int | None = Field(description="lexical leg: rank among the candidates that hold a term")
     confidence: float
     recency_boost: float
     scope: str
     scope_weight: float
     consolidated_boost: float
     score: float
-    matched_by: list[str] = Field(description="vector and/or text")
+    matched_by: list[str] = Field(description="vector and/or text: the legs that fetched it")
 
     @classmethod
     def of(cls, hit: SearchHit) -> SearchExplanation:
         b = hit.breakdown
         return cls(
-            similarity=_r(b.similarity), confidence=_r(b.confidence), recency_boost=_r(b.recency_boost),
-            scope=b.scope, scope_weight=_r(b.scope_weight), consolidated_boost=_r(b.consolidated_boost),
-            score=_r(b.score), matched_by=list(hit.matched_by),
+            relevance=_r(b.relevance), similarity=_r(b.similarity), vector_rank=b.vector_rank,
+            lexical=_r(b.lexical), lexical_rank=b.lexical_rank, confidence=_r(b.confidence),
+            recency_boost=_r(b.recency_boost), scope=b.scope, scope_weight=_r(b.scope_weight),
+            consolidated_boost=_r(b.consolidated_boost), score=_r(b.score), matched_by=list(hit.matched_by),
         )
 
 
 class SearchHitOut(Contract):
-    """One result. `confidence` and `usage_count` already count this search as a use; `relevance`
-    is the ranking score; `explain` only when the search asked for it."""
+    """One result. `confidence` and `usage_count` already count this search as a use (when its
+    relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
+    near-identical memories were folded into it; `explain` only when the search asked for it."""
 
     id: str
     title: str
@@ -182,6 +195,11 @@ class SearchHitOut(Contract):
     usage_count: int
     relevance: float
     scope: str
+    duplicates: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)",
+    )
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
@@ -198,7 +216,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
             content=hit.memory.content, outcome=hit.memory.outcome, confidence=_r(hit.memory.confidence),
             usage_count=hit.memory.usage_count, relevance=_r(hit.breakdown.score), scope=hit.memory.scope,
-            explain=SearchExplanation.of(hit) if args.explain else None,
+            duplicates=list(hit.duplicates), explain=SearchExplanation.of(hit) if args.explain else None,
         )
         for hit in result.hits
     ]

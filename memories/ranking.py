@@ -1,14 +1,21 @@
 """Search ranking (seed 001 "Ranking Formula", DESIGN §7), with a per-result breakdown.
 
-score = similarity × confidence × recency_boost × scope_weight × consolidated_boost
+score = relevance × confidence × recency_boost × scope_weight × consolidated_boost
 
-Pure functions, no Django: the search service gathers candidates and calls ``score_memory``
-for each; the breakdown is what the API/dashboard shows to explain a ranking.
+``relevance`` takes the place of seed 001's ``semantic_similarity``: the fusion of two rankings of
+the same candidates, the vector leg's cosine similarity and the lexical leg's BM25 score
+(``bm25_idf`` here, the per-document part in SQL: ``rb_bm25``, memories migration 0007), as a
+convex combination of the two scores normalised per query (``relevance_fuse``); reciprocal rank
+fusion is kept as the measured alternative (``bench/retrieval.py``, README "Search").
+
+Pure functions, no Django: the search selector gathers candidates and calls these; the breakdown
+is what the API/dashboard shows to explain a ranking.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 # Seed 001 / seed 000 config search.scope_weights: nearer scopes are more specific to the
@@ -36,11 +43,91 @@ def recency_boost(days_since_used: float) -> float:
     return 1.0 + 0.1 * (1.0 - days / RECENCY_WINDOW_DAYS)
 
 
+# BM25's usual constants (Robertson & Zaragoza): term-frequency saturation and length normalisation.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# reciprocal rank fusion's constant (Cormack et al.)
+RRF_K = 60
+FUSIONS = ("convex", "rrf")
+
+
+def bm25_idf(document_frequency: int, documents: int) -> float:
+    """BM25's inverse document frequency, the non-negative form ``ln(1 + (N − df + 0.5) / (df + 0.5))``
+    (Lucene's): a term in every document still weighs a little, never less than nothing."""
+    documents = max(documents, document_frequency, 1)
+    return math.log(1.0 + (documents - document_frequency + 0.5) / (document_frequency + 0.5))
+
+
+@dataclass(frozen=True)
+class LegScores:
+    """One candidate as each leg saw it: cosine similarity to the query (None without an embedding),
+    BM25 score (0 when no query term occurs in it) and its rank in each leg (1-based; None when the
+    leg did not rank it)."""
+
+    similarity: float | None
+    lexical: float
+    vector_rank: int | None = None
+    lexical_rank: int | None = None
+
+
+def leg_ranks(similarities: Sequence[float | None], lexical: Sequence[float]) -> list[tuple[int | None, int | None]]:
+    """Each candidate's 1-based rank in the vector leg (by similarity) and the lexical leg (by BM25
+    score, only candidates that match a term)."""
+
+    def ranks(values: Sequence[float | None]) -> list[int | None]:
+        order = sorted((i for i, v in enumerate(values) if v is not None), key=lambda i: -float(values[i]))  # type: ignore[arg-type]
+        out: list[int | None] = [None] * len(values)
+        for rank, i in enumerate(order, start=1):
+            out[i] = rank
+        return out
+
+    vector = ranks(similarities)
+    text = ranks([value if value > 0 else None for value in lexical])
+    return list(zip(vector, text, strict=True))
+
+
+def relevance_fuse(candidates: Sequence[LegScores], *, lexical_weight: float, fusion: str = "convex") -> list[float]:
+    """Each candidate's relevance in [0, 1] from both legs.
+
+    ``convex``: ``w × bm25 / max bm25 + (1 − w) × min-max-normalised similarity`` over the query's
+    candidates — scores, not just ranks, so a far better lexical match is not flattened to the
+    next rank. ``rrf``: ``Σ 1 / (60 + rank)`` over the legs, divided by its maximum ``2 / 61``.
+    """
+    if fusion not in FUSIONS:
+        raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(FUSIONS)}")
+    if not 0.0 <= lexical_weight <= 1.0:
+        raise ValueError("lexical_weight must be in [0, 1]")
+    if fusion == "rrf":
+        best = 2.0 / (RRF_K + 1)
+        return [
+            sum(1.0 / (RRF_K + r) for r in (c.vector_rank, c.lexical_rank) if r is not None) / best
+            for c in candidates
+        ]
+    similarities = [c.similarity for c in candidates if c.similarity is not None]
+    low, high = (min(similarities), max(similarities)) if similarities else (0.0, 0.0)
+    top_lexical = max((c.lexical for c in candidates), default=0.0)
+    fused = []
+    for c in candidates:
+        if c.similarity is None:
+            vector = 0.0
+        elif high > low:
+            vector = (c.similarity - low) / (high - low)
+        else:  # one candidate, or all alike: as good as the best there is, if similar at all
+            vector = 1.0 if c.similarity > 0 else 0.0
+        lexical = c.lexical / top_lexical if top_lexical > 0 else 0.0
+        fused.append(min(max(lexical_weight * lexical + (1.0 - lexical_weight) * vector, 0.0), 1.0))
+    return fused
+
+
 @dataclass(frozen=True)
 class ScoreBreakdown:
     """Every factor of a result's score, so a ranking can be explained."""
 
-    similarity: float  # after clamping to [0, 1]
+    relevance: float  # the fused relevance in [0, 1]: the ranking's first factor
+    similarity: float  # the vector leg's cosine similarity, clamped to [0, 1]
+    lexical: float  # the lexical leg's BM25 score (0: no query term in the memory)
+    vector_rank: int | None
+    lexical_rank: int | None
     confidence: float
     recency_boost: float
     scope: str
@@ -54,7 +141,8 @@ class ScoreBreakdown:
 
 def score_memory(
     *,
-    similarity: float,
+    legs: LegScores,
+    relevance: float,
     confidence: float,
     days_since_used: float,
     scope: str,
@@ -62,22 +150,25 @@ def score_memory(
 ) -> ScoreBreakdown:
     """Score one candidate memory and keep the factors.
 
-    ``similarity`` is clamped to [0, 1]: cosine similarity from pgvector can be negative
-    (and full-text scores are not bounded), and a negative factor would invert the order.
+    ``relevance`` is clamped to [0, 1]: a negative factor would invert the order.
     """
-    if math.isnan(similarity):
+    if math.isnan(relevance):
         # min/max would silently turn NaN into a bound; a NaN means an upstream bug.
-        raise ValueError("similarity must be a number, got NaN")
+        raise ValueError("relevance must be a number, got NaN")
     try:
         scope_weight = SCOPE_WEIGHTS[scope]
     except KeyError:
         raise ValueError(f"unknown scope {scope!r}; expected one of {', '.join(SCOPE_WEIGHTS)}") from None
-    clamped_similarity = min(max(similarity, 0.0), 1.0)
+    clamped = min(max(relevance, 0.0), 1.0)
     boost = recency_boost(days_since_used)
     consolidated_boost = CONSOLIDATED_BOOST if consolidated else 1.0
-    score = clamped_similarity * confidence * boost * scope_weight * consolidated_boost
+    score = clamped * confidence * boost * scope_weight * consolidated_boost
     return ScoreBreakdown(
-        similarity=clamped_similarity,
+        relevance=clamped,
+        similarity=min(max(legs.similarity or 0.0, 0.0), 1.0),
+        lexical=legs.lexical,
+        vector_rank=legs.vector_rank,
+        lexical_rank=legs.lexical_rank,
         confidence=confidence,
         recency_boost=boost,
         scope=scope,

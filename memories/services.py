@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -398,7 +399,8 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
 
 
 def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
-    """Search, then record a usage signal on each returned memory (seed 000)."""
+    """Search, then record a usage signal (seed 000) on each returned memory whose fused relevance
+    reaches ``SEARCH_USAGE_MIN_RELEVANCE``."""
     import time
 
     from memories.services_signals import memories_mark_used  # it imports this module's validators
@@ -407,9 +409,10 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     (vector,), _ = _embed([search.query])
     embedding_ms = (time.perf_counter() - started) * 1000
     result = memory_search(principal, search, query_vector=vector)
-    memories_mark_used(
-        principal=principal, memories=[hit.memory for hit in result.hits], project=result.project, write_behind=True
-    )
+    # only results an agent plausibly used: ranking noise below the floor must not feed confidence
+    floor = settings.SEARCH_USAGE_MIN_RELEVANCE
+    used = [hit.memory for hit in result.hits if hit.breakdown.relevance >= floor]
+    memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
     result.embedding_ms = embedding_ms
     return result
 

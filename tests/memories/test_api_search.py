@@ -12,7 +12,11 @@ MEMORIES = "/api/v1/memories"
 SEARCH = "/api/v1/memories/search"
 SEED_HIT_KEYS = {"id", "title", "description", "content", "outcome", "confidence", "usage_count", "relevance", "scope"}
 SCORE_KEYS = {
+    "relevance",
     "similarity",
+    "vector_rank",
+    "lexical",
+    "lexical_rank",
     "confidence",
     "recency_boost",
     "scope",
@@ -87,8 +91,11 @@ def test_explain_adds_the_score_breakdown_to_each_result(alice, timeout_memory):
     assert 1.0 <= score["recency_boost"] <= 1.1
     assert set(score["matched_by"]) <= {"vector", "text"} and score["matched_by"]
     assert hit["relevance"] == pytest.approx(score["score"], abs=1e-4)
-    product = score["similarity"] * score["confidence"] * score["recency_boost"] * score["scope_weight"]
+    product = score["relevance"] * score["confidence"] * score["recency_boost"] * score["scope_weight"]
     assert score["score"] == pytest.approx(product, abs=1e-3)
+    # both legs found it, first of each
+    assert score["vector_rank"] == 1 and score["lexical_rank"] == 1
+    assert score["similarity"] > 0 and score["lexical"] > 0
 
 
 def test_searching_records_a_usage_signal_and_increments_usage_count(alice, timeout_memory):
@@ -165,6 +172,7 @@ def test_the_project_argument_limits_the_search_to_that_projects_cascade(cast, a
     assert "project" in response.json()["errors"]
 
 
+@pytest.mark.cross_tenant("api-memory-search")
 def test_another_orgs_search_never_returns_this_orgs_memories(cast, token_client, timeout_memory):
     globex = token_client(cast.org_b)
     assert search(globex, "how to handle HTTP timeouts", min_confidence=0)["memories"] == []

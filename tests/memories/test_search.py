@@ -17,12 +17,11 @@ from memories.services import _embed as services_embed
 from memories.services import (
     memories_create,
     memory_draft,
-    memory_record,
     memory_search_use,
 )
 from reasoningbank.db_threads import write_behind, write_behind_wait
 from reasoningbank.errors import NotFound
-from tests.factories import ProjectFactory, TeamFactory
+from tests.factories import ProjectFactory, TeamFactory, memory_recorder
 
 TITLE = "Retry flaky network calls with jittered backoff"
 DESCRIPTION = "When an HTTP client call to a third-party API times out intermittently"
@@ -30,10 +29,14 @@ CONTENT = "Wrap the call in a retry loop with exponential backoff and random jit
 QUERY = "retry flaky network calls with backoff"
 
 
-def record(principal, *, title=TITLE, description=DESCRIPTION, content=CONTENT, outcome="success", **kwargs):
-    return memory_record(
-        principal=principal, title=title, description=description, content=content, outcome=outcome, **kwargs
-    )
+@pytest.fixture(autouse=True)
+def every_memory_its_own_result(settings):
+    """These tests record the same text in several places on purpose (to compare scopes, confidence,
+    recency): near-identical hits are not folded here, except in the tests of that folding."""
+    settings.SEARCH_COLLAPSE_DUPLICATES = False
+
+
+record = memory_recorder(title=TITLE, description=DESCRIPTION, content=CONTENT)
 
 
 def search(principal, query=QUERY, **kwargs):
@@ -313,9 +316,9 @@ def test_the_breakdown_multiplies_to_the_score(token):
     record(token)
     b = search(token).hits[0].breakdown
     assert b.score == pytest.approx(
-        b.similarity * b.confidence * b.recency_boost * b.scope_weight * b.consolidated_boost
+        b.relevance * b.confidence * b.recency_boost * b.scope_weight * b.consolidated_boost
     )
-    assert 0 < b.similarity <= 1
+    assert 0 < b.similarity <= 1 and 0 < b.relevance <= 1
 
 
 # --- usage signals -------------------------------------------------------------------------------
@@ -529,3 +532,144 @@ def test_the_raw_sql_reach_selects_exactly_what_the_orm_reach_does(cascade, cast
         assert sql == orm, (reach, scope)
         selected |= sql
     assert selected  # the cascade has memories in every scope
+
+
+# --- hybrid ranking: BM25 with OR semantics, fusion, folding, usage floor (issue 13) ---------------
+
+
+def test_a_question_that_shares_only_some_words_with_a_memory_finds_it_first(token):
+    wanted = record(
+        token, title="Pin the Postgres major version in docker compose",
+        description="Upgrades broke local databases", content="Set image: postgres:16 explicitly, never latest.",
+    )
+    record(token, title="Use feature flags for risky frontend changes", description="Releases",
+           content="Wrap the new checkout UI in a flag and roll out gradually.")
+    # most words of the question are in no memory: an AND of them would match nothing lexically
+    result = search(token, "why did my local postgres database break after pulling the newest image?")
+    assert ids(result)[0] == wanted.id
+    assert "text" in result.hits[0].matched_by and result.hits[0].breakdown.lexical > 0
+
+
+def test_a_rare_word_outweighs_a_word_every_memory_holds(token):
+    for n in range(6):
+        record(token, title=f"Deploy checklist step {n}", description="Deploy", content=f"Deploy stage {n} of the app.")
+    rare = record(token, title="Deploy with Kustomize overlays", description="Deploy", content="Kustomize per env.")
+    result = search(token, "deploy kustomize", explain=True, limit=3)
+    assert ids(result)[0] == rare.id
+    assert result.hits[0].breakdown.lexical_rank == 1
+
+
+def test_relevance_is_the_fusion_of_both_legs_and_ranks_by_seed_001s_formula(token, settings):
+    record(token)
+    other = record(token, title="Jittered backoff for queue consumers", description="Workers",
+                   content="Consumers back off with jitter when the broker is down.")
+    settings.SEARCH_LEXICAL_WEIGHT = 1.0  # lexical only: the vector leg no longer counts
+    lexical_only = {h.memory.id: h.breakdown for h in search(token, min_confidence=0).hits}
+    settings.SEARCH_LEXICAL_WEIGHT = 0.0
+    vector_only = {h.memory.id: h.breakdown for h in search(token, min_confidence=0).hits}
+    for breakdowns in (lexical_only, vector_only):
+        for b in breakdowns.values():
+            assert 0 <= b.relevance <= 1
+            assert b.score == pytest.approx(b.relevance * b.confidence * b.recency_boost * b.scope_weight)
+    best_lexical = max(lexical_only.values(), key=lambda b: b.lexical)
+    assert best_lexical.relevance == pytest.approx(1.0)
+    assert lexical_only[other.id].relevance == pytest.approx(lexical_only[other.id].lexical / best_lexical.lexical)
+
+
+def test_reciprocal_rank_fusion_can_be_chosen_instead(token, settings):
+    record(token)
+    settings.SEARCH_FUSION = "rrf"
+    (hit,) = search(token).hits
+    assert (hit.breakdown.vector_rank, hit.breakdown.lexical_rank) == (1, 1)
+    assert hit.breakdown.relevance == pytest.approx(1.0)
+
+
+def test_identical_texts_in_several_places_fold_into_the_best_hit_which_lists_the_others(cast, token, settings):
+    settings.SEARCH_COLLAPSE_DUPLICATES = True
+    first = record(token)
+    twins = [
+        memories_create(principal=token, project=cast.project_a, drafts=[
+            memory_draft(title=TITLE.upper(), description=DESCRIPTION, content=CONTENT + "  ", outcome="success")
+        ])[0]
+        for _ in range(2)
+    ]
+    other = record(token, title="Cache invalidation by surrogate key", description="CDN", content="Purge by key.")
+    result = search(token, min_confidence=0, limit=5)
+    best = result.hits[0]
+    assert best.memory.id in {first.id, *(t.id for t in twins)}
+    assert sorted([best.memory.id, *best.duplicates]) == sorted([first.id, *(t.id for t in twins)])
+    assert [h.memory.id for h in result.hits[1:]] in ([other.id], [])
+    assert result.total_found >= 3  # counted before folding
+
+
+def test_near_identical_embeddings_fold_too_but_different_memories_do_not(cast, token, settings):
+    settings.SEARCH_COLLAPSE_DUPLICATES = True
+    original = record(token)
+    reworded = record(token, content=CONTENT + " Log each retry.")  # not the same text, nearly the same vector
+    different = record(token, title="Retry budget per request", description="Clients",
+                       content="Cap total retries per request at three across layers.")
+    settings.SEARCH_COLLAPSE_SIMILARITY = 0.9
+    result = search(token, min_confidence=0, limit=5)
+    folded = {h.memory.id: h.duplicates for h in result.hits}
+    assert different.id in folded
+    assert sorted([*folded.keys()]) != sorted([original.id, reworded.id, different.id])
+    (kept,) = {original.id, reworded.id} & set(folded)
+    assert folded[kept] == list({original.id, reworded.id} - {kept})
+
+
+def test_hits_below_the_relevance_floor_get_no_usage_signal(token, settings):
+    strong = record(token)
+    weak = record(token, title="Jittered sleeps in integration tests", description="Tests",
+                  content="Sleep with jitter between polls.")
+    settings.SEARCH_USAGE_MIN_RELEVANCE = 0.99
+    result = search(token, min_confidence=0, explain=True, limit=5)
+    write_behind_wait()
+    by_id = {h.memory.id: h for h in result.hits}
+    assert by_id[strong.id].breakdown.relevance >= 0.99 > by_id[weak.id].breakdown.relevance
+    assert Memory.objects.get(pk=strong.pk).usage_count == 1
+    assert Memory.objects.get(pk=weak.pk).usage_count == 0
+    assert not MemorySignal.objects.filter(memory_id=weak.pk).exists()
+
+
+def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, token, settings, monkeypatch):
+    """EXPLAIN ANALYZE of the search's statements: every count and the text leg's match set stop at
+    their caps through the GIN index, however many memories hold the word."""
+    from django.db import connection
+
+    from memories import selectors
+
+    with transaction.atomic():
+        memories_create(principal=token, project=cast.project_a, drafts=[
+            memory_draft(title=f"Retry policy {n}", description="retry", content=f"retry case {n}", outcome="success")
+            for n in range(300)
+        ])
+    settings.SEARCH_TERM_DF_CAP = 50
+    settings.SEARCH_COLLECTION_CAP = 120
+    settings.SEARCH_PARALLEL_LEGS = False
+    monkeypatch.setattr(selectors, "TEXT_MATCH_CAP", 80)
+    plans: list[dict] = []
+    real_rows = selectors._rows
+
+    def explained(sql, params):
+        if sql.lstrip().startswith("/* search:terms */") or "/* search:text */" in sql:
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+                plans.append(cursor.fetchone()[0][0]["Plan"])
+        return real_rows(sql, params)
+
+    monkeypatch.setattr(selectors, "_rows", explained)
+    result = search(token, "retry", min_confidence=0, limit=5)
+    assert len(result.hits) == 5
+
+    def limits(node):
+        found = [node] if node["Node Type"] == "Limit" else []
+        for child in node.get("Plans", []):
+            found += limits(child)
+        return found
+
+    assert len(plans) == 2
+    counted = sorted(node["Actual Rows"] for node in limits(plans[0]))
+    assert max(counted) <= 200  # the df count stops at 50, the collection count at 120, the sample at 200
+    assert 50 in counted and 120 in counted
+    text_limits = [node["Actual Rows"] for node in limits(plans[1])]
+    assert max(text_limits) <= 80  # 300 memories hold the word; at most 80 are ranked
