@@ -215,7 +215,7 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext, override_settings
 
     from accounts.access import principal_for_token
-    from memories import selectors
+    from memories import selectors_search as selectors
     from memories.contracts import SearchInput
     from reasoningbank.ai.embedders import embedder_from_settings
 

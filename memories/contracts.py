@@ -17,7 +17,7 @@ from pydantic import Field, StringConstraints
 from accounts.access import Principal
 from memories import selectors, services, services_sessions, services_signals
 from memories.models import AgentSession, Memory
-from memories.selectors import SearchHit, SearchQuery
+from memories.selectors_search import SearchHit, SearchQuery
 from reasoningbank.contracts import NUL_FREE, Contract
 
 # --- shared field types ----------------------------------------------------------------------------

@@ -23,15 +23,8 @@ from memories import confidence as conf
 from memories.fingerprint import memory_content_hash
 from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from memories.models import Memory
-from memories.selectors import (
-    SearchQuery,
-    SearchResult,
-    memory_is_readable,
-    memory_is_writable,
-    memory_search,
-    project_resolve,
-    project_target,
-)
+from memories.selectors import memory_is_readable, memory_is_writable, project_resolve, project_target
+from memories.selectors_search import SearchQuery, SearchResult, memory_search
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
 from reasoningbank.scrubbing import scrub_secrets

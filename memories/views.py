@@ -34,16 +34,14 @@ from memories.models import AgentSession, Memory, MemoryLink
 from memories.moderation import contradiction_resolve, memory_archive, memory_restore, memory_unmerge
 from memories.selectors import (
     MemoryFilters,
-    SearchHit,
-    SearchQuery,
     disputed_list,
     memory_get,
     memory_lineage,
     memory_list,
-    memory_search,
     memory_signals,
 )
 from memories.selectors_dashboard import memory_audit_trail, overview
+from memories.selectors_search import SearchHit, SearchQuery, memory_search
 from memories.selectors_sessions import session_get, session_list
 from memories.services import _embed, memory_update, tags_clean
 from memories.services_sessions import session_retry

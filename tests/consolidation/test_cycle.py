@@ -14,7 +14,8 @@ from consolidation.models import ConsolidationRun
 from consolidation.prompts import consolidated_confidence
 from memories.models import Memory, MemoryLink
 from memories.moderation import contradiction_resolve, memory_unmerge
-from memories.selectors import SearchQuery, disputed_list, memory_lineage, memory_search
+from memories.selectors import disputed_list, memory_lineage
+from memories.selectors_search import SearchQuery, memory_search
 from reasoningbank.models import LlmCall
 from tests.consolidation.vectors import (
     CONTRADICTION_PREFIX,

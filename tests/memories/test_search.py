@@ -452,7 +452,7 @@ def test_a_search_for_more_candidates_than_ef_search_widens_it_and_fills_its_lim
 
 @pytest.mark.django_db(transaction=True)  # the second leg runs on another connection: rows must be committed
 def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, make_token, monkeypatch):
-    from memories import selectors
+    from memories import selectors_search as selectors
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     record(principal)
@@ -506,7 +506,8 @@ def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(
 def test_the_raw_sql_reach_selects_exactly_what_the_orm_reach_does(cascade, cast, make_token, scope):
     from django.db import connection
 
-    from memories.selectors import Reach, _reach_sql
+    from memories.selectors import Reach
+    from memories.selectors_search import _reach_sql
 
     p1, p2, team = cascade["p1"], cascade["p2"], cascade["team"]
     reaches = [
@@ -636,7 +637,7 @@ def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, toke
     their caps through the GIN index, however many memories hold the word."""
     from django.db import connection
 
-    from memories import selectors
+    from memories import selectors_search as selectors
 
     with transaction.atomic():
         memories_create(principal=token, project=cast.project_a, drafts=[

@@ -1,0 +1,361 @@
+"""Hybrid search (DESIGN §7, issue 13): the reads behind ``memory_search`` — the query's BM25 term
+statistics, the vector and lexical legs inside the caller's reach, their fusion into one relevance
+(``memories.ranking``), seed 001's ranking and the folding of near-identical hits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from accounts.access import Principal
+from accounts.models import Project
+from memories.models import Memory, memory_scope
+from memories.ranking import (
+    BM25_B,
+    BM25_K1,
+    LegScores,
+    ScoreBreakdown,
+    bm25_idf,
+    estimate_tokens,
+    leg_ranks,
+    relevance_fuse,
+    score_memory,
+)
+from memories.selectors import Reach, project_resolve, reach_for
+from reasoningbank.db_threads import other_connections_usable, run_beside
+
+SEARCH_OUTCOMES = ("success", "failure", "all")
+# candidates fetched per leg before ranking: enough headroom for the confidence/recency re-rank
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 20
+# the full-text leg ranks at most this many matches, so a very common word stays cheap
+TEXT_MATCH_CAP = 1000
+# memories sampled for BM25's mean document length
+BM25_LENGTH_SAMPLE = 200
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    query: str
+    scope: str = "all"
+    outcome: str = "all"
+    limit: int = 5
+    min_confidence: float = 0.5
+    project: str | None = None
+
+
+@dataclass(slots=True)
+class MemoryRow:
+    """A memory as search returns it: the columns ranking and the responses need, as plain values
+    (no model instance: building ~30 of them per search cost more than the SQL)."""
+
+    id: str
+    organization_id: int
+    project_id: int | None
+    team_id: int | None
+    title: str
+    description: str
+    content: str
+    outcome: str
+    tags: list[str]
+    kind: str
+    confidence: float
+    usage_count: int
+    last_used_at: datetime | None
+    created_at: datetime
+    origin: str
+    state: str
+    alpha: float
+    beta: float
+    prior_alpha: float
+    prior_beta: float
+    content_hash: str
+
+    @property
+    def pk(self) -> str:
+        return self.id
+
+    @property
+    def scope(self) -> str:
+        return memory_scope(self.project_id, self.team_id)
+
+
+_ROW_COLUMNS = ", ".join(f"m.{name}" for name in MemoryRow.__dataclass_fields__)
+
+
+@dataclass
+class SearchHit:
+    memory: MemoryRow
+    breakdown: ScoreBreakdown
+    matched_by: tuple[str, ...]  # "vector", "text"
+    duplicates: list[str] = field(default_factory=list)  # near-identical hits folded into this one
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    total_found: int
+    tokens_used: int
+    project: Project | None = None
+    embedding_ms: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _reach_sql(reach: Reach, scope: str) -> str:
+    """``Reach.memory_q`` as SQL over alias ``m`` (parameters ``projects`` / ``teams``)."""
+    project = "m.project_id IS NOT NULL" if reach.project_ids is None else "m.project_id = ANY(%(projects)s)"
+    team = "m.project_id IS NULL AND m.team_id IS NOT NULL"
+    if reach.team_ids is not None:
+        team += " AND m.team_id = ANY(%(teams)s)"
+    org = "m.project_id IS NULL AND m.team_id IS NULL"
+    parts = {"project": [project], "team": [team], "org": [org], "all": [project, team, org]}[scope]
+    return " OR ".join(f"({part})" for part in parts)
+
+
+# BM25 of a memory for this query's terms (migration 0007); both legs score every row they return
+_BM25_SQL = "rb_bm25(m.search_vector, %(terms)s::text[], %(idfs)s::float8[], %(k1)s, %(b)s, %(avgdl)s)"
+
+
+def _terms_sql(reach: str) -> str:
+    """The query's terms (stemmed lexemes, stopwords removed) with their document frequency in reach,
+    the number of memories in reach and their mean length (a sample): BM25's collection statistics.
+
+    Every count stops at a cap through the GIN index (a term that common weighs little anyway), so a
+    very common word over a large bank stays cheap.
+    """
+    return (
+        "/* search:terms */ SELECT t.lexeme, (SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
+        f"WHERE m.search_vector @@ (quote_literal(t.lexeme))::tsquery AND {reach} LIMIT %(df_cap)s) d), "
+        f"(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {reach} LIMIT %(n_cap)s) n), "
+        "(SELECT avg(rb_doc_length(s.search_vector)) FROM "
+        f"(SELECT m.search_vector FROM memories_memory m WHERE {reach} LIMIT %(sample)s) s) "
+        "FROM unnest(to_tsvector('english', %(query)s)) t"
+    )
+
+
+def _vector_leg_sql(base: str) -> str:
+    """The k nearest memories in reach (HNSW; iterative scan until k rows pass the filter)."""
+    return (
+        f"/* search:vector */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'vector' "
+        f"FROM memories_memory m WHERE {base} AND m.embedding IS NOT NULL "
+        "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(k)s"
+    )
+
+
+def _text_leg_sql(base: str) -> str:
+    """The k best BM25 matches in reach among at most ``TEXT_MATCH_CAP`` memories that hold one of the
+    query's selective terms (OR: a memory need not hold every word of a question).
+
+    No ORDER BY inside the capped match set: sorting every match would defeat the cap. OFFSET 0
+    keeps the reach filter out of the scan: pushed down, it made the planner AND the GIN bitmap
+    with bitmaps of every row in reach (12 ms for a common word) instead of stopping at the cap.
+    """
+    return (
+        f"/* search:text */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'text' "
+        "FROM memories_memory m WHERE m.id IN ("
+        "SELECT t.id FROM (SELECT m.id, m.search_vector FROM ("
+        "SELECT id, search_vector, organization_id, project_id, team_id, state, confidence, outcome "
+        "FROM memories_memory WHERE search_vector @@ %(tsquery)s::tsquery OFFSET 0"
+        f") AS m WHERE {base} LIMIT %(text_cap)s) AS t "
+        f"ORDER BY {_BM25_SQL.replace('m.search_vector', 't.search_vector')} DESC LIMIT %(k)s)"
+    )
+
+
+def _tsquery_or(lexemes: list[str]) -> str:
+    """``'a' | 'b'`` of already-stemmed lexemes, quoted for the tsquery parser (no second stemming)."""
+    return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """BM25's view of a query within a reach: its terms, their IDF, and the terms that pick the
+    lexical leg's candidates (the selective ones: a term in more than ``df_cap`` memories only
+    scores, unless no term is more selective)."""
+
+    terms: list[str]
+    idfs: list[float]
+    selective: list[str]
+    avgdl: float
+
+
+def _query_terms(sql: str, params: dict[str, Any], df_cap: int) -> QueryTerms:
+    rows = _rows(sql, params)
+    if not rows:
+        return QueryTerms([], [], [], 1.0)
+    documents, avgdl = int(rows[0][2]), float(rows[0][3] or 1.0)
+    found = [(str(lexeme), int(df)) for lexeme, df, _, _ in rows if df]
+    selective = [lexeme for lexeme, df in found if df < df_cap] or [lexeme for lexeme, _ in found]
+    return QueryTerms(
+        terms=[lexeme for lexeme, _ in found],
+        idfs=[bm25_idf(df, documents) for _, df in found],
+        selective=selective,
+        avgdl=avgdl,
+    )
+
+
+def _rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _legs_in_parallel() -> bool:
+    """Both legs at once on two pooled connections: the search's latency becomes the slower leg's
+    instead of their sum (``reasoningbank.db_threads``)."""
+    return bool(_setting("SEARCH_PARALLEL_LEGS")) and other_connections_usable()
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(map(repr, vector)) + "]"
+
+
+def memory_search(
+    principal: Principal, search: SearchQuery, *, query_vector: list[float], now: datetime | None = None
+) -> SearchResult:
+    """Hybrid search (DESIGN §7): HNSW and BM25 full-text candidates inside the caller's reach, each
+    scored by both legs, fused into one relevance and ranked by relevance × confidence × recency ×
+    scope weight (× 1.2 consolidated); near-identical hits collapse into the best one.
+
+    Raw SQL returning plain rows: this runs on every agent call, and the ORM's query building and
+    model instantiation cost more than PostgreSQL's work. One statement for the query's term
+    statistics, then one per leg, run at once when possible (``_legs_in_parallel``), else as one
+    UNION ALL. The HNSW settings (``ef_search``, iterative scan) are connection options
+    (``settings.DATABASES``).
+    """
+    now = now or timezone.now()
+    project = project_resolve(principal, search.project)
+    reach = reach_for(principal, project=project)
+    k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+    in_reach = f"m.organization_id = %(org)s AND m.state = 'active' AND ({_reach_sql(reach, search.scope)})"
+    base = f"{in_reach} AND m.confidence >= %(min_confidence)s"
+    if search.outcome != "all":
+        base += " AND m.outcome = %(outcome)s"
+    df_cap = int(_setting("SEARCH_TERM_DF_CAP"))
+    params: dict[str, Any] = {
+        "org": principal.organization.id,
+        "min_confidence": search.min_confidence,
+        "outcome": search.outcome,
+        "projects": sorted(reach.project_ids or ()),
+        "teams": sorted(reach.team_ids or ()),
+        "vector": vector_literal(query_vector),
+        "query": search.query,
+        "k": k,
+        "text_cap": TEXT_MATCH_CAP,
+        "df_cap": df_cap,
+        "n_cap": int(_setting("SEARCH_COLLECTION_CAP")),
+        "sample": BM25_LENGTH_SAMPLE,
+        "k1": BM25_K1,
+        "b": BM25_B,
+    }
+    terms = _query_terms(_terms_sql(in_reach), params, df_cap)
+    params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=_tsquery_or(terms.selective))
+    legs = [_vector_leg_sql(base)] if any(query_vector) else []
+    legs += [_text_leg_sql(base)] if terms.selective else []
+    ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
+    if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
+        with transaction.atomic():
+            _rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
+            rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+    elif len(legs) == 2 and _legs_in_parallel():
+        text_rows = run_beside(_rows, legs[1], params)
+        rows = _rows(legs[0], params) + text_rows.result()
+    else:
+        rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+    hits = _ranked(rows, now=now)
+    total_found = len(hits)
+    top = _collapsed(hits, search.limit)
+    tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)
+    return SearchResult(hits=top, total_found=total_found, tokens_used=tokens, project=project)
+
+
+def _ranked(rows: list[tuple[Any, ...]], *, now: datetime) -> list[SearchHit]:
+    """The legs' rows, merged by memory, scored by both legs, fused and ranked (best first)."""
+    width = len(MemoryRow.__dataclass_fields__)
+    merged: dict[str, tuple[tuple[Any, ...], set[str]]] = {}
+    for row in rows:
+        merged.setdefault(row[0], (row, set()))[1].add(row[-1])
+    min_similarity = _setting("SEARCH_MIN_SIMILARITY")
+    kept: list[tuple[MemoryRow, float | None, float, tuple[str, ...]]] = []
+    for row, legs_found in merged.values():
+        raw_distance, lexical = row[width], float(row[width + 1] or 0.0)
+        # a text without word characters embeds to a zero vector, whose cosine distance is NaN
+        similarity = None if raw_distance is None or math.isnan(raw_distance) else 1.0 - float(raw_distance)
+        if lexical <= 0 and (similarity or 0.0) < min_similarity:
+            continue  # neither leg finds it related
+        kept.append((MemoryRow(*row[:width]), similarity, lexical, tuple(sorted(legs_found))))
+    ranks = leg_ranks([k[1] for k in kept], [k[2] for k in kept])
+    legs = [
+        LegScores(similarity=sim, lexical=lex, vector_rank=vr, lexical_rank=lr)
+        for (_, sim, lex, _), (vr, lr) in zip(kept, ranks, strict=True)
+    ]
+    relevances = relevance_fuse(
+        legs, lexical_weight=float(_setting("SEARCH_LEXICAL_WEIGHT")), fusion=str(_setting("SEARCH_FUSION"))
+    )
+    ranked = []
+    for (memory, _, _, matched_by), leg, relevance in zip(kept, legs, relevances, strict=True):
+        reference = memory.last_used_at or memory.created_at
+        breakdown = score_memory(
+            legs=leg,
+            relevance=relevance,
+            confidence=memory.confidence,
+            days_since_used=max(0.0, (now - reference).total_seconds() / 86400),
+            scope=memory.scope,
+            consolidated=memory.origin == Memory.ORIGIN_CONSOLIDATED,
+        )
+        ranked.append(SearchHit(memory, breakdown, matched_by))
+    ranked.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
+    return ranked
+
+
+def _collapsed(ranked: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The first ``limit`` hits after folding near-identical memories into the best-ranked one, which
+    lists the others' ids (``duplicates``): the same text (its fingerprint), or embeddings at least
+    ``SEARCH_COLLAPSE_SIMILARITY`` alike. Only hits near the top are compared (a twin ranks next to
+    its original), by one query over their stored vectors."""
+    if not _setting("SEARCH_COLLAPSE_DUPLICATES"):
+        return ranked[:limit]
+    window = ranked[: limit * 2]
+    twins = _similar_pairs([h.memory.id for h in window], float(_setting("SEARCH_COLLAPSE_SIMILARITY")))
+    kept: list[SearchHit] = []
+    by_text: dict[str, SearchHit] = {}
+    by_id: dict[str, SearchHit] = {}
+    for hit in window:
+        same = by_text.get(hit.memory.content_hash) if hit.memory.content_hash else None
+        if same is None:
+            same = next((by_id[other] for other in twins.get(hit.memory.id, ()) if other in by_id), None)
+        if same is not None:
+            same.duplicates.append(hit.memory.id)
+            continue
+        kept.append(hit)
+        by_id[hit.memory.id] = hit
+        if hit.memory.content_hash:
+            by_text[hit.memory.content_hash] = hit
+    return kept[:limit]
+
+
+def _similar_pairs(ids: list[str], threshold: float) -> dict[str, list[str]]:
+    """Which of ``ids`` have a stored embedding at least ``threshold`` alike (cosine), both ways."""
+    if len(ids) < 2:
+        return {}
+    rows = _rows(
+        "/* search:collapse */ SELECT a.id, b.id FROM memories_memory a JOIN memories_memory b "
+        "ON a.id < b.id AND b.id = ANY(%(ids)s) WHERE a.id = ANY(%(ids)s) "
+        "AND 1 - (a.embedding <=> b.embedding) >= %(threshold)s",
+        {"ids": ids, "threshold": threshold},
+    )
+    pairs: dict[str, list[str]] = {}
+    for a, b in rows:
+        pairs.setdefault(a, []).append(b)
+        pairs.setdefault(b, []).append(a)
+    return pairs
+
+
+def _setting(name: str) -> Any:
+    from django.conf import settings
+
+    return getattr(settings, name)
