@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from django.conf import settings
-from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from accounts.access import Principal
 from consolidation.context import RunOptions
@@ -25,9 +25,6 @@ Slug = Annotated[str | None, StringConstraints(strip_whitespace=True, max_length
 
 
 class ConsolidateInput(Contract):
-    # two names for one field: the schema says "not both" (the validator below refuses both)
-    model_config = ConfigDict(json_schema_extra={"not": {"required": ["project", "project_id"]}})
-
     project_id: Annotated[
         Slug, Field(description="Project slug to consolidate (only needed when the token reaches several projects)")
     ] = None
@@ -76,6 +73,18 @@ class ConsolidateInput(Contract):
 
 
 class ConsolidateRestInput(ConsolidateInput):
+    # a REST body holds only what the client sent: both names present is ambiguous even when null,
+    # and the schema says so (an MCP call always carries every parameter, so only values count there)
+    model_config = ConfigDict(json_schema_extra={"not": {"required": ["project", "project_id"]}})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _both_names_sent(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "project" in data and "project_id" in data:
+            # null counts as sent: let the field validator name the clash
+            data = {**data, **{k: "" for k in ("project", "project_id") if data[k] is None}}
+        return data
+
     wait: Annotated[
         bool, Field(description="Run now and answer when done (else 202 at once; poll the run)")
     ] = False

@@ -4,12 +4,13 @@ statistics, the vector and lexical legs inside the caller's reach, their fusion 
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from accounts.access import Principal
@@ -28,6 +29,8 @@ from memories.ranking import (
 )
 from memories.selectors import Reach, project_resolve, reach_for
 from reasoningbank.db_threads import other_connections_usable, run_beside
+
+logger = logging.getLogger(__name__)
 
 SEARCH_OUTCOMES = ("success", "failure", "all")
 # candidates fetched per leg before ranking: enough headroom for the confidence/recency re-rank
@@ -207,7 +210,7 @@ def _rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]
 def _legs_in_parallel() -> bool:
     """Both legs at once on two pooled connections: the search's latency becomes the slower leg's
     instead of their sum (``reasoningbank.db_threads``)."""
-    return bool(_setting("SEARCH_PARALLEL_LEGS")) and other_connections_usable()
+    return bool(_setting("SEARCH_PARALLEL_LEGS")) and other_connections_usable(idle=True)
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -263,7 +266,12 @@ def memory_search(
             rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     elif len(legs) == 2 and _legs_in_parallel():
         text_rows = run_beside(_rows, legs[1], params)
-        rows = _rows(legs[0], params) + text_rows.result()
+        rows = _rows(legs[0], params)
+        try:
+            rows += text_rows.result()
+        except OperationalError:  # no pooled connection came in time: this one runs the leg too
+            logger.warning("search's lexical leg found no free connection; ran it inline")
+            rows += _rows(legs[1], params)
     else:
         rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     hits = _ranked(rows, now=now)

