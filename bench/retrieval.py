@@ -789,6 +789,15 @@ def main() -> None:
         signals = usage_reset(bank.org)
         if signals:
             log(f"  {signals} usage signals of an earlier --keep-usage run removed")
+        from django.db import connection
+
+        from memories.selectors_search import collection_stats
+
+        # what autovacuum does within a minute of a load: BM25 reads its statistics from it (search's
+        # SEARCH_TERM_STATISTICS=auto), so every run ranks with the table's current statistics
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memories_memory")
+        collection_stats(refresh=True)
         results = product_search(bank, conversations, limit=SEARCH_LIMIT, explain=False, keep_usage=args.keep_usage)
         if args.keep_usage:
             usage_reset(bank.org)

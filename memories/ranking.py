@@ -54,7 +54,7 @@ RRF_K = 60
 FUSIONS = ("convex", "rrf")
 
 
-def bm25_idf(document_frequency: int, documents: int) -> float:
+def bm25_idf(document_frequency: float, documents: float) -> float:
     """BM25's inverse document frequency, the non-negative form ``ln(1 + (N − df + 0.5) / (df + 0.5))``
     (Lucene's): a term in every document still weighs a little, never less than nothing."""
     documents = max(documents, document_frequency, 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,7 +38,7 @@ SEARCH_OUTCOMES = ("success", "failure", "all")
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
 # the full-text leg ranks at most this many matches, so a very common word stays cheap
-TEXT_MATCH_CAP = 1000
+TEXT_MATCH_CAP = 300
 # memories sampled for BM25's mean document length
 BM25_LENGTH_SAMPLE = 200
 
@@ -125,20 +126,69 @@ _BM25_SQL = "rb_bm25(m.search_vector, %(terms)s::text[], %(idfs)s::float8[], %(k
 
 
 def _terms_sql(reach: str) -> str:
-    """The query's terms (stemmed lexemes, stopwords removed) with their document frequency in reach,
-    the number of memories in reach and their mean length (a sample): BM25's collection statistics.
-
-    Every count stops at a cap through the GIN index (a term that common weighs little anyway), so a
-    very common word over a large bank stays cheap.
-    """
+    """Exact statistics (a table never analysed: new or small): the query's terms (stemmed lexemes,
+    stopwords removed) with their document frequency in reach, the number of memories in reach and
+    their mean length (a sample). Every count stops at a cap through the GIN index."""
     return (
         "/* search:terms */ SELECT t.lexeme, (SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
-        f"WHERE m.search_vector @@ (quote_literal(t.lexeme))::tsquery AND {reach} LIMIT %(df_cap)s) d), "
+        f"WHERE m.search_vector @@ (quote_literal(t.lexeme))::tsquery AND {reach} LIMIT %(df_cap)s + 1) d), "
         f"(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {reach} LIMIT %(n_cap)s) n), "
         "(SELECT avg(rb_doc_length(s.search_vector)) FROM "
         f"(SELECT m.search_vector FROM memories_memory m WHERE {reach} LIMIT %(sample)s) s) "
         "FROM unnest(to_tsvector('english', %(query)s)) t"
     )
+
+
+_LEXEMES_SQL = "/* search:lexemes */ SELECT lexeme FROM unnest(to_tsvector('english', %(query)s))"
+# PostgreSQL's own statistics of the full-text column (ANALYZE keeps the most common lexemes and the
+# fraction of memories holding each; migration 0008 raises how many), and the table's size
+_PLANNER_STATS_SQL = (
+    "/* search:stats */ SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+    "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() "
+    "AND s.tablename = 'memories_memory' AND s.attname = 'search_vector' "
+    "WHERE c.oid = 'memories_memory'::regclass"
+)
+_LENGTH_SAMPLE_SQL = (
+    "/* search:stats */ SELECT avg(rb_doc_length(s.search_vector)) "
+    "FROM (SELECT search_vector FROM memories_memory WHERE state = 'active' LIMIT %(sample)s) s"
+)
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """BM25's collection statistics from PostgreSQL's planner statistics: the table's memories, the
+    share of them holding each common lexeme, the share assumed for any other (half the least common
+    one's, as PostgreSQL's own estimates do) and the mean memory length."""
+
+    documents: float
+    shares: dict[str, float]
+    rare_share: float
+    avgdl: float
+
+    def document_frequency(self, lexeme: str) -> float:
+        return self.shares.get(lexeme, self.rare_share) * self.documents
+
+
+_stats_cache: tuple[float, CollectionStats | None] | None = None
+
+
+def collection_stats(*, refresh: bool = False) -> CollectionStats | None:
+    """The planner-statistics view of the bank, kept ``SEARCH_STATS_TTL`` seconds per process (they
+    change only with ANALYZE); None while the table has never been analysed."""
+    global _stats_cache
+    now = time.monotonic()
+    if not refresh and _stats_cache is not None and _stats_cache[0] > now:
+        return _stats_cache[1]
+    rows = _rows(_PLANNER_STATS_SQL, {})
+    stats = None
+    if rows and rows[0][1] and rows[0][2] and rows[0][0] and rows[0][0] > 0:
+        documents, lexemes, freqs = float(rows[0][0]), list(rows[0][1]), [float(f) for f in rows[0][2]]
+        # most_common_elem_freqs: one per lexeme, then the minimum, the maximum and the null share
+        shares = dict(zip(lexemes, freqs[: len(lexemes)], strict=True))
+        (avgdl,) = _rows(_LENGTH_SAMPLE_SQL, {"sample": BM25_LENGTH_SAMPLE})[0]
+        stats = CollectionStats(documents, shares, freqs[len(lexemes)] / 2, float(avgdl or 1.0))
+    _stats_cache = (now + float(_setting("SEARCH_STATS_TTL")), stats)
+    return stats
 
 
 def _vector_leg_sql(base: str) -> str:
@@ -150,14 +200,21 @@ def _vector_leg_sql(base: str) -> str:
     )
 
 
-def _text_leg_sql(base: str) -> str:
-    """The k best BM25 matches in reach among at most ``TEXT_MATCH_CAP`` memories that hold one of the
-    query's selective terms (OR: a memory need not hold every word of a question).
+def _text_leg_sql(base: str, terms: int) -> str:
+    """The k best lexical matches in reach among at most ``TEXT_MATCH_CAP`` memories that hold one of
+    the query's selective terms (OR: a memory need not hold every word of a question).
 
-    No ORDER BY inside the capped match set: sorting every match would defeat the cap. OFFSET 0
-    keeps the reach filter out of the scan: pushed down, it made the planner AND the GIN bitmap
-    with bitmaps of every row in reach (12 ms for a common word) instead of stopping at the cap.
+    Inside the capped set the order is BM25's shape at C speed: the sum over the query's terms of
+    IDF × ``ts_rank`` (term frequency, length-normalised), parameters ``idf_<i>`` and ``term_<i>``;
+    the returned rows then carry their exact BM25 (``rb_bm25``). No ORDER BY inside the capped match
+    set: sorting every match would defeat the cap. OFFSET 0 keeps the reach filter out of the scan:
+    pushed down, it made the planner AND the GIN bitmap with bitmaps of every row in reach (12 ms
+    for a common word) instead of stopping at the cap.
     """
+    # every field weighs the same, as in rb_bm25 (ts_rank's default weighs a title match 10× the content's)
+    order = " + ".join(
+        f"%(idf_{i})s * ts_rank('{{1,1,1,1}}', t.search_vector, %(term_{i})s::tsquery, 1)" for i in range(terms)
+    )
     return (
         f"/* search:text */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'text' "
         "FROM memories_memory m WHERE m.id IN ("
@@ -165,7 +222,7 @@ def _text_leg_sql(base: str) -> str:
         "SELECT id, search_vector, organization_id, project_id, team_id, state, confidence, outcome "
         "FROM memories_memory WHERE search_vector @@ %(tsquery)s::tsquery OFFSET 0"
         f") AS m WHERE {base} LIMIT %(text_cap)s) AS t "
-        f"ORDER BY {_BM25_SQL.replace('m.search_vector', 't.search_vector')} DESC LIMIT %(k)s)"
+        f"ORDER BY {order or '0'} DESC LIMIT %(k)s)"
     )
 
 
@@ -176,9 +233,8 @@ def _tsquery_or(lexemes: list[str]) -> str:
 
 @dataclass(frozen=True)
 class QueryTerms:
-    """BM25's view of a query within a reach: its terms, their IDF, and the terms that pick the
-    lexical leg's candidates (the selective ones: a term in more than ``df_cap`` memories only
-    scores, unless no term is more selective)."""
+    """BM25's view of a query: its terms, their IDF, and the terms that pick the lexical leg's
+    candidates (the selective ones: a term in more than ``SEARCH_TERM_DF_CAP`` memories only scores)."""
 
     terms: list[str]
     idfs: list[float]
@@ -186,13 +242,30 @@ class QueryTerms:
     avgdl: float
 
 
-def _query_terms(sql: str, params: dict[str, Any], df_cap: int) -> QueryTerms:
-    rows = _rows(sql, params)
-    if not rows:
-        return QueryTerms([], [], [], 1.0)
-    documents, avgdl = int(rows[0][2]), float(rows[0][3] or 1.0)
-    found = [(str(lexeme), int(df)) for lexeme, df, _, _ in rows if df]
-    selective = [lexeme for lexeme, df in found if df < df_cap] or [lexeme for lexeme, _ in found]
+def _query_terms(in_reach: str, params: dict[str, Any], df_cap: int) -> QueryTerms:
+    """From PostgreSQL's planner statistics when the table has been analysed (no per-query cost,
+    the IDF of the whole bank), else from exact capped counts within the caller's reach."""
+    stats = collection_stats() if _setting("SEARCH_TERM_STATISTICS") == "auto" else None
+    if stats is not None:
+        lexemes = [str(row[0]) for row in _rows(_LEXEMES_SQL, params)]
+        found = [(lexeme, stats.document_frequency(lexeme)) for lexeme in lexemes]
+        documents, avgdl = stats.documents, stats.avgdl
+    else:
+        rows = _rows(_terms_sql(in_reach), params)
+        if not rows:
+            return QueryTerms([], [], [], 1.0)
+        documents, avgdl = float(rows[0][2]), float(rows[0][3] or 1.0)
+        found = [(str(lexeme), float(df)) for lexeme, df, _, _ in rows if df]
+    # the rarest terms pick the lexical candidates, as many as the match cap can enumerate whole (a
+    # capped scan of commoner ones would be an arbitrary sample); the others only score, and a term in
+    # more memories than the cap never picks (the vector leg's candidates still get its score)
+    selective: list[str] = []
+    budget = float(TEXT_MATCH_CAP)
+    for lexeme, df in sorted(found, key=lambda term: term[1]):
+        if df > df_cap or (selective and df > budget):
+            break
+        selective.append(lexeme)
+        budget -= df
     return QueryTerms(
         terms=[lexeme for lexeme, _ in found],
         idfs=[bm25_idf(df, documents) for _, df in found],
@@ -255,10 +328,12 @@ def memory_search(
         "k1": BM25_K1,
         "b": BM25_B,
     }
-    terms = _query_terms(_terms_sql(in_reach), params, df_cap)
+    terms = _query_terms(in_reach, params, df_cap)
     params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=_tsquery_or(terms.selective))
+    for i, (term, idf) in enumerate(zip(terms.terms, terms.idfs, strict=True)):
+        params.update({f"term_{i}": _tsquery_or([term]), f"idf_{i}": idf})
     legs = [_vector_leg_sql(base)] if any(query_vector) else []
-    legs += [_text_leg_sql(base)] if terms.selective else []
+    legs += [_text_leg_sql(base, len(terms.terms))] if terms.selective else []
     ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
     if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
         with transaction.atomic():

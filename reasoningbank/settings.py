@@ -335,8 +335,14 @@ SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maxim
 # per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (README "Search")
 SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])
 SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.5, minimum=0, maximum=1)
-# BM25 statistics stop counting here (a term in more memories than this is common and only scores)
-SEARCH_TERM_DF_CAP = env_int("SEARCH_TERM_DF_CAP", 2000, minimum=10)
+# where BM25's document frequencies come from: "auto" — PostgreSQL's planner statistics of the
+# full-text column once the table has been analysed (no per-query cost; kept SEARCH_STATS_TTL seconds
+# per process), exact capped counts within the caller's reach before that; "exact" — always counts
+SEARCH_TERM_STATISTICS = env_choice("SEARCH_TERM_STATISTICS", "auto", ["auto", "exact"])
+SEARCH_STATS_TTL = env_int("SEARCH_STATS_TTL", 300, minimum=0)
+# a term in more memories than this is common: it scores, but does not pick lexical candidates (and
+# exact statistics stop counting there)
+SEARCH_TERM_DF_CAP = env_int("SEARCH_TERM_DF_CAP", 500, minimum=10)
 SEARCH_COLLECTION_CAP = env_int("SEARCH_COLLECTION_CAP", 20000, minimum=100)
 # a hit with the same text as a better one, or this much alike (cosine), is folded into it (listed
 # in its `duplicates`); off: every near-identical memory is its own result

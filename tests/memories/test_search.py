@@ -632,48 +632,92 @@ def test_hits_below_the_relevance_floor_get_no_usage_signal(token, settings):
     assert not MemorySignal.objects.filter(memory_id=weak.pk).exists()
 
 
-def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, token, settings, monkeypatch):
-    """EXPLAIN ANALYZE of the search's statements: every count and the text leg's match set stop at
-    their caps through the GIN index, however many memories hold the word."""
+def _plans_of_search(monkeypatch, run):
+    """EXPLAIN ANALYZE of the statistics and text-leg statements a search runs (as JSON plans)."""
     from django.db import connection
 
     from memories import selectors_search as selectors
 
-    with transaction.atomic():
-        memories_create(principal=token, project=cast.project_a, drafts=[
-            memory_draft(title=f"Retry policy {n}", description="retry", content=f"retry case {n}", outcome="success")
-            for n in range(300)
-        ])
-    settings.SEARCH_TERM_DF_CAP = 50
-    settings.SEARCH_COLLECTION_CAP = 120
-    settings.SEARCH_PARALLEL_LEGS = False
-    monkeypatch.setattr(selectors, "TEXT_MATCH_CAP", 80)
-    plans: list[dict] = []
+    plans: dict[str, list[dict]] = {"terms": [], "text": []}
     real_rows = selectors._rows
 
     def explained(sql, params):
-        if sql.lstrip().startswith("/* search:terms */") or "/* search:text */" in sql:
+        kind = "terms" if "/* search:terms */" in sql else "text" if "/* search:text */" in sql else None
+        if kind:
             with connection.cursor() as cursor:
                 cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
-                plans.append(cursor.fetchone()[0][0]["Plan"])
+                plans[kind].append(cursor.fetchone()[0][0]["Plan"])
         return real_rows(sql, params)
 
     monkeypatch.setattr(selectors, "_rows", explained)
-    result = search(token, "retry", min_confidence=0, limit=5)
+    return run(), plans
+
+
+def _limit_rows(node):
+    found = [node["Actual Rows"]] if node["Node Type"] == "Limit" else []
+    for child in node.get("Plans", []):
+        found += _limit_rows(child)
+    return found
+
+
+def _many(principal, project, word: str, n: int) -> None:
+    with transaction.atomic():
+        memories_create(principal=principal, project=project, drafts=[
+            memory_draft(title=f"{word.title()} policy {i}", description=word, content=f"{word} case {i}",
+                         outcome="success")
+            for i in range(n)
+        ])
+
+
+def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, token, settings, monkeypatch):
+    """EXPLAIN ANALYZE: every count stops at its cap through the GIN index, and a word in more
+    memories than the cap picks no lexical candidates at all (the vector leg's still get its score)."""
+    _many(token, cast.project_a, "retry", 300)
+    settings.SEARCH_TERM_DF_CAP = 50
+    settings.SEARCH_COLLECTION_CAP = 120
+    settings.SEARCH_PARALLEL_LEGS = False
+    result, plans = _plans_of_search(monkeypatch, lambda: search(token, "retry", min_confidence=0, limit=5))
+
+    assert len(result.hits) == 5 and all(h.breakdown.lexical > 0 for h in result.hits)
+    (terms,) = plans["terms"]
+    counted = _limit_rows(terms)
+    assert max(counted) <= 200  # the df count stops at 51, the collection count at 120, the sample at 200
+    assert 51 in counted and 120 in counted
+    assert plans["text"] == []  # 300 memories hold the word: no enumeration of them
+
+
+def test_a_rare_words_matches_are_enumerated_up_to_the_match_cap(cast, token, settings, monkeypatch):
+    from memories import selectors_search
+
+    _many(token, cast.project_a, "kustomize", 40)
+    settings.SEARCH_TERM_DF_CAP = 50
+    settings.SEARCH_PARALLEL_LEGS = False
+    monkeypatch.setattr(selectors_search, "TEXT_MATCH_CAP", 25)
+    result, plans = _plans_of_search(monkeypatch, lambda: search(token, "kustomize", min_confidence=0, limit=5))
+
     assert len(result.hits) == 5
+    (text,) = plans["text"]
+    assert max(_limit_rows(text)) <= 25  # 40 memories hold the word; 25 are ranked
 
-    def limits(node):
-        found = [node] if node["Node Type"] == "Limit" else []
-        for child in node.get("Plans", []):
-            found += limits(child)
-        return found
 
-    assert len(plans) == 2
-    counted = sorted(node["Actual Rows"] for node in limits(plans[0]))
-    assert max(counted) <= 200  # the df count stops at 50, the collection count at 120, the sample at 200
-    assert 50 in counted and 120 in counted
-    text_limits = [node["Actual Rows"] for node in limits(plans[1])]
-    assert max(text_limits) <= 80  # 300 memories hold the word; at most 80 are ranked
+def test_planner_statistics_give_the_idf_once_the_table_is_analysed(cast, token, settings):
+    from django.db import connection
+
+    from memories import selectors_search
+
+    _many(token, cast.project_a, "deploy", 30)
+    rare = record(token, title="Deploy with Kustomize overlays", description="Deploy", content="Kustomize per env.")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    settings.SEARCH_TERM_STATISTICS = "auto"
+    stats = selectors_search.collection_stats(refresh=True)
+    try:
+        assert stats is not None and stats.documents >= 31
+        assert stats.document_frequency("deploy") > stats.document_frequency("kustomiz")
+        result = search(token, "deploy kustomize", explain=True, limit=3, min_confidence=0)
+        assert ids(result)[0] == rare.id and result.hits[0].breakdown.lexical_rank == 1
+    finally:
+        selectors_search._stats_cache = None
 
 
 def test_when_no_pooled_connection_comes_the_lexical_leg_runs_inline_and_the_search_answers(token, monkeypatch):
