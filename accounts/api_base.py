@@ -1,24 +1,20 @@
 """The base of every token-authenticated REST view (part of the access layer, see ``access``).
 
 It authenticates tokens, enforces the scope declared per HTTP method (a view that forgets to
-declare one fails at import) and offers only org-scoped loaders.
+declare one fails at import) and hands every handler the token's ``Principal``.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import models
-from django.db.models import QuerySet
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from accounts.access import Principal, access_filter, access_get
+from accounts.access import Principal
 from accounts.models import Organization
-
-M = TypeVar("M", bound=models.Model)
 
 
 class HasRequiredScope(BasePermission):
@@ -44,8 +40,10 @@ class OrgAPIView(APIView):
     """Base for every token-authenticated REST view.
 
     Subclasses declare ``required_scopes = {"GET": "memories:read", ...}`` for every handler they
-    define (checked when the class is created) and load rows only through ``self.get_in_org`` /
-    ``self.in_org``, which apply the token's org.
+    define (checked when the class is created) and read rows only through selectors or operation
+    contracts that take ``self.principal`` (built on ``accounts.access``'s ``access_filter`` /
+    ``access_get``); tests/test_cross_tenant_coverage.py fails on a view module that touches a default
+    manager, and on any route without a cross-tenant test.
     """
 
     permission_classes = [HasRequiredScope]
@@ -75,11 +73,5 @@ class OrgAPIView(APIView):
     @property
     def org(self) -> Organization:
         return self.principal.organization
-
-    def in_org(self, model_or_qs: type[M] | QuerySet[M]) -> QuerySet[M]:
-        return access_filter(model_or_qs, self.principal)
-
-    def get_in_org(self, model_or_qs: type[M] | QuerySet[M], **lookup: Any) -> M:
-        return access_get(model_or_qs, self.principal, **lookup)
 
 

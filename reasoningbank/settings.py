@@ -334,7 +334,7 @@ SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maxim
 # fusion of the vector and lexical (BM25) legs into one relevance: convex combination of their
 # per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (README "Search")
 SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])
-SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.5, minimum=0, maximum=1)
+SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.55, minimum=0, maximum=1)
 # where BM25's document frequencies come from: "auto" — PostgreSQL's planner statistics of the
 # full-text column once the table has been analysed (no per-query cost; kept SEARCH_STATS_TTL seconds
 # per process), exact capped counts within the caller's reach before that; "exact" — always counts
