@@ -330,7 +330,10 @@ SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maxim
 # run the vector and full-text legs at once on two pooled connections (needs DB_POOL)
 SEARCH_PARALLEL_LEGS = env_bool("SEARCH_PARALLEL_LEGS", True)
 # results less similar than this are noise, not memories to inject (unless a keyword matched)
-SEARCH_MIN_SIMILARITY = env_float("SEARCH_MIN_SIMILARITY", 0.1, minimum=0, maximum=1)
+# (minilm puts unrelated texts at 0.05–0.2; dropping those changed nothing on bench/retrieval.py)
+SEARCH_MIN_SIMILARITY = env_float(
+    "SEARCH_MIN_SIMILARITY", 0.2 if EMBEDDER in ("minilm", "sentence-transformers") else 0.1, minimum=0, maximum=1
+)
 # fusion of the vector and lexical (BM25) legs into one relevance: convex combination of their
 # per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (README "Search")
 SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])

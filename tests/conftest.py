@@ -37,6 +37,7 @@ def hashing_embedder(settings: Any) -> None:
     tested in tests/reasoningbank/test_embedder_minilm.py and by the end-to-end suite, whose
     service runs with the product's defaults."""
     settings.EMBEDDER = "hashing"
+    settings.SEARCH_MIN_SIMILARITY = 0.1  # hashing's default (minilm's is 0.2)
     # BM25 from exact counts: autovacuum may analyse the test tables at any moment, and the planner
     # statistics would then change rankings mid-run (tests/memories/test_search.py tests that path)
     settings.SEARCH_TERM_STATISTICS = "exact"
