@@ -134,6 +134,15 @@ class SearchInput(Contract):
         float, Field(description="Minimum confidence threshold", ge=0.0, le=1.0)
     ] = settings.SEARCH_MIN_CONFIDENCE
     project: Annotated[str | None, _optional_text(200), Field(description=SEARCH_PROJECT_DESCRIPTION)] = None
+    mode: Annotated[
+        Literal["reflexive", "standard", "deep", "exhaustive"],
+        Field(
+            description=(
+                "Which memories to search by tier: reflexive (hot only), standard (hot and warm), deep (also "
+                "cold), exhaustive (every tier, archived memories included and marked with state)"
+            )
+        ),
+    ] = "standard"
     explain: Annotated[
         bool,
         Field(
@@ -147,7 +156,7 @@ class SearchInput(Contract):
     def to_query(self) -> SearchQuery:
         return SearchQuery(
             query=self.query, scope=self.scope, outcome=self.outcome, limit=self.limit,
-            min_confidence=float(self.min_confidence), project=self.project or None,
+            min_confidence=float(self.min_confidence), project=self.project or None, mode=self.mode,
         )
 
 
@@ -195,6 +204,11 @@ class SearchHitOut(Contract):
     usage_count: int
     relevance: float
     scope: str
+    state: Literal["active", "archived"] = Field(
+        default="active",
+        exclude_if=lambda value: value == "active",
+        description="only on an archived memory, which only an exhaustive search returns",
+    )
     duplicates: list[str] = Field(
         default_factory=list,
         exclude_if=lambda value: not value,
@@ -216,6 +230,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
             content=hit.memory.content, outcome=hit.memory.outcome, confidence=_r(hit.memory.confidence),
             usage_count=hit.memory.usage_count, relevance=_r(hit.breakdown.score), scope=hit.memory.scope,
+            state=hit.memory.state,  # type: ignore[arg-type]
             duplicates=list(hit.duplicates), explain=SearchExplanation.of(hit) if args.explain else None,
         )
         for hit in result.hits

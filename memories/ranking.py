@@ -43,6 +43,16 @@ def recency_boost(days_since_used: float) -> float:
     return 1.0 + 0.1 * (1.0 - days / RECENCY_WINDOW_DAYS)
 
 
+# Seed 002's RetrievalMode: which tiers a search reaches. ``exhaustive`` reaches every memory,
+# archived ones included (marked as such in the results); the others only active memories.
+RETRIEVAL_MODES: dict[str, tuple[str, ...] | None] = {
+    "reflexive": ("hot",),
+    "standard": ("hot", "warm"),
+    "deep": ("hot", "warm", "cold"),
+    "exhaustive": None,
+}
+DEFAULT_RETRIEVAL_MODE = "standard"
+
 # BM25's term-frequency saturation (the usual 1.2) and length normalisation: 0.3, below the usual 0.75,
 # because memories are short and a longer one is not less on-topic for being longer. Measured on the
 # LoCoMo dev set (bench/retrieval.py, minilm, convex 0.5): b 0.75 → R@10 0.660 / MRR 0.471, b 0.5 →

@@ -20,6 +20,8 @@ from memories.models import Memory, memory_scope
 from memories.ranking import (
     BM25_B,
     BM25_K1,
+    DEFAULT_RETRIEVAL_MODE,
+    RETRIEVAL_MODES,
     LegScores,
     ScoreBreakdown,
     bm25_idf,
@@ -51,6 +53,7 @@ class SearchQuery:
     limit: int = 5
     min_confidence: float = 0.5
     project: str | None = None
+    mode: str = DEFAULT_RETRIEVAL_MODE  # seed 002's RetrievalMode: the tiers searched (ranking.RETRIEVAL_MODES)
 
 
 @dataclass(slots=True)
@@ -219,7 +222,7 @@ def _text_leg_sql(base: str, terms: int) -> str:
         f"/* search:text */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'text' "
         "FROM memories_memory m WHERE m.id IN ("
         "SELECT t.id FROM (SELECT m.id, m.search_vector FROM ("
-        "SELECT id, search_vector, organization_id, project_id, team_id, state, confidence, outcome "
+        "SELECT id, search_vector, organization_id, project_id, team_id, state, tier, confidence, outcome "
         "FROM memories_memory WHERE search_vector @@ %(tsquery)s::tsquery OFFSET 0"
         f") AS m WHERE {base} LIMIT %(text_cap)s) AS t "
         f"ORDER BY {order or '0'} DESC LIMIT %(k)s)"
@@ -308,12 +311,18 @@ def memory_search(
     reach = reach_for(principal, project=project)
     k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     in_reach = f"m.organization_id = %(org)s AND m.state = 'active' AND ({_reach_sql(reach, search.scope)})"
-    base = f"{in_reach} AND m.confidence >= %(min_confidence)s"
+    tiers = RETRIEVAL_MODES[search.mode]
+    if tiers is None:  # exhaustive: archived memories too
+        base = f"m.organization_id = %(org)s AND ({_reach_sql(reach, search.scope)})"
+    else:
+        base = f"{in_reach} AND m.tier = ANY(%(tiers)s)"
+    base += " AND m.confidence >= %(min_confidence)s"
     if search.outcome != "all":
         base += " AND m.outcome = %(outcome)s"
     df_cap = int(_setting("SEARCH_TERM_DF_CAP"))
     params: dict[str, Any] = {
         "org": principal.organization.id,
+        "tiers": list(tiers or ()),
         "min_confidence": search.min_confidence,
         "outcome": search.outcome,
         "projects": sorted(reach.project_ids or ()),

@@ -404,7 +404,8 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     result = memory_search(principal, search, query_vector=vector)
     # only results an agent plausibly used: ranking noise below the floor must not feed confidence
     floor = settings.SEARCH_USAGE_MIN_RELEVANCE
-    used = [hit.memory for hit in result.hits if hit.breakdown.relevance >= floor]
+    # (an archived memory an exhaustive search surfaced is shown, not used)
+    used = [hit.memory for hit in result.hits if hit.breakdown.relevance >= floor and hit.memory.state == "active"]
     memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
     result.embedding_ms = embedding_ms
     return result

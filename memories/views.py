@@ -288,6 +288,7 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
         limit=SEARCH_LIMIT,
         min_confidence=float(data["min_confidence"]) if data.get("min_confidence") is not None else 0.0,
         project=data.get("project") or None,
+        mode="deep",  # moderators see every active memory, whatever its tier
     )
     (vector,), _ = _embed([search.query])
     hits = memory_search(principal, search, query_vector=vector).hits

@@ -735,3 +735,56 @@ def test_when_no_pooled_connection_comes_the_lexical_leg_runs_inline_and_the_sea
     result = search(token, min_confidence=0)
     assert ids(result) == [wanted.id]
     assert set(result.hits[0].matched_by) == {"vector", "text"}
+
+
+# --- retrieval modes (seed 002 RetrievalMode) -------------------------------------------------------
+
+
+@pytest.fixture
+def tiered(token):
+    """One memory per tier, and one archived: the same topic, distinct texts."""
+    memories = {
+        tier: record(token, title=f"Retry flaky network calls ({tier} copy)", content=f"{CONTENT} Kept {tier}.")
+        for tier in ("hot", "warm", "cold")
+    }
+    for tier, memory in memories.items():
+        Memory.objects.filter(pk=memory.pk).update(tier=tier)
+    memories["archived"] = record(token, title="Retry flaky network calls (old)", content=f"{CONTENT} Old.")
+    memory_archive(principal=token, memory=memories["archived"])
+    return memories
+
+
+@pytest.mark.parametrize(
+    ("mode", "reached"),
+    [
+        ("reflexive", {"hot"}),
+        ("standard", {"hot", "warm"}),
+        ("deep", {"hot", "warm", "cold"}),
+        ("exhaustive", {"hot", "warm", "cold", "archived"}),
+    ],
+)
+def test_each_retrieval_mode_searches_its_tiers(token, tiered, mode, reached):
+    result = search(token, mode=mode, min_confidence=0, limit=10)
+    assert set(ids(result)) == {tiered[name].id for name in reached}
+
+
+def test_the_default_mode_is_standard_so_cold_memories_wait_for_a_deeper_search(token, tiered):
+    assert set(ids(search(token, min_confidence=0, limit=10))) == {tiered["hot"].id, tiered["warm"].id}
+
+
+def test_an_exhaustive_search_marks_archived_memories_and_records_no_use_of_them(token, tiered):
+    from memories.contracts import memory_search_run
+
+    output = memory_search_run(token, SearchInput(query=QUERY, mode="exhaustive", min_confidence=0, limit=10))
+    write_behind_wait()
+    body = {hit["id"]: hit for hit in output.model_dump(mode="json")["memories"]}
+    assert body[tiered["archived"].id]["state"] == "archived"
+    assert "state" not in body[tiered["hot"].id]  # seed 000's shape for active memories
+    assert Memory.objects.get(pk=tiered["archived"].pk).usage_count == 0
+    assert Memory.objects.get(pk=tiered["hot"].pk).usage_count == 1
+
+
+def test_an_unknown_mode_is_refused_naming_the_field(token):
+    with pytest.raises(ValidationError) as excinfo:
+        search(token, mode="everything")
+    assert [error["loc"] for error in excinfo.value.errors()] == [("mode",)]
