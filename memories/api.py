@@ -26,6 +26,7 @@ from rest_framework.serializers import Serializer
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories import contracts as c
+from memories import contracts_context as cc
 from memories.models import Memory
 from memories.moderation import memory_archive, memory_restore
 from memories.selectors import (
@@ -252,6 +253,28 @@ class MemorySearchView(MemoryAPIView):
     )
     def post(self, request: Request) -> Response:
         return _render(c.memory_search_run(self.principal, contract_parse(c.SearchInput, request.data)))
+
+
+class MemoryContextView(MemoryAPIView):
+    required_scopes = {"POST": READ}
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="memories_context",
+        summary="Build a session's starting context",
+        description=(
+            "The `<memory_consolidated_summaries>` block a session starts with: the project's best knowledge "
+            "(until consolidation keeps summaries, its highest-confidence procedural memories), at most `max` "
+            "entries above `min_confidence`, within `token_budget`, ordered by `prioritize`. Pass the session's "
+            "existing `context` and the answer's `context` holds exactly one block: an earlier one is replaced. "
+            "Records no usage. The same operation as the MCP tool `memory_context`; "
+            "`scripts/claude-session-start` calls it as a Claude Code SessionStart hook. Needs `memories:read`."
+        ),
+        request=cc.ContextInput,
+        responses={200: cc.ContextOutput, **ERRORS_WRITE},
+    )
+    def post(self, request: Request) -> Response:
+        return _render(cc.memory_context_run(self.principal, contract_parse(cc.ContextInput, request.data)))
 
 
 class MemoryFeedbackView(MemoryAPIView):

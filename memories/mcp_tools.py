@@ -1,5 +1,6 @@
 """The memory MCP tools (seed 000): memory_search, memory_record, memory_feedback, memory_outcome,
-memory_get, and session_submit (hand in a finished session trace for distillation).
+memory_get, session_submit (hand in a finished session trace for distillation) and memory_context
+(seed 002: the block a session starts with).
 
 Each tool is its operation's contract (``memories/contracts.py``): the parameters are the input
 model's fields, the answer is the output model, the same as REST's. The caller comes from the
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories import contracts as c
+from memories import contracts_context as cc
 from reasoningbank.contracts import contract_tool
 from reasoningbank.mcp_registry import register_tool_module, service_errors
 
@@ -73,6 +75,16 @@ def register_memory_tools(server: MCPServer) -> None:
         ),
         annotations=_write("Report a task outcome"), input_model=c.OutcomeInput, output_model=c.OutcomeOutput,
         run=_as(SCOPE_MEMORIES_WRITE, c.memory_outcome_run),
+    )
+    contract_tool(
+        server, name="memory_context",
+        description=(
+            "Start a session with the project's memory: returns a <memory_consolidated_summaries> block of its "
+            "best strategies (within a token budget) to put in your context. Pass your existing context to get "
+            "it back with exactly one block (an earlier one is replaced), and the task to get what fits it first."
+        ),
+        annotations=_read("Session context"), input_model=cc.ContextInput, output_model=cc.ContextOutput,
+        run=_as(SCOPE_MEMORIES_READ, cc.memory_context_run),
     )
     contract_tool(
         server, name="memory_get",

@@ -22,8 +22,9 @@ register_converter(ClientIdConverter, "client_id")
 
 urlpatterns = [
     path("memories", api.MemoryListView.as_view(), name="api-memories"),
-    # before the detail route, so "search" is never read as a memory id
+    # before the detail route, so "search" and "context" are never read as memory ids
     path("memories/search", api.MemorySearchView.as_view(), name="api-memory-search"),
+    path("memories/context", api.MemoryContextView.as_view(), name="api-memory-context"),
     path("memories/<str:memory_id>", api.MemoryDetailView.as_view(), name="api-memory"),
     path("memories/<str:memory_id>/archive", api.MemoryArchiveView.as_view(), name="api-memory-archive"),
     path("memories/<str:memory_id>/restore", api.MemoryRestoreView.as_view(), name="api-memory-restore"),

@@ -354,6 +354,19 @@ SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minim
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
 
+# --- SessionStart context (seed 002's names; memory_context and scripts/claude-session-start) ----
+HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
+HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
+HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET = env_int(
+    "HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET", 2000, minimum=200, maximum=20000
+)
+HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE = env_float(
+    "HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE", 0.7, minimum=0, maximum=1
+)
+HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
+    "HOOK_SESSION_START_SUMMARIES_PRIORITIZE", "relevance", ["relevance", "recency", "activation"]
+)
+
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
 

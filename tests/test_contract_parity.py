@@ -25,16 +25,19 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 GENERATED = re.compile(r"\b(mem|run|ses)_[0-9a-z]+\b")
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:\d\d)?$")
 TIMINGS = {"duration_seconds", "phase_durations"}
+# memory_context's block: its version hashes the (generated) ids it holds, and it is stamped
+BLOCK_STAMP = re.compile(r'version="[0-9a-f]{8}" generated_at="[^"]+"')
 
 
 def normalised(value: Any) -> Any:
-    """Generated ids → ``<id>``, timestamps → ``<time>``, run timings → 0 (all differ by construction)."""
+    """Generated ids → ``<id>``, timestamps → ``<time>``, run timings → 0, a context block's version and
+    stamp → ``<stamp>`` (all differ by construction)."""
     if isinstance(value, dict):
         return {GENERATED.sub("<id>", k): (0 if k in TIMINGS else normalised(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [normalised(v) for v in value]
     if isinstance(value, str):
-        return "<time>" if TIMESTAMP.match(value) else GENERATED.sub("<id>", value)
+        return "<time>" if TIMESTAMP.match(value) else BLOCK_STAMP.sub("<stamp>", GENERATED.sub("<id>", value))
     return value
 
 
@@ -83,6 +86,7 @@ def rest_call(operation: str, ids: dict[str, str], arguments: dict[str, Any]) ->
         "memory_outcome": ("POST", f"/api/v1/memories/{memory_id}/outcome", args),
         "session_submit": ("POST", "/api/v1/sessions", args),
         "memory_consolidate": ("POST", "/api/v1/consolidation/runs", {**args, "wait": True}),
+        "memory_context": ("POST", "/api/v1/memories/context", args),
     }[operation]
 
 
@@ -108,6 +112,7 @@ OPERATIONS = [
     ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": False, "session_id": "s-1"}),
     ("session_submit", {"session_id": "s-42", "outcome": "success", "trace": "user: fix it\nagent: fixed"}),
     ("memory_consolidate", {"dry_run": True, "force": True}),
+    ("memory_context", {"context": "You are a coding agent.", "min_confidence": 0.5}),
 ]
 
 
@@ -136,6 +141,7 @@ INVALID = [
     ("session_submit", {"session_id": "s-1", "outcome": "won", "trace": "agent: done"}, "outcome"),
     ("memory_consolidate", {"similarity_threshold": 0.2}, "similarity_threshold"),
     ("memory_consolidate", {"project": "web-app", "project_id": "other"}, "project"),
+    ("memory_context", {"token_budget": 10}, "token_budget"),
 ]
 
 

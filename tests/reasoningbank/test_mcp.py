@@ -364,7 +364,7 @@ def test_the_server_offers_the_memory_session_and_consolidation_tools() -> None:
     from reasoningbank import mcp_server
 
     names = {tool.name for tool in anyio.run(mcp_server.build_mcp_server().list_tools)}
-    assert names == MEMORY_TOOLS | {"session_submit", "memory_consolidate"}
+    assert names == MEMORY_TOOLS | {"session_submit", "memory_consolidate", "memory_context"}
 
 
 # --- transport: hosts, origins, paths, lifespan ----------------------------------------------------

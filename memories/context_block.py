@@ -1,0 +1,111 @@
+"""Seed 002's SessionStart block, pure (no Django): the ``<memory_consolidated_summaries>`` element an
+agent's session starts with, built within a token budget, and replaced — never duplicated — in a
+context that already holds one (idempotent: any number of injections leave exactly one block)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+BLOCK_PATTERN = re.compile(r"<memory_consolidated_summaries.*?>.*?</memory_consolidated_summaries>", re.DOTALL)
+HEADER = (
+    "<!-- Memory Consolidation Context - Auto-generated, do not edit -->\n"
+    "<!-- This block is replaced on each session start -->\n\n"
+    "## Project Memory Context\n\n"
+    "The following summarizes key decisions, learnings, and context from this project's history:\n"
+)
+
+
+@dataclass(frozen=True)
+class Decision:
+    decision: str
+    rationale: str = ""
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    """One summary (or, before a project has any, one memory) as the block shows it."""
+
+    id: str
+    title: str
+    body: str
+    start: datetime
+    end: datetime
+    key_facts: Sequence[str] = field(default_factory=tuple)
+    decisions: Sequence[Decision] = field(default_factory=tuple)
+    superseded: Sequence[tuple[str, str]] = field(default_factory=tuple)  # (original, superseded by)
+
+
+def tokens_estimate(text: str) -> int:
+    """~4 characters a token (the search response's estimate too)."""
+    return math.ceil(len(text) / 4)
+
+
+def block_remove(context: str | None) -> tuple[str, bool]:
+    """The context without any earlier block, and whether it held one."""
+    if not context:
+        return "", False
+    cleaned, count = BLOCK_PATTERN.subn("", context)
+    return cleaned.strip(), count > 0
+
+
+def _entry_text(entry: ContextEntry) -> str:
+    lines = [f"\n### {entry.title} ({entry.start:%Y-%m-%d} - {entry.end:%Y-%m-%d})\n", entry.body.strip(), ""]
+    if entry.key_facts:
+        lines += ["**Key facts:**", *(f"- {fact}" for fact in entry.key_facts), ""]
+    if entry.decisions:
+        lines.append("**Decisions:**")
+        for d in entry.decisions:
+            lines.append(f"- {d.decision}")
+            if d.rationale:
+                lines.append(f"  - Rationale: {d.rationale}")
+        lines.append("")
+    if entry.superseded:
+        lines += ["**Note - superseded information:**", *(f"- ~~{old}~~ → {new}" for old, new in entry.superseded), ""]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Block:
+    text: str  # the whole element; empty when nothing fits or nothing is there
+    entries: list[str]  # the ids of the entries it holds, in order
+    tokens: int
+
+
+def block_format(entries: Sequence[ContextEntry], *, token_budget: int, generated_at: datetime) -> Block:
+    """The block holding as many of ``entries`` (in order) as fit in ``token_budget`` tokens, the
+    element's own lines included; its ``version`` names exactly what it holds."""
+    closing = "\n</memory_consolidated_summaries>"
+    opening_size = len('<memory_consolidated_summaries version="00000000" generated_at="">\n') + 25
+    used = tokens_estimate(HEADER) + math.ceil((opening_size + len(closing)) / 4)
+    kept: list[tuple[ContextEntry, str]] = []
+    for entry in entries:
+        text = _entry_text(entry)
+        cost = tokens_estimate(text)
+        if used + cost > token_budget:
+            continue  # a shorter one further down may still fit
+        kept.append((entry, text))
+        used += cost
+    if not kept:
+        return Block("", [], 0)
+    version = hashlib.sha256("\n".join(f"{e.id}:{t}" for e, t in kept).encode()).hexdigest()[:8]
+    stamp = generated_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = (
+        f'<memory_consolidated_summaries version="{version}" generated_at="{stamp}">\n'
+        + HEADER
+        + "".join(t for _, t in kept).rstrip()
+        + closing
+    )
+    return Block(text, [e.id for e, _ in kept], tokens_estimate(text))
+
+
+def context_inject(context: str | None, block: Block) -> tuple[str, bool]:
+    """``context`` with its earlier block (if any) replaced by ``block``: (new context, replaced)."""
+    clean, had = block_remove(context)
+    if not block.text:
+        return clean, had
+    return (f"{clean}\n\n{block.text}" if clean else block.text), had

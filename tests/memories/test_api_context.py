@@ -1,0 +1,128 @@
+"""POST /api/v1/memories/context and the MCP tool memory_context (seed 002 SessionStart injection)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memories.context_block import BLOCK_PATTERN
+from memories.models import Memory
+from tests.factories import MemoryFactory, ProjectFactory
+from tests.mcp_harness import in_thread, mcp_client
+
+CONTEXT = "/api/v1/memories/context"
+
+
+def record(client: Any, title: str, content: str, **overrides: Any) -> str:
+    body = {"title": title, "description": f"When {title.lower()}", "content": content, "outcome": "success",
+            "project": "web-app", **overrides}
+    response = client.post("/api/v1/memories", body, format="json")
+    assert response.status_code == 201, response.json()
+    return response.json()["id"]
+
+
+def context(client: Any, **body: Any) -> dict[str, Any]:
+    response = client.post(CONTEXT, {"project": "web-app", **body}, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+@pytest.fixture
+def alice(cast, token_client):
+    return token_client(cast.org_a)
+
+
+@pytest.fixture
+def bank(alice):
+    return {
+        "timeouts": record(alice, "Set HTTP client timeouts", "Always set connect and read timeouts."),
+        "flags": record(alice, "Ship risky UI behind a flag", "Roll out gradually with a feature flag."),
+        "fact": record(alice, "The API is RESTful", "Endpoints follow REST.", kind="semantic"),
+    }
+
+
+def test_the_block_carries_the_projects_procedural_memories_and_nothing_else(alice, bank):
+    body = context(alice)
+    assert body["source"] == "procedural_memories" and body["project"] == "web-app"
+    assert sorted(body["memory_ids"]) == sorted([bank["timeouts"], bank["flags"]])  # not the semantic fact
+    assert body["summaries_injected"] == 2
+    assert "### Set HTTP client timeouts (" in body["context_block"]
+    assert BLOCK_PATTERN.fullmatch(body["context_block"])
+    assert body["context"] == body["context_block"] and body["replaced_existing"] is False
+    assert 0 < body["tokens_used"] <= 2000
+
+
+def test_passing_the_context_back_replaces_the_block_instead_of_adding_one(alice, bank):
+    first = context(alice, context="You are a careful agent.")
+    second = context(alice, context=first["context"])
+    assert second["replaced_existing"] is True
+    assert len(BLOCK_PATTERN.findall(second["context"])) == 1
+    assert second["context"].startswith("You are a careful agent.")
+
+
+def test_a_task_puts_the_memories_that_fit_it_first(alice, bank):
+    body = context(alice, task="our checkout page rollout needs a feature flag")
+    assert body["memory_ids"][0] == bank["flags"]
+
+
+def test_max_min_confidence_and_the_token_budget_bound_the_block(alice, bank):
+    Memory.objects.filter(pk=bank["flags"]).update(confidence=0.6)
+    assert context(alice)["memory_ids"] == [bank["timeouts"]]  # below the default 0.7
+    assert len(context(alice, min_confidence=0.5, max=1)["memory_ids"]) == 1
+    record(alice, "A long strategy", "x " * 3000)
+    assert context(alice, token_budget=300)["tokens_used"] <= 300
+
+
+def test_recording_no_usage_and_changing_nothing(alice, bank):
+    before = list(Memory.objects.order_by("id").values_list("id", "usage_count", "confidence", "updated_at"))
+    context(alice)
+    assert list(Memory.objects.order_by("id").values_list("id", "usage_count", "confidence", "updated_at")) == before
+
+
+def test_a_project_without_memories_gets_an_empty_block_and_its_context_back(alice):
+    body = context(alice, context="keep this")
+    assert (body["context_block"], body["context"], body["summaries_injected"]) == ("", "keep this", 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"max": 0}, "max"), ({"token_budget": 50}, "token_budget"), ({"prioritize": "random"}, "prioritize"),
+     ({"context": "a\x00b"}, "context"), ({"extra": 1}, "extra")],
+)
+def test_bad_input_is_a_400_naming_the_field(alice, body, field):
+    response = alice.post(CONTEXT, {"project": "web-app", **body}, format="json")
+    assert response.status_code == 400
+    assert list(response.json()["errors"]) == [field]
+
+
+@pytest.mark.cross_tenant("api-memory-context")
+def test_another_orgs_project_is_a_404_and_its_memories_never_reach_the_block(cast, alice, bank, token_client):
+    charlie = token_client(cast.org_b)
+    ProjectFactory(organization=cast.org_b, slug="web-app")
+    foreign = charlie.post(CONTEXT, {"project": "billing"}, format="json")
+    assert foreign.status_code == 200 and foreign.json()["memory_ids"] == []
+    assert charlie.post(CONTEXT, {"project": "web-app"}, format="json").json()["memory_ids"] == []
+    assert alice.post(CONTEXT, {"project": "billing"}, format="json").status_code == 404
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.cross_tenant("memory_context")
+async def test_the_mcp_tool_gives_the_same_block_and_keeps_to_its_tokens_org(app, cast, make_token, monkeypatch):
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
+    raw_a, principal_a = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
+    raw_b, _ = await in_thread(lambda: make_token(cast.org_b, projects=[cast.project_b]))
+    mine = await in_thread(lambda: MemoryFactory(principal=principal_a, title="Pin Node 20 in CI"))
+    async with mcp_client(app, raw_a, "2026-07-28") as client:
+        result = await client.call_tool("memory_context", {"context": "agent preamble"})
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["memory_ids"] == [mine.id]
+    assert "Pin Node 20 in CI" in result.structured_content["context"]
+    async with mcp_client(app, raw_b, "2026-07-28") as client:
+        other = await client.call_tool("memory_context", {})
+        named = await client.call_tool("memory_context", {"project": "web-app"})
+    assert other.structured_content["memory_ids"] == []
+    assert named.is_error and "not found" in named.content[0].text
