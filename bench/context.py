@@ -1,0 +1,76 @@
+"""``memory_context`` latency at 100K memories (issue 14, "Done when": p50/p99 in the closing note).
+
+Uses ``bench/search.py``'s dataset (org ``bench``, N memories, most of them procedural; load it
+first with ``bench/search.py --sizes N --load-only``) and a token restricted to project ``web-app``,
+and times ``memories.contracts_context.memory_context_run`` in-process — what the MCP tool, ``POST
+/api/v1/memories/context`` and ``scripts/claude-session-start`` call — for each ``prioritize``:
+``relevance`` with a task (the hybrid search, so a query embedding), ``relevance`` without one,
+``recency`` and ``activation``, 200 calls each (20 more first as a warm-up), with the default budget
+(10 entries, 2,000 tokens) and an existing context holding an earlier block.
+
+    .venv/bin/python bench/context.py --size 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import Latency, django_setup, machine_info, search_queries, write_json  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000, help="the bench/search.py dataset size to use")
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args()
+    os.environ.setdefault("RB_DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "bench"))
+    django_setup(migrate=True)
+
+    from accounts.access import principal_for_token
+    from bench.common import dataset_ensure
+    from bench.search import bench_token
+    from memories.contracts_context import ContextInput, memory_context_run
+
+    dataset = dataset_ensure(args.size, reset=False, log=print)
+    token, _ = bench_token(dataset.pop("orgs"))
+    principal = principal_for_token(token)
+    tasks = search_queries(args.calls + 20, seed=7)
+    earlier = memory_context_run(principal, ContextInput(project="web-app")).context
+    print(f"dataset: {dataset['table_rows']:,} rows; an earlier block of {len(earlier):,} characters")
+
+    results: dict[str, dict[str, float]] = {}
+    for label, extra in [
+        ("relevance, with a task", {"prioritize": "relevance"}),
+        ("relevance, no task", {"prioritize": "relevance"}),
+        ("recency", {"prioritize": "recency"}),
+        ("activation", {"prioritize": "activation"}),
+    ]:
+        samples = []
+        for i, task in enumerate(tasks):
+            args_in = ContextInput(
+                project="web-app", context=f"You are a coding agent.\n{earlier}",
+                task=task if label == "relevance, with a task" else "", **extra,  # type: ignore[arg-type]
+            )
+            started = time.perf_counter()
+            out = memory_context_run(principal, args_in)
+            if i >= 20:
+                samples.append((time.perf_counter() - started) * 1000)
+        assert out.replaced_existing and out.summaries_injected > 0, out
+        results[label] = Latency.of(samples).as_dict()
+        lat = results[label]
+        print(f"{label:24s} p50 {lat['p50']:6.1f}  p90 {lat['p90']:6.1f}  p99 {lat['p99']:6.1f} ms "
+              f"({out.summaries_injected} entries, {out.tokens_used} tokens)")
+    write_json(RESULTS / f"context-{args.size}.json", {"machine": machine_info(), "dataset": dataset,
+                                                      "results": results})
+
+
+if __name__ == "__main__":
+    main()
