@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import Latency, django_setup, machine_info, search_queries, write_json  # noqa: E402
+from bench.common import Latency, django_setup, machine_info, search_queries, write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
