@@ -7,6 +7,7 @@ import logging
 import numpy as np
 from django.db import connection
 
+from accounts.services import audit_record_many
 from consolidation import retention
 from consolidation.context import RETENTION_WRITE_DELTA, RunContext
 from consolidation.selectors import (
@@ -58,4 +59,18 @@ def tiers_update(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
             "UPDATE memories_memory m SET retention = v.r, tier = v.t "
             "FROM unnest(%s::text[], %s::float8[], %s::text[]) AS v(id, r, t) WHERE m.id = v.id",
             [[rows[i].id for i in moved], [overall[i] for i in moved], [tiers[i] for i in moved]],
+        )
+    _transitions_audit(ctx, [(rows[i].id, str(old_tiers[i]), tiers[i]) for i in np.flatnonzero(tier_moved)])
+
+
+def _transitions_audit(ctx: RunContext, transitions: list[tuple[str, str, str]]) -> None:
+    """A ``memory.tier`` audit row per tier change (seed 002's TierTransition), so a memory's history
+    shows when and why it went cold: one statement per (from, to) pair."""
+    by_pair: dict[tuple[str, str], list[str]] = {}
+    for memory_id, old, new in transitions:
+        by_pair.setdefault((old, new), []).append(memory_id)
+    for (old, new), ids in sorted(by_pair.items()):
+        audit_record_many(
+            organization=ctx.run.organization, actor=ctx.principal, verb="memory.tier", target_type="memory",
+            target_ids=ids, data={"from": old, "to": new, "run": ctx.run.id},
         )

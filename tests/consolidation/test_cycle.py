@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from accounts.models import AuditEvent
 from consolidation import events, retention
 from consolidation.models import ConsolidationRun
 from consolidation.prompts import consolidated_confidence
@@ -449,6 +450,10 @@ def test_the_run_writes_retention_scores_and_tier_transitions(cast, agent):
     assert aging.tier == "warm" == retention.tier_for(expected.overall, archived=False)
     assert fresh.tier == "hot" and fresh.retention > 0.6
     assert run.counters["tier_transitions"] == 1
+    # the change is in the memory's history (seed 002's TierTransition), and only the change
+    (event,) = AuditEvent.objects.filter(verb="memory.tier")
+    assert (event.target_id, event.data) == (aging.id, {"from": "hot", "to": "warm", "run": run.id})
+    assert event.organization_id == cast.org_a.id
 
 
 def test_working_memories_older_than_15_minutes_are_promoted_to_semantic(cast, agent):

@@ -166,6 +166,16 @@ def test_the_detail_page_shows_fields_history_signals_and_audit_trail(client, ca
     assert "memory.record" in html and "Explicit +" in html
 
 
+def test_the_detail_page_shows_when_a_memory_changed_tier(client, cast, agent):
+    memory = record(agent)
+    AuditEvent.objects.create(
+        organization=cast.org_a, actor="system", verb="memory.tier", target_type="memory", target_id=memory.id,
+        data={"from": "hot", "to": "warm", "run": "run_1"},
+    )
+    html = login(client, cast.alice).get(f"/memories/{memory.id}/").content.decode()
+    assert "memory.tier" in html and "hot → warm" in html
+
+
 def test_the_detail_page_shows_lineage_both_ways_with_archive_reasons(client, cast, agent):
     merged = record(agent, title="Merged strategy")
     source = record(agent, title="Source strategy")
