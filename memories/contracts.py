@@ -15,7 +15,7 @@ from django.conf import settings
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
-from memories import selectors, services, services_sessions, services_signals
+from memories import selectors, services, services_ledger, services_sessions, services_signals
 from memories.models import AgentSession, Memory
 from memories.selectors_search import SearchHit, SearchQuery
 from reasoningbank.contracts import NUL_FREE, Contract
@@ -143,6 +143,16 @@ class SearchInput(Contract):
             )
         ),
     ] = "standard"
+    session_id: Annotated[
+        str,
+        _optional_text(200),
+        Field(
+            description=(
+                "Your session's id: the results are noted as given to that session, and its outcome "
+                "(memory_outcome or session_submit with the same id) then reaches each of them"
+            )
+        ),
+    ] = ""
     explain: Annotated[
         bool,
         Field(
@@ -225,6 +235,11 @@ class SearchOutput(Contract):
 
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     result = services.memory_search_use(principal=principal, search=args.to_query())
+    if args.session_id:
+        services_ledger.session_uses_record(
+            principal=principal, session_key=args.session_id, via="search",
+            memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE],
+        )
     hits = [
         SearchHitOut(
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
@@ -339,7 +354,15 @@ def memory_outcome_run(principal: Principal, args: OutcomeInput) -> OutcomeOutpu
     result = services_signals.memory_outcome(
         principal=principal, memory=memory, succeeded=args.succeeded, session_id=args.session_id
     )
-    return OutcomeOutput(recorded=True, new_confidence=_r(result.new_confidence), message="Outcome recorded")
+    message = "Outcome recorded"
+    if args.session_id:  # the session's other memories (the injection ledger) learn it too
+        others = services_ledger.session_outcome_attribute(
+            principal=principal, session_key=args.session_id, succeeded=args.succeeded, already=[memory.id]
+        )
+        if others:
+            noun = "memory" if len(others) == 1 else "memories"
+            message += f"; also for {len(others)} other {noun} given to this session"
+    return OutcomeOutput(recorded=True, new_confidence=_r(result.new_confidence), message=message)
 
 
 # --- session_submit ----------------------------------------------------------------------------------
@@ -396,6 +419,10 @@ class SessionSubmitOutput(Contract):
 def session_submit_run(principal: Principal, args: SessionSubmitInput) -> SessionSubmitOutput:
     result = services_sessions.session_submit(principal=principal, **args.model_dump())
     session: AgentSession = result.session
+    if result.created and args.outcome in ("success", "failure"):  # the memories it was given learn it
+        services_ledger.session_outcome_attribute(
+            principal=principal, session_key=args.session_id, succeeded=args.outcome == "success"
+        )
     return SessionSubmitOutput(
         id=session.id, session_id=session.external_id, project=session.project.slug, outcome=session.outcome,
         status=session.status,  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from django.utils import timezone
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
-from memories import selectors, services
+from memories import selectors, services, services_ledger
 from memories.context_block import ContextEntry, block_format, context_inject
 from memories.contracts import Project
 from memories.selectors_context import PRIORITIES, context_memories
@@ -46,6 +46,13 @@ class ContextInput(Contract):
     token_budget: Annotated[
         int, Field(description="The block stays within this many tokens (~4 characters each)", ge=200, le=20_000)
     ] = settings.HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET
+    session_id: Annotated[
+        str,
+        StringConstraints(strip_whitespace=True, max_length=200, pattern=NUL_FREE),
+        Field(
+            description="Your session's id: its outcome (memory_outcome or session_submit) then reaches these memories"
+        ),
+    ] = ""
     prioritize: Annotated[
         Literal["relevance", "recency", "activation"],
         Field(description="relevance to the task (by confidence without one), recency, or activation (use)"),
@@ -85,6 +92,10 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
         for m in memories
     ]
     block = block_format(entries, token_budget=args.token_budget, generated_at=timezone.now())
+    if args.session_id:
+        services_ledger.session_uses_record(
+            principal=principal, session_key=args.session_id, memory_ids=block.entries, via="context"
+        )
     context, replaced = context_inject(args.context, block)
     return ContextOutput(
         context=context, context_block=block.text, summaries_injected=len(block.entries),

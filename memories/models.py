@@ -237,6 +237,33 @@ class MemorySignal(models.Model):
         return f"{self.type}{'+' if self.positive else '-'} {self.memory_id}"
 
 
+class SessionMemoryUse(models.Model):
+    """The injection ledger (issue 14, seed 001 OnCodeStability): a memory handed to an agent session —
+    returned by ``memory_search`` or ``memory_context`` called with the session's id — so that the
+    session's outcome (``memory_outcome`` or ``session_submit`` with that id) reaches every memory it
+    was given, once."""
+
+    VIA_SEARCH, VIA_CONTEXT = "search", "context"
+    VIA_CHOICES = [(VIA_SEARCH, "Search"), (VIA_CONTEXT, "Session context")]
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    session_key = models.CharField(max_length=200, help_text="the agent's own session id")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="session_uses")
+    via = models.CharField(max_length=10, choices=VIA_CHOICES)
+    created_at = models.DateTimeField(default=timezone.now)
+    # the session's outcome once it reached this memory ("success" / "failure"; empty until then)
+    outcome = models.CharField(max_length=10, blank=True, default="")
+    outcome_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "session_key", "memory"], name="session_use_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_key} → {self.memory_id}"
+
+
 class MemorySignalAggregate(models.Model):
     """Rolled-up counts of signal events older than the event log keeps (seed 000 SignalAggregate)."""
 

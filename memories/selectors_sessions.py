@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
-from memories.models import AgentSession
+from memories.models import AgentSession, SessionMemoryUse
 from memories.selectors import project_resolve
 from reasoningbank.errors import InvalidInput, NotFound
 
@@ -56,3 +56,13 @@ def session_get(principal: Principal, session_id: str) -> AgentSession:
             field="session_id",
         )
     return named[0]
+
+
+def session_memory_uses(principal: Principal, session: AgentSession) -> QuerySet[SessionMemoryUse]:
+    """The memories this session was given (the injection ledger), first given first."""
+    return (
+        access_filter(SessionMemoryUse, principal)
+        .filter(session_key=session.external_id)
+        .select_related("memory")
+        .order_by("created_at", "id")
+    )

@@ -42,7 +42,7 @@ from memories.selectors import (
 )
 from memories.selectors_dashboard import memory_audit_trail, overview
 from memories.selectors_search import SearchHit, SearchQuery, memory_search
-from memories.selectors_sessions import session_get, session_list
+from memories.selectors_sessions import session_get, session_list, session_memory_uses
 from memories.services import _embed, memory_update, tags_clean
 from memories.services_sessions import session_retry
 from reasoningbank.ai.llm import llm_health_get
@@ -563,7 +563,8 @@ def _retryable() -> tuple[str, ...]:
 @require_GET
 def session_detail_page(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _session_or_404(request, session_id)
-    context = _context(request, "sessions", session=session, retryable=_retryable())
+    uses = list(session_memory_uses(request.principal, session))  # type: ignore[attr-defined]
+    context = _context(request, "sessions", session=session, retryable=_retryable(), uses=uses)
     return render(request, "memories/session_detail.html", context)
 
 

@@ -160,3 +160,16 @@ def test_another_orgs_session_is_a_404(client, cast, agent):
 def test_anonymous_visitors_of_sessions_are_sent_to_the_login_page(client, path):
     response = client.get(path)
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_the_session_page_lists_the_memories_the_session_was_given(client, cast, agent):
+    from memories.contracts import SearchInput, memory_search_run
+    from tests.factories import MemoryFactory
+
+    given = MemoryFactory(principal=agent, title="Seed the RNG in flaky tests", content="Seed it once per test.")
+    memory_search_run(agent, SearchInput(query="seed the rng", session_id="run-1", limit=1, min_confidence=0))
+    session = submit(agent)
+    client.force_login(cast.bob)
+    html = client.get(f"/sessions/{session.id}/").content.decode()
+    assert "Memories given to this session" in html
+    assert f'href="/memories/{given.id}/">Seed the RNG in flaky tests</a>' in html and "Search" in html
