@@ -50,6 +50,17 @@ SEARCH_PROJECT_DESCRIPTION = (
 )
 Project = Annotated[str | None, _optional_text(200), Field(description=PROJECT_DESCRIPTION)]
 MemoryId = Annotated[str, _id(), Field(description="ID of the memory")]
+# search and memory_context: the memories they return are noted as given to this session (the injection ledger)
+SessionRef = Annotated[
+    str,
+    _optional_text(200),
+    Field(
+        description=(
+            "Your session's id: the memories returned are noted as given to that session, and its outcome "
+            "(memory_outcome or session_submit with the same id) then reaches each of them"
+        )
+    ),
+]
 Outcome = Literal["success", "failure", "mixed"]
 Kind = Literal["procedural", "semantic", "episodic", "working"]
 Tag = Annotated[str, StringConstraints(strip_whitespace=True, max_length=services.TAG_MAX, pattern=NUL_FREE)]
@@ -143,16 +154,7 @@ class SearchInput(Contract):
             )
         ),
     ] = "standard"
-    session_id: Annotated[
-        str,
-        _optional_text(200),
-        Field(
-            description=(
-                "Your session's id: the results are noted as given to that session, and its outcome "
-                "(memory_outcome or session_submit with the same id) then reaches each of them"
-            )
-        ),
-    ] = ""
+    session_id: SessionRef = ""
     explain: Annotated[
         bool,
         Field(

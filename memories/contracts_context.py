@@ -18,8 +18,8 @@ from pydantic import Field, StringConstraints
 from accounts.access import Principal
 from memories import selectors, services, services_ledger
 from memories.context_block import ContextEntry, block_format, context_inject
-from memories.contracts import Project
-from memories.selectors_context import PRIORITIES, context_memories
+from memories.contracts import Project, SessionRef
+from memories.selectors_context import context_memories
 from reasoningbank.contracts import NUL_FREE, Contract
 
 CONTEXT_MAX = 400_000  # characters of existing context accepted (a long session's preamble)
@@ -46,20 +46,11 @@ class ContextInput(Contract):
     token_budget: Annotated[
         int, Field(description="The block stays within this many tokens (~4 characters each)", ge=200, le=20_000)
     ] = settings.HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET
-    session_id: Annotated[
-        str,
-        StringConstraints(strip_whitespace=True, max_length=200, pattern=NUL_FREE),
-        Field(
-            description="Your session's id: its outcome (memory_outcome or session_submit) then reaches these memories"
-        ),
-    ] = ""
+    session_id: SessionRef = ""
     prioritize: Annotated[
         Literal["relevance", "recency", "activation"],
         Field(description="relevance to the task (by confidence without one), recency, or activation (use)"),
-    ] = settings.HOOK_SESSION_START_SUMMARIES_PRIORITIZE  # type: ignore[assignment]
-
-
-assert set(PRIORITIES) == {"relevance", "recency", "activation"}
+    ] = settings.HOOK_SESSION_START_SUMMARIES_PRIORITIZE  # type: ignore[assignment]  # env_choice: these 3 names
 
 
 class ContextOutput(Contract):
@@ -79,7 +70,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     project = selectors.project_target(principal, args.project)
     memories = []
     if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
-        vector = services._embed([args.task])[0][0] if args.task and args.prioritize == "relevance" else None
+        vector = services.query_embed(args.task) if args.task and args.prioritize == "relevance" else None
         memories = context_memories(
             principal, project, limit=args.max, min_confidence=args.min_confidence,
             prioritize=args.prioritize, task=args.task, task_vector=vector,

@@ -11,8 +11,6 @@ from memories.models import Memory
 from memories.selectors import reach_for
 from memories.selectors_search import SearchQuery, memory_search
 
-PRIORITIES = ("relevance", "recency", "activation")
-
 
 def context_memories(
     principal: Principal,

@@ -107,6 +107,12 @@ def _embed(texts: list[str]) -> tuple[list[list[float]], str]:
         raise ServiceError(f"embedding failed: {exc}", code="embedding_failed") from exc
 
 
+def query_embed(text: str) -> list[float]:
+    """A search query's vector (the configured embedder; a local model serves repeats from its cache)."""
+    (vector,), _ = _embed([text])
+    return vector
+
+
 def memory_embedding_text(title: str, description: str, content: str) -> str:
     return f"{title}\n{description}\n{content}"
 
@@ -399,7 +405,7 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     from memories.services_signals import memories_mark_used  # it imports this module's validators
 
     started = time.perf_counter()
-    (vector,), _ = _embed([search.query])
+    vector = query_embed(search.query)
     embedding_ms = (time.perf_counter() - started) * 1000
     result = memory_search(principal, search, query_vector=vector)
     # only results an agent plausibly used: ranking noise below the floor must not feed confidence

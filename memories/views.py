@@ -43,7 +43,7 @@ from memories.selectors import (
 from memories.selectors_dashboard import memory_audit_trail, overview
 from memories.selectors_search import SearchHit, SearchQuery, memory_search
 from memories.selectors_sessions import session_get, session_list, session_memory_uses
-from memories.services import _embed, memory_update, tags_clean
+from memories.services import memory_update, query_embed, tags_clean
 from memories.services_sessions import session_retry
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.errors import NotFound, ServiceError
@@ -290,7 +290,7 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
         project=data.get("project") or None,
         mode="deep",  # moderators see every active memory, whatever its tier
     )
-    (vector,), _ = _embed([search.query])
+    vector = query_embed(search.query)
     hits = memory_search(principal, search, query_vector=vector).hits
     # the search loads only the columns it ranks on; the table shows more, so load the rows in one go
     full = memory_list(principal, MemoryFilters(state=None)).in_bulk([h.memory.pk for h in hits])

@@ -14,14 +14,6 @@ from tests.mcp_harness import in_thread, mcp_client
 CONTEXT = "/api/v1/memories/context"
 
 
-def record(client: Any, title: str, content: str, **overrides: Any) -> str:
-    body = {"title": title, "description": f"When {title.lower()}", "content": content, "outcome": "success",
-            "project": "web-app", **overrides}
-    response = client.post("/api/v1/memories", body, format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()["id"]
-
-
 def context(client: Any, **body: Any) -> dict[str, Any]:
     response = client.post(CONTEXT, {"project": "web-app", **body}, format="json")
     assert response.status_code == 200, response.json()
@@ -33,12 +25,17 @@ def alice(cast, token_client):
     return token_client(cast.org_a)
 
 
+def record(agent: Any, title: str, content: str, **fields: Any) -> str:
+    memory = MemoryFactory(principal=agent, title=title, description=f"When {title.lower()}", content=content, **fields)
+    return memory.id
+
+
 @pytest.fixture
-def bank(alice):
+def bank(agent):
     return {
-        "timeouts": record(alice, "Set HTTP client timeouts", "Always set connect and read timeouts."),
-        "flags": record(alice, "Ship risky UI behind a flag", "Roll out gradually with a feature flag."),
-        "fact": record(alice, "The API is RESTful", "Endpoints follow REST.", kind="semantic"),
+        "timeouts": record(agent, "Set HTTP client timeouts", "Always set connect and read timeouts."),
+        "flags": record(agent, "Ship risky UI behind a flag", "Roll out gradually with a feature flag."),
+        "fact": record(agent, "The API is RESTful", "Endpoints follow REST.", kind="semantic"),
     }
 
 
@@ -66,11 +63,11 @@ def test_a_task_puts_the_memories_that_fit_it_first(alice, bank):
     assert body["memory_ids"][0] == bank["flags"]
 
 
-def test_max_min_confidence_and_the_token_budget_bound_the_block(alice, bank):
+def test_max_min_confidence_and_the_token_budget_bound_the_block(alice, agent, bank):
     Memory.objects.filter(pk=bank["flags"]).update(confidence=0.6)
     assert context(alice)["memory_ids"] == [bank["timeouts"]]  # below the default 0.7
     assert len(context(alice, min_confidence=0.5, max=1)["memory_ids"]) == 1
-    record(alice, "A long strategy", "x " * 3000)
+    record(agent, "A long strategy", "x " * 3000)
     assert context(alice, token_budget=300)["tokens_used"] <= 300
 
 
