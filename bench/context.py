@@ -6,9 +6,12 @@ and times ``memories.contracts_context.memory_context_run`` in-process — what 
 /api/v1/memories/context`` and ``scripts/claude-session-start`` call — for each ``prioritize``:
 ``relevance`` with a task (the hybrid search, so a query embedding), ``relevance`` without one,
 ``recency`` and ``activation``, 200 calls each (20 more first as a warm-up), with the default budget
-(10 entries, 2,000 tokens) and an existing context holding an earlier block.
+(10 entries, 2,000 tokens) and an existing context holding an earlier block — once for each
+``--summaries`` count: 0 (a project never consolidated: procedural memories only) and 1,000
+consolidated summaries in the project (written straight into the table, each beside one of the
+project's memories and sharing its vector, as the summarize phase would leave them).
 
-    .venv/bin/python bench/context.py --size 100000
+    .venv/bin/python bench/context.py --size 100000 --summaries 0,1000
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000, help="the bench/search.py dataset size to use")
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--summaries", default="0,1000", help="comma-separated summary counts to measure with")
     args = parser.parse_args()
     os.environ.setdefault("RB_DATA_DIR", str(Path(__file__).resolve().parent.parent / ".data" / "bench"))
     django_setup(migrate=True)
@@ -45,6 +49,50 @@ def main() -> None:
     tasks = search_queries(args.calls + 20, seed=7)
     earlier = memory_context_run(principal, ContextInput(project="web-app")).context
     print(f"dataset: {dataset['table_rows']:,} rows; an earlier block of {len(earlier):,} characters")
+
+    results: dict[str, dict[str, float]] = {}
+    for count in [int(n) for n in args.summaries.split(",")]:
+        summaries_ensure(principal, count)
+        print(f"-- {count:,} summaries in the project")
+        for label, lat in _measure(principal, tasks, earlier).items():
+            results[f"{label}, {count} summaries"] = lat
+    write_json(RESULTS / f"context-{args.size}.json", {"machine": machine_info(), "dataset": dataset,
+                                                      "results": results})
+
+
+def summaries_ensure(principal: object, count: int) -> None:
+    """Exactly ``count`` ready summaries in the bench project, beside its most confident memories."""
+    from django.utils import timezone
+
+    from accounts.models import Project
+    from memories.models import Memory, MemorySummary
+
+    project = Project.objects.get(organization=principal.organization, slug="web-app")  # type: ignore[attr-defined]
+    existing = MemorySummary.objects.filter(project=project)
+    if existing.count() == count:
+        return
+    existing.delete()
+    now = timezone.now()
+    memories = Memory.objects.filter(project=project, state="active").order_by("-confidence", "id")[:count]
+    MemorySummary.objects.bulk_create(
+        [
+            MemorySummary(
+                organization_id=m.organization_id, project=project, memory=m, source_memory_ids=[m.id],
+                consolidation_run_id="run_bench", summary=f"{m.description} {m.content}"[:600],
+                key_facts=[m.title], decisions=[{"decision": m.title, "rationale": m.description[:200],
+                                                 "outcome": None, "confidence": "medium"}],
+                confidence=m.confidence, temporal_start=m.created_at, temporal_end=m.updated_at,
+                embedding=m.embedding, embedding_model=m.embedding_model, created_at=now,
+            )
+            for m in memories.only("id", "organization_id", "title", "description", "content", "confidence",
+                                   "created_at", "updated_at", "embedding", "embedding_model")
+        ],
+        batch_size=500,
+    )
+
+
+def _measure(principal: object, tasks: list[str], earlier: str) -> dict[str, dict[str, float]]:
+    from memories.contracts_context import ContextInput, memory_context_run
 
     results: dict[str, dict[str, float]] = {}
     for label, extra in [
@@ -67,9 +115,8 @@ def main() -> None:
         results[label] = Latency.of(samples).as_dict()
         lat = results[label]
         print(f"{label:24s} p50 {lat['p50']:6.1f}  p90 {lat['p90']:6.1f}  p99 {lat['p99']:6.1f} ms "
-              f"({out.summaries_injected} entries, {out.tokens_used} tokens)")
-    write_json(RESULTS / f"context-{args.size}.json", {"machine": machine_info(), "dataset": dataset,
-                                                      "results": results})
+              f"({out.summaries_injected} entries, {len(out.summary_ids)} summaries, {out.tokens_used} tokens)")
+    return results
 
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ class RunContext:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     durations: dict[str, float] = field(default_factory=dict)
+    # (consolidated memory id, its source ids) per cluster synthesised — empty ids in a dry run
+    merges: list[tuple[str, list[str]]] = field(default_factory=list)
     since: Any = None  # start of the last completed run: "new" memories are newer than this
 
     @property

@@ -20,6 +20,7 @@ def empty_counters() -> dict[str, int]:
         "duplicates_merged": 0,
         "clusters": 0,
         "created": 0,
+        "summaries": 0,
         "archived": 0,
         "contradictions": 0,
         "supersessions": 0,

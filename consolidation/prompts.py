@@ -9,7 +9,8 @@ validated values -- a malformed reply fails loudly instead of writing half a mem
 - contradiction judge (seed 004 ``CheckContradictionAsync``, reworded to reason before its
   verdict);
 - supersession (seed 002 ``SUPERSESSION_SYSTEM_PROMPT``);
-- pattern extraction from episodic memories (seed 004 ``BuildPatternExtractionPrompt``).
+- pattern extraction from episodic memories (seed 004 ``BuildPatternExtractionPrompt``);
+- cluster summaries (seed 002 ``SUMMARY_SYSTEM_PROMPT``).
 """
 
 from __future__ import annotations
@@ -531,3 +532,153 @@ def parse_patterns(text: str) -> list[str]:
     if found_array:
         raise PromptParseError("pattern reply array must contain only strings", text)
     raise PromptParseError("pattern reply contains no JSON array", text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster summaries (seed 002 "Summarization Prompt", ``MemorySummary``)
+# ---------------------------------------------------------------------------------------------
+
+SUMMARY_SYSTEM_PROMPT: Final = """You are a memory consolidation agent. Create a concise summary of related memories from a software project.
+
+Guidelines:
+- Preserve key decisions and their rationale
+- Note outcomes and lessons learned
+- Identify superseded or outdated information
+- Be concise but complete
+- Focus on actionable knowledge
+
+Output JSON:
+{
+  "summary": "2-3 sentence summary",
+  "key_facts": ["fact1", "fact2"],
+  "decisions": [{"decision": "...", "rationale": "...", "outcome": "...", "confidence": "high|medium|low"}],
+  "superseded_facts": [{"original_fact": "...", "superseded_by": "...", "source_memory_id": "..."}]
+}
+"""  # noqa: E501 (seed 002, verbatim)
+
+# Ours: what one summary may hold. A summary is read at every session start, so it stays short;
+# longer text is cut, not rejected (the model's content is still good).
+SUMMARY_MAX_LENGTH: Final = 4000
+SUMMARY_ITEM_MAX_LENGTH: Final = 1000
+SUMMARY_MAX_ITEMS: Final = 20
+DecisionConfidence = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class SummaryDecision:
+    decision: str
+    rationale: str
+    outcome: str | None
+    confidence: DecisionConfidence
+
+
+@dataclass(frozen=True)
+class SupersededFact:
+    original_fact: str
+    superseded_by: str
+    source_memory_id: str  # empty when the model named no source of this cluster
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    summary: str
+    key_facts: tuple[str, ...]
+    decisions: tuple[SummaryDecision, ...]
+    superseded_facts: tuple[SupersededFact, ...]
+
+
+def build_summary_prompt(sources: Sequence[SourceMemory]) -> str:
+    """User message for :data:`SUMMARY_SYSTEM_PROMPT`: the cluster's memories oldest first, each with
+    its id (superseded facts name their source by it) and recording time (what superseded what)."""
+    if not sources:
+        raise ValueError("a summary prompt needs at least one source memory")
+    ordered = sorted(
+        sources, key=lambda s: (s.created_at is None, s.created_at.timestamp() if s.created_at else 0.0, str(s.id))
+    )
+    blocks = [
+        f"Memory id: {source.id}\n"
+        + (f"Recorded: {_format_timestamp(source.created_at)}\n" if source.created_at else "")
+        + f"Outcome: {source.outcome}\n"
+        f"Title: {source.title}\n"
+        f"Content: {source.content}\n"
+        for source in ordered
+    ]
+    return (
+        f"Summarize these {len(ordered)} related memories (oldest first):\n\n"
+        + "\n".join(blocks)
+        + "\nRespond with the JSON object only."
+    )
+
+
+_TRAILING_COMMA: Final = re.compile(r",(\s*[}\]])")
+
+
+def parse_summary(text: str, source_ids: Sequence[str]) -> ClusterSummary:
+    """Parse seed 002's summary JSON, repairing what models commonly get wrong: a ```json fence or
+    prose around the object, trailing commas, a single string where a list belongs, a decision's
+    confidence in another case. Raises :class:`PromptParseError` (the reply kept) when there is no
+    object with a non-empty ``summary``. A superseded fact naming a memory outside the cluster keeps
+    its text but no source id: the model cannot point lineage at a memory it was not shown."""
+    what = "summary"
+    try:
+        data = _first_object_with(text, "summary", what)
+    except PromptParseError:
+        repaired = _TRAILING_COMMA.sub(r"\1", text)
+        if repaired == text:
+            raise
+        data = _first_object_with(repaired, "summary", what)
+    summary = _as_text(data.get("summary"))
+    if not summary:
+        raise PromptParseError("summary reply has an empty 'summary'", text)
+
+    key_facts = tuple(
+        fact[:SUMMARY_ITEM_MAX_LENGTH] for fact in (_as_text(item) for item in _as_list(data.get("key_facts"))) if fact
+    )[:SUMMARY_MAX_ITEMS]
+
+    decisions: list[SummaryDecision] = []
+    for item in _as_list(data.get("decisions")):
+        if isinstance(item, str):
+            item = {"decision": item}
+        if not isinstance(item, dict) or not _as_text(item.get("decision")):
+            continue
+        level = _as_text(item.get("confidence")).lower()
+        outcome = _as_text(item.get("outcome"))
+        decisions.append(
+            SummaryDecision(
+                decision=_as_text(item["decision"])[:SUMMARY_ITEM_MAX_LENGTH],
+                rationale=_as_text(item.get("rationale"))[:SUMMARY_ITEM_MAX_LENGTH],
+                outcome=outcome[:SUMMARY_ITEM_MAX_LENGTH] or None,
+                # seed 002 asks for high|medium|low; anything else is not a judgement we can use
+                confidence=level if level in ("high", "medium", "low") else "low",  # type: ignore[arg-type]
+            )
+        )
+
+    allowed = {str(source_id) for source_id in source_ids}
+    superseded: list[SupersededFact] = []
+    for item in _as_list(data.get("superseded_facts")):
+        if not isinstance(item, dict):
+            continue
+        original, newer = _as_text(item.get("original_fact")), _as_text(item.get("superseded_by"))
+        if not (original and newer):
+            continue
+        source = _as_text(item.get("source_memory_id"))
+        superseded.append(
+            SupersededFact(
+                original_fact=original[:SUMMARY_ITEM_MAX_LENGTH],
+                superseded_by=newer[:SUMMARY_ITEM_MAX_LENGTH],
+                source_memory_id=source if source in allowed else "",
+            )
+        )
+    return ClusterSummary(
+        summary=summary[:SUMMARY_MAX_LENGTH],
+        key_facts=key_facts,
+        decisions=tuple(decisions[:SUMMARY_MAX_ITEMS]),
+        superseded_facts=tuple(superseded[:SUMMARY_MAX_ITEMS]),
+    )
+
+
+def _as_list(value: Any) -> list[Any]:
+    """A JSON list as given; a lone value (models sometimes drop the brackets) as a one-item list."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]

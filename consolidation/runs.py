@@ -35,13 +35,25 @@ from consolidation.phases.duplicates import duplicates_merge
 from consolidation.phases.judge import pairs_judge
 from consolidation.phases.patterns import patterns_extract
 from consolidation.phases.scan import memories_load
+from consolidation.phases.summaries import summaries_write
 from consolidation.phases.tiers import tiers_update
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
 
 logger = logging.getLogger("consolidation")
 
 
-PHASES = ("scan", "duplicates", "retention", "judge", "cluster", "synthesize", "patterns", "archive", "completed")
+PHASES = (
+    "scan",
+    "duplicates",
+    "retention",
+    "judge",
+    "cluster",
+    "synthesize",
+    "summarize",
+    "patterns",
+    "archive",
+    "completed",
+)
 
 
 def run_options_validate(
@@ -214,6 +226,7 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
         phase_run(ctx, "judge", lambda c: pairs_judge(c, edges, memories))
         clusters = phase_run(ctx, "cluster", lambda c: clusters_build(c, memories, edges))
         phase_run(ctx, "synthesize", lambda c: clusters_synthesize(c, clusters))
+        phase_run(ctx, "summarize", summaries_write)
         phase_run(ctx, "patterns", patterns_extract)
         phase_run(ctx, "archive", lambda c: stale_archive(c, memories))
     except RunTimeout as exc:

@@ -15,7 +15,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from accounts.admin import staff_principal
-from memories.models import AgentSession, Memory, MemoryLink, MemorySignal
+from memories.models import AgentSession, Memory, MemoryLink, MemorySignal, MemorySummary, SessionCommit
 from memories.moderation import memory_archive, memory_restore
 from memories.services import UPDATABLE, memory_draft, memory_update
 from memories.services_sessions import sessions_requeue
@@ -205,6 +205,29 @@ class MemorySignalAdmin(ReadOnlyAdmin):
     list_filter = ("type", "positive", "organization")
     search_fields = ("memory__id", "memory__title", "actor", "session_id", "comment")
     list_select_related = ("memory", "organization")
+    date_hierarchy = "created_at"
+
+
+@admin.register(MemorySummary)
+class MemorySummaryAdmin(ReadOnlyAdmin):
+    """Consolidated summaries (seed 002), written by consolidation's summarize phase."""
+
+    list_display = ("created_at", "id", "memory", "status", "activation_count", "project", "organization")
+    list_filter = ("status", "organization")
+    search_fields = ("id", "memory__id", "memory__title", "summary", "consolidation_run_id")
+    list_select_related = ("memory", "project", "organization")
+    exclude = ("embedding",)
+    date_hierarchy = "created_at"
+
+
+@admin.register(SessionCommit)
+class SessionCommitAdmin(ReadOnlyAdmin):
+    """Commits tied to agent sessions and their code-stability verdicts (``session_code_report``)."""
+
+    list_display = ("created_at", "commit", "session_key", "status", "verdict_at", "reported_by", "organization")
+    list_filter = ("status", "organization")
+    search_fields = ("commit", "session_key")
+    list_select_related = ("organization",)
     date_hierarchy = "created_at"
 
 

@@ -26,6 +26,7 @@ from rest_framework.serializers import Serializer
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories import contracts as c
+from memories import contracts_ask as ca
 from memories import contracts_context as cc
 from memories.models import Memory
 from memories.moderation import memory_archive, memory_restore
@@ -264,7 +265,7 @@ class MemoryContextView(MemoryAPIView):
         summary="Build a session's starting context",
         description=(
             "The `<memory_consolidated_summaries>` block a session starts with: the project's best knowledge "
-            "(until consolidation keeps summaries, its highest-confidence procedural memories), at most `max` "
+            "(its consolidated summaries, then its highest-confidence procedural memories), at most `max` "
             "entries above `min_confidence`, within `token_budget`, ordered by `prioritize`. Pass the session's "
             "existing `context` and the answer's `context` holds exactly one block: an earlier one is replaced. "
             "Records no usage. The same operation as the MCP tool `memory_context`; "
@@ -275,6 +276,48 @@ class MemoryContextView(MemoryAPIView):
     )
     def post(self, request: Request) -> Response:
         return _render(cc.memory_context_run(self.principal, contract_parse(cc.ContextInput, request.data)))
+
+
+class MemoryAskView(MemoryAPIView):
+    required_scopes = {"POST": READ}
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="memories_ask",
+        summary="Ask a question of the memory bank",
+        description=(
+            "The configured LLM answers `question` from the memories a search retrieves for it (`limit`, "
+            "`min_confidence`, `mode` and `project` as in search), each shown with the timestamp it was "
+            "recorded at, so relative dates in them (\"yesterday\", \"last week\", \"two days ago\", weekdays) "
+            "are resolved against when they were written. A deterministic resolver checks the LLM's "
+            "`temporal_resolutions`: `agrees` says whether it reads a phrase the same way, a date it is sure "
+            "is wrong is corrected (`corrected_from`, and a sentence in `warnings`), and phrases in the cited "
+            "memories the LLM left out are added (`source: resolver`). `source_memory_ids` are the memories the "
+            "answer rests on; with a `session_id` they are noted as given to that session. When the search finds "
+            "nothing the answer says so and the LLM is not asked (`llm_called: false`). Without an LLM "
+            "(`LLM_PROVIDER=none`) the answer is a 503 `llm_not_configured`, never a made-up answer; an org over "
+            "its monthly LLM budget gets a 403 `limit_exceeded`. Each LLM call is metered. The same operation as "
+            "the MCP tool `memory_ask`. Needs `memories:read`."
+        ),
+        request=ca.AskInput,
+        responses={
+            200: ca.AskOutput,
+            **ERRORS_WRITE,
+            **error_responses(
+                403, 502, 503,
+                described={
+                    403: "The token lacks `memories:read`, or the organization's monthly LLM budget is used up "
+                    "(`limit_exceeded`).",
+                    502: "The LLM refused the request (`llm_error`) or its reply could not be read as an answer "
+                    "(`llm_reply_invalid`): no answer is given.",
+                    503: "No LLM is configured (`llm_not_configured`: set `LLM_PROVIDER` and `LLM_API_KEY`), the "
+                    "provider did not answer (`llm_unavailable`), or the database is unreachable.",
+                },
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        return _render(ca.memory_ask_run(self.principal, contract_parse(ca.AskInput, request.data)))
 
 
 class MemoryFeedbackView(MemoryAPIView):
@@ -349,7 +392,8 @@ class MemorySignalsView(MemoryAPIView):
         operation_id="memories_signals",
         summary="A memory's confidence signals",
         description=(
-            "The feedback, outcome reports and uses behind a memory's confidence, newest first, one page at a "
+            "The feedback, outcome reports, uses and code-stability reports (`type` `explicit`, `outcome`, "
+            "`usage`, `stability`) behind a memory's confidence, newest first, one page at a "
             "time. Needs `memories:read`."
         ),
         parameters=[MEMORY_ID],

@@ -1,4 +1,4 @@
-"""REST views for agent sessions (distillation): submit, list, detail, retry.
+"""REST views for agent sessions: submit (distillation), list, detail, retry, and the code report.
 
 A session is addressed in the URL by the ``session_id`` the client chose when submitting it, or by
 the ``ses_…`` id the service gave it (``session_get``). Texts in ``extend_schema`` are the public
@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories import contracts as c
+from memories import contracts_code as ccode
 from memories.selectors_sessions import STATUSES, session_get, session_list
 from memories.services_sessions import session_retry
 from reasoningbank.api_errors import error_responses
@@ -159,3 +160,38 @@ class SessionRetryView(SessionAPIView):
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         session = session_retry(principal=self.principal, session=session_get(self.principal, session_id))
         return Response(SessionSerializer(session).data)
+
+
+class SessionCodeReportView(SessionAPIView):
+    required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="sessions_code_report",
+        summary="Report what became of a session's code",
+        description=(
+            "Tell the service whether an agent session's code lasted, so that every memory the session was "
+            "given (`memory_search` / `memory_context` called with its `session_id`) learns from it. A git "
+            "post-commit hook ties each commit to its session (`{session_id, commit, status: \"committed\"}`, no "
+            "signal); a CI job later reports the commit `kept` (no revert for 7 days: a positive code-stability "
+            "signal on each of those memories) or `reverted` (a negative one). A report may name the session, "
+            "the commit, or both. Each memory is reached once; the first verdict is final: the same report "
+            "again answers `already_reported: true` and changes nothing, the opposite verdict is a 409. An "
+            "unknown session or commit is a 404 naming it. `scripts/git-code-report` does both jobs. The "
+            "same operation as the MCP tool `session_code_report`. Needs `memories:write`."
+        ),
+        request=ccode.CodeReportInput,
+        responses={
+            200: ccode.CodeReportOutput,
+            **error_responses(
+                400, 401, 403, 404, 409, 415,
+                conflict=(
+                    "The session or commit already has the other verdict, or the commit is tied to another "
+                    "session."
+                ),
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        args = contract_parse(ccode.CodeReportInput, request.data)
+        return Response(ccode.session_code_report_run(self.principal, args).model_dump(mode="json"))

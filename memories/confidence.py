@@ -6,7 +6,7 @@ this module owns the math, so it can be tested exhaustively and explained on the
 Two Beta distributions are involved:
 
 * per project, one Beta(alpha, beta) per signal type whose normalised means are the weights
-  of the three signal types (``ProjectWeights`` -> ``Weights``);
+  of the four signal types (``ProjectWeights`` -> ``Weights``);
 * per memory, one Beta(alpha, beta) that weighted signals push up or down; its mean is the
   memory's confidence (``ConfidenceState``).
 """
@@ -37,6 +37,9 @@ class SignalType(str, Enum):
     EXPLICIT = "explicit"  # memory_feedback: a user/agent rated the memory
     USAGE = "usage"  # memory_search: the memory was returned
     OUTCOME = "outcome"  # memory_outcome: the task using it succeeded or failed
+    # session_code_report (seed 001 OnCodeStability): the code of a session given the memory was kept
+    # for 7 days (positive) or reverted (negative); a fourth type with its own learned weight (issue 14)
+    STABILITY = "stability"
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class SignalCounts:
     usage_neg: int = 0
     outcome_pos: int = 0
     outcome_neg: int = 0
+    stability_pos: int = 0
+    stability_neg: int = 0
 
     def with_signal(self, signal: Signal) -> SignalCounts:
         """Return new counts with one more ``signal`` folded in (what the daily rollup does)."""
@@ -73,6 +78,8 @@ class SignalCounts:
             usage_neg=self.usage_neg + other.usage_neg,
             outcome_pos=self.outcome_pos + other.outcome_pos,
             outcome_neg=self.outcome_neg + other.outcome_neg,
+            stability_pos=self.stability_pos + other.stability_pos,
+            stability_neg=self.stability_neg + other.stability_neg,
         )
 
     @classmethod
@@ -90,12 +97,16 @@ class Weights:
     explicit: float
     usage: float
     outcome: float
+    # defaults to nothing so that hand-written weights of seed 000's three types (its worked example)
+    # stay valid; ``ProjectWeights.compute_weights`` always sets it
+    stability: float = 0.0
 
     def weight_for(self, signal_type: SignalType) -> float:
         return {
             SignalType.EXPLICIT: self.explicit,
             SignalType.USAGE: self.usage,
             SignalType.OUTCOME: self.outcome,
+            SignalType.STABILITY: self.stability,
         }[SignalType(signal_type)]
 
 
@@ -103,8 +114,9 @@ class Weights:
 class ProjectWeights:
     """Per-project Beta(alpha, beta) per signal type; the defaults are seed 000's priors.
 
-    Explicit starts at 7:3 (trust what users say), usage and outcome at 5:5 (unknown until
-    they prove they predict explicit feedback).
+    Explicit starts at 7:3 (trust what users say), usage, outcome and stability at 5:5 (unknown
+    until they prove they predict explicit feedback). Stability is the fourth type issue 14 adds to
+    seed 000's three: it starts, learns and weighs exactly like usage and outcome.
     """
 
     explicit_alpha: float = 7.0
@@ -113,17 +125,22 @@ class ProjectWeights:
     usage_beta: float = 5.0
     outcome_alpha: float = 5.0
     outcome_beta: float = 5.0
+    stability_alpha: float = 5.0
+    stability_beta: float = 5.0
 
     def compute_weights(self) -> Weights:
-        """Seed 000 ``ComputeWeights``: Beta means, normalised to sum to 1."""
+        """Seed 000 ``ComputeWeights``: Beta means, normalised to sum to 1 (across all four types, so
+        adding stability made each of the others a little lighter: explicit 0.7/2.2 instead of 0.7/1.7)."""
         raw_explicit = self.explicit_alpha / (self.explicit_alpha + self.explicit_beta)
         raw_usage = self.usage_alpha / (self.usage_alpha + self.usage_beta)
         raw_outcome = self.outcome_alpha / (self.outcome_alpha + self.outcome_beta)
-        total = raw_explicit + raw_usage + raw_outcome
+        raw_stability = self.stability_alpha / (self.stability_alpha + self.stability_beta)
+        total = raw_explicit + raw_usage + raw_outcome + raw_stability
         return Weights(
             explicit=raw_explicit / total,
             usage=raw_usage / total,
             outcome=raw_outcome / total,
+            stability=raw_stability / total,
         )
 
     def learn_from_feedback(self, helpful: bool, recent_signals: Sequence[Signal]) -> ProjectWeights:
@@ -134,16 +151,17 @@ class ProjectWeights:
         raises that type's alpha (more weight), a wrong one its beta (less weight). Explicit's
         own parameters never change: it is what the others are measured against.
         """
-        usage_predicted_positive = _has_positive_signal(recent_signals, SignalType.USAGE)
-        outcome_predicted_positive = _has_positive_signal(recent_signals, SignalType.OUTCOME)
-        usage_right = usage_predicted_positive == helpful
-        outcome_right = outcome_predicted_positive == helpful
+        usage_right = _has_positive_signal(recent_signals, SignalType.USAGE) == helpful
+        outcome_right = _has_positive_signal(recent_signals, SignalType.OUTCOME) == helpful
+        stability_right = _has_positive_signal(recent_signals, SignalType.STABILITY) == helpful
         return replace(
             self,
             usage_alpha=self.usage_alpha + (1 if usage_right else 0),
             usage_beta=self.usage_beta + (0 if usage_right else 1),
             outcome_alpha=self.outcome_alpha + (1 if outcome_right else 0),
             outcome_beta=self.outcome_beta + (0 if outcome_right else 1),
+            stability_alpha=self.stability_alpha + (1 if stability_right else 0),
+            stability_beta=self.stability_beta + (0 if stability_right else 1),
         )
 
 
@@ -211,12 +229,14 @@ def confidence_compute(
         + aggregate.explicit_pos * weights.explicit
         + aggregate.usage_pos * weights.usage
         + aggregate.outcome_pos * weights.outcome
+        + aggregate.stability_pos * weights.stability
     )
     beta = (
         prior_beta
         + aggregate.explicit_neg * weights.explicit
         + aggregate.usage_neg * weights.usage
         + aggregate.outcome_neg * weights.outcome
+        + aggregate.stability_neg * weights.stability
     )
     for signal in recent:
         w = weights.weight_for(signal.type)

@@ -15,9 +15,10 @@ from django.conf import settings
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
-from memories import selectors, services, services_ledger, services_sessions, services_signals
-from memories.models import AgentSession, Memory
+from memories import selectors, services, services_ledger, services_sessions, services_signals, services_summaries
+from memories.models import AgentSession, Memory, MemorySummary
 from memories.selectors_search import SearchHit, SearchQuery
+from memories.selectors_summaries import summaries_search
 from reasoningbank.contracts import NUL_FREE, Contract
 
 # --- shared field types ----------------------------------------------------------------------------
@@ -155,6 +156,15 @@ class SearchInput(Contract):
         ),
     ] = "standard"
     session_id: SessionRef = ""
+    include_summaries: Annotated[
+        bool,
+        Field(
+            description=(
+                "Also return the closest consolidated summaries, at most limit / 2, under `summaries` "
+                "(present only when there are some)"
+            )
+        ),
+    ] = True
     explain: Annotated[
         bool,
         Field(
@@ -229,18 +239,90 @@ class SearchHitOut(Contract):
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
+class SummaryDecisionOut(Contract):
+    decision: str
+    rationale: str
+    outcome: str | None
+    confidence: Literal["high", "medium", "low"]
+
+
+class SupersededFactOut(Contract):
+    original_fact: str
+    superseded_by: str
+    source_memory_id: str = Field(description="the source memory that held the original fact (empty: not named)")
+
+
+class SummaryOut(Contract):
+    """What consolidation learned from one cluster of memories: a summary, key facts, decisions and
+    superseded facts, beside the consolidated memory the cluster became."""
+
+    id: str
+    memory_id: str = Field(description="the consolidated memory the cluster became")
+    source_memory_ids: list[str]
+    project: str
+    summary: str
+    key_facts: list[str]
+    decisions: list[SummaryDecisionOut]
+    superseded_facts: list[SupersededFactOut]
+    confidence: float = Field(description="the consolidated memory's confidence now")
+    temporal_range: tuple[str, str] = Field(description="first and last time the sources were written (ISO 8601)")
+    created_at: str
+    consolidation_run_id: str
+    activation_count: int
+    status: Literal["ready", "rejected"] = Field(
+        default="ready",
+        exclude_if=lambda value: value == "ready",
+        description="only on a summary whose reply could not be parsed (never served); `error` says why",
+    )
+    error: str = Field(default="", exclude_if=lambda value: not value)
+
+    @classmethod
+    def of(cls, summary: MemorySummary) -> SummaryOut:
+        return cls(
+            id=summary.id, memory_id=summary.memory_id, source_memory_ids=list(summary.source_memory_ids),
+            project=summary.project.slug, summary=summary.summary, key_facts=list(summary.key_facts),
+            decisions=[SummaryDecisionOut(**d) for d in summary.decisions],
+            superseded_facts=[SupersededFactOut(**f) for f in summary.superseded_facts],
+            confidence=_r(summary.memory.confidence),
+            temporal_range=(summary.temporal_start.isoformat(), summary.temporal_end.isoformat()),
+            created_at=summary.created_at.isoformat(), consolidation_run_id=summary.consolidation_run_id,
+            activation_count=summary.activation_count, status=summary.status,  # type: ignore[arg-type]
+            error=summary.error,
+        )
+
+
+class SummaryHitOut(SummaryOut):
+    relevance: float = Field(description="cosine similarity of the summary to the query")
+
+
 class SearchOutput(Contract):
     memories: list[SearchHitOut]
     total_found: int
     tokens_used: int
+    summaries: list[SummaryHitOut] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="with include_summaries: the closest consolidated summaries (at most limit / 2); absent when none",
+    )
 
 
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     result = services.memory_search_use(principal=principal, search=args.to_query())
+    summaries = (
+        summaries_search(
+            principal, query_vector=result.query_vector, project=result.project, scope=args.scope,
+            limit=args.limit // 2, min_similarity=settings.SEARCH_MIN_SIMILARITY,
+            min_confidence=float(args.min_confidence),
+        )
+        if args.include_summaries
+        else []
+    )
+    services_summaries.summaries_activate([hit.summary.id for hit in summaries])
     if args.session_id:
         services_ledger.session_uses_record(
             principal=principal, session_key=args.session_id, via="search",
-            memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE],
+            memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE]
+            + [hit.summary.memory_id for hit in summaries],
         )
     hits = [
         SearchHitOut(
@@ -252,7 +334,10 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         )
         for hit in result.hits
     ]
-    return SearchOutput(memories=hits, total_found=result.total_found, tokens_used=result.tokens_used)
+    return SearchOutput(
+        memories=hits, total_found=result.total_found, tokens_used=result.tokens_used,
+        summaries=[SummaryHitOut(**SummaryOut.of(h.summary).model_dump(), relevance=h.similarity) for h in summaries],
+    )
 
 
 # --- memory_record -----------------------------------------------------------------------------------

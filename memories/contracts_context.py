@@ -4,8 +4,9 @@ knowledge, replacing any earlier block in the context it passes (idempotent). On
 output model and ``memory_context_run``, shared by the MCP tool (``memories/mcp_tools.py``), ``POST
 /api/v1/memories/context`` (``memories/api.py``) and ``scripts/claude-session-start``.
 
-Until consolidation keeps summaries, the block carries the project's highest-confidence procedural
-memories (``source: "procedural_memories"``)."""
+Entries are the project's consolidated summaries (seed 002 ``MemorySummary``, written by consolidation's
+summarize phase), then — in the places they leave, and alone until the project's first consolidation —
+its highest-confidence procedural memories."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from django.utils import timezone
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
-from memories import selectors, services, services_ledger
-from memories.context_block import ContextEntry, block_format, context_inject
+from memories import selectors, services, services_ledger, services_summaries
+from memories.context_block import ContextEntry, Decision, block_format, context_inject
 from memories.contracts import Project, SessionRef
+from memories.models import Memory, MemorySummary
 from memories.selectors_context import context_memories
+from memories.selectors_summaries import summaries_for_context
 from reasoningbank.contracts import NUL_FREE, Contract
 
 CONTEXT_MAX = 400_000  # characters of existing context accepted (a long session's preamble)
@@ -37,12 +40,12 @@ class ContextInput(Contract):
         StringConstraints(strip_whitespace=True, max_length=services.QUERY_MAX, pattern=NUL_FREE),
         Field(description="What the session is about to do: with prioritize=relevance, memories for it come first"),
     ] = ""
-    max: Annotated[
-        int, Field(description="At most this many entries", ge=1, le=50)
-    ] = settings.HOOK_SESSION_START_SUMMARIES_MAX
-    min_confidence: Annotated[
-        float, Field(description="Only entries at least this trusted", ge=0.0, le=1.0)
-    ] = settings.HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE
+    max: Annotated[int, Field(description="At most this many entries", ge=1, le=50)] = (
+        settings.HOOK_SESSION_START_SUMMARIES_MAX
+    )
+    min_confidence: Annotated[float, Field(description="Only entries at least this trusted", ge=0.0, le=1.0)] = (
+        settings.HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE
+    )
     token_budget: Annotated[
         int, Field(description="The block stays within this many tokens (~4 characters each)", ge=200, le=20_000)
     ] = settings.HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET
@@ -59,37 +62,79 @@ class ContextOutput(Contract):
     summaries_injected: int
     tokens_used: int = Field(description="the block's size in tokens (~4 characters each)")
     replaced_existing: bool = Field(description="the given context held a block, which was replaced")
-    source: Literal["summaries", "procedural_memories"] = Field(
-        description="what the entries are: consolidated summaries, or (until a project has any) procedural memories"
+    source: Literal["summaries", "procedural_memories", "mixed"] = Field(
+        description=(
+            "what the entries are: consolidated summaries, procedural memories (a project without summaries "
+            "yet), or summaries followed by procedural memories filling the remaining places"
+        )
     )
-    memory_ids: list[str] = Field(description="the memories behind the entries, in order")
+    memory_ids: list[str] = Field(
+        description="the memories behind the entries, in order (for a summary, its consolidated memory)"
+    )
+    summary_ids: list[str] = Field(description="the summaries among the entries, in order")
     project: str
 
 
 def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutput:
     project = selectors.project_target(principal, args.project)
-    memories = []
+    summaries: list[MemorySummary] = []
+    memories: list[Memory] = []
     if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
         vector = services.query_embed(args.task) if args.task and args.prioritize == "relevance" else None
-        memories = context_memories(
-            principal, project, limit=args.max, min_confidence=args.min_confidence,
-            prioritize=args.prioritize, task=args.task, task_vector=vector,
-        )
-    entries = [
+        choice = {"limit": args.max, "min_confidence": args.min_confidence, "prioritize": args.prioritize}
+        summaries = summaries_for_context(principal, project, task_vector=vector, **choice)  # type: ignore[arg-type]
+        if len(summaries) < args.max:
+            # the project's best procedural memories fill the places summaries leave (all of them
+            # until its first consolidation); a summarised memory is not shown twice
+            shown = {s.memory_id for s in summaries}
+            memories = [
+                m
+                for m in context_memories(principal, project, task=args.task, task_vector=vector, **choice)  # type: ignore[arg-type]
+                if m.id not in shown
+            ][: args.max - len(summaries)]
+    entries = [_summary_entry(s) for s in summaries] + [
         ContextEntry(
-            id=m.id, title=m.title, body=f"{m.description.strip()}\n\n{m.content.strip()}",
-            start=m.created_at, end=m.updated_at,
+            id=m.id,
+            title=m.title,
+            body=f"{m.description.strip()}\n\n{m.content.strip()}",
+            start=m.created_at,
+            end=m.updated_at,
         )
         for m in memories
     ]
     block = block_format(entries, token_budget=args.token_budget, generated_at=timezone.now())
+    behind = {s.id: s.memory_id for s in summaries}  # an entry's id → the memory it stands for
+    memory_ids = [behind.get(entry, entry) for entry in block.entries]
+    summary_ids = [entry for entry in block.entries if entry in behind]
+    services_summaries.summaries_activate(summary_ids)
     if args.session_id:
         services_ledger.session_uses_record(
-            principal=principal, session_key=args.session_id, memory_ids=block.entries, via="context"
+            principal=principal, session_key=args.session_id, memory_ids=memory_ids, via="context"
         )
     context, replaced = context_inject(args.context, block)
+    kinds = {entry in behind for entry in block.entries}
+    source = "mixed" if len(kinds) == 2 else "summaries" if kinds == {True} else "procedural_memories"
     return ContextOutput(
-        context=context, context_block=block.text, summaries_injected=len(block.entries),
-        tokens_used=block.tokens, replaced_existing=replaced, source="procedural_memories",
-        memory_ids=block.entries, project=project.slug,
+        context=context,
+        context_block=block.text,
+        summaries_injected=len(block.entries),
+        tokens_used=block.tokens,
+        replaced_existing=replaced,
+        source=source,  # type: ignore[arg-type]
+        memory_ids=memory_ids,
+        summary_ids=summary_ids,
+        project=project.slug,
+    )
+
+
+def _summary_entry(summary: MemorySummary) -> ContextEntry:
+    return ContextEntry(
+        id=summary.id,
+        title=summary.memory.title,
+        body=summary.summary,
+        start=summary.temporal_start,
+        end=summary.temporal_end,
+        key_facts=tuple(summary.key_facts),
+        decisions=tuple(Decision(d.get("decision", ""), d.get("rationale", "")) for d in summary.decisions),
+        superseded=tuple((f.get("original_fact", ""), f.get("superseded_by", "")) for f in summary.superseded_facts),
     )

@@ -1,6 +1,8 @@
 """The memory MCP tools (seed 000): memory_search, memory_record, memory_feedback, memory_outcome,
-memory_get, session_submit (hand in a finished session trace for distillation) and memory_context
-(seed 002: the block a session starts with).
+memory_get, session_submit (hand in a finished session trace for distillation), memory_context
+(seed 002: the block a session starts with), memory_ask (seed 002 temporal reasoning: a question
+answered by the LLM over retrieved memories) and session_code_report (seed 001 OnCodeStability: was
+the session's code kept or reverted).
 
 Each tool is its operation's contract (``memories/contracts.py``): the parameters are the input
 model's fields, the answer is the output model, the same as REST's. The caller comes from the
@@ -19,6 +21,8 @@ from pydantic import BaseModel
 from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories import contracts as c
+from memories import contracts_ask as ca
+from memories import contracts_code as ccode
 from memories import contracts_context as cc
 from reasoningbank.contracts import contract_tool
 from reasoningbank.mcp_registry import register_tool_module, service_errors
@@ -87,6 +91,19 @@ def register_memory_tools(server: MCPServer) -> None:
         run=_as(SCOPE_MEMORIES_READ, cc.memory_context_run),
     )
     contract_tool(
+        server, name="memory_ask",
+        description=(
+            "Ask a question of the memory bank: the configured LLM answers it from the memories a search "
+            "retrieves, resolving relative dates in them (\"yesterday\", \"last week\") against each memory's "
+            "recorded timestamp; a deterministic resolver checks and completes those dates. Returns the answer, "
+            "confidence, reasoning, temporal_resolutions and the memories it rests on (source_memory_ids). With "
+            "no LLM configured it is an error, never a made-up answer."
+        ),
+        # reads the bank (a question changes no memory) but asks the LLM provider, outside this service
+        annotations=ToolAnnotations(title="Ask the memory bank", read_only_hint=True, open_world_hint=True),
+        input_model=ca.AskInput, output_model=ca.AskOutput, run=_as(SCOPE_MEMORIES_READ, ca.memory_ask_run),
+    )
+    contract_tool(
         server, name="memory_get",
         description=(
             "Fetch one memory by ID with all its fields: content, tags, kind, scope and project, lifecycle "
@@ -104,4 +121,17 @@ def register_memory_tools(server: MCPServer) -> None:
         ),
         annotations=_write("Submit a session", idempotent=True), input_model=c.SessionSubmitInput,
         output_model=c.SessionSubmitOutput, run=_as(SCOPE_MEMORIES_WRITE, c.session_submit_run),
+    )
+    contract_tool(
+        server, name="session_code_report",
+        description=(
+            "Report what became of a session's code, so the memories the session was given (memory_search / "
+            "memory_context with its session_id) learn from it: status committed ties a commit to the session "
+            "(a git post-commit hook), kept (no revert for 7 days) or reverted gives each of those memories a "
+            "positive or negative code-stability signal, once. Name the session, the commit, or both. The first "
+            "verdict is final: repeating it changes nothing (already_reported), the opposite one is an error."
+        ),
+        annotations=_write("Report a session's code stability", idempotent=True),
+        input_model=ccode.CodeReportInput, output_model=ccode.CodeReportOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, ccode.session_code_report_run),
     )

@@ -212,8 +212,13 @@ class MemoryLink(models.Model):
 class MemorySignal(models.Model):
     """Confidence signal events (seed 000 event log); events older than 30 days are rolled up."""
 
-    TYPE_EXPLICIT, TYPE_USAGE, TYPE_OUTCOME = "explicit", "usage", "outcome"
-    TYPE_CHOICES = [(TYPE_EXPLICIT, "Explicit"), (TYPE_USAGE, "Usage"), (TYPE_OUTCOME, "Outcome")]
+    TYPE_EXPLICIT, TYPE_USAGE, TYPE_OUTCOME, TYPE_STABILITY = "explicit", "usage", "outcome", "stability"
+    TYPE_CHOICES = [
+        (TYPE_EXPLICIT, "Explicit"),
+        (TYPE_USAGE, "Usage"),
+        (TYPE_OUTCOME, "Outcome"),
+        (TYPE_STABILITY, "Code stability"),
+    ]
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="signals")
@@ -254,6 +259,10 @@ class SessionMemoryUse(models.Model):
     # the session's outcome once it reached this memory ("success" / "failure"; empty until then)
     outcome = models.CharField(max_length=10, blank=True, default="")
     outcome_at = models.DateTimeField(null=True, blank=True)
+    # what became of the session's code once a report reached this memory (session_code_report: "kept"
+    # or "reverted"; empty until then). The first verdict is final, so the signal is written once.
+    stability = models.CharField(max_length=10, blank=True, default="")
+    stability_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -262,6 +271,35 @@ class SessionMemoryUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_key} → {self.memory_id}"
+
+
+class SessionCommit(models.Model):
+    """A git commit made by an agent session (issue 14, seed 001 OnCodeStability): a post-commit hook
+    ties it to the session (``session_code_report`` with status committed), so that a CI job that only
+    knows the commit can later report it kept or reverted, and the verdict reaches the memories the
+    session was given (``SessionMemoryUse``)."""
+
+    STATUS_COMMITTED, STATUS_KEPT, STATUS_REVERTED = "committed", "kept", "reverted"
+    STATUS_CHOICES = [
+        (STATUS_COMMITTED, "Committed (no verdict yet)"),
+        (STATUS_KEPT, "Kept for 7 days"),
+        (STATUS_REVERTED, "Reverted"),
+    ]
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    session_key = models.CharField(max_length=200, help_text="the agent's own session id")
+    commit = models.CharField(max_length=64, help_text="the full git sha (40 or 64 hex digits), lower case")
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_COMMITTED)
+    reported_by = models.CharField(max_length=200, blank=True, help_text="who tied it (a token or user label)")
+    created_at = models.DateTimeField(default=timezone.now)
+    verdict_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "commit"], name="session_commit_once")]
+        indexes = [models.Index(fields=["organization", "session_key"], name="session_commit_session")]
+
+    def __str__(self) -> str:
+        return f"{self.commit[:12]} of {self.session_key} ({self.status})"
 
 
 class MemorySignalAggregate(models.Model):
@@ -275,6 +313,8 @@ class MemorySignalAggregate(models.Model):
     usage_neg = models.PositiveIntegerField(default=0)
     outcome_pos = models.PositiveIntegerField(default=0)
     outcome_neg = models.PositiveIntegerField(default=0)
+    stability_pos = models.PositiveIntegerField(default=0)
+    stability_neg = models.PositiveIntegerField(default=0)
     last_rollup = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -293,6 +333,8 @@ class ProjectSignalWeights(models.Model):
     usage_beta = models.FloatField(default=5.0)
     outcome_alpha = models.FloatField(default=5.0)
     outcome_beta = models.FloatField(default=5.0)
+    stability_alpha = models.FloatField(default=5.0)
+    stability_beta = models.FloatField(default=5.0)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -347,3 +389,50 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.status})"
+
+
+def new_summary_id() -> str:
+    return new_id("sum")
+
+
+class MemorySummary(models.Model):
+    """Seed 002 ``MemorySummary``: what a consolidation run learned from one cluster — a short summary,
+    key facts, decisions and superseded facts — kept beside the consolidated memory it produced, so a
+    session can start with it (``memory_context``) and search can return it (``include_summaries``).
+
+    A reply that cannot be parsed even after repair is kept as ``rejected`` with its error and the
+    raw text (as session distillation does), and never injected."""
+
+    STATUS_READY, STATUS_REJECTED = "ready", "rejected"
+    STATUS_CHOICES = [(STATUS_READY, "Ready"), (STATUS_REJECTED, "Rejected (unparseable reply)")]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_summary_id, editable=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memory_summaries")
+    # the consolidated memory; its state and live confidence decide whether the summary is still served
+    memory = models.OneToOneField(Memory, on_delete=models.CASCADE, related_name="summary")
+    source_memory_ids = ArrayField(models.CharField(max_length=40), default=list)
+    # a plain id, not a foreign key: memories never depend on the consolidation app (DESIGN §3)
+    consolidation_run_id = models.CharField(max_length=40, blank=True)
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_READY)
+    summary = models.TextField(max_length=4000, blank=True)
+    key_facts = models.JSONField(default=list, blank=True)
+    decisions = models.JSONField(default=list, blank=True)  # [{decision, rationale, outcome, confidence}]
+    superseded_facts = models.JSONField(default=list, blank=True)  # [{original_fact, superseded_by, source_memory_id}]
+    confidence = models.FloatField(default=0.5, help_text="the consolidated memory's confidence when written")
+    temporal_start = models.DateTimeField()
+    temporal_end = models.DateTimeField()
+    error = models.TextField(blank=True)
+    raw_reply = models.TextField(blank=True, help_text="the LLM's reply when it could not be parsed")
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=100, blank=True)
+    activation_count = models.PositiveIntegerField(default=0)
+    last_activated_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["organization", "project", "-created_at"], name="summary_org_project")]
+
+    def __str__(self) -> str:
+        return f"{self.id} of {self.memory_id}"

@@ -1,5 +1,6 @@
-"""The memories a session starts with (seed 002 "SessionStart Summary Injection", issue 14): until
-consolidation keeps summaries, a project's highest-confidence procedural memories — active, in the
+"""The memories a session starts with (seed 002 "SessionStart Summary Injection", issue 14) besides
+the consolidated summaries (``selectors_summaries``), and instead of them until a project's first
+consolidation: a project's highest-confidence procedural memories — active, in the
 caller's reach of that project (its own, its team's, the organization's) — chosen by relevance to
 the task, recency or activation."""
 
@@ -31,9 +32,7 @@ def context_memories(
         confidence__gte=min_confidence,
     )
     if prioritize == "relevance" and task and task_vector is not None:
-        search = SearchQuery(
-            query=task, limit=20, min_confidence=min_confidence, project=project.slug, mode="deep"
-        )
+        search = SearchQuery(query=task, limit=20, min_confidence=min_confidence, project=project.slug, mode="deep")
         ranked = [hit.memory.id for hit in memory_search(principal, search, query_vector=task_vector).hits]
         found = {m.id: m for m in memories.filter(pk__in=ranked)}
         chosen = [found[pk] for pk in ranked if pk in found][:limit]

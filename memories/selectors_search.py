@@ -111,6 +111,7 @@ class SearchResult:
     project: Project | None = None
     embedding_ms: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    query_vector: list[float] = field(default_factory=list)  # what summaries are searched with too
 
 
 def _reach_sql(reach: Reach, scope: str) -> str:
@@ -362,7 +363,9 @@ def memory_search(
     total_found = len(hits)
     top = _collapsed(hits, search.limit)
     tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)
-    return SearchResult(hits=top, total_found=total_found, tokens_used=tokens, project=project)
+    return SearchResult(
+        hits=top, total_found=total_found, tokens_used=tokens, project=project, query_vector=query_vector
+    )
 
 
 def _ranked(rows: list[tuple[Any, ...]], *, now: datetime) -> list[SearchHit]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
-from memories.models import AgentSession, SessionMemoryUse
+from memories.models import AgentSession, SessionCommit, SessionMemoryUse
 from memories.selectors import project_resolve
 from reasoningbank.errors import InvalidInput, NotFound
 
@@ -66,3 +66,8 @@ def session_memory_uses(principal: Principal, session: AgentSession) -> QuerySet
         .select_related("memory")
         .order_by("created_at", "id")
     )
+
+
+def session_commits(principal: Principal, session: AgentSession) -> QuerySet[SessionCommit]:
+    """The commits tied to this session (``session_code_report``) and their verdicts, oldest first."""
+    return access_filter(SessionCommit, principal).filter(session_key=session.external_id).order_by("created_at", "id")

@@ -139,7 +139,7 @@ class MemoryArchiveSerializer(StrictSerializer):
 
 
 class SignalSerializer(serializers.ModelSerializer):
-    """One confidence signal: feedback, an outcome report or a use by a search."""
+    """One confidence signal: feedback, an outcome report, a use by a search or a code-stability report."""
 
     class Meta:
         model = MemorySignal

@@ -3,6 +3,7 @@ memory's Beta confidence; the per-project signal weights; the daily rollup of ol
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,8 @@ def _weights_row(memory: Memory, *, lock: bool = False) -> ProjectSignalWeights:
     """The learned weights that govern this memory: its project's, or the org-wide row."""
     # project_id None selects the org-wide row (Django turns ``= None`` into IS NULL)
     qs = ProjectSignalWeights.objects.filter(
-        organization_id=memory.organization_id, project_id=memory.project_id  # type: ignore[misc]
+        organization_id=memory.organization_id,
+        project_id=memory.project_id,  # type: ignore[misc]
     )
     if lock:
         qs = qs.select_for_update()
@@ -55,7 +57,12 @@ def _project_weights(row: ProjectSignalWeights) -> conf.ProjectWeights:
         usage_beta=row.usage_beta,
         outcome_alpha=row.outcome_alpha,
         outcome_beta=row.outcome_beta,
+        stability_alpha=row.stability_alpha,
+        stability_beta=row.stability_beta,
     )
+
+
+_COUNT_FIELDS = tuple(field.name for field in dataclasses.fields(conf.SignalCounts))
 
 
 def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
@@ -63,9 +70,8 @@ def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
     ids = list(memory_ids)
     counts = {mid: conf.SignalCounts() for mid in ids}
     for agg in MemorySignalAggregate.objects.filter(memory_id__in=ids):
-        counts[agg.memory_id] = conf.SignalCounts(
-            agg.explicit_pos, agg.explicit_neg, agg.usage_pos, agg.usage_neg, agg.outcome_pos, agg.outcome_neg
-        )
+        # by name: the aggregate's columns are the counts' fields (explicit/usage/outcome/stability × pos/neg)
+        counts[agg.memory_id] = conf.SignalCounts(**{name: getattr(agg, name) for name in _COUNT_FIELDS})
     rows = (
         MemorySignal.objects.filter(memory_id__in=ids)
         .values("memory_id", "type", "positive")
@@ -166,6 +172,24 @@ def memory_outcome(
     return SignalResult(memory, previous, memory.confidence)
 
 
+@transaction.atomic
+def memory_stability(
+    *, principal: Principal, memory: Memory, kept: bool, session_id: str, commit: str = ""
+) -> SignalResult:
+    """Seed 001 OnCodeStability as a seed 000 signal: the code of a session that was given this memory
+    was kept for 7 days (positive) or reverted (negative). Called by ``session_code_report`` for each
+    memory of the session's ledger; the commit, when the report named one, is kept as the comment."""
+    write_scope_require(principal)
+    readable_require(principal, memory)
+    memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    previous = memory.confidence
+    comment = f"commit {commit[:12]} {'kept' if kept else 'reverted'}" if commit else ""
+    signal = _signal_add(principal, memory, conf.SignalType.STABILITY, kept, comment=comment, session_id=session_id)
+    confidence_recompute([memory])
+    _signal_stamp_confidence(signal, memory)
+    return SignalResult(memory, previous, memory.confidence)
+
+
 def _signal_add(
     principal: Principal,
     memory: Memory,
@@ -193,7 +217,8 @@ def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
     MemorySignal.objects.filter(pk=signal.pk).update(confidence_after=memory.confidence)
 
 
-_WEIGHT_COLUMNS = ("explicit_alpha", "explicit_beta", "usage_alpha", "usage_beta", "outcome_alpha", "outcome_beta")
+_WEIGHT_COLUMNS = tuple(field.name for field in dataclasses.fields(conf.ProjectWeights))
+_COUNTS_N = len(_COUNT_FIELDS)  # the counts come first in a _USAGE_STATE_SQL row, then the weights
 
 # Per memory: its signal counts (rolled-up aggregate + live events) and its project's learned
 # weights (NULL when the project has no weights row yet), in one round trip.
@@ -205,6 +230,8 @@ SELECT v.id,
        COALESCE(a.usage_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
        COALESCE(a.outcome_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND s.positive),
        COALESCE(a.outcome_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND NOT s.positive),
+       COALESCE(a.stability_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'stability' AND s.positive),
+       COALESCE(a.stability_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'stability' AND NOT s.positive),
        {", ".join(f"w.{c}" for c in _WEIGHT_COLUMNS)}
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS v(id, organization_id, project_id)
 LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = v.id
@@ -265,11 +292,11 @@ def memories_mark_used(
         row = state_rows[memory.id]
         key = (memory.organization_id, memory.project_id)
         if key not in weights:
-            learned = row[6:]
+            learned = row[_COUNTS_N:]
             weights[key] = (
                 conf.ProjectWeights(*learned) if learned[0] is not None else _project_weights(_weights_row(memory))
             ).compute_weights()
-        with_use = conf.SignalCounts(*row[:6]) + conf.SignalCounts(usage_pos=1)
+        with_use = conf.SignalCounts(*row[:_COUNTS_N]) + conf.SignalCounts(usage_pos=1)
         state = conf.confidence_compute(memory.prior_alpha, memory.prior_beta, with_use, [], weights[key])
         memory.alpha, memory.beta, memory.confidence = state.alpha, state.beta, state.score
         memory.usage_count += 1

@@ -42,7 +42,8 @@ from memories.selectors import (
 )
 from memories.selectors_dashboard import memory_audit_trail, overview
 from memories.selectors_search import SearchHit, SearchQuery, memory_search
-from memories.selectors_sessions import session_get, session_list, session_memory_uses
+from memories.selectors_sessions import session_commits, session_get, session_list, session_memory_uses
+from memories.selectors_summaries import summaries_list
 from memories.services import memory_update, query_embed, tags_clean
 from memories.services_sessions import session_retry
 from reasoningbank.ai.llm import llm_health_get
@@ -382,6 +383,7 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
         sources=sources,
         audit=memory_audit_trail(principal, memory),
         archive_reasons=Memory.ARCHIVED_REASON_CHOICES,
+        summary=summaries_list(principal, memory=memory.id).first(),
     )
     return render(request, "memories/detail.html", context)
 
@@ -564,7 +566,8 @@ def _retryable() -> tuple[str, ...]:
 def session_detail_page(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _session_or_404(request, session_id)
     uses = list(session_memory_uses(request.principal, session))  # type: ignore[attr-defined]
-    context = _context(request, "sessions", session=session, retryable=_retryable(), uses=uses)
+    commits = list(session_commits(request.principal, session))  # type: ignore[attr-defined]
+    context = _context(request, "sessions", session=session, retryable=_retryable(), uses=uses, commits=commits)
     return render(request, "memories/session_detail.html", context)
 
 

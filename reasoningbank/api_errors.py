@@ -104,7 +104,8 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, "
         "permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, "
-        "unsupported_media_type, throttled, database_unavailable"
+        "unsupported_media_type, throttled, database_unavailable; for operations that ask an LLM: "
+        "llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502)"
     )
     errors = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()),
@@ -125,12 +126,15 @@ ERROR_DESCRIPTIONS = {
 }
 
 
-def error_responses(*codes: int, conflict: str | None = None) -> dict[int, OpenApiResponse]:
+def error_responses(
+    *codes: int, conflict: str | None = None, described: dict[int, str] | None = None
+) -> dict[int, OpenApiResponse]:
     """``extend_schema(responses=...)`` entries for these error statuses, all with the ``Error`` body;
-    ``conflict`` says what a 409 means for this operation. Wherever a token is checked (401) a 429 can
-    answer too (``accounts/throttling.py``), so it is added, and so is the 503 every operation answers
-    while the database is unreachable (``reasoningbank/middleware.py``)."""
-    described = {**ERROR_DESCRIPTIONS, **({409: conflict} if conflict else {})}
+    ``conflict`` says what a 409 means for this operation, ``described`` what other statuses mean for it
+    (e.g. a 502/503 from its LLM). Wherever a token is checked (401) a 429 can answer too
+    (``accounts/throttling.py``), so it is added, and so is the 503 every operation answers while the
+    database is unreachable (``reasoningbank/middleware.py``)."""
+    texts = {**ERROR_DESCRIPTIONS, **({409: conflict} if conflict else {}), **(described or {})}
     codes = (*codes, 429) if 401 in codes and 429 not in codes else codes
     codes = (*codes, 503) if 503 not in codes else codes
-    return {code: OpenApiResponse(ErrorSerializer, description=described[code]) for code in codes}
+    return {code: OpenApiResponse(ErrorSerializer, description=texts[code]) for code in codes}

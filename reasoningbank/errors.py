@@ -51,3 +51,19 @@ class LimitExceeded(ServiceError):
 class Conflict(ServiceError):
     code = "conflict"
     status = 409
+
+
+class UpstreamFailed(ServiceError):
+    """A service the operation depends on (the LLM provider) answered with something unusable or
+    refused the request: 502, with a ``code`` naming which (``llm_error``, ``llm_reply_invalid``)."""
+
+    code = "upstream_failed"
+    status = 502
+
+
+class Unavailable(ServiceError):
+    """Something the operation needs is missing or down for now (no LLM configured, the provider not
+    answering): 503, with a ``code`` naming which (``llm_not_configured``, ``llm_unavailable``)."""
+
+    code = "unavailable"
+    status = 503

@@ -13,6 +13,8 @@ class LlmCall(models.Model):
         ("judge", "Contradiction judge"),
         ("supersede", "Supersession check"),
         ("patterns", "Pattern extraction"),
+        ("summarize", "Summarize cluster"),
+        ("reason", "Reasoned answer (memory_ask)"),
         ("other", "Other"),
     ]
     OUTCOME_OK, OUTCOME_ERROR = "ok", "error"

@@ -382,6 +382,8 @@ CONSOLIDATION_RUN_TIMEOUT = env_duration("CONSOLIDATION_RUN_TIMEOUT", "10m")
 CONSOLIDATION_QUEUE_TIMEOUT = env_duration("CONSOLIDATION_QUEUE_TIMEOUT", "15m")
 CONSOLIDATION_ON_DEMAND_THRESHOLD = env_int("CONSOLIDATION_ON_DEMAND_THRESHOLD", 20, minimum=1)
 CONSOLIDATION_LLM_CONCURRENCY = env_int("CONSOLIDATION_LLM_CONCURRENCY", 10, minimum=1, maximum=64)
+# consolidated memories without a summary (older ones, failed calls) summarised per run, besides the new
+CONSOLIDATION_SUMMARY_CATCH_UP = env_int("CONSOLIDATION_SUMMARY_CATCH_UP", 20, minimum=0, maximum=500)
 
 # --- Background work (django-q2, ORM broker by default) --------------------------------------
 Q_CLUSTER = {

@@ -17,8 +17,9 @@ from django.contrib.auth import get_user_model
 from accounts.access import Principal
 from accounts.models import Membership, Organization, Project, Team
 from consolidation.models import ConsolidationRun
-from memories.models import AgentSession, Memory, MemoryLink
+from memories.models import AgentSession, Memory, MemoryLink, MemorySummary
 from memories.services import memory_record
+from memories.services_summaries import summary_store
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -154,3 +155,30 @@ class MemoryLinkFactory(factory.django.DjangoModelFactory):
 
     organization = factory.LazyAttribute(_link_organization)
     kind = MemoryLink.KIND_REFERENCES
+
+
+def summary_make(
+    principal: Principal,
+    *,
+    memory: Memory | None = None,
+    sources: list[Memory] | None = None,
+    summary: str = "Timeouts on every database call keep requests from piling up.",
+    key_facts: tuple[str, ...] = ("Every database call gets a deadline",),
+    decisions: tuple[dict[str, Any], ...] = (
+        {"decision": "Use context.WithTimeout", "rationale": "bounded latency", "outcome": None, "confidence": "high"},
+    ),
+    superseded_facts: tuple[dict[str, Any], ...] = (),
+    **memory_fields: Any,
+) -> MemorySummary:
+    """A ready summary through the real service (embedding, scrubbing), as consolidation's summarize
+    phase writes it: of ``memory`` (by default a new consolidated-looking memory of ``principal``)."""
+    memory = memory or MemoryFactory(principal=principal, **memory_fields)
+    return summary_store(
+        memory=memory,
+        sources=sources or [memory],
+        run_id="run_test",
+        summary=summary,
+        key_facts=key_facts,
+        decisions=decisions,
+        superseded_facts=superseded_facts,
+    )

@@ -87,6 +87,8 @@ def rest_call(operation: str, ids: dict[str, str], arguments: dict[str, Any]) ->
         "session_submit": ("POST", "/api/v1/sessions", args),
         "memory_consolidate": ("POST", "/api/v1/consolidation/runs", {**args, "wait": True}),
         "memory_context": ("POST", "/api/v1/memories/context", args),
+        "memory_ask": ("POST", "/api/v1/memories/ask", args),
+        "session_code_report": ("POST", "/api/v1/sessions/code-report", args),
     }[operation]
 
 
@@ -113,6 +115,10 @@ OPERATIONS = [
     ("session_submit", {"session_id": "s-42", "outcome": "success", "trace": "user: fix it\nagent: fixed"}),
     ("memory_consolidate", {"dry_run": True, "force": True}),
     ("memory_context", {"context": "You are a coding agent.", "min_confidence": 0.5}),
+    ("session_code_report", {"session_id": "s-7", "commit": "3f786850e387550fdab836ed7e6dc881de23001b",
+                             "status": "committed"}),
+    ("session_code_report", {"session_id": "s-7", "commit": "3F786850E387550FDAB836ED7E6DC881DE23001B",
+                             "status": "kept"}),
 ]
 
 
@@ -142,6 +148,10 @@ INVALID = [
     ("memory_consolidate", {"similarity_threshold": 0.2}, "similarity_threshold"),
     ("memory_consolidate", {"project": "web-app", "project_id": "other"}, "project"),
     ("memory_context", {"token_budget": 10}, "token_budget"),
+    ("memory_ask", {"question": "   "}, "question"),
+    ("memory_ask", {"question": "when?", "limit": 21}, "limit"),
+    ("memory_ask", {"question": "when?", "mode": "everything"}, "mode"),
+    ("session_code_report", {"session_id": "s-7", "status": "merged"}, "status"),
 ]
 
 
@@ -162,3 +172,32 @@ async def test_a_bad_input_names_the_same_field_over_rest_and_mcp_and_changes_no
     named = re.findall(r"^- ([a-z_]+)", result.content[0].text, flags=re.MULTILINE)
     assert named == [field], result.content[0].text
     assert await in_thread(Memory.objects.count) == before
+
+
+# --- memory_ask: an LLM answers (respx-mocked real SDK), or its absence is the same error both ways ----
+
+
+async def test_memory_ask_answers_the_same_body_over_rest_and_mcp(app, orgs, settings):
+    from tests.memories.test_api_ask import answer_json, mocked_llm
+
+    arguments = {"question": "When did we start setting HTTP client timeouts?", "min_confidence": 0}
+    with mocked_llm(settings, "anthropic") as llm:
+        llm.answers(answer_json(temporal_resolutions=[], source_memory_indices=[1]))
+        status, rest_body = await over_rest(app, orgs["rest"]["token"], "POST", "/api/v1/memories/ask", arguments)
+        result = await over_mcp(app, orgs["mcp"]["token"], "memory_ask", arguments)
+
+    assert status == 200, rest_body
+    assert not result.is_error, result.content[0].text
+    assert rest_body["llm_called"] is True and rest_body["source_memory_ids"]
+    assert normalised(rest_body) == normalised(result.structured_content)
+
+
+async def test_memory_ask_without_an_llm_is_the_same_error_over_rest_and_mcp(app, orgs, settings):
+    settings.LLM_PROVIDER = "none"
+    arguments = {"question": "When did we start setting HTTP client timeouts?"}
+    status, rest_body = await over_rest(app, orgs["rest"]["token"], "POST", "/api/v1/memories/ask", arguments)
+    result = await over_mcp(app, orgs["mcp"]["token"], "memory_ask", arguments)
+
+    assert (status, rest_body["code"]) == (503, "llm_not_configured")
+    assert "LLM_PROVIDER" in rest_body["detail"]
+    assert result.is_error and result.content[0].text.endswith(rest_body["detail"])  # the SDK prefixes the tool

@@ -80,6 +80,7 @@ def clusters_synthesize(ctx: RunContext, clusters: list[clustering.Cluster[str]]
             )
             # seed 000: a dry run returns what *would* be archived
             ctx.archived.extend(c.member_ids)
+            ctx.merges.append(("", list(c.member_ids)))
             ctx.counters["archived"] += len(c.member_ids)
         return
     llm = run_llm(ctx)
@@ -185,6 +186,7 @@ def _merge_cluster(
             },
         )
     ctx.created.append(merged.id)
+    ctx.merges.append((merged.id, [m.id for m in sources]))
     ctx.archived.extend(m.id for m in sources)
     ctx.counters["created"] += 1
     ctx.counters["archived"] += len(sources)

@@ -26,7 +26,7 @@ from django.conf import settings
 from accounts.access import Principal
 from accounts.models import Project
 from consolidation.models import ConsolidationRun
-from consolidation.prompts import SUPERSESSION_SYSTEM_PROMPT
+from consolidation.prompts import SUMMARY_SYSTEM_PROMPT, SUPERSESSION_SYSTEM_PROMPT
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 from memories.models import Memory, MemoryLink
 from tests.factories import MemoryFactory, MemoryLinkFactory
@@ -172,6 +172,33 @@ def contradiction_reply(contradicts: bool, confidence: float = 0.9, explanation:
     )
 
 
+def summary_source_ids(prompt: str) -> list[str]:
+    """The ``Memory id:`` lines of a summary prompt, in order (oldest first)."""
+    return [line[len("Memory id: ") :] for line in prompt.splitlines() if line.startswith("Memory id: ")]
+
+
+def default_summary(prompt: str) -> str:
+    """A well-formed seed 002 summary naming the prompt's sources (the oldest superseded by the newest)."""
+    ids = summary_source_ids(prompt)
+    return json.dumps(
+        {
+            "summary": f"Summary of {len(ids)} memories.",
+            "key_facts": [f"fact from {mid}" for mid in ids],
+            "decisions": [
+                {
+                    "decision": "Keep the newest advice",
+                    "rationale": "it was measured",
+                    "outcome": "fewer incidents",
+                    "confidence": "high",
+                }
+            ],
+            "superseded_facts": [
+                {"original_fact": "the oldest advice", "superseded_by": "the newest advice", "source_memory_id": ids[0]}
+            ],
+        }
+    )
+
+
 def _answer(reply: Reply, prompt: str) -> str:
     return reply(prompt) if callable(reply) else reply
 
@@ -182,9 +209,10 @@ def cycle_llm(
     supersession: Reply = supersession_reply(False),
     contradiction: Reply = contradiction_reply(False),
     patterns: Reply = "[]",
+    summary: Reply = default_summary,
     calls: int = 100,
 ) -> ScriptedLLM:
-    """A ScriptedLLM whose every step routes by prompt type (synthesis, supersession,
+    """A ScriptedLLM whose every step routes by prompt type (synthesis, summary, supersession,
     contradiction, patterns); an unknown prompt fails the test. ``llm.calls`` keeps them all."""
 
     def route(system: str, prompt: str) -> str:
@@ -192,6 +220,8 @@ def cycle_llm(
             return _answer(synthesis, prompt)
         if system == SUPERSESSION_SYSTEM_PROMPT:
             return _answer(supersession, prompt)
+        if system == SUMMARY_SYSTEM_PROMPT:
+            return _answer(summary, prompt)
         if prompt.startswith(CONTRADICTION_PREFIX):
             return _answer(contradiction, prompt)
         if prompt.startswith(PATTERN_PREFIX):

@@ -122,6 +122,16 @@ def llm_reply(system: str, prompt: str) -> tuple[str, str]:
         return "distill", _distillation_reply(prompt)
     if prompt.startswith("You are consolidating similar memories"):
         return "synthesis", _synthesis_reply(prompt)
+    if system.startswith("You are a memory reasoning assistant."):
+        return "reason", (
+            '{"answer": "From the memories: see the first one.", "confidence": 0.6, "reasoning": "It names it.", '
+            '"temporal_resolutions": [], "source_memory_indices": [1], "requires_inference": false}'
+        )
+    if system.startswith("You are a memory consolidation agent. Create a concise summary"):
+        return "summary", (
+            '{"summary": "Wrap every database call in a context with a timeout.", "key_facts": '
+            '["database calls need a deadline"], "decisions": [], "superseded_facts": []}'
+        )
     if "supersede" in system.lower() or "supersede" in prompt.lower():
         return "supersession", '{"supersedes": false, "confidence": "low", "reason": null}'
     if "contradict each other" in prompt:

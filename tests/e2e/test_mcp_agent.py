@@ -161,6 +161,16 @@ async def test_consolidation_previews_then_merges_near_duplicates_and_the_lineag
         source_lineage = http.get(f"/api/v1/memories/{ids[0]}/lineage")
         assert source_lineage.status_code == 200, source_lineage.text[:2000]
         assert source_lineage.json()["consolidated_into"] == consolidated_id
+        # the cluster's summary (seed 002) is kept beside the consolidated memory ...
+        summaries = http.get("/api/v1/summaries", params={"memory": consolidated_id}).json()["results"]
+        assert len(summaries) == 1 and sorted(summaries[0]["source_memory_ids"]) == sorted(ids), summaries
+
+    # ... and the next session of the project starts with it
+    assert llm_stub.calls_of("summary"), "no summary request reached the LLM stub"
+    async with mcp_client(service, acme.org_token, mode) as client:
+        started = await call(client, "memory_context", {"project": slug})
+    assert started["summary_ids"] == [summaries[0]["id"]], started
+    assert "Wrap every database call in a context with a timeout." in started["context_block"]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -16,10 +16,11 @@ HOOK = Path(__file__).resolve().parents[2] / "scripts" / "claude-session-start"
 EVENT = {"session_id": "abc123", "hook_event_name": "SessionStart", "source": "startup", "cwd": "/tmp"}
 
 
-def run_hook(service: Service, token: str) -> subprocess.CompletedProcess[str]:
+def run_hook(service: Service, token: str, session_id: str = "abc123") -> subprocess.CompletedProcess[str]:
     env = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": service.url, "REASONINGBANK_TOKEN": token}
+    event = json.dumps({**EVENT, "session_id": session_id})
     return subprocess.run(
-        [sys.executable, str(HOOK)], input=json.dumps(EVENT), env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, str(HOOK)], input=event, env=env, capture_output=True, text=True, timeout=60
     )
 
 
@@ -50,3 +51,32 @@ def test_a_bad_token_never_blocks_the_session(service: Service) -> None:
     assert done.returncode == 0
     assert done.stdout == ""
     assert "401" in done.stderr
+
+
+def test_the_outcome_of_a_session_the_hook_started_reaches_every_memory_it_was_given(
+    service: Service, acme: Setup
+) -> None:
+    """The issue's "Done when": the block's memories are the session's, and its outcome moves them."""
+    marker = unique()
+    with rest(service, acme.project_token) as http:
+        ids = [
+            http.post("/api/v1/memories", json={
+                "title": f"{title} {marker}", "description": "Deploys", "content": f"{title}.", "outcome": "success",
+            }).json()["id"]
+            for title in ("Tag releases before deploying", "Announce deploys in the team channel")
+        ]
+        before = {mid: http.get(f"/api/v1/memories/{mid}").json()["confidence"] for mid in ids}
+
+        done = run_hook(service, acme.project_token, session_id=f"session-{marker}")
+        assert done.returncode == 0, done.stderr
+        block = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert f"Tag releases before deploying {marker}" in block
+        assert f"Announce deploys in the team channel {marker}" in block
+
+        # the agent reports one memory's outcome with its session id: both memories it started with learn it
+        reported = http.post(
+            f"/api/v1/memories/{ids[0]}/outcome", json={"succeeded": True, "session_id": f"session-{marker}"}
+        )
+        assert reported.status_code == 200, reported.text
+        after = {mid: http.get(f"/api/v1/memories/{mid}").json()["confidence"] for mid in ids}
+    assert all(after[mid] > before[mid] for mid in ids), (before, after)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from memories.context_block import BLOCK_PATTERN
-from memories.models import Memory
-from tests.factories import MemoryFactory, ProjectFactory
+from memories.models import Memory, MemorySummary, SessionMemoryUse
+from tests.factories import MemoryFactory, ProjectFactory, summary_make
 from tests.mcp_harness import in_thread, mcp_client
 
 CONTEXT = "/api/v1/memories/context"
@@ -84,8 +85,13 @@ def test_a_project_without_memories_gets_an_empty_block_and_its_context_back(ali
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"max": 0}, "max"), ({"token_budget": 50}, "token_budget"), ({"prioritize": "random"}, "prioritize"),
-     ({"context": "a\x00b"}, "context"), ({"extra": 1}, "extra")],
+    [
+        ({"max": 0}, "max"),
+        ({"token_budget": 50}, "token_budget"),
+        ({"prioritize": "random"}, "prioritize"),
+        ({"context": "a\x00b"}, "context"),
+        ({"extra": 1}, "extra"),
+    ],
 )
 def test_bad_input_is_a_400_naming_the_field(alice, body, field):
     response = alice.post(CONTEXT, {"project": "web-app", **body}, format="json")
@@ -123,3 +129,88 @@ async def test_the_mcp_tool_gives_the_same_block_and_keeps_to_its_tokens_org(app
         named = await client.call_tool("memory_context", {"project": "web-app"})
     assert other.structured_content["memory_ids"] == []
     assert named.is_error and "not found" in named.content[0].text
+
+
+# --- consolidated summaries (seed 002 MemorySummary) ------------------------------------------------
+
+
+@pytest.fixture
+def summarised(agent, bank):
+    """A consolidated memory of the project with its summary (what consolidation's summarize phase writes)."""
+    merged = MemoryFactory(principal=agent, title="Database timeouts", content="Use context.WithTimeout everywhere.")
+    return summary_make(
+        agent,
+        memory=merged,
+        key_facts=("Every database call gets a deadline",),
+        decisions=(
+            {
+                "decision": "Use context.WithTimeout",
+                "rationale": "bounded latency",
+                "outcome": None,
+                "confidence": "high",
+            },
+        ),
+        superseded_facts=(
+            {"original_fact": "30 s default timeout", "superseded_by": "5 s timeout", "source_memory_id": ""},
+        ),
+    )
+
+
+def test_summaries_come_first_in_seed_002s_format_and_procedural_memories_fill_the_rest(alice, bank, summarised):
+    body = context(alice)
+    assert body["source"] == "mixed"
+    assert body["summary_ids"] == [summarised.id]
+    assert body["memory_ids"][0] == summarised.memory_id  # the summary stands for its consolidated memory
+    assert set(body["memory_ids"][1:]) == {bank["timeouts"], bank["flags"]}  # not the summarised memory again
+    block = body["context_block"]
+    assert block.index("### Database timeouts (") < block.index("### Set HTTP client timeouts (")
+    assert summarised.summary in block
+    assert "**Key facts:**\n- Every database call gets a deadline" in block
+    assert "**Decisions:**\n- Use context.WithTimeout\n  - Rationale: bounded latency" in block
+    assert "**Note - superseded information:**\n- ~~30 s default timeout~~ → 5 s timeout" in block
+    assert "Use context.WithTimeout everywhere." not in block  # the summary, not the memory's content
+
+
+def test_a_block_holding_only_summaries_says_so(alice, summarised):
+    body = context(alice, max=1)
+    assert (body["source"], body["summary_ids"]) == ("summaries", [summarised.id])
+
+
+def test_a_summary_is_served_only_while_its_memory_is_active_and_trusted_enough(alice, summarised):
+    Memory.objects.filter(pk=summarised.memory_id).update(confidence=0.5)
+    assert context(alice)["summary_ids"] == []  # below the default min_confidence 0.7, by the memory's live value
+    assert context(alice, min_confidence=0.4)["summary_ids"] == [summarised.id]
+    Memory.objects.filter(pk=summarised.memory_id).update(state="archived", archived_reason="consolidated")
+    assert context(alice, min_confidence=0.4)["summary_ids"] == []
+
+
+def test_a_rejected_summary_is_never_served(alice, summarised):
+    MemorySummary.objects.filter(pk=summarised.pk).update(status=MemorySummary.STATUS_REJECTED)
+    assert context(alice)["summary_ids"] == []
+
+
+def test_injecting_a_summary_counts_an_activation_and_ledgers_its_memory(alice, summarised):
+    context(alice, session_id="ses-ctx-1")
+    summarised.refresh_from_db()
+    assert summarised.activation_count == 1 and summarised.last_activated_at is not None
+    assert SessionMemoryUse.objects.filter(session_key="ses-ctx-1", memory_id=summarised.memory_id).exists()
+
+
+def test_prioritize_picks_summaries_by_relevance_recency_or_activation(alice, agent):
+    db = summary_make(agent, title="Database timeouts", summary="Every database query needs a timeout deadline.")
+    flags = summary_make(agent, title="Feature flags", summary="Roll out risky UI changes behind a feature flag.")
+    MemorySummary.objects.filter(pk=db.pk).update(activation_count=5)
+    MemorySummary.objects.filter(pk=flags.pk).update(temporal_end=db.temporal_end + timedelta(days=1))
+    assert context(alice, task="feature flag rollout", max=1)["summary_ids"] == [flags.id]
+    assert context(alice, task="database query timeout", max=1)["summary_ids"] == [db.id]
+    assert context(alice, prioritize="recency", max=1)["summary_ids"] == [flags.id]
+    assert context(alice, prioritize="activation", max=1)["summary_ids"] == [db.id]
+
+
+@pytest.mark.cross_tenant("api-memory-context")
+def test_another_orgs_summaries_never_reach_the_block(cast, alice, token_client, make_token):
+    _, charlie = make_token(cast.org_b, projects=[cast.project_b])
+    foreign = summary_make(charlie, title="Billing retries")
+    assert context(alice)["summary_ids"] == []
+    own = token_client(cast.org_b).post(CONTEXT, {"project": "billing"}, format="json").json()
+    assert own["summary_ids"] == [foreign.id]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories import ProjectFactory
+from tests.factories import ProjectFactory, summary_make
 
 MEMORIES = "/api/v1/memories"
 SEARCH = "/api/v1/memories/search"
@@ -201,3 +201,52 @@ def test_get_on_the_search_route_is_not_mistaken_for_a_memory_id(alice):
     # the search view has no GET handler (405; accounts.api_base currently answers 403 first)
     assert response.status_code in (403, 405)
     assert "not found" not in response.json()["detail"]
+
+
+# --- include_summaries (seed 002) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def summaries(agent):
+    """Three consolidated summaries of web-app: two about timeouts, one about feature flags."""
+    return [
+        summary_make(agent, title="HTTP timeouts", summary="Wrap every HTTP call in a timeout and retry on timeout."),
+        summary_make(agent, title="Database timeouts", summary="Every database query needs a timeout deadline."),
+        summary_make(agent, title="Feature flags", summary="Roll out risky UI changes behind a feature flag."),
+    ]
+
+
+def test_summaries_close_to_the_query_come_back_beside_the_memories(alice, timeout_memory, summaries):
+    body = search(alice, "timeout on HTTP calls", limit=4)
+    found = [s["id"] for s in body["summaries"]]
+    assert found[0] == summaries[0].id and summaries[2].id not in found
+    assert len(found) <= 2  # at most limit / 2
+    hit = body["summaries"][0]
+    assert hit["memory_id"] == summaries[0].memory_id and hit["project"] == "web-app"
+    assert hit["summary"] == summaries[0].summary and 0 < hit["relevance"] <= 1
+    assert {"key_facts", "decisions", "superseded_facts", "source_memory_ids", "temporal_range"} <= set(hit)
+    assert "status" not in hit  # only a rejected summary says so, and search never returns one
+
+
+def test_limit_one_or_include_summaries_false_returns_no_summaries_key(alice, timeout_memory, summaries):
+    assert "summaries" not in search(alice, "HTTP timeouts", limit=1)
+    assert "summaries" not in search(alice, "HTTP timeouts", include_summaries=False)
+
+
+def test_a_summary_hit_counts_an_activation(alice, summaries):
+    search(alice, "timeout on HTTP calls")
+    summaries[0].refresh_from_db()
+    assert summaries[0].activation_count == 1
+
+
+def test_a_team_or_org_scoped_search_has_no_summaries(alice, summaries):
+    assert "summaries" not in search(alice, "HTTP timeouts", scope="team")
+    assert "summaries" not in search(alice, "HTTP timeouts", scope="org")
+
+
+@pytest.mark.cross_tenant("api-memory-search")
+def test_another_orgs_summaries_never_come_back(cast, token_client, make_token, summaries):
+    _, charlie = make_token(cast.org_b, projects=[cast.project_b])
+    summary_make(charlie, title="HTTP timeouts at Globex", summary="Wrap every HTTP call in a timeout.")
+    body = search(token_client(cast.org_b), "timeout on HTTP calls")
+    assert [s["project"] for s in body["summaries"]] == ["billing"]

@@ -30,6 +30,8 @@ OUTCOME_POS = Signal(SignalType.OUTCOME, positive=True)
 OUTCOME_NEG = Signal(SignalType.OUTCOME, positive=False)
 EXPLICIT_POS = Signal(SignalType.EXPLICIT, positive=True)
 EXPLICIT_NEG = Signal(SignalType.EXPLICIT, positive=False)
+STABILITY_POS = Signal(SignalType.STABILITY, positive=True)  # the session's code was kept for 7 days
+STABILITY_NEG = Signal(SignalType.STABILITY, positive=False)  # it was reverted
 
 DEFAULT_WEIGHTS = ProjectWeights().compute_weights()
 
@@ -66,22 +68,31 @@ def test_new_project_weights_start_from_the_seed_priors() -> None:
     assert (pw.explicit_alpha, pw.explicit_beta) == (7.0, 3.0)
     assert (pw.usage_alpha, pw.usage_beta) == (5.0, 5.0)
     assert (pw.outcome_alpha, pw.outcome_beta) == (5.0, 5.0)
+    assert (pw.stability_alpha, pw.stability_beta) == (5.0, 5.0)  # issue 14's fourth type, prior 5:5
 
 
 def test_initial_weights_are_the_prior_means_normalised_to_sum_one() -> None:
+    # four types since issue 14 added stability: 0.7 + 0.5 + 0.5 + 0.5 = 2.2 (seed 000's three made 1.7)
     weights = ProjectWeights().compute_weights()
-    assert weights.explicit == pytest.approx(0.7 / 1.7)
-    assert weights.usage == pytest.approx(0.5 / 1.7)
-    assert weights.outcome == pytest.approx(0.5 / 1.7)
-    assert weights.explicit + weights.usage + weights.outcome == pytest.approx(1.0)
+    assert weights.explicit == pytest.approx(0.7 / 2.2)
+    assert weights.usage == pytest.approx(0.5 / 2.2)
+    assert weights.outcome == pytest.approx(0.5 / 2.2)
+    assert weights.stability == pytest.approx(0.5 / 2.2)
+    assert weights.explicit + weights.usage + weights.outcome + weights.stability == pytest.approx(1.0)
 
 
 def test_weight_for_returns_the_weight_of_each_signal_type() -> None:
-    weights = Weights(explicit=0.5, usage=0.3, outcome=0.2)
-    assert weights.weight_for(SignalType.EXPLICIT) == 0.5
+    weights = Weights(explicit=0.4, usage=0.3, outcome=0.2, stability=0.1)
+    assert weights.weight_for(SignalType.EXPLICIT) == 0.4
     assert weights.weight_for(SignalType.USAGE) == 0.3
     assert weights.weight_for(SignalType.OUTCOME) == 0.2
+    assert weights.weight_for(SignalType.STABILITY) == 0.1
     assert weights.weight_for("usage") == 0.3  # type: ignore[arg-type]  # str values from the DB
+    assert weights.weight_for("stability") == 0.1  # type: ignore[arg-type]
+
+
+def test_hand_written_weights_of_seed_000s_three_types_give_stability_no_weight() -> None:
+    assert Weights(explicit=0.40, usage=0.33, outcome=0.33).weight_for(SignalType.STABILITY) == 0.0
 
 
 def test_learning_raises_usage_alpha_when_usage_predicted_helpful_feedback() -> None:
@@ -115,6 +126,38 @@ def test_learning_judges_usage_and_outcome_independently() -> None:
     learned = ProjectWeights().learn_from_feedback(True, [USAGE_POS, OUTCOME_NEG])
     assert (learned.usage_alpha, learned.usage_beta) == (6.0, 5.0)
     assert (learned.outcome_alpha, learned.outcome_beta) == (5.0, 6.0)
+
+
+def test_learning_raises_stability_alpha_when_kept_code_predicted_helpful_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(True, [STABILITY_POS])
+    assert (learned.stability_alpha, learned.stability_beta) == (6.0, 5.0)
+
+
+def test_learning_raises_stability_beta_when_kept_code_preceded_unhelpful_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(False, [STABILITY_POS])
+    assert (learned.stability_alpha, learned.stability_beta) == (5.0, 6.0)
+
+
+def test_learning_credits_stability_when_reverted_code_preceded_unhelpful_feedback() -> None:
+    learned = ProjectWeights().learn_from_feedback(False, [STABILITY_NEG])
+    assert (learned.stability_alpha, learned.stability_beta) == (6.0, 5.0)
+
+
+def test_learning_judges_all_three_learned_types_independently() -> None:
+    learned = ProjectWeights().learn_from_feedback(True, [USAGE_POS, OUTCOME_NEG, STABILITY_POS])
+    assert (learned.usage_alpha, learned.usage_beta) == (6.0, 5.0)
+    assert (learned.outcome_alpha, learned.outcome_beta) == (5.0, 6.0)
+    assert (learned.stability_alpha, learned.stability_beta) == (6.0, 5.0)
+
+
+def test_a_stability_record_that_keeps_predicting_feedback_outweighs_the_others() -> None:
+    pw = ProjectWeights()
+    for _ in range(20):
+        pw = pw.learn_from_feedback(True, [STABILITY_POS])
+    weights = pw.compute_weights()
+    assert weights.stability > DEFAULT_WEIGHTS.stability
+    assert weights.stability > weights.usage and weights.stability > weights.outcome
+    assert weights.explicit + weights.usage + weights.outcome + weights.stability == pytest.approx(1.0)
 
 
 def test_learning_never_changes_the_explicit_parameters() -> None:
@@ -222,6 +265,23 @@ def test_aggregate_plus_recent_equals_applying_the_same_signals_one_by_one() -> 
     assert computed.score == pytest.approx(state.score)
 
 
+def test_a_kept_change_raises_confidence_and_a_revert_lowers_it_by_the_stability_weight() -> None:
+    alpha, beta = confidence_prior(INITIAL_EXPLICIT)
+    kept = confidence_apply(alpha, beta, STABILITY_POS, DEFAULT_WEIGHTS)
+    reverted = confidence_apply(alpha, beta, STABILITY_NEG, DEFAULT_WEIGHTS)
+    assert kept.alpha == pytest.approx(alpha + 0.5 / 2.2) and kept.score > INITIAL_EXPLICIT
+    assert reverted.beta == pytest.approx(beta + 0.5 / 2.2) and reverted.score < INITIAL_EXPLICIT
+
+
+def test_rolled_up_stability_counts_weigh_like_recent_stability_signals() -> None:
+    alpha, beta = confidence_prior(INITIAL_SUCCESS)
+    history = [STABILITY_POS, STABILITY_POS, STABILITY_NEG, EXPLICIT_POS]
+    rolled = confidence_compute(alpha, beta, SignalCounts.from_signals(history), [], DEFAULT_WEIGHTS)
+    recent = confidence_compute(alpha, beta, SignalCounts(), history, DEFAULT_WEIGHTS)
+    assert SignalCounts.from_signals(history) == SignalCounts(explicit_pos=1, stability_pos=2, stability_neg=1)
+    assert (rolled.alpha, rolled.beta) == pytest.approx((recent.alpha, recent.beta))
+
+
 def test_signal_counts_fold_in_signals_and_add_up() -> None:
     counts = SignalCounts().with_signal(USAGE_POS).with_signal(USAGE_POS).with_signal(OUTCOME_NEG)
     assert counts == SignalCounts(usage_pos=2, outcome_neg=1)
@@ -249,6 +309,8 @@ project_weights = st.builds(
     usage_beta=st.integers(5, 55).map(float),
     outcome_alpha=st.integers(5, 55).map(float),
     outcome_beta=st.integers(5, 55).map(float),
+    stability_alpha=st.integers(5, 55).map(float),
+    stability_beta=st.integers(5, 55).map(float),
 )
 
 

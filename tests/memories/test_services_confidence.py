@@ -25,9 +25,10 @@ record = memory_recorder(
 )
 
 
-def weights(explicit=(7, 3), usage=(5, 5), outcome=(5, 5)):
-    """Normalised Beta means, computed by hand (the services must agree with seed 000's formula)."""
-    raw = [a / (a + b) for a, b in (explicit, usage, outcome)]
+def weights(explicit=(7, 3), usage=(5, 5), outcome=(5, 5), stability=(5, 5)):
+    """Normalised Beta means, computed by hand (the services must agree with seed 000's formula), over
+    the four signal types (issue 14 added stability to seed 000's three)."""
+    raw = [a / (a + b) for a, b in (explicit, usage, outcome, stability)]
     total = sum(raw)
     return [r / total for r in raw]
 
@@ -55,8 +56,8 @@ def memory(token):
 
 def test_helpful_feedback_raises_confidence_by_the_learned_explicit_weight(token, memory):
     result = memory_feedback(principal=token, memory=memory, helpful=True)
-    # no usage/outcome signal yet: both "predicted unhelpful" and were wrong, so their betas grew first
-    w_explicit, _, _ = weights(usage=(5, 6), outcome=(5, 6))
+    # no usage/outcome/stability signal yet: each "predicted unhelpful" and was wrong, so their betas grew first
+    w_explicit, *_ = weights(usage=(5, 6), outcome=(5, 6), stability=(5, 6))
     expected = (1.6 + w_explicit) / (2.0 + w_explicit)
     assert result.previous_confidence == pytest.approx(0.8)
     assert result.new_confidence == pytest.approx(expected)
@@ -68,7 +69,7 @@ def test_helpful_feedback_raises_confidence_by_the_learned_explicit_weight(token
 
 def test_unhelpful_feedback_lowers_confidence(token, memory):
     result = memory_feedback(principal=token, memory=memory, helpful=False)
-    w_explicit, _, _ = weights(usage=(6, 5), outcome=(6, 5))
+    w_explicit, *_ = weights(usage=(6, 5), outcome=(6, 5), stability=(6, 5))
     expected = 1.6 / (2.0 + w_explicit)
     assert result.new_confidence == pytest.approx(expected)
     stored = Memory.objects.get(pk=memory.pk)
@@ -189,7 +190,7 @@ def test_another_orgs_principal_cannot_report_an_outcome_on_a_memory_it_cannot_s
 
 def test_a_successful_outcome_raises_confidence_and_keeps_the_session_id(token, memory):
     result = memory_outcome(principal=token, memory=memory, succeeded=True, session_id="ses-42")
-    _, _, w_outcome = weights()
+    _, _, w_outcome, _ = weights()
     expected = (1.6 + w_outcome) / (2.0 + w_outcome)
     assert result.new_confidence == pytest.approx(expected)
     assert Memory.objects.get(pk=memory.pk).confidence == pytest.approx(expected)
@@ -200,7 +201,7 @@ def test_a_successful_outcome_raises_confidence_and_keeps_the_session_id(token, 
 
 def test_a_failed_outcome_lowers_confidence_and_stamps_it_on_the_signal(token, memory):
     result = memory_outcome(principal=token, memory=memory, succeeded=False, session_id="ses-43")
-    _, _, w_outcome = weights()
+    _, _, w_outcome, _ = weights()
     expected = 1.6 / (2.0 + w_outcome)
     assert result.new_confidence == pytest.approx(expected) and result.new_confidence < 0.8
     signal = MemorySignal.objects.get(memory=memory)
@@ -212,6 +213,7 @@ def test_outcomes_do_not_teach_the_weights(cast, token, memory):
     memory_outcome(principal=token, memory=memory, succeeded=True)
     row = row_for(cast.org_a, cast.project_a)
     assert (row.usage_alpha, row.usage_beta, row.outcome_alpha, row.outcome_beta) == (5.0, 5.0, 5.0, 5.0)
+    assert (row.stability_alpha, row.stability_beta) == (5.0, 5.0)
 
 
 def test_each_signal_stamps_its_own_confidence_after(token, memory):
@@ -349,7 +351,8 @@ def test_recompute_all_re_weighs_old_evidence_with_the_current_weights(cast, tok
 
     assert confidence_recompute_all() == 1
 
-    w_explicit, _, _ = weights(explicit=(9, 1), usage=(1, 9), outcome=(1, 9))
+    # stability keeps what the helpful feedback taught it (no stability signal: predicted wrong)
+    w_explicit, *_ = weights(explicit=(9, 1), usage=(1, 9), outcome=(1, 9), stability=(5, 6))
     after = Memory.objects.get(pk=memory.pk)
     assert after.confidence == pytest.approx((1.6 + w_explicit) / (2.0 + w_explicit))
     assert after.confidence > before
@@ -363,7 +366,7 @@ def test_recompute_all_covers_memories_of_every_org(cast, make_token, token, mem
     Memory.objects.update(confidence=0.5)
     assert confidence_recompute_all(batch=1) == 2
     assert Memory.objects.get(pk=memory.pk).confidence == pytest.approx(0.8)
-    _, _, w_outcome = weights()
+    _, _, w_outcome, _ = weights()
     assert Memory.objects.get(pk=theirs.pk).confidence == pytest.approx(1.6 / (2.0 + w_outcome))
 
 
@@ -416,8 +419,8 @@ def test_recompute_uses_the_org_wide_row_for_org_memories_and_the_project_row_fo
 
     confidence_recompute_all()
 
-    _, _, w_org = weights(outcome=(9, 1))
-    _, _, w_project = weights(outcome=(1, 9))
+    _, _, w_org, _ = weights(outcome=(9, 1))
+    _, _, w_project, _ = weights(outcome=(1, 9))
     assert Memory.objects.get(pk=org_memory.pk).confidence == pytest.approx((1.6 + w_org) / (2.0 + w_org))
     assert Memory.objects.get(pk=memory.pk).confidence == pytest.approx((1.6 + w_project) / (2.0 + w_project))
 

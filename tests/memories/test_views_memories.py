@@ -9,7 +9,8 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from memories.models import Memory, MemorySignal
 from memories.services_signals import memory_feedback
-from tests.factories import MemoryLinkFactory, memory_recorder
+from memories.services_summaries import summary_store
+from tests.factories import MemoryLinkFactory, memory_recorder, summary_make
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -169,7 +170,11 @@ def test_the_detail_page_shows_fields_history_signals_and_audit_trail(client, ca
 def test_the_detail_page_shows_when_a_memory_changed_tier(client, cast, agent):
     memory = record(agent)
     AuditEvent.objects.create(
-        organization=cast.org_a, actor="system", verb="memory.tier", target_type="memory", target_id=memory.id,
+        organization=cast.org_a,
+        actor="system",
+        verb="memory.tier",
+        target_type="memory",
+        target_id=memory.id,
         data={"from": "hot", "to": "warm", "run": "run_1"},
     )
     html = login(client, cast.alice).get(f"/memories/{memory.id}/").content.decode()
@@ -354,3 +359,38 @@ def test_the_list_shows_archived_memories_with_their_reason(client, cast, agent)
     )
     html = login(client, cast.alice).get("/memories/?state=archived").content.decode()
     assert memory.title in html and "(superseded)" in html
+
+
+def test_the_detail_page_shows_the_consolidated_summary_of_a_memory(client, cast, agent):
+    source = record(agent, title="Old advice: 30 s timeouts")
+    summary = summary_make(
+        agent,
+        sources=[source],
+        superseded_facts=(
+            {"original_fact": "30 s timeouts", "superseded_by": "5 s timeouts", "source_memory_id": source.id},
+        ),
+    )
+    html = login(client, cast.bob).get(f"/memories/{summary.memory_id}/").content.decode()
+    assert "Consolidated summary" in html and summary.summary in html
+    assert "Every database call gets a deadline" in html  # key fact
+    assert "Use context.WithTimeout" in html and "bounded latency" in html  # decision and rationale
+    assert "<s>30 s timeouts</s> → 5 s timeouts" in html
+    assert f'href="/memories/{source.id}/"' in html
+
+
+def test_the_detail_page_shows_why_a_summary_was_rejected(client, cast, agent):
+    memory = record(agent)
+    summary_store(
+        memory=memory,
+        sources=[memory],
+        run_id="run_x",
+        error="summary reply contains no JSON object",
+        raw_reply="Sure! Here you go.",
+    )
+    html = login(client, cast.alice).get(f"/memories/{memory.id}/").content.decode()
+    assert "could not be used: summary reply contains no JSON object" in html and "Sure! Here you go." in html
+
+
+def test_a_memory_without_a_summary_shows_no_summary_card(client, cast, agent):
+    memory = record(agent)
+    assert "Consolidated summary" not in login(client, cast.alice).get(f"/memories/{memory.id}/").content.decode()

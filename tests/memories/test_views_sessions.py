@@ -173,3 +173,19 @@ def test_the_session_page_lists_the_memories_the_session_was_given(client, cast,
     html = client.get(f"/sessions/{session.id}/").content.decode()
     assert "Memories given to this session" in html
     assert f'href="/memories/{given.id}/">Seed the RNG in flaky tests</a>' in html and "Search" in html
+
+
+def test_the_session_page_shows_each_memorys_code_verdict_and_the_commits_tied_to_it(client, cast, agent):
+    from memories.services_code import session_code_report
+    from memories.services_ledger import session_uses_record
+    from tests.factories import MemoryFactory
+
+    given = MemoryFactory(principal=agent, title="Seed the RNG in flaky tests")
+    session_uses_record(principal=agent, session_key="run-1", memory_ids=[given.id], via="context")
+    session_code_report(principal=agent, session_key="run-1", commit="ab12" * 10, status="committed")
+    session_code_report(principal=agent, commit="ab12" * 10, status="reverted")
+    session = submit(agent)
+    client.force_login(cast.bob)
+    html = client.get(f"/sessions/{session.id}/").content.decode()
+    assert "<th>Code</th>" in html and 'class="pill outcome-failure"' in html and ">reverted</span>" in html
+    assert '<code title="' + "ab12" * 10 + '">ab12ab12ab12</code> reverted' in html

@@ -3,6 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memories.services import memories_reembed
+from memories.services_summaries import summaries_reembed
 
 
 class Command(BaseCommand):
@@ -18,4 +19,7 @@ class Command(BaseCommand):
 
         done = memories_reembed(only_stale=not options["all"], batch=options["batch"], progress=progress)
         self.stdout.write(f"re-embedded {done} memories")
+        summaries = summaries_reembed(only_stale=not options["all"], batch=options["batch"])
+        if summaries:
+            self.stdout.write(f"re-embedded {summaries} summaries")
         self.stdout.write(str(done))

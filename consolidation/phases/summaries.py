@@ -1,0 +1,94 @@
+"""Seed 002's SUMMARIZE phase: for every cluster this run synthesised, ask the LLM for a summary
+(``SUMMARY_SYSTEM_PROMPT``) and keep it beside the consolidated memory — what sessions start with
+(``memory_context``) and what search merges in (``include_summaries``). Consolidated memories that
+have no summary yet (made before summaries existed, or whose summary call failed) are caught up, a
+few per run, so an existing bank gains summaries without a flood of LLM calls."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from django.conf import settings
+
+from consolidation import prompts as cprompts
+from consolidation.context import RunContext, llm_map, prompt_source, run_llm
+from memories.models import Memory, MemoryLink
+from memories.services_summaries import summary_store
+from reasoningbank.ai.llm import LLMError
+
+logger = logging.getLogger("consolidation")
+
+
+def summaries_write(ctx: RunContext) -> None:
+    if ctx.dry:
+        for _, source_ids in ctx.merges:  # a dry run merged nothing: what would be summarised
+            ctx.note("summaries", {"sources": source_ids})
+        return
+    targets = list(ctx.merges) + _summaries_missing(ctx, exclude={memory_id for memory_id, _ in ctx.merges})
+    if not targets:
+        return
+    llm = run_llm(ctx)
+    if llm.provider == "none":
+        ctx.warnings.append(f"{len(targets)} summaries wait for an LLM (LLM_PROVIDER=none)")
+        return
+    ids = {mid for memory_id, sources in targets for mid in (memory_id, *sources)}
+    loaded = {m.id: m for m in Memory.objects.filter(organization=ctx.run.organization, pk__in=ids).defer("embedding")}
+    targets = [(mid, [s for s in sources if s in loaded]) for mid, sources in targets if mid in loaded]
+    targets = [(mid, sources) for mid, sources in targets if sources]
+    replies = llm_map(
+        ctx,
+        llm,
+        "summarize",
+        [cprompts.build_summary_prompt([prompt_source(loaded[s]) for s in sources]) for _, sources in targets],
+        system=cprompts.SUMMARY_SYSTEM_PROMPT,
+    )
+    for (memory_id, source_ids), reply in zip(targets, replies, strict=True):
+        ctx.check_time()
+        memory, sources = loaded[memory_id], [loaded[s] for s in source_ids]
+        if isinstance(reply, LLMError):
+            # no row: the memory stays without a summary and a later run catches it up
+            ctx.warnings.append(f"summary of {memory_id} failed: {reply}")
+            continue
+        try:
+            parsed = cprompts.parse_summary(str(reply), source_ids)
+        except cprompts.PromptParseError as exc:
+            summary_store(memory=memory, sources=sources, run_id=ctx.run.id, error=str(exc), raw_reply=exc.raw)
+            ctx.warnings.append(f"summary of {memory_id} rejected: {exc}")
+            continue
+        summary_store(
+            memory=memory,
+            sources=sources,
+            run_id=ctx.run.id,
+            summary=parsed.summary,
+            key_facts=parsed.key_facts,
+            decisions=[dataclasses.asdict(d) for d in parsed.decisions],
+            superseded_facts=[dataclasses.asdict(f) for f in parsed.superseded_facts],
+        )
+        ctx.counters["summaries"] = ctx.counters.get("summaries", 0) + 1
+
+
+def _summaries_missing(ctx: RunContext, *, exclude: set[str]) -> list[tuple[str, list[str]]]:
+    """Up to CONSOLIDATION_SUMMARY_CATCH_UP active consolidated memories of the project without a
+    summary, newest first, with their sources (from the lineage links)."""
+    limit = settings.CONSOLIDATION_SUMMARY_CATCH_UP
+    if limit <= 0:
+        return []
+    missing = list(
+        Memory.objects.filter(
+            organization=ctx.run.organization,
+            project=ctx.project,
+            state=Memory.STATE_ACTIVE,
+            origin=Memory.ORIGIN_CONSOLIDATED,
+            summary__isnull=True,
+        )
+        .exclude(pk__in=exclude)
+        .order_by("-created_at")
+        .values_list("id", flat=True)[:limit]
+    )
+    sources: dict[str, list[str]] = {mid: [] for mid in missing}
+    for source, target in MemoryLink.objects.filter(
+        organization=ctx.run.organization, source_id__in=missing, kind=MemoryLink.KIND_CONSOLIDATES
+    ).values_list("source_id", "target_id"):
+        sources[source].append(target)
+    return [(mid, sorted(targets)) for mid, targets in sources.items() if targets]

@@ -1,0 +1,90 @@
+"""REST views for consolidated summaries (seed 002 ``MemorySummary``, issue 14): list and get. Thin:
+parse, call a selector, render the same ``SummaryOut`` search's ``summaries`` carry."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import Field
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.api_base import OrgAPIView
+from accounts.models import SCOPE_MEMORIES_READ
+from memories.contracts import SummaryOut
+from memories.models import MemorySummary
+from memories.selectors_summaries import summaries_list, summary_get
+from reasoningbank.api_errors import error_responses
+from reasoningbank.contracts import Contract
+from reasoningbank.pagination import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Pagination
+from reasoningbank.serializers import StrictQuerySerializer
+
+TAGS = ["summaries"]
+# the list answers a pydantic page, so drf-spectacular does not add the paginator's parameters itself
+PAGE_PARAMETERS = [
+    OpenApiParameter("page", {"type": "integer", "minimum": 1, "default": 1}, description="Page number, from 1."),
+    OpenApiParameter(
+        "page_size",
+        {"type": "integer", "minimum": 1, "maximum": PAGE_SIZE_MAX, "default": PAGE_SIZE_DEFAULT},
+        description=f"Results per page (default {PAGE_SIZE_DEFAULT}, at most {PAGE_SIZE_MAX}).",
+    ),
+]
+
+
+class SummaryListQuerySerializer(StrictQuerySerializer):
+    project = serializers.SlugField(required=False, help_text="project slug")
+    status = serializers.ChoiceField(
+        choices=[MemorySummary.STATUS_READY, MemorySummary.STATUS_REJECTED],
+        required=False,
+        help_text="ready (served to sessions and search) or rejected (the reply could not be parsed)",
+    )
+    memory = serializers.CharField(required=False, max_length=40, help_text="the consolidated memory's id")
+
+
+class SummaryPage(Contract):
+    count: int = Field(description="how many results there are over all pages")
+    next: str | None = Field(description="the URL of the next page, null on the last")
+    previous: str | None = Field(description="the URL of the previous page, null on the first")
+    results: list[SummaryOut]
+
+
+class SummaryListView(OrgAPIView):
+    required_scopes = {"GET": SCOPE_MEMORIES_READ}
+    pagination_class = Pagination
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="summaries_list",
+        summary="List consolidated summaries",
+        description=(
+            "What consolidation learned from each cluster it synthesised: a summary, key facts, "
+            "decisions and superseded facts, linked to the consolidated memory and its sources, newest first, "
+            "one page at a time. `status=rejected` lists the replies that could not be parsed, with the "
+            "error. Sessions start with the ready ones (`memory_context`), and search returns the closest. "
+            "Needs `memories:read`."
+        ),
+        parameters=[SummaryListQuerySerializer, *PAGE_PARAMETERS],
+        responses={200: SummaryPage, **error_responses(400, 401, 403, 404)},
+    )
+    def get(self, request: Request) -> Response:
+        params = SummaryListQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        qs = summaries_list(self.principal, **params.validated_data)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        return paginator.get_paginated_response([SummaryOut.of(s).model_dump(mode="json") for s in page])
+
+
+class SummaryDetailView(OrgAPIView):
+    required_scopes = {"GET": SCOPE_MEMORIES_READ}
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="summaries_get",
+        summary="Get a consolidated summary",
+        description="One summary by id (`sum_…`), with its sources and the run that wrote it. Needs `memories:read`.",
+        parameters=[OpenApiParameter("summary_id", str, OpenApiParameter.PATH, description="the summary's id")],
+        responses={200: SummaryOut, **error_responses(401, 403, 404)},
+    )
+    def get(self, request: Request, summary_id: str) -> Response:
+        return Response(SummaryOut.of(summary_get(self.principal, summary_id)).model_dump(mode="json"))

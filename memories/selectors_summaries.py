@@ -1,0 +1,115 @@
+"""Reads of consolidated summaries (seed 002 ``SummaryStore``, issue 14): the ones a principal may
+see, the best ones for a session's start, and the ones a search merges in. A summary is served only
+while it is ``ready`` and its consolidated memory is active (an un-merged or superseded memory takes
+its summary with it), and it is trusted as much as that memory is now — its live confidence, not the
+value when it was written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+from pgvector.django import CosineDistance
+
+from accounts.access import Principal, access_filter
+from accounts.models import Project
+from memories.models import Memory, MemorySummary
+from memories.selectors import project_resolve, reach_for
+from reasoningbank.errors import NotFound
+
+SUMMARY_ID_MAX = 40
+
+
+def summaries_readable(principal: Principal, *, project: Project | None = None) -> QuerySet[MemorySummary]:
+    """Every summary (any status) of the projects the principal reaches, or of ``project``."""
+    qs = access_filter(MemorySummary, principal)
+    if project is not None:
+        return qs.filter(project=project)
+    reach = reach_for(principal)
+    return qs if reach.project_ids is None else qs.filter(project_id__in=reach.project_ids)
+
+
+def summaries_served(principal: Principal, *, project: Project | None = None) -> QuerySet[MemorySummary]:
+    """The summaries search and session starts may hand out."""
+    return (
+        summaries_readable(principal, project=project)
+        .filter(status=MemorySummary.STATUS_READY, memory__state=Memory.STATE_ACTIVE)
+        .select_related("memory")
+    )
+
+
+def summary_get(principal: Principal, summary_id: str) -> MemorySummary:
+    valid = isinstance(summary_id, str) and len(summary_id) <= SUMMARY_ID_MAX and "\x00" not in summary_id
+    qs = summaries_readable(principal).select_related("memory", "project")
+    found = qs.filter(pk=summary_id).first() if valid else None
+    if found is None:
+        raise NotFound(f"summary {summary_id!r} not found", field="summary_id")
+    return found
+
+
+def summaries_list(
+    principal: Principal, *, project: str | None = None, status: str | None = None, memory: str | None = None
+) -> QuerySet[MemorySummary]:
+    """Newest first, optionally of one project (by slug), one status, one consolidated memory."""
+    qs = summaries_readable(principal, project=project_resolve(principal, project) if project else None)
+    if status:
+        qs = qs.filter(status=status)
+    if memory:
+        qs = qs.filter(memory_id=memory)
+    return qs.select_related("memory", "project").order_by("-created_at", "-pk")
+
+
+def summaries_for_context(
+    principal: Principal,
+    project: Project,
+    *,
+    limit: int,
+    min_confidence: float,
+    prioritize: str,
+    task_vector: list[float] | None = None,
+) -> list[MemorySummary]:
+    """Seed 002 ``_select_summaries``: at most ``limit`` of the project's summaries whose memory is at
+    least ``min_confidence`` trusted, by relevance to the task (closest first; by confidence without
+    a task), recency or activation."""
+    qs = summaries_served(principal, project=project).filter(memory__confidence__gte=min_confidence)
+    if prioritize == "relevance" and task_vector is not None:
+        return list(
+            qs.annotate(distance=CosineDistance("embedding", task_vector)).order_by(
+                "distance", "-memory__confidence", "pk"
+            )[:limit]
+        )
+    order = {
+        "recency": ("-temporal_end", "-created_at"),
+        "activation": ("-activation_count", "-memory__confidence"),
+    }.get(prioritize, ("-memory__confidence", "-created_at"))
+    return list(qs.order_by(*order, "pk")[:limit])
+
+
+@dataclass(frozen=True)
+class SummaryHit:
+    summary: MemorySummary
+    similarity: float
+
+
+def summaries_search(
+    principal: Principal,
+    *,
+    query_vector: list[float],
+    project: Project | None,
+    scope: str,
+    limit: int,
+    min_similarity: float,
+    min_confidence: float,
+) -> list[SummaryHit]:
+    """Seed 002 ``_summary_store.search``: the closest served summaries to the query, at least
+    ``min_similarity`` alike. Summaries belong to projects, so a team- or org-scoped search has none."""
+    if limit <= 0 or scope not in ("all", "project"):
+        return []
+    qs = (
+        summaries_served(principal, project=project)
+        .filter(memory__confidence__gte=min_confidence)
+        .annotate(distance=CosineDistance("embedding", query_vector))
+        .filter(distance__lte=1.0 - min_similarity)
+        .order_by("distance", "pk")[:limit]
+    )
+    return [SummaryHit(summary, round(1.0 - float(summary.distance), 4)) for summary in qs]
