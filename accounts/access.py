@@ -53,12 +53,18 @@ class Principal:
     team_ids: frozenset[int] | None = None
     # a token restricted to exactly one project (no teams): that project, loaded with the token
     only_project: Project | None = None
+    # an OAuth access token's connected app (accounts.models.OAuthConnection); ``user`` is the person
+    # who consented, ``role`` stays None (the role only caps the scopes, it grants no dashboard rights)
+    oauth_connection: Any = None
     is_authenticated: bool = field(default=True, repr=False)  # lets DRF's IsAuthenticated work
 
     @property
     def actor_label(self) -> str:
         if self.token is not None:
             return f"token:{self.token.prefix}"
+        if self.oauth_connection is not None:
+            email = self.user.email if self.user is not None else ""
+            return f"app:{self.oauth_connection.pk} user:{email}"[:200]
         if self.user is not None:
             return f"user:{self.user.email or self.user.get_username()}"
         return "system"

@@ -1,5 +1,6 @@
-"""Bearer-token authentication for the REST API (the MCP endpoint reuses
-``token_authenticate_throttled``): failed tokens are throttled by client address and token prefix
+"""Bearer-token authentication for the REST API (the MCP endpoint reuses ``bearer_authenticate``):
+an org API token (``rb_...``) or an OAuth access token of a connected app (``rbo_...``, issue 16)
+resolve to the same ``Principal``. Failed tokens are throttled by client address and token prefix
 (``accounts/throttling.py``), answered 429 with ``Retry-After``."""
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.request import Request
 
 from accounts.access import Principal, principal_for_token
+from accounts.oauth import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
 from accounts.throttling import Throttled as ThrottledAnswer
-from accounts.throttling import client_address, token_authenticate_throttled
+from accounts.throttling import bearer_blocked, bearer_failure, client_address, token_authenticate_throttled
 
 
 def bearer_token_from_header(header: bytes | str | None) -> str | None:
@@ -31,25 +33,51 @@ def bearer_token_from_header(header: bytes | str | None) -> str | None:
     return parts[1]
 
 
+def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
+    """A bearer token → its ``Principal``; a ``Throttled`` answer once the address (or the token's
+    prefix) has failed too often; ``OAuthRefused`` (with the reason) for an OAuth token that may not
+    be used for ``resource``; None for an unknown token. API tokens are not bound to a resource."""
+    from accounts.services_oauth import oauth_authenticate
+
+    if raw.startswith(ACCESS_TOKEN_PREFIX):
+        blocked = bearer_blocked(address)
+        if blocked is not None:
+            return blocked
+        result = oauth_authenticate(raw, resource=resource)
+        if isinstance(result, Principal):
+            return result
+        return bearer_failure(address, raw) or result
+    token = token_authenticate_throttled(raw, address=address)
+    if token is None or isinstance(token, ThrottledAnswer):
+        return token
+    return principal_for_token(token)
+
+
 class ApiTokenAuthentication(BaseAuthentication):
-    """``Authorization: Bearer rb_...``. Missing → DRF's 401 with ``WWW-Authenticate: Bearer``."""
+    """``Authorization: Bearer rb_...`` (an API token) or ``Bearer rbo_...`` (an OAuth access token
+    issued for the REST API, ``<issuer>/api/v1``). Missing → DRF's 401 with ``WWW-Authenticate``."""
 
     def authenticate(self, request: Request) -> tuple[Principal, Any] | None:
+        from accounts.services_oauth import OAuthRefused
+
         header = get_authorization_header(request)
         if not header:
             return None
         raw = bearer_token_from_header(header)
         if raw is None:
             raise AuthenticationFailed("Malformed Authorization header; expected 'Bearer <token>'.")
-        token = token_authenticate_throttled(raw, address=client_address(request.META.get("REMOTE_ADDR")))
-        if isinstance(token, ThrottledAnswer):
-            raise Throttled(wait=token.retry_after, detail=token.message)  # 429 with Retry-After
-        if token is None:
+        address = client_address(request.META.get("REMOTE_ADDR"))
+        principal = bearer_authenticate(raw, address=address, resource=api_resource())
+        if isinstance(principal, ThrottledAnswer):
+            raise Throttled(wait=principal.retry_after, detail=principal.message)  # 429 with Retry-After
+        if isinstance(principal, OAuthRefused):
+            raise AuthenticationFailed(principal.description)
+        if principal is None:
             raise AuthenticationFailed("Invalid, expired or revoked API token.")
-        return principal_for_token(token), token
+        return principal, principal.token
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="api"'
+        return bearer_challenge(realm="api", resource_path=API_RESOURCE_PATH)
 
 
 class ApiTokenAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -59,4 +87,9 @@ class ApiTokenAuthenticationScheme(OpenApiAuthenticationExtension):
     name = "ApiToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {"type": "http", "scheme": "bearer", "description": "An org API token: rb_..."}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An org API token (rb_...), or an OAuth access token of a connected app (rbo_...) "
+            "issued for this API's resource (<issuer>/api/v1)",
+        }

@@ -1,9 +1,10 @@
 """Bearer-token authentication for the MCP endpoint (DESIGN §4, §8), beside the REST one.
 
-``BearerTokenMiddleware`` resolves ``Authorization: Bearer <API token>`` to the token's ``Principal``
-(the same lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the
-tools through a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes
-from a tool argument.
+``BearerTokenMiddleware`` resolves ``Authorization: Bearer <token>`` — an org API token or an OAuth
+access token issued for this endpoint (``<issuer>/mcp``, issue 16) — to its ``Principal`` (the same
+lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the tools through
+a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes from a tool
+argument.
 """
 
 import json
@@ -19,10 +20,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from accounts.access import Principal, principal_for_token
-from accounts.authentication import bearer_token_from_header
+from accounts.access import Principal
+from accounts.authentication import bearer_authenticate, bearer_token_from_header
 from accounts.models import ApiToken
-from accounts.throttling import Throttled, client_address, token_authenticate_throttled
+from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
+from accounts.throttling import Throttled, client_address
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
 
 # The principal of the request being served: set by BearerTokenMiddleware, copied (like the SDK's
@@ -30,15 +32,37 @@ from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECO
 _request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_principal", default=None)
 
 
-def _authenticate(raw: str, address: str) -> tuple[ApiToken, Principal] | Throttled | None:
-    """The token and its principal; a ``Throttled`` answer once the address or the token prefix has
-    failed too often (``accounts/throttling.py``, shared with REST); None for an invalid token."""
+def _authenticate(raw: str, address: str) -> Any:
+    """The token's principal; a ``Throttled`` answer once the address or the token prefix has failed
+    too often (``accounts/throttling.py``, shared with REST); ``OAuthRefused`` for an OAuth token that
+    may not be used here (another resource, expired, revoked); None for an invalid token."""
     close_old_connections()
     try:
-        token = token_authenticate_throttled(raw, address=address)
-        return token if token is None or isinstance(token, Throttled) else (token, principal_for_token(token))
+        return bearer_authenticate(raw, address=address, resource=mcp_resource())
     finally:
         close_old_connections()
+
+
+def access_token_for_principal(principal: Principal, raw: str) -> AccessToken:
+    """What tools see through ``get_access_token()`` for either kind of token; never the raw value."""
+    if principal.token is not None:
+        return access_token_for(principal.token)
+    connection = principal.oauth_connection
+    return AccessToken(
+        token=raw[:10],
+        client_id=connection.application.client_id,
+        scopes=sorted(principal.scopes),
+        expires_at=None,
+        subject=f"org:{principal.organization.pk}",
+        resource=mcp_resource(),
+        claims={
+            "organization_id": principal.organization.pk,
+            "organization": principal.organization.slug,
+            "token_prefix": raw[:10],
+            "label": connection.application.name or connection.application.client_id,
+            "oauth_connection_id": connection.pk,
+        },
+    )
 
 
 def access_token_for(token: ApiToken) -> AccessToken:
@@ -60,13 +84,16 @@ def access_token_for(token: ApiToken) -> AccessToken:
 
 
 class BearerTokenMiddleware:
-    """Every request needs ``Authorization: Bearer <API token>`` (checked against ``ApiToken``).
+    """Every request needs ``Authorization: Bearer <token>``: an org API token, or an OAuth access
+    token bound to this endpoint's resource (``<issuer>/mcp``).
 
-    Missing or invalid → 401 ``WWW-Authenticate: Bearer realm="mcp", error="invalid_token"`` with a
-    JSON body; too many failures from the client's address (or with one token prefix) → 429 with
-    ``Retry-After`` (``accounts/throttling.py``, the same counters as REST). No OAuth metadata is
-    advertised: these are static org API keys. An authenticated GET (the optional standalone SSE
-    stream) is 405: this stateless JSON server never pushes anything.
+    Missing → 401 with ``WWW-Authenticate: Bearer realm="mcp", resource_metadata="<issuer>/.well-known/
+    oauth-protected-resource/mcp", scope="..."`` (MCP 2026-07-28 "Authorization": where an OAuth client
+    discovers the authorization server); invalid, expired, revoked or minted for another resource →
+    the same with ``error="invalid_token"``; both with a JSON body. Too many failures from the
+    client's address (or with one token prefix) → 429 with ``Retry-After`` (``accounts/throttling.py``,
+    the same counters as REST). An authenticated GET (the optional standalone SSE stream) is 405:
+    this stateless JSON server never pushes anything.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -79,7 +106,7 @@ class BearerTokenMiddleware:
         header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), None)
         raw = bearer_token_from_header(header)
         if raw is None:
-            await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <API token>'.")
+            await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <token>'.", error=None)
             return
         client = scope.get("client") or (None, None)
         try:
@@ -99,7 +126,10 @@ class BearerTokenMiddleware:
         if authenticated is None:
             await self._unauthorized(send, "Invalid, expired or revoked API token.")
             return
-        token, principal = authenticated
+        if not isinstance(authenticated, Principal):  # an OAuth token refused here (OAuthRefused)
+            await self._unauthorized(send, authenticated.description)
+            return
+        principal = authenticated
         if scope["method"] == "GET":
             # Stateless JSON server: nothing is ever pushed on a standalone SSE stream, and an open
             # GET would only hold a connection (and could not see other workers' events anyway).
@@ -111,7 +141,7 @@ class BearerTokenMiddleware:
                 [(b"allow", b"POST")],
             )
             return
-        access = access_token_for(token)
+        access = access_token_for_principal(principal, raw)
         scope = dict(scope)
         scope["user"] = AuthenticatedUser(access)
         scope["auth"] = AuthCredentials(access.scopes)
@@ -131,10 +161,11 @@ class BearerTokenMiddleware:
         )
 
     @staticmethod
-    async def _unauthorized(send: Send, description: str) -> None:
+    async def _unauthorized(send: Send, description: str, error: str | None = "invalid_token") -> None:
+        challenge = bearer_challenge(realm="mcp", resource_path=MCP_RESOURCE_PATH, error=error)
         await _send_json(
             send, 401, {"error": "invalid_token", "error_description": description},
-            [(b"www-authenticate", b'Bearer realm="mcp", error="invalid_token"'), (b"cache-control", b"no-store")],
+            [(b"www-authenticate", challenge.encode()), (b"cache-control", b"no-store")],
         )
 
 

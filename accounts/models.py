@@ -191,3 +191,67 @@ class SharedCacheEntry(models.Model):
 
     def __str__(self) -> str:
         return self.cache_key
+
+
+class OAuthConnection(models.Model):
+    """A connected app (issue 16): what a user allowed an OAuth client to do inside one org.
+
+    Made on the consent page; django-oauth-toolkit's grants and tokens point here through
+    ``OAuthGrantLink`` / ``OAuthTokenLink``. A token's rights are this row's org, scopes (never above
+    the user's current role) and project/team restriction; revoking the row ends all its tokens.
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="oauth_connections")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oauth_connections")
+    application = models.ForeignKey(
+        "oauth2_provider.Application", on_delete=models.CASCADE, related_name="rb_connections"
+    )
+    scopes = ArrayField(models.CharField(max_length=32), default=list)
+    projects = models.ManyToManyField(Project, blank=True, related_name="oauth_connections")
+    teams = models.ManyToManyField(Team, blank=True, related_name="oauth_connections")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # one live connection per user, client and org: consenting again updates it
+            models.UniqueConstraint(
+                fields=["user", "application", "organization"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="oauth_connection_live_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"connection {self.pk} ({self.application_id} in {self.organization_id})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class OAuthGrantLink(models.Model):
+    """Which connection an authorization code was issued for (until the code is exchanged)."""
+
+    grant = models.OneToOneField(
+        "oauth2_provider.Grant", on_delete=models.CASCADE, primary_key=True, related_name="rb_link"
+    )
+    connection = models.ForeignKey(OAuthConnection, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"grant {self.pk} → {self.connection_id}"
+
+
+class OAuthTokenLink(models.Model):
+    """Which connection an access token belongs to (refreshed tokens inherit it)."""
+
+    access_token = models.OneToOneField(
+        "oauth2_provider.AccessToken", on_delete=models.CASCADE, primary_key=True, related_name="rb_link"
+    )
+    connection = models.ForeignKey(OAuthConnection, on_delete=models.CASCADE, related_name="token_links")
+
+    def __str__(self) -> str:
+        return f"access token {self.pk} → {self.connection_id}"

@@ -6,10 +6,10 @@ import functools
 from typing import Any
 
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import F, Model, QuerySet
 
 from accounts.access import Principal, access_filter
-from accounts.models import ApiToken, Membership, Organization, Project
+from accounts.models import ApiToken, Membership, OAuthConnection, Organization, Project
 
 
 def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
@@ -95,3 +95,23 @@ def token_by_digest(digest: str) -> ApiToken | None:
     token.project_id_list, token.team_id_list = row[start], row[start + 1]  # type: ignore[attr-defined]
     token.only_project = project  # type: ignore[attr-defined]
     return token
+
+
+def oauth_connections_of_org(*, organization: Organization) -> QuerySet[OAuthConnection]:
+    """Settings → Connected apps: the org's connected apps, live ones first, newest first."""
+    return (
+        access_filter(OAuthConnection, organization)
+        .select_related("application", "user")
+        .prefetch_related("projects", "teams")
+        .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
+    )
+
+
+def oauth_application(client_id: str) -> Any:
+    """The OAuth client (django-oauth-toolkit ``Application``) with this client id, or None. Clients
+    are not tenant data: any org's member may connect any client."""
+    from oauth2_provider.models import get_application_model
+
+    if not client_id or "\x00" in client_id:
+        return None
+    return get_application_model().objects.filter(client_id=client_id).first()

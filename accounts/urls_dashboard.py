@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from accounts import views
+from accounts import views, views_oauth
 
 urlpatterns = [
     path("switch-org/", views.switch_org, name="switch-org"),
@@ -14,6 +14,12 @@ urlpatterns = [
     path("settings/projects/", views.settings_projects, name="settings-projects"),
     path("settings/tokens/", views.settings_tokens, name="settings-tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views.token_revoke_view, name="settings-token-revoke"),
+    path("settings/connected-apps/", views_oauth.settings_connected_apps, name="settings-connected-apps"),
+    path(
+        "settings/connected-apps/<int:connection_id>/revoke/",
+        views_oauth.connected_app_revoke,
+        name="settings-connected-app-revoke",
+    ),
     path("settings/usage/", views.settings_usage, name="settings-usage"),
     path("settings/plan/", views.settings_plan, name="settings-plan"),
 ]

@@ -60,6 +60,7 @@ SECTIONS = [
     ("teams", "Teams", "/settings/teams/"),
     ("projects", "Projects", "/settings/projects/"),
     ("tokens", "API tokens", "/settings/tokens/"),
+    ("apps", "Connected apps", "/settings/connected-apps/"),
     ("usage", "LLM usage", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
 ]

@@ -16,6 +16,8 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
+    # OAuth 2.1 for remote MCP clients: metadata (/.well-known/...), /oauth/authorize|token|revoke|register
+    path("", include("accounts.urls_oauth")),
     path("api/v1/", include(api_v1)),
     path("api/v1/", include("memories.urls")),
     path("api/v1/", include("consolidation.urls")),

@@ -29,6 +29,14 @@ EXEMPT_ROUTES: dict[str, str] = {
     "api-schema": "the public OpenAPI document, the same for everybody",
     "api-docs": "the public Swagger UI page for the schema, the same for everybody",
     "^api/": "the catch-all under /api/: a JSON 404 for every unknown path, reads nothing",
+    # OAuth 2.1 (issue 16): the authorization endpoint, the token endpoint and connected apps have
+    # cross-tenant tests (tests/accounts/test_oauth.py); these hold no org data
+    "oauth2_provider:oauth-server-metadata": "RFC 8414 authorization server metadata, the same public document for all",
+    "oauth2_provider:oauth-resource-metadata-mcp": "RFC 9728 metadata of /mcp, the same public document for all",
+    "oauth2_provider:oauth-resource-metadata-api": "RFC 9728 metadata of /api/v1, the same public document for all",
+    "oauth2_provider:revoke-token": "RFC 7009: a client revokes a token issued to itself; reads no org rows",
+    "oauth2_provider:dcr-register": "RFC 7591: registers a new OAuth client; clients belong to no org",
+    "oauth2_provider:dcr-register-management": "RFC 7592: a client reads/updates its own registration (its token)",
 }
 # URL namespaces whose routes are not ours to guard with the tenant filter
 EXEMPT_NAMESPACES: dict[str, str] = {
@@ -144,7 +152,7 @@ def covered_names() -> tuple[dict[str, set[str]], list[str]]:
 
 
 APP_ROOT = TESTS_DIR.parent
-ENDPOINT_MODULE_PATTERNS = ("views.py", "api.py", "api_*.py", "mcp_tools.py", "contracts.py")
+ENDPOINT_MODULE_PATTERNS = ("views.py", "views_*.py", "api.py", "api_*.py", "mcp_tools.py", "contracts.py")
 ACCESS_HELPERS = {"access_filter", "access_get"}
 
 

@@ -30,6 +30,7 @@ _ORDER = [
     "test_code_report_hook.py",
     "test_schedule.py",
     "test_dashboard_signup.py",
+    "test_oauth_connect.py",
     "test_schema.py",
     "test_load.py",
     "test_stop_and_restart.py",

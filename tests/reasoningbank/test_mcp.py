@@ -218,10 +218,15 @@ async def test_another_org_never_sees_or_touches_a_memory(app: Any, tokens: dict
 # --- authentication and scopes -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer rb_not-a-real-token", "Basic dXNlcjpwYXNz", "Bearer"])
-async def test_missing_or_invalid_token_is_401_without_oauth_metadata(
-    app: Any, tokens: dict[str, str], authorization: str | None
+@pytest.mark.parametrize(
+    ("authorization", "sent_a_token"),
+    [(None, False), ("Bearer rb_not-a-real-token", True), ("Basic dXNlcjpwYXNz", False), ("Bearer", False)],
+)
+async def test_missing_or_invalid_token_is_401_pointing_at_the_oauth_metadata(
+    app: Any, tokens: dict[str, str], authorization: str | None, sent_a_token: bool
 ) -> None:
+    """The MCP 2026-07-28 challenge (issue 16): where to discover the authorization server, and the
+    scopes; ``error="invalid_token"`` only when a bearer token was sent (RFC 6750 §3.1)."""
     headers = dict(MCP_HEADERS)
     if authorization is not None:
         headers["Authorization"] = authorization
@@ -230,8 +235,10 @@ async def test_missing_or_invalid_token_is_401_without_oauth_metadata(
 
     assert response.status_code == 401
     challenge = response.headers["www-authenticate"]
-    assert challenge == 'Bearer realm="mcp", error="invalid_token"'
-    assert "resource_metadata" not in challenge
+    assert challenge.startswith('Bearer realm="mcp", ')
+    assert ('error="invalid_token"' in challenge) is sent_a_token
+    assert 'resource_metadata="http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert 'scope="memories:read memories:write consolidation:run"' in challenge
     assert response.json()["error"] == "invalid_token"
 
 

@@ -1,0 +1,165 @@
+"""OAuth 2.1 for remote MCP clients (issue 16, MCP 2026-07-28 "Authorization"): the shared pieces.
+
+The authorization server is django-oauth-toolkit (``OAUTH2_PROVIDER`` in settings) with our
+validator (``accounts/oauth_validator.py``), consent page and connected apps
+(``accounts/views_oauth.py``), client metadata fetcher (``accounts/oauth_cimd.py``) and the
+connection each token belongs to (``accounts.models.OAuthConnection``). This module holds what
+those and the two resource servers (``/mcp``: ``accounts/mcp_auth.py``; REST:
+``accounts/authentication.py``) share: the protected resources' identifiers and metadata URLs, the
+``WWW-Authenticate`` challenge, the redirect-URI policy and the token generators.
+
+Two protected resources (RFC 9728), both served by this issuer:
+
+* ``<issuer>/mcp`` — the MCP endpoint; what MCP clients ask for (RFC 8707 ``resource``);
+* ``<issuer>/api/v1`` — the REST API.
+
+A token is bound to the resource(s) named when it was authorized (the MCP endpoint when the client
+named none) and is refused by the other one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+
+# the scopes an app can be granted (never ``admin``)
+OAUTH_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN)
+ACCESS_TOKEN_PREFIX = "rbo_"  # API tokens start with "rb_": the bearer check tells them apart by prefix
+REFRESH_TOKEN_PREFIX = "rbr_"
+TOKEN_DISPLAY_CHARS = 10
+
+MCP_RESOURCE_PATH = "/mcp"
+API_RESOURCE_PATH = "/api/v1"
+RESOURCE_PATHS = (MCP_RESOURCE_PATH, API_RESOURCE_PATH)
+PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
+
+
+def issuer() -> str:
+    return str(settings.OAUTH_ISSUER).rstrip("/")
+
+
+def resource_identifier(path: str) -> str:
+    """The RFC 8707 / RFC 9728 identifier of one of our protected resources."""
+    return issuer() + path
+
+
+def mcp_resource() -> str:
+    return resource_identifier(MCP_RESOURCE_PATH)
+
+
+def api_resource() -> str:
+    return resource_identifier(API_RESOURCE_PATH)
+
+
+def known_resources() -> tuple[str, ...]:
+    return tuple(resource_identifier(path) for path in RESOURCE_PATHS)
+
+
+def canonical_resource(value: str) -> str:
+    """A requested resource in the form we compare (scheme and host lower-cased, no trailing slash,
+    default port dropped); unknown shapes come back unchanged (and then match nothing)."""
+    try:
+        parts = urlsplit(value.strip())
+        scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return value
+    if not scheme or not host or parts.username or parts.password or parts.fragment or parts.query:
+        return value
+    if ":" in host:
+        host = f"[{host}]"
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def resource_known(value: str) -> str | None:
+    """The identifier of ours that ``value`` names, or None (a resource this server does not serve)."""
+    wanted = canonical_resource(value)
+    for known in known_resources():
+        if canonical_resource(known) == wanted:
+            return known
+    return None
+
+
+def resource_metadata_url(path: str) -> str:
+    """Where a resource's Protected Resource Metadata lives (RFC 9728 §3.1, path form)."""
+    return issuer() + PRM_WELL_KNOWN + path
+
+
+def bearer_challenge(*, realm: str, resource_path: str, error: str | None = None, description: str = "") -> str:
+    """``WWW-Authenticate`` for a 401 (MCP 2026-07-28 "Authorization"; RFC 6750 §3, RFC 9728 §5.1):
+    the metadata to discover the authorization server from, and the scopes the resource uses. A
+    request that sent no token gets no ``error`` (RFC 6750 §3.1)."""
+    params = [f'realm="{realm}"']
+    if error:
+        params.append(f'error="{error}"')
+        if description:
+            params.append('error_description="{}"'.format(description.replace("\\", "").replace('"', "'")))
+    params.append(f'resource_metadata="{resource_metadata_url(resource_path)}"')
+    params.append(f'scope="{" ".join(OAUTH_SCOPES)}"')
+    return "Bearer " + ", ".join(params)
+
+
+def token_display(raw: str) -> str:
+    return raw[:TOKEN_DISPLAY_CHARS]
+
+
+# --- token values (django-oauth-toolkit's ACCESS_TOKEN_GENERATOR / REFRESH_TOKEN_GENERATOR) --------
+
+
+def access_token_generator(request: Any, refresh_token: bool = False) -> str:
+    """32 random bytes, prefixed so that a leaked token is recognisable (and never mistaken for an API
+    token); stored only as its SHA-256 digest (``COMPLIANT_BCP_RFC9700_TOKEN_STORAGE``)."""
+    return ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def refresh_token_generator(request: Any, refresh_token: bool = False) -> str:
+    return REFRESH_TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+# --- redirect URIs ----------------------------------------------------------------------------------
+
+LOOPBACK_HOSTS = {"localhost"}
+
+
+def is_loopback_host(host: str | None) -> bool:
+    if not host:
+        return False
+    if host.lower() in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def redirect_uri_problem(uri: str) -> str | None:
+    """Why ``uri`` may not be a redirect URI under this server's policy, or None when it may:
+    one of ``OAUTH_REDIRECT_SCHEMES`` (https by default, or a native app's private-use scheme), or
+    ``http`` to a loopback address (any port) while ``OAUTH_LOOPBACK_REDIRECTS`` is on."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "is not a URI"
+    scheme = parts.scheme.lower()
+    if not scheme:
+        return "has no scheme"
+    if "#" in uri:
+        return "has a fragment"
+    if scheme == "http":
+        if settings.OAUTH_LOOPBACK_REDIRECTS and is_loopback_host(parts.hostname):
+            return None
+        return "uses http to a host that is not a loopback address (use https)"
+    if scheme not in settings.OAUTH_REDIRECT_SCHEMES:
+        return f"uses the scheme {scheme!r}, which this server does not allow"
+    if scheme == "https" and not parts.hostname:
+        return "has no host"
+    return None

@@ -1,0 +1,38 @@
+"""OAuth 2.1 routes (issue 16), mounted at the site root. The namespace is django-oauth-toolkit's
+(``oauth2_provider``), whose metadata and registration views reverse these names; only the routes
+this service uses are mounted (no application-management pages, no introspection, no OIDC)."""
+
+from django.urls import path
+from oauth2_provider import views as dot_views
+
+from accounts import views_oauth
+from accounts.oauth import API_RESOURCE_PATH, MCP_RESOURCE_PATH
+
+app_name = "oauth2_provider"
+
+urlpatterns = [
+    # RFC 8414 (issuer without a path: the document lives at the origin's well-known URI)
+    path(
+        ".well-known/oauth-authorization-server", views_oauth.ServerMetadataView.as_view(), name="oauth-server-metadata"
+    ),
+    # RFC 9728, path form: the metadata of <issuer>/mcp and of <issuer>/api/v1
+    path(
+        ".well-known/oauth-protected-resource/mcp",
+        views_oauth.ProtectedResourceMetadataView.as_view(resource_path=MCP_RESOURCE_PATH),
+        name="oauth-resource-metadata-mcp",
+    ),
+    path(
+        ".well-known/oauth-protected-resource/api/v1",
+        views_oauth.ProtectedResourceMetadataView.as_view(resource_path=API_RESOURCE_PATH),
+        name="oauth-resource-metadata-api",
+    ),
+    path("oauth/authorize/", views_oauth.ConsentView.as_view(), name="authorize"),
+    path("oauth/token/", views_oauth.JsonTokenView.as_view(), name="token"),
+    path("oauth/revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/register/", views_oauth.RegistrationView.as_view(), name="dcr-register"),
+    path(
+        "oauth/register/<str:client_id>/",
+        dot_views.DynamicClientRegistrationManagementView.as_view(),
+        name="dcr-register-management",
+    ),
+]

@@ -1,0 +1,309 @@
+"""OAuth 2.1 pages and endpoints of the accounts app (issue 16, MCP 2026-07-28 "Authorization").
+
+* ``ProtectedResourceMetadataView`` — RFC 9728 metadata of ``/mcp`` and ``/api/v1`` (what the 401
+  challenge's ``resource_metadata`` points at).
+* ``ServerMetadataView`` — RFC 8414 metadata of the authorization server (django-oauth-toolkit's).
+* ``ConsentView`` — the authorization endpoint after allauth login: the user picks the org (one of
+  theirs), optionally projects, and the scopes (never above their role); the library then issues
+  the code (PKCE S256 only, ``iss`` in the response, the ``resource`` bound into the grant).
+* ``RegistrationView`` — Dynamic Client Registration (RFC 7591) with this server's redirect-URI
+  policy; clients that name themselves by a metadata URL need no registration (``oauth_cimd``).
+* ``settings_connected_apps`` / ``connected_app_revoke`` — Settings → Connected apps.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.forms import AllowForm
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationView,
+    OAuthProtectedResourceMetadataView,
+    OAuthServerMetadataView,
+    TokenView,
+)
+from oauthlib.oauth2.rfc6749.errors import AccessDeniedError, CustomOAuth2Error
+
+from accounts.access import access_filter, access_get, principal_for_membership
+from accounts.decorators import org_view
+from accounts.models import Membership, OAuthConnection, Project
+from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, mcp_resource, redirect_uri_problem, resource_known
+from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
+from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
+from reasoningbank.errors import ServiceError
+
+SCOPE_HELP = {
+    "memories:read": "search and read memories",
+    "memories:write": "record memories, feedback, outcomes and sessions",
+    "consolidation:run": "request consolidation runs",
+}
+
+
+# --- metadata --------------------------------------------------------------------------------------
+
+
+class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):
+    """RFC 9728 Protected Resource Metadata for one of our resources (``resource_path`` kwarg)."""
+
+    resource_path = "/mcp"
+
+    def get_resource(self, request: HttpRequest) -> str:
+        from accounts.oauth import resource_identifier
+
+        return resource_identifier(self.resource_path)
+
+    def get_scopes_supported(self) -> list[str]:
+        return list(OAUTH_SCOPES)
+
+    def get_resource_name(self) -> str:
+        return "ReasoningBank MCP endpoint" if self.resource_path == "/mcp" else "ReasoningBank REST API"
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().get(request, *args, **kwargs)
+        response["Cache-Control"] = "public, max-age=300"
+        return response
+
+
+class ServerMetadataView(OAuthServerMetadataView):
+    """RFC 8414 Authorization Server Metadata (the library's document: issuer, endpoints, S256 only,
+    ``authorization_response_iss_parameter_supported``, ``client_id_metadata_document_supported``)."""
+
+
+# --- consent ---------------------------------------------------------------------------------------
+
+
+class ConsentForm(AllowForm):
+    """The library's hidden authorization-request fields plus the user's choices."""
+
+
+def _error(error: Any, redirect_uri: str) -> OAuthToolkitError:
+    return OAuthToolkitError(error=error, redirect_uri=redirect_uri)
+
+
+class ConsentView(AuthorizationView):
+    """The authorization endpoint (GET: the consent page; POST: the decision)."""
+
+    template_name = "accounts/oauth_consent.html"
+    form_class = ConsentForm
+
+    def _refuse(self, request: HttpRequest, error: str, description: str) -> HttpResponse:
+        """An error sent back to the client's (validated) redirect URI, or shown when the client or
+        its redirect URI is itself invalid."""
+        try:
+            _scopes, credentials = self.validate_authorization_request(request)
+        except OAuthToolkitError as invalid:
+            return self.error_response(invalid, application=None)
+        refusal = CustomOAuth2Error(error=error, description=description, state=credentials.get("state"))
+        return self.error_response(
+            _error(refusal, credentials["redirect_uri"]), oauth_application(credentials["client_id"])
+        )
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        method = request.GET.get("code_challenge_method")
+        if request.GET.get("code_challenge") and method != "S256":
+            return self._refuse(request, "invalid_request", "code_challenge_method must be S256")
+        resources = request.GET.getlist("resource")
+        if resources:
+            unknown = [value for value in resources if resource_known(value) is None]
+            if unknown:
+                return self._refuse(
+                    request, "invalid_target", f"this server does not serve the resource {unknown[0]!r}"
+                )
+            chosen = [resource_known(value) for value in resources]
+        else:
+            chosen = [mcp_resource()]  # RFC 8707 §2: the default resource, so every token is bound
+        query = request.GET.copy()
+        query.setlist("resource", list(dict.fromkeys(value for value in chosen if value)))
+        request.GET = query  # type: ignore[assignment]
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        requested = [scope for scope in kwargs.get("scopes", []) if scope in OAUTH_SCOPES] or list(OAUTH_SCOPES)
+        memberships = list(memberships_of_user(user=self.request.user))
+        chosen_slug = kwargs.get("chosen_org") or (memberships[0].organization.slug if memberships else "")
+        context.update(
+            requested_scopes=[(scope, SCOPE_HELP.get(scope, "")) for scope in requested],
+            orgs=[
+                {
+                    "membership": membership,
+                    "slug": membership.organization.slug,
+                    "allowed": oauth_scopes_for_role(membership.role),
+                    "projects": list(access_filter(Project, membership.organization).order_by("slug")),
+                }
+                for membership in memberships
+            ],
+            chosen_org=chosen_slug,
+            chosen_scopes=kwargs.get("chosen_scopes"),
+            consent_error=kwargs.get("consent_error", ""),
+            resources=(self.oauth2_data.get("resource") or kwargs.get("resource") or "").split(),
+        )
+        return context
+
+    def form_valid(self, form: ConsentForm) -> HttpResponse:
+        request = self.request
+        data = form.cleaned_data
+        application = oauth_application(data["client_id"])
+        credentials: dict[str, Any] = {
+            "client_id": data.get("client_id"),
+            "redirect_uri": data.get("redirect_uri"),
+            "response_type": data.get("response_type"),
+            "state": data.get("state"),
+        }
+        for optional in ("code_challenge", "code_challenge_method"):
+            if data.get(optional):
+                credentials[optional] = data[optional]
+        state = data.get("state")
+        resources = [resource_known(value) for value in (data.get("resource") or "").split()]
+        if not resources or None in resources:
+            error = CustomOAuth2Error(error="invalid_target", description="unknown resource", state=state)
+            return self.error_response(_error(error, credentials["redirect_uri"]), application)
+        credentials["resource"] = resources
+        if not data.get("allow"):
+            denied = AccessDeniedError(description="the user denied the request", state=state)
+            return self.error_response(_error(denied, credentials["redirect_uri"]), application)
+
+        slug = request.POST.get("organization", "")
+        membership = (
+            memberships_of_user(user=request.user).filter(organization__slug=slug).first()
+            if slug and "\x00" not in slug
+            else None
+        )
+        if membership is None:
+            denied = AccessDeniedError(description="you are not a member of that organization", state=state)
+            return self.error_response(_error(denied, credentials["redirect_uri"]), application)
+
+        requested = set((data.get("scope") or "").split())
+        scopes = [scope for scope in request.POST.getlist("scopes") if scope in requested]
+        wanted_projects = {value for value in request.POST.getlist(f"projects-{membership.organization.slug}") if value}
+        try:
+            with transaction.atomic():
+                projects = list(
+                    access_filter(Project, membership.organization).filter(
+                        pk__in=[int(value) for value in wanted_projects if value.isdigit()]
+                    )
+                )
+                if len(projects) != len(wanted_projects):
+                    from reasoningbank.errors import InvalidInput
+
+                    raise InvalidInput("choose projects of this organization", field="projects")
+                connection = oauth_connection_grant(
+                    membership=membership,
+                    application=application,
+                    scopes=scopes,
+                    projects=projects,
+                    actor=principal_for_membership(membership),
+                )
+                credentials["rb_connection_id"] = connection.pk
+                uri, _headers, _body, _status = self.create_authorization_response(
+                    request=request, scopes=" ".join(sorted(connection.scopes)), credentials=credentials, allow=True
+                )
+        except ServiceError as exc:
+            context = self.get_context_data(
+                form=form,
+                application=application,
+                scopes=sorted(requested),
+                chosen_org=membership.organization.slug,
+                chosen_scopes=scopes,
+                consent_error=exc.message,
+            )
+            return self.render_to_response(context, status=400)
+        except OAuthToolkitError as error:  # rolled back: no connection, no grant, no audit row
+            return self.error_response(error, application)
+        return self.redirect(uri, application)
+
+
+# --- the token endpoint ----------------------------------------------------------------------------
+
+
+class JsonTokenView(TokenView):
+    """The library's token endpoint; its errors raised from inside the validator (``invalid_target``)
+    come back without a JSON content type, which strict clients refuse to parse."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = super().post(request, *args, **kwargs)
+        if response.get("Content-Type", "").startswith("text/html") and response.content[:1] == b"{":
+            response["Content-Type"] = "application/json"
+        response.setdefault("Cache-Control", "no-store")
+        return response
+
+
+# --- dynamic client registration -------------------------------------------------------------------
+
+
+class RegistrationView(DynamicClientRegistrationView):
+    """RFC 7591 registration, open to any client, for the authorization code grant only, with
+    redirect URIs this server accepts (``accounts.oauth.redirect_uri_problem``)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            data = json.loads(request.body or b"null")
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            grant_types = data.get("grant_types", ["authorization_code"])
+            if isinstance(grant_types, list) and any(
+                grant not in ("authorization_code", "refresh_token") for grant in grant_types
+            ):
+                return _registration_error(
+                    "invalid_client_metadata", "grant_types: only authorization_code (and refresh_token) are supported"
+                )
+            response_types = data.get("response_types", ["code"])
+            if isinstance(response_types, list) and any(kind != "code" for kind in response_types):
+                return _registration_error("invalid_client_metadata", "response_types: only code is supported")
+            uris = data.get("redirect_uris")
+            if isinstance(uris, list):
+                for uri in uris:
+                    problem = redirect_uri_problem(uri) if isinstance(uri, str) else "is not a string"
+                    if problem:
+                        return _registration_error("invalid_redirect_uri", f"redirect URI {uri!r} {problem}")
+        return super().post(request, *args, **kwargs)
+
+
+def _registration_error(error: str, description: str) -> JsonResponse:
+    return JsonResponse({"error": error, "error_description": description}, status=400)
+
+
+# --- Settings → Connected apps ---------------------------------------------------------------------
+
+
+@org_view()
+def settings_connected_apps(request: HttpRequest) -> HttpResponse:
+    from accounts.views import _context
+
+    principal = request.principal  # type: ignore[attr-defined]
+    membership: Membership = request.membership  # type: ignore[attr-defined]
+    context = _context(
+        request,
+        "apps",
+        connections=oauth_connections_of_org(organization=principal.organization),
+        can_admin=membership.has_role(Membership.ROLE_ADMIN),
+        mcp_url=mcp_resource(),
+        resource_paths=RESOURCE_PATHS,
+    )
+    return render(request, "accounts/settings_connected_apps.html", context)
+
+
+@require_POST
+@org_view()
+def connected_app_revoke(request: HttpRequest, connection_id: int) -> HttpResponse:
+    """Admins revoke any connected app of the org, members the ones they connected themselves; an id
+    of another org is a 404."""
+    principal = request.principal  # type: ignore[attr-defined]
+    membership: Membership = request.membership  # type: ignore[attr-defined]
+    connection = access_get(OAuthConnection.objects.select_related("application"), principal, pk=connection_id)
+    if connection.user_id != request.user.pk and not membership.has_role(Membership.ROLE_ADMIN):
+        raise PermissionDenied("only admins revoke apps other members connected")
+    oauth_connection_revoke(connection=connection, actor=principal)
+    name = connection.application.name or connection.application.client_id
+    messages.success(request, f"{name} can no longer reach this organization: its access was revoked.")
+    return redirect("settings-connected-apps")
