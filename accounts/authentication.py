@@ -33,6 +33,15 @@ def bearer_token_from_header(header: bytes | str | None) -> str | None:
     return parts[1]
 
 
+def invalid_token_message(raw: str) -> str:
+    """The 401's description for a token nobody knows: an OAuth client is told to refresh or sign in
+    again (its token may simply have been revoked, or cleared after expiring), never about API
+    tokens it has never seen."""
+    if raw.startswith(ACCESS_TOKEN_PREFIX):
+        return "Invalid, expired or revoked OAuth access token: refresh it, or sign in again."
+    return "Invalid, expired or revoked API token."
+
+
 def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
     """A bearer token → its ``Principal``; a ``Throttled`` answer once the address (or the token's
     prefix) has failed too often; ``OAuthRefused`` (with the reason) for an OAuth token that may not
@@ -73,7 +82,7 @@ class ApiTokenAuthentication(BaseAuthentication):
         if isinstance(principal, OAuthRefused):
             raise AuthenticationFailed(principal.description)
         if principal is None:
-            raise AuthenticationFailed("Invalid, expired or revoked API token.")
+            raise AuthenticationFailed(invalid_token_message(raw))
         return principal, principal.token
 
     def authenticate_header(self, request: Request) -> str:

@@ -21,7 +21,7 @@ from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.access import Principal
-from accounts.authentication import bearer_authenticate, bearer_token_from_header
+from accounts.authentication import bearer_authenticate, bearer_token_from_header, invalid_token_message
 from accounts.models import ApiToken
 from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
 from accounts.throttling import Throttled, client_address
@@ -124,7 +124,7 @@ class BearerTokenMiddleware:
             await self._throttled(send, authenticated)
             return
         if authenticated is None:
-            await self._unauthorized(send, "Invalid, expired or revoked API token.")
+            await self._unauthorized(send, invalid_token_message(raw))
             return
         if not isinstance(authenticated, Principal):  # an OAuth token refused here (OAuthRefused)
             await self._unauthorized(send, authenticated.description)

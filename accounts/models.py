@@ -207,8 +207,13 @@ class OAuthConnection(models.Model):
         "oauth2_provider.Application", on_delete=models.CASCADE, related_name="rb_connections"
     )
     scopes = ArrayField(models.CharField(max_length=32), default=list)
-    projects = models.ManyToManyField(Project, blank=True, related_name="oauth_connections")
-    teams = models.ManyToManyField(Team, blank=True, related_name="oauth_connections")
+    # the restriction's rows repeat the org so PostgreSQL keeps them inside it (OAuthConnectionProject)
+    projects: models.ManyToManyField[Project, OAuthConnectionProject] = models.ManyToManyField(
+        Project, blank=True, related_name="oauth_connections", through="OAuthConnectionProject"
+    )
+    teams: models.ManyToManyField[Team, OAuthConnectionTeam] = models.ManyToManyField(
+        Team, blank=True, related_name="oauth_connections", through="OAuthConnectionTeam"
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
@@ -223,6 +228,8 @@ class OAuthConnection(models.Model):
                 condition=models.Q(revoked_at__isnull=True),
                 name="oauth_connection_live_unique",
             ),
+            # the target of the restriction rows' composite foreign keys (migration 0005)
+            models.UniqueConstraint(fields=["id", "organization"], name="oauth_connection_id_org_unique"),
         ]
 
     def __str__(self) -> str:
@@ -231,6 +238,43 @@ class OAuthConnection(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class OAuthConnectionProject(models.Model):
+    """A project a connected app is restricted to. ``organization`` is the connection's, and two
+    composite foreign keys (migration 0005, as ``memories/0002``) make PostgreSQL refuse a row whose
+    connection or project is of another org: no code path, however careless, can let an app of one
+    org reach another org's project. Write with ``through_defaults={"organization": ...}``."""
+
+    connection = models.ForeignKey(
+        OAuthConnection, on_delete=models.CASCADE, db_column="oauthconnection_id", related_name="+"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "accounts_oauthconnection_projects"  # the table the plain many-to-many had
+        unique_together = [("connection", "project")]
+
+    def __str__(self) -> str:
+        return f"connection {self.connection_id} → project {self.project_id}"
+
+
+class OAuthConnectionTeam(models.Model):
+    """A team a connected app is restricted to; kept inside the org as ``OAuthConnectionProject``."""
+
+    connection = models.ForeignKey(
+        OAuthConnection, on_delete=models.CASCADE, db_column="oauthconnection_id", related_name="+"
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "accounts_oauthconnection_teams"
+        unique_together = [("connection", "team")]
+
+    def __str__(self) -> str:
+        return f"connection {self.connection_id} → team {self.team_id}"
 
 
 class OAuthGrantLink(models.Model):

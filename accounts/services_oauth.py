@@ -4,6 +4,9 @@
   scopes (never above the user's role, never ``admin``) and an optional project/team restriction.
 * ``oauth_connection_revoke`` — Settings → Connected apps: the connection and every token of it
   stop at once (the next request is a 401).
+* ``oauth_tokens_clear`` — the scheduled cleanup (``rb:oauth-cleartokens``): expired codes and
+  tokens, and refresh tokens past their lifetime, are deleted (django-oauth-toolkit's
+  ``cleartokens``).
 * ``oauth_authenticate`` — an OAuth access token → the same ``Principal`` an API token gives
   (org, scopes, restriction), for the resource the request is for; a token bound to another
   resource, expired, revoked, or whose user left the org, is refused.
@@ -21,7 +24,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, revoke_access_token
+from oauth2_provider.models import (
+    clear_expired,
+    get_access_token_model,
+    get_grant_model,
+    get_refresh_token_model,
+    revoke_access_token,
+)
 
 from accounts.access import ROLE_SCOPES, Principal
 from accounts.models import Membership, OAuthConnection, Project, Team
@@ -80,8 +89,9 @@ def oauth_connection_grant(
         connection.scopes = wanted
         connection.updated_at = now
         connection.save(update_fields=["scopes", "updated_at"])
-    connection.projects.set(projects)
-    connection.teams.set(teams)
+    # the rows carry the org: PostgreSQL refuses one of another org (accounts migration 0005)
+    connection.projects.set(projects, through_defaults={"organization": organization})
+    connection.teams.set(teams, through_defaults={"organization": organization})
     audit_record(
         organization=organization,
         actor=actor,
@@ -120,6 +130,22 @@ def oauth_connection_revoke(*, connection: OAuthConnection, actor: Principal | N
         },
     )
     return locked
+
+
+def oauth_tokens_clear() -> dict[str, int]:
+    """Delete what can never be used again — expired authorization codes, expired access tokens
+    without a refresh token, refresh tokens idle past ``OAUTH_REFRESH_TOKEN_LIFETIME`` (revoked ones
+    once they would have expired: reuse detection needs them until then) — with the library's own
+    ``cleartokens``, in its batches. Without it every sign-in and every hourly refresh leaves rows
+    behind for good. Returns how many of each went (approximately, under concurrent sign-ins)."""
+    models = {
+        "grants": get_grant_model(),
+        "access_tokens": get_access_token_model(),
+        "refresh_tokens": get_refresh_token_model(),
+    }
+    before = {name: model.objects.count() for name, model in models.items()}
+    clear_expired()
+    return {name: max(0, before[name] - model.objects.count()) for name, model in models.items()}
 
 
 # --- the bearer check -----------------------------------------------------------------------------

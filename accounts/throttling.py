@@ -1,4 +1,5 @@
-"""Limits on failed authentication (issue 11): bearer tokens (REST and MCP) and dashboard logins.
+"""Limits on failed authentication (issue 11): bearer tokens (REST and MCP) and dashboard logins;
+and on open OAuth client registration (issue 16).
 
 Counters live in one small table, ``rb_throttle`` (migration ``accounts/0003``), and every hit is
 one atomic ``INSERT … ON CONFLICT DO UPDATE``, so several web worker processes share them and
@@ -18,6 +19,12 @@ Bearer tokens
       reach anyway: 32 random bytes.)
     * Successful requests cost nothing: each process remembers the addresses it has seen fail
       recently and only asks the table about those.
+
+Dynamic Client Registration (``accounts/views_oauth.py``)
+    * Per address: at most ``OAUTH_DCR_RATE_LIMIT`` registrations within ``OAUTH_DCR_RATE_WINDOW``;
+      the next is answered 429 with ``Retry-After`` and the address waits out a whole window.
+      Registration is open to anyone (RFC 7591, as MCP clients expect), and every one writes an
+      application row: without a limit one address could fill the table.
 
 Dashboard logins (``accounts/adapter.py``)
     * Per address: allauth's ``login_failed`` rate, per address only (``LOGIN_FAILED_RATE_LIMIT``).
@@ -221,6 +228,23 @@ def token_authenticate_throttled(raw: str, *, address: str) -> Any:
     if token is not None:
         return token
     return bearer_failure(address, raw)
+
+
+# --- Dynamic Client Registration ------------------------------------------------------------------
+
+
+def registration_throttled(address: str) -> Throttled | None:
+    """Count one client registration from ``address``: a 429 answer once it is over
+    ``OAUTH_DCR_RATE_LIMIT`` within ``OAUTH_DCR_RATE_WINDOW`` (then it waits a whole window), else
+    None. Every attempt counts, refused ones too: probing the registration rules costs the same."""
+    key = f"dcr:addr:{address}"
+    window = float(settings.OAUTH_DCR_RATE_WINDOW)
+    count, blocked = counter_hit(key, window=window)
+    if blocked <= 0 and count > int(settings.OAUTH_DCR_RATE_LIMIT):
+        blocked = counter_block(key, seconds=window)
+    if blocked > 0:
+        return Throttled(_seconds(blocked), "Too many client registrations from this address.")
+    return None
 
 
 # --- logins ---------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """OAuth 2.1 routes (issue 16), mounted at the site root. The namespace is django-oauth-toolkit's
 (``oauth2_provider``), whose metadata and registration views reverse these names; only the routes
-this service uses are mounted (no application-management pages, no introspection, no OIDC)."""
+this service uses are mounted (no application-management pages, no introspection, no OIDC). The
+endpoints a client fetches are open to browser-based clients at any origin (``cors_open``; the
+metadata views set the header themselves)."""
 
 from django.urls import path
 from oauth2_provider import views as dot_views
@@ -27,9 +29,9 @@ urlpatterns = [
         name="oauth-resource-metadata-api",
     ),
     path("oauth/authorize/", views_oauth.ConsentView.as_view(), name="authorize"),
-    path("oauth/token/", views_oauth.JsonTokenView.as_view(), name="token"),
-    path("oauth/revoke/", dot_views.RevokeTokenView.as_view(), name="revoke-token"),
-    path("oauth/register/", views_oauth.RegistrationView.as_view(), name="dcr-register"),
+    path("oauth/token/", views_oauth.cors_open(views_oauth.JsonTokenView.as_view()), name="token"),
+    path("oauth/revoke/", views_oauth.cors_open(dot_views.RevokeTokenView.as_view()), name="revoke-token"),
+    path("oauth/register/", views_oauth.cors_open(views_oauth.RegistrationView.as_view()), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",
         dot_views.DynamicClientRegistrationManagementView.as_view(),

@@ -28,6 +28,7 @@ from django.views.decorators.http import require_POST
 from accounts.access import access_filter, access_get, principal_for_token, reachable_projects
 from accounts.decorators import SESSION_ORG_KEY, org_view
 from accounts.models import DEFAULT_TOKEN_SCOPES, TOKEN_SCOPES, ApiToken, Membership, Project, Team
+from accounts.oauth import mcp_resource
 from accounts.plans import (
     FEATURE_CONSOLIDATION_MANUAL,
     FEATURE_CONSOLIDATION_SCHEDULED,
@@ -340,6 +341,12 @@ def mcp_snippets(raw: str) -> dict[str, str]:
     }
 
 
+def oauth_command() -> str:
+    """``claude mcp add`` without a header: the client signs in through the browser (OAuth) instead
+    of holding a pasted token. The URL is the MCP resource OAuth tokens are bound to."""
+    return f"claude mcp add --transport http reasoningbank {mcp_resource()}"
+
+
 def _tokens_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpResponse:
     principal = request.principal  # type: ignore[attr-defined]
     projects = list(access_filter(Project, principal).order_by("slug"))
@@ -352,6 +359,7 @@ def _tokens_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpR
         scope_choices=[(scope, SCOPE_HELP.get(scope, "")) for scope in TOKEN_SCOPES],
         now=timezone.now(),
         min_expiry=(timezone.localdate() + timedelta(days=1)).isoformat(),
+        oauth_command=oauth_command(),
         **extra,
     )
     response = render(request, "accounts/settings_tokens.html", context, status=status)

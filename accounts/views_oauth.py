@@ -7,13 +7,18 @@
   theirs), optionally projects, and the scopes (never above their role); the library then issues
   the code (PKCE S256 only, ``iss`` in the response, the ``resource`` bound into the grant).
 * ``RegistrationView`` — Dynamic Client Registration (RFC 7591) with this server's redirect-URI
-  policy; clients that name themselves by a metadata URL need no registration (``oauth_cimd``).
+  policy, limited per client address; clients that name themselves by a metadata URL need no
+  registration (``oauth_cimd``).
+* ``cors_open`` — the token, registration and revocation endpoints answer browser-based clients
+  at any origin (the metadata views do so themselves).
 * ``settings_connected_apps`` / ``connected_app_revoke`` — Settings → Connected apps.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.contrib import messages
@@ -39,6 +44,7 @@ from accounts.models import Membership, OAuthConnection, Project
 from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, mcp_resource, redirect_uri_problem, resource_known
 from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
 from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
+from accounts.throttling import client_address, registration_throttled
 from reasoningbank.errors import ServiceError
 
 SCOPE_HELP = {
@@ -245,6 +251,13 @@ class RegistrationView(DynamicClientRegistrationView):
     redirect URIs this server accepts (``accounts.oauth.redirect_uri_problem``)."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # counted before anything is read: registration is open to anyone, so without a limit one
+        # address could fill the applications table (every attempt counts, valid or not)
+        throttled = registration_throttled(client_address(request.META.get("REMOTE_ADDR")))
+        if throttled is not None:
+            response = _registration_error("too_many_requests", throttled.message, status=429)
+            response["Retry-After"] = str(throttled.retry_after)
+            return response
         try:
             data = json.loads(request.body or b"null")
         except ValueError:
@@ -269,8 +282,42 @@ class RegistrationView(DynamicClientRegistrationView):
         return super().post(request, *args, **kwargs)
 
 
-def _registration_error(error: str, description: str) -> JsonResponse:
-    return JsonResponse({"error": error, "error_description": description}, status=400)
+def _registration_error(error: str, description: str, status: int = 400) -> JsonResponse:
+    return JsonResponse({"error": error, "error_description": description}, status=status)
+
+
+# --- CORS for browser-based clients ----------------------------------------------------------------
+
+CORS_ALLOW_HEADERS = "Authorization, Content-Type, MCP-Protocol-Version"
+# what a script may read of the answer: the challenge of a 401, the wait of a 429
+CORS_EXPOSE_HEADERS = "WWW-Authenticate, Retry-After"
+CORS_MAX_AGE = "86400"
+
+
+def cors_open(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Let an OAuth client that runs in a web page at another origin (a web-based MCP client or
+    inspector) call this POST endpoint: a preflight is answered here, and every answer carries
+    ``Access-Control-Allow-Origin: *``.
+
+    Any origin, and never with credentials: the token, registration and revocation endpoints trust
+    only what the request carries (client id, PKCE verifier, the token itself), never a cookie, so a
+    page at another origin learns nothing it could not already send. The authorization endpoint is
+    not opened: it runs on the signed-in session and is navigated to, never fetched."""
+
+    @wraps(view)  # keeps the view's csrf_exempt
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method == "OPTIONS" and "HTTP_ACCESS_CONTROL_REQUEST_METHOD" in request.META:
+            response = HttpResponse(status=204)
+            response["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+            response["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
+            response["Access-Control-Max-Age"] = CORS_MAX_AGE
+        else:
+            response = view(request, *args, **kwargs)
+        response["Access-Control-Allow-Origin"] = "*"
+        response["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
+        return response
+
+    return wrapped
 
 
 # --- Settings → Connected apps ---------------------------------------------------------------------

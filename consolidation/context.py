@@ -23,14 +23,12 @@ from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun, empty_counters
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_archive
+from memories.services import MemoryDraft, memory_gate, memory_rejection_record
 from reasoningbank.ai.llm import LLMError, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 
 logger = logging.getLogger("consolidation")
 
-DUPLICATE_THRESHOLD = 0.95
-CONTRADICTION_BAND = (0.7, 0.95)
-MAX_JUDGED_PAIRS = 50  # LLM judge calls per run (contradiction + supersession)
 STALE_RETENTION = 0.1
 RETENTION_WRITE_DELTA = 0.05  # stored retention is refreshed when it moved at least this much
 STALE_IDLE_DAYS = 30
@@ -42,6 +40,26 @@ GRAPH_CLOCK_MARGIN = timedelta(minutes=5)
 # run never looks for them again: each memory is probed again this long after its last probe,
 # a slice of the project a day (consolidation.graph_slices)
 GRAPH_REPROBE_AFTER = timedelta(days=7)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    similarity: float
+    cues: tuple[str, ...]
+
+
+def duplicate_threshold() -> float:
+    """Pairs at least this similar merge as duplicates without an LLM (per embedder: settings)."""
+    return float(settings.CONSOLIDATION_DUPLICATE_THRESHOLD)
+
+
+def contradiction_band() -> tuple[float, float]:
+    """The new pairs the judge reads: from CONSOLIDATION_JUDGE_MIN_SIMILARITY up to the duplicates."""
+    return float(settings.CONSOLIDATION_JUDGE_MIN_SIMILARITY), duplicate_threshold()
+
+
+def pair_key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,11 @@ class RunContext:
     durations: dict[str, float] = field(default_factory=dict)
     # (consolidated memory id, its source ids) per cluster synthesised — empty ids in a dry run
     merges: list[tuple[str, list[str]]] = field(default_factory=list)
+    # close pairs (sorted ids) whose texts carry conflict cues: never merged, judged instead
+    conflicts: dict[tuple[str, str], Conflict] = field(default_factory=dict)
+    # pairs a judge or a moderator found compatible (they may merge), and pairs settled otherwise
+    cleared: set[tuple[str, str]] = field(default_factory=set)
+    settled: set[tuple[str, str]] = field(default_factory=set)
     since: Any = None  # start of the last completed run: "new" memories are newer than this
 
     @property
@@ -188,3 +211,26 @@ def prompt_source(memory: Memory) -> cprompts.SourceMemory:
         outcome=memory.outcome,
         created_at=memory.created_at,
     )
+
+
+def draft_refused(
+    ctx: RunContext, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
+) -> bool:
+    """The write gate (issue 17, ``memories.gate``) on a memory the run is about to create: True when
+    it is kept out — a run warning and a ``memory.rejected`` audit row say why; the run goes on."""
+    rejection = memory_gate(draft, prompts=prompts, title_is_content=title_is_content)
+    if rejection is None:
+        return False
+    ctx.warnings.append(f"{source}: the write gate kept out “{draft.title[:80]}”: {rejection.message}")
+    memory_rejection_record(
+        organization=ctx.run.organization,
+        actor=ctx.principal,
+        project=ctx.project,
+        source=source,
+        reason=rejection.reason,
+        field=rejection.field,
+        message=rejection.message,
+        title=draft.title,
+        data={"run": ctx.run.id},
+    )
+    return True

@@ -23,6 +23,7 @@ def empty_counters() -> dict[str, int]:
         "summaries": 0,
         "archived": 0,
         "contradictions": 0,
+        "conflicts": 0,  # close pairs with conflict cues: judged or waiting for review, never merged
         "supersessions": 0,
         "tier_transitions": 0,
         "patterns": 0,
@@ -159,3 +160,46 @@ class NeighbourEdge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} ~ {self.target} ({self.similarity:.3f})"
+
+
+class ReviewItem(models.Model):
+    """A judgement on a pair of close memories (issue 17): whether they may be merged. Nothing is
+    merged or synthesised together without one. The LLM judge writes one for every pair it reads
+    (``judged``: compatible or contradicts). A pair whose texts carry conflict cues
+    (``consolidation.cues``; kind ``conflict``) is never merged on similarity alone: the judge settles
+    it, and without one, or when the judge is unsure, it waits here as "needs review" until a
+    moderator accepts (they contradict) or rejects (they agree)."""
+
+    KIND_CONFLICT, KIND_JUDGED = "conflict", "judged"
+    KIND_CHOICES = [(KIND_CONFLICT, "Similar memories with conflict cues"), (KIND_JUDGED, "A pair the judge read")]
+    STATUS_PENDING, STATUS_CONTRADICTS, STATUS_COMPATIBLE = "pending", "contradicts", "compatible"
+    STATUS_CHOICES = [
+        (STATUS_PENDING, "Needs review"),
+        (STATUS_CONTRADICTS, "They contradict"),
+        (STATUS_COMPATIBLE, "They agree"),
+    ]
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="review_items")
+    kind = models.CharField(max_length=10, choices=KIND_CHOICES, default=KIND_CONFLICT)
+    # the pair, older first
+    first = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
+    similarity = models.FloatField()
+    cues = models.JSONField(default=list, blank=True, help_text="what differs, e.g. 'numbers: time: 5 vs 60'")
+    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=STATUS_PENDING)
+    decided_by = models.CharField(max_length=200, blank=True, help_text="'judge' or who decided")
+    reason = models.TextField(blank=True, max_length=2000)
+    run = models.ForeignKey(ConsolidationRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["first", "second"], name="reviewitem_pair_once"),
+        ]
+        indexes = [models.Index(fields=["organization", "project", "status"], name="reviewitem_org_project_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.first_id} ~ {self.second_id} ({self.status})"

@@ -70,6 +70,10 @@ TAGS: <comma-separated tags>
 OUTCOME: success|failure
 SOURCE_ATTRIBUTION: <brief description of sources>"""
 
+# the synthesis prompt's own instructions (without the sources): the write gate refuses a reply that
+# only restates them (memories/gate.py)
+SYNTHESIS_INSTRUCTIONS: Final = (_SYNTHESIS_HEADER, _SYNTHESIS_FOOTER)
+
 
 @dataclass(frozen=True)
 class SourceMemory:
@@ -489,6 +493,14 @@ MIN_EPISODES_FOR_PATTERNS: Final = 3
 MAX_PATTERNS: Final = 10
 
 
+# seed 004's lines around the episodes; the write gate refuses a pattern that echoes them (the example!)
+PATTERN_INSTRUCTIONS: Final = (
+    "Analyze these episodic memories and extract recurring patterns or facts:",
+    "Extract generalizable facts or patterns. Output as JSON array of strings:",
+    'Example: ["User prefers to run tests before committing", "Project uses PostgreSQL"]',
+)
+
+
 def build_pattern_prompt(episodes: Sequence[tuple[datetime, str]]) -> str:
     """Seed 004's ``BuildPatternExtractionPrompt`` byte-for-byte (each AppendLine is a ``\\n``).
 
@@ -497,14 +509,8 @@ def build_pattern_prompt(episodes: Sequence[tuple[datetime, str]]) -> str:
     if not episodes:
         raise ValueError("a pattern prompt needs at least one episode")
     shown = episodes[:PATTERN_EPISODE_LIMIT]
-    lines = [
-        "Analyze these episodic memories and extract recurring patterns or facts:",
-        "",
-        *(f"- [{created_at:%Y-%m-%d}] {content}" for created_at, content in shown),
-        "",
-        "Extract generalizable facts or patterns. Output as JSON array of strings:",
-        'Example: ["User prefers to run tests before committing", "Project uses PostgreSQL"]',
-    ]
+    head, *tail = PATTERN_INSTRUCTIONS
+    lines = [head, "", *(f"- [{created_at:%Y-%m-%d}] {content}" for created_at, content in shown), "", *tail]
     return "".join(line + "\n" for line in lines)
 
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from consolidation import views
+from consolidation import views, views_quality
 
 urlpatterns = [
     path("consolidation/", views.consolidation_index, name="consolidation"),
@@ -10,4 +10,11 @@ urlpatterns = [
     path("consolidation/apply/", views.consolidation_apply, name="consolidation-apply"),
     path("consolidation/runs/<str:run_id>/", views.run_detail, name="consolidation-run"),
     path("consolidation/schedule/<slug:project_slug>/", views.schedule_update, name="consolidation-schedule"),
+    path("consolidation/quality/", views_quality.quality_page, name="consolidation-quality"),
+    path("consolidation/reviews/", views_quality.review_queue_page, name="consolidation-reviews"),
+    path(
+        "consolidation/reviews/<int:review_id>/decide/",
+        views_quality.review_decide_action,
+        name="consolidation-review-decide",
+    ),
 ]

@@ -115,11 +115,21 @@ def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
             for d in preview.get("duplicates", [])
         ],
         "clusters": [
-            {"members": [memo(m) for m in c["members"]], "average_similarity": c["average_similarity"]}
+            {
+                "members": [memo(m) for m in c["members"]],
+                "average_similarity": c["average_similarity"],
+                "then": c.get("then", ""),
+            }
             for c in preview.get("clusters", [])
         ],
         "judge_pairs": [
-            {"older": memo(p["older"]), "newer": memo(p["newer"]), "similarity": p["similarity"]}
+            {
+                "older": memo(p["older"]),
+                "newer": memo(p["newer"]),
+                "similarity": p["similarity"],
+                "cues": p.get("cues", []),
+                "then": p.get("then", ""),
+            }
             for p in preview.get("judge_pairs", [])
         ],
         "stale": [memo(m) for m in preview.get("stale", [])],

@@ -58,6 +58,7 @@ WRITE = SCOPE_MEMORIES_WRITE
 ERRORS_READ_ONE = error_responses(401, 403, 404)
 ERRORS_LIST = error_responses(400, 401, 403, 404)
 ERRORS_WRITE = error_responses(400, 401, 403, 404, 415)
+ERRORS_GATED = error_responses(400, 401, 403, 404, 415, 422)  # writes of memory text pass the write gate
 TAGS = ["memories"]
 MEMORY_ID = OpenApiParameter("memory_id", str, OpenApiParameter.PATH, description="the memory's id (`mem_…`)")
 
@@ -132,14 +133,18 @@ class MemoryListView(MemoryAPIView):
             "project (default), its team or the whole organization. Secrets in the text are redacted before "
             "storing. Answers 201 with the new memory's id and initial confidence. Recording it again where an "
             "active memory already has the same title, description and content (case and whitespace ignored), "
-            "outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`. Needs "
-            "`memories:write`."
+            "outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`; a near copy of an "
+            "active memory (embeddings this alike, the same numbers, no negation or opposite word between them) "
+            "is answered the same way with `duplicate_reason: near_copy` and its `similarity`. Text without "
+            "reusable value (empty, placeholder or template text, a character repeated, content shorter than the "
+            "minimum or only restating the title, our own prompt echoed) is a 422 naming the field, with the "
+            "code `rejected_<reason>`. Needs `memories:write`."
         ),
         request=c.RecordInput,
         responses={
             201: c.RecordOutput,
             200: c.RecordOutput,
-            **ERRORS_WRITE,
+            **ERRORS_GATED,
             **error_responses(409, conflict="`scope: team` in a project that belongs to no team."),
         },
     )
@@ -172,12 +177,13 @@ class MemoryDetailView(MemoryAPIView):
         summary="Edit a memory",
         description=(
             "Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out "
-            "keep their value. A changed text is re-embedded, so search finds the new wording. Needs "
-            "`memories:write` and a token that reaches the memory's project."
+            "keep their value. A changed text is re-embedded, so search finds the new wording, and passes the "
+            "write gate (a 422 naming the field when it holds nothing reusable). Needs `memories:write` and a "
+            "token that reaches the memory's project."
         ),
         request=MemoryUpdateSerializer,
         parameters=[MEMORY_ID],
-        responses={200: MemorySerializer, **ERRORS_WRITE},
+        responses={200: MemorySerializer, **ERRORS_GATED},
     )
     def patch(self, request: Request, memory_id: str) -> Response:
         memory = self.memory(memory_id)
@@ -288,7 +294,7 @@ class MemoryAskView(MemoryAPIView):
         description=(
             "The configured LLM answers `question` from the memories a search retrieves for it (`limit`, "
             "`min_confidence`, `mode` and `project` as in search), each shown with the timestamp it was "
-            "recorded at, so relative dates in them (\"yesterday\", \"last week\", \"two days ago\", weekdays) "
+            'recorded at, so relative dates in them ("yesterday", "last week", "two days ago", weekdays) '
             "are resolved against when they were written. A deterministic resolver checks the LLM's "
             "`temporal_resolutions`: `agrees` says whether it reads a phrase the same way, a date it is sure "
             "is wrong is corrected (`corrected_from`, and a sentence in `warnings`), and phrases in the cited "
@@ -304,7 +310,9 @@ class MemoryAskView(MemoryAPIView):
             200: ca.AskOutput,
             **ERRORS_WRITE,
             **error_responses(
-                403, 502, 503,
+                403,
+                502,
+                503,
                 described={
                     403: "The token lacks `memories:read`, or the organization's monthly LLM budget is used up "
                     "(`limit_exceeded`).",

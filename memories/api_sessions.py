@@ -43,6 +43,10 @@ class SessionSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=STATUSES)
     attempts = serializers.IntegerField()
     error = serializers.CharField(help_text="why the last distillation attempt failed, if it did")
+    warnings = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="extracted memories the write gate kept out of the bank, each with the reason",
+    )
     redactions = serializers.IntegerField(help_text="how many secrets were redacted from the trace")
     memories = serializers.SerializerMethodField(help_text="the memories distilled from this session")
     created_at = serializers.DateTimeField()

@@ -375,8 +375,23 @@ class RecordOutput(Contract):
         exclude_if=lambda value: value is None,
         description=(
             "Only when nothing was recorded: an active memory in the same place already has this title, "
-            "description and content (case and whitespace ignored), outcome and kind; its id, the same as `id`."
+            "description and content (case and whitespace ignored), outcome and kind, or a near copy of them "
+            "(`duplicate_reason`); its id, the same as `id`."
         ),
+    )
+    duplicate_reason: Literal["identical", "near_copy"] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "Only with `duplicate_of`: `identical` (the same text), or `near_copy` (embeddings at least "
+            "WRITE_GATE_NEAR_COPY_SIMILARITY alike, with the same numbers and no negation or opposite word "
+            "between them)"
+        ),
+    )
+    similarity: float | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Only for a near copy: how alike the two are (cosine similarity of their embeddings)",
     )
 
 
@@ -387,6 +402,8 @@ def memory_record_run(principal: Principal, args: RecordInput) -> tuple[RecordOu
     output = RecordOutput(
         id=memory.id, message=result.message, initial_confidence=_r(memory.confidence), memory=MemoryOut.of(memory),
         duplicate_of=memory.id if result.duplicate else None,
+        duplicate_reason=result.reason if result.duplicate else None,  # type: ignore[arg-type]
+        similarity=_r(result.similarity) if result.similarity is not None else None,
     )
     return output, not result.duplicate
 

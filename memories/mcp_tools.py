@@ -52,78 +52,107 @@ def _as(scope: str, run: Callable[[Any, Any], Any]) -> Callable[[Any], BaseModel
 @register_tool_module
 def register_memory_tools(server: MCPServer) -> None:
     contract_tool(
-        server, name="memory_search", description="Search for relevant strategies and patterns",
-        annotations=_read("Search memories"), input_model=c.SearchInput, output_model=c.SearchOutput,
+        server,
+        name="memory_search",
+        description="Search for relevant strategies and patterns",
+        annotations=_read("Search memories"),
+        input_model=c.SearchInput,
+        output_model=c.SearchOutput,
         run=_as(SCOPE_MEMORIES_READ, c.memory_search_run),
     )
     contract_tool(
-        server, name="memory_record",
+        server,
+        name="memory_record",
         description=(
             "Explicitly capture a strategy or pattern. Recording the same title, description and content "
             "(case and whitespace ignored) with the same outcome where an active memory already holds them "
-            "records nothing: the answer carries that memory's id and duplicate_of."
+            "records nothing: the answer carries that memory's id and duplicate_of; so does a near copy of an active "
+            "memory (duplicate_reason near_copy). Text without reusable value (placeholder or template text, content "
+            "too short (20 characters by default) or only restating the title) is refused, naming the field."
         ),
-        annotations=_write("Record a memory"), input_model=c.RecordInput, output_model=c.RecordOutput,
+        annotations=_write("Record a memory"),
+        input_model=c.RecordInput,
+        output_model=c.RecordOutput,
         run=_as(SCOPE_MEMORIES_WRITE, c.memory_record_run),
     )
     contract_tool(
-        server, name="memory_feedback", description="Provide feedback on a retrieved memory",
-        annotations=_write("Rate a memory"), input_model=c.FeedbackInput, output_model=c.FeedbackOutput,
+        server,
+        name="memory_feedback",
+        description="Provide feedback on a retrieved memory",
+        annotations=_write("Rate a memory"),
+        input_model=c.FeedbackInput,
+        output_model=c.FeedbackOutput,
         run=_as(SCOPE_MEMORIES_WRITE, c.memory_feedback_run),
     )
     contract_tool(
-        server, name="memory_outcome",
+        server,
+        name="memory_outcome",
         description=(
             "Report whether a task succeeded after using a memory. Call this after completing a task that "
             "used a retrieved memory to help the system learn which memories are actually useful."
         ),
-        annotations=_write("Report a task outcome"), input_model=c.OutcomeInput, output_model=c.OutcomeOutput,
+        annotations=_write("Report a task outcome"),
+        input_model=c.OutcomeInput,
+        output_model=c.OutcomeOutput,
         run=_as(SCOPE_MEMORIES_WRITE, c.memory_outcome_run),
     )
     contract_tool(
-        server, name="memory_context",
+        server,
+        name="memory_context",
         description=(
             "Start a session with the project's memory: returns a <memory_consolidated_summaries> block of its "
             "best strategies (within a token budget) to put in your context. Pass your existing context to get "
             "it back with exactly one block (an earlier one is replaced), and the task to get what fits it first."
         ),
-        annotations=_read("Session context"), input_model=cc.ContextInput, output_model=cc.ContextOutput,
+        annotations=_read("Session context"),
+        input_model=cc.ContextInput,
+        output_model=cc.ContextOutput,
         run=_as(SCOPE_MEMORIES_READ, cc.memory_context_run),
     )
     contract_tool(
-        server, name="memory_ask",
+        server,
+        name="memory_ask",
         description=(
             "Ask a question of the memory bank: the configured LLM answers it from the memories a search "
-            "retrieves, resolving relative dates in them (\"yesterday\", \"last week\") against each memory's "
+            'retrieves, resolving relative dates in them ("yesterday", "last week") against each memory\'s '
             "recorded timestamp; a deterministic resolver checks and completes those dates. Returns the answer, "
             "confidence, reasoning, temporal_resolutions and the memories it rests on (source_memory_ids). With "
             "no LLM configured it is an error, never a made-up answer."
         ),
         # reads the bank (a question changes no memory) but asks the LLM provider, outside this service
         annotations=ToolAnnotations(title="Ask the memory bank", read_only_hint=True, open_world_hint=True),
-        input_model=ca.AskInput, output_model=ca.AskOutput, run=_as(SCOPE_MEMORIES_READ, ca.memory_ask_run),
+        input_model=ca.AskInput,
+        output_model=ca.AskOutput,
+        run=_as(SCOPE_MEMORIES_READ, ca.memory_ask_run),
     )
     contract_tool(
-        server, name="memory_get",
+        server,
+        name="memory_get",
         description=(
             "Fetch one memory by ID with all its fields: content, tags, kind, scope and project, lifecycle "
             "(state, archived reason, the memory it was consolidated into, tier), confidence, usage and origin. "
             "Works for archived memories too."
         ),
-        annotations=_read("Get a memory"), input_model=c.MemoryGetInput, output_model=c.MemoryOut,
+        annotations=_read("Get a memory"),
+        input_model=c.MemoryGetInput,
+        output_model=c.MemoryOut,
         run=_as(SCOPE_MEMORIES_READ, c.memory_get_run),
     )
     contract_tool(
-        server, name="session_submit",
+        server,
+        name="session_submit",
         description=(
             "Submit a finished agent session so reusable strategies (success) or anti-patterns (failure) are "
             "distilled from it into memories. Idempotent on session_id: resubmitting returns the session's status."
         ),
-        annotations=_write("Submit a session", idempotent=True), input_model=c.SessionSubmitInput,
-        output_model=c.SessionSubmitOutput, run=_as(SCOPE_MEMORIES_WRITE, c.session_submit_run),
+        annotations=_write("Submit a session", idempotent=True),
+        input_model=c.SessionSubmitInput,
+        output_model=c.SessionSubmitOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, c.session_submit_run),
     )
     contract_tool(
-        server, name="session_code_report",
+        server,
+        name="session_code_report",
         description=(
             "Report what became of a session's code, so the memories the session was given (memory_search / "
             "memory_context with its session_id) learn from it: status committed ties a commit to the session "
@@ -132,6 +161,7 @@ def register_memory_tools(server: MCPServer) -> None:
             "verdict is final: repeating it changes nothing (already_reported), the opposite one is an error."
         ),
         annotations=_write("Report a session's code stability", idempotent=True),
-        input_model=ccode.CodeReportInput, output_model=ccode.CodeReportOutput,
+        input_model=ccode.CodeReportInput,
+        output_model=ccode.CodeReportOutput,
         run=_as(SCOPE_MEMORIES_WRITE, ccode.session_code_report_run),
     )

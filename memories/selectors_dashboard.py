@@ -104,9 +104,9 @@ def recent_activity(principal: Principal, *, limit: int = 20) -> QuerySet[AuditE
 
 def memory_audit_trail(principal: Principal, memory: Memory, *, limit: int = 100) -> list[AuditEvent]:
     """Audit events about this memory: those that target it, plus the ones that name it as the
-    other side (a resolved contradiction) or as a source restored by an un-merge."""
+    other side (a resolved contradiction, a decided review) or as a source restored by an un-merge."""
     about = Q(target_type="memory", target_id=memory.id)
-    about |= Q(verb="contradiction.resolve", data__other=memory.id)
+    about |= Q(verb__in=("contradiction.resolve", "review.decide"), data__other=memory.id)
     about |= Q(verb="memory.unmerge", data__restored__contains=[memory.id])
     return list(access_filter(AuditEvent, principal).filter(about).order_by("-created_at", "-id")[:limit])
 

@@ -105,6 +105,7 @@ def summaries_search(
     ``min_similarity`` alike. Summaries belong to projects, so a team- or org-scoped search has none."""
     if limit <= 0 or scope not in ("all", "project"):
         return []
+    # one query: the HNSW index (memories migration 0013) ranks, the memory's state and trust filter
     qs = (
         summaries_served(principal, project=project)
         .filter(memory__confidence__gte=min_confidence)

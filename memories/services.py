@@ -15,18 +15,20 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from pgvector.django import CosineDistance
 
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.services import audit_record
 from memories import confidence as conf
+from memories import gate
 from memories.fingerprint import memory_content_hash
 from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from memories.models import Memory
 from memories.selectors import memory_is_readable, memory_is_writable, project_resolve, project_target
 from memories.selectors_search import SearchQuery, SearchResult, memory_search
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
-from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, ServiceError
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, Rejected, ServiceError
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger(__name__)
@@ -168,6 +170,74 @@ class MemoryDraft:
         object.__setattr__(self, "tags", [scrub_secrets(tag).text[:TAG_MAX] for tag in self.tags])
 
 
+# --- the write gate (issue 17; the rules are memories/gate.py) ----------------------------------------
+
+REJECTED_VERB = "memory.rejected"
+
+
+def memory_gate(
+    draft: MemoryDraft, *, prompts: Sequence[str] = (), title_is_content: bool = False
+) -> gate.Rejection | None:
+    """Why this (scrubbed) draft may not enter the bank, or None: every write path asks."""
+    return gate.gate_check(
+        title=draft.title,
+        description=draft.description,
+        content=draft.content,
+        min_content_chars=settings.WRITE_GATE_MIN_CONTENT_CHARS,
+        prompts=prompts,
+        title_is_content=title_is_content,
+    )
+
+
+def memory_rejection_record(
+    *,
+    organization: Any,
+    actor: Principal | None,
+    project: Project | None,
+    source: str,
+    reason: str,
+    field: str,
+    message: str,
+    title: str,
+    data: dict[str, Any] | None = None,
+) -> None:
+    """One ``memory.rejected`` audit row: what the gate kept out, where and why (the quality report
+    counts them per project). Written outside the refused write's transaction."""
+    audit_record(
+        organization=organization,
+        actor=actor,
+        verb=REJECTED_VERB,
+        data={
+            "project": project.id if project is not None else None,
+            "source": source,
+            "reason": reason,
+            "field": field,
+            "message": message,
+            "title": title[:200],
+            **(data or {}),
+        },
+    )
+
+
+def _gate_refuse(principal: Principal, project: Project | None, draft: MemoryDraft, source: str, **data: Any) -> None:
+    """Raise the gate's 400 naming the field, after writing the rejection's audit row."""
+    rejection = memory_gate(draft)
+    if rejection is None:
+        return
+    memory_rejection_record(
+        organization=principal.organization,
+        actor=principal,
+        project=project,
+        source=source,
+        reason=rejection.reason,
+        field=rejection.field,
+        message=rejection.message,
+        title=draft.title,
+        data=data,
+    )
+    raise Rejected(rejection.message, field=rejection.field, code=f"rejected_{rejection.reason}")
+
+
 def memory_draft(
     *, title: Any, description: Any, content: Any, outcome: Any, tags: Any = None, kind: Any = None
 ) -> MemoryDraft:
@@ -251,15 +321,20 @@ def _importance_for(kind: str) -> float:
 
 @dataclass(frozen=True)
 class RecordResult:
-    """What recording did: ``duplicate`` means an identical active memory was already there, and
-    ``memory`` is that one (nothing was written)."""
+    """What recording did: ``duplicate`` means an identical active memory (``reason`` ``identical``),
+    or a near copy of one (``near_copy``, with the ``similarity``), was already there, and ``memory``
+    is that one (nothing was written)."""
 
     memory: Memory
     duplicate: bool = False
+    reason: str = ""
+    similarity: float | None = None
 
     @property
     def message(self) -> str:
         """The sentence REST and MCP answer with."""
+        if self.duplicate and self.reason == gate.NEAR_COPY and self.similarity is not None:
+            return gate.near_copy_message(self.memory.id, self.similarity)
         if self.duplicate:
             return (
                 f"An identical memory already exists ({self.memory.id}, same place, text, outcome and kind); "
@@ -287,7 +362,6 @@ def memory_record(
     ).memory
 
 
-@transaction.atomic
 def memory_record_or_duplicate(
     *,
     principal: Principal,
@@ -305,15 +379,45 @@ def memory_record_or_duplicate(
     An identical record creates nothing (issue 11): when an active memory of the same place (the
     same project, or the same team- or org-wide scope) already has the same title, description and
     content (case and runs of whitespace ignored), outcome and kind, that memory comes back as the
-    duplicate; no embedding, no row, no audit event. A near-identical one is recorded, and left to
-    consolidation's duplicate merge."""
+    duplicate; no embedding, no row, no audit event.
+
+    The write gate (issue 17) comes first: a draft without reusable value (``memories.gate``) is a 400
+    naming the field, with a ``memory.rejected`` audit row. A near copy — embedding at least
+    ``WRITE_GATE_NEAR_COPY_SIMILARITY`` alike to an active memory of the same place, outcome and kind,
+    and no differing numbers, negations or opposite words — is answered like an identical one
+    (``reason`` ``near_copy`` with the similarity), audited as a rejection, nothing recorded."""
     write_scope_require(principal)
     draft = memory_draft(title=title, description=description, content=content, outcome=outcome, tags=tags, kind=kind)
     target_project, team = place_resolve(principal, project=project, scope=scope)
+    # outside the transaction below: the refusal's audit row must outlive the refused write
+    _gate_refuse(principal, target_project, draft, "record")
+    with transaction.atomic():
+        return _record(principal, draft, target_project, team)
+
+
+def _record(principal: Principal, draft: MemoryDraft, target_project: Project | None, team: Any) -> RecordResult:
     existing = _identical_memory(principal.organization, target_project, team, draft)
     if existing is not None:
-        return RecordResult(existing, duplicate=True)
-    (memory,) = memories_create(principal=principal, drafts=[draft], project=target_project, team=team)
+        return RecordResult(existing, duplicate=True, reason="identical")
+    (vector,), _ = _embed([memory_embedding_text(draft.title, draft.description, draft.content)])
+    twin = _near_copy(principal.organization, target_project, team, draft, vector)
+    if twin is not None:
+        copy, similarity = twin
+        memory_rejection_record(
+            organization=principal.organization,
+            actor=principal,
+            project=target_project,
+            source="record",
+            reason=gate.NEAR_COPY,
+            field="content",
+            message=gate.near_copy_message(copy.id, similarity),
+            title=draft.title,
+            data={"duplicate_of": copy.id, "similarity": round(similarity, 4)},
+        )
+        return RecordResult(copy, duplicate=True, reason=gate.NEAR_COPY, similarity=similarity)
+    (memory,) = memories_create(
+        principal=principal, drafts=[draft], project=target_project, team=team, vectors=[vector]
+    )
     audit_record(
         organization=principal.organization,
         actor=principal,
@@ -352,6 +456,39 @@ def _identical_memory(org: Any, project: Project | None, team: Any, draft: Memor
     )
 
 
+def _near_copy(
+    org: Any, project: Project | None, team: Any, draft: MemoryDraft, vector: list[float]
+) -> tuple[Memory, float] | None:
+    """The active memory of this place, outcome and kind nearest to the draft, when it is at least
+    ``WRITE_GATE_NEAR_COPY_SIMILARITY`` alike and says the same (``gate.substantive_differences``)."""
+    threshold = float(settings.WRITE_GATE_NEAR_COPY_SIMILARITY)
+    if threshold >= 1.0:
+        return None
+    nearest = list(
+        Memory.objects.filter(
+            organization=org,
+            project=project,
+            team=team,
+            state=Memory.STATE_ACTIVE,
+            outcome=draft.outcome,
+            kind=draft.kind,
+            embedding__isnull=False,
+        )
+        .exclude(expires_at__lte=timezone.now())
+        .defer("embedding")
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance")[:3]  # the index's nearest few (a distance filter would make it scan on)
+    )
+    text = memory_embedding_text(draft.title, draft.description, draft.content)
+    for candidate in nearest:
+        if 1.0 - float(candidate.distance) < threshold:  # type: ignore[attr-defined]
+            break
+        other = memory_embedding_text(candidate.title, candidate.description, candidate.content)
+        if not gate.substantive_differences(text, other):
+            return candidate, 1.0 - float(candidate.distance)  # type: ignore[attr-defined]
+    return None
+
+
 def _notify_new_memories(project: Project | None, count: int) -> None:
     """Hook for on-demand consolidation (003: after 20 new memories); wired by the consolidation app."""
     from memories.events import memories_added
@@ -363,14 +500,24 @@ def _notify_new_memories(project: Project | None, count: int) -> None:
 UPDATABLE = ("title", "description", "content", "outcome", "tags", "kind")
 
 
-@transaction.atomic
 def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, Any]) -> Memory:
+    """Change a memory's text, outcome, tags or kind. A changed text passes the write gate (a 400
+    naming the field, audited as ``memory.rejected``); tags or kind alone never do, so a memory from
+    before the gate keeps its edits."""
     write_scope_require(principal)
     if not memory_is_writable(principal, memory):
         raise Forbidden("this token may not change this memory")
     unknown = sorted(set(changes) - set(UPDATABLE))
     if unknown:
         raise InvalidInput(f"cannot update {', '.join(unknown)}; updatable: {', '.join(UPDATABLE)}", field=unknown[0])
+    if {"title", "description", "content"} & set(changes):
+        merged = {name: changes.get(name, getattr(memory, name)) for name in UPDATABLE}
+        _gate_refuse(principal, memory.project, memory_draft(**merged), "update", memory=memory.id)
+    with transaction.atomic():
+        return _update(principal, memory, changes)
+
+
+def _update(principal: Principal, memory: Memory, changes: dict[str, Any]) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     merged = {name: changes.get(name, getattr(memory, name)) for name in UPDATABLE}
     draft = memory_draft(**merged)

@@ -34,7 +34,15 @@ from memories.prompts import (
     parse_extractions,
 )
 from memories.selectors import project_target, reach_for
-from memories.services import MemoryDraft, _embed, _notify_new_memories, memories_create, memory_embedding_text
+from memories.services import (
+    MemoryDraft,
+    _embed,
+    _notify_new_memories,
+    memories_create,
+    memory_embedding_text,
+    memory_gate,
+    memory_rejection_record,
+)
 from memories.services_signals import memories_mark_used
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
@@ -230,34 +238,63 @@ def _session_principal(session: AgentSession) -> Principal:
     )
 
 
+def _session_gate(
+    session: AgentSession, extracted: list[ExtractedMemory]
+) -> tuple[list[tuple[ExtractedMemory, MemoryDraft]], list[str]]:
+    """The extractions the write gate lets in (as scrubbed drafts), and a warning for each it kept out
+    (also a ``memory.rejected`` audit row): a gated draft is skipped, the session still succeeds."""
+    passed: list[tuple[ExtractedMemory, MemoryDraft]] = []
+    warnings: list[str] = []
+    for item in extracted:
+        draft = MemoryDraft(
+            title=item.title,
+            description=item.description,
+            content=item.content,
+            outcome=item.outcome,
+            tags=list(item.tags),
+        )
+        rejection = memory_gate(draft)
+        if rejection is None:
+            passed.append((item, draft))
+            continue
+        warnings.append(f"skipped “{draft.title[:80]}”: {rejection.message}")
+        memory_rejection_record(
+            organization=session.organization,
+            actor=None,
+            project=session.project,
+            source="distillation",
+            reason=rejection.reason,
+            field=rejection.field,
+            message=rejection.message,
+            title=draft.title,
+            data={"session": session.id},
+        )
+        logger.info("session %s: the write gate kept out %r (%s)", session.id, draft.title[:80], rejection.reason)
+    return passed, warnings
+
+
 def _session_store(session: AgentSession, extracted: list[ExtractedMemory], injected: list[Memory]) -> AgentSession:
-    """Embed, drop restatements of existing (or injected) memories, store the rest — atomically."""
+    """Gate, embed, drop restatements of existing (or injected) memories, store the rest — atomically."""
     principal = _session_principal(session)
-    if not extracted:
-        return _session_finish(session, AgentSession.STATUS_DONE)
-    vectors, _ = _embed([memory_embedding_text(e.title, e.description, e.content) for e in extracted])
+    passed, warnings = _session_gate(session, extracted)
+    if not passed:
+        return _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
+    vectors, _ = _embed([memory_embedding_text(d.title, d.description, d.content) for _, d in passed])
     with transaction.atomic():
-        keep: list[tuple[ExtractedMemory, list[float]]] = []
+        keep: list[tuple[ExtractedMemory, MemoryDraft, list[float]]] = []
         reinforced: dict[str, Memory] = {}
-        for item, vector in zip(extracted, vectors, strict=True):
+        for (item, draft), vector in zip(passed, vectors, strict=True):
             twin = _near_duplicate(session, vector, injected)
             if twin is not None:
                 reinforced[twin.id] = twin
                 continue
-            if any(_cosine(vector, other) >= DUPLICATE_SIMILARITY for _, other in keep):
+            if any(_cosine(vector, other) >= DUPLICATE_SIMILARITY for _, _, other in keep):
                 continue
-            keep.append((item, vector))
+            keep.append((item, draft, vector))
         created: list[Memory] = []
-        for item, vector in keep:
+        for item, draft, vector in keep:
             initial = conf.initial_confidence_for_outcome(
                 session.outcome if session.outcome in ("success", "failure") else item.outcome
-            )
-            draft = MemoryDraft(
-                title=item.title,
-                description=item.description,
-                content=item.content,
-                outcome=item.outcome,
-                tags=list(item.tags),
             )
             created += memories_create(
                 principal=principal,
@@ -270,7 +307,7 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
             )
         if reinforced:
             memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)
-        finished = _session_finish(session, AgentSession.STATUS_DONE)
+        finished = _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
     if created:
         _notify_new_memories(session.project, len(created))
     logger.info("session %s distilled: %d new, %d reinforced", session.id, len(created), len(reinforced))
@@ -341,6 +378,7 @@ def sessions_requeue(queryset: Any) -> int:
         status=AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
         attempts=0,
         error=_NO_LLM_MESSAGE if waiting else "",
+        warnings=[],
         next_attempt_at=None,
         updated_at=timezone.now(),
     )

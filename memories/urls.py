@@ -2,7 +2,7 @@
 
 from django.urls import path, register_converter
 
-from memories import api, api_sessions, api_summaries
+from memories import api, api_sessions, api_summaries, api_transfer
 
 
 class ClientIdConverter:
@@ -35,6 +35,8 @@ urlpatterns = [
     path("memories/<str:memory_id>/signals", api.MemorySignalsView.as_view(), name="api-memory-signals"),
     path("summaries", api_summaries.SummaryListView.as_view(), name="api-summaries"),
     path("summaries/<str:summary_id>", api_summaries.SummaryDetailView.as_view(), name="api-summary"),
+    path("export", api_transfer.ExportView.as_view(), name="api-export"),
+    path("import", api_transfer.ImportView.as_view(), name="api-import"),
     path("sessions", api_sessions.SessionListCreateView.as_view(), name="api-sessions"),
     # before the session routes: a session whose client id is "code-report" is still reachable by its ses_… id
     path("sessions/code-report", api_sessions.SessionCodeReportView.as_view(), name="api-session-code-report"),

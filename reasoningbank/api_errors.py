@@ -121,6 +121,10 @@ ERROR_DESCRIPTIONS = {
     404: "No such object within the token's reach (another organization's objects are reported the same way).",
     409: "The request conflicts with the object's current state.",
     415: "The body is not `application/json`.",
+    422: (
+        "The body had the right shape but the write gate refused its content (nothing reusable in it): "
+        "`code` is `rejected_<reason>` and `errors` names the field."
+    ),
     429: "Too many failed authentications from this address or with this token prefix: wait `Retry-After` s.",
     503: "The database is unreachable for the moment: retry after `Retry-After` seconds.",
 }

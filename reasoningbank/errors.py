@@ -26,6 +26,14 @@ class InvalidInput(ServiceError):
     status = 400
 
 
+class Rejected(InvalidInput):
+    """Input of the right shape whose content the write gate refuses (nothing reusable in it): a 422,
+    not a 400, because the body conformed to the schema; ``code`` is ``rejected_<reason>``."""
+
+    code = "rejected"
+    status = 422
+
+
 class NotFound(ServiceError):
     code = "not_found"
     status = 404

@@ -18,7 +18,7 @@ from django.http import Http404
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from reasoningbank.errors import ServiceError
+from reasoningbank.errors import InvalidInput, ServiceError
 
 ToolRegistrar = Callable[[MCPServer], None]
 _REGISTRARS: list[ToolRegistrar] = []
@@ -42,6 +42,10 @@ def service_errors() -> Iterator[None]:
     close_old_connections()
     try:
         yield
+    except InvalidInput as exc:
+        if exc.field:  # named the way argument errors are (reasoningbank.mcp_errors): one line per field
+            raise ToolError(f"Invalid {exc.field} (nothing was done):\n- {exc.field}: {exc.message}") from exc
+        raise ToolError(exc.message) from exc
     except ServiceError as exc:
         raise ToolError(exc.message) from exc
     except Http404:

@@ -40,6 +40,12 @@ def schedule_specs() -> list[ScheduleSpec]:
             description="queue scheduled consolidation for due projects (Teams plan); fail dead runs",
         ),
         ScheduleSpec(
+            name="rb:oauth-cleartokens",
+            func="accounts.tasks.oauth_tokens_clear_expired",
+            minutes=60,
+            description="delete expired OAuth codes and tokens (django-oauth-toolkit's cleartokens)",
+        ),
+        ScheduleSpec(
             name="rb:sessions-resume",
             func="memories.tasks.sessions_resume",
             minutes=5,

@@ -371,11 +371,49 @@ HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
 
+# --- Export / import (issue 18 item 4, memories/export_format.py) ----------------------------------
+# the largest text POST /api/v1/import takes (UTF-8 bytes); larger files go through manage.py import_memories
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=256 * 1024 * 1024)
+# Django refuses a larger request body before any view runs: room for the text's JSON escaping
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 2 * IMPORT_MAX_BYTES)
+
+# --- The write gate (issue 17 item 5, memories/gate.py) ---------------------------------------
+# content shorter than this (secrets removed) carries no reusable lesson: refused on every write path
+WRITE_GATE_MIN_CONTENT_CHARS = env_int("WRITE_GATE_MIN_CONTENT_CHARS", 20, minimum=0, maximum=2000)
+# WRITE_GATE_NEAR_COPY_SIMILARITY follows the consolidation thresholds below
+
 # --- Consolidation (seed 000 config names) ---------------------------------------------------
 CONSOLIDATION_SCHEDULER_ENABLED = env_bool("CONSOLIDATION_SCHEDULER_ENABLED", True)
 CONSOLIDATION_SCHEDULER_INTERVAL = env_duration("CONSOLIDATION_SCHEDULER_INTERVAL", "24h")
+# Similarity thresholds per embedder (issue 17), calibrated on bench/data/consolidation_set.jsonl by
+# bench/consolidation_quality.py (bench/README.md): (duplicate merge, cluster synthesis, lowest
+# similarity the contradiction judge reads). Seed 004/000's 0.95 / 0.8 / 0.7 were written for other
+# embedders; an embedder without a calibration keeps them. A pair with conflict cues is never merged
+# whatever its similarity (consolidation/cues.py).
+CONSOLIDATION_CALIBRATED_THRESHOLDS = {
+    "hashing": (0.93, 0.58, 0.49),
+    "minilm": (0.98, 0.76, 0.56),
+    "sentence-transformers": (0.98, 0.76, 0.56),  # all-MiniLM-L6-v2 unless EMBEDDING_MODEL says otherwise
+    "openai": (0.95, 0.8, 0.7),
+}
+_duplicate, _cluster, _judge_from = CONSOLIDATION_CALIBRATED_THRESHOLDS[EMBEDDER]
+CONSOLIDATION_DUPLICATE_THRESHOLD = env_float("CONSOLIDATION_DUPLICATE_THRESHOLD", _duplicate, minimum=0.5, maximum=1)
 CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = env_float(
-    "CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD", 0.8, minimum=0, maximum=1
+    "CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD", _cluster, minimum=0.5, maximum=0.99
+)
+CONSOLIDATION_JUDGE_MIN_SIMILARITY = env_float(
+    "CONSOLIDATION_JUDGE_MIN_SIMILARITY", _judge_from, minimum=0.3, maximum=1
+)
+# LLM judge calls per run (each pair: a supersession check, then the contradiction judge); pairs
+# beyond it wait for the next run and are not merged meanwhile
+CONSOLIDATION_MAX_JUDGED_PAIRS = env_int("CONSOLIDATION_MAX_JUDGED_PAIRS", 200, minimum=1, maximum=10_000)
+if not CONSOLIDATION_JUDGE_MIN_SIMILARITY < CONSOLIDATION_DUPLICATE_THRESHOLD:
+    raise ImproperlyConfigured("CONSOLIDATION_JUDGE_MIN_SIMILARITY must be below CONSOLIDATION_DUPLICATE_THRESHOLD")
+# the write gate: a record this alike (cosine) to an active memory of the same place, outcome and kind,
+# with no differing numbers, negations or opposite words, is answered with that memory ("duplicate of
+# …"); never below the duplicate merge (a copy the run would not merge is no copy); 1 = off
+WRITE_GATE_NEAR_COPY_SIMILARITY = env_float(
+    "WRITE_GATE_NEAR_COPY_SIMILARITY", max(0.97, CONSOLIDATION_DUPLICATE_THRESHOLD), minimum=0.8, maximum=1
 )
 CONSOLIDATION_WINDOW = env_duration("CONSOLIDATION_WINDOW", "24h")
 CONSOLIDATION_RUN_TIMEOUT = env_duration("CONSOLIDATION_RUN_TIMEOUT", "10m")
@@ -455,6 +493,9 @@ if "http" in OAUTH_REDIRECT_SCHEMES:
     raise ImproperlyConfigured("OAUTH_REDIRECT_SCHEMES may not hold http: http is allowed to loopback addresses only")
 OAUTH_LOOPBACK_REDIRECTS = env_bool("OAUTH_LOOPBACK_REDIRECTS", True)
 OAUTH_DCR_ENABLED = env_bool("OAUTH_DCR_ENABLED", True)
+# registrations one client address may make within the window (open registration: accounts/throttling.py)
+OAUTH_DCR_RATE_LIMIT = env_int("OAUTH_DCR_RATE_LIMIT", 20, minimum=1)
+OAUTH_DCR_RATE_WINDOW = env_duration("OAUTH_DCR_RATE_WINDOW", "1h")
 OAUTH_CIMD_ENABLED = env_bool("OAUTH_CIMD_ENABLED", True)
 # development only: client metadata documents over http, and at private/loopback addresses
 OAUTH_CIMD_ALLOW_HTTP = env_bool("OAUTH_CIMD_ALLOW_HTTP", False)

@@ -41,6 +41,11 @@ def hashing_embedder(settings: Any) -> None:
     # BM25 from exact counts: autovacuum may analyse the test tables at any moment, and the planner
     # statistics would then change rankings mid-run (tests/memories/test_search.py tests that path)
     settings.SEARCH_TERM_STATISTICS = "exact"
+    # consolidation's thresholds default per embedder (calibrated, README); the tests build vectors
+    # with exact cosines around the seeds' values
+    settings.CONSOLIDATION_DUPLICATE_THRESHOLD = 0.95
+    settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = 0.8
+    settings.CONSOLIDATION_JUDGE_MIN_SIMILARITY = 0.7
 
 
 @pytest.fixture

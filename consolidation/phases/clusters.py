@@ -12,13 +12,16 @@ from consolidation import clustering
 from consolidation import prompts as cprompts
 from consolidation.context import (
     RunContext,
+    draft_refused,
     link_add,
     llm_map,
+    pair_key,
     prompt_source,
     run_archive,
     run_llm,
     tags_lenient,
 )
+from consolidation.phases.conflicts import clusters_without_conflicts, edges_without_conflicts
 from consolidation.selectors import (
     Edge,
     ScannedMemory,
@@ -44,7 +47,11 @@ def clusters_build(
         if source in memories:
             disputed.update((source, target))
     candidates = {mid: m for mid, m in memories.items() if mid not in disputed}
-    live = [e for e in edges if e[0] in candidates and e[1] in candidates]
+    # and memories with conflict cues are never synthesised into one (issue 17; phases.conflicts);
+    # with an LLM to synthesise, only pairs the judge (or a moderator) found compatible are joined
+    live = [e for e in edges_without_conflicts(ctx, edges) if e[0] in candidates and e[1] in candidates]
+    if run_llm(ctx).provider != "none":
+        live = [e for e in live if pair_key(e[0], e[1]) in ctx.cleared]
     clusters = clustering.average_linkage_clusters(
         list(candidates),
         live,
@@ -52,6 +59,7 @@ def clusters_build(
         min_size=ctx.options.min_cluster_size,
         max_size=ctx.options.max_cluster_size,
     )
+    clusters = clusters_without_conflicts(ctx, clusters, edges, min_size=ctx.options.min_cluster_size)
     # biggest, tightest clusters first so max_clusters keeps the most valuable merges
     clusters.sort(key=lambda c: (-len(c.member_ids), -c.average_similarity, c.member_ids[0]))
     ctx.counters["clusters"] = len(clusters)
@@ -66,7 +74,10 @@ def clusters_synthesize(ctx: RunContext, clusters: list[clustering.Cluster[str]]
     """Seed 000: one LLM synthesis per cluster (concurrently), then one transaction per merge."""
     if not clusters:
         return
+    llm = run_llm(ctx)
     if ctx.dry:
+        # the run's own decision: without an LLM the clusters wait, so nothing would be archived
+        ready = llm.provider != "none"
         described = _preview_sources(ctx, [m for c in clusters for m in c.member_ids])
         for c in clusters:
             ctx.note(
@@ -76,14 +87,16 @@ def clusters_synthesize(ctx: RunContext, clusters: list[clustering.Cluster[str]]
                     "titles": [described[m]["title"] for m in c.member_ids],
                     "average_similarity": round(c.average_similarity, 4),
                     "sources": [described[m] for m in c.member_ids],
+                    "then": "synthesised into one memory" if ready else "waits for an LLM (LLM_PROVIDER=none)",
                 },
             )
-            # seed 000: a dry run returns what *would* be archived
-            ctx.archived.extend(c.member_ids)
-            ctx.merges.append(("", list(c.member_ids)))
-            ctx.counters["archived"] += len(c.member_ids)
+            if ready:  # seed 000: a dry run returns what *would* be archived
+                ctx.archived.extend(c.member_ids)
+                ctx.merges.append(("", list(c.member_ids)))
+                ctx.counters["archived"] += len(c.member_ids)
+        if not ready:
+            ctx.warnings.append(f"{len(clusters)} clusters would wait for an LLM (LLM_PROVIDER=none)")
         return
-    llm = run_llm(ctx)
     if llm.provider == "none":
         ctx.warnings.append(
             f"{len(clusters)} clusters wait for an LLM (LLM_PROVIDER=none); duplicates, tiers and archival were applied"
@@ -149,6 +162,8 @@ def _merge_cluster(
         tags=tags_lenient(synthesis.tags),
         kind=Memory.KIND_PROCEDURAL,
     )
+    if draft_refused(ctx, draft, source="synthesis", prompts=cprompts.SYNTHESIS_INSTRUCTIONS):
+        return None  # the sources stay as they are; a later run synthesises the cluster again
     (vector,), _ = _embed([memory_embedding_text(draft.title, draft.description, draft.content)])
     with transaction.atomic():
         live = memories_lock_active([m.id for m in sources])

@@ -9,13 +9,14 @@ from django.utils import timezone
 
 from consolidation import clustering
 from consolidation.context import (
-    CONTRADICTION_BAND,
-    DUPLICATE_THRESHOLD,
     RunContext,
+    contradiction_band,
+    duplicate_threshold,
     run_archive,
 )
 from consolidation.graph import neighbour_graph_build
 from consolidation.phases.clusters import _preview_sources
+from consolidation.phases.conflicts import conflicts_find, edges_without_conflicts
 from consolidation.selectors import (
     Edge,
     ScannedMemory,
@@ -29,8 +30,11 @@ logger = logging.getLogger("consolidation")
 def duplicates_merge(ctx: RunContext, memories: dict[str, ScannedMemory]) -> list[Edge]:
     """Seed 004: groups ≥ 0.95 merge without an LLM — the strongest stays, the rest are archived as
     duplicates with a ``duplicates`` link. Returns the neighbour graph for the later phases."""
-    edges = neighbour_graph_build(ctx, memories, min(ctx.options.similarity_threshold, CONTRADICTION_BAND[0]))
-    groups = clustering.duplicate_groups(list(memories), edges, DUPLICATE_THRESHOLD)
+    edges = neighbour_graph_build(ctx, memories, min(ctx.options.similarity_threshold, contradiction_band()[0]))
+    # memories that disagree are never duplicates, however close (issue 17): complete linkage over the
+    # graph without their edges keeps every such pair out of one group
+    conflicts_find(ctx, memories, edges)
+    groups = clustering.duplicate_groups(list(memories), edges_without_conflicts(ctx, edges), duplicate_threshold())
     plan: list[tuple[ScannedMemory, list[ScannedMemory], float]] = []
     for group in groups:
         members = [memories[mid] for mid in group.member_ids]
@@ -66,7 +70,7 @@ def duplicates_merge(ctx: RunContext, memories: dict[str, ScannedMemory]) -> lis
                         [
                             ctx.run.organization_id,
                             MemoryLink.KIND_DUPLICATES,
-                            f"near-identical (similarity ≥ {DUPLICATE_THRESHOLD})",
+                            f"near-identical (similarity ≥ {duplicate_threshold()})",
                             ctx.run.id,
                             timezone.now(),
                             *map(list, zip(*links, strict=True)),

@@ -1,85 +1,134 @@
-"""Phase 4: the LLM judge on new pairs in the contradiction band — contradictions are linked for a
-moderator, clear supersessions archive the older memory (seed 002: "be conservative").
+"""Phase 4: the LLM judge on close pairs — contradictions are linked for a moderator, clear
+supersessions archive the older memory (seed 002: "be conservative"), and every verdict is kept
+(``ReviewItem``), because nothing is merged or synthesised together without one (issue 17).
+
+Which pairs: those not judged before, from the lowest similarity the judge reads
+(``CONSOLIDATION_JUDGE_MIN_SIMILARITY``) up, plus every pair with conflict cues whatever its
+similarity; cue pairs first, then the pairs close enough to be clustered (their verdict decides a
+merge), then the rest, most similar first, at most ``CONSOLIDATION_MAX_JUDGED_PAIRS`` a run — the
+others wait for the next run and are not merged meanwhile. A dry run asks the judge too (an LLM is
+what decides) but writes nothing: its preview is what the run would do.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from consolidation import events
 from consolidation import prompts as cprompts
 from consolidation.context import (
-    CONTRADICTION_BAND,
-    MAX_JUDGED_PAIRS,
     RunContext,
+    contradiction_band,
     link_add,
     llm_map,
+    pair_key,
     reply_parsed,
     run_archive,
     run_llm,
 )
-from consolidation.models import ConsolidationRun
-from consolidation.selectors import (
-    Edge,
-    ScannedMemory,
-)
+from consolidation.models import ConsolidationRun, ReviewItem
+from consolidation.selectors import Edge, ScannedMemory
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_lock_active
 
 logger = logging.getLogger("consolidation")
 
 
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # a ReviewItem status
+    reason: str
+    supersedes: bool = False
+    confidence: float = 0.0
+
+
+def verdicts_load(ctx: RunContext) -> None:
+    """The project's settled pairs: compatible ones may merge (``ctx.cleared``)."""
+    for first, second, status in ReviewItem.objects.filter(
+        organization_id=ctx.run.organization_id, project=ctx.project
+    ).exclude(status=ReviewItem.STATUS_PENDING).values_list("first_id", "second_id", "status"):
+        (ctx.cleared if status == ReviewItem.STATUS_COMPATIBLE else ctx.settled).add(pair_key(first, second))
+
+
 def pairs_judge(ctx: RunContext, edges: list[Edge], memories: dict[str, ScannedMemory]) -> None:
-    """Pairs in the 0.7–0.95 band that involve a memory new since the last run: first the
-    supersession check (002, conservative), otherwise the contradiction judge (004). Pairs are
-    chosen from the scan; texts are only loaded for the (at most 50) pairs an LLM will read."""
-    low, high = CONTRADICTION_BAND
-    candidates = sorted(
-        (e for e in edges if low <= e[2] < high and e[0] in memories and e[1] in memories), key=lambda e: -e[2]
-    )
-    if not candidates:
+    verdicts_load(ctx)
+    low, _ = contradiction_band()
+    cluster_at = ctx.options.similarity_threshold
+    open_pairs = [
+        (a, b, s)
+        for a, b, s in edges
+        if a in memories and b in memories and (s >= low or pair_key(a, b) in ctx.conflicts)
+        and pair_key(a, b) not in ctx.cleared and pair_key(a, b) not in ctx.settled
+        # at or above the duplicate line without cues they were merged as duplicates already
+        and (pair_key(a, b) in ctx.conflicts or s < contradiction_band()[1])
+    ]
+    if not open_pairs:
         return
-    linked = set(
-        MemoryLink.objects.filter(
+    linked = {
+        pair_key(source, target)
+        for source, target in MemoryLink.objects.filter(
             organization_id=ctx.run.organization_id,
             kind__in=[MemoryLink.KIND_CONTRADICTS, MemoryLink.KIND_SUPERSEDES],
             source__project=ctx.project,
         ).values_list("source_id", "target_id")
-    )
-    since = ctx.since.timestamp() if ctx.since is not None else None
-    chosen: list[tuple[str, str, float]] = []
-    for a, b, similarity in candidates:
-        if (a, b) in linked or (b, a) in linked:
-            continue
-        first, second = sorted((memories[a], memories[b]), key=lambda m: (m.created, m.id))
-        if since is not None and second.created < since:
-            continue  # both were already judged by an earlier run
-        chosen.append((first.id, second.id, similarity))
-        if len(chosen) >= MAX_JUDGED_PAIRS:
-            ctx.warnings.append(f"only the {MAX_JUDGED_PAIRS} most similar new pairs were judged this run")
-            break
-    if not chosen:
-        return
-    if ctx.dry:
-        for older_id, newer_id, similarity in chosen:
-            ctx.note("judge_pairs", {"older": older_id, "newer": newer_id, "similarity": round(similarity, 4)})
-        return
+    }
+    open_pairs = [e for e in open_pairs if pair_key(e[0], e[1]) not in linked]
+    open_pairs.sort(key=lambda e: (pair_key(e[0], e[1]) not in ctx.conflicts, e[2] < cluster_at, -e[2], e[0], e[1]))
+    limit = settings.CONSOLIDATION_MAX_JUDGED_PAIRS
+    if len(open_pairs) > limit:
+        ctx.warnings.append(
+            f"{len(open_pairs) - limit} of {len(open_pairs)} pairs wait for the judge's next run "
+            "(CONSOLIDATION_MAX_JUDGED_PAIRS); they are not merged meanwhile"
+        )
+    pairs: list[tuple[str, str, float]] = []
+    for a, b, similarity in open_pairs[:limit]:
+        older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created, m.id))
+        pairs.append((older.id, newer.id, similarity))
     llm = run_llm(ctx)
     if llm.provider == "none":
-        ctx.warnings.append(f"{len(chosen)} pairs wait for an LLM to check for contradictions")
+        _wait_without_llm(ctx, pairs)
         return
     rows = {
         m.id: m
         for m in Memory.objects.filter(
-            pk__in={mid for pair in chosen for mid in pair[:2]}, state=Memory.STATE_ACTIVE
+            pk__in={mid for pair in pairs for mid in pair[:2]}, state=Memory.STATE_ACTIVE
         ).only("id", "title", "content", "created_at")
     }
-    pairs = [(rows[o], rows[n], s) for o, n, s in chosen if o in rows and n in rows]
-    if not pairs:
-        return
-    verdicts = llm_map(
+    loaded = [(rows[o], rows[n], s) for o, n, s in pairs if o in rows and n in rows]
+    found = []
+    for (old, new, similarity), verdict in zip(loaded, _verdicts(ctx, llm, loaded), strict=True):
+        if _apply(ctx, old, new, similarity, verdict, memories) and verdict is not None:
+            found.append(
+                {"first": new.id, "second": old.id, "confidence": verdict.confidence, "explanation": verdict.reason}
+            )
+    if found and not ctx.dry:
+        events.contradiction_detected.send(sender=ConsolidationRun, run=ctx.run, contradictions=found)
+
+
+def _wait_without_llm(ctx: RunContext, pairs: list[tuple[str, str, float]]) -> None:
+    conflicts = [(o, n, s) for o, n, s in pairs if pair_key(o, n) in ctx.conflicts]
+    for older_id, newer_id, similarity in pairs:
+        item: dict[str, Any] = {"older": older_id, "newer": newer_id, "similarity": round(similarity, 4)}
+        if (conflict := ctx.conflicts.get(pair_key(older_id, newer_id))) is not None:
+            item |= {"cues": list(conflict.cues), "then": "needs review (no LLM)"}
+        ctx.note("judge_pairs", item)
+    ctx.warnings.append(f"{len(pairs)} pairs wait for an LLM to check for contradictions")
+    if conflicts:
+        ctx.warnings.append(f"{len(conflicts)} pairs with conflict cues need review: they are never merged")
+    if not ctx.dry:
+        for older_id, newer_id, _ in conflicts:
+            review_note(ctx, older_id, newer_id, ReviewItem.STATUS_PENDING, "no LLM is configured to judge them")
+
+
+def _verdicts(ctx: RunContext, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+    """Supersession first (002, conservative), then the contradiction judge (004) for the rest."""
+    replies = llm_map(
         ctx,
         llm,
         "supersede",
@@ -89,54 +138,120 @@ def pairs_judge(ctx: RunContext, edges: list[Edge], memories: dict[str, ScannedM
         ],
         system=cprompts.SUPERSESSION_SYSTEM_PROMPT,
     )
-    undecided: list[tuple[Memory, Memory, float]] = []
-    for (older, newer, similarity), reply in zip(pairs, verdicts, strict=True):
-        verdict = reply_parsed(ctx, reply, cprompts.parse_supersession, f"supersession check {older.id}/{newer.id}")
-        if verdict is None:
-            continue
-        if cprompts.is_confident_supersession(verdict):
-            with transaction.atomic():
-                if len(memories_lock_active([older.id, newer.id])) == 2:
-                    run_archive(ctx, older.id, Memory.ARCHIVED_SUPERSEDED)
-                    link_add(ctx, newer.id, older.id, MemoryLink.KIND_SUPERSEDES, similarity, verdict.reason or "")
-                    memories.pop(older.id, None)
-                    ctx.archived.append(older.id)
-                    ctx.counters["supersessions"] += 1
-                    ctx.counters["archived"] += 1
-        else:
-            undecided.append((older, newer, similarity))
+    verdicts: list[Verdict | None] = [None] * len(pairs)
+    undecided: list[int] = []
+    for i, ((older, newer, _), reply) in enumerate(zip(pairs, replies, strict=True)):
+        parsed = reply_parsed(ctx, reply, cprompts.parse_supersession, f"supersession check {older.id}/{newer.id}")
+        if parsed is not None and cprompts.is_confident_supersession(parsed):
+            reason = f"the newer supersedes the older: {parsed.reason or ''}"
+            verdicts[i] = Verdict(ReviewItem.STATUS_CONTRADICTS, reason, supersedes=True)
+        elif parsed is not None:
+            undecided.append(i)
     if not undecided:
-        return
+        return verdicts
     replies = llm_map(
         ctx,
         llm,
         "judge",
-        [cprompts.build_contradiction_prompt(o.content, n.content) for o, n, _ in undecided],
+        [cprompts.build_contradiction_prompt(pairs[i][0].content, pairs[i][1].content) for i in undecided],
         system="You are a careful reviewer of an engineering team's knowledge base. Answer with JSON only.",
     )
-    found = []
-    for (older, newer, _similarity), reply in zip(undecided, replies, strict=True):
-        verdict = reply_parsed(ctx, reply, cprompts.parse_contradiction, f"contradiction check {older.id}/{newer.id}")
-        if verdict is None:
+    for i, reply in zip(undecided, replies, strict=True):
+        older, newer, _ = pairs[i]
+        parsed = reply_parsed(ctx, reply, cprompts.parse_contradiction, f"contradiction check {older.id}/{newer.id}")
+        if parsed is None:
             continue
-        if cprompts.is_confident_contradiction(verdict):
+        explanation = parsed.explanation or parsed.reasoning
+        if not parsed.contradicts:
+            verdicts[i] = Verdict(ReviewItem.STATUS_COMPATIBLE, explanation or "no contradiction")
+        elif cprompts.is_confident_contradiction(parsed):
+            verdicts[i] = Verdict(ReviewItem.STATUS_CONTRADICTS, explanation, confidence=parsed.confidence)
+        else:
+            verdicts[i] = Verdict(ReviewItem.STATUS_PENDING, f"the judge was unsure: {explanation}")
+    return verdicts
+
+
+def _apply(
+    ctx: RunContext,
+    older: Memory,
+    newer: Memory,
+    similarity: float,
+    verdict: Verdict | None,
+    memories: dict[str, ScannedMemory],
+) -> bool:
+    """Act on one verdict; whether it linked a contradiction."""
+    key = pair_key(older.id, newer.id)
+    conflict = ctx.conflicts.get(key)
+    if ctx.dry:
+        item: dict[str, Any] = {
+            "older": older.id,
+            "newer": newer.id,
+            "similarity": round(similarity, 4),
+            "verdict": "no answer" if verdict is None else ("supersedes" if verdict.supersedes else verdict.status),
+        }
+        if conflict is not None:
+            item["cues"] = list(conflict.cues)
+        ctx.note("judge_pairs", item)
+    if verdict is None:
+        if conflict is not None and not ctx.dry:
+            review_note(ctx, older.id, newer.id, ReviewItem.STATUS_PENDING, "the judge could not answer")
+        return False  # judged again next run; not merged meanwhile
+    if verdict.status == ReviewItem.STATUS_COMPATIBLE:
+        ctx.cleared.add(key)
+    if verdict.supersedes:
+        memories.pop(older.id, None)  # the run goes on without it (a dry run too: same decisions)
+        ctx.archived.append(older.id)
+        ctx.counters["supersessions"] += 1
+        ctx.counters["archived"] += 1
+        if not ctx.dry:
+            with transaction.atomic():
+                if len(memories_lock_active([older.id, newer.id])) == 2:
+                    run_archive(ctx, older.id, Memory.ARCHIVED_SUPERSEDED)
+                    link_add(ctx, newer.id, older.id, MemoryLink.KIND_SUPERSEDES, similarity, verdict.reason)
+    elif verdict.status == ReviewItem.STATUS_CONTRADICTS:
+        ctx.counters["contradictions"] += 1
+        ctx.settled.add(key)
+        if not ctx.dry:
             # both stay active: a moderator decides (DESIGN: no silent invalidation)
-            link_add(
-                ctx,
-                newer.id,
-                older.id,
-                MemoryLink.KIND_CONTRADICTS,
-                verdict.confidence,
-                verdict.explanation or verdict.reasoning,
-            )
-            ctx.counters["contradictions"] += 1
-            found.append(
-                {
-                    "first": newer.id,
-                    "second": older.id,
-                    "confidence": verdict.confidence,
-                    "explanation": verdict.explanation,
-                }
-            )
-    if found:
-        events.contradiction_detected.send(sender=ConsolidationRun, run=ctx.run, contradictions=found)
+            link_add(ctx, newer.id, older.id, MemoryLink.KIND_CONTRADICTS, verdict.confidence, verdict.reason)
+    if not ctx.dry:
+        review_note(ctx, older.id, newer.id, verdict.status, verdict.reason, by="judge", similarity=similarity)
+    return verdict.status == ReviewItem.STATUS_CONTRADICTS and not verdict.supersedes
+
+
+def review_note(
+    ctx: RunContext,
+    older_id: str,
+    newer_id: str,
+    status: str,
+    reason: str,
+    *,
+    by: str = "",
+    similarity: float | None = None,
+) -> None:
+    """Keep what became of a pair: a verdict (compatible / contradicts), or, for a pair with conflict
+    cues only, "needs review" until a judge or a moderator settles it. A settled pair is never reopened
+    by a later run."""
+    conflict = ctx.conflicts.get(pair_key(older_id, newer_id))
+    if conflict is None and status == ReviewItem.STATUS_PENDING:
+        return  # a pair without cues is simply judged again next run
+    item, _ = ReviewItem.objects.get_or_create(
+        first_id=older_id,
+        second_id=newer_id,
+        defaults={
+            "organization_id": ctx.run.organization_id,
+            "project": ctx.project,
+            "kind": ReviewItem.KIND_CONFLICT if conflict else ReviewItem.KIND_JUDGED,
+            "similarity": conflict.similarity if conflict else round(similarity or 0.0, 4),
+            "cues": list(conflict.cues) if conflict else [],
+            "run": ctx.run,
+        },
+    )
+    if item.status != ReviewItem.STATUS_PENDING:
+        return
+    item.run, item.reason = ctx.run, reason[:2000]
+    if conflict is not None:
+        item.similarity, item.cues = conflict.similarity, list(conflict.cues)
+    if status != ReviewItem.STATUS_PENDING:
+        item.status, item.decided_by, item.decided_at = status, by, timezone.now()
+    item.save()

@@ -10,9 +10,10 @@ from django.db import transaction
 from consolidation import events, retention
 from consolidation import prompts as cprompts
 from consolidation.context import (
-    DUPLICATE_THRESHOLD,
     PATTERN_WINDOW_DAYS,
     RunContext,
+    draft_refused,
+    duplicate_threshold,
     link_add,
     llm_map,
     reply_parsed,
@@ -77,6 +78,11 @@ def patterns_extract(ctx: RunContext) -> None:
             tags=["pattern"],
             kind=Memory.KIND_SEMANTIC,
         )
+        # a one-sentence pattern is its own title; one that echoes the prompt (its example) is kept out
+        if draft_refused(
+            ctx, draft, source="patterns", prompts=cprompts.PATTERN_INSTRUCTIONS, title_is_content=True
+        ):
+            continue
         with transaction.atomic():
             (memory,) = memories_create(
                 principal=ctx.principal,
@@ -103,4 +109,4 @@ def _has_twin(ctx: RunContext, vector: list[float]) -> bool:
         .values_list("d", flat=True)
         .first()
     )
-    return nearest is not None and 1 - nearest >= DUPLICATE_THRESHOLD
+    return nearest is not None and 1 - nearest >= duplicate_threshold()

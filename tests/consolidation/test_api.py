@@ -206,7 +206,7 @@ def test_disputes_are_listed_with_both_memories_and_the_judges_confidence(cast, 
     assert response.status_code == 200
     (item,) = response.json()["results"]
     assert item["id"] == link.id and item["confidence"] == 0.9
-    assert item["first"] == {"id": first.id, "title": first.title, "content": "Project uses PostgreSQL"}
+    assert item["first"] == {"id": first.id, "title": first.title, "content": "The project's database is PostgreSQL"}
     assert item["second"]["id"] == second.id and item["explanation"] == "They name different databases"
     assert token_client(cast.org_b).get(DISPUTES).json()["results"] == []
 

@@ -22,8 +22,8 @@ def merged(cast, agent):
 
 
 def test_unmerging_a_memory_archived_as_a_duplicate_says_so_and_points_to_restore(cast, token_client, agent):
-    kept = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
-    dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
+    kept = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is all RESTful", confidence=0.9)
+    dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST and JSON", confidence=0.6)
     run_cycle(agent, cast.project_a, ScriptedLLM())
     assert Memory.objects.get(pk=dropped.pk).archived_reason == Memory.ARCHIVED_DUPLICATE
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from consolidation import events, retention
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.prompts import consolidated_confidence
 from memories.models import Memory, MemoryLink
 from memories.moderation import contradiction_resolve, memory_unmerge
@@ -130,14 +130,14 @@ def test_ten_episodic_memories_about_testing_before_commits_yield_a_semantic_pat
 
 def test_postgresql_and_mysql_memories_are_linked_as_contradicting_and_both_stay_active(cast, agent, caught):
     postgres = remember(agent, "Project database", spoke(0, 1, 0.75), content="Project uses PostgreSQL")
-    mysql = remember(agent, "Project database engine", spoke(0, 2, 0.75), content="Project uses MySQL")
+    mysql = remember(agent, "Project database engine", spoke(0, 2, 0.75), content="Project uses MySQL server")
     llm = cycle_llm(supersession=supersession_reply(False), contradiction=contradiction_reply(True, 0.9))
 
     run = run_cycle(agent, cast.project_a, llm)
 
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
     (asked,) = prompts_of(llm, CONTRADICTION_PREFIX)
-    assert "Statement 1: Project uses PostgreSQL" in asked and "Statement 2: Project uses MySQL" in asked
+    assert "Statement 1: Project uses PostgreSQL" in asked and "Statement 2: Project uses MySQL server" in asked
     assert len(llm.calls) == 2, "one supersession check, then one contradiction check"
     link = MemoryLink.objects.get(kind=MemoryLink.KIND_CONTRADICTS)
     assert (link.source_id, link.target_id) == (mysql.id, postgres.id)
@@ -155,7 +155,7 @@ def test_postgresql_and_mysql_memories_are_linked_as_contradicting_and_both_stay
 def test_a_contradicting_pair_above_the_cluster_threshold_is_flagged_not_merged_into_one_memory(cast, agent):
     """The issue's band is 0.7–0.95; with the default threshold 0.8 a pair at 0.9 is also a cluster."""
     postgres = remember(agent, "Project database", spoke(0, 1, 0.9), content="Project uses PostgreSQL")
-    mysql = remember(agent, "Project database engine", spoke(0, 2, 0.9), content="Project uses MySQL")
+    mysql = remember(agent, "Project database engine", spoke(0, 2, 0.9), content="Project uses MySQL server")
     llm = cycle_llm(supersession=supersession_reply(False), contradiction=contradiction_reply(True, 0.9))
 
     run = run_cycle(agent, cast.project_a, llm, similarity_threshold=0.8)
@@ -169,8 +169,8 @@ def test_a_contradicting_pair_above_the_cluster_threshold_is_flagged_not_merged_
 
 
 def test_near_identical_memories_merge_without_an_llm_call_keeping_the_more_confident_one(cast, agent):
-    rest = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
-    restful = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
+    rest = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST and JSON", confidence=0.6)
+    restful = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is all RESTful", confidence=0.9)
     llm = ScriptedLLM()  # no replies scripted: any LLM call would fail the run
 
     run = run_cycle(agent, cast.project_a, llm)
@@ -351,13 +351,16 @@ def test_a_dry_run_changes_nothing_and_previews_the_clusters_duplicates_and_stal
     scratch = remember(agent, "Scratch note", vec({22: 1.0}), kind="working", created_at=now - timedelta(minutes=20))
     before = memory_states()
 
-    run = run_cycle(agent, cast.project_a, ScriptedLLM(), dry_run=True)
+    llm = cycle_llm()
+    run = run_cycle(agent, cast.project_a, llm, dry_run=True)
 
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
     assert run.dry_run is True
     assert memory_states() == before
-    assert not MemoryLink.objects.exists()
-    assert not LlmCall.objects.exists()
+    assert not MemoryLink.objects.exists() and not ReviewItem.objects.exists()
+    # the judge decides what may merge, so a dry run asks it too; it synthesises nothing
+    assert prompts_of(llm, SYNTHESIS_PREFIX) == []
+    assert set(LlmCall.objects.values_list("purpose", flat=True)) == {"supersede", "judge"}
     (previewed,) = run.preview["clusters"]
     assert sorted(previewed["members"]) == sorted(m.id for m in cluster)
     assert sorted(previewed["titles"]) == sorted(m.title for m in cluster)

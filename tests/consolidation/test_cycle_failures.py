@@ -285,7 +285,7 @@ def test_a_completed_run_older_than_24_hours_does_not_hold_back_the_next_one(cas
 
 
 def test_a_completed_dry_run_does_not_start_the_24_hour_window(cast, agent, two_clusters):
-    preview = run_cycle(agent, cast.project_a, ScriptedLLM(), dry_run=True)
+    preview = run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
     assert preview.status == ConsolidationRun.STATUS_COMPLETED
 
     run = run_cycle(agent, cast.project_a, cycle_llm())

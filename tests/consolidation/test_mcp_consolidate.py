@@ -26,7 +26,7 @@ def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def seeded(cast: Any, make_token: Any) -> dict[str, Any]:
     raw, principal = make_token(cast.org_a, projects=[cast.project_a])
-    ids = [remember(principal, f"Database timeouts {i}", spoke(0, 10 + i, 0.9)).id for i in range(3)]
+    ids = [remember(principal, f"Database timeouts {c}", spoke(0, 10 + i, 0.9)).id for i, c in enumerate("ABC")]
     return {
         "token": raw,
         "ids": ids,

@@ -9,7 +9,7 @@ import pytest
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from memories.models import Memory
 from memories.services import memory_record
-from tests.consolidation.vectors import set_embedding, spoke
+from tests.consolidation.vectors import cycle_llm, set_embedding, spoke
 from tests.factories import ConsolidationRunFactory, MembershipFactory, UserFactory
 
 MANUAL_GATE = "Manual consolidation needs the Pro plan"
@@ -115,7 +115,8 @@ def test_the_preview_tells_sources_with_the_same_title_apart_by_id_date_and_proj
     assert body.count("· web-app") >= 2
 
 
-def test_a_dry_runs_page_says_what_it_would_do_not_what_it_did(client, cast, cluster):
+def test_a_dry_runs_page_says_what_it_would_do_not_what_it_did(client, cast, cluster, monkeypatch):
+    monkeypatch.setattr("consolidation.context.llm_from_settings", cycle_llm)  # an LLM is configured
     client.force_login(cast.alice)
     client.post("/consolidation/preview/", {"project": "web-app", "similarity_threshold": "0.8"})
     run = ConsolidationRun.objects.get()
@@ -126,6 +127,15 @@ def test_a_dry_runs_page_says_what_it_would_do_not_what_it_did(client, cast, clu
     assert "Dry run: nothing was changed" in body
     assert "Would archive" in body and "<dt>Archived</dt>" not in body
     assert "would archive <b>2</b>" in history and "archived <b>2</b>" not in history
+
+
+def test_without_an_llm_the_preview_says_the_cluster_would_wait_and_archives_nothing(client, cast, cluster):
+    client.force_login(cast.alice)
+    client.post("/consolidation/preview/", {"project": "web-app", "similarity_threshold": "0.8"})
+    run = ConsolidationRun.objects.get()
+    body = text(client.get(f"/consolidation/runs/{run.id}/"))
+    assert "waits for an LLM (LLM_PROVIDER=none)" in body
+    assert run.result["archived_memories"] == []
 
 
 def test_htmx_preview_returns_only_the_partial(client, cast, cluster):

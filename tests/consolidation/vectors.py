@@ -115,8 +115,8 @@ def remember(
 def disputed_pair(principal: Principal, **link_fields: Any) -> tuple[Memory, Memory, MemoryLink]:
     """Two memories naming different databases (orthogonal embeddings), linked the way the
     consolidation judge links a contradiction (weight 0.9 unless given)."""
-    first = remember(principal, "Project database", vec({1: 1.0}), content="Project uses PostgreSQL")
-    second = remember(principal, "Project database engine", vec({2: 1.0}), content="Project uses MySQL")
+    first = remember(principal, "Project database", vec({1: 1.0}), content="The project's database is PostgreSQL")
+    second = remember(principal, "Project database engine", vec({2: 1.0}), content="The project's database is MySQL")
     link = MemoryLinkFactory(
         source=first, target=second, kind=MemoryLink.KIND_CONTRADICTS, **{"weight": 0.9, **link_fields}
     )

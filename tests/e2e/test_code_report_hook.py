@@ -41,7 +41,7 @@ def test_a_hooked_repository_reports_kept_and_reverted_code_to_the_sessions_memo
                 json={
                     "title": title,
                     "description": f"When {verdict}",
-                    "content": f"Do {verdict}.",
+                    "content": f"Do {verdict}: the write gate wants a real lesson.",
                     "outcome": "success",
                 },
             )

@@ -3,14 +3,17 @@ the live server: the official SDK's OAuth client discovers the metadata from the
 (Dynamic Client Registration), sends the person through login and consent in Chromium (PKCE), gets
 its tokens, calls ``memory_search`` over MCP, refreshes, and is refused once the app is revoked
 under Settings → Connected apps. No network: the redirect back to the client is caught in the
-browser."""
+browser. A client in a web page at another origin reaches the metadata, registration and token
+endpoints (CORS)."""
 
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -229,3 +232,69 @@ def test_an_mcp_client_connects_through_the_browser_refreshes_and_is_revoked(ser
         },
     )
     assert refresh.status_code == 400 and refresh.json()["error"] == "invalid_grant"
+
+
+@pytest.fixture
+def web_page_origin() -> Iterator[str]:
+    """A page of a web-based client at another origin: served on loopback (Chromium lets a page
+    reach a loopback server only from a loopback page) and named ``localhost``, so its origin is
+    not the service's ``127.0.0.1``."""
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<!doctype html><title>web agent</title><p>agent</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://localhost:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_client_in_a_web_page_at_another_origin_discovers_registers_and_reaches_the_token_endpoint(
+    service: Service, page: Any, web_page_origin: str
+) -> None:
+    """A browser-based client (a web MCP client or inspector) calls the metadata, registration and
+    token endpoints from its own origin: Chromium lets the page read each answer only because the
+    server allows it (CORS), the registration after a preflight."""
+    page.goto(f"{web_page_origin}/")
+    seen = page.evaluate(
+        """async ([base, origin]) => {
+            const meta = await (await fetch(base + "/.well-known/oauth-authorization-server")).json();
+            const prm = await (await fetch(base + "/.well-known/oauth-protected-resource/mcp")).json();
+            const registered = await fetch(meta.registration_endpoint, {
+                method: "POST",
+                headers: {"Content-Type": "application/json"},
+                body: JSON.stringify({
+                    client_name: "Web agent", redirect_uris: [origin + "/callback"],
+                    grant_types: ["authorization_code", "refresh_token"], response_types: ["code"],
+                    token_endpoint_auth_method: "none",
+                }),
+            });
+            const client = await registered.json();
+            const token = await fetch(meta.token_endpoint, {
+                method: "POST",
+                headers: {"Content-Type": "application/x-www-form-urlencoded"},
+                body: new URLSearchParams({
+                    grant_type: "authorization_code", code: "not-a-code", client_id: client.client_id,
+                    redirect_uri: origin + "/callback", code_verifier: "x".repeat(43),
+                }),
+            });
+            return {resource: prm.resource, registered: registered.status, client_id: client.client_id,
+                    token_status: token.status, token_error: (await token.json()).error};
+        }""",
+        [service.url, web_page_origin],
+    )
+    assert seen["resource"] == f"{service.url}/mcp"
+    assert seen["registered"] == 201 and seen["client_id"]
+    assert seen["token_status"] == 400 and seen["token_error"] == "invalid_grant"

@@ -61,7 +61,8 @@ def test_the_outcome_of_a_session_the_hook_started_reaches_every_memory_it_was_g
     with rest(service, acme.project_token) as http:
         ids = [
             http.post("/api/v1/memories", json={
-                "title": f"{title} {marker}", "description": "Deploys", "content": f"{title}.", "outcome": "success",
+                "title": f"{title} {marker}", "description": "Deploys", "content": f"{title}, always.",
+                "outcome": "success",
             }).json()["id"]
             for title in ("Tag releases before deploying", "Announce deploys in the team channel")
         ]

@@ -68,7 +68,7 @@ def test_max_min_confidence_and_the_token_budget_bound_the_block(alice, agent, b
     Memory.objects.filter(pk=bank["flags"]).update(confidence=0.6)
     assert context(alice)["memory_ids"] == [bank["timeouts"]]  # below the default 0.7
     assert len(context(alice, min_confidence=0.5, max=1)["memory_ids"]) == 1
-    record(agent, "A long strategy", "x " * 3000)
+    record(agent, "A long strategy", " ".join(f"Step {i}: check the logs." for i in range(300)))
     assert context(alice, token_budget=300)["tokens_used"] <= 300
 
 

@@ -18,8 +18,8 @@ MEMORIES = "/api/v1/memories"
 
 
 def test_the_lineage_of_a_duplicate_archived_by_a_run_names_the_run_that_linked_it(cast, token_client, agent):
-    kept = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
-    dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
+    kept = remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is all RESTful", confidence=0.9)
+    dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST and JSON", confidence=0.6)
     run = run_cycle(agent, cast.project_a, ScriptedLLM())
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
     client = token_client(cast.org_a)
@@ -56,8 +56,8 @@ def test_the_lineage_of_a_consolidated_memory_lists_its_sources_with_the_run_id(
 
 @pytest.mark.cross_tenant("api-memory-lineage")
 def test_another_orgs_token_gets_a_404_for_a_lineage_made_by_a_run(cast, token_client, agent):
-    remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
-    dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
+    remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is all RESTful", confidence=0.9)
+    dropped = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST and JSON", confidence=0.6)
     run_cycle(agent, cast.project_a, ScriptedLLM())
 
     response = token_client(cast.org_b).get(f"{MEMORIES}/{dropped.id}/lineage")

@@ -16,7 +16,8 @@ def alice(cast, token_client):
 
 
 def record(client) -> str:
-    body = {"title": "t", "description": "d", "content": "c", "outcome": "success", "project": "web-app"}
+    body = {"title": "t", "description": "d", "content": "Retry webhooks with backoff", "outcome": "success"}
+    body["project"] = "web-app"
     return client.post(MEMORIES, body, format="json").json()["id"]
 
 

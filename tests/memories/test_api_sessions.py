@@ -30,7 +30,7 @@ def test_a_distilled_session_lists_the_memories_it_produced(cast, token_client):
     client = token_client(cast.org_a, projects=[cast.project_a])
     session_id = _post(client).json()["id"]
     session_process(
-        session_id, llm=ScriptedLLM([memory_block(1, "Pin flaky seeds", "When tests flake", "Seed the RNG.")])
+        session_id, llm=ScriptedLLM([memory_block(1, "Pin flaky seeds", "When tests flake", "Seed the RNG in setUp.")])
     )
     body = client.get(f"/api/v1/sessions/{session_id}").json()
     assert body["status"] == "done"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from memories.models import Memory
 from tests.factories import TeamFactory
 
-BODY = {"title": "t", "description": "d", "content": "c", "outcome": "success", "scope": "team"}
+BODY = {"title": "t", "description": "d", "content": "Share it with the team", "outcome": "success", "scope": "team"}
 
 
 def test_team_scope_in_a_project_without_a_team_is_a_409_saying_what_to_do(cast, token_client):

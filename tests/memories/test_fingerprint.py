@@ -12,6 +12,7 @@ from memories.fingerprint import memory_content_hash, text_normalise
 from memories.models import Memory
 
 MIGRATION = importlib.import_module("memories.migrations.0006_memory_content_hash")
+LOCKFILES = "Commit the lockfiles."
 
 
 def test_normalising_folds_case_and_collapses_whitespace():
@@ -43,10 +44,10 @@ def test_the_migration_fills_the_fingerprint_of_existing_memories(cast, make_tok
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     memory = memory_record(
-        principal=principal, title="Pin versions", description="In CI", content="Lock files.", outcome="success"
+        principal=principal, title="Pin versions", description="In CI", content=LOCKFILES, outcome="success"
     )
     Memory.objects.filter(pk=memory.pk).update(content_hash="")  # as before the migration
 
     MIGRATION.fill_content_hashes(apps, None)
 
-    assert Memory.objects.get(pk=memory.pk).content_hash == memory_content_hash("Pin versions", "In CI", "Lock files.")
+    assert Memory.objects.get(pk=memory.pk).content_hash == memory_content_hash("Pin versions", "In CI", LOCKFILES)

@@ -32,8 +32,8 @@ def test_archiving_by_hand_writes_one_audit_row_naming_the_actor_and_the_reason(
 
 
 def test_the_cycles_duplicate_merge_audits_the_archived_duplicate_with_its_run(cast, agent):
-    rest = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
-    remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
+    rest = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST and JSON", confidence=0.6)
+    remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is all RESTful", confidence=0.9)
 
     run = run_cycle(agent, cast.project_a, ScriptedLLM())
 
@@ -73,8 +73,8 @@ def test_the_cycles_stale_archival_audits_each_stale_memory(cast, agent):
 
 
 def test_a_dry_run_archives_nothing_and_writes_no_audit_row(cast, agent):
-    rest = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST", confidence=0.6)
-    remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is RESTful", confidence=0.9)
+    rest = remember(agent, "API uses REST", spoke(0, 1, 0.97), content="API uses REST and JSON", confidence=0.6)
+    remember(agent, "The API is RESTful", spoke(0, 2, 0.97), content="The API is all RESTful", confidence=0.9)
 
     run_cycle(agent, cast.project_a, ScriptedLLM(), dry_run=True)
 

@@ -32,8 +32,10 @@ QUERY = "retry flaky network calls with backoff"
 @pytest.fixture(autouse=True)
 def every_memory_its_own_result(settings):
     """These tests record the same text in several places on purpose (to compare scopes, confidence,
-    recency): near-identical hits are not folded here, except in the tests of that folding."""
+    recency): near-identical hits are not folded here, except in the tests of that folding, and the
+    write gate records near copies instead of answering with the first (tests/memories/test_gate.py)."""
     settings.SEARCH_COLLAPSE_DUPLICATES = False
+    settings.WRITE_GATE_NEAR_COPY_SIMILARITY = 1.0
 
 
 record = memory_recorder(title=TITLE, description=DESCRIPTION, content=CONTENT)
@@ -420,7 +422,9 @@ def test_a_query_without_any_word_characters_returns_no_hits_instead_of_crashing
 
 def test_a_memory_without_any_word_characters_does_not_break_search_for_the_project(token):
     good = record(token)
-    record(token, title="???", description="...", content="!!!")
+    # the write gate refuses such a memory now; one stored before it must not break search either
+    odd = record(token, title="Odd one", description="Odd", content="Refused by the gate today")
+    Memory.objects.filter(pk=odd.pk).update(title="???", description="...", content="!!!")
     result = search(token)
     assert ids(result) == [good.id]
 
@@ -457,7 +461,9 @@ def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, mak
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     record(principal)
     record(principal, title="Pin the Postgres image tag in CI", content="Avoid surprise upgrades; retry later.")
-    record(principal, title="Backoff for flaky uploads", description="Retry S3 uploads", content="Use jitter.")
+    record(
+        principal, title="Backoff for flaky uploads", description="Retry S3 uploads", content="Add jitter to retries."
+    )
     search = SearchInput(query=QUERY, min_confidence=0.0).to_query()
     (vector,), _ = services_embed([search.query])
     now = timezone.now()
@@ -554,7 +560,9 @@ def test_a_question_that_shares_only_some_words_with_a_memory_finds_it_first(tok
 def test_a_rare_word_outweighs_a_word_every_memory_holds(token):
     for n in range(6):
         record(token, title=f"Deploy checklist step {n}", description="Deploy", content=f"Deploy stage {n} of the app.")
-    rare = record(token, title="Deploy with Kustomize overlays", description="Deploy", content="Kustomize per env.")
+    rare = record(
+        token, title="Deploy with Kustomize overlays", description="Deploy", content="Kustomize per env, always."
+    )
     result = search(token, "deploy kustomize", explain=True, limit=3)
     assert ids(result)[0] == rare.id
     assert result.hits[0].breakdown.lexical_rank == 1
@@ -594,7 +602,9 @@ def test_identical_texts_in_several_places_fold_into_the_best_hit_which_lists_th
         ])[0]
         for _ in range(2)
     ]
-    other = record(token, title="Cache invalidation by surrogate key", description="CDN", content="Purge by key.")
+    other = record(
+        token, title="Cache invalidation by surrogate key", description="CDN", content="Purge them by the key."
+    )
     result = search(token, min_confidence=0, limit=5)
     best = result.hits[0]
     assert best.memory.id in {first.id, *(t.id for t in twins)}
@@ -705,7 +715,9 @@ def test_planner_statistics_give_the_idf_once_the_table_is_analysed(cast, token,
     from memories import selectors_search
 
     _many(token, cast.project_a, "deploy", 30)
-    rare = record(token, title="Deploy with Kustomize overlays", description="Deploy", content="Kustomize per env.")
+    rare = record(
+        token, title="Deploy with Kustomize overlays", description="Deploy", content="Kustomize per env, always."
+    )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
     settings.SEARCH_TERM_STATISTICS = "auto"

@@ -47,7 +47,7 @@ def given(agent):
     """Two memories given to session s-1; a third never given to it."""
     timeouts = record(agent, title="Set client timeouts", content="Always set connect and read timeouts.")
     retry = record(agent, title="Retry with jittered backoff", content="Retry idempotent calls with backoff.")
-    unrelated = record(agent, title="Cache tax rates", content="Cache them for an hour.")
+    unrelated = record(agent, title="Cache tax rates", content="Cache them for an hour at most.")
     session_uses_record(principal=agent, session_key="s-1", memory_ids=[timeouts.id, retry.id], via="search")
     return {"timeouts": timeouts, "retry": retry, "unrelated": unrelated}
 
@@ -124,7 +124,7 @@ def test_an_archived_memory_is_marked_with_the_verdict_but_its_confidence_is_lef
 def test_a_project_token_leaves_another_projects_memory_for_a_report_that_can_reach_it(cast, agent, make_token, given):
     mobile = ProjectFactory(organization=cast.org_a, slug="mobile")
     _, mobile_agent = make_token(cast.org_a, projects=[mobile])
-    theirs = record(mobile_agent, title="Mobile: cache images", content="Cache on disk.")
+    theirs = record(mobile_agent, title="Mobile: cache images", content="Cache images on disk, not in memory.")
     session_uses_record(principal=mobile_agent, session_key="s-1", memory_ids=[theirs.id], via="search")
 
     report = session_code_report(principal=agent, session_key="s-1", status="kept")
@@ -274,7 +274,7 @@ def test_another_orgs_session_and_commit_of_the_same_ids_never_reach_this_orgs_m
     _, charlie = make_token(cast.org_b, projects=[cast.project_b])
     with pytest.raises(NotFound):  # org A's session s-1 does not exist for org B
         session_code_report(principal=charlie, session_key="s-1", status="reverted")
-    theirs = record(charlie, title="Globex: retry webhooks", content="Their rule.")
+    theirs = record(charlie, title="Globex: retry webhooks", content="Their own rule for webhook retries.")
     session_uses_record(principal=charlie, session_key="s-1", memory_ids=[theirs.id], via="search")
     # the same commit sha in both orgs: two independent ties
     session_code_report(principal=charlie, session_key="s-1", commit=COMMIT, status="committed")

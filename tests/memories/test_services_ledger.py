@@ -32,7 +32,7 @@ def given(agent):
     """Two memories handed to session s-1 (one by search, one by context), one never handed."""
     retry = record(agent, title="Retry with jittered backoff", content="Retry idempotent calls with backoff.")
     timeouts = record(agent, title="Set client timeouts", content="Always set connect and read timeouts.")
-    unrelated = record(agent, title="Cache tax rates", content="Cache for an hour.")
+    unrelated = record(agent, title="Cache tax rates", content="Cache them for an hour at most.")
     memory_search_run(agent, SearchInput(query="retry backoff", session_id="s-1", limit=1, min_confidence=0))
     memory_context_run(agent, ContextInput(session_id="s-1", max=1, task="set client timeouts"))
     return {"retry": retry, "timeouts": timeouts, "unrelated": unrelated}
@@ -72,7 +72,7 @@ def test_a_submitted_session_gives_its_outcome_to_the_memories_it_was_given(agen
 @pytest.mark.cross_tenant("memory_outcome")
 def test_another_orgs_session_with_the_same_id_never_reaches_this_orgs_memories(cast, agent, given, make_token):
     _, charlie = make_token(cast.org_b, projects=[cast.project_b])
-    theirs = record(charlie, title="Retry their webhooks", content="Their retry rule.")
+    theirs = record(charlie, title="Retry their webhooks", content="Their own rule for webhook retries.")
     memory_search_run(charlie, SearchInput(query="retry", session_id="s-1", limit=1, min_confidence=0))
     memory_outcome_run(charlie, OutcomeInput(memory_id=theirs.id, succeeded=True, session_id="s-1"))
     assert outcomes(theirs) == [True]

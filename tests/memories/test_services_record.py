@@ -108,7 +108,7 @@ def test_invalid_input_names_the_field_and_writes_nothing(cast, make_token, over
 def test_a_title_of_exactly_200_characters_and_20_tags_of_50_characters_are_accepted(cast, make_token):
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     tags = [f"{i:02d}" + "t" * 48 for i in range(20)]
-    memory = record(principal, title="x" * 200, tags=tags)
+    memory = record(principal, title="Wrap errors " + "x" * 188, tags=tags)
     memory.refresh_from_db()
     assert len(memory.title) == 200
     assert memory.tags == tags

@@ -1,7 +1,7 @@
 """Recording an identical memory (issue 11 item 7): where an active memory of the same place already
 has the same text (case and whitespace ignored), outcome and kind, nothing is written and that
-memory comes back as the duplicate. Anything else is recorded (near-identical ones are left to
-consolidation)."""
+memory comes back as the duplicate. Anything else is recorded by the fingerprint (near copies are the
+write gate's: tests/memories/test_gate_records.py)."""
 
 from __future__ import annotations
 
@@ -84,14 +84,16 @@ def test_the_existing_memorys_tags_are_kept(writer):
         {"kind": "semantic"},
     ],
 )
-def test_a_record_that_differs_in_text_outcome_or_kind_is_a_new_memory(writer, change):
+def test_a_record_that_differs_in_text_outcome_or_kind_is_a_new_memory(writer, change, settings):
+    settings.WRITE_GATE_NEAR_COPY_SIMILARITY = 1.0  # the fingerprint alone
     first = record(writer)
     other = record(writer, **change)
     assert not other.duplicate and other.memory.pk != first.memory.pk
     assert Memory.objects.count() == 2
 
 
-def test_moving_words_between_fields_is_not_the_same_text(writer):
+def test_moving_words_between_fields_is_not_the_same_text(writer, settings):
+    settings.WRITE_GATE_NEAR_COPY_SIMILARITY = 1.0  # the fingerprint alone (the embedding is the same)
     first = record(writer, title="Wrap errors", description="with context. When a service call fails")
     other = record(writer, title="Wrap errors with context.", description="When a service call fails")
     assert not other.duplicate and other.memory.pk != first.memory.pk

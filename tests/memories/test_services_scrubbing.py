@@ -16,6 +16,7 @@ from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, s
 from tests.fakes import ScriptedLLM, memory_block
 
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+ROTATE = "Rotate keys each month"
 OPENAI_KEY = "sk-proj-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789aBcD"
 GITHUB_TOKEN = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 SECRETS = (AWS_KEY, OPENAI_KEY, GITHUB_TOKEN)
@@ -42,20 +43,22 @@ def test_a_recorded_memory_is_stored_scrubbed_in_every_field(agent):
 
 
 def test_an_update_is_scrubbed_too(agent):
-    memory = memory_record(principal=agent, title="Rotate keys", description="d", content="c", outcome="success")
-    memory_update(principal=agent, memory=memory, changes={"content": f"the new key is {OPENAI_KEY}"})
-    assert Memory.objects.get(pk=memory.pk).content == "the new key is [REDACTED:openai_key]"
+    memory = memory_record(
+        principal=agent, title="Rotate keys", description="d", content="Rotate the keys every month", outcome="success"
+    )
+    memory_update(principal=agent, memory=memory, changes={"content": f"rotated: the new key is {OPENAI_KEY}"})
+    assert Memory.objects.get(pk=memory.pk).content == "rotated: the new key is [REDACTED:openai_key]"
 
 
 def test_a_title_that_grows_by_its_redaction_is_cut_to_the_column_size(agent):
     title = "t" * (TITLE_MAX - 30) + " password=x1"
-    memory = memory_record(principal=agent, title=title, description="d", content="c", outcome="success")
+    memory = memory_record(principal=agent, title=title, description="d", content=ROTATE, outcome="success")
     stored = Memory.objects.get(pk=memory.pk).title
     assert stored == ("t" * (TITLE_MAX - 30) + " password=[REDACTED:secret_assignment]")[:TITLE_MAX]
 
 
 def test_a_feedback_comment_is_scrubbed(agent):
-    memory = memory_record(principal=agent, title="t", description="d", content="c", outcome="success")
+    memory = memory_record(principal=agent, title="t", description="d", content=ROTATE, outcome="success")
     memory_feedback(principal=agent, memory=memory, helpful=True, comment=f"worked with {AWS_KEY}")
     assert MemorySignal.objects.get(memory=memory).comment == "worked with [REDACTED:aws_access_key_id]"
 

@@ -146,7 +146,7 @@ def test_a_failing_usage_write_does_not_fail_the_rest_search(cast, token_client,
     client = token_client(cast.org_a, projects=[cast.project_a])
     created = client.post(
         "/api/v1/memories",
-        {"title": TITLE, "description": "When calls time out", "content": "Back off.", "outcome": "success"},
+        {"title": TITLE, "description": "When calls time out", "content": "Back off with jitter", "outcome": "success"},
         format="json",
     )
     assert created.status_code == 201, created.content

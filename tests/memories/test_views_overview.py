@@ -12,7 +12,9 @@ from memories.selectors_dashboard import confidence_histogram, memories_per_week
 from memories.services_sessions import session_submit
 from tests.factories import MemoryLinkFactory, memory_recorder
 
-record = memory_recorder(title="Pin flaky test seeds", description="When a test flakes", content="Seed the RNG.")
+record = memory_recorder(
+    title="Pin flaky test seeds", description="When a test flakes", content="Seed the RNG in the test setup."
+)
 
 
 def test_an_org_without_memories_sees_an_empty_state_with_a_connect_an_agent_hint(client, cast):

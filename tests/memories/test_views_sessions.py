@@ -68,7 +68,8 @@ def test_a_failed_session_keeps_its_red_error_and_retry_without_an_llm(client, c
 
 def test_a_done_session_links_the_memories_it_produced(client, cast, agent):
     session = submit(agent)
-    session_process(session.id, llm=ScriptedLLM([memory_block(1, "Seed the RNG", "When tests flake", "Seed it.")]))
+    reply = memory_block(1, "Seed the RNG", "When tests flake", "Seed it in the setup.")
+    session_process(session.id, llm=ScriptedLLM([reply]))
     client.force_login(cast.alice)
     html = client.get("/sessions/?status=done").content.decode()
     memory = AgentSession.objects.get(pk=session.pk).memories.get()
@@ -131,7 +132,8 @@ def test_retry_from_the_list_returns_to_the_filtered_list(client, cast, agent):
 
 def test_retrying_a_done_session_is_a_flash_error(client, cast, agent):
     session = submit(agent)
-    session_process(session.id, llm=ScriptedLLM([memory_block(1, "Seed the RNG", "When tests flake", "Seed it.")]))
+    reply = memory_block(1, "Seed the RNG", "When tests flake", "Seed it in the setup.")
+    session_process(session.id, llm=ScriptedLLM([reply]))
     client.force_login(cast.alice)
     response = client.post(f"/sessions/{session.id}/retry/", follow=True)
     assert response.status_code == 200 and "only failed or waiting sessions can be retried" in response.content.decode()

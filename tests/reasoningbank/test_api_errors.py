@@ -81,7 +81,7 @@ def test_errors_without_a_field_carry_an_empty_errors_object(cast, alice, token_
 
 def test_a_service_error_without_a_field_has_an_empty_errors_object(alice):
     memory_id = alice.post(
-        MEMORIES, {"title": "t", "description": "d", "content": "c", "outcome": "success"}, format="json"
+        MEMORIES, {"title": "t", "description": "d", "content": "Retry, then back off", "outcome": "success"}, "json"
     ).json()["id"]
 
     response = alice.post(f"{MEMORIES}/{memory_id}/restore", format="json")

@@ -257,9 +257,9 @@ def test_recorded_memories_carry_minilm_vectors_that_find_a_paraphrase(cast: Any
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     lessons = {
-        "retry": ("Retry flaky network calls", "HTTP calls to a partner API time out", "Use jittered backoff."),
-        "pin": ("Pin dependency versions", "A release broke after an upstream bump", "Commit the lockfile."),
-        "index": ("Index foreign keys", "A list page got slow as the table grew", "Add a btree index."),
+        "retry": ("Retry flaky network calls", "HTTP calls to a partner API time out", "Use jittered backoff always."),
+        "pin": ("Pin dependency versions", "A release broke after an upstream bump", "Commit the lockfile too."),
+        "index": ("Index foreign keys", "A list page got slow as the table grew", "Add a btree index to each."),
     }
     recorded = {
         key: memory_record(principal=principal, title=t, description=d, content=c, outcome="success")

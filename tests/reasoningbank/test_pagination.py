@@ -73,8 +73,9 @@ def test_an_unknown_query_parameter_is_a_400_listing_the_allowed_ones(alice, pat
 
 def test_a_page_past_the_end_is_a_404_saying_how_many_pages_there_are(cast, alice, make_token):
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
+    content = "Page through long lists"
     for n in range(3):
-        memory_record(principal=principal, title=f"m{n}", description="d", content="c", outcome="success")
+        memory_record(principal=principal, title=f"m{n}", description="d", content=content, outcome="success")
 
     first = alice.get("/api/v1/memories", {"page_size": 2})
     second = alice.get(first.json()["next"])

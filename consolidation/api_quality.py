@@ -1,0 +1,206 @@
+"""REST views for memory quality (issue 17 item 6): the review queue and the quality report.
+
+Thin: parse, call a selector/service, serialize. Texts in ``extend_schema`` are the public API
+documentation, written for API users (no class docstrings on the views: drf-spectacular would
+publish them). Bodies and query strings are strict like everywhere in the API.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from consolidation.api import ConsolidationAPIView
+from consolidation.models import ReviewItem
+from consolidation.selectors_quality import REPORT_WEEKS, quality_report, review_get, review_list
+from consolidation.services_review import DECISIONS, NOTE_MAX, review_decide
+from memories.selectors import project_resolve
+from reasoningbank.api_errors import error_responses
+from reasoningbank.errors import NotFound
+from reasoningbank.pagination import Pagination
+from reasoningbank.serializers import StrictCharField, StrictQuerySerializer, StrictSerializer
+
+TAGS = ["consolidation"]
+
+
+class ReviewListQuerySerializer(StrictQuerySerializer):
+    project = serializers.CharField(required=False, help_text="only this project's pairs (its slug)")
+    status = serializers.ChoiceField(
+        choices=[*(s for s, _ in ReviewItem.STATUS_CHOICES), "any"],
+        required=False,
+        help_text="`pending` (default: waiting for a decision), `contradicts`, `compatible` or `any`",
+    )
+
+
+class ReviewMemorySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    content = serializers.CharField()
+    state = serializers.CharField(help_text="`active` or `archived`")
+
+
+class ReviewSerializer(serializers.Serializer):
+    """Two similar memories that consolidation did not merge because their texts may disagree."""
+
+    id = serializers.IntegerField(help_text="the review item's id, for deciding it")
+    project = serializers.CharField(source="project.slug")
+    first = ReviewMemorySerializer(help_text="the older memory")
+    second = ReviewMemorySerializer(help_text="the newer memory")
+    similarity = serializers.FloatField(help_text="cosine similarity of their embeddings")
+    cues = serializers.ListField(child=serializers.CharField(), help_text="what differs, e.g. `numbers: 5 vs 60`")
+    status = serializers.ChoiceField(choices=[s for s, _ in ReviewItem.STATUS_CHOICES])
+    decided_by = serializers.CharField(help_text="`judge`, the moderator who decided, or empty while pending")
+    reason = serializers.CharField(help_text="why it waits, or the decision's note")
+    run = serializers.CharField(source="run_id", allow_null=True, help_text="the consolidation run that found it")
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+
+
+class ReviewListView(ConsolidationAPIView):
+    required_scopes = {"GET": SCOPE_MEMORIES_READ}
+    pagination_class = Pagination
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_reviews_list",
+        summary="List pairs waiting for review",
+        description=(
+            "Pairs of similar memories that consolidation set aside instead of merging because their texts may "
+            "disagree (a negation, opposite words, different numbers or versions), newest first, one page at a "
+            "time. Without an LLM judge, or when the judge could not answer, they wait here until a moderator "
+            "decides. Filter by `project` and `status` (pending by default). Needs `memories:read`."
+        ),
+        parameters=[ReviewListQuerySerializer],
+        responses={200: ReviewSerializer(many=True), **error_responses(400, 401, 403, 404)},
+    )
+    def get(self, request: Request) -> Response:
+        query = ReviewListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        slug = query.validated_data.get("project")
+        project = project_resolve(self.principal, slug) if slug else None
+        status = query.validated_data.get("status", ReviewItem.STATUS_PENDING)
+        items = review_list(self.principal, project=project, status=None if status == "any" else status)
+        paginator = Pagination()
+        page = paginator.paginate_queryset(items, request, view=self)
+        return paginator.get_paginated_response(ReviewSerializer(page, many=True).data)
+
+
+class ReviewDecideSerializer(StrictSerializer):
+    decision = serializers.ChoiceField(
+        choices=[
+            ("contradicts", "they contradict: link them as a dispute, never merge them"),
+            ("compatible", "they agree: a later consolidation run may merge them"),
+        ],
+        help_text="what the moderator found",
+    )
+    note = StrictCharField(
+        required=False, allow_blank=True, max_length=NOTE_MAX, help_text="why, kept with the decision (optional)"
+    )
+
+
+assert {c for c, _ in ReviewDecideSerializer().fields["decision"].choices.items()} == set(DECISIONS)
+
+
+class ReviewDecideView(ConsolidationAPIView):
+    required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="consolidation_reviews_decide",
+        summary="Decide a pair waiting for review",
+        description=(
+            "Settle a pending pair: `contradicts` links the two memories as a contradiction (listed with the "
+            "disputes, both stay active until someone keeps one or both), `compatible` clears the pair so that "
+            "a later consolidation run may merge or synthesise it. The optional `note` is kept with the "
+            "decision, which is audited. A pair already decided is a 409. Needs `memories:write`."
+        ),
+        parameters=[OpenApiParameter("review_id", str, OpenApiParameter.PATH, description="the review item's `id`")],
+        request=ReviewDecideSerializer,
+        responses={
+            200: ReviewSerializer,
+            **error_responses(400, 401, 403, 404, 409, 415, conflict="The pair was already decided."),
+        },
+    )
+    def post(self, request: Request, review_id: str) -> Response:
+        data = ReviewDecideSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        item = review_get(self.principal, review_id)
+        item = review_decide(
+            principal=self.principal,
+            item=item,
+            decision=data.validated_data["decision"],
+            note=data.validated_data.get("note", ""),
+        )
+        return Response(ReviewSerializer(item).data)
+
+
+class QualityQuerySerializer(StrictQuerySerializer):
+    weeks = serializers.IntegerField(
+        required=False, min_value=1, max_value=52, help_text=f"weeks of history (default {REPORT_WEEKS})"
+    )
+
+
+class QualityWeekSerializer(serializers.Serializer):
+    week = serializers.DateField(source="start", help_text="the week's Monday")
+    merged = serializers.IntegerField(help_text="memories merged into another (duplicate merge or synthesis)")
+    rejected = serializers.IntegerField(help_text="writes the write gate refused as carrying no reusable value")
+    near_copies = serializers.IntegerField(help_text="records answered with an existing memory (near copies)")
+    unmerged = serializers.IntegerField(help_text="consolidations undone (un-merge)")
+    contradictions = serializers.IntegerField(help_text="contradiction links made")
+    reviews = serializers.IntegerField(help_text="pairs set aside for review")
+
+
+class QualityReportSerializer(serializers.Serializer):
+    """How healthy a project's memory bank is: merges, contradictions, pairs waiting for review, what the
+    write gate refused and merges undone, now and per week."""
+
+    project = serializers.CharField(source="project.slug")
+    generated_at = serializers.DateTimeField()
+    memories = serializers.IntegerField(help_text="every memory of the project, active or archived")
+    active = serializers.IntegerField()
+    duplicates = serializers.IntegerField(help_text="memories archived as a duplicate of another")
+    consolidated = serializers.IntegerField(help_text="memories archived into a synthesised memory")
+    duplicate_rate = serializers.FloatField(help_text="(duplicates + consolidated) / memories, 0 to 1")
+    open_contradictions = serializers.IntegerField(help_text="contradiction links nobody has resolved yet")
+    waiting_for_review = serializers.IntegerField(help_text="pairs with conflict cues waiting for a decision")
+    rejected = serializers.IntegerField(help_text="writes the write gate refused, ever")
+    rejected_by_reason = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="those by reason: empty, placeholder, repeated_characters, too_short, restates_title, "
+        "restated_prompt",
+    )
+    near_copies = serializers.IntegerField(help_text="records answered with an existing near copy, ever")
+    unmerged = serializers.IntegerField(help_text="consolidations undone, ever")
+    weeks = QualityWeekSerializer(many=True, help_text="oldest first, the current week last")
+
+
+class ProjectQualityView(ConsolidationAPIView):
+    required_scopes = {"GET": SCOPE_MEMORIES_READ}
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="projects_quality_retrieve",
+        summary="Quality report of a project",
+        description=(
+            "How healthy the project's memory bank is: the duplicate rate (memories merged away as duplicates or "
+            "into a synthesis, against all of them), open contradictions, pairs waiting for review, writes the "
+            "write gate refused (by reason) and near copies it answered with an existing memory, and "
+            "consolidations undone, in total and per week for the last `weeks` weeks. Needs `memories:read`."
+        ),
+        parameters=[
+            OpenApiParameter("slug", str, OpenApiParameter.PATH, description="the project's slug"),
+            QualityQuerySerializer,
+        ],
+        responses={200: QualityReportSerializer, **error_responses(400, 401, 403, 404)},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        query = QualityQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        project = project_resolve(self.principal, slug)
+        if project is None:  # an empty slug cannot reach here (the route needs one); be explicit anyway
+            raise NotFound(f"project {slug!r} not found", field="project")
+        report = quality_report(self.principal, project, weeks=query.validated_data.get("weeks", REPORT_WEEKS))
+        return Response(QualityReportSerializer(report).data)

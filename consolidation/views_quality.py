@@ -1,0 +1,134 @@
+"""Dashboard pages of memory quality (issue 17 item 6): the quality report per project and the review
+queue, where a moderator decides in one click whether two memories consolidation set aside contradict
+or agree.
+
+Everyone in the org reads; deciding needs the member role (a viewer's POST is a 403 and changes
+nothing). Rows come only through selectors taking ``request.principal``, so another organization's
+project or review item is a 404. Deciding answers an htmx request with the decided card, a plain one
+with a redirect and a flash message; a service error is a message with status 400, never a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts.access import access_project, reachable_projects
+from accounts.decorators import org_view
+from accounts.models import SCOPE_MEMORIES_WRITE, Membership, Project
+from consolidation.models import ReviewItem
+from consolidation.selectors_quality import QualityReport, quality_report, review_get, review_list
+from consolidation.services_review import review_decide
+from memories.selectors_dashboard import Bucket
+from memories.views import _bar_chart  # the overview's chart geometry: one look for every bar chart
+from reasoningbank.errors import NotFound, ServiceError
+
+MEMBER = Membership.ROLE_MEMBER
+PAGE_SIZE = 25
+DECIDED_MESSAGES = {
+    ReviewItem.STATUS_CONTRADICTS: "Marked as contradicting: the pair is now listed with the disputes.",
+    ReviewItem.STATUS_COMPATIBLE: "Marked as agreeing: a later consolidation run may merge them.",
+}
+# the report's weekly series, in the order the page draws them
+SERIES = (
+    ("merged", "Memories merged away (duplicates and syntheses)"),
+    ("rejected", "Writes the write gate refused"),
+    ("near_copies", "Near copies answered with an existing memory"),
+    ("unmerged", "Merges undone"),
+    ("contradictions", "Contradictions found"),
+    ("reviews", "Pairs set aside for review"),
+)
+
+
+def _selected_project(request: HttpRequest, projects: list[Project]) -> Project | None:
+    """The ``?project=`` of the page (404 for a project the user cannot reach), else the first one."""
+    slug = request.GET.get("project", "").strip()
+    if slug:
+        return access_project(request.principal, slug)  # type: ignore[attr-defined]
+    return projects[0] if projects else None
+
+
+def _charts(report: QualityReport) -> list[dict[str, Any]]:
+    charts = []
+    for name, title in SERIES:
+        buckets = [
+            Bucket(week.start.strftime("%d %b"), getattr(week, name), f"week of {week.start.isoformat()}")
+            for week in report.weeks
+        ]
+        charts.append(
+            {
+                "name": name,
+                "title": title,
+                "total": sum(b.count for b in buckets),
+                "chart": _bar_chart(buckets, width=360, height=120, label_every=3),
+            }
+        )
+    return charts
+
+
+@org_view()
+@require_GET
+def quality_page(request: HttpRequest) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    projects = list(reachable_projects(principal).order_by("slug"))
+    project = _selected_project(request, projects)
+    report = quality_report(principal, project) if project is not None else None
+    context = {
+        "nav": "quality",
+        "projects": projects,
+        "project": project,
+        "report": report,
+        "charts": _charts(report) if report is not None else [],
+    }
+    return render(request, "consolidation/quality.html", context)
+
+
+@org_view()
+@require_GET
+def review_queue_page(request: HttpRequest) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    projects = list(reachable_projects(principal).order_by("slug"))
+    slug = request.GET.get("project", "").strip()
+    project = access_project(principal, slug) if slug else None
+    items = review_list(principal, project=project)
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "nav": "quality",
+        "projects": projects,
+        "project": project,
+        "page": page,
+        "can_write": principal.has_scope(SCOPE_MEMORIES_WRITE),
+    }
+    return render(request, "consolidation/reviews.html", context)
+
+
+@org_view(min_role=MEMBER)
+@require_POST
+def review_decide_action(request: HttpRequest, review_id: int) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    try:
+        item = review_get(principal, review_id)
+    except NotFound:
+        raise Http404("Not found.") from None
+    decision = request.POST.get("decision", "")
+    try:
+        item = review_decide(principal=principal, item=item, decision=decision, note=request.POST.get("note", ""))
+    except ServiceError as exc:
+        message, error = exc.message, True
+    else:
+        message, error = DECIDED_MESSAGES[item.status], False
+    if request.htmx:  # type: ignore[attr-defined]
+        context = {"item": item, "message": message, "error": error}
+        return render(request, "consolidation/reviews.html#decided", context, status=400 if error else 200)
+    (messages.error if error else messages.success)(request, message)
+    target = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
+        target = reverse("consolidation-reviews")
+    return HttpResponseRedirect(target)

@@ -1,0 +1,222 @@
+"""The export format's pure logic (memories/export_format.py): line schemas, validation with line and
+field, checks across lines and id remapping — no database."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from itertools import count
+from typing import Any
+
+import pytest
+
+from memories import export_format as ef
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+VOCAB = ef.Vocabulary(
+    kinds=("working", "episodic", "semantic", "procedural"),
+    outcomes=("success", "failure", "mixed"),
+    states=("active", "archived"),
+    archived_reasons=("consolidated", "superseded", "duplicate", "stale", "manual"),
+    tiers=("hot", "warm", "cold", "archived"),
+    origins=("recorded", "distilled", "consolidated", "extracted"),
+    link_kinds=("consolidates", "supersedes", "contradicts", "duplicates", "references"),
+    signal_types=("explicit", "usage", "outcome", "stability"),
+    summary_statuses=("ready", "rejected"),
+    session_vias=("search", "context"),
+)
+HEADER = {"type": "header", "format": ef.FORMAT, "version": 1}
+END = {"type": "end"}
+
+
+def memory(id_: str = "m1", **fields: Any) -> dict[str, Any]:
+    return {
+        "type": "memory",
+        "id": id_,
+        "project": "web-app",
+        "title": "Pin seeds",
+        "content": "Seed the RNG.",
+        **fields,
+    }
+
+
+def ids() -> ef.IdMap:
+    numbers = count(1)
+    return ef.IdMap(new_memory_id=lambda: f"mem_new{next(numbers)}", new_summary_id=lambda: f"sum_new{next(numbers)}")
+
+
+def check(*records: dict[str, Any] | str, into_project: bool = False) -> tuple[ef.ImportChecker, list[ef.LineError]]:
+    checker = ef.ImportChecker(vocab=VOCAB, now=NOW, ids=ids(), into_project=into_project)
+    for number, record in enumerate(records, start=1):
+        checker.feed(f"line {number}", record if isinstance(record, str) else json.dumps(record))
+    return checker, checker.finish()
+
+
+def test_a_minimal_hand_written_memory_gets_the_defaults_of_a_recorded_one():
+    record = ef.record_parse(memory(), VOCAB, now=NOW)
+
+    assert record["scope"] == "project" and record["team"] is None
+    assert (record["kind"], record["state"], record["tier"], record["origin"]) == (
+        "procedural",
+        "active",
+        "hot",
+        "recorded",
+    )
+    assert (record["prior_alpha"], record["prior_beta"]) == pytest.approx((1.6, 0.4))
+    assert record["confidence"] == pytest.approx(0.8)
+    assert record["importance"] == 0.85
+    assert record["created_at"] == record["updated_at"] == NOW
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"outcome": "win"}, "outcome", "must be one of success, failure, mixed"),
+        ({"confidence": 1.5}, "confidence", "at most 1.0"),
+        ({"tags": ["ok", 3]}, "tags", "item 2 must be a string"),
+        ({"created_at": "2026-03-01T12:00:00"}, "created_at", "needs a UTC offset"),
+        ({"title": ""}, "title", "must not be empty"),
+        ({"content": "a\x00b"}, "content", "NUL"),
+        ({"colour": "red"}, "colour", "unknown field"),
+        ({"state": "active", "archived_reason": "manual"}, "archived_reason", "active memory has no archived reason"),
+        ({"team": "platform"}, "project", "a project memory names its project (and no team"),
+        ({"alpha": 2.0}, "beta", "alpha and beta go together"),
+        ({"usage_count": -1}, "usage_count", "whole number"),
+        ({"embedding": [0.1, True]}, "embedding", "finite numbers"),
+    ],
+)
+def test_a_bad_field_is_named_with_what_is_wrong(fields, field, words):
+    with pytest.raises(ef.Bad) as caught:
+        ef.record_parse(memory(**fields), VOCAB, now=NOW)
+
+    assert caught.value.field == field
+    assert words in caught.value.message
+
+
+def test_nan_and_infinity_are_not_json():
+    with pytest.raises(ef.LineErrorRaised) as caught:
+        ef.line_parse(
+            "line 4", '{"type": "memory", "id": "m", "title": "t", "content": "c", "retention": NaN}', VOCAB, now=NOW
+        )
+
+    assert caught.value.error.where == "line 4" and "not valid JSON" in caught.value.error.message
+
+
+def test_a_valid_file_counts_what_it_holds_and_gives_every_memory_a_new_id():
+    checker, errors = check(
+        HEADER,
+        memory("m1"),
+        memory("m2", state="archived", archived_reason="consolidated", consolidated_into="m1"),
+        {"type": "link", "source": "m1", "target": "m2", "kind": "consolidates"},
+        {"type": "signal", "memory": "m1", "signal": "explicit", "positive": True},
+        {"type": "summary", "id": "s1", "memory": "m1", "source_memory_ids": ["m2"]},
+        {"type": "session_use", "memory": "m1", "session_key": "abc", "via": "search"},
+        {"type": "end", "counts": {"memory": 2, "link": 1, "signal": 1, "summary": 1, "session_use": 1}},
+    )
+
+    assert errors == []
+    assert checker.counts == {"weights": 0, "memory": 2, "link": 1, "signal": 1, "summary": 1, "session_use": 1}
+    assert checker.active_memories == 1
+    assert checker.project_slugs == {"web-app"}
+    assert set(checker.ids.memories) == {"m1", "m2"}
+    assert len(set(checker.ids.memories.values())) == 2 and not set(checker.ids.memories.values()) & {"m1", "m2"}
+
+
+def test_every_problem_is_reported_with_its_line_in_file_order():
+    _, errors = check(
+        HEADER,
+        memory("m1"),
+        memory("m1"),
+        "{not json",
+        {"type": "link", "source": "m1", "target": "ghost", "kind": "references"},
+        {"type": "link", "source": "m1", "target": "m1", "kind": "references"},
+        {"type": "signal", "memory": "m1", "signal": "explicit", "positive": "yes"},
+        END,
+    )
+
+    assert [(e.where, e.field) for e in errors] == [
+        ("line 3", "id"),
+        ("line 4", ""),
+        ("line 5", "target"),
+        ("line 6", "target"),
+        ("line 7", "positive"),
+    ]
+    assert str(errors[2]) == "line 5, field target: no memory with id 'ghost' in this file"
+
+
+def test_a_file_without_its_header_or_its_end_is_refused():
+    _, no_header = check(memory("m1"), END)
+    _, cut_short = check(HEADER, memory("m1"))
+    _, empty = check()
+
+    assert no_header[0].where == "line 1" and "first line must be the header" in no_header[0].message
+    assert cut_short == [ef.LineError("line 2", "", cut_short[0].message)] and "cut short" in cut_short[0].message
+    assert "empty" in empty[0].message
+
+
+def test_the_end_lines_counts_must_match_and_nothing_may_follow_it():
+    _, errors = check(HEADER, memory("m1"), {"type": "end", "counts": {"memory": 3}}, memory("m2"))
+
+    assert [(e.where, e.field) for e in errors] == [("line 4", "type"), ("end line", "counts")]
+
+
+def test_an_unsupported_version_is_refused():
+    _, errors = check({**HEADER, "version": 2}, END)
+
+    assert errors[0].field == "version" and "not supported" in errors[0].message
+
+
+def test_a_summary_needs_a_project_memory_unless_everything_goes_into_one_project():
+    lines = (HEADER, memory("m1", project=None), {"type": "summary", "id": "s1", "memory": "m1"}, END)
+
+    assert [(e.where, e.field) for e in check(*lines)[1]] == [("line 3", "memory")]
+    assert check(*lines, into_project=True)[1] == []
+
+
+def test_errors_stop_at_the_limit():
+    checker, errors = check(HEADER, *[{"type": "memory"}] * (ef.MAX_ERRORS + 5), END)
+
+    assert len(errors) == ef.MAX_ERRORS and checker.truncated
+
+
+def test_remapping_rewrites_every_reference_consistently():
+    checker, _ = check(HEADER, memory("m1"), memory("m2", consolidated_into="m1"), END)
+    new = checker.ids.memories
+    m2 = ef.record_parse(memory("m2", consolidated_into="m1"), VOCAB, now=NOW)
+    summary = ef.record_parse(
+        {
+            "type": "summary",
+            "id": "s1",
+            "memory": "m1",
+            "source_memory_ids": ["m2"],
+            "superseded_facts": [{"original_fact": "x", "superseded_by": "y", "source_memory_id": "m2"}, {"a": 1}],
+        },
+        VOCAB,
+        now=NOW,
+    )
+    checker.ids.summary_add("s1")
+
+    assert ef.memory_remap(m2, checker.ids)["consolidated_into"] == new["m1"]
+    assert ef.memory_remap(m2, checker.ids)["id"] == new["m2"]
+    link = ef.link_remap({"source": "m1", "target": "m2"}, checker.ids)
+    assert (link["source"], link["target"]) == (new["m1"], new["m2"])
+    remapped = ef.summary_remap(summary, checker.ids)
+    assert remapped["memory"] == new["m1"] and remapped["source_memory_ids"] == [new["m2"]]
+    assert remapped["superseded_facts"][0]["source_memory_id"] == new["m2"]
+    assert remapped["superseded_facts"][1] == {"a": 1}
+    assert ef.memory_ref_remap({"memory": "m2"}, checker.ids)["memory"] == new["m2"]
+
+
+def test_lines_are_compact_ascii_json_and_split_on_newlines_only():
+    line = ef.line_dump({"type": "memory", "title": "naïve\u2028café"})
+
+    assert line.endswith("\n") and line.count("\n") == 1 and line.isascii()
+    assert json.loads(line)["title"] == "naïve\u2028café"
+    assert list(ef.lines_split('{"a":1}\r\n\n{"b":"x\u2028y"}\n')) == [(1, '{"a":1}'), (3, '{"b":"x\u2028y"}')]
+
+
+def test_timestamps_read_back_as_they_were_written():
+    moment = datetime(2026, 1, 31, 9, 30, 15, 123456, tzinfo=UTC)
+
+    assert ef.when_parse(ef.when_dump(moment)) == moment
+    assert ef.when_parse("2026-01-31T09:30:15Z") == moment.replace(microsecond=0)
