@@ -280,10 +280,12 @@ class SummaryOut(Contract):
     def of(cls, summary: MemorySummary) -> SummaryOut:
         return cls(
             id=summary.id, memory_id=summary.memory_id, source_memory_ids=list(summary.source_memory_ids),
-            project=summary.project.slug, summary=summary.summary, key_facts=list(summary.key_facts),
+            # a search row carries the slug and the live confidence itself (selectors_summaries)
+            project=getattr(summary, "project_slug", None) or summary.project.slug,
+            summary=summary.summary, key_facts=list(summary.key_facts),
             decisions=[SummaryDecisionOut(**d) for d in summary.decisions],
             superseded_facts=[SupersededFactOut(**f) for f in summary.superseded_facts],
-            confidence=_r(summary.memory.confidence),
+            confidence=_r(getattr(summary, "memory_confidence", None) or summary.memory.confidence),
             temporal_range=(summary.temporal_start.isoformat(), summary.temporal_end.isoformat()),
             created_at=summary.created_at.isoformat(), consolidation_run_id=summary.consolidation_run_id,
             activation_count=summary.activation_count, status=summary.status,  # type: ignore[arg-type]
@@ -317,7 +319,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         if args.include_summaries
         else []
     )
-    services_summaries.summaries_activate([hit.summary.id for hit in summaries])
+    services_summaries.summaries_activate([hit.summary.id for hit in summaries], write_behind=True)
     if args.session_id:
         services_ledger.session_uses_record(
             principal=principal, session_key=args.session_id, via="search",

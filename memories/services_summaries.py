@@ -13,6 +13,8 @@ from django.utils import timezone
 from memories.models import Memory, MemorySummary
 from memories.services import _embed
 from reasoningbank.ai.embedders import embedder_from_settings
+from reasoningbank.db_threads import other_connections_usable
+from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.scrubbing import scrub_secrets
 
 RAW_REPLY_MAX = 20_000  # characters of an unparseable reply kept for moderators
@@ -85,12 +87,21 @@ def summary_store(
     return stored
 
 
-def summaries_activate(summary_ids: Sequence[str]) -> None:
-    """Seed 002: a summary served to a session or a search counts as an activation."""
-    if summary_ids:
-        MemorySummary.objects.filter(pk__in=list(summary_ids)).update(
-            activation_count=F("activation_count") + 1, last_activated_at=timezone.now()
-        )
+def summaries_activate(summary_ids: Sequence[str], *, write_behind: bool = False) -> None:
+    """Seed 002: a summary served to a session or a search counts as an activation. With
+    ``write_behind`` (a search) the write happens after the answer, like the usage signals."""
+    if not summary_ids:
+        return
+    ids = list(summary_ids)
+    if write_behind and other_connections_usable() and db_write_behind(_activate, ids):
+        return
+    _activate(ids)
+
+
+def _activate(summary_ids: list[str]) -> None:
+    MemorySummary.objects.filter(pk__in=summary_ids).update(
+        activation_count=F("activation_count") + 1, last_activated_at=timezone.now()
+    )
 
 
 def summaries_reembed(*, only_stale: bool = True, batch: int = 256) -> int:
