@@ -220,7 +220,7 @@ def memory_rejection_record(
 
 
 def _gate_refuse(principal: Principal, project: Project | None, draft: MemoryDraft, source: str, **data: Any) -> None:
-    """Raise the gate's 400 naming the field, after writing the rejection's audit row."""
+    """Raise the gate's refusal (a 422 naming the field), after writing the rejection's audit row."""
     rejection = memory_gate(draft)
     if rejection is None:
         return
