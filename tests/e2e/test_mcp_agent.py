@@ -42,7 +42,11 @@ async def test_an_agent_records_searches_rates_and_reads_a_memory(service: Servi
 
         found = await call(client, "memory_search", {"query": f"focused test before the suite {marker}",
                                                      "min_confidence": 0.0})
-        assert memory_id in [m["id"] for m in found["memories"]], found
+        # the other protocol era's run recorded the same lesson with another marker: search may fold the
+        # two near-identical memories into one result, listing this one under `duplicates`
+        returned = [m["id"] for m in found["memories"]]
+        returned += [folded for m in found["memories"] for folded in m.get("duplicates", [])]
+        assert memory_id in returned, found
 
         feedback = await call(client, "memory_feedback", {"memory_id": memory_id, "helpful": True,
                                                           "comment": "saved me a slow run"})
