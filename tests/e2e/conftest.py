@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,3 +116,23 @@ def manage_ok(service: Service, *args: str) -> str:
     result = service.manage(*args)
     assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{completed_text(result)}"
     return result.stdout
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    """A Chromium page (Debian's chromium, as the browser tests use) for the tests that drive the live
+    service's dashboard: signup, OAuth login and consent."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        raise RuntimeError(f"Chromium not found at {CHROMIUM}; run scripts/ensure-chromium.sh")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.set_default_timeout(20_000)
+            yield page
+        finally:
+            browser.close()

@@ -493,6 +493,12 @@ def token_from(output: str) -> str:
 # --- clients -------------------------------------------------------------------------------------
 
 
+def screenshot(page: Any, name: str) -> None:
+    """Keep what the browser showed under artifacts/e2e/ (kept by CI for a failing run)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
 def rest(service: Service, token: str) -> httpx2.Client:
     return httpx2.Client(base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
 

@@ -4,39 +4,14 @@ agent's first write without any further setup (issue #11 items 4 and 13)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.e2e.harness import ARTIFACTS, Service, call, mcp_client, unique
+from tests.e2e.harness import Service, call, mcp_client, screenshot, unique
 
 PASSWORD = "a-long-unusual-passphrase-e2e"
-
-
-@pytest.fixture
-def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        raise RuntimeError(f"Chromium not found at {CHROMIUM}; run scripts/ensure-chromium.sh")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
-
-
-def _shoot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def test_a_new_user_signs_up_sets_up_the_org_and_connects_an_agent(service: Service, page: Any) -> None:
@@ -50,7 +25,7 @@ def test_a_new_user_signs_up_sets_up_the_org_and_connects_an_agent(service: Serv
     try:
         page.wait_for_url(f"{base}/")
     finally:
-        _shoot(page, "signup-landing")
+        screenshot(page, "signup-landing")
     assert email in page.content()
     assert page.locator("h1", has_text="Overview").is_visible()
     assert email in page.inner_text("#org-select")  # the user's own new org, named after them
@@ -60,7 +35,7 @@ def test_a_new_user_signs_up_sets_up_the_org_and_connects_an_agent(service: Serv
     page.fill("#token-label", "laptop")
     page.get_by_role("button", name="Create token").click()
     token = page.input_value("#raw-token")
-    _shoot(page, "signup-token")
+    screenshot(page, "signup-token")
     assert token.startswith("rb_")
     snippet = page.inner_text("#snippet-claude")
     assert f"{base}/mcp" in snippet and f"Bearer {token}" in snippet, snippet

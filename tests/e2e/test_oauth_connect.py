@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,33 +21,11 @@ import anyio
 import httpx2
 import pytest
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.e2e.harness import ARTIFACTS, Service, call, unique
+from tests.e2e.harness import Service, call, screenshot, unique
 
 PASSWORD = "a-long-unusual-passphrase-oauth"
 CALLBACK = "http://127.0.0.1:38799/callback"
 WAIT = 120
-
-
-@pytest.fixture
-def page() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not Path(CHROMIUM).exists():
-        raise RuntimeError(f"Chromium not found at {CHROMIUM}; run scripts/ensure-chromium.sh")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
-
-
-def _shoot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 class MemoryStorage:
@@ -160,7 +137,7 @@ def _sign_in_and_consent(page: Any, browser: Browser, email: str) -> str:
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_selector("#consent-form")
-    _shoot(page, "oauth-consent")
+    screenshot(page, "oauth-consent")
     assert "E2E SDK agent" in page.content()
     page.click("button[name=allow]")
     deadline = time.monotonic() + 30
@@ -209,7 +186,7 @@ def test_an_mcp_client_connects_through_the_browser_refreshes_and_is_revoked(ser
     # Settings → Connected apps (the user is signed in in the browser): revoke → the next request is a 401
     page.goto(f"{base}/settings/connected-apps/")
     assert "E2E SDK agent" in page.content() and email in page.content()
-    _shoot(page, "oauth-connected-apps")
+    screenshot(page, "oauth-connected-apps")
     page.on("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Revoke E2E SDK agent").click()
     page.wait_for_selector(".status-revoked")
