@@ -16,7 +16,7 @@ from django.http import HttpRequest
 
 from accounts.access import Principal, system_principal
 from accounts.models import ApiToken, AuditEvent, Membership, Organization, Project, Team
-from accounts.services import audit_record, organization_set_plan, token_revoke
+from accounts.services import audit_record, organization_set_auto_promote, organization_set_plan, token_revoke
 from reasoningbank.admin import ReadOnlyAdmin
 
 
@@ -35,24 +35,31 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "plan", "created_at")
-    list_filter = ("plan",)
+    list_display = ("slug", "name", "plan", "auto_promote_institutional", "created_at")
+    list_filter = ("plan", "auto_promote_institutional")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)
 
     def save_model(self, request: HttpRequest, obj: Organization, form: Any, change: bool) -> None:
-        if change and "plan" in form.changed_data:
-            new_plan = obj.plan
-            obj.plan = form.initial.get("plan", new_plan)
-            super().save_model(request, obj, form, change)
-            organization_set_plan(organization=obj, plan=new_plan, actor=staff_principal(obj, request))
-            return
-        super().save_model(request, obj, form, change)
         if not change:
+            super().save_model(request, obj, form, change)
             audit_record(
                 organization=obj, actor=staff_principal(obj, request), verb="organization.create", target=obj,
                 data={"plan": obj.plan, "via": "admin"},
             )
+            return
+        # the plan and automatic promotion change through their services, which audit them
+        new_plan, auto_promote = obj.plan, obj.auto_promote_institutional
+        if "plan" in form.changed_data:
+            obj.plan = form.initial.get("plan", new_plan)
+        if "auto_promote_institutional" in form.changed_data:
+            obj.auto_promote_institutional = form.initial.get("auto_promote_institutional", auto_promote)
+        super().save_model(request, obj, form, change)
+        if "plan" in form.changed_data:
+            organization_set_plan(organization=obj, plan=new_plan, actor=staff_principal(obj, request))
+        if "auto_promote_institutional" in form.changed_data:
+            organization_set_auto_promote(organization=obj, enabled=auto_promote, actor=staff_principal(obj, request))
+            obj.auto_promote_institutional = auto_promote
 
 
 @admin.register(Team)

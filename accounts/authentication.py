@@ -16,6 +16,7 @@ from accounts.access import Principal, principal_for_token
 from accounts.oauth import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
 from accounts.throttling import Throttled as ThrottledAnswer
 from accounts.throttling import bearer_blocked, bearer_failure, client_address, token_authenticate_throttled
+from reasoningbank.request_context import request_principal_note
 
 
 def bearer_token_from_header(header: bytes | str | None) -> str | None:
@@ -54,12 +55,17 @@ def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
             return blocked
         result = oauth_authenticate(raw, resource=resource)
         if isinstance(result, Principal):
+            # the same display prefix the MCP tools see for an OAuth token (accounts/mcp_auth.py)
+            request_principal_note(org=result.organization.slug, token_prefix=raw[:10])
             return result
         return bearer_failure(address, raw) or result
     token = token_authenticate_throttled(raw, address=address)
     if token is None or isinstance(token, ThrottledAnswer):
         return token
-    return principal_for_token(token)
+    principal = principal_for_token(token)
+    # every later log line of this request names the org and the token's display prefix, never the token
+    request_principal_note(org=principal.organization.slug, token_prefix=token.prefix)
+    return principal
 
 
 class ApiTokenAuthentication(BaseAuthentication):

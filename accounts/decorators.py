@@ -20,6 +20,7 @@ from django.shortcuts import render
 from accounts.access import principal_for_membership
 from accounts.models import Membership
 from accounts.selectors import memberships_of_user
+from reasoningbank.request_context import request_principal_note
 
 SESSION_ORG_KEY = "rb_org"
 
@@ -48,6 +49,7 @@ def org_view(
             if not membership.has_role(min_role):
                 raise PermissionDenied(f"this page needs the {min_role} role or above")
             request.membership = membership  # type: ignore[attr-defined]
+            request_principal_note(org=membership.organization.slug)  # the log lines of this page name the org
             request.principal = principal_for_membership(membership)  # type: ignore[attr-defined]
             request.memberships = memberships_of_user(user=request.user)  # type: ignore[attr-defined]
             return view(request, *args, **kwargs)

@@ -23,6 +23,12 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=200)
     plan = models.CharField(max_length=20, choices=PLAN_CHOICES, default=PLAN_FREE)
+    # issue 18: a lesson that holds in several projects (teams) is proposed for team (org) scope and
+    # waits in the review queue; on, proposals are accepted at once (audited as automatic)
+    auto_promote_institutional = models.BooleanField(
+        default=False,
+        help_text="accept institutional promotion proposals at once instead of waiting in the review queue",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

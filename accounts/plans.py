@@ -2,6 +2,8 @@
 
 Services ask ``org.has_feature(...)`` / ``org.limit(...)``; nothing else hard-codes plan names.
 Seed 004: manual consolidation is allowed on Pro, automatic (scheduled) consolidation needs Teams.
+Institutional promotion (seed 001 Layer 3: a lesson that holds across projects proposed for team or org
+scope) needs Teams too: it only means something where several projects and teams share one org.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ PLAN_ORDER = (PLAN_FREE, PLAN_PRO, PLAN_TEAMS, PLAN_ENTERPRISE)
 FEATURE_CONSOLIDATION_MANUAL = "consolidation.manual"
 FEATURE_CONSOLIDATION_SCHEDULED = "consolidation.scheduled"
 FEATURE_TEAMS = "teams"
+FEATURE_INSTITUTIONAL_PROMOTION = "promotion.institutional"
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ PLANS: dict[str, Plan] = {
                 FEATURE_CONSOLIDATION_MANUAL,
                 FEATURE_CONSOLIDATION_SCHEDULED,
                 FEATURE_TEAMS,
+                FEATURE_INSTITUTIONAL_PROMOTION,
             }
         ),
         {"projects": 250, "memories": 1_000_000, "members": 250, "llm_tokens_per_month": 50_000_000},
@@ -62,6 +66,7 @@ PLANS: dict[str, Plan] = {
                 FEATURE_CONSOLIDATION_MANUAL,
                 FEATURE_CONSOLIDATION_SCHEDULED,
                 FEATURE_TEAMS,
+                FEATURE_INSTITUTIONAL_PROMOTION,
             }
         ),
         {"projects": None, "memories": None, "members": None, "llm_tokens_per_month": None},

@@ -18,6 +18,7 @@ from django.utils.text import slugify
 from accounts.access import Principal, scopes_validate
 from accounts.models import (
     DEFAULT_TOKEN_SCOPES,
+    SCOPE_ADMIN,
     ApiToken,
     AuditEvent,
     Membership,
@@ -132,6 +133,26 @@ def organization_set_plan(*, organization: Organization, plan: str, actor: Princ
     audit_record(
         organization=organization, actor=actor, verb="organization.plan_change", target=organization,
         data={"from": previous, "to": plan},
+    )
+    return organization
+
+
+@transaction.atomic
+def organization_set_auto_promote(*, organization: Organization, enabled: Any, actor: Principal | None) -> Organization:
+    """Whether institutional promotion proposals (issue 18) are accepted at once instead of waiting in
+    the review queue. Org admins decide (the ``admin`` scope); audited."""
+    if not isinstance(enabled, bool):
+        raise InvalidInput("enabled must be true or false", field="auto_promote_institutional")
+    if actor is not None and not actor.has_scope(SCOPE_ADMIN):
+        raise Forbidden("changing automatic promotion needs the admin role")
+    organization = Organization.objects.select_for_update().get(pk=organization.pk)
+    if organization.auto_promote_institutional == enabled:
+        return organization
+    organization.auto_promote_institutional = enabled
+    organization.save(update_fields=["auto_promote_institutional"])
+    audit_record(
+        organization=organization, actor=actor, verb="organization.auto_promote", target=organization,
+        data={"enabled": enabled},
     )
     return organization
 

@@ -11,6 +11,7 @@ urlpatterns = [
     path("settings/members/<int:membership_id>/role/", views.member_role, name="settings-member-role"),
     path("settings/members/<int:membership_id>/remove/", views.member_remove, name="settings-member-remove"),
     path("settings/teams/", views.settings_teams, name="settings-teams"),
+    path("settings/teams/promotion/", views.settings_auto_promote, name="settings-auto-promote"),
     path("settings/projects/", views.settings_projects, name="settings-projects"),
     path("settings/tokens/", views.settings_tokens, name="settings-tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views.token_revoke_view, name="settings-token-revoke"),

@@ -32,6 +32,7 @@ from accounts.oauth import mcp_resource
 from accounts.plans import (
     FEATURE_CONSOLIDATION_MANUAL,
     FEATURE_CONSOLIDATION_SCHEDULED,
+    FEATURE_INSTITUTIONAL_PROMOTION,
     FEATURE_TEAMS,
     PLAN_ORDER,
     PLANS,
@@ -44,6 +45,7 @@ from accounts.services import (
     membership_add,
     membership_remove,
     membership_set_role,
+    organization_set_auto_promote,
     organization_set_plan,
     project_create,
     team_create,
@@ -70,6 +72,7 @@ FEATURE_LABELS = {
     FEATURE_CONSOLIDATION_MANUAL: "Manual consolidation",
     FEATURE_CONSOLIDATION_SCHEDULED: "Scheduled consolidation",
     FEATURE_TEAMS: "Teams",
+    FEATURE_INSTITUTIONAL_PROMOTION: "Institutional promotion (team and org knowledge)",
 }
 LIMIT_LABELS = {
     "projects": "Projects",
@@ -248,10 +251,32 @@ def settings_teams(request: HttpRequest) -> HttpResponse:
         teams=teams,
         teams_enabled=org.has_feature(FEATURE_TEAMS),
         teams_plan=plan_get(minimum_plan_for(FEATURE_TEAMS) or "teams").label,
+        promotion_enabled=org.has_feature(FEATURE_INSTITUTIONAL_PROMOTION),
+        promotion_min_projects=settings.PROMOTION_MIN_PROJECTS,
         errors=errors,
         values=values,
     )
     return render(request, "accounts/settings_teams.html", context, status=status)
+
+
+@org_view(min_role=ADMIN)
+@require_POST
+def settings_auto_promote(request: HttpRequest) -> HttpResponse:
+    """The Teams page's "accept promotion proposals automatically" switch (issue 18; org admins)."""
+    principal = request.principal  # type: ignore[attr-defined]
+    enabled = request.POST.get("auto_promote_institutional") == "on"
+    try:
+        organization_set_auto_promote(organization=principal.organization, enabled=enabled, actor=principal)
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(
+            request,
+            "Promotion proposals are now accepted automatically."
+            if enabled
+            else "Promotion proposals now wait in the review queue for a moderator.",
+        )
+    return redirect("settings-teams")
 
 
 # --- projects ------------------------------------------------------------------------------------

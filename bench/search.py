@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -598,7 +599,14 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
         from django.db import connections
 
         connections.close_all()
-        with uvicorn_server(workers=args.workers) as (base_url, server_pid):
+        with contextlib.ExitStack() as stack:
+            if args.tracing:  # the server (not this process) traces, exporting to a sink that discards
+                from _otlp_sink import otlp_sink
+
+                endpoint, sink = stack.enter_context(otlp_sink())
+                os.environ.update(OTEL_TRACES_EXPORTER="otlp", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint)
+                result["tracing"] = {"exporter": "otlp (http/protobuf) to a local discarding sink", "sink": sink.stats}
+            base_url, server_pid = stack.enter_context(uvicorn_server(workers=args.workers))
             log(f"  server up at {base_url} ({args.workers} worker)")
             if not args.mcp_only:
                 log("  REST ...")
@@ -612,7 +620,7 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
     # 1/5/15-minute load averages before and after each leg: other work on the machine skews figures
     result["loadavg"] = {leg: [round(x, 2) for x in values] for leg, values in load.items()}
     result["finished_at"] = machine_info()["date"]
-    path = RESULTS_DIR / f"search-{n}.json"
+    path = RESULTS_DIR / f"search-{n}{'-tracing' if args.tracing else ''}.json"
     write_json(path, result)
     print_table(result)
     log(f"results: {path}")
@@ -631,6 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-http", action="store_true", help="in-process only (no uvicorn, REST or MCP)")
     parser.add_argument("--mcp-only", action="store_true", help="MCP only (no in-process, EXPLAIN or REST)")
     parser.add_argument("--load-only", action="store_true", help="prepare the dataset(s) and stop")
+    parser.add_argument(
+        "--tracing", action="store_true", help="the server traces (OTLP/HTTP to a local sink that discards)"
+    )
     args = parser.parse_args(argv)
 
     env = configure_environment()

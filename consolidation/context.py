@@ -26,6 +26,7 @@ from memories.moderation import memories_archive
 from memories.services import MemoryDraft, memory_gate, memory_rejection_record
 from reasoningbank.ai.llm import LLMError, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
+from reasoningbank.tracing import bind
 
 logger = logging.getLogger("consolidation")
 
@@ -176,7 +177,7 @@ def llm_map(ctx: RunContext, llm: Any, purpose: str, prompts: Sequence[str], *, 
     if len(prompts) == 1 or connection.in_atomic_block:
         return [one(p) for p in prompts]
     with ThreadPoolExecutor(max_workers=min(settings.CONSOLIDATION_LLM_CONCURRENCY, len(prompts))) as pool:
-        return list(pool.map(one_in_thread, prompts))
+        return list(pool.map(bind(one_in_thread), prompts))  # the llm.* spans inside the run's trace
 
 
 def reply_parsed(ctx: RunContext, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:

@@ -27,7 +27,9 @@ def empty_counters() -> dict[str, int]:
         "supersessions": 0,
         "tier_transitions": 0,
         "patterns": 0,
-        "promoted": 0,
+        "promoted": 0,  # working → semantic
+        "promoted_episodic": 0,  # seed 003's ladder: facts promoted in place + new episodic memories from patterns
+        "promoted_procedural": 0,  # new procedural memories from patterns of episodic memories
         "skipped": 0,
         "neighbour_probes": 0,  # memories whose neighbours were looked up in the index this run
     }
@@ -168,23 +170,42 @@ class ReviewItem(models.Model):
     (``judged``: compatible or contradicts). A pair whose texts carry conflict cues
     (``consolidation.cues``; kind ``conflict``) is never merged on similarity alone: the judge settles
     it, and without one, or when the judge is unsure, it waits here as "needs review" until a
-    moderator accepts (they contradict) or rejects (they agree)."""
+    moderator accepts (they contradict) or rejects (they agree).
 
-    KIND_CONFLICT, KIND_JUDGED = "conflict", "judged"
-    KIND_CHOICES = [(KIND_CONFLICT, "Similar memories with conflict cues"), (KIND_JUDGED, "A pair the judge read")]
+    Kind ``promotion`` (issue 18, seed 001 Layer 3) is no pair: ``first`` is a consolidated memory
+    proposed for team or org scope (archived until accepted), linked ``consolidates`` to the source
+    memory of every project (team) it holds in; it has no ``project`` and no ``second``.
+    ``source_key`` names its source set, so a set is proposed once, whatever became of it
+    (``consolidation.services_promotion``)."""
+
+    KIND_CONFLICT, KIND_JUDGED, KIND_PROMOTION = "conflict", "judged", "promotion"
+    KIND_CHOICES = [
+        (KIND_CONFLICT, "Similar memories with conflict cues"),
+        (KIND_JUDGED, "A pair the judge read"),
+        (KIND_PROMOTION, "A memory proposed for team or org scope"),
+    ]
+    PAIR_KINDS = (KIND_CONFLICT, KIND_JUDGED)
     STATUS_PENDING, STATUS_CONTRADICTS, STATUS_COMPATIBLE = "pending", "contradicts", "compatible"
+    STATUS_ACCEPTED, STATUS_REJECTED = "accepted", "rejected"  # promotions
     STATUS_CHOICES = [
         (STATUS_PENDING, "Needs review"),
         (STATUS_CONTRADICTS, "They contradict"),
         (STATUS_COMPATIBLE, "They agree"),
+        (STATUS_ACCEPTED, "Promoted"),
+        (STATUS_REJECTED, "Not promoted"),
     ]
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="review_items")
+    # empty for a promotion: it belongs to a team or the whole org (its ``first`` memory says which)
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="review_items"
+    )
     kind = models.CharField(max_length=10, choices=KIND_CHOICES, default=KIND_CONFLICT)
-    # the pair, older first
+    # the pair, older first; for a promotion, ``first`` is the proposed memory and there is no second
     first = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
-    second = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
+    second = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    # promotions: sha256 of the sorted source memory ids (consolidation.promotion.source_set_key)
+    source_key = models.CharField(max_length=64, blank=True, default="")
     similarity = models.FloatField()
     cues = models.JSONField(default=list, blank=True, help_text="what differs, e.g. 'numbers: time: 5 vs 60'")
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=STATUS_PENDING)
@@ -198,8 +219,28 @@ class ReviewItem(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(fields=["first", "second"], name="reviewitem_pair_once"),
+            # a source set is proposed for promotion once: rejected, it is not proposed again
+            models.UniqueConstraint(
+                fields=["organization", "source_key"],
+                condition=models.Q(kind="promotion"),
+                name="reviewitem_promotion_once",
+            ),
+            # a pair has its project and both memories; a promotion neither project nor second, but sources
+            models.CheckConstraint(
+                condition=(
+                    models.Q(kind="promotion", project__isnull=True, second__isnull=True) & ~models.Q(source_key="")
+                )
+                | (~models.Q(kind="promotion") & models.Q(project__isnull=False, second__isnull=False)),
+                name="reviewitem_kind_shape",
+            ),
         ]
         indexes = [models.Index(fields=["organization", "project", "status"], name="reviewitem_org_project_status")]
 
     def __str__(self) -> str:
+        if self.kind == self.KIND_PROMOTION:
+            return f"promotion of {self.first_id} ({self.status})"
         return f"{self.kind} {self.first_id} ~ {self.second_id} ({self.status})"
+
+    @property
+    def is_promotion(self) -> bool:
+        return self.kind == self.KIND_PROMOTION

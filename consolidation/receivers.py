@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from reasoningbank.metrics import counter_add
+from reasoningbank.logging_json import TRACE, log_body
+from reasoningbank.metrics import consolidation_run_observe
 
 logger = logging.getLogger("consolidation")
 
@@ -19,18 +20,14 @@ def on_memories_added(sender: Any, project: Any, count: int, **kwargs: Any) -> N
 
 def on_run_completed(sender: Any, run: Any, **kwargs: Any) -> None:
     counters = run.counters or {}
-    counter_add(
-        "consolidation_runs_total",
-        1,
+    # a dry run's proposals carry dry_run="true": they are never counted as merges or archives
+    consolidation_run_observe(
         status=run.status,
         trigger=run.trigger,
-        dry_run="true" if run.dry_run else "false",
+        dry_run=run.dry_run,
+        counters=counters,
+        duration_seconds=None if run.status == "skipped" else (run.result or {}).get("duration_seconds"),
     )
-    for name in ("duplicates_merged", "archived", "created", "contradictions", "patterns", "supersessions"):
-        if run.dry_run:  # proposals, not merges or archives: counted apart
-            counter_add("consolidation_dry_run_proposals_total", counters.get(name, 0), kind=name)
-        else:
-            counter_add(f"consolidation_{name}_total", counters.get(name, 0))
     logger.info(
         (
             "[MEM:CONSOLIDATE] Dry run of the cycle for %s: %s processed, %s patterns, would archive %s, in %sms"
@@ -52,9 +49,14 @@ def on_pattern_extracted(sender: Any, run: Any, memory: Any, source_count: int, 
 def on_contradiction_detected(sender: Any, run: Any, contradictions: list[dict[str, Any]], **kwargs: Any) -> None:
     for item in contradictions:
         logger.info(
-            "[MEM:CONSOLIDATE] Contradiction %s <-> %s confidence=%.2f: %s",
+            "[MEM:CONSOLIDATE] Contradiction %s <-> %s confidence=%.2f",
             item["first"],
             item["second"],
             item["confidence"],
-            item["explanation"],
+            extra={"run": run.id, "first": item["first"], "second": item["second"]},
         )
+        # the judge's explanation quotes the memories: a body, so TRACE only (seed 002), scrubbed
+        if logger.isEnabledFor(TRACE):
+            logger.log(
+                TRACE, "Contradiction explanation", extra={"run": run.id, "explanation": log_body(item["explanation"])}
+            )

@@ -4,7 +4,8 @@ recovery of runs a dead worker left behind.
 
 Phase order: scan → duplicate merge (≥ 0.95, no LLM) → retention & tiers → contradiction /
 supersession judge (before clustering, so a disputed pair is never blended) → clustering → LLM
-synthesis (each cluster's merge its own transaction) → patterns & promotion → stale archival.
+synthesis (each cluster's merge its own transaction) → patterns & promotion → seed 003's ladder
+(semantic → episodic → procedural, all of a cycle's promotions in one transaction) → stale archival.
 Each phase commits its own work: a run that fails or crashes keeps what committed, and a re-run
 picks up what is left. Nothing is ever deleted.
 """
@@ -33,11 +34,13 @@ from consolidation.phases.archival import stale_archive
 from consolidation.phases.clusters import clusters_build, clusters_synthesize
 from consolidation.phases.duplicates import duplicates_merge
 from consolidation.phases.judge import pairs_judge
+from consolidation.phases.ladder import ladder_promote
 from consolidation.phases.patterns import patterns_extract
 from consolidation.phases.scan import memories_load
 from consolidation.phases.summaries import summaries_write
 from consolidation.phases.tiers import tiers_update
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
+from reasoningbank.tracing import current_set, span, task_carrier, traced
 
 logger = logging.getLogger("consolidation")
 
@@ -51,6 +54,7 @@ PHASES = (
     "synthesize",
     "summarize",
     "patterns",
+    "ladder",
     "archive",
     "completed",
 )
@@ -147,8 +151,11 @@ def feature_require(org: Organization, feature: str, what: str) -> None:
 def consolidation_enqueue(run: ConsolidationRun) -> None:
     from django_q.tasks import async_task
 
+    carrier = task_carrier()  # the run's trace continues the request's (or the tick's) that asked for it
     transaction.on_commit(
-        lambda: async_task("consolidation.tasks.consolidation_run_task", run.id, task_name=f"consolidate {run.id}")
+        lambda: async_task(
+            "consolidation.tasks.consolidation_run_task", run.id, task_name=f"consolidate {run.id}", **carrier
+        )
     )
 
 
@@ -170,6 +177,18 @@ def run_claim(run_id: str) -> ConsolidationRun | None:
     return ConsolidationRun.objects.select_related("organization", "project", "requested_by_token").get(pk=run_id)
 
 
+def _run_span_result(run: ConsolidationRun | None) -> dict[str, Any]:
+    """What a finished run adds to its ``consolidation.run`` span: status and counts (no content)."""
+    if run is None:
+        return {"claimed": False}
+    return {
+        "status": run.status, "created": len(run.result.get("created_memories", [])),
+        "archived": len(run.result.get("archived_memories", [])), "processed": run.counters.get("processed", 0),
+        "llm_calls": run.llm_calls, "warnings": len(run.warnings), "errors": len(run.errors),
+    }
+
+
+@traced("consolidation.run", result=_run_span_result)
 def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun | None:
     """Run one queued consolidation run to the end. Returns None if another worker has it."""
     run = run_claim(run_id)
@@ -181,6 +200,11 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
     window_start = timezone.now() - timedelta(seconds=settings.CONSOLIDATION_WINDOW)
     previous = last_completed_run(project)
     since = previous.started_at if previous is not None else None
+    current_set(  # seed 002's consolidation.run attributes (checkpoint: the previous run it continues from)
+        run_id=run.id, org_id=run.organization_id, project_id=project.id, trigger=run.trigger,
+        mode="incremental" if since is not None else "full", dry_run=options.dry_run, force=options.force,
+        similarity_threshold=options.similarity_threshold, checkpoint_id=previous.id if previous else None,
+    )
     if previous is not None and since is not None and since >= window_start and not (options.force or options.dry_run):
         return run_finish(
             run,
@@ -228,6 +252,7 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
         phase_run(ctx, "synthesize", lambda c: clusters_synthesize(c, clusters))
         phase_run(ctx, "summarize", summaries_write)
         phase_run(ctx, "patterns", patterns_extract)
+        phase_run(ctx, "ladder", lambda c: ladder_promote(c, edges))
         phase_run(ctx, "archive", lambda c: stale_archive(c, memories))
     except RunTimeout as exc:
         status = ConsolidationRun.STATUS_FAILED
@@ -260,8 +285,13 @@ def phase_run(ctx: RunContext, name: str, fn: Callable[[RunContext], Any]) -> An
         counters=ctx.counters,
     )
     started = time.perf_counter()
+    before = dict(ctx.counters)
     try:
-        return fn(ctx)
+        # seed 002's one span per phase (consolidation.scan, .cluster, ...) with the counts it changed
+        with span(f"consolidation.{name}", phase=name) as phase_span:
+            value = fn(ctx)
+            phase_span.set_attributes({k: v - before.get(k, 0) for k, v in ctx.counters.items() if v != before.get(k)})
+            return value
     finally:
         ctx.durations[name] = round(time.perf_counter() - started, 4)
 

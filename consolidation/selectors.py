@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from accounts.access import Principal, access_filter, reachable_projects
 from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
 from reasoningbank.errors import NotFound
+from reasoningbank.tracing import bind
 
 Edge = tuple[str, str, float]
 
@@ -62,9 +63,8 @@ def neighbour_edges(
         rows = [row for chunk in chunks for row in _neighbour_rows(chunk, params)]
     else:
         with ThreadPoolExecutor(max_workers=NEIGHBOUR_PARALLELISM) as pool:
-            rows = [
-                row for part in pool.map(lambda chunk: _neighbour_rows_in_thread(chunk, params), chunks) for row in part
-            ]
+            in_thread = bind(lambda chunk: _neighbour_rows_in_thread(chunk, params))  # SQL spans in the run's trace
+            rows = [row for part in pool.map(in_thread, chunks) for row in part]
     best: dict[tuple[str, str], float] = {}
     for a, b, similarity in rows:
         key = (a, b) if a < b else (b, a)

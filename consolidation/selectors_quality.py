@@ -7,17 +7,19 @@ exactly like a missing one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter, reachable_projects
 from accounts.models import AuditEvent, Project
 from consolidation.models import ReviewItem
+from consolidation.selectors_promotion import promotion_reach_q
 from memories.gate import NEAR_COPY
 from memories.models import Memory, MemoryLink
 from memories.services import REJECTED_VERB
@@ -32,18 +34,32 @@ REVIEW_STATUSES = tuple(status for status, _ in ReviewItem.STATUS_CHOICES)
 
 
 def review_list(
-    principal: Principal, *, project: Project | None = None, status: str | None = ReviewItem.STATUS_PENDING
+    principal: Principal,
+    *,
+    project: Project | None = None,
+    status: str | None = ReviewItem.STATUS_PENDING,
+    kinds: Sequence[str] | None = None,
 ) -> QuerySet[ReviewItem]:
-    """Review items of the projects the principal reaches, newest first: pending ones by default,
-    ``status=None`` for every status."""
+    """Review items of the projects the principal reaches, and promotion proposals in its reach
+    (``selectors_promotion.promotion_reach_q``), newest first: pending ones by default, ``status=None``
+    for every status; ``kinds`` keeps only those kinds. A ``project`` keeps that project's pairs."""
     if status is not None and status not in REVIEW_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(REVIEW_STATUSES)} (got {status!r})", field="status")
-    qs = access_filter(ReviewItem, principal).filter(project__in=reachable_projects(principal))
+    qs = access_filter(ReviewItem, principal).filter(
+        Q(project__in=reachable_projects(principal)) | promotion_reach_q(principal)
+    )
     if project is not None:
         qs = qs.filter(project=project)
     if status is not None:
         qs = qs.filter(status=status)
-    return qs.select_related("first", "second", "project").order_by("-created_at", "-id")
+    if kinds is not None:
+        qs = qs.filter(kind__in=list(kinds))
+    return qs.select_related("first", "first__team", "second", "project").order_by("-created_at", "-id")
+
+
+def promotion_list(principal: Principal, *, status: str | None = ReviewItem.STATUS_PENDING) -> QuerySet[ReviewItem]:
+    """Promotion proposals the principal may see, newest first (pending ones by default)."""
+    return review_list(principal, status=status, kinds=[ReviewItem.KIND_PROMOTION])
 
 
 def review_get(principal: Principal, item_id: str | int) -> ReviewItem:

@@ -32,6 +32,10 @@ DEFAULT_REASONS = {
 def review_decision_clean(decision: Any, note: Any) -> tuple[str, str]:
     if decision not in DECISIONS:
         raise InvalidInput(f"decision must be one of {', '.join(DECISIONS)} (got {decision!r})", field="decision")
+    return decision, review_note_clean(note)
+
+
+def review_note_clean(note: Any) -> str:
     if note is None:
         note = ""
     if not isinstance(note, str):
@@ -41,17 +45,27 @@ def review_decision_clean(decision: Any, note: Any) -> tuple[str, str]:
         raise InvalidInput(f"note is too long ({len(note)} characters; at most {NOTE_MAX})", field="note")
     if "\x00" in note:
         raise InvalidInput("note must not contain NUL characters", field="note")
-    return decision, note
+    return note
 
 
 @transaction.atomic
 def review_decide(*, principal: Principal, item: ReviewItem, decision: Any, note: Any = "") -> ReviewItem:
     """Settle a pending review item. ``item`` comes from ``selectors_quality.review_get`` (the
-    caller's org and reach); deciding one twice is a 409 naming who decided it."""
+    caller's org and reach); deciding one twice is a 409 naming who decided it. A promotion proposal
+    (issue 18) is accepted or rejected by ``services_promotion.promotion_decide``."""
+    if item.kind == ReviewItem.KIND_PROMOTION:
+        from consolidation.services_promotion import promotion_decide  # it imports this module's note rules
+
+        return promotion_decide(principal=principal, item=item, decision=decision, note=note)
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"deciding reviews needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")
     decision, note = review_decision_clean(decision, note)
-    item = ReviewItem.objects.select_for_update().select_related("first", "second", "project").get(pk=item.pk)
+    # "of": second and project are nullable since promotions (issue 18), an outer join FOR UPDATE refuses
+    item = (
+        ReviewItem.objects.select_for_update(of=("self",))
+        .select_related("first", "second", "project")
+        .get(pk=item.pk)
+    )
     if item.status != ReviewItem.STATUS_PENDING:
         raise Conflict(
             f"this pair was already decided: {item.get_status_display().lower()}"

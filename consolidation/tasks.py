@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
+from accounts.access import system_principal
+from accounts.models import Organization
+from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, PLANS
 from consolidation.runs import consolidation_execute, runs_recover_stale
+from consolidation.services_promotion import promotions_propose
 from consolidation.triggers import consolidation_schedule_due
+from reasoningbank.tracing import task_traced
+
+logger = logging.getLogger("consolidation")
 
 
+@task_traced("task.consolidation_run")  # a child of the request that queued it (its trace_context)
 def consolidation_run_task(run_id: str) -> str | None:
     run = consolidation_execute(run_id)
     return None if run is None else run.status
@@ -15,3 +25,21 @@ def consolidation_scheduler_tick() -> int:
     """Every few minutes: fail runs whose worker died, then queue the projects that are due."""
     runs_recover_stale()
     return len(consolidation_schedule_due())
+
+
+def promotions_institutional_daily() -> dict[str, int]:
+    """Daily: institutional promotion (issue 18) for every organization whose plan has it. One org
+    failing is logged and does not stop the others."""
+    plans = [name for name, plan in PLANS.items() if FEATURE_INSTITUTIONAL_PROMOTION in plan.features]
+    totals = {"organizations": 0, "proposed": 0, "accepted": 0, "failed": 0}
+    for org in Organization.objects.filter(plan__in=plans).order_by("id"):
+        try:
+            report = promotions_propose(principal=system_principal(org), trigger="scheduled")
+        except Exception:
+            logger.exception("institutional promotion failed for %s", org.slug)
+            totals["failed"] += 1
+            continue
+        totals["organizations"] += 1
+        totals["proposed"] += len(report.proposed)
+        totals["accepted"] += report.accepted
+    return totals

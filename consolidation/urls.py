@@ -1,6 +1,6 @@
 from django.urls import path
 
-from consolidation import api, api_quality
+from consolidation import api, api_promotion, api_quality
 
 urlpatterns = [
     path("consolidation/runs", api.RunListCreateView.as_view(), name="api-consolidation-runs"),
@@ -12,5 +12,6 @@ urlpatterns = [
     path(
         "consolidation/reviews/<str:review_id>/decide", api_quality.ReviewDecideView.as_view(), name="api-review-decide"
     ),
+    path("consolidation/promotions", api_promotion.PromotionRunView.as_view(), name="api-promotions"),
     path("projects/<str:slug>/quality", api_quality.ProjectQualityView.as_view(), name="api-project-quality"),
 ]

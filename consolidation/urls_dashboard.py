@@ -17,4 +17,5 @@ urlpatterns = [
         views_quality.review_decide_action,
         name="consolidation-review-decide",
     ),
+    path("consolidation/promotions/run/", views_quality.promotions_run_action, name="consolidation-promotions-run"),
 ]

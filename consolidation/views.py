@@ -31,7 +31,7 @@ from reasoningbank.errors import InvalidInput, NotFound, ServiceError
 MEMBER = Membership.ROLE_MEMBER
 ACTIVE_STATUSES = (ConsolidationRun.STATUS_QUEUED, ConsolidationRun.STATUS_RUNNING)
 RUNS_PER_PAGE = 25
-PREVIEW_KEYS = ("duplicates", "clusters", "judge_pairs", "stale", "pattern_sources")
+PREVIEW_KEYS = ("duplicates", "clusters", "judge_pairs", "stale", "pattern_sources", "ladder")
 
 MANUAL_GATE = "Manual consolidation needs the Pro plan"
 SCHEDULE_GATE = "Scheduled consolidation needs the Teams plan"
@@ -97,6 +97,8 @@ def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
     for item in preview.get("judge_pairs", []):
         ids.update((item["older"], item["newer"]))
     ids.update(preview.get("stale", []))
+    for item in preview.get("ladder", []):
+        ids.update(item.get("sources") or [item["memory"]])
     # near-identical rows often share a title: the id, creation time and project tell them apart
     rows = {
         row[0]: row
@@ -134,6 +136,17 @@ def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
         ],
         "stale": [memo(m) for m in preview.get("stale", [])],
         "pattern_episodes": sum(len(group) for group in preview.get("pattern_sources", [])),
+        # seed 003's ladder: a fact promoted in place names its ``memory``, a pattern its ``sources``
+        "ladder": [
+            {
+                "from": item["from"],
+                "to": item["to"],
+                "reason": item["reason"],
+                "memory": memo(item["memory"]) if "memory" in item else None,
+                "sources": [memo(m) for m in item.get("sources", [])],
+            }
+            for item in preview.get("ladder", [])
+        ],
         "empty": not any(preview.get(key) for key in PREVIEW_KEYS),
     }
 
@@ -246,6 +259,8 @@ DRY_RUN_COUNTER_LABELS = {
     "created": "Would create",
     "archived": "Would archive",
     "promoted": "Would promote",
+    "promoted_episodic": "Would promote to episodic",
+    "promoted_procedural": "Would promote to procedural",
     "tier_transitions": "Would change tier",
 }
 

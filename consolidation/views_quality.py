@@ -1,6 +1,7 @@
 """Dashboard pages of memory quality (issue 17 item 6): the quality report per project and the review
 queue, where a moderator decides in one click whether two memories consolidation set aside contradict
-or agree.
+or agree, and accepts or rejects promotion proposals (issue 18: a lesson that holds in several projects
+proposed for its team or the org); an org admin can look for promotions at once.
 
 Everyone in the org reads; deciding needs the member role (a viewer's POST is a 403 and changes
 nothing). Rows come only through selectors taking ``request.principal``, so another organization's
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -22,20 +24,27 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.access import access_project, reachable_projects
 from accounts.decorators import org_view
-from accounts.models import SCOPE_MEMORIES_WRITE, Membership, Project
+from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership, Project
+from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
 from consolidation.models import ReviewItem
-from consolidation.selectors_quality import QualityReport, quality_report, review_get, review_list
+from consolidation.selectors_promotion import promotions_attach
+from consolidation.selectors_quality import QualityReport, promotion_list, quality_report, review_get, review_list
+from consolidation.services_promotion import promotions_propose
 from consolidation.services_review import review_decide
 from memories.selectors_dashboard import Bucket
 from memories.views import _bar_chart  # the overview's chart geometry: one look for every bar chart
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
+ADMIN = Membership.ROLE_ADMIN
 PAGE_SIZE = 25
 DECIDED_MESSAGES = {
     ReviewItem.STATUS_CONTRADICTS: "Marked as contradicting: the pair is now listed with the disputes.",
     ReviewItem.STATUS_COMPATIBLE: "Marked as agreeing: a later consolidation run may merge them.",
+    ReviewItem.STATUS_ACCEPTED: "Promoted: the memory now serves every project in its scope; its sources stay.",
+    ReviewItem.STATUS_REJECTED: "Not promoted: these sources will not be proposed again.",
 }
+PROMOTIONS_SHOWN = 50
 # the report's weekly series, in the order the page draws them
 SERIES = (
     ("merged", "Memories merged away (duplicates and syntheses)"),
@@ -97,14 +106,21 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
     projects = list(reachable_projects(principal).order_by("slug"))
     slug = request.GET.get("project", "").strip()
     project = access_project(principal, slug) if slug else None
-    items = review_list(principal, project=project)
+    items = review_list(principal, project=project, kinds=ReviewItem.PAIR_KINDS)
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    promotions = promotion_list(principal)
     context = {
         "nav": "quality",
         "projects": projects,
         "project": project,
         "page": page,
+        "promotions": promotions_attach(principal, promotions[:PROMOTIONS_SHOWN]),
+        "promotions_total": promotions.count(),
+        "promotion_enabled": principal.organization.has_feature(FEATURE_INSTITUTIONAL_PROMOTION),
+        "promotion_min_projects": settings.PROMOTION_MIN_PROJECTS,
+        "promotion_plan": plan_get(minimum_plan_for(FEATURE_INSTITUTIONAL_PROMOTION) or "teams").label,
         "can_write": principal.has_scope(SCOPE_MEMORIES_WRITE),
+        "can_admin": principal.has_scope(SCOPE_ADMIN),
     }
     return render(request, "consolidation/reviews.html", context)
 
@@ -128,7 +144,33 @@ def review_decide_action(request: HttpRequest, review_id: int) -> HttpResponse:
         context = {"item": item, "message": message, "error": error}
         return render(request, "consolidation/reviews.html#decided", context, status=400 if error else 200)
     (messages.error if error else messages.success)(request, message)
+    return _back(request)
+
+
+def _back(request: HttpRequest) -> HttpResponse:
     target = request.POST.get("next") or ""
     if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
         target = reverse("consolidation-reviews")
     return HttpResponseRedirect(target)
+
+
+@org_view(min_role=ADMIN)
+@require_POST
+def promotions_run_action(request: HttpRequest) -> HttpResponse:
+    """The review queue's "Look for promotions now" (org admins): the same pass as the daily job."""
+    try:
+        report = promotions_propose(principal=request.principal)  # type: ignore[attr-defined]
+    except ServiceError as exc:
+        messages.error(request, exc.message)
+    else:
+        found = len(report.proposed)
+        text = f"{found} promotion{'' if found == 1 else 's'} proposed" if found else "No new promotion found"
+        if report.accepted:
+            text += f", {report.accepted} accepted automatically"
+        skipped = sum(report.skipped.values())
+        messages.success(
+            request,
+            f"{text} among {report.candidates} trusted procedural memories"
+            + (f" ({skipped} already proposed or known)." if skipped else "."),
+        )
+    return _back(request)

@@ -95,9 +95,10 @@ class MemoryListView(MemoryAPIView):
         summary="List memories",
         description=(
             "The memories the token can reach, newest first unless `ordering` says otherwise, one page at a "
-            "time. Only active memories unless `state` is `archived` or `any`. Every filter is optional; "
-            "`tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown "
-            "parameter is a 400 naming it. Needs `memories:read`."
+            "time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the "
+            "promotion proposals awaiting review in the review queue, which no other value includes. Every filter "
+            "is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an "
+            "unknown parameter is a 400 naming it. Needs `memories:read`."
         ),
         parameters=[MemoryListQuerySerializer],
         responses={200: MemorySerializer(many=True), **ERRORS_LIST},
@@ -272,7 +273,9 @@ class MemoryContextView(MemoryAPIView):
         description=(
             "The `<memory_consolidated_summaries>` block a session starts with: the project's best knowledge "
             "(its consolidated summaries, then its highest-confidence procedural memories), at most `max` "
-            "entries above `min_confidence`, within `token_budget`, ordered by `prioritize`. Pass the session's "
+            "entries above `min_confidence` (never below the injection floor "
+            "`CONFIDENCE_MIN_FOR_INJECTION`: a lower value is raised to it, and the answer's `min_confidence` "
+            "says what was applied), within `token_budget`, ordered by `prioritize`. Pass the session's "
             "existing `context` and the answer's `context` holds exactly one block: an earlier one is replaced. "
             "Records no usage. The same operation as the MCP tool `memory_context`; "
             "`scripts/claude-session-start` calls it as a Claude Code SessionStart hook. Needs `memories:read`."

@@ -30,6 +30,18 @@ SIGNAL_EVENT_RETENTION_DAYS = 30
 # Beta(1, 1), and keeps the prior weak: a few real signals outweigh the initial guess.
 DEFAULT_PRIOR_STRENGTH = 2.0
 
+# Seed 001 "Signals": "Time decay: -0.05 per month", made a decay of the Beta evidence (issue 18): after
+# DECAY_GRACE_DAYS without a signal, each further silent day keeps this share of the memory's evidence
+# (alpha and beta minus the prior's pseudo-counts), so confidence drifts back to the prior and never past
+# it. 0.984 a day (half-life 43 days) takes seed 000's worked example — Beta(2.06, 1) over the Beta(1, 1)
+# prior, 0.673 — to 0.623 after 30 silent days: seed 001's 0.05 for a typical memory's first month; the
+# steps shrink as it nears the prior (0.039, then 0.029, …), which a raw subtraction would cross.
+DECAY_PER_SILENT_DAY = 0.984
+# The first month of silence costs nothing: seed 000 keeps a month of signal events, and a memory with a
+# signal inside that window is in use (the decay only ever touches evidence the rollup has folded). The
+# daily rollup stores the decayed evidence (services_signals.signals_decay): a later signal adds to it.
+DECAY_GRACE_DAYS = 30
+
 
 class SignalType(str, Enum):
     """Where a confidence signal came from (seed 000 "Signal Types")."""
@@ -52,16 +64,17 @@ class Signal:
 
 @dataclass(frozen=True)
 class SignalCounts:
-    """Rolled-up signal counts (seed 000 ``SignalAggregate``) for events past retention."""
+    """Rolled-up signal counts (seed 000 ``SignalAggregate``) for events past retention; fractional once
+    seed 001's time decay has shrunk them (the evidence a count still carries)."""
 
-    explicit_pos: int = 0
-    explicit_neg: int = 0
-    usage_pos: int = 0
-    usage_neg: int = 0
-    outcome_pos: int = 0
-    outcome_neg: int = 0
-    stability_pos: int = 0
-    stability_neg: int = 0
+    explicit_pos: float = 0
+    explicit_neg: float = 0
+    usage_pos: float = 0
+    usage_neg: float = 0
+    outcome_pos: float = 0
+    outcome_neg: float = 0
+    stability_pos: float = 0
+    stability_neg: float = 0
 
     def with_signal(self, signal: Signal) -> SignalCounts:
         """Return new counts with one more ``signal`` folded in (what the daily rollup does)."""
@@ -208,12 +221,32 @@ def initial_confidence_for_outcome(outcome: str) -> float:
     return INITIAL_DEFAULT
 
 
+def evidence_kept(
+    silent_days: int, *, per_day: float = DECAY_PER_SILENT_DAY, grace_days: int = DECAY_GRACE_DAYS
+) -> float:
+    """The share of a memory's evidence still counted after ``silent_days`` whole days without a signal:
+    1 within the grace period, then ``per_day`` to the power of the silent days beyond it.
+
+    In (0, 1] and non-increasing in silence, so confidence moves monotonically toward the prior and never
+    past it. A function of whole days only: the daily rollup stores the decayed counts and multiplies them
+    by ``per_day`` once for each silent day past the grace since it last did, which over any silence comes
+    to this, however often or seldom it runs."""
+    if not 0.0 < per_day <= 1.0:
+        raise ValueError(f"per_day must be in (0, 1], got {per_day!r}")
+    if grace_days < 0:
+        raise ValueError(f"grace_days must be 0 or more, got {grace_days!r}")
+    beyond = max(0, int(silent_days) - grace_days)
+    return per_day**beyond
+
+
 def confidence_compute(
     prior_alpha: float,
     prior_beta: float,
     aggregate: SignalCounts,
     recent: Sequence[Signal],
     weights: Weights,
+    *,
+    evidence_factor: float = 1.0,
 ) -> ConfidenceState:
     """Seed 000 ``ComputeConfidence``, starting from the memory's prior instead of 1.0/1.0.
 
@@ -221,19 +254,31 @@ def confidence_compute(
     the same as applying every signal one by one with ``confidence_apply``; only the
     storage differs. Weights are the project's *current* ones, so a full recompute also
     re-weights old evidence after the project has learned.
+
+    ``evidence_factor`` (``evidence_kept`` of the memory's silence) shrinks the evidence — what the
+    signals added to alpha and beta — toward the prior's pseudo-counts: 1 keeps it whole, toward 0 the
+    score returns to the prior's mean. Evidence is never negative, so alpha and beta never drop below
+    the prior's. (The service stores the decayed counts instead, ``aggregate`` already shrunk; the same
+    number for one silence, and a later signal then adds to what is left.)
     """
     if not (prior_alpha > 0.0 and prior_beta > 0.0):
         raise ValueError(f"prior_alpha and prior_beta must be greater than 0, got {prior_alpha!r}, {prior_beta!r}")
+    if not 0.0 <= evidence_factor <= 1.0:
+        raise ValueError(f"evidence_factor must be in [0, 1], got {evidence_factor!r}")
+    alpha, beta = _evidence(aggregate, recent, weights)
+    return _state(prior_alpha + evidence_factor * alpha, prior_beta + evidence_factor * beta)
+
+
+def _evidence(aggregate: SignalCounts, recent: Sequence[Signal], weights: Weights) -> tuple[float, float]:
+    """What the signals add to alpha and to beta (the weighted positive and negative counts)."""
     alpha = (
-        prior_alpha
-        + aggregate.explicit_pos * weights.explicit
+        aggregate.explicit_pos * weights.explicit
         + aggregate.usage_pos * weights.usage
         + aggregate.outcome_pos * weights.outcome
         + aggregate.stability_pos * weights.stability
     )
     beta = (
-        prior_beta
-        + aggregate.explicit_neg * weights.explicit
+        aggregate.explicit_neg * weights.explicit
         + aggregate.usage_neg * weights.usage
         + aggregate.outcome_neg * weights.outcome
         + aggregate.stability_neg * weights.stability
@@ -244,7 +289,7 @@ def confidence_compute(
             alpha += w
         else:
             beta += w
-    return _state(alpha, beta)
+    return alpha, beta
 
 
 def confidence_apply(alpha: float, beta: float, signal: Signal, weights: Weights) -> ConfidenceState:
@@ -259,3 +304,12 @@ def confidence_apply(alpha: float, beta: float, signal: Signal, weights: Weights
     if signal.positive:
         return _state(alpha + w, beta)
     return _state(alpha, beta + w)
+
+
+def confidence_prunable(
+    *, confidence: float, signals: int, recent_positive: bool, threshold: float, min_signals: int
+) -> bool:
+    """Seed 000 ``prune_threshold``: a memory is archived once its confidence is strictly below
+    ``threshold`` after at least ``min_signals`` signals (the evidence condemns it, not its prior alone)
+    and none of its recent signals was positive (something still finds it useful)."""
+    return not recent_positive and signals >= min_signals and confidence < threshold

@@ -9,6 +9,7 @@ Names follow seed 000; where REST spelled something else first, the old spelling
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Literal
 
 from django.conf import settings
@@ -20,6 +21,8 @@ from memories.models import AgentSession, Memory, MemorySummary
 from memories.selectors_search import SearchHit, SearchQuery
 from memories.selectors_summaries import summaries_search
 from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.metrics import search_observe
+from reasoningbank.tracing import current_set, traced
 
 # --- shared field types ----------------------------------------------------------------------------
 
@@ -92,7 +95,9 @@ class MemoryOut(Contract):
     scope: Literal["project", "team", "org"]
     project: str | None = Field(description="project slug")
     team: str | None = Field(description="team slug")
-    state: Literal["active", "archived"]
+    state: Literal["active", "archived", "proposed"] = Field(
+        description="proposed: a promotion proposal awaiting review in the review queue (never searched)"
+    )
     archived_reason: str = Field(description="why it was archived; empty while active")
     consolidated_into: str | None = Field(description="the consolidated memory it was merged into")
     tier: str
@@ -105,6 +110,10 @@ class MemoryOut(Contract):
     last_used_at: str | None
     origin: str
     source_session: str | None
+    promoted_from: str = Field(description="the kind consolidation's promotion ladder raised it from; empty if never")
+    promoted_at: str | None
+    promotion_reason: str = Field(description="which ladder criterion, with its figures")
+    last_signal_at: str | None = Field(description="the last feedback, outcome or usage")
     created_at: str
     updated_at: str
 
@@ -119,7 +128,9 @@ class MemoryOut(Contract):
             consolidated_into=memory.consolidated_into_id, tier=memory.tier, retention=memory.retention,
             importance=memory.importance, confidence=memory.confidence, alpha=memory.alpha, beta=memory.beta,
             usage_count=memory.usage_count, last_used_at=_iso(memory.last_used_at), origin=memory.origin,
-            source_session=memory.source_session_id, created_at=memory.created_at.isoformat(),
+            source_session=memory.source_session_id, promoted_from=memory.promoted_from,
+            promoted_at=_iso(memory.promoted_at), promotion_reason=memory.promotion_reason,
+            last_signal_at=_iso(memory.last_signal_at), created_at=memory.created_at.isoformat(),
             updated_at=memory.updated_at.isoformat(),
         )
 
@@ -308,8 +319,16 @@ class SearchOutput(Contract):
     )
 
 
+@traced("memory.search")
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
+    started = time.perf_counter()
+    current_set(  # seed 002's recall.search attributes: the query's length, never its text
+        query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
+        include_summaries=args.include_summaries, org_id=principal.organization.id,
+    )
     result = services.memory_search_use(principal=principal, search=args.to_query())
+    current_set(project_id=result.project.id if result.project else None, result_count=len(result.hits),
+                total_found=result.total_found, tokens_used=result.tokens_used)
     summaries = (
         summaries_search(
             principal, query_vector=result.query_vector, project=result.project, scope=args.scope,
@@ -336,6 +355,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         )
         for hit in result.hits
     ]
+    search_observe(mode=args.mode, seconds=time.perf_counter() - started, found=bool(hits))
     return SearchOutput(
         memories=hits, total_found=result.total_found, tokens_used=result.tokens_used,
         summaries=[SummaryHitOut(**SummaryOut.of(h.summary).model_dump(), relevance=h.similarity) for h in summaries],

@@ -24,6 +24,8 @@ from memories.models import Memory, MemorySummary
 from memories.selectors_context import context_memories
 from memories.selectors_summaries import summaries_for_context
 from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.metrics import injection_observe
+from reasoningbank.tracing import current_set, traced
 
 CONTEXT_MAX = 400_000  # characters of existing context accepted (a long session's preamble)
 
@@ -43,9 +45,18 @@ class ContextInput(Contract):
     max: Annotated[int, Field(description="At most this many entries", ge=1, le=50)] = (
         settings.HOOK_SESSION_START_SUMMARIES_MAX
     )
-    min_confidence: Annotated[float, Field(description="Only entries at least this trusted", ge=0.0, le=1.0)] = (
-        settings.HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE
-    )
+    min_confidence: Annotated[
+        float,
+        Field(
+            description=(
+                "Only entries at least this trusted. Never below the injection floor ("
+                f"CONFIDENCE_MIN_FOR_INJECTION, here {settings.CONFIDENCE_MIN_FOR_INJECTION:g}): a lower value is "
+                "raised to it"
+            ),
+            ge=0.0,
+            le=1.0,
+        ),
+    ] = settings.HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE
     token_budget: Annotated[
         int, Field(description="The block stays within this many tokens (~4 characters each)", ge=200, le=20_000)
     ] = settings.HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET
@@ -72,16 +83,32 @@ class ContextOutput(Contract):
         description="the memories behind the entries, in order (for a summary, its consolidated memory)"
     )
     summary_ids: list[str] = Field(description="the summaries among the entries, in order")
+    min_confidence: float = Field(
+        description="the confidence floor applied: the asked min_confidence, raised to the injection floor"
+    )
     project: str
 
 
+@traced(
+    "session.inject_summaries",  # seed 002's attributes; lengths only, never the context or the task
+    result=lambda out: {
+        "existing_replaced": out.replaced_existing, "summaries_count": len(out.summary_ids),
+        "entries_count": out.summaries_injected, "tokens_used": out.tokens_used, "source": out.source,
+    },
+)
 def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutput:
     project = selectors.project_target(principal, args.project)
+    current_set(
+        org_id=principal.organization.id, project_id=project.id, context_length=len(args.context),
+        task_length=len(args.task), max=args.max, token_budget=args.token_budget, prioritize=args.prioritize,
+    )
     summaries: list[MemorySummary] = []
     memories: list[Memory] = []
+    # seed 000 min_for_injection: nothing less trusted ever enters a session's context, whatever was asked
+    min_confidence = max(args.min_confidence, settings.CONFIDENCE_MIN_FOR_INJECTION)
     if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
         vector = services.query_embed(args.task) if args.task and args.prioritize == "relevance" else None
-        choice = {"limit": args.max, "min_confidence": args.min_confidence, "prioritize": args.prioritize}
+        choice = {"limit": args.max, "min_confidence": min_confidence, "prioritize": args.prioritize}
         summaries = summaries_for_context(principal, project, task_vector=vector, **choice)  # type: ignore[arg-type]
         if len(summaries) < args.max:
             # the project's best procedural memories fill the places summaries leave (all of them
@@ -114,6 +141,10 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     context, replaced = context_inject(args.context, block)
     kinds = {entry in behind for entry in block.entries}
     source = "mixed" if len(kinds) == 2 else "summaries" if kinds == {True} else "procedural_memories"
+    injection_observe(
+        source=source if block.entries else "none", summaries=len(summary_ids),
+        memories=len(memory_ids) - len(summary_ids), tokens=block.tokens, replaced=replaced,
+    )
     return ContextOutput(
         context=context,
         context_block=block.text,
@@ -123,6 +154,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
         source=source,  # type: ignore[arg-type]
         memory_ids=memory_ids,
         summary_ids=summary_ids,
+        min_confidence=min_confidence,
         project=project.slug,
     )
 

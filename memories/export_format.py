@@ -51,6 +51,7 @@ SUMMARY_MAX = 4000
 SESSION_KEY_MAX = 200
 COMMENT_MAX = 2000
 ACTOR_MAX = 200
+PROMOTION_REASON_MAX = 500
 EMBEDDING_MAX_DIMENSIONS = 4096
 
 SESSION_OUTCOMES = ("", "success", "failure")
@@ -60,6 +61,8 @@ AGGREGATE_COUNTS = (
     "explicit_pos", "explicit_neg", "usage_pos", "usage_neg",
     "outcome_pos", "outcome_neg", "stability_pos", "stability_neg",
 )  # fmt: skip
+# the evidence each count still carries after seed 001's time decay (null: never decayed, the count itself)
+AGGREGATE_KEPT = tuple(f"{name}_kept" for name in AGGREGATE_COUNTS)
 WEIGHT_PARAMETERS = {
     "explicit_alpha": 7.0, "explicit_beta": 3.0, "usage_alpha": 5.0, "usage_beta": 5.0,
     "outcome_alpha": 5.0, "outcome_beta": 5.0, "stability_alpha": 5.0, "stability_beta": 5.0,
@@ -300,7 +303,12 @@ PROJECT_ENTRY = {
     "team": _f(_nullable(_slug), None),
 }
 TEAM_ENTRY = {"slug": _f(_slug), "name": _f(_text(200), "")}
-AGGREGATE = {**{name: _f(_count, 0) for name in AGGREGATE_COUNTS}, "last_rollup": _TIME}
+AGGREGATE = {
+    **{name: _f(_count, 0) for name in AGGREGATE_COUNTS},
+    "last_rollup": _TIME,
+    **{name: _f(_nullable(_number(0.0)), None) for name in AGGREGATE_KEPT},
+    "decayed_at": _OPTIONAL_TIME,  # when the decay was last applied (its UTC day is decayed)
+}
 
 SCHEMAS: dict[str, dict[str, Field]] = {
     "header": {
@@ -345,7 +353,12 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "confidence": _f(_number(0.0, 1.0), None),
         "usage_count": _f(_count, 0),
         "last_used_at": _OPTIONAL_TIME,
+        "last_signal_at": _OPTIONAL_TIME,  # seed 001's time decay counts the silence from here
         "origin": _c(_choice("origins"), "recorded"),
+        # seed 003's ladder: the kind it was promoted from ('' never promoted), when, and why
+        "promoted_from": _c(_choice("kinds", blank=True), ""),
+        "promoted_at": _OPTIONAL_TIME,
+        "promotion_reason": _f(_text(PROMOTION_REASON_MAX), ""),
         "created_by_user": _f(_nullable(_text(254)), None),
         "created_at": _TIME,
         "updated_at": _f(_nullable(when_parse), None),

@@ -36,16 +36,28 @@ class Memory(models.Model):
     ]
 
     STATE_ACTIVE, STATE_ARCHIVED = "active", "archived"
-    STATE_CHOICES = [(STATE_ACTIVE, "Active"), (STATE_ARCHIVED, "Archived")]
+    # a promotion proposal (consolidation.services_promotion) until a moderator decides it in the review
+    # queue: never served, counted, listed with the archived ones, restored or archived like a memory
+    STATE_PROPOSED = "proposed"
+    STATE_CHOICES = [
+        (STATE_ACTIVE, "Active"),
+        (STATE_ARCHIVED, "Archived"),
+        (STATE_PROPOSED, "Proposed — awaiting review"),
+    ]
+    # the states of memories proper: every listing, count and export leaves proposals out
+    SETTLED_STATES = (STATE_ACTIVE, STATE_ARCHIVED)
 
     ARCHIVED_CONSOLIDATED, ARCHIVED_SUPERSEDED, ARCHIVED_DUPLICATE = "consolidated", "superseded", "duplicate"
     ARCHIVED_STALE, ARCHIVED_MANUAL = "stale", "manual"
+    # seed 000's prune_threshold: the daily rollup archives a memory whose confidence stayed below it
+    ARCHIVED_LOW_CONFIDENCE = "low_confidence"
     ARCHIVED_REASON_CHOICES = [
         (ARCHIVED_CONSOLIDATED, "Consolidated"),
         (ARCHIVED_SUPERSEDED, "Superseded"),
         (ARCHIVED_DUPLICATE, "Duplicate"),
         (ARCHIVED_STALE, "Stale"),
         (ARCHIVED_MANUAL, "Manual"),
+        (ARCHIVED_LOW_CONFIDENCE, "Low confidence"),
     ]
 
     TIER_CHOICES = [("hot", "Hot"), ("warm", "Warm"), ("cold", "Cold"), ("archived", "Archived")]
@@ -96,6 +108,9 @@ class Memory(models.Model):
     confidence = models.FloatField(default=0.8)
     usage_count = models.PositiveIntegerField(default=0)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # when the memory last had a confidence signal of any kind (services_signals writes it with the
+    # signal): seed 001's time decay counts the silence from here
+    last_signal_at = models.DateTimeField(null=True, blank=True)
     # search
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
@@ -118,6 +133,11 @@ class Memory(models.Model):
     created_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # seed 003's ladder (consolidation.phases.ladder): the kind this memory was promoted from (a memory
+    # made from a pattern: its sources' kind, linked to them), when, and which criterion with its figures
+    promoted_from = models.CharField(max_length=12, choices=KIND_CHOICES, blank=True, default="")
+    promoted_at = models.DateTimeField(null=True, blank=True)
+    promotion_reason = models.CharField(max_length=500, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -316,6 +336,21 @@ class MemorySignalAggregate(models.Model):
     stability_pos = models.PositiveIntegerField(default=0)
     stability_neg = models.PositiveIntegerField(default=0)
     last_rollup = models.DateTimeField(default=timezone.now)
+    # Seed 001's time decay of these counts (services_signals.signals_decay): the evidence each still
+    # carries, a float the daily rollup shrinks for every silent day and later signals add to at full
+    # weight. NULL until the first decay: the count itself. The counts stay whole (pruning's and the
+    # ladder's "how many signals") and the weights apply at recompute, so learning re-weights it all.
+    explicit_pos_kept = models.FloatField(null=True, blank=True)
+    explicit_neg_kept = models.FloatField(null=True, blank=True)
+    usage_pos_kept = models.FloatField(null=True, blank=True)
+    usage_neg_kept = models.FloatField(null=True, blank=True)
+    outcome_pos_kept = models.FloatField(null=True, blank=True)
+    outcome_neg_kept = models.FloatField(null=True, blank=True)
+    stability_pos_kept = models.FloatField(null=True, blank=True)
+    stability_neg_kept = models.FloatField(null=True, blank=True)
+    # when decay was last applied: its UTC date is the last day already decayed, so a second rollup
+    # that day decays nothing and a missed day is caught up by the next one
+    decayed_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"aggregate {self.memory_id}"

@@ -87,6 +87,8 @@ def memory_archive(*, principal: Principal, memory: Memory, reason: str = Memory
         raise Forbidden("this token may not change this memory")
     choice_check(reason, "reason", [r for r, _ in Memory.ARCHIVED_REASON_CHOICES])
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
+    if memory.state == Memory.STATE_PROPOSED:
+        raise Conflict(_proposal_refusal(memory, "archived"), field="memory_id")
     if memory.state == Memory.STATE_ARCHIVED:
         return memory
     memories_archive(organization=principal.organization, memory_ids=memory.id, reason=reason, actor=principal)
@@ -104,6 +106,9 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
     if memory.state == Memory.STATE_ACTIVE:
         # a 200 here hid mistakes (a wrong id, a double click on an old page): say there was nothing to do
         raise Conflict(f"memory {memory.id} is already active: only an archived memory can be restored")
+    if memory.state == Memory.STATE_PROPOSED:
+        # restoring would promote it without the review the organization asked for
+        raise Conflict(_proposal_refusal(memory, "restored"), field="memory_id")
     memory_limit_check(principal.organization, adding=1)
     previous = memory.archived_reason
     memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ACTIVE, "", None
@@ -121,8 +126,17 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
     return memory
 
 
+def _proposal_refusal(memory: Memory, verb: str) -> str:
+    return (
+        f"memory {memory.id} is a promotion proposal awaiting review: it cannot be {verb}; accept or reject it "
+        "in the review queue (Quality → Review queue, or POST /api/v1/consolidation/reviews/<id>/decide)"
+    )
+
+
 def _unmerge_refusal(memory: Memory) -> str | None:
     """Why this memory cannot be un-merged, saying what to do instead; None when it can be."""
+    if memory.state == Memory.STATE_PROPOSED:
+        return _proposal_refusal(memory, "un-merged")
     if memory.origin != Memory.ORIGIN_CONSOLIDATED:
         if memory.archived_reason == Memory.ARCHIVED_DUPLICATE:
             kept = (

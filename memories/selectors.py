@@ -128,7 +128,7 @@ def memory_is_writable(principal: Principal, memory: Memory) -> bool:
 class MemoryFilters:
     project: str | None = None
     scope: str = "all"
-    state: str | None = "active"  # None = any state
+    state: str | None = "active"  # None = active or archived ("proposed" only when asked for by name)
     outcome: str | None = None
     kind: str | None = None
     tier: str | None = None
@@ -150,8 +150,8 @@ def memory_list(principal: Principal, filters: MemoryFilters) -> QuerySet[Memory
     if filters.ordering not in MEMORY_ORDERINGS:
         raise InvalidInput(f"ordering must be one of {', '.join(MEMORY_ORDERINGS)}", field="ordering")
     qs = access_filter(Memory, principal).filter(reach_for(principal, project=project).memory_q(filters.scope))
-    if filters.state:
-        qs = qs.filter(state=filters.state)
+    # a promotion proposal awaiting review is no memory yet: listed only when asked for by name
+    qs = qs.filter(state=filters.state) if filters.state else qs.filter(state__in=Memory.SETTLED_STATES)
     for name in ("outcome", "kind", "tier", "origin"):
         value = getattr(filters, name)
         if value:

@@ -32,7 +32,8 @@ class Bucket:
 
 
 def memory_counts(principal: Principal) -> dict[str, list[Bucket]]:
-    """Counts of readable memories by tier, kind, outcome and state (every choice listed, zeros too)."""
+    """Counts of readable memories by tier, kind, outcome and state (every choice listed, zeros too).
+    Promotion proposals awaiting review show in their own state bucket only: they are no memories yet."""
     readable = memories_readable(principal)
     result: dict[str, list[Bucket]] = {}
     for field_name, choices in (
@@ -41,13 +42,15 @@ def memory_counts(principal: Principal) -> dict[str, list[Bucket]]:
         ("kind", Memory.KIND_CHOICES),
         ("outcome", Memory.OUTCOME_CHOICES),
     ):
-        rows = dict(readable.values_list(field_name).annotate(n=Count("id")).order_by())
+        counted = readable if field_name == "state" else readable.filter(state__in=Memory.SETTLED_STATES)
+        rows = dict(counted.values_list(field_name).annotate(n=Count("id")).order_by())
         result[field_name] = [Bucket(label, rows.get(value, 0), value) for value, label in choices]
     return result
 
 
 def memory_total(principal: Principal) -> int:
-    return memories_readable(principal).count()
+    """Readable memories, active or archived (not the promotion proposals awaiting review)."""
+    return memories_readable(principal).filter(state__in=Memory.SETTLED_STATES).count()
 
 
 def confidence_histogram(principal: Principal) -> list[Bucket]:
@@ -75,7 +78,7 @@ def memories_per_week(principal: Principal, *, weeks: int = WEEKS, now: datetime
     first = this_monday - timedelta(weeks=weeks - 1)
     rows = (
         memories_readable(principal)
-        .filter(created_at__gte=first)
+        .filter(created_at__gte=first, state__in=Memory.SETTLED_STATES)
         .annotate(week=TruncWeek("created_at"))
         .values_list("week")
         .annotate(n=Count("id"))
@@ -104,10 +107,13 @@ def recent_activity(principal: Principal, *, limit: int = 20) -> QuerySet[AuditE
 
 def memory_audit_trail(principal: Principal, memory: Memory, *, limit: int = 100) -> list[AuditEvent]:
     """Audit events about this memory: those that target it, plus the ones that name it as the
-    other side (a resolved contradiction, a decided review) or as a source restored by an un-merge."""
+    other side (a resolved contradiction, a decided review), as a source restored by an un-merge or
+    as a source of a promotion."""
     about = Q(target_type="memory", target_id=memory.id)
     about |= Q(verb__in=("contradiction.resolve", "review.decide"), data__other=memory.id)
     about |= Q(verb="memory.unmerge", data__restored__contains=[memory.id])
+    # a new memory promoted from a pattern (seed 003's ladder) names the memories it was seen in
+    about |= Q(verb="memory.promote", data__sources__contains=[memory.id])
     return list(access_filter(AuditEvent, principal).filter(about).order_by("-created_at", "-id")[:limit])
 
 

@@ -32,6 +32,7 @@ from memories.ranking import (
 )
 from memories.selectors import Reach, project_resolve, reach_for
 from reasoningbank.db_threads import other_connections_usable, run_beside
+from reasoningbank.tracing import span
 
 logger = logging.getLogger(__name__)
 
@@ -284,6 +285,19 @@ def _rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]
         return cursor.fetchall()
 
 
+def _leg_rows(leg: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """A leg's candidate rows (``vector``, ``lexical``, or both as one statement ``vector+lexical``)
+    in its own span, the ``memory.search.<leg>`` of the trace."""
+    with span(f"memory.search.{leg}") as current:
+        rows = _rows(sql, params)
+        current.set_attribute("rows", len(rows))
+        return rows
+
+
+def _lexical_rows(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return _leg_rows("lexical", sql, params)
+
+
 def _legs_in_parallel() -> bool:
     """Both legs at once on two pooled connections: the search's latency becomes the slower leg's
     instead of their sum (``reasoningbank.db_threads``)."""
@@ -313,8 +327,8 @@ def memory_search(
     k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     in_reach = f"m.organization_id = %(org)s AND m.state = 'active' AND ({_reach_sql(reach, search.scope)})"
     tiers = RETRIEVAL_MODES[search.mode]
-    if tiers is None:  # exhaustive: archived memories too
-        base = f"m.organization_id = %(org)s AND ({_reach_sql(reach, search.scope)})"
+    if tiers is None:  # exhaustive: archived memories too, never a promotion proposal awaiting review
+        base = f"m.organization_id = %(org)s AND m.state <> 'proposed' AND ({_reach_sql(reach, search.scope)})"
     else:
         base = f"{in_reach} AND m.tier = ANY(%(tiers)s)"
     base += " AND m.confidence >= %(min_confidence)s"
@@ -338,30 +352,36 @@ def memory_search(
         "k1": BM25_K1,
         "b": BM25_B,
     }
-    terms = _query_terms(in_reach, params, df_cap)
+    with span("memory.search.terms") as terms_span:
+        terms = _query_terms(in_reach, params, df_cap)
+        terms_span.set_attributes({"terms": len(terms.terms), "selective_terms": len(terms.selective)})
     params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=_tsquery_or(terms.selective))
     for i, (term, idf) in enumerate(zip(terms.terms, terms.idfs, strict=True)):
         params.update({f"term_{i}": _tsquery_or([term]), f"idf_{i}": idf})
     legs = [_vector_leg_sql(base)] if any(query_vector) else []
     legs += [_text_leg_sql(base, len(terms.terms))] if terms.selective else []
+    both = "+".join((["vector"] if any(query_vector) else []) + (["lexical"] if terms.selective else []))
     ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
     if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
         with transaction.atomic():
             _rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
-            rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+            rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     elif len(legs) == 2 and _legs_in_parallel():
-        text_rows = run_beside(_rows, legs[1], params)
-        rows = _rows(legs[0], params)
+        text_rows = run_beside(_lexical_rows, legs[1], params)
+        rows = _leg_rows("vector", legs[0], params)
         try:
             rows += text_rows.result()
         except OperationalError:  # no pooled connection came in time: this one runs the leg too
             logger.warning("search's lexical leg found no free connection; ran it inline")
-            rows += _rows(legs[1], params)
+            rows += _lexical_rows(legs[1], params)
     else:
-        rows = _rows(" UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
-    hits = _ranked(rows, now=now)
+        rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+    with span("memory.search.fusion", candidates=len(rows), fusion=str(_setting("SEARCH_FUSION"))) as fusion_span:
+        hits = _ranked(rows, now=now)
+        fusion_span.set_attribute("kept", len(hits))
     total_found = len(hits)
-    top = _collapsed(hits, search.limit)
+    with span("memory.search.collapse", hits=len(hits), limit=search.limit):
+        top = _collapsed(hits, search.limit)
     tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)
     return SearchResult(
         hits=top, total_found=total_found, tokens_used=tokens, project=project, query_vector=query_vector

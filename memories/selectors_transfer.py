@@ -8,7 +8,9 @@ REPEATABLE READ transaction when it is not inside one already, so the file is on
 snapshot even while agents keep writing: every link, signal and summary it holds refers to a memory
 it holds. A project's export holds the memories placed in that project; a reference from one of them
 to a memory outside it (merged into a team-wide memory, a summary source elsewhere) is left out and
-counted in the ``end`` line's ``dropped``.
+counted in the ``end`` line's ``dropped``. So are the promotion proposals awaiting review (``proposals``),
+with their links: no memory yet, and their review item (consolidation's) is not in the file, so imported
+they could never be decided; the importing organization's own promotion pass proposes them again.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ MEMORY_COLUMNS = (
     "id", "project_id", "team_id", "title", "description", "content", "outcome", "tags", "kind", "state",
     "archived_reason", "archived_at", "consolidated_into_id", "consolidated_into__project_id", "tier", "retention",
     "importance", "expires_at", "prior_alpha", "prior_beta", "alpha", "beta", "confidence", "usage_count",
-    "last_used_at", "origin", "created_by_user__email", "created_at", "updated_at", "embedding_model",
-    "signal_aggregate__memory_id", "signal_aggregate__last_rollup",
-    *(f"signal_aggregate__{name}" for name in ef.AGGREGATE_COUNTS),
+    "last_used_at", "last_signal_at", "origin", "promoted_from", "promoted_at", "promotion_reason",
+    "created_by_user__email", "created_at", "updated_at", "embedding_model",
+    "signal_aggregate__memory_id", "signal_aggregate__last_rollup", "signal_aggregate__decayed_at",
+    *(f"signal_aggregate__{name}" for name in (*ef.AGGREGATE_COUNTS, *ef.AGGREGATE_KEPT)),
 )  # fmt: skip
 
 
@@ -58,12 +61,14 @@ class ExportScope:
     embeddings: bool
 
     def memories(self) -> QuerySet[Memory]:
-        qs = access_filter(Memory, self.principal)
+        qs = access_filter(Memory, self.principal).filter(state__in=Memory.SETTLED_STATES)
         return qs.filter(project=self.project) if self.project is not None else qs
 
     def of_memories(self, model: Any, *names: str) -> QuerySet[Any]:
         """Rows of ``model`` whose memory fields (``names``) all point into the export."""
-        qs = access_filter(model, self.principal)
+        qs = access_filter(model, self.principal).filter(
+            Q(**{f"{name}__state__in": Memory.SETTLED_STATES for name in names})
+        )
         if self.project is None:
             return qs
         return qs.filter(Q(**{f"{name}__project": self.project for name in names}))
@@ -112,7 +117,9 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
     project_slugs = {p.id: p.slug for p in access_filter(Project, org)}
     team_slugs = {t.id: t.slug for t in access_filter(Team, org)}
     counts = dict.fromkeys(ef.COUNTED_TYPES, 0)
-    dropped = {"consolidated_into": 0, "summary_sources": 0, "signal_projects": 0}
+    dropped = {"consolidated_into": 0, "summary_sources": 0, "signal_projects": 0, "proposals": 0}
+    if scope.project is None:  # a proposal is a team or org memory: never in a project's export
+        dropped["proposals"] = access_filter(Memory, org).filter(state=Memory.STATE_PROPOSED).count()
     yield ef.line_dump(
         ef.header_record(
             exported_at=timezone.now(),
@@ -244,6 +251,8 @@ def _memory_line(
     if row["signal_aggregate__memory_id"] is not None:
         aggregate = {name: row[f"signal_aggregate__{name}"] for name in ef.AGGREGATE_COUNTS}
         aggregate["last_rollup"] = ef.when_dump(row["signal_aggregate__last_rollup"])
+        aggregate.update({name: row[f"signal_aggregate__{name}"] for name in ef.AGGREGATE_KEPT})
+        aggregate["decayed_at"] = ef.when_dump(row["signal_aggregate__decayed_at"])
     scope = "project" if row["project_id"] else "team" if row["team_id"] else "org"
     line = {
         "type": "memory",
@@ -272,7 +281,11 @@ def _memory_line(
         "confidence": row["confidence"],
         "usage_count": row["usage_count"],
         "last_used_at": ef.when_dump(row["last_used_at"]),
+        "last_signal_at": ef.when_dump(row["last_signal_at"]),
         "origin": row["origin"],
+        "promoted_from": row["promoted_from"],
+        "promoted_at": ef.when_dump(row["promoted_at"]),
+        "promotion_reason": row["promotion_reason"],
         "created_by_user": row["created_by_user__email"] or None,
         "created_at": ef.when_dump(row["created_at"]),
         "updated_at": ef.when_dump(row["updated_at"]),

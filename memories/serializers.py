@@ -36,7 +36,8 @@ from reasoningbank.serializers import (
     StrictSerializer,
 )
 
-STATE_FILTERS = ("active", "archived", "any")
+# "any" is every memory (active or archived); "proposed" lists the promotion proposals awaiting review
+STATE_FILTERS = ("active", "archived", "any", "proposed")
 TIERS = tuple(t for t, _ in Memory.TIER_CHOICES)
 ORIGINS = tuple(o for o, _ in Memory.ORIGIN_CHOICES)
 ARCHIVE_REASONS = tuple(r for r, _ in Memory.ARCHIVED_REASON_CHOICES)
@@ -47,6 +48,7 @@ ARCHIVE_REASON_CHOICES = [
     (Memory.ARCHIVED_SUPERSEDED, "replaced by a newer or better memory"),
     (Memory.ARCHIVED_DUPLICATE, "says the same as another memory"),
     (Memory.ARCHIVED_CONSOLIDATED, "merged into a consolidated memory (set by consolidation runs)"),
+    (Memory.ARCHIVED_LOW_CONFIDENCE, "confidence stayed below the prune threshold (set by the daily rollup)"),
 ]
 assert {r for r, _ in ARCHIVE_REASON_CHOICES} == set(ARCHIVE_REASONS)
 SESSION_ID_MAX = 200
@@ -94,6 +96,12 @@ class MemorySerializer(serializers.Serializer):
     last_used_at = serializers.DateTimeField(allow_null=True)
     origin = serializers.ChoiceField(choices=ORIGINS)
     source_session = serializers.CharField(source="source_session_id", allow_null=True)
+    promoted_from = serializers.ChoiceField(
+        choices=KINDS, allow_blank=True, help_text="the kind consolidation's promotion ladder raised it from; empty if never"
+    )
+    promoted_at = serializers.DateTimeField(allow_null=True)
+    promotion_reason = serializers.CharField(allow_blank=True, help_text="which ladder criterion, with its figures")
+    last_signal_at = serializers.DateTimeField(allow_null=True, help_text="the last feedback, outcome or usage")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

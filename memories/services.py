@@ -30,6 +30,7 @@ from memories.selectors_search import SearchQuery, SearchResult, memory_search
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, Rejected, ServiceError
 from reasoningbank.scrubbing import scrub_secrets
+from reasoningbank.tracing import span, traced
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,8 @@ def readable_require(principal: Principal, memory: Memory) -> None:
 def _embed(texts: list[str]) -> tuple[list[list[float]], str]:
     try:  # building the embedder can fail too (a local model's weights missing): the same clear error
         embedder = embedder_from_settings()
-        return embedder.embed(texts), embedder.name
+        with span("embedding.embed", embedder=embedder.name, texts=len(texts), characters=sum(map(len, texts))):
+            return embedder.embed(texts), embedder.name
     except EmbeddingError as exc:
         raise ServiceError(f"embedding failed: {exc}", code="embedding_failed") from exc
 
@@ -362,6 +364,13 @@ def memory_record(
     ).memory
 
 
+@traced(
+    "memory.record",
+    result=lambda r: {"memory_id": r.memory.id, "project_id": r.memory.project_id, "org_id": r.memory.organization_id,
+                      "kind": r.memory.kind, "outcome": r.memory.outcome, "tier": r.memory.tier,
+                      "content_length": len(r.memory.content), "duplicate": r.duplicate,
+                      "duplicate_reason": r.reason or None},
+)
 def memory_record_or_duplicate(
     *,
     principal: Principal,

@@ -48,6 +48,7 @@ from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavai
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
+from reasoningbank.tracing import current_set, task_carrier, traced
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,8 @@ def session_enqueue(session_id: str, *, delay_seconds: float = 0) -> None:
     from django_q.tasks import async_task
 
     if delay_seconds <= 0:
-        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}")
+        # task_carrier: the distillation's trace continues the request's that submitted it
+        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}", **task_carrier())
     else:
         Schedule.objects.create(
             func="memories.tasks.session_distill",
@@ -157,6 +159,10 @@ def session_claim(session_id: str) -> AgentSession | None:
     return AgentSession.objects.select_related("organization", "project", "submitted_by_token").get(pk=session_id)
 
 
+@traced(
+    "session.distill",
+    result=lambda s: {"claimed": False} if s is None else {"status": s.status, "attempts": s.attempts},
+)
 def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
     """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, queued again after a
     transient LLM failure (with backoff), or failed with the error (and raw reply) kept."""
@@ -165,6 +171,10 @@ def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
         return None
     org = session.organization
     injected = _injected_memories(session)
+    current_set(  # the trace's length, never the trace
+        session_id=session.id, org_id=org.id, project_id=session.project_id, outcome=session.outcome,
+        trace_length=len(session.trace), injected_memories=len(injected),
+    )
     prompt = build_extraction_prompt(
         outcome=session.outcome, trace=session.trace, injected=[(m.title, m.description) for m in injected]
     )
@@ -204,6 +214,7 @@ def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
         return finished
     except LLMPermanentError as exc:
         return _session_finish(session, AgentSession.STATUS_FAILED, error=f"LLM error: {exc}")
+    current_set(extracted=len(extracted))
     return _session_store(session, extracted, injected)
 
 
@@ -310,6 +321,7 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
         finished = _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
     if created:
         _notify_new_memories(session.project, len(created))
+    current_set(memories_created=len(created), memories_reinforced=len(reinforced))  # on session.distill
     logger.info("session %s distilled: %d new, %d reinforced", session.id, len(created), len(reinforced))
     return finished
 

@@ -7,9 +7,10 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
@@ -23,7 +24,7 @@ from memories.services import COMMENT_MAX, readable_require, text_clean, write_s
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import InvalidInput
-from reasoningbank.metrics import counter_add
+from reasoningbank.metrics import USAGE_WRITE_FAILURES
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger(__name__)
@@ -65,13 +66,25 @@ def _project_weights(row: ProjectSignalWeights) -> conf.ProjectWeights:
 _COUNT_FIELDS = tuple(field.name for field in dataclasses.fields(conf.SignalCounts))
 
 
+def _aggregate_kept(agg: MemorySignalAggregate) -> conf.SignalCounts:
+    """The evidence an aggregate still carries: its counts as seed 001's time decay left them (``*_kept``;
+    NULL until the first decay, when it is the count itself)."""
+    # by name: the aggregate's columns are the counts' fields (explicit/usage/outcome/stability × pos/neg)
+    return conf.SignalCounts(
+        **{
+            name: kept if (kept := getattr(agg, f"{name}_kept")) is not None else getattr(agg, name)
+            for name in _COUNT_FIELDS
+        }
+    )
+
+
 def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
-    """All-time counts per memory: rolled-up aggregates plus the live event log."""
+    """The evidence per memory: the rolled-up aggregate (decayed, ``_aggregate_kept``) plus the live event
+    log (never decayed: the decay starts after the grace, once a silent memory's events are all rolled up)."""
     ids = list(memory_ids)
     counts = {mid: conf.SignalCounts() for mid in ids}
     for agg in MemorySignalAggregate.objects.filter(memory_id__in=ids):
-        # by name: the aggregate's columns are the counts' fields (explicit/usage/outcome/stability × pos/neg)
-        counts[agg.memory_id] = conf.SignalCounts(**{name: getattr(agg, name) for name in _COUNT_FIELDS})
+        counts[agg.memory_id] = _aggregate_kept(agg)
     rows = (
         MemorySignal.objects.filter(memory_id__in=ids)
         .values("memory_id", "type", "positive")
@@ -86,7 +99,8 @@ def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
 
 
 def confidence_recompute(memories: Sequence[Memory]) -> None:
-    """Seed 000 ComputeConfidence for each memory with its current learned weights; saves alpha/beta/confidence."""
+    """Seed 000 ComputeConfidence for each memory with its current learned weights, over its evidence as
+    seed 001's time decay left it (``signals_decay``); saves alpha/beta/confidence."""
     if not memories:
         return
     if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
@@ -200,7 +214,7 @@ def _signal_add(
     session_id: str = "",
     project: Project | None = None,
 ) -> MemorySignal:
-    return MemorySignal.objects.create(
+    signal = MemorySignal.objects.create(
         organization_id=memory.organization_id,
         memory=memory,
         project_id=project.id if project else memory.project_id,
@@ -210,6 +224,10 @@ def _signal_add(
         session_id=session_id,
         actor=principal.actor_label,
     )
+    # the silence seed 001's decay counts ends here (the caller holds the memory's row lock)
+    memory.last_signal_at = signal.created_at
+    Memory.objects.filter(pk=memory.pk).update(last_signal_at=signal.created_at)
+    return signal
 
 
 def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
@@ -220,18 +238,18 @@ def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
 _WEIGHT_COLUMNS = tuple(field.name for field in dataclasses.fields(conf.ProjectWeights))
 _COUNTS_N = len(_COUNT_FIELDS)  # the counts come first in a _USAGE_STATE_SQL row, then the weights
 
-# Per memory: its signal counts (rolled-up aggregate + live events) and its project's learned
+# one per count field, in its order: the rolled-up evidence (as seed 001's decay left it) plus the live events
+_USAGE_COUNTS = ",\n       ".join(
+    f"COALESCE(a.{name}_kept, a.{name}, 0) + COUNT(s.id) FILTER (WHERE s.type = '{name.rsplit('_', 1)[0]}'"
+    f" AND {'' if name.endswith('_pos') else 'NOT '}s.positive)"
+    for name in _COUNT_FIELDS
+)
+
+# Per memory: its signal counts (rolled-up aggregate as decay left it + live events) and its project's learned
 # weights (NULL when the project has no weights row yet), in one round trip.
 _USAGE_STATE_SQL = f"""
 SELECT v.id,
-       COALESCE(a.explicit_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND s.positive),
-       COALESCE(a.explicit_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'explicit' AND NOT s.positive),
-       COALESCE(a.usage_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND s.positive),
-       COALESCE(a.usage_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'usage' AND NOT s.positive),
-       COALESCE(a.outcome_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND s.positive),
-       COALESCE(a.outcome_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'outcome' AND NOT s.positive),
-       COALESCE(a.stability_pos, 0) + COUNT(s.id) FILTER (WHERE s.type = 'stability' AND s.positive),
-       COALESCE(a.stability_neg, 0) + COUNT(s.id) FILTER (WHERE s.type = 'stability' AND NOT s.positive),
+       {_USAGE_COUNTS},
        {", ".join(f"w.{c}" for c in _WEIGHT_COLUMNS)}
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS v(id, organization_id, project_id)
 LEFT JOIN memories_memorysignalaggregate a ON a.memory_id = v.id
@@ -263,7 +281,8 @@ WITH v AS (
     SELECT organization_id, id, project_id, 'usage', true, '', '', %s, confidence, %s FROM v
 )
 UPDATE memories_memory m
-SET usage_count = m.usage_count + 1, last_used_at = %s, alpha = v.alpha, beta = v.beta, confidence = v.confidence
+SET usage_count = m.usage_count + 1, last_used_at = %s, last_signal_at = %s,
+    alpha = v.alpha, beta = v.beta, confidence = v.confidence
 FROM v WHERE m.id = v.id
 """
 
@@ -308,7 +327,7 @@ def memories_mark_used(
             strict=True,
         ):
             column.append(value)
-    arguments = [*columns, principal.actor_label, now, now]
+    arguments = [*columns, principal.actor_label, now, now, now]
     if not write_behind:
         _usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
     elif not (other_connections_usable() and db_write_behind(_usage_write, arguments)):
@@ -332,7 +351,7 @@ def _usage_write_inline(arguments: list[Any]) -> None:
         _usage_write(arguments)
     except Exception:
         logger.exception("usage write of %d memories failed; the search answers without it", len(arguments[0]))
-        counter_add("usage_write_failed_total")
+        USAGE_WRITE_FAILURES.inc()
 
 
 # --- rollup ----------------------------------------------------------------------------------------
@@ -369,6 +388,9 @@ def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
                 )
                 for key, n in entry.items():
                     setattr(agg, key, getattr(agg, key) + n)
+                    # a decayed aggregate's evidence grows by the new events at full weight
+                    if (kept := getattr(agg, f"{key}_kept")) is not None:
+                        setattr(agg, f"{key}_kept", kept + n)
                 agg.last_rollup = now
                 agg.save()
             MemorySignal.objects.filter(id__in=ids).delete()
@@ -378,8 +400,75 @@ def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
     return {"folded": folded, "memories": memories_touched}
 
 
+_KEPT_DECAY = ",\n    ".join(
+    f"{name}_kept = COALESCE(a.{name}_kept, a.{name}) * power(%(per_day)s, owed.days)" for name in _COUNT_FIELDS
+)
+
+# Seed 001's time decay, one batch of aggregates in memory-id order (keyset: ``after``): the whole UTC days
+# a memory has been silent past the grace and not yet decayed — counted from the later of the day decay was
+# last applied and its last signal's day plus the grace — each keep ``per_day`` of its evidence. A memory
+# with no ``last_signal_at`` (an aggregate written before the column, or imported without it) counts from
+# its last rollup less the 30 days the log keeps events: its newest rolled-up signal is no younger.
+_DECAY_SQL = f"""
+WITH owed AS (
+    SELECT a.memory_id, a.decayed_at,
+           %(today)s::date - GREATEST(
+               (a.decayed_at AT TIME ZONE 'UTC')::date,
+               (COALESCE(m.last_signal_at, a.last_rollup - %(retention)s) AT TIME ZONE 'UTC')::date + %(grace)s
+           ) AS days
+    FROM memories_memorysignalaggregate a
+    JOIN memories_memory m ON m.id = a.memory_id
+    WHERE a.memory_id > %(after)s
+), due AS (
+    SELECT memory_id, decayed_at, days FROM owed WHERE days > 0 ORDER BY memory_id LIMIT %(batch)s
+)
+UPDATE memories_memorysignalaggregate a
+SET {_KEPT_DECAY},
+    decayed_at = %(now)s
+FROM due AS owed
+-- a concurrent run that decayed the row first changed decayed_at: the row is left to it, never decayed twice
+WHERE a.memory_id = owed.memory_id AND a.decayed_at IS NOT DISTINCT FROM owed.decayed_at
+RETURNING a.memory_id
+"""
+
+
+def signals_decay(*, now: datetime | None = None, batch: int = 5000) -> int:
+    """Seed 001 "Time decay: -0.05 per month" as a decay of the Beta evidence, stored (issue 18 item 3):
+    the evidence of every memory silent for longer than ``CONFIDENCE_DECAY_GRACE_DAYS`` keeps
+    ``CONFIDENCE_DECAY_PER_DAY`` for each such whole UTC day (``confidence.evidence_kept``).
+
+    Applied to the aggregate's ``*_kept`` counts and remembered (``decayed_at``): run twice in a day it
+    decays once, after missed days it catches up exactly, and a later signal adds to what is left instead
+    of bringing the old evidence back. Only the rolled-up evidence decays: the grace is at least the 30
+    days the log keeps events, so a silent memory has no live ones. Confidences are recomputed by the
+    daily job right after (``confidence_recompute_all``). Returns how many aggregates decayed."""
+    per_day = settings.CONFIDENCE_DECAY_PER_DAY
+    if per_day >= 1.0:  # decay turned off
+        return 0
+    now = now or timezone.now()
+    params: dict[str, Any] = {
+        "today": now.astimezone(UTC).date(),
+        "grace": settings.CONFIDENCE_DECAY_GRACE_DAYS,
+        "retention": timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS),
+        "per_day": per_day,
+        "now": now,
+        "batch": batch,
+    }
+    decayed = 0
+    after = ""
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_DECAY_SQL, {**params, "after": after})
+            ids = [row[0] for row in cursor.fetchall()]
+        if not ids:
+            return decayed
+        decayed += len(ids)
+        after = max(ids)
+
+
 def confidence_recompute_all(*, batch: int = 2000) -> int:
-    """Recompute every memory's confidence with the current learned weights (daily, after rollup)."""
+    """Recompute every memory's confidence with the current learned weights (daily, after the rollup and
+    the decay)."""
     done = 0
     last = ""
     while True:

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
-from memories.services_signals import confidence_recompute_all, signals_rollup
+from memories.services_pruning import memories_prune_low_confidence
+from memories.services_signals import confidence_recompute_all, signals_decay, signals_rollup
+from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger(__name__)
 
 
-def signals_rollup_daily() -> dict[str, int]:
-    """Seed 000's daily rollup, then a recompute of every confidence with the learned weights."""
-    result = signals_rollup()
+def signals_rollup_daily(now: datetime | None = None) -> dict[str, int]:
+    """Seed 000's daily rollup, then seed 001's time decay of silent memories' evidence, then a recompute of
+    every confidence with the learned weights, then pruning of the memories whose confidence stayed too low
+    (seed 000)."""
+    result = signals_rollup(now=now)
+    result["decayed"] = signals_decay(now=now)
     result["recomputed"] = confidence_recompute_all()
-    logger.info("signal rollup folded=%s memories=%s recomputed=%s", *result.values())
+    result["pruned"] = memories_prune_low_confidence(now=now)["pruned"]
+    logger.info("signal rollup folded=%s memories=%s decayed=%s recomputed=%s pruned=%s", *result.values())
     return result
 
 
+@task_traced("task.session_distill")  # a child of the request that queued it (its trace_context)
 def session_distill(session_id: str) -> str | None:
     """Distil one submitted session (queued by session_submit / retries)."""
     from memories.services_sessions import session_process

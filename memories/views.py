@@ -202,7 +202,7 @@ SORT_CHOICES = [
     ("-last_used_at", "Recently used"),
     ("title", "Title A–Z"),
 ]
-STATE_CHOICES = [("active", "Active"), ("archived", "Archived"), ("any", "Any state")]
+STATE_CHOICES = [("active", "Active"), ("archived", "Archived"), ("any", "Any state"), ("proposed", "Proposed")]
 SCOPE_CHOICES = [("all", "All scopes"), ("project", "Project"), ("team", "Team"), ("org", "Org-wide")]
 
 

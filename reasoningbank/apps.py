@@ -11,7 +11,13 @@ class ReasoningBankConfig(AppConfig):
     booted_at: datetime
 
     def ready(self) -> None:
+        from django.conf import settings
         from django.utils import timezone
 
         # the worker heartbeat's grace period starts here (see reasoningbank.health.worker_health)
         self.booted_at = timezone.now()
+        # every process that loads Django (uvicorn's web workers, qcluster before it forks, commands)
+        if settings.TRACING_ENABLED:
+            from reasoningbank.tracing import setup
+
+            setup(exporters=settings.OTEL_TRACES_EXPORTER, role=settings.TRACING_PROCESS_ROLE)

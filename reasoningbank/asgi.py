@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import anyio
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
 _django_app = get_asgi_application()  # sets Django up before the MCP server imports models
 
 from reasoningbank.mcp_server import MCP_PATH, build_mcp_app  # noqa: E402
+from reasoningbank.tracing import asgi_wrap, flush  # noqa: E402
 
 MCP_PATHS = (MCP_PATH, MCP_PATH + "/")
 
@@ -33,7 +35,7 @@ class ReasoningBankASGI:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await self.mcp_app(scope, receive, send)
+            await self.mcp_app(scope, receive, _flushing_traces_at_shutdown(send))
             return
         if kind == "http":
             path = _route_path(scope)
@@ -51,6 +53,18 @@ class ReasoningBankASGI:
         raise ValueError(f"unsupported ASGI scope type {kind!r}")
 
 
+def _flushing_traces_at_shutdown(send: Any) -> Any:
+    """``send``, exporting the queued spans before the lifespan's shutdown completes: uvicorn then
+    re-raises SIGTERM with its default action, so the SDK's exit handler would never run."""
+
+    async def send_after_flush(message: dict[str, Any]) -> None:
+        if message.get("type") == "lifespan.shutdown.complete":
+            await anyio.to_thread.run_sync(flush)
+        await send(message)
+
+    return send_after_flush
+
+
 def _route_path(scope: dict[str, Any]) -> str:
     path: str = scope.get("path", "")
     root = scope.get("root_path", "")
@@ -61,7 +75,9 @@ def _route_path(scope: dict[str, Any]) -> str:
 
 def build_application() -> ReasoningBankASGI:
     """A fresh composed app with its own MCP server and session manager."""
-    return ReasoningBankASGI(get_asgi_application(), build_mcp_app())
+    # /mcp behind the ASGI instrumentation when tracing is on (Django's own requests get theirs from
+    # its middleware, reasoningbank.tracing): an incoming traceparent header is continued there too
+    return ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app()))
 
 
 application = build_application()

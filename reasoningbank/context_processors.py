@@ -1,4 +1,5 @@
-"""Template context for every dashboard page: product-level problems (a dead worker, no LLM).
+"""Template context for every dashboard page: product-level problems (a dead worker, no LLM), and
+whether the user may open the system page they link to.
 
 Lazy: the health read happens only when a template shows ``status_banners`` (the base layout
 does; htmx partials do not), and it is cached for a few seconds (``reasoningbank.selectors``).
@@ -28,11 +29,23 @@ def _banners(request: HttpRequest) -> list[Banner]:
         return []  # an operator's message, not for the sign-in page
     try:
         worker = worker_health_cached()
-    except DatabaseError:  # a banner must never break a page (the database itself is /healthz's job)
+    except DatabaseError:  # a banner must never break a page (the database itself is /readyz's job)
         logger.warning("status banner: the worker heartbeat could not be read", exc_info=True)
         return []
     return banners_for(worker=worker, llm=llm_health_get())
 
 
+def _system_page_visible(request: HttpRequest) -> bool:
+    """Whether the nav and the banner link to the system page: org owners/admins and staff (the page
+    refuses everyone else, so nobody is sent to a 403)."""
+    from reasoningbank.selectors_system import system_scope
+
+    membership = getattr(request, "membership", None)  # set by the dashboard's org_view before rendering
+    return system_scope(user=getattr(request, "user", None), membership=membership) is not None
+
+
 def status_banners(request: HttpRequest) -> dict[str, Any]:
-    return {"status_banners": SimpleLazyObject(lambda: _banners(request))}
+    return {
+        "status_banners": SimpleLazyObject(lambda: _banners(request)),
+        "system_page_visible": SimpleLazyObject(lambda: _system_page_visible(request)),
+    }

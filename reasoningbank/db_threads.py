@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 from django.db import connection
 
-from reasoningbank.metrics import counter_add
+from reasoningbank.metrics import WRITE_BEHIND
+from reasoningbank.tracing import bind, span
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,7 +50,7 @@ def _on_own_connection(fn: Callable[..., T], *args: Any) -> T:
 
 def run_beside(fn: Callable[..., T], *args: Any) -> Future[T]:
     """``fn(*args)`` on another thread and connection, now; the caller collects the result."""
-    return _parallel.submit(_on_own_connection, fn, *args)
+    return _parallel.submit(bind(_on_own_connection), fn, *args)  # bind: its spans stay in the caller's trace
 
 
 def write_behind(fn: Callable[..., None], *args: Any) -> bool:
@@ -57,22 +58,23 @@ def write_behind(fn: Callable[..., None], *args: Any) -> bool:
     the queue is full, so the caller writes itself. A failure is logged: what is written this way
     must be affordable to lose (usage signals)."""
     if not _write_slots.acquire(blocking=False):
-        counter_add("write_behind_total", outcome="queue_full", work=getattr(fn, "__name__", str(fn)))
+        WRITE_BEHIND.labels(outcome="queue_full", work=getattr(fn, "__name__", str(fn))).inc()
         return False
 
     name = getattr(fn, "__name__", str(fn))
 
     def run() -> None:
         try:
-            _on_own_connection(fn, *args)
-            counter_add("write_behind_total", outcome="written", work=name)
+            with span("db.write_behind", work=name):  # after the caller's span ended, still in its trace
+                _on_own_connection(fn, *args)
+            WRITE_BEHIND.labels(outcome="written", work=name).inc()
         except Exception:
             logger.exception("write-behind %s failed", name)
-            counter_add("write_behind_total", outcome="failed", work=name)
+            WRITE_BEHIND.labels(outcome="failed", work=name).inc()
         finally:
             _write_slots.release()
 
-    _writer.submit(run)
+    _writer.submit(bind(run))
     return True
 
 

@@ -1,4 +1,4 @@
-"""Is the product able to do its background work? Pure verdicts for ``/healthz`` and the dashboard
+"""Is the product able to do its background work? Pure verdicts for ``/readyz`` and the dashboard
 banner, from timestamps the selectors read (no Django here, so every edge is unit-tested plainly).
 
 * the worker (django-q2 ``qcluster``, a separate process) proves it is alive by running the

@@ -28,6 +28,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from accounts.mcp_auth import BearerTokenMiddleware
 from reasoningbank.mcp_errors import JsonRpcIdMiddleware, arguments_error_text
 from reasoningbank.mcp_registry import tool_registrars
+from reasoningbank.request_context import RequestContextASGI
+from reasoningbank.tracing import span
 
 MCP_PATH = "/mcp"
 SERVER_NAME = "reasoningbank"
@@ -47,7 +49,10 @@ class ReasoningBankMCPServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
-            return await super().call_tool(name, arguments, context)
+            # every tool in one span (the SDK's "tools/call" span around it continues a traceparent
+            # from the request's params._meta); the arguments are the caller's content: never recorded
+            with span(f"mcp.tool.{name}", **{"mcp.tool.name": name, "mcp.tool.arguments_count": len(arguments)}):
+                return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
             raise
         except ToolError as exc:
@@ -188,5 +193,8 @@ def build_mcp_app(server: MCPServer | None = None) -> ASGIApp:
         stateless_http=True,
         transport_security=transport_security_settings(),
     )
-    # JsonRpcIdMiddleware after authentication: an anonymous body is never parsed
-    return HostOriginMiddleware(BearerTokenMiddleware(AuthContextMiddleware(JsonRpcIdMiddleware(starlette_app))))
+    # JsonRpcIdMiddleware after authentication: an anonymous body is never parsed; the request
+    # context (request id, then the org and token prefix authentication notes) around everything
+    return RequestContextASGI(
+        HostOriginMiddleware(BearerTokenMiddleware(AuthContextMiddleware(JsonRpcIdMiddleware(starlette_app))))
+    )

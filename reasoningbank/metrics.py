@@ -1,30 +1,204 @@
-"""In-process counters, exposed in Prometheus text format at ``/metrics`` (per process)."""
+"""Prometheus counters and histograms (seed 002 "Instrumentation by Module", seed 004 §7), correct
+across processes.
+
+With ``PROMETHEUS_MULTIPROC_DIR`` set (``scripts/run.sh``, the docker image) prometheus-client runs in
+multiprocess mode: every process — each uvicorn worker, each process the django-q2 cluster forks —
+writes its values to its own files in that directory, and ``/metrics`` merges them all, so every
+scrape sees the whole service whichever web worker answers. Without it (development, tests)
+``/metrics`` shows the answering process's own registry. The variable must be set before this
+module is imported (prometheus-client picks its storage then), and the directory emptied when the
+service starts (run.sh does both).
+
+Gauges that are state rather than events (queue depth and age, memories per tier, sessions waiting
+for an LLM, the worker's heartbeat age) are not kept here: ``reasoningbank/metrics_scrape.py`` reads
+them from the database at scrape time. No process holds a copy that could go stale, and no gauge of
+a process that exited needs cleaning up (prometheus-client's ``mark_process_dead`` only matters for
+``live*`` gauges, of which there are none; counters and histograms of an exited process rightly stay
+in the sums).
+
+Labels are bounded: modes, transports, providers, models, purposes, outcomes, ``dry_run`` — never an
+org, project, memory or token id. A consolidation metric always carries ``dry_run``: a dry run's
+proposals are counted with ``dry_run="true"``, so ``dry_run="false"`` counts only real changes.
+"""
 
 from __future__ import annotations
 
-import threading
-from collections import defaultdict
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
-_lock = threading.Lock()
-_counters: dict[tuple[str, tuple[tuple[str, str], ...]], float] = defaultdict(float)
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+if os.environ.get(MULTIPROC_ENV):  # a fresh container or a manage.py shell: the files go there
+    os.makedirs(os.environ[MULTIPROC_ENV], exist_ok=True)
+
+from prometheus_client import (  # noqa: E402  (after the directory exists)
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
+from prometheus_client.registry import Collector  # noqa: E402
+
+from reasoningbank.request_context import request_transport  # noqa: E402
+
+PREFIX = "reasoningbank"
+
+# --- consolidation (seed 002 ConsolidationService, seed 004 §7) ------------------------------------------
+
+CONSOLIDATION_RUNS = Counter(
+    f"{PREFIX}_consolidation_runs", "Consolidation runs finished", ["status", "trigger", "dry_run"]
+)
+CONSOLIDATION_RUN_DURATION = Histogram(
+    f"{PREFIX}_consolidation_run_duration_seconds",
+    "Wall time of a consolidation run (skipped runs not observed)",
+    ["dry_run"],
+    buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 3600),
+)
+# run.counters key → counter (a dry run's proposals under dry_run="true")
+CONSOLIDATION_COUNTERS: dict[str, Counter] = {
+    key: Counter(f"{PREFIX}_consolidation_{name}", help_text, ["dry_run"])
+    for key, name, help_text in (
+        ("processed", "memories_processed", "Memories a consolidation run scanned"),
+        ("clusters", "clusters_created", "Clusters of similar memories a run formed"),
+        ("summaries", "summaries_generated", "Summaries a run wrote for consolidated memories"),
+        ("supersessions", "supersessions_detected", "Memories found superseded by a newer one"),
+        ("tier_transitions", "tier_transitions", "Memories whose tier (hot, warm, cold, archived) changed"),
+        ("duplicates_merged", "duplicates_merged", "Near-identical memories merged into one"),
+        ("contradictions", "contradictions_found", "Contradicting pairs found and linked"),
+        ("patterns", "patterns_extracted", "Semantic patterns extracted from episodic memories"),
+        ("promoted", "promoted_semantic", "Working memories promoted to semantic"),
+        ("promoted_episodic", "promoted_episodic", "Semantic memories promoted to episodic (seed 003's ladder)"),
+        ("promoted_procedural", "promoted_procedural", "Procedural memories made from episodic patterns"),
+        ("created", "memories_created", "Memories synthesised from clusters"),
+        ("archived", "memories_archived", "Memories archived (merged, superseded or stale)"),
+    )
+}
+
+# --- LLM calls (every one goes through reasoningbank/ai/metered.py) ----------------------------------------
+
+LLM_REQUESTS = Counter(
+    f"{PREFIX}_llm_requests", "LLM calls, by outcome (ok or error)", ["provider", "model", "purpose", "outcome"]
+)
+LLM_TOKENS = Counter(
+    f"{PREFIX}_llm_tokens",
+    "LLM tokens used, by direction (input or output)",
+    ["provider", "model", "purpose", "direction"],
+)
+LLM_LATENCY = Histogram(
+    f"{PREFIX}_llm_latency_seconds",
+    "Wall time of a successful LLM call, retries and backoff included",
+    ["provider", "model", "purpose"],
+    buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120),
+)
+LLM_ERRORS = Counter(
+    f"{PREFIX}_llm_errors",
+    "Failed LLM calls, by kind (transient: outlasted the retries; permanent: refused; other)",
+    ["provider", "model", "purpose", "error"],
+)
+
+# --- search and context injection (seed 002 RecallService, SessionStartSummaryInjector) ---------------------
+
+SEARCH_DURATION = Histogram(
+    f"{PREFIX}_search_duration_seconds",
+    "memory_search latency (embedding the query, both legs, ranking, usage hand-off)",
+    ["mode", "transport"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5),
+)
+RECALLS = Counter(
+    f"{PREFIX}_recalls",
+    "Searches by mode and transport; found=false when nothing came back",
+    ["mode", "transport", "found"],
+)
+INJECTIONS = Counter(
+    f"{PREFIX}_injections",
+    "memory_context blocks built, by what they hold (summaries, procedural_memories, mixed, none)",
+    ["source", "transport"],
+)
+INJECTION_REPLACEMENTS = Counter(
+    f"{PREFIX}_injection_replacements", "memory_context calls that replaced an earlier block", ["transport"]
+)
+INJECTION_ENTRIES = Counter(f"{PREFIX}_injection_entries", "Entries injected, by kind (summary or memory)", ["kind"])
+INJECTION_TOKENS = Histogram(
+    f"{PREFIX}_injection_tokens",
+    "Size of an injected block in tokens (~4 characters each)",
+    ["transport"],
+    buckets=(0, 100, 250, 500, 1000, 2000, 4000, 8000, 20000),
+)
+
+# --- background writes -------------------------------------------------------------------------------------
+
+WRITE_BEHIND = Counter(
+    f"{PREFIX}_write_behind", "Writes handed to the write-behind thread, by outcome", ["outcome", "work"]
+)
+USAGE_WRITE_FAILURES = Counter(
+    f"{PREFIX}_usage_write_failures", "Usage-signal writes that failed on the request's own connection"
+)
 
 
-def counter_add(name: str, value: float = 1, **labels: str) -> None:
-    key = (name, tuple(sorted((k, str(v)) for k, v in labels.items())))
-    with _lock:
-        _counters[key] += value
+def label_bool(value: bool) -> str:
+    return "true" if value else "false"
 
 
-def counters_snapshot() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with _lock:
-        return dict(_counters)
+def consolidation_run_observe(
+    *, status: str, trigger: str, dry_run: bool, counters: Mapping[str, int], duration_seconds: float | None
+) -> None:
+    """A finished run's counters (``ConsolidationRun.counters``) and duration, labelled ``dry_run``."""
+    dry = label_bool(dry_run)
+    CONSOLIDATION_RUNS.labels(status=status, trigger=trigger, dry_run=dry).inc()
+    for key, counter in CONSOLIDATION_COUNTERS.items():
+        value = counters.get(key, 0)
+        if value:
+            counter.labels(dry_run=dry).inc(value)
+    if duration_seconds is not None:
+        CONSOLIDATION_RUN_DURATION.labels(dry_run=dry).observe(duration_seconds)
 
 
-def metrics_text() -> str:
-    lines = []
-    for (name, labels), value in sorted(counters_snapshot().items()):
-        label_text = ",".join(f'{k}="{v}"' for k, v in labels)
-        lines.append(
-            f"reasoningbank_{name}{{{label_text}}} {value:g}" if label_text else f"reasoningbank_{name} {value:g}"
-        )
-    return "\n".join(lines) + "\n"
+def search_observe(*, mode: str, seconds: float, found: bool) -> None:
+    transport = request_transport()
+    SEARCH_DURATION.labels(mode=mode, transport=transport).observe(seconds)
+    RECALLS.labels(mode=mode, transport=transport, found=label_bool(found)).inc()
+
+
+def injection_observe(*, source: str, summaries: int, memories: int, tokens: int, replaced: bool) -> None:
+    """One memory_context block: ``source`` is "none" when nothing qualified."""
+    transport = request_transport()
+    INJECTIONS.labels(source=source, transport=transport).inc()
+    if replaced:
+        INJECTION_REPLACEMENTS.labels(transport=transport).inc()
+    if summaries:
+        INJECTION_ENTRIES.labels(kind="summary").inc(summaries)
+    if memories:
+        INJECTION_ENTRIES.labels(kind="memory").inc(memories)
+    INJECTION_TOKENS.labels(transport=transport).observe(tokens)
+
+
+# --- exposition --------------------------------------------------------------------------------------------
+
+
+class _ProcessRegistry(Collector):
+    """The default registry (this process's metrics, with its process_* and python_* metrics) as one
+    collector of the per-scrape registry, beside the database gauges."""
+
+    def collect(self) -> Iterator[Any]:
+        yield from REGISTRY.collect()
+
+
+def multiproc_dir() -> str | None:
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
+def metrics_render(collectors: Iterable[Collector] = ()) -> tuple[bytes, str]:
+    """The Prometheus text exposition and its content type: every process's counters and histograms
+    (multiprocess mode), or this process's, then ``collectors`` (read at scrape time)."""
+    registry = CollectorRegistry(auto_describe=False)  # nothing collected just to register
+    path = multiproc_dir()
+    if path:
+        MultiProcessCollector(registry, path=path)
+    else:
+        registry.register(_ProcessRegistry())
+    for collector in collectors:
+        registry.register(collector)
+    return generate_latest(registry), CONTENT_TYPE_LATEST

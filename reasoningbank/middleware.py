@@ -9,6 +9,8 @@ same JSON. Nothing needs restarting: the next request after the database is back
 Only errors that mean "cannot reach the database" count (connection refused or lost, no pooled
 connection in time, server shutting down); a failing query (deadlock, constraint, timeout of a
 statement) stays an ordinary error.
+
+Also here: ``RequestContextMiddleware``, the request id, org and token prefix of every log line.
 """
 
 from __future__ import annotations
@@ -22,6 +24,16 @@ import psycopg
 from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from reasoningbank.request_context import (
+    REQUEST_ID_HEADER,
+    access_log,
+    request_context_end,
+    request_context_get,
+    request_context_start,
+    request_id_accept,
+    transport_for_path,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -89,3 +101,28 @@ class DatabaseUnavailableMiddleware:
             return None
         logger.warning("database unavailable: %s %s answered 503 (%s)", request.method, request.path, exception)
         return database_unavailable_response(request)
+
+
+class RequestContextMiddleware:
+    """Outermost in ``MIDDLEWARE``: the request's id (its ``X-Request-ID`` when sane, else a fresh one,
+    echoed in the response's ``X-Request-ID``), transport and, once authentication has noted them, org
+    and token prefix, for every log line of the request (``reasoningbank/request_context.py``); then
+    one access line. The MCP endpoint, outside Django, gets the same from ``RequestContextASGI``."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = request_id_accept(request.headers.get(REQUEST_ID_HEADER))
+        token = request_context_start(request_id=request_id, transport=transport_for_path(request.path))
+        context = request_context_get()
+        assert context is not None
+        status = 500
+        try:
+            response = self.get_response(request)
+            status = response.status_code
+            response[REQUEST_ID_HEADER] = request_id
+            return response
+        finally:
+            access_log(context, method=request.method or "", path=request.path, status=status)
+            request_context_end(token)

@@ -48,7 +48,7 @@ class LlmCall(models.Model):
 class WorkerHeartbeat(models.Model):
     """The last time a django-q2 cluster ran its heartbeat task (one row per cluster name).
 
-    Written by the ``rb:worker-heartbeat`` schedule every minute, read by ``/healthz`` and the
+    Written by the ``rb:worker-heartbeat`` schedule every minute, read by ``/readyz`` and the
     dashboard banner (``reasoningbank.health``). Not tenant data: one row describes the service.
     """
 

@@ -25,19 +25,26 @@ def schedule_specs() -> list[ScheduleSpec]:
             name=HEARTBEAT_SCHEDULE,
             func="reasoningbank.tasks.worker_heartbeat",
             minutes=1,
-            description="the worker proves it runs tasks (read by /healthz and the dashboard banner)",
+            description="the worker proves it runs tasks (read by /readyz and the dashboard banner)",
         ),
         ScheduleSpec(
             name="rb:signals-rollup",
             func="memories.tasks.signals_rollup_daily",
             minutes=24 * 60,
-            description="fold signal events older than 30 days into aggregates; recompute confidence",
+            description="fold signal events older than 30 days into aggregates; recompute confidence (silent "
+            "memories decay); archive memories whose confidence stayed below the prune threshold",
         ),
         ScheduleSpec(
             name="rb:consolidation-scheduler",
             func="consolidation.tasks.consolidation_scheduler_tick",
             minutes=5,
             description="queue scheduled consolidation for due projects (Teams plan); fail dead runs",
+        ),
+        ScheduleSpec(
+            name="rb:institutional-promotion",
+            func="consolidation.tasks.promotions_institutional_daily",
+            minutes=24 * 60,
+            description="propose lessons that hold in several projects (teams) for team (org) scope (Teams plan)",
         ),
         ScheduleSpec(
             name="rb:oauth-cleartokens",

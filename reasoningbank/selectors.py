@@ -1,4 +1,5 @@
-"""Reads for the service's own health (``/healthz`` and the dashboard banner); verdicts in ``health.py``.
+"""Reads for the service's own health (``/readyz``, ``/metrics``' gauges, the dashboard banner);
+verdicts in ``health.py``.
 
 Nothing here is tenant data: counts and ages across the whole service, never a row's content.
 Both readers are cached for a few seconds in the process cache, so a dashboard page or a load
@@ -13,6 +14,7 @@ from datetime import datetime
 from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Count, Min, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -116,4 +118,93 @@ def queue_health_cached() -> QueueHealth:
 
 
 def health_cache_clear() -> None:
-    cache.delete_many([_WORKER_KEY, _QUEUE_KEY])
+    cache.delete_many([_WORKER_KEY, _QUEUE_KEY, _TIERS_KEY, _WAITING_KEY, _MIGRATIONS_KEY])
+
+
+# --- state for /metrics' gauges, /readyz and the system page (all orgs: operator views) ---------------------
+
+TIERS = ("hot", "warm", "cold", "archived")
+# below this many memories (PostgreSQL's estimate, free) the tiers are counted exactly; above, a count
+# would scan the whole table on every scrape, so a fixed sample of the table's pages is counted and
+# scaled (REPEATABLE: the same pages each time, so the gauge does not jitter while nothing changes)
+TIER_COUNT_EXACT_BELOW = 50_000
+TIER_SAMPLE_PERCENT = 1.0
+_TIERS_KEY, _WAITING_KEY, _MIGRATIONS_KEY = "rb:state:tiers", "rb:state:waiting", "rb:state:migrations"
+MIGRATIONS_CACHE_SECONDS = 30
+
+
+def memories_by_tier_get(
+    *, exact_below: int = TIER_COUNT_EXACT_BELOW, sample_percent: float = TIER_SAMPLE_PERCENT
+) -> dict[str, int]:
+    """Memories per tier (archived ones under "archived"), every tier present (0 when empty); promotion
+    proposals awaiting review are no memories yet and are left out."""
+    from memories.models import Memory
+
+    table = Memory._meta.db_table
+    counts = dict.fromkeys(TIERS, 0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = %s::regclass", [table])
+        row = cursor.fetchone()
+        estimate = float(row[0]) if row else -1.0  # -1: never analysed
+        if estimate >= exact_below:
+            cursor.execute(
+                f"SELECT tier, count(*) FROM {connection.ops.quote_name(table)} "
+                "TABLESAMPLE SYSTEM (%s) REPEATABLE (0) WHERE state <> %s GROUP BY tier",
+                [sample_percent, Memory.STATE_PROPOSED],
+            )
+            for tier, n in cursor.fetchall():
+                if tier in counts:
+                    counts[tier] = round(n * 100 / sample_percent)
+            return counts
+    memories = Memory.objects.exclude(state=Memory.STATE_PROPOSED)
+    for tier, n in memories.values_list("tier").annotate(n=Count("id")).order_by():
+        counts[tier] = n
+    return counts
+
+
+def waiting_for_llm_get() -> dict[str, int]:
+    """Work kept until an LLM is configured (or an org's budget resets): sessions and consolidation runs."""
+    from consolidation.models import ConsolidationRun
+    from memories.models import AgentSession
+
+    return {
+        "sessions": AgentSession.objects.filter(status=AgentSession.STATUS_WAITING).count(),
+        "consolidation_runs": ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_WAITING).count(),
+    }
+
+
+def memories_by_tier_cached() -> dict[str, int]:
+    hit = cache.get(_TIERS_KEY)
+    if isinstance(hit, dict):
+        return hit
+    value = memories_by_tier_get()
+    cache.set(_TIERS_KEY, value, CACHE_SECONDS)
+    return value
+
+
+def waiting_for_llm_cached() -> dict[str, int]:
+    hit = cache.get(_WAITING_KEY)
+    if isinstance(hit, dict):
+        return hit
+    value = waiting_for_llm_get()
+    cache.set(_WAITING_KEY, value, CACHE_SECONDS)
+    return value
+
+
+def migrations_unapplied_get() -> list[str]:
+    """``app.migration`` names this code has and the database has not applied, in order."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return [f"{migration.app_label}.{migration.name}" for migration, backwards in plan if not backwards]
+
+
+def migrations_unapplied_cached() -> list[str]:
+    """Cached briefly: loading the migration graph reads every migration module and a table."""
+    hit = cache.get(_MIGRATIONS_KEY)
+    if isinstance(hit, list):
+        return hit
+    value = migrations_unapplied_get()
+    cache.set(_MIGRATIONS_KEY, value, MIGRATIONS_CACHE_SECONDS)
+    return value

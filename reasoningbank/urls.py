@@ -4,7 +4,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import MeView, ProjectListView
 from reasoningbank.api_errors import api_not_found
-from reasoningbank.views import healthz, metrics
+from reasoningbank.views import healthz, metrics, readyz
+from reasoningbank.views_system import system_page
 
 api_v1 = [
     path("me", MeView.as_view(), name="api-me"),
@@ -13,6 +14,7 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
@@ -29,4 +31,5 @@ urlpatterns = [
     path("", include("accounts.urls_dashboard")),
     path("", include("memories.urls_dashboard")),
     path("", include("consolidation.urls_dashboard")),
+    path("system/", system_page, name="system-status"),
 ]

@@ -1,56 +1,112 @@
-"""Operator endpoints."""
+"""Operator endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness) and ``/metrics`` (Prometheus)."""
 
 from __future__ import annotations
 
+import functools
+import hmac
+import ipaddress
 import time
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
 
 from reasoningbank.ai.llm import llm_health_get
-from reasoningbank.health import Backlog, LlmHealth, QueueHealth, WorkerHealth, worker_banner
-from reasoningbank.metrics import metrics_text
-from reasoningbank.selectors import queue_health_cached, worker_health_cached
+from reasoningbank.health import Backlog, LlmHealth, QueueHealth, WorkerHealth, age_text, worker_banner
+from reasoningbank.metrics import metrics_render, multiproc_dir
+from reasoningbank.metrics_scrape import DatabaseStateCollector
+from reasoningbank.selectors import migrations_unapplied_cached, queue_health_cached, worker_health_cached
+
+MIGRATE_COMMAND = ".venv/bin/python manage.py migrate"
+# the parts whose failure makes /readyz 503, and the statuses that pass; the LLM is only reported
+READY_STATUSES = {
+    "database": {"ok"},
+    "migrations": {"ok"},
+    "worker": {"ok", "starting", "inline"},
+    "queue": {"ok"},
+}
 
 
+@never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when the database answers, 503 otherwise (no auth: load balancers call it). The other
-    parts are reported, never fatal: ``worker`` (its heartbeat), ``queue`` (how long work has been
-    waiting), ``llm`` (the configured provider or "none"); see reasoningbank/health.py."""
+    """Liveness: this process answers. Touches nothing shared (no database), so a slow database never
+    gets a web process restarted; whether the service can do its work is ``/readyz``'s question."""
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: 200 when every fatal part passes, else 503 naming them in ``failing``. Each part
+    has a ``status`` and a ``detail``: ``database`` (SELECT 1), ``migrations`` (none unapplied),
+    ``worker`` (its heartbeat is fresh; ``starting`` and ``inline`` pass), ``queue`` (nothing waited
+    longer than ``QUEUE_STALLED_AFTER``), and ``llm`` (configured or not: reported, never fatal). No
+    auth, no tenant data: counts and ages across the service."""
     started = time.perf_counter()
-    llm = _llm_part(llm_health_get())
+    body: dict[str, Any] = {"status": "ok", "failing": []}
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
-    except Exception as exc:  # any database failure means "not ready"
+    except Exception as exc:  # any database failure means "not ready"; the other parts cannot be read
         connection.close_if_unusable_or_obsolete()
-        return JsonResponse(
-            {"status": "error", "database": "unavailable", "error": type(exc).__name__, "llm": llm}, status=503
-        )
-    body: dict[str, Any] = {
-        "status": "ok",
-        "database": "ok",
-        "latency_ms": round((time.perf_counter() - started) * 1000, 2),
-    }
+        body["database"] = {"status": "error", "detail": f"the database does not answer ({type(exc).__name__})"}
+    else:
+        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        body["database"] = {"status": "ok", "detail": f"answered in {latency_ms} ms", "latency_ms": latency_ms}
+        body["migrations"] = _migrations_part()
+        try:
+            body["worker"] = _worker_part(worker_health_cached())
+        except DatabaseError as exc:  # e.g. migrations not applied yet: say so, the database itself answered
+            body["worker"] = {"status": "unknown", "detail": f"cannot read the heartbeat ({type(exc).__name__})"}
+        try:
+            body["queue"] = _queue_part(queue_health_cached())
+        except DatabaseError as exc:
+            body["queue"] = {"status": "unknown", "detail": f"cannot read the queue ({type(exc).__name__})"}
+    body["llm"] = _llm_part(llm_health_get())
+    body["failing"] = [name for name, ok in READY_STATUSES.items() if body.get(name, {}).get("status") not in ok]
+    if body["failing"]:
+        body["status"] = "error"
+    return JsonResponse(body, status=503 if body["failing"] else 200)
+
+
+def _migrations_part() -> dict[str, Any]:
     try:
-        body["worker"] = _worker_part(worker_health_cached())
-        body["queue"] = _queue_part(queue_health_cached())
-    except DatabaseError as exc:  # e.g. migrations not applied yet: say so, the database itself answered
-        body.setdefault("worker", {"status": "unknown", "error": type(exc).__name__})
-        body["queue"] = {"status": "unknown", "error": type(exc).__name__}
-    body["llm"] = llm
-    return JsonResponse(body)
+        unapplied = migrations_unapplied_cached()
+    except DatabaseError as exc:
+        return {"status": "unknown", "detail": f"cannot read the applied migrations ({type(exc).__name__})"}
+    if not unapplied:
+        return {"status": "ok", "detail": "every migration is applied", "unapplied": 0}
+    shown = ", ".join(unapplied[:5]) + (f" and {len(unapplied) - 5} more" if len(unapplied) > 5 else "")
+    return {
+        "status": "pending",
+        "detail": f"{len(unapplied)} migration(s) not applied: {shown}",
+        "unapplied": len(unapplied),
+        "fix": f"Apply them: {MIGRATE_COMMAND}",
+    }
 
 
 def _age(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 1)
 
 
+def _worker_detail(worker: WorkerHealth) -> str:
+    stale = f"stale after {age_text(worker.stale_after)}"
+    if worker.status == "inline":
+        return "tasks run inline (Q_SYNC): no worker to wait for"
+    if worker.last_heartbeat_age is None:
+        if worker.status == "starting":
+            return "no heartbeat yet; the service started moments ago"
+        return "no heartbeat was ever recorded"
+    seen = f"last heartbeat {age_text(worker.last_heartbeat_age)} ago ({stale})"
+    return seen + ("; the service started moments ago" if worker.status == "starting" else "")
+
+
 def _worker_part(worker: WorkerHealth) -> dict[str, Any]:
     part: dict[str, Any] = {
         "status": worker.status,
+        "detail": _worker_detail(worker),
         "last_heartbeat_age_seconds": _age(worker.last_heartbeat_age),
         "stale_after_seconds": worker.stale_after,
     }
@@ -68,10 +124,13 @@ def _queue_part(queue: QueueHealth) -> dict[str, Any]:
     parts = {"tasks": queue.tasks, "consolidation_runs": queue.runs, "sessions": queue.sessions}
     measured = [b for b in parts.values() if b is not None]
     ages = [b.oldest_age for b in measured if b.oldest_age is not None]
+    oldest = max(ages, default=None)
+    limit = f"stalled after {age_text(queue.stalled_after)}"
     return {
         "status": queue.status,
+        "detail": "nothing waiting" if oldest is None else f"oldest waiting item: {age_text(oldest)} ({limit})",
         "depth": sum(b.count for b in measured),
-        "oldest_age_seconds": _age(max(ages, default=None)),
+        "oldest_age_seconds": _age(oldest),
         "stalled_after_seconds": queue.stalled_after,
         # tasks: django-q2's ORM broker queue (null with another broker); runs and sessions still queued
         **{name: None if b is None else _backlog_part(b) for name, b in parts.items()},
@@ -79,9 +138,90 @@ def _queue_part(queue: QueueHealth) -> dict[str, Any]:
 
 
 def _llm_part(llm: LlmHealth) -> dict[str, Any]:
-    return {"status": llm.status, "provider": llm.provider}
+    detail = {
+        "configured": f"{llm.provider} is configured",
+        "none": "no LLM is configured: sessions and consolidations that need one wait (not fatal)",
+        "missing_key": f"LLM_PROVIDER={llm.provider} has no API key: work that needs it waits (not fatal)",
+    }[llm.status]
+    return {"status": llm.status, "provider": llm.provider, "detail": detail}
 
 
+# --- /metrics ----------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def _networks(cidrs: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
+
+
+def _address_allowed(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:127.0.0.1 on a dual-stack socket is 127.0.0.1
+    return any(ip in network for network in _networks(tuple(settings.METRICS_ALLOWED_NETWORKS)))
+
+
+def _refused(status: int, code: str, detail: str) -> JsonResponse:
+    response = JsonResponse({"detail": detail, "code": code, "errors": {}}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    return response
+
+
+def _metrics_refusal(request: HttpRequest) -> JsonResponse | None:
+    """None when the scraper may read ``/metrics``: from ``METRICS_ALLOWED_NETWORKS`` without a token,
+    or from anywhere with ``Authorization: Bearer <METRICS_TOKEN>``. A token that is sent must be right."""
+    header = request.headers.get("Authorization", "")
+    expected = settings.METRICS_TOKEN
+    if header:
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != "bearer" or not raw.strip():
+            return _refused(
+                401, "metrics_token_invalid", "Malformed Authorization header; send 'Bearer <METRICS_TOKEN>'."
+            )
+        if not expected:
+            return _refused(
+                401,
+                "metrics_token_invalid",
+                "No METRICS_TOKEN is configured on this server, so no bearer token is accepted: set METRICS_TOKEN, "
+                "or scrape without a token from an address in METRICS_ALLOWED_NETWORKS.",
+            )
+        if not hmac.compare_digest(raw.strip().encode(), expected.encode()):
+            return _refused(401, "metrics_token_invalid", "The bearer token is not this server's METRICS_TOKEN.")
+        return None
+    address = request.META.get("REMOTE_ADDR", "")
+    if _address_allowed(address):
+        return None
+    networks = ", ".join(settings.METRICS_ALLOWED_NETWORKS) or "none"
+    how = (
+        "send 'Authorization: Bearer <METRICS_TOKEN>'"
+        if expected
+        else "set METRICS_TOKEN on the server and send it as 'Authorization: Bearer <METRICS_TOKEN>'"
+    )
+    return _refused(
+        403,
+        "metrics_forbidden",
+        f"/metrics is served to METRICS_ALLOWED_NETWORKS ({networks}), and {address or 'this address'} is not in "
+        f"them: scrape from an allowed address, add its network to METRICS_ALLOWED_NETWORKS, or {how}.",
+    )
+
+
+@never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
-    """Prometheus counters of this process (consolidation cycles, merges, contradictions, …)."""
-    return HttpResponse(metrics_text(), content_type="text/plain; version=0.0.4")
+    """Prometheus text exposition: the counters and histograms of every web and worker process (with
+    ``PROMETHEUS_MULTIPROC_DIR``; without it, this process's own registry — development), then the state
+    gauges read from the database. Protected: see ``_metrics_refusal`` and README › Observability."""
+    refusal = _metrics_refusal(request)
+    if refusal is not None:
+        return refusal
+    body, content_type = metrics_render([DatabaseStateCollector()])
+    if multiproc_dir() is None:
+        # said in the output itself, where an operator wondering about missing worker counters looks
+        body = (
+            b"# PROMETHEUS_MULTIPROC_DIR is not set: the counters and histograms below are this web process's "
+            b"only (scripts/run.sh and the docker image set it)\n" + body
+        )
+    return HttpResponse(body, content_type=content_type)

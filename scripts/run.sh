@@ -103,11 +103,20 @@ step_run .venv/bin/python manage.py reembed_memories
 step_run .venv/bin/python manage.py collectstatic --noinput -v0
 step_run .venv/bin/python manage.py setup_schedules
 
+# /metrics sums the counters of every web and worker process from their files here (prometheus-client's
+# multiprocess mode, reasoningbank/metrics.py); emptied at each start, as counters start from zero
+export PROMETHEUS_MULTIPROC_DIR="$DATA_DIR/prometheus"
+mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
+find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -name '*.db' -delete
+
 echo "==> starting worker and web"
 spawn_group .venv/bin/python manage.py qcluster
 worker=$!
+# uvicorn's own lines in the same format as the app's (JSON unless DEBUG or LOG_FORMAT=plain); the
+# app writes one access line per request itself, with its request id, org and token prefix
 spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
-  --workers "${WEB_WORKERS:-1}" --no-access-log --timeout-graceful-shutdown 10
+  --workers "${WEB_WORKERS:-1}" --no-access-log --timeout-graceful-shutdown 10 \
+  --log-config reasoningbank/uvicorn_logging.json
 web=$!
 printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"
 
@@ -119,7 +128,7 @@ cat <<MSG
     dashboard  $SITE_URL/            (sign up at $SITE_URL/accounts/signup/)
     REST API   $SITE_URL/api/v1/     (docs at $SITE_URL/api/docs/)
     MCP        $SITE_URL/mcp
-    health     $SITE_URL/healthz
+    health     $SITE_URL/readyz           (metrics at $SITE_URL/metrics, from this machine)
     data       $DATA_DIR   (database, secret key; logs are printed here)
 
   Create an org, a project and a token for an agent (in another shell, in $PWD):

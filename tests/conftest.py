@@ -46,6 +46,7 @@ def hashing_embedder(settings: Any) -> None:
     settings.CONSOLIDATION_DUPLICATE_THRESHOLD = 0.95
     settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = 0.8
     settings.CONSOLIDATION_JUDGE_MIN_SIMILARITY = 0.7
+    settings.CONSOLIDATION_LADDER_SIMILARITY = 0.85  # seed 003's "similar facts"
 
 
 @pytest.fixture

@@ -24,8 +24,9 @@ MARKER = "cross_tenant"
 
 # route name (or, for an unnamed route, its full pattern) → why it needs no cross-tenant test
 EXEMPT_ROUTES: dict[str, str] = {
-    "healthz": "operator probe without auth: database/worker/queue/LLM status, no tenant rows",
-    "metrics": "process-wide Prometheus counters, no tenant rows or ids",
+    "healthz": "operator liveness probe without auth: answers that the process runs, reads nothing",
+    "readyz": "operator probe without auth: database/migrations/worker/queue/LLM status, no tenant rows",
+    "metrics": "operator endpoint (allowed networks or METRICS_TOKEN): service-wide counters and gauges, no org ids",
     "api-schema": "the public OpenAPI document, the same for everybody",
     "api-docs": "the public Swagger UI page for the schema, the same for everybody",
     "^api/": "the catch-all under /api/: a JSON 404 for every unknown path, reads nothing",

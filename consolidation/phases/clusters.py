@@ -200,6 +200,10 @@ def _merge_cluster(
                 "confidence": {"weighted": confidence.weighted, "bonus": confidence.bonus},
             },
         )
+    logger.info(
+        "Synthesised %s from %d memories", merged.id, len(sources),
+        extra={"run": ctx.run.id, "memory_id": merged.id, "source_ids": [m.id for m in sources]},
+    )
     ctx.created.append(merged.id)
     ctx.merges.append((merged.id, [m.id for m in sources]))
     ctx.archived.extend(m.id for m in sources)

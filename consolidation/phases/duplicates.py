@@ -82,4 +82,17 @@ def duplicates_merge(ctx: RunContext, memories: dict[str, ScannedMemory]) -> lis
             ctx.archived.append(other.id)
         ctx.counters["duplicates_merged"] += len(others)
         ctx.counters["archived"] += len(others)
+    if plan:  # a key decision (seed 002: INFO), one line a run; each group at DEBUG
+        merged = sum(len(others) for _, others, _ in plan)
+        logger.info(
+            "%s %d near-identical memories into %d kept ones",
+            "Would merge" if ctx.dry else "Merged", merged, len(plan),
+            extra={"run": ctx.run.id, "dry_run": ctx.dry, "merged": merged, "kept": len(plan)},
+        )
+        for keep, others, similarity in plan:
+            logger.debug(
+                "Duplicates merged into %s", keep.id,
+                extra={"run": ctx.run.id, "keep": keep.id, "merged_ids": [o.id for o in others],
+                       "similarity": round(similarity, 4)},
+            )
     return edges

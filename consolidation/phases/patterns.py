@@ -42,6 +42,11 @@ def patterns_extract(ctx: RunContext) -> None:
             kind=Memory.KIND_SEMANTIC, expires_at=None, importance=retention.importance_for_kind(Memory.KIND_SEMANTIC)
         )
     ctx.counters["promoted"] = len(promote)
+    if promote:
+        logger.info(
+            "%s %d working memories to semantic", "Would promote" if ctx.dry else "Promoted", len(promote),
+            extra={"run": ctx.run.id, "dry_run": ctx.dry, "memory_ids": [m.id for m in promote][:1000]},
+        )
     since = ctx.now - timedelta(days=PATTERN_WINDOW_DAYS)
     episodes_qs = base.filter(kind=Memory.KIND_EPISODIC, created_at__gte=max(since, ctx.since or since))
     episodes = list(

@@ -70,6 +70,12 @@ def _transitions_audit(ctx: RunContext, transitions: list[tuple[str, str, str]])
     for memory_id, old, new in transitions:
         by_pair.setdefault((old, new), []).append(memory_id)
     for (old, new), ids in sorted(by_pair.items()):
+        # seed 002 "Memory tier changed" at INFO: one line per (from, to), the memories at DEBUG
+        logger.info(
+            "Memory tier changed: %d memories %s → %s", len(ids), old, new,
+            extra={"run": ctx.run.id, "from_tier": old, "to_tier": new, "count": len(ids)},
+        )
+        logger.debug("Memories moved %s → %s", old, new, extra={"run": ctx.run.id, "memory_ids": ids[:1000]})
         audit_record_many(
             organization=ctx.run.organization, actor=ctx.principal, verb="memory.tier", target_type="memory",
             target_ids=ids, data={"from": old, "to": new, "run": ctx.run.id},

@@ -6,14 +6,28 @@ recorded and an org over its monthly token budget waits instead of spending.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.db.models import Sum
 from django.utils import timezone
 
-from reasoningbank.ai.llm import LLM, LLMError, LLMResult, LLMUnavailable, llm_from_settings
+from reasoningbank.ai.llm import (
+    LLM,
+    LLMError,
+    LLMPermanentError,
+    LLMResult,
+    LLMTransientError,
+    LLMUnavailable,
+    llm_from_settings,
+)
+from reasoningbank.logging_json import TRACE, log_body
+from reasoningbank.metrics import LLM_ERRORS, LLM_LATENCY, LLM_REQUESTS, LLM_TOKENS
 from reasoningbank.models import LlmCall
+from reasoningbank.tracing import span
+
+logger = logging.getLogger("reasoningbank.llm")
 
 
 class Organization(Protocol):
@@ -79,13 +93,22 @@ def llm_complete(
     if llm.provider == "none":
         llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)  # raises LLMUnavailable
     llm_budget_check(organization)
+    labels = {"provider": llm.provider, "model": llm.model, "purpose": purpose}
+    if logger.isEnabledFor(TRACE):  # bodies only at TRACE, scrubbed and truncated (seed 002)
+        logger.log(TRACE, "LLM prompt", extra={**labels, "prompt": log_body(prompt)})
     try:
-        result = llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)
+        result = _complete_traced(llm, purpose, system=system, prompt=prompt, max_tokens=max_tokens)
     except LLMError as exc:
         LlmCall.objects.create(
             organization_id=organization.pk, provider=llm.provider, model=llm.model, purpose=purpose,
             attempts=getattr(exc, "attempts", None) or 1, outcome=LlmCall.OUTCOME_ERROR, error=str(exc)[:2000],
             session=session, run=run,
+        )
+        LLM_REQUESTS.labels(**labels, outcome="error").inc()
+        LLM_ERRORS.labels(**labels, error=_error_kind(exc)).inc()
+        logger.warning(
+            "LLM call failed: %s", type(exc).__name__,
+            extra={**labels, "attempts": getattr(exc, "attempts", None) or 1, "error": _error_kind(exc)},
         )
         raise
     LlmCall.objects.create(
@@ -93,4 +116,42 @@ def llm_complete(
         input_tokens=result.input_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
         attempts=result.attempts, session=session, run=run,
     )
+    LLM_REQUESTS.labels(**labels, outcome="ok").inc()
+    LLM_TOKENS.labels(**labels, direction="input").inc(result.input_tokens)
+    LLM_TOKENS.labels(**labels, direction="output").inc(result.output_tokens)
+    LLM_LATENCY.labels(**labels).observe(result.latency_ms / 1000)
+    logger.debug(
+        "LLM call %s: %d+%d tokens in %.0f ms", purpose, result.input_tokens, result.output_tokens, result.latency_ms,
+        extra={**labels, "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
+               "latency_ms": round(result.latency_ms, 1), "attempts": result.attempts},
+    )
+    if logger.isEnabledFor(TRACE):
+        logger.log(TRACE, "LLM response", extra={**labels, "response": log_body(result.text)})
     return result
+
+
+def _complete_traced(llm: LLM, purpose: str, *, system: str, prompt: str, max_tokens: int) -> LLMResult:
+    """The provider call in seed 002's ``llm.<purpose>`` span (``llm.distill``, ``llm.synthesize``, …):
+    provider, model, tokens, latency, attempts; the prompt's length, never the prompt or the reply."""
+    with span(
+        f"llm.{purpose}", provider=llm.provider, model=llm.model, purpose=purpose, prompt_length=len(prompt)
+    ) as current:
+        result = llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)
+        current.set_attributes(
+            {
+                "prompt_tokens": result.input_tokens,
+                "completion_tokens": result.output_tokens,
+                "latency_ms": round(result.latency_ms, 1),
+                "attempts": result.attempts,
+            }
+        )
+        return result
+
+
+def _error_kind(exc: LLMError) -> str:
+    """A bounded label: transient (outlasted the retries), permanent (the provider refused), other."""
+    if isinstance(exc, LLMTransientError):
+        return "transient"
+    if isinstance(exc, LLMPermanentError):
+        return "permanent"
+    return "other"

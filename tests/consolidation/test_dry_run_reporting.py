@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 
 import pytest
+from prometheus_client import REGISTRY
 
 from consolidation.models import ConsolidationRun
 from memories.models import Memory
-from reasoningbank.metrics import counters_snapshot
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke
 
 TITLE = "Set database query timeouts"
@@ -30,8 +30,7 @@ def twins(agent):
 
 
 def counter(name: str, **labels: str) -> float:
-    key = (name, tuple(sorted(labels.items())))
-    return counters_snapshot().get(key, 0.0)
+    return REGISTRY.get_sample_value(f"reasoningbank_{name}", labels) or 0.0
 
 
 def test_the_result_of_a_dry_run_says_dry_run_and_a_real_runs_says_it_is_not(cast, agent, twins):
@@ -44,24 +43,30 @@ def test_the_result_of_a_dry_run_says_dry_run_and_a_real_runs_says_it_is_not(cas
 
 
 def test_metrics_count_a_dry_runs_proposals_apart_from_real_merges_and_archives(cast, agent, twins):
-    archived_before = counter("consolidation_archived_total")
-    merged_before = counter("consolidation_duplicates_merged_total")
-    proposed_before = counter("consolidation_dry_run_proposals_total", kind="archived")
+    real, dry = {"dry_run": "false"}, {"dry_run": "true"}
+    archived_before = counter("consolidation_memories_archived_total", **real)
+    merged_before = counter("consolidation_duplicates_merged_total", **real)
+    proposed_before = counter("consolidation_memories_archived_total", **dry)
+    proposed_merges_before = counter("consolidation_duplicates_merged_total", **dry)
     dry_runs_before = counter("consolidation_runs_total", status="completed", trigger="manual", dry_run="true")
+    dry_durations_before = counter("consolidation_run_duration_seconds_count", **dry)
 
     run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
 
-    assert counter("consolidation_archived_total") == archived_before
-    assert counter("consolidation_duplicates_merged_total") == merged_before
-    assert counter("consolidation_dry_run_proposals_total", kind="archived") == proposed_before + 4
+    assert counter("consolidation_memories_archived_total", **real) == archived_before
+    assert counter("consolidation_duplicates_merged_total", **real) == merged_before
+    assert counter("consolidation_memories_archived_total", **dry) == proposed_before + 4
+    assert counter("consolidation_duplicates_merged_total", **dry) == proposed_merges_before + 1
     assert (
         counter("consolidation_runs_total", status="completed", trigger="manual", dry_run="true") == dry_runs_before + 1
     )
+    assert counter("consolidation_run_duration_seconds_count", **dry) == dry_durations_before + 1
 
     run_cycle(agent, cast.project_a, cycle_llm(), force=True)
 
-    assert counter("consolidation_archived_total") == archived_before + 4
-    assert counter("consolidation_dry_run_proposals_total", kind="archived") == proposed_before + 4
+    assert counter("consolidation_memories_archived_total", **real) == archived_before + 4
+    assert counter("consolidation_duplicates_merged_total", **real) == merged_before + 1
+    assert counter("consolidation_memories_archived_total", **dry) == proposed_before + 4
 
 
 def test_the_log_says_a_dry_run_would_archive_and_never_that_it_archived(cast, agent, twins, caplog):
@@ -69,7 +74,8 @@ def test_the_log_says_a_dry_run_would_archive_and_never_that_it_archived(cast, a
         run = run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
 
     lines = [record.getMessage() for record in caplog.records]
-    summary = [line for line in lines if run.id in line]
+    # the run's summary line (the ladder's events name the run too, and say "would promote")
+    summary = [line for line in lines if run.id in line and line.startswith("Consolidation")]
     assert summary and summary[0].startswith("Consolidation dry run completed")
     assert "would archive=4" in summary[0]
     assert not any("archived=" in line or " archived in " in line for line in lines), lines

@@ -1,6 +1,6 @@
-"""The worker's schedule ticks with every scheduled task succeeding, /healthz says so, and the worker
+"""The worker's schedule ticks with every scheduled task succeeding, /readyz says so, and the worker
 keeps pulling work afterwards (issue #11 item 1: the pusher died at the first tick on the pooled
-connection; item 9 and the Build: a heartbeat and a stale-queue check in /healthz)."""
+connection; item 9 and the Build: a heartbeat and a stale-queue check, now in /readyz: issue 15)."""
 
 from __future__ import annotations
 
@@ -56,12 +56,12 @@ def test_every_scheduled_task_runs_and_succeeds_and_the_worker_survives_the_tick
     assert not service.worker_crash_lines(), "\n".join(service.worker_crash_lines())
 
 
-def test_healthz_names_the_worker_alive_the_queue_moving_and_the_llm_after_the_tick(service: Service) -> None:
+def test_readyz_names_the_worker_alive_the_queue_moving_and_the_llm_after_the_tick(service: Service) -> None:
     """The Build's heartbeat and stale-queue parts, as a load balancer or a user sees them."""
-    deadline = time.monotonic() + 60  # the heartbeat runs every minute; /healthz may cache briefly
+    deadline = time.monotonic() + 60  # the heartbeat runs every minute; /readyz may cache briefly
     health: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        health = httpx2.get(f"{service.url}/healthz", timeout=10).json()
+        health = httpx2.get(f"{service.url}/readyz", timeout=10).json()
         if (health.get("worker") or {}).get("status") == "ok":
             break
         time.sleep(2)

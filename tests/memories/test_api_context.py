@@ -131,6 +131,53 @@ async def test_the_mcp_tool_gives_the_same_block_and_keeps_to_its_tokens_org(app
     assert named.is_error and "not found" in named.content[0].text
 
 
+# --- the injection floor (seed 000 min_for_injection, issue 18) --------------------------------------
+
+
+def test_a_min_confidence_below_the_injection_floor_is_raised_to_it(alice, bank, settings):
+    settings.CONFIDENCE_MIN_FOR_INJECTION = 0.5
+    Memory.objects.filter(pk=bank["flags"]).update(confidence=0.45)
+    body = context(alice, min_confidence=0.1)
+    assert body["memory_ids"] == [bank["timeouts"]] and body["min_confidence"] == 0.5
+    above = context(alice, min_confidence=0.9)  # a stricter caller keeps its own
+    assert above["memory_ids"] == [] and above["min_confidence"] == 0.9
+    settings.CONFIDENCE_MIN_FOR_INJECTION = 0.4
+    assert set(context(alice, min_confidence=0)["memory_ids"]) == {bank["timeouts"], bank["flags"]}
+
+
+def test_a_summary_of_a_memory_below_the_floor_is_never_injected(alice, summarised, settings):
+    settings.CONFIDENCE_MIN_FOR_INJECTION = 0.5
+    Memory.objects.filter(pk=summarised.memory_id).update(confidence=0.3)
+    body = context(alice, min_confidence=0)
+    assert summarised.id not in body["summary_ids"] and summarised.memory_id not in body["memory_ids"]
+
+
+def test_the_schema_documents_the_floor(api_client, db):
+    schema = api_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    body = schema["paths"]["/api/v1/memories/context"]["post"]["requestBody"]["content"]["application/json"]
+    field = schema["components"]["schemas"][body["schema"]["$ref"].rsplit("/", 1)[1]]["properties"]["min_confidence"]
+    assert "CONFIDENCE_MIN_FOR_INJECTION" in field["description"] and "raised" in field["description"]
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_mcp_tool_applies_the_same_floor(app, cast, make_token, monkeypatch, settings):
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    settings.CONFIDENCE_MIN_FOR_INJECTION = 0.5
+    raw, principal = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
+    kept = await in_thread(lambda: MemoryFactory(principal=principal, title="Pin Node 20 in CI", confidence=0.6))
+    await in_thread(lambda: MemoryFactory(principal=principal, title="Maybe skip the linter", confidence=0.45))
+    async with mcp_client(app, raw, "2026-07-28") as client:
+        result = await client.call_tool("memory_context", {"min_confidence": 0.1})
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "memory_context")
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content["memory_ids"] == [kept.id]
+    assert result.structured_content["min_confidence"] == 0.5
+    assert "CONFIDENCE_MIN_FOR_INJECTION" in tool.input_schema["properties"]["min_confidence"]["description"]
+
+
 # --- consolidated summaries (seed 002 MemorySummary) ------------------------------------------------
 
 

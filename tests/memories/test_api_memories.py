@@ -34,6 +34,10 @@ FULL_MEMORY_KEYS = {
     "last_used_at",
     "origin",
     "source_session",
+    "promoted_from",
+    "promoted_at",
+    "promotion_reason",
+    "last_signal_at",
     "created_at",
     "updated_at",
 }

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memories.confidence import (
+    DECAY_GRACE_DAYS,
+    DECAY_PER_SILENT_DAY,
     INITIAL_DEFAULT,
     INITIAL_EXPLICIT,
     INITIAL_FAILURE,
@@ -21,6 +25,8 @@ from memories.confidence import (
     confidence_apply,
     confidence_compute,
     confidence_prior,
+    confidence_prunable,
+    evidence_kept,
     initial_confidence_for_outcome,
 )
 
@@ -335,3 +341,104 @@ def test_a_positive_signal_never_lowers_confidence_and_a_negative_never_raises_i
         assert after.score >= before.score
     else:
         assert after.score <= before.score
+
+
+# --- seed 001's time decay (issue 18): the Beta evidence shrinks toward the prior ----------------------
+
+# seed 000's worked example after day 5: Beta(2.06, 1) over the Beta(1, 1) prior, confidence 0.67
+EXAMPLE_EVIDENCE = SignalCounts(usage_pos=1, outcome_pos=1, explicit_pos=1)
+EXAMPLE_WEIGHTS = Weights(explicit=0.40, usage=0.33, outcome=0.33)
+
+
+def decayed(silent_days: int, prior: tuple[float, float] = (1.0, 1.0), counts: SignalCounts = EXAMPLE_EVIDENCE,
+            weights: Weights = EXAMPLE_WEIGHTS) -> ConfidenceState:
+    return confidence_compute(*prior, counts, [], weights, evidence_factor=evidence_kept(silent_days))
+
+
+def test_the_worked_example_memory_loses_about_005_in_its_first_month_of_decay() -> None:
+    fresh = decayed(0)
+    assert round(fresh.score, 3) == 0.673
+    month = decayed(DECAY_GRACE_DAYS + 30)
+    assert fresh.score - month.score == pytest.approx(0.05, abs=0.002)  # seed 001: -0.05 per month
+
+
+def test_the_months_steps_shrink_as_the_memory_nears_its_prior() -> None:
+    scores = [decayed(DECAY_GRACE_DAYS + 30 * month).score for month in range(7)]
+    steps = [a - b for a, b in pairwise(scores)]
+    assert all(later < earlier for earlier, later in pairwise(steps))
+    assert scores[-1] > 0.5  # never reaches, let alone crosses, the prior
+
+
+def test_silence_within_the_grace_period_keeps_every_bit_of_evidence() -> None:
+    assert evidence_kept(0) == evidence_kept(DECAY_GRACE_DAYS) == 1.0
+    assert evidence_kept(DECAY_GRACE_DAYS + 1) == pytest.approx(DECAY_PER_SILENT_DAY)
+    assert decayed(DECAY_GRACE_DAYS).score == decayed(0).score
+
+
+def test_decay_moves_a_low_memory_up_toward_its_prior_and_leaves_a_memory_at_its_prior_alone() -> None:
+    doubted = SignalCounts(explicit_neg=10)
+    weights = ProjectWeights().compute_weights()
+    prior = confidence_prior(INITIAL_EXPLICIT)
+    fresh, old = decayed(0, prior, doubted, weights), decayed(DECAY_GRACE_DAYS + 90, prior, doubted, weights)
+    assert fresh.score < old.score < INITIAL_EXPLICIT
+    untouched = decayed(400, prior, SignalCounts(), weights)
+    assert untouched.score == pytest.approx(INITIAL_EXPLICIT)
+
+
+def test_decay_never_lowers_alpha_or_beta_below_the_priors_pseudo_counts() -> None:
+    state = confidence_compute(1.6, 0.4, SignalCounts(usage_pos=3, explicit_neg=2), [], DEFAULT_WEIGHTS,
+                               evidence_factor=0.0)
+    assert (state.alpha, state.beta, state.score) == (1.6, 0.4, pytest.approx(0.8))
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"silent_days": 40, "per_day": 0.0}, "per_day"),
+    ({"silent_days": 40, "per_day": 1.5}, "per_day"),
+    ({"silent_days": 40, "grace_days": -1}, "grace_days"),
+])
+def test_nonsense_decay_parameters_are_rejected(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        evidence_kept(**kwargs)
+
+
+def test_an_evidence_factor_outside_zero_to_one_is_rejected() -> None:
+    with pytest.raises(ValueError, match="evidence_factor"):
+        confidence_compute(1.0, 1.0, SignalCounts(), [], DEFAULT_WEIGHTS, evidence_factor=1.2)
+
+
+@given(initial_confidences, strengths, st.lists(signals, max_size=50), project_weights,
+       st.integers(0, 2000), st.integers(0, 2000))
+def test_decay_is_monotone_in_silence_and_stays_between_the_evidence_and_the_prior(
+    initial: float, strength: float, history: list[Signal], pw: ProjectWeights, days_a: int, days_b: int
+) -> None:
+    weights = pw.compute_weights()
+    alpha, beta = confidence_prior(initial, strength)
+    shorter, longer = sorted((days_a, days_b))
+    full = confidence_compute(alpha, beta, SignalCounts(), history, weights).score
+    first = confidence_compute(alpha, beta, SignalCounts(), history, weights, evidence_factor=evidence_kept(shorter))
+    then = confidence_compute(alpha, beta, SignalCounts(), history, weights, evidence_factor=evidence_kept(longer))
+    prior = alpha / (alpha + beta)
+    low, high = sorted((full, prior))
+    tolerance = 1e-12
+    assert low - tolerance <= then.score <= high + tolerance
+    # further from the evidence, closer to the prior: never overshoots it
+    assert abs(then.score - prior) <= abs(first.score - prior) + tolerance
+    assert then.alpha >= alpha and then.beta >= beta
+
+
+# --- seed 000's prune_threshold ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("confidence", "signals", "recent_positive", "prunable"), [
+    (0.29, 8, False, True),
+    (0.30, 8, False, False),  # strictly below the threshold
+    (0.29, 7, False, False),  # one signal short of the minimum
+    (0.29, 8, True, False),  # something found it useful lately
+    (0.05, 50, False, True),
+])
+def test_a_memory_is_prunable_only_below_the_threshold_after_enough_signals_and_no_recent_praise(
+    confidence: float, signals: int, recent_positive: bool, prunable: bool
+) -> None:
+    assert confidence_prunable(
+        confidence=confidence, signals=signals, recent_positive=recent_positive, threshold=0.3, min_signals=8
+    ) is prunable

@@ -66,6 +66,8 @@ def test_a_minimal_hand_written_memory_gets_the_defaults_of_a_recorded_one():
     assert record["confidence"] == pytest.approx(0.8)
     assert record["importance"] == 0.85
     assert record["created_at"] == record["updated_at"] == NOW
+    # a file written before seed 003's ladder existed: never promoted
+    assert (record["promoted_from"], record["promoted_at"], record["promotion_reason"]) == ("", None, "")
 
 
 @pytest.mark.parametrize(
@@ -83,6 +85,8 @@ def test_a_minimal_hand_written_memory_gets_the_defaults_of_a_recorded_one():
         ({"alpha": 2.0}, "beta", "alpha and beta go together"),
         ({"usage_count": -1}, "usage_count", "whole number"),
         ({"embedding": [0.1, True]}, "embedding", "finite numbers"),
+        ({"promoted_from": "dream"}, "promoted_from", "must be one of '', working, episodic"),
+        ({"promotion_reason": "x" * 501}, "promotion_reason", "too long"),
     ],
 )
 def test_a_bad_field_is_named_with_what_is_wrong(fields, field, words):

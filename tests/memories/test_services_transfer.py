@@ -61,7 +61,7 @@ def bank(cast: Any) -> dict[str, Any]:
     merged = MemoryFactory(
         principal=alice, project="web-app", title="Retry webhooks with jittered backoff", kind="semantic",
         origin=Memory.ORIGIN_CONSOLIDATED, confidence=0.91, alpha=9.1, beta=0.9, usage_count=7, last_used_at=now,
-        tier="warm", retention=0.66,
+        tier="warm", retention=0.66, last_signal_at=now - timedelta(days=2),
     )  # fmt: skip
     Memory.objects.filter(pk__in=[first.pk, second.pk]).update(
         state=Memory.STATE_ARCHIVED, archived_reason=Memory.ARCHIVED_CONSOLIDATED, archived_at=now,
@@ -84,9 +84,12 @@ def bank(cast: Any) -> dict[str, Any]:
             session_id="s-1", comment="helped" if positive else "", actor="user:alice@acme.test",
             confidence_after=0.9, created_at=now - timedelta(days=2),
         )  # fmt: skip
-    MemorySignalAggregate.objects.create(
-        memory=merged, organization=cast.org_a, explicit_pos=4, usage_pos=30, usage_neg=2, last_rollup=now
-    )
+    MemorySignalAggregate.objects.create(  # decayed once (seed 001's time decay), then 2 signals folded
+        memory=merged, organization=cast.org_a, explicit_pos=4, usage_pos=30, usage_neg=2, last_rollup=now,
+        explicit_pos_kept=2.75, explicit_neg_kept=0.0, usage_pos_kept=21.125, usage_neg_kept=1.5,
+        outcome_pos_kept=0.0, outcome_neg_kept=0.0, stability_pos_kept=0.0, stability_neg_kept=0.0,
+        decayed_at=now - timedelta(days=40),
+    )  # fmt: skip
     summary_make(alice, memory=merged, sources=[first, second], superseded_facts=(
         {"original_fact": "retry 3 times", "superseded_by": "retry with backoff", "source_memory_id": first.id},
     ))  # fmt: skip
@@ -176,12 +179,33 @@ def test_the_round_trip_keeps_lineage_places_and_trust(cast, bank, empty_org):
     assert summary.memory_id == merged.id and summary.source_memory_ids == [first.id, new[bank["second"].id]]
     assert summary.superseded_facts[0]["source_memory_id"] == first.id
     assert summary.consolidation_run_id == "" and summary.embedding is not None
-    assert MemorySignalAggregate.objects.get(memory=merged).usage_pos == 30
+    aggregate = MemorySignalAggregate.objects.get(memory=merged)
+    assert (aggregate.usage_pos, aggregate.usage_pos_kept, aggregate.explicit_pos_kept) == (30, 21.125, 2.75)
+    assert aggregate.decayed_at == bank["merged"].signal_aggregate.decayed_at
+    assert merged.last_signal_at == bank["merged"].last_signal_at
     assert SessionMemoryUse.objects.get(organization=empty_org).memory_id == merged.id
     weights = ProjectSignalWeights.objects.get(organization=empty_org, project__slug="web-app")
     assert (weights.explicit_alpha, weights.usage_beta) == (9.5, 6)
     audit = AuditEvent.objects.get(organization=empty_org, verb="bank.import")
     assert audit.data["created"]["memory"] == 7
+
+
+def test_a_promotion_of_seed_003s_ladder_survives_the_round_trip(cast, agent, empty_org):
+    promoted_at = timezone.now() - timedelta(hours=5)
+    fact = MemoryFactory(principal=agent, project="web-app", title="Staging runs in eu-west", kind="episodic")
+    Memory.objects.filter(pk=fact.pk).update(
+        promoted_from="semantic", promoted_at=promoted_at, promotion_reason="confidence 0.9 > 0.8 and age 3 h > 2 h"
+    )
+
+    result = bank_import(principal=system_principal(empty_org), source=export_text(system_principal(cast.org_a)))
+
+    copy = Memory.objects.get(pk=result.memory_ids[fact.id])
+    assert (copy.kind, copy.promoted_from, copy.promoted_at, copy.promotion_reason) == (
+        "episodic",
+        "semantic",
+        promoted_at,
+        "confidence 0.9 > 0.8 and age 3 h > 2 h",
+    )
 
 
 def test_every_memory_column_is_exported_or_deliberately_left_out():

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from memories import services_signals as services
 from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal
 from memories.services import memory_search_use
-from reasoningbank.metrics import counters_snapshot
 from tests.factories import memory_recorder
 
 TITLE = "Retry flaky network calls with jittered backoff"
@@ -53,8 +53,9 @@ def usage_arguments(memories: list[Memory], actor: str) -> list[Any]:
         [m.beta for m in memories],
         [m.confidence for m in memories],
         actor,
-        now,
-        now,
+        now,  # the signals' created_at
+        now,  # last_used_at
+        now,  # last_signal_at
     ]
 
 
@@ -131,14 +132,13 @@ def test_a_failing_usage_write_does_not_fail_the_search(cast, make_token, monkey
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     memory = record(principal)
     monkeypatch.setattr(services, "_usage_write", _failing_usage_write)
-    key = ("usage_write_failed_total", ())
-    before = counters_snapshot().get(key, 0)
+    before = REGISTRY.get_sample_value("reasoningbank_usage_write_failures_total") or 0
 
     result = memory_search_use(principal=principal, search=SearchInput(query=QUERY, min_confidence=0.0).to_query())
 
     assert [hit.memory.id for hit in result.hits] == [memory.id]
     assert "memories failed; the search answers without it" in caplog.text and "deadlock detected" in caplog.text
-    assert counters_snapshot().get(key, 0) == before + 1
+    assert REGISTRY.get_sample_value("reasoningbank_usage_write_failures_total") == before + 1
     assert Memory.objects.get(pk=memory.pk).usage_count == 0  # lost, and affordable to lose
 
 

@@ -361,6 +361,25 @@ def test_the_list_shows_archived_memories_with_their_reason(client, cast, agent)
     assert memory.title in html and "(superseded)" in html
 
 
+def test_a_pruned_memory_shows_low_confidence_why_and_the_restore_button(client, cast, agent, settings):
+    from memories.models import MemorySignalAggregate
+    from memories.services_pruning import memories_prune_low_confidence
+
+    settings.CONFIDENCE_PRUNE_THRESHOLD, settings.CONFIDENCE_PRUNE_MIN_SIGNALS = 0.3, 8
+    memory = record(agent)
+    MemorySignalAggregate.objects.create(memory=memory, organization_id=memory.organization_id, explicit_neg=9)
+    Memory.objects.filter(pk=memory.pk).update(confidence=0.2)
+    assert memories_prune_low_confidence()["pruned"] == 1
+
+    html = login(client, cast.alice).get(f"/memories/{memory.id}/").content.decode()
+    assert "(low confidence)" in html and "Restore</button>" in html
+    assert "low_confidence" in html and "below the prune threshold 0.3 after 9 signals" in html
+    response = client.post(f"/memories/{memory.id}/restore/", **HX)
+    assert "Archive</button>" in response.content.decode()
+    memory.refresh_from_db()
+    assert (memory.state, memory.archived_reason) == ("active", "")
+
+
 def test_the_detail_page_shows_the_consolidated_summary_of_a_memory(client, cast, agent):
     source = record(agent, title="Old advice: 30 s timeouts")
     summary = summary_make(

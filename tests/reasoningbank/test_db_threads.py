@@ -6,9 +6,9 @@ import threading
 from types import SimpleNamespace
 
 import pytest
+from prometheus_client import REGISTRY
 
 from reasoningbank import db_threads
-from reasoningbank.metrics import counters_snapshot
 
 
 @pytest.mark.parametrize(
@@ -55,7 +55,7 @@ def test_a_failing_write_is_logged_and_frees_its_slot(db, caplog, monkeypatch):
     assert db_threads.write_behind(boom)
     db_threads.write_behind_wait()
     assert "write-behind boom failed" in caplog.text
-    assert counters_snapshot()[("write_behind_total", (("outcome", "failed"), ("work", "boom")))] >= 1
+    assert REGISTRY.get_sample_value("reasoningbank_write_behind_total", {"outcome": "failed", "work": "boom"}) >= 1
     assert db_threads.write_behind(lambda: None)  # the one slot is free again
     db_threads.write_behind_wait()
 

@@ -1,4 +1,4 @@
-"""The pure verdicts behind /healthz and the dashboard banner (reasoningbank/health.py)."""
+"""The pure verdicts behind /readyz and the dashboard banner (reasoningbank/health.py)."""
 
 from datetime import UTC, datetime, timedelta
 

@@ -6,10 +6,14 @@ from memories.tasks import signals_rollup_daily
 
 
 class Command(BaseCommand):
-    help = "Fold signal events older than 30 days into aggregates and recompute confidences (seed 000 rollup)."
+    help = (
+        "Fold signal events older than 30 days into aggregates, recompute confidences (silent memories decay "
+        "toward their prior) and archive the memories whose confidence stayed below the prune threshold."
+    )
 
     def handle(self, *args: Any, **options: Any) -> None:
         result = signals_rollup_daily()
         self.stdout.write(
-            f"folded {result['folded']} events of {result['memories']} memories; recomputed {result['recomputed']}"
+            f"folded {result['folded']} events of {result['memories']} memories; decayed {result['decayed']}; "
+            f"recomputed {result['recomputed']}; pruned {result['pruned']}"
         )
