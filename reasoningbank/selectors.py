@@ -8,8 +8,10 @@ balancer's probe costs at most a query or two now and then.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
+from typing import TypeVar
 
 from django.apps import apps
 from django.conf import settings
@@ -99,22 +101,26 @@ def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
     )
 
 
-def worker_health_cached() -> WorkerHealth:
-    hit = cache.get(_WORKER_KEY)
-    if isinstance(hit, WorkerHealth):
+T = TypeVar("T")
+
+
+def _cached(key: str, kind: type[T], read: Callable[[], T], seconds: float) -> T:
+    """``read()``, shared by the processes through the cache for ``seconds``: these pages and probes are
+    polled, the reads behind them are aggregates over whole tables."""
+    hit = cache.get(key)
+    if isinstance(hit, kind):
         return hit
-    value = worker_health_get()
-    cache.set(_WORKER_KEY, value, CACHE_SECONDS)
+    value = read()
+    cache.set(key, value, seconds)
     return value
+
+
+def worker_health_cached() -> WorkerHealth:
+    return _cached(_WORKER_KEY, WorkerHealth, worker_health_get, CACHE_SECONDS)
 
 
 def queue_health_cached() -> QueueHealth:
-    hit = cache.get(_QUEUE_KEY)
-    if isinstance(hit, QueueHealth):
-        return hit
-    value = queue_health_get()
-    cache.set(_QUEUE_KEY, value, CACHE_SECONDS)
-    return value
+    return _cached(_QUEUE_KEY, QueueHealth, queue_health_get, CACHE_SECONDS)
 
 
 def health_cache_clear() -> None:
@@ -174,21 +180,11 @@ def waiting_for_llm_get() -> dict[str, int]:
 
 
 def memories_by_tier_cached() -> dict[str, int]:
-    hit = cache.get(_TIERS_KEY)
-    if isinstance(hit, dict):
-        return hit
-    value = memories_by_tier_get()
-    cache.set(_TIERS_KEY, value, CACHE_SECONDS)
-    return value
+    return _cached(_TIERS_KEY, dict, memories_by_tier_get, CACHE_SECONDS)
 
 
 def waiting_for_llm_cached() -> dict[str, int]:
-    hit = cache.get(_WAITING_KEY)
-    if isinstance(hit, dict):
-        return hit
-    value = waiting_for_llm_get()
-    cache.set(_WAITING_KEY, value, CACHE_SECONDS)
-    return value
+    return _cached(_WAITING_KEY, dict, waiting_for_llm_get, CACHE_SECONDS)
 
 
 def migrations_unapplied_get() -> list[str]:
@@ -202,9 +198,4 @@ def migrations_unapplied_get() -> list[str]:
 
 def migrations_unapplied_cached() -> list[str]:
     """Cached briefly: loading the migration graph reads every migration module and a table."""
-    hit = cache.get(_MIGRATIONS_KEY)
-    if isinstance(hit, list):
-        return hit
-    value = migrations_unapplied_get()
-    cache.set(_MIGRATIONS_KEY, value, MIGRATIONS_CACHE_SECONDS)
-    return value
+    return _cached(_MIGRATIONS_KEY, list, migrations_unapplied_get, MIGRATIONS_CACHE_SECONDS)

@@ -6,14 +6,17 @@ Tokens are created through the real service, so tests exercise the real digest l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.access import Principal, principal_for_membership, principal_for_token
 from accounts.models import Membership, Organization, Project
 from accounts.services import token_create
+from reasoningbank.selectors import health_cache_clear
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
 
 
@@ -115,3 +118,15 @@ async def app(transactional_db: Any) -> Any:
 def anyio_backend() -> str:
     """anyio's pytest plugin (not pytest-asyncio) drives the async MCP tests, on asyncio."""
     return "asyncio"
+
+
+@pytest.fixture
+def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Health read afresh (no cached verdicts), an hour after this process "started" — past the
+    worker's start-up grace — with no LLM configured."""
+
+    health_cache_clear()
+    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
+    settings.LLM_PROVIDER = "none"
+    yield
+    health_cache_clear()

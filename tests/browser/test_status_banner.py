@@ -3,11 +3,8 @@ page with their one-line fix; sessions waiting for an LLM read as waiting, with 
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.db import connection
-from django.utils import timezone
 from django_q.models import Schedule
 
 from memories.services_sessions import session_submit
@@ -18,12 +15,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
-def long_running_process(settings, monkeypatch):
-    health_cache_clear()
-    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
-    settings.LLM_PROVIDER = "none"
-    yield
-    health_cache_clear()
+def _long_running(long_running_process: None) -> None:
+    """Health read afresh, long after this process "started" (no grace), with no LLM."""
 
 
 @pytest.fixture

@@ -23,12 +23,8 @@ SCREENSHOT = "/tmp/system_page.png"
 
 
 @pytest.fixture(autouse=True)
-def long_running_process(settings, monkeypatch):
-    health_cache_clear()
-    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
-    settings.LLM_PROVIDER = "none"
-    yield
-    health_cache_clear()
+def _long_running(long_running_process: None) -> None:
+    """Health read afresh, long after this process "started" (no grace), with no LLM."""
 
 
 @pytest.fixture

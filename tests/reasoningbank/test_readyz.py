@@ -3,7 +3,6 @@ is reported, never fatal (issue 15 item 4; the heartbeat and queue parts came fr
 
 from datetime import timedelta
 from types import SimpleNamespace
-from typing import Any
 from unittest import mock
 
 import pytest
@@ -19,13 +18,8 @@ from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
 
 @pytest.fixture(autouse=True)
-def fresh_health(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Each test reads the health afresh, long after this process "started" (no grace), no LLM."""
-    health_cache_clear()
-    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
-    settings.LLM_PROVIDER = "none"
-    yield
-    health_cache_clear()
+def _long_running(long_running_process: None) -> None:
+    """Health read afresh, long after this process "started" (no grace), with no LLM."""
 
 
 def just_booted(monkeypatch: pytest.MonkeyPatch) -> None:

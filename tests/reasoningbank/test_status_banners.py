@@ -12,7 +12,6 @@ from django_q.models import Schedule
 
 from reasoningbank.context_processors import status_banners
 from reasoningbank.models import WorkerHeartbeat
-from reasoningbank.selectors import health_cache_clear
 
 PAGES = ["/", "/memories/", "/disputed/", "/consolidation/", "/sessions/", "/settings/"]
 WORKER_FIX = "Start the worker: <code>.venv/bin/python manage.py qcluster</code>"
@@ -20,12 +19,8 @@ LLM_FIX = "Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration)."
 
 
 @pytest.fixture(autouse=True)
-def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    health_cache_clear()
-    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
-    settings.LLM_PROVIDER = "none"
-    yield
-    health_cache_clear()
+def _long_running(long_running_process: None) -> None:
+    """Health read afresh, long after this process "started" (no grace), with no LLM."""
 
 
 @pytest.fixture

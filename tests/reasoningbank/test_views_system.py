@@ -18,7 +18,6 @@ from accounts.models import Membership
 from consolidation.models import ConsolidationRun
 from memories.models import AgentSession
 from reasoningbank.models import WorkerHeartbeat
-from reasoningbank.selectors import health_cache_clear
 from reasoningbank.selectors_system import task_error_text
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory, MembershipFactory, UserFactory
 
@@ -26,12 +25,8 @@ URL = "/system/"
 
 
 @pytest.fixture(autouse=True)
-def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    health_cache_clear()
-    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
-    settings.LLM_PROVIDER = "none"
-    yield
-    health_cache_clear()
+def _long_running(long_running_process: None) -> None:
+    """Health read afresh, long after this process "started" (no grace), with no LLM."""
 
 
 def text(response: Any) -> str:
