@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.db import transaction
 
-from consolidation import events, retention
+from consolidation import events, ladder
 from consolidation import prompts as cprompts
 from consolidation.context import (
     PATTERN_WINDOW_DAYS,
@@ -20,6 +20,7 @@ from consolidation.context import (
     run_llm,
 )
 from consolidation.models import ConsolidationRun
+from consolidation.phases.ladder import memories_promote_in_place
 from memories import confidence as conf
 from memories.models import Memory, MemoryLink
 from memories.services import MemoryDraft, _embed, memories_create
@@ -38,9 +39,15 @@ def patterns_extract(ctx: RunContext) -> None:
         m for m in working if m.importance > 0.7 or m.usage_count >= 3 or ctx.now - m.created_at > timedelta(minutes=15)
     ]
     if promote and not ctx.dry:
-        Memory.objects.filter(pk__in=[m.id for m in promote]).update(
-            kind=Memory.KIND_SEMANTIC, expires_at=None, importance=retention.importance_for_kind(Memory.KIND_SEMANTIC)
-        )
+        # the same provenance and memory.promote audit rows as the rest of seed 003's ladder
+        with transaction.atomic():
+            memories_promote_in_place(
+                ctx,
+                [ladder.InPlace(m.id, _working_reason(ctx, m)) for m in promote],
+                from_kind=Memory.KIND_WORKING,
+                to_kind=Memory.KIND_SEMANTIC,
+                criterion="working_to_semantic",
+            )
     ctx.counters["promoted"] = len(promote)
     if promote:
         logger.info(
@@ -102,6 +109,15 @@ def patterns_extract(ctx: RunContext) -> None:
         ctx.created.append(memory.id)
         ctx.counters["patterns"] += 1
         events.pattern_extracted.send(sender=ConsolidationRun, run=ctx.run, memory=memory, source_count=len(episodes))
+
+
+def _working_reason(ctx: RunContext, memory: Memory) -> str:
+    """Which of seed 003's working → semantic criteria held, with its figures."""
+    if memory.importance > 0.7:
+        return f"importance {memory.importance:g} > 0.7"
+    if memory.usage_count >= 3:
+        return f"used {memory.usage_count} times (3 or more)"
+    return f"working memory older than 15 min ({int((ctx.now - memory.created_at).total_seconds() // 60)} min)"
 
 
 def _has_twin(ctx: RunContext, vector: list[float]) -> bool:

@@ -480,6 +480,10 @@ def test_working_memories_older_than_15_minutes_are_promoted_to_semantic(cast, a
     assert old.importance == retention.importance_for_kind(Memory.KIND_SEMANTIC)
     assert recent.kind == Memory.KIND_WORKING and recent.expires_at is not None
     assert run.counters["promoted"] == 1
+    # provenance and history, as for the rest of seed 003's ladder
+    assert (old.promoted_from, old.promotion_reason) == ("working", "working memory older than 15 min (20 min)")
+    (event,) = AuditEvent.objects.filter(verb="memory.promote")
+    assert (event.target_id, event.data["from"], event.data["to"]) == (old.id, "working", "semantic")
 
 
 def test_running_again_on_the_same_data_creates_and_archives_nothing_more(cast, agent):
