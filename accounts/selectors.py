@@ -10,10 +10,18 @@ from django.db.models import F, Model, QuerySet
 
 from accounts.access import Principal, access_filter
 from accounts.models import ApiToken, Membership, OAuthConnection, Organization, Project
+from accounts.plans import PLANS
 
 
 def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
     return Membership.objects.filter(user=user).select_related("organization").order_by("organization__slug")
+
+
+def organizations_with_feature(feature: str) -> QuerySet[Organization]:
+    """Every organization whose plan has ``feature`` (accounts/plans.py), oldest first: what a
+    scheduled job that is gated by plan walks through."""
+    plans = [name for name, plan in PLANS.items() if feature in plan.features]
+    return Organization.objects.filter(plan__in=plans).order_by("id")
 
 
 def tokens_of_org(*, organization: Organization) -> QuerySet[ApiToken]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from accounts.access import system_principal
-from accounts.models import Organization
-from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, PLANS
+from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
+from accounts.selectors import organizations_with_feature
 from consolidation.runs import consolidation_execute, runs_recover_stale
 from consolidation.services_promotion import promotions_propose
 from consolidation.triggers import consolidation_schedule_due
@@ -30,9 +30,8 @@ def consolidation_scheduler_tick() -> int:
 def promotions_institutional_daily() -> dict[str, int]:
     """Daily: institutional promotion (issue 18) for every organization whose plan has it. One org
     failing is logged and does not stop the others."""
-    plans = [name for name, plan in PLANS.items() if FEATURE_INSTITUTIONAL_PROMOTION in plan.features]
     totals = {"organizations": 0, "proposed": 0, "accepted": 0, "failed": 0}
-    for org in Organization.objects.filter(plan__in=plans).order_by("id"):
+    for org in organizations_with_feature(FEATURE_INSTITUTIONAL_PROMOTION):
         try:
             report = promotions_propose(principal=system_principal(org), trigger="scheduled")
         except Exception:

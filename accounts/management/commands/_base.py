@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from accounts.models import Organization
 from reasoningbank.errors import ServiceError
 
 
@@ -14,3 +15,11 @@ def run_service(fn: Callable[..., Any], **kwargs: Any) -> Any:
         return fn(**kwargs)
     except ServiceError as exc:
         raise CommandError(exc.message) from None
+
+
+def organization_by_slug(slug: str) -> Organization:
+    """The organization a command names; a missing one is a CommandError (exit 1 naming the slug)."""
+    org = Organization.objects.filter(slug=slug).first()
+    if org is None:
+        raise CommandError(f"organization {slug!r} does not exist")
+    return org

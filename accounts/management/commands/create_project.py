@@ -1,9 +1,9 @@
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from accounts.management.commands._base import run_service
-from accounts.models import Organization, Team
+from accounts.management.commands._base import organization_by_slug, run_service
+from accounts.models import Team
 from accounts.services import project_create, team_create
 
 
@@ -17,9 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--team", default=None, help="team slug")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        org = Organization.objects.filter(slug=options["org_slug"]).first()
-        if org is None:
-            raise CommandError(f"organization {options['org_slug']!r} does not exist")
+        org = organization_by_slug(options["org_slug"])
         team = None
         if options["team"]:
             team = Team.objects.filter(organization=org, slug=options["team"]).first() or run_service(

@@ -2,8 +2,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.management.commands._base import run_service
-from accounts.models import Organization, Project, Team
+from accounts.management.commands._base import organization_by_slug, run_service
+from accounts.models import Project, Team
 from accounts.services import token_create
 
 
@@ -20,9 +20,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        org = Organization.objects.filter(slug=options["org_slug"]).first()
-        if org is None:
-            raise CommandError(f"organization {options['org_slug']!r} does not exist")
+        org = organization_by_slug(options["org_slug"])
         projects = []
         for slug in options["project"]:
             project = Project.objects.filter(organization=org, slug=slug).first()

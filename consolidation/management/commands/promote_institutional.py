@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
-from accounts.models import Organization
+from accounts.management.commands._base import organization_by_slug
 from consolidation.services_promotion import SKIP_REASONS, PromotionReport, promotions_propose
 from reasoningbank.errors import ServiceError
 
@@ -22,9 +22,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="only list what would be proposed")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        org = Organization.objects.filter(slug=options["org"]).first()
-        if org is None:
-            raise CommandError(f"organization {options['org']!r} does not exist")
+        org = organization_by_slug(options["org"])
         try:
             report = promotions_propose(principal=system_principal(org), dry_run=options["dry_run"], trigger="command")
         except ServiceError as exc:

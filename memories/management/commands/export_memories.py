@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
-from accounts.models import Organization
+from accounts.management.commands._base import organization_by_slug
 from memories.selectors_transfer import export_lines, export_scope
 from memories.services_transfer import bank_export_record, counts_text
 from reasoningbank.errors import ServiceError
@@ -28,9 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--embeddings", action="store_true", help="also write each memory's embedding")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        org = Organization.objects.filter(slug=options["org_slug"]).first()
-        if org is None:
-            raise CommandError(f"organization {options['org_slug']!r} does not exist")
+        org = organization_by_slug(options["org_slug"])
         principal = system_principal(org)
         try:
             scope = export_scope(principal, project=options["project"], embeddings=options["embeddings"])

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
-from accounts.models import Organization
+from accounts.management.commands._base import organization_by_slug
 from memories.services_transfer import FORMATS, ImportInvalid, bank_import, counts_text
 from reasoningbank.errors import ServiceError
 
@@ -28,9 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default=None, help="claude-md: the file's name in the descriptions")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        org = Organization.objects.filter(slug=options["org_slug"]).first()
-        if org is None:
-            raise CommandError(f"organization {options['org_slug']!r} does not exist")
+        org = organization_by_slug(options["org_slug"])
         path = options["file"]
         if path == "-":
             source: Any = sys.stdin.read()
