@@ -5,6 +5,9 @@ shape, shared by the MCP tool, the REST view and the OpenAPI schema so that they
   trimmed, and inputs are strict JSON (``"5"`` is not an integer, ``1`` is not a boolean).
 * ``contract_parse`` — a REST body → the input model, or a 400 in the API's one error shape naming
   every field at fault, worded like the MCP answer (``reasoningbank/mcp_errors.py``).
+* ``unknown_name_problem`` — the one sentence for a name the operation does not know, with the
+  nearest known name (``difflib``): REST's 400 and every MCP tool (``reasoningbank/mcp_server.py``
+  checks the arguments of every registered tool) say it the same way.
 * ``contract_tool`` — registers an MCP tool whose parameters are the input model's fields (the SDK
   reads a tool's signature; the names, descriptions, defaults and limits come from the model), and
   whose structured output is the output model.
@@ -17,8 +20,9 @@ Imports no app: the apps' ``contracts.py`` modules build on it.
 
 from __future__ import annotations
 
+import difflib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Annotated, Any, TypeVar
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -29,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework import exceptions
 
 from reasoningbank.mcp_errors import argument_problem, arguments_error_text
+from reasoningbank.text_safety import text_neutralise
 
 C = TypeVar("C", bound="Contract")
 
@@ -42,14 +47,92 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
 
 
+# --- unknown names ---------------------------------------------------------------------------------
+
+NAME_SHOWN_MAX = 60  # characters of an unknown name repeated back (it is the caller's text)
+NEAREST_CUTOFF = 0.6  # difflib's similarity floor for "did you mean": confidance → min_confidence, not content
+
+
+def name_shown(name: str) -> str:
+    """An unknown name as an answer repeats it: without control characters, at most
+    ``NAME_SHOWN_MAX`` characters."""
+    name = text_neutralise(str(name))
+    return name if len(name) <= NAME_SHOWN_MAX else name[: NAME_SHOWN_MAX - 1] + "…"
+
+
+def nearest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name ``name`` most likely misspells (``difflib``), or None when none is close."""
+    matches = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=NEAREST_CUTOFF)
+    return matches[0] if matches else None
+
+
+def unknown_name_problem(name: str, known: Iterable[str], *, noun: str = "argument") -> str:
+    """``unknown argument 'confidance' (did you mean 'min_confidence'?)``: ``argument`` of an MCP tool,
+    ``field`` of a REST body, ``query parameter`` of a REST query."""
+    guess = nearest_name(name, known)
+    return f"unknown {noun} '{name_shown(name)}'" + (f" (did you mean '{guess}'?)" if guess else "")
+
+
+def unknown_name_errors(
+    names: Iterable[str], known: Collection[str], *, noun: str = "argument"
+) -> list[dict[str, Any]]:
+    """One error item per unknown name, shaped like pydantic's (``arguments_error_text`` and
+    ``contract_errors`` render them), each naming the nearest known name."""
+    return [
+        {"type": "unknown_name", "loc": (name_shown(name),), "msg": unknown_name_problem(name, known, noun=noun)}
+        for name in names
+    ]
+
+
+def _known_names(model: type[BaseModel] | None, where: tuple[Any, ...]) -> list[str]:
+    """The field names of the (nested) model found at ``where`` inside ``model``."""
+    for part in where:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue  # an item of a list field: the same model
+        info = model.model_fields.get(str(part))
+        inner = (
+            [t for t in _types_in(info.annotation) if isinstance(t, type) and issubclass(t, BaseModel)] if info else []
+        )
+        model = inner[0] if inner else None
+    return list(model.model_fields) if model is not None else []
+
+
+def errors_name_nearest(
+    errors: Iterable[Mapping[str, Any]],
+    model: type[BaseModel] | None,
+    *,
+    noun: str,
+    hidden: Collection[str] = (),
+) -> list[Mapping[str, Any]]:
+    """Pydantic's error items with every ``extra_forbidden`` one replaced by ``unknown_name_errors``'
+    (the nearest of ``model``'s names, leaving out ``hidden`` ones)."""
+    out: list[Mapping[str, Any]] = []
+    for item in errors:
+        loc = tuple(item.get("loc", ()))
+        if item.get("type") == "extra_forbidden" and loc:
+            known = [name for name in _known_names(model, loc[:-1]) if name not in hidden]
+            (unknown,) = unknown_name_errors([str(loc[-1])], known, noun=noun)
+            item = {**unknown, "loc": (*loc[:-1], *unknown["loc"])}
+        out.append(item)
+    return out
+
+
+# --- REST ------------------------------------------------------------------------------------------
+
+
 def _field_name(loc: tuple[Any, ...]) -> str:
     return str(loc[0]) if loc else "non_field_errors"
 
 
-def contract_errors(error: ValidationError) -> dict[str, list[str]]:
-    """Pydantic's errors as ``{field: [sentence, ...]}`` in the MCP wording."""
+def contract_errors(
+    error: ValidationError, model: type[BaseModel] | None = None, *, hidden: Collection[str] = ()
+) -> dict[str, list[str]]:
+    """Pydantic's errors as ``{field: [sentence, ...]}`` in the MCP wording; an unknown field names
+    the nearest of ``model``'s fields (but ``hidden`` ones)."""
     errors: dict[str, list[str]] = {}
-    for item in error.errors(include_url=False):
+    for item in errors_name_nearest(error.errors(include_url=False), model, noun="field", hidden=hidden):
         loc = tuple(item.get("loc", ()))
         message = argument_problem(item, tool_call=False)
         sentence = message[:1].upper() + message[1:] + "."
@@ -75,7 +158,8 @@ def contract_parse(model: type[C], data: Any, **path: Any) -> C:
     try:
         return model.model_validate({**data, **path})
     except ValidationError as exc:
-        raise exceptions.ValidationError(contract_errors(exc)) from None
+        # a field the URL gives is no suggestion for a misspelt body field
+        raise exceptions.ValidationError(contract_errors(exc, model, hidden=set(path))) from None
 
 
 def contract_tool(

@@ -22,13 +22,18 @@ from mcp.server import MCPServer
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.mcp_auth import BearerTokenMiddleware
+from reasoningbank.contracts import name_shown, unknown_name_errors
 from reasoningbank.mcp_errors import JsonRpcIdMiddleware, arguments_error_text
 from reasoningbank.mcp_registry import tool_registrars
 from reasoningbank.request_context import RequestContextASGI
+from reasoningbank.text_safety import text_neutralise, value_neutralise
 from reasoningbank.tracing import span
 
 MCP_PATH = "/mcp"
@@ -44,23 +49,75 @@ TOOL_MODULES: tuple[str, ...] = ("memories.mcp_tools", "consolidation.mcp_tools"
 
 
 class ReasoningBankMCPServer(MCPServer):
-    """The SDK's server, with argument validation failures worded for agents (one sentence per
-    field, reasoningbank/mcp_errors.py) instead of pydantic's dump; every tool module benefits."""
+    """The SDK's server with what every tool module gets without asking (docs/agent-api.md):
+
+    * strict arguments: a call naming an argument its tool does not declare does nothing and answers
+      one line per unknown name, with the nearest known one, as REST's 400 does (the SDK would drop
+      it silently: ``existing_context`` for ``context`` made a block for an empty context); every
+      tool's ``inputSchema`` says ``additionalProperties: false``;
+    * argument validation failures worded for agents (one sentence per field,
+      reasoningbank/mcp_errors.py) instead of pydantic's dump;
+    * results without terminal escapes or bidi controls (reasoningbank/text_safety.py): memory text
+      is anyone's text, shown in an agent's terminal and read by its model;
+    * an unknown prompt is an ``invalid params`` error, not a logged traceback (this server has none).
+    """
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        return [
+            tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+            for tool in tools
+        ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             # every tool in one span (the SDK's "tools/call" span around it continues a traceparent
             # from the request's params._meta); the arguments are the caller's content: never recorded
             with span(f"mcp.tool.{name}", **{"mcp.tool.name": name, "mcp.tool.arguments_count": len(arguments)}):
-                return await super().call_tool(name, arguments, context)
+                problems = await self._unknown_arguments(name, arguments)
+                if problems:
+                    raise ToolError(problems)
+                return _result_neutralise(await super().call_tool(name, arguments, context))
         except UnexpectedToolError:
             raise
         except ToolError as exc:
             cause = exc.__cause__
             if not isinstance(cause, ValidationError):
-                raise
+                # a service's message may quote stored or given text
+                raise ToolError(text_neutralise(str(exc))) from cause
             # the cause stays a ValidationError: the SDK then logs the rejected field names only
             raise ToolError(arguments_error_text(name, cause.errors(include_url=False))) from cause
+
+    async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """The answer to a call naming arguments ``name`` does not declare (with the required ones it
+        left out), or None. The advertised schema is the reference, whichever way the tool was made."""
+        schema = next((tool.input_schema for tool in await super().list_tools() if tool.name == name), None)
+        if schema is None:  # an unknown tool: the SDK's answer
+            return None
+        known = schema.get("properties", {})
+        unknown = [key for key in arguments if key not in known]
+        if not unknown:
+            return None
+        missing = [{"type": "missing", "loc": (key,)} for key in schema.get("required", []) if key not in arguments]
+        return arguments_error_text(name, [*missing, *unknown_name_errors(unknown, known)])
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
+            # the SDK raises a bare ValueError, which its dispatcher logs as a crash on every call
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: '{name_shown(name)}'")
+        return await super().get_prompt(name, arguments, context)
+
+
+def _result_neutralise(result: Any) -> Any:
+    """A tool's result with every text and structured string neutralised (text_safety)."""
+    if not isinstance(result, CallToolResult):
+        return result
+    content = [
+        block.model_copy(update={"text": text_neutralise(block.text)}) if isinstance(block, TextContent) else block
+        for block in result.content
+    ]
+    structured = value_neutralise(result.structured_content) if result.structured_content is not None else None
+    return result.model_copy(update={"content": content, "structured_content": structured})
 
 
 def build_mcp_server() -> MCPServer:

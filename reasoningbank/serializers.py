@@ -15,7 +15,13 @@ from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
+from reasoningbank.contracts import unknown_name_problem
 from reasoningbank.pagination import Pagination
+
+
+def _capital(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:]
+
 
 # --- strict JSON fields ------------------------------------------------------------------------
 
@@ -82,7 +88,10 @@ class StrictSerializer(serializers.Serializer):
         unknown = sorted(str(key) for key in data if key not in self.fields)
         if unknown:
             allowed = ", ".join(self.fields) or "none"
-            raise serializers.ValidationError({key: [f"Unknown field. Allowed fields: {allowed}."] for key in unknown})
+            problems = {key: _capital(unknown_name_problem(key, self.fields, noun="field")) for key in unknown}
+            raise serializers.ValidationError(
+                {key: [f"{problem}. Allowed fields: {allowed}."] for key, problem in problems.items()}
+            )
         return super().to_internal_value(data)
 
 
@@ -147,8 +156,9 @@ class StrictQuerySerializer(serializers.Serializer):
         for name in data:
             values = data.getlist(name) if hasattr(data, "getlist") else [data[name]]
             if name not in self.fields and name not in PAGE_PARAMETERS:
-                allowed = ", ".join([*self.fields, *PAGE_PARAMETERS])
-                errors[str(name)] = [f"Unknown query parameter. Allowed: {allowed}."]
+                known = [*self.fields, *PAGE_PARAMETERS]
+                problem = unknown_name_problem(str(name), known, noun="query parameter")
+                errors[str(name)] = [f"{_capital(problem)}. Allowed: {', '.join(known)}."]
             elif any(isinstance(value, str) and not value.strip() for value in values):
                 errors[str(name)] = [EMPTY_VALUE]
         if errors:

@@ -157,7 +157,31 @@ INVALID = [
     ("memory_ask", {"question": "when?", "limit": 21}, "limit"),
     ("memory_ask", {"question": "when?", "mode": "everything"}, "mode"),
     ("session_code_report", {"session_id": "s-7", "status": "merged"}, "status"),
+    # a wrong type: the same field named both ways
+    ("memory_search", {"query": "x", "limit": "many"}, "limit"),
+    ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": "go"}, "tags"),
+    ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "helpful": "perhaps"}, "helpful"),
+    ("memory_context", {"max": [3]}, "max"),
+    ("memory_consolidate", {"dry_run": "maybe"}, "dry_run"),
+    # an unknown argument: refused both ways (MCP used to drop it and do something else), with the
+    # nearest known name where one is close
+    ("memory_search", {"query": "HTTP timeouts", "bogus_arg": 1}, "bogus_arg"),
+    ("memory_search", {"query": "HTTP timeouts", "confidance": 0.9}, "confidance"),
+    ("memory_record", {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
+                       "outcome": "success", "confidance": 0.9}, "confidance"),
+    ("memory_context", {"existing_context": "You are a coding agent."}, "existing_context"),
+    ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "helpful": True, "coment": "ok"}, "coment"),
+    ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": True, "sesion_id": "s-1"},
+     "sesion_id"),
+    ("session_submit", {"session_id": "s-9", "outcome": "success", "trace": "agent: done", "transcript": "x"},
+     "transcript"),
+    ("memory_consolidate", {"projectid": "web-app", "dry_run": True}, "projectid"),
+    ("memory_ask", {"question": "when?", "limt": 3}, "limt"),
+    ("session_code_report", {"session_id": "s-7", "status": "committed",
+                             "comit": "3f786850e387550fdab836ed7e6dc881de23001b"}, "comit"),
 ]
+
+NEAREST = re.compile(r"\(did you mean '([a-z_]+)'\?\)")
 
 
 @pytest.mark.parametrize(
@@ -175,10 +199,36 @@ async def test_a_bad_input_names_the_same_field_over_rest_and_mcp_and_changes_no
 
     assert answered == status, rest_body
     assert list(rest_body["errors"]) == [field]
+    if status == 400:
+        assert rest_body["code"] == "invalid"
     assert result.is_error
-    named = re.findall(r"^- ([a-z_]+)", result.content[0].text, flags=re.MULTILINE)
-    assert named == [field], result.content[0].text
+    text = result.content[0].text
+    named = re.findall(r"^- ([a-z_]+)", text, flags=re.MULTILINE)
+    assert named == [field], text
+    if status == 400:
+        assert f"Invalid arguments for {operation} (nothing was done):" in text
+    if status == 400 and text.splitlines()[1].startswith(f"- {field}: "):  # worded alike, "field" for "argument"
+        rest_sentence = rest_body["errors"][field][0]
+        mcp_sentence = text.splitlines()[1].removeprefix(f"- {field}: ")
+        assert rest_sentence.lower().replace("field", "argument") == mcp_sentence.lower(), (rest_sentence, text)
+        assert NEAREST.findall(rest_sentence) == NEAREST.findall(text)
     assert await in_thread(Memory.objects.count) == before
+
+
+async def test_a_misspelt_required_argument_is_named_with_the_missing_one_over_rest_and_mcp(app, orgs):
+    arguments = {"querry": "HTTP timeouts"}
+    status, rest_body = await over_rest(app, orgs["rest"]["token"], "POST", "/api/v1/memories/search", arguments)
+    result = await over_mcp(app, orgs["mcp"]["token"], "memory_search", arguments)
+
+    assert (status, rest_body["code"]) == (400, "invalid")
+    assert rest_body["errors"] == {
+        "query": ["Is required."],
+        "querry": ["Unknown field 'querry' (did you mean 'query'?)."],
+    }
+    assert result.is_error and result.content[0].text.splitlines()[1:] == [
+        "- query: is required.",
+        "- querry: unknown argument 'querry' (did you mean 'query'?).",
+    ]
 
 
 # --- memory_ask: an LLM answers (respx-mocked real SDK), or its absence is the same error both ways ----

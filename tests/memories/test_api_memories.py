@@ -330,6 +330,14 @@ def test_patching_an_unknown_or_invalid_field_is_400_and_changes_nothing(alice, 
     assert after["confidence"] == pytest.approx(0.8)
 
 
+def test_patching_a_misspelt_field_names_the_nearest_known_one(alice):
+    memory_id = record(alice)["id"]
+    response = alice.patch(f"{MEMORIES}/{memory_id}", {"titel": "Wrap every error"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"]["titel"][0].startswith("Unknown field 'titel' (did you mean 'title'?). Allowed")
+    assert alice.get(f"{MEMORIES}/{memory_id}").json()["title"] == "Wrap errors with context"
+
+
 def test_a_form_encoded_body_is_refused_as_unsupported(alice):
     memory_id = record(alice)["id"]
     response = alice.patch(f"{MEMORIES}/{memory_id}", "title=x", content_type="application/x-www-form-urlencoded")

@@ -232,3 +232,145 @@ async def test_a_large_valid_body_reaches_the_tool_intact(app: Any, token: str) 
     assert not result.is_error, dump(result)
     stored = await in_thread(lambda: AgentSession.objects.get(external_id="long").trace)
     assert stored == trace
+
+
+# --- unknown arguments: refused by every tool, naming the nearest known one ---------------------------
+
+RECORD = {
+    "title": "Wrap Go errors with context",
+    "description": "When returning errors from Go service layers",
+    "content": "Always wrap errors with fmt.Errorf and %w so callers keep the cause.",
+    "outcome": "success",
+}
+
+
+async def _bank_counts() -> tuple[int, ...]:
+    from consolidation.models import ConsolidationRun
+    from memories.models import AgentSession, Memory, MemorySignal
+
+    return await in_thread(
+        lambda: tuple(m.objects.count() for m in (Memory, MemorySignal, AgentSession, ConsolidationRun))
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("tool", "arguments", "line"),
+    [
+        ("memory_search", {"query": "timeouts", "bogus_arg": 1}, "- bogus_arg: unknown argument 'bogus_arg'."),
+        # the older name of `context`: the block would be made for an empty context, the agent's lost
+        (
+            "memory_context",
+            {"existing_context": "You are a coding agent."},
+            "- existing_context: unknown argument 'existing_context' (did you mean 'context'?).",
+        ),
+        ("memory_record", {**RECORD, "confidance": 0.9}, "- confidance: unknown argument 'confidance'."),
+        (
+            "memory_search",
+            {"query": "timeouts", "confidance": 0.9},
+            "- confidance: unknown argument 'confidance' (did you mean 'min_confidence'?).",
+        ),
+        (
+            "memory_consolidate",
+            {"projectid": "web-app", "dry_run": True},
+            "- projectid: unknown argument 'projectid' (did you mean 'project_id'?).",
+        ),
+    ],
+)
+async def test_an_unknown_argument_is_an_error_naming_the_nearest_known_one_and_nothing_is_done(
+    app: Any, token: str, mode: str, tool: str, arguments: dict[str, Any], line: str
+) -> None:
+    before = await _bank_counts()
+    async with mcp_client(app, token, mode) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error, dump(result)
+    assert result.content[0].text == f"Invalid arguments for {tool} (nothing was done):\n{line}"
+    assert await _bank_counts() == before
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_unknown_argument_is_reported_with_the_missing_required_ones(app: Any, token: str, mode: str) -> None:
+    async with mcp_client(app, token, mode) as client:
+        result = await client.call_tool("memory_search", {"querry": "timeouts"})
+    assert result.is_error
+    assert result.content[0].text.splitlines()[1:] == [
+        "- query: is required.",
+        "- querry: unknown argument 'querry' (did you mean 'query'?).",
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_every_registered_tool_refuses_an_unknown_argument_and_says_so_in_its_schema(
+    app: Any, token: str, mode: str
+) -> None:
+    from reasoningbank.mcp_server import build_mcp_server
+
+    registered = {tool.name for tool in await build_mcp_server().list_tools()}
+    before = await _bank_counts()
+    async with mcp_client(app, token, mode) as client:
+        tools = (await client.list_tools()).tools
+        assert {tool.name for tool in tools} == registered and len(registered) >= 10
+        for tool in tools:
+            assert tool.input_schema.get("additionalProperties") is False, tool.name
+            result = await client.call_tool(tool.name, {"bogus_arg": True})
+            assert result.is_error, (tool.name, dump(result))
+            assert "- bogus_arg: unknown argument 'bogus_arg'." in result.content[0].text.splitlines(), tool.name
+    assert await _bank_counts() == before
+
+
+async def test_a_tool_registered_without_a_contract_refuses_unknown_arguments_too(token: str, app: Any) -> None:
+    """The check is the server's, not each tool's: a future tool module cannot forget it."""
+    from reasoningbank.mcp_server import build_mcp_app, build_mcp_server
+    from tests.mcp_harness import running
+
+    server = build_mcp_server()
+    calls: list[str] = []
+
+    @server.tool(name="echo_text")
+    def echo_text(text: str, loud: bool = False) -> str:
+        calls.append(text)
+        return text.upper() if loud else text
+
+    async with running(build_mcp_app(server)) as mcp_app:
+        for mode in MODES:
+            async with mcp_client(mcp_app, token, mode) as client:
+                ok = await client.call_tool("echo_text", {"text": "hi", "loud": True})
+                refused = await client.call_tool("echo_text", {"text": "hi", "lowd": True})
+            assert not ok.is_error and ok.content[0].text == "HI"
+            assert refused.is_error
+            assert refused.content[0].text.splitlines()[1:] == [
+                "- lowd: unknown argument 'lowd' (did you mean 'loud'?)."
+            ]
+    assert calls == ["hi", "hi"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_unknown_argument_name_is_shown_short_and_without_control_characters(
+    app: Any, token: str, mode: str
+) -> None:
+    name = "\x1b[31m\u202e" + "x" * 500
+    async with mcp_client(app, token, mode) as client:
+        result = await client.call_tool("memory_search", {"query": "timeouts", name: 1})
+    text = result.content[0].text
+    assert result.is_error and "unknown argument" in text
+    assert "\x1b" not in text and "\u202e" not in text and "x" * 100 not in text
+
+
+# --- prompts: this server has none; asking for one is a clean error ---------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_unknown_prompt_is_an_invalid_params_error_without_a_logged_traceback(
+    app: Any, token: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    caplog.set_level("INFO")
+    async with mcp_client(app, token, mode) as client:
+        assert (await client.list_prompts()).prompts == []
+        for _ in range(2):
+            with pytest.raises(MCPError) as raised:
+                await client.get_prompt("no_such_prompt", {"x": "1"})
+            assert raised.value.error.code == -32602
+            assert raised.value.error.message == "Unknown prompt: 'no_such_prompt'"
+    assert not [r for r in caplog.records if r.levelno >= 40 or r.exc_info], [r.getMessage() for r in caplog.records]

@@ -84,3 +84,12 @@ def test_a_page_past_the_end_is_a_404_saying_how_many_pages_there_are(cast, alic
     assert first.json()["count"] == 3 and len(first.json()["results"]) == 2
     assert len(second.json()["results"]) == 1 and second.json()["next"] is None
     assert past.status_code == 404 and "2 pages" in past.json()["detail"]
+
+
+def test_a_misspelt_query_parameter_is_named_with_the_nearest_known_one(alice):
+    response = alice.get("/api/v1/memories", {"outcom": "success"})
+
+    assert response.status_code == 400
+    assert response.json()["errors"]["outcom"][0].startswith(
+        "Unknown query parameter 'outcom' (did you mean 'outcome'?). Allowed: "
+    )
