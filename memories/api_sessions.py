@@ -180,9 +180,11 @@ class SessionCodeReportView(SessionAPIView):
             "signal); a CI job later reports the commit `kept` (no revert for 7 days: a positive code-stability "
             "signal on each of those memories) or `reverted` (a negative one). A report may name the session, "
             "the commit, or both. Each memory is reached once; the first verdict is final: the same report "
-            "again answers `already_reported: true` and changes nothing, the opposite verdict is a 409. An "
-            "unknown session or commit is a 404 naming it. `scripts/git-code-report` does both jobs. The "
-            "same operation as the MCP tool `session_code_report`. Needs `memories:write`."
+            "again answers `already_reported: true` and changes nothing, the opposite verdict is a 409. `kept` "
+            "judges code tied before: its commit (or, naming the session alone, one of the session's commits) "
+            "must have been reported `committed` earlier, else a 409 naming the field; `reverted` may tie a new "
+            "commit at once. An unknown session or commit is a 404 naming it. `scripts/git-code-report` does "
+            "both jobs. The same operation as the MCP tool `session_code_report`. Needs `memories:write`."
         ),
         request=ccode.CodeReportInput,
         responses={
@@ -190,8 +192,8 @@ class SessionCodeReportView(SessionAPIView):
             **error_responses(
                 400, 401, 403, 404, 409, 415,
                 conflict=(
-                    "The session or commit already has the other verdict, or the commit is tied to another "
-                    "session."
+                    "The session or commit already has the other verdict, the commit is tied to another "
+                    "session, or `kept` names code not tied before."
                 ),
             ),
         },

@@ -59,8 +59,10 @@ class CodeReportInput(Contract):
         Field(
             description=(
                 "committed: tie the commit to the session (no signal yet); kept: the change stood 7 days without "
-                "a revert (positive); reverted: it was reverted (negative). The first verdict is final: the same "
-                "one again changes nothing, the other one is refused"
+                "a revert (positive), only for code tied before (the commit, or naming the session alone one of "
+                "its commits, reported committed earlier: else refused, 409); reverted: it was reverted "
+                "(negative), and may tie a new commit at once. The first verdict is final: the same one again "
+                "changes nothing, the other one is refused"
             )
         ),
     ]

@@ -157,7 +157,8 @@ def register_memory_tools(server: MCPServer) -> None:
             "Report what became of a session's code, so the memories the session was given (memory_search / "
             "memory_context with its session_id) learn from it: status committed ties a commit to the session "
             "(a git post-commit hook), kept (no revert for 7 days) or reverted gives each of those memories a "
-            "positive or negative code-stability signal, once. Name the session, the commit, or both. The first "
+            "positive or negative code-stability signal, once. Name the session, the commit, or both. kept needs "
+            "the code tied first: a commit reported committed before (an error otherwise). The first "
             "verdict is final: repeating it changes nothing (already_reported), the opposite one is an error."
         ),
         annotations=_write("Report a session's code stability", idempotent=True),

@@ -10,6 +10,12 @@ Two reporters, one operation (``session_code_report``):
   change has stood 7 days without a revert (positive), or ``"reverted"`` (negative). A reporter that
   knows the session may name it instead of, or as well as, the commit.
 
+``kept`` judges code already tied to its session: the commit it names (or, naming the session alone,
+one of the session's commits) must have been reported ``committed`` before — a 409 otherwise. A claim
+that code stood for 7 days is about code someone recorded when it was written; were the tie made by
+the verdict itself, one call could invent a commit and reward every memory the session was given.
+``reverted`` may tie and judge at once: a revert is reported the moment it is seen, by whoever saw it.
+
 The first verdict is final, for a commit and for each memory of a session: repeating it changes
 nothing and says so (``already_reported``); a conflicting later one (reverted after kept, or kept after
 reverted) is a 409 that writes nothing. A signal already folded into confidence is not quietly
@@ -76,13 +82,21 @@ def session_code_report(*, principal: Principal, status: Any, session_key: Any =
         missing = "commit" if not commit else "session_id"
         raise InvalidInput(f"a committed report ties a commit to its session: {missing} is required", field=missing)
 
-    tie, tied_now = _commit_tie(principal, session_key, commit) if commit else (None, False)
+    kept = status == SessionCommit.STATUS_KEPT
+    tie, tied_now = _commit_tie(principal, session_key, commit, tie_new=not kept) if commit else (None, False)
     if tie is not None:
         session_key = tie.session_key
     elif not _session_known(principal, session_key):
         raise NotFound(
             f"session {session_key!r} not found: no memory was given to it (memory_search or memory_context "
             "with this session_id) and no commit is tied to it",
+            field="session_id",
+        )
+    elif kept and not access_filter(SessionCommit, principal).filter(session_key=session_key).exists():
+        raise Conflict(
+            f"session {session_key!r} has no commit tied to it: kept is the verdict on code tied to its session "
+            "when it was committed; report the commit with this session_id and status committed first "
+            "(scripts/git-code-report does, as a git post-commit hook)",
             field="session_id",
         )
     if status == SessionCommit.STATUS_COMMITTED:
@@ -155,9 +169,11 @@ def _verdict(principal: Principal, session_key: str, commit: str, status: str, t
     )
 
 
-def _commit_tie(principal: Principal, session_key: str, commit: str) -> tuple[SessionCommit, bool]:
-    """The commit's row, locked; created (tied to ``session_key``) when the report names both and the
-    commit is new. Returns it and whether it was created now."""
+def _commit_tie(
+    principal: Principal, session_key: str, commit: str, *, tie_new: bool = True
+) -> tuple[SessionCommit, bool]:
+    """The commit's row, locked; created (tied to ``session_key``) when the report names both, the
+    commit is new and ``tie_new`` allows it. Returns it and whether it was created now."""
     ties = access_filter(SessionCommit, principal).select_for_update()
     tie = ties.filter(commit=commit).first()
     created = False
@@ -166,6 +182,13 @@ def _commit_tie(principal: Principal, session_key: str, commit: str) -> tuple[Se
             raise NotFound(
                 f"commit {commit} not found: no session is tied to it. Report it first with its session_id "
                 "and status committed (scripts/git-code-report does, as a git post-commit hook)",
+                field="commit",
+            )
+        if not tie_new:
+            raise Conflict(
+                f"commit {commit[:12]} is not tied to a session yet: kept is the verdict on a commit tied to its "
+                "session when it was made; report it with its session_id and status committed first "
+                "(scripts/git-code-report does, as a git post-commit hook)",
                 field="commit",
             )
         try:

@@ -64,6 +64,7 @@ def test_a_session_named_alone_takes_the_verdict_and_an_uppercase_sha_is_read_in
 
 
 def test_the_opposite_verdict_is_a_409_that_says_the_first_one_is_final(alice, given):
+    alice.post(REPORT, {"session_id": "claude-7", "commit": COMMIT, "status": "committed"}, format="json")
     alice.post(REPORT, {"session_id": "claude-7", "status": "kept"}, format="json")
     response = alice.post(REPORT, {"session_id": "claude-7", "status": "reverted"}, format="json")
     assert response.status_code == 409
@@ -82,6 +83,10 @@ def test_the_opposite_verdict_is_a_409_that_says_the_first_one_is_final(alice, g
         ({"session_id": "claude-7", "status": "kept", "extra": 1}, 400, "extra"),
         ({"session_id": "claude-7", "status": "committed"}, 400, "commit"),
         ({"status": "kept"}, 400, "session_id"),
+        # kept judges code tied to its session before: never a commit first heard of now, nor a session without one
+        ({"session_id": "claude-7", "commit": COMMIT, "status": "kept"}, 409, "commit"),
+        ({"session_id": "unknown-session", "commit": COMMIT, "status": "kept"}, 409, "commit"),
+        ({"session_id": "claude-7", "status": "kept"}, 409, "session_id"),
     ],
 )
 def test_an_unknown_or_bad_input_is_a_4xx_naming_the_field(alice, given, body, status, field):
@@ -89,6 +94,7 @@ def test_an_unknown_or_bad_input_is_a_4xx_naming_the_field(alice, given, body, s
     assert response.status_code == status, response.json()
     assert list(response.json()["errors"]) == [field]
     assert not MemorySignal.objects.filter(type="stability").exists()
+    assert not SessionCommit.objects.exists()
 
 
 def test_a_read_only_token_is_a_403_and_a_get_is_a_405(cast, token_client, given):

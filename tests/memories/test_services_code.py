@@ -42,6 +42,16 @@ def confidence(memory: Memory) -> float:
     return Memory.objects.get(pk=memory.pk).confidence
 
 
+TIED_COMMIT = "c0ffee" * 6 + "c0de"  # a commit of session s-1 (``tied``)
+
+
+@pytest.fixture
+def tied(agent, given):
+    """Session s-1 with a commit tied to it (its post-commit hook ran): its code can be judged kept."""
+    session_code_report(principal=agent, session_key="s-1", commit=TIED_COMMIT, status="committed")
+    return given
+
+
 @pytest.fixture
 def given(agent):
     """Two memories given to session s-1; a third never given to it."""
@@ -55,7 +65,7 @@ def given(agent):
 # --- kept and reverted ----------------------------------------------------------------------------
 
 
-def test_a_kept_report_gives_every_memory_the_session_was_given_a_positive_stability_signal(agent, given):
+def test_a_kept_report_gives_every_memory_the_session_was_given_a_positive_stability_signal(agent, given, tied):
     report = session_code_report(principal=agent, session_key="s-1", status="kept")
 
     assert sorted(report.reached) == sorted([given["timeouts"].id, given["retry"].id])
@@ -78,7 +88,7 @@ def test_a_reverted_report_lowers_their_confidence_by_the_stability_weight(agent
     assert signal.actor == agent.actor_label
 
 
-def test_repeating_a_report_changes_nothing_and_says_so(agent, given):
+def test_repeating_a_report_changes_nothing_and_says_so(agent, given, tied):
     session_code_report(principal=agent, session_key="s-1", status="kept")
     before = confidence(given["timeouts"])
 
@@ -89,7 +99,7 @@ def test_repeating_a_report_changes_nothing_and_says_so(agent, given):
     assert stability(given["timeouts"]) == [True] and confidence(given["timeouts"]) == before
 
 
-def test_the_first_verdict_is_final_and_the_opposite_one_is_a_conflict_that_writes_nothing(agent, given):
+def test_the_first_verdict_is_final_and_the_opposite_one_is_a_conflict_that_writes_nothing(agent, given, tied):
     session_code_report(principal=agent, session_key="s-1", status="kept")
 
     with pytest.raises(Conflict, match=r"session 's-1''s code was already reported kept on .*first verdict is final"):
@@ -99,7 +109,7 @@ def test_the_first_verdict_is_final_and_the_opposite_one_is_a_conflict_that_writ
     assert set(SessionMemoryUse.objects.values_list("stability", flat=True)) == {"kept"}
 
 
-def test_memories_given_after_a_verdict_receive_it_from_the_next_report_and_the_others_not_again(agent, given):
+def test_memories_given_after_a_verdict_receive_it_from_the_next_report_and_the_others_not_again(agent, given, tied):
     session_code_report(principal=agent, session_key="s-1", status="kept")
     session_uses_record(principal=agent, session_key="s-1", memory_ids=[given["unrelated"].id], via="context")
 
@@ -121,7 +131,9 @@ def test_an_archived_memory_is_marked_with_the_verdict_but_its_confidence_is_lef
     assert report.message.endswith("(1 archived, marked without a signal)")
 
 
-def test_a_project_token_leaves_another_projects_memory_for_a_report_that_can_reach_it(cast, agent, make_token, given):
+def test_a_project_token_leaves_another_projects_memory_for_a_report_that_can_reach_it(
+    cast, agent, make_token, given, tied
+):
     mobile = ProjectFactory(organization=cast.org_a, slug="mobile")
     _, mobile_agent = make_token(cast.org_a, projects=[mobile])
     theirs = record(mobile_agent, title="Mobile: cache images", content="Cache images on disk, not in memory.")
@@ -135,9 +147,9 @@ def test_a_project_token_leaves_another_projects_memory_for_a_report_that_can_re
     assert stability(theirs) == [True] and stability(given["timeouts"]) == [True]
 
 
-def test_a_report_writes_an_audit_event_naming_the_session_and_the_memories(agent, given):
+def test_a_report_writes_an_audit_event_naming_the_session_and_the_memories(agent, given, tied):
     session_code_report(principal=agent, session_key="s-1", status="kept")
-    event = AuditEvent.objects.get(verb="session.code_report")
+    event = AuditEvent.objects.get(verb="session.code_report", data__status="kept")
     assert event.data["session_id"] == "s-1" and event.data["status"] == "kept" and event.data["signals"] == 2
     assert sorted(event.data["memories"]) == sorted([given["timeouts"].id, given["retry"].id])
 
@@ -170,10 +182,32 @@ def test_a_ci_report_of_the_commit_alone_reaches_the_memories_of_its_session(age
     assert session_code_report(principal=agent, commit=COMMIT, status="kept").already_reported is True
 
 
-def test_a_report_naming_a_new_commit_and_its_session_ties_and_judges_at_once(agent, given):
+def test_a_reverted_report_naming_a_new_commit_and_its_session_ties_and_judges_at_once(agent, given):
+    """A revert may be reported the moment it is seen, by whoever saw it."""
     report = session_code_report(principal=agent, session_key="s-1", commit=COMMIT.upper(), status="reverted")
     assert report.commit == COMMIT and len(report.signalled) == 2
     assert SessionCommit.objects.get().status == "reverted"
+
+
+@pytest.mark.parametrize("session_key", ["s-1", "s-404"])  # a session given memories, and an unknown one
+def test_kept_for_a_commit_never_tied_is_a_conflict_that_ties_nothing_and_judges_nothing(agent, given, session_key):
+    """kept says a commit stood 7 days: it must have been tied to its session when it was made, not at
+    the verdict (one call could otherwise invent a commit and reward the memories a session was given)."""
+    with pytest.raises(Conflict, match=f"commit {COMMIT[:12]} is not tied to a session yet") as error:
+        session_code_report(principal=agent, session_key=session_key, commit=COMMIT, status="kept")
+
+    assert error.value.field == "commit" and "status committed" in error.value.message
+    assert not SessionCommit.objects.exists() and not MemorySignal.objects.filter(type="stability").exists()
+    assert not SessionMemoryUse.objects.exclude(stability="").exists()
+
+
+def test_kept_for_a_session_with_no_commit_tied_is_a_conflict_until_its_commit_is(agent, given):
+    with pytest.raises(Conflict, match="session 's-1' has no commit tied to it") as error:
+        session_code_report(principal=agent, session_key="s-1", status="kept")
+    assert error.value.field == "session_id" and not MemorySignal.objects.filter(type="stability").exists()
+
+    session_code_report(principal=agent, session_key="s-1", commit=COMMIT, status="committed")
+    assert len(session_code_report(principal=agent, session_key="s-1", status="kept").signalled) == 2
 
 
 def test_a_second_commit_of_a_judged_session_records_its_verdict_without_signalling_again(agent, given):
@@ -289,7 +323,7 @@ def test_another_orgs_session_and_commit_of_the_same_ids_never_reach_this_orgs_m
 # --- the fourth signal type in seed 000's system --------------------------------------------------
 
 
-def test_helpful_feedback_after_kept_code_teaches_the_project_that_stability_predicts_it(cast, agent, given):
+def test_helpful_feedback_after_kept_code_teaches_the_project_that_stability_predicts_it(cast, agent, given, tied):
     session_code_report(principal=agent, session_key="s-1", status="kept")
     memory_feedback(principal=agent, memory=given["timeouts"], helpful=True)
     memory_feedback(principal=agent, memory=given["unrelated"], helpful=True)  # no stability signal: wrong
@@ -297,7 +331,7 @@ def test_helpful_feedback_after_kept_code_teaches_the_project_that_stability_pre
     assert (row.stability_alpha, row.stability_beta) == (6.0, 6.0)
 
 
-def test_the_rollup_folds_old_stability_signals_into_the_aggregate_and_keeps_confidence(agent, given):
+def test_the_rollup_folds_old_stability_signals_into_the_aggregate_and_keeps_confidence(agent, given, tied):
     session_code_report(principal=agent, session_key="s-1", status="kept")
     MemorySignal.objects.update(created_at=timezone.now() - timedelta(days=40))
     before = confidence(given["timeouts"])
