@@ -1,6 +1,10 @@
 """Seed 002's SessionStart block, pure (no Django): the ``<memory_consolidated_summaries>`` element an
 agent's session starts with, built within a token budget, and replaced — never duplicated — in a
-context that already holds one (idempotent: any number of injections leave exactly one block)."""
+context that already holds one (idempotent: any number of injections leave exactly one block).
+
+The entries' text is anyone's (a memory, an LLM's summary): it reaches the block without terminal
+escapes or bidi controls (``reasoningbank/text_safety.py``), and without the block's own tag, so that
+no memory can close the block early or open a second one (which would defeat the replacement)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+
+from reasoningbank.text_safety import text_neutralise
 
 BLOCK_PATTERN = re.compile(r"<memory_consolidated_summaries.*?>.*?</memory_consolidated_summaries>", re.DOTALL)
 HEADER = (
@@ -53,19 +59,33 @@ def block_remove(context: str | None) -> tuple[str, bool]:
     return cleaned.strip(), count > 0
 
 
+TAG_IN_TEXT = re.compile(r"<(/?)(memory_consolidated_summaries)", re.IGNORECASE)
+
+
+def entry_text_safe(text: str) -> str:
+    """An entry's text as the block may hold it: neutralised, and its tag no longer a tag."""
+    return TAG_IN_TEXT.sub(r"&lt;\1\2", text_neutralise(text))
+
+
 def _entry_text(entry: ContextEntry) -> str:
-    lines = [f"\n### {entry.title} ({entry.start:%Y-%m-%d} - {entry.end:%Y-%m-%d})\n", entry.body.strip(), ""]
+    safe = entry_text_safe
+    lines = [
+        f"\n### {safe(entry.title)} ({entry.start:%Y-%m-%d} - {entry.end:%Y-%m-%d})\n",
+        safe(entry.body.strip()),
+        "",
+    ]
     if entry.key_facts:
-        lines += ["**Key facts:**", *(f"- {fact}" for fact in entry.key_facts), ""]
+        lines += ["**Key facts:**", *(f"- {safe(fact)}" for fact in entry.key_facts), ""]
     if entry.decisions:
         lines.append("**Decisions:**")
         for d in entry.decisions:
-            lines.append(f"- {d.decision}")
+            lines.append(f"- {safe(d.decision)}")
             if d.rationale:
-                lines.append(f"  - Rationale: {d.rationale}")
+                lines.append(f"  - Rationale: {safe(d.rationale)}")
         lines.append("")
     if entry.superseded:
-        lines += ["**Note - superseded information:**", *(f"- ~~{old}~~ → {new}" for old, new in entry.superseded), ""]
+        superseded = (f"- ~~{safe(old)}~~ → {safe(new)}" for old, new in entry.superseded)
+        lines += ["**Note - superseded information:**", *superseded, ""]
     return "\n".join(lines)
 
 

@@ -218,6 +218,11 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "reasoningbank.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # agent-facing text without terminal escapes or bidi controls (docs/agent-api.md)
+    "DEFAULT_RENDERER_CLASSES": [
+        "reasoningbank.renderers.AgentJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "ReasoningBank API",

@@ -117,8 +117,9 @@ OPERATIONS = [
     ("memory_context", {"context": "You are a coding agent.", "min_confidence": 0.5}),
     ("session_code_report", {"session_id": "s-7", "commit": "3f786850e387550fdab836ed7e6dc881de23001b",
                              "status": "committed"}),
+    # a revert may tie a new commit at once (kept may not: below)
     ("session_code_report", {"session_id": "s-7", "commit": "3F786850E387550FDAB836ED7E6DC881DE23001B",
-                             "status": "kept"}),
+                             "status": "reverted"}),
 ]
 
 
@@ -229,6 +230,32 @@ async def test_a_misspelt_required_argument_is_named_with_the_missing_one_over_r
         "- query: is required.",
         "- querry: unknown argument 'querry' (did you mean 'query'?).",
     ]
+
+
+async def test_kept_after_the_commit_was_tied_answers_the_same_body_over_rest_and_mcp(app, orgs):
+    commit = "3F786850E387550FDAB836ED7E6DC881DE23001B"
+    tie = {"session_id": "s-7", "commit": commit.lower(), "status": "committed"}
+    kept = {"session_id": "s-7", "commit": commit, "status": "kept"}
+    await over_rest(app, orgs["rest"]["token"], "POST", "/api/v1/sessions/code-report", tie)
+    await over_mcp(app, orgs["mcp"]["token"], "session_code_report", tie)
+
+    status, rest_body = await over_rest(app, orgs["rest"]["token"], "POST", "/api/v1/sessions/code-report", kept)
+    result = await over_mcp(app, orgs["mcp"]["token"], "session_code_report", kept)
+
+    assert status == 200, rest_body
+    assert not result.is_error, result.content[0].text
+    assert rest_body["status"] == "kept" and rest_body["commit"] == commit.lower()
+    assert normalised(rest_body) == normalised(result.structured_content)
+
+
+async def test_kept_for_code_never_tied_is_the_same_conflict_over_rest_and_mcp(app, orgs):
+    arguments = {"session_id": "s-new", "commit": "89e6c98d92887913cadf06b2adb97f26cde4849b", "status": "kept"}
+    status, rest_body = await over_rest(app, orgs["rest"]["token"], "POST", "/api/v1/sessions/code-report", arguments)
+    result = await over_mcp(app, orgs["mcp"]["token"], "session_code_report", arguments)
+
+    assert (status, rest_body["code"], list(rest_body["errors"])) == (409, "conflict", ["commit"])
+    assert "is not tied to a session yet" in rest_body["detail"]
+    assert result.is_error and result.content[0].text.endswith(rest_body["detail"])
 
 
 # --- memory_ask: an LLM answers (respx-mocked real SDK), or its absence is the same error both ways ----
