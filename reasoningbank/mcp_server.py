@@ -74,7 +74,7 @@ class ReasoningBankMCPServer(MCPServer):
             # every tool in one span (the SDK's "tools/call" span around it continues a traceparent
             # from the request's params._meta); the arguments are the caller's content: never recorded
             with span(f"mcp.tool.{name}", **{"mcp.tool.name": name, "mcp.tool.arguments_count": len(arguments)}):
-                problems = await self._unknown_arguments(name, arguments)
+                problems = await self.arguments_check(name, arguments)
                 if problems:
                     raise ToolError(problems)
                 return _result_neutralise(await super().call_tool(name, arguments, context))
@@ -88,7 +88,7 @@ class ReasoningBankMCPServer(MCPServer):
             # the cause stays a ValidationError: the SDK then logs the rejected field names only
             raise ToolError(arguments_error_text(name, cause.errors(include_url=False))) from cause
 
-    async def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
+    async def arguments_check(self, name: str, arguments: dict[str, Any]) -> str | None:
         """The answer to a call naming arguments ``name`` does not declare (with the required ones it
         left out), or None. The advertised schema is the reference, whichever way the tool was made."""
         schema = next((tool.input_schema for tool in await super().list_tools() if tool.name == name), None)
