@@ -19,9 +19,15 @@ from accounts import throttling
 
 
 class AccountAdapter(DefaultAccountAdapter):
+    def get_client_ip(self, request: HttpRequest) -> str:
+        """allauth's per-address rate limits count the same address as every other limit: the
+        connection's client (``REMOTE_ADDR``, forwarded only behind ``TRUSTED_PROXIES``), never
+        allauth's own reading of ``X-Forwarded-For``."""
+        return throttling.request_client_address(request)
+
     def _throttle_keys(self, request: HttpRequest, credentials: dict[str, Any]) -> tuple[str, str]:
         login = credentials.get("email") or credentials.get("username") or ""
-        return throttling.login_account_key(str(login)), throttling.client_address(self.get_client_ip(request))
+        return throttling.login_account_key(str(login)), throttling.request_client_address(request)
 
     def pre_authenticate(self, request: HttpRequest, **credentials: Any) -> None:
         super().pre_authenticate(request, **credentials)  # allauth's per-address limits

@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from accounts.access import Principal, principal_for_token
 from accounts.oauth import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
 from accounts.throttling import Throttled as ThrottledAnswer
-from accounts.throttling import bearer_blocked, bearer_failure, client_address, token_authenticate_throttled
+from accounts.throttling import bearer_blocked, bearer_failure, request_client_address, token_authenticate_throttled
 from reasoningbank.request_context import request_principal_note
 
 
@@ -68,9 +68,23 @@ def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
     return principal
 
 
+# what the 401's challenge says went wrong (RFC 6750 §3.1), noted on the request by ``authenticate``
+BEARER_ERROR_ATTRIBUTE = "rb_bearer_error"
+
+
+def _refuse(request: Request, error: str, message: str) -> AuthenticationFailed:
+    setattr(request, BEARER_ERROR_ATTRIBUTE, error)
+    return AuthenticationFailed(message)
+
+
 class ApiTokenAuthentication(BaseAuthentication):
     """``Authorization: Bearer rb_...`` (an API token) or ``Bearer rbo_...`` (an OAuth access token
-    issued for the REST API, ``<issuer>/api/v1``). Missing → DRF's 401 with ``WWW-Authenticate``."""
+    issued for the REST API, ``<issuer>/api/v1``). Missing → DRF's 401 with ``WWW-Authenticate``.
+
+    The challenge follows RFC 6750 §3.1: a token that was sent but is unknown, expired, revoked or
+    minted for another resource → ``error="invalid_token"`` (a client then refreshes or signs in
+    again); a malformed ``Bearer`` header → ``error="invalid_request"``; no token at all, or another
+    scheme → no error code."""
 
     def authenticate(self, request: Request) -> tuple[Principal, Any] | None:
         from accounts.services_oauth import OAuthRefused
@@ -80,19 +94,25 @@ class ApiTokenAuthentication(BaseAuthentication):
             return None
         raw = bearer_token_from_header(header)
         if raw is None:
-            raise AuthenticationFailed("Malformed Authorization header; expected 'Bearer <token>'.")
-        address = client_address(request.META.get("REMOTE_ADDR"))
+            message = "Malformed Authorization header; expected 'Bearer <token>'."
+            scheme = header.split(maxsplit=1)[0].lower() if header.split() else b""
+            if scheme == b"bearer":
+                raise _refuse(request, "invalid_request", message)
+            raise AuthenticationFailed(message)  # another scheme: no bearer credentials were attempted
+        address = request_client_address(request)
         principal = bearer_authenticate(raw, address=address, resource=api_resource())
         if isinstance(principal, ThrottledAnswer):
             raise Throttled(wait=principal.retry_after, detail=principal.message)  # 429 with Retry-After
         if isinstance(principal, OAuthRefused):
-            raise AuthenticationFailed(principal.description)
+            raise _refuse(request, "invalid_token", principal.description)
         if principal is None:
-            raise AuthenticationFailed(invalid_token_message(raw))
+            raise _refuse(request, "invalid_token", invalid_token_message(raw))
         return principal, principal.token
 
     def authenticate_header(self, request: Request) -> str:
-        return bearer_challenge(realm="api", resource_path=API_RESOURCE_PATH)
+        return bearer_challenge(
+            realm="api", resource_path=API_RESOURCE_PATH, error=getattr(request, BEARER_ERROR_ATTRIBUTE, None)
+        )
 
 
 class ApiTokenAuthenticationScheme(OpenApiAuthenticationExtension):

@@ -24,7 +24,8 @@ from accounts.access import Principal
 from accounts.authentication import bearer_authenticate, bearer_token_from_header, invalid_token_message
 from accounts.models import ApiToken
 from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
-from accounts.throttling import Throttled, client_address
+from accounts.throttling import Throttled, scope_client_address
+from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body, oauth_error_body
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
 
 # The principal of the request being served: set by BearerTokenMiddleware, copied (like the SDK's
@@ -108,9 +109,8 @@ class BearerTokenMiddleware:
         if raw is None:
             await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <token>'.", error=None)
             return
-        client = scope.get("client") or (None, None)
         try:
-            authenticated = await anyio.to_thread.run_sync(_authenticate, raw, client_address(client[0]))
+            authenticated = await anyio.to_thread.run_sync(_authenticate, raw, scope_client_address(scope))
         except Exception as exc:  # a database that cannot be reached answers 503; anything else propagates
             if not database_unavailable(exc):
                 raise
@@ -136,8 +136,10 @@ class BearerTokenMiddleware:
             # The spec allows 405 here in every era; clients then just POST.
             await _send_json(
                 send, 405,
-                {"jsonrpc": "2.0", "id": None,
-                 "error": {"code": -32600, "message": "Method Not Allowed: this server offers no SSE stream; POST"}},
+                jsonrpc_error_body(
+                    JSONRPC_INVALID_REQUEST, "Method Not Allowed: this server offers no SSE stream; POST",
+                    "method_not_allowed",
+                ),
                 [(b"allow", b"POST")],
             )
             return
@@ -155,8 +157,10 @@ class BearerTokenMiddleware:
     async def _throttled(send: Send, throttled: Throttled) -> None:
         await _send_json(
             send, 429,
-            {"error": "too_many_requests",
-             "error_description": f"{throttled.message} Retry after {throttled.retry_after} seconds."},
+            oauth_error_body(
+                "too_many_requests", f"{throttled.message} Retry after {throttled.retry_after} seconds.",
+                code="throttled",
+            ),
             [(b"retry-after", str(throttled.retry_after).encode()), (b"cache-control", b"no-store")],
         )
 
@@ -164,7 +168,9 @@ class BearerTokenMiddleware:
     async def _unauthorized(send: Send, description: str, error: str | None = "invalid_token") -> None:
         challenge = bearer_challenge(realm="mcp", resource_path=MCP_RESOURCE_PATH, error=error)
         await _send_json(
-            send, 401, {"error": "invalid_token", "error_description": description},
+            send, 401, oauth_error_body(
+                "invalid_token", description, code="authentication_failed" if error else "not_authenticated"
+            ),
             [(b"www-authenticate", challenge.encode()), (b"cache-control", b"no-store")],
         )
 

@@ -163,3 +163,62 @@ def redirect_uri_problem(uri: str) -> str | None:
     if scheme == "https" and not parts.hostname:
         return "has no host"
     return None
+
+
+# --- client metadata (Dynamic Client Registration, client metadata documents) -----------------------
+
+# RFC 7591 §2: URLs of web pages and keys about the client. Nothing here renders them today, but a
+# registration is a promise about the client, and a ``javascript:`` or ``data:`` "home page" is never
+# one a consent page or an admin should be handed: https only, with a host.
+CLIENT_METADATA_URI_FIELDS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
+
+
+def metadata_uri_problem(uri: Any) -> str | None:
+    """Why ``uri`` may not be one of the client's web page URLs, or None when it may (https, a host)."""
+    if not isinstance(uri, str):
+        return "must be a string"
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "is not a URI"
+    if parts.scheme.lower() != "https":
+        return "must be an https URL"
+    if not parts.hostname or any(char.isspace() for char in uri):
+        return "must be an https URL with a host"
+    if parts.username or parts.password:
+        return "must not hold a user name or password"
+    return None
+
+
+def client_metadata_uris_problem(data: dict[str, Any]) -> str | None:
+    """The first web page URL of the metadata this server refuses, as a sentence, or None."""
+    for name in CLIENT_METADATA_URI_FIELDS:
+        if name in data and data[name] is not None:
+            problem = metadata_uri_problem(data[name])
+            if problem:
+                return f"{name}: {problem}"
+    return None
+
+
+def client_metadata_problem(data: dict[str, Any]) -> tuple[str, str] | None:
+    """(RFC 7591 error code, description) for registration metadata this server refuses, or None:
+    only the authorization code grant (and refresh tokens) and the ``code`` response type, redirect
+    URIs under ``redirect_uri_problem``, web page URLs under ``metadata_uri_problem``."""
+    grant_types = data.get("grant_types", ["authorization_code"])
+    if isinstance(grant_types, list) and any(
+        grant not in ("authorization_code", "refresh_token") for grant in grant_types
+    ):
+        return "invalid_client_metadata", "grant_types: only authorization_code (and refresh_token) are supported"
+    response_types = data.get("response_types", ["code"])
+    if isinstance(response_types, list) and any(kind != "code" for kind in response_types):
+        return "invalid_client_metadata", "response_types: only code is supported"
+    uris = data.get("redirect_uris")
+    if isinstance(uris, list):
+        for uri in uris:
+            problem = redirect_uri_problem(uri) if isinstance(uri, str) else "is not a string"
+            if problem:
+                return "invalid_redirect_uri", f"redirect URI {uri!r} {problem}"
+    uri_problem = client_metadata_uris_problem(data)
+    if uri_problem:
+        return "invalid_client_metadata", uri_problem
+    return None

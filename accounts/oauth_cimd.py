@@ -19,6 +19,7 @@ Any failure makes the client unknown (``invalid_client``); nothing is stored.
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 import ssl
 import time
@@ -30,6 +31,9 @@ from django.conf import settings
 from django.core.cache import cache
 from oauth2_provider import cimd
 from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher
+
+from accounts.oauth import client_metadata_uris_problem
+from reasoningbank.json_limits import json_depth_exceeds, json_nul_field
 
 
 def _validate_url(client_id: str) -> SplitResult:
@@ -86,7 +90,23 @@ def resolve_addresses(hostname: str, port: int) -> list[str]:
 
 class RestrictedMetadataFetcher(SafeMetadataFetcher):
     """``CIMD_METADATA_FETCHER``: django-oauth-toolkit's hardened fetch, with this service's
-    development switches (http, internal addresses) and its own size and time limits."""
+    development switches (http, internal addresses) and its own size and time limits. The document is
+    held to the registration policy too: nested no deeper than ``JSON_MAX_DEPTH``, no NUL anywhere
+    (PostgreSQL cannot store it), web page URLs https only (``accounts.oauth.client_metadata_uris_problem``)."""
+
+    def _read_document(self, response: Any) -> tuple[dict[str, Any], int]:
+        try:
+            document, max_age = super()._read_document(response)
+        except RecursionError:  # nested too deeply for the parser: refused like any unusable document
+            raise CIMDError("client_id document is nested too deeply") from None
+        if json_depth_exceeds(json.dumps(document), int(settings.JSON_MAX_DEPTH)):
+            raise CIMDError("client_id document is nested too deeply")
+        if json_nul_field(document) is not None:
+            raise CIMDError("client_id document holds a NUL character")
+        problem = client_metadata_uris_problem(document)
+        if problem:
+            raise CIMDError(f"client_id document: {problem}")
+        return document, max_age
 
     def fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
         parts = _validate_url(client_id)

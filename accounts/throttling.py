@@ -67,7 +67,11 @@ class Throttled:
 
 def client_address(raw: str | None) -> str:
     """The address counters are kept for: IPv4 as is, IPv6 by its /64 (one host usually holds a
-    whole /64, so counting single IPv6 addresses would count nothing)."""
+    whole /64, so counting single IPv6 addresses would count nothing).
+
+    ``raw`` is always the connection's client as the ASGI guard left it (``REMOTE_ADDR`` in Django,
+    ``scope["client"]`` for ``/mcp``): the peer, or the forwarded client behind one of
+    ``TRUSTED_PROXIES`` (``reasoningbank/asgi_guards.py``), never a header read here."""
     try:
         address = ipaddress.ip_address((raw or "").strip())
     except ValueError:
@@ -77,6 +81,17 @@ def client_address(raw: str | None) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.IPv6Network(f"{address}/64", strict=False).network_address) + "/64"
     return str(address)
+
+
+def request_client_address(request: Any) -> str:
+    """The counted address of a Django request (every per-address limit of the dashboard and REST)."""
+    return client_address(request.META.get("REMOTE_ADDR"))
+
+
+def scope_client_address(scope: Any) -> str:
+    """The counted address of an ASGI request (the MCP endpoint)."""
+    client = scope.get("client") or (None, None)
+    return client_address(client[0])
 
 
 # --- the counter table ----------------------------------------------------------------------------

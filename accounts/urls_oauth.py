@@ -2,39 +2,46 @@
 (``oauth2_provider``), whose metadata and registration views reverse these names; only the routes
 this service uses are mounted (no application-management pages, no introspection, no OIDC). The
 endpoints a client fetches are open to browser-based clients at any origin (``cors_open``; the
-metadata views set the header themselves)."""
+metadata views set the header themselves). Every error answer but the authorization page's is JSON
+in the one error shape (``oauth_json_errors``; docs/security/http-hardening.md)."""
 
-from django.urls import path
+from django.urls import path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as dot_views
 
 from accounts import views_oauth
 from accounts.oauth import API_RESOURCE_PATH, MCP_RESOURCE_PATH
+from accounts.views_oauth import cors_open, oauth_json_errors
 
 app_name = "oauth2_provider"
 
 urlpatterns = [
     # RFC 8414 (issuer without a path: the document lives at the origin's well-known URI)
     path(
-        ".well-known/oauth-authorization-server", views_oauth.ServerMetadataView.as_view(), name="oauth-server-metadata"
+        ".well-known/oauth-authorization-server",
+        oauth_json_errors(views_oauth.ServerMetadataView.as_view()),
+        name="oauth-server-metadata",
     ),
     # RFC 9728, path form: the metadata of <issuer>/mcp and of <issuer>/api/v1
     path(
         ".well-known/oauth-protected-resource/mcp",
-        views_oauth.ProtectedResourceMetadataView.as_view(resource_path=MCP_RESOURCE_PATH),
+        oauth_json_errors(views_oauth.ProtectedResourceMetadataView.as_view(resource_path=MCP_RESOURCE_PATH)),
         name="oauth-resource-metadata-mcp",
     ),
     path(
         ".well-known/oauth-protected-resource/api/v1",
-        views_oauth.ProtectedResourceMetadataView.as_view(resource_path=API_RESOURCE_PATH),
+        oauth_json_errors(views_oauth.ProtectedResourceMetadataView.as_view(resource_path=API_RESOURCE_PATH)),
         name="oauth-resource-metadata-api",
     ),
     path("oauth/authorize/", views_oauth.ConsentView.as_view(), name="authorize"),
-    path("oauth/token/", views_oauth.cors_open(views_oauth.JsonTokenView.as_view()), name="token"),
-    path("oauth/revoke/", views_oauth.cors_open(dot_views.RevokeTokenView.as_view()), name="revoke-token"),
-    path("oauth/register/", views_oauth.cors_open(views_oauth.RegistrationView.as_view()), name="dcr-register"),
+    path("oauth/token/", cors_open(oauth_json_errors(views_oauth.JsonTokenView.as_view())), name="token"),
+    path("oauth/revoke/", cors_open(oauth_json_errors(dot_views.RevokeTokenView.as_view())), name="revoke-token"),
+    path("oauth/register/", cors_open(oauth_json_errors(views_oauth.RegistrationView.as_view())), name="dcr-register"),
     path(
         "oauth/register/<str:client_id>/",
-        dot_views.DynamicClientRegistrationManagementView.as_view(),
+        oauth_json_errors(views_oauth.RegistrationManagementView.as_view()),
         name="dcr-register-management",
     ),
+    # after every OAuth route: anything else under /oauth/ is a JSON 404 in the error shape
+    re_path(r"^oauth/", csrf_exempt(views_oauth.oauth_not_found), name="oauth-not-found"),
 ]

@@ -31,6 +31,7 @@ from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.forms import AllowForm
 from oauth2_provider.views import (
     AuthorizationView,
+    DynamicClientRegistrationManagementView,
     DynamicClientRegistrationView,
     OAuthProtectedResourceMetadataView,
     OAuthServerMetadataView,
@@ -41,11 +42,12 @@ from oauthlib.oauth2.rfc6749.errors import AccessDeniedError, CustomOAuth2Error
 from accounts.access import access_filter, access_get, principal_for_membership
 from accounts.decorators import org_view
 from accounts.models import Membership, OAuthConnection, Project
-from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, mcp_resource, redirect_uri_problem, resource_known
+from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
 from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
 from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
-from accounts.throttling import client_address, registration_throttled
+from accounts.throttling import registration_throttled, request_client_address
 from reasoningbank.errors import ServiceError
+from reasoningbank.http_errors import oauth_error_body
 
 SCOPE_HELP = {
     "memories:read": "search and read memories",
@@ -246,44 +248,89 @@ class JsonTokenView(TokenView):
 # --- dynamic client registration -------------------------------------------------------------------
 
 
+def _metadata_refusal(request: HttpRequest) -> JsonResponse | None:
+    """The registration body refused under this server's client policy, or None to let the library
+    judge the rest (a body that is not a JSON object included)."""
+    try:
+        data = json.loads(request.body or b"null")
+    except ValueError:  # RequestBodyGuardMiddleware has refused bodies too deep to parse
+        return None
+    if not isinstance(data, dict):
+        return None
+    problem = client_metadata_problem(data)
+    return _registration_error(*problem) if problem else None
+
+
 class RegistrationView(DynamicClientRegistrationView):
     """RFC 7591 registration, open to any client, for the authorization code grant only, with
-    redirect URIs this server accepts (``accounts.oauth.redirect_uri_problem``)."""
+    redirect URIs and web page URLs this server accepts (``accounts.oauth.client_metadata_problem``)."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         # counted before anything is read: registration is open to anyone, so without a limit one
         # address could fill the applications table (every attempt counts, valid or not)
-        throttled = registration_throttled(client_address(request.META.get("REMOTE_ADDR")))
+        throttled = registration_throttled(request_client_address(request))
         if throttled is not None:
             response = _registration_error("too_many_requests", throttled.message, status=429)
             response["Retry-After"] = str(throttled.retry_after)
             return response
-        try:
-            data = json.loads(request.body or b"null")
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            grant_types = data.get("grant_types", ["authorization_code"])
-            if isinstance(grant_types, list) and any(
-                grant not in ("authorization_code", "refresh_token") for grant in grant_types
-            ):
-                return _registration_error(
-                    "invalid_client_metadata", "grant_types: only authorization_code (and refresh_token) are supported"
-                )
-            response_types = data.get("response_types", ["code"])
-            if isinstance(response_types, list) and any(kind != "code" for kind in response_types):
-                return _registration_error("invalid_client_metadata", "response_types: only code is supported")
-            uris = data.get("redirect_uris")
-            if isinstance(uris, list):
-                for uri in uris:
-                    problem = redirect_uri_problem(uri) if isinstance(uri, str) else "is not a string"
-                    if problem:
-                        return _registration_error("invalid_redirect_uri", f"redirect URI {uri!r} {problem}")
-        return super().post(request, *args, **kwargs)
+        return _metadata_refusal(request) or super().post(request, *args, **kwargs)
+
+
+class RegistrationManagementView(DynamicClientRegistrationManagementView):
+    """RFC 7592 client configuration: an update (PUT, with the registration access token) is held to
+    the same policy as a registration."""
+
+    def put(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # the policy is public (the open registration endpoint applies it to anyone), so a refusal
+        # may come before the token is checked
+        return _metadata_refusal(request) or super().put(request, *args, **kwargs)
 
 
 def _registration_error(error: str, description: str, status: int = 400) -> JsonResponse:
-    return JsonResponse({"error": error, "error_description": description}, status=status)
+    code = "throttled" if status == 429 else None
+    return JsonResponse(oauth_error_body(error, description, code=code), status=status)
+
+
+# --- one error shape --------------------------------------------------------------------------------
+
+_STATUS_ERRORS = {401: "invalid_client", 404: "not_found", 405: "invalid_request", 429: "too_many_requests"}
+
+
+def oauth_json_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Every error answer of a client-facing OAuth endpoint in the one error shape
+    (``reasoningbank/http_errors.py``): RFC 6749's ``error`` / ``error_description`` — what OAuth
+    clients read, as the library writes them — and ``detail`` / ``code`` / ``errors``, as the REST API
+    answers. An error the library answered without a JSON body (a 405, say) gets one."""
+
+    @wraps(view)  # keeps the view's csrf_exempt
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        if response.status_code < 400 or getattr(response, "streaming", False):
+            return response
+        try:
+            data = json.loads(response.content) if response.content[:1] == b"{" else None
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("error"), str):
+            if {"detail", "code", "errors"} <= data.keys():
+                return response
+            # the library's members (state, ...) as they are, the shape's three keys added
+            body = {**oauth_error_body(data["error"], str(data.get("error_description") or data["error"])), **data}
+        else:
+            error = _STATUS_ERRORS.get(response.status_code, "invalid_request")
+            body = oauth_error_body(error, response.reason_phrase or error)
+        shaped = JsonResponse(body, status=response.status_code)
+        for header, value in response.items():
+            if header.lower() not in ("content-type", "content-length"):
+                shaped[header] = value
+        return shaped
+
+    return wrapped
+
+
+def oauth_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Any other URL under ``/oauth/``: a JSON 404 in the error shape rather than the HTML page."""
+    return JsonResponse(oauth_error_body("not_found", f"No OAuth endpoint at {request.path!r}."), status=404)
 
 
 # --- CORS for browser-based clients ----------------------------------------------------------------

@@ -133,8 +133,8 @@ class ImportRequestSerializer(StrictSerializer):
     )
     text = StrictCharField(
         trim_whitespace=False,
-        help_text="the file's text; at most IMPORT_MAX_BYTES bytes of UTF-8 (1 MiB unless configured): import "
-        "larger files with manage.py import_memories",
+        help_text="the file's text; at most IMPORT_MAX_BYTES bytes of UTF-8 (1 MiB unless configured; a 413 "
+        "above): import larger files with manage.py import_memories",
     )
     project = StrictCharField(
         required=False,
@@ -191,7 +191,7 @@ class ImportView(OrgAPIView):
             "only. The import is audited. Needs `admin`."
         ),
         request=ImportRequestSerializer,
-        responses={200: ImportResultSerializer, **error_responses(400, 401, 403, 404, 415)},
+        responses={200: ImportResultSerializer, **error_responses(400, 401, 403, 404, 413, 415)},
     )
     def post(self, request: Request) -> Response:
         data = ImportRequestSerializer(data=request.data)

@@ -28,6 +28,7 @@ from typing import Any
 
 from memories.confidence import INITIAL_EXPLICIT, confidence_prior
 from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
+from reasoningbank.json_limits import JSON_MAX_DEPTH_DEFAULT, json_depth_exceeds
 
 FORMAT = "reasoningbank-export"
 VERSION = 1
@@ -456,7 +457,11 @@ def _reject_constant(name: str) -> Any:
 
 
 def json_line_load(text: str) -> Any:
-    """One line's JSON (NaN and Infinity refused: they are not JSON)."""
+    """One line's JSON (NaN and Infinity refused: they are not JSON; nesting deeper than
+    ``JSON_MAX_DEPTH_DEFAULT`` refused before the parser recurses into it: no line of the format nests
+    more than a few levels, and Python's parser fails with a RecursionError near a thousand)."""
+    if json_depth_exceeds(text, JSON_MAX_DEPTH_DEFAULT):
+        raise ValueError(f"nested deeper than {JSON_MAX_DEPTH_DEFAULT} levels of arrays and objects")
     return json.loads(text, parse_constant=_reject_constant)
 
 

@@ -51,7 +51,7 @@ from memories.selectors_transfer import transfer_admin_require
 from memories.services import _embed, memory_embedding_text, memory_limit_check
 from memories.services_summaries import summary_embedding_text
 from reasoningbank.ai.embedders import embedder_from_settings
-from reasoningbank.errors import InvalidInput, LimitExceeded, PlanRequired
+from reasoningbank.errors import InvalidInput, LimitExceeded, PlanRequired, TooLarge
 from reasoningbank.scrubbing import scrub_secrets
 
 FORMATS = ("reasoningbank", *SOURCE_FORMATS)
@@ -181,7 +181,7 @@ def bank_import(
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)} (got {fmt!r})", field="format")
     target = transfer_admin_require(principal, project, action="import")
     if max_bytes is not None and isinstance(source, str) and len(source.encode("utf-8")) > max_bytes:
-        raise InvalidInput(
+        raise TooLarge(
             f"the text is {len(source.encode('utf-8'))} bytes; this endpoint imports at most {max_bytes} "
             "(IMPORT_MAX_BYTES): import larger files with manage.py import_memories",
             field="text",

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers, status
@@ -20,6 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from reasoningbank.errors import ServiceError
+from reasoningbank.http_errors import error_body as http_error_body
+from reasoningbank.http_errors import refusal_body
 
 NON_FIELD = "non_field_errors"
 
@@ -56,7 +59,26 @@ def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonRespon
 
 
 def error_body(detail: str, code: str, errors: dict[str, list[str]]) -> dict[str, Any]:
-    return {"detail": detail, "code": code, "errors": errors}
+    return http_error_body(detail, code, errors)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: under ``/api/``, ``/oauth/`` and ``/mcp`` a JSON 500 in the error shape (an
+    API client cannot read Django's HTML page), elsewhere Django's page. The traceback is logged as
+    always: a 500 is a bug to fix, never an answer to bad input."""
+    body = refusal_body(request.path_info, "Internal server error.", "server_error", oauth_error="server_error")
+    if body is None:
+        return defaults.server_error(request)
+    return JsonResponse(body, status=500)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler400`` (Django's suspicious requests: a Host not allowed, a malformed body it could not
+    read): the same split as ``server_error``."""
+    body = refusal_body(request.path_info, "Bad request.", "bad_request")
+    if body is None:
+        return defaults.bad_request(request, exception)
+    return JsonResponse(body, status=400)
 
 
 def field_errors(data: Any) -> dict[str, list[str]]:
@@ -104,7 +126,8 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, "
         "permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, "
-        "unsupported_media_type, throttled, database_unavailable; for operations that ask an LLM: "
+        "unsupported_media_type, throttled, too_large, length_required, database_unavailable; for operations "
+        "that ask an LLM: "
         "llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502)"
     )
     errors = serializers.DictField(
@@ -120,6 +143,7 @@ ERROR_DESCRIPTIONS = {
     403: "The token lacks the scope this operation needs, or the organization's plan lacks the feature.",
     404: "No such object within the token's reach (another organization's objects are reported the same way).",
     409: "The request conflicts with the object's current state.",
+    413: "The body (or the file in it) is larger than this endpoint accepts (`code` `too_large`).",
     415: "The body is not `application/json`.",
     422: (
         "The body had the right shape but the write gate refused its content (nothing reusable in it): "

@@ -2,7 +2,11 @@
 
 * ``lifespan`` → the MCP app (its lifespan runs the SDK's session manager; Django has none),
 * ``/mcp`` and ``/mcp/`` → the MCP app (Host/Origin checks, bearer token, SDK Streamable HTTP),
-* everything else → Django.
+* everything else → Django;
+
+all of it behind ``TrustedProxyASGI`` (the client's address, from ``X-Forwarded-For`` only behind
+``TRUSTED_PROXIES``) and ``BodyLimitASGI`` (413 before an over-size body is read; a chunked body
+read and handed on with its length), ``reasoningbank/asgi_guards.py``.
 
 ``build_application()`` returns a fresh one (a session manager runs once per instance, so tests
 build one each); ``application`` is the instance uvicorn serves (``reasoningbank.asgi:application``).
@@ -11,6 +15,7 @@ build one each); ``application`` is the instance uvicorn serves (``reasoningbank
 from __future__ import annotations
 
 import os
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -19,6 +24,7 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
 _django_app = get_asgi_application()  # sets Django up before the MCP server imports models
 
+from reasoningbank.asgi_guards import BodyLimitASGI, TrustedProxyASGI  # noqa: E402
 from reasoningbank.mcp_server import MCP_PATH, build_mcp_app  # noqa: E402
 from reasoningbank.tracing import asgi_wrap, flush  # noqa: E402
 
@@ -32,7 +38,7 @@ class ReasoningBankASGI:
         self.django_app = django_app
         self.mcp_app = mcp_app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "lifespan":
             await self.mcp_app(scope, receive, _flushing_traces_at_shutdown(send))
@@ -65,7 +71,7 @@ def _flushing_traces_at_shutdown(send: Any) -> Any:
     return send_after_flush
 
 
-def _route_path(scope: dict[str, Any]) -> str:
+def _route_path(scope: MutableMapping[str, Any]) -> str:
     path: str = scope.get("path", "")
     root = scope.get("root_path", "")
     if root and path.startswith(root):
@@ -73,11 +79,11 @@ def _route_path(scope: dict[str, Any]) -> str:
     return path
 
 
-def build_application() -> ReasoningBankASGI:
+def build_application() -> Any:
     """A fresh composed app with its own MCP server and session manager."""
     # /mcp behind the ASGI instrumentation when tracing is on (Django's own requests get theirs from
     # its middleware, reasoningbank.tracing): an incoming traceparent header is continued there too
-    return ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app()))
+    return TrustedProxyASGI(BodyLimitASGI(ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app()))))
 
 
 application = build_application()

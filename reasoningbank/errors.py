@@ -34,6 +34,13 @@ class Rejected(InvalidInput):
     status = 422
 
 
+class TooLarge(InvalidInput):
+    """Input over a size limit of this service (a body, a file): 413, ``code`` ``too_large``."""
+
+    code = "too_large"
+    status = 413
+
+
 class NotFound(ServiceError):
     code = "not_found"
     status = 404

@@ -6,13 +6,15 @@
   ``build_mcp_app()`` runs.
 * ``build_mcp_app()`` returns the ASGI app for ``/mcp``: Host/Origin checks (the same hosts as
   Django's ``ALLOWED_HOSTS``) → ``BearerTokenMiddleware`` (``ApiToken`` lookup, 401 otherwise) →
-  the SDK's ``AuthContextMiddleware`` → the SDK's Streamable HTTP app (stateless, JSON responses,
+  ``JsonDepthASGI`` (a body nested deeper than ``JSON_MAX_DEPTH`` is a 400) → the SDK's
+  ``AuthContextMiddleware`` → the SDK's Streamable HTTP app (stateless, JSON responses,
   both protocol eras). Its lifespan runs the SDK session manager, once per instance.
 * This module is the composition: the tools live in their apps (``memories/mcp_tools.py``,
   ``consolidation/mcp_tools.py``), the registry and ``service_errors`` in the kernel
   (``reasoningbank/mcp_registry.py``), bearer authentication in ``accounts/mcp_auth.py``.
 """
 
+import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,7 +31,9 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.mcp_auth import BearerTokenMiddleware
+from reasoningbank.asgi_guards import JsonDepthASGI
 from reasoningbank.contracts import name_shown, unknown_name_errors
+from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body
 from reasoningbank.mcp_errors import JsonRpcIdMiddleware, arguments_error_text
 from reasoningbank.mcp_registry import tool_registrars
 from reasoningbank.request_context import RequestContextASGI
@@ -191,12 +195,14 @@ def _origin_trusted(origin: str, trusted: list[str]) -> bool:
     return False
 
 
-async def _send_plain(send: Send, status: int, text: str) -> None:
+async def _send_refusal(send: Send, status: int, text: str, code: str) -> None:
+    """JSON in the error shape, with a JSON-RPC error for MCP clients (reasoningbank/http_errors.py)."""
+    body = json.dumps(jsonrpc_error_body(JSONRPC_INVALID_REQUEST, text, code)).encode()
     await send(
         {"type": "http.response.start", "status": status,
-         "headers": [(b"content-type", b"text/plain; charset=utf-8")]}
+         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]}
     )
-    await send({"type": "http.response.body", "body": text.encode()})
+    await send({"type": "http.response.body", "body": body})
 
 
 class HostOriginMiddleware:
@@ -226,11 +232,11 @@ class HostOriginMiddleware:
         headers = {k.lower(): v for k, v in scope.get("headers", ())}
         host = headers.get(b"host", b"").decode("latin-1")
         if not self._host_ok(host):
-            await _send_plain(send, 421, "Invalid Host header")
+            await _send_refusal(send, 421, "Invalid Host header", "invalid_host")
             return
         origin = headers.get(b"origin", b"").decode("latin-1")
         if origin and not self._origin_ok(origin):
-            await _send_plain(send, 403, "Invalid Origin header")
+            await _send_refusal(send, 403, "Invalid Origin header", "invalid_origin")
             return
         await self.app(scope, receive, send)
 
@@ -250,8 +256,10 @@ def build_mcp_app(server: MCPServer | None = None) -> ASGIApp:
         stateless_http=True,
         transport_security=transport_security_settings(),
     )
-    # JsonRpcIdMiddleware after authentication: an anonymous body is never parsed; the request
-    # context (request id, then the org and token prefix authentication notes) around everything
+    # JsonDepthASGI and JsonRpcIdMiddleware after authentication: an anonymous body is never parsed;
+    # the request context (request id, then the org and token prefix authentication notes) around everything
     return RequestContextASGI(
-        HostOriginMiddleware(BearerTokenMiddleware(AuthContextMiddleware(JsonRpcIdMiddleware(starlette_app))))
+        HostOriginMiddleware(
+            BearerTokenMiddleware(JsonDepthASGI(AuthContextMiddleware(JsonRpcIdMiddleware(starlette_app))))
+        )
     )

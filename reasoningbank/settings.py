@@ -20,6 +20,7 @@ from reasoningbank.env import (
     env_list,
     env_str,
 )
+from reasoningbank.json_limits import JSON_MAX_DEPTH_DEFAULT
 from reasoningbank.logging_json import log_level_number
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -82,6 +83,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # NUL in a path or query → 404/400 before any view or query (PostgreSQL rejects NUL in text)
     "reasoningbank.middleware_guards.NulByteGuardMiddleware",
+    # a body too large (413), too deeply nested (400), holding NUL (400) or chunked without a length
+    # (411) is refused before anything parses it (docs/security/http-hardening.md)
+    "reasoningbank.middleware_guards.RequestBodyGuardMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -257,6 +261,19 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# --- Client addresses (reasoningbank/asgi_guards.py) -------------------------------------------
+# X-Forwarded-For (and X-Forwarded-Proto) are believed only from these proxies (addresses or networks,
+# e.g. 127.0.0.1,10.0.0.0/8); empty: never, and the connection's peer is the client. Every per-address
+# limit below counts the address this yields (docs/security/http-hardening.md).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+for _proxy in TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"TRUSTED_PROXIES must be comma-separated addresses or CIDRs such as 10.0.0.0/8, got {_proxy!r}"
+        ) from None
+
 # --- Abuse limits (accounts/throttling.py, accounts/adapter.py) -----------------------------
 # Shared by every web worker process: failed bearer tokens and logins are counted in the table
 # rb_throttle, allauth's rate limits live in the database cache rb_cache (migration accounts/0003).
@@ -401,8 +418,21 @@ SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum
 # --- Export / import (issue 18 item 4, memories/export_format.py) ----------------------------------
 # the largest text POST /api/v1/import takes (UTF-8 bytes); larger files go through manage.py import_memories
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=256 * 1024 * 1024)
-# Django refuses a larger request body before any view runs: room for the text's JSON escaping
-DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, 2 * IMPORT_MAX_BYTES)
+
+# --- Request limits (reasoningbank/middleware_guards.py, reasoningbank/asgi_guards.py) -----------------
+# A larger request body is answered 413 before it is read (JSON in the error shape under /api/, /oauth/
+# and /mcp); the import endpoint takes a whole file: room for IMPORT_MAX_BYTES of text and its JSON
+# escaping. Django's own limit is the largest of them, so it never answers first (with an HTML 400). The
+# default leaves room for a session trace of SESSION_TRACE_MAX_BYTES, JSON-escaped, on REST and MCP.
+REQUEST_MAX_BYTES = env_int(
+    "REQUEST_MAX_BYTES", max(2_621_440, 2 * SESSION_TRACE_MAX_BYTES + 64 * 1024), minimum=64 * 1024,
+    maximum=256 * 1024 * 1024,
+)
+REQUEST_MAX_BYTES_BY_PATH = {"/api/v1/import": max(REQUEST_MAX_BYTES, 2 * IMPORT_MAX_BYTES)}
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(REQUEST_MAX_BYTES, *REQUEST_MAX_BYTES_BY_PATH.values())
+# JSON nested deeper than this (arrays and objects) is refused with a 400 before any parser recurses
+# into it; nothing this service reads nests more than a few levels (docs/security/http-hardening.md)
+JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", JSON_MAX_DEPTH_DEFAULT, minimum=8, maximum=512)
 
 # --- The write gate (issue 17 item 5, memories/gate.py) ---------------------------------------
 # content shorter than this (secrets removed) carries no reusable lesson: refused on every write path
@@ -517,8 +547,8 @@ WORKER_HEARTBEAT_STALE_AFTER = env_duration("WORKER_HEARTBEAT_STALE_AFTER", "3m"
 WORKER_STARTUP_GRACE = env_duration("WORKER_STARTUP_GRACE", "2m")
 QUEUE_STALLED_AFTER = env_duration("QUEUE_STALLED_AFTER", "5m")
 
-# /metrics (reasoningbank/views.py): served to these client networks (REMOTE_ADDR, which uvicorn takes
-# from X-Forwarded-For only for FORWARDED_ALLOW_IPS), or to any address with
+# /metrics (reasoningbank/views.py): served to these client networks (REMOTE_ADDR: the client's address,
+# from X-Forwarded-For only behind one of TRUSTED_PROXIES), or to any address with
 # "Authorization: Bearer <METRICS_TOKEN>" when that is set. Empty networks: the token only.
 METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.1/32", "::1/128"])
 for _network in METRICS_ALLOWED_NETWORKS:

@@ -33,3 +33,7 @@ urlpatterns = [
     path("", include("consolidation.urls_dashboard")),
     path("system/", system_page, name="system-status"),
 ]
+
+# a 500 or a suspicious request under /api/, /oauth/ or /mcp answers JSON in the error shape
+handler500 = "reasoningbank.api_errors.server_error"
+handler400 = "reasoningbank.api_errors.bad_request"

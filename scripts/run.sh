@@ -113,9 +113,10 @@ echo "==> starting worker and web"
 spawn_group .venv/bin/python manage.py qcluster
 worker=$!
 # uvicorn's own lines in the same format as the app's (JSON unless DEBUG or LOG_FORMAT=plain); the
-# app writes one access line per request itself, with its request id, org and token prefix
+# app writes one access line per request itself, with its request id, org and token prefix. No proxy
+# headers: the app believes X-Forwarded-For only from TRUSTED_PROXIES (reasoningbank/asgi_guards.py)
 spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
-  --workers "${WEB_WORKERS:-1}" --no-access-log --timeout-graceful-shutdown 10 \
+  --workers "${WEB_WORKERS:-1}" --no-access-log --no-proxy-headers --timeout-graceful-shutdown 10 \
   --log-config reasoningbank/uvicorn_logging.json
 web=$!
 printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"

@@ -135,3 +135,31 @@ def test_a_document_with_a_secret_is_refused(
     url = documents.publish("/clients/secret.json", token_endpoint_auth_method="client_secret_basic")
     assert alice_web.get(Flow(url).authorize_url()).status_code in (400, 401)
     assert not Application.objects.filter(client_id=url).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        ("javascript-logo", {"logo_uri": "javascript:alert(1)"}),
+        ("nul-name", {"client_name": "Metadata\x00client"}),
+    ],
+)
+def test_a_document_breaking_the_registration_policy_is_refused_quietly(
+    cast: Any, development: None, documents: DocumentServer, alice_web: Client, name: str, overrides: Any, caplog: Any
+) -> None:
+    url = documents.publish(f"/clients/{name}.json", **overrides)
+    assert alice_web.get(Flow(url).authorize_url()).status_code in (400, 401)
+    assert not Application.objects.filter(client_id=url).exists()
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []  # no traceback logged
+
+
+def test_a_document_nested_too_deeply_is_refused_quietly(
+    cast: Any, development: None, documents: DocumentServer, alice_web: Client, caplog: Any
+) -> None:
+    url = documents.base + "/clients/deep.json"
+    document = json.dumps({"client_id": url, "client_name": "Deep", "redirect_uris": [REDIRECT_URI]})
+    deep = document[:-1] + ', "extra": ' + "[" * 3000 + "]" * 3000 + "}"
+    documents.documents["/clients/deep.json"] = (200, "application/json", deep.encode())
+    assert alice_web.get(Flow(url).authorize_url()).status_code in (400, 401)
+    assert not Application.objects.filter(client_id=url).exists()
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

@@ -113,6 +113,66 @@ def test_registrations_from_one_address_are_limited_with_429_and_retry_after(set
     assert register(Client(REMOTE_ADDR="203.0.113.9")).status_code == 201
 
 
+# --- client metadata: web page URLs are https ------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["client_uri", "logo_uri", "tos_uri", "policy_uri"])
+@pytest.mark.parametrize(
+    "uri", ["javascript:alert(document.cookie)", "data:text/html,<script>alert(1)</script>", "http://agent.example/"]
+)
+def test_registration_refuses_web_page_urls_that_are_not_https(field: str, uri: str) -> None:
+    response = register(Client(), **{field: uri})
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+    assert response.json()["error_description"] == f"{field}: must be an https URL"
+    assert not Application.objects.exists()
+
+
+def test_registration_accepts_https_web_page_urls() -> None:
+    response = register(
+        Client(),
+        client_uri="https://agent.example/",
+        logo_uri="https://agent.example/logo.png",
+        tos_uri="https://agent.example/terms",
+        policy_uri="https://agent.example/privacy",
+    )
+    assert response.status_code == 201
+
+
+def test_an_update_of_a_registration_is_held_to_the_same_policy() -> None:
+    created = register(Client()).json()
+    response = Client().put(
+        f"/oauth/register/{created['client_id']}/",
+        data={"client_name": "Renamed", "redirect_uris": created["redirect_uris"], "logo_uri": "javascript:alert(1)",
+              "token_endpoint_auth_method": "none"},
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {created['registration_access_token']}",
+    )  # fmt: skip
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+    assert Application.objects.get(client_id=created["client_id"]).name == "Test agent"
+
+
+# --- one error shape ---------------------------------------------------------------------------------
+
+
+def test_token_endpoint_errors_carry_the_rfc_members_and_the_error_shape(client_id: str) -> None:
+    response = Client().post(
+        "/oauth/token/",
+        {"grant_type": "authorization_code", "client_id": client_id, "code": "nope", "code_verifier": "x" * 50,
+         "redirect_uri": "http://127.0.0.1:38111/callback"},
+    )  # fmt: skip
+    body = response.json()
+    assert response.status_code == 400 and body["error"] == "invalid_grant"
+    assert body["code"] == "invalid_grant" and body["errors"] == {} and body["detail"]
+
+
+def test_an_unknown_oauth_path_and_a_wrong_method_are_json_in_the_error_shape() -> None:
+    unknown = Client().post("/oauth/nothing-here/")
+    wrong_method = Client().get("/oauth/token/")
+    assert unknown.status_code == 404 and unknown.json()["code"] == "not_found" and unknown.json()["error"]
+    assert wrong_method.status_code == 405 and {"error", "detail", "code", "errors"} <= wrong_method.json().keys()
+
+
 # --- the scheduled cleanup (django-oauth-toolkit's cleartokens) ------------------------------------
 
 

@@ -1,9 +1,13 @@
-"""run.sh as a user starts it: web, worker and database up, and no debug pages served."""
+"""run.sh as a user starts it: web, worker and database up, no debug pages served, the client's address
+its own (not a header's), and a chunked request body read."""
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 
+from tests.e2e.conftest import Setup
 from tests.e2e.harness import Service, describe
 
 
@@ -18,3 +22,29 @@ def test_run_sh_serves_no_debug_pages_when_debug_is_not_set(service: Service) ->
     assert response.status_code == 404
     # Django's technical 404 (DEBUG on) lists the URLconf's patterns to anyone who asks
     assert "URLconf" not in response.text and "DEBUG = True" not in response.text, response.text[:500]
+
+
+def test_x_forwarded_for_from_a_local_client_is_not_believed(service: Service) -> None:
+    """uvicorn used to take the client's address from X-Forwarded-For whenever the peer was 127.0.0.1, so
+    any local client named its own address (and every failure counted a fresh one against the
+    per-address limits). /metrics is served to loopback only: it shows which address the app sees."""
+    response = httpx2.get(f"{service.url}/metrics", headers={"X-Forwarded-For": "203.0.113.9"}, timeout=10)
+    assert response.status_code == 200, response.text[:300]
+
+
+def test_a_chunked_body_is_read_not_taken_as_empty(service: Service, acme: Setup) -> None:
+    body = json.dumps(
+        {
+            "title": "Chunked bodies reach the view",
+            "description": "When a client streams its request body",
+            "content": "A request sent with Transfer-Encoding: chunked and no Content-Length is read whole.",
+            "outcome": "success",
+        }
+    ).encode()
+    response = httpx2.post(
+        f"{service.url}/api/v1/memories",
+        content=iter([body[:50], body[50:]]),  # an iterator: sent chunked, without a length
+        headers={"Authorization": f"Bearer {acme.project_token}", "Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert response.status_code == 201, response.text[:300]

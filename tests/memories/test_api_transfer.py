@@ -176,14 +176,14 @@ def test_a_claude_md_dry_run_reports_without_writing(cast, token_client):
     assert not Memory.objects.exists()
 
 
-def test_a_text_above_the_limit_is_a_400_pointing_at_the_command(cast, token_client, settings):
+def test_a_text_above_the_limit_is_a_413_pointing_at_the_command(cast, token_client, settings):
     settings.IMPORT_MAX_BYTES = 1024
 
     response = token_client(cast.org_a, scopes=ADMIN).post(
         "/api/v1/import", {"text": "x" * 2000, "format": "claude-md"}, format="json"
     )
 
-    assert response.status_code == 400
+    assert response.status_code == 413 and response.json()["code"] == "too_large"
     assert list(response.json()["errors"]) == ["text"] and "import_memories" in response.json()["detail"]
 
 

@@ -83,6 +83,21 @@ def test_a_bad_file_lists_its_problems_and_imports_nothing(cast, tmp_path: Path)
     assert not Memory.objects.exists()
 
 
+@pytest.mark.parametrize("fmt", ["reasoningbank", "mem0"])
+def test_a_line_nested_a_thousand_deep_is_a_clear_problem_not_a_recursion_error(cast, tmp_path: Path, fmt):
+    path = tmp_path / "deep.jsonl"
+    deep = '{"type":"memory","id":"m1","title":"t","content":' + "[" * 1000 + "]" * 1000 + "}"
+    path.write_text('{"type":"header","format":"reasoningbank-export","version":1}\n' + deep + "\n")
+    err = StringIO()
+
+    with pytest.raises(CommandError) as caught:
+        call_command("import_memories", "acme", str(path), "--format", fmt, "--project", "web-app", stderr=err)
+
+    assert "nothing was imported" in str(caught.value)
+    assert "line 2" in err.getvalue() and "nested deeper than 64 levels" in err.getvalue()
+    assert not Memory.objects.exists()
+
+
 def test_a_claude_md_and_a_mem0_export_come_in_with_their_format(cast, tmp_path: Path):
     claude = tmp_path / "CLAUDE.md"
     claude.write_text("# Shop\n\n## Style\n- Prefer small pull requests\n- Name branches after the ticket\n")

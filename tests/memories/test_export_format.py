@@ -106,6 +106,15 @@ def test_nan_and_infinity_are_not_json():
     assert caught.value.error.where == "line 4" and "not valid JSON" in caught.value.error.message
 
 
+def test_a_line_nested_too_deeply_is_refused_before_the_parser_recurses():
+    deep = '{"type": "memory", "id": "m", "title": "t", "content": ' + "[" * 5000 + "]" * 5000 + "}"
+    with pytest.raises(ef.LineErrorRaised) as caught:
+        ef.line_parse("line 9", deep, VOCAB, now=NOW)
+
+    assert caught.value.error.where == "line 9"
+    assert "nested deeper than 64 levels of arrays and objects" in caught.value.error.message
+
+
 def test_a_valid_file_counts_what_it_holds_and_gives_every_memory_a_new_id():
     checker, errors = check(
         HEADER,

@@ -78,3 +78,166 @@ async def test_under_asgi_as_served_a_nul_path_is_a_404_and_a_nul_query_a_400(mo
     assert rest.status_code == 404 and rest.json()["code"] == "not_found"
     assert page.status_code == 404
     assert query.status_code == 400 and query.json()["errors"] == {"tag": ["must not contain NUL characters"]}
+
+
+# --- the body (issue: deep JSON, NUL and size limits answered 4xx in the error shape) ------------------
+
+DEEP = ('{"a":' * 1000 + "1" + "}" * 1000).encode()
+SHAPE = {"detail", "code", "errors"}
+# every REST endpoint the red team saw answer a 500 to deep JSON, and the open registration endpoint
+DEEP_PATHS = [
+    "/api/v1/memories",
+    "/api/v1/memories/search",
+    "/api/v1/memories/context",
+    "/api/v1/import",
+    "/oauth/register/",
+]
+
+
+def _server_errors(caplog) -> list[str]:
+    return [record.getMessage() for record in caplog.records if record.levelname in ("ERROR", "CRITICAL")]
+
+
+@pytest.mark.parametrize("path", DEEP_PATHS)
+def test_json_nested_a_thousand_deep_is_a_json_400_in_the_error_shape_never_a_500(
+    cast, token_client, path, caplog
+):
+    client = token_client(cast.org_a, scopes=["memories:read", "memories:write", "admin"])
+    response = client.post(path, DEEP, content_type="application/json")
+    assert response.status_code == 400
+    body = response.json()
+    assert SHAPE <= body.keys() and body["code"] == "parse_error" and "64 levels" in body["detail"]
+    if path.startswith("/oauth/"):  # what an OAuth client reads (RFC 7591)
+        assert body["error"] == "invalid_client_metadata" and body["error_description"] == body["detail"]
+    assert _server_errors(caplog) == []
+
+
+def test_json_just_within_the_nesting_limit_still_reaches_the_view(cast, token_client):
+    nested = "[" * 63 + "]" * 63
+    response = token_client(cast.org_a).post(
+        "/api/v1/memories/search", f'{{"query": "pytest", "tags": {nested}}}', content_type="application/json"
+    )
+    assert response.status_code == 400 and response.json()["code"] == "invalid"  # the view judged it
+    assert "tags" in response.json()["errors"]
+
+
+def test_the_nesting_limit_is_a_setting(cast, token_client, settings):
+    settings.JSON_MAX_DEPTH = 8
+    response = token_client(cast.org_a).post(
+        "/api/v1/memories/search", '{"query": [[[[[[[[["x"]]]]]]]]]}', content_type="application/json"
+    )
+    assert response.status_code == 400 and response.json()["code"] == "parse_error" and "8 levels" in response.json()[
+        "detail"
+    ]
+
+
+def test_a_nul_in_a_json_field_is_a_400_naming_the_field(cast, token_client):
+    response = token_client(cast.org_a).post(
+        "/api/v1/memories/search", b'{"query": "py\\u0000test"}', content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "detail": "Invalid input: query: must not contain NUL characters",
+        "code": "invalid",
+        "errors": {"query": ["must not contain NUL characters"]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "field", "error"),
+    [
+        ("/oauth/token/", {"grant_type": "authorization_code", "client_id": "a\x00b", "code": "x"}, "client_id",
+         "invalid_request"),
+        ("/oauth/revoke/", {"client_id": "a\x00b", "token": "rbo_x"}, "client_id", "invalid_request"),
+        ("/oauth/token/", {"grant_type": "refresh_token", "client_id": "c", "refresh_token": "rbr_\x00"},
+         "refresh_token", "invalid_request"),
+    ],
+)  # fmt: skip
+def test_a_nul_in_an_oauth_form_field_is_a_400_in_the_oauth_shape(db, path, data, field, error, caplog):
+    from django.test import Client
+
+    response = Client().post(path, data)
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": error,
+        "error_description": f"Invalid input: {field}: must not contain NUL characters",
+        "detail": f"Invalid input: {field}: must not contain NUL characters",
+        "code": "invalid",
+        "errors": {field: ["must not contain NUL characters"]},
+    }
+    assert _server_errors(caplog) == []
+
+
+def test_a_nul_in_a_registration_is_a_400_invalid_client_metadata(db, caplog):
+    from django.test import Client
+
+    response = Client().post(
+        "/oauth/register/",
+        b'{"client_name": "a\\u0000b", "redirect_uris": ["https://agent.example/cb"]}',
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_client_metadata"
+    assert response.json()["errors"] == {"client_name": ["must not contain NUL characters"]}
+    assert _server_errors(caplog) == []
+
+
+def test_a_body_over_the_limit_is_a_json_413_before_any_view(cast, token_client, settings):
+    settings.REQUEST_MAX_BYTES = 64 * 1024
+    body = b'{"query": "' + b"x" * (65 * 1024) + b'"}'
+    response = token_client(cast.org_a).post("/api/v1/memories/search", body, content_type="application/json")
+    assert response.status_code == 413
+    assert response.json() == {
+        "detail": f"The request body is larger than this endpoint accepts ({64 * 1024} bytes).",
+        "code": "too_large",
+        "errors": {},
+    }
+
+
+def test_ten_megabytes_are_a_json_413_not_djangos_html_400(cast, token_client):
+    body = b'{"query": "' + b"x" * (10 * 1024 * 1024) + b'"}'
+    response = token_client(cast.org_a).post("/api/v1/memories", body, content_type="application/json")
+    assert response.status_code == 413
+    assert response["Content-Type"] == "application/json" and response.json()["code"] == "too_large"
+
+
+def test_the_import_endpoint_takes_a_larger_body_than_the_rest(cast, token_client, settings):
+    settings.REQUEST_MAX_BYTES = 64 * 1024
+    settings.REQUEST_MAX_BYTES_BY_PATH = {"/api/v1/import": 256 * 1024}
+    client = token_client(cast.org_a, scopes=["admin"])
+    text = "## Testing\n\nUse pytest -x to stop at the first failure; it saves time.\n" * 1500  # ~100 KB
+    within = client.post("/api/v1/import", {"text": text, "format": "claude-md", "dry_run": True}, format="json")
+    over = client.post("/api/v1/import", {"text": text * 3, "format": "claude-md"}, format="json")
+    assert within.status_code != 413
+    assert over.status_code == 413 and over.json()["code"] == "too_large"
+
+
+def test_a_chunked_body_without_a_length_is_a_411_where_nothing_reads_it(cast, token_client):
+    # Django's WSGI side reads a body without Content-Length as empty; under uvicorn the ASGI guard
+    # reads it instead (tests/reasoningbank/test_asgi_guards.py)
+    response = token_client(cast.org_a).generic(
+        "POST", "/api/v1/memories/search", b"", content_type="application/json", HTTP_TRANSFER_ENCODING="chunked"
+    )
+    assert response.status_code == 411 and response.json()["code"] == "length_required"
+
+
+def test_a_dashboard_form_with_a_nul_is_a_400_page(client, cast):
+    client.force_login(cast.alice)
+    response = client.post("/switch-org/", {"org": "ac\x00me"})
+    assert response.status_code == 400
+    assert 'role="alert"' in response.content.decode() and "org: must not contain NUL" in response.content.decode()
+
+
+def test_a_500_under_the_api_is_json_in_the_error_shape(cast, token_client, monkeypatch, caplog):
+    from rest_framework.test import APIClient
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("accounts.api.MeView.get", broken)
+    client = token_client(cast.org_a)
+    assert isinstance(client, APIClient)
+    client.raise_request_exception = False
+    response = client.get("/api/v1/me")
+    assert response.status_code == 500
+    assert response.json() == {"detail": "Internal server error.", "code": "server_error", "errors": {}}
