@@ -81,6 +81,8 @@ MIDDLEWARE = [
     # database unreachable → 503 with a clear body (before the rest: it also replaces 500s of later middleware)
     "reasoningbank.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy on every page (django-csp; CONTENT_SECURITY_POLICY below)
+    "csp.middleware.CSPMiddleware",
     # NUL in a path or query → 404/400 before any view or query (PostgreSQL rejects NUL in text)
     "reasoningbank.middleware_guards.NulByteGuardMiddleware",
     # a body too large (413), too deeply nested (400), holding NUL (400) or chunked without a length
@@ -197,6 +199,28 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ReasoningBank <noreply@localhost>")
 # SESSION_COOKIE_SECURE / CSRF_COOKIE_SECURE: after SITE_URL, at the end
+
+# --- Content-Security-Policy (django-csp; docs/security/http-hardening.md) -------------------------
+# Scripts, styles, images, fonts and fetches from this origin only: no inline script, handler or style
+# anywhere in the dashboard (static/js/app.js binds behaviour by data- attributes; htmx is told by its
+# meta config not to inject its indicator <style> and not to eval), so an injected tag or attribute
+# cannot run. No form-action: the consent page's form ends in a redirect to the client's own URI,
+# which form-action would block. The admin (Django 5.2's own templates hold inline script and style)
+# and the Swagger UI at /api/docs/ (an inline initialiser) are left out.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/admin/", "/api/docs/"],
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 # --- Static files ----------------------------------------------------------------------------
 STATIC_URL = "/static/"

@@ -1,4 +1,6 @@
-/* ReasoningBank dashboard: the few lines of JS that htmx needs. Reading works without JS. */
+/* ReasoningBank dashboard: the few lines of JS the pages need. Reading works without JS.
+   Everything is here, behind data- attributes, rather than in inline handlers or <script> blocks: the
+   Content-Security-Policy allows scripts from this origin only (docs/security/http-hardening.md). */
 (function () {
   if (window.rbAppLoaded) return;
   window.rbAppLoaded = true;
@@ -20,4 +22,44 @@
       if (data.getAll(key).every(function (v) { return v === ""; })) data.delete(key);
     });
   });
+  // <select data-autosubmit>: choosing an option submits its form (the org switcher, project filters);
+  // each such form has a <noscript> button for reading without JS.
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    if (select && select.matches && select.matches("select[data-autosubmit]") && select.form) {
+      select.form.submit();
+    }
+  });
+  // <input data-select-on-focus>: a token shown once is selected whole for copying.
+  document.addEventListener("focusin", function (event) {
+    var input = event.target;
+    if (input && input.matches && input.matches("input[data-select-on-focus]")) input.select();
+  });
+  // <form data-confirm="question">: a destructive form asks first.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form && form.getAttribute ? form.getAttribute("data-confirm") : null;
+    if (question && !window.confirm(question)) event.preventDefault();
+  }, true);
+  // [data-copy=id] buttons copy that element's text: progressive enhancement (hidden until the
+  // clipboard is there; the text stays selectable without JavaScript).
+  function copyButtons(root) {
+    if (!navigator.clipboard) return;
+    root.querySelectorAll("[data-copy]").forEach(function (button) {
+      if (button.rbCopy) return;
+      button.rbCopy = true;
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.getAttribute("data-copy"));
+        var text = source.value !== undefined ? source.value : source.textContent;
+        navigator.clipboard.writeText(text).then(function () {
+          var label = button.textContent;
+          button.textContent = "Copied";
+          setTimeout(function () { button.textContent = label; }, 1500);
+        });
+      });
+    });
+  }
+  copyButtons(document);
+  document.addEventListener("htmx:load", function (event) { copyButtons(event.target); });
 })();
