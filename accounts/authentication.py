@@ -68,7 +68,7 @@ def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
     return principal
 
 
-# what the 401's challenge says went wrong (RFC 6750 §3.1), noted on the request by ``authenticate``
+# what the 401's challenge says went wrong (RFC 6750 section 3.1), noted on the request by ``authenticate``
 BEARER_ERROR_ATTRIBUTE = "rb_bearer_error"
 
 
@@ -81,7 +81,7 @@ class ApiTokenAuthentication(BaseAuthentication):
     """``Authorization: Bearer rb_...`` (an API token) or ``Bearer rbo_...`` (an OAuth access token
     issued for the REST API, ``<issuer>/api/v1``). Missing → DRF's 401 with ``WWW-Authenticate``.
 
-    The challenge follows RFC 6750 §3.1: a token that was sent but is unknown, expired, revoked or
+    The challenge follows RFC 6750 section 3.1: a token that was sent but is unknown, expired, revoked or
     minted for another resource → ``error="invalid_token"`` (a client then refreshes or signs in
     again); a malformed ``Bearer`` header → ``error="invalid_request"``; no token at all, or another
     scheme → no error code."""

@@ -167,9 +167,9 @@ def redirect_uri_problem(uri: str) -> str | None:
 
 # --- client metadata (Dynamic Client Registration, client metadata documents) -----------------------
 
-# RFC 7591 §2: URLs of web pages and keys about the client. Nothing here renders them today, but a
-# registration is a promise about the client, and a ``javascript:`` or ``data:`` "home page" is never
-# one a consent page or an admin should be handed: https only, with a host.
+# RFC 7591 section 2: URLs of web pages and keys about the client. Nothing here renders them today,
+# but a registration is a promise about the client, and a ``javascript:`` or ``data:`` "home page" is
+# never one a consent page or an admin should be handed: https only, with a host.
 CLIENT_METADATA_URI_FIELDS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
 
 

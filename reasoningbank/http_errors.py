@@ -4,7 +4,7 @@ The REST API has always answered its errors so (``reasoningbank/api_errors.py``)
 machine-facing areas speak protocols with error members of their own, so their answers carry the
 same three keys *and* what their clients read:
 
-* ``/oauth/`` (token, revocation, registration; RFC 6749 §5.2, RFC 7591 §3.2.2): ``error`` and
+* ``/oauth/`` (token, revocation, registration; RFC 6749 section 5.2, RFC 7591 section 3.2.2): ``error`` and
   ``error_description`` too (``oauth_error_body``);
 * ``/mcp``, refusals made before the MCP SDK sees the request (too large, too deeply nested, no
   length): a JSON-RPC error envelope too (``jsonrpc_error_body``), which the SDK's client surfaces

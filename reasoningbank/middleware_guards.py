@@ -44,7 +44,7 @@ from reasoningbank.json_limits import (
 )
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-# the registration endpoint's body is client metadata: its refusals say so (RFC 7591 §3.2.2)
+# the registration endpoint's body is client metadata: its refusals say so (RFC 7591 section 3.2.2)
 REGISTRATION_PREFIX = "/oauth/register/"
 
 
