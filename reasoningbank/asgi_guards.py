@@ -108,15 +108,14 @@ class TrustedProxyASGI:
         if scope["type"] == "http":
             networks = trusted_networks(tuple(settings.TRUSTED_PROXIES))
             peer, port = (scope.get("client") or (None, 0))[:2]
-            if networks and peer is not None:
-                client = forwarded_client(peer, _header(scope, b"x-forwarded-for"), networks)
-                peer_address = _address(peer)
-                if peer_address is not None and _trusted(peer_address, networks):
-                    scope = dict(scope)
-                    scope["client"] = (client, port)
-                    proto = _header(scope, b"x-forwarded-proto").split(",")[-1].strip().lower()
-                    if proto in ("http", "https"):
-                        scope["scheme"] = proto
+            peer_address = _address(peer) if networks and peer is not None else None
+            if peer_address is not None and _trusted(peer_address, networks):
+                scope = dict(scope)
+                scope["client"] = (forwarded_client(peer, _header(scope, b"x-forwarded-for"), networks), port)
+                # the nearest proxy's word (the last value): the scheme the client used with it
+                proto = _header(scope, b"x-forwarded-proto").split(",")[-1].strip().lower()
+                if proto in ("http", "https"):
+                    scope["scheme"] = proto
         await self.app(scope, receive, send)
 
 

@@ -25,6 +25,7 @@ that do not come through HTTP (MCP tools, commands).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from http import HTTPStatus
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -100,7 +101,8 @@ def guard_response(
         return HttpResponse(alert, status=status)
     return HttpResponse(
         format_html(
-            '<!doctype html><html lang="en"><head><title>Bad request</title></head><body><main>{}</main></body></html>',
+            '<!doctype html><html lang="en"><head><title>{}</title></head><body><main>{}</main></body></html>',
+            HTTPStatus(status).phrase,
             alert,
         ),
         status=status,
