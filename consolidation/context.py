@@ -174,6 +174,8 @@ def llm_map(ctx: RunContext, llm: Any, purpose: str, prompts: Sequence[str], *, 
         finally:
             connection.close()
 
+    if not prompts:
+        return []  # a thread pool of no workers is an error
     if len(prompts) == 1 or connection.in_atomic_block:
         return [one(p) for p in prompts]
     with ThreadPoolExecutor(max_workers=min(settings.CONSOLIDATION_LLM_CONCURRENCY, len(prompts))) as pool:

@@ -78,7 +78,13 @@ def pairs_judge(ctx: RunContext, edges: list[Edge], memories: dict[str, ScannedM
             source__project=ctx.project,
         ).values_list("source_id", "target_id")
     }
+    # a pair already linked was judged before: by this org's judge (its verdict is a review item) or in
+    # the bank it was imported from (links come along, verdicts do not). Settled either way: never
+    # merged on similarity, never asked again — and possibly nothing is left to judge
+    ctx.settled.update(pair_key(a, b) for a, b, _ in open_pairs if pair_key(a, b) in linked)
     open_pairs = [e for e in open_pairs if pair_key(e[0], e[1]) not in linked]
+    if not open_pairs:
+        return
     open_pairs.sort(key=lambda e: (pair_key(e[0], e[1]) not in ctx.conflicts, e[2] < cluster_at, -e[2], e[0], e[1]))
     limit = settings.CONSOLIDATION_MAX_JUDGED_PAIRS
     if len(open_pairs) > limit:
