@@ -6,6 +6,8 @@ class ConsolidationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django_q.signals import post_spawn
+
         from consolidation import events, receivers
         from memories.events import memories_added
 
@@ -15,3 +17,4 @@ class ConsolidationConfig(AppConfig):
         events.contradiction_detected.connect(
             receivers.on_contradiction_detected, dispatch_uid="consolidation.log_contradiction"
         )
+        post_spawn.connect(receivers.on_worker_spawned, dispatch_uid="consolidation.sweep_at_worker_start")

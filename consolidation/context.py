@@ -105,14 +105,22 @@ class RunContext:
     cleared: set[tuple[str, str]] = field(default_factory=set)
     settled: set[tuple[str, str]] = field(default_factory=set)
     since: Any = None  # start of the last completed run: "new" memories are newer than this
+    # the run's WorkHeartbeat (reasoningbank.work_heartbeat): ``lost`` once a sweep failed the run
+    heartbeat: Any = None
 
     @property
     def dry(self) -> bool:
         return self.options.dry_run
 
     def check_time(self) -> None:
+        """Between phases: stop a run past its time limit, or one its project was released from."""
         if time.monotonic() > self.deadline:
             raise RunTimeout(f"run exceeded its {settings.CONSOLIDATION_RUN_TIMEOUT / 60:.0f}-minute limit")
+        if self.heartbeat is not None and self.heartbeat.lost:
+            raise RunTimeout(
+                "the run was failed while it ran (its heartbeat had not reached the database in time); "
+                "it stopped before its next phase"
+            )
 
     def note(self, key: str, item: Any) -> None:
         self.preview.setdefault(key, []).append(item)

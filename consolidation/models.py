@@ -77,7 +77,11 @@ class ConsolidationRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # stamped every WORK_HEARTBEAT_INTERVAL while the run executes; stale, the run is failed
+    # (consolidation.runs.runs_recover_stale, docs/operations.md)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # the process executing it, "<host>/<pid>": a worker that restarts on that host fails it at once
+    worker = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -110,6 +114,12 @@ class ProjectConsolidationSettings(models.Model):
     interval_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="empty = the server default")
     similarity_threshold = models.FloatField(null=True, blank=True, help_text="empty = the server default")
     updated_at = models.DateTimeField(default=timezone.now)
+    # runs that failed in a row (reset by a completed run): automatic runs wait until retry_after,
+    # CONSOLIDATION_FAILURE_BACKOFF doubled per failure up to CONSOLIDATION_FAILURE_BACKOFF_MAX
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    retry_after = models.DateTimeField(null=True, blank=True)
+    last_failed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
 
     def __str__(self) -> str:
         return f"consolidation settings for {self.project_id}"

@@ -18,6 +18,31 @@ def on_memories_added(sender: Any, project: Any, count: int, **kwargs: Any) -> N
     consolidation_on_demand(project=project)
 
 
+def on_worker_spawned(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
+    """A django-q2 worker process started — at the cluster's start, or in place of one that died
+    (killed, out of memory, timed out): release at once the work of any worker of this host that is
+    gone, instead of waiting for its heartbeat to go stale (docs/operations.md). Never stops the
+    worker from starting."""
+    from django.db import connection
+
+    from consolidation.tasks import work_sweep
+
+    try:
+        released = work_sweep()
+    except Exception:  # the database may be the reason the last worker died; the minute's sweep retries
+        logger.warning("the sweep at the start of worker %s failed", proc_name, exc_info=True)
+    else:
+        if any(released.values()):
+            logger.warning(
+                "worker %s started: released the work of a dead worker (%d run(s) failed, %d session(s) requeued)",
+                proc_name,
+                released["runs"],
+                released["sessions"],
+            )
+    finally:
+        connection.close()
+
+
 def on_run_completed(sender: Any, run: Any, **kwargs: Any) -> None:
     counters = run.counters or {}
     # a dry run's proposals carry dry_run="true": they are never counted as merges or archives

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,8 +28,9 @@ from accounts.models import SCOPE_CONSOLIDATION_RUN, Organization, Project
 from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED, minimum_plan_for
 from accounts.services import audit_record
 from consolidation import events
+from consolidation.backoff import failure_backoff
 from consolidation.context import RunContext, RunOptions, RunTimeout
-from consolidation.models import ConsolidationRun, empty_counters
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
 from consolidation.phases.archival import stale_archive
 from consolidation.phases.clusters import clusters_build, clusters_synthesize
 from consolidation.phases.duplicates import duplicates_merge
@@ -41,6 +42,7 @@ from consolidation.phases.summaries import summaries_write
 from consolidation.phases.tiers import tiers_update
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
 from reasoningbank.tracing import current_set, span, task_carrier, traced
+from reasoningbank.work_heartbeat import WorkHeartbeat, worker_identity, worker_is_gone
 
 logger = logging.getLogger("consolidation")
 
@@ -170,7 +172,7 @@ def last_completed_run(project: Project) -> ConsolidationRun | None:
 def run_claim(run_id: str) -> ConsolidationRun | None:
     now = timezone.now()
     claimed = ConsolidationRun.objects.filter(pk=run_id, status=ConsolidationRun.STATUS_QUEUED).update(
-        status=ConsolidationRun.STATUS_RUNNING, started_at=now, heartbeat_at=now, phase="scan"
+        status=ConsolidationRun.STATUS_RUNNING, started_at=now, heartbeat_at=now, phase="scan", worker=worker_identity()
     )
     if not claimed:
         return None
@@ -190,10 +192,19 @@ def _run_span_result(run: ConsolidationRun | None) -> dict[str, Any]:
 
 @traced("consolidation.run", result=_run_span_result)
 def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun | None:
-    """Run one queued consolidation run to the end. Returns None if another worker has it."""
+    """Run one queued consolidation run to the end. Returns None if another worker has it. While it
+    runs, its heartbeat is stamped (``WORK_HEARTBEAT_INTERVAL``), so a run whose worker dies is
+    failed within a minute (``runs_recover_stale``)."""
     run = run_claim(run_id)
     if run is None:
         return None
+    with WorkHeartbeat(ConsolidationRun, run.id, interval=settings.WORK_HEARTBEAT_INTERVAL) as heartbeat:
+        finished = _run_execute(run, llm=llm, heartbeat=heartbeat)
+    project_backoff_record(finished)
+    return finished
+
+
+def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -> ConsolidationRun:
     options = RunOptions(**run.options)
     project = run.project
     assert project is not None
@@ -237,6 +248,7 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
         deadline=started + settings.CONSOLIDATION_RUN_TIMEOUT,
         now=timezone.now(),
         since=previous.started_at if previous else None,
+        heartbeat=heartbeat,
     )
     status = ConsolidationRun.STATUS_COMPLETED
     try:
@@ -348,54 +360,118 @@ def run_finish(
     return run
 
 
-# a running run's heartbeat is stamped at each phase; one phase may take the whole run timeout
-HEARTBEAT_MARGIN = timedelta(minutes=5)
-
-
 def minutes_text(seconds: float) -> str:
     value = seconds / 60
     return f"{value:g} minute{'' if value == 1 else 's'}"
 
 
+def seconds_text(seconds: float) -> str:
+    return minutes_text(seconds) if seconds >= 120 else f"{seconds:g} seconds"
+
+
 def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta | None = None) -> int:
     """Fail the runs whose worker is gone, so they never block their project (one active run per
     project): queued runs no worker claimed within CONSOLIDATION_QUEUE_TIMEOUT (no worker running,
-    or it died before claiming) and running runs without a heartbeat for the run timeout plus a
-    margin (crash or restart). Their committed clusters stay merged, nothing is half-archived
-    because each merge was one transaction. The scheduler tick calls it for every project, a new
-    request for its own project. A late worker finds the run no longer queued and leaves it."""
+    or it died before claiming) and running runs whose heartbeat, stamped every
+    WORK_HEARTBEAT_INTERVAL by the process executing them, is older than WORK_HEARTBEAT_STALE_AFTER
+    (killed, crashed, timed out, restarted) or whose process is known dead (``worker_is_gone``: on
+    this host, at once). Their committed clusters stay merged, nothing is half-archived because each
+    merge was one transaction. Called every minute (``rb:work-sweep``), when a worker process starts,
+    by the scheduler tick, and when a new run is requested for the project. A late worker finds the
+    run no longer queued and leaves it; a live one that lost its run stops at its next phase."""
     now = timezone.now()
     runs = ConsolidationRun.objects.all() if project is None else ConsolidationRun.objects.filter(project=project)
     queue_timeout = settings.CONSOLIDATION_QUEUE_TIMEOUT
-    unclaimed = runs.filter(
-        status=ConsolidationRun.STATUS_QUEUED, created_at__lt=now - timedelta(seconds=queue_timeout)
-    ).update(
-        status=ConsolidationRun.STATUS_FAILED,
-        finished_at=now,
-        errors=[
-            f"no worker picked this run up within {minutes_text(queue_timeout)}; is the worker running? "
-            "(`manage.py qcluster`, which scripts/run.sh starts) Request the run again once it is."
-        ],
+    unclaimed_error = (
+        f"no worker picked this run up within {minutes_text(queue_timeout)}; is the worker running? "
+        "(`manage.py qcluster`, which scripts/run.sh starts) Request the run again once it is."
     )
-    stale_after = stale_after or timedelta(seconds=settings.CONSOLIDATION_RUN_TIMEOUT) + HEARTBEAT_MARGIN
+    unclaimed = runs_fail(
+        runs.filter(status=ConsolidationRun.STATUS_QUEUED, created_at__lt=now - timedelta(seconds=queue_timeout)),
+        unclaimed_error,
+        now=now,
+    )
+    stale_after = stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER)
     cutoff = now - stale_after
-    dead = (
-        runs.filter(status=ConsolidationRun.STATUS_RUNNING)
-        .filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff))
-        .update(
-            status=ConsolidationRun.STATUS_FAILED,
-            finished_at=now,
-            errors=[
-                f"no heartbeat from its worker for {minutes_text(stale_after.total_seconds())}: the worker running "
-                "this stopped (crash or restart); committed merges were kept, re-run to continue"
-            ],
-        )
+    running = runs.filter(status=ConsolidationRun.STATUS_RUNNING)
+    stale = running.filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff))
+    dead = runs_fail(
+        stale,
+        f"no heartbeat from its worker for {seconds_text(stale_after.total_seconds())}: the worker running "
+        "this stopped (killed, crashed or restarted); committed merges were kept, re-run to continue",
+        now=now,
+    )
+    gone = [
+        pk for pk, worker in running.exclude(worker="").values_list("pk", "worker") if worker_is_gone(worker)
+    ]
+    dead += runs_fail(
+        running.filter(pk__in=gone),
+        "its worker process died (killed or crashed) while running it; committed merges were kept, re-run to continue",
+        now=now,
     )
     if unclaimed or dead:
         logger.warning(
-            "Consolidation runs failed: %d queued with no worker within %s, %d running without a heartbeat",
+            "Consolidation runs failed: %d queued with no worker within %s, %d running whose worker died",
             unclaimed,
             minutes_text(queue_timeout),
             dead,
         )
     return unclaimed + dead
+
+
+def runs_fail(runs: Any, error: str, *, now: datetime) -> int:
+    """Fail ``runs`` (still in the state they were selected in) with ``error``; their projects' failure
+    count goes up, as for any failed run. Row by row, so a run that moved on meanwhile is left alone."""
+    failed = 0
+    for run in runs.select_related("project"):
+        updated = ConsolidationRun.objects.filter(pk=run.pk, status=run.status).update(
+            status=ConsolidationRun.STATUS_FAILED, finished_at=now, errors=[error]
+        )
+        if updated:
+            failed += 1
+            run.status, run.errors, run.finished_at = ConsolidationRun.STATUS_FAILED, [error], now
+            project_backoff_record(run)
+    return failed
+
+
+# --- projects whose runs keep failing -------------------------------------------------------------------
+
+
+def project_backoff_record(run: ConsolidationRun) -> None:
+    """Count a finished run towards its project's failures in a row: a completed run resets them; a
+    failed one adds one and makes automatic runs (schedule, on-demand) wait CONSOLIDATION_FAILURE_BACKOFF,
+    doubled per failure, at most CONSOLIDATION_FAILURE_BACKOFF_MAX — instead of failing again every
+    scheduler tick (an imported bank the judge could not read failed 12 times an hour). A dry run or a
+    skipped one says nothing about the project."""
+    if run.dry_run or run.project_id is None:
+        return
+    if run.status == ConsolidationRun.STATUS_COMPLETED:
+        ProjectConsolidationSettings.objects.filter(project_id=run.project_id, consecutive_failures__gt=0).update(
+            consecutive_failures=0, retry_after=None, last_error=""
+        )
+        return
+    if run.status != ConsolidationRun.STATUS_FAILED:
+        return
+    now = timezone.now()
+    with transaction.atomic():
+        ProjectConsolidationSettings.objects.get_or_create(
+            project_id=run.project_id, defaults={"organization_id": run.organization_id}
+        )
+        row = ProjectConsolidationSettings.objects.select_for_update().get(project_id=run.project_id)
+        row.consecutive_failures += 1
+        delay = failure_backoff(
+            row.consecutive_failures,
+            base=settings.CONSOLIDATION_FAILURE_BACKOFF,
+            cap=settings.CONSOLIDATION_FAILURE_BACKOFF_MAX,
+        )
+        row.retry_after = now + timedelta(seconds=delay)
+        row.last_failed_at = now
+        row.last_error = "; ".join(str(e) for e in run.errors or [])[:2000] or "failed without an error message"
+        row.save(update_fields=["consecutive_failures", "retry_after", "last_failed_at", "last_error"])
+    logger.warning(
+        "Consolidation of project=%s failed %d time(s) in a row; its automatic runs wait %s (until %s)",
+        run.project.slug if run.project else run.project_id,
+        row.consecutive_failures,
+        seconds_text(delay),
+        row.retry_after.isoformat(timespec="seconds"),
+    )

@@ -10,6 +10,7 @@ from accounts.selectors import organizations_with_feature
 from consolidation.runs import consolidation_execute, runs_recover_stale
 from consolidation.services_promotion import promotions_propose
 from consolidation.triggers import consolidation_schedule_due
+from memories.services_sessions import sessions_recover_stale
 from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger("consolidation")
@@ -25,6 +26,13 @@ def consolidation_scheduler_tick() -> int:
     """Every few minutes: fail runs whose worker died, then queue the projects that are due."""
     runs_recover_stale()
     return len(consolidation_schedule_due())
+
+
+def work_sweep() -> dict[str, int]:
+    """Every minute (``rb:work-sweep``) and whenever a worker process starts: work whose worker died
+    is released — a consolidation run is failed (its project may run again), a session is queued
+    again (docs/operations.md)."""
+    return {"runs": runs_recover_stale(), "sessions": sessions_recover_stale()}
 
 
 def promotions_institutional_daily() -> dict[str, int]:

@@ -65,9 +65,14 @@ def project_settings_update(
     return row
 
 
+def backing_off(row: ProjectConsolidationSettings, now: Any) -> bool:
+    """The project's last runs failed and its automatic runs wait (``runs.project_backoff_record``)."""
+    return row.retry_after is not None and row.retry_after > now
+
+
 def consolidation_schedule_due(*, now: Any = None) -> list[ConsolidationRun]:
-    """Queue a scheduled run for every Teams+ project whose interval has passed. One project's
-    failure never stops the others."""
+    """Queue a scheduled run for every Teams+ project whose interval has passed, unless its runs keep
+    failing and it waits out its backoff. One project's failure never stops the others."""
     if not settings.CONSOLIDATION_SCHEDULER_ENABLED:
         return []
     now = now or timezone.now()
@@ -78,7 +83,7 @@ def consolidation_schedule_due(*, now: Any = None) -> list[ConsolidationRun]:
     for project in projects:
         try:
             row = project_settings_get(project)
-            if not row.scheduled:
+            if not row.scheduled or backing_off(row, now):
                 continue
             interval = row.interval_seconds or settings.CONSOLIDATION_SCHEDULER_INTERVAL
             last = (
@@ -108,6 +113,8 @@ def consolidation_on_demand(*, project: Project) -> ConsolidationRun | None:
     """Seed 003: once a project has N new memories since its last run, consolidate it (Teams+)."""
     if not project.organization.has_feature(FEATURE_CONSOLIDATION_SCHEDULED):
         return None
+    if ProjectConsolidationSettings.objects.filter(project=project, retry_after__gt=timezone.now()).exists():
+        return None  # its runs keep failing: it waits out its backoff
     last = ConsolidationRun.objects.filter(project=project, dry_run=False).order_by("-created_at").first()
     if last is not None and last.status in ("queued", "running"):
         return None

@@ -417,6 +417,11 @@ class AgentSession(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # while running: stamped every WORK_HEARTBEAT_INTERVAL by the worker distilling it, and which
+    # process that is ("<host>/<pid>"); a stale or dead one puts the session back in the queue
+    # (memories.services_sessions.sessions_recover_stale, docs/operations.md)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

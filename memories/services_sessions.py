@@ -49,6 +49,7 @@ from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
 from reasoningbank.tracing import current_set, task_carrier, traced
+from reasoningbank.work_heartbeat import WorkHeartbeat, worker_identity, worker_is_gone
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +154,9 @@ def session_claim(session_id: str) -> AgentSession | None:
     now = timezone.now()
     claimed = AgentSession.objects.filter(
         pk=session_id, status__in=[AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING]
-    ).update(status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now)
+    ).update(
+        status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now, heartbeat_at=now, worker=worker_identity()
+    )
     if not claimed:
         return None
     return AgentSession.objects.select_related("organization", "project", "submitted_by_token").get(pk=session_id)
@@ -165,10 +168,16 @@ def session_claim(session_id: str) -> AgentSession | None:
 )
 def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
     """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, queued again after a
-    transient LLM failure (with backoff), or failed with the error (and raw reply) kept."""
+    transient LLM failure (with backoff), or failed with the error (and raw reply) kept. While it runs
+    its heartbeat is stamped, so a session whose worker dies is queued again (``sessions_recover_stale``)."""
     session = session_claim(session_id)
     if session is None:
         return None
+    with WorkHeartbeat(AgentSession, session.id, interval=settings.WORK_HEARTBEAT_INTERVAL):
+        return _session_distill(session, llm)
+
+
+def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
     org = session.organization
     injected = _injected_memories(session)
     current_set(  # the trace's length, never the trace
@@ -405,3 +414,44 @@ def sessions_resume_waiting() -> int:
     if llm_from_settings().provider == "none":
         return 0
     return sessions_requeue(AgentSession.objects.filter(status=AgentSession.STATUS_WAITING))
+
+
+def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:
+    """Sessions left running by a worker that died (killed, crashed, out of memory) go back to the
+    queue, with their attempt counted: their heartbeat, stamped every WORK_HEARTBEAT_INTERVAL while
+    they are distilled, is older than WORK_HEARTBEAT_STALE_AFTER, or their process on this host is
+    gone. One that took its worker down MAX_ATTEMPTS times is failed, with the reason, instead of
+    killing the next worker too. Nothing of a distillation is stored before its last step (one
+    transaction), so a session distilled again cannot be stored twice."""
+    now = timezone.now()
+    cutoff = now - (stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER))
+    running = AgentSession.objects.filter(status=AgentSession.STATUS_RUNNING)
+    stale = set(
+        running.filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        ).values_list("pk", flat=True)
+    )
+    stale |= {pk for pk, worker in running.exclude(worker="").values_list("pk", "worker") if worker_is_gone(worker)}
+    recovered = 0
+    for session in AgentSession.objects.filter(pk__in=stale, status=AgentSession.STATUS_RUNNING):
+        attempts = session.attempts + 1
+        if attempts >= MAX_ATTEMPTS:
+            status = AgentSession.STATUS_FAILED
+            error = f"its worker died {attempts} times while distilling it (killed or crashed); not tried again"
+        else:
+            status = AgentSession.STATUS_QUEUED
+            error = f"attempt {attempts}: the worker distilling it stopped (killed or crashed); queued again"
+        updated = AgentSession.objects.filter(pk=session.pk, status=AgentSession.STATUS_RUNNING).update(
+            status=status,
+            attempts=attempts,
+            error=error,
+            updated_at=now,
+            next_attempt_at=None,
+            finished_at=now if status == AgentSession.STATUS_FAILED else None,
+        )
+        if updated and status == AgentSession.STATUS_QUEUED:
+            transaction.on_commit(functools.partial(session_enqueue, session.pk))
+        recovered += updated
+    if recovered:
+        logger.warning("Sessions whose worker died: %d queued again or failed", recovered)
+    return recovered

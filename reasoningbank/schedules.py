@@ -28,6 +28,12 @@ def schedule_specs() -> list[ScheduleSpec]:
             description="the worker proves it runs tasks (read by /readyz and the dashboard banner)",
         ),
         ScheduleSpec(
+            name="rb:work-sweep",
+            func="consolidation.tasks.work_sweep",
+            minutes=1,
+            description="fail consolidation runs and requeue sessions whose worker died (stale heartbeat)",
+        ),
+        ScheduleSpec(
             name="rb:signals-rollup",
             func="memories.tasks.signals_rollup_daily",
             minutes=24 * 60,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.apps import apps
@@ -24,14 +24,17 @@ from django.utils import timezone
 from reasoningbank.health import (
     Backlog,
     QueueHealth,
+    RunningHealth,
     WorkerHealth,
     backlog,
     queue_health,
+    running_health,
     worker_health,
 )
+from reasoningbank.work_heartbeat import worker_is_gone
 
 CACHE_SECONDS = 10
-_WORKER_KEY, _QUEUE_KEY = "rb:health:worker", "rb:health:queue"
+_WORKER_KEY, _QUEUE_KEY, _RUNNING_KEY = "rb:health:worker", "rb:health:queue", "rb:health:running"
 
 
 def process_booted_at() -> datetime:
@@ -101,6 +104,27 @@ def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
     )
 
 
+def running_health_get(*, now: datetime | None = None) -> RunningHealth:
+    """Runs and sessions still "running" whose worker is not alive: a heartbeat older than
+    WORK_HEARTBEAT_STALE_AFTER, or a worker process of this host that is gone."""
+    from consolidation.models import ConsolidationRun
+    from memories.models import AgentSession
+
+    now = now or timezone.now()
+    stale_after = float(settings.WORK_HEARTBEAT_STALE_AFTER)
+    cutoff = now - timedelta(seconds=stale_after)
+    counts = []
+    for rows, started in (
+        (ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_RUNNING), "created_at"),
+        (AgentSession.objects.filter(status=AgentSession.STATUS_RUNNING), "started_at"),
+    ):
+        stale = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, **{f"{started}__lt": cutoff})
+        # few rows run at once: each one's worker is looked at (the stale ones need no look)
+        fresh = rows.exclude(stale).exclude(worker="").values_list("worker", flat=True)
+        counts.append(rows.filter(stale).count() + sum(1 for worker in fresh if worker_is_gone(worker)))
+    return running_health(runs=counts[0], sessions=counts[1], stale_after=stale_after)
+
+
 T = TypeVar("T")
 
 
@@ -123,8 +147,12 @@ def queue_health_cached() -> QueueHealth:
     return _cached(_QUEUE_KEY, QueueHealth, queue_health_get, CACHE_SECONDS)
 
 
+def running_health_cached() -> RunningHealth:
+    return _cached(_RUNNING_KEY, RunningHealth, running_health_get, CACHE_SECONDS)
+
+
 def health_cache_clear() -> None:
-    cache.delete_many([_WORKER_KEY, _QUEUE_KEY, _TIERS_KEY, _WAITING_KEY, _MIGRATIONS_KEY])
+    cache.delete_many([_WORKER_KEY, _QUEUE_KEY, _RUNNING_KEY, _TIERS_KEY, _WAITING_KEY, _MIGRATIONS_KEY])
 
 
 # --- state for /metrics' gauges, /readyz and the system page (all orgs: operator views) ---------------------

@@ -18,7 +18,7 @@ from django.db.models import F, QuerySet
 
 from accounts.access import access_filter
 from accounts.models import Membership, Organization
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from memories.models import AgentSession
 
 FailureKind = Literal["run", "session", "task"]
@@ -198,3 +198,14 @@ def system_failures(scope: SystemScope, *, limit: int = 25) -> list[SystemFailur
     merged = _failed_runs(scope, limit) + _failed_sessions(scope, limit) + _failed_tasks(scope, limit)
     merged.sort(key=lambda failure: failure.at, reverse=True)
     return merged[:limit]
+
+
+def system_backing_off(scope: SystemScope) -> QuerySet[ProjectConsolidationSettings]:
+    """Projects whose consolidation runs keep failing (``consolidation.runs.project_backoff_record``):
+    their automatic runs wait, longer after each failure; most failures first."""
+    return (
+        _scoped(ProjectConsolidationSettings, scope)
+        .filter(consecutive_failures__gt=0)
+        .select_related("organization", "project")
+        .order_by("-consecutive_failures", "-last_failed_at")
+    )

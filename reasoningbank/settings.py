@@ -500,6 +500,13 @@ CONSOLIDATION_WINDOW = env_duration("CONSOLIDATION_WINDOW", "24h")
 CONSOLIDATION_RUN_TIMEOUT = env_duration("CONSOLIDATION_RUN_TIMEOUT", "10m")
 # a queued run no worker claimed within this is failed, so a dead worker never blocks a project
 CONSOLIDATION_QUEUE_TIMEOUT = env_duration("CONSOLIDATION_QUEUE_TIMEOUT", "15m")
+# a project whose runs keep failing: its automatic runs (schedule, on-demand) wait this long after the
+# first failure in a row, twice as long after each next one, at most the maximum; a completed run resets
+# it (docs/operations.md)
+CONSOLIDATION_FAILURE_BACKOFF = env_duration("CONSOLIDATION_FAILURE_BACKOFF", "5m")
+CONSOLIDATION_FAILURE_BACKOFF_MAX = env_duration("CONSOLIDATION_FAILURE_BACKOFF_MAX", "24h")
+if CONSOLIDATION_FAILURE_BACKOFF_MAX < CONSOLIDATION_FAILURE_BACKOFF:
+    raise ImproperlyConfigured("CONSOLIDATION_FAILURE_BACKOFF_MAX must be at least CONSOLIDATION_FAILURE_BACKOFF")
 CONSOLIDATION_ON_DEMAND_THRESHOLD = env_int("CONSOLIDATION_ON_DEMAND_THRESHOLD", 20, minimum=1)
 CONSOLIDATION_LLM_CONCURRENCY = env_int("CONSOLIDATION_LLM_CONCURRENCY", 10, minimum=1, maximum=64)
 # consolidated memories without a summary (older ones, failed calls) summarised per run, besides the new
@@ -570,6 +577,17 @@ if env_str("REDIS_URL"):
 WORKER_HEARTBEAT_STALE_AFTER = env_duration("WORKER_HEARTBEAT_STALE_AFTER", "3m")
 WORKER_STARTUP_GRACE = env_duration("WORKER_STARTUP_GRACE", "2m")
 QUEUE_STALLED_AFTER = env_duration("QUEUE_STALLED_AFTER", "5m")
+# A running consolidation run or session distillation stamps its heartbeat this often (a thread of the
+# worker process executing it); one whose heartbeat is older than WORK_HEARTBEAT_STALE_AFTER lost its
+# worker: /readyz reports it, and the sweep (every minute, at each worker start, and before a project's
+# next run is queued) fails the run, releasing its project, or queues the session again.
+# docs/operations.md
+WORK_HEARTBEAT_INTERVAL = env_duration("WORK_HEARTBEAT_INTERVAL", "10s")
+WORK_HEARTBEAT_STALE_AFTER = env_duration("WORK_HEARTBEAT_STALE_AFTER", "45s")
+if WORK_HEARTBEAT_STALE_AFTER < 2 * WORK_HEARTBEAT_INTERVAL:
+    raise ImproperlyConfigured(
+        "WORK_HEARTBEAT_STALE_AFTER must be at least twice WORK_HEARTBEAT_INTERVAL (one late beat is not a death)"
+    )
 
 # /metrics (reasoningbank/views.py): served to these client networks (REMOTE_ADDR: the client's address,
 # from X-Forwarded-For only behind one of TRUSTED_PROXIES), or to any address with

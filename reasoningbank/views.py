@@ -14,10 +14,23 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
 from reasoningbank.ai.llm import llm_health_get
-from reasoningbank.health import Backlog, LlmHealth, QueueHealth, WorkerHealth, age_text, worker_banner
+from reasoningbank.health import (
+    Backlog,
+    LlmHealth,
+    QueueHealth,
+    RunningHealth,
+    WorkerHealth,
+    age_text,
+    worker_banner,
+)
 from reasoningbank.metrics import metrics_render, multiproc_dir
 from reasoningbank.metrics_scrape import DatabaseStateCollector
-from reasoningbank.selectors import migrations_unapplied_cached, queue_health_cached, worker_health_cached
+from reasoningbank.selectors import (
+    migrations_unapplied_cached,
+    queue_health_cached,
+    running_health_cached,
+    worker_health_cached,
+)
 
 MIGRATE_COMMAND = ".venv/bin/python manage.py migrate"
 # the parts whose failure makes /readyz 503, and the statuses that pass; the LLM is only reported
@@ -26,6 +39,7 @@ READY_STATUSES = {
     "migrations": {"ok"},
     "worker": {"ok", "starting", "inline"},
     "queue": {"ok"},
+    "running": {"ok"},
 }
 
 
@@ -41,7 +55,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     """Readiness: 200 when every fatal part passes, else 503 naming them in ``failing``. Each part
     has a ``status`` and a ``detail``: ``database`` (SELECT 1), ``migrations`` (none unapplied),
     ``worker`` (its heartbeat is fresh; ``starting`` and ``inline`` pass), ``queue`` (nothing waited
-    longer than ``QUEUE_STALLED_AFTER``), and ``llm`` (configured or not: reported, never fatal). No
+    longer than ``QUEUE_STALLED_AFTER``), ``running`` (no consolidation run or session is left
+    "running" by a dead worker: its own heartbeat older than ``WORK_HEARTBEAT_STALE_AFTER``), and ``llm`` (configured or not: reported, never fatal). No
     auth, no tenant data: counts and ages across the service."""
     started = time.perf_counter()
     body: dict[str, Any] = {"status": "ok", "failing": []}
@@ -64,6 +79,10 @@ def readyz(request: HttpRequest) -> JsonResponse:
             body["queue"] = _queue_part(queue_health_cached())
         except DatabaseError as exc:
             body["queue"] = {"status": "unknown", "detail": f"cannot read the queue ({type(exc).__name__})"}
+        try:
+            body["running"] = _running_part(running_health_cached())
+        except DatabaseError as exc:
+            body["running"] = {"status": "unknown", "detail": f"cannot read the running work ({type(exc).__name__})"}
     body["llm"] = _llm_part(llm_health_get())
     body["failing"] = [name for name, ok in READY_STATUSES.items() if body.get(name, {}).get("status") not in ok]
     if body["failing"]:
@@ -134,6 +153,24 @@ def _queue_part(queue: QueueHealth) -> dict[str, Any]:
         "stalled_after_seconds": queue.stalled_after,
         # tasks: django-q2's ORM broker queue (null with another broker); runs and sessions still queued
         **{name: None if b is None else _backlog_part(b) for name, b in parts.items()},
+    }
+
+
+def _running_part(running: RunningHealth) -> dict[str, Any]:
+    limit = f"no heartbeat for {age_text(running.stale_after)}, or its worker process is gone"
+    if running.status == "ok":
+        detail = "every running consolidation run and session has a live worker"
+    else:
+        detail = (
+            f"{running.runs} consolidation run(s) and {running.sessions} session(s) are running without a live worker "
+            f"({limit}); the sweep fails such runs and queues such sessions again within a minute"
+        )
+    return {
+        "status": running.status,
+        "detail": detail,
+        "runs_without_worker": running.runs,
+        "sessions_without_worker": running.sessions,
+        "stale_after_seconds": running.stale_after,
     }
 
 

@@ -30,6 +30,7 @@ from reasoningbank.selectors import queue_health_cached, worker_health_cached
 from reasoningbank.selectors_system import (
     SystemFailure,
     SystemScope,
+    system_backing_off,
     system_failures,
     system_runs,
     system_scope,
@@ -38,6 +39,7 @@ from reasoningbank.selectors_system import (
 
 RUNS_PER_PAGE = 20
 RECENT_FAILURES = 25
+BACKING_OFF_SHOWN = 50
 POLL_SECONDS = 10
 TEMPLATE = "reasoningbank/system.html"
 
@@ -97,6 +99,7 @@ def _render(request: HttpRequest, scope: SystemScope, *, current_org_id: int | N
     )
     if target == "system-runs":
         return render(request, f"{TEMPLATE}#runs", context)
+    context["backing_off"] = list(system_backing_off(scope)[:BACKING_OFF_SHOWN])
     failures = system_failures(scope, limit=RECENT_FAILURES)
     context["failures"] = [(f, _failure_link(f, scope=scope, current_org_id=current_org_id)) for f in failures]
     return render(request, TEMPLATE, context)

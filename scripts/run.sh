@@ -3,9 +3,15 @@
 # embedded PostgreSQL unless DATABASE_URL is set. Ctrl-C (or SIGTERM) stops all of it: web, worker
 # and the embedded PostgreSQL of RB_DATA_DIR.
 #
+# It supervises them: a web or worker process that dies, or the embedded PostgreSQL, is started
+# again after 1 s, 2 s, 4 s ... (at most RB_RESTART_DELAY_MAX), one log line each time, the others
+# left running. A process that dies again and again within RB_RESTART_STABLE_SECONDS of its start
+# (RB_RESTART_MAX_FAST_FAILURES times in a row) is a configuration or code problem, not bad luck:
+# run.sh then says so and stops everything, exit status 1 (docs/operations.md).
+#
 # Environment: HOST, PORT, WEB_WORKERS, RB_DATA_DIR, SITE_URL, DEBUG (off unless you export
-# DEBUG=true: debug pages show code and settings to whoever can reach the port) and every variable
-# of README.md's Configuration table.
+# DEBUG=true: debug pages show code and settings to whoever can reach the port), the RB_RESTART_*
+# above and every variable of README.md's Configuration table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
@@ -18,6 +24,15 @@ mkdir -p "$DATA_DIR"
 DATA_DIR="$(cd "$DATA_DIR" && pwd)"
 export RB_DATA_DIR="$DATA_DIR"  # absolute: the commands printed below work from any directory
 PIDS_FILE="$DATA_DIR/run.pids"
+RESTART_MAX_FAST_FAILURES="${RB_RESTART_MAX_FAST_FAILURES:-5}"
+RESTART_STABLE_SECONDS="${RB_RESTART_STABLE_SECONDS:-60}"
+RESTART_DELAY_MAX="${RB_RESTART_DELAY_MAX:-30}"
+for setting in RESTART_MAX_FAST_FAILURES RESTART_STABLE_SECONDS RESTART_DELAY_MAX; do
+  if ! [[ "${!setting}" =~ ^[1-9][0-9]*$ ]]; then
+    echo "RB_$setting must be a whole number above 0, got '${!setting}'" >&2
+    exit 2
+  fi
+done
 
 # The processes still alive in process group $1 that are ours (a web or worker of an earlier run).
 group_members() {
@@ -68,6 +83,8 @@ stop() {
     sleep 0.1
     waited=$((waited + 1))
   done
+  # anything else started (a restart the signal interrupted, the supervisor's sleep)
+  for pid in $(jobs -p); do kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -f "$PIDS_FILE"
   if [ -z "${DATABASE_URL:-}" ]; then
@@ -109,17 +126,35 @@ export PROMETHEUS_MULTIPROC_DIR="$DATA_DIR/prometheus"
 mkdir -p "$PROMETHEUS_MULTIPROC_DIR"
 find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -name '*.db' -delete
 
+start_worker() {
+  spawn_group .venv/bin/python manage.py qcluster
+  worker=$!
+}
+start_web() {
+  # uvicorn's own lines in the same format as the app's (JSON unless DEBUG or LOG_FORMAT=plain); the
+  # app writes one access line per request itself, with its request id, org and token prefix. No proxy
+  # headers: the app believes X-Forwarded-For only from TRUSTED_PROXIES (reasoningbank/asgi_guards.py)
+  spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
+    --workers "${WEB_WORKERS:-1}" --no-access-log --no-proxy-headers --timeout-graceful-shutdown 10 \
+    --log-config reasoningbank/uvicorn_logging.json
+  web=$!
+}
+start_postgres() {
+  step_run .venv/bin/python -m reasoningbank.embedded_db start "$DATA_DIR/pg"
+}
+pids_write() {
+  printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"
+}
+
 echo "==> starting worker and web"
-spawn_group .venv/bin/python manage.py qcluster
-worker=$!
-# uvicorn's own lines in the same format as the app's (JSON unless DEBUG or LOG_FORMAT=plain); the
-# app writes one access line per request itself, with its request id, org and token prefix. No proxy
-# headers: the app believes X-Forwarded-For only from TRUSTED_PROXIES (reasoningbank/asgi_guards.py)
-spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
-  --workers "${WEB_WORKERS:-1}" --no-access-log --no-proxy-headers --timeout-graceful-shutdown 10 \
-  --log-config reasoningbank/uvicorn_logging.json
-web=$!
-printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"
+if [ -z "${DATABASE_URL:-}" ]; then
+  # started here, not by the first of web and worker to attach, so it is up when supervision begins
+  start_postgres >/dev/null
+fi
+start_worker
+start_web
+pids_write
+declare -A started_at=([worker]=$SECONDS [web]=$SECONDS [postgres]=$SECONDS) fast_failures=()
 
 commands_env=""
 [ "$DATA_DIR" != "$PWD/.data" ] && commands_env="RB_DATA_DIR=$DATA_DIR "
@@ -138,8 +173,74 @@ cat <<MSG
     ${commands_env}.venv/bin/python manage.py create_token acme --label laptop --project web-app
 
 MSG
-# stop everything as soon as either process exits (or on Ctrl-C / SIGTERM)
+# --- supervision: until Ctrl-C / SIGTERM, a process that died is started again -----------------------
+
+# Whether the embedded PostgreSQL of the data directory runs (its postmaster.pid names a live process).
+postgres_alive() {
+  local pid state
+  pid="$(head -n 1 "$DATA_DIR/pg/postmaster.pid" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  state="$(ps -o stat= -p "$pid" 2>/dev/null || true)"
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]  # an exited postmaster nobody reaped is dead too
+}
+
+# "killed by SIGKILL" / "exited with status 1", from a status as `wait` gives it.
+death_text() {
+  if [ "$1" -gt 128 ]; then
+    echo "killed by SIG$(kill -l "$(($1 - 128))" 2>/dev/null || echo "$(($1 - 128))")"
+  else
+    echo "exited with status $1"
+  fi
+}
+
+# Whatever is left of a dead process group (its leader died alone, say uvicorn's master with its
+# workers still bound to the port) is stopped before the new one starts.
+group_clear() {
+  [ -n "$1" ] || return 0
+  group_alive "$1" || return 0
+  kill -TERM -- "-$1" 2>/dev/null || true
+  local waited=0
+  while group_alive "$1" && [ "$waited" -lt 50 ]; do sleep 0.1; waited=$((waited + 1)); done
+  kill -KILL -- "-$1" 2>/dev/null || true
+}
+
+# $1 (web, worker, postgres) died ($2 says how): one line, then a restart after the backoff; after
+# RESTART_MAX_FAST_FAILURES deaths in a row, each within RESTART_STABLE_SECONDS of its start, stop.
+restart() {
+  local name="$1" how="$2" ran delay failures
+  ran=$((SECONDS - started_at[$name]))
+  failures=$(( ran >= RESTART_STABLE_SECONDS ? 1 : ${fast_failures[$name]:-0} + 1 ))
+  fast_failures[$name]=$failures
+  if [ "$failures" -gt "$RESTART_MAX_FAST_FAILURES" ]; then
+    echo "==> $name $how ${ran}s after its start, the ${RESTART_MAX_FAST_FAILURES}th restart in a row that did not last ${RESTART_STABLE_SECONDS}s: giving up, stopping everything (see the lines above)"
+    exit 1
+  fi
+  delay=$(( 1 << (failures - 1) ))
+  [ "$delay" -gt "$RESTART_DELAY_MAX" ] && delay=$RESTART_DELAY_MAX
+  echo "==> $name $how after ${ran}s: restarting it in ${delay}s (restart $failures; gives up after $RESTART_MAX_FAST_FAILURES in a row within ${RESTART_STABLE_SECONDS}s of a start)"
+  sleep "$delay" &
+  wait $! || true
+  started_at[$name]=$SECONDS
+  case "$name" in
+    worker) group_clear "$worker"; start_worker; pids_write ;;
+    web) group_clear "$web"; start_web; pids_write ;;
+    postgres) start_postgres || true ;;  # not up yet: the next round sees it and backs off further
+  esac
+}
+
 status=0
-wait -n "$web" "$worker" || status=$?
-[ -z "$stopping" ] && echo "==> $( kill -0 "$web" 2>/dev/null && echo worker || echo web ) exited (status $status)"
-exit "$status"
+while :; do
+  sleep 1 &
+  wait $! || true  # a signal's trap runs here at once
+  if [ -z "${DATABASE_URL:-}" ] && ! postgres_alive; then
+    restart postgres "stopped"  # first: web and worker cannot work without it
+    continue
+  fi
+  for name in worker web; do
+    pid="${!name}"
+    kill -0 "$pid" 2>/dev/null && continue
+    status=0
+    wait "$pid" || status=$?
+    restart "$name" "$(death_text "$status")"
+  done
+done

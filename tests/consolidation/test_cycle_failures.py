@@ -222,7 +222,7 @@ def test_a_running_run_whose_worker_stopped_heartbeating_is_marked_failed(cast):
         project=cast.project_b,
         status=ConsolidationRun.STATUS_RUNNING,
         started_at=now - timedelta(minutes=2),
-        heartbeat_at=now - timedelta(minutes=1),
+        heartbeat_at=now - timedelta(seconds=5),
     )
 
     assert runs_recover_stale() == 1

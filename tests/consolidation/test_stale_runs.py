@@ -1,10 +1,13 @@
-"""Runs whose worker is gone (issue 11 item 12): a queued run nobody picked up and a running run
-without a heartbeat are failed after a bounded time, with an error that says why, by the
-scheduler tick and when a new run is requested, so they never block their project for good.
-Timestamps are back-dated instead of waiting."""
+"""Runs whose worker is gone: a queued run nobody picked up and a running run whose worker stopped
+beating (or whose process is known dead) are failed after a bounded time, with an error that says
+why, by the sweep and when a new run is requested, so they never block their project for long.
+Timestamps are back-dated instead of waiting; the heartbeat itself is driven beat by beat."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -12,9 +15,10 @@ from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
 from consolidation.runs import consolidation_request, run_options_validate, runs_recover_stale
-from consolidation.tasks import consolidation_scheduler_tick
+from consolidation.tasks import consolidation_scheduler_tick, work_sweep
 from reasoningbank.errors import Conflict
-from tests.factories import ConsolidationRunFactory
+from reasoningbank.work_heartbeat import worker_identity
+from tests.factories import ConsolidationRunFactory, ProjectFactory
 
 RUNS = "/api/v1/consolidation/runs"
 
@@ -30,8 +34,8 @@ def queued_run(project, *, minutes_ago: float) -> ConsolidationRun:
     return ConsolidationRunFactory(project=project, created_at=timezone.now() - timedelta(minutes=minutes_ago))
 
 
-def running_run(project, *, heartbeat_minutes_ago: float) -> ConsolidationRun:
-    at = timezone.now() - timedelta(minutes=heartbeat_minutes_ago)
+def running_run(project, *, heartbeat_seconds_ago: float, worker: str = "") -> ConsolidationRun:
+    at = timezone.now() - timedelta(seconds=heartbeat_seconds_ago)
     return ConsolidationRunFactory(
         project=project,
         status=ConsolidationRun.STATUS_RUNNING,
@@ -39,7 +43,15 @@ def running_run(project, *, heartbeat_minutes_ago: float) -> ConsolidationRun:
         started_at=at,
         heartbeat_at=at,
         phase="synthesize",
+        worker=worker,
     )
+
+
+def exited_pid() -> int:
+    """The pid of a process that has come and gone (reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
 
 
 def reloaded(run: ConsolidationRun) -> ConsolidationRun:
@@ -69,17 +81,40 @@ def test_the_queue_timeout_is_a_setting(cast, settings):
     assert "within 1.5 minutes" in reloaded(stuck).errors[0]
 
 
-def test_the_scheduler_tick_fails_a_running_run_whose_worker_stopped_heartbeating(cast, settings):
-    settings.CONSOLIDATION_RUN_TIMEOUT = 10 * 60
-    dead = running_run(cast.project_a, heartbeat_minutes_ago=16)  # timeout + 5 min margin passed
-    alive = running_run(cast.project_b, heartbeat_minutes_ago=3)
+def test_the_sweep_fails_a_running_run_whose_heartbeat_is_older_than_the_limit(cast, settings):
+    settings.WORK_HEARTBEAT_STALE_AFTER = 45
+    dead = running_run(cast.project_a, heartbeat_seconds_ago=50)  # beats every 10 s: five missed
+    alive = running_run(cast.project_b, heartbeat_seconds_ago=20)
 
-    consolidation_scheduler_tick()
+    work_sweep()
 
     dead, alive = reloaded(dead), reloaded(alive)
     assert dead.status == ConsolidationRun.STATUS_FAILED and dead.finished_at is not None
-    assert "no heartbeat from its worker for 15 minutes" in dead.errors[0] and "re-run" in dead.errors[0]
+    assert "no heartbeat from its worker for 45 seconds" in dead.errors[0] and "re-run" in dead.errors[0]
     assert alive.status == ConsolidationRun.STATUS_RUNNING
+
+
+def test_the_scheduler_tick_sweeps_too(cast, settings):
+    settings.WORK_HEARTBEAT_STALE_AFTER = 45
+    dead = running_run(cast.project_a, heartbeat_seconds_ago=120)
+
+    consolidation_scheduler_tick()
+
+    assert reloaded(dead).status == ConsolidationRun.STATUS_FAILED
+
+
+def test_a_run_whose_worker_process_on_this_host_is_gone_is_failed_at_once(cast, settings):
+    settings.WORK_HEARTBEAT_STALE_AFTER = 45
+    gone = running_run(cast.project_a, heartbeat_seconds_ago=1, worker=f"{socket.gethostname()}/{exited_pid()}")
+    mine = running_run(cast.project_b, heartbeat_seconds_ago=1, worker=worker_identity())
+    elsewhere = ProjectFactory(organization=cast.org_a, slug="elsewhere")
+    other_host = running_run(elsewhere, heartbeat_seconds_ago=1, worker=f"another-host/{exited_pid()}")
+
+    assert runs_recover_stale() == 1
+
+    gone = reloaded(gone)
+    assert gone.status == ConsolidationRun.STATUS_FAILED and "its worker process died" in gone.errors[0]
+    assert reloaded(mine).status == reloaded(other_host).status == ConsolidationRun.STATUS_RUNNING
 
 
 def test_a_new_request_is_not_blocked_by_a_queued_run_already_past_the_bound(cast, agent, settings):
@@ -94,8 +129,7 @@ def test_a_new_request_is_not_blocked_by_a_queued_run_already_past_the_bound(cas
 
 
 def test_a_new_request_is_not_blocked_by_a_running_run_whose_worker_is_gone(cast, agent, settings):
-    settings.CONSOLIDATION_RUN_TIMEOUT = 10 * 60
-    dead = running_run(cast.project_a, heartbeat_minutes_ago=30)
+    dead = running_run(cast.project_a, heartbeat_seconds_ago=30 * 60)
 
     fresh = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
 

@@ -12,6 +12,7 @@ from consolidation import triggers
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.runs import consolidation_request, run_options_validate
 from consolidation.triggers import consolidation_schedule_due, project_settings_update
+from reasoningbank.ai.llm import NoLLM
 from reasoningbank.errors import Forbidden, PlanRequired
 from tests.factories import ConsolidationRunFactory, MemoryFactory
 
@@ -226,3 +227,114 @@ def test_a_pro_plan_project_gets_no_on_demand_run(cast, make_token, enqueued, se
         record(agent, n, "billing")
 
     assert enqueued == [] and not ConsolidationRun.objects.exists()
+
+
+# --- a project whose runs keep failing backs off ---------------------------------------------------------
+
+
+@pytest.fixture
+def failing_phase(monkeypatch):
+    """The scan phase raises, as the judge did on an imported bank (ValueError from a thread pool)."""
+
+    def boom(ctx):
+        raise ValueError("max_workers must be greater than 0")
+
+    monkeypatch.setattr("consolidation.runs.memories_load", boom)
+
+
+def execute_queued(runs: list[ConsolidationRun]) -> ConsolidationRun:
+    from consolidation.runs import consolidation_execute
+
+    finished = consolidation_execute(runs.pop().id, llm=NoLLM())
+    assert finished is not None
+    return finished
+
+
+def backoff_row(project) -> ProjectConsolidationSettings:
+    return ProjectConsolidationSettings.objects.get(project=project)
+
+
+def test_a_project_whose_runs_keep_failing_waits_twice_as_long_after_each_failure(
+    cast, enqueued, settings, failing_phase
+):
+    settings.CONSOLIDATION_FAILURE_BACKOFF = 5 * 60
+    settings.CONSOLIDATION_FAILURE_BACKOFF_MAX = 24 * 3600
+    set_plan(cast.org_a, "teams")
+    waits = []
+    for failures in range(1, 4):
+        consolidation_schedule_due()
+        assert len(enqueued) == 1, f"not queued again after {failures - 1} failure(s)"
+        failed = execute_queued(enqueued)
+        assert failed.status == ConsolidationRun.STATUS_FAILED
+        row = backoff_row(cast.project_a)
+        assert row.consecutive_failures == failures
+        assert "max_workers must be greater than 0" in row.last_error
+        wait = (row.retry_after - failed.finished_at).total_seconds()
+        waits.append(wait)
+        # every tick of the next wait queues nothing (the scheduler ticks every 5 minutes)
+        for tick in range(1, int(wait // 300)):
+            assert consolidation_schedule_due(now=failed.finished_at + timedelta(seconds=tick * 300 - 1)) == []
+        ProjectConsolidationSettings.objects.filter(pk=row.pk).update(retry_after=timezone.now())  # wait it out
+    assert waits == pytest.approx([300, 600, 1200], abs=2)
+
+
+def test_the_wait_is_capped_and_a_completed_run_resets_it(cast, enqueued, settings):
+    settings.CONSOLIDATION_FAILURE_BACKOFF = 5 * 60
+    settings.CONSOLIDATION_FAILURE_BACKOFF_MAX = 24 * 3600
+    set_plan(cast.org_a, "teams")
+    ProjectConsolidationSettings.objects.create(
+        project=cast.project_a, organization=cast.org_a, consecutive_failures=12, retry_after=timezone.now()
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("consolidation.runs.memories_load", lambda ctx: (_ for _ in ()).throw(RuntimeError("boom")))
+        consolidation_schedule_due()
+        failed = execute_queued(enqueued)
+    row = backoff_row(cast.project_a)
+    assert row.consecutive_failures == 13
+    assert (row.retry_after - failed.finished_at).total_seconds() == pytest.approx(24 * 3600, abs=2)
+
+    row.retry_after = timezone.now()
+    row.save()
+    consolidation_schedule_due()
+    completed = execute_queued(enqueued)
+    assert completed.status == ConsolidationRun.STATUS_COMPLETED, completed.errors
+    row = backoff_row(cast.project_a)
+    assert (row.consecutive_failures, row.retry_after, row.last_error) == (0, None, "")
+
+
+def test_a_manual_run_may_be_requested_while_the_project_backs_off(cast, make_token, enqueued):
+    set_plan(cast.org_a, "teams")
+    ProjectConsolidationSettings.objects.create(
+        project=cast.project_a, organization=cast.org_a, consecutive_failures=3,
+        retry_after=timezone.now() + timedelta(hours=1),
+    )  # fmt: skip
+    _, principal = make_token(cast.org_a)
+
+    assert consolidation_schedule_due() == []
+    run = request_manual(principal, cast.project_a)
+    assert run.status == ConsolidationRun.STATUS_QUEUED
+
+
+def test_a_project_backing_off_gets_no_on_demand_run(cast, make_token, enqueued, settings):
+    settings.CONSOLIDATION_ON_DEMAND_THRESHOLD = 3
+    set_plan(cast.org_a, "teams")
+    ProjectConsolidationSettings.objects.create(
+        project=cast.project_a, organization=cast.org_a, consecutive_failures=1,
+        retry_after=timezone.now() + timedelta(minutes=5),
+    )  # fmt: skip
+    _, agent = make_token(cast.org_a, projects=[cast.project_a])
+
+    for n in range(1, 5):
+        record(agent, n, "web-app")
+
+    assert enqueued == []
+
+
+def test_a_dry_run_that_fails_does_not_count(cast, make_token, failing_phase):
+    from consolidation.runs import consolidation_execute
+
+    _, principal = make_token(cast.org_a)
+    run = consolidation_request(principal=principal, project=cast.project_a, options=run_options_validate(dry_run=True))
+    assert consolidation_execute(run.id, llm=NoLLM()).status == ConsolidationRun.STATUS_FAILED
+
+    assert not ProjectConsolidationSettings.objects.filter(project=cast.project_a, consecutive_failures__gt=0).exists()

@@ -87,7 +87,8 @@ def _kill(pid: int) -> None:
 def test_a_server_no_live_process_uses_is_stopped(tmp_path):
     import json
 
-    from reasoningbank.embedded_db import _process_exists, server_stop_if_unused
+    from reasoningbank.embedded_db import server_stop_if_unused
+    from reasoningbank.processes import process_exists
 
     pid = _fake_postmaster(tmp_path)
     (tmp_path / ".handle_pids.json").write_text(json.dumps([2**22 + 12345]))  # a killed web: gone
@@ -96,7 +97,7 @@ def test_a_server_no_live_process_uses_is_stopped(tmp_path):
     finally:
         _kill(pid)
     assert message == f"embedded PostgreSQL in {tmp_path} (pid {pid}) stopped"
-    assert not _process_exists(pid)
+    assert not process_exists(pid)
     assert json.loads((tmp_path / ".handle_pids.json").read_text()) == []
 
 
@@ -104,13 +105,14 @@ def test_a_server_still_in_use_is_left_running(tmp_path):
     import json
     import os
 
-    from reasoningbank.embedded_db import _process_exists, server_stop_if_unused
+    from reasoningbank.embedded_db import server_stop_if_unused
+    from reasoningbank.processes import process_exists
 
     pid = _fake_postmaster(tmp_path)
     (tmp_path / ".handle_pids.json").write_text(json.dumps([os.getpid()]))
     try:
         assert "left running: still used by pid" in server_stop_if_unused(tmp_path)
-        assert _process_exists(pid)
+        assert process_exists(pid)
     finally:
         _kill(pid)
 

@@ -12,6 +12,7 @@ from reasoningbank.health import (
     backlog,
     llm_health,
     queue_health,
+    running_health,
     status_banners,
     worker_health,
 )
@@ -126,3 +127,9 @@ def test_a_healthy_or_starting_product_shows_no_banner():
 )
 def test_ages_read_as_short_human_durations(seconds, text):
     assert age_text(seconds) == text
+
+
+def test_running_work_is_orphaned_when_any_run_or_session_lost_its_worker():
+    assert running_health(runs=0, sessions=0, stale_after=45).status == "ok"
+    assert running_health(runs=1, sessions=0, stale_after=45).status == "orphaned"
+    assert running_health(runs=0, sessions=2, stale_after=45).status == "orphaned"

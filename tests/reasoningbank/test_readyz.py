@@ -38,8 +38,8 @@ def test_readyz_is_200_when_every_fatal_part_passes_and_names_each_part(client, 
     body = response.json()
     assert response.status_code == 200
     assert body["status"] == "ok" and body["failing"] == []
-    assert {"database", "migrations", "worker", "queue", "llm"} <= set(body)
-    for part in ("database", "migrations", "worker", "queue", "llm"):
+    assert {"database", "migrations", "worker", "queue", "running", "llm"} <= set(body)
+    for part in ("database", "migrations", "worker", "queue", "running", "llm"):
         assert body[part]["status"] and body[part]["detail"], part
     assert body["database"]["status"] == "ok" and body["migrations"] == {
         "status": "ok",
@@ -54,7 +54,7 @@ def test_readyz_is_503_when_the_database_is_down(client, db):
         response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 503
-    assert body["status"] == "error" and body["failing"] == ["database", "migrations", "worker", "queue"]
+    assert body["status"] == "error" and body["failing"] == ["database", "migrations", "worker", "queue", "running"]
     assert body["database"] == {"status": "error", "detail": "the database does not answer (OperationalError)"}
     assert body["llm"]["status"] == "none"
 
@@ -279,6 +279,56 @@ def test_a_session_waiting_out_its_retry_backoff_is_not_stalled_work(client, cas
     queue = client.get("/readyz").json()["queue"]
     assert queue["sessions"]["depth"] == 1 and 15 < queue["sessions"]["oldest_age_seconds"] < 60
     assert queue["status"] == "ok"
+
+
+# --- running work without a live worker -------------------------------------------------------------------
+
+
+def test_a_run_left_running_by_a_dead_worker_turns_readyz_red_while_the_worker_itself_beats(client, cast, settings):
+    """The red-team's case: the busy worker process was killed, django-q2 started another one (the
+    cluster's heartbeat is fresh, nothing waits in the queue), and the run it had stayed "running"."""
+    settings.WORK_HEARTBEAT_STALE_AFTER = 45
+    beat(10)
+    at = timezone.now() - timedelta(seconds=90)
+    ConsolidationRunFactory(project=cast.project_a, status="running", started_at=at, heartbeat_at=at)
+
+    response = client.get("/readyz")
+
+    body = response.json()
+    assert response.status_code == 503 and body["failing"] == ["running"]
+    assert body["worker"]["status"] == "ok" and body["queue"]["status"] == "ok"
+    running = body["running"]
+    assert (running["status"], running["runs_without_worker"], running["sessions_without_worker"]) == ("orphaned", 1, 0)
+    assert "without a live worker" in running["detail"] and "within a minute" in running["detail"]
+
+
+def test_a_running_session_whose_worker_process_is_gone_turns_readyz_red_at_once(client, cast):
+    import socket
+    import subprocess
+    import sys
+
+    beat(10)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    AgentSessionFactory(
+        project=cast.project_a, status="running", started_at=timezone.now(), heartbeat_at=timezone.now(),
+        worker=f"{socket.gethostname()}/{child.pid}",
+    )  # fmt: skip
+
+    body = client.get("/readyz").json()
+
+    assert body["failing"] == ["running"] and body["running"]["sessions_without_worker"] == 1
+
+
+def test_work_running_with_a_fresh_heartbeat_is_ok(client, cast, settings):
+    settings.WORK_HEARTBEAT_STALE_AFTER = 45
+    beat(10)
+    at = timezone.now() - timedelta(seconds=5)
+    ConsolidationRunFactory(project=cast.project_a, status="running", started_at=at, heartbeat_at=at)
+
+    response = client.get("/readyz")
+
+    assert response.status_code == 200 and response.json()["running"]["status"] == "ok"
 
 
 def test_health_reads_are_cached_briefly(client, db, django_assert_max_num_queries):

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django_q.models import Schedule, Task
 
 from accounts.models import Membership
-from consolidation.models import ConsolidationRun
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from memories.models import AgentSession
 from reasoningbank.models import WorkerHeartbeat
 from reasoningbank.selectors_system import task_error_text
@@ -154,6 +154,53 @@ def test_a_staff_member_of_an_org_gets_dashboard_links_for_it_and_admin_links_fo
     body = text(client.get(URL))
     assert f'href="/consolidation/runs/{both_orgs["a"]["run"].id}/"' in body
     assert f'href="/admin/consolidation/consolidationrun/{both_orgs["b"]["run"].id}/change/"' in body
+
+
+def backing_off(project: Any, failures: int, error: str) -> ProjectConsolidationSettings:
+    now = timezone.now()
+    row, _ = ProjectConsolidationSettings.objects.update_or_create(
+        project=project,
+        defaults={
+            "organization": project.organization, "consecutive_failures": failures, "last_failed_at": now,
+            "retry_after": now + timedelta(minutes=5 * 2 ** (failures - 1)), "last_error": error,
+        },
+    )  # fmt: skip
+    return row
+
+
+@pytest.mark.cross_tenant("system-status")
+def test_a_project_whose_runs_keep_failing_is_listed_with_its_wait_for_its_own_org_only(client, cast):
+    backing_off(cast.project_a, 3, "ValueError: max_workers must be greater than 0")
+    backing_off(cast.project_b, 2, "globex's run broke")
+    client.force_login(cast.alice)
+
+    body = text(client.get(URL))
+
+    section = body[body.index('id="system-backoff"') : body.index('id="system-errors"')]
+    assert 'data-project="web-app"' in section and "max_workers must be greater than 0" in section
+    assert "<td class=\"num\">3</td>" in section and "not before" in section
+    assert "billing" not in section and "globex's run broke" not in body
+
+
+def test_staff_see_every_orgs_projects_backing_off_with_the_org_named(client, cast, staff):
+    backing_off(cast.project_a, 3, "acme's run broke")
+    backing_off(cast.project_b, 9, "globex's run broke")
+    client.force_login(staff)
+
+    body = text(client.get(URL))
+
+    section = body[body.index('id="system-backoff"') : body.index('id="system-errors"')]
+    assert section.index('data-project="billing"') < section.index('data-project="web-app"')  # most failures first
+    assert "<td>Globex</td>" in section and "<td>Acme</td>" in section
+
+
+def test_no_project_backing_off_says_so(client, cast):
+    ProjectConsolidationSettings.objects.create(project=cast.project_a, organization=cast.org_a)
+    client.force_login(cast.alice)
+
+    body = text(client.get(URL))
+
+    assert "None: every project's last consolidation run completed" in body
 
 
 def test_anonymous_visitors_are_sent_to_sign_in(client, db):

@@ -1,0 +1,44 @@
+"""Processes of this machine, as the supervision of work in progress sees them (no Django here: the
+embedded database's helpers use it before settings exist). docs/operations.md
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+
+def worker_identity() -> str:
+    """This process, as a running row records it."""
+    return f"{socket.gethostname()}/{os.getpid()}"
+
+
+def process_exists(pid: int) -> bool:
+    """Whether ``pid`` is a live process on this machine (an exited one nobody reaped does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        pass
+    return not process_is_zombie(pid)
+
+
+def process_is_zombie(pid: int) -> bool:
+    """An exited process nobody has reaped yet (in containers whose init does not reap orphans, a
+    killed process stays one); only Linux's /proc tells."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
+
+
+def worker_is_gone(identity: str) -> bool:
+    """True when ``identity`` names a process of this host that no longer exists. A process of another
+    host (another container, another machine) is never judged from here: its heartbeat is."""
+    host, _, pid = identity.rpartition("/")
+    if not host or host != socket.gethostname() or not pid.isdigit():
+        return False
+    return not process_exists(int(pid))
