@@ -219,7 +219,7 @@ restart() {
   [ "$delay" -gt "$RESTART_DELAY_MAX" ] && delay=$RESTART_DELAY_MAX
   echo "==> $name $how after ${ran}s: restarting it in ${delay}s (restart $failures; gives up after $RESTART_MAX_FAST_FAILURES in a row within ${RESTART_STABLE_SECONDS}s of a start)"
   sleep "$delay" &
-  wait $! || true
+  wait $! 2>/dev/null || true
   started_at[$name]=$SECONDS
   case "$name" in
     worker) group_clear "$worker"; start_worker; pids_write ;;
@@ -231,7 +231,9 @@ restart() {
 status=0
 while :; do
   sleep 1 &
-  wait $! || true  # a signal's trap runs here at once
+  # a signal's trap runs here at once; bash's own "Killed ..." notice of a dead job is not printed
+  # (the restart's line says it)
+  wait $! 2>/dev/null || true
   if [ -z "${DATABASE_URL:-}" ] && ! postgres_alive; then
     restart postgres "stopped"  # first: web and worker cannot work without it
     continue
@@ -240,7 +242,7 @@ while :; do
     pid="${!name}"
     kill -0 "$pid" 2>/dev/null && continue
     status=0
-    wait "$pid" || status=$?
+    wait "$pid" 2>/dev/null || status=$?
     restart "$name" "$(death_text "$status")"
   done
 done

@@ -1,7 +1,8 @@
 """End-to-end suite: one service for the whole directory, started by ``scripts/run.sh`` exactly as a
 user starts it, driven only from outside. Every test here is marked ``e2e`` (``-m "not e2e"`` skips it).
 
-The modules run in the order of ``_ORDER`` (stop-and-restart last: it replaces the running service).
+The modules run in the order of ``_ORDER`` (supervision, which kills the service's processes, and then
+stop-and-restart last: it replaces the running service).
 The fixtures are package-scoped so that the service is gone before the rest of the suite goes on.
 """
 
@@ -34,6 +35,7 @@ _ORDER = [
     "test_oauth_connect.py",
     "test_schema.py",
     "test_load.py",
+    "test_supervision.py",
     "test_stop_and_restart.py",
 ]
 

@@ -150,13 +150,29 @@ class LLMCall:
     prompt: str
 
 
+HOLD_LIMIT = 120.0
+
+
 @dataclass
 class LLMStub:
     """A loopback OpenAI-compatible server answering ``POST /v1/chat/completions``."""
 
     calls: list[LLMCall] = field(default_factory=list)
+    # calls of these kinds wait until their event is set (a test holds a worker busy mid-run)
+    held: dict[str, threading.Event] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hold(self, kind: str) -> None:
+        """Answer no call of ``kind`` until ``release(kind)`` (at most HOLD_LIMIT seconds each)."""
+        with self._lock:
+            self.held.setdefault(kind, threading.Event())
+
+    def release(self, kind: str) -> None:
+        with self._lock:
+            gate = self.held.pop(kind, None)
+        if gate is not None:
+            gate.set()
 
     @property
     def base_url(self) -> str:
@@ -196,6 +212,9 @@ class LLMStub:
                 kind, text = llm_reply(system, prompt)
                 with stub._lock:
                     stub.calls.append(LLMCall(kind, system, prompt))
+                    gate = stub.held.get(kind)
+                if gate is not None:
+                    gate.wait(HOLD_LIMIT)
                 self._send(200, {
                     "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
                     "object": "chat.completion",
