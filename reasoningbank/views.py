@@ -56,8 +56,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
     has a ``status`` and a ``detail``: ``database`` (SELECT 1), ``migrations`` (none unapplied),
     ``worker`` (its heartbeat is fresh; ``starting`` and ``inline`` pass), ``queue`` (nothing waited
     longer than ``QUEUE_STALLED_AFTER``), ``running`` (no consolidation run or session is left
-    "running" by a dead worker: its own heartbeat older than ``WORK_HEARTBEAT_STALE_AFTER``), and ``llm`` (configured or not: reported, never fatal). No
-    auth, no tenant data: counts and ages across the service."""
+    "running" by a dead worker: its own heartbeat older than ``WORK_HEARTBEAT_STALE_AFTER``), and
+    ``llm`` (configured or not: reported, never fatal). No auth, no tenant data: counts and ages
+    across the service."""
     started = time.perf_counter()
     body: dict[str, Any] = {"status": "ok", "failing": []}
     try:

@@ -66,9 +66,7 @@ def initech(cast: Any) -> Organization:
     return org
 
 
-def test_an_imported_bank_with_an_open_dispute_links_summaries_and_proposals_consolidates(
-    cast, exported_bank, initech
-):
+def test_an_imported_bank_with_an_open_dispute_links_summaries_and_proposals_consolidates(cast, exported_bank, initech):
     result = bank_import(principal=system_principal(initech), source=exported_bank["text"])
     assert result.created["link"] >= 4 and result.created["summary"] >= 1
     principal = system_principal(initech)
@@ -85,9 +83,12 @@ def test_an_imported_bank_with_an_open_dispute_links_summaries_and_proposals_con
     for side in ("older", "newer"):
         copy = Memory.objects.get(pk=new[exported_bank[side].id])
         assert (copy.state, copy.consolidated_into_id) == (Memory.STATE_ACTIVE, None)
-    assert MemoryLink.objects.filter(
-        organization=initech, kind=MemoryLink.KIND_CONTRADICTS, resolved_at__isnull=True
-    ).count() == 1
+    assert (
+        MemoryLink.objects.filter(
+            organization=initech, kind=MemoryLink.KIND_CONTRADICTS, resolved_at__isnull=True
+        ).count()
+        == 1
+    )
 
 
 def test_the_judge_passes_when_every_close_pair_is_already_linked_as_a_contradiction(cast, agent):

@@ -175,9 +175,13 @@ class LLMStub:
             gate.set()
 
     @property
-    def base_url(self) -> str:
+    def port(self) -> int:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def calls_of(self, kind: str) -> list[LLMCall]:
         with self._lock:
@@ -215,16 +219,17 @@ class LLMStub:
                     gate = stub.held.get(kind)
                 if gate is not None:
                     gate.wait(HOLD_LIMIT)
-                self._send(200, {
-                    "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": request.get("model", "stub"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
-                              "total_tokens": (len(prompt) + len(text)) // 4},
-                })
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a held caller was killed
+                    self._send(200, {
+                        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": request.get("model", "stub"),
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                     "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
+                                  "total_tokens": (len(prompt) + len(text)) // 4},
+                    })
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -300,6 +305,30 @@ def processes_of(data_dir: Path) -> list[Proc]:
         )
         if mine:
             found.append(Proc(pid, _kind(cmdline), cmdline))
+    return found
+
+
+def pids_connected_to(port: int) -> set[int]:
+    """Processes holding an open TCP connection to ``port`` on this machine (the worker process that
+    waits on the LLM stub, say): /proc/net/tcp's sockets whose remote port it is, matched to the
+    processes whose file descriptors hold them."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in _read(table).decode(errors="replace").splitlines()[1:]:
+            fields = line.split()
+            # remote address "0100007F:1F90", state 01 = ESTABLISHED
+            if len(fields) > 9 and int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                inodes.add(f"socket:[{fields[9]}]")
+    found: set[int] = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{entry}/fd/{fd}") in inodes:
+                        found.add(int(entry))
+                        break
     return found
 
 

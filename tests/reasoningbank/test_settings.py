@@ -108,3 +108,16 @@ def test_cookies_are_secure_when_the_site_is_served_over_https(tmp_path, env, se
     seen = probed(tmp_path, WEB, **KEY, **env)
     assert seen["session_cookie_secure"] is secure
     assert seen["csrf_cookie_secure"] is secure
+
+
+def test_a_work_heartbeat_limit_below_two_beats_is_refused(tmp_path):
+    """One late beat must not read as a dead worker (docs/operations.md)."""
+    finished = probe(tmp_path, WEB, WORK_HEARTBEAT_INTERVAL="10s", WORK_HEARTBEAT_STALE_AFTER="15s", **KEY)
+    assert finished.returncode != 0
+    assert "WORK_HEARTBEAT_STALE_AFTER must be at least twice WORK_HEARTBEAT_INTERVAL" in finished.stderr
+
+
+def test_a_failure_backoff_maximum_below_its_base_is_refused(tmp_path):
+    finished = probe(tmp_path, WEB, CONSOLIDATION_FAILURE_BACKOFF="2h", CONSOLIDATION_FAILURE_BACKOFF_MAX="1h", **KEY)
+    assert finished.returncode != 0
+    assert "CONSOLIDATION_FAILURE_BACKOFF_MAX must be at least CONSOLIDATION_FAILURE_BACKOFF" in finished.stderr

@@ -178,7 +178,7 @@ def test_a_project_whose_runs_keep_failing_is_listed_with_its_wait_for_its_own_o
 
     section = body[body.index('id="system-backoff"') : body.index('id="system-errors"')]
     assert 'data-project="web-app"' in section and "max_workers must be greater than 0" in section
-    assert "<td class=\"num\">3</td>" in section and "not before" in section
+    assert '<td class="num">3</td>' in section and "not before" in section
     assert "billing" not in section and "globex's run broke" not in body
 
 
