@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from accounts.access import Principal, system_principal
@@ -42,7 +43,7 @@ from consolidation.phases.summaries import summaries_write
 from consolidation.phases.tiers import tiers_update
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
 from reasoningbank.tracing import current_set, span, task_carrier, traced
-from reasoningbank.work_heartbeat import WorkHeartbeat, worker_identity, worker_is_gone
+from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
 
 logger = logging.getLogger("consolidation")
 
@@ -172,7 +173,11 @@ def last_completed_run(project: Project) -> ConsolidationRun | None:
 def run_claim(run_id: str) -> ConsolidationRun | None:
     now = timezone.now()
     claimed = ConsolidationRun.objects.filter(pk=run_id, status=ConsolidationRun.STATUS_QUEUED).update(
-        status=ConsolidationRun.STATUS_RUNNING, started_at=now, heartbeat_at=now, phase="scan", worker=worker_identity()
+        status=ConsolidationRun.STATUS_RUNNING,
+        started_at=now,
+        heartbeat_at=Now(),  # the database's clock, as every later beat (reasoningbank.work_heartbeat)
+        phase="scan",
+        worker=worker_identity(),
     )
     if not claimed:
         return None
@@ -392,7 +397,7 @@ def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta
         now=now,
     )
     stale_after = stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER)
-    cutoff = now - stale_after
+    cutoff = database_now() - stale_after  # beats are stamped by the database's clock
     running = runs.filter(status=ConsolidationRun.STATUS_RUNNING)
     stale = running.filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff))
     dead = runs_fail(

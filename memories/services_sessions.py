@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
@@ -49,7 +50,7 @@ from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
 from reasoningbank.tracing import current_set, task_carrier, traced
-from reasoningbank.work_heartbeat import WorkHeartbeat, worker_identity, worker_is_gone
+from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
 
 logger = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def session_claim(session_id: str) -> AgentSession | None:
     claimed = AgentSession.objects.filter(
         pk=session_id, status__in=[AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING]
     ).update(
-        status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now, heartbeat_at=now, worker=worker_identity()
+        status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now, heartbeat_at=Now(), worker=worker_identity()
     )
     if not claimed:
         return None
@@ -424,7 +425,8 @@ def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:
     killing the next worker too. Nothing of a distillation is stored before its last step (one
     transaction), so a session distilled again cannot be stored twice."""
     now = timezone.now()
-    cutoff = now - (stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER))
+    # beats are stamped by the database's clock: judged by it too
+    cutoff = database_now() - (stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER))
     running = AgentSession.objects.filter(status=AgentSession.STATUS_RUNNING)
     stale = set(
         running.filter(

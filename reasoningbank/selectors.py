@@ -31,7 +31,7 @@ from reasoningbank.health import (
     running_health,
     worker_health,
 )
-from reasoningbank.work_heartbeat import worker_is_gone
+from reasoningbank.work_heartbeat import database_now, worker_is_gone
 
 CACHE_SECONDS = 10
 _WORKER_KEY, _QUEUE_KEY, _RUNNING_KEY = "rb:health:worker", "rb:health:queue", "rb:health:running"
@@ -110,7 +110,7 @@ def running_health_get(*, now: datetime | None = None) -> RunningHealth:
     from consolidation.models import ConsolidationRun
     from memories.models import AgentSession
 
-    now = now or timezone.now()
+    now = now or database_now()  # beats are stamped by the database's clock
     stale_after = float(settings.WORK_HEARTBEAT_STALE_AFTER)
     cutoff = now - timedelta(seconds=stale_after)
     counts = []

@@ -1,8 +1,9 @@
 """The heartbeat of work in progress (a consolidation run, a session distillation), so that work whose
 worker died is noticed within a minute instead of blocking its project (docs/operations.md).
 
-While a task executes, a thread of its worker process stamps the row's ``heartbeat_at`` every
-``WORK_HEARTBEAT_INTERVAL`` and names the process in ``worker`` (``<host>/<pid>``). A thread, not the
+While a task executes, a thread of its worker process stamps the row's ``heartbeat_at`` (the
+database's clock) every ``WORK_HEARTBEAT_INTERVAL`` and names the process in ``worker``
+(``<host>/<pid>``). A thread, not the
 phases themselves, because one phase may wait minutes on an LLM: the beat says "this process is
 alive", not "this phase moved". The sweeps that act on a stale beat live with their models
 (``consolidation.runs.runs_recover_stale``, ``memories.services_sessions.sessions_recover_stale``).
@@ -16,15 +17,25 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 
 from django.db import DatabaseError, connection
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from reasoningbank.processes import process_exists, worker_identity, worker_is_gone
 
-__all__ = ["WorkHeartbeat", "process_exists", "worker_identity", "worker_is_gone"]
+__all__ = ["WorkHeartbeat", "database_now", "process_exists", "worker_identity", "worker_is_gone"]
+
+
+def database_now() -> datetime:
+    """The database's clock. Heartbeats are stamped and judged by it, not by each host's: a worker
+    whose clock runs 45 s behind the web's must not read as dead (docs/operations.md)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement_timestamp()")
+        row = cursor.fetchone()
+    return row[0]  # type: ignore[no-any-return]
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +73,7 @@ class WorkHeartbeat:
         run: the next beat tries again, and the sweep judges by the beats that arrived."""
         rows = self.model.objects.filter(pk=self.pk)
         try:
-            if rows.filter(status=self.running).update(heartbeat_at=timezone.now()) or not rows.exists():
+            if rows.filter(status=self.running).update(heartbeat_at=Now()) or not rows.exists():
                 return True
         except DatabaseError as exc:
             logger.warning("heartbeat of %s %s not written: %s", self.model.__name__, self.pk, exc)
