@@ -212,7 +212,7 @@ restart() {
   failures=$(( ran >= RESTART_STABLE_SECONDS ? 1 : ${fast_failures[$name]:-0} + 1 ))
   fast_failures[$name]=$failures
   if [ "$failures" -gt "$RESTART_MAX_FAST_FAILURES" ]; then
-    echo "==> $name $how ${ran}s after its start, the ${RESTART_MAX_FAST_FAILURES}th restart in a row that did not last ${RESTART_STABLE_SECONDS}s: giving up, stopping everything (see the lines above)"
+    echo "==> $name $how ${ran}s after its start: $failures deaths in a row within ${RESTART_STABLE_SECONDS}s of a start, more than RB_RESTART_MAX_FAST_FAILURES=$RESTART_MAX_FAST_FAILURES; giving up, stopping everything (see the lines above)"
     exit 1
   fi
   delay=$(( 1 << (failures - 1) ))

@@ -366,6 +366,8 @@ class Service:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    # settings a test adds for its own start (the supervision tests: run.sh's restart limits)
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def url(self) -> str:
@@ -394,6 +396,7 @@ class Service:
             # tests (tests/accounts/test_throttling.py); here both limits are out of reach.
             AUTH_THROTTLE_FAILURES="1000000",
             AUTH_THROTTLE_PREFIX_FAILURES="1000000",
+            **self.extra_env,
         )
 
     def shell_env(self) -> dict[str, str]:

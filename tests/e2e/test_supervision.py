@@ -22,7 +22,7 @@ import httpx2
 import pytest
 
 from tests.e2e.conftest import Setup, manage_ok
-from tests.e2e.harness import LLMStub, Service, pids_connected_to, postmaster_pid, rest, unique
+from tests.e2e.harness import LLMStub, Service, describe, pids_connected_to, postmaster_pid, rest, unique
 
 BACK_WITHIN = 60.0  # seconds for a killed part to be back (one restart after 1 s, plus its start-up)
 RUN_FAILED_WITHIN = 60.0  # the issue's bound for a run whose worker died
@@ -207,3 +207,45 @@ def test_a_killed_postgresql_is_started_again_and_the_api_answers_again(service:
         "/readyz ok", lambda: httpx2.get(f"{service.url}/readyz", timeout=10).status_code == 200, BACK_WITHIN, service
     )
     assert ready
+
+
+def test_a_process_that_keeps_dying_at_once_makes_run_sh_give_up_and_stop_everything(service: Service) -> None:
+    """No endless restart loop: past RB_RESTART_MAX_FAST_FAILURES deaths in a row soon after a start,
+    run.sh says so and stops everything (exit 1). Restarted with a limit of 1 to keep it short, and
+    started again as the suite had it afterwards."""
+    left = service.stop(signal.SIGTERM, group=False)
+    assert not left, f"still running after SIGTERM: {describe(left)}"
+    service.extra_env = {"RB_RESTART_MAX_FAST_FAILURES": "1"}
+    try:
+        service.start()
+        offset = len(service.log_text())
+        _, web = run_pids(service)
+        os.killpg(web, signal.SIGKILL)  # a first death: restarted after 1 s
+        restarted = wait_for(
+            "web restarted",
+            lambda: (pid := run_pids_or_none(service)[1]) not in (None, web) and pid,
+            BACK_WITHIN,
+            service,
+        )
+        os.killpg(restarted, signal.SIGKILL)  # a second, within 60 s of that start: one more than allowed
+        assert service.proc is not None
+        service.proc.wait(60)
+        assert service.proc.returncode == 1, service.log_tail(20)
+        log = log_since(service, offset)
+        assert "==> web killed by SIGKILL after" in log and "restarting it in 1s" in log
+        assert "2 deaths in a row within 60s of a start, more than RB_RESTART_MAX_FAST_FAILURES=1; giving up" in log
+        assert log.rstrip().endswith("==> stopped"), log[-2000:]
+        left = service.stop(signal.SIGTERM, group=False)  # nothing to stop: only waits for stragglers
+        assert not left, f"left running after run.sh gave up: {describe(left)}"
+    finally:
+        service.extra_env = {}
+        if service.proc is not None and service.proc.poll() is None:
+            service.kill_everything()
+        service.start()
+
+
+def run_pids_or_none(service: Service) -> tuple[int | None, int | None]:
+    try:
+        return run_pids(service)
+    except (OSError, ValueError):
+        return None, None
