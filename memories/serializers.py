@@ -97,7 +97,9 @@ class MemorySerializer(serializers.Serializer):
     origin = serializers.ChoiceField(choices=ORIGINS)
     source_session = serializers.CharField(source="source_session_id", allow_null=True)
     promoted_from = serializers.ChoiceField(
-        choices=KINDS, allow_blank=True, help_text="the kind consolidation's promotion ladder raised it from; empty if never"
+        choices=KINDS,
+        allow_blank=True,
+        help_text="the kind consolidation's promotion ladder raised it from; empty if never",
     )
     promoted_at = serializers.DateTimeField(allow_null=True)
     promotion_reason = serializers.CharField(allow_blank=True, help_text="which ladder criterion, with its figures")
