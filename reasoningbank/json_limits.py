@@ -26,6 +26,9 @@ from typing import Any
 JSON_MAX_DEPTH_DEFAULT = 64
 NUL = "\x00"
 NUL_MESSAGE = "must not contain NUL characters"
+# Values under these keys may hold NUL: a session trace is a pasted terminal log, where a stray NUL
+# must not fail the whole hand-in; session_submit removes them before anything is stored.
+NUL_TOLERANT_KEYS = frozenset({"trace"})
 
 # a complete JSON string (escapes included), or an unterminated one running to the end
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
@@ -79,6 +82,8 @@ def json_nul_field(value: Any, where: str = "") -> str | None:
             name = str(key).replace(NUL, "\\x00")
             if NUL in str(key):
                 return where or name
+            if key in NUL_TOLERANT_KEYS:
+                continue
             found = json_nul_field(inner, where or name)
             if found is not None:
                 return found

@@ -53,6 +53,11 @@ def test_a_nul_is_found_in_values_keys_and_array_items_and_named_by_its_top_leve
     assert json_nul_field({"title": "clean", "n": 3}) is None
 
 
+def test_a_session_trace_may_hold_a_nul_which_session_submit_removes_but_no_other_field_may():
+    assert json_nul_field({"session_id": "s-1", "trace": "binary\x00log"}) is None
+    assert json_nul_field({"trace": "log", "outcome": "succ\x00ess"}) == "outcome"
+
+
 def test_a_body_is_only_parsed_when_it_may_hold_a_nul():
     assert json_body_nul_field(b'{"client_name": "a\\u0000b"}') == "client_name"
     # the text \u0000 (an escaped backslash, then u0000) is not a NUL
