@@ -328,3 +328,40 @@ LOOK_ALIKES: list[LookAlike] = [
     LookAlike("timestamp with colons", "2026-06-11T10:30:00Z 20260611:ARM64 build finished"),
     LookAlike("login page prose", "machine learning models need a login page and a password field"),
 ]  # fmt: skip
+
+
+# The formats an outside red-team run found surviving the scrubber (docs/security/secret-scrubbing.md):
+# every entry path's regression test sends these.
+RED_TEAM_NAMES = (
+    "reasoningbank oauth access token in prose", "reasoningbank oauth refresh token", "kubeconfig client-key-data",
+    "putty private key", "docker config auth", "url password starting with $", "url password starting with *",
+    "url-encoded password", "PASSWORD= starting with $", "PASSWORD= starting with *", "PASSWORD= starting with %",
+    "json password starting with $", "json password starting with *", "json password starting with %",
+    "slack refresh token", "google oauth client secret", "telegram bot token",
+    "twilio auth token after the account sid", "unsigned jwt", "aws secret key of 39 characters",
+    "aws secret key of 44 characters", "aws secret key in prose",
+)  # fmt: skip
+RED_TEAM = [row for row in SECRETS if row.name in RED_TEAM_NAMES]
+assert len(RED_TEAM) == len(RED_TEAM_NAMES)
+
+
+def red_team_text() -> str:
+    """One text holding every red-team format, one per line, as a trace or a memory would."""
+    return "\n".join(row.text for row in RED_TEAM)
+
+
+def red_team_left(text: str) -> list[str]:
+    """The red-team rows whose secret is still in ``text`` (empty when all were scrubbed)."""
+    return [row.name for row in RED_TEAM if row.secret in text]
+
+
+def red_team_chunks(limit: int) -> list[str]:
+    """``red_team_text()`` cut at line ends into texts of at most ``limit`` characters (a comment or
+    a note has a size limit)."""
+    chunks: list[str] = []
+    for row in RED_TEAM:
+        if chunks and len(chunks[-1]) + 1 + len(row.text) <= limit:
+            chunks[-1] += "\n" + row.text
+        else:
+            chunks.append(row.text)
+    return chunks
