@@ -170,6 +170,11 @@ def _not_after(chars: str) -> str:
 # Characters a token is made of; used in look-behinds so that a token inside a longer word
 # ("ask-ant-...", "my_rb_...") is not treated as one.
 _TOKEN_START = _not_after("A-Za-z0-9_-")
+# A prefix that no word or identifier has ("ghp_", "xoxb-", "glpat-") may follow "_" or "-": a token
+# pasted into an id ("run-ghp_..."), a name ("GH_TOKEN_ghp_...") is still a token. "sk-", "key-",
+# "secret_", "r8_" are common word endings and keep the strict start; ours ("rb_") may follow "-" only.
+_PREFIX_START = _not_after("A-Za-z0-9")
+_OWN_START = _not_after("A-Za-z0-9_")
 _WORD_START = _not_after("A-Za-z0-9")
 
 
@@ -395,7 +400,7 @@ _RULES: tuple[_Rule, ...] = (
         "reasoningbank_token",
         ("rb_",),
         re.compile(
-            _TOKEN_START + r"rb_(?=[a-z0-9_-]{0,256}[A-Z])(?=[A-Z0-9_-]{0,256}[a-z])"
+            _OWN_START + r"rb_(?=[a-z0-9_-]{0,256}[A-Z])(?=[A-Z0-9_-]{0,256}[a-z])"
             r"[A-Za-z0-9_-]{20,}+"
         ),
     ),
@@ -403,12 +408,12 @@ _RULES: tuple[_Rule, ...] = (
         "reasoningbank_oauth_token",
         ("rbo_", "rbr_"),
         re.compile(
-            _TOKEN_START + r"rb[or]_(?=[a-z0-9_-]{0,256}[A-Z])(?=[A-Z0-9_-]{0,256}[a-z])"
+            _OWN_START + r"rb[or]_(?=[a-z0-9_-]{0,256}[A-Z])(?=[A-Z0-9_-]{0,256}[a-z])"
             r"[A-Za-z0-9_-]{20,}+"
         ),
     ),
     # Anthropic: sk-ant-api03-..., sk-ant-admin01-..., sk-ant-oat01-...
-    _Rule("anthropic_key", ("sk-ant-",), re.compile(_TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}+")),
+    _Rule("anthropic_key", ("sk-ant-",), re.compile(_PREFIX_START + r"sk-ant-[A-Za-z0-9_-]{20,}+")),
     # OpenAI: sk-<48>, sk-proj-..., sk-svcacct-..., sk-admin-... The digit requirement keeps
     # kebab-case words that happen to start with "sk-" out; a random 48-char key without a
     # digit is a ~1-in-5000 event.
@@ -423,37 +428,37 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "stripe_key",
         ("sk_live_", "rk_live_", "sk_test_", "rk_test_"),
-        re.compile(_TOKEN_START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}+"),
+        re.compile(_PREFIX_START + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}+"),
     ),
     _Rule(
         "github_token",
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        re.compile(_TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+)"),
+        re.compile(_PREFIX_START + r"(?:gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+)"),
     ),
     # Slack: bot, user, app-level, legacy tokens, and token rotation's refresh tokens ("xoxe-1-...")
     # and rotated access tokens ("xoxe.xoxp-1-...").
     _Rule(
         "slack_token",
         ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-", "xoxe-", "xoxe.", "xapp-"),
-        re.compile(_TOKEN_START + r"(?:xoxe\.)?(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,}+"),
+        re.compile(_PREFIX_START + r"(?:xoxe\.)?(?:xox[abeprs]|xapp)-[A-Za-z0-9-]{10,}+"),
     ),
     _Rule(
         "google_api_key",
         ("aiza",),
-        re.compile(_TOKEN_START + r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+        re.compile(_PREFIX_START + r"AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
     ),
     # Google OAuth: a client secret ("GOCSPX-" + 28), an access token ("ya29."), a refresh token ("1//0")
     _Rule(
         "google_oauth_secret",
         ("gocspx-",),
-        re.compile(_TOKEN_START + r"GOCSPX-[A-Za-z0-9_-]{24,}+"),
+        re.compile(_PREFIX_START + r"GOCSPX-[A-Za-z0-9_-]{24,}+"),
     ),
     _Rule(
         "google_oauth_token",
         ("ya29.", "1//0"),
         re.compile(_TOKEN_START + r"(?:ya29\.[A-Za-z0-9_-]{20,}+|1//0[A-Za-z0-9_-]{30,}+)"),
     ),
-    _Rule("huggingface_token", ("hf_",), re.compile(_TOKEN_START + r"hf_[A-Za-z0-9]{34,}+")),
+    _Rule("huggingface_token", ("hf_",), re.compile(_PREFIX_START + r"hf_[A-Za-z0-9]{34,}+")),
     _Rule(
         "aws_access_key_id",
         ("akia", "asia"),
@@ -466,7 +471,7 @@ _RULES: tuple[_Rule, ...] = (
         "jwt",
         ("eyj",),
         re.compile(
-            _TOKEN_START + r"eyJ[A-Za-z0-9_-]{8,}+\.(?:eyJ[A-Za-z0-9_-]{2,}+\.[A-Za-z0-9_-]*+"
+            _PREFIX_START + r"eyJ[A-Za-z0-9_-]{8,}+\.(?:eyJ[A-Za-z0-9_-]{2,}+\.[A-Za-z0-9_-]*+"
             r"|[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+)"
         ),
     ),
@@ -477,22 +482,22 @@ _RULES: tuple[_Rule, ...] = (
         "gitlab_token",
         ("glpat-", "glptt-", "gldt-", "glrt-", "glcbt-", "glft-", "glsoat-", "gloas-", "glimt-", "gr1348941"),
         re.compile(
-            _TOKEN_START + r"(?:gl(?:pat|ptt|dt|rt|cbt|ft|soat|oas|imt)-[A-Za-z0-9_-]{20,}+"
+            _PREFIX_START + r"(?:gl(?:pat|ptt|dt|rt|cbt|ft|soat|oas|imt)-[A-Za-z0-9_-]{20,}+"
             r"(?:\.[A-Za-z0-9_-]{2,}+)?|GR1348941[A-Za-z0-9_-]{20,}+)"
         ),
     ),
-    _Rule("npm_token", ("npm_",), re.compile(_TOKEN_START + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    _Rule("npm_token", ("npm_",), re.compile(_PREFIX_START + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
     # Prefixed tokens of other SaaS APIs an agent's tools use (docs/security/secret-scrubbing.md
     # lists them with a sample each).
-    _Rule("groq_key", ("gsk_",), re.compile(_TOKEN_START + r"gsk_[A-Za-z0-9]{48,}+")),
-    _Rule("xai_key", ("xai-",), re.compile(_TOKEN_START + r"xai-[A-Za-z0-9]{60,}+")),
-    _Rule("perplexity_key", ("pplx-",), re.compile(_TOKEN_START + r"pplx-[A-Za-z0-9]{40,}+")),
+    _Rule("groq_key", ("gsk_",), re.compile(_PREFIX_START + r"gsk_[A-Za-z0-9]{48,}+")),
+    _Rule("xai_key", ("xai-",), re.compile(_PREFIX_START + r"xai-[A-Za-z0-9]{60,}+")),
+    _Rule("perplexity_key", ("pplx-",), re.compile(_PREFIX_START + r"pplx-[A-Za-z0-9]{40,}+")),
     _Rule(
         "replicate_token",
         ("r8_",),
         re.compile(_TOKEN_START + r"r8_(?=[A-Za-z]{0,64}[0-9])[A-Za-z0-9]{30,}+(?![A-Za-z0-9_-])"),
     ),
-    _Rule("linear_key", ("lin_api_",), re.compile(_TOKEN_START + r"lin_api_[A-Za-z0-9]{32,}+")),
+    _Rule("linear_key", ("lin_api_",), re.compile(_PREFIX_START + r"lin_api_[A-Za-z0-9]{32,}+")),
     _Rule(
         "notion_token",
         ("ntn_", "secret_"),
@@ -501,82 +506,82 @@ _RULES: tuple[_Rule, ...] = (
             r"[A-Za-z0-9]{43}(?![A-Za-z0-9_-]))"
         ),
     ),
-    _Rule("atlassian_token", ("atatt3",), re.compile(_TOKEN_START + r"ATATT3[A-Za-z0-9_=-]{60,}+")),
+    _Rule("atlassian_token", ("atatt3",), re.compile(_PREFIX_START + r"ATATT3[A-Za-z0-9_=-]{60,}+")),
     _Rule(
         "mailgun_key",
         ("key-",),
         re.compile(_TOKEN_START + r"key-(?=[a-z]{0,31}[0-9])[0-9a-z]{32}(?![A-Za-z0-9_-])"),
     ),
-    _Rule("square_token", ("sq0atp-", "sq0csp-"), re.compile(_TOKEN_START + r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}+")),
+    _Rule("square_token", ("sq0atp-", "sq0csp-"), re.compile(_PREFIX_START + r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}+")),
     _Rule(
         "postman_key",
         ("pmak-",),
-        re.compile(_TOKEN_START + r"PMAK-[A-Fa-f0-9]{24}-[A-Fa-f0-9]{34}(?![A-Za-z0-9])"),
+        re.compile(_PREFIX_START + r"PMAK-[A-Fa-f0-9]{24}-[A-Fa-f0-9]{34}(?![A-Za-z0-9])"),
     ),
-    _Rule("newrelic_key", ("nrak-",), re.compile(_TOKEN_START + r"NRAK-[A-Z0-9]{27}(?![A-Za-z0-9])")),
+    _Rule("newrelic_key", ("nrak-",), re.compile(_PREFIX_START + r"NRAK-[A-Z0-9]{27}(?![A-Za-z0-9])")),
     _Rule(
         "grafana_token",
         ("glsa_", "glc_"),
-        re.compile(_TOKEN_START + r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}+={0,2})"),
+        re.compile(_PREFIX_START + r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}+={0,2})"),
     ),
     _Rule(
         "sentry_token",
         ("sntrys_", "sntryu_"),
-        re.compile(_TOKEN_START + r"(?:sntrys_[A-Za-z0-9+/=_-]{40,}+|sntryu_[a-f0-9]{64})"),
+        re.compile(_PREFIX_START + r"(?:sntrys_[A-Za-z0-9+/=_-]{40,}+|sntryu_[a-f0-9]{64})"),
     ),
     _Rule(
         "doppler_token",
         ("dp.st.", "dp.pt.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."),
-        re.compile(_TOKEN_START + r"dp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,32}\.)?[A-Za-z0-9]{40,}+"),
+        re.compile(_PREFIX_START + r"dp\.(?:st|pt|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,32}\.)?[A-Za-z0-9]{40,}+"),
     ),
     _Rule(
         "tailscale_key",
         ("tskey-",),
-        re.compile(_TOKEN_START + r"tskey-[a-z]{2,8}-[A-Za-z0-9]{6,}+-[A-Za-z0-9]{20,}+"),
+        re.compile(_PREFIX_START + r"tskey-[a-z]{2,8}-[A-Za-z0-9]{6,}+-[A-Za-z0-9]{20,}+"),
     ),
-    _Rule("supabase_token", ("sbp_",), re.compile(_TOKEN_START + r"sbp_[a-f0-9]{40}(?![A-Za-z0-9])")),
-    _Rule("pulumi_token", ("pul-",), re.compile(_TOKEN_START + r"pul-[a-f0-9]{40}(?![A-Za-z0-9])")),
+    _Rule("supabase_token", ("sbp_",), re.compile(_PREFIX_START + r"sbp_[a-f0-9]{40}(?![A-Za-z0-9])")),
+    _Rule("pulumi_token", ("pul-",), re.compile(_PREFIX_START + r"pul-[a-f0-9]{40}(?![A-Za-z0-9])")),
     _Rule(
         "mapbox_token",
         ("sk.eyj",),
-        re.compile(_TOKEN_START + r"sk\.eyJ[A-Za-z0-9_-]{10,}+\.[A-Za-z0-9_-]{10,}+"),
+        re.compile(_PREFIX_START + r"sk\.eyJ[A-Za-z0-9_-]{10,}+\.[A-Za-z0-9_-]{10,}+"),
     ),
     _Rule(
         "age_secret_key",
         ("age-secret-key-1",),
-        re.compile(_TOKEN_START + r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])"),
+        re.compile(_PREFIX_START + r"AGE-SECRET-KEY-1[0-9A-Z]{58}(?![A-Za-z0-9])"),
     ),
     # PyPI API tokens are macaroons: "pypi-" + base64 of a header that always reads "pypi.org"
     _Rule(
         "pypi_token",
         ("pypi-ageichlwas5vcmc",),
-        re.compile(_TOKEN_START + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}+"),
+        re.compile(_PREFIX_START + r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}+"),
     ),
     _Rule(
         "sendgrid_key",
         ("sg.",),
-        re.compile(_TOKEN_START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
+        re.compile(_PREFIX_START + r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"),
     ),
     _Rule(
         "digitalocean_token",
         ("dop_v1_", "doo_v1_", "dor_v1_"),
-        re.compile(_TOKEN_START + r"do[por]_v1_[a-f0-9]{64}(?![A-Za-z0-9])"),
+        re.compile(_PREFIX_START + r"do[por]_v1_[a-f0-9]{64}(?![A-Za-z0-9])"),
     ),
     _Rule(
         "shopify_token",
         ("shpat_", "shpca_", "shppa_", "shpss_"),
-        re.compile(_TOKEN_START + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"),
+        re.compile(_PREFIX_START + r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?![A-Za-z0-9])"),
     ),
     _Rule(
         "vault_token",
         ("hvs.", "hvb.", "hvr."),
-        re.compile(_TOKEN_START + r"hv[sbr]\.[A-Za-z0-9_-]{24,}+"),
+        re.compile(_PREFIX_START + r"hv[sbr]\.[A-Za-z0-9_-]{24,}+"),
     ),
-    _Rule("docker_token", ("dckr_pat_",), re.compile(_TOKEN_START + r"dckr_pat_[A-Za-z0-9_-]{27,}+")),
+    _Rule("docker_token", ("dckr_pat_",), re.compile(_PREFIX_START + r"dckr_pat_[A-Za-z0-9_-]{27,}+")),
     _Rule(
         "databricks_token",
         ("dapi",),
-        re.compile(_TOKEN_START + r"dapi[a-f0-9]{32}(?:-[0-9]{1,2})?(?![A-Za-z0-9])"),
+        re.compile(_PREFIX_START + r"dapi[a-f0-9]{32}(?:-[0-9]{1,2})?(?![A-Za-z0-9])"),
     ),
     # Incoming-webhook URLs are bearer credentials: whoever has one can post as the integration.
     # The host and path stay readable, the secret part goes.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from django.db import connection
 from django.test import Client
 
 from accounts.models import AuditEvent
@@ -21,6 +23,7 @@ from memories.services_signals import memory_feedback
 from tests.accounts.test_services_leaks import connected_app_tokens
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec
 from tests.fakes import ScriptedLLM, memory_block
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 from tests.reasoningbank.secret_table import RED_TEAM, red_team_chunks, red_team_left, red_team_text
 
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -238,3 +241,30 @@ def test_an_imported_bank_is_scrubbed_and_a_token_in_it_revoked(cast, token_clie
     assert red_team_left(stored) == [] and raw not in stored
     assert token_authenticate(raw) is None
     assert AuditEvent.objects.filter(verb="token.revoke", data__seen_in="bank.import").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_mcp_a_recorded_memory_and_a_feedback_comment_are_scrubbed_and_a_token_revoked(
+    app, cast, make_token, monkeypatch, mode
+):
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
+    token = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a])[0])
+    _, leaked = await in_thread(lambda: token_create(organization=cast.org_a, label="laptop"))
+    body = record_body(content=f"Deploy with {leaked}\n" + red_team_text())
+    comment = red_team_chunks(COMMENT_MAX)[0]
+    async with mcp_client(app, token, mode) as client:
+        recorded = await client.call_tool("memory_record", body)
+        assert not recorded.is_error, dump(recorded)
+        memory_id = recorded.structured_content["id"]
+        feedback = await client.call_tool(
+            "memory_feedback", {"memory_id": memory_id, "helpful": True, "comment": comment}
+        )
+        fetched = await client.call_tool("memory_get", {"memory_id": memory_id})
+    assert not feedback.is_error, dump(feedback)
+    memory = await in_thread(lambda: Memory.objects.get(pk=memory_id))
+    stored_comment = await in_thread(lambda: MemorySignal.objects.get(memory_id=memory_id).comment)
+    for text in (dump(recorded), dump(fetched), memory.title, memory.description, memory.content, stored_comment):
+        assert red_team_left(text) == [] and leaked not in text
+    assert await in_thread(lambda: token_authenticate(leaked)) is None

@@ -133,6 +133,7 @@ SECRETS: list[Secret] = [
     Secret("github classic token", "git remote set-url origin https://", "ghp_" + mixed(ALNUM, 36),
            "@github.com/o/r", "github_token"),
     Secret("github oauth token", "gh auth token printed ", "gho_" + mixed(ALNUM, 36), "", "github_token"),
+    Secret("github token pasted into an id", "session run-", "ghp_" + mixed(ALNUM, 36), " failed", "github_token"),
     Secret("github app installation token", "x-access-token:", "ghs_" + mixed(ALNUM, 36), "", "github_token"),
     Secret("github refresh token", "refresh with ", "ghr_" + mixed(ALNUM, 76), "", "github_token"),
     Secret("github fine-grained token", "GH_TOKEN=", "github_pat_11" + mixed(ALNUM, 20) + "_" + mixed(ALNUM, 59), "",
