@@ -2,9 +2,10 @@
 library (``bc-detect-secrets``, the maintained fork), on the format table of
 ``tests/reasoningbank/secret_table.py`` — the figures of docs/security/secret-scrubbing.md.
 
-    .venv/bin/pip install bc-detect-secrets==1.5.52   # the library is not a dependency (see the doc)
+    .venv/bin/pip install -e '.[secrets-bench]'        # the library: an optional extra, not a dependency
     .venv/bin/python bench/scrubbing.py                # the table's scores and the speed on an 8 MB trace
     .venv/bin/python bench/scrubbing.py --mb 2         # a smaller trace
+    .venv/bin/python bench/scrubbing.py --also main    # + our scrubber as it is at a git revision
 
 For each scrubber:
 
@@ -25,8 +26,10 @@ Writes ``bench/results/scrubbing.json``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,9 +39,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._traces import make_trace  # noqa: E402
-from reasoningbank.scrubbing import scrub_secrets  # noqa: E402
-from tests.reasoningbank.secret_table import LOOK_ALIKES, SECRETS  # noqa: E402
+from bench._traces import make_trace
+from reasoningbank.scrubbing import scrub_secrets
+from tests.reasoningbank.secret_table import LOOK_ALIKES, SECRETS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 Scrubber = Callable[[str], str]
@@ -46,6 +49,21 @@ Scrubber = Callable[[str], str]
 
 def ours(text: str) -> str:
     return scrub_secrets(text).text
+
+
+def scrubber_at(revision: str) -> Scrubber:
+    """``scrub_secrets`` of ``reasoningbank/scrubbing.py`` as it is at a git revision (it is pure)."""
+    source = subprocess.run(
+        ["git", "show", f"{revision}:reasoningbank/scrubbing.py"], capture_output=True, text=True, check=True
+    ).stdout
+    folder = Path(tempfile.mkdtemp())
+    (folder / "scrubbing_at_revision.py").write_text(source)
+    spec = importlib.util.spec_from_file_location("scrubbing_at_revision", folder / "scrubbing_at_revision.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return lambda text: module.scrub_secrets(text).text
 
 
 def detect_secrets_scrubber(disabled: tuple[str, ...] = ()) -> Scrubber:
@@ -124,12 +142,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=8.0, help="size of the speed test's trace (MB)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--also", metavar="REVISION", help="also score our scrubber as it is at this git revision")
     args = parser.parse_args()
 
     library = detect_secrets_scrubber()
     entropy_off = detect_secrets_scrubber(("Base64HighEntropyString", "HexHighEntropyString"))
     configurations: dict[str, tuple[Scrubber, bool]] = {
         "ours": (ours, True),
+        **({f"ours at {args.also}": (scrubber_at(args.also), True)} if args.also else {}),
         "detect-secrets (default)": (library, False),
         "detect-secrets (no-entropy)": (entropy_off, False),
         "combined (ours + default)": (lambda text: library(ours(text)), False),
