@@ -26,6 +26,7 @@ from memories.moderation import memories_archive
 from memories.services import MemoryDraft, memory_gate, memory_rejection_record
 from reasoningbank.ai.llm import LLMError, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
+from reasoningbank.scrubbing import scrub_secrets
 from reasoningbank.tracing import bind
 
 logger = logging.getLogger("consolidation")
@@ -158,7 +159,7 @@ def link_add(ctx: RunContext, source: str, target: str, kind: str, weight: float
         defaults={
             "organization": ctx.run.organization,
             "weight": round(float(weight), 4),
-            "reason": reason[:2000],
+            "reason": scrub_secrets(reason).text[:2000],  # a judge's words, shown with the dispute
             "run": ctx.run,
         },
     )

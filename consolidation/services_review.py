@@ -19,6 +19,7 @@ from accounts.models import SCOPE_MEMORIES_WRITE
 from accounts.services import audit_record
 from consolidation.models import ReviewItem
 from memories.models import MemoryLink
+from memories.services import text_scrub
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 
 DECISIONS = (ReviewItem.STATUS_CONTRADICTS, ReviewItem.STATUS_COMPATIBLE)
@@ -45,7 +46,8 @@ def review_note_clean(note: Any) -> str:
         raise InvalidInput(f"note is too long ({len(note)} characters; at most {NOTE_MAX})", field="note")
     if "\x00" in note:
         raise InvalidInput("note must not contain NUL characters", field="note")
-    return note
+    # kept as the decision's reason, the dispute's link reason and in the audit row: shown to the org
+    return text_scrub(note, seen_in="review.note")
 
 
 @transaction.atomic

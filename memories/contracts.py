@@ -321,6 +321,7 @@ class SearchOutput(Contract):
 
 @traced("memory.search")
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
+    services.session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     started = time.perf_counter()
     current_set(  # seed 002's recall.search attributes: the query's length, never its text
         query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
@@ -476,6 +477,7 @@ class OutcomeOutput(Contract):
 
 
 def memory_outcome_run(principal: Principal, args: OutcomeInput) -> OutcomeOutput:
+    services.session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     memory = selectors.memory_get(principal, args.memory_id)
     result = services_signals.memory_outcome(
         principal=principal, memory=memory, succeeded=args.succeeded, session_id=args.session_id

@@ -135,6 +135,7 @@ class AskOutput(Contract):
 
 
 def memory_ask_run(principal: Principal, args: AskInput) -> AskOutput:
+    services.session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     llm = _llm_configured()  # before any work: without an LLM there is never an answer
     search = SearchQuery(
         query=args.question,

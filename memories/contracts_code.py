@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, StringConstraints
 
 from accounts.access import Principal
-from memories import services_code
+from memories import services, services_code
 from reasoningbank.contracts import NUL_FREE, Contract
 
 CodeStatus = Literal["committed", "kept", "reverted"]
@@ -81,6 +81,7 @@ class CodeReportOutput(Contract):
 
 
 def session_code_report_run(principal: Principal, args: CodeReportInput) -> CodeReportOutput:
+    services.session_key_clean(args.session_id)  # outside the report's transaction: a revocation sticks
     report = services_code.session_code_report(
         principal=principal, status=args.status, session_key=args.session_id, commit=args.commit
     )

@@ -97,6 +97,7 @@ class ContextOutput(Contract):
     },
 )
 def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutput:
+    services.session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     project = selectors.project_target(principal, args.project)
     current_set(
         org_id=principal.organization.id, project_id=project.id, context_length=len(args.context),

@@ -29,6 +29,7 @@ from typing import Any
 from memories.confidence import INITIAL_EXPLICIT, confidence_prior
 from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from reasoningbank.json_limits import JSON_MAX_DEPTH_DEFAULT, json_depth_exceeds
+from reasoningbank.scrubbing import scrub_secrets
 
 FORMAT = "reasoningbank-export"
 VERSION = 1
@@ -129,6 +130,21 @@ def _text(maximum: int, *, blank: bool = True) -> Check:
             raise Bad("must not be empty")
         if len(value) > maximum:
             raise Bad(f"is too long ({len(value)} characters; at most {maximum})")
+        return value
+
+    return check
+
+
+def _session_key(*, blank: bool) -> Check:
+    """An agent's session id: refused when it holds a secret, as the API refuses it (it is stored
+    and shown as it is; docs/security/secret-scrubbing.md)."""
+    text = _text(SESSION_KEY_MAX, blank=blank)
+
+    def check(value: Any) -> str:
+        value = text(value)
+        found = scrub_secrets(value)
+        if found.redactions:
+            raise Bad(f"must not hold a secret (it looks like: {', '.join(found.kinds)})")
         return value
 
     return check
@@ -381,7 +397,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "project": _f(_nullable(_slug), None),
         "signal": _c(_choice("signal_types")),
         "positive": _f(_boolean),
-        "session_id": _f(_text(SESSION_KEY_MAX), ""),
+        "session_id": _f(_session_key(blank=True), ""),
         "comment": _f(_text(COMMENT_MAX), ""),
         "actor": _f(_text(ACTOR_MAX), ""),
         "confidence_after": _f(_nullable(_number(0.0, 1.0)), None),
@@ -407,7 +423,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     },
     "session_use": {
         "memory": _f(_local_id),
-        "session_key": _f(_text(SESSION_KEY_MAX, blank=False)),
+        "session_key": _f(_session_key(blank=False)),
         "via": _c(_choice("session_vias")),
         "created_at": _TIME,
         "outcome": _f(_fixed_choice(SESSION_OUTCOMES), ""),

@@ -20,6 +20,7 @@ from pgvector.django import CosineDistance
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.services import audit_record
+from accounts.services_leaks import leaked_tokens_revoke
 from memories import confidence as conf
 from memories import gate
 from memories.fingerprint import memory_content_hash
@@ -29,7 +30,7 @@ from memories.selectors import memory_is_readable, memory_is_writable, project_r
 from memories.selectors_search import SearchQuery, SearchResult, memory_search
 from reasoningbank.ai.embedders import EmbeddingError, embedder_from_settings
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, Rejected, ServiceError
-from reasoningbank.scrubbing import scrub_secrets
+from reasoningbank.scrubbing import ScrubResult, scrub_secrets
 from reasoningbank.tracing import span, traced
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ CONTENT_MAX = 20000
 TAG_MAX = 50
 TAGS_MAX = 20
 COMMENT_MAX = 2000
+SESSION_KEY_MAX = 200  # an agent's own session id (AgentSession.external_id, the ledger's session_key)
 QUERY_MAX = 2000
 RECORD_OUTCOMES = ("success", "failure", "mixed")
 KINDS = tuple(k for k, _ in Memory.KIND_CHOICES)
@@ -64,6 +66,39 @@ def text_clean(value: Any, name: str, maximum: int, *, required: bool = True) ->
     return value
 
 
+# --- secrets ------------------------------------------------------------------------------------------
+# Every text that enters the bank passes through one of these two (docs/security/secret-scrubbing.md).
+
+
+def text_scrub_result(text: str, *, seen_in: str) -> ScrubResult:
+    """``text`` with its secrets redacted, and any of our own tokens in it revoked on sight: it
+    reached the bank, so it has leaked. ``seen_in`` names the operation for the audit row."""
+    result = scrub_secrets(text)
+    if result.own_tokens:
+        leaked_tokens_revoke(result.own_tokens, seen_in=seen_in)
+    return result
+
+
+def text_scrub(text: str, *, seen_in: str) -> str:
+    return text_scrub_result(text, seen_in=seen_in).text
+
+
+def session_key_clean(value: Any, *, required: bool = False, field: str = "session_id") -> str:
+    """An agent's session id, refused (a 400 naming the field) when it holds a secret: it is stored
+    and shown as it is — in the session list, the ledger, an export — so redacting part of it would
+    merge unrelated sessions under one marker. Our own token in it is revoked all the same."""
+    value = text_clean(value, field, SESSION_KEY_MAX, required=required)
+    if value:
+        found = text_scrub_result(value, seen_in=field)
+        if found.redactions:
+            raise InvalidInput(
+                f"{field} must not hold a secret (it looks like: {', '.join(found.kinds)}); session ids are stored "
+                "and shown as they are: use an id of your own, e.g. a UUID",
+                field=field,
+            )
+    return value
+
+
 def tags_clean(tags: Any) -> list[str]:
     if tags is None:
         return []
@@ -71,13 +106,15 @@ def tags_clean(tags: Any) -> list[str]:
         raise InvalidInput("tags must be a list of strings", field="tags")
     cleaned: list[str] = []
     for tag in tags:
-        tag = tag.strip().lower()
+        tag = tag.strip()
         if not tag:
             continue
         if "\x00" in tag:
             raise InvalidInput("tags must not contain NUL characters", field="tags")
         if len(tag) > TAG_MAX:
-            raise InvalidInput(f"tag {tag[:20]!r}… is longer than {TAG_MAX} characters", field="tags")
+            raise InvalidInput(f"tag {tag[:20].lower()!r}… is longer than {TAG_MAX} characters", field="tags")
+        # scrubbed before lower-casing: a lower-cased key is still most of a key, and no longer found
+        tag = text_scrub(tag, seen_in="memory")[:TAG_MAX].lower()
         if tag not in cleaned:
             cleaned.append(tag)
     if len(cleaned) > TAGS_MAX:
@@ -166,10 +203,10 @@ class MemoryDraft:
 
     def __post_init__(self) -> None:
         # a redaction marker can be longer than what it replaced: the title column has a limit
-        object.__setattr__(self, "title", scrub_secrets(self.title).text[:TITLE_MAX])
-        object.__setattr__(self, "description", scrub_secrets(self.description).text)
-        object.__setattr__(self, "content", scrub_secrets(self.content).text)
-        object.__setattr__(self, "tags", [scrub_secrets(tag).text[:TAG_MAX] for tag in self.tags])
+        object.__setattr__(self, "title", text_scrub(self.title, seen_in="memory")[:TITLE_MAX])
+        object.__setattr__(self, "description", text_scrub(self.description, seen_in="memory"))
+        object.__setattr__(self, "content", text_scrub(self.content, seen_in="memory"))
+        object.__setattr__(self, "tags", [text_scrub(tag, seen_in="memory")[:TAG_MAX] for tag in self.tags])
 
 
 # --- the write gate (issue 17; the rules are memories/gate.py) ----------------------------------------

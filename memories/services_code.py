@@ -37,7 +37,7 @@ from accounts.access import Principal, access_filter
 from accounts.services import audit_record
 from memories.models import Memory, SessionCommit, SessionMemoryUse
 from memories.selectors import memory_is_readable
-from memories.services import text_clean, write_scope_require
+from memories.services import session_key_clean, text_clean, write_scope_require
 from memories.services_signals import memory_stability
 from reasoningbank.errors import Conflict, InvalidInput, NotFound
 
@@ -74,7 +74,7 @@ def session_code_report(*, principal: Principal, status: Any, session_key: Any =
     write_scope_require(principal)
     if status not in CODE_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(CODE_STATUSES)}", field="status")
-    session_key = text_clean(session_key, "session_id", SESSION_KEY_MAX, required=False)
+    session_key = session_key_clean(session_key)
     commit = commit_clean(commit)
     if not session_key and not commit:
         raise InvalidInput("name the session (session_id), the commit (commit) or both", field="session_id")

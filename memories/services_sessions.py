@@ -43,6 +43,8 @@ from memories.services import (
     memory_embedding_text,
     memory_gate,
     memory_rejection_record,
+    session_key_clean,
+    text_scrub_result,
 )
 from memories.services_signals import memories_mark_used
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
@@ -80,6 +82,7 @@ def session_submit(
         raise InvalidInput("session_id is required (1-200 characters)", field="session_id")
     if "\x00" in session_id:  # PostgreSQL cannot even compare text containing NUL
         raise InvalidInput("session_id must not contain NUL characters", field="session_id")
+    session_id = session_key_clean(session_id, required=True)  # a secret in it: refused
     if outcome not in SESSION_OUTCOMES:
         raise InvalidInput(f"outcome must be one of {', '.join(SESSION_OUTCOMES)}", field="outcome")
     if not isinstance(trace, str) or not trace.strip():
@@ -96,7 +99,7 @@ def session_submit(
     existing = AgentSession.objects.filter(project=target, external_id=external_id).first()
     if existing is not None:
         return SubmitResult(existing, False)
-    scrubbed = scrub_secrets(trace.replace("\x00", ""))
+    scrubbed = text_scrub_result(trace.replace("\x00", ""), seen_in="session.submit")
     waiting = llm_from_settings().provider == "none"
     with transaction.atomic():
         session, created = AgentSession.objects.get_or_create(
@@ -362,8 +365,9 @@ def _session_finish(
 ) -> AgentSession:
     now = timezone.now()
     session.status = status
-    session.error = error[:4000]
-    session.raw_reply = raw_reply[:20000]
+    # the LLM saw the scrubbed trace only, but its replies and the provider's errors are stored too
+    session.error = scrub_secrets(error).text[:4000]
+    session.raw_reply = scrub_secrets(raw_reply).text[:20000]
     session.updated_at = now
     session.finished_at = now if status in (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED) else None
     if status != AgentSession.STATUS_QUEUED:

@@ -20,12 +20,18 @@ from accounts.models import Project
 from accounts.services import audit_record
 from memories import confidence as conf
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.services import COMMENT_MAX, readable_require, text_clean, write_scope_require
+from memories.services import (
+    COMMENT_MAX,
+    readable_require,
+    session_key_clean,
+    text_clean,
+    text_scrub,
+    write_scope_require,
+)
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import InvalidInput
 from reasoningbank.metrics import USAGE_WRITE_FAILURES
-from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +147,7 @@ def memory_feedback(
     readable_require(principal, memory)
     if not isinstance(helpful, bool):
         raise InvalidInput("helpful must be true or false", field="helpful")
-    comment = scrub_secrets(text_clean(comment, "comment", COMMENT_MAX, required=False)).text
+    comment = text_scrub(text_clean(comment, "comment", COMMENT_MAX, required=False), seen_in="memory.feedback")
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     previous = memory.confidence
     row = _weights_row(memory, lock=True)
@@ -177,7 +183,7 @@ def memory_outcome(
     readable_require(principal, memory)
     if not isinstance(succeeded, bool):
         raise InvalidInput("succeeded must be true or false", field="succeeded")
-    session_id = text_clean(session_id, "session_id", 200, required=False)
+    session_id = session_key_clean(session_id)
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     previous = memory.confidence
     signal = _signal_add(principal, memory, conf.SignalType.OUTCOME, succeeded, session_id=session_id, project=project)

@@ -48,11 +48,10 @@ from memories.models import (
 )
 from memories.selectors import project_target
 from memories.selectors_transfer import transfer_admin_require
-from memories.services import _embed, memory_embedding_text, memory_limit_check
+from memories.services import _embed, memory_embedding_text, memory_limit_check, text_scrub
 from memories.services_summaries import summary_embedding_text
 from reasoningbank.ai.embedders import embedder_from_settings
 from reasoningbank.errors import InvalidInput, LimitExceeded, PlanRequired, TooLarge
-from reasoningbank.scrubbing import scrub_secrets
 
 FORMATS = ("reasoningbank", *SOURCE_FORMATS)
 MEMORY_BATCH = 256  # memories embedded and inserted at once
@@ -439,7 +438,9 @@ def _import_audit(principal: Principal, result: ImportResult) -> None:
 
 
 def _scrub(text: str) -> str:
-    return scrub_secrets(text).text
+    """Every text of an imported file, as every text that enters the bank: secrets redacted, our own
+    tokens revoked (docs/security/secret-scrubbing.md)."""
+    return text_scrub(text, seen_in="bank.import")
 
 
 def _scrubbed_texts(record: dict[str, Any]) -> dict[str, Any]:
@@ -600,7 +601,7 @@ class _Writer:
             origin=record["origin"],
             promoted_from=record["promoted_from"],
             promoted_at=record["promoted_at"],
-            promotion_reason=record["promotion_reason"],
+            promotion_reason=_scrub(record["promotion_reason"])[: ef.PROMOTION_REASON_MAX],
             created_by_user=self.users.get(email) if email else None,
             created_at=record["created_at"],
             updated_at=record["updated_at"],
@@ -640,7 +641,7 @@ class _Writer:
                     confidence=record["confidence"],
                     temporal_start=record["temporal_start"],
                     temporal_end=record["temporal_end"],
-                    error=record["error"],
+                    error=_scrub(record["error"]),
                     raw_reply=_scrub(record["raw_reply"]),
                     embedding=next(vectors) if ok else None,
                     embedding_model=self.embedder.name if ok else "",
@@ -685,7 +686,7 @@ class _Writer:
             positive=record["positive"],
             session_id=record["session_id"],
             comment=_scrub(record["comment"]),
-            actor=record["actor"],
+            actor=_scrub(record["actor"])[: ef.ACTOR_MAX],
             confidence_after=record["confidence_after"],
             created_at=record["created_at"],
         )

@@ -36,6 +36,7 @@ from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.selectors import Edge, ScannedMemory
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_lock_active
+from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger("consolidation")
 
@@ -255,7 +256,7 @@ def review_note(
     )
     if item.status != ReviewItem.STATUS_PENDING:
         return
-    item.run, item.reason = ctx.run, reason[:2000]
+    item.run, item.reason = ctx.run, scrub_secrets(reason).text[:2000]
     if conflict is not None:
         item.similarity, item.cues = conflict.similarity, list(conflict.cues)
     if status != ReviewItem.STATUS_PENDING:

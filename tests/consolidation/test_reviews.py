@@ -10,13 +10,15 @@ import re
 import pytest
 
 from accounts.models import AuditEvent
+from accounts.services import token_authenticate, token_create
 from consolidation.models import ReviewItem
 from consolidation.selectors_quality import review_list
-from consolidation.services_review import review_decide
+from consolidation.services_review import NOTE_MAX, review_decide
 from memories.models import Memory, MemoryLink
 from memories.selectors import disputed_list
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke
+from tests.reasoningbank.secret_table import red_team_chunks, red_team_left
 
 REVIEWS = "/api/v1/consolidation/reviews"
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -144,6 +146,33 @@ def test_rest_decides_a_pair(cast, token_client, pending):
     assert again.status_code == 409 and "already decided" in again.json()["detail"]
     disputes = client.get("/api/v1/consolidation/disputes").json()["results"]
     assert [d["first"]["id"] for d in disputes] == [pending.first_id]
+
+
+def test_a_dispute_note_is_scrubbed_everywhere_it_is_kept_and_a_token_in_it_revoked(cast, token_client, pending):
+    _, raw = token_create(organization=cast.org_a, label="ci")
+    note, *_ = red_team_chunks(NOTE_MAX - 100)
+    client = token_client(cast.org_a)
+
+    response = client.post(decide_url(pending), {"decision": "contradicts", "note": f"{raw}\n{note}"}, format="json")
+
+    assert response.status_code == 200, response.json()
+    item = ReviewItem.objects.get(pk=pending.pk)
+    link = MemoryLink.objects.get(kind=MemoryLink.KIND_CONTRADICTS)
+    audited = str(AuditEvent.objects.get(verb="review.decide").data)
+    disputes = client.get("/api/v1/consolidation/disputes").content.decode()
+    for kept in (response.content.decode(), item.reason, link.reason, audited, disputes):
+        assert red_team_left(kept) == [] and raw not in kept
+    assert item.reason.startswith("[REDACTED:reasoningbank_token]\n")
+    assert token_authenticate(raw) is None
+
+
+def test_every_red_team_format_is_scrubbed_from_the_notes_of_a_dashboard_decision(client, cast, pending):
+    client.force_login(cast.alice)
+    note, *_ = red_team_chunks(NOTE_MAX)
+    client.post(f"/consolidation/reviews/{pending.pk}/decide/", {"decision": "contradicts", "note": note})
+    item = ReviewItem.objects.get(pk=pending.pk)
+    assert item.status == "contradicts" and red_team_left(item.reason) == []
+    assert red_team_left(client.get("/disputed/").content.decode()) == []
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,24 @@ The secrets are assembled from pieces so that secret scanners do not flag this f
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from accounts.models import AuditEvent
+from accounts.services import token_authenticate, token_create
 from memories import services_sessions
-from memories.models import Memory, MemorySignal
-from memories.services import TITLE_MAX, memory_record, memory_update
+from memories.models import AgentSession, Memory, MemorySignal
+from memories.services import COMMENT_MAX, TITLE_MAX, memory_record, memory_update
 from memories.services_sessions import session_process, session_submit
 from memories.services_signals import memory_feedback
+from tests.accounts.test_services_leaks import connected_app_tokens
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec
 from tests.fakes import ScriptedLLM, memory_block
+from tests.mcp_harness import MODES, dump, in_thread, mcp_client
+from tests.reasoningbank.secret_table import RED_TEAM, red_team_chunks, red_team_left, red_team_text
 
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 ROTATE = "Rotate keys each month"
@@ -102,3 +113,158 @@ def test_an_extracted_pattern_is_scrubbed(cast, agent):
     run_cycle(agent, cast.project_a, cycle_llm(patterns=f'["User authenticates with {GITHUB_TOKEN}"]'))
     pattern = Memory.objects.get(origin=Memory.ORIGIN_EXTRACTED)
     assert pattern.content == "User authenticates with [REDACTED:github_token]"
+
+
+# --- the red-team run's survivors, on every entry path (docs/security/secret-scrubbing.md) ----------------
+
+
+def record_body(**fields: object) -> dict[str, object]:
+    """A memory whose every text field holds red-team formats: the title a Telegram bot token, the
+    description and a tag a Google OAuth client secret, the content all of them."""
+    telegram = next(row for row in RED_TEAM if row.name == "telegram bot token")
+    google = next(row for row in RED_TEAM if row.name == "google oauth client secret")
+    return {
+        "title": f"Deploy notes: {telegram.text}",
+        "description": f"When deploying with the {google.text}",
+        "content": "Deploy steps and the credentials they use:\n" + red_team_text(),
+        "tags": ["deploy", google.secret],
+        "outcome": "success",
+    } | fields
+
+
+def test_every_red_team_format_is_kept_out_of_each_field_and_every_read_over_rest(cast, token_client):
+    writer = token_client(cast.org_a, projects=[cast.project_a])
+    created = writer.post("/api/v1/memories", record_body(), format="json")
+    assert created.status_code == 201, created.content
+    memory = Memory.objects.get()
+    reader = token_client(cast.org_a, scopes=["memories:read"])
+    served = [
+        created.content.decode(),
+        reader.get(f"/api/v1/memories/{memory.id}").content.decode(),
+        reader.get("/api/v1/memories").content.decode(),
+        reader.post("/api/v1/memories/search", {"query": "deploy credentials"}, format="json").content.decode(),
+        b"".join(token_client(cast.org_a, scopes=["admin"]).get("/api/v1/export").streaming_content).decode(),
+    ]
+    stored = " ".join([memory.title, memory.description, memory.content, *memory.tags])
+    assert red_team_left(stored) == []
+    assert [red_team_left(text) for text in served] == [[]] * len(served)
+    assert memory.title.startswith("Deploy notes: bot [REDACTED:telegram_bot_token]")
+    assert memory.tags == ["deploy", "[redacted:google_oauth_secret]"]
+
+
+def test_a_memory_holding_a_live_oauth_token_revokes_it_so_no_reader_can_write_with_it(cast, token_client):
+    """The red-team's escalation: a read-only token read a memory holding a live ``rbo_`` token of
+    an app with write access, and wrote with it."""
+    flow, tokens = connected_app_tokens(cast.alice, "acme")
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {tokens['access_token']}"}
+    assert Client().get("/api/v1/me", **bearer).status_code == 200
+    writer = token_client(cast.org_a, projects=[cast.project_a])
+    content = (
+        f"Call the API with: curl -H 'Authorization: Bearer {tokens['access_token']}' "
+        f"and refresh with {tokens['refresh_token']}"
+    )
+
+    created = writer.post("/api/v1/memories", record_body(content=content), format="json")
+
+    assert created.status_code == 201, created.content
+    read = token_client(cast.org_a, scopes=["memories:read"]).get(f"/api/v1/memories/{created.json()['id']}").json()
+    assert read["content"] == (
+        "Call the API with: curl -H 'Authorization: Bearer [REDACTED:reasoningbank_oauth_token]' and refresh with "
+        "[REDACTED:reasoningbank_oauth_token]"
+    )
+    assert Client().get("/api/v1/me", **bearer).status_code == 401
+    assert (
+        Client().post("/api/v1/memories", record_body(), content_type="application/json", **bearer).status_code == 401
+    )
+    assert flow.refresh(Client(), tokens["refresh_token"]).status_code == 400
+    (row,) = AuditEvent.objects.filter(organization=cast.org_a, verb="oauth.token_revoke")
+    assert row.data["reason"] == "leaked" and row.data["seen_in"] == "memory"
+
+
+def test_an_api_token_in_a_feedback_comment_is_scrubbed_and_revoked(cast, agent):
+    _, raw = token_create(organization=cast.org_a, label="laptop")
+    memory = memory_record(principal=agent, title="t", description="d", content=ROTATE, outcome="success")
+
+    memory_feedback(principal=agent, memory=memory, helpful=True, comment=f"worked with {raw}")
+    for chunk in red_team_chunks(COMMENT_MAX):
+        memory_feedback(principal=agent, memory=memory, helpful=True, comment=chunk)
+
+    comments = list(MemorySignal.objects.filter(memory=memory).order_by("id").values_list("comment", flat=True))
+    assert comments[0] == "worked with [REDACTED:reasoningbank_token]"
+    assert red_team_left(" ".join(comments)) == []
+    audited = AuditEvent.objects.filter(verb="memory.feedback").values_list("data", flat=True)
+    assert red_team_left(str(list(audited))) == [] and raw not in str(list(audited))
+    assert token_authenticate(raw) is None
+    assert AuditEvent.objects.filter(
+        organization=cast.org_a, verb="token.revoke", data__seen_in="memory.feedback"
+    ).exists()
+
+
+def test_a_session_trace_is_scrubbed_before_it_is_stored_and_before_the_llm_reads_it(
+    cast, agent, settings, monkeypatch
+):
+    settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
+    flow, tokens = connected_app_tokens(cast.alice, "acme")
+    trace = (
+        f"user: deploy it\nagent: $ cat ~/.config/app.json\n{red_team_text()}\nrefresh_token={tokens['refresh_token']}"
+    )
+
+    session = session_submit(principal=agent, session_id="s-9", outcome="success", trace=trace).session
+    llm = ScriptedLLM([memory_block(1, "Deploy with the CLI", "When deploying", "Run the deploy script.")])
+    session_process(session.id, llm=llm)
+
+    stored = AgentSession.objects.get(pk=session.id).trace
+    assert red_team_left(stored) == [] and tokens["refresh_token"] not in stored
+    ((_, prompt),) = llm.calls
+    assert red_team_left(prompt) == [] and tokens["refresh_token"] not in prompt
+    assert flow.refresh(Client(), tokens["refresh_token"]).status_code == 400
+    assert AuditEvent.objects.filter(verb="oauth.token_revoke", data__seen_in="session.submit").exists()
+
+
+def test_an_imported_bank_is_scrubbed_and_a_token_in_it_revoked(cast, token_client):
+    _, raw = token_create(organization=cast.org_a, label="old laptop")
+    lines = [
+        {"type": "header", "format": "reasoningbank-export", "version": 1},
+        {"type": "memory", "id": "m1", "project": "web-app", "title": "Deploy credentials",
+         "content": f"Deploy with {raw}\n{red_team_text()}", "promotion_reason": red_team_text()[:500]},
+        {"type": "signal", "memory": "m1", "signal": "explicit", "positive": True, "comment": red_team_text()[:2000]},
+        {"type": "end"},
+    ]  # fmt: skip
+    text = "\n".join(json.dumps(line) for line in lines)
+
+    response = token_client(cast.org_a, scopes=["admin"]).post("/api/v1/import", {"text": text}, format="json")
+
+    assert response.status_code == 200, response.json()
+    memory = Memory.objects.get()
+    stored = " ".join([memory.content, memory.promotion_reason, MemorySignal.objects.get().comment])
+    assert red_team_left(stored) == [] and raw not in stored
+    assert token_authenticate(raw) is None
+    assert AuditEvent.objects.filter(verb="token.revoke", data__seen_in="bank.import").exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("mode", MODES)
+async def test_over_mcp_a_recorded_memory_and_a_feedback_comment_are_scrubbed_and_a_token_revoked(
+    app, cast, make_token, monkeypatch, mode
+):
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
+    token = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a])[0])
+    _, leaked = await in_thread(lambda: token_create(organization=cast.org_a, label="laptop"))
+    body = record_body(content=f"Deploy with {leaked}\n" + red_team_text())
+    comment = red_team_chunks(COMMENT_MAX)[0]
+    async with mcp_client(app, token, mode) as client:
+        recorded = await client.call_tool("memory_record", body)
+        assert not recorded.is_error, dump(recorded)
+        memory_id = recorded.structured_content["id"]
+        feedback = await client.call_tool(
+            "memory_feedback", {"memory_id": memory_id, "helpful": True, "comment": comment}
+        )
+        fetched = await client.call_tool("memory_get", {"memory_id": memory_id})
+    assert not feedback.is_error, dump(feedback)
+    memory = await in_thread(lambda: Memory.objects.get(pk=memory_id))
+    stored_comment = await in_thread(lambda: MemorySignal.objects.get(memory_id=memory_id).comment)
+    for text in (dump(recorded), dump(fetched), memory.title, memory.description, memory.content, stored_comment):
+        assert red_team_left(text) == [] and leaked not in text
+    assert await in_thread(lambda: token_authenticate(leaked)) is None
