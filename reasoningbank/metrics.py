@@ -134,7 +134,15 @@ WRITE_BEHIND = Counter(
     f"{PREFIX}_write_behind", "Writes handed to the write-behind thread, by outcome", ["outcome", "work"]
 )
 USAGE_WRITE_FAILURES = Counter(
-    f"{PREFIX}_usage_write_failures", "Usage-signal writes that failed on the request's own connection"
+    f"{PREFIX}_usage_write_failures",
+    "Usage-signal writes given up after their retries (their signals are counted as dropped)",
+)
+# per signal (one per memory a search used): written, or dropped once every retry failed
+USAGE_SIGNALS = Counter(f"{PREFIX}_usage_signals", "Usage signals of searches, by outcome", ["outcome"])
+USAGE_WRITE_RETRIES = Counter(
+    f"{PREFIX}_usage_write_retries",
+    "Usage-signal writes tried again, by reason (deadlock, serialization, lock, database_unavailable)",
+    ["reason"],
 )
 
 

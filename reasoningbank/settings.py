@@ -404,6 +404,11 @@ SEARCH_COLLAPSE_DUPLICATES = env_bool("SEARCH_COLLAPSE_DUPLICATES", True)
 SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minimum=0.5, maximum=1)
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
+# a search's usage write that lost a race (deadlock, serialization) or found no free connection is tried
+# this many times in all, waiting the delay doubled at each try (jittered); then its signals are counted
+# as dropped and logged (docs/concurrency.md)
+USAGE_WRITE_ATTEMPTS = env_int("USAGE_WRITE_ATTEMPTS", 5, minimum=1, maximum=20)
+USAGE_WRITE_RETRY_DELAY = env_float("USAGE_WRITE_RETRY_DELAY", 0.1, minimum=0, maximum=10)
 
 # --- Confidence lifecycle (seed 000 config ``confidence``, seed 001 "Signals"; issue 18) --------
 # memory_context never injects a memory or summary less trusted than this, whatever min_confidence asks
