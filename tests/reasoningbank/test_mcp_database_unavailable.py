@@ -16,6 +16,7 @@ from django.db import connection
 from psycopg_pool import PoolTimeout
 
 from memories import services as memory_services
+from tests.db_pool import connection_pool
 from tests.mcp_harness import MODES, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -25,18 +26,10 @@ SEARCH = {"query": "retry flaky network calls", "min_confidence": 0.0}
 
 @pytest.fixture
 def small_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """A psycopg pool of two connections that gives up waiting after half a second (as deployed, where
-    the wait is ``DB_CONNECT_TIMEOUT``); every thread's connection comes from it."""
+    """A pool of two connections that gives up waiting after half a second."""
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # each tool call gives its own back
-    connection.close()  # the plain connection of set-up; from here on they come from the pool
-    options = connection.settings_dict["OPTIONS"]
-    options["pool"] = {"min_size": 0, "max_size": 2, "timeout": 0.5}
-    try:
-        yield connection.pool
-    finally:
-        connection.close()
-        connection.close_pool()
-        options.pop("pool", None)
+    with connection_pool(max_size=2, timeout=0.5) as pool:
+        yield pool
 
 
 @pytest.fixture
