@@ -11,14 +11,11 @@ trigger), so the run still holds its first row when the usage write asks for bot
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from consolidation.context import RunContext, RunOptions
@@ -28,7 +25,7 @@ from consolidation.selectors import memories_scan
 from memories import services_signals
 from memories.models import Memory, MemorySignal
 from tests.factories import ConsolidationRunFactory, memory_recorder
-from tests.slow_updates import slow_row_updates, usage_arguments
+from tests.slow_updates import race, usage_arguments
 
 pytestmark = pytest.mark.django_db(transaction=True)  # each writer commits on its own connection
 
@@ -64,56 +61,6 @@ def run_context(principal: Any) -> RunContext:
     )
 
 
-def backend_sleeping(pid: int) -> bool:
-    """Whether the run's backend is inside the slow-update trigger, i.e. holds a row it updates."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT wait_event FROM pg_stat_activity WHERE pid = %s", [pid])
-        row = cursor.fetchone()
-    return row is not None and row[0] == "PgSleep"
-
-
-def race(run_side: Callable[[], None], plan_settings: str, memories: list[Memory], principal: Any) -> list[str]:
-    """The run's writer on one thread (its connection planned by ``plan_settings``), the usage write
-    of the same memories on another once the run holds its first row; the errors either hit."""
-    errors: list[str] = []
-    run_pid: list[int] = []
-    ready = threading.Event()
-
-    def run_writer() -> None:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(plan_settings)
-                cursor.execute("SELECT pg_backend_pid()")
-                run_pid.append(cursor.fetchone()[0])
-            ready.set()
-            run_side()
-        except Exception as exc:  # the test reports whatever a writer hit
-            errors.append(f"run: {type(exc).__name__}: {exc}")
-        finally:
-            ready.set()
-            connection.close()
-
-    def usage_writer() -> None:
-        try:
-            ready.wait(30)
-            deadline = time.monotonic() + 30
-            while run_pid and not backend_sleeping(run_pid[0]) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            services_signals.usage_write(usage_arguments(memories, principal.actor_label))
-        except Exception as exc:
-            errors.append(f"usage: {type(exc).__name__}: {exc}")
-        finally:
-            connection.close()
-
-    with slow_row_updates():
-        threads = [threading.Thread(target=run_writer), threading.Thread(target=usage_writer)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-    return errors
-
-
 def test_the_retention_phase_and_a_searchs_usage_write_on_the_same_memories_do_not_deadlock(agent):
     first, second = two_old_memories(agent)
     ctx = run_context(agent)
@@ -123,8 +70,7 @@ def test_the_retention_phase_and_a_searchs_usage_write_on_the_same_memories_do_n
     errors = race(
         lambda: tiers_update(ctx, backwards),
         "SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off",
-        [first, second],
-        agent,
+        lambda: services_signals.usage_write(usage_arguments([first, second], agent.actor_label)),
     )
 
     assert errors == []
@@ -146,8 +92,7 @@ def test_stale_archival_and_a_searchs_usage_write_on_the_same_memories_do_not_de
     errors = race(
         lambda: stale_archive(ctx, scanned),
         "SET enable_indexscan = off; SET enable_bitmapscan = off",
-        [first, second],
-        agent,
+        lambda: services_signals.usage_write(usage_arguments([first, second], agent.actor_label)),
     )
 
     assert errors == []
