@@ -24,9 +24,11 @@ the load's wall time. The 1/5/15-minute load averages before and after are recor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +60,17 @@ class DefaultService(Service):
         for name in ("RB_PG_SHARED_BUFFERS", "AUTH_THROTTLE_FAILURES", "AUTH_THROTTLE_PREFIX_FAILURES"):
             env.pop(name, None)
         return {**env, **self.extra}
+
+
+def commit() -> str | None:
+    """The checked-out commit (``common.revision`` reads ``.git``, which a git worktree has as a file)."""
+    found = revision()
+    if found is None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            found = subprocess.run(
+                ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+            ).stdout.strip()
+    return found
 
 
 def parse_args() -> argparse.Namespace:
@@ -110,7 +123,7 @@ def main() -> None:
     stub.start()
     data_dir = Path(tempfile.mkdtemp(prefix="rb-bench-load-"))
     service = DefaultService(data_dir=data_dir, llm_base_url=stub.base_url)
-    result: dict[str, Any] = {"machine": machine_info(), "commit": revision(), "settings": DefaultService.extra}
+    result: dict[str, Any] = {"machine": machine_info(), "commit": commit(), "settings": DefaultService.extra}
     try:
         print(f"starting run.sh on {data_dir} …", flush=True)
         service.start()
