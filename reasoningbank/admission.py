@@ -19,19 +19,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
 from reasoningbank.metrics import REQUEST_QUEUE_TIMEOUTS, REQUEST_QUEUE_WAIT
+from reasoningbank.request_context import ASGIApp, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # never queued: answered from memory or a cheap probe, and needed most when the service is busy
 UNQUEUED_PREFIXES = ("/healthz", "/readyz", "/metrics", "/static/")
@@ -46,7 +40,7 @@ class RequestAdmission:
     """ASGI middleware: ``limit`` requests at work at once, the rest queued for up to ``timeout``
     seconds (FIFO), then answered 503 ``database_unavailable`` with ``Retry-After: retry_after``."""
 
-    def __init__(self, app: App, *, limit: int, timeout: float, retry_after: int) -> None:
+    def __init__(self, app: ASGIApp, *, limit: int, timeout: float, retry_after: int) -> None:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         self.app = app
