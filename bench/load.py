@@ -51,15 +51,14 @@ SETTLE_WITHIN = 300  # seconds for the runs the load queued to finish
 
 class DefaultService(Service):
     """run.sh in the default configuration: none of the e2e suite's overrides (a smaller PostgreSQL
-    cache, the auth throttle out of reach), only the LLM stub and what ``--env`` sets."""
-
-    extra: dict[str, str] = {}
+    cache, the auth throttle out of reach), only the LLM stub and what ``--env`` sets (``extra_env``)."""
 
     def env(self) -> dict[str, str]:
         env = super().env()
         for name in ("RB_PG_SHARED_BUFFERS", "AUTH_THROTTLE_FAILURES", "AUTH_THROTTLE_PREFIX_FAILURES"):
-            env.pop(name, None)
-        return {**env, **self.extra}
+            if name not in self.extra_env:
+                env.pop(name, None)
+        return env
 
 
 def commit() -> str | None:
@@ -118,12 +117,12 @@ def counts(service: Service, org: str) -> dict[str, Any]:
 
 def main() -> None:
     args = parse_args()
-    DefaultService.extra = dict(item.split("=", 1) for item in args.env)
+    extra_env = dict(item.split("=", 1) for item in args.env)
     stub = LLMStub()
     stub.start()
     data_dir = Path(tempfile.mkdtemp(prefix="rb-bench-load-"))
-    service = DefaultService(data_dir=data_dir, llm_base_url=stub.base_url)
-    result: dict[str, Any] = {"machine": machine_info(), "commit": commit(), "settings": DefaultService.extra}
+    service = DefaultService(data_dir=data_dir, llm_base_url=stub.base_url, extra_env=extra_env)
+    result: dict[str, Any] = {"machine": machine_info(), "commit": commit(), "settings": extra_env}
     try:
         print(f"starting run.sh on {data_dir} …", flush=True)
         service.start()
