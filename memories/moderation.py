@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.services import audit_record, audit_record_many
+from memories.locks import memories_lock
 from memories.models import Memory, MemoryLink
 from memories.selectors import memory_is_writable
 from memories.services import choice_check, memory_limit_check, write_scope_require
@@ -43,8 +44,8 @@ def memories_archive(
 ) -> list[str]:
     """Archive these memories of ``organization`` (never deletes) and write one ``memory.archive``
     audit row each; returns the ids it archived. ``only_active`` leaves rows archived meanwhile
-    alone (one statement: the row lock is the UPDATE's own). Raw SQL with one array parameter:
-    ``pk__in`` over thousands of ids binds one placeholder per id."""
+    alone (the rows are locked first, in id order, and the UPDATE reads their state then). Raw SQL
+    with one array parameter: ``pk__in`` over thousands of ids binds one placeholder per id."""
     ids = [memory_ids] if isinstance(memory_ids, str) else list(memory_ids)
     if not ids:
         return []
@@ -59,7 +60,10 @@ def memories_archive(
         ids,
         organization.id,
     ]
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # locked in id order first (memories.locks): the UPDATE alone locks rows in its plan's order
+        # and deadlocked with a search's usage write holding some of them (docs/concurrency.md)
+        memories_lock(ids, organization_id=organization.id)
         cursor.execute(
             "UPDATE memories_memory SET state = %s, archived_reason = %s, archived_at = %s, tier = %s, "
             "consolidated_into_id = %s, updated_at = %s WHERE id = ANY(%s) AND organization_id = %s"
@@ -172,9 +176,11 @@ def memory_unmerge(*, principal: Principal, memory: Memory) -> list[Memory]:
     refusal = _unmerge_refusal(memory)
     if refusal:  # the memory's state forbids it (a 409), the request itself is well-formed
         raise Conflict(refusal, field="memory_id")
-    sources = list(
-        Memory.objects.select_for_update().filter(consolidated_into=memory, organization=principal.organization)
-    )
+    merged = Memory.objects.filter(consolidated_into=memory, organization=principal.organization)
+    # the sources and the memory itself locked together in id order, like every writer of several
+    # memories (memories.locks), then read again under the locks
+    memories_lock([*merged.values_list("id", flat=True), memory.pk], organization_id=principal.organization.id)
+    sources = list(merged)
     if not sources:
         raise Conflict("this consolidated memory has no archived sources left to restore", field="memory_id")
     now = timezone.now()

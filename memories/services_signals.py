@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import random
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,6 +21,7 @@ from accounts.access import Principal
 from accounts.models import Project
 from accounts.services import audit_record
 from memories import confidence as conf
+from memories.locks import memories_lock
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
 from memories.services import (
     COMMENT_MAX,
@@ -31,7 +34,8 @@ from memories.services import (
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import InvalidInput
-from reasoningbank.metrics import USAGE_WRITE_FAILURES
+from reasoningbank.metrics import USAGE_SIGNALS, USAGE_WRITE_FAILURES, USAGE_WRITE_RETRIES
+from reasoningbank.middleware import database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +114,7 @@ def confidence_recompute(memories: Sequence[Memory]) -> None:
     if not memories:
         return
     if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
-        _memories_lock_in_order([m.id for m in memories])
+        memories_lock([m.id for m in memories])
     counts = _signal_counts(m.id for m in memories)
     weights_cache: dict[tuple[int, int | None], conf.Weights] = {}
     for memory in memories:
@@ -265,17 +269,6 @@ LEFT JOIN memories_projectsignalweights w
 GROUP BY v.id, a.memory_id, w.id
 """
 
-# Row locks on several memories are taken in id order, so writers whose sets overlap queue behind
-# one another instead of deadlocking (issue 11: an UPDATE locks rows in its plan's order, e.g. the
-# order of a search's ranking, and two searches returning the same memories deadlocked).
-_LOCK_IN_ORDER_SQL = "SELECT 1 FROM memories_memory WHERE id = ANY(%s::text[]) ORDER BY id FOR NO KEY UPDATE"
-
-
-def _memories_lock_in_order(memory_ids: list[str]) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(_LOCK_IN_ORDER_SQL, [memory_ids])
-
-
 _MARK_USED_SQL = """
 WITH v AS (
     SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::float8[], %s::float8[], %s::float8[])
@@ -335,29 +328,81 @@ def memories_mark_used(
             column.append(value)
     arguments = [*columns, principal.actor_label, now, now, now]
     if not write_behind:
-        _usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
-    elif not (other_connections_usable() and db_write_behind(_usage_write, arguments)):
-        _usage_write_inline(arguments)
+        usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
+    elif not (other_connections_usable() and db_write_behind(usage_signals_write, arguments)):
+        usage_signals_write(arguments)
 
 
-def _usage_write(arguments: list[Any]) -> None:
+def usage_write(arguments: list[Any]) -> None:
+    """One search's usage signals in one transaction: the memories locked in id order (so writers of
+    overlapping memories queue instead of deadlocking: ``memories.locks``), their signal rows
+    inserted, their counters and confidence updated. Raises what the database raised."""
     with transaction.atomic(), connection.cursor() as cursor:
         # a usage signal lost in a crash costs nothing; waiting for its fsync costs every search
         cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        _memories_lock_in_order(arguments[0])
+        memories_lock(arguments[0])
         cursor.execute(_MARK_USED_SQL, arguments)
+    written = len(arguments[0])
+    # counted once committed: inside a caller's transaction that may still roll back
+    transaction.on_commit(lambda: USAGE_SIGNALS.labels(outcome="written").inc(written))
 
 
-def _usage_write_inline(arguments: list[Any]) -> None:
-    """A search's usage write on the request's own connection (no pool, or the write-behind queue is
-    full). Usage signals are affordable to lose, a failed search is not: a failure (a deadlock with
-    another writer, a lost connection) is logged and counted, and the search answers. The write's
-    own savepoint keeps a caller's transaction usable."""
-    try:
-        _usage_write(arguments)
-    except Exception:
-        logger.exception("usage write of %d memories failed; the search answers without it", len(arguments[0]))
-        USAGE_WRITE_FAILURES.inc()
+# SQLSTATEs of a write that lost a race and may simply be tried again: serialization_failure,
+# deadlock_detected, lock_not_available
+_RETRY_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
+
+
+def _retry_reason(exc: BaseException) -> str | None:
+    """Why a failed usage write is worth another try (a metric label), or None when it is not."""
+    sqlstate = next((s for e in (exc, exc.__cause__) if (s := getattr(e, "sqlstate", None))), None)
+    if sqlstate in _RETRY_SQLSTATES:
+        return "deadlock" if sqlstate == "40P01" else "serialization" if sqlstate == "40001" else "lock"
+    if database_unavailable(exc):  # no pooled connection in time, a lost connection, a restart
+        return "database_unavailable"
+    return None
+
+
+def usage_signals_write(arguments: list[Any]) -> None:
+    """A search's usage write after (or beside) its answer: a write that lost a race or found no
+    connection is tried again, up to ``USAGE_WRITE_ATTEMPTS`` times with jittered exponential backoff
+    from ``USAGE_WRITE_RETRY_DELAY``. One that still fails is logged (ERROR) and its signals counted
+    as dropped (``reasoningbank_usage_signals_total{outcome="dropped"}``): never lost silently, and
+    never failing the search, which has its answer already. Never raises."""
+    attempts = max(1, int(settings.USAGE_WRITE_ATTEMPTS))
+    count = len(arguments[0])
+    for attempt in range(1, attempts + 1):
+        try:
+            usage_write(arguments)
+            return
+        except Exception as exc:
+            reason = _retry_reason(exc)
+            # a broken connection is given back (a fresh one next try); inside a caller's transaction
+            # only the write's own savepoint was undone, and only a lost race is worth trying again
+            if reason == "database_unavailable" and connection.in_atomic_block:
+                reason = None
+            if reason is None or attempt == attempts:
+                logger.error(
+                    "usage write of %d memories failed after %d attempt%s: %d usage signals dropped (%s: %s); "
+                    "the search answered without them",
+                    count,
+                    attempt,
+                    "" if attempt == 1 else "s",
+                    count,
+                    type(exc).__name__,
+                    exc,
+                    exc_info=reason is None,  # an unexpected failure: its traceback
+                )
+                USAGE_WRITE_FAILURES.inc()
+                USAGE_SIGNALS.labels(outcome="dropped").inc(count)
+                return
+            USAGE_WRITE_RETRIES.labels(reason=reason).inc()
+            if reason == "database_unavailable" and not connection.in_atomic_block:
+                connection.close()
+            delay = float(settings.USAGE_WRITE_RETRY_DELAY) * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+            logger.info(
+                "usage write of %d memories: attempt %d failed (%s), retrying in %.2f s", count, attempt, reason, delay
+            )
+            time.sleep(delay)
 
 
 # --- rollup ----------------------------------------------------------------------------------------
@@ -387,7 +432,7 @@ def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
                 entry = per_memory.setdefault(row["memory_id"], {"organization_id": row["organization_id"]})
                 key = f"{row['type']}_{'pos' if row['positive'] else 'neg'}"
                 entry[key] = entry.get(key, 0) + row["n"]
-            for memory_id, entry in per_memory.items():
+            for memory_id, entry in sorted(per_memory.items()):  # locked in id order (memories.locks)
                 org_id = entry.pop("organization_id")
                 agg, _ = MemorySignalAggregate.objects.select_for_update().get_or_create(
                     memory_id=memory_id, defaults={"organization_id": org_id}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -99,9 +100,15 @@ def summaries_activate(summary_ids: Sequence[str], *, write_behind: bool = False
 
 
 def _activate(summary_ids: list[str]) -> None:
-    MemorySummary.objects.filter(pk__in=summary_ids).update(
-        activation_count=F("activation_count") + 1, last_activated_at=timezone.now()
-    )
+    with transaction.atomic():
+        # locked in id order first, like the memories (memories.locks): two activations of overlapping
+        # summaries (a search's written behind, a memory_context's inline) queue instead of deadlocking
+        list(
+            MemorySummary.objects.select_for_update(no_key=True).filter(pk__in=summary_ids).order_by("pk").values("pk")
+        )
+        MemorySummary.objects.filter(pk__in=summary_ids).update(
+            activation_count=F("activation_count") + 1, last_activated_at=timezone.now()
+        )
 
 
 def summaries_reembed(*, only_stale: bool = True, batch: int = 256) -> int:

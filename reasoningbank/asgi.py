@@ -1,5 +1,6 @@
 """The ASGI application: one callable for the whole service (DESIGN §8).
 
+* every HTTP request waits for a slot before its work (``reasoningbank.admission``: backpressure),
 * ``lifespan`` → the MCP app (its lifespan runs the SDK's session manager; Django has none),
 * ``/mcp`` and ``/mcp/`` → the MCP app (Host/Origin checks, bearer token, SDK Streamable HTTP),
 * everything else → Django;
@@ -24,8 +25,10 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
 _django_app = get_asgi_application()  # sets Django up before the MCP server imports models
 
+from reasoningbank.admission import RequestAdmission  # noqa: E402
 from reasoningbank.asgi_guards import BodyLimitASGI, TrustedProxyASGI  # noqa: E402
 from reasoningbank.mcp_server import MCP_PATH, build_mcp_app  # noqa: E402
+from reasoningbank.middleware import RETRY_AFTER_SECONDS  # noqa: E402
 from reasoningbank.tracing import asgi_wrap, flush  # noqa: E402
 
 MCP_PATHS = (MCP_PATH, MCP_PATH + "/")
@@ -80,10 +83,20 @@ def _route_path(scope: MutableMapping[str, Any]) -> str:
 
 
 def build_application() -> Any:
-    """A fresh composed app with its own MCP server and session manager."""
+    """A fresh composed app with its own MCP server and session manager, behind the request queue
+    (``reasoningbank.admission``: a burst of agents waits its turn instead of failing)."""
+    from django.conf import settings
+
     # /mcp behind the ASGI instrumentation when tracing is on (Django's own requests get theirs from
-    # its middleware, reasoningbank.tracing): an incoming traceparent header is continued there too
-    return TrustedProxyASGI(BodyLimitASGI(ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app()))))
+    # its middleware, reasoningbank.tracing): an incoming traceparent header is continued there too;
+    # an over-size body is refused before it waits for a slot
+    queued = RequestAdmission(
+        ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app())),
+        limit=settings.REQUEST_CONCURRENCY,
+        timeout=settings.REQUEST_QUEUE_TIMEOUT,
+        retry_after=RETRY_AFTER_SECONDS,
+    )
+    return TrustedProxyASGI(BodyLimitASGI(queued))
 
 
 application = build_application()

@@ -4,12 +4,14 @@
   composition) imports the apps' tool modules and runs every registrar on each server it builds.
 * ``service_errors`` — ORM work inside a tool: stale connections closed around it (Django's request
   signals never fire for the MCP app), anticipated failures turned into ``ToolError`` (an
-  ``isError`` result with a clear message).
+  ``isError`` result with a clear message), a database out of reach (no free pooled connection in
+  time) into the documented ``database_unavailable`` with a retry hint.
 
 Who is calling comes from ``accounts/mcp_auth.py`` (``tool_principal``): the tenant only ever comes
 from the verified token.
 """
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -19,7 +21,9 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from reasoningbank.errors import InvalidInput, ServiceError
+from reasoningbank.middleware import DATABASE_UNAVAILABLE_TOOL_TEXT, database_unavailable
 
+logger = logging.getLogger(__name__)
 ToolRegistrar = Callable[[MCPServer], None]
 _REGISTRARS: list[ToolRegistrar] = []
 
@@ -38,7 +42,8 @@ def register_tool_module(fn: ToolRegistrar) -> ToolRegistrar:
 @contextmanager
 def service_errors() -> Iterator[None]:
     """ORM work inside a tool: stale connections closed around it (Django's request signals never
-    fire for the MCP app), anticipated failures turned into ``ToolError`` with their message."""
+    fire for the MCP app), anticipated failures turned into ``ToolError`` with their message, and a
+    database that cannot be reached into ``database_unavailable`` (``reasoningbank/middleware.py``)."""
     close_old_connections()
     try:
         yield
@@ -50,6 +55,13 @@ def service_errors() -> Iterator[None]:
         raise ToolError(exc.message) from exc
     except Http404:
         raise ToolError("not found") from None
+    except Exception as exc:
+        # no pooled connection in time (the pool exhausted under load) or the database gone: the
+        # documented database_unavailable with its retry hint, as REST's 503 says, not a crash
+        if not database_unavailable(exc):
+            raise
+        logger.warning("database unavailable: an MCP tool call answered database_unavailable (%s)", exc)
+        raise ToolError(DATABASE_UNAVAILABLE_TOOL_TEXT) from exc
     finally:
         close_old_connections()
 

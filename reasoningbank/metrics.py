@@ -134,7 +134,24 @@ WRITE_BEHIND = Counter(
     f"{PREFIX}_write_behind", "Writes handed to the write-behind thread, by outcome", ["outcome", "work"]
 )
 USAGE_WRITE_FAILURES = Counter(
-    f"{PREFIX}_usage_write_failures", "Usage-signal writes that failed on the request's own connection"
+    f"{PREFIX}_usage_write_failures",
+    "Usage-signal writes given up after their retries (their signals are counted as dropped)",
+)
+# backpressure (reasoningbank/admission.py): how long requests waited for a slot, and those that gave up
+REQUEST_QUEUE_WAIT = Histogram(
+    f"{PREFIX}_request_queue_wait_seconds",
+    "Time a request waited for one of REQUEST_CONCURRENCY slots before its work began",
+    buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+REQUEST_QUEUE_TIMEOUTS = Counter(
+    f"{PREFIX}_request_queue_timeouts", "Requests answered 503 after waiting REQUEST_QUEUE_TIMEOUT for a slot"
+)
+# per signal (one per memory a search used): written, or dropped once every retry failed
+USAGE_SIGNALS = Counter(f"{PREFIX}_usage_signals", "Usage signals of searches, by outcome", ["outcome"])
+USAGE_WRITE_RETRIES = Counter(
+    f"{PREFIX}_usage_write_retries",
+    "Usage-signal writes tried again, by reason (deadlock, serialization, lock, database_unavailable)",
+    ["reason"],
 )
 
 

@@ -3,8 +3,10 @@
 With PostgreSQL gone, a request fails within ``DB_CONNECT_TIMEOUT`` (settings: libpq's connect
 timeout and the pool's wait) and is answered ``503`` with ``Retry-After``: JSON
 ``{"detail", "code": "database_unavailable", "errors": {}}`` under ``/api/`` (the REST error shape)
-and a small plain page for the dashboard. ``reasoningbank/mcp_server.py`` answers ``/mcp`` with the
-same JSON. Nothing needs restarting: the next request after the database is back reconnects.
+and a small plain page for the dashboard. ``accounts/mcp_auth.py`` answers ``/mcp`` with the same
+JSON when the token cannot be checked, and a tool whose own work finds no connection answers
+``DATABASE_UNAVAILABLE_TOOL_TEXT`` (``reasoningbank/mcp_registry.py``). Nothing needs restarting:
+the next request after the database is back reconnects.
 
 Only errors that mean "cannot reach the database" count (connection refused or lost, no pooled
 connection in time, server shutting down); a failing query (deadlock, constraint, timeout of a
@@ -43,8 +45,13 @@ DATABASE_UNAVAILABLE_BODY: dict[str, Any] = {
     "code": "database_unavailable",
     "errors": {},
 }
+# what an MCP tool call answers in the same case (an ``isError`` result: tools have no HTTP status)
+DATABASE_UNAVAILABLE_TOOL_TEXT = (
+    f"database_unavailable: The database is unavailable right now (no connection was free in time); "
+    f"retry this call in {RETRY_AFTER_SECONDS} seconds."
+)
 _PAGE = (
-    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Service unavailable</title></head>\n"
+    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Service unavailable</title></head>\n'
     "<body><h1>Service unavailable</h1>\n<p>ReasoningBank cannot reach its database right now. Nothing is "
     "lost: reload this page in a few seconds.</p></body></html>\n"
 )

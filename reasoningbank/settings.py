@@ -150,17 +150,24 @@ _db.setdefault("OPTIONS", {}).setdefault("connect_timeout", DB_CONNECT_TIMEOUT)
 _FORKING_WORKER = sys.argv[1:2] == ["qcluster"]
 # Under ASGI every request's sync code runs on a fresh thread and connections are per thread, so
 # CONN_MAX_AGE alone never reuses one: a pool does (off in tests, which manage connections themselves).
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 20, minimum=1)
 if env_bool("DB_POOL", not TESTING) and not _FORKING_WORKER:
     _db["CONN_MAX_AGE"] = 0  # required with a pool
     _db["OPTIONS"]["pool"] = {
         "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
-        "max_size": env_int("DB_POOL_MAX_SIZE", 20, minimum=1),
+        "max_size": DB_POOL_MAX_SIZE,
         "timeout": DB_CONNECT_TIMEOUT,
         # Give up a failed reconnection soon (psycopg_pool's default keeps backing off for 5 minutes,
         # up to minutes between tries): the next request then tries again at once, so the pool is
         # back within a request of the database.
         "reconnect_timeout": 10,
     }
+# Backpressure (reasoningbank/admission.py, docs/concurrency.md): this many requests of a web process at
+# work at once, each holding at most one pooled connection at a time (the rest of the pool serves
+# search's second leg and the usage writes behind searches); the others wait their turn this long,
+# then are answered 503 database_unavailable with Retry-After.
+REQUEST_CONCURRENCY = env_int("REQUEST_CONCURRENCY", max(1, DB_POOL_MAX_SIZE // 2), minimum=1)
+REQUEST_QUEUE_TIMEOUT = env_duration("REQUEST_QUEUE_TIMEOUT", "30s")
 SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
 # Search's HNSW settings for every session (pgvector ≥ 0.8; placeholders until the extension loads):
 # iterative scans keep walking the graph until enough rows pass the tenant filters.
@@ -404,6 +411,11 @@ SEARCH_COLLAPSE_DUPLICATES = env_bool("SEARCH_COLLAPSE_DUPLICATES", True)
 SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minimum=0.5, maximum=1)
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
+# a search's usage write that lost a race (deadlock, serialization) or found no free connection is tried
+# this many times in all, waiting the delay doubled at each try (jittered); then its signals are counted
+# as dropped and logged (docs/concurrency.md)
+USAGE_WRITE_ATTEMPTS = env_int("USAGE_WRITE_ATTEMPTS", 5, minimum=1, maximum=20)
+USAGE_WRITE_RETRY_DELAY = env_float("USAGE_WRITE_RETRY_DELAY", 0.1, minimum=0, maximum=10)
 
 # --- Confidence lifecycle (seed 000 config ``confidence``, seed 001 "Signals"; issue 18) --------
 # memory_context never injects a memory or summary less trusted than this, whatever min_confidence asks

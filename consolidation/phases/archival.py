@@ -31,7 +31,7 @@ def stale_archive(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
     if ctx.dry:
         ctx.preview["stale"] = stale
     else:
-        # one statement: only rows still active are archived (the row lock is the UPDATE's own)
+        # only rows still active are archived; locked in id order first (docs/concurrency.md)
         stale = run_archive(ctx, stale, Memory.ARCHIVED_STALE, only_active=True)
     ctx.archived.extend(stale)
     ctx.counters["archived"] += len(stale)

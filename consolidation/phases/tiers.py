@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from django.db import connection
+from django.db import connection, transaction
 
 from accounts.services import audit_record_many
 from consolidation import retention
@@ -13,14 +13,24 @@ from consolidation.context import RETENTION_WRITE_DELTA, RunContext
 from consolidation.selectors import (
     ScannedMemory,
 )
+from memories.locks import memories_lock
 from memories.models import MemoryLink
 
 logger = logging.getLogger("consolidation")
 
+# rows rewritten per transaction: each batch's row locks are held only while it writes, so a search's
+# usage write waiting for one of them waits for a batch, not for the whole project
+TIERS_WRITE_BATCH = 1000
+
+_TIERS_UPDATE_SQL = (
+    "UPDATE memories_memory m SET retention = v.r, tier = v.t "
+    "FROM unnest(%s::text[], %s::float8[], %s::text[]) AS v(id, r, t) WHERE m.id = v.id"
+)
+
 
 def tiers_update(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
-    """Seed 002 retention score + tier for every memory (the daily decay), vectorised; one bulk
-    UPDATE of the rows whose score or tier moved."""
+    """Seed 002 retention score + tier for every memory (the daily decay), vectorised; the rows whose
+    score or tier moved are rewritten in id order, a batch per transaction."""
     if not memories:
         return
     superseded = set(
@@ -54,12 +64,15 @@ def tiers_update(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
         memory.retention, memory.tier, memory.salience = score, tier, value
     if ctx.dry or not len(moved):
         return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE memories_memory m SET retention = v.r, tier = v.t "
-            "FROM unnest(%s::text[], %s::float8[], %s::text[]) AS v(id, r, t) WHERE m.id = v.id",
-            [[rows[i].id for i in moved], [overall[i] for i in moved], [tiers[i] for i in moved]],
-        )
+    # in id order, locked before they are written (memories.locks): the UPDATE alone would lock them in
+    # its plan's order and deadlock with a search's usage write holding some of them (docs/concurrency.md)
+    ordered = sorted(moved.tolist(), key=lambda i: rows[i].id)
+    for start in range(0, len(ordered), TIERS_WRITE_BATCH):
+        batch = ordered[start : start + TIERS_WRITE_BATCH]
+        ids = [rows[i].id for i in batch]
+        with transaction.atomic(), connection.cursor() as cursor:
+            memories_lock(ids, organization_id=ctx.run.organization_id)
+            cursor.execute(_TIERS_UPDATE_SQL, [ids, [overall[i] for i in batch], [tiers[i] for i in batch]])
     _transitions_audit(ctx, [(rows[i].id, str(old_tiers[i]), tiers[i]) for i in np.flatnonzero(tier_moved)])
 
 
@@ -72,11 +85,18 @@ def _transitions_audit(ctx: RunContext, transitions: list[tuple[str, str, str]])
     for (old, new), ids in sorted(by_pair.items()):
         # seed 002 "Memory tier changed" at INFO: one line per (from, to), the memories at DEBUG
         logger.info(
-            "Memory tier changed: %d memories %s → %s", len(ids), old, new,
+            "Memory tier changed: %d memories %s → %s",
+            len(ids),
+            old,
+            new,
             extra={"run": ctx.run.id, "from_tier": old, "to_tier": new, "count": len(ids)},
         )
         logger.debug("Memories moved %s → %s", old, new, extra={"run": ctx.run.id, "memory_ids": ids[:1000]})
         audit_record_many(
-            organization=ctx.run.organization, actor=ctx.principal, verb="memory.tier", target_type="memory",
-            target_ids=ids, data={"from": old, "to": new, "run": ctx.run.id},
+            organization=ctx.run.organization,
+            actor=ctx.principal,
+            verb="memory.tier",
+            target_type="memory",
+            target_ids=ids,
+            data={"from": old, "to": new, "run": ctx.run.id},
         )

@@ -35,6 +35,7 @@ _ORDER = [
     "test_oauth_connect.py",
     "test_schema.py",
     "test_load.py",
+    "test_load_agents.py",
     "test_supervision.py",
     "test_stop_and_restart.py",
 ]

@@ -498,7 +498,7 @@ def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(
     hit = search(principal).hits[0]
     write_behind_wait()
 
-    assert queued == [services._usage_write]
+    assert queued == [services.usage_signals_write]
     stored = Memory.objects.get(pk=memory.pk)
     assert stored.usage_count == hit.memory.usage_count == 1
     assert stored.confidence == hit.memory.confidence
