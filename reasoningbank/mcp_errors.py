@@ -17,6 +17,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from reasoningbank.http_errors import jsonrpc_error_body
+
 # --- argument validation errors -------------------------------------------------------------------
 
 _TYPE_NAMES = {
@@ -165,7 +167,7 @@ class JsonRpcIdMiddleware:
         body = b"".join(chunks)
         problem = jsonrpc_id_problem(body)
         if problem is not None:
-            payload = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": problem}}
+            payload = jsonrpc_error_body(INVALID_REQUEST, problem, "invalid")
             data = json.dumps(payload).encode()
             await send(
                 {

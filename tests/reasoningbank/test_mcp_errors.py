@@ -176,11 +176,16 @@ async def test_a_request_whose_id_is_not_a_string_or_integer_is_an_invalid_reque
             json={"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": {}},
             headers=MCP_HEADERS | ERAS[era],
         )
+    message = f"Invalid Request: 'id' must be a string or an integer, not {kind}."
     assert response.status_code == 400
+    # JSON-RPC's error for the SDK client, and the API's error shape like every refusal under /mcp
     assert response.json() == {
         "jsonrpc": "2.0",
         "id": None,
-        "error": {"code": -32600, "message": f"Invalid Request: 'id' must be a string or an integer, not {kind}."},
+        "error": {"code": -32600, "message": message},
+        "detail": message,
+        "code": "invalid",
+        "errors": {},
     }
 
 
