@@ -27,12 +27,12 @@ from typing import Any
 
 from django.conf import settings
 
+from reasoningbank.asgi_body import BodyTooLarge, body_read, body_replay
 from reasoningbank.http_errors import JSONRPC_PARSE_ERROR, refusal_body
 from reasoningbank.json_limits import json_depth_exceeds, json_depth_message
 from reasoningbank.middleware_guards import body_limit_for_path, too_large_message
 from reasoningbank.request_context import (
     ASGIApp,
-    Message,
     Receive,
     Scope,
     Send,
@@ -128,41 +128,6 @@ def _route_path(scope: Scope) -> str:
     return path[len(root) :] or "/" if root and path.startswith(root) else path
 
 
-class _TooLarge(Exception):
-    pass
-
-
-async def body_read(receive: Receive, limit: int | None = None) -> bytes | None:
-    """The whole request body, or None when the client went away; ``_TooLarge`` past ``limit``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":  # the client went away
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if limit is not None and size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def body_replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that hands the app the body already read, then whatever comes next (a disconnect)."""
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
 async def _send_json(send: Send, status: int, payload: Any) -> None:
     data = json.dumps(payload).encode()
     await send(
@@ -230,7 +195,7 @@ class BodyLimitASGI:
         # No length: a chunked body (or none at all). Read it, within the limit, and say how long it was.
         try:
             body = await body_read(receive, limit)
-        except _TooLarge:
+        except BodyTooLarge:
             await _refuse(scope, send, 413, too_large_message(limit), "too_large")
             return
         if body is None:

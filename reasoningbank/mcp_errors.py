@@ -15,8 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from reasoningbank.asgi_body import body_read, body_replay
 from reasoningbank.http_errors import jsonrpc_error_body
 
 # --- argument validation errors -------------------------------------------------------------------
@@ -156,15 +157,9 @@ class JsonRpcIdMiddleware:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        body = await body_read(receive)
+        if body is None:  # the client went away
+            return
         problem = jsonrpc_id_problem(body)
         if problem is not None:
             payload = jsonrpc_error_body(INVALID_REQUEST, problem, "invalid")
@@ -178,13 +173,4 @@ class JsonRpcIdMiddleware:
             )
             await send({"type": "http.response.body", "body": data})
             return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, body_replay(body, receive), send)

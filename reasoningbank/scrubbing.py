@@ -67,6 +67,20 @@ def redaction_marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+def _spans_redact(text: str, spans: list[tuple[int, int]], marker: str) -> tuple[str, int]:
+    """``text`` with each of ``spans`` (in order, not overlapping) replaced by ``marker``."""
+    if not spans:
+        return text, 0
+    out: list[str] = []
+    done = 0
+    for span_start, span_end in spans:
+        out.append(text[done:span_start])
+        out.append(marker)
+        done = span_end
+    out.append(text[done:])
+    return "".join(out), len(spans)
+
+
 # ----------------------------------------------------------------------------------------------
 # PEM private keys (multi-line)
 # ----------------------------------------------------------------------------------------------
@@ -897,16 +911,7 @@ def _scrub_twilio(text: str, lowered: str) -> tuple[str, int]:
                     continue  # cut by the window: part of a longer word
                 spans.append(secret.span())
         searched = max(searched, end)
-    if not spans:
-        return text, 0
-    out: list[str] = []
-    done = 0
-    for span_start, span_end in spans:
-        out.append(text[done:span_start])
-        out.append(marker)
-        done = span_end
-    out.append(text[done:])
-    return "".join(out), len(spans)
+    return _spans_redact(text, spans, marker)
 
 
 # Keys in prose: "the AWS secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY". No key name, no
@@ -1006,16 +1011,7 @@ def _scrub_prose_keys(text: str, lowered: str) -> tuple[str, int]:
                 break
             if (not spans or run.start() >= spans[-1][1]) and _prose_candidate(text, run):
                 spans.append(run.span())
-    if not spans:
-        return text, 0
-    out: list[str] = []
-    done = 0
-    for span_start, span_end in spans:
-        out.append(text[done:span_start])
-        out.append(marker)
-        done = span_end
-    out.append(text[done:])
-    return "".join(out), len(spans)
+    return _spans_redact(text, spans, marker)
 
 
 SECRET_KINDS: tuple[str, ...] = tuple(
