@@ -26,7 +26,7 @@ Writes ``bench/results/scrubbing.json``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import json
 import random
 import subprocess
@@ -52,17 +52,30 @@ def ours(text: str) -> str:
 
 
 def scrubber_at(revision: str) -> Scrubber:
-    """``scrub_secrets`` of ``reasoningbank/scrubbing.py`` as it is at a git revision (it is pure)."""
-    source = subprocess.run(
-        ["git", "show", f"{revision}:reasoningbank/scrubbing.py"], capture_output=True, text=True, check=True
-    ).stdout
+    """``scrub_secrets`` of ``reasoningbank/scrubbing`` as it is at a git revision (it is pure): the
+    package (or, at older revisions, the single module) loaded under another name beside ours."""
+    name = "scrubbing_at_revision"
     folder = Path(tempfile.mkdtemp())
-    (folder / "scrubbing_at_revision.py").write_text(source)
-    spec = importlib.util.spec_from_file_location("scrubbing_at_revision", folder / "scrubbing_at_revision.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
+
+    def show(path: str) -> str:
+        source = subprocess.run(["git", "show", f"{revision}:{path}"], capture_output=True, text=True, check=True)
+        return source.stdout.replace("reasoningbank.scrubbing", name)
+
+    listing = subprocess.run(
+        ["git", "ls-tree", "--name-only", revision, "reasoningbank/scrubbing/"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if listing:
+        (folder / name).mkdir()
+        for path in listing:
+            if path.endswith(".py"):
+                (folder / name / Path(path).name).write_text(show(path))
+    else:
+        (folder / f"{name}.py").write_text(show("reasoningbank/scrubbing.py"))
+    sys.path.insert(0, str(folder))
+    module = importlib.import_module(name)
     return lambda text: module.scrub_secrets(text).text
 
 

@@ -1,0 +1,88 @@
+"""What every scrubbing rule is built from: the redaction marker, a ``Rule`` (anchors, a pattern, what
+replaces a match), the look-behinds that keep a token inside a longer word from being taken, and the
+anchor search that lets a rule run ``pattern.match`` only where it can start."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def redaction_marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+def spans_redact(text: str, spans: list[tuple[int, int]], marker: str) -> tuple[str, int]:
+    """``text`` with each of ``spans`` (in order, not overlapping) replaced by ``marker``."""
+    if not spans:
+        return text, 0
+    out: list[str] = []
+    done = 0
+    for span_start, span_end in spans:
+        out.append(text[done:span_start])
+        out.append(marker)
+        done = span_end
+    out.append(text[done:])
+    return "".join(out), len(spans)
+
+
+def not_after(chars: str) -> str:
+    """A look-behind: not right after one of ``chars`` (a character class body), except that a
+    JSON-escaped line break or tab ("\\n", "\\t") counts as the whitespace it stands for, so a
+    line of a JSON-encoded trace starts a word like a real line does."""
+    return rf"(?:(?<![{chars}])|(?<=\\[nrt]))"
+
+
+# Characters a token is made of; used in look-behinds so that a token inside a longer word
+# ("ask-ant-...", "my_rb_...") is not treated as one.
+TOKEN_START = not_after("A-Za-z0-9_-")
+# A prefix that no word or identifier has ("ghp_", "xoxb-", "glpat-") may follow "_" or "-": a token
+# pasted into an id ("run-ghp_..."), a name ("GH_TOKEN_ghp_...") is still a token. "sk-", "key-",
+# "secret_", "r8_" are common word endings and keep the strict start; ours ("rb_") may follow "-" only.
+PREFIX_START = not_after("A-Za-z0-9")
+OWN_START = not_after("A-Za-z0-9_")
+WORD_START = not_after("A-Za-z0-9")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One secret format.
+
+    ``anchors`` are lower-case literals every match starts with. The scrubber finds them with
+    ``str.find`` on a lower-cased copy of the text and only runs ``pattern.match`` there:
+    Python's regex engine is slow at trying a pattern at every position (a leading look-behind
+    or a case-insensitive key name costs ~100-250 ms per MB and rule), ``str.find`` is not.
+    """
+
+    kind: str
+    anchors: tuple[str, ...]
+    pattern: re.Pattern[str]
+    # None: the whole match is the secret. Otherwise a callable that gets the match and the
+    # marker and returns the replacement text, or None to leave this match alone.
+    replace: Callable[[re.Match[str], str], str | None] | None = None
+
+
+def keep_prefix(match: re.Match[str], marker: str) -> str | None:
+    """For patterns with a ``prefix`` group to keep (a key name, a header) and a secret value."""
+    return match.group("prefix") + marker
+
+
+# ASCII-only lower-casing that never changes the string's length, for the rare text where
+# str.lower() does (e.g. "İ" becomes two code points), so anchor positions stay valid.
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def lower_same_length(text: str) -> str:
+    lowered = text.lower()
+    return lowered if len(lowered) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def anchor_positions(lowered: str, anchors: tuple[str, ...]) -> list[int]:
+    positions: set[int] = set()
+    for anchor in anchors:
+        index = lowered.find(anchor)
+        while index != -1:
+            positions.add(index)
+            index = lowered.find(anchor, index + 1)
+    return sorted(positions)
