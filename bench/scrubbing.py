@@ -54,7 +54,7 @@ def ours(text: str) -> str:
 def scrubber_at(revision: str) -> Scrubber:
     """``scrub_secrets`` of ``reasoningbank/scrubbing`` as it is at a git revision (it is pure): the
     package (or, at older revisions, the single module) loaded under another name beside ours."""
-    name = "scrubbing_at_revision"
+    name = "scrubbing_at_" + "".join(c if c.isalnum() else "_" for c in revision)
     folder = Path(tempfile.mkdtemp())
 
     def show(path: str) -> str:
