@@ -94,7 +94,8 @@ CODE_FILES = (
     "memories/services.py",
     "memories/distillation.py",
     "reasoningbank/ai/metered.py",
-    "reasoningbank/settings.py",
+    "reasoningbank/settings/consolidation.py",
+    "reasoningbank/settings/database.py",
 )
 
 

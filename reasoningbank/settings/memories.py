@@ -1,0 +1,85 @@
+"""Memories: search, the confidence lifecycle, SessionStart context, distillation, import and the write
+gate's length floor (its near-copy threshold follows consolidation's, in consolidation.py)."""
+
+from __future__ import annotations
+
+from reasoningbank.env import env_bool, env_choice, env_float, env_int
+from reasoningbank.settings.ai import EMBEDDER
+
+# --- Search (seed 000 config) ----------------------------------------------------------------
+SEARCH_DEFAULT_LIMIT = 5
+SEARCH_MAX_LIMIT = 20
+SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maximum=1)
+# run the vector and full-text legs at once on two pooled connections (needs DB_POOL)
+SEARCH_PARALLEL_LEGS = env_bool("SEARCH_PARALLEL_LEGS", True)
+# results less similar than this are noise, not memories to inject (unless a keyword matched)
+# (minilm puts unrelated texts at 0.05–0.2; dropping those changed nothing on bench/retrieval.py)
+SEARCH_MIN_SIMILARITY = env_float(
+    "SEARCH_MIN_SIMILARITY", 0.2 if EMBEDDER in ("minilm", "sentence-transformers") else 0.1, minimum=0, maximum=1
+)
+# fusion of the vector and lexical (BM25) legs into one relevance: convex combination of their
+# per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (README "Search")
+SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])
+SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.55, minimum=0, maximum=1)
+# where BM25's document frequencies come from: "auto" — PostgreSQL's planner statistics of the
+# full-text column once the table has been analysed (no per-query cost; kept SEARCH_STATS_TTL seconds
+# per process), exact capped counts within the caller's reach before that; "exact" — always counts
+SEARCH_TERM_STATISTICS = env_choice("SEARCH_TERM_STATISTICS", "auto", ["auto", "exact"])
+SEARCH_STATS_TTL = env_int("SEARCH_STATS_TTL", 300, minimum=0)
+# a term in more memories than this is common: it scores, but does not pick lexical candidates (and
+# exact statistics stop counting there)
+SEARCH_TERM_DF_CAP = env_int("SEARCH_TERM_DF_CAP", 500, minimum=10)
+SEARCH_COLLECTION_CAP = env_int("SEARCH_COLLECTION_CAP", 20000, minimum=100)
+# a hit with the same text as a better one, or this much alike (cosine), is folded into it (listed
+# in its `duplicates`); off: every near-identical memory is its own result
+SEARCH_COLLAPSE_DUPLICATES = env_bool("SEARCH_COLLAPSE_DUPLICATES", True)
+SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minimum=0.5, maximum=1)
+# returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
+SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
+# a search's usage write that lost a race (deadlock, serialization) or found no free connection is tried
+# this many times in all, waiting the delay doubled at each try (jittered); then its signals are counted
+# as dropped and logged (docs/concurrency.md)
+USAGE_WRITE_ATTEMPTS = env_int("USAGE_WRITE_ATTEMPTS", 5, minimum=1, maximum=20)
+USAGE_WRITE_RETRY_DELAY = env_float("USAGE_WRITE_RETRY_DELAY", 0.1, minimum=0, maximum=10)
+
+# --- Confidence lifecycle (seed 000 config ``confidence``, seed 001 "Signals"; issue 18) --------
+# memory_context never injects a memory or summary less trusted than this, whatever min_confidence asks
+CONFIDENCE_MIN_FOR_INJECTION = env_float("CONFIDENCE_MIN_FOR_INJECTION", 0.5, minimum=0, maximum=1)
+# the daily rollup archives (reason low_confidence) an active memory below this; 0 turns pruning off
+CONFIDENCE_PRUNE_THRESHOLD = env_float("CONFIDENCE_PRUNE_THRESHOLD", 0.3, minimum=0, maximum=1)
+# ... once it has had this many signals: with the default weights (≈ 0.23–0.32 a signal) 8 signals weigh
+# about as much as a memory's prior (2 pseudo-counts), so the evidence, not the initial guess, condemns it
+CONFIDENCE_PRUNE_MIN_SIGNALS = env_int("CONFIDENCE_PRUNE_MIN_SIGNALS", 8, minimum=1)
+# ... and never while it had a positive signal (feedback, outcome, use, kept code) within this many days
+CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minimum=0)
+# seed 001's time decay: after this many days without a signal, each further day keeps this share of a
+# memory's evidence (memories.confidence.DECAY_PER_SILENT_DAY explains 0.984: ≈ -0.05 in the first month
+# of a typical memory, toward its prior, never past it); 1 turns decay off. The grace is at least the 30
+# days signal events stay in the log: decay shrinks the rolled-up evidence, so a silent memory's must be all
+# rolled up by the time it starts
+CONFIDENCE_DECAY_GRACE_DAYS = env_int("CONFIDENCE_DECAY_GRACE_DAYS", 30, minimum=30)
+CONFIDENCE_DECAY_PER_DAY = env_float("CONFIDENCE_DECAY_PER_DAY", 0.984, minimum=0.5, maximum=1)
+
+# --- SessionStart context (seed 002's names; memory_context and scripts/claude-session-start) ----
+HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
+HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
+HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET = env_int(
+    "HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET", 2000, minimum=200, maximum=20000
+)
+HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE = env_float(
+    "HOOK_SESSION_START_SUMMARIES_MIN_CONFIDENCE", 0.7, minimum=0, maximum=1
+)
+HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
+    "HOOK_SESSION_START_SUMMARIES_PRIORITIZE", "relevance", ["relevance", "recency", "activation"]
+)
+
+# --- Distillation ----------------------------------------------------------------------------
+SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
+
+# --- Export / import (issue 18 item 4, memories/export_format.py) ----------------------------------
+# the largest text POST /api/v1/import takes (UTF-8 bytes); larger files go through manage.py import_memories
+IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=256 * 1024 * 1024)
+
+# --- The write gate (issue 17 item 5, memories/gate.py) ---------------------------------------
+# content shorter than this (secrets removed) carries no reusable lesson: refused on every write path
+WRITE_GATE_MIN_CONTENT_CHARS = env_int("WRITE_GATE_MIN_CONTENT_CHARS", 20, minimum=0, maximum=2000)
