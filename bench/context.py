@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import Latency, django_setup, machine_info, search_queries, write_json
+from bench._corpus import search_queries
+from bench.common import Latency, django_setup, machine_info, write_json
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -39,7 +40,7 @@ def main() -> None:
     django_setup(migrate=True)
 
     from accounts.access import principal_for_token
-    from bench.common import dataset_ensure
+    from bench._dataset import dataset_ensure
     from bench.search import bench_token
     from memories.contracts_context import ContextInput, memory_context_run
 
@@ -56,8 +57,9 @@ def main() -> None:
         print(f"-- {count:,} summaries in the project")
         for label, lat in _measure(principal, tasks, earlier).items():
             results[f"{label}, {count} summaries"] = lat
-    write_json(RESULTS / f"context-{args.size}.json", {"machine": machine_info(), "dataset": dataset,
-                                                      "results": results})
+    write_json(
+        RESULTS / f"context-{args.size}.json", {"machine": machine_info(), "dataset": dataset, "results": results}
+    )
 
 
 def summaries_ensure(principal: object, count: int) -> None:
@@ -77,15 +79,35 @@ def summaries_ensure(principal: object, count: int) -> None:
     MemorySummary.objects.bulk_create(
         [
             MemorySummary(
-                organization_id=m.organization_id, project=project, memory=m, source_memory_ids=[m.id],
-                consolidation_run_id="run_bench", summary=f"{m.description} {m.content}"[:600],
-                key_facts=[m.title], decisions=[{"decision": m.title, "rationale": m.description[:200],
-                                                 "outcome": None, "confidence": "medium"}],
-                confidence=m.confidence, temporal_start=m.created_at, temporal_end=m.updated_at,
-                embedding=m.embedding, embedding_model=m.embedding_model, created_at=now,
+                organization_id=m.organization_id,
+                project=project,
+                memory=m,
+                source_memory_ids=[m.id],
+                consolidation_run_id="run_bench",
+                summary=f"{m.description} {m.content}"[:600],
+                key_facts=[m.title],
+                decisions=[
+                    {"decision": m.title, "rationale": m.description[:200], "outcome": None, "confidence": "medium"}
+                ],
+                confidence=m.confidence,
+                temporal_start=m.created_at,
+                temporal_end=m.updated_at,
+                embedding=m.embedding,
+                embedding_model=m.embedding_model,
+                created_at=now,
             )
-            for m in memories.only("id", "organization_id", "title", "description", "content", "confidence",
-                                   "created_at", "updated_at", "embedding", "embedding_model")
+            for m in memories.only(
+                "id",
+                "organization_id",
+                "title",
+                "description",
+                "content",
+                "confidence",
+                "created_at",
+                "updated_at",
+                "embedding",
+                "embedding_model",
+            )
         ],
         batch_size=500,
     )
@@ -104,8 +126,10 @@ def _measure(principal: object, tasks: list[str], earlier: str) -> dict[str, dic
         samples = []
         for i, task in enumerate(tasks):
             args_in = ContextInput(
-                project="web-app", context=f"You are a coding agent.\n{earlier}",
-                task=task if label == "relevance, with a task" else "", **extra,  # type: ignore[arg-type]
+                project="web-app",
+                context=f"You are a coding agent.\n{earlier}",
+                task=task if label == "relevance, with a task" else "",
+                **extra,  # type: ignore[arg-type]
             )
             started = time.perf_counter()
             out = memory_context_run(principal, args_in)
@@ -114,8 +138,10 @@ def _measure(principal: object, tasks: list[str], earlier: str) -> dict[str, dic
         assert out.replaced_existing and out.summaries_injected > 0, out
         results[label] = Latency.of(samples).as_dict()
         lat = results[label]
-        print(f"{label:24s} p50 {lat['p50']:6.1f}  p90 {lat['p90']:6.1f}  p99 {lat['p99']:6.1f} ms "
-              f"({out.summaries_injected} entries, {len(out.summary_ids)} summaries, {out.tokens_used} tokens)")
+        print(
+            f"{label:24s} p50 {lat['p50']:6.1f}  p90 {lat['p90']:6.1f}  p99 {lat['p99']:6.1f} ms "
+            f"({out.summaries_injected} entries, {len(out.summary_ids)} summaries, {out.tokens_used} tokens)"
+        )
     return results
 
 

@@ -48,7 +48,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import REPO, RESULTS_DIR, Latency, django_setup, machine_info, memories_delete, revision, write_json
+from _dataset import memories_delete
+from common import REPO, RESULTS_DIR, Latency, django_setup, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-retrieval"
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "locomo-dev.json"

@@ -30,19 +30,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _corpus import search_queries
+from _dataset import BENCH_ORG, NOISE_ORGS, dataset_ensure
 from common import (
-    BENCH_ORG,
-    NOISE_ORGS,
     RESULTS_DIR,
     CpuMeter,
     Latency,
     configure_environment,
-    dataset_ensure,
     django_setup,
     machine_info,
     postgres_info,
     revision,
-    search_queries,
     uvicorn_server,
     write_json,
 )

@@ -39,8 +39,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("RB_DATA_DIR", str(REPO / ".data" / "bench-transfer"))
 os.environ.setdefault("EMBEDDER", "hashing")
 
-from bench.common import (  # noqa: E402  (the environment above comes first)
-    BENCH_ORG,
+from bench._dataset import BENCH_ORG  # noqa: E402  (the environment above comes first)
+from bench.common import (  # noqa: E402
     RESULTS_DIR,
     django_setup,
     machine_info,
@@ -128,14 +128,14 @@ def import_org_fresh() -> None:
     against 80 s)."""
     from accounts.models import ApiToken, AuditEvent, Organization, Project, Team
     from accounts.services import organization_create
-    from bench.common import _bulk_indexes_drop, memories_delete, memory_indexes_ensure
+    from bench._dataset import bulk_indexes_drop, memories_delete, memory_indexes_ensure
     from memories.models import Memory, MemorySummary, ProjectSignalWeights, SessionMemoryUse
 
     old = Organization.objects.filter(slug=IMPORT_ORG).first()
     if old is not None:
         dead_rows = Memory.objects.filter(organization=old).exists() or _dead_memory_rows() > 10_000
         if dead_rows:
-            _bulk_indexes_drop(log)
+            bulk_indexes_drop(log)
         deleted = memories_delete("organization_id = %s", [old.id])
         for model in (MemorySummary, SessionMemoryUse, ProjectSignalWeights, AuditEvent, ApiToken):
             model.objects.filter(organization=old).delete()
@@ -246,7 +246,7 @@ def main() -> None:
     django_setup(migrate=True)
 
     from accounts.models import Organization
-    from bench.common import dataset_ensure
+    from bench._dataset import dataset_ensure
     from memories.models import Memory
 
     log(f"dataset: {args.size:,} memories in org {BENCH_ORG} (RB_DATA_DIR={os.environ['RB_DATA_DIR']})")
