@@ -33,15 +33,13 @@ See bench/README.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import math
 import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,6 +47,23 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _dataset import memories_delete
+from _locomo import (
+    CATEGORIES,
+    MAPPINGS,
+    METRICS,
+    Bm25Run,
+    Conversation,
+    Query,
+    Turn,
+    aggregate,
+    bm25_metrics,
+    bm25_run,
+    dataset_load,
+    memory_fields,
+    query_metrics,
+    stored_text,
+)
+from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off
 from common import REPO, RESULTS_DIR, Latency, django_setup, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-retrieval"
@@ -57,230 +72,12 @@ DEFAULT_EMBEDDERS = ("hashing", "minilm")
 ORG_PREFIX = "locomo-"
 TOKEN_LABEL = "bench-retrieval"
 SEARCH_LIMIT = 10
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
-SESSION_KEY = re.compile(r"session_(\d+)")
-EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
 # the README's anchors for this file (BM25 row)
 BM25_ANCHOR = {"recall@5": 0.497, "recall@10": 0.567, "mrr": 0.429}
 
 
 def log(message: str = "") -> None:
     print(message, flush=True)
-
-
-# --- the data set (protocol: ../shared/eval/README.md) ---------------------------------------------
-
-
-@dataclass(frozen=True)
-class Turn:
-    dia_id: str
-    session: int
-    speaker: str
-    text: str
-    date_text: str  # the session's date as written in the data
-    timestamp: datetime
-
-    @property
-    def protocol_text(self) -> str:
-        """The memory text the protocol (and the BM25 baseline) uses."""
-        return f"{self.speaker}: {self.text}"
-
-
-@dataclass(frozen=True)
-class Query:
-    sample_id: str
-    qa_index: int  # position in the conversation's ``qa`` list
-    question: str
-    category: int
-    gold: tuple[str, ...]
-
-
-@dataclass
-class Conversation:
-    sample_id: str
-    turns: list[Turn]
-    queries: list[Query]
-
-    @property
-    def texts(self) -> dict[str, str]:
-        return {t.dia_id: t.protocol_text for t in self.turns}
-
-
-def evidence_ids(evidence: Sequence[str], known: set[str]) -> list[str]:
-    """The protocol's normalisation: split on ``;``, ``,`` and whitespace, strip parentheses,
-    ``D:11:26`` → ``D11:26``, ``D30:05`` → ``D30:5``; ids that name no turn are dropped."""
-    out: list[str] = []
-    for entry in evidence:
-        for part in re.split(r"[;,\s]+", str(entry)):
-            part = part.strip("()")
-            match = EVIDENCE_ID.fullmatch(part)
-            if match:
-                part = f"D{int(match.group(1))}:{int(match.group(2))}"
-            if part in known and part not in out:
-                out.append(part)
-    return out
-
-
-def dataset_load(path: Path) -> list[Conversation]:
-    raw = json.loads(path.read_text())
-    conversations = []
-    for sample in raw:
-        conv = sample["conversation"]
-        sessions = sorted((int(m.group(1)), key) for key in conv if (m := SESSION_KEY.fullmatch(key)))
-        turns = []
-        for number, key in sessions:
-            date_text = conv[f"{key}_date_time"]
-            timestamp = datetime.strptime(date_text, DATE_FORMAT).replace(tzinfo=UTC)
-            for turn in conv[key]:
-                turns.append(Turn(turn["dia_id"], number, turn["speaker"], turn["text"], date_text, timestamp))
-        known = {t.dia_id for t in turns}
-        queries = []
-        for index, qa in enumerate(sample["qa"]):
-            if qa.get("category") not in CATEGORIES:
-                continue  # category 5 is adversarial
-            gold = evidence_ids(qa.get("evidence") or [], known)
-            if gold:
-                queries.append(Query(sample["sample_id"], index, qa["question"], int(qa["category"]), tuple(gold)))
-        conversations.append(Conversation(sample["sample_id"], turns, queries))
-    return conversations
-
-
-# --- how a turn becomes a memory -------------------------------------------------------------------
-# The product embeds ``title\ndescription\ncontent`` (services.memory_embedding_text) and indexes the
-# same three fields for full text (title A, description B, content C); all three are required.
-# ``protocol`` (default): title = the speaker, description = "-", content = the turn's text. The
-# searched text is then "Caroline\n-\nI went to …", which the hashing embedder and the full-text
-# index tokenise exactly like the protocol's "Caroline: I went to …" (punctuation is no token), so
-# the figures compare with the README's anchors. ``dated``: the session's date as the description
-# ("Caroline\n1:56 pm on 8 May, 2023\nI went to …"), as an agent recording an event would write it;
-# it puts text the anchors never see in both legs (BM25 alone gains ~0.02 recall from it).
-
-MAPPINGS = ("protocol", "dated")
-
-
-def memory_fields(turn: Turn, mapping: str) -> dict[str, str]:
-    description = turn.date_text if mapping == "dated" else "-"
-    return {"title": turn.speaker, "description": description, "content": turn.text}
-
-
-def stored_text(turn: Turn, mapping: str) -> str:
-    f = memory_fields(turn, mapping)
-    return f"{f['title']}\n{f['description']}\n{f['content']}"
-
-
-# --- metrics ---------------------------------------------------------------------------------------
-
-METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10")
-
-
-def query_metrics(ranked: Sequence[frozenset[str]], gold: Sequence[str]) -> dict[str, float]:
-    """One query's figures. ``ranked`` holds, per result position, the dia_ids it covers (one turn,
-    or several when the service folded identical or near-identical memories into one hit)."""
-    gold_set = set(gold)
-
-    def recall(k: int) -> float:
-        found = set().union(*ranked[:k]) if ranked[:k] else set()
-        return len(found & gold_set) / len(gold_set)
-
-    first = next((rank for rank, ids in enumerate(ranked[:10], start=1) if ids & gold_set), None)
-    dcg, seen = 0.0, set[str]()
-    for rank, ids in enumerate(ranked[:10], start=1):
-        new = (ids & gold_set) - seen
-        if new:  # binary relevance: a position is relevant or not
-            dcg += 1.0 / math.log2(rank + 1)
-            seen |= new
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold_set), 10) + 1))
-    return {
-        "recall@5": recall(5),
-        "recall@10": recall(10),
-        "mrr": 1.0 / first if first else 0.0,
-        "ndcg@10": dcg / ideal,
-    }
-
-
-def aggregate(rows: Sequence[tuple[int, dict[str, float]]]) -> dict[str, Any]:
-    """Means overall and per category: ``{"overall": {n, metrics…}, "by_category": {name: …}}``."""
-
-    def mean(group: Sequence[dict[str, float]]) -> dict[str, Any]:
-        out: dict[str, Any] = {"n": len(group)}
-        for name in METRICS:
-            out[name] = round(sum(m[name] for m in group) / len(group), 4) if group else float("nan")
-        return out
-
-    return {
-        "overall": mean([m for _, m in rows]),
-        "by_category": {
-            f"{number} {name}": mean([m for c, m in rows if c == number]) for number, name in CATEGORIES.items()
-        },
-    }
-
-
-# --- the BM25 baseline -----------------------------------------------------------------------------
-
-# NLTK's English stopword list (nltk.corpus.stopwords.words("english"), the 179-word version),
-# inlined: NLTK and its corpus download are not dependencies. Newer NLTK lists add contractions
-# ("i'm", "we're"), which never match a ``[a-z0-9]+`` token anyway.
-STOPWORDS = frozenset(
-    """
-    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself yourselves he
-    him his himself she she's her hers herself it it's its itself they them their theirs themselves what
-    which who whom this that that'll these those am is are was were be been being have has had having do
-    does did doing a an the and but if or because as until while of at by for with about against between
-    into through during before after above below to from up down in out on off over under again further
-    then once here there when where why how all any both each few more most other some such no nor not
-    only own same so than too very s t can will just don don't should should've now d ll m o re ve y ain
-    aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't
-    ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't weren weren't
-    won won't wouldn wouldn't
-    """.split()
-)
-TOKEN = re.compile(r"[a-z0-9]+")
-
-
-def bm25_tokens(text: str) -> list[str]:
-    return [t for t in TOKEN.findall(text.lower()) if t not in STOPWORDS]
-
-
-@dataclass
-class Bm25Run:
-    """BM25 over one text per turn, one index per conversation: per query, every turn ranked (ties
-    in turn order) with its score."""
-
-    name: str
-    rankings: dict[tuple[str, int], list[tuple[str, float]]] = field(default_factory=dict)
-
-
-def bm25_run(conversations: Sequence[Conversation], text_of: Any, name: str) -> Bm25Run:
-    try:
-        import numpy as np
-        from rank_bm25 import BM25Okapi
-    except ImportError as exc:  # pragma: no cover - a dev extra
-        raise SystemExit(f"{exc}: install the dev extras (.venv/bin/pip install -e '.[dev]')") from exc
-    run = Bm25Run(name)
-    for conv in conversations:
-        ids = [t.dia_id for t in conv.turns]
-        index = BM25Okapi([bm25_tokens(text_of(t)) for t in conv.turns], k1=1.5, b=0.75)
-        for q in conv.queries:
-            scores = index.get_scores(bm25_tokens(q.question))
-            order = np.argsort(-scores, kind="stable")
-            run.rankings[(q.sample_id, q.qa_index)] = [(ids[i], float(scores[i])) for i in order]
-    return run
-
-
-def bm25_metrics(conversations: Sequence[Conversation], run: Bm25Run) -> dict[str, Any]:
-    rows, full_mrr = [], []
-    for conv in conversations:
-        for q in conv.queries:
-            ranking = run.rankings[(q.sample_id, q.qa_index)]
-            rows.append((q.category, query_metrics([frozenset([d]) for d, _ in ranking[:10]], q.gold)))
-            first = next(r for r, (d, _) in enumerate(ranking, start=1) if d in q.gold)
-            full_mrr.append(1.0 / first)
-    out = aggregate(rows)
-    # the README's MRR is over the whole ranking (BM25 ranks every turn); the table's is MRR@10,
-    # all the product's 10 results can show
-    out["overall"]["mrr_full_ranking"] = round(sum(full_mrr) / len(full_mrr), 4)
-    return out
 
 
 # --- the product: load ------------------------------------------------------------------------------
@@ -300,65 +97,6 @@ class Bank:
 
 def org_slug(kind: str, mapping: str) -> str:
     return ORG_PREFIX + kind + ("" if mapping == "protocol" else f"-{mapping}")
-
-
-@contextlib.contextmanager
-def embedder_settings(kind: str) -> Iterator[None]:
-    """Settings as with ``EMBEDDER=<kind>`` (the embedder is read at record and at search time)."""
-    from django.conf import settings
-    from django.test.utils import override_settings
-
-    overrides: dict[str, Any] = {"EMBEDDER": kind}
-    if settings.EMBEDDER != kind and not os.environ.get("EMBEDDING_MODEL"):
-        # the default model follows EMBEDDER in reasoningbank/settings/ai.py; computed there for the process's EMBEDDER
-        overrides["EMBEDDING_MODEL"] = {
-            "openai": "text-embedding-3-small",
-            "sentence-transformers": "all-MiniLM-L6-v2",
-            "minilm": "all-MiniLM-L6-v2",
-        }.get(kind, "")
-    with override_settings(**overrides):
-        yield
-
-
-def embedder_build(kind: str) -> tuple[Any | None, str]:
-    """(the embedder, "") or (None, why it cannot be built here)."""
-    from reasoningbank.ai.embedders import embedder_from_settings
-
-    with embedder_settings(kind):
-        try:
-            embedder = embedder_from_settings()
-            embedder.embed(["probe"])
-        except Exception as exc:
-            return None, f"{type(exc).__name__}: {exc}"
-    return embedder, ""
-
-
-@contextlib.contextmanager
-def on_demand_consolidation_off() -> Iterator[None]:
-    """On-demand consolidation (every 20 new memories on Teams+ plans) would queue runs that merge
-    and archive the bank's memories if a worker ever served this database: not part of recording."""
-    from memories.events import memories_added
-
-    try:
-        from consolidation import receivers
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    memories_added.disconnect(dispatch_uid="consolidation.on_demand")
-    try:
-        yield
-    finally:
-        memories_added.connect(receivers.on_memories_added, dispatch_uid="consolidation.on_demand")
-
-
-def bank_reset(slug: str) -> None:
-    from accounts.models import Organization
-
-    org = Organization.objects.filter(slug=slug).first()
-    if org is None:
-        return
-    memories_delete("organization_id = %s", [org.id])
-    org.delete()
 
 
 def _tag(dia_id: str) -> str:
