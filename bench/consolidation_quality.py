@@ -62,17 +62,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import json
 import os
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -80,350 +75,23 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off
+from _quality_judge import LabelJudge
+from _quality_outcome import Bank, outcome_from_db, outcome_from_preview, parity, score
+from _quality_set import DATASET, SCHEMA_VERSION, Dataset, dataset_load, similarity_report
 from common import REPO, RESULTS_DIR, django_setup, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-quality"
-DATASET = Path(__file__).resolve().parent / "data" / "consolidation_set.jsonl"
-SCHEMA_VERSION = 1
 DEFAULT_EMBEDDERS = ("hashing", "minilm")
 MODES = ("scripted", "scripted-all", "none")
 ORG_PREFIX = "cq-"
-LABELS = ("duplicate", "paraphrase_detail", "complementary", "contradiction", "supersession", "unrelated")
-CROSS = "cross-item"  # two memories of different items: no relation intended
-DISAGREE = ("contradiction", "supersession")
-MAY_CLUSTER = ("duplicate", "paraphrase_detail", "complementary")
 # dated memories are placed in this window before now: older than 30 days would make the run's stale
 # archival take them (they have no usage), which is not what the set measures
 DATED_WINDOW = (timedelta(days=25), timedelta(days=1))
-PRECISION_TARGET = 0.99
-BAND_COVERAGE = 0.95
 
 
 def log(message: str = "") -> None:
     print(message, flush=True)
-
-
-# --- the data set --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MemorySpec:
-    ref: str  # "<item id>#<key>"
-    item: str
-    title: str
-    description: str
-    content: str
-    outcome: str
-    created_at: datetime | None
-
-
-@dataclass(frozen=True)
-class PairSpec:
-    a: str  # refs; for a supersession a is the older memory
-    b: str
-    label: str
-    cue: str | None
-    item: str
-
-
-@dataclass
-class Dataset:
-    items: list[dict[str, Any]]
-    memories: list[MemorySpec]
-    pairs: list[PairSpec]
-    sha256: str
-    by_pair: dict[frozenset[str], PairSpec] = field(default_factory=dict)
-    item_of: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.by_pair = {frozenset((p.a, p.b)): p for p in self.pairs}
-        self.item_of = {m.ref: m.item for m in self.memories}
-
-    def label(self, x: str, y: str) -> str:
-        """The pair's label; cross-item for memories of two items (never labelled by the set)."""
-        pair = self.by_pair.get(frozenset((x, y)))
-        if pair is not None:
-            return pair.label
-        return CROSS if self.item_of.get(x) != self.item_of.get(y) else "unlabelled"
-
-
-def dataset_load(path: Path, sample: int = 1) -> Dataset:
-    """Read the JSON Lines set (every ``sample``-th item); fails loudly on what the format forbids."""
-    raw = path.read_bytes()
-    items = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
-    items = items[::sample]
-    memories: list[MemorySpec] = []
-    pairs: list[PairSpec] = []
-    for item in items:
-        if item.get("schema_version") != SCHEMA_VERSION:
-            raise SystemExit(
-                f"{item.get('id')}: schema_version {item.get('schema_version')} (expected {SCHEMA_VERSION})"
-            )
-        keys = set()
-        for mem in item["memories"]:
-            at = mem.get("created_at")
-            memories.append(
-                MemorySpec(
-                    ref=f"{item['id']}#{mem['key']}",
-                    item=item["id"],
-                    title=mem["title"],
-                    description=mem["description"],
-                    content=mem["content"],
-                    outcome=mem["outcome"],
-                    created_at=datetime.fromisoformat(at.replace("Z", "+00:00")) if at else None,
-                )
-            )
-            keys.add(mem["key"])
-        for pair in item["pairs"]:
-            if pair["label"] not in LABELS or not {pair["a"], pair["b"]} <= keys:
-                raise SystemExit(f"{item['id']}: bad pair {pair}")
-            pairs.append(
-                PairSpec(
-                    f"{item['id']}#{pair['a']}", f"{item['id']}#{pair['b']}", pair["label"], pair.get("cue"), item["id"]
-                )
-            )
-    return Dataset(items, memories, pairs, hashlib.sha256(raw).hexdigest())
-
-
-# --- similarities and the thresholds the set supports ---------------------------------------------------
-
-
-def stats(values: Sequence[float]) -> dict[str, Any]:
-    a = np.asarray(values, dtype=float)
-    if a.size == 0:
-        return {"n": 0}
-    p10, median, p90 = np.percentile(a, [10, 50, 90])
-    return {
-        "n": int(a.size),
-        "min": round(float(a.min()), 4),
-        "p10": round(float(p10), 4),
-        "median": round(float(median), 4),
-        "p90": round(float(p90), 4),
-        "max": round(float(a.max()), 4),
-    }
-
-
-def stable_threshold(pos: np.ndarray, neg: np.ndarray, target: float) -> dict[str, Any] | None:
-    """The lowest similarity t such that "≥ t" has precision ≥ ``target`` at t *and at every
-    stricter threshold* (a threshold that only meets the target by luck at one value is no setting).
-    None when even the most similar pair is a negative."""
-    values = np.unique(np.concatenate([pos, neg]))[::-1]  # descending
-    pos_sorted, neg_sorted = np.sort(pos), np.sort(neg)
-    best: dict[str, Any] | None = None
-    for t in values:
-        tp = pos.size - int(np.searchsorted(pos_sorted, t, side="left"))
-        fp = neg.size - int(np.searchsorted(neg_sorted, t, side="left"))
-        if tp + fp == 0:
-            continue
-        precision = tp / (tp + fp)
-        if precision < target:
-            break
-        best = {
-            "threshold": round(float(t), 4),
-            "precision": round(precision, 4),
-            "recall": round(tp / pos.size, 4) if pos.size else None,
-        }
-    return best
-
-
-def at_threshold(pos: np.ndarray, neg: np.ndarray, t: float) -> dict[str, Any]:
-    tp, fp = int((pos >= t).sum()), int((neg >= t).sum())
-    return {
-        "threshold": t,
-        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
-        "recall": round(tp / pos.size, 4) if pos.size else None,
-        "false_positives": fp,
-    }
-
-
-def similarity_report(ds: Dataset, vectors: dict[str, np.ndarray], product: dict[str, float]) -> dict[str, Any]:
-    """Cosine of every labelled pair and every cross-item pair, and the thresholds they support."""
-    refs = [m.ref for m in ds.memories]
-    matrix = np.stack([vectors[r] for r in refs])
-    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-    sims = matrix @ matrix.T
-    index = {r: i for i, r in enumerate(refs)}
-    by_label: dict[str, list[float]] = {label: [] for label in LABELS}
-    by_cue: dict[str, list[float]] = {}
-    for p in ds.pairs:
-        s = float(sims[index[p.a], index[p.b]])
-        by_label[p.label].append(s)
-        if p.label == "contradiction":
-            by_cue.setdefault(p.cue or "-", []).append(s)
-    items = np.array([ds.item_of[r] for r in refs])
-    upper = np.triu(np.ones_like(sims, dtype=bool), 1)
-    cross = sims[upper & (items[:, None] != items[None, :])]
-    arr = {label: np.asarray(v) for label, v in by_label.items()}
-    dup, para, comp = arr["duplicate"], arr["paraphrase_detail"], arr["complementary"]
-    disagree = np.concatenate([arr["contradiction"], arr["supersession"]])
-    unrelated = np.concatenate([arr["unrelated"], cross])
-    not_dup_agreeing = np.concatenate([para, comp, unrelated])
-    dup_strict = stable_threshold(dup, np.concatenate([not_dup_agreeing, disagree]), PRECISION_TARGET)
-    dup_with_cues = stable_threshold(dup, not_dup_agreeing, PRECISION_TARGET)
-    # and if merging a pair where one memory only adds a detail were acceptable (the merge keeps one
-    # of the two, so the detail may be archived): how far the embedder separates same-advice pairs
-    dup_same_advice = stable_threshold(np.concatenate([dup, para]), np.concatenate([comp, unrelated]), PRECISION_TARGET)
-    cluster = stable_threshold(np.concatenate([dup, para, comp]), unrelated, PRECISION_TARGET)
-    band_95 = float(np.percentile(disagree, (1 - BAND_COVERAGE) * 100)) if disagree.size else None
-    band_all = float(disagree.min()) if disagree.size else None
-    upper_end = (dup_with_cues or {}).get("threshold") or product.get("duplicate", 0.95)
-    everything = np.concatenate([dup, para, comp, disagree, unrelated])
-    suggestion = {
-        "duplicate_threshold": dup_strict,
-        "duplicate_threshold_if_cues_route_disagreeing_pairs_to_the_judge": dup_with_cues,
-        "same_advice_threshold_if_cues_route_and_detail_may_merge": dup_same_advice,
-        "cluster_threshold": cluster,
-        "contradiction_band_low_95": round(band_95, 4) if band_95 is not None else None,
-        "contradiction_band_low_all": round(band_all, 4) if band_all is not None else None,
-        "contradiction_band_high": upper_end,
-        "disagreeing_pairs_at_or_above_band_high": int((disagree >= upper_end).sum()),
-        "pairs_in_band_95_per_1000_memories": (
-            round(int(((everything >= band_95) & (everything < upper_end)).sum()) * 1000 / len(refs), 1)
-            if band_95 is not None
-            else None
-        ),
-    }
-    dup_t, cluster_t = product.get("duplicate", 0.95), product.get("cluster", 0.8)
-    band_low = product.get("band_low", 0.7)
-    current = {
-        "thresholds": product,
-        "duplicate_merge": at_threshold(dup, np.concatenate([not_dup_agreeing, disagree]), dup_t),
-        "disagreeing_at_or_above_duplicate": int((disagree >= dup_t).sum()),
-        "contradictions_at_or_above_duplicate": int((arr["contradiction"] >= dup_t).sum()),
-        "disagreeing_at_or_above_cluster": int((disagree >= cluster_t).sum()),
-        "disagreeing_below_band_never_judged": int((disagree < band_low).sum()),
-        "disagreeing_in_band": int(((disagree >= band_low) & (disagree < dup_t)).sum()),
-        "paraphrase_detail_at_or_above_duplicate": int((para >= dup_t).sum()),
-        "paraphrase_detail_at_or_above_cluster": int((para >= cluster_t).sum()),
-        "cross_item_at_or_above_cluster": int((cross >= cluster_t).sum()),
-    }
-    return {
-        "labels": {label: stats(v) for label, v in by_label.items()},
-        "contradiction_by_cue": {cue: stats(v) for cue, v in sorted(by_cue.items())},
-        "cross_item": {
-            **stats(cross),
-            "p99": round(float(np.percentile(cross, 99)), 4) if cross.size else None,
-            "p999": round(float(np.percentile(cross, 99.9)), 4) if cross.size else None,
-            "at_or_above_0.7": int((cross >= 0.7).sum()),
-            "at_or_above_0.8": int((cross >= 0.8).sum()),
-        },
-        "suggested": suggestion,
-        "product_thresholds_on_the_set": current,
-    }
-
-
-# --- the judge that answers from the labels --------------------------------------------------------------
-
-SYNTHESIS_PREFIX = "You are consolidating"
-CONTRADICTION_PREFIX = "Do these two statements contradict"
-PATTERN_PREFIX = "Analyze these episodic memories"
-
-
-class LabelJudge:
-    """An LLM for the consolidation run that tells the truth as the labels have it.
-
-    Prompts are routed by type the way ``tests/consolidation/vectors.py`` ``cycle_llm`` does; the
-    memories a judge prompt is about are found by their stored content (unique in the set). Every
-    question is counted by the pair's label, so the report says what the judge was shown. Thread
-    safe: the run asks several prompts at once (``CONSOLIDATION_LLM_CONCURRENCY``)."""
-
-    provider = "bench"
-    model = "label-judge-1"
-
-    def __init__(self, ds: Dataset, contents: dict[str, str]) -> None:
-        self.ds = ds
-        # longest first, so a content that contains another is found before it
-        self.contents = sorted(contents.items(), key=lambda kv: -len(kv[0]))
-        self.asked: dict[str, Counter[str]] = {"supersession": Counter(), "contradiction": Counter()}
-        self.prompts: Counter[str] = Counter()
-        self._lock = threading.Lock()
-
-    def _refs(self, prompt: str) -> list[str]:
-        found = [(prompt.find(text), ref) for text, ref in self.contents if text in prompt]
-        return [ref for _, ref in sorted(found)]
-
-    def _count(self, what: str, refs: list[str]) -> str:
-        label = self.ds.label(refs[0], refs[1]) if len(refs) == 2 else "unknown"
-        with self._lock:
-            self.asked[what][label] += 1
-        return label
-
-    def complete(self, *, system: str, prompt: str, max_tokens: int = 2048, temperature: float = 0.0) -> Any:
-        from consolidation import prompts as cprompts
-        from reasoningbank.ai.llm import LLMPermanentError, LLMResult
-
-        summary_system = getattr(cprompts, "SUMMARY_SYSTEM_PROMPT", None)
-        if prompt.startswith(SYNTHESIS_PREFIX):
-            kind, text = "synthesis", self._synthesis(prompt)
-        elif system == cprompts.SUPERSESSION_SYSTEM_PROMPT:
-            kind, text = "supersession", self._supersession(prompt)
-        elif summary_system is not None and system == summary_system:
-            kind, text = "summary", self._summary(prompt)
-        elif prompt.startswith(CONTRADICTION_PREFIX):
-            kind, text = "contradiction", self._contradiction(prompt)
-        elif prompt.startswith(PATTERN_PREFIX):
-            kind, text = "patterns", "[]"
-        else:  # a prompt type this bench does not know: a failed call, which the run reports
-            with self._lock:
-                self.prompts["unknown"] += 1
-            raise LLMPermanentError(f"bench judge: unknown prompt {prompt[:80]!r}", provider=self.provider)
-        with self._lock:
-            self.prompts[kind] += 1
-        return LLMResult(
-            text=text,
-            provider=self.provider,
-            model=self.model,
-            input_tokens=len(prompt) // 4,
-            output_tokens=len(text) // 4,
-            latency_ms=0.0,
-            attempts=1,
-        )
-
-    def _supersession(self, prompt: str) -> str:
-        refs = self._refs(prompt)  # in prompt order: OLDER first, then NEWER
-        label = self._count("supersession", refs)
-        pair = self.ds.by_pair.get(frozenset(refs)) if len(refs) == 2 else None
-        yes = label == "supersession" and pair is not None and (pair.a, pair.b) == (refs[0], refs[1])
-        return json.dumps(
-            {"supersedes": yes, "confidence": "high", "reason": "the newer memory records the change" if yes else None}
-        )
-
-    def _contradiction(self, prompt: str) -> str:
-        label = self._count("contradiction", self._refs(prompt))
-        yes = label in DISAGREE  # a supersession pair disagrees too, if it ever reaches this question
-        return json.dumps(
-            {
-                "reasoning": "Compared both statements against the labelled set.",
-                "contradicts": yes,
-                "confidence": 0.9 if yes else 0.1,
-                "explanation": f"labelled {label}",
-            }
-        )
-
-    @staticmethod
-    def _synthesis(prompt: str) -> str:
-        titles = [line[len("Title: ") :] for line in prompt.splitlines() if line.startswith("Title: ")]
-        contents = [line[len("Content: ") :] for line in prompt.splitlines() if line.startswith("Content: ")]
-        body = "\n".join(f"- {c}" for c in contents) or "Merged guidance."
-        return (
-            f"TITLE: {(titles[0] if titles else 'Consolidated strategy')[:180]}\n"
-            f"CONTENT: {body}\n"
-            "TAGS: consolidated\n"
-            "OUTCOME: success\n"
-            f"SOURCE_ATTRIBUTION: Synthesized from {len(titles)} source memories"
-        )
-
-    @staticmethod
-    def _summary(prompt: str) -> str:
-        ids = [line[len("Memory id: ") :] for line in prompt.splitlines() if line.startswith("Memory id: ")]
-        return json.dumps(
-            {
-                "summary": f"Summary of {len(ids)} memories.",
-                "key_facts": [f"fact from {mid}" for mid in ids],
-                "decisions": [],
-                "superseded_facts": [],
-            }
-        )
 
 
 # --- the database side ----------------------------------------------------------------------------------
@@ -487,21 +155,10 @@ def dated_placement(ds: Dataset, now: datetime) -> dict[str, datetime]:
     return {ref: start + (end - start) * ((at - first).total_seconds() / span) for ref, at in dated.items()}
 
 
-@dataclass
-class Bank:
-    org: Any
-    project: Any
-    principal: Any
-    ids: dict[str, str]  # ref → memory id
-    refused: dict[str, str]  # ref → why the record service refused it (a write gate, say)
-    seconds: float
-
-
 def bank_load(ds: Dataset, slug: str, vectors: dict[str, list[float]], texts: dict[str, str], embedder: Any) -> Bank:
     """A fresh org with one project holding the set, recorded through the product's record service."""
     from django.db import transaction
     from django.utils import timezone
-    from retrieval import bank_reset, on_demand_consolidation_off
 
     from accounts.access import principal_for_token
     from accounts.services import organization_create, project_create, token_create
@@ -565,236 +222,6 @@ def run_consolidation(bank: Bank, llm: Any, *, dry: bool) -> Any:
     if finished is None:
         raise RuntimeError(f"run {run.id} was not claimed")
     return finished
-
-
-@dataclass
-class Outcome:
-    """What one run did, in terms of the set's memories (refs)."""
-
-    dup_groups: list[set[str]]  # merged as duplicates (the kept memory and the archived ones)
-    clusters: list[set[str]]  # synthesised into one memory (duplicates folded into their kept one)
-    contradicts: set[frozenset[str]]
-    supersedes: set[tuple[str, str]]  # (newer, older)
-    judged: set[frozenset[str]]  # pairs a dry run would send to the judge
-    clusters_waiting: int = 0  # clusters a dry run lists as waiting for an LLM
-
-
-def outcome_from_db(bank: Bank) -> Outcome:
-    from memories.models import Memory, MemoryLink
-
-    ref_of = {mid: ref for ref, mid in bank.ids.items()}
-    into = dict(
-        Memory.objects.filter(organization=bank.org, consolidated_into__isnull=False).values_list(
-            "id", "consolidated_into_id"
-        )
-    )
-    dup_keep: dict[str, str] = {}
-    contradicts: set[frozenset[str]] = set()
-    supersedes: set[tuple[str, str]] = set()
-    for kind, source, target in MemoryLink.objects.filter(organization=bank.org).values_list(
-        "kind", "source_id", "target_id"
-    ):
-        if kind == MemoryLink.KIND_DUPLICATES:
-            dup_keep[target] = source
-        elif kind == MemoryLink.KIND_CONTRADICTS and source in ref_of and target in ref_of:
-            contradicts.add(frozenset((ref_of[source], ref_of[target])))
-        elif kind == MemoryLink.KIND_SUPERSEDES and source in ref_of and target in ref_of:
-            supersedes.add((ref_of[source], ref_of[target]))
-
-    def kept(mid: str) -> str:
-        """The memory a duplicate was merged into (through chains, should a later run merge again)."""
-        seen = set()
-        while mid in dup_keep and mid not in seen:
-            seen.add(mid)
-            mid = dup_keep[mid]
-        return mid
-
-    keepers = set(dup_keep.values())
-    dup_groups: dict[str, set[str]] = {}
-    clusters: dict[str, set[str]] = {}
-    for ref, mid in bank.ids.items():
-        keep = kept(mid)
-        if keep != mid or keep in keepers:  # archived as a duplicate, or the one kept for others
-            dup_groups.setdefault(keep, set()).add(ref)
-        if keep in into:
-            clusters.setdefault(into[keep], set()).add(ref)
-    return Outcome(
-        [g for g in dup_groups.values() if len(g) > 1],
-        [c for c in clusters.values() if len(c) > 1],
-        contradicts,
-        supersedes,
-        set(),
-    )
-
-
-def outcome_from_preview(bank: Bank, preview: dict[str, Any]) -> tuple[Outcome, list[str]]:
-    """A dry run's proposals as an Outcome, and the preview keys this bench could not read."""
-    ref_of = {mid: ref for ref, mid in bank.ids.items()}
-    unread: list[str] = []
-    dup_groups: list[set[str]] = []
-    for entry in preview.get("duplicates", []):
-        try:
-            ids = [entry["keep"], *entry["archive"]]
-        except (KeyError, TypeError):
-            unread.append("duplicates")
-            continue
-        dup_groups.append({ref_of[i] for i in ids if i in ref_of})
-    group_of = {ref: g for g in dup_groups for ref in g}
-    clusters: list[set[str]] = []
-    waiting = 0
-    for entry in preview.get("clusters", []):
-        members = entry.get("members") if isinstance(entry, dict) else None
-        if members is None:
-            unread.append("clusters")
-            continue
-        if "wait" in str(entry.get("then", "")):  # listed, but the run would not merge it (no LLM)
-            waiting += 1
-            continue
-        refs = {ref_of[i] for i in members if i in ref_of}
-        # a kept duplicate brings the memories merged into it
-        refs |= {r for ref in list(refs) for r in group_of.get(ref, ())}
-        clusters.append(refs)
-    judged = set()
-    for entry in preview.get("judge_pairs", []):
-        try:
-            judged.add(frozenset((ref_of[entry["older"]], ref_of[entry["newer"]])))
-        except (KeyError, TypeError):
-            unread.append("judge_pairs")
-    outcome = Outcome(dup_groups, [c for c in clusters if len(c) > 1], set(), set(), judged, waiting)
-    return outcome, sorted(set(unread))
-
-
-# --- scoring ---------------------------------------------------------------------------------------------
-
-
-def pairs_within(groups: Iterable[set[str]]) -> set[frozenset[str]]:
-    return {frozenset(p) for g in groups for p in combinations(sorted(g), 2)}
-
-
-def ratio(num: int, den: int) -> float | None:
-    return round(num / den, 4) if den else None
-
-
-def by_cue(pairs: Iterable[PairSpec]) -> dict[str, list[PairSpec]]:
-    out: dict[str, list[PairSpec]] = {}
-    for p in pairs:
-        out.setdefault(p.cue or "-", []).append(p)
-    return out
-
-
-def score(ds: Dataset, outcome: Outcome, present: set[str]) -> dict[str, Any]:
-    """Pairwise precision and recall of each decision, and the disagreeing pairs that ended in one
-    memory. Pairs with a memory the bank refused are left out of the recalls."""
-    gold: dict[str, list[PairSpec]] = {label: [] for label in LABELS}
-    for p in ds.pairs:
-        if p.a in present and p.b in present:
-            gold[p.label].append(p)
-    dup_pairs = pairs_within(outcome.dup_groups)
-    # one memory now stands for both: the same duplicate group, or the same synthesised cluster
-    joined = dup_pairs | pairs_within(outcome.clusters)
-    synth_pairs = pairs_within(outcome.clusters) - dup_pairs
-
-    def labels_of(pairs: Iterable[frozenset[str]]) -> Counter[str]:
-        return Counter(ds.label(*sorted(p)) for p in pairs)
-
-    dup_labels, synth_labels = labels_of(dup_pairs), labels_of(synth_pairs)
-    contra_labels = labels_of(outcome.contradicts)
-    key = frozenset
-    right_supersedes = sum(
-        1
-        for newer, older in outcome.supersedes
-        if (p := ds.by_pair.get(key((newer, older)))) is not None
-        and p.label == "supersession"
-        and (p.a, p.b) == (older, newer)
-    )
-    disagreeing_joined = {label: [p for p in gold[label] if key((p.a, p.b)) in joined] for label in DISAGREE}
-    synth_right = sum(synth_labels[label] for label in MAY_CLUSTER)
-    return {
-        "duplicate_merge": {
-            "pairs": len(dup_pairs),
-            "precision": ratio(dup_labels["duplicate"], len(dup_pairs)),
-            "recall": ratio(sum(key((p.a, p.b)) in dup_pairs for p in gold["duplicate"]), len(gold["duplicate"])),
-            "by_label": dict(dup_labels),
-        },
-        "cluster_membership": {
-            "pairs": len(synth_pairs),
-            "clusters": len(outcome.clusters),
-            "precision": ratio(
-                synth_right, synth_right + sum(synth_labels[label] for label in ("unrelated", *DISAGREE))
-            ),
-            "precision_strict": ratio(synth_right, len(synth_pairs)),
-            "recall_paraphrase_detail": ratio(
-                sum(key((p.a, p.b)) in joined for p in gold["paraphrase_detail"]), len(gold["paraphrase_detail"])
-            ),
-            "recall_duplicate_any_route": ratio(
-                sum(key((p.a, p.b)) in joined for p in gold["duplicate"]), len(gold["duplicate"])
-            ),
-            "by_label": dict(synth_labels),
-        },
-        "contradiction_link": {
-            "links": len(outcome.contradicts),
-            "precision": ratio(contra_labels["contradiction"], len(outcome.contradicts)),
-            "recall": ratio(
-                sum(key((p.a, p.b)) in outcome.contradicts for p in gold["contradiction"]), len(gold["contradiction"])
-            ),
-            "recall_by_cue": {
-                cue: ratio(sum(key((p.a, p.b)) in outcome.contradicts for p in group), len(group))
-                for cue, group in sorted(by_cue(gold["contradiction"]).items())
-            },
-            "by_label": dict(contra_labels),
-        },
-        "supersession": {
-            "links": len(outcome.supersedes),
-            "precision": ratio(right_supersedes, len(outcome.supersedes)),
-            "recall": ratio(right_supersedes, len(gold["supersession"])),
-        },
-        "disagreeing_merged": {
-            "contradiction": len(disagreeing_joined["contradiction"]),
-            "contradiction_as_duplicate": sum(
-                key((p.a, p.b)) in dup_pairs for p in disagreeing_joined["contradiction"]
-            ),
-            "contradiction_synthesised": sum(
-                key((p.a, p.b)) not in dup_pairs for p in disagreeing_joined["contradiction"]
-            ),
-            "supersession": len(disagreeing_joined["supersession"]),
-            "contradiction_by_cue": dict(Counter(p.cue or "-" for p in disagreeing_joined["contradiction"])),
-            "contradiction_items": sorted({p.item for p in disagreeing_joined["contradiction"]}),
-        },
-        "complementary_flagged_as_contradiction": contra_labels["complementary"],
-        "gold_pairs": {label: len(v) for label, v in gold.items()},
-    }
-
-
-def parity(dry: Outcome, real: Outcome, dry_run: Any, real_run: Any) -> dict[str, Any]:
-    """What the dry run proposed beside what the real run did on identical data."""
-    dry_dup = {r for g in dry.dup_groups for r in g}
-    real_dup = {r for g in real.dup_groups for r in g}
-    dry_clusters = {frozenset(c) for c in dry.clusters}
-    real_clusters = {frozenset(c) for c in real.clusters}
-    return {
-        "proposed": {
-            "duplicate_groups": len(dry.dup_groups),
-            "duplicate_archived": sum(len(g) - 1 for g in dry.dup_groups),
-            "clusters": len(dry.clusters),
-            "cluster_members": sum(len(c) for c in dry.clusters),
-            "clusters_waiting_for_an_llm": dry.clusters_waiting,
-            "judge_pairs": len(dry.judged),
-            "archived": (dry_run.counters or {}).get("archived", 0),
-        },
-        "performed": {
-            "duplicate_groups": len(real.dup_groups),
-            "duplicate_archived": sum(len(g) - 1 for g in real.dup_groups),
-            "clusters": len(real.clusters),
-            "cluster_members": sum(len(c) for c in real.clusters),
-            "contradiction_links": len(real.contradicts),
-            "supersessions": len(real.supersedes),
-            "archived": (real_run.counters or {}).get("archived", 0),
-        },
-        "same_duplicate_merges": dry_dup == real_dup,
-        "clusters_identical": len(dry_clusters & real_clusters),
-        "clusters_only_proposed": len(dry_clusters - real_clusters),
-        "clusters_only_performed": len(real_clusters - dry_clusters),
-    }
 
 
 # --- one embedder ----------------------------------------------------------------------------------------
@@ -869,10 +296,12 @@ def mode_run(
 def embedder_context(kind: str) -> Iterator[None]:
     """The embedder and the consolidation thresholds the product would use with it."""
     from django.conf import settings
-    from retrieval import embedder_settings
 
-    names = ("CONSOLIDATION_DUPLICATE_THRESHOLD", "CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD",
-             "CONSOLIDATION_JUDGE_MIN_SIMILARITY")
+    names = (
+        "CONSOLIDATION_DUPLICATE_THRESHOLD",
+        "CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD",
+        "CONSOLIDATION_JUDGE_MIN_SIMILARITY",
+    )
     before = {name: getattr(settings, name) for name in names}
     calibrated = dict(zip(names, settings.CONSOLIDATION_CALIBRATED_THRESHOLDS[kind], strict=True))
     for name, value in calibrated.items():
@@ -886,7 +315,6 @@ def embedder_context(kind: str) -> Iterator[None]:
 
 
 def embedder_run(ds: Dataset, kind: str, modes: Sequence[str], similarity_only: bool) -> dict[str, Any]:
-    from retrieval import embedder_build
 
     embedder, why = embedder_build(kind)
     if embedder is None:

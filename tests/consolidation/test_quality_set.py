@@ -18,14 +18,10 @@ from tests.consolidation.vectors import run_cycle
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))  # the bench's scripts import each other by module name
 
-from bench.consolidation_quality import (  # noqa: E402
-    DATASET,
-    Bank,
-    LabelJudge,
-    dataset_load,
-    outcome_from_db,
-    score,
-)
+# by module name, as the bench's scripts import each other (one copy of each module)
+from _quality_judge import LabelJudge  # noqa: E402
+from _quality_outcome import Bank, outcome_from_db, score  # noqa: E402
+from _quality_set import DATASET, dataset_load  # noqa: E402
 
 SAMPLE = 5  # every 5th item: 80 items, ~160 memories
 
