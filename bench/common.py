@@ -27,6 +27,11 @@ BENCH_DATA_DIR = REPO / ".data" / "bench"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
+def log(message: str = "") -> None:
+    """A progress or report line, flushed at once (the scripts run for minutes, often piped)."""
+    print(message, flush=True)
+
+
 def configure_environment() -> dict[str, str]:
     """Defaults for a benchmark process (kept when already set); returns what was chosen."""
     os.environ.setdefault("RB_DATA_DIR", str(BENCH_DATA_DIR))

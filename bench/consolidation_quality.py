@@ -79,7 +79,7 @@ from _product import bank_reset, embedder_build, embedder_settings, on_demand_co
 from _quality_judge import LabelJudge
 from _quality_outcome import Bank, outcome_from_db, outcome_from_preview, parity, score
 from _quality_set import DATASET, SCHEMA_VERSION, Dataset, dataset_load, similarity_report
-from common import REPO, RESULTS_DIR, django_setup, machine_info, revision, write_json
+from common import REPO, RESULTS_DIR, django_setup, log, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-quality"
 DEFAULT_EMBEDDERS = ("hashing", "minilm")
@@ -88,10 +88,6 @@ ORG_PREFIX = "cq-"
 # dated memories are placed in this window before now: older than 30 days would make the run's stale
 # archival take them (they have no usage), which is not what the set measures
 DATED_WINDOW = (timedelta(days=25), timedelta(days=1))
-
-
-def log(message: str = "") -> None:
-    print(message, flush=True)
 
 
 # --- the database side ----------------------------------------------------------------------------------

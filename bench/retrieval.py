@@ -64,7 +64,7 @@ from _locomo import (
     stored_text,
 )
 from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off
-from common import REPO, RESULTS_DIR, Latency, django_setup, machine_info, revision, write_json
+from common import REPO, RESULTS_DIR, Latency, django_setup, log, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-retrieval"
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "locomo-dev.json"
@@ -74,10 +74,6 @@ TOKEN_LABEL = "bench-retrieval"
 SEARCH_LIMIT = 10
 # the README's anchors for this file (BM25 row)
 BM25_ANCHOR = {"recall@5": 0.497, "recall@10": 0.567, "mrr": 0.429}
-
-
-def log(message: str = "") -> None:
-    print(message, flush=True)
 
 
 # --- the product: load ------------------------------------------------------------------------------
