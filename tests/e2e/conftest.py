@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import LLMStub, Service, completed_text, token_from
+from tests.e2e.harness import Service, completed_text, token_from
+from tests.e2e.llm_stub import LLMStub
 
 _HERE = Path(__file__).resolve().parent
 # one INFO line per HTTP request would bury a failure's own messages

@@ -12,7 +12,8 @@ import anyio
 import pytest
 
 from tests.e2e.conftest import Setup, manage_ok
-from tests.e2e.harness import LLMStub, Service, call, mcp_client, rest, unique
+from tests.e2e.harness import Service, call, mcp_client, rest, unique
+from tests.e2e.llm_stub import LLMStub
 
 MODES = ("legacy", "2026-07-28")  # the 2025-11-25 handshake era and the stateless 2026-07-28 era
 TOOLS = {

@@ -22,7 +22,8 @@ import httpx2
 import pytest
 
 from tests.e2e.conftest import Setup, manage_ok
-from tests.e2e.harness import LLMStub, Service, describe, pids_connected_to, postmaster_pid, rest, unique
+from tests.e2e.harness import Service, describe, pids_connected_to, postmaster_pid, rest, unique
+from tests.e2e.llm_stub import LLMStub
 
 BACK_WITHIN = 60.0  # seconds for a killed part to be back (one restart after 1 s, plus its start-up)
 RUN_FAILED_WITHIN = 60.0  # the bound for a run whose worker died
