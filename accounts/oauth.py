@@ -32,13 +32,11 @@ from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_
 OAUTH_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN)
 ACCESS_TOKEN_PREFIX = "rbo_"  # API tokens start with "rb_": the bearer check tells them apart by prefix
 REFRESH_TOKEN_PREFIX = "rbr_"
-TOKEN_DISPLAY_CHARS = 10
 
 MCP_RESOURCE_PATH = "/mcp"
 API_RESOURCE_PATH = "/api/v1"
 RESOURCE_PATHS = (MCP_RESOURCE_PATH, API_RESOURCE_PATH)
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
-AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
 
 
 def issuer() -> str:
@@ -106,10 +104,6 @@ def bearer_challenge(*, realm: str, resource_path: str, error: str | None = None
     params.append(f'resource_metadata="{resource_metadata_url(resource_path)}"')
     params.append(f'scope="{" ".join(OAUTH_SCOPES)}"')
     return "Bearer " + ", ".join(params)
-
-
-def token_display(raw: str) -> str:
-    return raw[:TOKEN_DISPLAY_CHARS]
 
 
 # --- token values (django-oauth-toolkit's ACCESS_TOKEN_GENERATOR / REFRESH_TOKEN_GENERATOR) --------

@@ -208,10 +208,6 @@ def body_guard_response(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-def request_guard_response(request: HttpRequest) -> HttpResponse | None:
-    return nul_guard_response(request) or body_guard_response(request)
-
-
 # --- the middleware -----------------------------------------------------------------------------------
 
 

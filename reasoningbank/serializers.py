@@ -1,9 +1,10 @@
 """Strict DRF input for every app's REST API (DESIGN §4: bad input is a 400 naming the field).
 
-JSON bodies are strict: real JSON booleans/numbers/strings only, and unknown fields are rejected
-so that a typo never silently does nothing; the OpenAPI schema says so (``additionalProperties:
-false``, ``StrictSerializerSchema``). Query strings of list endpoints are strict the same way
-(``StrictQuerySerializer``): an empty value or an unknown parameter is a 400 naming it.
+JSON bodies are strict: real JSON booleans and strings only (``StrictBooleanField``,
+``StrictCharField``), and unknown fields are rejected so that a typo never silently does nothing; the
+OpenAPI schema says so (``additionalProperties: false``, ``StrictSerializerSchema``). Query strings of
+list endpoints are strict the same way (``StrictQuerySerializer``): an empty value or an unknown
+parameter is a 400 naming it.
 """
 
 from __future__ import annotations
@@ -54,24 +55,6 @@ class StrictBooleanField(serializers.BooleanField):
         if not isinstance(data, bool):
             self.fail("invalid")
         return data
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"invalid": "Must be a JSON integer."}
-
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictFloatField(serializers.FloatField):
-    default_error_messages = {"invalid": "Must be a JSON number."}
-
-    def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class StrictSerializer(serializers.Serializer):
