@@ -7,49 +7,11 @@ Pure file reading, no Django, no database."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.repo_files import REPO, python_modules
+
 MAX_LINES = 600
-# folders that are not the project's code: virtualenvs, data, caches, build output
-SKIPPED_DIRS = frozenset({"node_modules", "staticfiles", "artifacts", "__pycache__", "migrations"})
-
-
-def _is_python(path: Path) -> bool:
-    if path.suffix == ".py":
-        return True
-    if path.suffix or not path.is_file():
-        return False
-    with path.open("rb") as file:  # an executable script without the suffix: scripts/claude-session-start
-        first = file.readline(200)
-    return first.startswith(b"#!") and b"python" in first
-
-
-def _candidates() -> list[Path]:
-    """The files git knows of (tracked, or new and not ignored); a tree without git is walked instead."""
-    try:
-        listed = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=REPO,
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return [
-            path
-            for path in REPO.rglob("*")
-            if not any(part.startswith(".") or part.endswith(".egg-info") for part in path.relative_to(REPO).parts)
-        ]
-    return [REPO / name for name in listed.decode().split("\0") if name]
-
-
-def python_modules() -> list[Path]:
-    return sorted(
-        path
-        for path in _candidates()
-        if path.is_file() and not SKIPPED_DIRS.intersection(path.relative_to(REPO).parts[:-1]) and _is_python(path)
-    )
 
 
 def line_count(path: Path) -> int:

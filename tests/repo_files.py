@@ -1,0 +1,47 @@
+"""The repository's own files, as the meta-tests read them (no Django): what git knows of (tracked, or new
+and not ignored), or, in a tree without git, every file outside hidden and build folders."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# folders that are not the project's code: virtualenvs, data, caches, build output; and Django's migrations
+SKIPPED_DIRS = frozenset({"node_modules", "staticfiles", "artifacts", "__pycache__", "migrations"})
+
+
+def repo_files() -> list[Path]:
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        paths = [
+            path
+            for path in REPO.rglob("*")
+            if not any(part.startswith(".") or part.endswith(".egg-info") for part in path.relative_to(REPO).parts)
+        ]
+    else:
+        paths = [REPO / name for name in listed.decode().split("\0") if name]
+    return sorted(
+        path for path in paths if path.is_file() and not SKIPPED_DIRS.intersection(path.relative_to(REPO).parts[:-1])
+    )
+
+
+def is_python(path: Path) -> bool:
+    if path.suffix == ".py":
+        return True
+    if path.suffix:
+        return False
+    with path.open("rb") as file:  # an executable script without the suffix: scripts/claude-session-start
+        first = file.readline(200)
+    return first.startswith(b"#!") and b"python" in first
+
+
+def python_modules() -> list[Path]:
+    """Product code, tests, the bench and the scripts; migrations aside (Django writes them)."""
+    return [path for path in repo_files() if is_python(path)]
