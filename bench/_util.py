@@ -84,7 +84,7 @@ def postgres() -> dict[str, Any]:
 
 CODE_FILES = (
     "consolidation/runs.py",
-    "consolidation/context.py",
+    "consolidation/run_state.py",
     "consolidation/graph.py",
     "consolidation/phases/duplicates.py",
     "consolidation/phases/clusters.py",

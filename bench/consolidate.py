@@ -359,7 +359,7 @@ def run_once(project: Any, llm: Any) -> dict[str, Any]:
     from django.db import connection
 
     from accounts.access import system_principal
-    from consolidation.context import RunOptions
+    from consolidation.run_state import RunOptions
     from consolidation.runs import consolidation_execute, consolidation_request
 
     principal = system_principal(project.organization)
@@ -560,8 +560,8 @@ def slice_make_due(project: Any) -> None:
     """Age the stored graph's oldest slice past the re-probe age, as the calendar would."""
     from datetime import datetime
 
-    from consolidation.context import GRAPH_REPROBE_AFTER
     from consolidation.models import NeighbourGraph
+    from consolidation.run_state import GRAPH_REPROBE_AFTER
 
     graph = NeighbourGraph.objects.get(project=project)
     stamps = [datetime.fromisoformat(at) for at in graph.slices_probed_at]

@@ -14,8 +14,8 @@ from django.conf import settings
 from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from accounts.access import Principal
-from consolidation.context import RunOptions
 from consolidation.models import ConsolidationRun
+from consolidation.run_state import RunOptions
 from consolidation.runs import consolidation_enqueue, consolidation_execute, consolidation_request, project_argument
 from consolidation.selectors import run_get
 from memories.selectors import project_target

@@ -10,8 +10,8 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from consolidation import graph_slices
-from consolidation.context import GRAPH_CLOCK_MARGIN, GRAPH_REPROBE_AFTER, RunContext
 from consolidation.models import NeighbourGraph
+from consolidation.run_state import GRAPH_CLOCK_MARGIN, GRAPH_REPROBE_AFTER, RunState
 from consolidation.selectors import (
     NEIGHBOURS_PER_MEMORY,
     Edge,
@@ -24,7 +24,7 @@ from consolidation.selectors import (
 logger = logging.getLogger("consolidation")
 
 
-def neighbour_graph_build(ctx: RunContext, memories: dict[str, ScannedMemory], floor: float) -> list[Edge]:
+def neighbour_graph_build(ctx: RunState, memories: dict[str, ScannedMemory], floor: float) -> list[Edge]:
     """The project's neighbour graph (edges ≥ ``floor`` between active memories). The first run
     probes the HNSW index for every memory; later runs reuse the stored graph and probe only the
     memories created or changed since it was built (their edges to older memories come from their
@@ -95,7 +95,7 @@ def neighbour_graph_build(ctx: RunContext, memories: dict[str, ScannedMemory], f
 
 
 def neighbour_graph_store(
-    ctx: RunContext,
+    ctx: RunState,
     fresh: list[Edge],
     *,
     replace_all: bool,

@@ -186,7 +186,7 @@ class ReviewItem(models.Model):
     proposed for team or org scope (archived until accepted), linked ``consolidates`` to the source
     memory of every project (team) it holds in; it has no ``project`` and no ``second``.
     ``source_key`` names its source set, so a set is proposed once, whatever became of it
-    (``consolidation.services_promotion``)."""
+    (``consolidation.promotion.services``)."""
 
     KIND_CONFLICT, KIND_JUDGED, KIND_PROMOTION = "conflict", "judged", "promotion"
     KIND_CHOICES = [

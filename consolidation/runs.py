@@ -30,7 +30,6 @@ from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_S
 from accounts.services import audit_record
 from consolidation import events
 from consolidation.backoff import failure_backoff
-from consolidation.context import RunContext, RunOptions, RunTimeout
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
 from consolidation.phases.archival import stale_archive
 from consolidation.phases.clusters import clusters_build, clusters_synthesize
@@ -41,6 +40,7 @@ from consolidation.phases.patterns import patterns_extract
 from consolidation.phases.scan import memories_load
 from consolidation.phases.summaries import summaries_write
 from consolidation.phases.tiers import tiers_update
+from consolidation.run_state import RunOptions, RunState, RunTimeout
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
 from reasoningbank.tracing import current_set, span, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
@@ -243,7 +243,7 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
         user=run.requested_by_user,
     )
     started = time.monotonic()
-    ctx = RunContext(
+    ctx = RunState(
         run=run,
         project=project,
         options=options,
@@ -293,7 +293,7 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     return finished
 
 
-def phase_run(ctx: RunContext, name: str, fn: Callable[[RunContext], Any]) -> Any:
+def phase_run(ctx: RunState, name: str, fn: Callable[[RunState], Any]) -> Any:
     ctx.check_time()
     ConsolidationRun.objects.filter(pk=ctx.run.pk).update(
         phase=name,

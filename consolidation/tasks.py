@@ -7,8 +7,8 @@ import logging
 from accounts.access import system_principal
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.selectors import organizations_with_feature
+from consolidation.promotion.services import promotions_propose
 from consolidation.runs import consolidation_execute, runs_recover_stale
-from consolidation.services_promotion import promotions_propose
 from consolidation.triggers import consolidation_schedule_due
 from memories.services_sessions import sessions_recover_stale
 from reasoningbank.tracing import task_traced

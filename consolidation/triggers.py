@@ -16,8 +16,8 @@ from accounts.access import Principal, system_principal
 from accounts.models import SCOPE_CONSOLIDATION_RUN, Project
 from accounts.plans import FEATURE_CONSOLIDATION_SCHEDULED
 from accounts.services import audit_record
-from consolidation.context import RunOptions
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
+from consolidation.run_state import RunOptions
 from consolidation.runs import consolidation_enqueue, consolidation_request, feature_require
 from memories.models import Memory
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput

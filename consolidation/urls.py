@@ -1,6 +1,8 @@
 from django.urls import path
 
-from consolidation import api, api_promotion, api_quality
+from consolidation import api
+from consolidation.promotion import api as api_promotion
+from consolidation.review import api as api_quality
 
 urlpatterns = [
     path("consolidation/runs", api.RunListCreateView.as_view(), name="api-consolidation-runs"),

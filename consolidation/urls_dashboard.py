@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from consolidation import views, views_quality
+from consolidation import views
+from consolidation.review import views as views_quality
 
 urlpatterns = [
     path("consolidation/", views.consolidation_index, name="consolidation"),

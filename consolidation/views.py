@@ -20,8 +20,8 @@ from accounts.access import access_filter, access_project, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import Membership, Project
 from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
-from consolidation.context import RunOptions
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
+from consolidation.run_state import RunOptions
 from consolidation.runs import consolidation_enqueue, consolidation_execute, consolidation_request, run_options_validate
 from consolidation.selectors import run_get, run_list
 from consolidation.triggers import project_settings_update

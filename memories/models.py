@@ -36,7 +36,7 @@ class Memory(models.Model):
     ]
 
     STATE_ACTIVE, STATE_ARCHIVED = "active", "archived"
-    # a promotion proposal (consolidation.services_promotion) until a moderator decides it in the review
+    # a promotion proposal (consolidation.promotion.services) until a moderator decides it in the review
     # queue: never served, counted, listed with the archived ones, restored or archived like a memory
     STATE_PROPOSED = "proposed"
     STATE_CHOICES = [

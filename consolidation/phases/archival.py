@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from consolidation import retention
-from consolidation.context import STALE_IDLE_DAYS, STALE_RETENTION, RunContext, run_archive
+from consolidation.run_state import STALE_IDLE_DAYS, STALE_RETENTION, RunState, run_archive
 from consolidation.selectors import (
     ScannedMemory,
 )
@@ -14,7 +14,7 @@ from memories.models import Memory
 logger = logging.getLogger("consolidation")
 
 
-def stale_archive(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
+def stale_archive(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
     """Seed 004: archive low-salience memories idle for 30 days; expired working memories too.
     Uses the salience computed by this run's retention phase (also in a dry run)."""
     now = ctx.now.timestamp()

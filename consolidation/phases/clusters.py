@@ -10,8 +10,9 @@ from django.db import transaction
 from accounts.services import audit_record
 from consolidation import clustering
 from consolidation import prompts as cprompts
-from consolidation.context import (
-    RunContext,
+from consolidation.phases.conflicts import clusters_without_conflicts, edges_without_conflicts
+from consolidation.run_state import (
+    RunState,
     draft_refused,
     link_add,
     llm_map,
@@ -21,7 +22,6 @@ from consolidation.context import (
     run_llm,
     tags_lenient,
 )
-from consolidation.phases.conflicts import clusters_without_conflicts, edges_without_conflicts
 from consolidation.selectors import (
     Edge,
     ScannedMemory,
@@ -34,7 +34,7 @@ logger = logging.getLogger("consolidation")
 
 
 def clusters_build(
-    ctx: RunContext, memories: dict[str, ScannedMemory], edges: list[Edge]
+    ctx: RunState, memories: dict[str, ScannedMemory], edges: list[Edge]
 ) -> list[clustering.Cluster[str]]:
     # disputed memories wait for a moderator instead of being merged away
     disputed: set[str] = set()
@@ -70,7 +70,7 @@ def clusters_build(
     return clusters
 
 
-def clusters_synthesize(ctx: RunContext, clusters: list[clustering.Cluster[str]]) -> None:
+def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) -> None:
     """Seed 000: one LLM synthesis per cluster (concurrently), then one transaction per merge."""
     if not clusters:
         return
@@ -132,7 +132,7 @@ def clusters_synthesize(ctx: RunContext, clusters: list[clustering.Cluster[str]]
             ctx.counters["skipped"] += len(cluster.member_ids)
 
 
-def _preview_sources(ctx: RunContext, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+def _preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
     """How a dry run's preview names each proposed source: near-identical rows often share a title,
     so the id, creation time and project tell them apart (issue 11 item 7)."""
     rows = Memory.objects.filter(organization_id=ctx.run.organization_id, pk__in=list(ids)).values_list(
@@ -150,7 +150,7 @@ def _preview_sources(ctx: RunContext, ids: Sequence[str]) -> dict[str, dict[str,
 
 
 def _merge_cluster(
-    ctx: RunContext, cluster: clustering.Cluster[str], sources: list[Memory], synthesis: cprompts.Synthesis
+    ctx: RunState, cluster: clustering.Cluster[str], sources: list[Memory], synthesis: cprompts.Synthesis
 ) -> Memory | None:
     """Create the consolidated memory, archive the sources into it, link both ways — atomically."""
     confidence = cprompts.consolidated_confidence([(m.confidence, m.usage_count) for m in sources])

@@ -10,16 +10,16 @@ from django.db.models import Q
 from django.db.models.functions import Left
 
 from consolidation.clustering import Cluster
-from consolidation.context import Conflict, RunContext, contradiction_band, duplicate_threshold, pair_key, run_llm
 from consolidation.cues import cue_profile, profile_cues
 from consolidation.models import ReviewItem
+from consolidation.run_state import Conflict, RunState, contradiction_band, duplicate_threshold, pair_key, run_llm
 from consolidation.selectors import Edge, ScannedMemory
 from memories.models import Memory
 
 CUE_TEXT_CHARS = 2000  # of a memory's content read for cues (its advice is in the first lines)
 
 
-def conflicts_find(ctx: RunContext, memories: dict[str, ScannedMemory], edges: list[Edge]) -> None:
+def conflicts_find(ctx: RunState, memories: dict[str, ScannedMemory], edges: list[Edge]) -> None:
     floor = min(ctx.options.similarity_threshold, duplicate_threshold())
     close = [e for e in edges if e[2] >= floor and e[0] in memories and e[1] in memories]
     if not close:
@@ -49,7 +49,7 @@ def conflicts_find(ctx: RunContext, memories: dict[str, ScannedMemory], edges: l
     ctx.counters["conflicts"] = len(ctx.conflicts)
 
 
-def edges_without_conflicts(ctx: RunContext, edges: list[Edge]) -> list[Edge]:
+def edges_without_conflicts(ctx: RunState, edges: list[Edge]) -> list[Edge]:
     """The graph the merges may use: no edge between memories that disagree."""
     if not ctx.conflicts:
         return edges
@@ -57,7 +57,7 @@ def edges_without_conflicts(ctx: RunContext, edges: list[Edge]) -> list[Edge]:
 
 
 def clusters_without_conflicts(
-    ctx: RunContext, clusters: list[Cluster[str]], edges: list[Edge], *, min_size: int
+    ctx: RunState, clusters: list[Cluster[str]], edges: list[Edge], *, min_size: int
 ) -> list[Cluster[str]]:
     """The clusters with no two members that may not be merged — a pair with conflict cues, or, when
     an LLM will synthesise, a pair the judge reads (similar enough) that it has not found compatible.

@@ -8,15 +8,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from consolidation import clustering
-from consolidation.context import (
-    RunContext,
+from consolidation.graph import neighbour_graph_build
+from consolidation.phases.clusters import _preview_sources
+from consolidation.phases.conflicts import conflicts_find, edges_without_conflicts
+from consolidation.run_state import (
+    RunState,
     contradiction_band,
     duplicate_threshold,
     run_archive,
 )
-from consolidation.graph import neighbour_graph_build
-from consolidation.phases.clusters import _preview_sources
-from consolidation.phases.conflicts import conflicts_find, edges_without_conflicts
 from consolidation.selectors import (
     Edge,
     ScannedMemory,
@@ -27,7 +27,7 @@ from memories.moderation import memories_lock_active
 logger = logging.getLogger("consolidation")
 
 
-def duplicates_merge(ctx: RunContext, memories: dict[str, ScannedMemory]) -> list[Edge]:
+def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[Edge]:
     """Seed 004: groups ≥ 0.95 merge without an LLM — the strongest stays, the rest are archived as
     duplicates with a ``duplicates`` link. Returns the neighbour graph for the later phases."""
     edges = neighbour_graph_build(ctx, memories, min(ctx.options.similarity_threshold, contradiction_band()[0]))

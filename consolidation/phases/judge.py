@@ -22,8 +22,9 @@ from django.utils import timezone
 
 from consolidation import events
 from consolidation import prompts as cprompts
-from consolidation.context import (
-    RunContext,
+from consolidation.models import ConsolidationRun, ReviewItem
+from consolidation.run_state import (
+    RunState,
     contradiction_band,
     link_add,
     llm_map,
@@ -32,7 +33,6 @@ from consolidation.context import (
     run_archive,
     run_llm,
 )
-from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.selectors import Edge, ScannedMemory
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_lock_active
@@ -49,7 +49,7 @@ class Verdict:
     confidence: float = 0.0
 
 
-def verdicts_load(ctx: RunContext) -> None:
+def verdicts_load(ctx: RunState) -> None:
     """The project's settled pairs: compatible ones may merge (``ctx.cleared``)."""
     for first, second, status in ReviewItem.objects.filter(
         organization_id=ctx.run.organization_id, project=ctx.project
@@ -57,7 +57,7 @@ def verdicts_load(ctx: RunContext) -> None:
         (ctx.cleared if status == ReviewItem.STATUS_COMPATIBLE else ctx.settled).add(pair_key(first, second))
 
 
-def pairs_judge(ctx: RunContext, edges: list[Edge], memories: dict[str, ScannedMemory]) -> None:
+def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMemory]) -> None:
     verdicts_load(ctx)
     low, _ = contradiction_band()
     cluster_at = ctx.options.similarity_threshold
@@ -118,7 +118,7 @@ def pairs_judge(ctx: RunContext, edges: list[Edge], memories: dict[str, ScannedM
         events.contradiction_detected.send(sender=ConsolidationRun, run=ctx.run, contradictions=found)
 
 
-def _wait_without_llm(ctx: RunContext, pairs: list[tuple[str, str, float]]) -> None:
+def _wait_without_llm(ctx: RunState, pairs: list[tuple[str, str, float]]) -> None:
     conflicts = [(o, n, s) for o, n, s in pairs if pair_key(o, n) in ctx.conflicts]
     for older_id, newer_id, similarity in pairs:
         item: dict[str, Any] = {"older": older_id, "newer": newer_id, "similarity": round(similarity, 4)}
@@ -133,7 +133,7 @@ def _wait_without_llm(ctx: RunContext, pairs: list[tuple[str, str, float]]) -> N
             review_note(ctx, older_id, newer_id, ReviewItem.STATUS_PENDING, "no LLM is configured to judge them")
 
 
-def _verdicts(ctx: RunContext, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
     """Supersession first (002, conservative), then the contradiction judge (004) for the rest."""
     replies = llm_map(
         ctx,
@@ -179,7 +179,7 @@ def _verdicts(ctx: RunContext, llm: Any, pairs: list[tuple[Memory, Memory, float
 
 
 def _apply(
-    ctx: RunContext,
+    ctx: RunState,
     older: Memory,
     newer: Memory,
     similarity: float,
@@ -227,7 +227,7 @@ def _apply(
 
 
 def review_note(
-    ctx: RunContext,
+    ctx: RunState,
     older_id: str,
     newer_id: str,
     status: str,

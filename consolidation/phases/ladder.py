@@ -27,9 +27,9 @@ from django.db.models import Count, Q
 
 from accounts.services import audit_record
 from consolidation import ladder
-from consolidation.context import RunContext, draft_refused, link_add, pair_key, tags_lenient
 from consolidation.phases.conflicts import edges_without_conflicts
 from consolidation.retention import importance_for_kind
+from consolidation.run_state import RunState, draft_refused, link_add, pair_key, tags_lenient
 from consolidation.selectors import Edge
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
 from memories.moderation import memories_lock_active
@@ -81,7 +81,7 @@ class NewMemory:
     confidence: float
 
 
-def ladder_promote(ctx: RunContext, edges: list[Edge]) -> None:
+def ladder_promote(ctx: RunState, edges: list[Edge]) -> None:
     """Plan the cycle's promotions, then write them all or none; a lost race is retried."""
     criteria = ladder_criteria()
     attempts = settings.CONSOLIDATION_LADDER_ATTEMPTS
@@ -121,7 +121,7 @@ def ladder_promote(ctx: RunContext, edges: list[Edge]) -> None:
 # --- the plan ------------------------------------------------------------------------------------------
 
 
-def ladder_plan(ctx: RunContext, edges: list[Edge], criteria: ladder.LadderCriteria) -> LadderPlan:
+def ladder_plan(ctx: RunState, edges: list[Edge], criteria: ladder.LadderCriteria) -> LadderPlan:
     """What this cycle would promote in the run's project (reads only)."""
     org, now = ctx.run.organization, ctx.now
     edges = _agreeing(ctx, edges)
@@ -162,7 +162,7 @@ def ladder_plan(ctx: RunContext, edges: list[Edge], criteria: ladder.LadderCrite
     return LadderPlan(in_place, fact_patterns, procedures)
 
 
-def _agreeing(ctx: RunContext, edges: list[Edge]) -> list[Edge]:
+def _agreeing(ctx: RunState, edges: list[Edge]) -> list[Edge]:
     """The graph without the pairs that disagree: conflict cues (``phases.conflicts``) or a contradiction
     nobody resolved yet. Memories that contradict each other are no pattern."""
     disputed = {
@@ -177,7 +177,7 @@ def _agreeing(ctx: RunContext, edges: list[Edge]) -> list[Edge]:
     return [e for e in edges_without_conflicts(ctx, edges) if pair_key(e[0], e[1]) not in disputed]
 
 
-def _pattern_sources(ctx: RunContext, kind: str) -> set[str]:
+def _pattern_sources(ctx: RunState, kind: str) -> set[str]:
     """The project's memories a pattern promotion from ``kind`` already read (linked from its memory)."""
     return set(
         MemoryLink.objects.filter(
@@ -210,7 +210,7 @@ def _outcome_counts(memory_ids: list[str]) -> dict[str, tuple[int, int]]:
 # --- a pattern's new memory ------------------------------------------------------------------------------
 
 
-def _drafts(ctx: RunContext, plan: LadderPlan) -> list[NewMemory]:
+def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
     """The new memories of the plan's patterns, past the write gate and embedded (outside the transaction:
     an embedder call must not hold the rows' locks)."""
     patterns = [(p, Memory.KIND_SEMANTIC) for p in plan.fact_patterns] + [
@@ -300,7 +300,7 @@ class Applied:
     procedures: list[str] = field(default_factory=list)
 
 
-def _apply(ctx: RunContext, plan: LadderPlan, drafted: list[NewMemory]) -> Applied:
+def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied:
     """Every write of the ladder for this cycle; the caller holds the one transaction. Rows another
     process archived or changed since the plan was read are left alone (their promotion waits)."""
     involved = {p.id for p in plan.in_place} | {mid for new in drafted for mid in new.pattern.member_ids}
@@ -354,7 +354,7 @@ def _apply(ctx: RunContext, plan: LadderPlan, drafted: list[NewMemory]) -> Appli
 
 
 def memories_promote_in_place(
-    ctx: RunContext, promotions: Sequence[ladder.InPlace], *, from_kind: str, to_kind: str, criterion: str
+    ctx: RunState, promotions: Sequence[ladder.InPlace], *, from_kind: str, to_kind: str, criterion: str
 ) -> None:
     """Change these memories' kind in place with their provenance (the new kind's importance; no TTL) and
     write one ``memory.promote`` audit row each. The caller holds the transaction and the rows' locks."""
@@ -403,7 +403,7 @@ def _sources_unchanged(new: NewMemory, kinds: dict[str, str], now_events: set[st
 # --- counters, preview, log --------------------------------------------------------------------------------
 
 
-def _report(ctx: RunContext, done: Applied) -> None:
+def _report(ctx: RunState, done: Applied) -> None:
     ctx.counters["promoted_episodic"] = len(done.in_place) + len(done.episodes)
     ctx.counters["promoted_procedural"] = len(done.procedures)
     ctx.created += done.episodes + done.procedures
@@ -417,7 +417,7 @@ def _report(ctx: RunContext, done: Applied) -> None:
     )  # fmt: skip
 
 
-def _preview(ctx: RunContext, plan: LadderPlan) -> None:
+def _preview(ctx: RunState, plan: LadderPlan) -> None:
     """A dry run: what a real run would promote, nothing written."""
     for promotion in plan.in_place:
         ctx.note(

@@ -9,9 +9,11 @@ from django.db import transaction
 
 from consolidation import events, ladder
 from consolidation import prompts as cprompts
-from consolidation.context import (
+from consolidation.models import ConsolidationRun
+from consolidation.phases.ladder import memories_promote_in_place
+from consolidation.run_state import (
     PATTERN_WINDOW_DAYS,
-    RunContext,
+    RunState,
     draft_refused,
     duplicate_threshold,
     link_add,
@@ -19,8 +21,6 @@ from consolidation.context import (
     reply_parsed,
     run_llm,
 )
-from consolidation.models import ConsolidationRun
-from consolidation.phases.ladder import memories_promote_in_place
 from memories import confidence as conf
 from memories.models import Memory, MemoryLink
 from memories.services import MemoryDraft, _embed, memories_create
@@ -28,7 +28,7 @@ from memories.services import MemoryDraft, _embed, memories_create
 logger = logging.getLogger("consolidation")
 
 
-def patterns_extract(ctx: RunContext) -> None:
+def patterns_extract(ctx: RunState) -> None:
     """Seed 004 pattern extraction from recent episodic memories → semantic memories, and 003's
     promotion of working memories (important, used 3+ times or older than 15 min → semantic)."""
     base = Memory.objects.filter(organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE)
@@ -111,7 +111,7 @@ def patterns_extract(ctx: RunContext) -> None:
         events.pattern_extracted.send(sender=ConsolidationRun, run=ctx.run, memory=memory, source_count=len(episodes))
 
 
-def _working_reason(ctx: RunContext, memory: Memory) -> str:
+def _working_reason(ctx: RunState, memory: Memory) -> str:
     """Which of seed 003's working → semantic criteria held, with its figures."""
     if memory.importance > 0.7:
         return f"importance {memory.importance:g} > 0.7"
@@ -120,7 +120,7 @@ def _working_reason(ctx: RunContext, memory: Memory) -> str:
     return f"working memory older than 15 min ({int((ctx.now - memory.created_at).total_seconds() // 60)} min)"
 
 
-def _has_twin(ctx: RunContext, vector: list[float]) -> bool:
+def _has_twin(ctx: RunState, vector: list[float]) -> bool:
     from pgvector.django import CosineDistance
 
     nearest = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from consolidation.context import RunContext
+from consolidation.run_state import RunState
 from consolidation.selectors import (
     ScannedMemory,
     memories_scan,
@@ -13,7 +13,7 @@ from consolidation.selectors import (
 logger = logging.getLogger("consolidation")
 
 
-def memories_load(ctx: RunContext) -> dict[str, ScannedMemory]:
+def memories_load(ctx: RunState) -> dict[str, ScannedMemory]:
     memories = memories_scan(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
     ctx.counters["processed"] = len(memories)
     return memories

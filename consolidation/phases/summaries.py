@@ -12,7 +12,7 @@ import logging
 from django.conf import settings
 
 from consolidation import prompts as cprompts
-from consolidation.context import RunContext, llm_map, prompt_source, run_llm
+from consolidation.run_state import RunState, llm_map, prompt_source, run_llm
 from memories.models import Memory, MemoryLink
 from memories.services_summaries import summary_store
 from reasoningbank.ai.llm import LLMError
@@ -20,7 +20,7 @@ from reasoningbank.ai.llm import LLMError
 logger = logging.getLogger("consolidation")
 
 
-def summaries_write(ctx: RunContext) -> None:
+def summaries_write(ctx: RunState) -> None:
     if ctx.dry:
         for _, source_ids in ctx.merges:  # a dry run merged nothing: what would be summarised
             ctx.note("summaries", {"sources": source_ids})
@@ -68,7 +68,7 @@ def summaries_write(ctx: RunContext) -> None:
         ctx.counters["summaries"] = ctx.counters.get("summaries", 0) + 1
 
 
-def _summaries_missing(ctx: RunContext, *, exclude: set[str]) -> list[tuple[str, list[str]]]:
+def _summaries_missing(ctx: RunState, *, exclude: set[str]) -> list[tuple[str, list[str]]]:
     """Up to CONSOLIDATION_SUMMARY_CATCH_UP active consolidated memories of the project without a
     summary, newest first, with their sources (from the lineage links)."""
     limit = settings.CONSOLIDATION_SUMMARY_CATCH_UP

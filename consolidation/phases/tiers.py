@@ -9,7 +9,7 @@ from django.db import connection, transaction
 
 from accounts.services import audit_record_many
 from consolidation import retention
-from consolidation.context import RETENTION_WRITE_DELTA, RunContext
+from consolidation.run_state import RETENTION_WRITE_DELTA, RunState
 from consolidation.selectors import (
     ScannedMemory,
 )
@@ -28,7 +28,7 @@ _TIERS_UPDATE_SQL = (
 )
 
 
-def tiers_update(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
+def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
     """Seed 002 retention score + tier for every memory (the daily decay), vectorised; the rows whose
     score or tier moved are rewritten in id order, a batch per transaction."""
     if not memories:
@@ -76,7 +76,7 @@ def tiers_update(ctx: RunContext, memories: dict[str, ScannedMemory]) -> None:
     _transitions_audit(ctx, [(rows[i].id, str(old_tiers[i]), tiers[i]) for i in np.flatnonzero(tier_moved)])
 
 
-def _transitions_audit(ctx: RunContext, transitions: list[tuple[str, str, str]]) -> None:
+def _transitions_audit(ctx: RunState, transitions: list[tuple[str, str, str]]) -> None:
     """A ``memory.tier`` audit row per tier change (seed 002's TierTransition), so a memory's history
     shows when and why it went cold: one statement per (from, to) pair."""
     by_pair: dict[tuple[str, str], list[str]] = {}

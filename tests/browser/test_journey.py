@@ -60,7 +60,7 @@ def _api(base: str, token: str, path: str, body: dict) -> dict:
 
 def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(live_server, page, shoot, monkeypatch):
     monkeypatch.setattr(Conf, "SYNC", True)  # run queued work in-process: no worker in this test
-    monkeypatch.setattr("consolidation.context.llm_from_settings", _consolidation_llm)
+    monkeypatch.setattr("consolidation.run_state.llm_from_settings", _consolidation_llm)
     base = live_server.url
 
     # sign up: a new user gets their own org and lands on the overview

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from consolidation.models import ReviewItem
-from consolidation.services_promotion import promotions_propose
+from consolidation.promotion.services import promotions_propose
 from memories.models import Memory
 from tests.consolidation.promotion_setup import lesson, teams_setup
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from consolidation import context
 from consolidation import contracts as consolidation_contracts
+from consolidation import run_state
 from consolidation.models import ConsolidationRun
 from memories.models import Memory, MemoryLink
 from tests.consolidation.vectors import (
@@ -41,7 +41,7 @@ def cluster(agent):
 def fake_llm(monkeypatch):
     """The LLM the service builds from settings, replaced by a scripted one."""
     llm = cycle_llm()
-    monkeypatch.setattr(context, "llm_from_settings", lambda: llm)
+    monkeypatch.setattr(run_state, "llm_from_settings", lambda: llm)
     return llm
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from consolidation.context import RunContext, RunOptions
 from consolidation.phases.archival import stale_archive
 from consolidation.phases.tiers import tiers_update
+from consolidation.run_state import RunOptions, RunState
 from consolidation.selectors import memories_scan
 from memories import services_signals
 from memories.models import Memory, MemorySignal
@@ -46,10 +46,10 @@ def two_old_memories(principal: Any) -> list[Memory]:
     return sorted((Memory.objects.get(pk=m.pk) for m in memories), key=lambda m: m.id)
 
 
-def run_context(principal: Any) -> RunContext:
+def run_context(principal: Any) -> RunState:
     run = ConsolidationRunFactory(project=principal.token.projects.get(), status="running")
     started = time.monotonic()
-    return RunContext(
+    return RunState(
         run=run,
         project=run.project,
         options=RunOptions(),

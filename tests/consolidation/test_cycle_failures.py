@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from consolidation import context, runs
+from consolidation import run_state, runs
 from consolidation.models import ConsolidationRun
 from consolidation.phases import clusters
 from consolidation.runs import consolidation_request, run_options_validate, runs_recover_stale
@@ -190,7 +190,7 @@ def test_a_run_that_exceeds_its_time_limit_fails_with_a_timeout_and_keeps_commit
     duplicate = remember(agent, "The API is RESTful", spoke(40, 42, 0.97), confidence=0.6)
     clock = FakeClock()
     fake_time = SimpleNamespace(monotonic=clock.monotonic, perf_counter=time.perf_counter)
-    monkeypatch.setattr(context, "time", fake_time)
+    monkeypatch.setattr(run_state, "time", fake_time)
     monkeypatch.setattr(runs, "time", fake_time)
 
     def slow_synthesis(prompt: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 from accounts.access import system_principal
 from accounts.models import Membership, Organization, Project
 from consolidation.models import ConsolidationRun, ReviewItem
-from consolidation.services_promotion import promotions_propose
+from consolidation.promotion.services import promotions_propose
 from memories.models import Memory, MemoryLink, MemorySummary
 from memories.selectors_transfer import export_lines, export_scope
 from memories.services_transfer import bank_import

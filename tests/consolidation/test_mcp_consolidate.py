@@ -20,7 +20,7 @@ SEED_KEYS = {"created_memories", "archived_memories", "skipped_count", "total_pr
 @pytest.fixture(autouse=True)
 def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
-    monkeypatch.setattr("consolidation.context.llm_from_settings", cycle_llm)
+    monkeypatch.setattr("consolidation.run_state.llm_from_settings", cycle_llm)
 
 
 @pytest.fixture

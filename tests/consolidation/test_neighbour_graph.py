@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from consolidation import context, graph
+from consolidation import graph, run_state
 from consolidation.graph_slices import SLICES, slice_of
 from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
 from memories.models import Memory
@@ -110,7 +110,7 @@ def stamps(project) -> list[datetime]:
 def set_stamps(project, due: set[int]) -> None:
     """Every slice probed an hour ago, except those in ``due``: a week and a day ago."""
     now = timezone.now()
-    at = [now - context.GRAPH_REPROBE_AFTER - DAY if i in due else now - timedelta(hours=1) for i in range(SLICES)]
+    at = [now - run_state.GRAPH_REPROBE_AFTER - DAY if i in due else now - timedelta(hours=1) for i in range(SLICES)]
     NeighbourGraph.objects.filter(project=project).update(slices_probed_at=[a.isoformat() for a in at])
 
 
@@ -120,7 +120,7 @@ def test_a_full_pass_stamps_the_slices_a_day_apart_so_one_falls_due_each_day(cas
 
     probed = stamps(cast.project_a)
     assert len(probed) == SLICES and during(run, probed[0])
-    assert [probed[i] - probed[i + 1] for i in range(SLICES - 1)] == [context.GRAPH_REPROBE_AFTER / SLICES] * (
+    assert [probed[i] - probed[i + 1] for i in range(SLICES - 1)] == [run_state.GRAPH_REPROBE_AFTER / SLICES] * (
         SLICES - 1
     )
 

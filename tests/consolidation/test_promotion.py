@@ -17,10 +17,10 @@ from django.core.management import CommandError, call_command
 
 from accounts.models import AuditEvent
 from consolidation.models import ReviewItem
-from consolidation.promotion import promotion_confidence
-from consolidation.selectors_quality import promotion_list
-from consolidation.services_promotion import promotions_propose
-from consolidation.services_review import review_decide
+from consolidation.promotion.rules import promotion_confidence
+from consolidation.promotion.services import promotions_propose
+from consolidation.quality.selectors import promotion_list
+from consolidation.review.services import review_decide
 from consolidation.tasks import promotions_institutional_daily
 from memories.models import Memory, MemoryLink
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, PlanRequired
@@ -245,7 +245,7 @@ def test_an_automatic_promotion_over_the_memory_limit_waits_in_the_queue(acme, a
     def full(org: Any, *, adding: int) -> None:
         raise LimitExceeded("the teams plan allows 2 active memories; archive some or upgrade")
 
-    monkeypatch.setattr("consolidation.services_promotion.memory_limit_check", full)
+    monkeypatch.setattr("consolidation.promotion.services.memory_limit_check", full)
     (proposed,) = promotions_propose(principal=alice).proposed
 
     (item,) = promotion_list(alice)

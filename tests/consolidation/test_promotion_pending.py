@@ -16,8 +16,8 @@ import pytest
 from accounts.access import system_principal
 from accounts.models import AuditEvent
 from consolidation.models import ReviewItem
-from consolidation.services_promotion import promotions_propose
-from consolidation.services_review import review_decide
+from consolidation.promotion.services import promotions_propose
+from consolidation.review.services import review_decide
 from memories.models import Memory, MemoryLink
 from memories.moderation import memory_archive, memory_restore, memory_unmerge
 from memories.selectors import MemoryFilters, memory_list

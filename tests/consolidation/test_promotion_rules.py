@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from consolidation.promotion import (
+from consolidation.promotion.rules import (
     Candidate,
     PromotionCriteria,
     promotion_centroid,

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from consolidation.models import ReviewItem
-from consolidation.selectors_quality import quality_report
+from consolidation.quality.selectors import quality_report
 from memories.models import Memory
 from memories.moderation import memory_unmerge
 from memories.services import REJECTED_VERB

@@ -116,7 +116,7 @@ def test_the_preview_tells_sources_with_the_same_title_apart_by_id_date_and_proj
 
 
 def test_a_dry_runs_page_says_what_it_would_do_not_what_it_did(client, cast, cluster, monkeypatch):
-    monkeypatch.setattr("consolidation.context.llm_from_settings", cycle_llm)  # an LLM is configured
+    monkeypatch.setattr("consolidation.run_state.llm_from_settings", cycle_llm)  # an LLM is configured
     client.force_login(cast.alice)
     client.post("/consolidation/preview/", {"project": "web-app", "similarity_threshold": "0.8"})
     run = ConsolidationRun.objects.get()

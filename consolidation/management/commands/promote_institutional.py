@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
 from accounts.management.commands._base import organization_by_slug
-from consolidation.services_promotion import SKIP_REASONS, PromotionReport, promotions_propose
+from consolidation.promotion.services import SKIP_REASONS, PromotionReport, promotions_propose
 from reasoningbank.errors import ServiceError
 
 

@@ -1,4 +1,4 @@
-"""The state one consolidation run carries through its phases (``RunContext``), its options, the
+"""The state one consolidation run carries through its phases (``RunState``), its options, the
 thresholds the phases share, and the helpers every phase uses: links, the audited archive, the
 LLM fan-out and reply parsing.
 """
@@ -82,7 +82,7 @@ class RunTimeout(Exception):
 
 
 @dataclass
-class RunContext:
+class RunState:
     run: ConsolidationRun
     project: Project
     options: RunOptions
@@ -127,13 +127,13 @@ class RunContext:
         self.preview.setdefault(key, []).append(item)
 
 
-def run_llm(ctx: RunContext) -> Any:
+def run_llm(ctx: RunState) -> Any:
     """The LLM a run uses: the one it was given (tests, benchmarks) or the configured provider."""
     return ctx.llm or llm_from_settings()
 
 
 def run_archive(
-    ctx: RunContext,
+    ctx: RunState,
     memory_ids: str | Sequence[str],
     reason: str,
     *,
@@ -151,7 +151,7 @@ def run_archive(
     )
 
 
-def link_add(ctx: RunContext, source: str, target: str, kind: str, weight: float, reason: str) -> None:
+def link_add(ctx: RunState, source: str, target: str, kind: str, weight: float, reason: str) -> None:
     MemoryLink.objects.get_or_create(
         source_id=source,
         target_id=target,
@@ -165,7 +165,7 @@ def link_add(ctx: RunContext, source: str, target: str, kind: str, weight: float
     )
 
 
-def llm_map(ctx: RunContext, llm: Any, purpose: str, prompts: Sequence[str], *, system: str) -> list[str | Exception]:
+def llm_map(ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, system: str) -> list[str | Exception]:
     """Call the LLM for each prompt, at most CONSOLIDATION_LLM_CONCURRENCY at a time."""
     org, run = ctx.run.organization, ctx.run
 
@@ -191,7 +191,7 @@ def llm_map(ctx: RunContext, llm: Any, purpose: str, prompts: Sequence[str], *, 
         return list(pool.map(bind(one_in_thread), prompts))  # the llm.* spans inside the run's trace
 
 
-def reply_parsed(ctx: RunContext, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
+def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
     """A judge's parsed verdict, or None with a run warning when the call or its reply failed."""
     try:
         if isinstance(reply, Exception):
@@ -226,7 +226,7 @@ def prompt_source(memory: Memory) -> cprompts.SourceMemory:
 
 
 def draft_refused(
-    ctx: RunContext, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
+    ctx: RunState, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
 ) -> bool:
     """The write gate (issue 17, ``memories.gate``) on a memory the run is about to create: True when
     it is kept out — a run warning and a ``memory.rejected`` audit row say why; the run goes on."""

@@ -27,10 +27,10 @@ from accounts.decorators import org_view
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership, Project
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
 from consolidation.models import ReviewItem
-from consolidation.selectors_promotion import promotions_attach
-from consolidation.selectors_quality import QualityReport, promotion_list, quality_report, review_get, review_list
-from consolidation.services_promotion import promotions_propose
-from consolidation.services_review import review_decide
+from consolidation.promotion.selectors import promotions_attach
+from consolidation.promotion.services import promotions_propose
+from consolidation.quality.selectors import QualityReport, promotion_list, quality_report, review_get, review_list
+from consolidation.review.services import review_decide
 from memories.selectors_dashboard import Bucket
 from memories.views import _bar_chart  # the overview's chart geometry: one look for every bar chart
 from reasoningbank.errors import NotFound, ServiceError

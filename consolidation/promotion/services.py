@@ -42,11 +42,9 @@ from accounts.access import Principal, access_filter
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Organization, Project, Team
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.services import audit_record
-from consolidation import promotion as rules
-from consolidation.context import tags_lenient
 from consolidation.models import ReviewItem
-from consolidation.runs import feature_require
-from consolidation.selectors_promotion import (
+from consolidation.promotion import rules
+from consolidation.promotion.selectors import (
     ORG_TARGET,
     CandidateRow,
     promotion_candidates,
@@ -55,7 +53,9 @@ from consolidation.selectors_promotion import (
     promotion_taken_sources,
     team_target,
 )
-from consolidation.services_review import review_note_clean
+from consolidation.review.services import review_note_clean
+from consolidation.run_state import tags_lenient
+from consolidation.runs import feature_require
 from memories.models import Memory, MemoryLink
 from memories.selectors import memory_is_writable
 from memories.services import MemoryDraft, memories_create, memory_limit_check
@@ -391,7 +391,7 @@ def promotion_decide(
 ) -> ReviewItem:
     """Accept (the proposed memory becomes active at its team or org scope; the sources stay active and
     linked) or reject (it is archived, nothing is promoted, the same sources are not proposed again)
-    a pending promotion. ``item`` comes from ``selectors_quality.review_get``; audited, ``automatic``
+    a pending promotion. ``item`` comes from ``consolidation.review.selectors.review_get``; audited, ``automatic``
     when the organization accepts proposals at once."""
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"deciding reviews needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")

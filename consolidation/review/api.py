@@ -15,10 +15,10 @@ from rest_framework.response import Response
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from consolidation.api import ConsolidationAPIView
 from consolidation.models import ReviewItem
-from consolidation.selectors_promotion import promotions_attach
-from consolidation.selectors_quality import REPORT_WEEKS, quality_report, review_get, review_list
-from consolidation.services_promotion import PROMOTION_DECISIONS
-from consolidation.services_review import DECISIONS, NOTE_MAX, review_decide
+from consolidation.promotion.selectors import promotions_attach
+from consolidation.promotion.services import PROMOTION_DECISIONS
+from consolidation.quality.selectors import REPORT_WEEKS, quality_report, review_get, review_list
+from consolidation.review.services import DECISIONS, NOTE_MAX, review_decide
 from memories.selectors import project_resolve
 from reasoningbank.api_errors import error_responses
 from reasoningbank.errors import NotFound

@@ -19,7 +19,7 @@ from django.utils import timezone
 from accounts.access import Principal, access_filter, reachable_projects
 from accounts.models import AuditEvent, Project
 from consolidation.models import ReviewItem
-from consolidation.selectors_promotion import promotion_reach_q
+from consolidation.promotion.selectors import promotion_reach_q
 from memories.gate import NEAR_COPY
 from memories.models import Memory, MemoryLink
 from memories.services import REJECTED_VERB
@@ -41,7 +41,7 @@ def review_list(
     kinds: Sequence[str] | None = None,
 ) -> QuerySet[ReviewItem]:
     """Review items of the projects the principal reaches, and promotion proposals in its reach
-    (``selectors_promotion.promotion_reach_q``), newest first: pending ones by default, ``status=None``
+    (``consolidation.promotion.selectors.promotion_reach_q``), newest first: pending ones by default, ``status=None``
     for every status; ``kinds`` keeps only those kinds. A ``project`` keeps that project's pairs."""
     if status is not None and status not in REVIEW_STATUSES:
         raise InvalidInput(f"status must be one of {', '.join(REVIEW_STATUSES)} (got {status!r})", field="status")

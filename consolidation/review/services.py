@@ -52,11 +52,11 @@ def review_note_clean(note: Any) -> str:
 
 @transaction.atomic
 def review_decide(*, principal: Principal, item: ReviewItem, decision: Any, note: Any = "") -> ReviewItem:
-    """Settle a pending review item. ``item`` comes from ``selectors_quality.review_get`` (the
+    """Settle a pending review item. ``item`` comes from ``consolidation.review.selectors.review_get`` (the
     caller's org and reach); deciding one twice is a 409 naming who decided it. A promotion proposal
-    (issue 18) is accepted or rejected by ``services_promotion.promotion_decide``."""
+    (issue 18) is accepted or rejected by ``consolidation.promotion.services.promotion_decide``."""
     if item.kind == ReviewItem.KIND_PROMOTION:
-        from consolidation.services_promotion import promotion_decide  # it imports this module's note rules
+        from consolidation.promotion.services import promotion_decide  # it imports this module's note rules
 
         return promotion_decide(principal=principal, item=item, decision=decision, note=note)
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
