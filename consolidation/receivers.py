@@ -6,6 +6,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import connection
+
+from consolidation.tasks import work_sweep
+from consolidation.triggers import consolidation_on_demand
 from reasoningbank.logging_json import TRACE, log_body
 from reasoningbank.metrics import consolidation_run_observe
 
@@ -13,8 +17,6 @@ logger = logging.getLogger("consolidation")
 
 
 def on_memories_added(sender: Any, project: Any, count: int, **kwargs: Any) -> None:
-    from consolidation.triggers import consolidation_on_demand
-
     consolidation_on_demand(project=project)
 
 
@@ -23,10 +25,6 @@ def on_worker_spawned(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
     (killed, out of memory, timed out): release at once the work of any worker of this host that is
     gone, instead of waiting for its heartbeat to go stale (docs/operations.md). Never stops the
     worker from starting."""
-    from django.db import connection
-
-    from consolidation.tasks import work_sweep
-
     try:
         released = work_sweep()
     except Exception:  # the database may be the reason the last worker died; the minute's sweep retries

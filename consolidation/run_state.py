@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -200,16 +200,6 @@ def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], A
     except (cprompts.PromptParseError, LLMError) as exc:
         ctx.warnings.append(f"{what} failed: {exc}")
         return None
-
-
-def tags_lenient(tags: Iterable[str]) -> list[str]:
-    """LLM-made tags: lower-cased, de-duplicated, over-long ones dropped, at most 20 (never raises)."""
-    cleaned: list[str] = []
-    for tag in tags:
-        tag = tag.strip().lower().replace("\x00", "")
-        if tag and len(tag) <= 50 and tag not in cleaned:
-            cleaned.append(tag)
-    return cleaned[:20]
 
 
 def prompt_source(memory: Memory) -> cprompts.SourceMemory:

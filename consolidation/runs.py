@@ -25,8 +25,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from accounts.access import Principal, system_principal
-from accounts.models import SCOPE_CONSOLIDATION_RUN, Organization, Project
-from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED, minimum_plan_for
+from accounts.models import SCOPE_CONSOLIDATION_RUN, Project
+from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
 from accounts.services import audit_record
 from consolidation import events
 from consolidation.backoff import failure_backoff
@@ -41,7 +41,8 @@ from consolidation.phases.scan import memories_load
 from consolidation.phases.summaries import summaries_write
 from consolidation.phases.tiers import tiers_update
 from consolidation.run_state import RunOptions, RunState, RunTimeout
-from reasoningbank.errors import Conflict, Forbidden, InvalidInput, PlanRequired
+from consolidation.validation import feature_require
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.tracing import current_set, span, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
 
@@ -142,13 +143,6 @@ def consolidation_request(
             field="project_id",
         ) from None
     return run
-
-
-def feature_require(org: Organization, feature: str, what: str) -> None:
-    if not org.has_feature(feature):
-        raise PlanRequired(
-            f"{what} needs the {minimum_plan_for(feature)} plan or above; this organization is on {org.plan}"
-        )
 
 
 def consolidation_enqueue(run: ConsolidationRun) -> None:

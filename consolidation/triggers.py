@@ -18,7 +18,8 @@ from accounts.plans import FEATURE_CONSOLIDATION_SCHEDULED
 from accounts.services import audit_record
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.run_state import RunOptions
-from consolidation.runs import consolidation_enqueue, consolidation_request, feature_require
+from consolidation.runs import consolidation_enqueue, consolidation_request
+from consolidation.validation import feature_require
 from memories.models import Memory
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 

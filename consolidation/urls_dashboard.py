@@ -3,7 +3,8 @@
 from django.urls import path
 
 from consolidation import views
-from consolidation.review import views as views_quality
+from consolidation.quality import views as quality_views
+from consolidation.review import views as review_views
 
 urlpatterns = [
     path("consolidation/", views.consolidation_index, name="consolidation"),
@@ -11,12 +12,12 @@ urlpatterns = [
     path("consolidation/apply/", views.consolidation_apply, name="consolidation-apply"),
     path("consolidation/runs/<str:run_id>/", views.run_detail, name="consolidation-run"),
     path("consolidation/schedule/<slug:project_slug>/", views.schedule_update, name="consolidation-schedule"),
-    path("consolidation/quality/", views_quality.quality_page, name="consolidation-quality"),
-    path("consolidation/reviews/", views_quality.review_queue_page, name="consolidation-reviews"),
+    path("consolidation/quality/", quality_views.quality_page, name="consolidation-quality"),
+    path("consolidation/reviews/", review_views.review_queue_page, name="consolidation-reviews"),
     path(
         "consolidation/reviews/<int:review_id>/decide/",
-        views_quality.review_decide_action,
+        review_views.review_decide_action,
         name="consolidation-review-decide",
     ),
-    path("consolidation/promotions/run/", views_quality.promotions_run_action, name="consolidation-promotions-run"),
+    path("consolidation/promotions/run/", review_views.promotions_run_action, name="consolidation-promotions-run"),
 ]

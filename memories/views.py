@@ -104,7 +104,7 @@ def _form_errors_text(form: forms.Form) -> list[str]:
 # --- charts (inline SVG geometry; the templates only draw) ------------------------------------------
 
 
-def _bar_chart(buckets: list[Any], *, width: int = 420, height: int = 160, label_every: int = 1) -> dict[str, Any]:
+def bar_chart(buckets: list[Any], *, width: int = 420, height: int = 160, label_every: int = 1) -> dict[str, Any]:
     """Rectangles for a bar chart of ``Bucket`` rows; the top 14 px hold counts, the bottom 18 px
     labels (every ``label_every``-th bar's, counted from the right, so the newest week is named)."""
     top, bottom = 14, 18
@@ -185,8 +185,8 @@ def overview_page(request: HttpRequest) -> HttpResponse:
         request,
         "overview",
         data=data,
-        histogram=_bar_chart(data["histogram"]) if data["histogram"] else None,
-        weekly=_bar_chart(data["weekly"], label_every=2) if data["weekly"] else None,
+        histogram=bar_chart(data["histogram"]) if data["histogram"] else None,
+        weekly=bar_chart(data["weekly"], label_every=2) if data["weekly"] else None,
     )
     return render(request, "memories/overview.html", context)
 

@@ -20,12 +20,12 @@ from consolidation.run_state import (
     prompt_source,
     run_archive,
     run_llm,
-    tags_lenient,
 )
 from consolidation.selectors import (
     Edge,
     ScannedMemory,
 )
+from consolidation.validation import tags_lenient
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_lock_active
 from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text
@@ -78,7 +78,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
     if ctx.dry:
         # the run's own decision: without an LLM the clusters wait, so nothing would be archived
         ready = llm.provider != "none"
-        described = _preview_sources(ctx, [m for c in clusters for m in c.member_ids])
+        described = preview_sources(ctx, [m for c in clusters for m in c.member_ids])
         for c in clusters:
             ctx.note(
                 "clusters",
@@ -132,7 +132,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
             ctx.counters["skipped"] += len(cluster.member_ids)
 
 
-def _preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+def preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
     """How a dry run's preview names each proposed source: near-identical rows often share a title,
     so the id, creation time and project tell them apart (issue 11 item 7)."""
     rows = Memory.objects.filter(organization_id=ctx.run.organization_id, pk__in=list(ids)).values_list(

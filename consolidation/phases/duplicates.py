@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from consolidation import clustering
 from consolidation.graph import neighbour_graph_build
-from consolidation.phases.clusters import _preview_sources
+from consolidation.phases.clusters import preview_sources
 from consolidation.phases.conflicts import conflicts_find, edges_without_conflicts
 from consolidation.run_state import (
     RunState,
@@ -41,7 +41,7 @@ def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[
         keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created))
         plan.append((keep, [m for m in members if m.id != keep.id], group.min_similarity))
     if ctx.dry:
-        described = _preview_sources(ctx, [m.id for keep, others, _ in plan for m in (keep, *others)])
+        described = preview_sources(ctx, [m.id for keep, others, _ in plan for m in (keep, *others)])
         for keep, others, similarity in plan:
             ctx.note(
                 "duplicates",

@@ -29,8 +29,9 @@ from accounts.services import audit_record
 from consolidation import ladder
 from consolidation.phases.conflicts import edges_without_conflicts
 from consolidation.retention import importance_for_kind
-from consolidation.run_state import RunState, draft_refused, link_add, pair_key, tags_lenient
+from consolidation.run_state import RunState, draft_refused, link_add, pair_key
 from consolidation.selectors import Edge
+from consolidation.validation import tags_lenient
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
 from memories.moderation import memories_lock_active
 from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text

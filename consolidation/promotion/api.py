@@ -13,7 +13,8 @@ from rest_framework.response import Response
 
 from accounts.models import SCOPE_ADMIN
 from consolidation.api import ConsolidationAPIView
-from consolidation.promotion.services import SKIP_REASONS, promotions_propose
+from consolidation.promotion.reports import SKIP_REASONS
+from consolidation.promotion.services import promotions_propose
 from reasoningbank.api_errors import error_responses
 from reasoningbank.serializers import StrictBooleanField, StrictSerializer
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +44,7 @@ from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.services import audit_record
 from consolidation.models import ReviewItem
 from consolidation.promotion import rules
+from consolidation.promotion.reports import PromotionReport, ProposalReport
 from consolidation.promotion.selectors import (
     ORG_TARGET,
     CandidateRow,
@@ -53,9 +54,7 @@ from consolidation.promotion.selectors import (
     promotion_taken_sources,
     team_target,
 )
-from consolidation.review.services import review_note_clean
-from consolidation.run_state import tags_lenient
-from consolidation.runs import feature_require
+from consolidation.validation import NOTE_MAX, feature_require, review_note_clean, tags_lenient
 from memories.models import Memory, MemoryLink
 from memories.selectors import memory_is_writable
 from memories.services import MemoryDraft, memories_create, memory_limit_check
@@ -65,44 +64,6 @@ logger = logging.getLogger("consolidation")
 
 PROMOTION_DECISIONS = ("accept", "reject")
 AUTOMATIC = "automatic"
-NOTE_MAX = 2000
-SKIP_REASONS = {
-    "already_proposed": "this set of sources was proposed before (pending, promoted or rejected)",
-    "overlaps_a_proposal": "a source is already in a pending or accepted proposal for the same place",
-    "known_at_scope": "an active memory at that scope already says it",
-}
-
-
-@dataclass
-class ProposalReport:
-    """One proposal (or, in a dry run, what would be proposed)."""
-
-    scope: str  # "team" or "org"
-    team: str | None  # the target team's slug (team scope)
-    title: str
-    places: list[str]  # the project slugs (team scope) or team / project slugs (org scope) it holds in
-    sources: list[dict[str, Any]]  # {id, title, project, team, confidence, usage_count}
-    confidence: float
-    weighted: float
-    bonus: float
-    similarity: float
-    status: str = "would_propose"  # "pending", "accepted", or "would_propose" in a dry run
-    review_id: int | None = None
-    memory_id: str | None = None
-
-
-@dataclass
-class PromotionReport:
-    dry_run: bool
-    candidates: int = 0  # trusted procedural memories looked at
-    proposed: list[ProposalReport] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def accepted(self) -> int:
-        return sum(1 for p in self.proposed if p.status == ReviewItem.STATUS_ACCEPTED)
-
-
 def promotion_criteria() -> rules.PromotionCriteria:
     return rules.PromotionCriteria(
         similarity=float(settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD),

@@ -18,12 +18,12 @@ from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE
 from accounts.services import audit_record
 from consolidation.models import ReviewItem
+from consolidation.promotion.services import promotion_decide
+from consolidation.validation import NOTE_MAX, review_note_clean
 from memories.models import MemoryLink
-from memories.services import text_scrub
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 
 DECISIONS = (ReviewItem.STATUS_CONTRADICTS, ReviewItem.STATUS_COMPATIBLE)
-NOTE_MAX = 2000
 DEFAULT_REASONS = {
     ReviewItem.STATUS_CONTRADICTS: "a moderator found that they contradict",
     ReviewItem.STATUS_COMPATIBLE: "a moderator found that they agree: they may be merged",
@@ -36,28 +36,12 @@ def review_decision_clean(decision: Any, note: Any) -> tuple[str, str]:
     return decision, review_note_clean(note)
 
 
-def review_note_clean(note: Any) -> str:
-    if note is None:
-        note = ""
-    if not isinstance(note, str):
-        raise InvalidInput("note must be a string", field="note")
-    note = note.strip()
-    if len(note) > NOTE_MAX:
-        raise InvalidInput(f"note is too long ({len(note)} characters; at most {NOTE_MAX})", field="note")
-    if "\x00" in note:
-        raise InvalidInput("note must not contain NUL characters", field="note")
-    # kept as the decision's reason, the dispute's link reason and in the audit row: shown to the org
-    return text_scrub(note, seen_in="review.note")
-
-
 @transaction.atomic
 def review_decide(*, principal: Principal, item: ReviewItem, decision: Any, note: Any = "") -> ReviewItem:
     """Settle a pending review item. ``item`` comes from ``consolidation.review.selectors.review_get`` (the
     caller's org and reach); deciding one twice is a 409 naming who decided it. A promotion proposal
     (issue 18) is accepted or rejected by ``consolidation.promotion.services.promotion_decide``."""
     if item.kind == ReviewItem.KIND_PROMOTION:
-        from consolidation.promotion.services import promotion_decide  # it imports this module's note rules
-
         return promotion_decide(principal=principal, item=item, decision=decision, note=note)
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"deciding reviews needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")

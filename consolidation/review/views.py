@@ -1,7 +1,7 @@
-"""Dashboard pages of memory quality (issue 17 item 6): the quality report per project and the review
-queue, where a moderator decides in one click whether two memories consolidation set aside contradict
-or agree, and accepts or rejects promotion proposals (issue 18: a lesson that holds in several projects
-proposed for its team or the org); an org admin can look for promotions at once.
+"""The review queue's dashboard page (issue 17 item 6): a moderator decides in one click whether two
+memories consolidation set aside contradict or agree, and accepts or rejects promotion proposals
+(issue 18: a lesson that holds in several projects proposed for its team or the org); an org admin
+can look for promotions at once.
 
 Everyone in the org reads; deciding needs the member role (a viewer's POST is a 403 and changes
 nothing). Rows come only through selectors taking ``request.principal``, so another organization's
@@ -10,8 +10,6 @@ with a redirect and a flash message; a service error is a message with status 40
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -24,15 +22,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.access import access_project, reachable_projects
 from accounts.decorators import org_view
-from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership, Project
+from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
 from consolidation.models import ReviewItem
 from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
-from consolidation.quality.selectors import QualityReport, promotion_list, quality_report, review_get, review_list
+from consolidation.review.selectors import promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
-from memories.selectors_dashboard import Bucket
-from memories.views import _bar_chart  # the overview's chart geometry: one look for every bar chart
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
@@ -45,58 +41,6 @@ DECIDED_MESSAGES = {
     ReviewItem.STATUS_REJECTED: "Not promoted: these sources will not be proposed again.",
 }
 PROMOTIONS_SHOWN = 50
-# the report's weekly series, in the order the page draws them
-SERIES = (
-    ("merged", "Memories merged away (duplicates and syntheses)"),
-    ("rejected", "Writes the write gate refused"),
-    ("near_copies", "Near copies answered with an existing memory"),
-    ("unmerged", "Merges undone"),
-    ("contradictions", "Contradictions found"),
-    ("reviews", "Pairs set aside for review"),
-)
-
-
-def _selected_project(request: HttpRequest, projects: list[Project]) -> Project | None:
-    """The ``?project=`` of the page (404 for a project the user cannot reach), else the first one."""
-    slug = request.GET.get("project", "").strip()
-    if slug:
-        return access_project(request.principal, slug)  # type: ignore[attr-defined]
-    return projects[0] if projects else None
-
-
-def _charts(report: QualityReport) -> list[dict[str, Any]]:
-    charts = []
-    for name, title in SERIES:
-        buckets = [
-            Bucket(week.start.strftime("%d %b"), getattr(week, name), f"week of {week.start.isoformat()}")
-            for week in report.weeks
-        ]
-        charts.append(
-            {
-                "name": name,
-                "title": title,
-                "total": sum(b.count for b in buckets),
-                "chart": _bar_chart(buckets, width=360, height=120, label_every=3),
-            }
-        )
-    return charts
-
-
-@org_view()
-@require_GET
-def quality_page(request: HttpRequest) -> HttpResponse:
-    principal = request.principal  # type: ignore[attr-defined]
-    projects = list(reachable_projects(principal).order_by("slug"))
-    project = _selected_project(request, projects)
-    report = quality_report(principal, project) if project is not None else None
-    context = {
-        "nav": "quality",
-        "projects": projects,
-        "project": project,
-        "report": report,
-        "charts": _charts(report) if report is not None else [],
-    }
-    return render(request, "consolidation/quality.html", context)
 
 
 @org_view()

@@ -19,7 +19,7 @@ from accounts.models import AuditEvent
 from consolidation.models import ReviewItem
 from consolidation.promotion.rules import promotion_confidence
 from consolidation.promotion.services import promotions_propose
-from consolidation.quality.selectors import promotion_list
+from consolidation.review.selectors import promotion_list
 from consolidation.review.services import review_decide
 from consolidation.tasks import promotions_institutional_daily
 from memories.models import Memory, MemoryLink

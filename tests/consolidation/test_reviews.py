@@ -12,8 +12,9 @@ import pytest
 from accounts.models import AuditEvent
 from accounts.services import token_authenticate, token_create
 from consolidation.models import ReviewItem
-from consolidation.quality.selectors import review_list
-from consolidation.review.services import NOTE_MAX, review_decide
+from consolidation.review.selectors import review_list
+from consolidation.review.services import review_decide
+from consolidation.validation import NOTE_MAX
 from memories.models import Memory, MemoryLink
 from memories.selectors import disputed_list
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
