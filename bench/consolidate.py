@@ -184,7 +184,8 @@ def child_flags(args: argparse.Namespace) -> list[str]:
 
 
 def print_table(report: dict) -> None:
-    phases = ("scan", "retention", "duplicates", "cluster", "synthesize", "judge", "patterns", "archive")
+    # the cycle's phases in its order, as the child found them in the registry (consolidation.phases.registry)
+    phases = next((r["phases"] for r in report["sizes"].values() if "phases" in r), [])
     print(f"\n{'run':<22}" + "".join(f"{p[:9]:>10}" for p in phases) + f"{'total':>10}{'rss MiB':>9}{'pg MiB':>8}")
     for size, r in report["sizes"].items():
         for label in RUN_LABELS:
@@ -279,6 +280,8 @@ def child(args: argparse.Namespace) -> int:
     call_command("migrate", "--noinput", verbosity=0)
     from _util import code_fingerprint, postgres, write_json
 
+    from consolidation.phases.registry import phase_names
+
     project, dataset_info = ensure_dataset(size, args)
     result: dict[str, Any] = {
         "size": size,
@@ -287,6 +290,7 @@ def child(args: argparse.Namespace) -> int:
         "postgres": postgres(),
         "table": table_info(),
         "loadavg_start": os.getloadavg(),
+        "phases": list(phase_names()),
     }
     llm_sizes = args.llm_sizes if args.llm_sizes is not None else [size]
 

@@ -8,6 +8,11 @@ class ConsolidationConfig(AppConfig):
     def ready(self) -> None:
         from django_q.signals import post_spawn
 
+        from consolidation.phases import phases_discover
+
+        # first: a run's counters, the metrics and every page read the phases from the registry
+        phases_discover()
+
         from consolidation import events, receivers
         from memories.events import memories_added
 

@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.models import ApiToken, Organization, Project
+from consolidation.phases.registry import counters_empty
 from reasoningbank.ids import new_id
 
 
@@ -15,24 +16,8 @@ def new_run_id() -> str:
 
 
 def empty_counters() -> dict[str, int]:
-    return {
-        "processed": 0,
-        "duplicates_merged": 0,
-        "clusters": 0,
-        "created": 0,
-        "summaries": 0,
-        "archived": 0,
-        "contradictions": 0,
-        "conflicts": 0,  # close pairs with conflict cues: judged or waiting for review, never merged
-        "supersessions": 0,
-        "tier_transitions": 0,
-        "patterns": 0,
-        "promoted": 0,  # working → semantic
-        "promoted_episodic": 0,  # seed 003's ladder: facts promoted in place + new episodic memories from patterns
-        "promoted_procedural": 0,  # new procedural memories from patterns of episodic memories
-        "skipped": 0,
-        "neighbour_probes": 0,  # memories whose neighbours were looked up in the index this run
-    }
+    """A new run's counters, every one at zero: those the phases declare (``consolidation.phases.registry``)."""
+    return counters_empty()
 
 
 class ConsolidationRun(models.Model):

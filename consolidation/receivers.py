@@ -8,10 +8,10 @@ from typing import Any
 
 from django.db import connection
 
+from consolidation.metrics import consolidation_run_observe
 from consolidation.tasks import work_sweep
 from consolidation.triggers import consolidation_on_demand
 from reasoningbank.logging_json import TRACE, log_body
-from reasoningbank.metrics import consolidation_run_observe
 
 logger = logging.getLogger("consolidation")
 

@@ -1,6 +1,7 @@
-"""The state one consolidation run carries through its phases (``RunState``), its options, the
-thresholds the phases share, and the helpers every phase uses: links, the audited archive, the
-LLM fan-out and reply parsing.
+"""The working state one consolidation run carries through its phases (``RunState``: what the scan
+loaded, the neighbour graph, the clusters, counters, preview, warnings), its options, the thresholds
+the phases share, and the helpers every phase uses: links, the audited archive, the LLM fan-out and
+reply parsing.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from accounts.models import Project
 from consolidation import clustering
 from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun, empty_counters
+from consolidation.selectors import Edge, ScannedMemory
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_archive
 from memories.services import MemoryDraft, memory_gate, memory_rejection_record
@@ -106,6 +108,11 @@ class RunState:
     cleared: set[tuple[str, str]] = field(default_factory=set)
     settled: set[tuple[str, str]] = field(default_factory=set)
     since: Any = None  # start of the last completed run: "new" memories are newer than this
+    # what one phase hands the next: the scan's memories, the neighbour graph the duplicates phase
+    # builds, the clusters the synthesis merges
+    memories: dict[str, ScannedMemory] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+    clusters: list[clustering.Cluster[str]] = field(default_factory=list)
     # the run's WorkHeartbeat (reasoningbank.work_heartbeat): ``lost`` once a sweep failed the run
     heartbeat: Any = None
 

@@ -1,20 +1,17 @@
 """Consolidation runs (seeds 000, 002, 003, 004; DESIGN §5, §10): request (plan gates, one active
-run per project), execute (the phases in order, each timed and reported), finish, and the
-recovery of runs a dead worker left behind.
+run per project), execute (the phases in the cycle's order, each timed and reported), finish, and
+the recovery of runs a dead worker left behind.
 
-Phase order: scan → duplicate merge (≥ 0.95, no LLM) → retention & tiers → contradiction /
-supersession judge (before clustering, so a disputed pair is never blended) → clustering → LLM
-synthesis (each cluster's merge its own transaction) → patterns & promotion → seed 003's ladder
-(semantic → episodic → procedural, all of a cycle's promotions in one transaction) → stale archival.
-Each phase commits its own work: a run that fails or crashes keeps what committed, and a re-run
-picks up what is left. Nothing is ever deleted.
+The phases and their order are the registry's (``consolidation.phases.registry``; each module of
+``consolidation/phases/`` registers its own and says why it comes where it does). Each phase commits
+its own work: a run that fails or crashes keeps what committed, and a re-run picks up what is left.
+Nothing is ever deleted.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,15 +28,7 @@ from accounts.services import audit_record
 from consolidation import events
 from consolidation.backoff import failure_backoff
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
-from consolidation.phases.archival import stale_archive
-from consolidation.phases.clusters import clusters_build, clusters_synthesize
-from consolidation.phases.duplicates import duplicates_merge
-from consolidation.phases.judge import pairs_judge
-from consolidation.phases.ladder import ladder_promote
-from consolidation.phases.patterns import patterns_extract
-from consolidation.phases.scan import memories_load
-from consolidation.phases.summaries import summaries_write
-from consolidation.phases.tiers import tiers_update
+from consolidation.phases.registry import Phase, phases
 from consolidation.run_state import RunOptions, RunState, RunTimeout
 from consolidation.validation import feature_require
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
@@ -49,19 +38,8 @@ from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_ide
 logger = logging.getLogger("consolidation")
 
 
-PHASES = (
-    "scan",
-    "duplicates",
-    "retention",
-    "judge",
-    "cluster",
-    "synthesize",
-    "summarize",
-    "patterns",
-    "ladder",
-    "archive",
-    "completed",
-)
+# the run's ``phase`` once every phase is done (not a phase: nothing runs in it)
+PHASE_COMPLETED = "completed"
 
 
 def run_options_validate(
@@ -170,7 +148,7 @@ def run_claim(run_id: str) -> ConsolidationRun | None:
         status=ConsolidationRun.STATUS_RUNNING,
         started_at=now,
         heartbeat_at=Now(),  # the database's clock, as every later beat (reasoningbank.work_heartbeat)
-        phase="scan",
+        phase=phases()[0].name,
         worker=worker_identity(),
     )
     if not claimed:
@@ -251,20 +229,8 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     )
     status = ConsolidationRun.STATUS_COMPLETED
     try:
-        memories = phase_run(ctx, "scan", memories_load)
-        # duplicates before retention: the memories merged away as duplicates need no new tier
-        # (on a freshly loaded bank that is ~12% fewer rows rewritten)
-        edges = phase_run(ctx, "duplicates", lambda c: duplicates_merge(c, memories))
-        phase_run(ctx, "retention", lambda c: tiers_update(c, memories))
-        # judged before clustering: a contradicting pair above the cluster threshold must be
-        # flagged for a moderator, not blended into one synthesized memory
-        phase_run(ctx, "judge", lambda c: pairs_judge(c, edges, memories))
-        clusters = phase_run(ctx, "cluster", lambda c: clusters_build(c, memories, edges))
-        phase_run(ctx, "synthesize", lambda c: clusters_synthesize(c, clusters))
-        phase_run(ctx, "summarize", summaries_write)
-        phase_run(ctx, "patterns", patterns_extract)
-        phase_run(ctx, "ladder", lambda c: ladder_promote(c, edges))
-        phase_run(ctx, "archive", lambda c: stale_archive(c, memories))
+        for phase in phases():
+            phase_run(ctx, phase)
     except RunTimeout as exc:
         status = ConsolidationRun.STATUS_FAILED
         ctx.errors.append(str(exc))
@@ -287,11 +253,12 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     return finished
 
 
-def phase_run(ctx: RunState, name: str, fn: Callable[[RunState], Any]) -> Any:
+def phase_run(ctx: RunState, phase: Phase) -> None:
     ctx.check_time()
+    cycle = phases()
     ConsolidationRun.objects.filter(pk=ctx.run.pk).update(
-        phase=name,
-        progress=PHASES.index(name) / (len(PHASES) - 1),
+        phase=phase.name,
+        progress=cycle.index(phase) / len(cycle),
         heartbeat_at=timezone.now(),
         counters=ctx.counters,
     )
@@ -299,12 +266,11 @@ def phase_run(ctx: RunState, name: str, fn: Callable[[RunState], Any]) -> Any:
     before = dict(ctx.counters)
     try:
         # seed 002's one span per phase (consolidation.scan, .cluster, ...) with the counts it changed
-        with span(f"consolidation.{name}", phase=name) as phase_span:
-            value = fn(ctx)
+        with span(f"consolidation.{phase.name}", phase=phase.name) as phase_span:
+            phase.step(ctx)
             phase_span.set_attributes({k: v - before.get(k, 0) for k, v in ctx.counters.items() if v != before.get(k)})
-            return value
     finally:
-        ctx.durations[name] = round(time.perf_counter() - started, 4)
+        ctx.durations[phase.name] = round(time.perf_counter() - started, 4)
 
 
 def run_finish(
@@ -321,7 +287,7 @@ def run_finish(
 ) -> ConsolidationRun:
     now = timezone.now()
     run.status = status
-    run.phase = "completed" if status == ConsolidationRun.STATUS_COMPLETED else run.phase or ""
+    run.phase = PHASE_COMPLETED if status == ConsolidationRun.STATUS_COMPLETED else run.phase or ""
     run.progress = (
         1.0 if status in (ConsolidationRun.STATUS_COMPLETED, ConsolidationRun.STATUS_SKIPPED) else run.progress
     )

@@ -20,7 +20,8 @@ from accounts.access import access_filter, access_project, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import Membership, Project
 from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
-from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
+from consolidation.phases.registry import phases, run_counters
 from consolidation.run_state import RunOptions
 from consolidation.runs import consolidation_enqueue, consolidation_execute, consolidation_request, run_options_validate
 from consolidation.selectors import run_get, run_list
@@ -253,24 +254,21 @@ def consolidation_apply(request: HttpRequest) -> HttpResponse:
     return redirect("consolidation-run", run_id=run.id)
 
 
-# a dry run's counters are proposals: named for what a real run would do
-DRY_RUN_COUNTER_LABELS = {
-    "duplicates_merged": "Would merge as duplicates",
-    "created": "Would create",
-    "archived": "Would archive",
-    "promoted": "Would promote",
-    "promoted_episodic": "Would promote to episodic",
-    "promoted_procedural": "Would promote to procedural",
-    "tier_transitions": "Would change tier",
-}
-
-
 def _counter_rows(counters: dict[str, int], *, dry_run: bool = False) -> list[tuple[str, int]]:
-    """Counters in the cycle's own order (jsonb does not keep key order), unknown keys last."""
-    order = list(empty_counters())
+    """Counters in the cycle's own order (jsonb does not keep key order), unknown keys last; a dry run's
+    are proposals, named for what a real run would do (each phase's ``dry_run_label``)."""
+    declared = run_counters()
+    order = [c.key for c in declared]
+    labels = {c.key: c.dry_run_label for c in declared if c.dry_run_label} if dry_run else {}
     names = sorted(counters, key=lambda n: (order.index(n) if n in order else len(order), n))
-    labels = DRY_RUN_COUNTER_LABELS if dry_run else {}
     return [(labels.get(name) or name.replace("_", " ").capitalize(), counters[name]) for name in names]
+
+
+def _duration_rows(durations: dict[str, float]) -> list[tuple[str, float, str]]:
+    """(phase, seconds, what the phase does) of a finished run, the slowest first."""
+    described = {p.name: p.description for p in phases()}
+    rows = sorted(durations.items(), key=lambda kv: -kv[1])
+    return [(name, seconds, described.get(name, "")) for name, seconds in rows]
 
 
 @org_view()
@@ -288,7 +286,7 @@ def run_detail(request: HttpRequest, run_id: str) -> HttpResponse:
         "preview": preview_view(request, run) if run.dry_run else None,
         "counters": _counter_rows(run.counters or {}, dry_run=run.dry_run),
         "queue_timeout_minutes": f"{settings.CONSOLIDATION_QUEUE_TIMEOUT / 60:g}",
-        "durations": sorted((run.phase_durations or {}).items(), key=lambda kv: -kv[1]),
+        "durations": _duration_rows(run.phase_durations or {}),
         "result": run.result or {},
     }
     template = "consolidation/run_detail.html#status" if request.htmx else "consolidation/run_detail.html"  # type: ignore[attr-defined]

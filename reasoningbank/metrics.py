@@ -17,14 +17,14 @@ a process that exited needs cleaning up (prometheus-client's ``mark_process_dead
 in the sums).
 
 Labels are bounded: modes, transports, providers, models, purposes, outcomes, ``dry_run`` — never an
-org, project, memory or token id. A consolidation metric always carries ``dry_run``: a dry run's
-proposals are counted with ``dry_run="true"``, so ``dry_run="false"`` counts only real changes.
+org, project, memory or token id. An app may define its own metrics with ``PREFIX`` (the consolidation
+run's counters are ``consolidation/metrics.py``'s, one per counter its phases declare).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -45,37 +45,6 @@ from prometheus_client.registry import Collector  # noqa: E402
 from reasoningbank.request_context import request_transport  # noqa: E402
 
 PREFIX = "reasoningbank"
-
-# --- consolidation (seed 002 ConsolidationService, seed 004 §7) ------------------------------------------
-
-CONSOLIDATION_RUNS = Counter(
-    f"{PREFIX}_consolidation_runs", "Consolidation runs finished", ["status", "trigger", "dry_run"]
-)
-CONSOLIDATION_RUN_DURATION = Histogram(
-    f"{PREFIX}_consolidation_run_duration_seconds",
-    "Wall time of a consolidation run (skipped runs not observed)",
-    ["dry_run"],
-    buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1200, 3600),
-)
-# run.counters key → counter (a dry run's proposals under dry_run="true")
-CONSOLIDATION_COUNTERS: dict[str, Counter] = {
-    key: Counter(f"{PREFIX}_consolidation_{name}", help_text, ["dry_run"])
-    for key, name, help_text in (
-        ("processed", "memories_processed", "Memories a consolidation run scanned"),
-        ("clusters", "clusters_created", "Clusters of similar memories a run formed"),
-        ("summaries", "summaries_generated", "Summaries a run wrote for consolidated memories"),
-        ("supersessions", "supersessions_detected", "Memories found superseded by a newer one"),
-        ("tier_transitions", "tier_transitions", "Memories whose tier (hot, warm, cold, archived) changed"),
-        ("duplicates_merged", "duplicates_merged", "Near-identical memories merged into one"),
-        ("contradictions", "contradictions_found", "Contradicting pairs found and linked"),
-        ("patterns", "patterns_extracted", "Semantic patterns extracted from episodic memories"),
-        ("promoted", "promoted_semantic", "Working memories promoted to semantic"),
-        ("promoted_episodic", "promoted_episodic", "Semantic memories promoted to episodic (seed 003's ladder)"),
-        ("promoted_procedural", "promoted_procedural", "Procedural memories made from episodic patterns"),
-        ("created", "memories_created", "Memories synthesised from clusters"),
-        ("archived", "memories_archived", "Memories archived (merged, superseded or stale)"),
-    )
-}
 
 # --- LLM calls (every one goes through reasoningbank/ai/metered.py) ----------------------------------------
 
@@ -157,20 +126,6 @@ USAGE_WRITE_RETRIES = Counter(
 
 def label_bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-def consolidation_run_observe(
-    *, status: str, trigger: str, dry_run: bool, counters: Mapping[str, int], duration_seconds: float | None
-) -> None:
-    """A finished run's counters (``ConsolidationRun.counters``) and duration, labelled ``dry_run``."""
-    dry = label_bool(dry_run)
-    CONSOLIDATION_RUNS.labels(status=status, trigger=trigger, dry_run=dry).inc()
-    for key, counter in CONSOLIDATION_COUNTERS.items():
-        value = counters.get(key, 0)
-        if value:
-            counter.labels(dry_run=dry).inc(value)
-    if duration_seconds is not None:
-        CONSOLIDATION_RUN_DURATION.labels(dry_run=dry).observe(duration_seconds)
 
 
 def search_observe(*, mode: str, seconds: float, found: bool) -> None:

@@ -22,8 +22,8 @@ from django.views.decorators.http import require_GET
 from accounts.decorators import current_membership, org_view
 from accounts.models import Membership
 from consolidation.models import ConsolidationRun
-from consolidation.runs import PHASES
-from consolidation.timeline import PALETTE_SIZE, phase_timeline
+from consolidation.phases.registry import phase_names
+from consolidation.timeline import phase_legend, phase_timeline
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.health import Backlog, age_text, llm_banner, worker_banner
 from reasoningbank.selectors import queue_health_cached, worker_health_cached
@@ -50,8 +50,6 @@ WORKER_LABELS = {
     "never_seen": "Never seen",
     "inline": "Inline (Q_SYNC)",
 }
-# the phases a run can spend time in (the last entry of PHASES is the end state, not a phase)
-TIMED_PHASES = PHASES[:-1]
 
 
 @dataclass(frozen=True)
@@ -89,14 +87,14 @@ def _render(request: HttpRequest, scope: SystemScope, *, current_org_id: int | N
     if target == "system-health":
         return render(request, f"{TEMPLATE}#health", context)
     page = Paginator(system_runs(scope), RUNS_PER_PAGE).get_page(request.GET.get("page"))
-    context.update(
-        page=page,
-        runs=[
-            (run, phase_timeline(run.phase_durations, order=TIMED_PHASES), _run_link(run, scope, current_org_id))
-            for run in page.object_list
-        ],
-        legend=[(phase, i % PALETTE_SIZE) for i, phase in enumerate(TIMED_PHASES)],
-    )
+    order = phase_names()  # the cycle's phases, in its order (consolidation.phases.registry)
+    runs = [
+        (run, phase_timeline(run.phase_durations, order=order), _run_link(run, scope, current_org_id))
+        for run in page.object_list
+    ]
+    # the key to the bars, shown when the page draws one
+    legend = phase_legend(order) if any(timeline.drawn for _, timeline, _ in runs) else []
+    context.update(page=page, runs=runs, legend=legend)
     if target == "system-runs":
         return render(request, f"{TEMPLATE}#runs", context)
     context["backing_off"] = list(system_backing_off(scope)[:BACKING_OFF_SHOWN])

@@ -1,10 +1,11 @@
-"""Phase 8: archive stale memories (seed 004) and expired working memories."""
+"""Stale archival: archive stale memories (seed 004) and expired working memories."""
 
 from __future__ import annotations
 
 import logging
 
 from consolidation import retention
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import STALE_IDLE_DAYS, STALE_RETENTION, RunState, run_archive
 from consolidation.selectors import (
     ScannedMemory,
@@ -12,6 +13,23 @@ from consolidation.selectors import (
 from memories.models import Memory
 
 logger = logging.getLogger("consolidation")
+
+
+# last: it reads the salience the retention phase computed, and every other phase has had its say.
+# ``archived`` counts every archive of the run (duplicates, syntheses, supersessions, stale ones)
+@phase_register(
+    name="archive",
+    order=100,
+    description="archive stale memories and expired working memories",
+    counters=(
+        RunCounter(
+            "archived", "memories_archived", "Memories archived (merged, superseded or stale)",
+            dry_run_label="Would archive",
+        ),
+    ),
+)
+def archive_step(state: RunState) -> None:
+    stale_archive(state, state.memories)
 
 
 def stale_archive(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:

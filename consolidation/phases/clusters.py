@@ -1,4 +1,5 @@
-"""Phases 5–6: cluster the neighbour graph, then synthesise each cluster into one consolidated memory."""
+"""Clustering, then synthesis: cluster the neighbour graph, then merge each cluster into one
+consolidated memory with the LLM (each merge its own transaction)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from accounts.services import audit_record
 from consolidation import clustering
 from consolidation import prompts as cprompts
 from consolidation.phases.conflicts import clusters_without_conflicts, edges_without_conflicts
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import (
     RunState,
     draft_refused,
@@ -31,6 +33,31 @@ from memories.moderation import memories_lock_active
 from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text
 
 logger = logging.getLogger("consolidation")
+
+
+@phase_register(
+    name="cluster",
+    order=50,
+    description="group similar memories over the neighbour graph, keeping disputed and conflicting pairs apart",
+    counters=(
+        RunCounter("clusters", "clusters_created", "Clusters of similar memories a run formed"),
+        RunCounter("skipped"),  # memories in no cluster, or in one that was not merged
+    ),
+)
+def cluster_step(state: RunState) -> None:
+    state.clusters = clusters_build(state, state.memories, state.edges)
+
+
+@phase_register(
+    name="synthesize",
+    order=60,
+    description="merge each cluster into one consolidated memory with the LLM",
+    counters=(
+        RunCounter("created", "memories_created", "Memories synthesised from clusters", dry_run_label="Would create"),
+    ),
+)
+def synthesize_step(state: RunState) -> None:
+    clusters_synthesize(state, state.clusters)
 
 
 def clusters_build(

@@ -1,4 +1,5 @@
-"""Phase 2: merge near-identical memories (cosine ≥ the duplicate threshold) without an LLM."""
+"""Duplicates: merge near-identical memories (cosine ≥ the duplicate threshold) without an LLM, and
+build the neighbour graph every later phase reads."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from consolidation import clustering
 from consolidation.graph import neighbour_graph_build
 from consolidation.phases.clusters import preview_sources
 from consolidation.phases.conflicts import conflicts_find, edges_without_conflicts
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import (
     RunState,
     contradiction_band,
@@ -25,6 +27,26 @@ from memories.models import Memory, MemoryLink
 from memories.moderation import memories_lock_active
 
 logger = logging.getLogger("consolidation")
+
+
+# before retention: the memories merged away as duplicates need no new tier (on a freshly loaded bank
+# that is ~12% fewer rows rewritten)
+@phase_register(
+    name="duplicates",
+    order=20,
+    description="merge near-identical memories without an LLM; find the close pairs that disagree",
+    counters=(
+        RunCounter(
+            "duplicates_merged", "duplicates_merged", "Near-identical memories merged into one",
+            dry_run_label="Would merge as duplicates",
+        ),
+        # close pairs with conflict cues: judged or waiting for review, never merged (phases.conflicts)
+        RunCounter("conflicts"),
+        RunCounter("neighbour_probes"),  # memories whose neighbours were looked up in the index this run
+    ),
+)
+def duplicates_step(state: RunState) -> None:
+    state.edges = duplicates_merge(state, state.memories)
 
 
 def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[Edge]:

@@ -1,4 +1,4 @@
-"""Phase 4: the LLM judge on close pairs — contradictions are linked for a moderator, clear
+"""The judge: the LLM on close pairs — contradictions are linked for a moderator, clear
 supersessions archive the older memory (seed 002: "be conservative"), and every verdict is kept
 (``ReviewItem``), because nothing is merged or synthesised together without one (issue 17).
 
@@ -23,6 +23,7 @@ from django.utils import timezone
 from consolidation import events
 from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun, ReviewItem
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import (
     RunState,
     contradiction_band,
@@ -39,6 +40,21 @@ from memories.moderation import memories_lock_active
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger("consolidation")
+
+
+# judged before clustering: a contradicting pair above the cluster threshold must be flagged for a
+# moderator, not blended into one synthesized memory
+@phase_register(
+    name="judge",
+    order=40,
+    description="ask the LLM judge about close pairs: link contradictions, archive clear supersessions",
+    counters=(
+        RunCounter("contradictions", "contradictions_found", "Contradicting pairs found and linked"),
+        RunCounter("supersessions", "supersessions_detected", "Memories found superseded by a newer one"),
+    ),
+)
+def judge_step(state: RunState) -> None:
+    pairs_judge(state, state.edges, state.memories)
 
 
 @dataclass(frozen=True)

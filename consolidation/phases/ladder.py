@@ -1,4 +1,4 @@
-"""The ladder phase (after patterns, before archival): seed 003's promotion ladder — semantic →
+"""The ladder: seed 003's promotion ladder — semantic →
 episodic and episodic → procedural (working → semantic is the patterns phase's).
 ``consolidation.ladder`` decides; this phase loads the project's
 candidates, and writes every promotion of the cycle in one transaction (seed 003 "Transaction
@@ -28,6 +28,7 @@ from django.db.models import Count, Q
 from accounts.services import audit_record
 from consolidation import ladder
 from consolidation.phases.conflicts import edges_without_conflicts
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.retention import importance_for_kind
 from consolidation.run_state import RunState, draft_refused, link_add, pair_key
 from consolidation.selectors import Edge
@@ -38,6 +39,26 @@ from memories.services import MemoryDraft, _embed, memories_create, memory_embed
 from reasoningbank.errors import LimitExceeded
 
 logger = logging.getLogger("consolidation")
+
+
+@phase_register(
+    name="ladder",
+    order=90,
+    description="the promotion ladder: semantic → episodic → procedural, all in one transaction",
+    counters=(
+        # facts promoted in place + new episodic memories from patterns
+        RunCounter(
+            "promoted_episodic", "promoted_episodic", "Semantic memories promoted to episodic (seed 003's ladder)",
+            dry_run_label="Would promote to episodic",
+        ),
+        RunCounter(
+            "promoted_procedural", "promoted_procedural", "Procedural memories made from episodic patterns",
+            dry_run_label="Would promote to procedural",
+        ),
+    ),
+)
+def ladder_step(state: RunState) -> None:
+    ladder_promote(state, state.edges)
 
 PROMOTE_VERB = "memory.promote"
 # serialization_failure and deadlock_detected: the transaction lost a race, the same work may succeed

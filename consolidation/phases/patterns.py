@@ -1,4 +1,4 @@
-"""Phase 7: patterns from recent episodic memories; promotion of working memories."""
+"""Patterns from recent episodic memories, and the promotion of working memories to semantic."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from consolidation import events, ladder
 from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun
 from consolidation.phases.ladder import memories_promote_in_place
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import (
     PATTERN_WINDOW_DAYS,
     RunState,
@@ -26,6 +27,21 @@ from memories.models import Memory, MemoryLink
 from memories.services import MemoryDraft, _embed, memories_create
 
 logger = logging.getLogger("consolidation")
+
+
+@phase_register(
+    name="patterns",
+    order=80,
+    description="extract patterns from recent episodic memories; promote working memories to semantic",
+    counters=(
+        RunCounter("patterns", "patterns_extracted", "Semantic patterns extracted from episodic memories"),
+        RunCounter(
+            "promoted", "promoted_semantic", "Working memories promoted to semantic", dry_run_label="Would promote"
+        ),
+    ),
+)
+def patterns_step(state: RunState) -> None:
+    patterns_extract(state)
 
 
 def patterns_extract(ctx: RunState) -> None:

@@ -1,4 +1,4 @@
-"""Seed 002's SUMMARIZE phase: for every cluster this run synthesised, ask the LLM for a summary
+"""Summaries (seed 002's SUMMARIZE phase): for every cluster this run synthesised, ask the LLM for a summary
 (``SUMMARY_SYSTEM_PROMPT``) and keep it beside the consolidated memory — what sessions start with
 (``memory_context``) and what search merges in (``include_summaries``). Consolidated memories that
 have no summary yet (made before summaries existed, or whose summary call failed) are caught up, a
@@ -12,12 +12,23 @@ import logging
 from django.conf import settings
 
 from consolidation import prompts as cprompts
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import RunState, llm_map, prompt_source, run_llm
 from memories.models import Memory, MemoryLink
 from memories.services_summaries import summary_store
 from reasoningbank.ai.llm import LLMError
 
 logger = logging.getLogger("consolidation")
+
+
+@phase_register(
+    name="summarize",
+    order=70,
+    description="write a summary beside each consolidated memory (and catch up a few missing ones)",
+    counters=(RunCounter("summaries", "summaries_generated", "Summaries a run wrote for consolidated memories"),),
+)
+def summarize_step(state: RunState) -> None:
+    summaries_write(state)
 
 
 def summaries_write(ctx: RunState) -> None:

@@ -1,4 +1,4 @@
-"""Phase 3: seed 002 retention score and tier for every memory (the daily decay), vectorised."""
+"""Retention: seed 002 retention score and tier for every memory (the daily decay), vectorised."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from django.db import connection, transaction
 
 from accounts.services import audit_record_many
 from consolidation import retention
+from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.run_state import RETENTION_WRITE_DELTA, RunState
 from consolidation.selectors import (
     ScannedMemory,
@@ -17,6 +18,21 @@ from memories.locks import memories_lock
 from memories.models import MemoryLink
 
 logger = logging.getLogger("consolidation")
+
+
+@phase_register(
+    name="retention",
+    order=30,
+    description="score every memory's retention and move it between tiers (the daily decay)",
+    counters=(
+        RunCounter(
+            "tier_transitions", "tier_transitions", "Memories whose tier (hot, warm, cold, archived) changed",
+            dry_run_label="Would change tier",
+        ),
+    ),
+)
+def retention_step(state: RunState) -> None:
+    tiers_update(state, state.memories)
 
 # rows rewritten per transaction: each batch's row locks are held only while it writes, so a search's
 # usage write waiting for one of them waits for a batch, not for the whole project

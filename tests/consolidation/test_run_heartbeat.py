@@ -36,7 +36,7 @@ def test_the_heartbeat_of_a_run_moves_while_a_phase_is_still_busy(cast, agent, s
             time.sleep(0.02)
         return {}
 
-    monkeypatch.setattr("consolidation.runs.memories_load", slow_scan)
+    monkeypatch.setattr("consolidation.phases.scan.memories_load", slow_scan)
 
     finished = consolidation_execute(run.id, llm=NoLLM())
 
@@ -54,8 +54,10 @@ def test_a_run_failed_by_a_sweep_while_it_runs_stops_before_its_next_phase(cast,
         assert ctx.heartbeat.beat_once() is False  # the next beat finds the run is no longer running
         return {}
 
-    monkeypatch.setattr("consolidation.runs.memories_load", scan_then_swept)
-    monkeypatch.setattr("consolidation.runs.duplicates_merge", lambda ctx, memories: reached.append("duplicates"))
+    monkeypatch.setattr("consolidation.phases.scan.memories_load", scan_then_swept)
+    monkeypatch.setattr(
+        "consolidation.phases.duplicates.duplicates_merge", lambda ctx, memories: reached.append("duplicates")
+    )
 
     finished = consolidation_execute(run.id, llm=NoLLM())
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from consolidation.runs import PHASES
-from consolidation.timeline import PALETTE_SIZE, phase_timeline, seconds_text
+from consolidation.phases.registry import phase_names
+from consolidation.timeline import phase_colour, phase_legend, phase_timeline, seconds_text
 
-ORDER = PHASES[:-1]
+ORDER = phase_names()
 
 
 def test_phases_come_in_the_cycles_order_whatever_order_the_json_kept():
@@ -30,8 +30,20 @@ def test_each_phase_keeps_its_colour_so_the_legend_matches_every_bar():
     alone = phase_timeline({"cluster": 1.0}, order=ORDER).segments[0]
     among = phase_timeline({"scan": 1.0, "cluster": 1.0}, order=ORDER).segments[1]
     assert alone.colour == among.colour == ORDER.index("cluster")
-    colours = [s.colour for s in phase_timeline(dict.fromkeys(ORDER, 1.0), order=ORDER).segments]
-    assert len(set(colours)) == len(ORDER) == PALETTE_SIZE  # every phase its own colour
+    colours = [s.fill for s in phase_timeline(dict.fromkeys(ORDER, 1.0), order=ORDER).segments]
+    assert len(set(colours)) == len(ORDER)  # every phase its own colour
+    assert phase_legend(ORDER) == list(zip(ORDER, colours, strict=True))  # the legend is the bars' key
+
+
+def test_the_colours_cannot_run_out_however_many_phases_the_cycle_grows():
+    order = [f"phase{i}" for i in range(40)]
+    timeline = phase_timeline(dict.fromkeys(order, 1.0), order=order)
+    assert len({s.colour for s in timeline.segments}) == len({s.fill for s in timeline.segments}) == 40
+
+
+def test_colours_are_css_hsl_values_a_fill_attribute_takes():
+    assert phase_colour(0) == "hsl(0.0, 55%, 38%)"
+    assert phase_colour(1) == "hsl(137.5, 55%, 47%)"
 
 
 def test_unknown_phases_come_last_and_bad_values_are_left_out():
@@ -46,7 +58,7 @@ def test_unknown_phases_come_last_and_bad_values_are_left_out():
     }
     timeline = phase_timeline(durations, order=ORDER)
     assert [s.phase for s in timeline.segments] == ["scan", "alpha", "zeta"]
-    assert all(0 <= s.colour < PALETTE_SIZE for s in timeline.segments)
+    assert len({s.fill for s in timeline.segments}) == 3 and all(s.fill.startswith("hsl(") for s in timeline.segments)
 
 
 def test_a_zero_length_phase_is_named_but_not_drawn():

@@ -239,7 +239,7 @@ def failing_phase(monkeypatch):
     def boom(ctx):
         raise ValueError("max_workers must be greater than 0")
 
-    monkeypatch.setattr("consolidation.runs.memories_load", boom)
+    monkeypatch.setattr("consolidation.phases.scan.memories_load", boom)
 
 
 def execute_queued(runs: list[ConsolidationRun]) -> ConsolidationRun:
@@ -286,7 +286,9 @@ def test_the_wait_is_capped_and_a_completed_run_resets_it(cast, enqueued, settin
         project=cast.project_a, organization=cast.org_a, consecutive_failures=12, retry_after=timezone.now()
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("consolidation.runs.memories_load", lambda ctx: (_ for _ in ()).throw(RuntimeError("boom")))
+        patch.setattr(
+            "consolidation.phases.scan.memories_load", lambda ctx: (_ for _ in ()).throw(RuntimeError("boom"))
+        )
         consolidation_schedule_due()
         failed = execute_queued(enqueued)
     row = backoff_row(cast.project_a)

@@ -16,10 +16,11 @@ from django.utils import timezone
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from consolidation.metrics import consolidation_run_observe
 from memories.models import AgentSession, Memory
 from reasoningbank.ai.llm import LLMResult, LLMTransientError
 from reasoningbank.ai.metered import llm_complete
-from reasoningbank.metrics import WRITE_BEHIND, consolidation_run_observe
+from reasoningbank.metrics import WRITE_BEHIND
 from reasoningbank.models import WorkerHeartbeat
 from reasoningbank.selectors import health_cache_clear, memories_by_tier_get
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory, MemoryFactory

@@ -282,7 +282,7 @@ def test_the_timeline_draws_each_phase_with_its_seconds_in_the_cycles_order(clie
     cells = row.group(0)
     assert '<span class="badge">dry run</span>' in cells
     rects = re.findall(
-        r'<rect class="tl-(\d)" x="([\d.]+)" y="0" width="([\d.]+)" height="10" '
+        r'<rect class="tl-(\d+)" fill="hsl\([\d.]+, 55%, \d+%\)" x="([\d.]+)" y="0" width="([\d.]+)" height="10" '
         r'data-phase="(\w+)"><title>([^<]+)</title></rect>',
         cells,
     )
