@@ -49,13 +49,14 @@ class LabelJudge:
         return label
 
     def complete(self, *, system: str, prompt: str, max_tokens: int = 2048, temperature: float = 0.0) -> Any:
-        from consolidation import prompts as cprompts
+        from consolidation.prompts.judge import SUPERSESSION_SYSTEM_PROMPT
+        from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT
         from reasoningbank.ai.llm import LLMPermanentError, LLMResult
 
-        summary_system = getattr(cprompts, "SUMMARY_SYSTEM_PROMPT", None)
+        summary_system = SUMMARY_SYSTEM_PROMPT
         if prompt.startswith(SYNTHESIS_PREFIX):
             kind, text = "synthesis", self._synthesis(prompt)
-        elif system == cprompts.SUPERSESSION_SYSTEM_PROMPT:
+        elif system == SUPERSESSION_SYSTEM_PROMPT:
             kind, text = "supersession", self._supersession(prompt)
         elif summary_system is not None and system == summary_system:
             kind, text = "summary", self._summary(prompt)

@@ -20,8 +20,8 @@ from django.db import close_old_connections, connection
 from accounts.access import Principal
 from accounts.models import Project
 from consolidation import clustering
-from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun, empty_counters
+from consolidation.prompts.reply import PromptParseError, SourceMemory
 from consolidation.selectors import Edge, ScannedMemory
 from memories.models import Memory, MemoryLink
 from memories.moderation import memories_archive
@@ -204,13 +204,13 @@ def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], A
         if isinstance(reply, Exception):
             raise reply
         return parse(reply)
-    except (cprompts.PromptParseError, LLMError) as exc:
+    except (PromptParseError, LLMError) as exc:
         ctx.warnings.append(f"{what} failed: {exc}")
         return None
 
 
-def prompt_source(memory: Memory) -> cprompts.SourceMemory:
-    return cprompts.SourceMemory(
+def prompt_source(memory: Memory) -> SourceMemory:
+    return SourceMemory(
         id=memory.id,
         title=memory.title,
         content=memory.content,

@@ -152,7 +152,7 @@ _CONFIDENCE_WORDS = {"very high": 0.95, "high": 0.85, "medium": 0.6, "moderate":
 
 def _objects(text: str) -> Iterator[Any]:
     """Every JSON value starting at a ``{``, in order: fences and prose around it are skipped
-    rather than guessed at (as ``consolidation/prompts.py`` does)."""
+    rather than guessed at (as ``consolidation/prompts/reply.py`` does)."""
     decoder = json.JSONDecoder()
     position = text.find("{")
     while position != -1:

@@ -10,9 +10,15 @@ from django.db import transaction
 
 from accounts.services import audit_record
 from consolidation import clustering
-from consolidation import prompts as cprompts
 from consolidation.phases.conflicts import clusters_without_conflicts, edges_without_conflicts
 from consolidation.phases.registry import RunCounter, phase_register
+from consolidation.prompts.synthesis import (
+    SYNTHESIS_INSTRUCTIONS,
+    Synthesis,
+    build_synthesis_prompt,
+    consolidated_confidence,
+    parse_synthesis,
+)
 from consolidation.run_state import (
     RunState,
     draft_refused,
@@ -138,7 +144,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
         ctx,
         llm,
         "synthesize",
-        [cprompts.build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
+        [build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
         system="You consolidate an engineering team's memory bank. Follow the output format exactly.",
     )
     for cluster, reply in zip(clusters, replies, strict=True):
@@ -148,7 +154,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
             ctx.counters["skipped"] += len(cluster.member_ids)
             continue
         try:
-            synthesis = cprompts.parse_synthesis(reply)
+            synthesis = parse_synthesis(reply)
             merged = _merge_cluster(ctx, cluster, [sources[mid] for mid in cluster.member_ids], synthesis)
         except Exception as exc:  # one cluster failing must not stop the others; its transaction rolled back
             logger.warning("cluster merge failed in run %s: %s", ctx.run.id, exc)
@@ -177,10 +183,10 @@ def preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, st
 
 
 def _merge_cluster(
-    ctx: RunState, cluster: clustering.Cluster[str], sources: list[Memory], synthesis: cprompts.Synthesis
+    ctx: RunState, cluster: clustering.Cluster[str], sources: list[Memory], synthesis: Synthesis
 ) -> Memory | None:
     """Create the consolidated memory, archive the sources into it, link both ways — atomically."""
-    confidence = cprompts.consolidated_confidence([(m.confidence, m.usage_count) for m in sources])
+    confidence = consolidated_confidence([(m.confidence, m.usage_count) for m in sources])
     draft = MemoryDraft(
         title=synthesis.title[:200],
         description=(synthesis.source_attribution or f"Synthesized from {len(sources)} source memories")[:2000],
@@ -189,7 +195,7 @@ def _merge_cluster(
         tags=tags_lenient(synthesis.tags),
         kind=Memory.KIND_PROCEDURAL,
     )
-    if draft_refused(ctx, draft, source="synthesis", prompts=cprompts.SYNTHESIS_INSTRUCTIONS):
+    if draft_refused(ctx, draft, source="synthesis", prompts=SYNTHESIS_INSTRUCTIONS):
         return None  # the sources stay as they are; a later run synthesises the cluster again
     (vector,), _ = _embed([memory_embedding_text(draft.title, draft.description, draft.content)])
     with transaction.atomic():

@@ -21,9 +21,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation import events
-from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.phases.registry import RunCounter, phase_register
+from consolidation.prompts.judge import (
+    SUPERSESSION_SYSTEM_PROMPT,
+    build_contradiction_prompt,
+    build_supersession_prompt,
+    is_confident_contradiction,
+    is_confident_supersession,
+    parse_contradiction,
+    parse_supersession,
+)
 from consolidation.run_state import (
     RunState,
     contradiction_band,
@@ -156,16 +164,16 @@ def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]
         llm,
         "supersede",
         [
-            cprompts.build_supersession_prompt((o.title, o.content, o.created_at), (n.title, n.content, n.created_at))
+            build_supersession_prompt((o.title, o.content, o.created_at), (n.title, n.content, n.created_at))
             for o, n, _ in pairs
         ],
-        system=cprompts.SUPERSESSION_SYSTEM_PROMPT,
+        system=SUPERSESSION_SYSTEM_PROMPT,
     )
     verdicts: list[Verdict | None] = [None] * len(pairs)
     undecided: list[int] = []
     for i, ((older, newer, _), reply) in enumerate(zip(pairs, replies, strict=True)):
-        parsed = reply_parsed(ctx, reply, cprompts.parse_supersession, f"supersession check {older.id}/{newer.id}")
-        if parsed is not None and cprompts.is_confident_supersession(parsed):
+        parsed = reply_parsed(ctx, reply, parse_supersession, f"supersession check {older.id}/{newer.id}")
+        if parsed is not None and is_confident_supersession(parsed):
             reason = f"the newer supersedes the older: {parsed.reason or ''}"
             verdicts[i] = Verdict(ReviewItem.STATUS_CONTRADICTS, reason, supersedes=True)
         elif parsed is not None:
@@ -176,18 +184,18 @@ def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]
         ctx,
         llm,
         "judge",
-        [cprompts.build_contradiction_prompt(pairs[i][0].content, pairs[i][1].content) for i in undecided],
+        [build_contradiction_prompt(pairs[i][0].content, pairs[i][1].content) for i in undecided],
         system="You are a careful reviewer of an engineering team's knowledge base. Answer with JSON only.",
     )
     for i, reply in zip(undecided, replies, strict=True):
         older, newer, _ = pairs[i]
-        parsed = reply_parsed(ctx, reply, cprompts.parse_contradiction, f"contradiction check {older.id}/{newer.id}")
+        parsed = reply_parsed(ctx, reply, parse_contradiction, f"contradiction check {older.id}/{newer.id}")
         if parsed is None:
             continue
         explanation = parsed.explanation or parsed.reasoning
         if not parsed.contradicts:
             verdicts[i] = Verdict(ReviewItem.STATUS_COMPATIBLE, explanation or "no contradiction")
-        elif cprompts.is_confident_contradiction(parsed):
+        elif is_confident_contradiction(parsed):
             verdicts[i] = Verdict(ReviewItem.STATUS_CONTRADICTS, explanation, confidence=parsed.confidence)
         else:
             verdicts[i] = Verdict(ReviewItem.STATUS_PENDING, f"the judge was unsure: {explanation}")

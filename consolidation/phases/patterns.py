@@ -8,10 +8,16 @@ from datetime import timedelta
 from django.db import transaction
 
 from consolidation import events, ladder
-from consolidation import prompts as cprompts
 from consolidation.models import ConsolidationRun
 from consolidation.phases.ladder import memories_promote_in_place
 from consolidation.phases.registry import RunCounter, phase_register
+from consolidation.prompts.patterns import (
+    MIN_EPISODES_FOR_PATTERNS,
+    PATTERN_EPISODE_LIMIT,
+    PATTERN_INSTRUCTIONS,
+    build_pattern_prompt,
+    parse_patterns,
+)
 from consolidation.run_state import (
     PATTERN_WINDOW_DAYS,
     RunState,
@@ -73,9 +79,9 @@ def patterns_extract(ctx: RunState) -> None:
     since = ctx.now - timedelta(days=PATTERN_WINDOW_DAYS)
     episodes_qs = base.filter(kind=Memory.KIND_EPISODIC, created_at__gte=max(since, ctx.since or since))
     episodes = list(
-        episodes_qs.order_by("created_at").only("id", "content", "created_at")[: cprompts.PATTERN_EPISODE_LIMIT]
+        episodes_qs.order_by("created_at").only("id", "content", "created_at")[: PATTERN_EPISODE_LIMIT]
     )
-    if len(episodes) < cprompts.MIN_EPISODES_FOR_PATTERNS:
+    if len(episodes) < MIN_EPISODES_FOR_PATTERNS:
         return
     if ctx.dry:
         ctx.note("pattern_sources", [m.id for m in episodes])
@@ -88,10 +94,10 @@ def patterns_extract(ctx: RunState) -> None:
         ctx,
         llm,
         "patterns",
-        [cprompts.build_pattern_prompt([(m.created_at, m.content) for m in episodes])],
+        [build_pattern_prompt([(m.created_at, m.content) for m in episodes])],
         system="You extract durable facts and habits from an engineering team's episodic memories.",
     )
-    patterns = reply_parsed(ctx, reply, cprompts.parse_patterns, "pattern extraction")
+    patterns = reply_parsed(ctx, reply, parse_patterns, "pattern extraction")
     if not patterns:
         return
     vectors, _ = _embed(patterns)
@@ -108,7 +114,7 @@ def patterns_extract(ctx: RunState) -> None:
         )
         # a one-sentence pattern is its own title; one that echoes the prompt (its example) is kept out
         if draft_refused(
-            ctx, draft, source="patterns", prompts=cprompts.PATTERN_INSTRUCTIONS, title_is_content=True
+            ctx, draft, source="patterns", prompts=PATTERN_INSTRUCTIONS, title_is_content=True
         ):
             continue
         with transaction.atomic():

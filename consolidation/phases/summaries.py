@@ -11,8 +11,9 @@ import logging
 
 from django.conf import settings
 
-from consolidation import prompts as cprompts
 from consolidation.phases.registry import RunCounter, phase_register
+from consolidation.prompts.reply import PromptParseError
+from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
 from consolidation.run_state import RunState, llm_map, prompt_source, run_llm
 from memories.models import Memory, MemoryLink
 from memories.services_summaries import summary_store
@@ -51,8 +52,8 @@ def summaries_write(ctx: RunState) -> None:
         ctx,
         llm,
         "summarize",
-        [cprompts.build_summary_prompt([prompt_source(loaded[s]) for s in sources]) for _, sources in targets],
-        system=cprompts.SUMMARY_SYSTEM_PROMPT,
+        [build_summary_prompt([prompt_source(loaded[s]) for s in sources]) for _, sources in targets],
+        system=SUMMARY_SYSTEM_PROMPT,
     )
     for (memory_id, source_ids), reply in zip(targets, replies, strict=True):
         ctx.check_time()
@@ -62,8 +63,8 @@ def summaries_write(ctx: RunState) -> None:
             ctx.warnings.append(f"summary of {memory_id} failed: {reply}")
             continue
         try:
-            parsed = cprompts.parse_summary(str(reply), source_ids)
-        except cprompts.PromptParseError as exc:
+            parsed = parse_summary(str(reply), source_ids)
+        except PromptParseError as exc:
             summary_store(memory=memory, sources=sources, run_id=ctx.run.id, error=str(exc), raw_reply=exc.raw)
             ctx.warnings.append(f"summary of {memory_id} rejected: {exc}")
             continue

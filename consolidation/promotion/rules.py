@@ -16,7 +16,7 @@ team is the team's knowledge. So a *group* qualifies when
   with itself is no consensus).
 
 The proposal's confidence is seed 000's consolidated confidence: the usage-weighted mean of the
-sources plus the consensus bonus for low spread (``consolidation.prompts.consolidated_confidence``).
+sources plus the consensus bonus for low spread (``consolidation.prompts.synthesis.consolidated_confidence``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from consolidation.clustering import SIMILARITY_TOLERANCE, Edge, average_linkage_clusters
-from consolidation.prompts import ConsolidatedConfidence, consolidated_confidence
+from consolidation.prompts.synthesis import ConsolidatedConfidence, consolidated_confidence
 
 # seed 000 confidence.consensus_threshold: agreement of at least two independent places
 DEFAULT_MIN_PLACES: Final = 2

@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from consolidation import events, retention
 from consolidation.models import ConsolidationRun, ReviewItem
-from consolidation.prompts import consolidated_confidence
+from consolidation.prompts.synthesis import consolidated_confidence
 from memories.models import Memory, MemoryLink
 from memories.moderation import contradiction_resolve, memory_unmerge
 from memories.selectors import disputed_list, memory_lineage

@@ -8,24 +8,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consolidation.prompts import (
+from consolidation.prompts.judge import (
     SUPERSESSION_SYSTEM_PROMPT,
     ContradictionVerdict,
-    PromptParseError,
-    SourceMemory,
     SupersessionVerdict,
     build_contradiction_prompt,
-    build_pattern_prompt,
     build_supersession_prompt,
-    build_synthesis_prompt,
-    consolidated_confidence,
     is_confident_contradiction,
     is_confident_supersession,
     parse_contradiction,
-    parse_patterns,
     parse_supersession,
-    parse_synthesis,
 )
+from consolidation.prompts.patterns import build_pattern_prompt, parse_patterns
+from consolidation.prompts.reply import PromptParseError, SourceMemory
+from consolidation.prompts.synthesis import build_synthesis_prompt, consolidated_confidence, parse_synthesis
 
 # ---------------------------------------------------------------------------------------------
 # Synthesis prompt (seed 000 "Consolidation Prompt Template")

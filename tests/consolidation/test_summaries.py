@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
-from consolidation.prompts import SUMMARY_SYSTEM_PROMPT
+from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT
 from memories.models import Memory, MemoryLink, MemorySummary
 from reasoningbank.ai.llm import LLMTransientError, NoLLM
 from reasoningbank.models import LlmCall

@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from consolidation.prompts import (
+from consolidation.prompts.reply import PromptParseError, SourceMemory
+from consolidation.prompts.summaries import (
     SUMMARY_SYSTEM_PROMPT,
-    PromptParseError,
-    SourceMemory,
     SummaryDecision,
     SupersededFact,
     build_summary_prompt,

@@ -26,7 +26,8 @@ from django.conf import settings
 from accounts.access import Principal
 from accounts.models import Project
 from consolidation.models import ConsolidationRun
-from consolidation.prompts import SUMMARY_SYSTEM_PROMPT, SUPERSESSION_SYSTEM_PROMPT
+from consolidation.prompts.judge import SUPERSESSION_SYSTEM_PROMPT
+from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 from memories.models import Memory, MemoryLink
 from tests.factories import MemoryFactory, MemoryLinkFactory

@@ -56,7 +56,7 @@ def _distillation_reply(prompt: str) -> str:
 
 
 def _synthesis_reply(prompt: str) -> str:
-    """Seed 000's consolidation format (consolidation/prompts.py)."""
+    """Seed 000's consolidation format (consolidation/prompts/synthesis.py)."""
     markers = re.findall(r"E2E-[A-Za-z0-9-]+", prompt)
     marker = markers[0] if markers else "cluster"
     return (

@@ -1,0 +1,155 @@
+"""Cluster summaries (seed 002 "Summarization Prompt", ``MemorySummary``): the prompt and its parser."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from consolidation.prompts.reply import (
+    PromptParseError,
+    SourceMemory,
+    as_list,
+    as_text,
+    json_object_with,
+    timestamp_text,
+)
+
+SUMMARY_SYSTEM_PROMPT: Final = """You are a memory consolidation agent. Create a concise summary of related memories from a software project.
+
+Guidelines:
+- Preserve key decisions and their rationale
+- Note outcomes and lessons learned
+- Identify superseded or outdated information
+- Be concise but complete
+- Focus on actionable knowledge
+
+Output JSON:
+{
+  "summary": "2-3 sentence summary",
+  "key_facts": ["fact1", "fact2"],
+  "decisions": [{"decision": "...", "rationale": "...", "outcome": "...", "confidence": "high|medium|low"}],
+  "superseded_facts": [{"original_fact": "...", "superseded_by": "...", "source_memory_id": "..."}]
+}
+"""  # noqa: E501 (seed 002, verbatim)
+
+# Ours: what one summary may hold. A summary is read at every session start, so it stays short;
+# longer text is cut, not rejected (the model's content is still good).
+SUMMARY_MAX_LENGTH: Final = 4000
+SUMMARY_ITEM_MAX_LENGTH: Final = 1000
+SUMMARY_MAX_ITEMS: Final = 20
+DecisionConfidence = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class SummaryDecision:
+    decision: str
+    rationale: str
+    outcome: str | None
+    confidence: DecisionConfidence
+
+
+@dataclass(frozen=True)
+class SupersededFact:
+    original_fact: str
+    superseded_by: str
+    source_memory_id: str  # empty when the model named no source of this cluster
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    summary: str
+    key_facts: tuple[str, ...]
+    decisions: tuple[SummaryDecision, ...]
+    superseded_facts: tuple[SupersededFact, ...]
+
+
+def build_summary_prompt(sources: Sequence[SourceMemory]) -> str:
+    """User message for :data:`SUMMARY_SYSTEM_PROMPT`: the cluster's memories oldest first, each with
+    its id (superseded facts name their source by it) and recording time (what superseded what)."""
+    if not sources:
+        raise ValueError("a summary prompt needs at least one source memory")
+    ordered = sorted(
+        sources, key=lambda s: (s.created_at is None, s.created_at.timestamp() if s.created_at else 0.0, str(s.id))
+    )
+    blocks = [
+        f"Memory id: {source.id}\n"
+        + (f"Recorded: {timestamp_text(source.created_at)}\n" if source.created_at else "")
+        + f"Outcome: {source.outcome}\n"
+        f"Title: {source.title}\n"
+        f"Content: {source.content}\n"
+        for source in ordered
+    ]
+    return (
+        f"Summarize these {len(ordered)} related memories (oldest first):\n\n"
+        + "\n".join(blocks)
+        + "\nRespond with the JSON object only."
+    )
+
+
+_TRAILING_COMMA: Final = re.compile(r",(\s*[}\]])")
+
+
+def parse_summary(text: str, source_ids: Sequence[str]) -> ClusterSummary:
+    """Parse seed 002's summary JSON, repairing what models commonly get wrong: a ```json fence or
+    prose around the object, trailing commas, a single string where a list belongs, a decision's
+    confidence in another case. Raises :class:`PromptParseError` (the reply kept) when there is no
+    object with a non-empty ``summary``. A superseded fact naming a memory outside the cluster keeps
+    its text but no source id: the model cannot point lineage at a memory it was not shown."""
+    what = "summary"
+    try:
+        data = json_object_with(text, "summary", what)
+    except PromptParseError:
+        repaired = _TRAILING_COMMA.sub(r"\1", text)
+        if repaired == text:
+            raise
+        data = json_object_with(repaired, "summary", what)
+    summary = as_text(data.get("summary"))
+    if not summary:
+        raise PromptParseError("summary reply has an empty 'summary'", text)
+
+    key_facts = tuple(
+        fact[:SUMMARY_ITEM_MAX_LENGTH] for fact in (as_text(item) for item in as_list(data.get("key_facts"))) if fact
+    )[:SUMMARY_MAX_ITEMS]
+
+    decisions: list[SummaryDecision] = []
+    for item in as_list(data.get("decisions")):
+        if isinstance(item, str):
+            item = {"decision": item}
+        if not isinstance(item, dict) or not as_text(item.get("decision")):
+            continue
+        level = as_text(item.get("confidence")).lower()
+        outcome = as_text(item.get("outcome"))
+        decisions.append(
+            SummaryDecision(
+                decision=as_text(item["decision"])[:SUMMARY_ITEM_MAX_LENGTH],
+                rationale=as_text(item.get("rationale"))[:SUMMARY_ITEM_MAX_LENGTH],
+                outcome=outcome[:SUMMARY_ITEM_MAX_LENGTH] or None,
+                # seed 002 asks for high|medium|low; anything else is not a judgement we can use
+                confidence=level if level in ("high", "medium", "low") else "low",  # type: ignore[arg-type]
+            )
+        )
+
+    allowed = {str(source_id) for source_id in source_ids}
+    superseded: list[SupersededFact] = []
+    for item in as_list(data.get("superseded_facts")):
+        if not isinstance(item, dict):
+            continue
+        original, newer = as_text(item.get("original_fact")), as_text(item.get("superseded_by"))
+        if not (original and newer):
+            continue
+        source = as_text(item.get("source_memory_id"))
+        superseded.append(
+            SupersededFact(
+                original_fact=original[:SUMMARY_ITEM_MAX_LENGTH],
+                superseded_by=newer[:SUMMARY_ITEM_MAX_LENGTH],
+                source_memory_id=source if source in allowed else "",
+            )
+        )
+    return ClusterSummary(
+        summary=summary[:SUMMARY_MAX_LENGTH],
+        key_facts=key_facts,
+        decisions=tuple(decisions[:SUMMARY_MAX_ITEMS]),
+        superseded_facts=tuple(superseded[:SUMMARY_MAX_ITEMS]),
+    )
