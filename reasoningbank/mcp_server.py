@@ -1,17 +1,17 @@
 """The MCP endpoint (DESIGN §8): the official SDK's ``MCPServer`` behind a bearer-token middleware.
 
-* ``build_mcp_server()`` builds the ``MCPServer`` and runs every registered tool module on it
-  (``register_tool_module``): later tools such as ``session_submit`` and ``memory_consolidate``
-  live in their own modules and only need ``@register_tool_module`` plus an import before
-  ``build_mcp_app()`` runs.
+* ``build_mcp_server()`` builds the ``MCPServer`` and runs every tool module's registrar on it
+  (``register_tool_module``): the tool modules are the ``mcp_tools`` modules of the installed apps,
+  found by ``reasoningbank.mcp_registry.tool_modules`` — a new tool needs no edit here.
 * ``build_mcp_app()`` returns the ASGI app for ``/mcp``: Host/Origin checks (the same hosts as
   Django's ``ALLOWED_HOSTS``) → ``BearerTokenMiddleware`` (``ApiToken`` lookup, 401 otherwise) →
   ``JsonDepthASGI`` (a body nested deeper than ``JSON_MAX_DEPTH`` is a 400) → the SDK's
   ``AuthContextMiddleware`` → the SDK's Streamable HTTP app (stateless, JSON responses,
   both protocol eras). Its lifespan runs the SDK session manager, once per instance.
 * This module is the composition: the tools live in their apps (``memories/mcp_tools.py``,
-  ``consolidation/mcp_tools.py``), the registry and ``service_errors`` in the kernel
-  (``reasoningbank/mcp_registry.py``), bearer authentication in ``accounts/mcp_auth.py``.
+  ``consolidation/mcp_tools.py``, and any feature package's ``mcp_tools.py``), the registry, its
+  discovery and ``service_errors`` in the kernel (``reasoningbank/mcp_registry.py``), bearer
+  authentication in ``accounts/mcp_auth.py``.
 """
 
 import json
@@ -47,9 +47,6 @@ SERVER_INSTRUCTIONS = (
     "Before a task, call memory_search; after finishing, report memory_outcome for each memory you "
     "used and memory_feedback when one was (not) helpful; record new reusable lessons with memory_record."
 )
-
-# Modules imported by ``build_mcp_server`` so that their ``@register_tool_module`` functions run.
-TOOL_MODULES: tuple[str, ...] = ("memories.mcp_tools", "consolidation.mcp_tools")
 
 
 class ReasoningBankMCPServer(MCPServer):
@@ -125,11 +122,7 @@ def _result_neutralise(result: Any) -> Any:
 
 
 def build_mcp_server() -> MCPServer:
-    """A fresh ``MCPServer`` with every registered tool module's tools."""
-    import importlib
-
-    for module in TOOL_MODULES:
-        importlib.import_module(module)
+    """A fresh ``MCPServer`` with the tools of every tool module of the installed apps."""
     server: MCPServer = ReasoningBankMCPServer(SERVER_NAME, instructions=SERVER_INSTRUCTIONS, version=_version())
     for registrar in tool_registrars():
         registrar(server)
