@@ -13,6 +13,8 @@ without such a test fails here, naming it. Routes that hold no tenant data are l
 from __future__ import annotations
 
 import ast
+import importlib
+import pkgutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,15 +156,51 @@ def covered_names() -> tuple[dict[str, set[str]], list[str]]:
 
 
 APP_ROOT = TESTS_DIR.parent
-ENDPOINT_MODULE_PATTERNS = ("views.py", "views_*.py", "api.py", "api_*.py", "mcp_tools.py", "contracts.py")
+APPS = ("accounts", "memories", "consolidation", "reasoningbank")
 ACCESS_HELPERS = {"access_filter", "access_get"}
 
 
+def _subclasses(cls: type) -> Iterator[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _ours(module: str) -> bool:
+    return module.split(".", 1)[0] in APPS
+
+
+def endpoint_module_names() -> set[str]:
+    """The modules that serve the dashboard, REST and MCP, found by what they define rather than by
+    their file names (a feature package's ``memories/ask/contracts.py`` is found as well as
+    ``memories/contracts_ask.py``): the module of every view the URL conf routes to (dashboard pages
+    and DRF views), of every tool module's registrar the MCP server runs, and of every operation
+    contract (a ``Contract`` subclass) once those are loaded."""
+    from reasoningbank.contracts import Contract
+    from reasoningbank.mcp_registry import tool_registrars
+
+    modules = {module for _, module in _walk(get_resolver())}
+    mcp_tool_names()  # builds the server: every tool module, and the contracts they serve, imported
+    modules |= {registrar.__module__ for registrar in tool_registrars()}
+    modules |= {cls.__module__ for cls in _subclasses(Contract)}
+    return {module for module in modules if _ours(module)}
+
+
 def endpoint_modules() -> list[Path]:
-    """The modules that serve the dashboard, REST and MCP (views, DRF views, tools, their contracts)."""
-    apps = ("accounts", "memories", "consolidation", "reasoningbank")
-    found = {path for app in apps for pattern in ENDPOINT_MODULE_PATTERNS for path in (APP_ROOT / app).glob(pattern)}
-    return sorted(path for path in found if path.name != "api_base.py")  # authentication: the token lookup itself
+    return sorted(Path(str(importlib.import_module(name).__file__)) for name in endpoint_module_names())
+
+
+def app_modules_defining_contracts() -> set[str]:
+    """Independently of the URL conf and the MCP server: import every module of the apps (not their
+    migrations) and name those that define an operation contract."""
+    from reasoningbank.contracts import Contract
+
+    for app in APPS[:-1]:  # the apps; the kernel defines the base, and its composition builds servers
+        package = importlib.import_module(app)
+        for info in pkgutil.walk_packages(package.__path__, prefix=f"{app}."):
+            if ".migrations" not in info.name:
+                importlib.import_module(info.name)
+    return {cls.__module__ for cls in _subclasses(Contract) if _ours(cls.__module__)}
 
 
 def default_manager_uses(source: str) -> list[int]:
@@ -221,6 +259,20 @@ def test_no_exempt_route_is_also_claimed_or_gone() -> None:
     guarded = routes_to_guard()
     assert set(EXEMPT_ROUTES) <= guarded, f"exempt routes that no longer exist: {set(EXEMPT_ROUTES) - guarded}"
     assert not set(EXEMPT_ROUTES) & set(covered), "a route is both exempt and covered: drop the exemption"
+
+
+def test_every_module_defining_a_contract_is_checked_whatever_its_file_name() -> None:
+    """A glob of ``contracts.py`` skipped ``contracts_ask.py``, ``contracts_code.py`` and
+    ``contracts_context.py``: the modules checked are found by what they define."""
+    defining = app_modules_defining_contracts()
+    assert defining, "no module defining a Contract found"
+    assert defining <= endpoint_module_names(), f"not checked: {sorted(defining - endpoint_module_names())}"
+
+
+def test_every_routed_view_and_tool_module_is_checked() -> None:
+    names = endpoint_module_names()
+    assert {module for _, module in _walk(get_resolver()) if _ours(module)} <= names
+    assert {"memories.mcp_tools", "consolidation.mcp_tools"} <= names
 
 
 def test_no_view_api_or_tool_module_reads_through_a_default_manager() -> None:
