@@ -17,6 +17,13 @@ SCOPE_CONSOLIDATION_RUN = "consolidation:run"
 SCOPE_ADMIN = "admin"
 TOKEN_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN)
 DEFAULT_TOKEN_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN)
+# what each scope lets a token do, in the words of the token form and the OAuth consent page alike
+SCOPE_HELP = {
+    SCOPE_MEMORIES_READ: "search and read memories",
+    SCOPE_MEMORIES_WRITE: "record memories, feedback, outcomes and sessions",
+    SCOPE_CONSOLIDATION_RUN: "request consolidation runs",
+    SCOPE_ADMIN: "administer the organization",
+}
 
 
 class Organization(models.Model):

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import access_filter, access_get, principal_for_token, reachable_projects
 from accounts.decorators import SESSION_ORG_KEY, org_view
-from accounts.models import DEFAULT_TOKEN_SCOPES, TOKEN_SCOPES, ApiToken, Membership, Project, Team
+from accounts.models import DEFAULT_TOKEN_SCOPES, SCOPE_HELP, TOKEN_SCOPES, ApiToken, Membership, Project, Team
 from accounts.oauth import mcp_resource
 from accounts.plans import (
     FEATURE_CONSOLIDATION_MANUAL,
@@ -80,12 +80,6 @@ LIMIT_LABELS = {
     "members": "Members",
     "llm_tokens_per_month": "LLM tokens per month",
 }
-SCOPE_HELP = {
-    "memories:read": "search and read memories",
-    "memories:write": "record memories, feedback, sessions",
-    "consolidation:run": "request consolidation runs",
-    "admin": "administer the organization",
-}
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -96,7 +90,7 @@ def _require_role(request: HttpRequest, role: str) -> None:
         raise PermissionDenied(f"this change needs the {role} role or above")
 
 
-def _context(request: HttpRequest, section: str, **extra: Any) -> dict[str, Any]:
+def settings_context(request: HttpRequest, section: str, **extra: Any) -> dict[str, Any]:
     membership: Membership = request.membership  # type: ignore[attr-defined]
     return {
         "nav": "settings",
@@ -150,7 +144,7 @@ def _members_page(request: HttpRequest, status: int = 200, **extra: Any) -> Http
     queryset = access_filter(Membership, request.principal).select_related("user")  # type: ignore[attr-defined]
     rows = sorted(queryset, key=lambda m: (-Membership.ROLE_RANK[m.role], (m.user.email or "").lower()))
     org = request.membership.organization  # type: ignore[attr-defined]
-    context = _context(
+    context = settings_context(
         request,
         "members",
         members=rows,
@@ -245,7 +239,7 @@ def settings_teams(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Team “{team.name}” was created.")
             return redirect("settings-teams")
     teams = access_filter(Team, principal).annotate(project_count=Count("projects")).order_by("slug")
-    context = _context(
+    context = settings_context(
         request,
         "teams",
         teams=teams,
@@ -323,7 +317,7 @@ def settings_projects(request: HttpRequest) -> HttpResponse:
     )
     limit = org.limit("projects")
     used = len(projects)
-    context = _context(
+    context = settings_context(
         request,
         "projects",
         projects=projects,
@@ -376,7 +370,7 @@ def _tokens_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpR
     principal = request.principal  # type: ignore[attr-defined]
     projects = list(access_filter(Project, principal).order_by("slug"))
     extra.setdefault("values", {"scopes": list(DEFAULT_TOKEN_SCOPES)})
-    context = _context(
+    context = settings_context(
         request,
         "tokens",
         tokens=tokens_of_org(organization=principal.organization),
@@ -472,7 +466,7 @@ def settings_usage(request: HttpRequest) -> HttpResponse:
     percent = None
     if usage.limit:
         percent = min(100.0, round(usage.total_tokens * 100 / usage.limit, 1))
-    context = _context(
+    context = settings_context(
         request, "usage", usage=usage, by_purpose=by_purpose, percent=percent, month_start=_month_start()
     )
     return render(request, "accounts/settings_usage.html", context)
@@ -532,7 +526,7 @@ def settings_plan(request: HttpRequest) -> HttpResponse:
             {"label": label, "cells": [plan.limits.get(name) for plan in plans]} for name, label in LIMIT_LABELS.items()
         ],
     }
-    context = _context(
+    context = settings_context(
         request,
         "plan",
         plan=current,

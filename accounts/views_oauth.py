@@ -41,20 +41,14 @@ from oauthlib.oauth2.rfc6749.errors import AccessDeniedError, CustomOAuth2Error
 
 from accounts.access import access_filter, access_get, principal_for_membership
 from accounts.decorators import org_view
-from accounts.models import Membership, OAuthConnection, Project
+from accounts.models import SCOPE_HELP, Membership, OAuthConnection, Project
 from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
 from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
 from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
 from accounts.throttling import registration_throttled, request_client_address
+from accounts.views import settings_context
 from reasoningbank.errors import ServiceError
 from reasoningbank.http_errors import oauth_error_body
-
-SCOPE_HELP = {
-    "memories:read": "search and read memories",
-    "memories:write": "record memories, feedback, outcomes and sessions",
-    "consolidation:run": "request consolidation runs",
-}
-
 
 # --- metadata --------------------------------------------------------------------------------------
 
@@ -372,11 +366,9 @@ def cors_open(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 @org_view()
 def settings_connected_apps(request: HttpRequest) -> HttpResponse:
-    from accounts.views import _context
-
     principal = request.principal  # type: ignore[attr-defined]
     membership: Membership = request.membership  # type: ignore[attr-defined]
-    context = _context(
+    context = settings_context(
         request,
         "apps",
         connections=oauth_connections_of_org(organization=principal.organization),
