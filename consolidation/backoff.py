@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 
 def failure_backoff(failures: int, *, base: float, cap: float) -> float:
     """Seconds to wait after the ``failures``-th failure in a row: ``base`` after the first, twice as

@@ -48,6 +48,8 @@ from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # Similarities coming from the database are ``1 - cosine_distance`` and our averages are sums
 # divided by pair counts; both carry float noise of a few ulps. Without a tolerance, a pair meant
 # to sit exactly on the threshold could land at 0.7999999999999999 and flip. 1e-9 is far below

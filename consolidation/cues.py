@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Final
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # words after which the next content words are negated ("never retry", "do not cache")
 NEGATIONS: Final = frozenset(
     {

@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 SLICES = 7
 
 

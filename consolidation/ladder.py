@@ -33,6 +33,8 @@ from typing import Final
 
 from consolidation import clustering
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # Seed 003's per-event ``metadata->>'success'`` (a number from 0 to 1) mapped onto our signals. An
 # episodic memory says how its event went when it is recorded (``outcome``: success, mixed, failure →
 # 1, 0.5, 0); every outcome signal reported for it later (``memory_outcome``: a task that applied it

@@ -19,6 +19,8 @@ import numpy.typing as npt
 
 from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 Tier = Literal["hot", "warm", "cold", "archived"]
 
 TIER_HOT: Final = "hot"

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__pure__ = True  # Django-free (tests/test_pure_modules.py): listed in pyproject's import-linter contract
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 GOLDEN_ANGLE = 137.50776405003785  # degrees: 360 × (1 − 1/φ), successive hues as far apart as they can be
 SATURATION = 55  # percent

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # Seed 000 "Configuration" -> confidence.* (initial confidences by how a memory was made).
 INITIAL_EXPLICIT = 0.8  # recorded explicitly by an agent or user
 INITIAL_SUCCESS = 0.7  # distilled from a successful session

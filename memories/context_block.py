@@ -17,6 +17,8 @@ from datetime import datetime
 
 from reasoningbank.text_safety import text_neutralise
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 BLOCK_PATTERN = re.compile(r"<memory_consolidated_summaries.*?>.*?</memory_consolidated_summaries>", re.DOTALL)
 HEADER = (
     "<!-- Memory Consolidation Context - Auto-generated, do not edit -->\n"

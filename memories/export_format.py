@@ -31,6 +31,8 @@ from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from reasoningbank.json_limits import JSON_MAX_DEPTH_DEFAULT, json_depth_exceeds
 from reasoningbank.scrubbing import scrub_secrets
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 FORMAT = "reasoningbank-export"
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)

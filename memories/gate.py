@@ -33,6 +33,8 @@ from typing import Final
 
 from memories.prompts import DISTILL_SYSTEM_PROMPT, EXTRACTION_TEMPLATE, NO_EXTRACTIONS, REPAIR_HINT_TEMPLATE
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # the reasons, as stored in audit rows and answered in messages
 EMPTY, PLACEHOLDER, REPEATED = "empty", "placeholder", "repeated_characters"
 TOO_SHORT, RESTATES_TITLE, RESTATED_PROMPT, NEAR_COPY = "too_short", "restates_title", "restated_prompt", "near_copy"

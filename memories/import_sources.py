@@ -39,6 +39,8 @@ from memories.export_format import (
     json_line_load,
 )
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 SOURCE_FORMATS = ("claude-md", "mem0")
 TITLE_WORDS_MAX = 120  # a title made from text: its first sentence, cut at a word within this
 TAGS_MAX = 20

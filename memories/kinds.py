@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # Seed 002 falls back to 0.5 for a namespace it does not know; we do the same for unknown kinds.
 DEFAULT_IMPORTANCE: Final = 0.5
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 __all__ = [
     "DESCRIPTION_MAX",
     "DISTILL_SYSTEM_PROMPT",

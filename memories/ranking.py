@@ -18,6 +18,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # Seed 001 / seed 000 config search.scope_weights: nearer scopes are more specific to the
 # caller's work, so they win ties against broader ones.
 SCOPE_WEIGHTS: dict[str, float] = {"project": 1.0, "team": 0.9, "org": 0.8}

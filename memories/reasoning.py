@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from memories.temporal import TemporalReference, date_span, spans_agree, temporal_references, temporal_resolve
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 __all__ = [
     "CORRECTION_MIN_CONFIDENCE",
     "REASONING_SYSTEM_PROMPT",

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 __all__ = [
     "TemporalReference",
     "date_span",

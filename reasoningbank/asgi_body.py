@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from reasoningbank.request_context import Message, Receive
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 
 class BodyTooLarge(Exception):
     """The body grew past the limit given to ``body_read``."""

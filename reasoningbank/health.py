@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 WorkerStatus = Literal["ok", "starting", "stale", "never_seen", "inline"]
 QueueStatus = Literal["ok", "stalled"]
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 Area = Literal["api", "oauth", "mcp", "page"]
 
 API_PREFIX = "/api/"

@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 JSON_MAX_DEPTH_DEFAULT = 64
 NUL = "\x00"
 NUL_MESSAGE = "must not contain NUL characters"

@@ -25,6 +25,8 @@ from pythonjsonlogger.json import JsonFormatter
 from reasoningbank.request_context import request_context_get
 from reasoningbank.scrubbing import scrub_secrets
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 LOG_FORMATS = ("json", "plain")

@@ -20,6 +20,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from reasoningbank.asgi_body import body_read, body_replay
 from reasoningbank.http_errors import jsonrpc_error_body
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # --- argument validation errors -------------------------------------------------------------------
 
 _TYPE_NAMES = {

@@ -8,6 +8,8 @@ import os
 import socket
 from pathlib import Path
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 
 def worker_identity() -> str:
     """This process, as a running row records it."""

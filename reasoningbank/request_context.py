@@ -26,6 +26,8 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 REQUEST_ID_HEADER = "X-Request-ID"
 # an incoming id is kept when it is short and plain (a proxy's or a client's correlation id); anything
 # else (too long, spaces, quotes, control characters: log injection) is replaced by our own

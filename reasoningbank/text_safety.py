@@ -25,6 +25,8 @@ from typing import Any
 
 from wcwidth import strip_sequences
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 # what a clean text never holds: C0 controls but tab and newline, DEL, C1 controls, bidi controls, tags
 _UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}\U000e0000-\U000e007f]")

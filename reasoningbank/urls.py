@@ -4,8 +4,6 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import MeView, ProjectListView
 from reasoningbank.api_errors import api_not_found
-from reasoningbank.views import healthz, metrics, readyz
-from reasoningbank.views_system import system_page
 
 api_v1 = [
     path("me", MeView.as_view(), name="api-me"),
@@ -13,9 +11,8 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),
-    path("readyz", readyz, name="readyz"),
-    path("metrics", metrics, name="metrics"),
+    # the operator's app: /healthz, /readyz, /metrics and the dashboard's /system/ page
+    path("", include("operations.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     # OAuth 2.1 for remote MCP clients: metadata (/.well-known/...), /oauth/authorize|token|revoke|register
@@ -31,7 +28,6 @@ urlpatterns = [
     path("", include("accounts.urls_dashboard")),
     path("", include("memories.urls_dashboard")),
     path("", include("consolidation.urls_dashboard")),
-    path("system/", system_page, name="system-status"),
 ]
 
 # a 500 or a suspicious request under /api/, /oauth/ or /mcp answers JSON in the error shape

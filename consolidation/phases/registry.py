@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__pure__ = True  # Django-free (tests/test_pure_modules.py): listed in pyproject's import-linter contract
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 
 @dataclass(frozen=True)

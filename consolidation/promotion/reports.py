@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__pure__ = True  # Django-free (tests/test_pure_modules.py): listed in pyproject's import-linter contract
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 ACCEPTED = "accepted"  # a proposal the organization accepted at once (the review item's status)
 SKIP_REASONS = {

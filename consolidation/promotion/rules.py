@@ -32,6 +32,8 @@ import numpy.typing as npt
 from consolidation.clustering import SIMILARITY_TOLERANCE, Edge, average_linkage_clusters
 from consolidation.prompts.synthesis import ConsolidatedConfidence, consolidated_confidence
 
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 # seed 000 confidence.consensus_threshold: agreement of at least two independent places
 DEFAULT_MIN_PLACES: Final = 2
 DEFAULT_MIN_CONFIDENCE: Final = 0.8

@@ -14,4 +14,4 @@ validated values -- a malformed reply fails loudly instead of writing half a mem
 - ``reply``: what the parsers share (``PromptParseError``, ``SourceMemory``, lenient JSON readers).
 """
 
-__pure__ = True  # Django-free, every module of the package (tests/test_pure_modules.py)
+__pure__ = True  # Django-free, every module of the package (tests/test_import_contracts.py)

@@ -42,3 +42,5 @@ from reasoningbank.scrubbing.primitives import redaction_marker
 from reasoningbank.scrubbing.tokens import OWN_TOKEN_KINDS
 
 __all__ = ["OWN_TOKEN_KINDS", "SECRET_KINDS", "ScrubResult", "redaction_marker", "scrub_secrets"]
+
+__pure__ = True  # Django-free, every module of the package (tests/test_import_contracts.py)

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "accounts",
     "memories",
     "consolidation",
+    "operations",
 ]
 
 MIDDLEWARE = [
@@ -98,7 +99,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "reasoningbank.context_processors.status_banners",
+                "operations.context_processors.status_banners",
             ],
         },
     },

@@ -8,7 +8,7 @@ from django.db import connection
 from django_q.models import Schedule
 
 from memories.services_sessions import session_submit
-from reasoningbank.selectors import health_cache_clear
+from operations.selectors import health_cache_clear
 from reasoningbank.tasks import worker_heartbeat
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -24,10 +24,8 @@ from accounts.models import Membership
 from consolidation.models import ConsolidationRun
 from consolidation.phases.registry import phase_names
 from consolidation.timeline import phase_legend, phase_timeline
-from reasoningbank.ai.llm import llm_health_get
-from reasoningbank.health import Backlog, age_text, llm_banner, worker_banner
-from reasoningbank.selectors import queue_health_cached, worker_health_cached
-from reasoningbank.selectors_system import (
+from operations.selectors import queue_health_cached, worker_health_cached
+from operations.selectors_system import (
     SystemFailure,
     SystemScope,
     system_backing_off,
@@ -36,12 +34,14 @@ from reasoningbank.selectors_system import (
     system_scope,
     system_waiting_for_llm,
 )
+from reasoningbank.ai.llm import llm_health_get
+from reasoningbank.health import Backlog, age_text, llm_banner, worker_banner
 
 RUNS_PER_PAGE = 20
 RECENT_FAILURES = 25
 BACKING_OFF_SHOWN = 50
 POLL_SECONDS = 10
-TEMPLATE = "reasoningbank/system.html"
+TEMPLATE = "operations/system.html"
 
 WORKER_LABELS = {
     "ok": "Alive",

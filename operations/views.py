@@ -13,6 +13,13 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
+from operations.metrics_scrape import DatabaseStateCollector
+from operations.selectors import (
+    migrations_unapplied_cached,
+    queue_health_cached,
+    running_health_cached,
+    worker_health_cached,
+)
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.health import (
     Backlog,
@@ -24,13 +31,6 @@ from reasoningbank.health import (
     worker_banner,
 )
 from reasoningbank.metrics import metrics_render, multiproc_dir
-from reasoningbank.metrics_scrape import DatabaseStateCollector
-from reasoningbank.selectors import (
-    migrations_unapplied_cached,
-    queue_health_cached,
-    running_health_cached,
-    worker_health_cached,
-)
 
 MIGRATE_COMMAND = ".venv/bin/python manage.py migrate"
 # the parts whose failure makes /readyz 503, and the statuses that pass; the LLM is only reported

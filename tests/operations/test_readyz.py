@@ -11,8 +11,8 @@ from django.db import OperationalError
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
+from operations.selectors import health_cache_clear
 from reasoningbank.models import WorkerHeartbeat
-from reasoningbank.selectors import health_cache_clear
 from reasoningbank.tasks import worker_heartbeat
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
@@ -23,7 +23,7 @@ def _long_running(long_running_process: None) -> None:
 
 
 def just_booted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("reasoningbank.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=5))
+    monkeypatch.setattr("operations.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=5))
 
 
 def beat(seconds_ago: float) -> None:
@@ -50,7 +50,7 @@ def test_readyz_is_200_when_every_fatal_part_passes_and_names_each_part(client, 
 
 
 def test_readyz_is_503_when_the_database_is_down(client, db):
-    with mock.patch("reasoningbank.views.connection.cursor", side_effect=OperationalError("down")):
+    with mock.patch("operations.views.connection.cursor", side_effect=OperationalError("down")):
         response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 503
@@ -338,7 +338,7 @@ def test_health_reads_are_cached_briefly(client, db, django_assert_max_num_queri
 
 
 def test_readyz_says_unknown_and_fails_when_the_health_tables_cannot_be_read(client, db):
-    with mock.patch("reasoningbank.views.worker_health_cached", side_effect=OperationalError("no table")):
+    with mock.patch("operations.views.worker_health_cached", side_effect=OperationalError("no table")):
         response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 503 and body["worker"]["status"] == "unknown"

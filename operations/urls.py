@@ -1,0 +1,14 @@
+"""The operator's routes: probes and the metrics scrape (no login; /metrics by network or token), and
+the dashboard's system page (org admins, staff)."""
+
+from django.urls import path
+
+from operations.views import healthz, metrics, readyz
+from operations.views_system import system_page
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
+    path("system/", system_page, name="system-status"),
+]
