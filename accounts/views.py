@@ -53,6 +53,7 @@ from accounts.services import (
     token_revoke,
     user_create,
 )
+from reasoningbank.ai.purposes import purpose_label
 from reasoningbank.errors import InvalidInput, ServiceError
 
 ADMIN = Membership.ROLE_ADMIN
@@ -442,7 +443,6 @@ def settings_usage(request: HttpRequest) -> HttpResponse:
 
     org = request.membership.organization  # type: ignore[attr-defined]
     usage = llm_usage_this_month(org)
-    labels = dict(LlmCall.PURPOSE_CHOICES)
     rows = (
         access_filter(LlmCall, org)
         .filter(created_at__gte=_month_start())
@@ -458,7 +458,7 @@ def settings_usage(request: HttpRequest) -> HttpResponse:
     by_purpose = [
         {
             **row,
-            "label": labels.get(row["purpose"], row["purpose"]),
+            "label": purpose_label(row["purpose"]),
             "total_tokens": (row["input_tokens"] or 0) + (row["output_tokens"] or 0),
         }
         for row in rows

@@ -199,9 +199,12 @@ def collect(project, t0, workers: int) -> dict:
         )
     )
     llm = {
-        row["session_id"]: row
-        for row in LlmCall.objects.filter(session__project=project)
-        .values("session_id")
+        row["subject_id"]: row
+        for row in LlmCall.objects.filter(
+            subject_type=AgentSession._meta.label_lower,
+            subject_id__in=[s["id"] for s in sessions],
+        )
+        .values("subject_id")
         .annotate(ms=Sum("latency_ms"), n=Count("id"))
     }
     finished = [s for s in sessions if s["finished_at"] is not None and s["started_at"] is not None]

@@ -9,6 +9,14 @@ class ConsolidationConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from consolidation.phases import phases_discover
+        from reasoningbank.ai.purposes import purpose_register
+
+        # what the run's phases call an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
+        purpose_register("synthesize", "Synthesize cluster")
+        purpose_register("judge", "Contradiction judge")
+        purpose_register("supersede", "Supersession check")
+        purpose_register("patterns", "Pattern extraction")
+        purpose_register("summarize", "Summarize cluster")
 
         # first: a run's counters, the metrics and every page read the phases from the registry
         phases_discover()

@@ -178,7 +178,9 @@ def llm_map(ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, sy
 
     def one(prompt: str) -> str | Exception:
         try:
-            return llm_complete(organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, run=run).text
+            return llm_complete(
+                organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, subject=run
+            ).text
         except LLMError as exc:
             return exc
 

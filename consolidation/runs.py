@@ -32,6 +32,7 @@ from consolidation.phases.registry import Phase, phases
 from consolidation.run_state import RunOptions, RunState, RunTimeout
 from consolidation.validation import feature_require
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
+from reasoningbank.models import LlmCall
 from reasoningbank.tracing import current_set, span, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
 
@@ -295,7 +296,7 @@ def run_finish(
     run.phase_durations = durations
     run.finished_at = now
     run.started_at = run.started_at or now
-    calls = run.llm_call_log.all()
+    calls = LlmCall.objects.for_subject(run)
     run.llm_calls = calls.count()
     run.llm_input_tokens = sum(c.input_tokens for c in calls)
     run.llm_output_tokens = sum(c.output_tokens for c in calls)

@@ -8,5 +8,9 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from accounts.plans import usage_counter_register
         from memories.selectors import memories_active_count
+        from reasoningbank.ai.purposes import purpose_register
 
         usage_counter_register("memories", memories_active_count)
+        # what this app calls an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
+        purpose_register("distill", "Distill session")
+        purpose_register("reason", "Reasoned answer (memory_ask)")

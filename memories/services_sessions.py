@@ -233,7 +233,7 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
 
 def _complete(org: Organization, session: AgentSession, prompt: str, llm: Any) -> str:
     result = llm_complete(
-        organization=org, purpose="distill", system=DISTILL_SYSTEM_PROMPT, prompt=prompt, llm=llm, session=session
+        organization=org, purpose="distill", system=DISTILL_SYSTEM_PROMPT, prompt=prompt, llm=llm, subject=session
     )
     return result.text
 

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from reasoningbank.ai.purposes import purposes
 from reasoningbank.models import LlmCall
 
 
@@ -37,12 +38,25 @@ class ReadOnlyInline(admin.TabularInline):
         return False
 
 
+class PurposeFilter(admin.SimpleListFilter):
+    """By purpose, labelled as the apps registered them (the field has no choices: purposes are a registry)."""
+
+    title = "purpose"
+    parameter_name = "purpose"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(p.name, p.label) for p in purposes()]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        return queryset.filter(purpose=self.value()) if self.value() else queryset
+
+
 @admin.register(LlmCall)
 class LlmCallAdmin(ReadOnlyAdmin):
     list_display = (
         "created_at",
         "organization",
-        "purpose",
+        "purpose_label",
         "provider",
         "model",
         "input_tokens",
@@ -50,9 +64,10 @@ class LlmCallAdmin(ReadOnlyAdmin):
         "latency_ms",
         "attempts",
         "outcome",
+        "subject_type",
+        "subject_id",
     )
-    list_filter = ("purpose", "outcome", "provider", "organization")
-    search_fields = ("model", "error", "session__id", "run__id")
+    list_filter = (PurposeFilter, "outcome", "provider", "subject_type", "organization")
+    search_fields = ("model", "error", "subject_id")
     list_select_related = ("organization",)
     date_hierarchy = "created_at"
-    raw_id_fields = ("session", "run")

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from django.db.models import Sum
+from django.db.models import Model, Sum
 from django.utils import timezone
 
 from reasoningbank.ai.llm import (
@@ -22,6 +22,7 @@ from reasoningbank.ai.llm import (
     LLMUnavailable,
     llm_from_settings,
 )
+from reasoningbank.ai.purposes import purpose_require
 from reasoningbank.logging_json import TRACE, log_body
 from reasoningbank.metrics import LLM_ERRORS, LLM_LATENCY, LLM_REQUESTS, LLM_TOKENS
 from reasoningbank.models import LlmCall
@@ -85,10 +86,13 @@ def llm_complete(
     prompt: str,
     max_tokens: int = 2048,
     llm: LLM | None = None,
-    session: Any = None,
-    run: Any = None,
+    subject: Model | None = None,
 ) -> LLMResult:
-    """Call the configured LLM for ``organization`` and record the call (also when it fails)."""
+    """Call the configured LLM for ``organization`` and record the call (also when it fails), for
+    ``purpose`` (one an app registered: ``reasoningbank.ai.purposes``) and on behalf of ``subject``
+    (the run or session it serves, kept as a generic reference: ``LlmCall.objects.for_subject``)."""
+    purpose_require(purpose)
+    subject_ref = {"subject_type": subject._meta.label_lower, "subject_id": str(subject.pk)} if subject else {}
     llm = llm or llm_from_settings()
     if llm.provider == "none":
         llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)  # raises LLMUnavailable
@@ -102,7 +106,7 @@ def llm_complete(
         LlmCall.objects.create(
             organization_id=organization.pk, provider=llm.provider, model=llm.model, purpose=purpose,
             attempts=getattr(exc, "attempts", None) or 1, outcome=LlmCall.OUTCOME_ERROR, error=str(exc)[:2000],
-            session=session, run=run,
+            **subject_ref,
         )
         LLM_REQUESTS.labels(**labels, outcome="error").inc()
         LLM_ERRORS.labels(**labels, error=_error_kind(exc)).inc()
@@ -114,7 +118,7 @@ def llm_complete(
     LlmCall.objects.create(
         organization_id=organization.pk, provider=result.provider, model=result.model, purpose=purpose,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
-        attempts=result.attempts, session=session, run=run,
+        attempts=result.attempts, **subject_ref,
     )
     LLM_REQUESTS.labels(**labels, outcome="ok").inc()
     LLM_TOKENS.labels(**labels, direction="input").inc(result.input_tokens)

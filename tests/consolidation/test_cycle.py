@@ -176,7 +176,7 @@ def test_near_identical_memories_merge_without_an_llm_call_keeping_the_more_conf
     run = run_cycle(agent, cast.project_a, llm)
 
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
-    assert llm.calls == [] and not LlmCall.objects.filter(run=run).exists() and run.llm_calls == 0
+    assert llm.calls == [] and not LlmCall.objects.for_subject(run).exists() and run.llm_calls == 0
     rest, restful = refreshed(rest, restful)
     assert (rest.state, rest.archived_reason, rest.tier) == ("archived", Memory.ARCHIVED_DUPLICATE, "archived")
     assert rest.consolidated_into is None

@@ -88,7 +88,7 @@ def test_an_llm_error_on_the_first_cluster_is_recorded_and_the_second_cluster_st
     merged = assert_merged(second)
     assert run.result["created_memories"] == [merged.id]
     assert run.result["skipped_count"] == 3
-    failed_call = LlmCall.objects.get(run=run, outcome=LlmCall.OUTCOME_ERROR)
+    failed_call = LlmCall.objects.for_subject(run).get(outcome=LlmCall.OUTCOME_ERROR)
     assert failed_call.purpose == "synthesize" and "rate limited" in failed_call.error
 
 

@@ -63,7 +63,7 @@ def test_a_synthesised_cluster_leaves_a_summary_linked_to_its_consolidated_memor
     assert run.counters["summaries"] == 1
     (prompt,) = summary_prompts(llm)
     assert summary_source_ids(prompt) == [m.id for m in cluster]
-    assert LlmCall.objects.filter(run=run, purpose="summarize").count() == 1
+    assert LlmCall.objects.for_subject(run).filter(purpose="summarize").count() == 1
 
 
 def test_a_malformed_summary_reply_is_kept_as_rejected_and_the_merge_still_stands(cast, agent, cluster):

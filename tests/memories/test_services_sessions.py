@@ -62,7 +62,7 @@ def test_a_successful_session_becomes_memories_with_initial_confidence_0_7(
     assert all(m.origin == "distilled" for m in memories)
     assert {round(m.confidence, 6) for m in memories} == {0.7}
     assert all(m.project == session.project and m.embedding is not None for m in memories)
-    call = LlmCall.objects.get(session=session)
+    call = LlmCall.objects.for_subject(session).get()
     assert call.purpose == "distill" and call.input_tokens > 0 and call.organization == session.organization
 
 
