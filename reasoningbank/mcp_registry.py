@@ -4,9 +4,9 @@
   (the composition) runs the registrars of every discovered tool module on each server it builds.
 * ``tool_modules`` — the tool modules are found by convention, the way Django finds ``admin.py``:
   every module named ``mcp_tools`` in an installed app, at its top (``memories/mcp_tools.py``) or in
-  any of its packages (a feature package's ``memories/search/mcp_tools.py``). A new tool is a function
-  in such a module (or a new such module): no list to edit in the kernel, and moving a module to
-  another package of its app keeps it served.
+  any of its packages (a feature package's ``memories/<feature>/mcp_tools.py``). A new tool is a
+  function in such a module (or a new such module): no list to edit in the kernel, and moving a
+  module to another package of its app keeps it served.
 * ``service_errors`` — ORM work inside a tool: stale connections closed around it (Django's request
   signals never fire for the MCP app), anticipated failures turned into ``ToolError`` (an
   ``isError`` result with a clear message), a database out of reach (no free pooled connection in
