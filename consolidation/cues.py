@@ -187,8 +187,7 @@ def _negated(words: list[str]) -> set[str]:
         for i, word in enumerate(clause):
             if word in NEGATIONS:
                 rest = [w for w in clause[i + 1 :] if w not in FILLER and not w[0].isdigit()]
-                if rest:
-                    negated.add(_stem(rest[0]))
+                negated.update(_stem(w) for w in rest[:NEGATION_REACH])
     return negated
 
 

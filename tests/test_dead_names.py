@@ -25,8 +25,16 @@ from tests.repo_files import REPO, python_modules, repo_files
 SKIPPED = ("reasoningbank/settings/",)
 # names the frameworks look up by convention: a URL namespace, pytest's hooks
 CONVENTIONAL_NAMES = ["app_name", "urlpatterns", "pytest_*"]
-# decorators that register what they decorate (the admin, the MCP tool modules, fixtures, signals, tags)
-REGISTERING_DECORATORS = ["@admin.register", "@register_tool_module", "@pytest.fixture", "@receiver", "@register.*"]
+# decorators that register what they decorate (the admin, the MCP tool modules, the consolidation phases,
+# fixtures, signals, tags)
+REGISTERING_DECORATORS = [
+    "@admin.register",
+    "@register_tool_module",
+    "@phase_register",
+    "@pytest.fixture",
+    "@receiver",
+    "@register.*",
+]
 # base classes whose subclasses are found by the framework: Django's app configs, drf-spectacular's
 # extensions (OpenApiSerializerExtension, OpenApiAuthenticationExtension, ...)
 REGISTERING_BASES = re.compile(r"(^|\.)(AppConfig|OpenApi\w*Extension)$")

@@ -16,7 +16,6 @@ from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 from tests.fakes import ScriptedLLM
 
 BEFORE_SUBJECT = ("reasoningbank", "0004_llm_purposes_registered")
-WITH_SUBJECT = ("reasoningbank", "0005_llmcall_subject")
 
 
 def test_the_apps_register_every_purpose_they_call_an_llm_for_with_its_label():
