@@ -70,6 +70,12 @@ def patterns_extract(ctx: RunState) -> None:
                 to_kind=Memory.KIND_SEMANTIC,
                 criterion="working_to_semantic",
             )
+    # later phases read kinds from the scan: a promoted memory is semantic from here on (or the
+    # archival phase would take an expired working memory the run has just turned into a fact)
+    for m in promote:
+        if (scanned := ctx.memories.get(m.id)) is not None:
+            scanned.kind = Memory.KIND_SEMANTIC
+            scanned.expires = None
     ctx.counters["promoted"] = len(promote)
     if promote:
         logger.info(

@@ -486,6 +486,26 @@ def test_working_memories_older_than_15_minutes_are_promoted_to_semantic(cast, a
     assert (event.target_id, event.data["from"], event.data["to"]) == (old.id, "working", "semantic")
 
 
+def test_a_working_memory_past_its_expiry_is_promoted_by_the_run_not_also_archived_as_stale(cast, agent):
+    now = timezone.now()
+    expired = remember(
+        agent,
+        "Scratch: the cache key includes the locale",
+        vec({3: 1.0}),
+        kind="working",
+        created_at=now - timedelta(minutes=40),
+        expires_at=now - timedelta(minutes=10),
+    )
+
+    preview = run_cycle(agent, cast.project_a, ScriptedLLM(), dry_run=True)
+    run = run_cycle(agent, cast.project_a, ScriptedLLM())
+
+    expired.refresh_from_db()
+    assert (expired.kind, expired.state) == (Memory.KIND_SEMANTIC, Memory.STATE_ACTIVE)
+    assert run.counters["promoted"] == 1 and run.counters["archived"] == 0
+    assert preview.counters["promoted"] == 1 and preview.counters["archived"] == 0
+
+
 def test_running_again_on_the_same_data_creates_and_archives_nothing_more(cast, agent):
     family(agent, 0, ["Timeout rule A", "Timeout rule B", "Timeout rule C"], 0.87)
     remember(agent, "API uses REST", spoke(10, 11, 0.97), confidence=0.9)
