@@ -91,7 +91,7 @@ CODE_FILES = (
     "consolidation/selectors.py",
     "consolidation/clustering.py",
     "memories/models.py",
-    "memories/services.py",
+    "memories/core/services.py",
     "memories/distillation.py",
     "reasoningbank/ai/metered.py",
     "reasoningbank/settings/consolidation.py",

@@ -18,7 +18,7 @@ For each embedder (``hashing``, ``minilm``; one that cannot be built here is rep
    supports (duplicate precision ≥ 0.99, cluster precision ≥ 0.99, the band that sends 95% / 100%
    of the disagreeing pairs to the judge) and what the product's thresholds give.
 2. **Runs**, per judge mode, each on a fresh org ``cq-<embedder>-<mode>`` (enterprise plan) with one
-   project: every memory recorded through ``memories.services.memory_record_or_duplicate`` (the
+   project: every memory recorded through ``memories.core.services.memory_record_or_duplicate`` (the
    vectors computed in step 1 are served to it, on-demand consolidation disconnected while
    loading), dated memories placed in the last 25 days in their order; then a **dry run** and the
    **real run** on the same data — ``consolidation_request`` + ``consolidation_execute(run_id,
@@ -130,7 +130,8 @@ def consolidation_settings() -> dict[str, Any]:
 
 def embedded_texts(ds: Dataset) -> dict[str, str]:
     """ref → the text the record service embeds for it (the validated, scrubbed draft's fields)."""
-    from memories.services import memory_draft, memory_embedding_text
+    from memories.core.services import memory_draft
+    from memories.embedding import memory_embedding_text
 
     out = {}
     for m in ds.memories:
@@ -158,8 +159,8 @@ def bank_load(ds: Dataset, slug: str, vectors: dict[str, list[float]], texts: di
 
     from accounts.access import principal_for_token
     from accounts.services import organization_create, project_create, token_create
+    from memories.core.services import memory_record_or_duplicate
     from memories.models import Memory
-    from memories.services import memory_record_or_duplicate
     from reasoningbank.errors import ServiceError
 
     started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Uses ``bench/search.py``'s dataset (org ``bench``, N memories, most of them procedural; load it
 first with ``bench/search.py --sizes N --load-only``) and a token restricted to project ``web-app``,
-and times ``memories.contracts_context.memory_context_run`` in-process — what the MCP tool, ``POST
+and times ``memories.context.contracts.memory_context_run`` in-process — what the MCP tool, ``POST
 /api/v1/memories/context`` and ``scripts/claude-session-start`` call — for each ``prioritize``:
 ``relevance`` with a task (the hybrid search, so a query embedding), ``relevance`` without one,
 ``recency`` and ``activation``, 200 calls each (20 more first as a warm-up), with the default budget
@@ -42,7 +42,7 @@ def main() -> None:
     from accounts.access import principal_for_token
     from bench._dataset import dataset_ensure
     from bench.search import bench_token
-    from memories.contracts_context import ContextInput, memory_context_run
+    from memories.context.contracts import ContextInput, memory_context_run
 
     dataset = dataset_ensure(args.size, reset=False, log=print)
     token, _ = bench_token(dataset.pop("orgs"))
@@ -114,7 +114,7 @@ def summaries_ensure(principal: object, count: int) -> None:
 
 
 def _measure(principal: object, tasks: list[str], earlier: str) -> dict[str, dict[str, float]]:
-    from memories.contracts_context import ContextInput, memory_context_run
+    from memories.context.contracts import ContextInput, memory_context_run
 
     results: dict[str, dict[str, float]] = {}
     for label, extra in [

@@ -299,7 +299,7 @@ def profile_inline(principal, project, rng: random.Random, args: argparse.Namesp
     from django.db import connection
     from django_q.models import OrmQ
 
-    from memories.services_sessions import session_process, session_submit
+    from memories.sessions.services import session_process, session_submit
     from reasoningbank.ai.llm import LLMResult
 
     class InstantLLM:
@@ -412,7 +412,7 @@ def main() -> int:
         from accounts.access import principal_for_token
         from accounts.services import organization_create, project_create, token_create
         from memories.models import AgentSession
-        from memories.services_sessions import session_submit
+        from memories.sessions.services import session_submit
 
         # a dedicated database: leftovers of an aborted earlier run must not compete for the workers
         stale = OrmQ.objects.count()

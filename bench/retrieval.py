@@ -6,11 +6,11 @@ category 1–4 whose evidence names a turn is one query (786). For each embedder
 
 1. **Load** (kept between runs): org ``locomo-<embedder>`` (enterprise plan), one project per
    conversation (slug = ``sample_id``), every turn recorded through the product's record service
-   (``memories.services.memory_record_or_duplicate``, kind ``episodic``, one call per turn, each
+   (``memories.core.services.memory_record_or_duplicate``, kind ``episodic``, one call per turn, each
    conversation in one transaction), then ``created_at`` set to the session's date. The turn's
    ``dia_id`` is kept as the memory's tag (tags are neither embedded nor indexed); a turn the
    service refuses as an identical duplicate adds its ``dia_id`` to the existing memory.
-2. **Queries**: the question verbatim through ``memories.contracts.memory_search_run`` (what REST
+2. **Queries**: the question verbatim through ``memories.search.contracts.memory_search_run`` (what REST
    and MCP call) with a token restricted to the conversation's project, ``limit`` 10,
    ``min_confidence`` 0. Each search runs in a transaction that is rolled back, so its usage
    signals (confidence, ``usage_count``, ``last_used_at`` → recency boost) never reach the next
@@ -118,8 +118,8 @@ def project_record(principal: Any, project: Any, conv: Conversation, mapping: st
     """Every turn through the record service; then each memory's timestamp is its session's."""
     from django.db import transaction
 
+    from memories.core.services import memory_record_or_duplicate
     from memories.models import Memory
-    from memories.services import memory_record_or_duplicate
 
     ids: dict[str, list[str]] = {}
     by_session: dict[datetime, list[str]] = {}
@@ -150,8 +150,9 @@ def project_record(principal: Any, project: Any, conv: Conversation, mapping: st
 
 def _embedded_text(turn: Turn, mapping: str) -> str:
     """What the record service embeds for this turn (the validated, scrubbed draft's fields)."""
+    from memories.core.services import memory_draft
+    from memories.embedding import memory_embedding_text
     from memories.models import Memory
-    from memories.services import memory_draft, memory_embedding_text
 
     draft = memory_draft(**memory_fields(turn, mapping), outcome="success", kind=Memory.KIND_EPISODIC)
     return memory_embedding_text(draft.title, draft.description, draft.content)
@@ -297,7 +298,7 @@ def product_search(
     """Every query through ``memory_search_run``; rolled back one by one unless ``keep_usage``."""
     from django.db import transaction
 
-    from memories.contracts import SearchInput, memory_search_run
+    from memories.search.contracts import SearchInput, memory_search_run
 
     results = []
     with embedder_settings(bank.kind):
@@ -526,7 +527,7 @@ def main() -> None:
             log(f"  {signals} usage signals of an earlier --keep-usage run removed")
         from django.db import connection
 
-        from memories.selectors_search import collection_stats
+        from memories.search.selectors import collection_stats
 
         # what autovacuum does within a minute of a load: BM25 reads its statistics from it (search's
         # SEARCH_TERM_STATISTICS=auto), so every run ranks with the table's current statistics

@@ -2,7 +2,7 @@
 
 Three ways, against the same data and the same 200 queries:
 
-1. in-process: ``memories.contracts.SearchInput`` + ``memory_search_use`` (the service
+1. in-process: ``memories.search.contracts.SearchInput`` + ``memory_search_use`` (the service
    every transport calls), with the time split into query embedding, the selector
    (``memory_search``: HNSW + full-text candidates, ranking) and the usage-signal writes;
 2. REST: ``POST /api/v1/memories/search`` against a real uvicorn server on 127.0.0.1;
@@ -112,12 +112,12 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
     from django.db import connection
 
     from accounts.access import principal_for_token
-    from memories import services, services_signals
-    from memories.contracts import SearchInput
+    from memories.search import services
+    from memories.search.contracts import SearchInput
 
     principal = principal_for_token(token)
     timings: dict[str, float] = {}
-    original_search, original_mark = services.memory_search, services_signals.memories_mark_used
+    original_search, original_mark = services.memory_search, services.memories_mark_used
 
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -141,7 +141,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
     hits: list[int] = []
     found: list[int] = []
     services.memory_search = timed("selector", original_search)  # type: ignore[assignment]
-    services_signals.memories_mark_used = timed("usage_writes", original_mark)  # type: ignore[assignment]
+    services.memories_mark_used = timed("usage_writes", original_mark)  # type: ignore[assignment]
     commit_ms: list[float] = []
     original_commit = connection.commit
 
@@ -185,7 +185,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
         wall = time.perf_counter() - started
         meter.stop()
     finally:
-        services.memory_search, services_signals.memories_mark_used = original_search, original_mark
+        services.memory_search, services.memories_mark_used = original_search, original_mark
         del connection.commit  # back to the class's method
     out: dict[str, Any] = {name: Latency.of(values).as_dict() for name, values in series.items() if values}
     out["sql_statements"] = {
@@ -210,8 +210,8 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext, override_settings
 
     from accounts.access import principal_for_token
-    from memories import selectors_search as selectors
-    from memories.contracts import SearchInput
+    from memories.search import selectors
+    from memories.search.contracts import SearchInput
     from reasoningbank.ai.embedders import embedder_from_settings
 
     principal = principal_for_token(token)

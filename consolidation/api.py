@@ -1,4 +1,5 @@
-"""REST views for consolidation runs: request (manual trigger), list, detail; disputes; un-merge.
+"""REST views for consolidation runs: request (manual trigger), list, detail. (The disputes it sets aside
+and un-merge are moderation's: ``memories/moderation/api.py``.)
 
 Thin: parse, call a service/selector, serialize. Texts in ``extend_schema`` are the public API
 documentation, written for API users (no class docstrings on the views: drf-spectacular would
@@ -14,22 +15,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
-from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ
 from consolidation.contracts import ConsolidateOutput, ConsolidateRestInput, memory_consolidate_run
 from consolidation.models import ConsolidationRun
 from consolidation.selectors import run_get, run_list
-from memories.api import MEMORY_ID
-from memories.moderation import RESOLUTIONS, contradiction_resolve, memory_unmerge
-from memories.selectors import disputed_list, memory_get, project_resolve
+from memories.core.selectors import project_resolve
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
-from reasoningbank.errors import NotFound
 from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import (
-    EmptyBodySerializer,
-    EmptyQuerySerializer,
     StrictQuerySerializer,
-    StrictSerializer,
 )
 
 TAGS = ["consolidation"]
@@ -141,123 +136,3 @@ class RunDetailView(ConsolidationAPIView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         return Response(RunSerializer(run_get(self.principal, run_id)).data)
-
-
-class DisputeMemorySerializer(serializers.Serializer):
-    id = serializers.CharField()
-    title = serializers.CharField()
-    content = serializers.CharField()
-
-
-class DisputeSerializer(serializers.Serializer):
-    """Two memories that contradict each other, as judged during consolidation."""
-
-    id = serializers.IntegerField(help_text="the dispute's id, for resolving it")
-    first = DisputeMemorySerializer(source="source")
-    second = DisputeMemorySerializer(source="target")
-    confidence = serializers.FloatField(source="weight", help_text="how sure the judge was that they contradict")
-    explanation = serializers.CharField(source="reason")
-    created_at = serializers.DateTimeField()
-    resolved_at = serializers.DateTimeField(allow_null=True)
-
-
-class DisputeListView(ConsolidationAPIView):
-    required_scopes = {"GET": SCOPE_MEMORIES_READ}
-    pagination_class = Pagination
-
-    @extend_schema(
-        tags=TAGS,
-        operation_id="consolidation_disputes_list",
-        summary="List contradictions awaiting a moderator",
-        description=(
-            "Pairs of memories that consolidation found to contradict each other and that nobody has resolved "
-            "yet, newest first, one page at a time. Both stay active until resolved. Needs `memories:read`."
-        ),
-        responses={200: DisputeSerializer(many=True), **error_responses(400, 401, 403, 404)},
-    )
-    def get(self, request: Request) -> Response:
-        EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(disputed_list(self.principal), request, view=self)
-        return paginator.get_paginated_response(DisputeSerializer(page, many=True).data)
-
-
-class DisputeResolveSerializer(StrictSerializer):
-    resolution = serializers.ChoiceField(
-        choices=[
-            ("keep_first", "keep the first memory; the second is archived as superseded"),
-            ("keep_second", "keep the second memory; the first is archived as superseded"),
-            ("keep_both", "both are right (in their own context): keep both"),
-        ],
-        help_text="which memory to keep",
-    )
-
-
-assert {c for c, _ in DisputeResolveSerializer().fields["resolution"].choices.items()} == set(RESOLUTIONS)
-
-
-class DisputeResolveView(ConsolidationAPIView):
-    required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
-
-    @extend_schema(
-        tags=TAGS,
-        operation_id="consolidation_disputes_resolve",
-        summary="Resolve a contradiction",
-        description=(
-            "Settle a dispute: keep the first memory, the second, or both. The one not kept is archived as "
-            "superseded and linked to the one kept. A dispute already resolved is a 409. Needs `memories:write`."
-        ),
-        parameters=[OpenApiParameter("link_id", str, OpenApiParameter.PATH, description="the dispute's `id`")],
-        request=DisputeResolveSerializer,
-        responses={
-            200: DisputeSerializer,
-            **error_responses(400, 401, 403, 404, 409, 415, conflict="The dispute is already resolved."),
-        },
-    )
-    def post(self, request: Request, link_id: str) -> Response:
-        data = DisputeResolveSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        link = (
-            disputed_list(self.principal, include_resolved=True)
-            .filter(pk=link_id if link_id.isascii() and link_id.isdigit() and len(link_id) < 19 else -1)
-            .first()
-        )
-        if link is None:
-            raise NotFound(f"dispute {link_id!r} not found", field="link_id")
-        link = contradiction_resolve(principal=self.principal, link=link, resolution=data.validated_data["resolution"])
-        return Response(DisputeSerializer(link).data)
-
-
-class UnmergeSerializer(serializers.Serializer):
-    archived = serializers.CharField(help_text="the consolidated memory, now archived")
-    restored = serializers.ListField(child=serializers.CharField(), help_text="its sources, active again")
-
-
-class MemoryUnmergeView(ConsolidationAPIView):
-    required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
-
-    @extend_schema(
-        tags=TAGS,
-        operation_id="memories_unmerge",
-        summary="Un-merge a consolidated memory",
-        description=(
-            "Undo a consolidation: the source memories of this consolidated memory become active again and the "
-            "consolidated memory is archived; the links stay as history. Only an active consolidated memory "
-            "(`origin: consolidated`) can be un-merged: for any other memory the 409 says what to do instead "
-            "(a memory archived as a duplicate is brought back with restore; a source is brought back by "
-            "un-merging its consolidated memory). No body (or `{}`). Needs `memories:write`."
-        ),
-        parameters=[MEMORY_ID],
-        request=None,
-        responses={
-            200: UnmergeSerializer,
-            **error_responses(
-                400, 401, 403, 404, 409, 415, conflict="This memory cannot be un-merged; the message says what to do."
-            ),
-        },
-    )
-    def post(self, request: Request, memory_id: str) -> Response:
-        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
-        memory = memory_get(self.principal, memory_id)
-        restored = memory_unmerge(principal=self.principal, memory=memory)
-        return Response({"archived": memory.id, "restored": [m.id for m in restored]})

@@ -17,7 +17,7 @@ from typing import Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from memories.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
+from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 

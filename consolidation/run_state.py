@@ -23,9 +23,9 @@ from consolidation import clustering
 from consolidation.models import ConsolidationRun, empty_counters
 from consolidation.prompts.reply import PromptParseError, SourceMemory
 from consolidation.selectors import Edge, ScannedMemory
+from memories.core.services import MemoryDraft, memory_gate, memory_rejection_record
 from memories.models import Memory, MemoryLink
-from memories.moderation import memories_archive
-from memories.services import MemoryDraft, memory_gate, memory_rejection_record
+from memories.moderation.services import memories_archive
 from reasoningbank.ai.llm import LLMError, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.scrubbing import scrub_secrets
@@ -227,7 +227,7 @@ def prompt_source(memory: Memory) -> SourceMemory:
 def draft_refused(
     ctx: RunState, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
 ) -> bool:
-    """The write gate (issue 17, ``memories.gate``) on a memory the run is about to create: True when
+    """The write gate (issue 17, ``memories.core.gate``) on a memory the run is about to create: True when
     it is kept out — a run warning and a ``memory.rejected`` audit row say why; the run goes on."""
     rejection = memory_gate(draft, prompts=prompts, title_is_content=title_is_content)
     if rejection is None:

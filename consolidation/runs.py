@@ -61,7 +61,7 @@ def run_options_validate(
 
 def project_argument(*, project: str | None, project_id: str | None) -> str | None:
     """The slug a request names: ``project`` (every other tool's name) or seed 000's ``project_id``;
-    None when neither is given (``memories.selectors.project_target`` then picks the only one)."""
+    None when neither is given (``memories.core.selectors.project_target`` then picks the only one)."""
     project, project_id = (project or "").strip() or None, (project_id or "").strip() or None
     if project and project_id and project != project_id:
         raise InvalidInput(

@@ -10,7 +10,7 @@ from accounts.selectors import organizations_with_feature
 from consolidation.promotion.services import promotions_propose
 from consolidation.runs import consolidation_execute, runs_recover_stale
 from consolidation.triggers import consolidation_schedule_due
-from memories.services_sessions import sessions_recover_stale
+from memories.sessions.services import sessions_recover_stale
 from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger("consolidation")

@@ -8,9 +8,6 @@ from consolidation.review import api as review_api
 urlpatterns = [
     path("consolidation/runs", api.RunListCreateView.as_view(), name="api-consolidation-runs"),
     path("consolidation/runs/<str:run_id>", api.RunDetailView.as_view(), name="api-consolidation-run"),
-    path("consolidation/disputes", api.DisputeListView.as_view(), name="api-disputes"),
-    path("consolidation/disputes/<str:link_id>/resolve", api.DisputeResolveView.as_view(), name="api-dispute-resolve"),
-    path("memories/<str:memory_id>/unmerge", api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
     path("consolidation/reviews", review_api.ReviewListView.as_view(), name="api-reviews"),
     path(
         "consolidation/reviews/<str:review_id>/decide", review_api.ReviewDecideView.as_view(), name="api-review-decide"

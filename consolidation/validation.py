@@ -13,7 +13,7 @@ from typing import Any
 
 from accounts.models import Organization
 from accounts.plans import minimum_plan_for
-from memories.services import text_scrub
+from memories.validation import text_scrub
 from reasoningbank.errors import InvalidInput, PlanRequired
 
 NOTE_MAX = 2000  # characters of a review note, and of the reason a review item keeps

@@ -15,10 +15,10 @@ from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 from accounts.admin import staff_principal
+from memories.core.services import UPDATABLE, memory_draft, memory_update
 from memories.models import AgentSession, Memory, MemoryLink, MemorySignal, MemorySummary, SessionCommit
-from memories.moderation import memory_archive, memory_restore
-from memories.services import UPDATABLE, memory_draft, memory_update
-from memories.services_sessions import sessions_requeue
+from memories.moderation.services import memory_archive, memory_restore
+from memories.sessions.services import sessions_requeue
 from reasoningbank.admin import ReadOnlyAdmin, ReadOnlyInline
 from reasoningbank.errors import ServiceError
 

@@ -7,7 +7,7 @@ class MemoriesConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.plans import usage_counter_register
-        from memories.selectors import memories_active_count
+        from memories.core.selectors import memories_active_count
         from reasoningbank.ai.purposes import purpose_register
 
         usage_counter_register("memories", memories_active_count)

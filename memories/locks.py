@@ -17,6 +17,8 @@ from collections.abc import Iterable
 
 from django.db import connection
 
+from memories.models import Memory
+
 # FOR NO KEY UPDATE: the lock an UPDATE that leaves the key alone takes anyway, so taking it first
 # adds no conflict of its own (inserts of signals and links that reference the rows still go ahead)
 _LOCK_SQL = "SELECT 1 FROM memories_memory WHERE id = ANY(%s::text[]) {org}ORDER BY id FOR NO KEY UPDATE"
@@ -33,3 +35,14 @@ def memories_lock(memory_ids: Iterable[str], *, organization_id: int | None = No
             cursor.execute(_LOCK_SQL.format(org=""), [ids])
         else:
             cursor.execute(_LOCK_SQL.format(org="AND organization_id = %s "), [ids, organization_id])
+
+
+def memories_lock_active(ids: Iterable[str]) -> list[str]:
+    """Lock the still-active ones of these memories (in id order, so concurrent lockers never
+    deadlock) and return their ids. Call inside a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memories_memory WHERE id = ANY(%s) AND state = %s ORDER BY id FOR UPDATE",
+            [list(ids), Memory.STATE_ACTIVE],
+        )
+        return [row[0] for row in cursor.fetchall()]

@@ -4,7 +4,7 @@ memory_get, session_submit (hand in a finished session trace for distillation), 
 answered by the LLM over retrieved memories) and session_code_report (seed 001 OnCodeStability: was
 the session's code kept or reverted).
 
-Each tool is its operation's contract (``memories/contracts.py``): the parameters are the input
+Each tool is its operation's contract (``memories/<feature>/contracts.py``): the parameters are the input
 model's fields, the answer is the output model, the same as REST's. The caller comes from the
 verified token only (``tool_principal``).
 """
@@ -20,10 +20,13 @@ from pydantic import BaseModel
 
 from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
-from memories import contracts as c
-from memories import contracts_ask as ca
-from memories import contracts_code as ccode
-from memories import contracts_context as cc
+from memories.ask import contracts as ask
+from memories.code_reports import contracts as code_reports
+from memories.context import contracts as context
+from memories.core import contracts as core
+from memories.search import contracts as search
+from memories.sessions import contracts as sessions
+from memories.signals import contracts as signals
 from reasoningbank.contracts import contract_tool
 from reasoningbank.mcp_registry import register_tool_module, service_errors
 
@@ -56,9 +59,9 @@ def register_memory_tools(server: MCPServer) -> None:
         name="memory_search",
         description="Search for relevant strategies and patterns",
         annotations=_read("Search memories"),
-        input_model=c.SearchInput,
-        output_model=c.SearchOutput,
-        run=_as(SCOPE_MEMORIES_READ, c.memory_search_run),
+        input_model=search.SearchInput,
+        output_model=search.SearchOutput,
+        run=_as(SCOPE_MEMORIES_READ, search.memory_search_run),
     )
     contract_tool(
         server,
@@ -71,18 +74,18 @@ def register_memory_tools(server: MCPServer) -> None:
             "too short (20 characters by default) or only restating the title) is refused, naming the field."
         ),
         annotations=_write("Record a memory"),
-        input_model=c.RecordInput,
-        output_model=c.RecordOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, c.memory_record_run),
+        input_model=core.RecordInput,
+        output_model=core.RecordOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, core.memory_record_run),
     )
     contract_tool(
         server,
         name="memory_feedback",
         description="Provide feedback on a retrieved memory",
         annotations=_write("Rate a memory"),
-        input_model=c.FeedbackInput,
-        output_model=c.FeedbackOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, c.memory_feedback_run),
+        input_model=signals.FeedbackInput,
+        output_model=signals.FeedbackOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, signals.memory_feedback_run),
     )
     contract_tool(
         server,
@@ -92,9 +95,9 @@ def register_memory_tools(server: MCPServer) -> None:
             "used a retrieved memory to help the system learn which memories are actually useful."
         ),
         annotations=_write("Report a task outcome"),
-        input_model=c.OutcomeInput,
-        output_model=c.OutcomeOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, c.memory_outcome_run),
+        input_model=signals.OutcomeInput,
+        output_model=signals.OutcomeOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, signals.memory_outcome_run),
     )
     contract_tool(
         server,
@@ -105,9 +108,9 @@ def register_memory_tools(server: MCPServer) -> None:
             "it back with exactly one block (an earlier one is replaced), and the task to get what fits it first."
         ),
         annotations=_read("Session context"),
-        input_model=cc.ContextInput,
-        output_model=cc.ContextOutput,
-        run=_as(SCOPE_MEMORIES_READ, cc.memory_context_run),
+        input_model=context.ContextInput,
+        output_model=context.ContextOutput,
+        run=_as(SCOPE_MEMORIES_READ, context.memory_context_run),
     )
     contract_tool(
         server,
@@ -121,9 +124,9 @@ def register_memory_tools(server: MCPServer) -> None:
         ),
         # reads the bank (a question changes no memory) but asks the LLM provider, outside this service
         annotations=ToolAnnotations(title="Ask the memory bank", read_only_hint=True, open_world_hint=True),
-        input_model=ca.AskInput,
-        output_model=ca.AskOutput,
-        run=_as(SCOPE_MEMORIES_READ, ca.memory_ask_run),
+        input_model=ask.AskInput,
+        output_model=ask.AskOutput,
+        run=_as(SCOPE_MEMORIES_READ, ask.memory_ask_run),
     )
     contract_tool(
         server,
@@ -134,9 +137,9 @@ def register_memory_tools(server: MCPServer) -> None:
             "Works for archived memories too."
         ),
         annotations=_read("Get a memory"),
-        input_model=c.MemoryGetInput,
-        output_model=c.MemoryOut,
-        run=_as(SCOPE_MEMORIES_READ, c.memory_get_run),
+        input_model=core.MemoryGetInput,
+        output_model=core.MemoryOut,
+        run=_as(SCOPE_MEMORIES_READ, core.memory_get_run),
     )
     contract_tool(
         server,
@@ -146,9 +149,9 @@ def register_memory_tools(server: MCPServer) -> None:
             "distilled from it into memories. Idempotent on session_id: resubmitting returns the session's status."
         ),
         annotations=_write("Submit a session", idempotent=True),
-        input_model=c.SessionSubmitInput,
-        output_model=c.SessionSubmitOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, c.session_submit_run),
+        input_model=sessions.SessionSubmitInput,
+        output_model=sessions.SessionSubmitOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, sessions.session_submit_run),
     )
     contract_tool(
         server,
@@ -162,7 +165,7 @@ def register_memory_tools(server: MCPServer) -> None:
             "verdict is final: repeating it changes nothing (already_reported), the opposite one is an error."
         ),
         annotations=_write("Report a session's code stability", idempotent=True),
-        input_model=ccode.CodeReportInput,
-        output_model=ccode.CodeReportOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, ccode.session_code_report_run),
+        input_model=code_reports.CodeReportInput,
+        output_model=code_reports.CodeReportOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, code_reports.session_code_report_run),
     )

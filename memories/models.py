@@ -114,7 +114,7 @@ class Memory(models.Model):
     # search
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=100, blank=True)
-    # memories.fingerprint.memory_content_hash of title, description and content: an identical record
+    # memories.core.fingerprint.memory_content_hash of title, description and content: an identical record
     # in the same place returns the existing memory instead of a copy (services.memory_record)
     content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
     search_vector = models.GeneratedField(
@@ -419,7 +419,7 @@ class AgentSession(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     # while running: stamped every WORK_HEARTBEAT_INTERVAL by the worker distilling it, and which
     # process that is ("<host>/<pid>"); a stale or dead one puts the session back in the queue
-    # (memories.services_sessions.sessions_recover_stale, docs/operations.md)
+    # (memories.sessions.services.sessions_recover_stale, docs/operations.md)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=300, blank=True, default="")
 

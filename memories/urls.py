@@ -1,8 +1,17 @@
-"""REST routes for memories, included by ``reasoningbank.urls`` under ``api/v1/``."""
+"""REST routes for memories, included by ``reasoningbank.urls`` under ``api/v1/``; each feature's views
+are in ``memories/<feature>/api.py``."""
 
 from django.urls import path, register_converter
 
-from memories import api, api_sessions, api_summaries, api_transfer
+from memories.ask import api as ask_api
+from memories.code_reports import api as code_reports_api
+from memories.context import api as context_api
+from memories.core import api as core_api
+from memories.moderation import api as moderation_api
+from memories.search import api as search_api
+from memories.sessions import api as sessions_api
+from memories.signals import api as signals_api
+from memories.transfer import api as transfer_api
 
 
 class ClientIdConverter:
@@ -21,26 +30,36 @@ class ClientIdConverter:
 register_converter(ClientIdConverter, "client_id")
 
 urlpatterns = [
-    path("memories", api.MemoryListView.as_view(), name="api-memories"),
+    path("memories", core_api.MemoryListView.as_view(), name="api-memories"),
     # before the detail route, so "search", "context" and "ask" are never read as memory ids
-    path("memories/search", api.MemorySearchView.as_view(), name="api-memory-search"),
-    path("memories/context", api.MemoryContextView.as_view(), name="api-memory-context"),
-    path("memories/ask", api.MemoryAskView.as_view(), name="api-memory-ask"),
-    path("memories/<str:memory_id>", api.MemoryDetailView.as_view(), name="api-memory"),
-    path("memories/<str:memory_id>/archive", api.MemoryArchiveView.as_view(), name="api-memory-archive"),
-    path("memories/<str:memory_id>/restore", api.MemoryRestoreView.as_view(), name="api-memory-restore"),
-    path("memories/<str:memory_id>/feedback", api.MemoryFeedbackView.as_view(), name="api-memory-feedback"),
-    path("memories/<str:memory_id>/outcome", api.MemoryOutcomeView.as_view(), name="api-memory-outcome"),
-    path("memories/<str:memory_id>/lineage", api.MemoryLineageView.as_view(), name="api-memory-lineage"),
-    path("memories/<str:memory_id>/signals", api.MemorySignalsView.as_view(), name="api-memory-signals"),
-    path("summaries", api_summaries.SummaryListView.as_view(), name="api-summaries"),
-    path("summaries/<str:summary_id>", api_summaries.SummaryDetailView.as_view(), name="api-summary"),
-    path("export", api_transfer.ExportView.as_view(), name="api-export"),
-    path("import", api_transfer.ImportView.as_view(), name="api-import"),
-    path("sessions", api_sessions.SessionListCreateView.as_view(), name="api-sessions"),
+    path("memories/search", search_api.MemorySearchView.as_view(), name="api-memory-search"),
+    path("memories/context", context_api.MemoryContextView.as_view(), name="api-memory-context"),
+    path("memories/ask", ask_api.MemoryAskView.as_view(), name="api-memory-ask"),
+    path("memories/<str:memory_id>", core_api.MemoryDetailView.as_view(), name="api-memory"),
+    path("memories/<str:memory_id>/archive", moderation_api.MemoryArchiveView.as_view(), name="api-memory-archive"),
+    path("memories/<str:memory_id>/restore", moderation_api.MemoryRestoreView.as_view(), name="api-memory-restore"),
+    path("memories/<str:memory_id>/feedback", signals_api.MemoryFeedbackView.as_view(), name="api-memory-feedback"),
+    path("memories/<str:memory_id>/outcome", signals_api.MemoryOutcomeView.as_view(), name="api-memory-outcome"),
+    path("memories/<str:memory_id>/lineage", core_api.MemoryLineageView.as_view(), name="api-memory-lineage"),
+    path("memories/<str:memory_id>/signals", signals_api.MemorySignalsView.as_view(), name="api-memory-signals"),
+    path("summaries", context_api.SummaryListView.as_view(), name="api-summaries"),
+    path("summaries/<str:summary_id>", context_api.SummaryDetailView.as_view(), name="api-summary"),
+    path("export", transfer_api.ExportView.as_view(), name="api-export"),
+    path("import", transfer_api.ImportView.as_view(), name="api-import"),
+    path("sessions", sessions_api.SessionListCreateView.as_view(), name="api-sessions"),
     # before the session routes: a session whose client id is "code-report" is still reachable by its ses_… id
-    path("sessions/code-report", api_sessions.SessionCodeReportView.as_view(), name="api-session-code-report"),
+    path(
+        "sessions/code-report", code_reports_api.SessionCodeReportView.as_view(), name="api-session-code-report"
+    ),
     # a client's session_id may contain "/"; retry first, so "x/retry" is x's retry
-    path("sessions/<client_id:session_id>/retry", api_sessions.SessionRetryView.as_view(), name="api-session-retry"),
-    path("sessions/<client_id:session_id>", api_sessions.SessionDetailView.as_view(), name="api-session"),
+    path("sessions/<client_id:session_id>/retry", sessions_api.SessionRetryView.as_view(), name="api-session-retry"),
+    path("sessions/<client_id:session_id>", sessions_api.SessionDetailView.as_view(), name="api-session"),
+    # moderation of consolidation's contradictions and merges (published with consolidation's routes)
+    path("consolidation/disputes", moderation_api.DisputeListView.as_view(), name="api-disputes"),
+    path(
+        "consolidation/disputes/<str:link_id>/resolve",
+        moderation_api.DisputeResolveView.as_view(),
+        name="api-dispute-resolve",
+    ),
+    path("memories/<str:memory_id>/unmerge", moderation_api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
 ]

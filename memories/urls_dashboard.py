@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memories import views
+from memories.dashboard import views
 
 urlpatterns = [
     path("", views.overview_page, name="dashboard-overview"),

@@ -14,7 +14,7 @@ PostgreSQL cannot store (or compare) text holding a NUL character, and JSON spel
 (``reasoningbank/middleware_guards.py``) refuse it with a 400 naming that field instead of a
 ``DataError`` deep inside a query.
 
-No Django here: the export file format (``memories/export_format.py``) uses it too.
+No Django here: the export file format (``memories/transfer/export_format.py``) uses it too.
 """
 
 from __future__ import annotations

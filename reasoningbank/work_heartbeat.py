@@ -6,7 +6,7 @@ database's clock) every ``WORK_HEARTBEAT_INTERVAL`` and names the process in ``w
 (``<host>/<pid>``). A thread, not the
 phases themselves, because one phase may wait minutes on an LLM: the beat says "this process is
 alive", not "this phase moved". The sweeps that act on a stale beat live with their models
-(``consolidation.runs.runs_recover_stale``, ``memories.services_sessions.sessions_recover_stale``).
+(``consolidation.runs.runs_recover_stale``, ``memories.sessions.services.sessions_recover_stale``).
 
 When the row is no longer running (a sweep failed it while this process was alive but could not
 reach the database, say), ``lost`` turns true and the task gives up at its next check instead of

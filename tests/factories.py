@@ -2,7 +2,7 @@
 
 Tenant rows are created directly where that keeps every invariant (organizations, projects,
 sessions, runs, links: each takes its organization from its project or memory). Memories go
-through the real service (``memories.services.memory_record``), which computes what a row alone
+through the real service (``memories.core.services.memory_record``), which computes what a row alone
 would get wrong: the embedding, the content fingerprint and the confidence prior.
 """
 
@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from accounts.access import Principal
 from accounts.models import Membership, Organization, Project, Team
 from consolidation.models import ConsolidationRun
+from memories.context.services import summary_store
+from memories.core.services import memory_record
 from memories.models import AgentSession, Memory, MemoryLink, MemorySummary
-from memories.services import memory_record
-from memories.services_summaries import summary_store
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -77,7 +77,7 @@ _RECORD_ARGUMENTS = ("title", "description", "content", "outcome", "tags", "kind
 
 class MemoryFactory(factory.Factory):
     """``MemoryFactory(principal=p, **fields)``: a memory recorded by ``p`` through
-    ``memories.services.memory_record`` (embedding, fingerprint, confidence prior, audit event).
+    ``memories.core.services.memory_record`` (embedding, fingerprint, confidence prior, audit event).
 
     Titles are unique by sequence, so the identical-record check never collapses two of them;
     give a fixed title (and text) to get the same memory back. Fields memory_record does not take

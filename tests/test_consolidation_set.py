@@ -27,7 +27,7 @@ ITEM_FIELDS = {"schema_version", "id", "kind", "topic", "memories", "pairs"}
 OPTIONAL_ITEM_FIELDS = {"source", "note"}
 MEMORY_FIELDS = {"key", "title", "description", "content", "outcome"}
 OPTIONAL_MEMORY_FIELDS = {"created_at", "tags"}
-# the record service's limits (memories/services.py TITLE_MAX, DESCRIPTION_MAX, CONTENT_MAX)
+# the record service's limits (memories/core/services.py TITLE_MAX, DESCRIPTION_MAX, CONTENT_MAX)
 LIMITS = {"title": 200, "description": 2000, "content": 20000}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from consolidation.models import ConsolidationRun
-from memories.fingerprint import memory_content_hash
+from memories.core.fingerprint import memory_content_hash
 from memories.models import AgentSession, Memory, MemoryLink
 from tests.factories import (
     AgentSessionFactory,

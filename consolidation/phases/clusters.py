@@ -34,9 +34,10 @@ from consolidation.selectors import (
     ScannedMemory,
 )
 from consolidation.validation import tags_lenient
+from memories.core.services import MemoryDraft, memories_create
+from memories.embedding import embed_texts, memory_embedding_text
+from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
-from memories.moderation import memories_lock_active
-from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text
 
 logger = logging.getLogger("consolidation")
 
@@ -197,7 +198,7 @@ def _merge_cluster(
     )
     if draft_refused(ctx, draft, source="synthesis", prompts=SYNTHESIS_INSTRUCTIONS):
         return None  # the sources stay as they are; a later run synthesises the cluster again
-    (vector,), _ = _embed([memory_embedding_text(draft.title, draft.description, draft.content)])
+    (vector,), _ = embed_texts([memory_embedding_text(draft.title, draft.description, draft.content)])
     with transaction.atomic():
         live = memories_lock_active([m.id for m in sources])
         if len(live) != len(sources):

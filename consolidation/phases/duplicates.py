@@ -23,8 +23,8 @@ from consolidation.selectors import (
     Edge,
     ScannedMemory,
 )
+from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
-from memories.moderation import memories_lock_active
 
 logger = logging.getLogger("consolidation")
 

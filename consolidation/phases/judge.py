@@ -43,8 +43,8 @@ from consolidation.run_state import (
     run_llm,
 )
 from consolidation.selectors import Edge, ScannedMemory
+from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
-from memories.moderation import memories_lock_active
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger("consolidation")

@@ -33,9 +33,10 @@ from consolidation.retention import importance_for_kind
 from consolidation.run_state import RunState, draft_refused, link_add, pair_key
 from consolidation.selectors import Edge
 from consolidation.validation import tags_lenient
+from memories.core.services import MemoryDraft, memories_create
+from memories.embedding import embed_texts, memory_embedding_text
+from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
-from memories.moderation import memories_lock_active
-from memories.services import MemoryDraft, _embed, memories_create, memory_embedding_text
 from reasoningbank.errors import LimitExceeded
 
 logger = logging.getLogger("consolidation")
@@ -261,7 +262,7 @@ def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
         kept.append((pattern, from_kind, draft, confidence))
     if not kept:
         return []
-    vectors, _ = _embed([memory_embedding_text(d.title, d.description, d.content) for _, _, d, _ in kept])
+    vectors, _ = embed_texts([memory_embedding_text(d.title, d.description, d.content) for _, _, d, _ in kept])
     return [
         NewMemory(pattern, from_kind, draft, vector, confidence)
         for (pattern, from_kind, draft, confidence), vector in zip(kept, vectors, strict=True)

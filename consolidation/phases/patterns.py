@@ -28,9 +28,10 @@ from consolidation.run_state import (
     reply_parsed,
     run_llm,
 )
-from memories import confidence as conf
+from memories.core.services import MemoryDraft, memories_create
+from memories.embedding import embed_texts
 from memories.models import Memory, MemoryLink
-from memories.services import MemoryDraft, _embed, memories_create
+from memories.signals import confidence as conf
 
 logger = logging.getLogger("consolidation")
 
@@ -106,7 +107,7 @@ def patterns_extract(ctx: RunState) -> None:
     patterns = reply_parsed(ctx, reply, parse_patterns, "pattern extraction")
     if not patterns:
         return
-    vectors, _ = _embed(patterns)
+    vectors, _ = embed_texts(patterns)
     for pattern, vector in zip(patterns, vectors, strict=True):
         if _has_twin(ctx, vector):
             continue

@@ -15,8 +15,8 @@ from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.prompts.reply import PromptParseError
 from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
 from consolidation.run_state import RunState, llm_map, prompt_source, run_llm
+from memories.context.services import summary_store
 from memories.models import Memory, MemoryLink
-from memories.services_summaries import summary_store
 from reasoningbank.ai.llm import LLMError
 
 logger = logging.getLogger("consolidation")

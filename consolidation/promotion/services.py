@@ -55,9 +55,9 @@ from consolidation.promotion.selectors import (
     team_target,
 )
 from consolidation.validation import NOTE_MAX, feature_require, review_note_clean, tags_lenient
+from memories.core.selectors import memory_is_writable
+from memories.core.services import MemoryDraft, memories_create, memory_limit_check
 from memories.models import Memory, MemoryLink
-from memories.selectors import memory_is_writable
-from memories.services import MemoryDraft, memories_create, memory_limit_check
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
 logger = logging.getLogger("consolidation")

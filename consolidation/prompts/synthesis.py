@@ -43,7 +43,7 @@ OUTCOME: success|failure
 SOURCE_ATTRIBUTION: <brief description of sources>"""
 
 # the synthesis prompt's own instructions (without the sources): the write gate refuses a reply that
-# only restates them (memories/gate.py)
+# only restates them (memories/core/gate.py)
 SYNTHESIS_INSTRUCTIONS: Final = (_SYNTHESIS_HEADER, _SYNTHESIS_FOOTER)
 
 

@@ -17,8 +17,8 @@ from accounts.access import access_project, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import Project
 from consolidation.quality.selectors import QualityReport, quality_report
-from memories.selectors_dashboard import Bucket
-from memories.views import bar_chart  # the overview's chart geometry: one look for every bar chart
+from memories.dashboard.charts import bar_chart  # the overview's chart geometry: one look for every bar chart
+from memories.dashboard.selectors import Bucket
 
 # the report's weekly series, in the order the page draws them
 SERIES = (

@@ -36,10 +36,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
     "ENUM_NAME_OVERRIDES": {
-        "MemoryOutcomeEnum": "memories.services.RECORD_OUTCOMES",
-        "MemoryScopeEnum": "memories.services.WRITE_SCOPES",
-        "ArchiveReasonEnum": "memories.serializers.ARCHIVE_REASON_CHOICES",
-        "SessionStatusEnum": "memories.selectors_sessions.STATUSES",
+        "MemoryOutcomeEnum": "memories.validation.RECORD_OUTCOMES",
+        "MemoryScopeEnum": "memories.validation.WRITE_SCOPES",
+        "ArchiveReasonEnum": "memories.core.serializers.ARCHIVE_REASON_CHOICES",
+        "SessionStatusEnum": "memories.sessions.selectors.STATUSES",
         "RunStatusEnum": "consolidation.api.RUN_STATUSES",
     },
     "TAGS": [

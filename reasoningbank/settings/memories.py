@@ -53,7 +53,7 @@ CONFIDENCE_PRUNE_MIN_SIGNALS = env_int("CONFIDENCE_PRUNE_MIN_SIGNALS", 8, minimu
 # ... and never while it had a positive signal (feedback, outcome, use, kept code) within this many days
 CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minimum=0)
 # seed 001's time decay: after this many days without a signal, each further day keeps this share of a
-# memory's evidence (memories.confidence.DECAY_PER_SILENT_DAY explains 0.984: ≈ -0.05 in the first month
+# memory's evidence (memories.signals.confidence.DECAY_PER_SILENT_DAY explains 0.984: ≈ -0.05 in the first month
 # of a typical memory, toward its prior, never past it); 1 turns decay off. The grace is at least the 30
 # days signal events stay in the log: decay shrinks the rolled-up evidence, so a silent memory's must be all
 # rolled up by the time it starts
@@ -76,10 +76,10 @@ HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
 
-# --- Export / import (issue 18 item 4, memories/export_format.py) ----------------------------------
+# --- Export / import (issue 18 item 4, memories/transfer/export_format.py) ----------------------------------
 # the largest text POST /api/v1/import takes (UTF-8 bytes); larger files go through manage.py import_memories
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=256 * 1024 * 1024)
 
-# --- The write gate (issue 17 item 5, memories/gate.py) ---------------------------------------
+# --- The write gate (issue 17 item 5, memories/core/gate.py) ---------------------------------------
 # content shorter than this (secrets removed) carries no reusable lesson: refused on every write path
 WRITE_GATE_MIN_CONTENT_CHARS = env_int("WRITE_GATE_MIN_CONTENT_CHARS", 20, minimum=0, maximum=2000)

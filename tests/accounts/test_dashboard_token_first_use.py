@@ -18,8 +18,8 @@ from mcp import Client as MCPClient
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.models import DEFAULT_TOKEN_SCOPES, ApiToken
-from memories import services_sessions
 from memories.models import AgentSession, Memory
+from memories.sessions import services as services_sessions
 from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread
 

@@ -3,7 +3,7 @@ from django.contrib.auth import get_user_model
 from accounts.access import principal_for_token
 from accounts.models import Membership, Project
 from accounts.services import token_create
-from memories.services import memory_record
+from memories.core.services import memory_record
 
 
 def test_signing_up_creates_an_owned_free_org_and_logs_the_user_in(client, db):

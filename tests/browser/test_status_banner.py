@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django_q.models import Schedule
 
-from memories.services_sessions import session_submit
+from memories.sessions.services import session_submit
 from operations.selectors import health_cache_clear
 from reasoningbank.tasks import worker_heartbeat
 

@@ -13,10 +13,11 @@ from accounts.models import AuditEvent
 from consolidation import events, retention
 from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.prompts.synthesis import consolidated_confidence
+from memories.core.selectors import memory_lineage
 from memories.models import Memory, MemoryLink
-from memories.moderation import contradiction_resolve, memory_unmerge
-from memories.selectors import disputed_list, memory_lineage
-from memories.selectors_search import SearchQuery, memory_search
+from memories.moderation.selectors import disputed_list
+from memories.moderation.services import contradiction_resolve, memory_unmerge
+from memories.search.selectors import SearchQuery, memory_search
 from reasoningbank.models import LlmCall
 from tests.consolidation.vectors import (
     CONTRADICTION_PREFIX,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from accounts.models import AuditEvent
 from consolidation.models import ConsolidationRun
+from memories.core.services import REJECTED_VERB
 from memories.models import Memory
-from memories.services import REJECTED_VERB
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec
 
 TITLES = ["Database timeouts in the API", "Query timeouts for reports", "Timeouts on the job runner"]

@@ -15,8 +15,8 @@ from accounts.models import Membership, Organization, Project
 from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.promotion.services import promotions_propose
 from memories.models import Memory, MemoryLink, MemorySummary
-from memories.selectors_transfer import export_lines, export_scope
-from memories.services_transfer import bank_import
+from memories.transfer.selectors import export_lines, export_scope
+from memories.transfer.services import bank_import
 from tests.consolidation.promotion_setup import lesson, teams_setup
 from tests.consolidation.vectors import contradiction_reply, cycle_llm, remember, run_cycle, spoke
 from tests.factories import OrganizationFactory

@@ -20,8 +20,8 @@ from consolidation.contracts import ConsolidateOutput
 from consolidation.models import ConsolidationRun
 from consolidation.phases import ladder as ladder_phase
 from consolidation.retention import importance_for_kind
+from memories.dashboard.selectors import memory_audit_trail
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
-from memories.selectors_dashboard import memory_audit_trail
 from tests.consolidation.vectors import remember, run_cycle, spoke, vec
 from tests.factories import ProjectFactory
 from tests.fakes import ScriptedLLM

@@ -18,13 +18,13 @@ from accounts.models import AuditEvent
 from consolidation.models import ReviewItem
 from consolidation.promotion.services import promotions_propose
 from consolidation.review.services import review_decide
+from memories.context.selectors import context_memories
+from memories.core.selectors import MemoryFilters, memory_list
+from memories.dashboard.selectors import memory_counts, memory_total
 from memories.models import Memory, MemoryLink
-from memories.moderation import memory_archive, memory_restore, memory_unmerge
-from memories.selectors import MemoryFilters, memory_list
-from memories.selectors_context import context_memories
-from memories.selectors_dashboard import memory_counts, memory_total
-from memories.selectors_search import SearchQuery, memory_search
-from memories.selectors_transfer import export_lines, export_scope
+from memories.moderation.services import memory_archive, memory_restore, memory_unmerge
+from memories.search.selectors import SearchQuery, memory_search
+from memories.transfer.selectors import export_lines, export_scope
 from reasoningbank.errors import Conflict
 from tests.consolidation.promotion_setup import lesson, teams_setup
 from tests.consolidation.vectors import vec

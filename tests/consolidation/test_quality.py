@@ -12,9 +12,9 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from consolidation.models import ReviewItem
 from consolidation.quality.selectors import quality_report
+from memories.core.services import REJECTED_VERB
 from memories.models import Memory
-from memories.moderation import memory_unmerge
-from memories.services import REJECTED_VERB
+from memories.moderation.services import memory_unmerge
 from tests.consolidation.vectors import remember, vec
 from tests.factories import MemoryLinkFactory
 

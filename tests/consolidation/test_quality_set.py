@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from memories.core.services import memory_record_or_duplicate
 from memories.models import Memory
-from memories.services import memory_record_or_duplicate
 from reasoningbank.ai.llm import NoLLM
 from reasoningbank.errors import ServiceError
 from tests.consolidation.vectors import run_cycle

@@ -16,7 +16,7 @@ from consolidation.review.selectors import review_list
 from consolidation.review.services import review_decide
 from consolidation.validation import NOTE_MAX
 from memories.models import Memory, MemoryLink
-from memories.selectors import disputed_list
+from memories.moderation.selectors import disputed_list
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke
 from tests.reasoningbank.secret_table import red_team_chunks, red_team_left

@@ -7,8 +7,8 @@ import html
 import pytest
 
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
+from memories.core.services import memory_record
 from memories.models import Memory
-from memories.services import memory_record
 from tests.consolidation.vectors import cycle_llm, set_embedding, spoke
 from tests.factories import ConsolidationRunFactory, MembershipFactory, UserFactory
 

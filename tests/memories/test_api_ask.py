@@ -15,9 +15,9 @@ import pytest
 import respx
 
 from accounts.models import Organization
-from memories.contracts_ask import NOTHING_FOUND
+from memories.ask.contracts import NOTHING_FOUND
+from memories.ask.reasoning import REASONING_SYSTEM_PROMPT
 from memories.models import SessionMemoryUse
-from memories.reasoning import REASONING_SYSTEM_PROMPT
 from reasoningbank.models import LlmCall
 from tests.factories import MemoryFactory
 from tests.mcp_harness import in_thread, mcp_client

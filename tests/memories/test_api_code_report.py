@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memories.models import MemorySignal, SessionCommit
-from memories.services_ledger import session_uses_record
+from memories.sessions.services import session_uses_record
 from tests.factories import MemoryFactory
 from tests.mcp_harness import dump, in_thread, mcp_client
 
@@ -156,7 +156,7 @@ async def test_the_mcp_tool_reports_the_same_way_and_keeps_to_its_tokens_org(app
 
 
 def test_a_session_whose_client_id_is_code_report_stays_reachable_by_its_service_id(alice, agent, settings):
-    from memories.services_sessions import session_submit
+    from memories.sessions.services import session_submit
 
     settings.LLM_PROVIDER = "none"
     session = session_submit(principal=agent, session_id="code-report", outcome="success", trace="agent: done").session

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memories.context_block import BLOCK_PATTERN
+from memories.context.block import BLOCK_PATTERN
 from memories.models import Memory, MemorySummary, SessionMemoryUse
 from tests.factories import MemoryFactory, ProjectFactory, summary_make
 from tests.mcp_harness import in_thread, mcp_client

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memories import services_sessions
-from memories.services_sessions import session_process
+from memories.sessions import services as services_sessions
+from memories.sessions.services import session_process
 from tests.factories import ProjectFactory
 from tests.fakes import ScriptedLLM
 

@@ -1,7 +1,7 @@
 import pytest
 
-from memories import services_sessions
-from memories.services_sessions import session_process
+from memories.sessions import services as services_sessions
+from memories.sessions.services import session_process
 from tests.factories import ProjectFactory
 from tests.fakes import ScriptedLLM, memory_block
 

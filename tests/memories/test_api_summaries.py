@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from memories.context.services import summary_store
 from memories.models import MemorySummary
-from memories.services_summaries import summary_store
 from tests.factories import MemoryFactory, ProjectFactory, summary_make
 
 SUMMARIES = "/api/v1/summaries"

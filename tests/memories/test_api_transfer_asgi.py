@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 
 async def test_the_export_streams_in_chunks_under_asgi(app: Any, cast: Any, monkeypatch: Any) -> None:
-    from memories import api_transfer
+    from memories.transfer import api as api_transfer
 
     monkeypatch.setattr(api_transfer, "LINES_PER_CHUNK", 2)
 

@@ -1,4 +1,4 @@
-"""Seed 002's SessionStart block (memories/context_block.py): format, token budget, idempotency."""
+"""Seed 002's SessionStart block (memories/context/block.py): format, token budget, idempotency."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memories.context_block import (
+from memories.context.block import (
     BLOCK_PATTERN,
     ContextEntry,
     Decision,

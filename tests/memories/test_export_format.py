@@ -1,4 +1,4 @@
-"""The export format's pure logic (memories/export_format.py): line schemas, validation with line and
+"""The export format's pure logic (memories/transfer/export_format.py): line schemas, validation with line and
 field, checks across lines and id remapping — no database."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from memories import export_format as ef
+from memories.transfer import export_format as ef
+from memories.transfer import import_checks as checks
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 VOCAB = ef.Vocabulary(
@@ -40,13 +41,13 @@ def memory(id_: str = "m1", **fields: Any) -> dict[str, Any]:
     }
 
 
-def ids() -> ef.IdMap:
+def ids() -> checks.IdMap:
     numbers = count(1)
-    return ef.IdMap(new_memory_id=lambda: f"mem_new{next(numbers)}", new_summary_id=lambda: f"sum_new{next(numbers)}")
+    return checks.IdMap(new_memory_id=lambda: f"mem_new{next(numbers)}", new_summary_id=lambda: f"sum_new{next(numbers)}")
 
 
-def check(*records: dict[str, Any] | str, into_project: bool = False) -> tuple[ef.ImportChecker, list[ef.LineError]]:
-    checker = ef.ImportChecker(vocab=VOCAB, now=NOW, ids=ids(), into_project=into_project)
+def check(*records: dict[str, Any] | str, into_project: bool = False) -> tuple[checks.ImportChecker, list[ef.LineError]]:
+    checker = checks.ImportChecker(vocab=VOCAB, now=NOW, ids=ids(), into_project=into_project)
     for number, record in enumerate(records, start=1):
         checker.feed(f"line {number}", record if isinstance(record, str) else json.dumps(record))
     return checker, checker.finish()
@@ -209,15 +210,15 @@ def test_remapping_rewrites_every_reference_consistently():
     )
     checker.ids.summary_add("s1")
 
-    assert ef.memory_remap(m2, checker.ids)["consolidated_into"] == new["m1"]
-    assert ef.memory_remap(m2, checker.ids)["id"] == new["m2"]
-    link = ef.link_remap({"source": "m1", "target": "m2"}, checker.ids)
+    assert checks.memory_remap(m2, checker.ids)["consolidated_into"] == new["m1"]
+    assert checks.memory_remap(m2, checker.ids)["id"] == new["m2"]
+    link = checks.link_remap({"source": "m1", "target": "m2"}, checker.ids)
     assert (link["source"], link["target"]) == (new["m1"], new["m2"])
-    remapped = ef.summary_remap(summary, checker.ids)
+    remapped = checks.summary_remap(summary, checker.ids)
     assert remapped["memory"] == new["m1"] and remapped["source_memory_ids"] == [new["m2"]]
     assert remapped["superseded_facts"][0]["source_memory_id"] == new["m2"]
     assert remapped["superseded_facts"][1] == {"a": 1}
-    assert ef.memory_ref_remap({"memory": "m2"}, checker.ids)["memory"] == new["m2"]
+    assert checks.memory_ref_remap({"memory": "m2"}, checker.ids)["memory"] == new["m2"]
 
 
 def test_lines_are_compact_ascii_json_and_split_on_newlines_only():

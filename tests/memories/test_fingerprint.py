@@ -1,4 +1,4 @@
-"""The fingerprint of a memory's text (memories/fingerprint.py) and the migration that gives existing
+"""The fingerprint of a memory's text (memories/core/fingerprint.py) and the migration that gives existing
 memories theirs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import importlib
 import pytest
 from django.apps import apps
 
-from memories.fingerprint import memory_content_hash, text_normalise
+from memories.core.fingerprint import memory_content_hash, text_normalise
 from memories.models import Memory
 
 MIGRATION = importlib.import_module("memories.migrations.0006_memory_content_hash")
@@ -40,7 +40,7 @@ def test_the_migrations_frozen_copy_computes_the_same_fingerprint(fields):
 
 
 def test_the_migration_fills_the_fingerprint_of_existing_memories(cast, make_token):
-    from memories.services import memory_record
+    from memories.core.services import memory_record
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     memory = memory_record(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memories.gate import (
+from memories.core.gate import (
     EMPTY,
     PLACEHOLDER,
     REPEATED,
@@ -20,7 +20,7 @@ from memories.gate import (
     is_repetition,
     substantive_differences,
 )
-from memories.prompts import EXTRACTION_TEMPLATE
+from memories.sessions.prompts import EXTRACTION_TEMPLATE
 
 GOOD = {
     "title": "Pin flaky test seeds",

@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 
 from accounts.models import AuditEvent
+from memories.core.services import REJECTED_VERB, memory_record, memory_record_or_duplicate, memory_update
 from memories.models import AgentSession, Memory
-from memories.services import REJECTED_VERB, memory_record, memory_record_or_duplicate, memory_update
-from memories.services_sessions import session_process
+from memories.sessions.services import session_process
 from reasoningbank.errors import InvalidInput
 from tests.factories import AgentSessionFactory
 from tests.fakes import ScriptedLLM, memory_block

@@ -1,11 +1,11 @@
-"""The importers of other tools' memory files (memories/import_sources.py): a CLAUDE.md and a mem0
+"""The importers of other tools' memory files (memories/transfer/import_sources.py): a CLAUDE.md and a mem0
 export become memory lines — no database."""
 
 from __future__ import annotations
 
 import json
 
-from memories.import_sources import claude_md_records, mem0_records, tag_from, title_from, unique_ids
+from memories.transfer.import_sources import claude_md_records, mem0_records, tag_from, title_from, unique_ids
 
 CLAUDE_MD = """---
 description: project memory

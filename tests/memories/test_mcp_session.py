@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memories import services_sessions
 from memories.models import AgentSession
+from memories.sessions import services as services_sessions
 from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 

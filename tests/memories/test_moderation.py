@@ -1,4 +1,4 @@
-"""Moderation services (memories/moderation.py): every archive — by a person or by the consolidation
+"""Moderation services (memories/moderation/services.py): every archive — by a person or by the consolidation
 cycle — goes through ``memories_archive`` and writes its ``memory.archive`` audit row (DESIGN §4)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.models import AuditEvent
 from consolidation.models import ConsolidationRun
 from memories.models import Memory
-from memories.moderation import contradiction_resolve, memories_archive, memory_archive
+from memories.moderation.services import contradiction_resolve, memories_archive, memory_archive
 from tests.consolidation.vectors import cycle_llm, disputed_pair, remember, run_cycle, spoke, vec
 from tests.fakes import ScriptedLLM
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memories.prompts import (
+from memories.sessions.prompts import (
     DESCRIPTION_MAX,
     DISTILL_SYSTEM_PROMPT,
     EXTRACTION_TEMPLATE,

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from memories.ranking import (
+from memories.search.ranking import (
     CONSOLIDATED_BOOST,
     SCOPE_WEIGHTS,
     LegScores,

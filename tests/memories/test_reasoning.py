@@ -1,4 +1,4 @@
-"""memory_ask's prompt, reply parser and date check (memories/reasoning.py; seed 002 "Temporal Reasoning
+"""memory_ask's prompt, reply parser and date check (memories/ask/reasoning.py; seed 002 "Temporal Reasoning
 Prompt"). Pure: no database, no LLM."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memories.reasoning import (
+from memories.ask.reasoning import (
     REASONING_SYSTEM_PROMPT,
     LLMResolution,
     ReasoningMemory,

@@ -9,16 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from memories.contracts import SearchInput
+from memories.core.services import memories_create, memory_draft
+from memories.embedding import embed_texts as services_embed
 from memories.models import Memory, MemorySignal
-from memories.moderation import memory_archive
-from memories.ranking import estimate_tokens
-from memories.services import _embed as services_embed
-from memories.services import (
-    memories_create,
-    memory_draft,
-    memory_search_use,
-)
+from memories.moderation.services import memory_archive
+from memories.search.contracts import SearchInput
+from memories.search.ranking import estimate_tokens
+from memories.search.services import memory_search_use
 from reasoningbank.db_threads import write_behind, write_behind_wait
 from reasoningbank.errors import NotFound
 from tests.factories import ProjectFactory, TeamFactory, memory_recorder
@@ -456,7 +453,7 @@ def test_a_search_for_more_candidates_than_ef_search_widens_it_and_fills_its_lim
 
 @pytest.mark.django_db(transaction=True)  # the second leg runs on another connection: rows must be committed
 def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, make_token, monkeypatch):
-    from memories import selectors_search as selectors
+    from memories.search import selectors
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     record(principal)
@@ -487,7 +484,7 @@ def test_running_the_two_legs_at_once_ranks_exactly_like_one_statement(cast, mak
 
 @pytest.mark.django_db(transaction=True)  # the writer thread uses its own connection
 def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(cast, make_token, monkeypatch):
-    from memories import services_signals as services
+    from memories.signals import services
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     memory = record(principal)
@@ -512,8 +509,8 @@ def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(
 def test_the_raw_sql_reach_selects_exactly_what_the_orm_reach_does(cascade, cast, make_token, scope):
     from django.db import connection
 
-    from memories.selectors import Reach
-    from memories.selectors_search import _reach_sql
+    from memories.core.selectors import Reach
+    from memories.search.selectors import _reach_sql
 
     p1, p2, team = cascade["p1"], cascade["p2"], cascade["team"]
     reaches = [
@@ -645,7 +642,7 @@ def _plans_of_search(monkeypatch, run):
     """EXPLAIN ANALYZE of the statistics and text-leg statements a search runs (as JSON plans)."""
     from django.db import connection
 
-    from memories import selectors_search as selectors
+    from memories.search import selectors
 
     plans: dict[str, list[dict]] = {"terms": [], "text": []}
     real_rows = selectors._rows
@@ -696,7 +693,7 @@ def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, toke
 
 
 def test_a_rare_words_matches_are_enumerated_up_to_the_match_cap(cast, token, settings, monkeypatch):
-    from memories import selectors_search
+    from memories.search import selectors as selectors_search
 
     _many(token, cast.project_a, "kustomize", 40)
     settings.SEARCH_TERM_DF_CAP = 50
@@ -712,7 +709,7 @@ def test_a_rare_words_matches_are_enumerated_up_to_the_match_cap(cast, token, se
 def test_planner_statistics_give_the_idf_once_the_table_is_analysed(cast, token, settings):
     from django.db import connection
 
-    from memories import selectors_search
+    from memories.search import selectors as selectors_search
 
     _many(token, cast.project_a, "deploy", 30)
     rare = record(
@@ -736,7 +733,7 @@ def test_when_no_pooled_connection_comes_the_lexical_leg_runs_inline_and_the_sea
 
     from django.db import OperationalError
 
-    from memories import selectors_search
+    from memories.search import selectors as selectors_search
 
     wanted = record(token)
     refused: Future = Future()
@@ -784,7 +781,7 @@ def test_the_default_mode_is_standard_so_cold_memories_wait_for_a_deeper_search(
 
 
 def test_an_exhaustive_search_marks_archived_memories_and_records_no_use_of_them(token, tiered):
-    from memories.contracts import memory_search_run
+    from memories.search.contracts import memory_search_run
 
     output = memory_search_run(token, SearchInput(query=QUERY, mode="exhaustive", min_confidence=0, limit=10))
     write_behind_wait()

@@ -1,4 +1,4 @@
-"""What became of a session's code (memories/services_code.py, issue 14 item 6, seed 001 OnCodeStability):
+"""What became of a session's code (memories/code_reports/services.py, issue 14 item 6, seed 001 OnCodeStability):
 a kept or reverted report moves the confidence of exactly the memories the ledger ties to the session,
 once, within the reporter's organization; commits are tied to sessions first; the first verdict is final.
 Also the stability signal's place in seed 000's system: learned weights, the rollup, the usage write."""
@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from memories.contracts import SearchInput, memory_search_run
+from memories.code_reports.services import session_code_report
 from memories.models import (
     Memory,
     MemorySignal,
@@ -20,9 +20,9 @@ from memories.models import (
     SessionCommit,
     SessionMemoryUse,
 )
-from memories.services_code import session_code_report
-from memories.services_ledger import session_uses_record
-from memories.services_signals import memory_feedback, signals_rollup
+from memories.search.contracts import SearchInput, memory_search_run
+from memories.sessions.services import session_uses_record
+from memories.signals.services import memory_feedback, signals_rollup
 from reasoningbank.db_threads import write_behind_wait
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, NotFound
 from tests.factories import ProjectFactory, memory_recorder

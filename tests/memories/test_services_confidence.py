@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from memories.contracts import SearchInput
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.services import memory_search_use
-from memories.services_signals import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
+from memories.search.contracts import SearchInput
+from memories.search.services import memory_search_use
+from memories.signals.services import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
 from reasoningbank.errors import Forbidden, InvalidInput, NotFound
 from tests.factories import ProjectFactory, TeamFactory, memory_recorder
 

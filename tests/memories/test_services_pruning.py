@@ -11,9 +11,8 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from memories.models import Memory, MemorySignal, MemorySignalAggregate
-from memories.moderation import memory_restore
-from memories.services_pruning import memories_prune_low_confidence
-from memories.services_signals import memory_feedback
+from memories.moderation.services import memories_prune_low_confidence, memory_restore
+from memories.signals.services import memory_feedback
 from memories.tasks import signals_rollup_daily
 from tests.factories import memory_recorder
 

@@ -9,10 +9,10 @@ from django.conf import settings
 
 from accounts import plans
 from accounts.models import AuditEvent
+from memories.core.selectors import memory_get
+from memories.core.services import memory_record, memory_update
 from memories.models import Memory
-from memories.moderation import memory_archive, memory_restore
-from memories.selectors import memory_get
-from memories.services import memory_record, memory_update
+from memories.moderation.services import memory_archive, memory_restore
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound
 from tests.factories import ProjectFactory, TeamFactory
 

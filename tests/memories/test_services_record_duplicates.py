@@ -12,11 +12,11 @@ import pytest
 from django.db import connection, transaction
 
 from accounts.models import AuditEvent
-from memories import services
-from memories.fingerprint import memory_content_hash
+from memories.core import services
+from memories.core.fingerprint import memory_content_hash
+from memories.core.services import memory_record, memory_record_or_duplicate, memory_update
 from memories.models import Memory
-from memories.moderation import memory_archive
-from memories.services import memory_record, memory_record_or_duplicate, memory_update
+from memories.moderation.services import memory_archive
 from tests.factories import ProjectFactory, TeamFactory
 
 GOOD = {
@@ -43,7 +43,7 @@ def writer(cast, make_token):
 def test_recording_an_identical_memory_returns_the_existing_one_and_writes_nothing(writer, monkeypatch):
     first = record(writer)
     before = counts()
-    monkeypatch.setattr(services, "_embed", lambda texts: pytest.fail("a duplicate needs no embedding"))
+    monkeypatch.setattr(services, "embed_texts", lambda texts: pytest.fail("a duplicate needs no embedding"))
 
     again = record(writer)
 

@@ -8,8 +8,9 @@ import numpy as np
 from django.core.management import call_command
 from django.utils import timezone
 
+from memories.core.services import memories_reembed, memory_record
+from memories.embedding import memory_embedding_text
 from memories.models import Memory
-from memories.services import memories_reembed, memory_embedding_text, memory_record
 from reasoningbank.ai.embedders import embedder_from_settings
 
 GOOD = {

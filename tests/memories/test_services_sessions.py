@@ -4,10 +4,10 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import Organization
-from memories import services_sessions
+from memories.core.services import memory_record
 from memories.models import AgentSession, Memory, MemorySignal
-from memories.services import memory_record
-from memories.services_sessions import session_process, session_retry, session_submit, sessions_requeue
+from memories.sessions import services as services_sessions
+from memories.sessions.services import session_process, session_retry, session_submit, sessions_requeue
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, NoLLM
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.models import LlmCall

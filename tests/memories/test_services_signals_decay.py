@@ -1,4 +1,4 @@
-"""Seed 001's time decay in the daily rollup (``memories.services_signals.signals_decay``, issue 18 item 3):
+"""Seed 001's time decay in the daily rollup (``memories.signals.services.signals_decay``, issue 18 item 3):
 the Beta evidence of a memory without signals shrinks toward its prior — stored, so that a later signal adds
 to what is left — bounded, monotone, once per UTC day, missed days caught up."""
 
@@ -14,9 +14,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories import confidence as conf
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.services_signals import memories_mark_used, memory_feedback, memory_outcome, memory_stability
+from memories.signals import confidence as conf
+from memories.signals.services import memories_mark_used, memory_feedback, memory_outcome, memory_stability
 from memories.tasks import signals_rollup_daily
 from tests.factories import memory_recorder
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from memories.context.services import summaries_activate
 from memories.models import MemorySummary
-from memories.services_summaries import summaries_activate
 from tests.factories import summary_make
 from tests.slow_updates import race
 

@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from accounts.access import Principal, system_principal
 from accounts.models import AuditEvent, Membership, Organization, Project, Team
-from memories import export_format as ef
 from memories.models import (
     Memory,
     MemoryLink,
@@ -22,8 +21,9 @@ from memories.models import (
     ProjectSignalWeights,
     SessionMemoryUse,
 )
-from memories.selectors_transfer import export_lines, export_scope
-from memories.services_transfer import ImportInvalid, bank_import
+from memories.transfer import export_format as ef
+from memories.transfer.selectors import export_lines, export_scope
+from memories.transfer.services import ImportInvalid, bank_import
 from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound, PlanRequired
 from tests.factories import (
     MemoryFactory,
@@ -276,12 +276,12 @@ def test_a_bad_line_is_reported_by_number_and_nothing_is_written(cast, bank, emp
 
 
 def test_a_failure_while_writing_leaves_nothing_behind(cast, bank, empty_org, monkeypatch):
-    from memories import services_transfer
+    from memories.transfer import writer
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise InvalidInput("the session ledger could not be written")
 
-    monkeypatch.setattr(services_transfer._Writer, "_use", broken)
+    monkeypatch.setattr(writer.ImportWriter, "_use", broken)
     before = (Memory.objects.count(), Project.objects.count(), Team.objects.count())
 
     with pytest.raises(InvalidInput):
@@ -302,12 +302,12 @@ def test_a_dry_run_checks_and_reports_but_writes_nothing(cast, bank, empty_org):
 
 
 def test_embeddings_of_the_same_embedder_come_along_when_exported(cast, bank, empty_org, monkeypatch):
-    from memories import services_transfer
+    from memories.transfer import writer
 
     text = export_text(system_principal(cast.org_a), embeddings=True)
     embedded: list[int] = []
-    real = services_transfer._embed
-    monkeypatch.setattr(services_transfer, "_embed", lambda texts: embedded.append(len(texts)) or real(texts))
+    real = writer.embed_texts
+    monkeypatch.setattr(writer, "embed_texts", lambda texts: embedded.append(len(texts)) or real(texts))
 
     result = bank_import(principal=system_principal(empty_org), source=text)
 

@@ -15,8 +15,8 @@ from django.db import connection
 
 from accounts.models import AuditEvent
 from accounts.services import token_authenticate, token_create
-from memories import services_sessions
 from memories.models import AgentSession, MemorySignal, SessionCommit, SessionMemoryUse
+from memories.sessions import services as services_sessions
 from tests.factories import MemoryFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 

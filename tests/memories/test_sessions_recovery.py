@@ -15,9 +15,9 @@ import pytest
 from django.utils import timezone
 
 from consolidation.tasks import work_sweep
-from memories import services_sessions
 from memories.models import AgentSession
-from memories.services_sessions import MAX_ATTEMPTS, session_process, sessions_recover_stale
+from memories.sessions import services as services_sessions
+from memories.sessions.services import MAX_ATTEMPTS, session_process, sessions_recover_stale
 from reasoningbank.work_heartbeat import worker_identity
 from tests.factories import AgentSessionFactory
 from tests.fakes import ScriptedLLM

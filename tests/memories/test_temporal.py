@@ -1,4 +1,4 @@
-"""Relative temporal references resolved against a memory's recorded timestamp (memories/temporal.py;
+"""Relative temporal references resolved against a memory's recorded timestamp (memories/ask/temporal.py;
 seed 002 "Temporal Reasoning"). Pure: no database."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memories.temporal import TemporalReference, date_span, spans_agree, temporal_references, temporal_resolve
+from memories.ask.temporal import TemporalReference, date_span, spans_agree, temporal_references, temporal_resolve
 
 # seed 002's example: recorded Monday 2023-05-08 14:30:00
 RECORDED = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)

@@ -7,9 +7,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
+from memories.context.services import summary_store
 from memories.models import Memory, MemorySignal
-from memories.services_signals import memory_feedback
-from memories.services_summaries import summary_store
+from memories.signals.services import memory_feedback
 from tests.factories import MemoryLinkFactory, memory_recorder, summary_make
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -363,7 +363,7 @@ def test_the_list_shows_archived_memories_with_their_reason(client, cast, agent)
 
 def test_a_pruned_memory_shows_low_confidence_why_and_the_restore_button(client, cast, agent, settings):
     from memories.models import MemorySignalAggregate
-    from memories.services_pruning import memories_prune_low_confidence
+    from memories.moderation.services import memories_prune_low_confidence
 
     settings.CONFIDENCE_PRUNE_THRESHOLD, settings.CONFIDENCE_PRUNE_MIN_SIGNALS = 0.3, 8
     memory = record(agent)

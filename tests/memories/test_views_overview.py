@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from memories.dashboard.selectors import confidence_histogram, memories_per_week, memory_counts, recent_activity
 from memories.models import Memory
-from memories.selectors_dashboard import confidence_histogram, memories_per_week, memory_counts, recent_activity
-from memories.services_sessions import session_submit
+from memories.sessions.services import session_submit
 from tests.factories import MemoryLinkFactory, memory_recorder
 
 record = memory_recorder(

@@ -6,7 +6,7 @@ import pytest
 
 from accounts.models import AuditEvent
 from memories.models import AgentSession
-from memories.services_sessions import session_process, session_submit
+from memories.sessions.services import session_process, session_submit
 from tests.fakes import ScriptedLLM, memory_block
 
 HX = {"HTTP_HX_REQUEST": "true"}
@@ -165,7 +165,7 @@ def test_anonymous_visitors_of_sessions_are_sent_to_the_login_page(client, path)
 
 
 def test_the_session_page_lists_the_memories_the_session_was_given(client, cast, agent):
-    from memories.contracts import SearchInput, memory_search_run
+    from memories.search.contracts import SearchInput, memory_search_run
     from tests.factories import MemoryFactory
 
     given = MemoryFactory(principal=agent, title="Seed the RNG in flaky tests", content="Seed it once per test.")
@@ -178,8 +178,8 @@ def test_the_session_page_lists_the_memories_the_session_was_given(client, cast,
 
 
 def test_the_session_page_shows_each_memorys_code_verdict_and_the_commits_tied_to_it(client, cast, agent):
-    from memories.services_code import session_code_report
-    from memories.services_ledger import session_uses_record
+    from memories.code_reports.services import session_code_report
+    from memories.sessions.services import session_uses_record
     from tests.factories import MemoryFactory
 
     given = MemoryFactory(principal=agent, title="Seed the RNG in flaky tests")

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from django.db import connection
 
-from memories import services as memory_services
+from memories.search import services as search_services
 from reasoningbank.admission import RequestAdmission
 from tests.db_pool import connection_pool
 from tests.mcp_harness import http_client, mcp_client, running
@@ -134,7 +134,7 @@ async def test_more_agents_at_once_than_the_pool_has_connections_all_get_their_a
     each search keeps its connection busy for longer than that (a slow query), so without the queue
     most of them found no connection in time and failed."""
     settings.REQUEST_CONCURRENCY = 1  # this pool's share for requests (the default is half the pool)
-    real_search = memory_services.memory_search
+    real_search = search_services.memory_search
 
     def slow_search(*args: Any, **kwargs: Any) -> Any:
         found = real_search(*args, **kwargs)
@@ -142,7 +142,7 @@ async def test_more_agents_at_once_than_the_pool_has_connections_all_get_their_a
             cursor.execute("SELECT pg_sleep(0.7)")  # on this request's connection: it stays in use
         return found
 
-    monkeypatch.setattr(memory_services, "memory_search", slow_search)
+    monkeypatch.setattr(search_services, "memory_search", slow_search)
     from reasoningbank.asgi import build_application
 
     results: list[Any] = []

@@ -258,8 +258,8 @@ def test_embedder_minilm_in_settings_builds_it_once() -> None:
 
 @override_settings(EMBEDDER="minilm", EMBEDDING_DIMENSIONS=384, EMBEDDING_MODEL="", EMBEDDING_MODEL_DIR=None)
 def test_recorded_memories_carry_minilm_vectors_that_find_a_paraphrase(cast: Any, make_token: Any) -> None:
+    from memories.core.services import memory_record
     from memories.models import Memory
-    from memories.services import memory_record
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     lessons = {

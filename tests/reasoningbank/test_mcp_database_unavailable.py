@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from psycopg_pool import PoolTimeout
 
-from memories import services as memory_services
+from memories.search import services as search_services
 from tests.db_pool import connection_pool
 from tests.mcp_harness import MODES, mcp_client
 
@@ -37,7 +37,7 @@ def exhausted_when_the_tool_runs(small_pool: Any, monkeypatch: pytest.MonkeyPatc
     """Once the tool has its arguments and principal (its first step: embedding the query), other
     work holds every connection of the pool; handed back after the test."""
     held: list[Any] = []
-    real_embed = memory_services.query_embed
+    real_embed = search_services.query_embed
 
     def embed_while_others_hold_the_pool(text: str) -> list[float]:
         small_pool.open()
@@ -47,7 +47,7 @@ def exhausted_when_the_tool_runs(small_pool: Any, monkeypatch: pytest.MonkeyPatc
             except PoolTimeout:
                 return real_embed(text)
 
-    monkeypatch.setattr(memory_services, "query_embed", embed_while_others_hold_the_pool)
+    monkeypatch.setattr(search_services, "query_embed", embed_while_others_hold_the_pool)
     yield held
     for conn in held:
         small_pool.putconn(conn)
@@ -71,7 +71,7 @@ async def test_a_tool_that_finds_no_free_connection_answers_database_unavailable
 
 async def test_the_next_call_succeeds_once_connections_are_free_again(app, agent_token, small_pool, monkeypatch):
     held: list[Any] = []
-    real_embed = memory_services.query_embed
+    real_embed = search_services.query_embed
 
     def embed_once_starved(text: str) -> list[float]:
         if not held:
@@ -83,7 +83,7 @@ async def test_the_next_call_succeeds_once_connections_are_free_again(app, agent
                     break
         return real_embed(text)
 
-    monkeypatch.setattr(memory_services, "query_embed", embed_once_starved)
+    monkeypatch.setattr(search_services, "query_embed", embed_once_starved)
     async with mcp_client(app, agent_token, "2026-07-28") as client:
         starved = await client.call_tool("memory_search", SEARCH)
         for conn in held:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memories.services import memory_record
+from memories.core.services import memory_record
 
 LISTS = [
     "/api/v1/memories",

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from consolidation.models import ConsolidationRun
-from memories.contracts import SearchInput, memory_search_run
-from memories.contracts_context import ContextInput, memory_context_run
+from memories.context.contracts import ContextInput, memory_context_run
 from memories.models import Memory
+from memories.search.contracts import SearchInput, memory_search_run
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply
 from tests.factories import MemoryFactory
 from tests.tracing_capture import Captured, attributes, spans_fixture  # noqa: F401  (the fixture "spans")
@@ -74,7 +74,7 @@ def test_a_search_is_one_memory_search_span_over_its_embedding_legs_fusion_and_c
 def test_with_the_pool_the_lexical_leg_runs_on_another_thread_inside_the_search_trace(
     spans: Captured, agent: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memories import selectors_search
+    from memories.search import selectors as selectors_search
 
     MemoryFactory(
         principal=agent,

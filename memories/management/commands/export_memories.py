@@ -8,8 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
 from accounts.management.commands._base import organization_by_slug
-from memories.selectors_transfer import export_lines, export_scope
-from memories.services_transfer import bank_export_record, counts_text
+from memories.transfer.selectors import export_lines, export_scope
+from memories.transfer.services import bank_export_record, counts_text
 from reasoningbank.errors import ServiceError
 
 PROGRESS_EVERY = 10_000  # lines

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
 from accounts.management.commands._base import organization_by_slug
-from memories.services_transfer import FORMATS, ImportInvalid, bank_import, counts_text
+from memories.transfer.services import FORMATS, ImportInvalid, bank_import, counts_text
 from reasoningbank.errors import ServiceError
 
 

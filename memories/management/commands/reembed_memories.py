@@ -2,8 +2,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memories.services import memories_reembed
-from memories.services_summaries import summaries_reembed
+from memories.context.services import summaries_reembed
+from memories.core.services import memories_reembed
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.models import Organization
 from memories.models import AgentSession
-from memories.services_sessions import sessions_requeue
+from memories.sessions.services import sessions_requeue
 
 
 class Command(BaseCommand):

@@ -1,0 +1,190 @@
+"""Reads behind a session's starting context (seed 002 "SessionStart Summary Injection", issue 14).
+
+Consolidated summaries (seed 002 ``SummaryStore``): the ones a principal may see, the best ones for a
+session's start, and the ones a search merges in. A summary is served only while it is ``ready`` and
+its consolidated memory is active (an un-merged or superseded memory takes its summary with it), and
+it is trusted as much as that memory is now — its live confidence, not the value when it was written.
+
+The memories a session starts with besides the summaries, and instead of them until a project's first
+consolidation (``context_memories``): a project's highest-confidence procedural memories — active, in
+the caller's reach of that project (its own, its team's, the organization's) — chosen by relevance to
+the task, recency or activation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+from pgvector.django import CosineDistance
+
+from accounts.access import Principal, access_filter
+from accounts.models import Project
+from memories.core.selectors import project_resolve, reach_for
+from memories.models import Memory, MemorySummary
+from memories.search.selectors import SearchQuery, memory_search
+from reasoningbank.errors import NotFound
+
+SUMMARY_ID_MAX = 40
+
+
+def summaries_readable(principal: Principal, *, project: Project | None = None) -> QuerySet[MemorySummary]:
+    """Every summary (any status) of the projects the principal reaches, or of ``project``."""
+    qs = access_filter(MemorySummary, principal)
+    if project is not None:
+        return qs.filter(project=project)
+    reach = reach_for(principal)
+    return qs if reach.project_ids is None else qs.filter(project_id__in=reach.project_ids)
+
+
+def summaries_served(principal: Principal, *, project: Project | None = None) -> QuerySet[MemorySummary]:
+    """The summaries search and session starts may hand out."""
+    return (
+        summaries_readable(principal, project=project)
+        .filter(status=MemorySummary.STATUS_READY, memory__state=Memory.STATE_ACTIVE)
+        .select_related("memory", "project")
+        # not the vectors (parsing 384 floats per row costs more than the query) nor the memory's text
+        .defer("embedding", "raw_reply", "memory__embedding", "memory__content", "memory__description")
+    )
+
+
+def summary_get(principal: Principal, summary_id: str) -> MemorySummary:
+    valid = isinstance(summary_id, str) and len(summary_id) <= SUMMARY_ID_MAX and "\x00" not in summary_id
+    qs = summaries_readable(principal).select_related("memory", "project")
+    found = qs.filter(pk=summary_id).first() if valid else None
+    if found is None:
+        raise NotFound(f"summary {summary_id!r} not found", field="summary_id")
+    return found
+
+
+def summaries_list(
+    principal: Principal, *, project: str | None = None, status: str | None = None, memory: str | None = None
+) -> QuerySet[MemorySummary]:
+    """Newest first, optionally of one project (by slug), one status, one consolidated memory."""
+    qs = summaries_readable(principal, project=project_resolve(principal, project) if project else None)
+    if status:
+        qs = qs.filter(status=status)
+    if memory:
+        qs = qs.filter(memory_id=memory)
+    return qs.select_related("memory", "project").order_by("-created_at", "-pk")
+
+
+def summaries_for_context(
+    principal: Principal,
+    project: Project,
+    *,
+    limit: int,
+    min_confidence: float,
+    prioritize: str,
+    task_vector: list[float] | None = None,
+) -> list[MemorySummary]:
+    """Seed 002 ``_select_summaries``: at most ``limit`` of the project's summaries whose memory is at
+    least ``min_confidence`` trusted, by relevance to the task (closest first; by confidence without
+    a task), recency or activation."""
+    qs = summaries_served(principal, project=project).filter(memory__confidence__gte=min_confidence)
+    if prioritize == "relevance" and task_vector is not None:
+        return list(
+            qs.annotate(distance=CosineDistance("embedding", task_vector)).order_by(
+                "distance", "-memory__confidence", "pk"
+            )[:limit]
+        )
+    order = {
+        "recency": ("-temporal_end", "-created_at"),
+        "activation": ("-activation_count", "-memory__confidence"),
+    }.get(prioritize, ("-memory__confidence", "-created_at"))
+    return list(qs.order_by(*order, "pk")[:limit])
+
+
+@dataclass(frozen=True)
+class SummaryHit:
+    summary: MemorySummary
+    similarity: float
+
+
+def summaries_search(
+    principal: Principal,
+    *,
+    query_vector: list[float],
+    project: Project | None,
+    scope: str,
+    limit: int,
+    min_similarity: float,
+    min_confidence: float,
+) -> list[SummaryHit]:
+    """Seed 002 ``_summary_store.search``: the closest served summaries to the query, at least
+    ``min_similarity`` alike. Summaries belong to projects, so a team- or org-scoped search has none."""
+    if limit <= 0 or scope not in ("all", "project"):
+        return []
+    # raw SQL, as the memory search: this runs on every agent search, and building the ORM query cost
+    # more than PostgreSQL's work. The HNSW index (memories migration 0013) ranks the summaries in
+    # reach; their memory must be active and trusted enough.
+    params: dict[str, Any]
+    if project is not None:
+        place, params = "s.project_id = %(project)s", {"project": project.id}
+    else:
+        reach = reach_for(principal)
+        place = "TRUE" if reach.project_ids is None else "s.project_id = ANY(%(projects)s)"
+        params = {"projects": list(reach.project_ids or ())}
+    sql = f"""
+        SELECT s.id, s.memory_id, s.project_id, s.source_memory_ids, s.consolidation_run_id, s.status,
+               s.summary, s.key_facts, s.decisions, s.superseded_facts, s.temporal_start, s.temporal_end,
+               s.created_at, s.activation_count, s.error, p.slug AS project_slug,
+               m.confidence AS memory_confidence, ranked.distance
+        FROM (
+            SELECT s.id, s.embedding <=> %(vector)s::vector AS distance
+            FROM memories_memorysummary s
+            WHERE s.organization_id = %(org)s AND s.status = 'ready' AND {place}
+            ORDER BY s.embedding <=> %(vector)s::vector
+            LIMIT %(candidates)s
+        ) ranked
+        JOIN memories_memorysummary s ON s.id = ranked.id
+        JOIN memories_memory m ON m.id = s.memory_id
+        JOIN accounts_project p ON p.id = s.project_id
+        WHERE m.state = 'active' AND m.confidence >= %(min_confidence)s AND ranked.distance <= %(max_distance)s
+        ORDER BY ranked.distance, s.id
+        LIMIT %(limit)s
+    """
+    params |= {
+        "vector": str(list(query_vector)),
+        "org": principal.organization.id,
+        "candidates": limit * 4,  # a few more than asked: some memories may be archived or untrusted
+        "min_confidence": min_confidence,
+        "max_distance": 1.0 - min_similarity,
+        "limit": limit,
+    }
+    rows = MemorySummary.objects.raw(sql, params)
+    return [SummaryHit(row, round(1.0 - float(getattr(row, "distance")), 4)) for row in rows]  # noqa: B009
+
+
+def context_memories(
+    principal: Principal,
+    project: Project,
+    *,
+    limit: int,
+    min_confidence: float,
+    prioritize: str,
+    task: str = "",
+    task_vector: list[float] | None = None,
+) -> list[Memory]:
+    """At most ``limit`` memories, best first. ``relevance`` ranks by the hybrid search of ``task``
+    (without a task: by confidence); ``recency`` by last change; ``activation`` by use."""
+    memories = access_filter(Memory, principal).filter(
+        reach_for(principal, project=project).memory_q(),
+        state=Memory.STATE_ACTIVE,
+        kind=Memory.KIND_PROCEDURAL,
+        confidence__gte=min_confidence,
+    )
+    if prioritize == "relevance" and task and task_vector is not None:
+        search = SearchQuery(query=task, limit=20, min_confidence=min_confidence, project=project.slug, mode="deep")
+        ranked = [hit.memory.id for hit in memory_search(principal, search, query_vector=task_vector).hits]
+        found = {m.id: m for m in memories.filter(pk__in=ranked)}
+        chosen = [found[pk] for pk in ranked if pk in found][:limit]
+        if len(chosen) >= limit:
+            return chosen
+        rest = memories.exclude(pk__in=[m.id for m in chosen]).order_by("-confidence", "-updated_at")
+        return chosen + list(rest[: limit - len(chosen)])
+    order = {
+        "recency": ("-updated_at", "-confidence"),
+        "activation": ("-usage_count", "-confidence"),
+    }.get(prioritize, ("-confidence", "-updated_at"))
+    return list(memories.order_by(*order, "id")[:limit])

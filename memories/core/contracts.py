@@ -1,0 +1,211 @@
+"""The core memory operations' contracts (seed 000; DESIGN §3): record and get — each one input model
+(validation and defaults), one output model, and one ``*_run`` function (principal + input → output) —
+and the field types every memories contract shares (the features' contracts: ``memories/<feature>/
+contracts.py``). The MCP tools (``memories/mcp_tools.py``) and the REST views (``memories/<feature>/
+api.py``) only parse, call ``*_run`` and render, so both answer the same body for the same input
+(``tests/test_contract_parity.py``).
+
+Names follow seed 000; where REST spelled something else first, the old spelling is noted.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from accounts.access import Principal
+from memories.core.selectors import memory_get
+from memories.core.services import memory_record_or_duplicate
+from memories.models import Memory
+from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX
+from reasoningbank.contracts import NUL_FREE, Contract
+
+# --- shared field types ----------------------------------------------------------------------------
+
+NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"  # after trimming: at least one visible character
+
+
+def required_text(maximum: int) -> object:
+    """A required text: trimmed, not blank, no NUL, at most ``maximum`` characters."""
+    return StringConstraints(strip_whitespace=True, min_length=1, max_length=maximum, pattern=NOT_BLANK)
+
+
+def id_text() -> object:
+    """An id: not blank, no NUL; any length (an unknown id is a 404, however long)."""
+    return StringConstraints(strip_whitespace=True, min_length=1, pattern=NOT_BLANK)
+
+
+def optional_text(maximum: int) -> object:
+    return StringConstraints(strip_whitespace=True, max_length=maximum, pattern=NUL_FREE)
+
+
+PROJECT_DESCRIPTION = (
+    "Project slug. Needed only when this token reaches several projects; otherwise the one project it "
+    "reaches is used (a token limited to one project, or an organization-wide token in an organization "
+    "with a single project)."
+)
+SEARCH_PROJECT_DESCRIPTION = (
+    "Project slug: search that project, its team's and the organization's memories. Left out: every "
+    "project this token reaches."
+)
+Project = Annotated[str | None, optional_text(200), Field(description=PROJECT_DESCRIPTION)]
+MemoryId = Annotated[str, id_text(), Field(description="ID of the memory")]
+# search and memory_context: the memories they return are noted as given to this session (the injection ledger)
+SessionRef = Annotated[
+    str,
+    optional_text(200),
+    Field(
+        description=(
+            "Your session's id: the memories returned are noted as given to that session, and its outcome "
+            "(memory_outcome or session_submit with the same id) then reaches each of them"
+        )
+    ),
+]
+Outcome = Literal["success", "failure", "mixed"]
+Kind = Literal["procedural", "semantic", "episodic", "working"]
+Tag = Annotated[str, StringConstraints(strip_whitespace=True, max_length=TAG_MAX, pattern=NUL_FREE)]
+
+
+def rounded(value: float) -> float:
+    """Agent-facing scores: four decimals are enough and cost fewer tokens."""
+    return round(float(value), 4)
+
+
+def iso_or_none(value: object) -> str | None:
+    return value.isoformat() if value is not None else None  # type: ignore[attr-defined]
+
+
+# --- memory_get ------------------------------------------------------------------------------------
+
+
+class MemoryOut(Contract):
+    """A whole memory (never its embedding)."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    outcome: Outcome
+    tags: list[str]
+    kind: Kind
+    scope: Literal["project", "team", "org"]
+    project: str | None = Field(description="project slug")
+    team: str | None = Field(description="team slug")
+    state: Literal["active", "archived", "proposed"] = Field(
+        description="proposed: a promotion proposal awaiting review in the review queue (never searched)"
+    )
+    archived_reason: str = Field(description="why it was archived; empty while active")
+    consolidated_into: str | None = Field(description="the consolidated memory it was merged into")
+    tier: str
+    retention: float
+    importance: float
+    confidence: float
+    alpha: float
+    beta: float
+    usage_count: int
+    last_used_at: str | None
+    origin: str
+    source_session: str | None
+    promoted_from: str = Field(description="the kind consolidation's promotion ladder raised it from; empty if never")
+    promoted_at: str | None
+    promotion_reason: str = Field(description="which ladder criterion, with its figures")
+    last_signal_at: str | None = Field(description="the last feedback, outcome or usage")
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryOut:
+        return cls(
+            id=memory.id, title=memory.title, description=memory.description, content=memory.content,
+            outcome=memory.outcome, tags=list(memory.tags), kind=memory.kind, scope=memory.scope,  # type: ignore[arg-type]
+            project=memory.project.slug if memory.project is not None else None,
+            team=memory.team.slug if memory.team is not None else None,
+            state=memory.state, archived_reason=memory.archived_reason,  # type: ignore[arg-type]
+            consolidated_into=memory.consolidated_into_id, tier=memory.tier, retention=memory.retention,
+            importance=memory.importance, confidence=memory.confidence, alpha=memory.alpha, beta=memory.beta,
+            usage_count=memory.usage_count, last_used_at=iso_or_none(memory.last_used_at), origin=memory.origin,
+            source_session=memory.source_session_id, promoted_from=memory.promoted_from,
+            promoted_at=iso_or_none(memory.promoted_at), promotion_reason=memory.promotion_reason,
+            last_signal_at=iso_or_none(memory.last_signal_at), created_at=memory.created_at.isoformat(),
+            updated_at=memory.updated_at.isoformat(),
+        )
+
+
+class MemoryGetInput(Contract):
+    memory_id: MemoryId
+
+
+def memory_get_run(principal: Principal, args: MemoryGetInput) -> MemoryOut:
+    return MemoryOut.of(memory_get(principal, args.memory_id))
+
+
+# --- memory_record -----------------------------------------------------------------------------------
+
+
+class RecordInput(Contract):
+    title: Annotated[str, required_text(TITLE_MAX), Field(description="Short, descriptive title")]
+    description: Annotated[str, required_text(DESCRIPTION_MAX), Field(description="When/why to apply this strategy")]
+    content: Annotated[str, required_text(CONTENT_MAX), Field(description="Detailed steps or approach")]
+    outcome: Annotated[
+        Outcome,
+        Field(description="Whether this is a pattern to follow (success) or avoid (failure), or mixed"),
+    ]
+    tags: Annotated[
+        list[Tag], Field(description="Categorization tags", max_length=TAGS_MAX, default_factory=list)
+    ]
+    kind: Annotated[
+        Kind | None,
+        Field(description="procedural (how-to, the default), semantic (a fact), episodic (an event), working"),
+    ] = None
+    project: Project = None
+    scope: Annotated[
+        Literal["project", "team", "org"],
+        Field(description="Who may find it: the project, its team, or the whole organization"),
+    ] = "project"
+
+
+class RecordOutput(Contract):
+    id: str
+    message: str
+    initial_confidence: float
+    memory: MemoryOut
+    duplicate_of: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "Only when nothing was recorded: an active memory in the same place already has this title, "
+            "description and content (case and whitespace ignored), outcome and kind, or a near copy of them "
+            "(`duplicate_reason`); its id, the same as `id`."
+        ),
+    )
+    duplicate_reason: Literal["identical", "near_copy"] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "Only with `duplicate_of`: `identical` (the same text), or `near_copy` (embeddings at least "
+            "WRITE_GATE_NEAR_COPY_SIMILARITY alike, with the same numbers and no negation or opposite word "
+            "between them)"
+        ),
+    )
+    similarity: float | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Only for a near copy: how alike the two are (cosine similarity of their embeddings)",
+    )
+
+
+def memory_record_run(principal: Principal, args: RecordInput) -> tuple[RecordOutput, bool]:
+    """The answer, and whether a memory was created (REST: 201, else 200)."""
+    result = memory_record_or_duplicate(principal=principal, **args.model_dump())
+    memory = result.memory
+    output = RecordOutput(
+        id=memory.id, message=result.message, initial_confidence=rounded(memory.confidence),
+        memory=MemoryOut.of(memory),
+        duplicate_of=memory.id if result.duplicate else None,
+        duplicate_reason=result.reason if result.duplicate else None,  # type: ignore[arg-type]
+        similarity=rounded(result.similarity) if result.similarity is not None else None,
+    )
+    return output, not result.duplicate
+
+

@@ -1,0 +1,187 @@
+"""The ``memory_search`` operation's contract (seed 000; DESIGN §3, §7): one input model, one output
+model and ``memory_search_run``, shared by the MCP tool and ``POST /api/v1/memories/search``."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from django.conf import settings
+from pydantic import Field
+
+from accounts.access import Principal
+from memories.context.contracts import SummaryOut
+from memories.context.selectors import summaries_search
+from memories.context.services import summaries_activate
+from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, optional_text, required_text, rounded
+from memories.models import Memory
+from memories.search.selectors import SearchHit, SearchQuery
+from memories.search.services import memory_search_use
+from memories.sessions.services import session_uses_record
+from memories.validation import QUERY_MAX, session_key_clean
+from reasoningbank.contracts import Contract
+from reasoningbank.metrics import search_observe
+from reasoningbank.tracing import current_set, traced
+
+
+class SearchInput(Contract):
+    query: Annotated[str, required_text(QUERY_MAX), Field(description="Natural language query")]
+    scope: Annotated[Literal["project", "team", "org", "all"], Field(description="Scope to search within")] = "all"
+    outcome: Annotated[Literal["success", "failure", "all"], Field(description="Filter by outcome type")] = "all"
+    limit: Annotated[
+        int, Field(description="Maximum results", ge=1, le=settings.SEARCH_MAX_LIMIT)
+    ] = settings.SEARCH_DEFAULT_LIMIT
+    min_confidence: Annotated[
+        float, Field(description="Minimum confidence threshold", ge=0.0, le=1.0)
+    ] = settings.SEARCH_MIN_CONFIDENCE
+    project: Annotated[str | None, optional_text(200), Field(description=SEARCH_PROJECT_DESCRIPTION)] = None
+    mode: Annotated[
+        Literal["reflexive", "standard", "deep", "exhaustive"],
+        Field(
+            description=(
+                "Which memories to search by tier: reflexive (hot only), standard (hot and warm), deep (also "
+                "cold), exhaustive (every tier, archived memories included and marked with state)"
+            )
+        ),
+    ] = "standard"
+    session_id: SessionRef = ""
+    include_summaries: Annotated[
+        bool,
+        Field(
+            description=(
+                "Also return the closest consolidated summaries, at most limit / 2, under `summaries` "
+                "(present only when there are some)"
+            )
+        ),
+    ] = True
+    explain: Annotated[
+        bool,
+        Field(
+            description=(
+                "Include each result's score breakdown (both legs' scores and ranks, the fused relevance, "
+                "confidence, boosts)"
+            )
+        ),
+    ] = False
+
+    def to_query(self) -> SearchQuery:
+        return SearchQuery(
+            query=self.query, scope=self.scope, outcome=self.outcome, limit=self.limit,
+            min_confidence=float(self.min_confidence), project=self.project or None, mode=self.mode,
+        )
+
+
+class SearchExplanation(Contract):
+    """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
+    consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+    this query's candidates. `confidence` is the value the search ranked with (before this search
+    counted as a use). REST called this object `score` before."""
+
+    relevance: float = Field(description="the fusion of both legs, 0 to 1")
+    similarity: float = Field(description="vector leg: cosine similarity to the query")
+    vector_rank: int | None = Field(description="vector leg: rank among the candidates")
+    lexical: float = Field(description="lexical leg: BM25 score (0: no query term in the memory)")
+    lexical_rank: int | None = Field(description="lexical leg: rank among the candidates that hold a term")
+    confidence: float
+    recency_boost: float
+    scope: str
+    scope_weight: float
+    consolidated_boost: float
+    score: float
+    matched_by: list[str] = Field(description="vector and/or text: the legs that fetched it")
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> SearchExplanation:
+        b = hit.breakdown
+        return cls(
+            relevance=rounded(b.relevance), similarity=rounded(b.similarity), vector_rank=b.vector_rank,
+            lexical=rounded(b.lexical), lexical_rank=b.lexical_rank, confidence=rounded(b.confidence),
+            recency_boost=rounded(b.recency_boost), scope=b.scope, scope_weight=rounded(b.scope_weight),
+            consolidated_boost=rounded(b.consolidated_boost), score=rounded(b.score), matched_by=list(hit.matched_by),
+        )
+
+
+class SearchHitOut(Contract):
+    """One result. `confidence` and `usage_count` already count this search as a use (when its
+    relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
+    near-identical memories were folded into it; `explain` only when the search asked for it."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    outcome: str
+    confidence: float
+    usage_count: int
+    relevance: float
+    scope: str
+    state: Literal["active", "archived"] = Field(
+        default="active",
+        exclude_if=lambda value: value == "active",
+        description="only on an archived memory, which only an exhaustive search returns",
+    )
+    duplicates: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)",
+    )
+    explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+class SummaryHitOut(SummaryOut):
+    relevance: float = Field(description="cosine similarity of the summary to the query")
+
+
+class SearchOutput(Contract):
+    memories: list[SearchHitOut]
+    total_found: int
+    tokens_used: int
+    summaries: list[SummaryHitOut] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="with include_summaries: the closest consolidated summaries (at most limit / 2); absent when none",
+    )
+
+
+@traced("memory.search")
+def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
+    session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
+    started = time.perf_counter()
+    current_set(  # seed 002's recall.search attributes: the query's length, never its text
+        query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
+        include_summaries=args.include_summaries, org_id=principal.organization.id,
+    )
+    result = memory_search_use(principal=principal, search=args.to_query())
+    current_set(project_id=result.project.id if result.project else None, result_count=len(result.hits),
+                total_found=result.total_found, tokens_used=result.tokens_used)
+    summaries = (
+        summaries_search(
+            principal, query_vector=result.query_vector, project=result.project, scope=args.scope,
+            limit=args.limit // 2, min_similarity=settings.SEARCH_MIN_SIMILARITY,
+            min_confidence=float(args.min_confidence),
+        )
+        if args.include_summaries
+        else []
+    )
+    summaries_activate([hit.summary.id for hit in summaries], write_behind=True)
+    if args.session_id:
+        session_uses_record(
+            principal=principal, session_key=args.session_id, via="search",
+            memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE]
+            + [hit.summary.memory_id for hit in summaries],
+        )
+    hits = [
+        SearchHitOut(
+            id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
+            content=hit.memory.content, outcome=hit.memory.outcome, confidence=rounded(hit.memory.confidence),
+            usage_count=hit.memory.usage_count, relevance=rounded(hit.breakdown.score), scope=hit.memory.scope,
+            state=hit.memory.state,  # type: ignore[arg-type]
+            duplicates=list(hit.duplicates), explain=SearchExplanation.of(hit) if args.explain else None,
+        )
+        for hit in result.hits
+    ]
+    search_observe(mode=args.mode, seconds=time.perf_counter() - started, found=bool(hits))
+    return SearchOutput(
+        memories=hits, total_found=result.total_found, tokens_used=result.tokens_used,
+        summaries=[SummaryHitOut(**SummaryOut.of(h.summary).model_dump(), relevance=h.similarity) for h in summaries],
+    )

@@ -1,0 +1,476 @@
+"""Hybrid search (DESIGN §7, issue 13): the reads behind ``memory_search`` — the query's BM25 term
+statistics, the vector and lexical legs inside the caller's reach, their fusion into one relevance
+(``memories.search.ranking``), seed 001's ranking and the folding of near-identical hits."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import OperationalError, connection, transaction
+from django.utils import timezone
+
+from accounts.access import Principal
+from accounts.models import Project
+from memories.core.selectors import Reach, project_resolve, reach_for
+from memories.models import Memory, memory_scope
+from memories.search.ranking import (
+    BM25_B,
+    BM25_K1,
+    DEFAULT_RETRIEVAL_MODE,
+    RETRIEVAL_MODES,
+    LegScores,
+    ScoreBreakdown,
+    bm25_idf,
+    estimate_tokens,
+    leg_ranks,
+    relevance_fuse,
+    score_memory,
+)
+from reasoningbank.db_threads import other_connections_usable, run_beside
+from reasoningbank.tracing import span
+
+logger = logging.getLogger(__name__)
+
+SEARCH_OUTCOMES = ("success", "failure", "all")
+# candidates fetched per leg before ranking: enough headroom for the confidence/recency re-rank
+CANDIDATE_FACTOR = 4
+MIN_CANDIDATES = 20
+# the full-text leg ranks at most this many matches, so a very common word stays cheap
+TEXT_MATCH_CAP = 300
+# memories sampled for BM25's mean document length
+BM25_LENGTH_SAMPLE = 200
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    query: str
+    scope: str = "all"
+    outcome: str = "all"
+    limit: int = 5
+    min_confidence: float = 0.5
+    project: str | None = None
+    mode: str = DEFAULT_RETRIEVAL_MODE  # seed 002's RetrievalMode: the tiers searched (ranking.RETRIEVAL_MODES)
+
+
+@dataclass(slots=True)
+class MemoryRow:
+    """A memory as search returns it: the columns ranking and the responses need, as plain values
+    (no model instance: building ~30 of them per search cost more than the SQL)."""
+
+    id: str
+    organization_id: int
+    project_id: int | None
+    team_id: int | None
+    title: str
+    description: str
+    content: str
+    outcome: str
+    tags: list[str]
+    kind: str
+    confidence: float
+    usage_count: int
+    last_used_at: datetime | None
+    created_at: datetime
+    origin: str
+    state: str
+    alpha: float
+    beta: float
+    prior_alpha: float
+    prior_beta: float
+    content_hash: str
+
+    @property
+    def pk(self) -> str:
+        return self.id
+
+    @property
+    def scope(self) -> str:
+        return memory_scope(self.project_id, self.team_id)
+
+
+_ROW_COLUMNS = ", ".join(f"m.{name}" for name in MemoryRow.__dataclass_fields__)
+
+
+@dataclass
+class SearchHit:
+    memory: MemoryRow
+    breakdown: ScoreBreakdown
+    matched_by: tuple[str, ...]  # "vector", "text"
+    duplicates: list[str] = field(default_factory=list)  # near-identical hits folded into this one
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    total_found: int
+    tokens_used: int
+    project: Project | None = None
+    embedding_ms: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    query_vector: list[float] = field(default_factory=list)  # what summaries are searched with too
+
+
+def _reach_sql(reach: Reach, scope: str) -> str:
+    """``Reach.memory_q`` as SQL over alias ``m`` (parameters ``projects`` / ``teams``)."""
+    project = "m.project_id IS NOT NULL" if reach.project_ids is None else "m.project_id = ANY(%(projects)s)"
+    team = "m.project_id IS NULL AND m.team_id IS NOT NULL"
+    if reach.team_ids is not None:
+        team += " AND m.team_id = ANY(%(teams)s)"
+    org = "m.project_id IS NULL AND m.team_id IS NULL"
+    parts = {"project": [project], "team": [team], "org": [org], "all": [project, team, org]}[scope]
+    return " OR ".join(f"({part})" for part in parts)
+
+
+# BM25 of a memory for this query's terms (migration 0007); both legs score every row they return
+_BM25_SQL = "rb_bm25(m.search_vector, %(terms)s::text[], %(idfs)s::float8[], %(k1)s, %(b)s, %(avgdl)s)"
+
+
+def _terms_sql(reach: str) -> str:
+    """Exact statistics (a table never analysed: new or small): the query's terms (stemmed lexemes,
+    stopwords removed) with their document frequency in reach, the number of memories in reach and
+    their mean length (a sample). Every count stops at a cap through the GIN index."""
+    return (
+        "/* search:terms */ SELECT t.lexeme, (SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
+        f"WHERE m.search_vector @@ (quote_literal(t.lexeme))::tsquery AND {reach} LIMIT %(df_cap)s + 1) d), "
+        f"(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {reach} LIMIT %(n_cap)s) n), "
+        "(SELECT avg(rb_doc_length(s.search_vector)) FROM "
+        f"(SELECT m.search_vector FROM memories_memory m WHERE {reach} LIMIT %(sample)s) s) "
+        "FROM unnest(to_tsvector('english', %(query)s)) t"
+    )
+
+
+_LEXEMES_SQL = "/* search:lexemes */ SELECT lexeme FROM unnest(to_tsvector('english', %(query)s))"
+# PostgreSQL's own statistics of the full-text column (ANALYZE keeps the most common lexemes and the
+# fraction of memories holding each; migration 0008 raises how many), and the table's size
+_PLANNER_STATS_SQL = (
+    "/* search:stats */ SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+    "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() "
+    "AND s.tablename = 'memories_memory' AND s.attname = 'search_vector' "
+    "WHERE c.oid = 'memories_memory'::regclass"
+)
+_LENGTH_SAMPLE_SQL = (
+    "/* search:stats */ SELECT avg(rb_doc_length(s.search_vector)) "
+    "FROM (SELECT search_vector FROM memories_memory WHERE state = 'active' LIMIT %(sample)s) s"
+)
+
+
+@dataclass(frozen=True)
+class CollectionStats:
+    """BM25's collection statistics from PostgreSQL's planner statistics: the table's memories, the
+    share of them holding each common lexeme, the share assumed for any other (half the least common
+    one's, as PostgreSQL's own estimates do) and the mean memory length."""
+
+    documents: float
+    shares: dict[str, float]
+    rare_share: float
+    avgdl: float
+
+    def document_frequency(self, lexeme: str) -> float:
+        return self.shares.get(lexeme, self.rare_share) * self.documents
+
+
+_stats_cache: tuple[float, CollectionStats | None] | None = None
+
+
+def collection_stats(*, refresh: bool = False) -> CollectionStats | None:
+    """The planner-statistics view of the bank, kept ``SEARCH_STATS_TTL`` seconds per process (they
+    change only with ANALYZE); None while the table has never been analysed."""
+    global _stats_cache
+    now = time.monotonic()
+    if not refresh and _stats_cache is not None and _stats_cache[0] > now:
+        return _stats_cache[1]
+    rows = _rows(_PLANNER_STATS_SQL, {})
+    stats = None
+    if rows and rows[0][1] and rows[0][2] and rows[0][0] and rows[0][0] > 0:
+        documents, lexemes, freqs = float(rows[0][0]), list(rows[0][1]), [float(f) for f in rows[0][2]]
+        # most_common_elem_freqs: one per lexeme, then the minimum, the maximum and the null share
+        shares = dict(zip(lexemes, freqs[: len(lexemes)], strict=True))
+        (avgdl,) = _rows(_LENGTH_SAMPLE_SQL, {"sample": BM25_LENGTH_SAMPLE})[0]
+        stats = CollectionStats(documents, shares, freqs[len(lexemes)] / 2, float(avgdl or 1.0))
+    _stats_cache = (now + float(_setting("SEARCH_STATS_TTL")), stats)
+    return stats
+
+
+def _vector_leg_sql(base: str) -> str:
+    """The k nearest memories in reach (HNSW; iterative scan until k rows pass the filter)."""
+    return (
+        f"/* search:vector */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'vector' "
+        f"FROM memories_memory m WHERE {base} AND m.embedding IS NOT NULL "
+        "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(k)s"
+    )
+
+
+def _text_leg_sql(base: str, terms: int) -> str:
+    """The k best lexical matches in reach among at most ``TEXT_MATCH_CAP`` memories that hold one of
+    the query's selective terms (OR: a memory need not hold every word of a question).
+
+    Inside the capped set the order is BM25's shape at C speed: the sum over the query's terms of
+    IDF × ``ts_rank`` (term frequency, length-normalised), parameters ``idf_<i>`` and ``term_<i>``;
+    the returned rows then carry their exact BM25 (``rb_bm25``). No ORDER BY inside the capped match
+    set: sorting every match would defeat the cap. OFFSET 0 keeps the reach filter out of the scan:
+    pushed down, it made the planner AND the GIN bitmap with bitmaps of every row in reach (12 ms
+    for a common word) instead of stopping at the cap.
+    """
+    # every field weighs the same, as in rb_bm25 (ts_rank's default weighs a title match 10× the content's)
+    order = " + ".join(
+        f"%(idf_{i})s * ts_rank('{{1,1,1,1}}', t.search_vector, %(term_{i})s::tsquery, 1)" for i in range(terms)
+    )
+    return (
+        f"/* search:text */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'text' "
+        "FROM memories_memory m WHERE m.id IN ("
+        "SELECT t.id FROM (SELECT m.id, m.search_vector FROM ("
+        "SELECT id, search_vector, organization_id, project_id, team_id, state, tier, confidence, outcome "
+        "FROM memories_memory WHERE search_vector @@ %(tsquery)s::tsquery OFFSET 0"
+        f") AS m WHERE {base} LIMIT %(text_cap)s) AS t "
+        f"ORDER BY {order or '0'} DESC LIMIT %(k)s)"
+    )
+
+
+def _tsquery_or(lexemes: list[str]) -> str:
+    """``'a' | 'b'`` of already-stemmed lexemes, quoted for the tsquery parser (no second stemming)."""
+    return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """BM25's view of a query: its terms, their IDF, and the terms that pick the lexical leg's
+    candidates (the selective ones: a term in more than ``SEARCH_TERM_DF_CAP`` memories only scores)."""
+
+    terms: list[str]
+    idfs: list[float]
+    selective: list[str]
+    avgdl: float
+
+
+def _query_terms(in_reach: str, params: dict[str, Any], df_cap: int) -> QueryTerms:
+    """From PostgreSQL's planner statistics when the table has been analysed (no per-query cost,
+    the IDF of the whole bank), else from exact capped counts within the caller's reach."""
+    stats = collection_stats() if _setting("SEARCH_TERM_STATISTICS") == "auto" else None
+    if stats is not None:
+        lexemes = [str(row[0]) for row in _rows(_LEXEMES_SQL, params)]
+        found = [(lexeme, stats.document_frequency(lexeme)) for lexeme in lexemes]
+        documents, avgdl = stats.documents, stats.avgdl
+    else:
+        rows = _rows(_terms_sql(in_reach), params)
+        if not rows:
+            return QueryTerms([], [], [], 1.0)
+        documents, avgdl = float(rows[0][2]), float(rows[0][3] or 1.0)
+        found = [(str(lexeme), float(df)) for lexeme, df, _, _ in rows if df]
+    # the rarest terms pick the lexical candidates, as many as the match cap can enumerate whole (a
+    # capped scan of commoner ones would be an arbitrary sample); the others only score, and a term in
+    # more memories than the cap never picks (the vector leg's candidates still get its score)
+    selective: list[str] = []
+    budget = float(TEXT_MATCH_CAP)
+    for lexeme, df in sorted(found, key=lambda term: term[1]):
+        if df > df_cap or (selective and df > budget):
+            break
+        selective.append(lexeme)
+        budget -= df
+    return QueryTerms(
+        terms=[lexeme for lexeme, _ in found],
+        idfs=[bm25_idf(df, documents) for _, df in found],
+        selective=selective,
+        avgdl=avgdl,
+    )
+
+
+def _rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _leg_rows(leg: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """A leg's candidate rows (``vector``, ``lexical``, or both as one statement ``vector+lexical``)
+    in its own span, the ``memory.search.<leg>`` of the trace."""
+    with span(f"memory.search.{leg}") as current:
+        rows = _rows(sql, params)
+        current.set_attribute("rows", len(rows))
+        return rows
+
+
+def _lexical_rows(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return _leg_rows("lexical", sql, params)
+
+
+def _legs_in_parallel() -> bool:
+    """Both legs at once on two pooled connections: the search's latency becomes the slower leg's
+    instead of their sum (``reasoningbank.db_threads``)."""
+    return bool(_setting("SEARCH_PARALLEL_LEGS")) and other_connections_usable(idle=True)
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(map(repr, vector)) + "]"
+
+
+def memory_search(
+    principal: Principal, search: SearchQuery, *, query_vector: list[float], now: datetime | None = None
+) -> SearchResult:
+    """Hybrid search (DESIGN §7): HNSW and BM25 full-text candidates inside the caller's reach, each
+    scored by both legs, fused into one relevance and ranked by relevance × confidence × recency ×
+    scope weight (× 1.2 consolidated); near-identical hits collapse into the best one.
+
+    Raw SQL returning plain rows: this runs on every agent call, and the ORM's query building and
+    model instantiation cost more than PostgreSQL's work. One statement for the query's term
+    statistics, then one per leg, run at once when possible (``_legs_in_parallel``), else as one
+    UNION ALL. The HNSW settings (``ef_search``, iterative scan) are connection options
+    (``settings.DATABASES``).
+    """
+    now = now or timezone.now()
+    project = project_resolve(principal, search.project)
+    reach = reach_for(principal, project=project)
+    k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
+    in_reach = f"m.organization_id = %(org)s AND m.state = 'active' AND ({_reach_sql(reach, search.scope)})"
+    tiers = RETRIEVAL_MODES[search.mode]
+    if tiers is None:  # exhaustive: archived memories too, never a promotion proposal awaiting review
+        base = f"m.organization_id = %(org)s AND m.state <> 'proposed' AND ({_reach_sql(reach, search.scope)})"
+    else:
+        base = f"{in_reach} AND m.tier = ANY(%(tiers)s)"
+    base += " AND m.confidence >= %(min_confidence)s"
+    if search.outcome != "all":
+        base += " AND m.outcome = %(outcome)s"
+    df_cap = int(_setting("SEARCH_TERM_DF_CAP"))
+    params: dict[str, Any] = {
+        "org": principal.organization.id,
+        "tiers": list(tiers or ()),
+        "min_confidence": search.min_confidence,
+        "outcome": search.outcome,
+        "projects": sorted(reach.project_ids or ()),
+        "teams": sorted(reach.team_ids or ()),
+        "vector": vector_literal(query_vector),
+        "query": search.query,
+        "k": k,
+        "text_cap": TEXT_MATCH_CAP,
+        "df_cap": df_cap,
+        "n_cap": int(_setting("SEARCH_COLLECTION_CAP")),
+        "sample": BM25_LENGTH_SAMPLE,
+        "k1": BM25_K1,
+        "b": BM25_B,
+    }
+    with span("memory.search.terms") as terms_span:
+        terms = _query_terms(in_reach, params, df_cap)
+        terms_span.set_attributes({"terms": len(terms.terms), "selective_terms": len(terms.selective)})
+    params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=_tsquery_or(terms.selective))
+    for i, (term, idf) in enumerate(zip(terms.terms, terms.idfs, strict=True)):
+        params.update({f"term_{i}": _tsquery_or([term]), f"idf_{i}": idf})
+    legs = [_vector_leg_sql(base)] if any(query_vector) else []
+    legs += [_text_leg_sql(base, len(terms.terms))] if terms.selective else []
+    both = "+".join((["vector"] if any(query_vector) else []) + (["lexical"] if terms.selective else []))
+    ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
+    if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
+        with transaction.atomic():
+            _rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
+            rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+    elif len(legs) == 2 and _legs_in_parallel():
+        text_rows = run_beside(_lexical_rows, legs[1], params)
+        rows = _leg_rows("vector", legs[0], params)
+        try:
+            rows += text_rows.result()
+        except OperationalError:  # no pooled connection came in time: this one runs the leg too
+            logger.warning("search's lexical leg found no free connection; ran it inline")
+            rows += _lexical_rows(legs[1], params)
+    else:
+        rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
+    with span("memory.search.fusion", candidates=len(rows), fusion=str(_setting("SEARCH_FUSION"))) as fusion_span:
+        hits = _ranked(rows, now=now)
+        fusion_span.set_attribute("kept", len(hits))
+    total_found = len(hits)
+    with span("memory.search.collapse", hits=len(hits), limit=search.limit):
+        top = _collapsed(hits, search.limit)
+    tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)
+    return SearchResult(
+        hits=top, total_found=total_found, tokens_used=tokens, project=project, query_vector=query_vector
+    )
+
+
+def _ranked(rows: list[tuple[Any, ...]], *, now: datetime) -> list[SearchHit]:
+    """The legs' rows, merged by memory, scored by both legs, fused and ranked (best first)."""
+    width = len(MemoryRow.__dataclass_fields__)
+    merged: dict[str, tuple[tuple[Any, ...], set[str]]] = {}
+    for row in rows:
+        merged.setdefault(row[0], (row, set()))[1].add(row[-1])
+    min_similarity = _setting("SEARCH_MIN_SIMILARITY")
+    kept: list[tuple[MemoryRow, float | None, float, tuple[str, ...]]] = []
+    for row, legs_found in merged.values():
+        raw_distance, lexical = row[width], float(row[width + 1] or 0.0)
+        # a text without word characters embeds to a zero vector, whose cosine distance is NaN
+        similarity = None if raw_distance is None or math.isnan(raw_distance) else 1.0 - float(raw_distance)
+        if lexical <= 0 and (similarity or 0.0) < min_similarity:
+            continue  # neither leg finds it related
+        kept.append((MemoryRow(*row[:width]), similarity, lexical, tuple(sorted(legs_found))))
+    ranks = leg_ranks([k[1] for k in kept], [k[2] for k in kept])
+    legs = [
+        LegScores(similarity=sim, lexical=lex, vector_rank=vr, lexical_rank=lr)
+        for (_, sim, lex, _), (vr, lr) in zip(kept, ranks, strict=True)
+    ]
+    relevances = relevance_fuse(
+        legs, lexical_weight=float(_setting("SEARCH_LEXICAL_WEIGHT")), fusion=str(_setting("SEARCH_FUSION"))
+    )
+    ranked = []
+    for (memory, _, _, matched_by), leg, relevance in zip(kept, legs, relevances, strict=True):
+        reference = memory.last_used_at or memory.created_at
+        breakdown = score_memory(
+            legs=leg,
+            relevance=relevance,
+            confidence=memory.confidence,
+            days_since_used=max(0.0, (now - reference).total_seconds() / 86400),
+            scope=memory.scope,
+            consolidated=memory.origin == Memory.ORIGIN_CONSOLIDATED,
+        )
+        ranked.append(SearchHit(memory, breakdown, matched_by))
+    ranked.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
+    return ranked
+
+
+def _collapsed(ranked: list[SearchHit], limit: int) -> list[SearchHit]:
+    """The first ``limit`` hits after folding near-identical memories into the best-ranked one, which
+    lists the others' ids (``duplicates``): the same text (its fingerprint), or embeddings at least
+    ``SEARCH_COLLAPSE_SIMILARITY`` alike. Only hits near the top are compared (a twin ranks next to
+    its original), by one query over their stored vectors."""
+    if not _setting("SEARCH_COLLAPSE_DUPLICATES"):
+        return ranked[:limit]
+    window = ranked[: limit * 2]
+    twins = _similar_pairs([h.memory.id for h in window], float(_setting("SEARCH_COLLAPSE_SIMILARITY")))
+    kept: list[SearchHit] = []
+    by_text: dict[str, SearchHit] = {}
+    by_id: dict[str, SearchHit] = {}
+    for hit in window:
+        same = by_text.get(hit.memory.content_hash) if hit.memory.content_hash else None
+        if same is None:
+            same = next((by_id[other] for other in twins.get(hit.memory.id, ()) if other in by_id), None)
+        if same is not None:
+            same.duplicates.append(hit.memory.id)
+            continue
+        kept.append(hit)
+        by_id[hit.memory.id] = hit
+        if hit.memory.content_hash:
+            by_text[hit.memory.content_hash] = hit
+    return kept[:limit]
+
+
+def _similar_pairs(ids: list[str], threshold: float) -> dict[str, list[str]]:
+    """Which of ``ids`` have a stored embedding at least ``threshold`` alike (cosine), both ways."""
+    if len(ids) < 2:
+        return {}
+    rows = _rows(
+        "/* search:collapse */ SELECT a.id, b.id FROM memories_memory a JOIN memories_memory b "
+        "ON a.id < b.id AND b.id = ANY(%(ids)s) WHERE a.id = ANY(%(ids)s) "
+        "AND 1 - (a.embedding <=> b.embedding) >= %(threshold)s",
+        {"ids": ids, "threshold": threshold},
+    )
+    pairs: dict[str, list[str]] = {}
+    for a, b in rows:
+        pairs.setdefault(a, []).append(b)
+        pairs.setdefault(b, []).append(a)
+    return pairs
+
+
+def _setting(name: str) -> Any:
+    from django.conf import settings
+
+    return getattr(settings, name)

@@ -1,0 +1,29 @@
+"""The write a search makes: each memory an agent was plausibly given counts as a use of it (a usage
+signal, which moves its confidence). The reads behind a search are ``memories/search/selectors.py``."""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+
+from accounts.access import Principal
+from memories.embedding import query_embed
+from memories.search.selectors import SearchQuery, SearchResult, memory_search
+from memories.signals.services import memories_mark_used
+
+
+def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
+    """Search, then record a usage signal (seed 000) on each returned memory whose fused relevance
+    reaches ``SEARCH_USAGE_MIN_RELEVANCE``."""
+    started = time.perf_counter()
+    vector = query_embed(search.query)
+    embedding_ms = (time.perf_counter() - started) * 1000
+    result = memory_search(principal, search, query_vector=vector)
+    # only results an agent plausibly used: ranking noise below the floor must not feed confidence
+    floor = settings.SEARCH_USAGE_MIN_RELEVANCE
+    # (an archived memory an exhaustive search surfaced is shown, not used)
+    used = [hit.memory for hit in result.hits if hit.breakdown.relevance >= floor and hit.memory.state == "active"]
+    memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
+    result.embedding_ms = embedding_ms
+    return result

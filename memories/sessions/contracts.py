@@ -1,0 +1,81 @@
+"""The ``session_submit`` operation's contract (seed 000 "Distillation Pipeline"): one input model,
+one output model and ``session_submit_run``, shared by the MCP tool and ``POST /api/v1/sessions``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from accounts.access import Principal
+from memories.core.contracts import Project, iso_or_none, required_text
+from memories.models import AgentSession
+from memories.sessions.services import session_outcome_attribute, session_submit
+from reasoningbank.contracts import Contract
+
+
+class SessionSubmitInput(Contract):
+    session_id: Annotated[
+        str, required_text(200), Field(description="Your own id for the session (idempotency key)")
+    ]
+    outcome: Annotated[Literal["success", "failure", "unknown"], Field(description="How the session's task ended")]
+    # not trimmed, and NUL characters are removed by session_submit (a pasted binary log must not fail)
+    trace: Annotated[
+        str,
+        StringConstraints(strip_whitespace=False, min_length=1, pattern="\\S"),
+        Field(description="The session transcript; secrets are scrubbed before storage"),
+    ]
+    project: Project = None
+
+
+class SessionMemory(Contract):
+    id: str
+    title: str
+
+
+SESSION_MESSAGES = {
+    "queued": "Session queued for distillation",
+    "waiting_for_llm": "Session stored; it waits until an LLM provider is configured",
+    "running": "Session is being distilled",
+    "done": "Session distilled",
+    "failed": "Session distillation failed; a moderator can retry it",
+}
+
+
+class SessionSubmitOutput(Contract):
+    """The submitted session: its distillation status (poll it by `session_id`)."""
+
+    id: str = Field(description="the service's id for the session (`ses_…`)")
+    session_id: str = Field(description="the id you submitted it with")
+    project: str
+    outcome: str
+    status: Literal["queued", "running", "waiting_for_llm", "failed", "done"]
+    created: bool = Field(description="false when this session_id had been submitted before")
+    attempts: int
+    error: str = Field(description="why the last distillation attempt failed, if it did")
+    redactions: int = Field(description="how many secrets were redacted from the trace")
+    memories: list[SessionMemory] = Field(description="the memories distilled from this session")
+    message: str
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+
+
+def session_submit_run(principal: Principal, args: SessionSubmitInput) -> SessionSubmitOutput:
+    result = session_submit(principal=principal, **args.model_dump())
+    session: AgentSession = result.session
+    if result.created and args.outcome in ("success", "failure"):  # the memories it was given learn it
+        session_outcome_attribute(
+            principal=principal, session_key=args.session_id, succeeded=args.outcome == "success"
+        )
+    return SessionSubmitOutput(
+        id=session.id, session_id=session.external_id, project=session.project.slug, outcome=session.outcome,
+        status=session.status,  # type: ignore[arg-type]
+        created=result.created, attempts=session.attempts, error=session.error, redactions=session.redactions,
+        memories=[SessionMemory(id=m.id, title=m.title) for m in session.memories.all()],
+        message=SESSION_MESSAGES.get(session.status, session.status)
+        + ("" if result.created else " (already submitted)"),
+        created_at=session.created_at.isoformat(), updated_at=session.updated_at.isoformat(),
+        finished_at=iso_or_none(session.finished_at), next_attempt_at=iso_or_none(session.next_attempt_at),
+    )

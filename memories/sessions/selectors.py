@@ -1,0 +1,73 @@
+"""Reads for agent sessions."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from accounts.access import Principal, access_filter, reachable_projects
+from memories.core.selectors import project_resolve
+from memories.models import AgentSession, SessionCommit, SessionMemoryUse
+from reasoningbank.errors import InvalidInput, NotFound
+
+STATUSES = tuple(s for s, _ in AgentSession.STATUS_CHOICES)
+SESSION_ID_MAX = 200  # both ids fit: a client's session_id (≤ 200) and ses_… (≤ 40)
+
+
+def session_list(
+    principal: Principal, *, status: str | None = None, project: str | None = None
+) -> QuerySet[AgentSession]:
+    qs = access_filter(AgentSession, principal).filter(project__in=reachable_projects(principal))
+    if status:
+        if status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}", field="status")
+        qs = qs.filter(status=status)
+    if project:
+        qs = qs.filter(project=project_resolve(principal, project))
+    return qs.select_related("project").prefetch_related("memories").defer("trace", "raw_reply").order_by("-created_at")
+
+
+def session_get(principal: Principal, session_id: str) -> AgentSession:
+    """A session within the principal's reach, by the ``session_id`` its client chose (what a client
+    knows) or by the service's ``ses_…`` id (what the dashboard and older clients use).
+
+    The service id wins when both match. A client id is unique per project only: when the
+    principal reaches several sessions with it, the error lists their ``ses_…`` ids to choose from.
+    Another org's session, or one outside the token's projects, is a NotFound like a missing one.
+    """
+    if not isinstance(session_id, str) or not session_id or len(session_id) > SESSION_ID_MAX or "\x00" in session_id:
+        raise NotFound(f"session {session_id!r} not found", field="session_id")
+    reachable = (
+        access_filter(AgentSession, principal)
+        .filter(project__in=reachable_projects(principal))
+        .select_related("project", "organization", "submitted_by_token")
+        .prefetch_related("memories")
+    )
+    session = reachable.filter(pk=session_id).first()
+    if session is not None:
+        return session
+    # stored stripped by session_submit
+    named = list(reachable.filter(external_id=session_id.strip()).order_by("project__slug")[:10])
+    if not named:
+        raise NotFound(f"session {session_id!r} not found", field="session_id")
+    if len(named) > 1:
+        choices = ", ".join(f"{s.id} ({s.project.slug})" for s in named)
+        raise InvalidInput(
+            f"several projects have a session {session_id!r}: use its id instead, one of {choices}",
+            field="session_id",
+        )
+    return named[0]
+
+
+def session_memory_uses(principal: Principal, session: AgentSession) -> QuerySet[SessionMemoryUse]:
+    """The memories this session was given (the injection ledger), first given first."""
+    return (
+        access_filter(SessionMemoryUse, principal)
+        .filter(session_key=session.external_id)
+        .select_related("memory")
+        .order_by("created_at", "id")
+    )
+
+
+def session_commits(principal: Principal, session: AgentSession) -> QuerySet[SessionCommit]:
+    """The commits tied to this session (``session_code_report``) and their verdicts, oldest first."""
+    return access_filter(SessionCommit, principal).filter(session_key=session.external_id).order_by("created_at", "id")

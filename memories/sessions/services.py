@@ -1,0 +1,513 @@
+"""Sessions and their distillation into memories (seed 000 "Distillation Pipeline", DESIGN §9–10).
+
+Services: ``session_submit`` (idempotent on the agent's session id; the trace is scrubbed of secrets
+before it is stored), ``session_process`` (the worker: claim → prompt → LLM → parse → dedupe →
+store, all-or-nothing), ``session_retry`` / ``sessions_requeue``; and the injection ledger
+(``session_uses_record``, ``session_outcome_attribute``): which memories a session was given, so that
+its outcome reaches them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from accounts.access import Principal, access_filter
+from accounts.models import SCOPE_MEMORIES_WRITE, Organization
+from accounts.services import audit_record
+from memories.core.selectors import memory_is_readable, project_target, reach_for
+from memories.core.services import (
+    MemoryDraft,
+    memories_added_notify,
+    memories_create,
+    memory_gate,
+    memory_rejection_record,
+)
+from memories.embedding import embed_texts, memory_embedding_text
+from memories.models import AgentSession, Memory, MemorySignal, SessionMemoryUse
+from memories.sessions.prompts import (
+    DISTILL_SYSTEM_PROMPT,
+    ExtractedMemory,
+    ExtractionParseError,
+    build_extraction_prompt,
+    build_repair_prompt,
+    parse_extractions,
+)
+from memories.signals import confidence as conf
+from memories.signals.services import memories_mark_used, memory_outcome
+from memories.validation import session_key_clean, text_scrub_result
+from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
+from reasoningbank.ai.metered import llm_complete
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput
+from reasoningbank.scrubbing import scrub_secrets
+from reasoningbank.tracing import current_set, task_carrier, traced
+from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
+
+logger = logging.getLogger(__name__)
+
+SESSION_OUTCOMES = ("success", "failure", "unknown")
+MAX_ATTEMPTS = 3  # transient LLM failures are retried this many times with exponential backoff
+RETRY_BASE_SECONDS = 30
+DUPLICATE_SIMILARITY = 0.95  # an extraction this close to an existing memory only reinforces it
+_MEMORY_ID_RE = re.compile(r"\bmem_[0-9a-z]{26}\b")
+
+
+# --- submit ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    session: AgentSession
+    created: bool
+
+
+def session_submit(
+    *, principal: Principal, session_id: Any, outcome: Any, trace: Any, project: str | None = None
+) -> SubmitResult:
+    """Accept a finished session for distillation. Re-submitting the same session id is a no-op."""
+    if not principal.has_scope(SCOPE_MEMORIES_WRITE):
+        raise Forbidden(f"submitting sessions needs the '{SCOPE_MEMORIES_WRITE}' scope")
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id.strip()) > 200:
+        raise InvalidInput("session_id is required (1-200 characters)", field="session_id")
+    if "\x00" in session_id:  # PostgreSQL cannot even compare text containing NUL
+        raise InvalidInput("session_id must not contain NUL characters", field="session_id")
+    session_id = session_key_clean(session_id, required=True)  # a secret in it: refused
+    if outcome not in SESSION_OUTCOMES:
+        raise InvalidInput(f"outcome must be one of {', '.join(SESSION_OUTCOMES)}", field="outcome")
+    if not isinstance(trace, str) or not trace.strip():
+        raise InvalidInput("trace is required: the session's transcript as text", field="trace")
+    size = len(trace.encode("utf-8"))
+    if size > settings.SESSION_TRACE_MAX_BYTES:
+        raise InvalidInput(
+            f"trace is {size:,} bytes; the limit is {settings.SESSION_TRACE_MAX_BYTES:,} bytes "
+            "(send the end of the session or a summary)",
+            field="trace",
+        )
+    target = project_target(principal, project)
+    external_id = session_id.strip()
+    existing = AgentSession.objects.filter(project=target, external_id=external_id).first()
+    if existing is not None:
+        return SubmitResult(existing, False)
+    scrubbed = text_scrub_result(trace.replace("\x00", ""), seen_in="session.submit")
+    waiting = llm_from_settings().provider == "none"
+    with transaction.atomic():
+        session, created = AgentSession.objects.get_or_create(
+            project=target,
+            external_id=external_id,
+            defaults={
+                "organization": principal.organization,
+                "outcome": outcome,
+                "trace": scrubbed.text,
+                "redactions": scrubbed.redactions,
+                "status": AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
+                "error": _NO_LLM_MESSAGE if waiting else "",
+                "submitted_by_token": principal.token,
+            },
+        )
+        if created:
+            audit_record(
+                organization=principal.organization,
+                actor=principal,
+                verb="session.submit",
+                target=session,
+                data={"external_id": external_id, "outcome": outcome, "redactions": scrubbed.redactions},
+            )
+            if not waiting:
+                transaction.on_commit(lambda: session_enqueue(session.id))
+    return SubmitResult(session, created)
+
+
+_NO_LLM_MESSAGE = (
+    "waiting: no LLM provider is configured (set LLM_PROVIDER); the session is kept and will be distilled then"
+)
+
+
+def session_enqueue(session_id: str, *, delay_seconds: float = 0) -> None:
+    from django_q.models import Schedule
+    from django_q.tasks import async_task
+
+    if delay_seconds <= 0:
+        # task_carrier: the distillation's trace continues the request's that submitted it
+        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}", **task_carrier())
+    else:
+        Schedule.objects.create(
+            func="memories.tasks.session_distill",
+            args=repr((session_id,)),
+            schedule_type=Schedule.ONCE,
+            next_run=timezone.now() + timedelta(seconds=delay_seconds),
+            name=f"retry {session_id} {timezone.now().timestamp():.0f}",
+        )
+
+
+# --- process (the worker) --------------------------------------------------------------------------
+
+
+def session_claim(session_id: str) -> AgentSession | None:
+    """Move a queued/waiting session to running; None if another worker already has it."""
+    now = timezone.now()
+    claimed = AgentSession.objects.filter(
+        pk=session_id, status__in=[AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING]
+    ).update(
+        status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now, heartbeat_at=Now(), worker=worker_identity()
+    )
+    if not claimed:
+        return None
+    return AgentSession.objects.select_related("organization", "project", "submitted_by_token").get(pk=session_id)
+
+
+@traced(
+    "session.distill",
+    result=lambda s: {"claimed": False} if s is None else {"status": s.status, "attempts": s.attempts},
+)
+def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
+    """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, queued again after a
+    transient LLM failure (with backoff), or failed with the error (and raw reply) kept. While it runs
+    its heartbeat is stamped, so a session whose worker dies is queued again (``sessions_recover_stale``)."""
+    session = session_claim(session_id)
+    if session is None:
+        return None
+    with WorkHeartbeat(AgentSession, session.id, interval=settings.WORK_HEARTBEAT_INTERVAL):
+        return _session_distill(session, llm)
+
+
+def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
+    org = session.organization
+    injected = _injected_memories(session)
+    current_set(  # the trace's length, never the trace
+        session_id=session.id, org_id=org.id, project_id=session.project_id, outcome=session.outcome,
+        trace_length=len(session.trace), injected_memories=len(injected),
+    )
+    prompt = build_extraction_prompt(
+        outcome=session.outcome, trace=session.trace, injected=[(m.title, m.description) for m in injected]
+    )
+    try:
+        reply = _complete(org, session, prompt, llm)
+        try:
+            extracted = parse_extractions(reply)
+        except ExtractionParseError as first_error:
+            repair = build_repair_prompt(prompt, reply, first_error)
+            reply = _complete(org, session, repair, llm)
+            try:
+                extracted = parse_extractions(reply)
+            except ExtractionParseError as second_error:
+                return _session_finish(
+                    session,
+                    AgentSession.STATUS_FAILED,
+                    error=f"the LLM's reply could not be parsed after a repair attempt: {second_error}",
+                    raw_reply=reply,
+                )
+    except LLMUnavailable as exc:
+        return _session_finish(session, AgentSession.STATUS_WAITING, error=f"waiting: {exc}")
+    except LLMTransientError as exc:
+        attempts = session.attempts + 1
+        if attempts >= MAX_ATTEMPTS:
+            return _session_finish(
+                session, AgentSession.STATUS_FAILED, error=f"LLM failed {attempts} times: {exc}", attempts=attempts
+            )
+        delay = RETRY_BASE_SECONDS * 2 ** (attempts - 1)
+        finished = _session_finish(
+            session,
+            AgentSession.STATUS_QUEUED,
+            error=f"attempt {attempts} failed, retrying in {delay}s: {exc}",
+            attempts=attempts,
+            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+        )
+        session_enqueue(session.id, delay_seconds=delay)
+        return finished
+    except LLMPermanentError as exc:
+        return _session_finish(session, AgentSession.STATUS_FAILED, error=f"LLM error: {exc}")
+    current_set(extracted=len(extracted))
+    return _session_store(session, extracted, injected)
+
+
+def _complete(org: Organization, session: AgentSession, prompt: str, llm: Any) -> str:
+    result = llm_complete(
+        organization=org, purpose="distill", system=DISTILL_SYSTEM_PROMPT, prompt=prompt, llm=llm, subject=session
+    )
+    return result.text
+
+
+def _injected_memories(session: AgentSession) -> list[Memory]:
+    """Memories the agent got from the bank during this session: those whose ids appear in the
+    trace (tool results carry them) or that received signals tagged with this session id."""
+    ids = set(_MEMORY_ID_RE.findall(session.trace))
+    signalled = MemorySignal.objects.filter(
+        organization=session.organization, session_id=session.external_id
+    ).values_list("memory_id", flat=True)
+    ids.update(signalled)
+    if not ids:
+        return []
+    reach = reach_for(_session_principal(session), project=session.project)
+    return list(
+        Memory.objects.filter(organization=session.organization, pk__in=list(ids)[:100]).filter(reach.memory_q())
+    )
+
+
+def _session_principal(session: AgentSession) -> Principal:
+    return Principal(
+        organization=session.organization,
+        scopes=frozenset({SCOPE_MEMORIES_WRITE}),
+        token=session.submitted_by_token,
+    )
+
+
+def _session_gate(
+    session: AgentSession, extracted: list[ExtractedMemory]
+) -> tuple[list[tuple[ExtractedMemory, MemoryDraft]], list[str]]:
+    """The extractions the write gate lets in (as scrubbed drafts), and a warning for each it kept out
+    (also a ``memory.rejected`` audit row): a gated draft is skipped, the session still succeeds."""
+    passed: list[tuple[ExtractedMemory, MemoryDraft]] = []
+    warnings: list[str] = []
+    for item in extracted:
+        draft = MemoryDraft(
+            title=item.title,
+            description=item.description,
+            content=item.content,
+            outcome=item.outcome,
+            tags=list(item.tags),
+        )
+        rejection = memory_gate(draft)
+        if rejection is None:
+            passed.append((item, draft))
+            continue
+        warnings.append(f"skipped “{draft.title[:80]}”: {rejection.message}")
+        memory_rejection_record(
+            organization=session.organization,
+            actor=None,
+            project=session.project,
+            source="distillation",
+            reason=rejection.reason,
+            field=rejection.field,
+            message=rejection.message,
+            title=draft.title,
+            data={"session": session.id},
+        )
+        logger.info("session %s: the write gate kept out %r (%s)", session.id, draft.title[:80], rejection.reason)
+    return passed, warnings
+
+
+def _session_store(session: AgentSession, extracted: list[ExtractedMemory], injected: list[Memory]) -> AgentSession:
+    """Gate, embed, drop restatements of existing (or injected) memories, store the rest — atomically."""
+    principal = _session_principal(session)
+    passed, warnings = _session_gate(session, extracted)
+    if not passed:
+        return _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
+    vectors, _ = embed_texts([memory_embedding_text(d.title, d.description, d.content) for _, d in passed])
+    with transaction.atomic():
+        keep: list[tuple[ExtractedMemory, MemoryDraft, list[float]]] = []
+        reinforced: dict[str, Memory] = {}
+        for (item, draft), vector in zip(passed, vectors, strict=True):
+            twin = _near_duplicate(session, vector, injected)
+            if twin is not None:
+                reinforced[twin.id] = twin
+                continue
+            if any(_cosine(vector, other) >= DUPLICATE_SIMILARITY for _, _, other in keep):
+                continue
+            keep.append((item, draft, vector))
+        created: list[Memory] = []
+        for item, draft, vector in keep:
+            initial = conf.initial_confidence_for_outcome(
+                session.outcome if session.outcome in ("success", "failure") else item.outcome
+            )
+            created += memories_create(
+                principal=principal,
+                drafts=[draft],
+                project=session.project,
+                origin=Memory.ORIGIN_DISTILLED,
+                initial_confidence=initial,
+                source_session=session,
+                vectors=[vector],
+            )
+        if reinforced:
+            memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)
+        finished = _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
+    if created:
+        memories_added_notify(session.project, len(created))
+    current_set(memories_created=len(created), memories_reinforced=len(reinforced))  # on session.distill
+    logger.info("session %s distilled: %d new, %d reinforced", session.id, len(created), len(reinforced))
+    return finished
+
+
+def _near_duplicate(session: AgentSession, vector: list[float], injected: list[Memory]) -> Memory | None:
+    """An active memory in the session's project (or one that was injected) that the extraction
+    merely restates (cosine similarity ≥ 0.95)."""
+    candidates = Memory.objects.filter(
+        Q(project=session.project) | Q(pk__in=[m.pk for m in injected]),
+        organization=session.organization,
+        state=Memory.STATE_ACTIVE,
+        embedding__isnull=False,
+    )
+    best = candidates.annotate(distance=CosineDistance("embedding", vector)).order_by("distance").first()
+    if best is not None and 1.0 - best.distance >= DUPLICATE_SIMILARITY:  # type: ignore[attr-defined]
+        return best
+    return None
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = (sum(x * x for x in a) ** 0.5) * (sum(y * y for y in b) ** 0.5)
+    return dot / norm if norm else 0.0
+
+
+def _session_finish(
+    session: AgentSession, status: str, *, error: str = "", raw_reply: str = "", **fields: Any
+) -> AgentSession:
+    now = timezone.now()
+    session.status = status
+    # the LLM saw the scrubbed trace only, but its replies and the provider's errors are stored too
+    session.error = scrub_secrets(error).text[:4000]
+    session.raw_reply = scrub_secrets(raw_reply).text[:20000]
+    session.updated_at = now
+    session.finished_at = now if status in (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED) else None
+    if status != AgentSession.STATUS_QUEUED:
+        session.next_attempt_at = None
+    for name, value in fields.items():
+        setattr(session, name, value)
+    session.save()
+    return session
+
+
+# --- retry / requeue -------------------------------------------------------------------------------
+
+
+def session_retry(*, principal: Principal, session: AgentSession) -> AgentSession:
+    """Put a failed (or waiting) session back in the queue (moderators, the dashboard, REST)."""
+    if not principal.has_scope(SCOPE_MEMORIES_WRITE):
+        raise Forbidden(f"retrying sessions needs the '{SCOPE_MEMORIES_WRITE}' scope")
+    if session.status not in (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING):
+        # the session's state forbids it (a 409), the request itself is well-formed
+        raise Conflict(f"only failed or waiting sessions can be retried (this one is {session.status})")
+    sessions_requeue(AgentSession.objects.filter(pk=session.pk))
+    audit_record(organization=session.organization, actor=principal, verb="session.retry", target=session)
+    session.refresh_from_db()
+    return session
+
+
+def sessions_requeue(queryset: Any) -> int:
+    """Queue sessions again (attempts reset). Without an LLM they stay waiting, visibly."""
+    waiting = llm_from_settings().provider == "none"
+    ids = list(queryset.values_list("pk", flat=True))
+    if not ids:
+        return 0
+    AgentSession.objects.filter(pk__in=ids).update(
+        status=AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
+        attempts=0,
+        error=_NO_LLM_MESSAGE if waiting else "",
+        warnings=[],
+        next_attempt_at=None,
+        updated_at=timezone.now(),
+    )
+    if not waiting:
+        for session_id in ids:
+            transaction.on_commit(functools.partial(session_enqueue, session_id))
+    return len(ids)
+
+
+def sessions_resume_waiting() -> int:
+    """Periodic: once an LLM is configured, sessions that were waiting for one are queued."""
+    if llm_from_settings().provider == "none":
+        return 0
+    return sessions_requeue(AgentSession.objects.filter(status=AgentSession.STATUS_WAITING))
+
+
+def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:
+    """Sessions left running by a worker that died (killed, crashed, out of memory) go back to the
+    queue, with their attempt counted: their heartbeat, stamped every WORK_HEARTBEAT_INTERVAL while
+    they are distilled, is older than WORK_HEARTBEAT_STALE_AFTER, or their process on this host is
+    gone. One that took its worker down MAX_ATTEMPTS times is failed, with the reason, instead of
+    killing the next worker too. Nothing of a distillation is stored before its last step (one
+    transaction), so a session distilled again cannot be stored twice."""
+    now = timezone.now()
+    # beats are stamped by the database's clock: judged by it too
+    cutoff = database_now() - (stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER))
+    running = AgentSession.objects.filter(status=AgentSession.STATUS_RUNNING)
+    stale = set(
+        running.filter(
+            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+        ).values_list("pk", flat=True)
+    )
+    stale |= {pk for pk, worker in running.exclude(worker="").values_list("pk", "worker") if worker_is_gone(worker)}
+    recovered = 0
+    for session in AgentSession.objects.filter(pk__in=stale, status=AgentSession.STATUS_RUNNING):
+        attempts = session.attempts + 1
+        if attempts >= MAX_ATTEMPTS:
+            status = AgentSession.STATUS_FAILED
+            error = f"its worker died {attempts} times while distilling it (killed or crashed); not tried again"
+        else:
+            status = AgentSession.STATUS_QUEUED
+            error = f"attempt {attempts}: the worker distilling it stopped (killed or crashed); queued again"
+        updated = AgentSession.objects.filter(pk=session.pk, status=AgentSession.STATUS_RUNNING).update(
+            status=status,
+            attempts=attempts,
+            error=error,
+            updated_at=now,
+            next_attempt_at=None,
+            finished_at=now if status == AgentSession.STATUS_FAILED else None,
+        )
+        if updated and status == AgentSession.STATUS_QUEUED:
+            transaction.on_commit(functools.partial(session_enqueue, session.pk))
+        recovered += updated
+    if recovered:
+        logger.warning("Sessions whose worker died: %d queued again or failed", recovered)
+    return recovered
+
+
+# --- the injection ledger ---------------------------------------------------------------------------
+# Which memories an agent session was given (issue 14 item 6, seed 001 OnCodeStability), so that the
+# session's outcome moves the confidence of exactly those memories, once.
+
+
+def session_uses_record(*, principal: Principal, session_key: str, memory_ids: Iterable[str], via: str) -> int:
+    """Note that the session ``session_key`` was given these memories (a memory given twice is noted
+    once); the ids come from a search or context answer of this principal. Returns the new rows."""
+    ids = list(dict.fromkeys(memory_ids))
+    if not session_key or not ids:
+        return 0
+    org_id = principal.organization.id
+    rows = [SessionMemoryUse(organization_id=org_id, session_key=session_key, memory_id=pk, via=via) for pk in ids]
+    created = SessionMemoryUse.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(created)
+
+
+@transaction.atomic
+def session_outcome_attribute(
+    *, principal: Principal, session_key: str, succeeded: bool, already: Iterable[str] = ()
+) -> list[str]:
+    """The session's outcome as an outcome signal on every memory the ledger says it was given and
+    that has none from it yet; ``already`` are memories the caller has just signalled itself (they
+    are only marked). Rows are locked, so two reports at once attribute once. Returns the memories
+    signalled."""
+    done = set(already)
+    rows = list(
+        access_filter(SessionMemoryUse, principal)
+        .select_for_update(of=("self",))
+        .select_related("memory")
+        .filter(session_key=session_key, outcome="")
+        .order_by("memory_id")
+    )
+    signalled, attributed = [], []
+    for row in rows:
+        memory: Memory = row.memory
+        if not memory_is_readable(principal, memory):
+            continue  # another project's memory: left for a report that may reach it
+        attributed.append(row.pk)
+        if row.memory_id not in done and memory.state == Memory.STATE_ACTIVE:
+            memory_outcome(principal=principal, memory=memory, succeeded=succeeded, session_id=session_key)
+            signalled.append(row.memory_id)
+    if attributed:
+        access_filter(SessionMemoryUse, principal).filter(pk__in=attributed).update(
+            outcome="success" if succeeded else "failure", outcome_at=timezone.now()
+        )
+    return signalled

@@ -1,0 +1,212 @@
+"""REST views for taking a memory bank out and bringing one in (issue 18 item 4): thin — parse, call
+the export selector / the import service, render. Both need the ``admin`` scope."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import JSONParser
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.api_base import OrgAPIView
+from accounts.models import SCOPE_ADMIN
+from memories.transfer.export_format import MEDIA_TYPE, VERSION
+from memories.transfer.selectors import export_lines, export_scope
+from memories.transfer.services import FORMATS, ImportInvalid, bank_export_record, bank_import
+from reasoningbank.api_errors import error_body, error_responses
+from reasoningbank.serializers import StrictBooleanField, StrictCharField, StrictQuerySerializer, StrictSerializer
+
+TAGS = ["export and import"]
+LINES_PER_CHUNK = 200
+
+
+class JSONErrorsOnly(BaseContentNegotiation):
+    """The export answers JSON Lines whatever the client accepts, and its errors JSON: no 406 for an
+    ``Accept: application/x-ndjson`` client, and no ``?format=`` parameter."""
+
+    def select_parser(self, request: Request, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+def _chunk(lines: Iterator[str]) -> bytes:
+    out = []
+    for line in lines:
+        out.append(line)
+        if len(out) >= LINES_PER_CHUNK:
+            break
+    return "".join(out).encode()
+
+
+def _sync_chunks(lines: Iterator[str]) -> Iterator[bytes]:
+    while chunk := _chunk(lines):
+        yield chunk
+
+
+async def _async_chunks(lines: Iterator[str]) -> AsyncIterator[bytes]:
+    """Under ASGI a synchronous iterator would be read whole before the first byte is sent; this
+    reads it a chunk at a time on the request's one database thread (thread-sensitive), which keeps
+    the export's transaction."""
+    take = sync_to_async(_chunk, thread_sensitive=True)
+    try:
+        while chunk := await take(lines):
+            yield chunk
+    finally:
+        close = getattr(lines, "close", None)
+        if close is not None:
+            await sync_to_async(close, thread_sensitive=True)()
+
+
+class ExportQuerySerializer(StrictQuerySerializer):
+    project = serializers.SlugField(required=False, help_text="a project's slug: export only its memories")
+    embeddings = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="also write each memory's embedding (an import by the same embedder keeps it instead of "
+        "embedding again)",
+    )
+
+
+class ExportView(OrgAPIView):
+    required_scopes = {"GET": SCOPE_ADMIN}
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = JSONErrorsOnly
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="bank_export",
+        summary="Export the memory bank",
+        description=(
+            "Every memory of the organization, or of one `project`, with all its fields, links, lineage, "
+            "confidence signals and their rolled-up counts, consolidated summaries, learned signal weights and "
+            f"the session ledger, as JSON Lines (version {VERSION} of the ReasoningBank export format, described in "
+            'the README under "Export and import"): a header line first, an end line with the counts last '
+            "(a file without it was cut short). The body streams, so a bank of any size exports in constant "
+            "memory. Embeddings are left out unless `embeddings=true`. The export is audited. Needs `admin`."
+        ),
+        parameters=[ExportQuerySerializer],
+        responses={
+            (200, MEDIA_TYPE): OpenApiResponse(OpenApiTypes.STR, description="the export, one JSON object per line"),
+            **error_responses(400, 401, 403, 404),
+        },
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        params = ExportQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        scope = export_scope(
+            self.principal, project=params.validated_data.get("project"), embeddings=params.validated_data["embeddings"]
+        )
+        bank_export_record(principal=self.principal, project=scope.project, embeddings=scope.embeddings)
+        lines = export_lines(scope)
+        asynchronous = isinstance(request._request, ASGIRequest)
+        response = StreamingHttpResponse(
+            _async_chunks(lines) if asynchronous else _sync_chunks(lines), content_type=MEDIA_TYPE
+        )
+        name = "-".join(filter(None, [self.org.slug, scope.project.slug if scope.project else None]))
+        stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+        response["Content-Disposition"] = f'attachment; filename="{name}-{stamp}.jsonl"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class ImportRequestSerializer(StrictSerializer):
+    format = serializers.ChoiceField(
+        choices=list(FORMATS),
+        required=False,
+        default="reasoningbank",
+        help_text="reasoningbank (this server's export), claude-md (a CLAUDE.md or memory markdown file) or "
+        "mem0 (a mem0 export)",
+    )
+    text = StrictCharField(
+        trim_whitespace=False,
+        help_text="the file's text; at most IMPORT_MAX_BYTES bytes of UTF-8 (1 MiB unless configured; a 413 "
+        "above): import larger files with manage.py import_memories",
+    )
+    project = StrictCharField(
+        required=False,
+        max_length=50,
+        help_text="a project's slug: every memory goes into it (required for claude-md and mem0 unless the "
+        "token reaches one project). Without it a ReasoningBank file keeps its places, creating missing "
+        "projects and teams",
+    )
+    dry_run = StrictBooleanField(required=False, default=False, help_text="check everything, write nothing")
+    source_name = StrictCharField(
+        required=False, max_length=100, help_text="claude-md: the file's name, used in the memories' descriptions"
+    )
+
+
+class ImportSkippedSerializer(serializers.Serializer):
+    where = serializers.CharField(help_text="the entry's line or item")
+    reason = serializers.CharField(help_text="duplicate, or the write gate's reason (empty, placeholder, …)")
+    message = serializers.CharField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    format = serializers.CharField()
+    dry_run = serializers.BooleanField(help_text="nothing was written")
+    project = serializers.CharField(allow_null=True, help_text="the one project every memory went into, if any")
+    created = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="rows created (or, in a dry run, that would be) by line type: memory, link, signal, summary, "
+        "session_use, weights",
+    )
+    projects_created = serializers.ListField(child=serializers.CharField(), help_text="slugs of new projects")
+    teams_created = serializers.ListField(child=serializers.CharField(), help_text="slugs of new teams")
+    skipped = ImportSkippedSerializer(many=True, help_text="entries not imported, and why")
+    warnings = serializers.ListField(child=serializers.CharField())
+    memory_ids = serializers.DictField(
+        child=serializers.CharField(), help_text="each memory id of the file → the id of the memory it became"
+    )
+
+
+class ImportView(OrgAPIView):
+    required_scopes = {"POST": SCOPE_ADMIN}
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        tags=TAGS,
+        operation_id="bank_import",
+        summary="Import a memory bank",
+        description=(
+            "Bring memories in: a ReasoningBank export (`format` reasoningbank), a CLAUDE.md or memory markdown "
+            "file (claude-md: each section, or each item of a section that is one list, becomes a memory) or a "
+            "mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose "
+            "`errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file "
+            "is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) "
+            "with every reference rewritten, and re-embedded with the configured embedder. `dry_run` checks "
+            "only. The import is audited. Needs `admin`."
+        ),
+        request=ImportRequestSerializer,
+        responses={200: ImportResultSerializer, **error_responses(400, 401, 403, 404, 413, 415)},
+    )
+    def post(self, request: Request) -> Response:
+        data = ImportRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        try:
+            result = bank_import(
+                principal=self.principal,
+                source=args["text"],
+                fmt=args["format"],
+                project=args.get("project"),
+                dry_run=args["dry_run"],
+                max_bytes=settings.IMPORT_MAX_BYTES,
+                source_name=args.get("source_name") or "CLAUDE.md",
+            )
+        except ImportInvalid as exc:
+            return Response(error_body(exc.message, exc.code, exc.by_place()), status=exc.status)
+        return Response(ImportResultSerializer(result).data)
