@@ -6,6 +6,7 @@ import logging
 from datetime import datetime
 
 from memories.moderation.services import memories_prune_low_confidence
+from memories.sessions.services import session_process, sessions_resume_waiting
 from memories.signals.services import confidence_recompute_all, signals_decay, signals_rollup
 from reasoningbank.tracing import task_traced
 
@@ -27,13 +28,9 @@ def signals_rollup_daily(now: datetime | None = None) -> dict[str, int]:
 @task_traced("task.session_distill")  # a child of the request that queued it (its trace_context)
 def session_distill(session_id: str) -> str | None:
     """Distil one submitted session (queued by session_submit / retries)."""
-    from memories.sessions.services import session_process
-
     session = session_process(session_id)
     return None if session is None else session.status
 
 
 def sessions_resume() -> int:
-    from memories.sessions.services import sessions_resume_waiting
-
     return sessions_resume_waiting()

@@ -43,10 +43,14 @@ def memory(id_: str = "m1", **fields: Any) -> dict[str, Any]:
 
 def ids() -> checks.IdMap:
     numbers = count(1)
-    return checks.IdMap(new_memory_id=lambda: f"mem_new{next(numbers)}", new_summary_id=lambda: f"sum_new{next(numbers)}")
+    return checks.IdMap(
+        new_memory_id=lambda: f"mem_new{next(numbers)}", new_summary_id=lambda: f"sum_new{next(numbers)}"
+    )
 
 
-def check(*records: dict[str, Any] | str, into_project: bool = False) -> tuple[checks.ImportChecker, list[ef.LineError]]:
+def check(
+    *records: dict[str, Any] | str, into_project: bool = False
+) -> tuple[checks.ImportChecker, list[ef.LineError]]:
     checker = checks.ImportChecker(vocab=VOCAB, now=NOW, ids=ids(), into_project=into_project)
     for number, record in enumerate(records, start=1):
         checker.feed(f"line {number}", record if isinstance(record, str) else json.dumps(record))
