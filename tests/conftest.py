@@ -42,7 +42,7 @@ def hashing_embedder(settings: Any) -> None:
     settings.EMBEDDER = "hashing"
     settings.SEARCH_MIN_SIMILARITY = 0.1  # hashing's default (minilm's is 0.2)
     # BM25 from exact counts: autovacuum may analyse the test tables at any moment, and the planner
-    # statistics would then change rankings mid-run (tests/memories/test_search.py tests that path)
+    # statistics would then change rankings mid-run (tests/memories/search/test_search.py tests that path)
     settings.SEARCH_TERM_STATISTICS = "exact"
     # consolidation's thresholds default per embedder (calibrated, README); the tests build vectors
     # with exact cosines around the seeds' values

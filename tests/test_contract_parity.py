@@ -262,7 +262,7 @@ async def test_kept_for_code_never_tied_is_the_same_conflict_over_rest_and_mcp(a
 
 
 async def test_memory_ask_answers_the_same_body_over_rest_and_mcp(app, orgs, settings):
-    from tests.memories.test_api_ask import answer_json, mocked_llm
+    from tests.memories.ask.test_api_ask import answer_json, mocked_llm
 
     arguments = {"question": "When did we start setting HTTP client timeouts?", "min_confidence": 0}
     with mocked_llm(settings, "anthropic") as llm:

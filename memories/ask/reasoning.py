@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # Seed 002 "Temporal Reasoning Prompt", verbatim (its trailing newline included): do not reword it,
-# tests/memories/test_reasoning.py pins it.
+# tests/memories/ask/test_reasoning.py pins it.
 REASONING_SYSTEM_PROMPT = """You are a memory reasoning assistant. Answer questions by reasoning over retrieved memories.
 
 CRITICAL: Pay attention to TIMESTAMPS. When memories contain relative temporal references like "yesterday", "last week", resolve them relative to the memory's recorded timestamp.

@@ -51,7 +51,7 @@ Outcome = Literal["success", "failure"]
 _SESSION_OUTCOMES: frozenset[str] = frozenset({"success", "failure", "unknown"})
 
 # Seed 000 "Extraction Prompt Template", verbatim (placeholders included). Do not reword it:
-# the golden test in tests/memories/test_prompts.py pins it to the seed.
+# the golden test in tests/memories/sessions/test_prompts.py pins it to the seed.
 EXTRACTION_TEMPLATE = """\
 You are analyzing a completed agent session to extract reusable strategies.
 
