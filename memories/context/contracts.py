@@ -77,7 +77,7 @@ class SummaryOut(Contract):
     def of(cls, summary: MemorySummary) -> SummaryOut:
         return cls(
             id=summary.id, memory_id=summary.memory_id, source_memory_ids=list(summary.source_memory_ids),
-            # a search row carries the slug and the live confidence itself (selectors_summaries)
+            # a search row carries the slug and the live confidence itself (memories/context/selectors.py)
             project=getattr(summary, "project_slug", None) or summary.project.slug,
             summary=summary.summary, key_facts=list(summary.key_facts),
             decisions=[SummaryDecisionOut(**d) for d in summary.decisions],

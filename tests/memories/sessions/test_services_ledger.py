@@ -1,4 +1,4 @@
-"""The injection ledger (memories/services_ledger.py, issue 14 item 6): memories handed to a session
+"""The injection ledger (memories/sessions/services.py, issue 14 item 6): memories handed to a session
 by memory_search / memory_context with its id receive the session's outcome, once, and nothing of
 another organization does."""
 
