@@ -38,7 +38,6 @@ __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pypro
 # the reasons, as stored in audit rows and answered in messages
 EMPTY, PLACEHOLDER, REPEATED = "empty", "placeholder", "repeated_characters"
 TOO_SHORT, RESTATES_TITLE, RESTATED_PROMPT, NEAR_COPY = "too_short", "restates_title", "restated_prompt", "near_copy"
-REASONS: Final = (EMPTY, PLACEHOLDER, REPEATED, TOO_SHORT, RESTATES_TITLE, RESTATED_PROMPT, NEAR_COPY)
 
 # what our own prompts instruct (the distillation prompts; consolidation passes its own as ``prompts``)
 OWN_PROMPTS: Final = (EXTRACTION_TEMPLATE, DISTILL_SYSTEM_PROMPT, REPAIR_HINT_TEMPLATE)

@@ -36,7 +36,6 @@ from reasoningbank.tracing import span
 
 logger = logging.getLogger(__name__)
 
-SEARCH_OUTCOMES = ("success", "failure", "all")
 # candidates fetched per leg before ranking: enough headroom for the confidence/recency re-rank
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
