@@ -48,9 +48,7 @@ urlpatterns = [
     path("import", transfer_api.ImportView.as_view(), name="api-import"),
     path("sessions", sessions_api.SessionListCreateView.as_view(), name="api-sessions"),
     # before the session routes: a session whose client id is "code-report" is still reachable by its ses_… id
-    path(
-        "sessions/code-report", code_reports_api.SessionCodeReportView.as_view(), name="api-session-code-report"
-    ),
+    path("sessions/code-report", code_reports_api.SessionCodeReportView.as_view(), name="api-session-code-report"),
     # a client's session_id may contain "/"; retry first, so "x/retry" is x's retry
     path("sessions/<client_id:session_id>/retry", sessions_api.SessionRetryView.as_view(), name="api-session-retry"),
     path("sessions/<client_id:session_id>", sessions_api.SessionDetailView.as_view(), name="api-session"),

@@ -1,0 +1,1 @@
+"""The dashboard's memories pages (overview, memories, disputes, sessions) and their charts."""

@@ -1,0 +1,1 @@
+"""Moderation: archive, restore, un-merge, contradictions, and pruning of low-confidence memories."""

@@ -1,0 +1,1 @@
+"""Confidence: feedback, outcomes and usage moving a memory's Beta confidence; the daily rollup and decay."""
