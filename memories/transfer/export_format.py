@@ -6,10 +6,9 @@ One JSON object per line, each with a ``type``:
 ``session_use``* → ``end`` (last line).
 
 The README ("Export and import") is the format's specification for users; this module is its
-executable form, line by line: the schema of every line (``SCHEMAS``), the validation of one line
-(``record_parse``, ``line_parse``) and the writing of one (``line_dump``, ``header_record``,
-``end_record``). What only a whole file shows, and the new ids an import gives, are
-``memories/transfer/import_checks.py``'s.
+executable form: the schema of every line (``SCHEMAS``) and the checks of its fields. Reading and
+writing one line is ``memories/transfer/lines.py``'s; what only a whole file shows, and the new ids an
+import gives, ``memories/transfer/import_checks.py``'s.
 
 The choices of enumerated fields (kinds, states, link kinds …) come from the models, handed in as a
 ``Vocabulary`` by the service, so that a choice added to a model is accepted here without an edit.
@@ -20,14 +19,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
-from memories.signals.confidence import INITIAL_EXPLICIT, confidence_prior
-from reasoningbank.json_limits import JSON_MAX_DEPTH_DEFAULT, json_depth_exceeds
 from reasoningbank.scrubbing import scrub_secrets
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
@@ -105,6 +101,14 @@ class LineError:
 
     def __str__(self) -> str:
         return f"{self.where}, field {self.field}: {self.message}" if self.field else f"{self.where}: {self.message}"
+
+
+class LineErrorRaised(Exception):
+    """A ``LineError`` raised (by ``lines.line_parse``), for the caller to report."""
+
+    def __init__(self, error: LineError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class Bad(Exception):
@@ -283,7 +287,7 @@ def _object(schema: Mapping[str, Field]) -> Check:
         if not isinstance(value, dict):
             raise Bad("must be an object")
         try:
-            return _fields(value, schema, None, now=None)
+            return fields_clean(value, schema, None, now=None)
         except Bad as exc:
             raise Bad(f"{exc.field}: {exc.message}" if exc.field else exc.message) from None
 
@@ -443,7 +447,11 @@ SCHEMAS: dict[str, dict[str, Field]] = {
 MEMORY_FIELDS = tuple(SCHEMAS["memory"])
 
 
-def _fields(data: dict[str, Any], schema: Mapping[str, Field], vocab: Vocabulary | None, *, now: Any) -> dict[str, Any]:
+def fields_clean(
+    data: dict[str, Any], schema: Mapping[str, Field], vocab: Vocabulary | None, *, now: Any
+) -> dict[str, Any]:
+    """``data`` checked against ``schema``: each field cleaned, a missing one given its default (``now``
+    for a timestamp), an unknown or bad one a ``Bad`` naming it."""
     unknown = sorted(str(key) for key in data if key not in schema and key != "type")
     if unknown:
         raise Bad(f"unknown field (allowed: {', '.join(schema)})", unknown[0])
@@ -464,134 +472,3 @@ def _fields(data: dict[str, Any], schema: Mapping[str, Field], vocab: Vocabulary
         except Bad as exc:
             raise Bad(exc.message, name) from None
     return out
-
-
-# --- one line ------------------------------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def json_line_load(text: str) -> Any:
-    """One line's JSON (NaN and Infinity refused: they are not JSON; nesting deeper than
-    ``JSON_MAX_DEPTH_DEFAULT`` refused before the parser recurses into it: no line of the format nests
-    more than a few levels, and Python's parser fails with a RecursionError near a thousand)."""
-    if json_depth_exceeds(text, JSON_MAX_DEPTH_DEFAULT):
-        raise ValueError(f"nested deeper than {JSON_MAX_DEPTH_DEFAULT} levels of arrays and objects")
-    return json.loads(text, parse_constant=_reject_constant)
-
-
-def record_parse(data: Any, vocab: Vocabulary, *, now: datetime) -> dict[str, Any]:
-    """One line's object → its cleaned record (defaults filled in, timestamps parsed), or ``Bad``."""
-    if not isinstance(data, dict):
-        raise Bad(f"must be a JSON object, not {type(data).__name__}")
-    kind = data.get("type")
-    if kind not in SCHEMAS:
-        raise Bad(f"must be one of {', '.join(LINE_TYPES)} (got {kind!r})", "type")
-    record = _fields(data, SCHEMAS[kind], vocab, now=now)
-    record["type"] = kind
-    if kind == "memory":
-        _memory_complete(record, vocab)
-        if record["signal_aggregate"] is not None and record["signal_aggregate"]["last_rollup"] is None:
-            record["signal_aggregate"]["last_rollup"] = now
-    return record
-
-
-def _memory_complete(record: dict[str, Any], vocab: Vocabulary) -> None:
-    """Derive what a hand-written memory line may leave out, and check the fields that go together."""
-    scope = record["scope"]
-    if scope is None:
-        scope = "project" if record["project"] else "team" if record["team"] else "org"
-        record["scope"] = scope
-    if scope == "project" and (not record["project"] or record["team"]):
-        raise Bad("a project memory names its project (and no team: its team comes with the project)", "project")
-    if scope == "team" and (not record["team"] or record["project"]):
-        raise Bad("a team memory names its team and no project", "team")
-    if scope == "org" and (record["team"] or record["project"]):
-        raise Bad("an org memory names neither a project nor a team", "scope")
-    if record["state"] == vocab.active_state and record["archived_reason"]:
-        raise Bad("an active memory has no archived reason", "archived_reason")
-    if record["importance"] is None:
-        record["importance"] = float(KIND_IMPORTANCE.get(record["kind"], DEFAULT_IMPORTANCE))
-    prior_alpha, prior_beta = confidence_prior(INITIAL_EXPLICIT)
-    if (record["prior_alpha"] is None) != (record["prior_beta"] is None):
-        raise Bad("prior_alpha and prior_beta go together", "prior_beta")
-    if (record["alpha"] is None) != (record["beta"] is None):
-        raise Bad("alpha and beta go together", "beta")
-    if record["prior_alpha"] is None:
-        record["prior_alpha"], record["prior_beta"] = prior_alpha, prior_beta
-    if record["alpha"] is None:
-        record["alpha"], record["beta"] = record["prior_alpha"], record["prior_beta"]
-    if record["confidence"] is None:
-        record["confidence"] = record["alpha"] / (record["alpha"] + record["beta"])
-    if record["updated_at"] is None:
-        record["updated_at"] = record["created_at"]
-    if record["consolidated_into"] == record["id"]:
-        raise Bad("a memory cannot be consolidated into itself", "consolidated_into")
-
-
-def line_parse(where: str, text: str, vocab: Vocabulary, *, now: datetime) -> dict[str, Any]:
-    """A raw line → its record, or ``LineErrorRaised`` naming the line and field."""
-    if len(text) > MAX_LINE_CHARS:
-        raise LineErrorRaised(LineError(where, "", f"the line is longer than {MAX_LINE_CHARS} characters"))
-    try:
-        data = json_line_load(text)
-    except ValueError as exc:
-        raise LineErrorRaised(LineError(where, "", f"not valid JSON ({exc})")) from None
-    try:
-        return record_parse(data, vocab, now=now)
-    except Bad as exc:
-        raise LineErrorRaised(LineError(where, exc.field, exc.message)) from None
-
-
-class LineErrorRaised(Exception):
-    def __init__(self, error: LineError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-def lines_split(text: str) -> Iterator[tuple[int, str]]:
-    """(line number from 1, line) of a text, split on ``\\n`` only (a JSON string may hold U+2028);
-    blank lines are skipped but counted."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
-        if line.strip():
-            yield number, line
-
-
-# --- writing ---------------------------------------------------------------------------------------------
-
-
-def line_dump(record: Mapping[str, Any]) -> str:
-    """One line of the file: compact JSON, ASCII only (any JSON Lines reader splits it correctly), with
-    its newline."""
-    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n"
-
-
-def header_record(
-    *,
-    exported_at: datetime,
-    organization: str,
-    project: str | None,
-    embedder: str,
-    embeddings: bool,
-    teams: Iterable[Mapping[str, Any]],
-    projects: Iterable[Mapping[str, Any]],
-) -> dict[str, Any]:
-    return {
-        "type": "header",
-        "format": FORMAT,
-        "version": VERSION,
-        "exported_at": when_dump(exported_at),
-        "organization": organization,
-        "project": project,
-        "embedder": embedder,
-        "embeddings": embeddings,
-        "teams": list(teams),
-        "projects": list(projects),
-    }
-
-
-def end_record(counts: Mapping[str, int], dropped: Mapping[str, int]) -> dict[str, Any]:
-    return {"type": "end", "counts": {kind: counts.get(kind, 0) for kind in COUNTED_TYPES}, "dropped": dict(dropped)}

@@ -19,9 +19,11 @@ from memories.transfer.export_format import (
     LineError,
     LineErrorRaised,
     Vocabulary,
-    json_line_load,
-    line_parse,
 )
+from memories.transfer.lines import json_line_load, line_parse
+
+__pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
+
 
 # --- id remapping -------------------------------------------------------------------------------------
 

@@ -36,8 +36,8 @@ from memories.transfer.export_format import (
     TAG_MAX,
     TITLE_MAX,
     LineError,
-    json_line_load,
 )
+from memories.transfer.lines import json_line_load
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 

@@ -36,6 +36,7 @@ from memories.models import (
     SessionMemoryUse,
 )
 from memories.transfer import export_format as ef
+from memories.transfer import lines
 from reasoningbank.ai.embedders import embedder_from_settings
 from reasoningbank.errors import Forbidden, InvalidInput
 
@@ -120,8 +121,8 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
     dropped = {"consolidated_into": 0, "summary_sources": 0, "signal_projects": 0, "proposals": 0}
     if scope.project is None:  # a proposal is a team or org memory: never in a project's export
         dropped["proposals"] = access_filter(Memory, org).filter(state=Memory.STATE_PROPOSED).count()
-    yield ef.line_dump(
-        ef.header_record(
+    yield lines.line_dump(
+        lines.header_record(
             exported_at=timezone.now(),
             organization=org.slug,
             project=scope.project.slug if scope.project else None,
@@ -136,7 +137,7 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
     weights = weights.filter(project=scope.project) if scope.project else weights
     for weights_row in weights.order_by("project__slug", "pk").values():
         counts["weights"] += 1
-        yield ef.line_dump(
+        yield lines.line_dump(
             {
                 "type": "weights",
                 "project": project_slugs.get(weights_row["project_id"]) if weights_row["project_id"] else None,
@@ -151,11 +152,11 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
         if row["consolidated_into_id"] and not inside:
             dropped["consolidated_into"] += 1
         counts["memory"] += 1
-        yield ef.line_dump(_memory_line(row, project_slugs, team_slugs, inside, embeddings=scope.embeddings))
+        yield lines.line_dump(_memory_line(row, project_slugs, team_slugs, inside, embeddings=scope.embeddings))
 
     for row in _batches(scope.of_memories(MemoryLink, "source", "target").values(), "id"):
         counts["link"] += 1
-        yield ef.line_dump(
+        yield lines.line_dump(
             {
                 "type": "link",
                 "source": row["source_id"],
@@ -174,7 +175,7 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
         if scope.project is not None and row["project_id"] not in (None, scope.project.id):
             dropped["signal_projects"] += 1  # a signal given in another project: its place is left out
             signal_project = None
-        yield ef.line_dump(
+        yield lines.line_dump(
             {
                 "type": "signal",
                 "memory": row["memory_id"],
@@ -197,11 +198,11 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
             kept = [old for old in row["source_memory_ids"] if old in known]
             dropped["summary_sources"] += len(row["source_memory_ids"]) - len(kept)
             counts["summary"] += 1
-            yield ef.line_dump(_summary_line(row, kept))
+            yield lines.line_dump(_summary_line(row, kept))
 
     for row in _batches(scope.of_memories(SessionMemoryUse, "memory").values(), "id"):
         counts["session_use"] += 1
-        yield ef.line_dump(
+        yield lines.line_dump(
             {
                 "type": "session_use",
                 "memory": row["memory_id"],
@@ -215,7 +216,7 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
             }
         )
 
-    yield ef.line_dump(ef.end_record(counts, {name: n for name, n in dropped.items() if n}))
+    yield lines.line_dump(lines.end_record(counts, {name: n for name, n in dropped.items() if n}))
 
 
 _SUMMARY_COLUMNS = (

@@ -46,6 +46,7 @@ from memories.models import (
 )
 from memories.transfer import export_format as ef
 from memories.transfer import import_checks as checks
+from memories.transfer import lines
 from memories.transfer.import_sources import SOURCE_FORMATS, source_records, unique_ids
 from memories.transfer.selectors import transfer_admin_require
 from memories.transfer.writer import ImportPlaces, ImportResult, ImportWriter, Progress, texts_scrubbed
@@ -131,7 +132,7 @@ def bank_export_record(*, principal: Principal, project: Project | None, embeddi
 
 def _lines(source: LineSource) -> Iterator[tuple[str, str]]:
     if isinstance(source, str):
-        for number, line in ef.lines_split(source):
+        for number, line in lines.lines_split(source):
             yield f"line {number}", line
         return
     for number, line in enumerate(source(), start=1):
@@ -289,7 +290,7 @@ def _import_bank(
         writer = ImportWriter(principal, places, ids, checker.counts["memory"], progress, result)
         for where, text in _lines(source):
             try:
-                record = ef.line_parse(where, text, vocab, now=now)
+                record = lines.line_parse(where, text, vocab, now=now)
             except ef.LineErrorRaised as exc:  # the file changed between the two readings
                 raise ImportInvalid([exc.error]) from None
             writer.add(record, memory_projects=checker.memory_projects)
@@ -317,7 +318,7 @@ def _import_source(
     records: list[tuple[str, dict[str, Any]]] = []
     for source in unique_ids(converted.records):
         try:
-            records.append((source.where, ef.record_parse(source.record, vocab, now=now)))
+            records.append((source.where, lines.record_parse(source.record, vocab, now=now)))
         except ef.Bad as exc:
             errors.append(ef.LineError(source.where, exc.field, exc.message))
     if errors:

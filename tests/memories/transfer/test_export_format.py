@@ -12,6 +12,7 @@ import pytest
 
 from memories.transfer import export_format as ef
 from memories.transfer import import_checks as checks
+from memories.transfer import lines
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 VOCAB = ef.Vocabulary(
@@ -58,7 +59,7 @@ def check(
 
 
 def test_a_minimal_hand_written_memory_gets_the_defaults_of_a_recorded_one():
-    record = ef.record_parse(memory(), VOCAB, now=NOW)
+    record = lines.record_parse(memory(), VOCAB, now=NOW)
 
     assert record["scope"] == "project" and record["team"] is None
     assert (record["kind"], record["state"], record["tier"], record["origin"]) == (
@@ -96,7 +97,7 @@ def test_a_minimal_hand_written_memory_gets_the_defaults_of_a_recorded_one():
 )
 def test_a_bad_field_is_named_with_what_is_wrong(fields, field, words):
     with pytest.raises(ef.Bad) as caught:
-        ef.record_parse(memory(**fields), VOCAB, now=NOW)
+        lines.record_parse(memory(**fields), VOCAB, now=NOW)
 
     assert caught.value.field == field
     assert words in caught.value.message
@@ -104,7 +105,7 @@ def test_a_bad_field_is_named_with_what_is_wrong(fields, field, words):
 
 def test_nan_and_infinity_are_not_json():
     with pytest.raises(ef.LineErrorRaised) as caught:
-        ef.line_parse(
+        lines.line_parse(
             "line 4", '{"type": "memory", "id": "m", "title": "t", "content": "c", "retention": NaN}', VOCAB, now=NOW
         )
 
@@ -114,7 +115,7 @@ def test_nan_and_infinity_are_not_json():
 def test_a_line_nested_too_deeply_is_refused_before_the_parser_recurses():
     deep = '{"type": "memory", "id": "m", "title": "t", "content": ' + "[" * 5000 + "]" * 5000 + "}"
     with pytest.raises(ef.LineErrorRaised) as caught:
-        ef.line_parse("line 9", deep, VOCAB, now=NOW)
+        lines.line_parse("line 9", deep, VOCAB, now=NOW)
 
     assert caught.value.error.where == "line 9"
     assert "nested deeper than 64 levels of arrays and objects" in caught.value.error.message
@@ -200,8 +201,8 @@ def test_errors_stop_at_the_limit():
 def test_remapping_rewrites_every_reference_consistently():
     checker, _ = check(HEADER, memory("m1"), memory("m2", consolidated_into="m1"), END)
     new = checker.ids.memories
-    m2 = ef.record_parse(memory("m2", consolidated_into="m1"), VOCAB, now=NOW)
-    summary = ef.record_parse(
+    m2 = lines.record_parse(memory("m2", consolidated_into="m1"), VOCAB, now=NOW)
+    summary = lines.record_parse(
         {
             "type": "summary",
             "id": "s1",
@@ -226,11 +227,11 @@ def test_remapping_rewrites_every_reference_consistently():
 
 
 def test_lines_are_compact_ascii_json_and_split_on_newlines_only():
-    line = ef.line_dump({"type": "memory", "title": "naïve\u2028café"})
+    line = lines.line_dump({"type": "memory", "title": "naïve\u2028café"})
 
     assert line.endswith("\n") and line.count("\n") == 1 and line.isascii()
     assert json.loads(line)["title"] == "naïve\u2028café"
-    assert list(ef.lines_split('{"a":1}\r\n\n{"b":"x\u2028y"}\n')) == [(1, '{"a":1}'), (3, '{"b":"x\u2028y"}')]
+    assert list(lines.lines_split('{"a":1}\r\n\n{"b":"x\u2028y"}\n')) == [(1, '{"a":1}'), (3, '{"b":"x\u2028y"}')]
 
 
 def test_timestamps_read_back_as_they_were_written():
