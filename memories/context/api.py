@@ -1,7 +1,7 @@
 """REST views of a session's starting context (``POST /api/v1/memories/context``, the contract
 ``memory_context``: the same body as the MCP tool's) and of the consolidated summaries it is made of
-(seed 002 ``MemorySummary``, issue 14: list and get, the same ``SummaryOut`` search's ``summaries``
-carry). Thin: parse, call the contract or a selector, render."""
+(list and get, the same ``SummaryOut`` search's ``summaries`` carry; docs/session-context.md). Thin:
+parse, call the contract or a selector, render."""
 
 from __future__ import annotations
 

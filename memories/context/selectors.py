@@ -1,8 +1,8 @@
-"""Reads behind a session's starting context (seed 002 "SessionStart Summary Injection", issue 14).
+"""Reads behind a session's starting context (docs/session-context.md).
 
-Consolidated summaries (seed 002 ``SummaryStore``): the ones a principal may see, the best ones for a
-session's start, and the ones a search merges in. A summary is served only while it is ``ready`` and
-its consolidated memory is active (an un-merged or superseded memory takes its summary with it), and
+Consolidated summaries: the ones a principal may see, the best ones for a session's start, and the
+ones a search merges in. A summary is served only while it is ``ready`` and its consolidated memory is
+active (an un-merged or superseded memory takes its summary with it), and
 it is trusted as much as that memory is now — its live confidence, not the value when it was written.
 
 The memories a session starts with besides the summaries, and instead of them until a project's first

@@ -1,4 +1,4 @@
-"""REST views of the core memory operations (DESIGN §1, §7): list, record, get, edit and lineage —
+"""REST views of the core memory operations (docs/agent-api.md): list, record, get, edit and lineage —
 thin: parse, call a service/selector, serialize — and what every memories REST view shares
 (``MemoryAPIView``, ``contract_render``, ``serializer_validate``, the error sets, ``MEMORY_ID``). The
 features' views are ``memories/<feature>/api.py``.

@@ -1,4 +1,4 @@
-"""The core memory operations' contracts (seed 000; DESIGN §3): record and get — each one input model
+"""The core memory operations' contracts (docs/agent-api.md): record and get — each one input model
 (validation and defaults), one output model, and one ``*_run`` function (principal + input → output) —
 and the field types every memories contract shares (the features' contracts: ``memories/<feature>/
 contracts.py``). The MCP tools (``memories/mcp_tools.py``) and the REST views (``memories/<feature>/

@@ -1,5 +1,5 @@
-"""The ``memory_search`` operation's contract (seed 000; DESIGN §3, §7): one input model, one output
-model and ``memory_search_run``, shared by the MCP tool and ``POST /api/v1/memories/search``."""
+"""The ``memory_search`` operation's contract (docs/search.md): one input model, one output model and
+``memory_search_run``, shared by the MCP tool and ``POST /api/v1/memories/search``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The ``session_submit`` operation's contract (seed 000 "Distillation Pipeline"): one input model,
-one output model and ``session_submit_run``, shared by the MCP tool and ``POST /api/v1/sessions``."""
+"""The ``session_submit`` operation's contract (a finished session handed in for distillation,
+docs/session-context.md): one input model, one output model and ``session_submit_run``, shared by the
+MCP tool and ``POST /api/v1/sessions``."""
 
 from __future__ import annotations
 

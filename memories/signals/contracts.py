@@ -1,4 +1,4 @@
-"""The ``memory_feedback`` and ``memory_outcome`` operations' contracts (seed 000 signals): each one
+"""The ``memory_feedback`` and ``memory_outcome`` operations' contracts (docs/confidence.md): each one
 input model, one output model and one ``*_run`` function, shared by the MCP tools and
 ``POST /api/v1/memories/{id}/feedback`` / ``…/outcome``."""
 

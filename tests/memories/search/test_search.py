@@ -1,4 +1,4 @@
-"""Hybrid search (DESIGN §7, seed 001): filters, ranking factors, usage signals, validation and retrieval
+"""Hybrid search (docs/search.md): filters, ranking factors, usage signals, validation and retrieval
 modes. Who a search reaches: test_search_reach.py; the two legs and their fusion: test_search_hybrid.py."""
 
 from __future__ import annotations

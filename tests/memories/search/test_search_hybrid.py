@@ -1,4 +1,4 @@
-"""The hybrid search's two legs (issue 13): BM25 with OR semantics and its bounds, the fusion of both
+"""The hybrid search's two legs (docs/search.md): BM25 with OR semantics and its bounds, the fusion of both
 legs into one relevance, folding near-identical hits, the usage floor; the HNSW scan's ef_search, and the
 lexical leg run beside the vector leg on a second connection."""
 

@@ -1,5 +1,6 @@
-"""Who a search reaches (DESIGN §7): the scope cascade (project, team, org), another organization's
-memories never, and the raw SQL reach of the hybrid legs selecting exactly what the ORM's does."""
+"""Who a search reaches (docs/search.md, docs/tenancy.md): the scope cascade (project, team, org),
+another organization's memories never, and the raw SQL reach of the hybrid legs selecting exactly what
+the ORM's does."""
 
 from __future__ import annotations
 
