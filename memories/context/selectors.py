@@ -2,8 +2,8 @@
 
 Consolidated summaries: the ones a principal may see, the best ones for a session's start, and the
 ones a search merges in. A summary is served only while it is ``ready`` and its consolidated memory is
-active (an un-merged or superseded memory takes its summary with it), and
-it is trusted as much as that memory is now — its live confidence, not the value when it was written.
+active (an un-merged or superseded memory takes its summary with it), and it is trusted as much as
+that memory is now — its live confidence, not the value when it was written.
 
 The memories a session starts with besides the summaries, and instead of them until a project's first
 consolidation (``context_memories``): a project's highest-confidence procedural memories — active, in
