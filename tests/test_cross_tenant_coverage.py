@@ -172,8 +172,8 @@ def _ours(module: str) -> bool:
 
 def endpoint_module_names() -> set[str]:
     """The modules that serve the dashboard, REST and MCP, found by what they define rather than by
-    their file names (a feature package's ``memories/ask/contracts.py`` is found as well as
-    ``memories/contracts_ask.py``): the module of every view the URL conf routes to (dashboard pages
+    their file names (a feature package's ``memories/ask/contracts.py`` is found as well as an app's
+    top-level ``consolidation/contracts.py``): the module of every view the URL conf routes to (dashboard pages
     and DRF views), of every tool module's registrar the MCP server runs, and of every operation
     contract (a ``Contract`` subclass) once those are loaded."""
     from reasoningbank.contracts import Contract
