@@ -1,7 +1,7 @@
-"""Bearer-token authentication for the REST API (the MCP endpoint reuses ``bearer_authenticate``):
-an org API token (``rb_...``) or an OAuth access token of a connected app (``rbo_...``, issue 16)
-resolve to the same ``Principal``. Failed tokens are throttled by client address and token prefix
-(``accounts/throttling.py``), answered 429 with ``Retry-After``."""
+"""Bearer-token authentication for the REST API (the MCP endpoint reuses ``bearer_authenticate``): an
+org API token (``rb_...``) or an OAuth access token of a connected app (``rbo_...``,
+docs/oauth.md#tokens) resolve to the same ``Principal``. Failed tokens are throttled by client address
+and token prefix (``accounts/throttling.py``), answered 429 with ``Retry-After``."""
 
 from __future__ import annotations
 

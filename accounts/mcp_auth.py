@@ -1,9 +1,9 @@
-"""Bearer-token authentication for the MCP endpoint (DESIGN §4, §8), beside the REST one.
+"""Bearer-token authentication for the MCP endpoint, beside the REST one (docs/tenancy.md#the-principal).
 
 ``BearerTokenMiddleware`` resolves ``Authorization: Bearer <token>`` — an org API token or an OAuth
-access token issued for this endpoint (``<issuer>/mcp``, issue 16) — to its ``Principal`` (the same
-lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the tools through
-a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes from a tool
+access token issued for this endpoint (``<issuer>/mcp``, docs/oauth.md#tokens) — to its ``Principal``
+(the same lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the tools
+through a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes from a tool
 argument.
 """
 

@@ -30,8 +30,9 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=200)
     plan = models.CharField(max_length=20, choices=PLAN_CHOICES, default=PLAN_FREE)
-    # issue 18: a lesson that holds in several projects (teams) is proposed for team (org) scope and
-    # waits in the review queue; on, proposals are accepted at once (audited as automatic)
+    # A lesson that holds in several projects (teams) is proposed for team (org) scope and waits in the
+    # review queue; on, proposals are accepted at once, audited as automatic
+    # (docs/consolidation.md#institutional-promotion).
     auto_promote_institutional = models.BooleanField(
         default=False,
         help_text="accept institutional promotion proposals at once instead of waiting in the review queue",
@@ -207,7 +208,8 @@ class SharedCacheEntry(models.Model):
 
 
 class OAuthConnection(models.Model):
-    """A connected app (issue 16): what a user allowed an OAuth client to do inside one org.
+    """A connected app: what a user allowed an OAuth client to do inside one org
+    (docs/oauth.md#connected-apps-and-revocation).
 
     Made on the consent page; django-oauth-toolkit's grants and tokens point here through
     ``OAuthGrantLink`` / ``OAuthTokenLink``. A token's rights are this row's org, scopes (never above

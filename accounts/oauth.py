@@ -1,4 +1,4 @@
-"""OAuth 2.1 for remote MCP clients (issue 16, MCP 2026-07-28 "Authorization"): the shared pieces.
+"""OAuth 2.1 for remote MCP clients (docs/oauth.md; MCP 2026-07-28 "Authorization"): the shared pieces.
 
 The authorization server is django-oauth-toolkit (``OAUTH2_PROVIDER`` in settings) with our
 validator (``accounts/oauth_validator.py``), consent page and connected apps

@@ -1,4 +1,4 @@
-"""django-oauth-toolkit's request validator with this service's rules (issue 16).
+"""django-oauth-toolkit's request validator with this service's rules (docs/oauth.md).
 
 * Every authorization code and access token belongs to an ``OAuthConnection`` (the consent page
   makes it and passes its id as a credential): codes carry an ``OAuthGrantLink``, tokens an

@@ -1,9 +1,11 @@
 """Plans as data: which features each plan unlocks and its limits (None = unlimited).
 
 Services ask ``org.has_feature(...)`` / ``org.limit(...)``; nothing else hard-codes plan names.
-Seed 004: manual consolidation is allowed on Pro, automatic (scheduled) consolidation needs Teams.
-Institutional promotion (seed 001 Layer 3: a lesson that holds across projects proposed for team or org
-scope) needs Teams too: it only means something where several projects and teams share one org.
+Manual consolidation is allowed on Pro, automatic (scheduled) consolidation needs Teams, because
+automatic runs spend LLM tokens nobody asked for at the moment (docs/tenancy.md#who-owns-what).
+Institutional promotion (a lesson that holds across projects proposed for team or org scope,
+docs/consolidation.md#institutional-promotion) needs Teams too: it only means something where several
+projects and teams share one org.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def minimum_plan_for(feature: str) -> str | None:
 
 
 # How much of a limit an org uses, counted by the app that owns the data: the memories app registers
-# "memories" when it loads (accounts never imports memories, DESIGN §3). Each counter takes the org.
+# "memories" when it loads (accounts never imports memories, docs/architecture.md#the-never-arrows).
+# Each counter takes the org.
 UsageCounter = Callable[[Any], int]
 _USAGE_COUNTERS: dict[str, UsageCounter] = {}
 

@@ -139,8 +139,9 @@ def organization_set_plan(*, organization: Organization, plan: str, actor: Princ
 
 @transaction.atomic
 def organization_set_auto_promote(*, organization: Organization, enabled: Any, actor: Principal | None) -> Organization:
-    """Whether institutional promotion proposals (issue 18) are accepted at once instead of waiting in
-    the review queue. Org admins decide (the ``admin`` scope); audited."""
+    """Whether institutional promotion proposals are accepted at once instead of waiting in the review
+    queue (docs/consolidation.md#institutional-promotion). Org admins decide (the ``admin`` scope);
+    audited."""
     if not isinstance(enabled, bool):
         raise InvalidInput("enabled must be true or false", field="auto_promote_institutional")
     if actor is not None and not actor.has_scope(SCOPE_ADMIN):

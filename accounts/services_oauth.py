@@ -1,4 +1,4 @@
-"""Writes and the bearer check for OAuth connected apps (issue 16).
+"""Writes and the bearer check for OAuth connected apps (docs/oauth.md#connected-apps-and-revocation).
 
 * ``oauth_connection_grant`` — the consent page's decision: the org (one of the user's), the
   scopes (never above the user's role, never ``admin``) and an optional project/team restriction.

@@ -1,5 +1,5 @@
-"""Limits on failed authentication (issue 11): bearer tokens (REST and MCP) and dashboard logins;
-and on open OAuth client registration (issue 16).
+"""Limits on failed authentication (docs/tenancy.md#failed-tokens-are-throttled): bearer tokens (REST
+and MCP) and dashboard logins; and on open OAuth client registration (docs/oauth.md#client-registration).
 
 Counters live in one small table, ``rb_throttle`` (migration ``accounts/0003``), and every hit is
 one atomic ``INSERT … ON CONFLICT DO UPDATE``, so several web worker processes share them and

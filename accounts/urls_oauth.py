@@ -1,4 +1,4 @@
-"""OAuth 2.1 routes (issue 16), mounted at the site root. The namespace is django-oauth-toolkit's
+"""OAuth 2.1 routes (docs/oauth.md), mounted at the site root. The namespace is django-oauth-toolkit's
 (``oauth2_provider``), whose metadata and registration views reverse these names; only the routes
 this service uses are mounted (no application-management pages, no introspection, no OIDC). The
 endpoints a client fetches are open to browser-based clients at any origin (``cors_open``; the

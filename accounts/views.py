@@ -257,7 +257,8 @@ def settings_teams(request: HttpRequest) -> HttpResponse:
 @org_view(min_role=ADMIN)
 @require_POST
 def settings_auto_promote(request: HttpRequest) -> HttpResponse:
-    """The Teams page's "accept promotion proposals automatically" switch (issue 18; org admins)."""
+    """The Teams page's "accept promotion proposals automatically" switch (org admins;
+    docs/consolidation.md#institutional-promotion)."""
     principal = request.principal  # type: ignore[attr-defined]
     enabled = request.POST.get("auto_promote_institutional") == "on"
     try:

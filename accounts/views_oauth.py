@@ -1,4 +1,4 @@
-"""OAuth 2.1 pages and endpoints of the accounts app (issue 16, MCP 2026-07-28 "Authorization").
+"""OAuth 2.1 pages and endpoints of the accounts app (docs/oauth.md; MCP 2026-07-28 "Authorization").
 
 * ``ProtectedResourceMetadataView`` — RFC 9728 metadata of ``/mcp`` and ``/api/v1`` (what the 401
   challenge's ``resource_metadata`` points at).

@@ -1,6 +1,7 @@
-# Connected apps' project/team restrictions kept inside the connection's org by PostgreSQL (issue 16),
-# as memories/0002 does for memories: the many-to-many tables gain the org, and composite foreign keys
-# tie (connection, org) to the connection and (project or team, org) to the project or team.
+# Connected apps' project/team restrictions kept inside the connection's org by PostgreSQL
+# (docs/tenancy.md#the-access-layer), as memories/0002 does for memories: the many-to-many tables gain
+# the org, and composite foreign keys tie (connection, org) to the connection and (project or team, org)
+# to the project or team.
 
 import django.db.models.deletion
 from django.db import migrations, models
