@@ -210,7 +210,7 @@ class MemorySignalAdmin(ReadOnlyAdmin):
 
 @admin.register(MemorySummary)
 class MemorySummaryAdmin(ReadOnlyAdmin):
-    """Consolidated summaries (seed 002), written by consolidation's summarize phase."""
+    """Consolidated summaries (docs/memory-model.md#summaries), written by consolidation's summarize phase."""
 
     list_display = ("created_at", "id", "memory", "status", "activation_count", "project", "organization")
     list_filter = ("status", "organization")

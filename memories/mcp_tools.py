@@ -1,8 +1,7 @@
-"""The memory MCP tools (seed 000): memory_search, memory_record, memory_feedback, memory_outcome,
-memory_get, session_submit (hand in a finished session trace for distillation), memory_context
-(seed 002: the block a session starts with), memory_ask (seed 002 temporal reasoning: a question
-answered by the LLM over retrieved memories) and session_code_report (seed 001 OnCodeStability: was
-the session's code kept or reverted).
+"""The memory MCP tools: memory_search, memory_record, memory_feedback, memory_outcome, memory_get,
+session_submit (hand in a finished session trace for distillation), memory_context (the block a session
+starts with), memory_ask (a question answered by the LLM over retrieved memories, their relative dates
+resolved) and session_code_report (was the session's code kept or reverted).
 
 Each tool is its operation's contract (``memories/<feature>/contracts.py``): the parameters are the input
 model's fields, the answer is the output model, the same as REST's. The caller comes from the

@@ -1,4 +1,5 @@
-"""Memories, their links, confidence signals and per-project learned weights (DESIGN §5–6)."""
+"""Memories, their links, confidence signals and per-project learned weights (docs/memory-model.md,
+docs/confidence.md)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ class Memory(models.Model):
 
     ARCHIVED_CONSOLIDATED, ARCHIVED_SUPERSEDED, ARCHIVED_DUPLICATE = "consolidated", "superseded", "duplicate"
     ARCHIVED_STALE, ARCHIVED_MANUAL = "stale", "manual"
-    # seed 000's prune_threshold: the daily rollup archives a memory whose confidence stayed below it
+    # the daily rollup archives a memory whose confidence stayed below the prune threshold
+    # (docs/confidence.md#pruning)
     ARCHIVED_LOW_CONFIDENCE = "low_confidence"
     ARCHIVED_REASON_CHOICES = [
         (ARCHIVED_CONSOLIDATED, "Consolidated"),
@@ -109,7 +111,7 @@ class Memory(models.Model):
     usage_count = models.PositiveIntegerField(default=0)
     last_used_at = models.DateTimeField(null=True, blank=True)
     # when the memory last had a confidence signal of any kind (memories/signals/services.py writes it with the
-    # signal): seed 001's time decay counts the silence from here
+    # signal): time decay counts the silence from here
     last_signal_at = models.DateTimeField(null=True, blank=True)
     # search
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
@@ -133,8 +135,9 @@ class Memory(models.Model):
     created_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    # seed 003's ladder (consolidation.phases.ladder): the kind this memory was promoted from (a memory
-    # made from a pattern: its sources' kind, linked to them), when, and which criterion with its figures
+    # the promotion ladder (consolidation/phases/ladder.py): the kind this memory was promoted from (a
+    # memory made from a pattern: its sources' kind, linked to them), when, and which criterion with its
+    # figures
     promoted_from = models.CharField(max_length=12, choices=KIND_CHOICES, blank=True, default="")
     promoted_at = models.DateTimeField(null=True, blank=True)
     promotion_reason = models.CharField(max_length=500, blank=True, default="")
@@ -190,7 +193,7 @@ def memory_scope(project_id: int | None, team_id: int | None) -> str:
 
 
 class MemoryLink(models.Model):
-    """Every relation between memories (002's MemoryEdge, 004's links), directed source → target."""
+    """Every relation between memories (docs/memory-model.md#links), directed source → target."""
 
     KIND_CONSOLIDATES = "consolidates"  # consolidated memory → each source
     KIND_SUPERSEDES = "supersedes"  # newer/stronger → older/weaker
@@ -230,7 +233,8 @@ class MemoryLink(models.Model):
 
 
 class MemorySignal(models.Model):
-    """Confidence signal events (seed 000 event log); events older than 30 days are rolled up."""
+    """Confidence signal events (docs/confidence.md#the-event-log-and-the-daily-rollup); events older than
+    30 days are rolled up."""
 
     TYPE_EXPLICIT, TYPE_USAGE, TYPE_OUTCOME, TYPE_STABILITY = "explicit", "usage", "outcome", "stability"
     TYPE_CHOICES = [
@@ -263,7 +267,7 @@ class MemorySignal(models.Model):
 
 
 class SessionMemoryUse(models.Model):
-    """The injection ledger (issue 14, seed 001 OnCodeStability): a memory handed to an agent session —
+    """The injection ledger (docs/session-context.md#the-ledger): a memory handed to an agent session —
     returned by ``memory_search`` or ``memory_context`` called with the session's id — so that the
     session's outcome (``memory_outcome`` or ``session_submit`` with that id) reaches every memory it
     was given, once."""
@@ -294,7 +298,7 @@ class SessionMemoryUse(models.Model):
 
 
 class SessionCommit(models.Model):
-    """A git commit made by an agent session (issue 14, seed 001 OnCodeStability): a post-commit hook
+    """A git commit made by an agent session (docs/session-context.md#code-stability): a post-commit hook
     ties it to the session (``session_code_report`` with status committed), so that a CI job that only
     knows the commit can later report it kept or reverted, and the verdict reaches the memories the
     session was given (``SessionMemoryUse``)."""
@@ -323,7 +327,7 @@ class SessionCommit(models.Model):
 
 
 class MemorySignalAggregate(models.Model):
-    """Rolled-up counts of signal events older than the event log keeps (seed 000 SignalAggregate)."""
+    """Rolled-up counts of signal events older than the event log keeps."""
 
     memory = models.OneToOneField(Memory, on_delete=models.CASCADE, primary_key=True, related_name="signal_aggregate")
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
@@ -336,10 +340,11 @@ class MemorySignalAggregate(models.Model):
     stability_pos = models.PositiveIntegerField(default=0)
     stability_neg = models.PositiveIntegerField(default=0)
     last_rollup = models.DateTimeField(default=timezone.now)
-    # Seed 001's time decay of these counts (memories/signals/services.py, signals_decay): the evidence each still
-    # carries, a float the daily rollup shrinks for every silent day and later signals add to at full
-    # weight. NULL until the first decay: the count itself. The counts stay whole (pruning's and the
-    # ladder's "how many signals") and the weights apply at recompute, so learning re-weights it all.
+    # Time decay of these counts (docs/confidence.md#time-decay; memories/signals/services.py,
+    # signals_decay): the evidence each still carries, a float the daily rollup shrinks for every silent
+    # day and later signals add to at full weight. NULL until the first decay: the count itself. The
+    # counts stay whole (pruning's and the ladder's "how many signals") and the weights apply at
+    # recompute, so learning re-weights it all.
     explicit_pos_kept = models.FloatField(null=True, blank=True)
     explicit_neg_kept = models.FloatField(null=True, blank=True)
     usage_pos_kept = models.FloatField(null=True, blank=True)
@@ -357,8 +362,8 @@ class MemorySignalAggregate(models.Model):
 
 
 class ProjectSignalWeights(models.Model):
-    """Learned Beta parameters per signal type (seed 000 ProjectWeights). project NULL = org-wide
-    weights, used for team- and org-scoped memories."""
+    """Learned Beta parameters per signal type (docs/confidence.md#learned-weights). project NULL =
+    org-wide weights, used for team- and org-scoped memories."""
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
@@ -439,9 +444,9 @@ def new_summary_id() -> str:
 
 
 class MemorySummary(models.Model):
-    """Seed 002 ``MemorySummary``: what a consolidation run learned from one cluster — a short summary,
-    key facts, decisions and superseded facts — kept beside the consolidated memory it produced, so a
-    session can start with it (``memory_context``) and search can return it (``include_summaries``).
+    """What a consolidation run learned from one cluster — a short summary, key facts, decisions and
+    superseded facts — kept beside the consolidated memory it produced, so a session can start with it
+    (``memory_context``) and search can return it (``include_summaries``).
 
     A reply that cannot be parsed even after repair is kept as ``rejected`` with its error and the
     raw text (as session distillation does), and never injected."""
@@ -455,7 +460,8 @@ class MemorySummary(models.Model):
     # the consolidated memory; its state and live confidence decide whether the summary is still served
     memory = models.OneToOneField(Memory, on_delete=models.CASCADE, related_name="summary")
     source_memory_ids = ArrayField(models.CharField(max_length=40), default=list)
-    # a plain id, not a foreign key: memories never depend on the consolidation app (DESIGN §3)
+    # a plain id, not a foreign key: memories never depend on the consolidation app
+    # (docs/architecture.md#the-never-arrows)
     consolidation_run_id = models.CharField(max_length=40, blank=True)
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_READY)
     summary = models.TextField(max_length=4000, blank=True)

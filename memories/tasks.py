@@ -14,9 +14,9 @@ logger = logging.getLogger(__name__)
 
 
 def signals_rollup_daily(now: datetime | None = None) -> dict[str, int]:
-    """Seed 000's daily rollup, then seed 001's time decay of silent memories' evidence, then a recompute of
-    every confidence with the learned weights, then pruning of the memories whose confidence stayed too low
-    (seed 000)."""
+    """The daily rollup, then the time decay of silent memories' evidence, then a recompute of every
+    confidence with the learned weights, then pruning of the memories whose confidence stayed too low
+    (docs/confidence.md#the-event-log-and-the-daily-rollup)."""
     result = signals_rollup(now=now)
     result["decayed"] = signals_decay(now=now)
     result["recomputed"] = confidence_recompute_all()

@@ -1,10 +1,10 @@
-"""The ``memory_ask`` operation's contract (seed 002 "Temporal Reasoning", issue 14 item 5): a question
+"""The ``memory_ask`` operation's contract (docs/search.md#asking-the-bank-memory_ask): a question
 answered by the configured LLM reasoning over the memories the hybrid search retrieves for it, with
-relative dates ("yesterday", "last week") resolved against each memory's recorded timestamp. One
-input model, one output model and ``memory_ask_run``, shared by the MCP tool
-(``memories/mcp_tools.py``) and ``POST /api/v1/memories/ask`` (``memories/core/api.py``).
+relative dates ("yesterday", "last week") resolved against each memory's recorded timestamp. One input
+model, one output model and ``memory_ask_run``, shared by the MCP tool (``memories/mcp_tools.py``) and
+``POST /api/v1/memories/ask`` (``memories/ask/api.py``).
 
-The flow is seed 002's "Temporal Reasoning Flow": retrieve, format with explicit timestamps, ask the
+The flow: retrieve, format with explicit timestamps, ask the
 LLM with ``REASONING_SYSTEM_PROMPT`` (metered, within the org's budget), parse its JSON, then check
 and complete its temporal resolutions with the deterministic resolver (``memories/ask/reasoning.py``,
 ``memories/ask/temporal.py``). Nothing is ever made up: no LLM configured, an LLM failure or an

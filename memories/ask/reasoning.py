@@ -1,8 +1,8 @@
-"""``memory_ask``'s prompt, the parser for its reply and the check of its dates (seed 002 "Temporal
-Reasoning Prompt" and "Temporal Reasoning Flow"; issue 14 item 5). Pure: no Django.
+"""``memory_ask``'s prompt, the parser for its reply and the check of its dates
+(docs/search.md#asking-the-bank-memory_ask). Pure: no Django.
 
 1. ``build_reasoning_prompt`` numbers the retrieved memories and gives each its recorded timestamp
-   ("[1] recorded 2023-05-08 14:30:00 UTC"); ``REASONING_SYSTEM_PROMPT`` (seed 002, verbatim) asks
+   ("[1] recorded 2023-05-08 14:30:00 UTC"); ``REASONING_SYSTEM_PROMPT`` (a fixed text) asks
    the LLM to resolve relative dates against those timestamps and to answer in JSON.
 2. ``parse_reasoned_answer`` reads that JSON, repairing what models commonly get wrong (a code fence,
    prose before or after, trailing commas, quoted numbers); a reply without a usable answer raises
@@ -39,8 +39,8 @@ __all__ = [
     "resolutions_check",
 ]
 
-# Seed 002 "Temporal Reasoning Prompt", verbatim (its trailing newline included): do not reword it,
-# tests/memories/ask/test_reasoning.py pins it.
+# A fixed text (its trailing newline included): do not reword it, tests/memories/ask/test_reasoning.py
+# pins it (docs/decisions.md#fixed-prompts-pinned-by-tests).
 REASONING_SYSTEM_PROMPT = """You are a memory reasoning assistant. Answer questions by reasoning over retrieved memories.
 
 CRITICAL: Pay attention to TIMESTAMPS. When memories contain relative temporal references like "yesterday", "last week", resolve them relative to the memory's recorded timestamp.
@@ -87,7 +87,7 @@ class ReasoningMemory:
 
 
 def format_timestamp(moment: datetime) -> str:
-    """``2023-05-08 14:30:00 UTC``: the seed example's form, in UTC and saying so."""
+    """``2023-05-08 14:30:00 UTC``: to the second, in UTC and saying so."""
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 
@@ -260,7 +260,7 @@ def parse_reasoned_answer(text: str, *, memory_count: int) -> ReasonedReply:
         reasoning=_text(data.get("reasoning")),
         temporal_resolutions=tuple(resolutions),
         source_memory_indices=tuple(n for n in cited if 1 <= n <= memory_count),
-        # not said: inferred when it had to resolve dates, the very inference the seed asks about
+        # not said: inferred when it had to resolve dates, since resolving a relative date is an inference
         requires_inference=inference if inference is not None else bool(resolutions),
         ignored_indices=tuple(n for n in cited if not 1 <= n <= memory_count),
     )

@@ -1,9 +1,9 @@
-"""Relative temporal references, resolved deterministically (seed 002 "Temporal Reasoning"; issue 14
-item 5). Pure: no Django, no clock — a reference is resolved against the timestamp of the memory it
-was written in, never against today, so the same memory always gives the same dates.
+"""Relative temporal references, resolved deterministically (docs/search.md#asking-the-bank-memory_ask).
+Pure: no Django, no clock — a reference is resolved against the timestamp of the memory it was written
+in, never against today, so the same memory always gives the same dates.
 
 A memory recorded 2023-05-08 14:30 that says "Caroline went to the support group yesterday" meant
-2023-05-07 (seed 002's example). ``temporal_references`` finds such phrases in a memory's text,
+2023-05-07. ``temporal_references`` finds such phrases in a memory's text,
 ``temporal_resolve`` reads one phrase (an LLM's ``original_text``), ``date_span`` reads a date an
 LLM wrote, and ``spans_agree`` says whether the two fit: ``memories/ask/reasoning.py`` uses them to
 check and complete the resolutions of ``memory_ask``'s LLM.
@@ -39,7 +39,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TemporalReference:
-    """Seed 002's ``TemporalReference``: a phrase of a memory and the absolute date it means.
+    """A phrase of a memory and the absolute date it means.
 
     ``resolved_date`` is the day meant, or the first day of the period meant ("last week": its
     Monday); ``resolved_end`` is the period's last day (None for a single day)."""

@@ -1,8 +1,8 @@
-"""The ``session_code_report`` operation's contract (issue 14 item 6, seed 001 ``OnCodeStability``): what
-became of an agent session's code — tied to the session by a git post-commit hook (``committed``),
-later ``kept`` for 7 days (a positive stability signal) or ``reverted`` (a negative one) on every
-memory the session was given. One input model, one output model and ``session_code_report_run``,
-shared by the MCP tool (``memories/mcp_tools.py``), ``POST /api/v1/sessions/code-report``
+"""The ``session_code_report`` operation's contract (docs/session-context.md#code-stability): what
+became of an agent session's code — tied to the session by a git post-commit hook (``committed``), later
+``kept`` for 7 days (a positive stability signal) or ``reverted`` (a negative one) on every memory the
+session was given. One input model, one output model and ``session_code_report_run``, shared by the MCP
+tool (``memories/mcp_tools.py``), ``POST /api/v1/sessions/code-report``
 (``memories/code_reports/api.py``) and ``scripts/git-code-report``. The rules live in
 ``memories/code_reports/services.py``."""
 

@@ -1,6 +1,6 @@
-"""What became of a session's code (issue 14 item 6, seed 001 ``OnCodeStability``): a verdict on the
-code an agent session wrote reaches, as a ``stability`` signal (seed 000's fourth signal type), every
-memory the injection ledger (``SessionMemoryUse``) says the session was given.
+"""What became of a session's code (docs/session-context.md#code-stability): a verdict on the code an
+agent session wrote reaches, as a ``stability`` signal (the fourth signal type), every memory the
+injection ledger (``SessionMemoryUse``) says the session was given.
 
 Two reporters, one operation (``session_code_report``):
 

@@ -1,6 +1,7 @@
-"""Seed 002's SessionStart block, pure (no Django): the ``<memory_consolidated_summaries>`` element an
-agent's session starts with, built within a token budget, and replaced — never duplicated — in a
-context that already holds one (idempotent: any number of injections leave exactly one block).
+"""The SessionStart block (docs/session-context.md#the-block), pure (no Django): the
+``<memory_consolidated_summaries>`` element an agent's session starts with, built within a token budget,
+and replaced — never duplicated — in a context that already holds one (idempotent: any number of
+injections leave exactly one block).
 
 The entries' text is anyone's (a memory, an LLM's summary): it reaches the block without terminal
 escapes or bidi controls (``reasoningbank/text_safety.py``), and without the block's own tag, so that

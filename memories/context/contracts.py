@@ -1,10 +1,10 @@
-"""The ``memory_context`` operation's contract (seed 002 "SessionStart Summary Injection", issue 14):
-an agent's session starts with a ``<memory_consolidated_summaries>`` block of the project's best
-knowledge, replacing any earlier block in the context it passes (idempotent). One input model, one
-output model and ``memory_context_run``, shared by the MCP tool (``memories/mcp_tools.py``), ``POST
+"""The ``memory_context`` operation's contract (docs/session-context.md#memory_context): an agent's
+session starts with a ``<memory_consolidated_summaries>`` block of the project's best knowledge,
+replacing any earlier block in the context it passes (idempotent). One input model, one output model and
+``memory_context_run``, shared by the MCP tool (``memories/mcp_tools.py``), ``POST
 /api/v1/memories/context`` (``memories/context/api.py``) and ``scripts/claude-session-start``.
 
-Entries are the project's consolidated summaries (seed 002 ``MemorySummary``, written by consolidation's
+Entries are the project's consolidated summaries (``MemorySummary``, written by consolidation's
 summarize phase), then — in the places they leave, and alone until the project's first consolidation —
 its highest-confidence procedural memories."""
 
@@ -153,7 +153,7 @@ class ContextOutput(Contract):
 
 
 @traced(
-    "session.inject_summaries",  # seed 002's attributes; lengths only, never the context or the task
+    "session.inject_summaries",  # lengths only, never the context or the task (docs/observability.md#traces)
     result=lambda out: {
         "existing_replaced": out.replaced_existing, "summaries_count": len(out.summary_ids),
         "entries_count": out.summaries_injected, "tokens_used": out.tokens_used, "source": out.source,
@@ -168,7 +168,8 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     )
     summaries: list[MemorySummary] = []
     memories: list[Memory] = []
-    # seed 000 min_for_injection: nothing less trusted ever enters a session's context, whatever was asked
+    # the injection floor: nothing less trusted ever enters a session's context, whatever was asked
+    # (docs/confidence.md#floors)
     min_confidence = max(args.min_confidence, settings.CONFIDENCE_MIN_FOR_INJECTION)
     if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
         vector = query_embed(args.task) if args.task and args.prioritize == "relevance" else None

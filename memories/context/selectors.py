@@ -78,7 +78,7 @@ def summaries_for_context(
     prioritize: str,
     task_vector: list[float] | None = None,
 ) -> list[MemorySummary]:
-    """Seed 002 ``_select_summaries``: at most ``limit`` of the project's summaries whose memory is at
+    """At most ``limit`` of the project's summaries whose memory is at
     least ``min_confidence`` trusted, by relevance to the task (closest first; by confidence without
     a task), recency or activation."""
     qs = summaries_served(principal, project=project).filter(memory__confidence__gte=min_confidence)
@@ -111,7 +111,7 @@ def summaries_search(
     min_similarity: float,
     min_confidence: float,
 ) -> list[SummaryHit]:
-    """Seed 002 ``_summary_store.search``: the closest served summaries to the query, at least
+    """The closest served summaries to the query, at least
     ``min_similarity`` alike. Summaries belong to projects, so a team- or org-scoped search has none."""
     if limit <= 0 or scope not in ("all", "project"):
         return []

@@ -1,6 +1,6 @@
-"""Writes of consolidated summaries (seed 002 ``MemorySummary``, issue 14 item 1): consolidation hands
-over plain values (memories never import the consolidation app), and activation is counted when a
-summary is injected into a session or returned by a search."""
+"""Writes of consolidated summaries (docs/memory-model.md#summaries): consolidation hands over plain
+values (memories never import the consolidation app), and activation is counted when a summary is
+injected into a session or returned by a search."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def summary_store(
 
 
 def summaries_activate(summary_ids: Sequence[str], *, write_behind: bool = False) -> None:
-    """Seed 002: a summary served to a session or a search counts as an activation. With
+    """A summary served to a session or a search counts as an activation. With
     ``write_behind`` (a search) the write happens after the answer, like the usage signals."""
     if not summary_ids:
         return

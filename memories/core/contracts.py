@@ -5,7 +5,7 @@ contracts.py``). The MCP tools (``memories/mcp_tools.py``) and the REST views (`
 api.py``) only parse, call ``*_run`` and render, so both answer the same body for the same input
 (``tests/test_contract_parity.py``).
 
-Names follow seed 000; where REST spelled something else first, the old spelling is noted.
+Names are the MCP tools' published ones; where REST spelled something else first, the old spelling is noted.
 """
 
 from __future__ import annotations

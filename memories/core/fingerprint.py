@@ -1,6 +1,6 @@
-"""What makes two memories' texts identical: one fingerprint of title, description and content,
-with case and runs of whitespace ignored (issue 11 item 7). No Django: the migration that fills the
-column for existing memories keeps its own copy of this function."""
+"""What makes two memories' texts identical: one fingerprint of title, description and content, with
+case and runs of whitespace ignored (docs/memory-model.md#how-a-memory-enters-the-bank). No Django: the
+migration that fills the column for existing memories keeps its own copy of this function."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The write gate (issue 17 item 5), free of Django: what may enter the bank.
+"""The write gate, free of Django: what may enter the bank
+(docs/memory-model.md#how-a-memory-enters-the-bank).
 
 Every path that writes a memory — ``memory_record`` (MCP and REST), ``memory_update``, session
 distillation, consolidation's synthesis and pattern extraction — asks ``gate_check`` about the

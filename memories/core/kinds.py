@@ -1,5 +1,6 @@
-"""How much each kind of memory matters to retention (seed 002's importance term), free of
-Django: recording stamps it on a new memory, consolidation's retention scoring reads it.
+"""How much each kind of memory matters to retention (its importance term,
+docs/memory-model.md#tiers-and-retention), free of Django: recording stamps it on a new memory,
+consolidation's retention scoring reads it.
 """
 
 from __future__ import annotations
@@ -10,16 +11,16 @@ from typing import Final
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
-# Seed 002 falls back to 0.5 for a namespace it does not know; we do the same for unknown kinds.
+# An unknown kind weighs 0.5, the middle of the scale.
 DEFAULT_IMPORTANCE: Final = 0.5
 
-# Default importance per memory kind (DESIGN §5). Seed 002 weighs git-notes *namespaces*; our
-# kinds map onto the closest ones:
-#   procedural (strategies, how-to)     ~ "patterns"  0.85
-#   semantic   (facts, lessons learned) ~ "learnings" 0.9
-#   episodic   (timestamped events)     ~ "progress"  0.5
-#   working    (session scratch)        -- no seed namespace; 0.3 is ours, below everything the
-#               seed lists, because working memory has a short TTL and should fade first.
+# Default importance per memory kind (docs/memory-model.md#kinds): facts and strategies are meant to
+# last, events less, scratch least:
+#   procedural (strategies, how-to)     0.85
+#   semantic   (facts, lessons learned) 0.9
+#   episodic   (timestamped events)     0.5
+#   working    (session scratch)        0.3, below every other kind, because working memory has a
+#                                       short TTL and should fade first.
 KIND_IMPORTANCE: Final[Mapping[str, float]] = MappingProxyType(
     {
         "procedural": 0.85,

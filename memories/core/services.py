@@ -82,9 +82,9 @@ def place_resolve(principal: Principal, *, project: str | None, scope: str | Non
 class MemoryDraft:
     """Validated content of a new memory (shared by record, update, distillation and consolidation).
 
-    Every text is scrubbed of secrets here, on construction, so that no path into the bank can
-    skip it: a memory is served to every token of its org (issue 11). Scrubbing comes before the
-    embedding, which is computed from these fields.
+    Every text is scrubbed of secrets here, on construction, so that no path into the bank can skip it:
+    a memory is served to every token of its org (docs/security/secret-scrubbing.md#what-is-scrubbed).
+    Scrubbing comes before the embedding, which is computed from these fields.
     """
 
     title: str
@@ -102,7 +102,7 @@ class MemoryDraft:
         object.__setattr__(self, "tags", [text_scrub(tag, seen_in="memory")[:TAG_MAX] for tag in self.tags])
 
 
-# --- the write gate (issue 17; the rules are memories/core/gate.py) ----------------------------------------
+# --- the write gate (the rules are memories/core/gate.py) ---------------------------------------
 
 REJECTED_VERB = "memory.rejected"
 
@@ -313,14 +313,14 @@ def memory_record_or_duplicate(
     project: str | None = None,
     scope: str | None = None,
 ) -> RecordResult:
-    """Seed 000 memory_record: an explicitly captured strategy, initial confidence 0.8.
+    """``memory_record``: an explicitly captured strategy, initial confidence 0.8.
 
-    An identical record creates nothing (issue 11): when an active memory of the same place (the
-    same project, or the same team- or org-wide scope) already has the same title, description and
-    content (case and runs of whitespace ignored), outcome and kind, that memory comes back as the
-    duplicate; no embedding, no row, no audit event.
+    An identical record creates nothing: when an active memory of the same place (the same project, or
+    the same team- or org-wide scope) already has the same title, description and content (case and runs
+    of whitespace ignored), outcome and kind, that memory comes back as the duplicate; no embedding, no
+    row, no audit event (docs/memory-model.md#how-a-memory-enters-the-bank).
 
-    The write gate (issue 17) comes first: a draft without reusable value (``memories.core.gate``) is a 400
+    The write gate comes first: a draft without reusable value (``memories.core.gate``) is a 422
     naming the field, with a ``memory.rejected`` audit row. A near copy — embedding at least
     ``WRITE_GATE_NEAR_COPY_SIMILARITY`` alike to an active memory of the same place, outcome and kind,
     and no differing numbers, negations or opposite words — is answered like an identical one
@@ -429,7 +429,8 @@ def _near_copy(
 
 
 def memories_added_notify(project: Project | None, count: int) -> None:
-    """Hook for on-demand consolidation (003: after 20 new memories); wired by the consolidation app."""
+    """Hook for on-demand consolidation (after ``CONSOLIDATION_ON_DEMAND_THRESHOLD`` new memories,
+    docs/consolidation.md#what-starts-a-run); wired by the consolidation app."""
     if project is not None:
         memories_added.send(sender=Memory, project=project, count=count)
 

@@ -113,7 +113,7 @@ def memory_audit_trail(principal: Principal, memory: Memory, *, limit: int = 100
     about = Q(target_type="memory", target_id=memory.id)
     about |= Q(verb__in=("contradiction.resolve", "review.decide"), data__other=memory.id)
     about |= Q(verb="memory.unmerge", data__restored__contains=[memory.id])
-    # a new memory promoted from a pattern (seed 003's ladder) names the memories it was seen in
+    # a new memory promoted from a pattern (the promotion ladder) names the memories it was seen in
     about |= Q(verb="memory.promote", data__sources__contains=[memory.id])
     return list(access_filter(AuditEvent, principal).filter(about).order_by("-created_at", "-id")[:limit])
 

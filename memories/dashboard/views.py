@@ -201,7 +201,7 @@ def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str,
 
 
 def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
-    """The real hybrid search (DESIGN §7), through the ``memory_search`` selector with the query
+    """The real hybrid search (docs/search.md), through the ``memory_search`` selector with the query
     embedded here — deliberately NOT ``memory_search_use``: a moderator browsing the dashboard is not
     an agent using a memory, so the search must not record usage signals (they would raise
     confidence, usage_count and the project's learned weights for memories nobody applied)."""

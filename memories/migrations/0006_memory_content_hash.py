@@ -1,5 +1,6 @@
-"""Memory.content_hash: the fingerprint of a memory's text, so that recording an identical memory in
-the same place returns the existing one (issue 11 item 7). Existing memories get theirs here."""
+"""Memory.content_hash: the fingerprint of a memory's text, so that recording an identical memory in the
+same place returns the existing one (docs/memory-model.md#how-a-memory-enters-the-bank). Existing
+memories get theirs here."""
 
 import hashlib
 

@@ -1,4 +1,4 @@
-"""SQL functions of the search's lexical leg (DESIGN §7, issue 13): BM25 over the memory's stored
+"""SQL functions of the search's lexical leg (docs/search.md#candidates): BM25 over the memory's stored
 ``search_vector`` (title, description and content, English stemming, stopwords removed).
 
 ``rb_bm25(doc, terms, idfs, k1, b, avgdl)`` is BM25's per-document sum

@@ -1,4 +1,4 @@
-# issue 17 item 5: what the write gate kept out of a session's distillation
+# What the write gate kept out of a session's distillation (docs/memory-model.md#how-a-memory-enters-the-bank)
 
 from django.db import migrations, models
 

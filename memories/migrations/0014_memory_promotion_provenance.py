@@ -2,9 +2,9 @@
 
 from django.db import migrations, models
 
-# Seed 001's time decay counts silence from Memory.last_signal_at: the newest live signal event, or for
-# rolled-up ones the aggregate's last rollup less the 30 days the event log keeps them (an event's own
-# time is gone once folded; this never makes the silence longer than it was).
+# Time decay (docs/confidence.md#time-decay) counts silence from Memory.last_signal_at: the newest live
+# signal event, or for rolled-up ones the aggregate's last rollup less the 30 days the event log keeps
+# them (an event's own time is gone once folded; this never makes the silence longer than it was).
 LAST_SIGNAL_BACKFILL = """
 UPDATE memories_memory m SET last_signal_at = latest.at
 FROM (

@@ -1,6 +1,6 @@
-"""Moderation: every change to a memory's lifecycle that a moderator might question — archive,
-restore, un-merge, resolving a contradiction, and the daily pruning of low-confidence memories — as
-one set of audited services (DESIGN §4). The consolidation cycle, REST, MCP, the dashboard, the
+"""Moderation: every change to a memory's lifecycle that a moderator might question — archive, restore,
+un-merge, resolving a contradiction, and the daily pruning of low-confidence memories — as one set of
+audited services (docs/tenancy.md#the-audit-log). The consolidation cycle, REST, MCP, the dashboard, the
 admin and the pruning all archive through ``memories_archive``, so every archive writes its
 ``AuditEvent`` row.
 """
@@ -249,8 +249,8 @@ def contradiction_resolve(*, principal: Principal, link: MemoryLink, resolution:
 
 
 # --- pruning low-confidence memories --------------------------------------------------------------
-# Pruning of low-confidence memories (seed 000 ``confidence.prune_threshold``, seed 001 "Low-confidence
-# memories pruned"; issue 18 item 3), run by the daily rollup after confidence has been recomputed.
+# Pruning of low-confidence memories (docs/confidence.md#pruning), run by the daily rollup after
+# confidence has been recomputed.
 #
 # A memory is archived with reason ``low_confidence`` — never deleted: ``memory_restore`` brings it back —
 # when its confidence is below ``CONFIDENCE_PRUNE_THRESHOLD`` after at least ``CONFIDENCE_PRUNE_MIN_SIGNALS``
@@ -318,7 +318,7 @@ class _Facts:
 
 
 def memories_prune_low_confidence(*, now: datetime | None = None, batch: int = PRUNE_BATCH) -> dict[str, int]:
-    """Archive (reason ``low_confidence``, audited) every active memory that seed 000's prune rule
+    """Archive (reason ``low_confidence``, audited) every active memory that the prune rule
     condemns, in every organization; returns how many memories were examined and archived."""
     threshold = settings.CONFIDENCE_PRUNE_THRESHOLD
     if threshold <= 0:  # 0 turns pruning off: no confidence is below it

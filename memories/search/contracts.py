@@ -147,7 +147,7 @@ class SearchOutput(Contract):
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     started = time.perf_counter()
-    current_set(  # seed 002's recall.search attributes: the query's length, never its text
+    current_set(  # the span's attributes (docs/observability.md#traces): the query's length, never its text
         query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
         include_summaries=args.include_summaries, org_id=principal.organization.id,
     )

@@ -1,12 +1,12 @@
-"""Search ranking (seed 001 "Ranking Formula", DESIGN §7), with a per-result breakdown.
+"""Search ranking (docs/search.md#ranking), with a per-result breakdown.
 
 score = relevance × confidence × recency_boost × scope_weight × consolidated_boost
 
-``relevance`` takes the place of seed 001's ``semantic_similarity``: the fusion of two rankings of
-the same candidates, the vector leg's cosine similarity and the lexical leg's BM25 score
-(``bm25_idf`` here, the per-document part in SQL: ``rb_bm25``, memories migration 0007), as a
-convex combination of the two scores normalised per query (``relevance_fuse``); reciprocal rank
-fusion is kept as the measured alternative (``bench/retrieval.py``, README "Search").
+``relevance`` takes the place of a plain semantic similarity: the fusion of two rankings of the same
+candidates, the vector leg's cosine similarity and the lexical leg's BM25 score (``bm25_idf`` here, the
+per-document part in SQL: ``rb_bm25``, memories migration 0007), as a convex combination of the two
+scores normalised per query (``relevance_fuse``); reciprocal rank fusion is kept as the measured
+alternative (``bench/retrieval.py``, docs/search.md#fusion-one-relevance).
 
 Pure functions, no Django: the search selector gathers candidates and calls these; the breakdown
 is what the API/dashboard shows to explain a ranking.
@@ -20,21 +20,20 @@ from dataclasses import asdict, dataclass
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
-# Seed 001 / seed 000 config search.scope_weights: nearer scopes are more specific to the
-# caller's work, so they win ties against broader ones.
+# Nearer scopes are more specific to the caller's work, so they win ties against broader ones.
 SCOPE_WEIGHTS: dict[str, float] = {"project": 1.0, "team": 0.9, "org": 0.8}
 
-# Seed 000: "Consolidated memories receive a 20% relevance boost" (they distil several sources).
+# Consolidated memories get a 20% boost: they distil several sources.
 CONSOLIDATED_BOOST = 1.2
 
-# Recency window of seed 001's boost, in days.
+# Recency window of the recency boost, in days.
 RECENCY_WINDOW_DAYS = 365.0
 
 
 def recency_boost(days_since_used: float) -> float:
-    """Seed 001's ``1.0 + 0.1 × (1 − days/365)``, with days clamped to [0, 365].
+    """The recency boost ``1.0 + 0.1 × (1 − days/365)``, with days clamped to [0, 365].
 
-    Unclamped, the seed's formula drops below 1.0 after a year and goes negative after
+    Unclamped, the formula drops below 1.0 after a year and goes negative after
     about 11 years, which would flip the sign of the score and invert the ranking; negative
     days (clock skew) would push it above 1.1. Clamping keeps the boost in [1.0, 1.1]:
     never negative, and monotone (more recent never ranks lower).
@@ -45,8 +44,8 @@ def recency_boost(days_since_used: float) -> float:
     return 1.0 + 0.1 * (1.0 - days / RECENCY_WINDOW_DAYS)
 
 
-# Seed 002's RetrievalMode: which tiers a search reaches. ``exhaustive`` reaches every memory,
-# archived ones included (marked as such in the results); the others only active memories.
+# Retrieval modes (docs/search.md#retrieval-modes): which tiers a search reaches. ``exhaustive`` reaches
+# every memory, archived ones included (marked as such in the results); the others only active memories.
 RETRIEVAL_MODES: dict[str, tuple[str, ...] | None] = {
     "reflexive": ("hot",),
     "standard": ("hot", "warm"),

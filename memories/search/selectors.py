@@ -1,6 +1,6 @@
-"""Hybrid search (DESIGN §7, issue 13): the reads behind ``memory_search`` — the query's BM25 term
+"""Hybrid search (docs/search.md): the reads behind ``memory_search`` — the query's BM25 term
 statistics, the vector and lexical legs inside the caller's reach, their fusion into one relevance
-(``memories.search.ranking``), seed 001's ranking and the folding of near-identical hits."""
+(``memories.search.ranking``), the ranking and the folding of near-identical hits."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ class SearchQuery:
     limit: int = 5
     min_confidence: float = 0.5
     project: str | None = None
-    mode: str = DEFAULT_RETRIEVAL_MODE  # seed 002's RetrievalMode: the tiers searched (ranking.RETRIEVAL_MODES)
+    mode: str = DEFAULT_RETRIEVAL_MODE  # the tiers searched (ranking.RETRIEVAL_MODES)
 
 
 @dataclass(slots=True)
@@ -310,7 +310,7 @@ def vector_literal(vector: list[float]) -> str:
 def memory_search(
     principal: Principal, search: SearchQuery, *, query_vector: list[float], now: datetime | None = None
 ) -> SearchResult:
-    """Hybrid search (DESIGN §7): HNSW and BM25 full-text candidates inside the caller's reach, each
+    """Hybrid search: HNSW and BM25 full-text candidates inside the caller's reach, each
     scored by both legs, fused into one relevance and ranked by relevance × confidence × recency ×
     scope weight (× 1.2 consolidated); near-identical hits collapse into the best one.
 

@@ -14,8 +14,8 @@ from memories.signals.services import memories_mark_used
 
 
 def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
-    """Search, then record a usage signal (seed 000) on each returned memory whose fused relevance
-    reaches ``SEARCH_USAGE_MIN_RELEVANCE``."""
+    """Search, then record a usage signal (docs/search.md#usage-signals) on each returned memory whose
+    fused relevance reaches ``SEARCH_USAGE_MIN_RELEVANCE``."""
     started = time.perf_counter()
     vector = query_embed(search.query)
     embedding_ms = (time.perf_counter() - started) * 1000

@@ -1,4 +1,5 @@
-"""Distillation prompts and the parser for their replies (seed 000, "Distillation Pipeline").
+"""Distillation prompts and the parser for their replies
+(docs/memory-model.md#sessions-and-distillation).
 
 Pure text in, text out, no Django: the distillation task builds a prompt here, sends it to
 whichever LLM provider is configured, and parses the reply here. Keeping both halves in one
@@ -35,7 +36,8 @@ __all__ = [
     "parse_extractions",
 ]
 
-# Seed 000: "Extract 0-3 memories", "max 50 chars", "max 200 chars".
+# The extraction prompt's limits: at most 3 memories, a title of at most 50 characters, a description
+# of at most 200.
 MAX_EXTRACTIONS = 3
 TITLE_MAX = 50
 DESCRIPTION_MAX = 200
@@ -50,8 +52,8 @@ NO_EXTRACTIONS = "NO_EXTRACTIONS"
 Outcome = Literal["success", "failure"]
 _SESSION_OUTCOMES: frozenset[str] = frozenset({"success", "failure", "unknown"})
 
-# Seed 000 "Extraction Prompt Template", verbatim (placeholders included). Do not reword it:
-# the golden test in tests/memories/sessions/test_prompts.py pins it to the seed.
+# The extraction prompt, a fixed text (placeholders included). Do not reword it: the golden test in
+# tests/memories/sessions/test_prompts.py pins it (docs/decisions.md#fixed-prompts-pinned-by-tests).
 EXTRACTION_TEMPLATE = """\
 You are analyzing a completed agent session to extract reusable strategies.
 
@@ -99,7 +101,7 @@ DISTILL_SYSTEM_PROMPT = (
 TRACE_OPEN = "<session_trace>"
 TRACE_CLOSE = "</session_trace>"
 
-# The seed's "## Memory {{n}}" is a format instruction, not a value we know in advance: the
+# The template's "## Memory {{n}}" is a format instruction, not a value we know in advance: the
 # model numbers its own blocks. Rendering it as the literal "N" keeps the template readable
 # ("## Memory N") instead of leaving a raw "{{n}}" the model might copy verbatim.
 _MEMORY_NUMBER_PLACEHOLDER = "N"
@@ -154,7 +156,7 @@ def build_extraction_prompt(
     trace: str,
     injected: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """Seed 000's extraction prompt for one session.
+    """The extraction prompt for one session.
 
     ``trace`` must already be scrubbed (``reasoningbank.scrubbing.scrub_secrets``); this
     function only fences it. ``injected`` are (title, description) pairs of memories the agent
@@ -232,7 +234,7 @@ class ExtractionParseError(ValueError):
 _FIELDS = ("title", "description", "content", "tags", "outcome")
 _FIELD_LABELS = {name: f"**{name.capitalize()}**" for name in _FIELDS}
 
-# What the seed template shows in each field; a model that copies it has not answered.
+# What the template shows in each field; a model that copies it has not answered.
 _TEMPLATE_PLACEHOLDERS = {
     "title": "<concise name, max 50 chars>",
     "description": "<when to use/avoid this, max 200 chars>",
@@ -455,7 +457,7 @@ def parse_extractions(text: str) -> list[ExtractedMemory]:
             )
             raise ExtractionParseError(message, raw=text)
 
-    # Seed 000: at most 3. Blocks past the limit are dropped unparsed, so junk in a fourth
+    # At most 3. Blocks past the limit are dropped unparsed, so junk in a fourth
     # block cannot fail a reply whose first three memories are fine.
     memories: list[ExtractedMemory] = []
     problems: list[str] = []

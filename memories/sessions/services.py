@@ -1,4 +1,4 @@
-"""Sessions and their distillation into memories (seed 000 "Distillation Pipeline", DESIGN §9–10).
+"""Sessions and their distillation into memories (docs/memory-model.md#sessions-and-distillation).
 
 Services: ``session_submit`` (idempotent on the agent's session id; the trace is scrubbed of secrets
 before it is stored), ``session_process`` (the worker: claim → prompt → LLM → parse → dedupe →
@@ -465,7 +465,7 @@ def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:
 
 
 # --- the injection ledger ---------------------------------------------------------------------------
-# Which memories an agent session was given (issue 14 item 6, seed 001 OnCodeStability), so that the
+# Which memories an agent session was given (docs/session-context.md#the-ledger), so that the
 # session's outcome moves the confidence of exactly those memories, once.
 
 

@@ -1,4 +1,4 @@
-"""Bayesian confidence for memories (seed 000, "Self-Improving Confidence System").
+"""Bayesian confidence for memories (docs/confidence.md).
 
 Pure functions and frozen dataclasses, no Django: the models and services store the numbers,
 this module owns the math, so it can be tested exhaustively and explained on the dashboard.
@@ -19,40 +19,42 @@ from enum import Enum
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
-# Seed 000 "Configuration" -> confidence.* (initial confidences by how a memory was made).
+# Initial confidences by how a memory was made (docs/confidence.md#where-a-memory-starts-the-prior).
 INITIAL_EXPLICIT = 0.8  # recorded explicitly by an agent or user
 INITIAL_SUCCESS = 0.7  # distilled from a successful session
 INITIAL_FAILURE = 0.6  # distilled from a failed session (still a useful lesson)
-INITIAL_DEFAULT = 0.5  # no information: the uniform Beta(1, 1) seed 000 starts from
+INITIAL_DEFAULT = 0.5  # no information: the uniform Beta(1, 1)
 
-# Seed 000 "Hybrid Storage": signal events are kept this long, then rolled up into counts.
+# Signal events are kept this long, then rolled up into counts
+# (docs/confidence.md#the-event-log-and-the-daily-rollup).
 SIGNAL_EVENT_RETENTION_DAYS = 30
 
-# Total pseudo-count of a memory's prior. 2.0 makes INITIAL_DEFAULT exactly seed 000's
+# Total pseudo-count of a memory's prior. 2.0 makes INITIAL_DEFAULT exactly the uniform
 # Beta(1, 1), and keeps the prior weak: a few real signals outweigh the initial guess.
 DEFAULT_PRIOR_STRENGTH = 2.0
 
-# Seed 001 "Signals": "Time decay: -0.05 per month", made a decay of the Beta evidence (issue 18): after
-# DECAY_GRACE_DAYS without a signal, each further silent day keeps this share of the memory's evidence
-# (alpha and beta minus the prior's pseudo-counts), so confidence drifts back to the prior and never past
-# it. 0.984 a day (half-life 43 days) takes seed 000's worked example — Beta(2.06, 1) over the Beta(1, 1)
-# prior, 0.673 — to 0.623 after 30 silent days: seed 001's 0.05 for a typical memory's first month; the
-# steps shrink as it nears the prior (0.039, then 0.029, …), which a raw subtraction would cross.
+# Time decay as a decay of the Beta evidence (docs/confidence.md#time-decay): after DECAY_GRACE_DAYS
+# without a signal, each further silent day keeps this share of the memory's evidence (alpha and beta minus
+# the prior's pseudo-counts), so confidence drifts back to the prior and never past it. 0.984 a day
+# (half-life 43 days) takes the worked example of docs/confidence.md#signals — Beta(2.06, 1) over the
+# Beta(1, 1) prior, 0.673 — to 0.623 after 30 silent days: about 0.05 for a typical memory's first month;
+# the steps shrink as it nears the prior (0.039, then 0.029, …), which a raw subtraction would cross.
 DECAY_PER_SILENT_DAY = 0.984
-# The first month of silence costs nothing: seed 000 keeps a month of signal events, and a memory with a
-# signal inside that window is in use (the decay only ever touches evidence the rollup has folded). The
+# The first month of silence costs nothing: signal events are kept a month, and a memory with a signal
+# inside that window is in use (the decay only ever touches evidence the rollup has folded). The
 # daily rollup stores the decayed evidence (memories/signals/services.py, signals_decay): a later signal adds to it.
 DECAY_GRACE_DAYS = 30
 
 
 class SignalType(str, Enum):
-    """Where a confidence signal came from (seed 000 "Signal Types")."""
+    """Where a confidence signal came from (docs/confidence.md#signals)."""
 
     EXPLICIT = "explicit"  # memory_feedback: a user/agent rated the memory
     USAGE = "usage"  # memory_search: the memory was returned
     OUTCOME = "outcome"  # memory_outcome: the task using it succeeded or failed
-    # session_code_report (seed 001 OnCodeStability): the code of a session given the memory was kept
-    # for 7 days (positive) or reverted (negative); a fourth type with its own learned weight (issue 14)
+    # session_code_report (docs/session-context.md#code-stability): the code of a session given the
+    # memory was kept for 7 days (positive) or reverted (negative); a fourth type with its own learned
+    # weight (docs/confidence.md#learned-weights)
     STABILITY = "stability"
 
 
@@ -66,8 +68,8 @@ class Signal:
 
 @dataclass(frozen=True)
 class SignalCounts:
-    """Rolled-up signal counts (seed 000 ``SignalAggregate``) for events past retention; fractional once
-    seed 001's time decay has shrunk them (the evidence a count still carries)."""
+    """Rolled-up signal counts for events past retention (docs/confidence.md#the-event-log-and-the-daily-rollup);
+    fractional once time decay has shrunk them (the evidence a count still carries)."""
 
     explicit_pos: float = 0
     explicit_neg: float = 0
@@ -112,8 +114,8 @@ class Weights:
     explicit: float
     usage: float
     outcome: float
-    # defaults to nothing so that hand-written weights of seed 000's three types (its worked example)
-    # stay valid; ``ProjectWeights.compute_weights`` always sets it
+    # defaults to nothing so that hand-written weights of the first three types (the worked example's,
+    # docs/confidence.md#signals) stay valid; ``ProjectWeights.compute_weights`` always sets it
     stability: float = 0.0
 
     def weight_for(self, signal_type: SignalType) -> float:
@@ -127,11 +129,12 @@ class Weights:
 
 @dataclass(frozen=True)
 class ProjectWeights:
-    """Per-project Beta(alpha, beta) per signal type; the defaults are seed 000's priors.
+    """Per-project Beta(alpha, beta) per signal type; the defaults are the priors of
+    docs/confidence.md#learned-weights.
 
     Explicit starts at 7:3 (trust what users say), usage, outcome and stability at 5:5 (unknown
-    until they prove they predict explicit feedback). Stability is the fourth type issue 14 adds to
-    seed 000's three: it starts, learns and weighs exactly like usage and outcome.
+    until they prove they predict explicit feedback). Stability, the fourth type (code that lasted), starts,
+    learns and weighs exactly like usage and outcome.
     """
 
     explicit_alpha: float = 7.0
@@ -144,7 +147,7 @@ class ProjectWeights:
     stability_beta: float = 5.0
 
     def compute_weights(self) -> Weights:
-        """Seed 000 ``ComputeWeights``: Beta means, normalised to sum to 1 (across all four types, so
+        """The weights: Beta means, normalised to sum to 1 (across all four types, so
         adding stability made each of the others a little lighter: explicit 0.7/2.2 instead of 0.7/1.7)."""
         raw_explicit = self.explicit_alpha / (self.explicit_alpha + self.explicit_beta)
         raw_usage = self.usage_alpha / (self.usage_alpha + self.usage_beta)
@@ -159,7 +162,7 @@ class ProjectWeights:
         )
 
     def learn_from_feedback(self, helpful: bool, recent_signals: Sequence[Signal]) -> ProjectWeights:
-        """Seed 000 ``LearnFromFeedback``, returning a new instance.
+        """Learn from explicit feedback (docs/confidence.md#learned-weights), returning a new instance.
 
         Explicit feedback is the ground truth: a signal type "predicted positive" when the
         memory has a positive signal of that type among the recent ones. A correct prediction
@@ -194,16 +197,16 @@ class ConfidenceState:
 
 
 def _state(alpha: float, beta: float) -> ConfidenceState:
-    # Seed 000 ``MemoryConfidence.Score``: the Beta mean.
+    # The score is the Beta mean.
     return ConfidenceState(alpha=alpha, beta=beta, score=alpha / (alpha + beta))
 
 
 def confidence_prior(initial_confidence: float, strength: float = DEFAULT_PRIOR_STRENGTH) -> tuple[float, float]:
     """Encode an initial confidence as a Beta prior ``(alpha, beta)`` summing to ``strength``.
 
-    This is how DESIGN §6 reconciles seed 000 (memories start at Beta(1, 1)) with the
-    configured initial confidences (0.8 recorded, 0.7/0.6 distilled): the prior's mean is the
-    initial confidence, so with no signals the score equals it, and 0.5 gives exactly (1, 1).
+    This reconciles a Beta confidence with the configured initial confidences (0.8 recorded, 0.7/0.6
+    distilled; docs/confidence.md#where-a-memory-starts-the-prior): the prior's mean is the initial
+    confidence, so with no signals the score equals it, and 0.5 gives exactly the uniform (1, 1).
     """
     if not 0.0 < initial_confidence < 1.0:
         # 0 or 1 would be a degenerate prior that no amount of evidence could move off the edge.
@@ -214,7 +217,8 @@ def confidence_prior(initial_confidence: float, strength: float = DEFAULT_PRIOR_
 
 
 def initial_confidence_for_outcome(outcome: str) -> float:
-    """Initial confidence of a distilled memory by session outcome (seed 000 config)."""
+    """Initial confidence of a distilled memory by session outcome
+    (docs/confidence.md#where-a-memory-starts-the-prior)."""
     if outcome == "success":
         return INITIAL_SUCCESS
     if outcome == "failure":
@@ -250,7 +254,7 @@ def confidence_compute(
     *,
     evidence_factor: float = 1.0,
 ) -> ConfidenceState:
-    """Seed 000 ``ComputeConfidence``, starting from the memory's prior instead of 1.0/1.0.
+    """A memory's confidence from all its evidence, starting from its prior (not a uniform Beta(1, 1)).
 
     Rolled-up counts and recent events carry the same weight per signal, so the result is
     the same as applying every signal one by one with ``confidence_apply``; only the
@@ -295,7 +299,7 @@ def _evidence(aggregate: SignalCounts, recent: Sequence[Signal], weights: Weight
 
 
 def confidence_apply(alpha: float, beta: float, signal: Signal, weights: Weights) -> ConfidenceState:
-    """Seed 000 ``MemoryConfidence.Update``: a signal adds its weight to alpha or beta.
+    """A signal adds its weight to alpha or beta (docs/confidence.md#signals).
 
     Used on the hot path when a signal arrives, so confidence updates without re-reading
     the memory's whole signal history.
@@ -311,7 +315,7 @@ def confidence_apply(alpha: float, beta: float, signal: Signal, weights: Weights
 def confidence_prunable(
     *, confidence: float, signals: int, recent_positive: bool, threshold: float, min_signals: int
 ) -> bool:
-    """Seed 000 ``prune_threshold``: a memory is archived once its confidence is strictly below
-    ``threshold`` after at least ``min_signals`` signals (the evidence condemns it, not its prior alone)
-    and none of its recent signals was positive (something still finds it useful)."""
+    """The pruning rule (docs/confidence.md#pruning): a memory is archived once its confidence is
+    strictly below ``threshold`` after at least ``min_signals`` signals (the evidence condemns it, not
+    its prior alone) and none of its recent signals was positive (something still finds it useful)."""
     return not recent_positive and signals >= min_signals and confidence < threshold

@@ -1,5 +1,5 @@
-"""Confidence signals (seed 000, DESIGN §6): explicit feedback, task outcomes and usage, each moving a
-memory's Beta confidence; the per-project signal weights; the daily rollup of old events."""
+"""Confidence signals (docs/confidence.md): explicit feedback, task outcomes, usage and code stability,
+each moving a memory's Beta confidence; the per-project signal weights; the daily rollup of old events."""
 
 from __future__ import annotations
 
@@ -77,8 +77,8 @@ _COUNT_FIELDS = tuple(field.name for field in dataclasses.fields(conf.SignalCoun
 
 
 def _aggregate_kept(agg: MemorySignalAggregate) -> conf.SignalCounts:
-    """The evidence an aggregate still carries: its counts as seed 001's time decay left them (``*_kept``;
-    NULL until the first decay, when it is the count itself)."""
+    """The evidence an aggregate still carries: its counts as time decay left them (``*_kept``; NULL
+    until the first decay, when it is the count itself)."""
     # by name: the aggregate's columns are the counts' fields (explicit/usage/outcome/stability × pos/neg)
     return conf.SignalCounts(
         **{
@@ -109,8 +109,8 @@ def _signal_counts(memory_ids: Iterable[str]) -> dict[str, conf.SignalCounts]:
 
 
 def confidence_recompute(memories: Sequence[Memory]) -> None:
-    """Seed 000 ComputeConfidence for each memory with its current learned weights, over its evidence as
-    seed 001's time decay left it (``signals_decay``); saves alpha/beta/confidence."""
+    """Each memory's confidence with its project's current learned weights, over its evidence as time
+    decay left it (``signals_decay``); saves alpha/beta/confidence."""
     if not memories:
         return
     if len(memories) > 1:  # the rollup's batches: locked in id order like every multi-row write
@@ -145,7 +145,7 @@ class SignalResult:
 def memory_feedback(
     *, principal: Principal, memory: Memory, helpful: Any, comment: Any = "", project: Project | None = None
 ) -> SignalResult:
-    """Seed 000 memory_feedback: explicit signal; teaches the project's weights whether usage and
+    """``memory_feedback``: an explicit signal; teaches the project's weights whether usage and
     outcome signals predicted it; recomputes the memory's confidence."""
     write_scope_require(principal)
     readable_require(principal, memory)
@@ -182,7 +182,7 @@ def memory_feedback(
 def memory_outcome(
     *, principal: Principal, memory: Memory, succeeded: Any, session_id: Any = "", project: Project | None = None
 ) -> SignalResult:
-    """Seed 000 memory_outcome: the task that used this memory succeeded or failed."""
+    """``memory_outcome``: the task that used this memory succeeded or failed."""
     write_scope_require(principal)
     readable_require(principal, memory)
     if not isinstance(succeeded, bool):
@@ -200,9 +200,10 @@ def memory_outcome(
 def memory_stability(
     *, principal: Principal, memory: Memory, kept: bool, session_id: str, commit: str = ""
 ) -> SignalResult:
-    """Seed 001 OnCodeStability as a seed 000 signal: the code of a session that was given this memory
-    was kept for 7 days (positive) or reverted (negative). Called by ``session_code_report`` for each
-    memory of the session's ledger; the commit, when the report named one, is kept as the comment."""
+    """Code stability as a signal (docs/session-context.md#code-stability): the code of a session that
+    was given this memory was kept for 7 days (positive) or reverted (negative). Called by
+    ``session_code_report`` for each memory of the session's ledger; the commit, when the report named
+    one, is kept as the comment."""
     write_scope_require(principal)
     readable_require(principal, memory)
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
@@ -234,7 +235,7 @@ def _signal_add(
         session_id=session_id,
         actor=principal.actor_label,
     )
-    # the silence seed 001's decay counts ends here (the caller holds the memory's row lock)
+    # the silence time decay counts ends here (the caller holds the memory's row lock)
     memory.last_signal_at = signal.created_at
     Memory.objects.filter(pk=memory.pk).update(last_signal_at=signal.created_at)
     return signal
@@ -248,7 +249,7 @@ def _signal_stamp_confidence(signal: MemorySignal, memory: Memory) -> None:
 _WEIGHT_COLUMNS = tuple(field.name for field in dataclasses.fields(conf.ProjectWeights))
 _COUNTS_N = len(_COUNT_FIELDS)  # the counts come first in a _USAGE_STATE_SQL row, then the weights
 
-# one per count field, in its order: the rolled-up evidence (as seed 001's decay left it) plus the live events
+# one per count field, in its order: the rolled-up evidence (as time decay left it) plus the live events
 _USAGE_COUNTS = ",\n       ".join(
     f"COALESCE(a.{name}_kept, a.{name}, 0) + COUNT(s.id) FILTER (WHERE s.type = '{name.rsplit('_', 1)[0]}'"
     f" AND {'' if name.endswith('_pos') else 'NOT '}s.positive)"
@@ -289,12 +290,12 @@ FROM v WHERE m.id = v.id
 def memories_mark_used(
     *, principal: Principal, memories: Sequence[Any], project: Project | None, write_behind: bool = False
 ) -> None:
-    """Usage signals for memories returned by a search (seed 000: usage signal + usage_count), with
-    each memory's confidence recomputed; ``memories`` are ``Memory`` instances or search rows, and
-    are updated in place. Set-based SQL: this runs on every agent search. With ``write_behind`` (a
-    search) the write happens after the caller has answered, when another pooled connection can
-    take it (``reasoningbank.db_threads``): one statement less on the request path; written inline
-    instead, a failure is logged and counted and the search still answers."""
+    """Usage signals for memories returned by a search (a usage signal and ``usage_count``,
+    docs/search.md#usage-signals), with each memory's confidence recomputed; ``memories`` are ``Memory``
+    instances or search rows, and are updated in place. Set-based SQL: this runs on every agent search.
+    With ``write_behind`` (a search) the write happens after the caller has answered, when another
+    pooled connection can take it (``reasoningbank.db_threads``): one statement less on the request
+    path; written inline instead, a failure is logged and counted and the search still answers."""
     if not memories:
         return
     now = timezone.now()
@@ -409,7 +410,7 @@ def usage_signals_write(arguments: list[Any]) -> None:
 
 
 def signals_rollup(*, now: Any = None, batch: int = 5000) -> dict[str, int]:
-    """Seed 000 daily rollup: fold events older than 30 days into aggregates, delete them, and
+    """The daily rollup: fold events older than 30 days into aggregates, delete them, and
     recompute the affected memories' confidence (with the current learned weights)."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=conf.SIGNAL_EVENT_RETENTION_DAYS)
@@ -455,7 +456,7 @@ _KEPT_DECAY = ",\n    ".join(
     f"{name}_kept = COALESCE(a.{name}_kept, a.{name}) * power(%(per_day)s, owed.days)" for name in _COUNT_FIELDS
 )
 
-# Seed 001's time decay, one batch of aggregates in memory-id order (keyset: ``after``): the whole UTC days
+# Time decay, one batch of aggregates in memory-id order (keyset: ``after``): the whole UTC days
 # a memory has been silent past the grace and not yet decayed — counted from the later of the day decay was
 # last applied and its last signal's day plus the grace — each keep ``per_day`` of its evidence. A memory
 # with no ``last_signal_at`` (an aggregate written before the column, or imported without it) counts from
@@ -484,8 +485,8 @@ RETURNING a.memory_id
 
 
 def signals_decay(*, now: datetime | None = None, batch: int = 5000) -> int:
-    """Seed 001 "Time decay: -0.05 per month" as a decay of the Beta evidence, stored (issue 18 item 3):
-    the evidence of every memory silent for longer than ``CONFIDENCE_DECAY_GRACE_DAYS`` keeps
+    """Time decay as a decay of the Beta evidence, stored (docs/confidence.md#time-decay): the evidence
+    of every memory silent for longer than ``CONFIDENCE_DECAY_GRACE_DAYS`` keeps
     ``CONFIDENCE_DECAY_PER_DAY`` for each such whole UTC day (``confidence.evidence_kept``).
 
     Applied to the aggregate's ``*_kept`` counts and remembered (``decayed_at``): run twice in a day it

@@ -1,5 +1,5 @@
-"""REST views for taking a memory bank out and bringing one in (issue 18 item 4): thin — parse, call
-the export selector / the import service, render. Both need the ``admin`` scope."""
+"""REST views for taking a memory bank out and bringing one in (docs/export-import.md): thin — parse,
+call the export selector / the import service, render. Both need the ``admin`` scope."""
 
 from __future__ import annotations
 

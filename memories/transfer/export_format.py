@@ -1,11 +1,11 @@
-"""The ReasoningBank export format (JSON Lines, version 1), free of Django (issue 18 item 4).
+"""The ReasoningBank export format (JSON Lines, version 1), free of Django.
 
 One JSON object per line, each with a ``type``:
 
 ``header`` (first line) → ``weights``* → ``memory``* → ``link``* → ``signal``* → ``summary``* →
 ``session_use``* → ``end`` (last line).
 
-The README ("Export and import") is the format's specification for users; this module is its
+docs/export-import.md#the-format-version-1 is the format's specification for users; this module is its
 executable form: the schema of every line (``SCHEMAS``) and the checks of its fields. Reading and
 writing one line is ``memories/transfer/lines.py``'s; what only a whole file shows, and the new ids an
 import gives, ``memories/transfer/import_checks.py``'s.
@@ -60,7 +60,7 @@ AGGREGATE_COUNTS = (
     "explicit_pos", "explicit_neg", "usage_pos", "usage_neg",
     "outcome_pos", "outcome_neg", "stability_pos", "stability_neg",
 )  # fmt: skip
-# the evidence each count still carries after seed 001's time decay (null: never decayed, the count itself)
+# the evidence each count still carries after time decay (null: never decayed, the count itself)
 AGGREGATE_KEPT = tuple(f"{name}_kept" for name in AGGREGATE_COUNTS)
 WEIGHT_PARAMETERS = {
     "explicit_alpha": 7.0, "explicit_beta": 3.0, "usage_alpha": 5.0, "usage_beta": 5.0,
@@ -375,9 +375,9 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "confidence": _f(_number(0.0, 1.0), None),
         "usage_count": _f(_count, 0),
         "last_used_at": _OPTIONAL_TIME,
-        "last_signal_at": _OPTIONAL_TIME,  # seed 001's time decay counts the silence from here
+        "last_signal_at": _OPTIONAL_TIME,  # time decay counts the silence from here
         "origin": _c(_choice("origins"), "recorded"),
-        # seed 003's ladder: the kind it was promoted from ('' never promoted), when, and why
+        # the promotion ladder: the kind it was promoted from ('' never promoted), when, and why
         "promoted_from": _c(_choice("kinds", blank=True), ""),
         "promoted_at": _OPTIONAL_TIME,
         "promotion_reason": _f(_text(PROMOTION_REASON_MAX), ""),

@@ -1,17 +1,17 @@
-"""Importers for the memory files users come from (issue 18 item 4), free of Django: a Claude Code
-``CLAUDE.md`` / memory markdown file and a mem0 export. Each turns its text into memory lines of the
-ReasoningBank format (``memories.transfer.export_format``'s ``memory`` schema, the fields a hand-written line
-may leave out left to their defaults), each with where it came from (``line 12``, ``item 3``), so the
-import reports problems the same way for every format.
+"""Importers for the memory files users come from (docs/export-import.md#from-other-tools), free of
+Django: a Claude Code ``CLAUDE.md`` / memory markdown file and a mem0 export. Each turns its text into
+memory lines of the ReasoningBank format (``memories.transfer.export_format``'s ``memory`` schema, the
+fields a hand-written line may leave out left to their defaults), each with where it came from
+(``line 12``, ``item 3``), so the import reports problems the same way for every format.
 
-**CLAUDE.md** (decided, README "Export and import"): every ``#``, ``##`` or ``###`` heading opens a
-section; deeper headings stay inside their section's text. A section whose text is one bullet or
-numbered list and nothing else becomes one memory per top-level item (such lists are independent
-rules: "Use pnpm, never npm", "Run the tests with -x"), titled with the item's first sentence; any
-other section becomes one memory titled with its heading, its text the content. The description is
-the section's place in the file (``CLAUDE.md › Testing › Fixtures``); tags are ``claude-md`` and the
-top-level section's slug. Text before the first heading is a section titled with the file's name.
-Lines inside code fences are never headings or list items, and a YAML front matter block is skipped.
+**CLAUDE.md**: every ``#``, ``##`` or ``###`` heading opens a section; deeper headings stay inside their
+section's text. A section whose text is one bullet or numbered list and nothing else becomes one memory
+per top-level item (such lists are independent rules: "Use pnpm, never npm", "Run the tests with -x"),
+titled with the item's first sentence; any other section becomes one memory titled with its heading, its
+text the content. The description is the section's place in the file (``CLAUDE.md › Testing ›
+Fixtures``); tags are ``claude-md`` and the top-level section's slug. Text before the first heading is a
+section titled with the file's name. Lines inside code fences are never headings or list items, and a
+YAML front matter block is skipped.
 
 **mem0** (the platform's ``get_all`` / export and the open-source ``Memory.get_all``): a JSON list of
 memories, an object with ``results`` (or ``memories``) holding the list, one memory object, or JSON

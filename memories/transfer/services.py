@@ -1,6 +1,6 @@
-"""Import of a memory bank, and the audit row of an export (issue 18 item 4; the format is
+"""Import of a memory bank, and the audit row of an export (docs/export-import.md; the format is
 ``memories.transfer.export_format``, the export ``memories.transfer.selectors``, the writing of an
-import ``memories.transfer.writer``, README "Export and import").
+import ``memories.transfer.writer``).
 
 ``bank_import`` validates everything before it writes anything: a ReasoningBank file is read twice,
 first to check every line (each problem reported with its line and field; an invalid file writes

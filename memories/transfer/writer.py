@@ -74,8 +74,8 @@ def _scrub(text: str) -> str:
 
 
 def texts_scrubbed(record: dict[str, Any]) -> dict[str, Any]:
-    """Every text that enters the bank has its secrets redacted (README "Secrets"): the same as
-    recording does (``MemoryDraft``), so an export of this server reads back unchanged."""
+    """Every text that enters the bank has its secrets redacted (docs/security/secret-scrubbing.md): the
+    same as recording does (``MemoryDraft``), so an export of this server reads back unchanged."""
     return {
         "title": _scrub(record["title"])[: ef.TITLE_MAX],
         "description": _scrub(record["description"]),
