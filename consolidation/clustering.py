@@ -1,12 +1,12 @@
 """Similarity clustering over a sparse neighbour graph, free of Django.
 
-Seed 000 and seed 002 both describe clustering as "compute the pairwise similarity matrix, then
-group" (seed 002 uses scikit-learn's agglomerative average linkage on a precomputed cosine
-distance matrix). An all-pairs matrix is quadratic: 100,000 memories would need 80 GB of float64.
-We never build one. The database's HNSW index returns, for each memory, its nearest neighbours
-above the similarity threshold; those *edges* are the only input here, and every pair that is not
-an edge is treated as similarity 0 (i.e. "not similar"), exactly as if the full matrix had been
-filled with zeros below the threshold.
+The textbook way is "compute the pairwise similarity matrix, then group" (for instance scikit-learn's
+agglomerative average linkage on a precomputed cosine distance matrix;
+docs/decisions.md#clustering-over-a-sparse-neighbour-graph). An all-pairs matrix is quadratic: 100,000
+memories would need 80 GB of float64. We never build one. The database's HNSW index returns, for each
+memory, its nearest neighbours above the similarity threshold; those *edges* are the only input here,
+and every pair that is not an edge is treated as similarity 0 (i.e. "not similar"), exactly as if the
+full matrix had been filled with zeros below the threshold.
 
 Why the sparse graph is enough (and the result is exact, not an approximation):
 
@@ -56,12 +56,13 @@ __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pypro
 # any meaningful difference in similarity, so it only absorbs arithmetic noise.
 SIMILARITY_TOLERANCE: Final = 1e-9
 
-# Seed 000 consolidates clusters of >= 2 members; seed 002 caps a cluster at 20 (larger groups
+# A cluster of >= 2 members is consolidated, one of more than 20 is not (larger groups
 # are too broad to synthesise into one memory, so they are left for a stricter threshold).
 DEFAULT_MIN_CLUSTER_SIZE: Final = 2
 DEFAULT_MAX_CLUSTER_SIZE: Final = 20
 
-# Seed 004 merges duplicates without an LLM at similarity >= 0.95.
+# Duplicates merge without an LLM at this similarity unless the embedder's calibrated threshold says
+# otherwise (docs/consolidation.md#thresholds).
 DEFAULT_DUPLICATE_THRESHOLD: Final = 0.95
 
 
@@ -79,7 +80,7 @@ Linkage = Literal["average", "complete"]
 
 @dataclass(frozen=True)
 class Cluster(Generic[IdT]):
-    """A group of similar memories with seed 000's SimilarityCluster statistics.
+    """A group of similar memories with its similarity statistics.
 
     ``average_similarity`` and ``min_similarity`` are over every unordered pair of members; a pair
     with no edge counts as 0, so a loosely connected cluster shows it in its stats. A one-member
@@ -167,11 +168,11 @@ def average_linkage_clusters(
     min_size: int = DEFAULT_MIN_CLUSTER_SIZE,
     max_size: int = DEFAULT_MAX_CLUSTER_SIZE,
 ) -> list[Cluster[IdT]]:
-    """Seed 002's agglomerative average-linkage clustering (distance_threshold = 1 - threshold).
+    """Agglomerative average-linkage clustering (distance_threshold = 1 - threshold).
 
     Two clusters merge while the mean similarity over all their cross pairs (missing pairs = 0,
     which pulls the mean down) is >= ``threshold``. Clusters outside ``[min_size, max_size]`` are
-    dropped afterwards, as in seed 002 (the agglomeration itself is not cut short at
+    dropped afterwards (the agglomeration itself is not cut short at
     ``max_size``: an over-broad group is discarded whole rather than arbitrarily truncated).
     Output: clusters ordered by smallest member id, members sorted.
     """
@@ -183,7 +184,7 @@ def duplicate_groups(
     edges: Iterable[Edge[IdT]],
     threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
 ) -> list[Cluster[IdT]]:
-    """Groups of near-identical memories for seed 004's no-LLM duplicate merge (>= 0.95).
+    """Groups of near-identical memories for the no-LLM duplicate merge (>= ``threshold``).
 
     Complete linkage: two groups merge only if *every* cross pair is an edge >= ``threshold``, so
     a chain A~B~C (A and C not similar) never puts A and C together -- merging them would archive

@@ -1,9 +1,10 @@
-"""The consolidate operation's contract (seed 000 ``memory_consolidate``; DESIGN §3): one input model,
-one output model and ``memory_consolidate_run``, shared by the MCP tool (``consolidation/mcp_tools.py``)
-and ``POST /api/v1/consolidation/runs`` (``consolidation/api.py``).
+"""The consolidate operation's contract (``memory_consolidate``, docs/consolidation.md#what-starts-a-run):
+one input model, one output model and ``memory_consolidate_run``, shared by the MCP tool
+(``consolidation/mcp_tools.py``) and ``POST /api/v1/consolidation/runs`` (``consolidation/api.py``).
 
-The MCP tool always runs the consolidation before answering (seed 000); REST adds one transport
-option, ``wait`` (default false: answer 202 at once with the queued run and let the worker run it).
+The MCP tool always runs the consolidation before answering (it returns the run's figures); REST adds
+one transport option, ``wait`` (default false: answer 202 at once with the queued run and let the worker
+run it).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class ConsolidateOutput(Contract):
     the top level. For a dry run the lists are what a real run would create and archive, and `preview` holds
     its proposals; nothing changed."""
 
-    # seed 000's memory_consolidate response
+    # what a run reports (docs/consolidation.md#what-a-run-reports)
     created_memories: list[str]
     archived_memories: list[str]
     skipped_count: int

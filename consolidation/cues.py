@@ -1,7 +1,7 @@
-"""Conflict cues (issue 17 item 3), free of Django: signs that two similar memories say different
-things — one negates what the other advises, they use opposite words, or they name different
-numbers, versions or durations for the same thing. Embeddings place "Always retry webhooks" and
-"Never retry webhooks" side by side (cosine ≥ 0.9 for most models), so similarity alone would merge
+"""Conflict cues (docs/consolidation.md#conflict-cues), free of Django: signs that two similar memories
+say different things — one negates what the other advises, they use opposite words, or they name
+different numbers, versions or durations for the same thing. Embeddings place "Always retry webhooks"
+and "Never retry webhooks" side by side (cosine ≥ 0.9 for most models), so similarity alone would merge
 them; a pair with a cue goes to the contradiction judge instead, and without a judge it waits for a
 moderator. Never merged.
 

@@ -1,4 +1,4 @@
-"""Events of the consolidation cycle (seed 004's MediatR notifications as Django signals)."""
+"""Events of the consolidation cycle, as Django signals (``consolidation/receivers.py`` logs and counts them)."""
 
 from django.dispatch import Signal
 

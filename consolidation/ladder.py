@@ -1,26 +1,27 @@
-"""Seed 003's promotion ladder, free of Django: which semantic facts become episodic events and which
-recurring episodic events become procedures. ``consolidation.phases.ladder`` loads the candidates and
-applies what is decided here in the cycle's one transaction.
+"""The promotion ladder (docs/consolidation.md#the-promotion-ladder), free of Django: which semantic
+facts become episodic events and which recurring episodic events become procedures.
+``consolidation.phases.ladder`` loads the candidates and applies what is decided here in the cycle's one
+transaction.
 
-Seed 003, "Database Operations Per Consolidation" (its SQL, read as criteria):
+The criteria, written as conditions over a project's memories:
 
-* Operation 2, semantic → episodic, either
+* semantic → episodic, either
   - one fact: ``confidence > 0.8 AND created_at < NOW() - 2 hours`` — promoted in place (its kind
     changes, its provenance is recorded), or
   - a pattern: ``similarity > 0.85 AND created_at > NOW() - 7 days``, ``HAVING COUNT(*) >= 3`` — a new
     episodic memory that links to the facts it was seen in.
-* Operation 3, episodic → procedural: events of one pattern ``occurred_at > NOW() - 30 days``,
+* episodic → procedural: events of one pattern ``occurred_at > NOW() - 30 days``,
   ``HAVING COUNT(*) >= 3``, ``AVG(success) > 0.6`` and ``success_count > failure_count`` with
   ``success_count = ROUND(n × avg)`` and ``failure_count = ROUND(n × (1 − avg))`` — a new procedural
   memory that links to the events.
 
-Every comparison is strict where the seed's is (``>``, ``<``) and inclusive where it is (``>=``).
+Every comparison is strict where it reads ``>`` or ``<`` and inclusive where it reads ``>=``.
 "Similar" is average-linkage clustering over the run's neighbour graph (``consolidation.clustering``),
-the way the cycle groups memories everywhere else, at ``LadderCriteria.similarity``: seed 003's 0.85
-was written for another embedder, the setting follows the calibrated cluster threshold. Seed 003's
-"event_type" (operation 3 groups by it) has no column here: events of one pattern are similar ones.
-Its third criterion, "learnable behavior identified", needs a reader; recurring similar events with
-more successes than failures are what we can measure.
+the way the cycle groups memories everywhere else, at ``LadderCriteria.similarity``: a fixed cosine
+such as 0.85 means different things for different embedders, so the setting follows the calibrated
+cluster threshold (docs/decisions.md#thresholds-calibrated-per-embedder). Memories carry no event
+type: the events of one pattern are the similar ones. Whether an agent "learned a behaviour" would
+need a reader; recurring similar events with more successes than failures are what we can measure.
 """
 
 from __future__ import annotations
@@ -35,17 +36,17 @@ from consolidation import clustering
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
-# Seed 003's per-event ``metadata->>'success'`` (a number from 0 to 1) mapped onto our signals. An
-# episodic memory says how its event went when it is recorded (``outcome``: success, mixed, failure →
-# 1, 0.5, 0); every outcome signal reported for it later (``memory_outcome``: a task that applied it
-# succeeded or failed, rolled-up counts included) is one more report (1 or 0). Its success is the mean
-# of all those reports, so the recorded outcome counts once and evidence outweighs it as it comes in.
+# An event's success (a number from 0 to 1), from what we store. An episodic memory says how its event
+# went when it is recorded (``outcome``: success, mixed, failure → 1, 0.5, 0); every outcome signal
+# reported for it later (``memory_outcome``: a task that applied it succeeded or failed, rolled-up
+# counts included) is one more report (1 or 0). Its success is the mean of all those reports, so the
+# recorded outcome counts once and evidence outweighs it as it comes in.
 RECORDED_OUTCOME_SUCCESS: Final = {"success": 1.0, "mixed": 0.5, "failure": 0.0}
 
 
 @dataclass(frozen=True)
 class LadderCriteria:
-    """The seed's criteria (defaults) — settings ``CONSOLIDATION_LADDER_*`` in a running server."""
+    """The ladder's criteria (the defaults) — settings ``CONSOLIDATION_LADDER_*`` in a running server."""
 
     episodic_min_confidence: float = 0.8  # a fact above it ...
     episodic_min_age: timedelta = timedelta(hours=2)  # ... and older than this is promoted in place
@@ -104,7 +105,7 @@ class Tally:
 
 
 def within(created_at: datetime, now: datetime, window: timedelta) -> bool:
-    """Seed 003's ``created_at > NOW() - INTERVAL``: strictly inside the window."""
+    """``created_at > now - window``: strictly inside the window."""
     return created_at > now - window
 
 
@@ -122,7 +123,7 @@ def fact_promotion_reason(candidate: Candidate, now: datetime, criteria: LadderC
 
 
 def event_success(candidate: Candidate) -> float:
-    """Seed 003's per-event success from the stored outcome signals (see RECORDED_OUTCOME_SUCCESS)."""
+    """An event's success from its recorded outcome and outcome signals (see RECORDED_OUTCOME_SUCCESS)."""
     recorded = RECORDED_OUTCOME_SUCCESS.get(candidate.outcome, 0.5)
     return (recorded + candidate.outcome_pos) / (1 + candidate.outcome_pos + candidate.outcome_neg)
 

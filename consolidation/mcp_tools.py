@@ -1,4 +1,4 @@
-"""MCP tool ``memory_consolidate`` (seed 000): consolidate a project now and return the statistics —
+"""MCP tool ``memory_consolidate``: consolidate a project now and return the statistics —
 the consolidate contract (``consolidation/contracts.py``), the same body as ``POST
 /api/v1/consolidation/runs`` with ``wait: true``."""
 

@@ -1,4 +1,4 @@
-"""Prometheus metrics of consolidation runs (seed 002 ConsolidationService, seed 004 §7): runs by status,
+"""Prometheus metrics of consolidation runs (docs/observability.md#metrics): runs by status,
 trigger and ``dry_run``, their wall time, and one counter per run counter a phase declares with a
 ``metric`` name (``consolidation.phases.registry``) — a new phase's counter is exported without an
 edit here. Every one carries ``dry_run``: a dry run's proposals are counted with ``dry_run="true"``,

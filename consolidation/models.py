@@ -160,17 +160,18 @@ class NeighbourEdge(models.Model):
 
 
 class ReviewItem(models.Model):
-    """A judgement on a pair of close memories (issue 17): whether they may be merged. Nothing is
+    """A judgement on a pair of close memories (docs/consolidation.md#the-review-queue-and-disputes):
+    whether they may be merged. Nothing is
     merged or synthesised together without one. The LLM judge writes one for every pair it reads
     (``judged``: compatible or contradicts). A pair whose texts carry conflict cues
     (``consolidation.cues``; kind ``conflict``) is never merged on similarity alone: the judge settles
     it, and without one, or when the judge is unsure, it waits here as "needs review" until a
     moderator accepts (they contradict) or rejects (they agree).
 
-    Kind ``promotion`` (issue 18, seed 001 Layer 3) is no pair: ``first`` is a consolidated memory
-    proposed for team or org scope (archived until accepted), linked ``consolidates`` to the source
-    memory of every project (team) it holds in; it has no ``project`` and no ``second``.
-    ``source_key`` names its source set, so a set is proposed once, whatever became of it
+    Kind ``promotion`` (docs/consolidation.md#institutional-promotion) is no pair: ``first`` is a
+    consolidated memory proposed for team or org scope (archived until accepted), linked
+    ``consolidates`` to the source memory of every project (team) it holds in; it has no ``project`` and
+    no ``second``. ``source_key`` names its source set, so a set is proposed once, whatever became of it
     (``consolidation.promotion.services``)."""
 
     KIND_CONFLICT, KIND_JUDGED, KIND_PROMOTION = "conflict", "judged", "promotion"
@@ -199,7 +200,7 @@ class ReviewItem(models.Model):
     # the pair, older first; for a promotion, ``first`` is the proposed memory and there is no second
     first = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
     second = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    # promotions: sha256 of the sorted source memory ids (consolidation.promotion.source_set_key)
+    # promotions: sha256 of the sorted source memory ids (consolidation.promotion.rules.source_set_key)
     source_key = models.CharField(max_length=64, blank=True, default="")
     similarity = models.FloatField()
     cues = models.JSONField(default=list, blank=True, help_text="what differs, e.g. 'numbers: time: 5 vs 60'")

@@ -1,5 +1,5 @@
 """Reactions to events: on-demand consolidation after new memories, and the events' log lines and
-counters (seed 004 §7: cycles, patterns, contradictions, duplicates, archived)."""
+counters (cycles, patterns, contradictions, duplicates, archived; docs/observability.md#logs)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ def on_contradiction_detected(sender: Any, run: Any, contradictions: list[dict[s
             item["confidence"],
             extra={"run": run.id, "first": item["first"], "second": item["second"]},
         )
-        # the judge's explanation quotes the memories: a body, so TRACE only (seed 002), scrubbed
+        # the judge's explanation quotes the memories: a body, so TRACE only, scrubbed
+        # (docs/observability.md#logs)
         if logger.isEnabledFor(TRACE):
             logger.log(
                 TRACE, "Contradiction explanation", extra={"run": run.id, "explanation": log_body(item["explanation"])}

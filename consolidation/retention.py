@@ -1,9 +1,10 @@
-"""Retention scoring, tiers and stale-archival rules (seed 002 + seed 004), free of Django.
+"""Retention scoring, tiers and stale-archival rules (docs/memory-model.md#tiers-and-retention), free
+of Django.
 
-Seed 002 defines a memory's *retention* as a blend of how recently it was touched, how often it
-has been retrieved and how important its kind of knowledge is; the score picks its tier
-(hot / warm / cold / archived). Seed 004 archives memories whose salience has fallen below a
-threshold and that nobody has touched for a while. Here both are pure functions over plain
+A memory's *retention* is a blend of how recently it was touched, how often it has been retrieved and
+how important its kind of knowledge is; the score picks its tier (hot / warm / cold / archived). Stale
+archival removes memories whose salience has fallen below a threshold and that nobody has touched for
+a while. Here both are pure functions over plain
 values so the decay job, the dashboard and the tests share one implementation without a database.
 """
 
@@ -28,20 +29,20 @@ TIER_WARM: Final = "warm"
 TIER_COLD: Final = "cold"
 TIER_ARCHIVED: Final = "archived"
 
-# Seed 002's superseded penalty: a superseded memory keeps 20% of its score so it sinks to
-# cold quickly but is never erased (nothing is deleted by the system, DESIGN §5).
+# The superseded penalty: a superseded memory keeps 20% of its score so it sinks to
+# cold quickly but is never erased (nothing is deleted by the system, docs/memory-model.md).
 SUPERSEDED_PENALTY: Final = 0.2
 
-# Seed 002 saturates activation at 20 retrievals: log1p(n) / log1p(20) reaches 1.0 there.
+# Activation saturates at 20 retrievals: log1p(n) / log1p(20) reaches 1.0 there.
 ACTIVATION_SATURATION: Final = 20
 
 @dataclass(frozen=True)
 class RetentionConfig:
     """Tunables for :func:`compute_retention_score` and :func:`tier_for`.
 
-    ``half_life_days`` (30) and the tier thresholds (hot >= 0.6, warm >= 0.3) are seed 002's
-    defaults. Seed 002 names ``recency_weight`` / ``activation_weight`` / ``importance_weight``
-    but never gives their values; 0.5 / 0.3 / 0.2 are ours. They sum to 1 so ``overall`` stays in
+    ``half_life_days`` (30) and the tier thresholds (hot >= 0.6, warm >= 0.3) are the defaults; so are
+    the weights ``recency_weight`` / ``activation_weight`` / ``importance_weight``, 0.5 / 0.3 / 0.2.
+    They sum to 1 so ``overall`` stays in
     [0, 1] before clamping, and recency dominates because "not touched for months" is the
     strongest signal that a memory has stopped earning its place.
     """
@@ -69,7 +70,7 @@ DEFAULT_RETENTION_CONFIG: Final = RetentionConfig()
 
 @dataclass(frozen=True)
 class RetentionScore:
-    """Seed 002's RetentionScore: the blended ``overall`` plus its factors, for explainability."""
+    """The blended ``overall`` retention plus its factors, for explainability."""
 
     overall: float
     recency: float
@@ -78,7 +79,7 @@ class RetentionScore:
 
 
 def importance_for_kind(kind: str) -> float:
-    """Default importance of a memory kind; unknown kinds get seed 002's fallback of 0.5."""
+    """Default importance of a memory kind; unknown kinds get 0.5."""
     return KIND_IMPORTANCE.get(kind, DEFAULT_IMPORTANCE)
 
 
@@ -92,7 +93,7 @@ def compute_retention_score(
     now: datetime,
     config: RetentionConfig = DEFAULT_RETENTION_CONFIG,
 ) -> RetentionScore:
-    """Seed 002's ``compute_retention_score`` over plain values.
+    """A memory's retention score over plain values.
 
     - recency = exp(-effective_age / half_life * ln 2), where effective_age is the younger of
       "since created" and "since last used" (a fresh retrieval resets the clock);
@@ -180,7 +181,7 @@ def tier_for(
     archived: bool,
     config: RetentionConfig = DEFAULT_RETENTION_CONFIG,
 ) -> Tier:
-    """Map a retention score to seed 002's tier.
+    """Map a retention score to its tier.
 
     Archival is a state decision (consolidated, superseded, stale, manual), not a score band, so
     it wins over any score: an archived memory reads "archived" even if it is still recent.
@@ -204,12 +205,11 @@ def should_archive_stale(
     threshold: float = 0.1,
     max_idle_days: float = 30,
 ) -> bool:
-    """Seed 004's low-salience archival: below ``threshold`` AND idle for ``max_idle_days``.
+    """Low-salience archival: below ``threshold`` AND idle for ``max_idle_days``.
 
-    Seed 004's acceptance scenario is "salience 0.05, last accessed 30 days ago, ArchivalThreshold
-    0.1 -> archived", so both comparisons are chosen to make that exact case archive: retention is
-    strictly below the threshold, idleness is inclusive (>= 30 days). Requiring both keeps a
-    low-scoring memory that someone used last week, and a long-idle memory that is still
+    A memory of salience 0.05 last used exactly 30 days ago, with the threshold 0.1, is archived:
+    retention must be strictly below the threshold, and idleness is inclusive (>= 30 days). Requiring
+    both keeps a low-scoring memory that someone used last week, and a long-idle memory that is still
     important. Pass ``last_used_at or created_at`` as ``last_access`` for never-used memories.
     """
     return is_stale(

@@ -69,9 +69,9 @@ def pair_key(a: str, b: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class RunOptions:
     similarity_threshold: float = 0.8
-    max_clusters: int = 0  # 0 = no limit (seed 000)
+    max_clusters: int = 0  # 0 = no limit
     dry_run: bool = False
-    force: bool = False  # bypass the 24 h window (seed 000 ForceAll)
+    force: bool = False  # bypass the 24 h window (docs/consolidation.md#what-starts-a-run)
     min_cluster_size: int = clustering.DEFAULT_MIN_CLUSTER_SIZE
     max_cluster_size: int = clustering.DEFAULT_MAX_CLUSTER_SIZE
 
@@ -227,7 +227,7 @@ def prompt_source(memory: Memory) -> SourceMemory:
 def draft_refused(
     ctx: RunState, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
 ) -> bool:
-    """The write gate (issue 17, ``memories.core.gate``) on a memory the run is about to create: True when
+    """The write gate (``memories.core.gate``) on a memory the run is about to create: True when
     it is kept out — a run warning and a ``memory.rejected`` audit row say why; the run goes on."""
     rejection = memory_gate(draft, prompts=prompts, title_is_content=title_is_content)
     if rejection is None:

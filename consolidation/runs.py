@@ -1,4 +1,4 @@
-"""Consolidation runs (seeds 000, 002, 003, 004; DESIGN §5, §10): request (plan gates, one active
+"""Consolidation runs (docs/consolidation.md): request (plan gates, one active
 run per project), execute (the phases in the cycle's order, each timed and reported), finish, and
 the recovery of runs a dead worker left behind.
 
@@ -60,8 +60,9 @@ def run_options_validate(
 
 
 def project_argument(*, project: str | None, project_id: str | None) -> str | None:
-    """The slug a request names: ``project`` (every other tool's name) or seed 000's ``project_id``;
-    None when neither is given (``memories.core.selectors.project_target`` then picks the only one)."""
+    """The slug a request names: ``project`` (every other tool's name) or ``project_id`` (the
+    consolidate tool's own); None when neither is given (``memories.core.selectors.project_target`` then
+    picks the only one)."""
     project, project_id = (project or "").strip() or None, (project_id or "").strip() or None
     if project and project_id and project != project_id:
         raise InvalidInput(
@@ -89,7 +90,8 @@ def consolidation_request(
         feature_require(org, FEATURE_CONSOLIDATION_MANUAL, "manual consolidation")
     else:
         feature_require(org, FEATURE_CONSOLIDATION_SCHEDULED, "automatic consolidation")
-    # a run left behind by a dead worker must not block this request (issue 11 item 12)
+    # a run left behind by a dead worker must not block this request
+    # (docs/operations.md#work-whose-worker-died-is-released-within-a-minute)
     runs_recover_stale(project=project)
     try:
         with transaction.atomic():
@@ -189,7 +191,7 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     window_start = timezone.now() - timedelta(seconds=settings.CONSOLIDATION_WINDOW)
     previous = last_completed_run(project)
     since = previous.started_at if previous is not None else None
-    current_set(  # seed 002's consolidation.run attributes (checkpoint: the previous run it continues from)
+    current_set(  # the consolidation.run span's attributes (checkpoint: the previous run it continues from)
         run_id=run.id, org_id=run.organization_id, project_id=project.id, trigger=run.trigger,
         mode="incremental" if since is not None else "full", dry_run=options.dry_run, force=options.force,
         similarity_threshold=options.similarity_threshold, checkpoint_id=previous.id if previous else None,
@@ -266,7 +268,7 @@ def phase_run(ctx: RunState, phase: Phase) -> None:
     started = time.perf_counter()
     before = dict(ctx.counters)
     try:
-        # seed 002's one span per phase (consolidation.scan, .cluster, ...) with the counts it changed
+        # one span per phase (consolidation.scan, .cluster, ...) with the counts it changed
         with span(f"consolidation.{phase.name}", phase=phase.name) as phase_span:
             phase.step(ctx)
             phase_span.set_attributes({k: v - before.get(k, 0) for k, v in ctx.counters.items() if v != before.get(k)})

@@ -36,7 +36,7 @@ def work_sweep() -> dict[str, int]:
 
 
 def promotions_institutional_daily() -> dict[str, int]:
-    """Daily: institutional promotion (issue 18) for every organization whose plan has it. One org
+    """Daily: institutional promotion for every organization whose plan has it. One org
     failing is logged and does not stop the others."""
     totals = {"organizations": 0, "proposed": 0, "accepted": 0, "failed": 0}
     for org in organizations_with_feature(FEATURE_INSTITUTIONAL_PROMOTION):

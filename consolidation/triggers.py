@@ -105,13 +105,14 @@ def consolidation_schedule_due(*, now: Any = None) -> list[ConsolidationRun]:
             )
             consolidation_enqueue(run)
             queued.append(run)
-        except Exception as exc:  # one project failing never stops the scheduler (seed 000)
+        except Exception as exc:  # one project failing never stops the scheduler
             logger.warning("Project consolidation failed project=%s error=%r", project.slug, str(exc))
     return queued
 
 
 def consolidation_on_demand(*, project: Project) -> ConsolidationRun | None:
-    """Seed 003: once a project has N new memories since its last run, consolidate it (Teams+)."""
+    """On demand: once a project has N new memories since its last run, consolidate it (Teams+;
+    docs/consolidation.md#what-starts-a-run)."""
     if not project.organization.has_feature(FEATURE_CONSOLIDATION_SCHEDULED):
         return None
     if ProjectConsolidationSettings.objects.filter(project=project, retry_after__gt=timezone.now()).exists():

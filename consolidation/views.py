@@ -137,7 +137,7 @@ def preview_view(request: HttpRequest, run: ConsolidationRun) -> dict[str, Any]:
         ],
         "stale": [memo(m) for m in preview.get("stale", [])],
         "pattern_episodes": sum(len(group) for group in preview.get("pattern_sources", [])),
-        # seed 003's ladder: a fact promoted in place names its ``memory``, a pattern its ``sources``
+        # the promotion ladder: a fact promoted in place names its ``memory``, a pattern its ``sources``
         "ladder": [
             {
                 "from": item["from"],

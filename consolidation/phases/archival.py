@@ -1,4 +1,4 @@
-"""Stale archival: archive stale memories (seed 004) and expired working memories."""
+"""Stale archival: archive stale memories and expired working memories (docs/consolidation.md#archival)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def archive_step(state: RunState) -> None:
 
 
 def stale_archive(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
-    """Seed 004: archive low-salience memories idle for 30 days; expired working memories too.
+    """Archive low-salience memories idle for 30 days; expired working memories too.
     Uses the salience computed by this run's retention phase (also in a dry run)."""
     now = ctx.now.timestamp()
     stale = [

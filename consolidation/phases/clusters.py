@@ -81,7 +81,8 @@ def clusters_build(
         if source in memories:
             disputed.update((source, target))
     candidates = {mid: m for mid, m in memories.items() if mid not in disputed}
-    # and memories with conflict cues are never synthesised into one (issue 17; phases.conflicts);
+    # and memories with conflict cues are never synthesised into one (phases.conflicts,
+    # docs/decisions.md#never-merge-what-may-disagree);
     # with an LLM to synthesise, only pairs the judge (or a moderator) found compatible are joined
     live = [e for e in edges_without_conflicts(ctx, edges) if e[0] in candidates and e[1] in candidates]
     if run_llm(ctx).provider != "none":
@@ -99,13 +100,13 @@ def clusters_build(
     ctx.counters["clusters"] = len(clusters)
     if ctx.options.max_clusters:
         clusters = clusters[: ctx.options.max_clusters]
-    # seed 000 SkippedCount: memories evaluated but not consolidated (failed clusters add theirs later)
+    # ``skipped``: memories evaluated but not consolidated (failed clusters add theirs later)
     ctx.counters["skipped"] = len(memories) - len({mid for c in clusters for mid in c.member_ids})
     return clusters
 
 
 def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) -> None:
-    """Seed 000: one LLM synthesis per cluster (concurrently), then one transaction per merge."""
+    """One LLM synthesis per cluster (concurrently), then one transaction per merge."""
     if not clusters:
         return
     llm = run_llm(ctx)
@@ -124,7 +125,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
                     "then": "synthesised into one memory" if ready else "waits for an LLM (LLM_PROVIDER=none)",
                 },
             )
-            if ready:  # seed 000: a dry run returns what *would* be archived
+            if ready:  # a dry run reports what *would* be archived (docs/consolidation.md#dry-runs)
                 ctx.archived.extend(c.member_ids)
                 ctx.merges.append(("", list(c.member_ids)))
                 ctx.counters["archived"] += len(c.member_ids)
@@ -168,7 +169,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
 
 def preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
     """How a dry run's preview names each proposed source: near-identical rows often share a title,
-    so the id, creation time and project tell them apart (issue 11 item 7)."""
+    so the id, creation time and project tell them apart (docs/consolidation.md#dry-runs)."""
     rows = Memory.objects.filter(organization_id=ctx.run.organization_id, pk__in=list(ids)).values_list(
         "id", "title", "created_at"
     )

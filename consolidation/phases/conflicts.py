@@ -1,8 +1,8 @@
-"""Before any merge (issue 17 item 3): find the close pairs whose texts disagree. Every pair of the
-neighbour graph similar enough to be merged as duplicates or clustered for synthesis is checked for
-conflict cues (``consolidation.cues``); a pair with cues is taken out of both merges and handed to the
-judge (``phases.judge``), or, without one, waits in the review queue. A pair a judge or a moderator
-found compatible (``ReviewItem`` status ``compatible``) is not held back again."""
+"""Before any merge (docs/consolidation.md#conflict-cues): find the close pairs whose texts disagree.
+Every pair of the neighbour graph similar enough to be merged as duplicates or clustered for synthesis
+is checked for conflict cues (``consolidation.cues``); a pair with cues is taken out of both merges and
+handed to the judge (``phases.judge``), or, without one, waits in the review queue. A pair a judge or a
+moderator found compatible (``ReviewItem`` status ``compatible``) is not held back again."""
 
 from __future__ import annotations
 

@@ -50,10 +50,11 @@ def duplicates_step(state: RunState) -> None:
 
 
 def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[Edge]:
-    """Seed 004: groups ≥ 0.95 merge without an LLM — the strongest stays, the rest are archived as
-    duplicates with a ``duplicates`` link. Returns the neighbour graph for the later phases."""
+    """Groups at least ``CONSOLIDATION_DUPLICATE_THRESHOLD`` alike merge without an LLM — the strongest
+    stays, the rest are archived as duplicates with a ``duplicates`` link. Returns the neighbour graph
+    for the later phases."""
     edges = neighbour_graph_build(ctx, memories, min(ctx.options.similarity_threshold, contradiction_band()[0]))
-    # memories that disagree are never duplicates, however close (issue 17): complete linkage over the
+    # memories that disagree are never duplicates, however close: complete linkage over the
     # graph without their edges keeps every such pair out of one group
     conflicts_find(ctx, memories, edges)
     groups = clustering.duplicate_groups(list(memories), edges_without_conflicts(ctx, edges), duplicate_threshold())
@@ -104,7 +105,7 @@ def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[
             ctx.archived.append(other.id)
         ctx.counters["duplicates_merged"] += len(others)
         ctx.counters["archived"] += len(others)
-    if plan:  # a key decision (seed 002: INFO), one line a run; each group at DEBUG
+    if plan:  # a key decision, so INFO (docs/observability.md#logs), one line a run; each group at DEBUG
         merged = sum(len(others) for _, others, _ in plan)
         logger.info(
             "%s %d near-identical memories into %d kept ones",

@@ -1,6 +1,7 @@
 """The judge: the LLM on close pairs — contradictions are linked for a moderator, clear
-supersessions archive the older memory (seed 002: "be conservative"), and every verdict is kept
-(``ReviewItem``), because nothing is merged or synthesised together without one (issue 17).
+supersessions archive the older memory (only a high-confidence verdict acts), and every verdict is kept
+(``ReviewItem``), because nothing is merged or synthesised together without one
+(docs/consolidation.md#the-judge).
 
 Which pairs: those not judged before, from the lowest similarity the judge reads
 (``CONSOLIDATION_JUDGE_MIN_SIMILARITY``) up, plus every pair with conflict cues whatever its
@@ -158,7 +159,7 @@ def _wait_without_llm(ctx: RunState, pairs: list[tuple[str, str, float]]) -> Non
 
 
 def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
-    """Supersession first (002, conservative), then the contradiction judge (004) for the rest."""
+    """Supersession first (conservative), then the contradiction judge for the rest."""
     replies = llm_map(
         ctx,
         llm,
@@ -243,7 +244,7 @@ def _apply(
         ctx.counters["contradictions"] += 1
         ctx.settled.add(key)
         if not ctx.dry:
-            # both stay active: a moderator decides (DESIGN: no silent invalidation)
+            # both stay active: a moderator decides (no silent invalidation)
             link_add(ctx, newer.id, older.id, MemoryLink.KIND_CONTRADICTS, verdict.confidence, verdict.reason)
     if not ctx.dry:
         review_note(ctx, older.id, newer.id, verdict.status, verdict.reason, by="judge", similarity=similarity)

@@ -1,14 +1,14 @@
-"""The ladder: seed 003's promotion ladder — semantic →
-episodic and episodic → procedural (working → semantic is the patterns phase's).
-``consolidation.ladder`` decides; this phase loads the project's
-candidates, and writes every promotion of the cycle in one transaction (seed 003 "Transaction
-Boundaries"), retried on a serialization failure or a deadlock as the seed's "Failure & Retry
-Strategy" says, and logs the seed's consolidation events (counts and ids only, never memory text).
+"""The ladder: the promotion ladder (docs/consolidation.md#the-promotion-ladder) — semantic → episodic
+and episodic → procedural (working → semantic is the patterns phase's). ``consolidation.ladder``
+decides; this phase loads the project's candidates, and writes every promotion of the cycle in one
+transaction (all of a run's promotions happen, or none), retried on a serialization failure or a
+deadlock (a lost race, which the same work may win next time), and logs the consolidation events
+(counts and ids only, never memory text).
 
 A fact promoted in place keeps its row: its kind, importance and provenance (``promoted_from``,
 ``promoted_at``, ``promotion_reason``) change. A pattern makes a new memory of the next kind that links
-``references`` to each memory it was seen in (seed 003 flags its sources instead of deleting them; the
-link is that flag: a memory a promotion already read is not read again). Each promotion writes one
+``references`` to each memory it was seen in (its sources are flagged, never deleted; the link is that
+flag: a memory a promotion already read is not read again). Each promotion writes one
 ``memory.promote`` audit row, which the history of the promoted memory and of its sources shows.
 """
 
@@ -49,7 +49,7 @@ logger = logging.getLogger("consolidation")
     counters=(
         # facts promoted in place + new episodic memories from patterns
         RunCounter(
-            "promoted_episodic", "promoted_episodic", "Semantic memories promoted to episodic (seed 003's ladder)",
+            "promoted_episodic", "promoted_episodic", "Semantic memories promoted to episodic (the promotion ladder)",
             dry_run_label="Would promote to episodic",
         ),
         RunCounter(
@@ -164,7 +164,7 @@ def ladder_plan(ctx: RunState, edges: list[Edge], criteria: ladder.LadderCriteri
     fact_patterns = ladder.fact_patterns(
         [f for f in facts if f.id not in promoted and f.id not in read_by_patterns], edges, now, criteria
     )
-    # the facts promoted in place this cycle are events from now on (seed 003 runs operation 3 after 2)
+    # the facts promoted in place this cycle are events from now on (episodic → procedural comes second)
     events = [
         (mid, created_at, confidence, outcome)
         for mid, created_at, confidence, outcome in active.filter(
@@ -270,8 +270,8 @@ def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
 
 
 def _episode_draft(members: list[Memory]) -> tuple[MemoryDraft, float]:
-    """Operation 2's event for a pattern of facts: the most trusted fact's text ("fact_type ||
-    '_pattern_detected'", its content), with the facts it was seen in; trusted as they were on average."""
+    """The event a pattern of facts makes: the most trusted fact's text, with the facts it was seen in;
+    trusted as they were on average."""
     lead = max(members, key=lambda m: (m.confidence, m.created_at))
     draft = MemoryDraft(
         title=f"Recurring: {lead.title}"[:200],
@@ -285,8 +285,8 @@ def _episode_draft(members: list[Memory]) -> tuple[MemoryDraft, float]:
 
 
 def _procedure_draft(members: list[Memory], pattern: ladder.Pattern) -> tuple[MemoryDraft, float]:
-    """Operation 3's procedure: the latest event's text (the seed's ``learned_response``), the events it
-    was learned from; trusted as its events succeeded."""
+    """The procedure a pattern of events makes: the latest event's text (what was done last), the events
+    it was learned from; trusted as its events succeeded."""
     latest = members[-1]
     draft = MemoryDraft(
         title=f"Learned: {latest.title}"[:200],
@@ -354,7 +354,7 @@ def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied
         Memory.objects.filter(pk=memory.pk).update(
             promoted_from=new.from_kind, promoted_at=ctx.now, promotion_reason=reason
         )
-        link_reason = f"seed 003 pattern source ({new.from_kind} → {new.draft.kind})"
+        link_reason = f"pattern source ({new.from_kind} → {new.draft.kind})"
         for mid in new.pattern.member_ids:
             link_add(ctx, memory.id, mid, MemoryLink.KIND_REFERENCES, new.pattern.average_similarity, link_reason)
         audit_record(

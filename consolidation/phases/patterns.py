@@ -52,7 +52,7 @@ def patterns_step(state: RunState) -> None:
 
 
 def patterns_extract(ctx: RunState) -> None:
-    """Seed 004 pattern extraction from recent episodic memories → semantic memories, and 003's
+    """Pattern extraction from recent episodic memories → semantic memories, and the
     promotion of working memories (important, used 3+ times or older than 15 min → semantic)."""
     base = Memory.objects.filter(organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE)
     working = list(
@@ -62,7 +62,7 @@ def patterns_extract(ctx: RunState) -> None:
         m for m in working if m.importance > 0.7 or m.usage_count >= 3 or ctx.now - m.created_at > timedelta(minutes=15)
     ]
     if promote and not ctx.dry:
-        # the same provenance and memory.promote audit rows as the rest of seed 003's ladder
+        # the same provenance and memory.promote audit rows as the rest of the promotion ladder
         with transaction.atomic():
             memories_promote_in_place(
                 ctx,
@@ -141,7 +141,7 @@ def patterns_extract(ctx: RunState) -> None:
 
 
 def _working_reason(ctx: RunState, memory: Memory) -> str:
-    """Which of seed 003's working → semantic criteria held, with its figures."""
+    """Which of the working → semantic criteria held, with its figures."""
     if memory.importance > 0.7:
         return f"importance {memory.importance:g} > 0.7"
     if memory.usage_count >= 3:

@@ -1,8 +1,8 @@
-"""Summaries (seed 002's SUMMARIZE phase): for every cluster this run synthesised, ask the LLM for a summary
-(``SUMMARY_SYSTEM_PROMPT``) and keep it beside the consolidated memory — what sessions start with
-(``memory_context``) and what search merges in (``include_summaries``). Consolidated memories that
-have no summary yet (made before summaries existed, or whose summary call failed) are caught up, a
-few per run, so an existing bank gains summaries without a flood of LLM calls."""
+"""Summaries (docs/consolidation.md#summaries): for every cluster this run synthesised, ask the LLM for
+a summary (``SUMMARY_SYSTEM_PROMPT``) and keep it beside the consolidated memory — what sessions start
+with (``memory_context``) and what search merges in (``include_summaries``). Consolidated memories that
+have no summary yet (made before summaries existed, or whose summary call failed) are caught up, a few
+per run, so an existing bank gains summaries without a flood of LLM calls."""
 
 from __future__ import annotations
 

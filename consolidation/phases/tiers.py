@@ -1,4 +1,4 @@
-"""Retention: seed 002 retention score and tier for every memory (the daily decay), vectorised."""
+"""Retention: the retention score and tier of every memory (docs/memory-model.md#tiers-and-retention), vectorised."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ _TIERS_UPDATE_SQL = (
 
 
 def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
-    """Seed 002 retention score + tier for every memory (the daily decay), vectorised; the rows whose
+    """The retention score + tier of every memory, vectorised; the rows whose
     score or tier moved are rewritten in id order, a batch per transaction."""
     if not memories:
         return
@@ -65,8 +65,9 @@ def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
         importances=np.fromiter((m.importance for m in rows), dtype=np.float64, count=len(rows)),
         superseded=np.fromiter((m.id in superseded for m in rows), dtype=bool, count=len(rows)),
     )
-    # salience for stale archival (seed 004): the usage-driven part only. Importance keeps a
-    # memory warm in tiers, but must not make an unused memory unarchivable forever.
+    # salience for stale archival (docs/decisions.md#stale-archival-on-usage-alone): the usage-driven
+    # part only. Importance keeps a memory warm in tiers, but must not make an unused memory
+    # unarchivable forever.
     config = retention.DEFAULT_RETENTION_CONFIG
     salience = config.recency_weight * scores.recency + config.activation_weight * scores.activation
     old_tiers = np.array([m.tier for m in rows], dtype=object)
@@ -93,13 +94,13 @@ def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
 
 
 def _transitions_audit(ctx: RunState, transitions: list[tuple[str, str, str]]) -> None:
-    """A ``memory.tier`` audit row per tier change (seed 002's TierTransition), so a memory's history
+    """A ``memory.tier`` audit row per tier change, so a memory's history
     shows when and why it went cold: one statement per (from, to) pair."""
     by_pair: dict[tuple[str, str], list[str]] = {}
     for memory_id, old, new in transitions:
         by_pair.setdefault((old, new), []).append(memory_id)
     for (old, new), ids in sorted(by_pair.items()):
-        # seed 002 "Memory tier changed" at INFO: one line per (from, to), the memories at DEBUG
+        # a tier change is a key decision, so INFO: one line per (from, to), the memories at DEBUG
         logger.info(
             "Memory tier changed: %d memories %s → %s",
             len(ids),

@@ -1,4 +1,5 @@
-"""REST view for institutional promotion (issue 18 item 2): an org admin runs the pass on demand.
+"""REST view for institutional promotion (docs/consolidation.md#institutional-promotion): an org admin
+runs the pass on demand.
 
 Thin: parse, call the service, serialize. The proposals themselves are review items
 (``GET /api/v1/consolidation/reviews?kind=promotion``, decided with ``…/decide``).

@@ -1,8 +1,9 @@
-"""Institutional promotion across scopes (issue 18 item 2, seed 001 "Integration Points", Layer 3):
-the criteria, free of Django.
+"""Institutional promotion across scopes (docs/consolidation.md#institutional-promotion): the
+criteria, free of Django.
 
-Seed 001 names the bridge from a project's bank to institutional knowledge: "high-confidence memories
-promoted to team/org scope; cross-project patterns detected and consolidated". A lesson learnt once in
+Institutional knowledge is the bridge from a project's bank to its team's and organization's:
+high-confidence memories promoted to team or org scope, cross-project patterns detected and
+consolidated. A lesson learnt once in
 one project is an anecdote; the same lesson learnt independently, and trusted, in several projects of a
 team is the team's knowledge. So a *group* qualifies when
 
@@ -12,10 +13,10 @@ team is the team's knowledge. So a *group* qualifies when
 * every member is trusted: confidence at or above ``min_confidence`` (0.8 by default, "high
   confidence"); a less trusted twin is left out before clustering, so it neither counts nor blocks;
 * the members hold in at least ``min_places`` distinct places: projects of one team for team scope,
-  teams of the org for org scope (seed 000 ``confidence.consensus_threshold`` = 2: one place agreeing
-  with itself is no consensus).
+  teams of the org for org scope (2 by default: one place agreeing with itself is no consensus).
 
-The proposal's confidence is seed 000's consolidated confidence: the usage-weighted mean of the
+The proposal's confidence is the consolidated confidence (docs/confidence.md#consolidated-memories):
+the usage-weighted mean of the
 sources plus the consensus bonus for low spread (``consolidation.prompts.synthesis.consolidated_confidence``).
 """
 
@@ -34,7 +35,7 @@ from consolidation.prompts.synthesis import ConsolidatedConfidence, consolidated
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
-# seed 000 confidence.consensus_threshold: agreement of at least two independent places
+# consensus: agreement of at least two independent places
 DEFAULT_MIN_PLACES: Final = 2
 DEFAULT_MIN_CONFIDENCE: Final = 0.8
 # rows of the similarity matrix computed at once: 256 x 20,000 similarities are 40 MB
@@ -170,7 +171,7 @@ def promotion_groups(candidates: Sequence[Candidate], criteria: PromotionCriteri
 def promotion_confidence(
     sources: Sequence[tuple[float, int]], *, consensus_threshold: int = DEFAULT_MIN_PLACES
 ) -> ConsolidatedConfidence:
-    """Seed 000's confidence of a consolidated memory for ``(confidence, usage_count)`` sources:
+    """The confidence of a consolidated memory for ``(confidence, usage_count)`` sources:
     ``sum(c * (u + 1)) / sum(u + 1)`` plus up to +0.1 for low spread once there are at least
     ``consensus_threshold`` sources, capped at 0.99."""
     return consolidated_confidence(sources, consensus_threshold=consensus_threshold)

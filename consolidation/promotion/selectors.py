@@ -1,5 +1,5 @@
-"""Reads for institutional promotion (issue 18 item 2): what the per-organization pass looks at, and
-the promotion proposals of the review queue with their sources.
+"""Reads for institutional promotion (docs/consolidation.md#institutional-promotion): what the
+per-organization pass looks at, and the promotion proposals of the review queue with their sources.
 
 The pass reads one organization's rows only (``access_filter`` with the org): memories of another
 organization never count, whatever their similarity. The queue's reads take the acting ``Principal``.
@@ -139,7 +139,7 @@ class PromotionDetail:
 
     scope: str  # "team" or "org"
     team: str | None  # the team's slug (team scope)
-    confidence: float  # the proposed memory's (seed 000's weighted confidence with the consensus bonus)
+    confidence: float  # the proposed memory's (the weighted confidence with the consensus bonus)
     sources: list[PromotionSource]
 
 

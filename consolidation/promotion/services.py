@@ -1,4 +1,4 @@
-"""Institutional promotion across scopes (issue 18 item 2, seed 001 "Integration Points", Layer 3).
+"""Institutional promotion across scopes (docs/consolidation.md#institutional-promotion).
 
 One pass per organization (``promotions_propose``; the daily job, ``manage.py promote_institutional``,
 ``POST /api/v1/consolidation/promotions`` and the review queue's button all call it):
@@ -11,7 +11,7 @@ One pass per organization (``promotions_propose``; the daily job, ``manage.py pr
    team, so a lesson promoted in two teams is proposed for the org.
 
 A proposal is a consolidated memory at the target scope (the most trusted member's text, the
-members' centroid as its embedding, seed 000's weighted confidence with the consensus bonus) linked
+members' centroid as its embedding, the weighted confidence with the consensus bonus) linked
 ``consolidates`` to every source, and a ``promotion`` ``ReviewItem``. It is ``proposed`` (tier
 ``archived``), neither served nor counted nor restorable like an archived memory, until a moderator
 accepts it (it becomes active; the sources stay active and keep serving their projects; the lineage

@@ -1,6 +1,5 @@
-"""The judge's prompts and parsers: the contradiction judge (seed 004 ``CheckContradictionAsync``,
-reworded to reason before its verdict) and the supersession check (seed 002
-``SUPERSESSION_SYSTEM_PROMPT``)."""
+"""The judge's prompts and parsers (docs/consolidation.md#the-judge): the contradiction judge (asked to
+reason before its verdict) and the supersession check."""
 
 from __future__ import annotations
 
@@ -15,10 +14,10 @@ SupersessionConfidence = Literal["high", "medium", "low"]
 
 
 # ---------------------------------------------------------------------------------------------
-# Contradiction judge (seed 004)
+# Contradiction judge
 # ---------------------------------------------------------------------------------------------
 
-# Seed 004 links a contradiction only when ``result.Confidence > 0.7f`` (strictly greater).
+# A contradiction is linked only when the judge's confidence is strictly greater than 0.7.
 CONTRADICTION_MIN_CONFIDENCE: Final = 0.7
 
 
@@ -31,10 +30,10 @@ class ContradictionVerdict:
 
 
 def build_contradiction_prompt(first_content: str, second_content: str) -> str:
-    """Seed 004's contradiction question, asking for the reasoning *before* the verdict.
+    """The contradiction question, asking for the reasoning *before* the verdict.
 
-    The opening (question + both statements) is seed 004's text unchanged. The seed asked for
-    ``{"contradicts", "confidence", "explanation"}``, which makes the model commit to a verdict
+    The opening is the question and both statements. Asking for
+    ``{"contradicts", "confidence", "explanation"}`` in that order makes the model commit to a verdict
     first and rationalise afterwards; putting ``reasoning`` first in the requested JSON makes it
     think, then decide. ``explanation`` stays the one-line reason stored on the Contradicts link.
     """
@@ -80,12 +79,12 @@ def parse_contradiction(text: str) -> ContradictionVerdict:
 def is_confident_contradiction(
     verdict: ContradictionVerdict, min_confidence: float = CONTRADICTION_MIN_CONFIDENCE
 ) -> bool:
-    """Seed 004's gate: ``Contradicts && Confidence > 0.7`` (strict, so exactly 0.7 is not)."""
+    """The gate: contradicts, with confidence ``> 0.7`` (strict, so exactly 0.7 is not)."""
     return verdict.contradicts and verdict.confidence > min_confidence
 
 
 # ---------------------------------------------------------------------------------------------
-# Supersession (seed 002)
+# Supersession
 # ---------------------------------------------------------------------------------------------
 
 SUPERSESSION_SYSTEM_PROMPT: Final = """Analyze two memories to determine if the newer supersedes the older.
@@ -140,7 +139,7 @@ def build_supersession_prompt(older: SupersessionCandidate, newer: SupersessionC
 
 
 def parse_supersession(text: str) -> SupersessionVerdict:
-    """Parse seed 002's supersession JSON (first object with ``supersedes``)."""
+    """Parse the supersession JSON (first object with ``supersedes``)."""
     what = "supersession"
     data = json_object_with(text, "supersedes", what)
     supersedes = as_bool(data["supersedes"], "supersedes", what, text)
@@ -160,11 +159,11 @@ def parse_supersession(text: str) -> SupersessionVerdict:
     return SupersessionVerdict(
         supersedes=supersedes,
         confidence=confidence,
-        # Seed 002 sends null when there is nothing to explain; an empty string means the same.
+        # The prompt asks for null when there is nothing to explain; an empty string means the same.
         reason=(reason.strip() or None) if isinstance(reason, str) else None,
     )
 
 
 def is_confident_supersession(verdict: SupersessionVerdict) -> bool:
-    """Only a "high" confidence supersession acts -- seed 002: "Be conservative"."""
+    """Only a "high" confidence supersession acts -- the prompt says "Be conservative"."""
     return verdict.supersedes and verdict.confidence == "high"

@@ -1,4 +1,4 @@
-"""Pattern extraction from episodic memories (seed 004 ``BuildPatternExtractionPrompt``) and its parser."""
+"""Pattern extraction from episodic memories (docs/consolidation.md#patterns): the prompt and its parser."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Final
 
 from consolidation.prompts.reply import PromptParseError, json_candidates
 
-# Seed 004: ``episodicMemories.Take(20)`` in the prompt, and no extraction below 3 episodes.
+# At most 20 episodes in the prompt, and no extraction below 3 episodes.
 PATTERN_EPISODE_LIMIT: Final = 20
 MIN_EPISODES_FOR_PATTERNS: Final = 3
 
@@ -17,7 +17,7 @@ MIN_EPISODES_FOR_PATTERNS: Final = 3
 MAX_PATTERNS: Final = 10
 
 
-# seed 004's lines around the episodes; the write gate refuses a pattern that echoes them (the example!)
+# the prompt's lines around the episodes; the write gate refuses a pattern that echoes them (the example!)
 PATTERN_INSTRUCTIONS: Final = (
     "Analyze these episodic memories and extract recurring patterns or facts:",
     "Extract generalizable facts or patterns. Output as JSON array of strings:",
@@ -26,7 +26,7 @@ PATTERN_INSTRUCTIONS: Final = (
 
 
 def build_pattern_prompt(episodes: Sequence[tuple[datetime, str]]) -> str:
-    """Seed 004's ``BuildPatternExtractionPrompt`` byte-for-byte (each AppendLine is a ``\\n``).
+    """The pattern prompt, byte-for-byte as the golden test pins it (each line ends in ``\\n``).
 
     ``episodes`` are ``(created_at, content)`` in the order to show; only the first 20 are used.
     """

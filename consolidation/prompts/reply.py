@@ -28,7 +28,7 @@ class PromptParseError(ValueError):
 class SourceMemory:
     """What the synthesis prompt needs to know about one memory in a cluster.
 
-    ``outcome`` and ``created_at`` are not printed by seed 000's template; they travel with the
+    ``outcome`` and ``created_at`` are not printed by the synthesis template; they travel with the
     source so the caller can reconcile the synthesised outcome and keep lineage without a second
     query.
     """
@@ -114,6 +114,6 @@ def as_list(value: Any) -> list[Any]:
 
 
 def timestamp_text(moment: datetime) -> str:
-    # Seed 002 stresses that temporal judgements hinge on timestamps: print them unambiguously,
+    # Temporal judgements (which memory is newer) hinge on timestamps: print them unambiguously,
     # with the UTC offset when the datetime has one.
     return moment.isoformat(sep=" ", timespec="seconds")

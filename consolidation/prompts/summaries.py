@@ -1,4 +1,4 @@
-"""Cluster summaries (seed 002 "Summarization Prompt", ``MemorySummary``): the prompt and its parser."""
+"""Cluster summaries (docs/consolidation.md#summaries, ``MemorySummary``): the prompt and its parser."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ Output JSON:
   "decisions": [{"decision": "...", "rationale": "...", "outcome": "...", "confidence": "high|medium|low"}],
   "superseded_facts": [{"original_fact": "...", "superseded_by": "...", "source_memory_id": "..."}]
 }
-"""  # noqa: E501 (seed 002, verbatim)
+"""  # noqa: E501 (a fixed text, pinned by its golden test)
 
 # Ours: what one summary may hold. A summary is read at every session start, so it stays short;
 # longer text is cut, not rejected (the model's content is still good).
@@ -92,7 +92,7 @@ _TRAILING_COMMA: Final = re.compile(r",(\s*[}\]])")
 
 
 def parse_summary(text: str, source_ids: Sequence[str]) -> ClusterSummary:
-    """Parse seed 002's summary JSON, repairing what models commonly get wrong: a ```json fence or
+    """Parse the summary JSON, repairing what models commonly get wrong: a ```json fence or
     prose around the object, trailing commas, a single string where a list belongs, a decision's
     confidence in another case. Raises :class:`PromptParseError` (the reply kept) when there is no
     object with a non-empty ``summary``. A superseded fact naming a memory outside the cluster keeps
@@ -126,7 +126,7 @@ def parse_summary(text: str, source_ids: Sequence[str]) -> ClusterSummary:
                 decision=as_text(item["decision"])[:SUMMARY_ITEM_MAX_LENGTH],
                 rationale=as_text(item.get("rationale"))[:SUMMARY_ITEM_MAX_LENGTH],
                 outcome=outcome[:SUMMARY_ITEM_MAX_LENGTH] or None,
-                # seed 002 asks for high|medium|low; anything else is not a judgement we can use
+                # the prompt asks for high|medium|low; anything else is not a judgement we can use
                 confidence=level if level in ("high", "medium", "low") else "low",  # type: ignore[arg-type]
             )
         )

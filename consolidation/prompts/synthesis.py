@@ -1,5 +1,5 @@
-"""The synthesis prompt (seed 000 "Consolidation Prompt Template") and its parser, and the
-consolidated-confidence formula a synthesised memory gets (seed 000)."""
+"""The synthesis prompt (docs/consolidation.md#clustering-and-synthesis) and its parser, and the
+consolidated-confidence formula a synthesised memory gets (docs/confidence.md#consolidated-memories)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from typing import Final
 from consolidation.prompts.reply import Outcome, PromptParseError, SourceMemory
 
 # ---------------------------------------------------------------------------------------------
-# Synthesis (seed 000)
+# Synthesis
 # ---------------------------------------------------------------------------------------------
 
-# Memory titles are short labels in lists and search results; seed 000 asks for a "concise
+# Memory titles are short labels in lists and search results; the prompt asks for a "concise
 # title" but models sometimes ramble, so we cut rather than reject an otherwise good synthesis.
 TITLE_MAX_LENGTH: Final = 200
 
-# Seed 000's template, split around the per-memory blocks. Kept as literal text so it reads like
-# the seed; the golden test pins it byte-for-byte.
+# The template, split around the per-memory blocks. Kept as literal text so it reads as the model
+# sees it; the golden test pins it byte-for-byte (docs/consolidation.md#the-prompts).
 _SYNTHESIS_HEADER: Final = """You are consolidating similar memories into a single synthesized memory.
 
 Source Memories:
@@ -59,7 +59,7 @@ class Synthesis:
 
 
 def build_synthesis_prompt(sources: Sequence[SourceMemory]) -> str:
-    """Seed 000's consolidation prompt, byte-for-byte (no trailing newline, like the seed)."""
+    """The synthesis prompt, byte-for-byte (no trailing newline)."""
     if not sources:
         raise ValueError("a synthesis prompt needs at least one source memory")
     blocks = [
@@ -83,7 +83,7 @@ _SYNTHESIS_KEY_LINE: Final = re.compile(
 
 
 def parse_synthesis(text: str) -> Synthesis:
-    """Parse seed 000's ``KEY: value`` reply. CONTENT (and any field) may span several lines.
+    """Parse the ``KEY: value`` reply. CONTENT (and any field) may span several lines.
 
     Text before the first key (a chatty preamble) and a wrapping ``` fence are ignored. When a
     key appears twice, the first one wins and the repeat (with the lines under it) is ignored.
@@ -146,11 +146,11 @@ def parse_synthesis(text: str) -> Synthesis:
 
 
 # ---------------------------------------------------------------------------------------------
-# Consolidated confidence (seed 000)
+# Consolidated confidence
 # ---------------------------------------------------------------------------------------------
 
-# Seed 000 caps the bonus ("up to +0.1") but gives no variance scale; ours: a population stdev of
-# 0.2 or more (sources disagreeing by roughly +/-0.2) earns nothing, identical scores earn all.
+# The bonus is at most +0.1; its scale: a population stdev of 0.2 or more (sources disagreeing by
+# roughly +/-0.2) earns nothing, identical scores earn all.
 CONSENSUS_STDEV_SCALE: Final = 0.2
 
 # A synthesis is never certain: keep consolidated confidence strictly below 1 so feedback can
@@ -173,7 +173,7 @@ def consolidated_confidence(
     max_bonus: float = 0.1,
     consensus_threshold: int = 2,
 ) -> ConsolidatedConfidence:
-    """Seed 000: weighted = sum(c * (u + 1)) / sum(u + 1), plus a consensus bonus.
+    """weighted = sum(c * (u + 1)) / sum(u + 1), plus a consensus bonus.
 
     ``sources`` are ``(confidence, usage_count)`` pairs. The ``+1`` lets never-used memories count
     a little instead of not at all. With at least ``consensus_threshold`` sources the bonus is

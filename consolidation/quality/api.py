@@ -1,4 +1,4 @@
-"""REST view of a project's quality report (issue 17 item 6).
+"""REST view of a project's quality report (docs/consolidation.md#the-review-queue-and-disputes).
 
 Thin: parse, call the selector, serialize. Texts in ``extend_schema`` are the public API
 documentation, written for API users. Query strings are strict like everywhere in the API.

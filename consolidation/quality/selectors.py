@@ -1,4 +1,5 @@
-"""Reads for memory quality (issue 17 item 6): the quality report per project.
+"""Reads for memory quality: the quality report per project
+(docs/consolidation.md#the-review-queue-and-disputes).
 
 Rows come through ``access_filter``; the project is one the principal reaches
 (``accounts.access.access_project``), so another organization's project is a 404 before it gets here.

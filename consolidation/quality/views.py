@@ -1,5 +1,6 @@
-"""The quality report's dashboard page (issue 17 item 6): a project's merges, contradictions, pairs
-waiting for review, what the write gate refused and merges undone, now and per week.
+"""The quality report's dashboard page (docs/consolidation.md#the-review-queue-and-disputes): a
+project's merges, contradictions, pairs waiting for review, what the write gate refused and merges
+undone, now and per week.
 
 Everyone in the org reads. The project comes through ``access_project`` with ``request.principal``,
 so another organization's project is a 404.

@@ -1,5 +1,5 @@
-"""REST views of the review queue (issue 17 item 6): pairs consolidation set aside, and promotion
-proposals (issue 18), listed and decided.
+"""REST views of the review queue (docs/consolidation.md#the-review-queue-and-disputes): pairs
+consolidation set aside, and promotion proposals, listed and decided.
 
 Thin: parse, call a selector/service, serialize. Texts in ``extend_schema`` are the public API
 documentation, written for API users (no class docstrings on the views: drf-spectacular would

@@ -1,4 +1,5 @@
-"""Reads of the review queue (issue 17 item 6): pairs consolidation set aside, and promotion proposals.
+"""Reads of the review queue (docs/consolidation.md#the-review-queue-and-disputes): pairs consolidation
+set aside, and promotion proposals.
 
 Every function takes the acting ``Principal``; rows come through ``access_filter`` and the projects
 the principal reaches, so another organization's review item is a ``NotFound`` (a 404) exactly like

@@ -1,4 +1,5 @@
-"""Writes of the review queue (issue 17 item 6): a moderator decides a pair consolidation set aside.
+"""Writes of the review queue (docs/consolidation.md#the-review-queue-and-disputes): a moderator decides
+a pair consolidation set aside.
 
 A pair of similar memories with conflict cues (``consolidation.cues``) is never merged on similarity
 alone; without a judge, or when the judge could not answer, it waits as a pending ``ReviewItem``.
@@ -40,13 +41,13 @@ def review_decision_clean(decision: Any, note: Any) -> tuple[str, str]:
 def review_decide(*, principal: Principal, item: ReviewItem, decision: Any, note: Any = "") -> ReviewItem:
     """Settle a pending review item. ``item`` comes from ``consolidation.review.selectors.review_get`` (the
     caller's org and reach); deciding one twice is a 409 naming who decided it. A promotion proposal
-    (issue 18) is accepted or rejected by ``consolidation.promotion.services.promotion_decide``."""
+    is accepted or rejected by ``consolidation.promotion.services.promotion_decide``."""
     if item.kind == ReviewItem.KIND_PROMOTION:
         return promotion_decide(principal=principal, item=item, decision=decision, note=note)
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"deciding reviews needs the '{SCOPE_MEMORIES_WRITE}' scope (viewers are read-only)")
     decision, note = review_decision_clean(decision, note)
-    # "of": second and project are nullable since promotions (issue 18), an outer join FOR UPDATE refuses
+    # "of": second and project are nullable since promotions, an outer join FOR UPDATE refuses
     item = (
         ReviewItem.objects.select_for_update(of=("self",))
         .select_related("first", "second", "project")

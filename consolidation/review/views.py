@@ -1,7 +1,7 @@
-"""The review queue's dashboard page (issue 17 item 6): a moderator decides in one click whether two
-memories consolidation set aside contradict or agree, and accepts or rejects promotion proposals
-(issue 18: a lesson that holds in several projects proposed for its team or the org); an org admin
-can look for promotions at once.
+"""The review queue's dashboard page (docs/consolidation.md#the-review-queue-and-disputes): a moderator
+decides in one click whether two memories consolidation set aside contradict or agree, and accepts or
+rejects promotion proposals (a lesson that holds in several projects proposed for its team or the org);
+an org admin can look for promotions at once.
 
 Everyone in the org reads; deciding needs the member role (a viewer's POST is a 403 and changes
 nothing). Rows come only through selectors taking ``request.principal``, so another organization's

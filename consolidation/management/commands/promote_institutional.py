@@ -13,7 +13,7 @@ from reasoningbank.errors import ServiceError
 
 class Command(BaseCommand):
     help = (
-        "Institutional promotion (seed 001): propose the lessons that hold in several projects of a team for the "
+        "Institutional promotion: propose the lessons that hold in several projects of a team for the "
         "team, and across teams for the organization; proposals wait in the review queue unless the organization "
         "accepts them automatically. Needs the Teams plan."
     )
