@@ -1,4 +1,5 @@
-"""The ASGI application: one callable for the whole service (DESIGN §8).
+"""The ASGI application: one callable for the whole service
+(docs/architecture.md#an-mcp-call-step-by-step).
 
 * every HTTP request waits for a slot before its work (``reasoningbank.admission``: backpressure),
 * ``lifespan`` → the MCP app (its lifespan runs the SDK's session manager; Django has none),

@@ -1,5 +1,6 @@
-"""One contract per agent operation (DESIGN §3): its input type (validation, defaults) and its output
-shape, shared by the MCP tool, the REST view and the OpenAPI schema so that they cannot drift.
+"""One contract per agent operation (docs/decisions.md#one-contract-per-operation): its input type
+(validation, defaults) and its output shape, shared by the MCP tool, the REST view and the OpenAPI
+schema so that they cannot drift.
 
 * ``Contract`` — the base of every input and output model: unknown fields are refused, strings are
   trimmed, and inputs are strict JSON (``"5"`` is not an integer, ``1`` is not a boolean).

@@ -1,6 +1,6 @@
 """Public identifiers: a type prefix plus a ULID (time-ordered, URL-safe), e.g. ``mem_01jd...``.
 
-Prefixed ids make logs and agent transcripts self-describing (seed 000 shows ``mem_abc123``) and
+Prefixed ids make logs and agent transcripts self-describing (``mem_…`` names a memory) and
 sort by creation time, which keeps b-tree inserts local.
 """
 

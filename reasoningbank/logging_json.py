@@ -1,5 +1,5 @@
 """Log lines: JSON (one object a line, the default without DEBUG) or plain text (``LOG_FORMAT=plain``,
-for a developer's terminal), both carrying the request's context (issue 15 item 3).
+for a developer's terminal), both carrying the request's context (docs/observability.md#logs).
 
 A JSON line holds ``timestamp`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, then — when known
 — ``request_id``, ``org`` (slug), ``token_prefix`` (the display prefix, never the token), ``trace_id``
@@ -7,9 +7,9 @@ and ``span_id`` (hex, while an OpenTelemetry span is recording) and every ``extr
 call. Used by Django's ``LOGGING`` (reasoningbank/settings/observability.py) and by uvicorn's ``--log-config``
 (``reasoningbank/uvicorn_logging.json``, before Django is set up, so: no Django here).
 
-Levels follow seed 002's guidelines: INFO for key decisions (tier changes, merges, promotions, a run's
-outcome), DEBUG for details, and ``TRACE`` (5, below DEBUG) for LLM request and response bodies,
-which go through ``log_body`` (secrets scrubbed, truncated) and never appear above TRACE.
+Levels: INFO for key decisions (tier changes, merges, promotions, a run's outcome), DEBUG for details,
+and ``TRACE`` (5, below DEBUG) for LLM request and response bodies, which go through ``log_body``
+(secrets scrubbed, truncated) and never appear above TRACE.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pypro
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 LOG_FORMATS = ("json", "plain")
-LOG_BODY_MAX_CHARS = 1000  # seed 002: ``logger.trace("LLM prompt", prompt=prompt[:1000])``
+LOG_BODY_MAX_CHARS = 1000  # a body in a TRACE line (a prompt, a reply) is cut to this many characters
 
 try:  # the API package only (the tracing SDK is optional): without it there are no trace ids to log
     from opentelemetry import trace as _otel_trace

@@ -1,4 +1,5 @@
-"""The MCP kernel every app's ``mcp_tools.py`` builds on (DESIGN §3, §8); imports no app.
+"""The MCP kernel every app's ``mcp_tools.py`` builds on (docs/architecture.md#the-layers); imports no
+app.
 
 * ``register_tool_module`` — a tool module registers ``fn(server)``; ``reasoningbank/mcp_server.py``
   (the composition) runs the registrars of every discovered tool module on each server it builds.

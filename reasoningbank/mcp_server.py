@@ -1,4 +1,5 @@
-"""The MCP endpoint (DESIGN §8): the official SDK's ``MCPServer`` behind a bearer-token middleware.
+"""The MCP endpoint: the official SDK's ``MCPServer`` behind a bearer-token middleware
+(docs/decisions.md#mcp-by-the-official-sdk-inside-the-asgi-app).
 
 * ``build_mcp_server()`` builds the ``MCPServer`` and runs every tool module's registrar on it
   (``register_tool_module``): the tool modules are the ``mcp_tools`` modules of the installed apps,

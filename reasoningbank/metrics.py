@@ -1,5 +1,4 @@
-"""Prometheus counters and histograms (seed 002 "Instrumentation by Module", seed 004 §7), correct
-across processes.
+"""Prometheus counters and histograms (docs/observability.md#metrics), correct across processes.
 
 With ``PROMETHEUS_MULTIPROC_DIR`` set (``scripts/run.sh``, the docker image) prometheus-client runs in
 multiprocess mode: every process — each uvicorn worker, each process the django-q2 cluster forks —
@@ -70,7 +69,7 @@ LLM_ERRORS = Counter(
     ["provider", "model", "purpose", "error"],
 )
 
-# --- search and context injection (seed 002 RecallService, SessionStartSummaryInjector) ---------------------
+# --- search and context injection ---------------------------------------------------------------------------
 
 SEARCH_DURATION = Histogram(
     f"{PREFIX}_search_duration_seconds",

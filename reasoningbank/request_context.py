@@ -1,4 +1,4 @@
-"""Who and what the current request is, for log lines and metric labels (issue 15 items 2–3).
+"""Who and what the current request is, for log lines and metric labels (docs/observability.md).
 
 One ``RequestContext`` per request, in a context variable: set by ``RequestContextMiddleware``
 (Django: dashboard, REST, operator endpoints) or ``RequestContextASGI`` (the MCP app, which Django's

@@ -1,4 +1,5 @@
-"""Every recurring background job, in one place (DESIGN §10). ``manage.py setup_schedules`` applies it.
+"""Every recurring background job, in one place. ``manage.py setup_schedules`` applies it
+(docs/architecture.md#the-worker-and-the-schedules).
 
 Each entry names a django-q2 task function; its apps add entries here as they gain periodic work.
 """

@@ -1,4 +1,5 @@
-"""Strict DRF input for every app's REST API (DESIGN §4: bad input is a 400 naming the field).
+"""Strict DRF input for every app's REST API: bad input is a 400 naming the field
+(docs/agent-api.md#strict-arguments).
 
 JSON bodies are strict: real JSON booleans and strings only (``StrictBooleanField``,
 ``StrictCharField``), and unknown fields are rejected so that a typo never silently does nothing; the

@@ -1,5 +1,5 @@
-"""OpenTelemetry traces (issue 15, seed 002 "Deep Observability Architecture"): the one helper every
-module uses, and the per-process setup.
+"""OpenTelemetry traces (docs/observability.md#traces): the one helper every module uses, and the
+per-process setup.
 
 * ``span(name, **attributes)`` — a context manager around a piece of work; ``traced(name)`` the same as
   a decorator (``result=`` turns the return value into attributes); ``current_set(**attributes)`` adds

@@ -2,12 +2,12 @@
 
 Four providers sit behind one small ``Embedder`` protocol:
 
-- ``HashingEmbedder``: deterministic and offline, the default, so a fresh install
-  (and every test) works without a model or an API key.
+- ``HashingEmbedder``: deterministic and offline, no model and no semantics: what the unit tests
+  use, and an explicit choice.
 - ``OpenAIEmbedder``: the OpenAI embeddings endpoint or any compatible server
   (Ollama, LM Studio) via ``base_url``.
-- ``MiniLMEmbedder``: all-MiniLM-L6-v2 run in numpy from packaged weights: semantic,
-  local and offline, without torch.
+- ``MiniLMEmbedder`` (the default): all-MiniLM-L6-v2 run in numpy from packaged weights: semantic,
+  local and offline, without torch (docs/decisions.md#the-default-embedder-runs-in-numpy).
 - ``SentenceTransformerEmbedder``: a local model, behind an optional extra.
 
 Providers take their configuration as constructor arguments; only
@@ -345,7 +345,8 @@ def _build_embedder(
 
 
 def embedder_from_settings() -> Embedder:
-    """The embedder configured by Django settings (``hashing`` when nothing is set)."""
+    """The embedder configured by Django settings (``EMBEDDER``, ``minilm`` by default; ``hashing`` when a
+    settings module defines none)."""
     from django.conf import settings
 
     kind = str(getattr(settings, "EMBEDDER", "") or "hashing").strip().lower()

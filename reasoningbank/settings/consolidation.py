@@ -8,14 +8,14 @@ from django.core.exceptions import ImproperlyConfigured
 from reasoningbank.env import env_bool, env_duration, env_float, env_int
 from reasoningbank.settings.ai import EMBEDDER
 
-# --- Consolidation (seed 000 config names) ---------------------------------------------------
+# --- Consolidation (docs/consolidation.md) ---------------------------------------------------
 CONSOLIDATION_SCHEDULER_ENABLED = env_bool("CONSOLIDATION_SCHEDULER_ENABLED", True)
 CONSOLIDATION_SCHEDULER_INTERVAL = env_duration("CONSOLIDATION_SCHEDULER_INTERVAL", "24h")
-# Similarity thresholds per embedder (issue 17), calibrated on bench/data/consolidation_set.jsonl by
-# bench/consolidation_quality.py (bench/README.md): (duplicate merge, cluster synthesis, lowest
-# similarity the contradiction judge reads). Seed 004/000's 0.95 / 0.8 / 0.7 were written for other
-# embedders; an embedder without a calibration keeps them. A pair with conflict cues is never merged
-# whatever its similarity (consolidation/cues.py).
+# Similarity thresholds per embedder (docs/consolidation.md#thresholds), calibrated on
+# bench/data/consolidation_set.jsonl by bench/consolidation_quality.py (bench/README.md): (duplicate
+# merge, cluster synthesis, lowest similarity the contradiction judge reads). The uncalibrated 0.95 /
+# 0.8 / 0.7 were written for other embedders; an embedder without a calibration keeps them. A pair with
+# conflict cues is never merged whatever its similarity (consolidation/cues.py).
 CONSOLIDATION_CALIBRATED_THRESHOLDS = {
     "hashing": (0.93, 0.58, 0.49),
     "minilm": (0.98, 0.76, 0.56),
@@ -56,7 +56,7 @@ CONSOLIDATION_ON_DEMAND_THRESHOLD = env_int("CONSOLIDATION_ON_DEMAND_THRESHOLD",
 CONSOLIDATION_LLM_CONCURRENCY = env_int("CONSOLIDATION_LLM_CONCURRENCY", 10, minimum=1, maximum=64)
 # consolidated memories without a summary (older ones, failed calls) summarised per run, besides the new
 CONSOLIDATION_SUMMARY_CATCH_UP = env_int("CONSOLIDATION_SUMMARY_CATCH_UP", 20, minimum=0, maximum=500)
-# Seed 003's promotion ladder (issue 18 item 1, consolidation/ladder.py), the seed's criteria as defaults.
+# The promotion ladder (docs/consolidation.md#the-promotion-ladder, consolidation/ladder.py): its criteria.
 # semantic → episodic: a fact more confident than this and older than this age is promoted in place ...
 CONSOLIDATION_LADDER_EPISODIC_MIN_CONFIDENCE = env_float(
     "CONSOLIDATION_LADDER_EPISODIC_MIN_CONFIDENCE", 0.8, minimum=0, maximum=1
@@ -74,21 +74,22 @@ CONSOLIDATION_LADDER_PROCEDURAL_WINDOW = env_duration("CONSOLIDATION_LADDER_PROC
 CONSOLIDATION_LADDER_PROCEDURAL_MIN_SUCCESS = env_float(
     "CONSOLIDATION_LADDER_PROCEDURAL_MIN_SUCCESS", 0.6, minimum=0, maximum=1
 )
-# "similar" for both patterns: seed 003's 0.85 was written for another embedder, so it follows the
-# calibrated cluster threshold; never below the neighbour graph's floor (the judge's lowest similarity)
+# "similar" for both patterns: a fixed cosine would mean different things per embedder, so it follows
+# the calibrated cluster threshold; never below the neighbour graph's floor (the judge's lowest
+# similarity)
 CONSOLIDATION_LADDER_SIMILARITY = env_float("CONSOLIDATION_LADDER_SIMILARITY", _cluster, minimum=0.3, maximum=1)
 if CONSOLIDATION_LADDER_SIMILARITY < CONSOLIDATION_JUDGE_MIN_SIMILARITY:
     raise ImproperlyConfigured(
         "CONSOLIDATION_LADDER_SIMILARITY must be at least CONSOLIDATION_JUDGE_MIN_SIMILARITY "
         "(the neighbour graph's floor)"
     )
-# seed 003's retry of a cycle's transaction that hit a serialization failure or a deadlock: this many
+# the retry of a cycle's transaction that hit a serialization failure or a deadlock: this many
 # attempts in all, waiting this long times the attempt number in between
 CONSOLIDATION_LADDER_ATTEMPTS = env_int("CONSOLIDATION_LADDER_ATTEMPTS", 3, minimum=1, maximum=10)
 CONSOLIDATION_LADDER_RETRY_DELAY = env_duration("CONSOLIDATION_LADDER_RETRY_DELAY", "5s")
-# institutional promotion (issue 18, seed 001 Layer 3; consolidation/promotion.py): a procedural memory
-# whose similar twins (cosine >= CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD) all have at least this
-# confidence in at least this many projects of a team is proposed for the team; in that many teams, for
-# the org (seed 000 confidence.consensus_threshold: 2)
+# institutional promotion (docs/consolidation.md#institutional-promotion; consolidation/promotion/): a
+# procedural memory whose similar twins (cosine >= CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD) all
+# have at least this confidence in at least this many projects of a team is proposed for the team; in
+# that many teams, for the org (at least 2: one place agreeing with itself is no consensus)
 PROMOTION_MIN_PROJECTS = env_int("PROMOTION_MIN_PROJECTS", 2, minimum=2, maximum=1000)
 PROMOTION_MIN_CONFIDENCE = env_float("PROMOTION_MIN_CONFIDENCE", 0.8, minimum=0, maximum=1)

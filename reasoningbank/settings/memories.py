@@ -6,7 +6,7 @@ from __future__ import annotations
 from reasoningbank.env import env_bool, env_choice, env_float, env_int
 from reasoningbank.settings.ai import EMBEDDER
 
-# --- Search (seed 000 config) ----------------------------------------------------------------
+# --- Search (docs/search.md) -----------------------------------------------------------------
 SEARCH_DEFAULT_LIMIT = 5
 SEARCH_MAX_LIMIT = 20
 SEARCH_MIN_CONFIDENCE = env_float("SEARCH_MIN_CONFIDENCE", 0.5, minimum=0, maximum=1)
@@ -42,7 +42,7 @@ SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimu
 USAGE_WRITE_ATTEMPTS = env_int("USAGE_WRITE_ATTEMPTS", 5, minimum=1, maximum=20)
 USAGE_WRITE_RETRY_DELAY = env_float("USAGE_WRITE_RETRY_DELAY", 0.1, minimum=0, maximum=10)
 
-# --- Confidence lifecycle (seed 000 config ``confidence``, seed 001 "Signals"; issue 18) --------
+# --- Confidence lifecycle (docs/confidence.md) --------------------------------------------------
 # memory_context never injects a memory or summary less trusted than this, whatever min_confidence asks
 CONFIDENCE_MIN_FOR_INJECTION = env_float("CONFIDENCE_MIN_FOR_INJECTION", 0.5, minimum=0, maximum=1)
 # the daily rollup archives (reason low_confidence) an active memory below this; 0 turns pruning off
@@ -52,15 +52,15 @@ CONFIDENCE_PRUNE_THRESHOLD = env_float("CONFIDENCE_PRUNE_THRESHOLD", 0.3, minimu
 CONFIDENCE_PRUNE_MIN_SIGNALS = env_int("CONFIDENCE_PRUNE_MIN_SIGNALS", 8, minimum=1)
 # ... and never while it had a positive signal (feedback, outcome, use, kept code) within this many days
 CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minimum=0)
-# seed 001's time decay: after this many days without a signal, each further day keeps this share of a
-# memory's evidence (memories.signals.confidence.DECAY_PER_SILENT_DAY explains 0.984: ≈ -0.05 in the first month
-# of a typical memory, toward its prior, never past it); 1 turns decay off. The grace is at least the 30
-# days signal events stay in the log: decay shrinks the rolled-up evidence, so a silent memory's must be all
-# rolled up by the time it starts
+# time decay (docs/confidence.md#time-decay): after this many days without a signal, each further day
+# keeps this share of a memory's evidence (memories.signals.confidence.DECAY_PER_SILENT_DAY explains
+# 0.984: ≈ -0.05 in the first month of a typical memory, toward its prior, never past it); 1 turns decay
+# off. The grace is at least the 30 days signal events stay in the log: decay shrinks the rolled-up
+# evidence, so a silent memory's must be all rolled up by the time it starts
 CONFIDENCE_DECAY_GRACE_DAYS = env_int("CONFIDENCE_DECAY_GRACE_DAYS", 30, minimum=30)
 CONFIDENCE_DECAY_PER_DAY = env_float("CONFIDENCE_DECAY_PER_DAY", 0.984, minimum=0.5, maximum=1)
 
-# --- SessionStart context (seed 002's names; memory_context and scripts/claude-session-start) ----
+# --- SessionStart context (docs/session-context.md; memory_context and scripts/claude-session-start) ---
 HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
 HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
 HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET = env_int(
@@ -76,10 +76,10 @@ HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
 
-# --- Export / import (issue 18 item 4, memories/transfer/export_format.py) ----------------------------------
+# --- Export / import (docs/export-import.md, memories/transfer/export_format.py) ----------------------------
 # the largest text POST /api/v1/import takes (UTF-8 bytes); larger files go through manage.py import_memories
 IMPORT_MAX_BYTES = env_int("IMPORT_MAX_BYTES", 1024 * 1024, minimum=1024, maximum=256 * 1024 * 1024)
 
-# --- The write gate (issue 17 item 5, memories/core/gate.py) ---------------------------------------
+# --- The write gate (memories/core/gate.py) --------------------------------------------------------
 # content shorter than this (secrets removed) carries no reusable lesson: refused on every write path
 WRITE_GATE_MIN_CONTENT_CHARS = env_int("WRITE_GATE_MIN_CONTENT_CHARS", 20, minimum=0, maximum=2000)

@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 from reasoningbank.env import env_bool, env_duration, env_int, env_list, env_str
 from reasoningbank.settings.base import SITE_URL
 
-# --- OAuth 2.1 for remote MCP clients (issue 16: accounts/oauth*.py on django-oauth-toolkit) ---------
+# --- OAuth 2.1 for remote MCP clients (docs/oauth.md: accounts/oauth*.py on django-oauth-toolkit) ----
 # The authorization server's issuer (RFC 8414 / RFC 9207 `iss`) and the base of the two protected
 # resources' identifiers, `<issuer>/mcp` and `<issuer>/api/v1`: the public URL clients reach.
 OAUTH_ISSUER = env_str("OAUTH_ISSUER", SITE_URL).rstrip("/")
