@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 ./scripts/ensure-chromium.sh
 # the django-stubs plugin imports the settings: DEBUG=1 spares it a SECRET_KEY
 DEBUG=1 .venv/bin/mypy .
-# the design's import rules (DESIGN §3; contracts in pyproject.toml [tool.importlinter])
+# the import rules (docs/architecture.md#the-never-arrows; contracts in pyproject.toml [tool.importlinter])
 .venv/bin/lint-imports --no-cache
 .venv/bin/python -m pytest "$@"
