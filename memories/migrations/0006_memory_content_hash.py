@@ -10,7 +10,7 @@ BATCH = 2000
 
 
 def _content_hash(title: str, description: str, content: str) -> str:
-    # frozen copy of memories.fingerprint.memory_content_hash (a migration must not change with the code)
+    # frozen copy of memories.core.fingerprint.memory_content_hash (a migration must not change with the code)
     normalised = "\x1f".join(" ".join(part.split()).casefold() for part in (title, description, content))
     return hashlib.sha256(normalised.encode("utf-8")).hexdigest()
 

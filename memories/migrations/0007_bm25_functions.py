@@ -4,7 +4,7 @@
 ``rb_bm25(doc, terms, idfs, k1, b, avgdl)`` is BM25's per-document sum
 ``Σ idf(t) × tf(t) × (k1 + 1) / (tf(t) + k1 × (1 − b + b × |doc| / avgdl))`` over the query terms,
 with tf a term's number of positions in the tsvector and |doc| the sum of them. The IDFs are
-computed per query by the selector (``memories.ranking.bm25_idf``) from document frequencies
+computed per query by the selector (``memories.search.ranking.bm25_idf``) from document frequencies
 within the caller's reach, so the function itself is immutable.
 """
 
