@@ -169,10 +169,10 @@ class ReviewItem(models.Model):
     moderator accepts (they contradict) or rejects (they agree).
 
     Kind ``promotion`` (docs/consolidation.md#institutional-promotion) is no pair: ``first`` is a
-    consolidated memory proposed for team or org scope (archived until accepted), linked
-    ``consolidates`` to the source memory of every project (team) it holds in; it has no ``project`` and
-    no ``second``. ``source_key`` names its source set, so a set is proposed once, whatever became of it
-    (``consolidation.promotion.services``)."""
+    consolidated memory proposed for team or org scope (state ``proposed``, tier ``archived``, until
+    decided), linked ``consolidates`` to the source memory of every project (team) it holds in; it has
+    no ``project`` and no ``second``. ``source_key`` names its source set, so a set is proposed once,
+    whatever became of it (``consolidation.promotion.services``)."""
 
     KIND_CONFLICT, KIND_JUDGED, KIND_PROMOTION = "conflict", "judged", "promotion"
     KIND_CHOICES = [
