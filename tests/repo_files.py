@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parent.parent
 SKIPPED_DIRS = frozenset({"node_modules", "staticfiles", "artifacts", "__pycache__", "migrations"})
 
 
-def repo_files() -> list[Path]:
+def repo_files(skipped_dirs: frozenset[str] = SKIPPED_DIRS) -> list[Path]:
+    """The files, without those under a folder named in ``skipped_dirs`` (at any depth)."""
     try:
         listed = subprocess.run(
             ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -28,7 +29,7 @@ def repo_files() -> list[Path]:
     else:
         paths = [REPO / name for name in listed.decode().split("\0") if name]
     return sorted(
-        path for path in paths if path.is_file() and not SKIPPED_DIRS.intersection(path.relative_to(REPO).parts[:-1])
+        path for path in paths if path.is_file() and not skipped_dirs.intersection(path.relative_to(REPO).parts[:-1])
     )
 
 
