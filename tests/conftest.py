@@ -44,12 +44,12 @@ def hashing_embedder(settings: Any) -> None:
     # BM25 from exact counts: autovacuum may analyse the test tables at any moment, and the planner
     # statistics would then change rankings mid-run (tests/memories/search/test_search.py tests that path)
     settings.SEARCH_TERM_STATISTICS = "exact"
-    # consolidation's thresholds default per embedder (calibrated, README); the tests build vectors
-    # with exact cosines around the seeds' values
+    # consolidation's thresholds default per embedder (calibrated, docs/consolidation.md#thresholds); the
+    # tests build vectors with exact cosines around those of an uncalibrated embedder (0.95 / 0.8 / 0.7)
     settings.CONSOLIDATION_DUPLICATE_THRESHOLD = 0.95
     settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = 0.8
     settings.CONSOLIDATION_JUDGE_MIN_SIMILARITY = 0.7
-    settings.CONSOLIDATION_LADDER_SIMILARITY = 0.85  # seed 003's "similar facts"
+    settings.CONSOLIDATION_LADDER_SIMILARITY = 0.85  # the ladder's "similar", between cluster and duplicate
 
 
 @pytest.fixture

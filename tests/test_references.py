@@ -1,45 +1,48 @@
 """Every reference in the repository leads to something a person who cloned it can read.
 
 The files read are the repository's own (``tests/repo_files.py``: what git tracks or would track),
-Django's migrations included, as text; a file that is not UTF-8 text (an image) is skipped. Two checks:
+Django's migrations included, as text; a file that is not UTF-8 text (an image) is skipped. Two checks.
 
 **(a) No citation of a document that does not ship.** The project was specified in documents kept
-outside the repository — numbered specifications, a design document, an issue tracker — and a reference
-to one of them is a dead end for a reader. The reason is written where it is needed, or the ``docs/``
-page that explains it is named. What counts as such a citation (``CITATIONS`` below), case-insensitive:
+outside the repository — numbered specifications ("seeds"), a design document, an issue tracker — and a
+reference to one of them is a dead end for a reader. The reason is written where it is needed, or the
+``docs/`` page that explains it is named. What counts as such a citation (``CITATIONS``), case aside:
 
-* a specification by number: the word seed (or seeds), then optional spaces, ``_`` or ``-``, then a
-  number of three digits starting with 0 — also inside a name such as a test function's;
-* a specification without a number: seed with a possessive (apostrophe-s; the plural's apostrophe
-  after "the") or followed by ``-format``, ``template`` or ``example``; a bare three-digit number 000–004 used as
-  one: followed by apostrophe-s, or opening a parenthesis and followed by ``:``, ``,`` or ``)``;
-* an issue: issue (or issues), spaces, an optional ``#``, digits. A full URL names its own target, so
-  one form is allowed: the same line also holds an ``http(s)://`` URL whose path ends in
-  ``/issues/<the same number>`` or ``/pull/<the same number>`` (another project's tracker, cited
-  with the link that opens it). A data value such as the labelled set's ``issue-17`` source tag is
-  not a citation (a hyphen, no space) and is not matched;
-* the design document: the upper-case word DESIGN, or a section sign that does not follow a public
-  standard's name and number (``RFC 6750`` then the sign is a reference a reader can follow);
-* the folder the specification documents sit in beside the repository: ``../shared/`` (or a path
-  through ``shared/`` into its design, seeds or eval folders).
+* a specification by number: the word seed (or seeds), then optional spaces, ``_`` or ``-``, then three
+  digits starting with 0 — also inside a name, such as a test function's;
+* a specification by name: seed with a possessive (apostrophe-s; the plural's apostrophe after "the"),
+  or followed by ``-format``, ``template`` or ``example``; the word seed or seeds as a part of a test
+  function's name (``test_…_seed_…``: a test is named for the behaviour it checks, and the repository's
+  tests have no random seed in their names);
+* a specification's number alone, 000 to 004: followed by apostrophe-s, or right after an opening
+  parenthesis and followed by ``:``, ``,`` or ``)``;
+* an issue: issue (or issues), spaces (or ``_`` in a name), an optional ``#``, digits; and "the
+  issue's", which names none. One form is allowed, because a full URL names its own target: the same
+  line also holds an ``http(s)://`` URL whose path ends in ``/issues/<the same number>`` or
+  ``/pull/<the same number>`` (another project's tracker, cited with the link that opens it). A data
+  value such as the labelled set's ``issue-17`` source tag (a hyphen, no space) is not matched;
+* the design document: the upper-case word DESIGN; and a section sign, unless it follows a public
+  standard's name and number (``RFC 6750`` then the sign is a reference anyone can follow);
+* the folder those documents sit in beside the repository: ``../shared`` (or a path through ``shared/``
+  into its design, seeds or eval folders).
 
-Not citations, and not matched: a random seed (``--seed``, ``seed=``, "seed the random generator",
-"a fixed seed"), "design" in lower case.
+Not citations, and not matched: a random seed (``--seed``, ``seed=``, "seed the random generator", "a
+fixed seed", "flaky test seeds"), "design" in lower case, figures such as ``2,000)``.
 
 **(b) Every reference to a page of the repository resolves.**
 
-* a ``docs/<page>.md`` path (optionally ``#anchor``) anywhere — code, comments, templates, Markdown —
-  names a file that exists, from the repository's root;
+* a ``docs/<page>.md`` path (optionally ``#anchor``) anywhere — code, comments, templates, Markdown — names
+  a file that exists, from the repository's root;
 * a relative link of a Markdown file (``[text](target)`` or a ``[label]: target`` definition, outside
-  code blocks and code spans) names a file or folder that exists, relative to that Markdown file;
-  a link to another site (``https:``, ``mailto:``…) is not followed;
-* an anchor, in either form, names a heading of the target Markdown file by GitHub's slug: the
-  heading's text as rendered (code spans and link text kept, markup dropped), lower case, every
-  character that is not a letter, digit, ``_``, ``-`` or space removed, spaces turned into hyphens;
-  a repeated heading gets ``-1``, ``-2``… (an explicit ``<a id=…>`` or ``<a name=…>`` also counts).
+  code blocks and code spans) names a file or folder that exists, relative to that Markdown file; a link
+  to another site (``https:``, ``mailto:``…) is not followed;
+* an anchor, in either form, names a heading of the target Markdown file by GitHub's slug: the heading's
+  text as rendered (code spans' and links' text kept, markup dropped), lower case, every character that
+  is not a letter, digit, ``_``, ``-`` or space removed, spaces turned into hyphens; a repeated heading
+  gets ``-1``, ``-2``… (an explicit ``<a id=…>`` or ``<a name=…>`` counts too).
 
-Each failure names the file and line. This module itself is not read for (a): its own examples
-below must show the forms it refuses.
+Each failure names the file and line. This module is not read for (a): its examples must show the
+forms it refuses.
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ SELF = Path(__file__).resolve()
 CITATIONS: dict[str, re.Pattern[str]] = {
     "a specification by number": re.compile(r"(?<![a-z])seeds?[\s_-]*0\d\d", re.I),
     "a specification by name": re.compile(
-        r"(?<![a-z])seed(?:'s\b|-format\b| template\b| example\b)|\bthe seeds'", re.I
+        r"(?<![a-z])seed(?:'s\b|[-_ ]format\b|[_ ]template\b|[_ ]example\b)|\bthe seeds'"
+        r"|\btest(?:_[a-z0-9]+)*?_seeds?(?:_|\b)",  # a test's name that names the seed
+        re.I,
     ),
     "a specification's number": re.compile(r"(?<![\w.,:/-])00[0-4]'s\b|\(00[0-4][:,)]"),
-    "an issue": re.compile(r"(?<![a-z])issues?\s+#?(\d+)", re.I),
+    "an issue": re.compile(r"(?<![a-z])issues?[\s_]+#?(\d+)|\bthe issue's", re.I),
     "the design document": re.compile(r"\bDESIGN\b"),
     "a design section": re.compile(r"(?<!\bRFC \d{4} )(?<!\bRFC \d{3} )§"),
     "the specification folder": re.compile(r"\.\./shared\b|\bshared/(?:DESIGN|seeds?|eval)\b"),
@@ -187,6 +192,9 @@ def markdown_links(path: Path) -> Iterator[tuple[int, str]]:
         "strict where the seed's SQL is strict",
         "any drift from the seeds' wording",
         "seed-format replies",
+        "def test_seed_example_reply_is_parsed(self) -> None:",
+        "def test_recency_boost_follows_the_seed_formula_inside_the_year():",
+        "def test_other_criteria_come_from_the_settings_not_the_seed(settings):",
         "What the seed template shows",
         "(002's MemoryEdge, 004's links)",
         "(003: after 20 new memories)",
@@ -194,6 +202,8 @@ def markdown_links(path: Path) -> Iterator[tuple[int, str]]:
         "issue 14 item 6a",
         "(issue #3)",
         "Issue 13's targets",
+        "def test_the_eight_pairs_of_issue_17_are_in(items):",
+        "the issue's eight opposite pairs",
         "issues 11 and 17",
         "One contract per operation (DESIGN §3)",
         "see DESIGN.md",
@@ -215,6 +225,7 @@ def test_a_citation_of_a_document_outside_the_repository_is_found(line: str) -> 
         "generated from a fixed seed so that the file holds no literal credential",
         '"--seed", "20261111",  # the same cases every run',
         "title='Pin flaky test seeds'",
+        "def test_search_finds_the_seeded_memories(seeded):",
         "bearer token was sent (RFC 6750 §3.1)",
         "chunks of 2,000) and 1,000)",
         "a timestamp 2023-05-08 14:30:00 (local)",

@@ -1,5 +1,6 @@
-"""Shared set-up of the institutional promotion tests (issue 18 item 2): org A on the Teams plan with two
-teams of two projects each, and trusted procedural lessons with chosen similarities."""
+"""Shared set-up of the institutional promotion tests (docs/consolidation.md#institutional-promotion):
+org A on the Teams plan with two teams of two projects each, and trusted procedural lessons with chosen
+similarities."""
 
 from __future__ import annotations
 

@@ -101,9 +101,7 @@ def test_a_dry_run_says_dry_run_in_its_result_and_lists_each_source_with_id_date
     assert client.get(f"{RUNS}/{body['id']}").json()["result"]["dry_run"] is True
 
 
-def test_a_run_is_requested_with_project_like_every_other_call_or_with_seed_000s_project_id(
-    cast, token_client, enqueued
-):
+def test_a_run_is_requested_with_project_like_every_other_call_or_with_project_id(cast, token_client, enqueued):
     by_name = token_client(cast.org_a).post(RUNS, {"project": "web-app"}, format="json")
     assert by_name.status_code == 202, by_name.json()
     assert by_name.json()["project"] == "web-app"

@@ -1,6 +1,6 @@
-"""Consolidation REST bodies are strict like every other (issue 11, item 16): the schema says
-``additionalProperties: false``, so an unknown field is a 400 naming it, and values must have their
-JSON type (``"true"`` is not a boolean)."""
+"""Consolidation REST bodies are strict like every other (docs/agent-api.md#strict-arguments): the schema says
+``additionalProperties: false``, so an unknown field is a 400 naming it, and values must have their JSON type
+(``"true"`` is not a boolean)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""REST un-merge says what to do instead when a memory cannot be un-merged (issue 11, item 8): a
-memory archived as a duplicate used to be told "this consolidated memory is already archived"."""
+"""REST un-merge says what to do instead when a memory cannot be un-merged
+(docs/memory-model.md#states-and-archive-reasons): a memory archived as a duplicate used to be told
+"this consolidated memory is already archived"."""
 
 from __future__ import annotations
 

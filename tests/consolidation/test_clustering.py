@@ -1,4 +1,5 @@
-"""Sparse-graph clustering (seed 000 / 002 average linkage, seed 004 duplicates), no database."""
+"""Sparse-graph clustering: average linkage and duplicate groups (docs/consolidation.md#clustering-and-synthesis),
+no database."""
 
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ class TestConnectedComponents:
 
 
 class TestAverageLinkage:
-    def test_seed_000_example_forms_one_cluster_with_its_stats(self) -> None:
+    def test_three_close_memories_form_one_cluster_with_its_stats(self) -> None:
         edges = [("m1", "m2", 0.87), ("m1", "m3", 0.84), ("m2", "m3", 0.89)]
         [cluster] = average_linkage_clusters(["m1", "m2", "m3"], edges, 0.8)
         assert cluster.member_ids == ("m1", "m2", "m3")

@@ -1,7 +1,8 @@
-"""Memories that disagree are never merged on similarity alone (issue 17 items 3–4): a close pair with
-conflict cues is kept out of the duplicate merge and the cluster synthesis and goes to the judge; with
-no LLM it waits in the review queue; a judge's "compatible" lets it merge in a later run; a dry run
-proposes exactly what the run does."""
+"""Memories that disagree are never merged on similarity alone
+(docs/decisions.md#never-merge-what-may-disagree, docs/consolidation.md#conflict-cues): a close pair with
+conflict cues is kept out of the duplicate merge and the cluster synthesis and goes to the judge; with no LLM
+it waits in the review queue; a judge's "compatible" lets it merge in a later run; a dry run proposes exactly
+what the run does."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Conflict cues (issue 17 item 3): each cue on the issue's eight opposite pairs and on its own,
-rewordings that carry none, and properties over generated pairs (pure, no database)."""
+"""Conflict cues (docs/consolidation.md#conflict-cues): each cue on eight opposite pairs once proposed
+for merging and on its own, rewordings that carry none, and properties over generated pairs (pure, no
+database)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from hypothesis import strategies as st
 
 from consolidation.cues import NEGATIONS, OPPOSITES, conflict_cues
 
-# the eight pairs issue 17 measured being proposed for merging
-ISSUE_PAIRS = [
+# eight opposite pairs that similarity alone once proposed for merging
+OPPOSITE_PAIRS = [
     ("Always retry failed payment webhooks immediately", "Never retry failed payment webhooks immediately"),
     ("Use float for money amounts", "Use decimal for money amounts"),
     ("Enable CSRF protection on webhook views", "Disable CSRF protection on webhook views"),
@@ -39,8 +40,8 @@ REWORDINGS = [
 ]
 
 
-@pytest.mark.parametrize(("a", "b"), ISSUE_PAIRS, ids=[a[:30] for a, _ in ISSUE_PAIRS])
-def test_every_pair_the_issue_measured_has_a_cue(a, b):
+@pytest.mark.parametrize(("a", "b"), OPPOSITE_PAIRS, ids=[a[:30] for a, _ in OPPOSITE_PAIRS])
+def test_every_opposite_pair_once_proposed_for_merging_has_a_cue(a, b):
     assert conflict_cues(a, b)
 
 

@@ -1,5 +1,6 @@
-"""The consolidation cycle end to end on the real database (seed 004 §9 gherkin, seed 000's
-integration tests): similarity from pgvector with pinned embeddings, a scripted LLM."""
+"""The consolidation cycle end to end on the real database (docs/consolidation.md): its acceptance
+scenarios and the integration tests of its phases; similarity from pgvector with pinned embeddings, a
+scripted LLM."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from tests.consolidation.vectors import (
 from tests.fakes import ScriptedLLM
 
 DAY = timedelta(days=1)
-# seed 000's response fields, and whether the run was a dry run (issue 11 item 6)
+# the fields a run reports (docs/consolidation.md#what-a-run-reports), and whether it was a dry run
 RESULT_FIELDS = {
     "created_memories",
     "archived_memories",
@@ -95,7 +96,7 @@ def family(agent, hub: int, titles: list[str], similarity: float, **fields: Any)
     return [remember(agent, title, spoke(hub, hub + n, similarity), **fields) for n, title in enumerate(titles, 1)]
 
 
-# --- seed 004 §9: the four gherkin scenarios -------------------------------------------------------
+# --- the acceptance scenarios: patterns, contradictions, merges, stale archival ---------------------
 
 
 def test_ten_episodic_memories_about_testing_before_commits_yield_a_semantic_pattern_memory(cast, agent, caught):
@@ -154,7 +155,8 @@ def test_postgresql_and_mysql_memories_are_linked_as_contradicting_and_both_stay
 
 
 def test_a_contradicting_pair_above_the_cluster_threshold_is_flagged_not_merged_into_one_memory(cast, agent):
-    """The issue's band is 0.7–0.95; with the default threshold 0.8 a pair at 0.9 is also a cluster."""
+    """The judge reads pairs from 0.7 up to the duplicate threshold 0.95 (docs/consolidation.md#the-judge);
+    with the default cluster threshold 0.8 a pair at 0.9 is also a cluster."""
     postgres = remember(agent, "Project database", spoke(0, 1, 0.9), content="Project uses PostgreSQL")
     mysql = remember(agent, "Project database engine", spoke(0, 2, 0.9), content="Project uses MySQL server")
     llm = cycle_llm(supersession=supersession_reply(False), contradiction=contradiction_reply(True, 0.9))
@@ -192,7 +194,8 @@ def test_near_identical_memories_merge_without_an_llm_call_keeping_the_more_conf
 
 def test_an_unimportant_memory_idle_for_months_falls_below_retention_0_1_and_is_archived_as_stale(cast, agent):
     # importance 0 and 90 idle days: 0.5 × 2^(-90/30) = 0.0625. (60 idle days would give 0.125:
-    # with seed 002's 30-day half-life and weights 0.5/0.3/0.2 that is not below 0.1.)
+    # with the 30-day half-life and weights 0.5/0.3/0.2 of docs/memory-model.md#tiers-and-retention that
+    # is not below 0.1.)
     now = timezone.now()
     stale = long_idle(agent, axis=1)
     fresh = remember(agent, "Current deploy routine", vec({2: 1.0}), importance=0.0)
@@ -212,7 +215,7 @@ def test_an_unimportant_memory_idle_for_months_falls_below_retention_0_1_and_is_
 
 
 def test_an_episodic_memory_nobody_has_used_for_a_year_is_archived_as_stale(cast, agent):
-    """Seed 004 acceptance 5 ("low-salience, old memories SHALL be archived") for a memory at its
+    """Low-salience, old memories are archived (docs/memory-model.md#tiers-and-retention), for a memory at its
     kind's default importance: episodic 0.5, a year idle, never retrieved."""
     old = remember(
         agent,
@@ -231,7 +234,7 @@ def test_an_episodic_memory_nobody_has_used_for_a_year_is_archived_as_stale(cast
     )
 
 
-# --- seed 000 integration tests ------------------------------------------------------------------
+# --- integration tests of the cycle --------------------------------------------------------------
 
 
 def test_a_pair_at_exactly_the_threshold_clusters_and_a_pair_just_below_it_stays_separate(cast, agent):
@@ -294,7 +297,7 @@ def test_sources_keep_every_original_field_and_the_consolidated_memory_holds_the
     assert all(merged.content != s.content for s in sources)
 
 
-def test_the_consolidated_confidence_is_seed_000s_usage_weighted_average_plus_the_consensus_bonus(cast, agent):
+def test_the_consolidated_confidence_is_the_usage_weighted_average_plus_the_consensus_bonus(cast, agent):
     pairs = [(0.75, 10), (0.82, 8), (0.70, 15)]
     titles = ["Use context.WithTimeout for database calls", "Always set DB query timeouts", "DB timeout practices"]
     sources = [
@@ -307,7 +310,7 @@ def test_the_consolidated_confidence_is_seed_000s_usage_weighted_average_plus_th
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
     (merged,) = consolidated()
     expected = consolidated_confidence(pairs)
-    assert expected.weighted == pytest.approx(0.745, abs=5e-4)  # seed 000's worked example
+    assert expected.weighted == pytest.approx(0.745, abs=5e-4)  # docs/confidence.md#consolidated-memories
     assert expected.bonus > 0
     assert merged.confidence == pytest.approx(expected.final, abs=1e-6)
     assert merged.usage_count == 33
@@ -419,7 +422,7 @@ def test_search_hides_archived_sources_and_boosts_the_consolidated_memory_by_1_2
     assert top.breakdown.score == pytest.approx(1.2 * second.breakdown.score, rel=1e-6)
 
 
-def test_the_run_result_carries_seed_000s_memory_consolidate_response_fields(cast, agent):
+def test_the_run_result_carries_the_fields_memory_consolidate_reports(cast, agent):
     cluster = family(agent, 0, ["Timeout rule A", "Timeout rule B", "Timeout rule C"], 0.87)
     keep = remember(agent, "API uses REST", spoke(10, 11, 0.97), confidence=0.9)
     duplicate = remember(agent, "The API is RESTful", spoke(10, 12, 0.97), confidence=0.6)
@@ -454,7 +457,7 @@ def test_the_run_writes_retention_scores_and_tier_transitions(cast, agent):
     assert aging.tier == "warm" == retention.tier_for(expected.overall, archived=False)
     assert fresh.tier == "hot" and fresh.retention > 0.6
     assert run.counters["tier_transitions"] == 1
-    # the change is in the memory's history (seed 002's TierTransition), and only the change
+    # the change is in the memory's history (a memory.tier audit row), and only the change
     (event,) = AuditEvent.objects.filter(verb="memory.tier")
     assert (event.target_id, event.data) == (aging.id, {"from": "hot", "to": "warm", "run": run.id})
     assert event.organization_id == cast.org_a.id
@@ -481,7 +484,7 @@ def test_working_memories_older_than_15_minutes_are_promoted_to_semantic(cast, a
     assert old.importance == retention.importance_for_kind(Memory.KIND_SEMANTIC)
     assert recent.kind == Memory.KIND_WORKING and recent.expires_at is not None
     assert run.counters["promoted"] == 1
-    # provenance and history, as for the rest of seed 003's ladder
+    # provenance and history, as for the rest of the promotion ladder
     assert (old.promoted_from, old.promotion_reason) == ("working", "working memory older than 15 min (20 min)")
     (event,) = AuditEvent.objects.filter(verb="memory.promote")
     assert (event.target_id, event.data["from"], event.data["to"]) == (old.id, "working", "semantic")

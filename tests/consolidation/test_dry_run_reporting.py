@@ -1,6 +1,6 @@
-"""A dry run says so everywhere (issue 11 item 6): its result carries ``dry_run``, ``/metrics`` does
-not count its proposals as merges or archives, the log says "would archive"; and its preview tells
-near-identical sources apart by id, creation date and project (item 7)."""
+"""A dry run says so everywhere (docs/consolidation.md#dry-runs): its result carries ``dry_run``,
+``/metrics`` does not count its proposals as merges or archives, the log says "would archive"; and its
+preview tells near-identical sources apart by id, creation date and project."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ TITLE = "Set database query timeouts"
 def twins(agent):
     """Three memories with the same title (cosine 0.87: one cluster, below the duplicate line)
     and a near-identical pair (0.97: a duplicate group)."""
-    # distinct contents: an identical record would return the first memory (item 7)
+    # distinct contents: an identical record would return the first memory
+    # (docs/memory-model.md#how-a-memory-enters-the-bank)
     cluster = [remember(agent, TITLE, spoke(0, n, 0.87), content=f"{TITLE}, variant {n}.") for n in (1, 2, 3)]
     pair = [
         remember(agent, "The API is RESTful", spoke(10, n, 0.97), content=f"The API is RESTful, note {n}.")

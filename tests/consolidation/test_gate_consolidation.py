@@ -1,6 +1,6 @@
-"""The write gate on consolidation's own writes (issue 17 item 5): a synthesis or an extracted pattern
-that carries no reusable value is kept out — the run completes, says why in its warnings, and the
-sources stay as they were; never a failed run."""
+"""The write gate (docs/memory-model.md#how-a-memory-enters-the-bank) on consolidation's own writes: a
+synthesis or an extracted pattern that carries no reusable value is kept out — the run completes, says
+why in its warnings, and the sources stay as they were; never a failed run."""
 
 from __future__ import annotations
 

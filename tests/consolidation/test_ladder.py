@@ -1,5 +1,6 @@
-"""Seed 003's promotion ladder criteria (consolidation.ladder), without a database: each criterion at
-its exact boundary, strict where the seed's SQL is strict."""
+"""The promotion ladder's criteria (consolidation.ladder; docs/consolidation.md#the-promotion-ladder),
+without a database: each criterion at its exact boundary, strict where the documented criterion is
+("above", "within") and inclusive where it is ("at least")."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from consolidation.ladder import (
 )
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
-SEED = LadderCriteria()
+DEFAULTS = LadderCriteria()
 HOUR, DAY, SECOND = timedelta(hours=1), timedelta(days=1), timedelta(seconds=1)
 
 
@@ -38,25 +39,29 @@ def triangle(*ids: str, similarity: float = 0.9) -> list[tuple[str, str, float]]
     return [(a, b, similarity) for i, a in enumerate(ids) for b in ids[i + 1 :]]
 
 
-def test_the_defaults_are_seed_003s_criteria():
-    assert (SEED.episodic_min_confidence, SEED.episodic_min_age) == (0.8, 2 * HOUR)
-    assert (SEED.pattern_min_facts, SEED.pattern_window) == (3, 7 * DAY)
-    assert (SEED.procedural_min_observations, SEED.procedural_window, SEED.procedural_min_success) == (3, 30 * DAY, 0.6)
-    assert SEED.similarity == 0.85
+def test_the_defaults_are_the_documented_criteria():
+    assert (DEFAULTS.episodic_min_confidence, DEFAULTS.episodic_min_age) == (0.8, 2 * HOUR)
+    assert (DEFAULTS.pattern_min_facts, DEFAULTS.pattern_window) == (3, 7 * DAY)
+    assert (DEFAULTS.procedural_min_observations, DEFAULTS.procedural_window, DEFAULTS.procedural_min_success) == (
+        3,
+        30 * DAY,
+        0.6,
+    )
+    assert DEFAULTS.similarity == 0.85
 
 
 # --- semantic → episodic, one fact ----------------------------------------------------------------------
 
 
 def test_a_fact_at_exactly_confidence_0_8_stays_semantic_and_one_just_above_is_promoted():
-    assert fact_promotion_reason(fact("a", confidence=0.8), NOW, SEED) is None
-    reason = fact_promotion_reason(fact("b", confidence=0.8000001), NOW, SEED)
+    assert fact_promotion_reason(fact("a", confidence=0.8), NOW, DEFAULTS) is None
+    reason = fact_promotion_reason(fact("b", confidence=0.8000001), NOW, DEFAULTS)
     assert reason == "confidence 0.8000001 > 0.8 and age 3 h > 2 h"
 
 
 def test_a_confident_fact_exactly_2_hours_old_waits_and_one_a_second_older_is_promoted():
-    assert fact_promotion_reason(fact("a", confidence=0.95, age=2 * HOUR), NOW, SEED) is None
-    reason = fact_promotion_reason(fact("b", confidence=0.95, age=2 * HOUR + SECOND), NOW, SEED)
+    assert fact_promotion_reason(fact("a", confidence=0.95, age=2 * HOUR), NOW, DEFAULTS) is None
+    reason = fact_promotion_reason(fact("b", confidence=0.95, age=2 * HOUR + SECOND), NOW, DEFAULTS)
     assert reason == "confidence 0.95 > 0.8 and age 7201 s > 2 h"
 
 
@@ -68,7 +73,7 @@ def test_facts_in_place_keeps_only_those_meeting_both_criteria_in_order():
         fact("also", confidence=0.99, age=4 * HOUR),
     ]
 
-    promoted = facts_in_place(facts, NOW, SEED)
+    promoted = facts_in_place(facts, NOW, DEFAULTS)
 
     assert [p.id for p in promoted] == ["old-sure", "also"]
     assert promoted[0].reason == "confidence 0.9 > 0.8 and age 5 days > 2 h"
@@ -80,7 +85,7 @@ def test_facts_in_place_keeps_only_those_meeting_both_criteria_in_order():
 def test_three_similar_facts_within_7_days_are_a_pattern():
     facts = [fact("a", age=6 * DAY), fact("b", age=DAY), fact("c", age=HOUR)]
 
-    (pattern,) = fact_patterns(facts, triangle("a", "b", "c"), NOW, SEED)
+    (pattern,) = fact_patterns(facts, triangle("a", "b", "c"), NOW, DEFAULTS)
 
     assert pattern.member_ids == ("a", "b", "c")  # oldest first
     assert pattern.average_similarity == pytest.approx(0.9)
@@ -90,22 +95,22 @@ def test_three_similar_facts_within_7_days_are_a_pattern():
 def test_a_fact_8_days_old_or_exactly_7_days_old_does_not_count_toward_a_pattern():
     edges = triangle("a", "b", "c")
 
-    assert fact_patterns([fact("a", age=8 * DAY), fact("b"), fact("c")], edges, NOW, SEED) == []
-    assert fact_patterns([fact("a", age=7 * DAY), fact("b"), fact("c")], edges, NOW, SEED) == []
-    assert len(fact_patterns([fact("a", age=7 * DAY - SECOND), fact("b"), fact("c")], edges, NOW, SEED)) == 1
+    assert fact_patterns([fact("a", age=8 * DAY), fact("b"), fact("c")], edges, NOW, DEFAULTS) == []
+    assert fact_patterns([fact("a", age=7 * DAY), fact("b"), fact("c")], edges, NOW, DEFAULTS) == []
+    assert len(fact_patterns([fact("a", age=7 * DAY - SECOND), fact("b"), fact("c")], edges, NOW, DEFAULTS)) == 1
 
 
 def test_two_similar_facts_are_no_pattern_and_neither_are_three_below_the_similarity():
-    assert fact_patterns([fact("a"), fact("b")], triangle("a", "b"), NOW, SEED) == []
+    assert fact_patterns([fact("a"), fact("b")], triangle("a", "b"), NOW, DEFAULTS) == []
     facts = [fact("a"), fact("b"), fact("c")]
-    assert fact_patterns(facts, triangle("a", "b", "c", similarity=0.84), NOW, SEED) == []
-    assert len(fact_patterns(facts, triangle("a", "b", "c", similarity=0.85), NOW, SEED)) == 1
+    assert fact_patterns(facts, triangle("a", "b", "c", similarity=0.84), NOW, DEFAULTS) == []
+    assert len(fact_patterns(facts, triangle("a", "b", "c", similarity=0.85), NOW, DEFAULTS)) == 1
 
 
 def test_an_edge_to_a_memory_that_is_no_candidate_is_ignored():
     edges = [*triangle("a", "b"), ("a", "elsewhere", 0.99), ("b", "elsewhere", 0.99)]
 
-    assert fact_patterns([fact("a"), fact("b")], edges, NOW, SEED) == []
+    assert fact_patterns([fact("a"), fact("b")], edges, NOW, DEFAULTS) == []
 
 
 # --- episodic → procedural --------------------------------------------------------------------------------
@@ -128,25 +133,25 @@ def test_the_success_tally_rounds_half_away_from_zero_as_postgresql_does():
 
 
 def test_an_average_success_of_exactly_0_6_is_not_enough_and_just_above_is():
-    assert procedural_promotion_reason(Tally(5, 3, 2, 0.6), SEED) is None
-    reason = procedural_promotion_reason(Tally(5, 3, 2, 0.6000001), SEED)
+    assert procedural_promotion_reason(Tally(5, 3, 2, 0.6), DEFAULTS) is None
+    reason = procedural_promotion_reason(Tally(5, 3, 2, 0.6000001), DEFAULTS)
     assert reason == "observed 5 times within 30 days: 3 successes > 2 failures, average success 0.6000001 > 0.6"
 
 
 def test_as_many_successes_as_failures_is_not_enough_whatever_the_average():
-    assert procedural_promotion_reason(Tally(4, 2, 2, 0.7), SEED) is None
-    assert procedural_promotion_reason(Tally(4, 3, 1, 0.7), SEED) is not None
+    assert procedural_promotion_reason(Tally(4, 2, 2, 0.7), DEFAULTS) is None
+    assert procedural_promotion_reason(Tally(4, 3, 1, 0.7), DEFAULTS) is not None
 
 
 def test_two_observations_are_not_enough_and_three_are():
-    assert procedural_promotion_reason(Tally(2, 2, 0, 1.0), SEED) is None
-    assert procedural_promotion_reason(Tally(3, 3, 0, 1.0), SEED) is not None
+    assert procedural_promotion_reason(Tally(2, 2, 0, 1.0), DEFAULTS) is None
+    assert procedural_promotion_reason(Tally(3, 3, 0, 1.0), DEFAULTS) is not None
 
 
 def test_three_similar_successful_events_within_30_days_become_a_procedure():
     events = [event("a", age=29 * DAY), event("b", "failure", age=3 * DAY), event("c", pos=1)]
 
-    (pattern,) = event_patterns(events, triangle("a", "b", "c"), NOW, SEED)
+    (pattern,) = event_patterns(events, triangle("a", "b", "c"), NOW, DEFAULTS)
 
     assert pattern.member_ids == ("a", "b", "c")
     assert (pattern.successes, pattern.failures, pattern.average_success) == (2, 1, pytest.approx(2 / 3))
@@ -156,17 +161,17 @@ def test_three_similar_successful_events_within_30_days_become_a_procedure():
 def test_an_event_exactly_30_days_old_is_outside_the_window():
     edges = triangle("a", "b", "c")
 
-    assert event_patterns([event("a", age=30 * DAY), event("b"), event("c")], edges, NOW, SEED) == []
-    assert len(event_patterns([event("a", age=30 * DAY - SECOND), event("b"), event("c")], edges, NOW, SEED)) == 1
+    assert event_patterns([event("a", age=30 * DAY), event("b"), event("c")], edges, NOW, DEFAULTS) == []
+    assert len(event_patterns([event("a", age=30 * DAY - SECOND), event("b"), event("c")], edges, NOW, DEFAULTS)) == 1
 
 
 def test_recurring_events_that_mostly_failed_are_no_procedure():
     events = [event("a"), event("b", "failure"), event("c", "mixed")]
 
-    assert event_patterns(events, triangle("a", "b", "c"), NOW, SEED) == []
+    assert event_patterns(events, triangle("a", "b", "c"), NOW, DEFAULTS) == []
 
 
-def test_other_criteria_come_from_the_settings_not_the_seed():
+def test_other_criteria_come_from_the_settings_not_the_defaults():
     strict = LadderCriteria(procedural_min_observations=4, procedural_min_success=0.9, similarity=0.95)
     events = [event("a"), event("b"), event("c"), event("d")]
 

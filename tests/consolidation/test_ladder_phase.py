@@ -1,6 +1,7 @@
-"""Seed 003's promotion ladder as a phase of the consolidation cycle, on the real database: promotions
-keep their provenance, link and history; a dry run writes nothing; other tenants are untouched; the
-cycle's promotions commit or roll back as one, and a lost race is retried."""
+"""The promotion ladder (docs/consolidation.md#the-promotion-ladder) as a phase of the consolidation
+cycle, on the real database: promotions keep their provenance, link and history; a dry run writes
+nothing; other tenants are untouched; the cycle's promotions commit or roll back as one, and a lost
+race is retried."""
 
 from __future__ import annotations
 
@@ -142,7 +143,7 @@ def test_three_similar_facts_within_a_week_make_a_new_episodic_memory_linked_to_
     links = MemoryLink.objects.filter(source=episode, kind=MemoryLink.KIND_REFERENCES)
     assert set(links.values_list("target_id", flat=True)) == {f.id for f in facts}
     assert {link.run_id for link in links} == {run.id}
-    # the facts stay facts (seed 003 flags its sources, the link is that flag)
+    # the facts stay facts (a pattern's sources are flagged, never changed; the link is that flag)
     assert {(m.kind, m.state) for m in Memory.objects.filter(pk__in=[f.id for f in facts])} == {("semantic", "active")}
     assert run.result["created_memories"] == [episode.id] and run.counters["promoted_episodic"] == 1
     (event,) = promotions()
@@ -202,7 +203,7 @@ def test_recurring_successful_episodes_make_a_new_procedural_memory_from_the_lat
     assert procedure.promotion_reason == (
         "observed 3 times within 30 days: 3 successes > 0 failures, average success 0.889 > 0.6"
     )
-    assert procedure.content.startswith(episodes[-1].content)  # the seed's learned_response: the latest event
+    assert procedure.content.startswith(episodes[-1].content)  # what was done last: the latest event's text
     assert procedure.confidence == pytest.approx(8 / 9, abs=1e-6)
     assert set(
         MemoryLink.objects.filter(source=procedure, kind=MemoryLink.KIND_REFERENCES).values_list("target_id", flat=True)
@@ -225,7 +226,7 @@ def test_recurring_episodes_that_mostly_failed_stay_episodes(cast, agent):
 
 
 def test_a_fact_promoted_in_place_counts_as_an_event_in_the_same_cycle(cast, agent):
-    """Seed 003 runs operation 3 after operation 2 in one transaction."""
+    """Episodic → procedural runs after semantic → episodic, in the same transaction."""
     now = timezone.now()
     fact = remember(
         agent, "Rolled back the deploy after alerts", spoke(20, 21, 0.9), kind="semantic", confidence=0.9,
@@ -272,7 +273,7 @@ def test_a_dry_run_previews_every_promotion_and_writes_nothing(client, cast, age
 
     client.force_login(cast.alice)
     body = html.unescape(client.get(f"/consolidation/runs/{run.id}/").content.decode())
-    assert "Would promote to episodic" in body and "Promotions — seed 003's ladder" in body
+    assert "Would promote to episodic" in body and "Promotions — the promotion ladder" in body
     assert "semantic → episodic" in body and fact.id in body and facts[0].id in body
 
 
@@ -301,7 +302,7 @@ def test_the_ladder_promotes_only_the_runs_project(cast, agent):
     assert not AuditEvent.objects.filter(verb="memory.promote").exclude(organization=cast.org_a).exists()
 
 
-# --- one transaction, the seed's retry and log ---------------------------------------------------------------
+# --- one transaction, retried on a lost race, and logged ----------------------------------------------------
 
 
 @pytest.fixture
@@ -373,7 +374,7 @@ def test_a_deadlock_is_retried_and_the_promotions_are_written_once(
     assert any(line.startswith("Created 0 procedural patterns from episodic events") for line in lines)
 
 
-def test_a_deadlock_on_every_attempt_fails_the_run_after_the_seeds_three_attempts(
+def test_a_deadlock_on_every_attempt_fails_the_run_after_three_attempts(
     cast, agent, ladder_work, monkeypatch, caplog, settings
 ):
     settings.CONSOLIDATION_LADDER_RETRY_DELAY = 0
@@ -414,7 +415,7 @@ def test_the_retry_waits_five_seconds_times_the_attempt_by_default(cast, agent, 
     assert waits == [5.0, 10.0]
 
 
-def test_the_settings_default_to_seed_003s_criteria(settings):
+def test_the_settings_default_to_the_documented_criteria(settings):
     criteria = ladder_phase.ladder_criteria()
 
     assert criteria == ladder.LadderCriteria(similarity=settings.CONSOLIDATION_LADDER_SIMILARITY)

@@ -1,4 +1,5 @@
-"""MCP ``memory_consolidate`` (seed 000) through the real SDK client in both protocol eras."""
+"""MCP ``memory_consolidate`` through the real SDK client in both protocol eras: it reports what
+docs/consolidation.md#what-a-run-reports lists."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.factories import ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
-SEED_KEYS = {"created_memories", "archived_memories", "skipped_count", "total_processed", "duration_seconds"}
+REPORTED_KEYS = {"created_memories", "archived_memories", "skipped_count", "total_processed", "duration_seconds"}
 
 
 @pytest.fixture(autouse=True)
@@ -36,14 +37,14 @@ def seeded(cast: Any, make_token: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_manual_run_over_mcp_merges_the_cluster_and_reports_seed_000s_statistics(app, seeded, mode):
+async def test_a_manual_run_over_mcp_merges_the_cluster_and_reports_its_statistics(app, seeded, mode):
     async with mcp_client(app, seeded["token"], mode) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
         result = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
     assert "memory_consolidate" in tools and "session_submit" in tools
     assert not result.is_error, dump(result)
     body = result.structured_content
-    assert SEED_KEYS <= body.keys()
+    assert REPORTED_KEYS <= body.keys()
     assert sorted(body["archived_memories"]) == sorted(seeded["ids"]) and len(body["created_memories"]) == 1
     assert body["total_processed"] == 3 and body["status"] == "completed"
     states = await in_thread(

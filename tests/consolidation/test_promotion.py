@@ -1,5 +1,5 @@
-"""Institutional promotion across scopes (issue 18 item 2, seed 001 Layer 3): the per-organization pass,
-its daily job and ``manage.py promote_institutional``.
+"""Institutional promotion across scopes (docs/consolidation.md#institutional-promotion): the
+per-organization pass, its daily job and ``manage.py promote_institutional``.
 
 Org A (acme, moved to the Teams plan) has two teams: platform (projects web-app and api) and payments
 (projects checkout and ledger). A lesson held, trusted, in two projects of platform is proposed for

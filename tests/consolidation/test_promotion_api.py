@@ -1,8 +1,8 @@
-"""Institutional promotion over REST and in the dashboard (issue 18 item 2): an org admin runs the pass
-(``POST /api/v1/consolidation/promotions``, the review queue's button); proposals are listed and decided
-with the review queue (``…/reviews?kind=promotion``, ``…/decide`` with accept / reject, htmx on the page).
-Viewers and tokens without ``admin`` get a 403, lower plans a ``plan_required`` 403, another org a 404
-or nothing."""
+"""Institutional promotion over REST and in the dashboard (docs/consolidation.md#institutional-promotion): an
+org admin runs the pass (``POST /api/v1/consolidation/promotions``, the review queue's button); proposals are
+listed and decided with the review queue (``…/reviews?kind=promotion``, ``…/decide`` with accept / reject,
+htmx on the page). Viewers and tokens without ``admin`` get a 403, lower plans a ``plan_required`` 403,
+another org a 404 or nothing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A promotion proposal awaiting review (issue 18 item 2) is in the state ``proposed``: no memory yet.
+"""A promotion proposal awaiting review (docs/consolidation.md#institutional-promotion) is in the state
+``proposed``: no memory yet.
 
 No search serves it (exhaustive included), no memory_context, list or count shows it as a memory, no
 export carries it, and the generic restore / archive / un-merge refuse it with a 409 pointing to the

@@ -1,5 +1,6 @@
-"""Institutional promotion's criteria (issue 18 item 2, consolidation/promotion.py), without a database:
-every condition at its boundary, and seed 000's weighted confidence with the consensus bonus."""
+"""Institutional promotion's criteria (consolidation/promotion/rules.py; docs/consolidation.md#institutional-promotion),
+without a database: every condition at its boundary, and the weighted confidence with the consensus
+bonus (docs/confidence.md#consolidated-memories)."""
 
 from __future__ import annotations
 
@@ -148,8 +149,8 @@ def test_a_zero_vector_is_similar_to_nothing():
 # --- the proposal's parts ------------------------------------------------------------------------------
 
 
-def test_the_confidence_is_seed_000s_usage_weighted_mean_plus_the_consensus_bonus():
-    # seed 000's worked example: (0.75, 10), (0.82, 8), (0.70, 15) weigh 0.745
+def test_the_confidence_is_the_usage_weighted_mean_plus_the_consensus_bonus():
+    # the documented example: (0.75, 10), (0.82, 8), (0.70, 15) weigh 0.745
     result = promotion_confidence([(0.75, 10), (0.82, 8), (0.70, 15)])
     assert result.weighted == pytest.approx(0.745, abs=5e-4)
     # spread 0.0492 of at most 0.2: bonus 0.1 * (1 - 0.0492 / 0.2)

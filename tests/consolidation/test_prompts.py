@@ -1,4 +1,6 @@
-"""Consolidation prompts and reply parsers (seeds 000, 002, 004) -- golden text, no database."""
+"""Consolidation prompts and reply parsers -- golden text, no database. The prompts are fixed texts:
+rewording one changes what every model does with every bank, so any drift shows up here as a diff
+(docs/consolidation.md#the-prompts)."""
 
 from __future__ import annotations
 
@@ -24,10 +26,10 @@ from consolidation.prompts.reply import PromptParseError, SourceMemory
 from consolidation.prompts.synthesis import build_synthesis_prompt, consolidated_confidence, parse_synthesis
 
 # ---------------------------------------------------------------------------------------------
-# Synthesis prompt (seed 000 "Consolidation Prompt Template")
+# Synthesis prompt (docs/consolidation.md#clustering-and-synthesis)
 # ---------------------------------------------------------------------------------------------
 
-SEED_SOURCES = [
+EXAMPLE_SOURCES = [
     SourceMemory(
         id="mem_1",
         title="Use context.WithTimeout for database calls",
@@ -57,8 +59,8 @@ SEED_SOURCES = [
     ),
 ]
 
-# Copied verbatim from seed 000, "Consolidation Prompt Template".
-SEED_SYNTHESIS_PROMPT = """You are consolidating similar memories into a single synthesized memory.
+# The synthesis prompt for three sources, written out in full.
+GOLDEN_SYNTHESIS_PROMPT = """You are consolidating similar memories into a single synthesized memory.
 
 Source Memories:
 ---
@@ -94,8 +96,8 @@ TAGS: <comma-separated tags>
 OUTCOME: success|failure
 SOURCE_ATTRIBUTION: <brief description of sources>"""
 
-# Copied verbatim from seed 000, "LLM Response".
-SEED_SYNTHESIS_REPLY = """TITLE: Database Timeout Management in Go
+# A model's reply to it, in the format the prompt asks for.
+EXAMPLE_SYNTHESIS_REPLY = """TITLE: Database Timeout Management in Go
 CONTENT: Always use context.WithTimeout for database operations to prevent resource exhaustion and hanging queries. Best practices: 1) Set timeout based on expected query duration (typically 5-30s for OLTP). 2) Wrap all DB calls (queries, transactions, connections) with timeout context. 3) Handle context.DeadlineExceeded errors gracefully. 4) Log timeout events for monitoring. This prevents cascading failures when database performance degrades.
 TAGS: go, database, timeout, best-practice, patterns
 OUTCOME: success
@@ -103,8 +105,8 @@ SOURCE_ATTRIBUTION: Synthesized from 3 source memories about database timeout ha
 
 
 class TestSynthesisPrompt:
-    def test_seed_example_prompt_is_reproduced_byte_for_byte(self) -> None:
-        assert build_synthesis_prompt(SEED_SOURCES) == SEED_SYNTHESIS_PROMPT
+    def test_the_prompt_for_three_sources_is_reproduced_byte_for_byte(self) -> None:
+        assert build_synthesis_prompt(EXAMPLE_SOURCES) == GOLDEN_SYNTHESIS_PROMPT
 
     def test_confidence_always_shows_two_decimals(self) -> None:
         source = SourceMemory("m", "T", "C", ("x",), 0.7, 0, "success")
@@ -124,8 +126,8 @@ class TestSynthesisPrompt:
 
 
 class TestParseSynthesis:
-    def test_seed_example_reply_is_parsed(self) -> None:
-        result = parse_synthesis(SEED_SYNTHESIS_REPLY)
+    def test_a_reply_in_the_asked_format_is_parsed(self) -> None:
+        result = parse_synthesis(EXAMPLE_SYNTHESIS_REPLY)
         assert result.title == "Database Timeout Management in Go"
         assert result.content.startswith("Always use context.WithTimeout for database operations")
         assert result.content.endswith("when database performance degrades.")
@@ -219,12 +221,12 @@ class TestParseSynthesis:
 
 
 # ---------------------------------------------------------------------------------------------
-# Consolidated confidence (seed 000)
+# Consolidated confidence (docs/confidence.md#consolidated-memories)
 # ---------------------------------------------------------------------------------------------
 
 
 class TestConsolidatedConfidence:
-    def test_seed_example_weighs_to_0_745(self) -> None:
+    def test_the_documented_example_weighs_0_745(self) -> None:
         result = consolidated_confidence([(0.75, 10), (0.82, 8), (0.70, 15)])
         assert round(result.weighted, 3) == 0.745
 
@@ -296,12 +298,12 @@ class TestConsolidatedConfidence:
 
 
 # ---------------------------------------------------------------------------------------------
-# Contradiction judge (seed 004)
+# Contradiction judge (docs/consolidation.md#the-judge)
 # ---------------------------------------------------------------------------------------------
 
 
 class TestContradictionPrompt:
-    def test_it_opens_with_seed_004s_question_and_statements(self) -> None:
+    def test_it_opens_with_the_question_and_both_statements(self) -> None:
         prompt = build_contradiction_prompt("Project uses PostgreSQL", "Project uses MySQL")
         assert prompt.startswith(
             "Do these two statements contradict each other?\n"
@@ -386,11 +388,11 @@ class TestConfidentContradiction:
 
 
 # ---------------------------------------------------------------------------------------------
-# Supersession (seed 002)
+# Supersession (docs/consolidation.md#the-judge)
 # ---------------------------------------------------------------------------------------------
 
-# Copied verbatim from seed 002, "Supersession Detection Prompt".
-SEED_SUPERSESSION_PROMPT = """Analyze two memories to determine if the newer supersedes the older.
+# The supersession prompt, written out in full.
+GOLDEN_SUPERSESSION_PROMPT = """Analyze two memories to determine if the newer supersedes the older.
 
 Supersession means the newer memory:
 1. Directly contradicts the older (decision changed)
@@ -412,8 +414,8 @@ NEWER_AT = datetime(2025, 9, 1, 9, 0, 5, tzinfo=UTC)
 
 
 class TestSupersessionPrompt:
-    def test_the_system_prompt_is_seed_002s_text(self) -> None:
-        assert SUPERSESSION_SYSTEM_PROMPT == SEED_SUPERSESSION_PROMPT
+    def test_the_system_prompt_is_the_fixed_text(self) -> None:
+        assert SUPERSESSION_SYSTEM_PROMPT == GOLDEN_SUPERSESSION_PROMPT
 
     def test_the_user_message_shows_older_then_newer_with_timestamps(self) -> None:
         prompt = build_supersession_prompt(
@@ -473,7 +475,7 @@ class TestParseSupersession:
 
 
 # ---------------------------------------------------------------------------------------------
-# Pattern extraction (seed 004)
+# Pattern extraction (docs/consolidation.md#patterns)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -482,7 +484,7 @@ def episode(day: int, content: str) -> tuple[datetime, str]:
 
 
 class TestPatternPrompt:
-    def test_the_prompt_matches_seed_004s_builder(self) -> None:
+    def test_the_prompt_lists_the_dated_episodes_and_asks_for_a_json_array(self) -> None:
         prompt = build_pattern_prompt([episode(5, "Ran tests before committing"), episode(6, "Ran tests again")])
         assert prompt == (
             "Analyze these episodic memories and extract recurring patterns or facts:\n"

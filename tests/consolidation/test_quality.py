@@ -1,6 +1,7 @@
-"""The quality report per project (issue 17 item 6): duplicate rate, open contradictions, pairs waiting
-for review, what the write gate refused, merges undone — in total and per week — over REST and on the
-dashboard; another organization's project is a 404 and its data never counts."""
+"""The quality report per project (docs/consolidation.md#the-review-queue-and-disputes): duplicate rate,
+open contradictions, pairs waiting for review, what the write gate refused, merges undone — in total and
+per week — over REST and on the dashboard; another organization's project is a 404 and its data never
+counts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Issue 17's targets on a fixed fifth of the labelled set (the full figures: bench/consolidation_quality.py):
-with the product's thresholds for the embedder, a truthful judge or none, no pair that disagrees ends
-in one memory, and duplicate merges stay precise; the dry run proposes the duplicates the run merges."""
+"""The quality targets of docs/consolidation.md#thresholds on a fixed fifth of the labelled set (the full
+figures: bench/consolidation_quality.py): with the product's thresholds for the embedder, a truthful
+judge or none, no pair that disagrees ends in one memory, and duplicate merges stay precise; the dry run
+proposes the duplicates the run merges."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ SAMPLE = 5  # every 5th item: 80 items, ~160 memories
 
 @pytest.fixture
 def calibrated(settings):
-    """The product's thresholds for the test embedder (conftest pins the seeds' values otherwise)."""
+    """The product's thresholds for the test embedder (conftest pins an uncalibrated embedder's otherwise)."""
     (
         settings.CONSOLIDATION_DUPLICATE_THRESHOLD,
         settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD,

@@ -1,4 +1,5 @@
-"""Retention score, tiers and stale archival (seed 002, seed 004) -- pure functions, no database."""
+"""Retention score, tiers and stale archival (docs/memory-model.md#tiers-and-retention) -- pure functions,
+no database."""
 
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ class TestOverall:
 
 
 class TestConfig:
-    def test_defaults_are_seed_002s_half_life_and_thresholds(self) -> None:
+    def test_defaults_are_the_documented_half_life_weights_and_thresholds(self) -> None:
         config = RetentionConfig()
         assert config.half_life_days == 30.0
         assert (config.hot_threshold, config.warm_threshold) == (0.6, 0.3)
@@ -200,7 +201,7 @@ class TestTiers:
 
 
 class TestKindImportance:
-    def test_kinds_map_onto_seed_002_namespaces(self) -> None:
+    def test_each_kind_has_its_importance(self) -> None:
         assert dict(KIND_IMPORTANCE) == {
             "procedural": 0.85,
             "semantic": 0.9,
@@ -218,7 +219,7 @@ class TestKindImportance:
 
 
 class TestStaleArchival:
-    def test_seed_004_scenario_archives_a_low_salience_month_old_memory(self) -> None:
+    def test_a_low_salience_memory_unused_for_a_month_is_archived(self) -> None:
         assert should_archive_stale(0.05, days_ago(30), NOW, threshold=0.1) is True
 
     def test_a_recently_used_low_score_memory_is_kept(self) -> None:

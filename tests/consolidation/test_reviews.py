@@ -1,7 +1,7 @@
-"""The review queue (issue 17 item 6): pairs that consolidation set aside because their texts may
-disagree wait here until a moderator decides in one click — "They contradict" links them as a dispute,
-"They agree" lets the next run merge them. Audited; viewers read but cannot act; another organization's
-item is a 404 (REST and dashboard)."""
+"""The review queue (docs/consolidation.md#the-review-queue-and-disputes): pairs that consolidation set
+aside because their texts may disagree wait here until a moderator decides in one click — "They
+contradict" links them as a dispute, "They agree" lets the next run merge them. Audited; viewers read but
+cannot act; another organization's item is a 404 (REST and dashboard)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The summarize phase (seed 002 SUMMARIZE, issue 14 item 1): every synthesised cluster also leaves a
-summary beside its consolidated memory; malformed replies are kept as rejected, failed calls are
-caught up by a later run, dry runs and runs without an LLM write none."""
+"""The summarize phase (docs/consolidation.md#summaries): every synthesised cluster also leaves a summary
+beside its consolidated memory; malformed replies are kept as rejected, failed calls are caught up by a
+later run, dry runs and runs without an LLM write none."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Seed 002's summarization prompt and the parser of its JSON reply (pure, no database)."""
+"""The summary prompt and the parser of its JSON reply (docs/consolidation.md#summaries; pure, no
+database)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from consolidation.prompts.summaries import (
     parse_summary,
 )
 
-# seed 002 "Summarization Prompt", verbatim
-SEED_SUMMARY_PROMPT = """You are a memory consolidation agent. Create a concise summary of related memories from a software project.
+# the summary prompt, written out in full: any drift shows up as a diff (docs/consolidation.md#the-prompts)
+GOLDEN_SUMMARY_PROMPT = """You are a memory consolidation agent. Create a concise summary of related memories from a software project.
 
 Guidelines:
 - Preserve key decisions and their rationale
@@ -58,8 +59,8 @@ def source(mid: str, title: str, when: datetime) -> SourceMemory:
     )
 
 
-def test_the_system_prompt_is_seed_002s_text():
-    assert SUMMARY_SYSTEM_PROMPT == SEED_SUMMARY_PROMPT
+def test_the_system_prompt_is_the_fixed_text():
+    assert SUMMARY_SYSTEM_PROMPT == GOLDEN_SUMMARY_PROMPT
 
 
 def test_the_user_message_lists_the_sources_oldest_first_with_their_ids_and_times():

@@ -1,5 +1,5 @@
-"""What starts a consolidation run (seed 000 manual + scheduler, seed 003 on-demand) and the plan
-gates (seed 004: manual on Pro, automatic on Teams)."""
+"""What starts a consolidation run — manual, scheduled, on demand — and the plan gates: manual runs on
+Pro, automatic ones on Teams (docs/consolidation.md#what-starts-a-run)."""
 
 from __future__ import annotations
 
@@ -184,7 +184,7 @@ def test_the_scheduler_does_nothing_when_disabled(cast, enqueued, settings):
     assert consolidation_schedule_due() == [] and enqueued == []
 
 
-# --- on demand (seed 003: after N new memories) ------------------------------------------------------
+# --- on demand: after N new memories -----------------------------------------------------------------
 
 
 def test_a_teams_project_reaching_the_new_memory_threshold_gets_an_on_demand_run(cast, make_token, enqueued, settings):

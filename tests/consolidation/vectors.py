@@ -179,7 +179,7 @@ def summary_source_ids(prompt: str) -> list[str]:
 
 
 def default_summary(prompt: str) -> str:
-    """A well-formed seed 002 summary naming the prompt's sources (the oldest superseded by the newest)."""
+    """A well-formed summary reply naming the prompt's sources (the oldest superseded by the newest)."""
     ids = summary_source_ids(prompt)
     return json.dumps(
         {

@@ -26,7 +26,7 @@ from tests.mcp_harness import (
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-SEED_SEARCH_KEYS = {
+SEARCH_HIT_KEYS = {
     "id",
     "title",
     "description",
@@ -149,7 +149,7 @@ async def test_record_search_feedback_outcome_round_trip(app: Any, tokens: dict[
         body = found.structured_content
         assert set(body) == {"memories", "total_found", "tokens_used"}
         assert body["memories"][0]["id"] == memory_id
-        assert set(body["memories"][0]) == SEED_SEARCH_KEYS
+        assert set(body["memories"][0]) == SEARCH_HIT_KEYS
         assert body["memories"][0]["scope"] == "project" and body["memories"][0]["outcome"] == "success"
         assert body["total_found"] >= 1 and body["tokens_used"] > 0
         assert found.content and memory_id in found.content[0].text  # the text twin of the structured result

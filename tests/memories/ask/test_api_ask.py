@@ -1,5 +1,5 @@
-"""POST /api/v1/memories/ask and the MCP tool memory_ask (seed 002 "Temporal Reasoning"): the real
-``anthropic`` and ``openai`` SDKs answer through respx-mocked HTTP (no network)."""
+"""POST /api/v1/memories/ask and the MCP tool memory_ask (docs/search.md#asking-the-bank-memory_ask): the
+real ``anthropic`` and ``openai`` SDKs answer through respx-mocked HTTP (no network)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tests.reasoningbank.test_llm import anthropic_error, anthropic_reply, opena
 from tests.respx_httpx2 import serve_httpx2_from
 
 ASK = "/api/v1/memories/ask"
-RECORDED = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)  # seed 002's example
+RECORDED = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)  # a Monday afternoon
 QUESTION = "When did Caroline go to the support group?"
 
 
@@ -112,7 +112,7 @@ def ask(client: Any, status: int = 200, **body: Any) -> dict[str, Any]:
 # --- the answer ------------------------------------------------------------------------------------
 
 
-def test_the_llm_gets_the_seed_prompt_and_timestamped_memories_and_its_answer_comes_back(alice, caroline, llm):
+def test_the_llm_gets_the_fixed_prompt_and_timestamped_memories_and_its_answer_comes_back(alice, caroline, llm):
     llm.answers("```json\n" + answer_json() + "\n```")  # fenced, as models often do
     body = ask(alice)
 

@@ -1,5 +1,5 @@
-"""memory_ask's prompt, reply parser and date check (memories/ask/reasoning.py; seed 002 "Temporal Reasoning
-Prompt"). Pure: no database, no LLM."""
+"""memory_ask's prompt, reply parser and date check (memories/ask/reasoning.py;
+docs/search.md#asking-the-bank-memory_ask). Pure: no database, no LLM."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from memories.ask.reasoning import (
     resolutions_check,
 )
 
-# Seed 002 "Temporal Reasoning Prompt", written out in full on purpose: any drift shows up as a diff.
-SEED_PROMPT = """You are a memory reasoning assistant. Answer questions by reasoning over retrieved memories.
+# The reasoning prompt, written out in full on purpose: any drift shows up as a diff.
+GOLDEN_PROMPT = """You are a memory reasoning assistant. Answer questions by reasoning over retrieved memories.
 
 CRITICAL: Pay attention to TIMESTAMPS. When memories contain relative temporal references like "yesterday", "last week", resolve them relative to the memory's recorded timestamp.
 
@@ -72,8 +72,8 @@ def reply(**fields: Any) -> str:
 # --- the prompt ------------------------------------------------------------------------------------
 
 
-def test_the_system_prompt_is_seed_002s_verbatim():
-    assert REASONING_SYSTEM_PROMPT == SEED_PROMPT
+def test_the_system_prompt_is_the_fixed_text_verbatim():
+    assert REASONING_SYSTEM_PROMPT == GOLDEN_PROMPT
 
 
 def test_the_prompt_numbers_the_memories_with_their_recorded_timestamps_in_utc():

@@ -1,5 +1,5 @@
 """Relative temporal references resolved against a memory's recorded timestamp (memories/ask/temporal.py;
-seed 002 "Temporal Reasoning"). Pure: no database."""
+docs/search.md#asking-the-bank-memory_ask). Pure: no database."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memories.ask.temporal import TemporalReference, date_span, spans_agree, temporal_references, temporal_resolve
 
-# seed 002's example: recorded Monday 2023-05-08 14:30:00
+# the example throughout: recorded Monday 2023-05-08 14:30:00
 RECORDED = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)
 
 
@@ -19,7 +19,7 @@ def resolved(text: str, at: datetime = RECORDED) -> list[tuple[str, str]]:
     return [(ref.original_text, ref.iso) for ref in temporal_references(text, at)]
 
 
-def test_the_seeds_example_yesterday_relative_to_2023_05_08_is_2023_05_07():
+def test_yesterday_relative_to_2023_05_08_is_2023_05_07():
     (reference,) = temporal_references("Caroline said she went to the support group yesterday", RECORDED)
     assert reference == TemporalReference("yesterday", RECORDED, date(2023, 5, 7), reference.confidence)
     assert reference.iso == "2023-05-07" and reference.confidence >= 0.9

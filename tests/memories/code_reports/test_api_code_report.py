@@ -1,6 +1,7 @@
-"""POST /api/v1/sessions/code-report and the MCP tool session_code_report (issue 14 item 6, seed 001
-OnCodeStability): a post-commit hook ties a commit to a session, CI later reports it kept or reverted,
-and the memories the session was given learn it — over REST and MCP, within the token's org only."""
+"""POST /api/v1/sessions/code-report and the MCP tool session_code_report
+(docs/session-context.md#code-stability): a post-commit hook ties a commit to a session, CI later reports
+it kept or reverted, and the memories the session was given learn it — over REST and MCP, within the
+token's org only."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""What became of a session's code (memories/code_reports/services.py, issue 14 item 6, seed 001 OnCodeStability):
-a kept or reverted report moves the confidence of exactly the memories the ledger ties to the session,
-once, within the reporter's organization; commits are tied to sessions first; the first verdict is final.
-Also the stability signal's place in seed 000's system: learned weights, the rollup, the usage write."""
+"""What became of a session's code (memories/code_reports/services.py;
+docs/session-context.md#code-stability): a kept or reverted report moves the confidence of exactly the
+memories the ledger ties to the session, once, within the reporter's organization; commits are tied to
+sessions first; the first verdict is final. Also the stability signal's place among the confidence
+signals (docs/confidence.md#learned-weights): learned weights, the rollup, the usage write."""
 
 from __future__ import annotations
 
@@ -320,7 +321,7 @@ def test_another_orgs_session_and_commit_of_the_same_ids_never_reach_this_orgs_m
     assert SessionCommit.objects.filter(organization=cast.org_a).count() == 0
 
 
-# --- the fourth signal type in seed 000's system --------------------------------------------------
+# --- the fourth signal type among the others -----------------------------------------------------
 
 
 def test_helpful_feedback_after_kept_code_teaches_the_project_that_stability_predicts_it(cast, agent, given, tied):

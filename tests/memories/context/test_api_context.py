@@ -1,4 +1,5 @@
-"""POST /api/v1/memories/context and the MCP tool memory_context (seed 002 SessionStart injection)."""
+"""POST /api/v1/memories/context and the MCP tool memory_context: the block a session starts with
+(docs/session-context.md#memory_context)."""
 
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ async def test_the_mcp_tool_gives_the_same_block_and_keeps_to_its_tokens_org(app
     assert named.is_error and "not found" in named.content[0].text
 
 
-# --- the injection floor (seed 000 min_for_injection, issue 18) --------------------------------------
+# --- the injection floor (docs/confidence.md#floors) --------------------------------------------------
 
 
 def test_a_min_confidence_below_the_injection_floor_is_raised_to_it(alice, bank, settings):
@@ -178,7 +179,7 @@ async def test_the_mcp_tool_applies_the_same_floor(app, cast, make_token, monkey
     assert "CONFIDENCE_MIN_FOR_INJECTION" in tool.input_schema["properties"]["min_confidence"]["description"]
 
 
-# --- consolidated summaries (seed 002 MemorySummary) ------------------------------------------------
+# --- consolidated summaries (docs/memory-model.md#summaries) -----------------------------------------
 
 
 @pytest.fixture
@@ -203,7 +204,7 @@ def summarised(agent, bank):
     )
 
 
-def test_summaries_come_first_in_seed_002s_format_and_procedural_memories_fill_the_rest(alice, bank, summarised):
+def test_summaries_come_first_in_the_block_format_and_procedural_memories_fill_the_rest(alice, bank, summarised):
     body = context(alice)
     assert body["source"] == "mixed"
     assert body["summary_ids"] == [summarised.id]

@@ -1,4 +1,5 @@
-"""REST: GET /api/v1/summaries and /api/v1/summaries/{id} — consolidated summaries (seed 002)."""
+"""REST: GET /api/v1/summaries and /api/v1/summaries/{id} — consolidated summaries
+(docs/memory-model.md#summaries)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def alice(cast, token_client):
     return token_client(cast.org_a)
 
 
-def test_a_summary_shows_every_field_seed_002_names(alice, agent):
+def test_a_summary_shows_every_field_of_a_summary(alice, agent):
     source = MemoryFactory(principal=agent, title="Old timeout advice")
     summary = summary_make(
         agent,

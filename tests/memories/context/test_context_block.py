@@ -1,4 +1,5 @@
-"""Seed 002's SessionStart block (memories/context/block.py): format, token budget, idempotency."""
+"""The SessionStart block (memories/context/block.py; docs/session-context.md#the-block): format, token
+budget, idempotency."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def entry(n: int, body: str = "Selected FastAPI as the primary web framework.", 
     )
 
 
-def test_the_block_has_seed_002s_element_header_and_sections():
+def test_the_block_has_its_element_header_and_sections():
     block = block_format(
         [entry(1, key_facts=["FastAPI selected"], decisions=[Decision("Use FastAPI over Flask", "Native async")],
                superseded=[("Initial estimate of 2x improvement", "Measured 3x improvement")])],

@@ -1,5 +1,5 @@
-"""Activations of summaries (seed 002: a summary served to a search or a session counts) lock the rows
-they share in id order, so two of them on overlapping summaries queue instead of deadlocking
+"""Activations of summaries (a summary served to a search or a session counts one) lock the rows they
+share in id order, so two of them on overlapping summaries queue instead of deadlocking
 (docs/concurrency.md): a search's written behind its answer, a ``memory_context`` inline."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""REST lineage of memories linked by real consolidation runs (issue 11, item 2).
+"""REST lineage of memories linked by real consolidation runs (docs/memory-model.md#links).
 
 The links here are written by ``consolidation_execute`` itself, so each carries its run's id
 (``run_…``, a string). A link made by hand without a run hid that the API declared ``run_id`` an

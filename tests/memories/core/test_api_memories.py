@@ -71,7 +71,7 @@ def charlie(cast, token_client):
 # --- record ----------------------------------------------------------------------------------------
 
 
-def test_recording_a_memory_returns_the_seed_shape_plus_the_full_memory(alice):
+def test_recording_a_memory_returns_id_message_and_initial_confidence_plus_the_full_memory(alice):
     body = record(alice)
     assert body["message"] == "Memory recorded successfully"
     assert body["initial_confidence"] == 0.8

@@ -1,5 +1,6 @@
-"""REST: POST /api/v1/memories with a memory that is already there (issue 11 item 7) answers 200 with
-the existing memory's id as `duplicate_of` and creates nothing."""
+"""REST: POST /api/v1/memories with a memory that is already there
+(docs/memory-model.md#how-a-memory-enters-the-bank) answers 200 with the existing memory's id as
+`duplicate_of` and creates nothing."""
 
 from __future__ import annotations
 

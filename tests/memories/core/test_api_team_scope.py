@@ -1,6 +1,6 @@
 """A team-scoped memory in a project that belongs to no team is a 409 naming the project: the body is
-valid by the schema, the project's setup forbids it (issue 11, item 16: schemathesis counted the old
-400 as a valid request rejected)."""
+valid by the schema, the project's setup forbids it (a 400 would tell a client that followed the schema
+that its request was malformed: schemathesis counts that as a valid request rejected)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The write gate's rules (issue 17 item 5), pure: what carries no reusable value is refused with the
-field and the reason; near copies that differ in a number, a negation or an opposite word are not
-copies. No database."""
+"""The write gate's rules (docs/memory-model.md#how-a-memory-enters-the-bank), pure: what carries no
+reusable value is refused with the field and the reason; near copies that differ in a number, a negation
+or an opposite word are not copies. No database."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The write gate on the memory paths (issue 17 item 5): memory_record over REST and MCP, memory
-update, session distillation. Junk is a 400 naming the field with the reason (and an audit row the
-quality report counts); a near copy of an active memory of the same place is answered with that memory
-("duplicate of …", reason near_copy with the similarity) and nothing is stored; a gated extraction is
-skipped with a warning, the session still succeeds."""
+"""The write gate on the memory paths (docs/memory-model.md#how-a-memory-enters-the-bank): memory_record
+over REST and MCP, memory update, session distillation. Junk is a 400 naming the field with the reason
+(and an audit row the quality report counts); a near copy of an active memory of the same place is
+answered with that memory ("duplicate of …", reason near_copy with the similarity) and nothing is stored;
+a gated extraction is skipped with a warning, the session still succeeds."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Recording an identical memory (issue 11 item 7): where an active memory of the same place already
-has the same text (case and whitespace ignored), outcome and kind, nothing is written and that
-memory comes back as the duplicate. Anything else is recorded by the fingerprint (near copies are the
-write gate's: tests/memories/core/test_gate_records.py)."""
+"""Recording an identical memory (docs/memory-model.md#how-a-memory-enters-the-bank): where an active
+memory of the same place already has the same text (case and whitespace ignored), outcome and kind,
+nothing is written and that memory comes back as the duplicate. Anything else is recorded by the
+fingerprint (near copies are the write gate's: tests/memories/core/test_gate_records.py)."""
 
 from __future__ import annotations
 

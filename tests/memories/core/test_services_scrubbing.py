@@ -1,6 +1,7 @@
-"""Every text that enters the bank is scrubbed of secrets (issue 11, item 14): recorded and updated
-memories (service, REST, MCP), distilled memories, consolidation syntheses and extracted patterns,
-feedback comments. A memory is served to every token of its org, so a key in one is a leak.
+"""Every text that enters the bank is scrubbed of secrets
+(docs/security/secret-scrubbing.md#what-is-scrubbed): recorded and updated memories (service, REST, MCP),
+distilled memories, consolidation syntheses and extracted patterns, feedback comments. A memory is served
+to every token of its org, so a key in one is a leak.
 
 The secrets are assembled from pieces so that secret scanners do not flag this file.
 """

@@ -1,5 +1,6 @@
-"""REST restore answers a clear 409 for a memory that is already active (issue 11, item 8), and the
-archive reasons are documented as an enum with their meanings."""
+"""REST restore answers a clear 409 for a memory that is already active
+(docs/memory-model.md#states-and-archive-reasons), and the archive reasons are documented as an enum with
+their meanings."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Moderation services (memories/moderation/services.py): every archive — by a person or by the consolidation
-cycle — goes through ``memories_archive`` and writes its ``memory.archive`` audit row (DESIGN §4)."""
+"""Moderation services (memories/moderation/services.py): every archive — by a person or by the
+consolidation cycle — goes through ``memories_archive`` and writes its ``memory.archive`` audit row
+(docs/tenancy.md#the-audit-log)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Pruning of low-confidence memories (seed 000 prune_threshold, issue 18 item 3): the daily rollup
-archives a memory whose confidence stayed below 0.3 after enough signals, audited and restorable."""
+"""Pruning of low-confidence memories (docs/confidence.md#pruning): the daily rollup archives a memory
+whose confidence stayed below 0.3 after enough signals, audited and restorable."""
 
 from __future__ import annotations
 

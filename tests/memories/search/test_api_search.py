@@ -1,4 +1,4 @@
-"""REST: POST /api/v1/memories/search — seed 000's memory_search over HTTP."""
+"""REST: POST /api/v1/memories/search — memory_search over HTTP (docs/search.md#the-request)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.factories import ProjectFactory, summary_make
 
 MEMORIES = "/api/v1/memories"
 SEARCH = "/api/v1/memories/search"
-SEED_HIT_KEYS = {"id", "title", "description", "content", "outcome", "confidence", "usage_count", "relevance", "scope"}
+HIT_KEYS = {"id", "title", "description", "content", "outcome", "confidence", "usage_count", "relevance", "scope"}
 SCORE_KEYS = {
     "relevance",
     "similarity",
@@ -70,11 +70,11 @@ def test_a_recorded_memory_is_found_first_by_a_matching_query(alice, timeout_mem
     assert body["tokens_used"] > 0
 
 
-def test_the_response_has_exactly_the_seed_000_keys(alice, timeout_memory):
+def test_the_response_has_exactly_memories_total_found_and_tokens_used(alice, timeout_memory):
     body = search(alice, "HTTP timeouts")
     assert set(body) == {"memories", "total_found", "tokens_used"}
     hit = body["memories"][0]
-    assert set(hit) == SEED_HIT_KEYS
+    assert set(hit) == HIT_KEYS
     assert hit["outcome"] == "success"
     assert hit["scope"] == "project"
     assert 0 < hit["relevance"] <= 1.2
@@ -82,7 +82,7 @@ def test_the_response_has_exactly_the_seed_000_keys(alice, timeout_memory):
 
 def test_explain_adds_the_score_breakdown_to_each_result(alice, timeout_memory):
     hit = search(alice, "HTTP timeouts", explain=True)["memories"][0]
-    assert set(hit) == SEED_HIT_KEYS | {"explain"}  # the MCP tool's name for it (REST said "score" before)
+    assert set(hit) == HIT_KEYS | {"explain"}  # the MCP tool's name for it (REST said "score" before)
     score = hit["explain"]
     assert set(score) == SCORE_KEYS
     assert score["scope"] == "project"
@@ -203,7 +203,7 @@ def test_get_on_the_search_route_is_not_mistaken_for_a_memory_id(alice):
     assert "not found" not in response.json()["detail"]
 
 
-# --- include_summaries (seed 002) ------------------------------------------------------------------
+# --- include_summaries (docs/search.md#summaries-in-search) ------------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Seed 001's ranking formula with DESIGN §7's additions: BM25, the fusion of the two legs into one
+"""The ranking formula and what it stands on (docs/search.md): BM25, the fusion of the two legs into one
 relevance, and the score built on it (no Django, no DB)."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_very_old_memories_are_clamped_to_no_boost_instead_of_going_negative() -
     assert recency_boost(10_000) == 1.0
 
 
-def test_recency_boost_follows_the_seed_formula_inside_the_year() -> None:
+def test_recency_boost_follows_the_documented_formula_inside_the_year() -> None:
     assert recency_boost(182.5) == pytest.approx(1.05)
     assert recency_boost(73) == pytest.approx(1.0 + 0.1 * (1 - 73 / 365))
 
@@ -94,7 +94,7 @@ def test_the_breakdown_carries_every_factor() -> None:
     }
 
 
-def test_scope_weights_match_the_seed_and_prefer_nearer_scopes() -> None:
+def test_scope_weights_are_the_documented_ones_and_prefer_nearer_scopes() -> None:
     assert SCOPE_WEIGHTS == {"project": 1.0, "team": 0.9, "org": 0.8}
     project, team, org = (_score(scope=s).score for s in ("project", "team", "org"))
     assert project > team > org

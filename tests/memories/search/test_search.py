@@ -262,7 +262,7 @@ def test_invalid_search_input_names_the_field(kwargs, field):
     assert {error["loc"][0] for error in excinfo.value.errors()} == {field}
 
 
-def test_search_defaults_follow_seed_000(settings):
+def test_search_defaults_are_the_documented_ones(settings):
     query = SearchInput(query="  timeouts  ").to_query()
     assert (query.query, query.scope, query.outcome, query.limit) == ("timeouts", "all", "all", 5)
     assert query.min_confidence == settings.SEARCH_MIN_CONFIDENCE
@@ -291,7 +291,7 @@ def test_a_memory_without_any_word_characters_does_not_break_search_for_the_proj
 
 
 
-# --- retrieval modes (seed 002 RetrievalMode) -------------------------------------------------------
+# --- retrieval modes (docs/search.md#retrieval-modes) -----------------------------------------------
 
 
 @pytest.fixture
@@ -333,7 +333,7 @@ def test_an_exhaustive_search_marks_archived_memories_and_records_no_use_of_them
     write_behind_wait()
     body = {hit["id"]: hit for hit in output.model_dump(mode="json")["memories"]}
     assert body[tiered["archived"].id]["state"] == "archived"
-    assert "state" not in body[tiered["hot"].id]  # seed 000's shape for active memories
+    assert "state" not in body[tiered["hot"].id]  # an active hit has no state key (docs/search.md#the-request)
     assert Memory.objects.get(pk=tiered["archived"].pk).usage_count == 0
     assert Memory.objects.get(pk=tiered["hot"].pk).usage_count == 1
 

@@ -18,7 +18,7 @@ from tests.memories.search.search_setup import CONTENT, DESCRIPTION, QUERY, TITL
 pytestmark = pytest.mark.usefixtures("every_memory_its_own_result")
 
 
-# --- hybrid ranking: BM25 with OR semantics, fusion, folding, usage floor (issue 13) ---------------
+# --- hybrid ranking: BM25 with OR semantics, fusion, folding, usage floor (docs/search.md) -----------
 
 
 def test_a_question_that_shares_only_some_words_with_a_memory_finds_it_first(token):
@@ -45,7 +45,7 @@ def test_a_rare_word_outweighs_a_word_every_memory_holds(token):
     assert result.hits[0].breakdown.lexical_rank == 1
 
 
-def test_relevance_is_the_fusion_of_both_legs_and_ranks_by_seed_001s_formula(token, settings):
+def test_relevance_is_the_fusion_of_both_legs_and_ranks_by_the_ranking_formula(token, settings):
     record(token)
     other = record(token, title="Jittered backoff for queue consumers", description="Workers",
                    content="Consumers back off with jitter when the broker is down.")

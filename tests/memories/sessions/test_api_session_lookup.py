@@ -1,5 +1,6 @@
-"""REST finds a session by the ``session_id`` its client chose (issue 11, item 16), as well as by the
-service's ``ses_…`` id, only within the token's reach."""
+"""REST finds a session by the ``session_id`` its client chose
+(docs/memory-model.md#sessions-and-distillation), as well as by the service's ``ses_…`` id, only within
+the token's reach."""
 
 from __future__ import annotations
 

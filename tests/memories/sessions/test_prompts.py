@@ -1,4 +1,5 @@
-"""Seed 000's distillation prompt and the parser for its replies (pure text, no Django, no DB)."""
+"""The distillation prompt and the parser for its replies (docs/memory-model.md#sessions-and-distillation;
+pure text, no Django, no DB)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from memories.sessions.prompts import (
 
 SAMPLE_TRACE = "user: fix the failing test\nassistant: ran pytest -x, added the missing fixture\ntests: 12 passed"
 
-# Seed 000 "Extraction Prompt Template" with outcome=success, the sample trace fenced in
-# <session_trace> tags, and "## Memory {{n}}" rendered as "## Memory N". Written out in full on
-# purpose: any drift from the seed's wording shows up here as a diff.
+# The extraction prompt with outcome=success, the sample trace fenced in <session_trace> tags, and
+# "## Memory {{n}}" rendered as "## Memory N". Written out in full on purpose: the prompt is a fixed
+# text, and any drift from its wording shows up here as a diff (docs/consolidation.md#the-prompts).
 GOLDEN_PROMPT = """\
 You are analyzing a completed agent session to extract reusable strategies.
 
@@ -85,11 +86,11 @@ def parse_error(reply: str) -> ExtractionParseError:
 # --- building the prompt ----------------------------------------------------------------------
 
 
-def test_built_prompt_is_the_seed_template_with_the_fenced_trace_filled_in() -> None:
+def test_built_prompt_is_the_template_with_the_fenced_trace_filled_in() -> None:
     assert build_extraction_prompt(outcome="success", trace=SAMPLE_TRACE) == GOLDEN_PROMPT
 
 
-def test_template_constant_keeps_the_seed_placeholders() -> None:
+def test_template_constant_keeps_its_placeholders() -> None:
     assert EXTRACTION_TEMPLATE.count("{{outcome}}") == 1
     assert EXTRACTION_TEMPLATE.count("{{trace}}") == 1
     assert "## Memory {{n}}\n" in EXTRACTION_TEMPLATE

@@ -1,6 +1,6 @@
-"""The injection ledger (memories/sessions/services.py, issue 14 item 6): memories handed to a session
-by memory_search / memory_context with its id receive the session's outcome, once, and nothing of
-another organization does."""
+"""The injection ledger (memories/sessions/services.py; docs/session-context.md#the-ledger): memories
+handed to a session by memory_search / memory_context with its id receive the session's outcome, once,
+and nothing of another organization does."""
 
 from __future__ import annotations
 

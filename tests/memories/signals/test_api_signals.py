@@ -1,4 +1,4 @@
-"""REST: feedback, outcome, lineage and the signal log of a memory (seed 000 confidence signals)."""
+"""REST: feedback, outcome, lineage and the signal log of a memory (docs/confidence.md#signals)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def confidence(client: Any, memory_id: str) -> float:
 # --- feedback --------------------------------------------------------------------------------------
 
 
-def test_helpful_feedback_raises_confidence_with_the_seed_response(alice, memory_id):
+def test_helpful_feedback_raises_confidence_and_answers_success_new_confidence_and_message(alice, memory_id):
     response = alice.post(f"{MEMORIES}/{memory_id}/feedback", {"helpful": True, "comment": "saved me"}, format="json")
     assert response.status_code == 200
     body = response.json()

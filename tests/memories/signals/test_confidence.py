@@ -1,4 +1,4 @@
-"""Seed 000's Bayesian confidence system, as pure math (no Django, no DB)."""
+"""Bayesian confidence (docs/confidence.md), as pure math (no Django, no DB)."""
 
 from __future__ import annotations
 
@@ -42,11 +42,11 @@ STABILITY_NEG = Signal(SignalType.STABILITY, positive=False)  # it was reverted
 DEFAULT_WEIGHTS = ProjectWeights().compute_weights()
 
 
-# --- seed 000's worked example -------------------------------------------------------------
+# --- the worked example (docs/confidence.md#signals) ----------------------------------------
 
 
-def test_seed_000_worked_example_is_reproduced_step_by_step() -> None:
-    # The example's weights (0.40 / 0.33 / 0.33) are given in the seed, not computed.
+def test_the_worked_example_is_reproduced_step_by_step() -> None:
+    # The example's weights (0.40 / 0.33 / 0.33) are illustrative, not computed.
     weights = Weights(explicit=0.40, usage=0.33, outcome=0.33)
     alpha, beta = confidence_prior(INITIAL_DEFAULT)
     assert (alpha, beta) == (1.0, 1.0)
@@ -69,16 +69,16 @@ def test_seed_000_worked_example_is_reproduced_step_by_step() -> None:
 # --- project weights ------------------------------------------------------------------------
 
 
-def test_new_project_weights_start_from_the_seed_priors() -> None:
+def test_new_project_weights_start_from_the_documented_priors() -> None:
     pw = ProjectWeights()
     assert (pw.explicit_alpha, pw.explicit_beta) == (7.0, 3.0)
     assert (pw.usage_alpha, pw.usage_beta) == (5.0, 5.0)
     assert (pw.outcome_alpha, pw.outcome_beta) == (5.0, 5.0)
-    assert (pw.stability_alpha, pw.stability_beta) == (5.0, 5.0)  # issue 14's fourth type, prior 5:5
+    assert (pw.stability_alpha, pw.stability_beta) == (5.0, 5.0)  # the fourth type, prior 5:5
 
 
 def test_initial_weights_are_the_prior_means_normalised_to_sum_one() -> None:
-    # four types since issue 14 added stability: 0.7 + 0.5 + 0.5 + 0.5 = 2.2 (seed 000's three made 1.7)
+    # four types, stability the fourth: 0.7 + 0.5 + 0.5 + 0.5 = 2.2 (docs/confidence.md#learned-weights)
     weights = ProjectWeights().compute_weights()
     assert weights.explicit == pytest.approx(0.7 / 2.2)
     assert weights.usage == pytest.approx(0.5 / 2.2)
@@ -97,7 +97,7 @@ def test_weight_for_returns_the_weight_of_each_signal_type() -> None:
     assert weights.weight_for("stability") == 0.1  # type: ignore[arg-type]
 
 
-def test_hand_written_weights_of_seed_000s_three_types_give_stability_no_weight() -> None:
+def test_hand_written_weights_of_three_types_give_stability_no_weight() -> None:
     assert Weights(explicit=0.40, usage=0.33, outcome=0.33).weight_for(SignalType.STABILITY) == 0.0
 
 
@@ -223,7 +223,7 @@ def test_a_non_positive_prior_strength_is_rejected(bad: float) -> None:
         confidence_prior(0.5, strength=bad)
 
 
-def test_seed_config_constants_are_copied_exactly() -> None:
+def test_the_initial_confidences_and_the_event_retention_are_the_documented_ones() -> None:
     assert INITIAL_EXPLICIT == 0.8
     assert INITIAL_SUCCESS == 0.7
     assert INITIAL_FAILURE == 0.6
@@ -343,9 +343,9 @@ def test_a_positive_signal_never_lowers_confidence_and_a_negative_never_raises_i
         assert after.score <= before.score
 
 
-# --- seed 001's time decay (issue 18): the Beta evidence shrinks toward the prior ----------------------
+# --- time decay (docs/confidence.md#time-decay): the Beta evidence shrinks toward the prior -----------
 
-# seed 000's worked example after day 5: Beta(2.06, 1) over the Beta(1, 1) prior, confidence 0.67
+# the worked example after its last step: Beta(2.06, 1) over the Beta(1, 1) prior, confidence 0.67
 EXAMPLE_EVIDENCE = SignalCounts(usage_pos=1, outcome_pos=1, explicit_pos=1)
 EXAMPLE_WEIGHTS = Weights(explicit=0.40, usage=0.33, outcome=0.33)
 
@@ -359,7 +359,7 @@ def test_the_worked_example_memory_loses_about_005_in_its_first_month_of_decay()
     fresh = decayed(0)
     assert round(fresh.score, 3) == 0.673
     month = decayed(DECAY_GRACE_DAYS + 30)
-    assert fresh.score - month.score == pytest.approx(0.05, abs=0.002)  # seed 001: -0.05 per month
+    assert fresh.score - month.score == pytest.approx(0.05, abs=0.002)  # about -0.05 in the first month
 
 
 def test_the_months_steps_shrink_as_the_memory_nears_its_prior() -> None:
@@ -426,7 +426,7 @@ def test_decay_is_monotone_in_silence_and_stays_between_the_evidence_and_the_pri
     assert then.alpha >= alpha and then.beta >= beta
 
 
-# --- seed 000's prune_threshold ------------------------------------------------------------------------
+# --- pruning (docs/confidence.md#pruning) ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("confidence", "signals", "recent_positive", "prunable"), [

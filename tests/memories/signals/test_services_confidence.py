@@ -1,4 +1,4 @@
-"""The self-improving confidence system (seed 000) through the services and the real database."""
+"""The self-improving confidence system (docs/confidence.md) through the services and the real database."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ record = memory_recorder(
 
 
 def weights(explicit=(7, 3), usage=(5, 5), outcome=(5, 5), stability=(5, 5)):
-    """Normalised Beta means, computed by hand (the services must agree with seed 000's formula), over
-    the four signal types (issue 14 added stability to seed 000's three)."""
+    """Normalised Beta means, computed by hand (the services must agree with the formula of
+    docs/confidence.md#learned-weights), over the four signal types."""
     raw = [a / (a + b) for a, b in (explicit, usage, outcome, stability)]
     total = sum(raw)
     return [r / total for r in raw]

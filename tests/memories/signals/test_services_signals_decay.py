@@ -1,6 +1,7 @@
-"""Seed 001's time decay in the daily rollup (``memories.signals.services.signals_decay``, issue 18 item 3):
-the Beta evidence of a memory without signals shrinks toward its prior — stored, so that a later signal adds
-to what is left — bounded, monotone, once per UTC day, missed days caught up."""
+"""Time decay in the daily rollup (``memories.signals.services.signals_decay``;
+docs/confidence.md#time-decay): the Beta evidence of a memory without signals shrinks toward its prior —
+stored, so that a later signal adds to what is left — bounded, monotone, once per UTC day, missed days
+caught up."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def aggregate(memory: Memory) -> MemorySignalAggregate:
 
 
 def expected(memory: Memory, counts: conf.SignalCounts) -> float:
-    """Seed 000's formula over ``counts`` with the memory's project's current weights (by hand)."""
+    """The confidence formula over ``counts`` with the memory's project's current weights (by hand)."""
     memory.refresh_from_db()
     row = ProjectSignalWeights.objects.filter(
         organization_id=memory.organization_id,
@@ -159,7 +160,8 @@ def test_a_doubted_memory_decays_up_toward_its_prior_and_never_past_it(agent, mo
 
 
 def test_a_typical_memory_loses_about_005_in_its_first_month_past_the_grace(agent, morning):
-    # seed 000's worked example: one usage, one outcome, one helpful signal over the Beta(1, 1) prior
+    # the worked example of docs/confidence.md#signals: one usage, one outcome, one helpful signal over
+    # the Beta(1, 1) prior
     memory = silent(agent, days=30, at=morning, usage_pos=1, outcome_pos=1, explicit_pos=1)
     Memory.objects.filter(pk=memory.pk).update(prior_alpha=1.0, prior_beta=1.0)
     signals_rollup_daily(now=morning)

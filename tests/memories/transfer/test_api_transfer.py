@@ -1,5 +1,5 @@
-"""REST export and import (issue 18 item 4): admins only, a streamed JSON Lines export, an import that
-names the bad line and field and writes nothing, and another organization's data out of reach."""
+"""REST export and import (docs/export-import.md): admins only, a streamed JSON Lines export, an import
+that names the bad line and field and writes nothing, and another organization's data out of reach."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``manage.py export_memories`` and ``import_memories`` (issue 18 item 4): a file out, the same bank in,
-progress on standard error, a bad file's problems listed and nothing written."""
+"""``manage.py export_memories`` and ``import_memories`` (docs/export-import.md): a file out, the same
+bank in, progress on standard error, a bad file's problems listed and nothing written."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ def test_a_minimal_hand_written_memory_gets_the_defaults_of_a_recorded_one():
     assert record["confidence"] == pytest.approx(0.8)
     assert record["importance"] == 0.85
     assert record["created_at"] == record["updated_at"] == NOW
-    # a file written before seed 003's ladder existed: never promoted
+    # a file written before the promotion ladder existed: never promoted
     assert (record["promoted_from"], record["promoted_at"], record["promotion_reason"]) == ("", None, "")
 
 

@@ -1,5 +1,5 @@
-"""Export and import of a whole memory bank (issue 18 item 4): the round trip is lossless, a bad file
-writes nothing, and the other tools' files come in as memories of a project."""
+"""Export and import of a whole memory bank (docs/export-import.md): the round trip is lossless, a bad
+file writes nothing, and the other tools' files come in as memories of a project."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def bank(cast: Any) -> dict[str, Any]:
             session_id="s-1", comment="helped" if positive else "", actor="user:alice@acme.test",
             confidence_after=0.9, created_at=now - timedelta(days=2),
         )  # fmt: skip
-    MemorySignalAggregate.objects.create(  # decayed once (seed 001's time decay), then 2 signals folded
+    MemorySignalAggregate.objects.create(  # decayed once (time decay), then 2 signals folded
         memory=merged, organization=cast.org_a, explicit_pos=4, usage_pos=30, usage_neg=2, last_rollup=now,
         explicit_pos_kept=2.75, explicit_neg_kept=0.0, usage_pos_kept=21.125, usage_neg_kept=1.5,
         outcome_pos_kept=0.0, outcome_neg_kept=0.0, stability_pos_kept=0.0, stability_neg_kept=0.0,
@@ -190,7 +190,7 @@ def test_the_round_trip_keeps_lineage_places_and_trust(cast, bank, empty_org):
     assert audit.data["created"]["memory"] == 7
 
 
-def test_a_promotion_of_seed_003s_ladder_survives_the_round_trip(cast, agent, empty_org):
+def test_a_promotion_by_the_ladder_survives_the_round_trip(cast, agent, empty_org):
     promoted_at = timezone.now() - timedelta(hours=5)
     fact = MemoryFactory(principal=agent, project="web-app", title="Staging runs in eu-west", kind="episodic")
     Memory.objects.filter(pk=fact.pk).update(
