@@ -37,7 +37,7 @@ class ScriptedLLM:
 
 
 def memory_block(n: int, title: str, description: str, content: str, tags: str = "x", outcome: str = "success") -> str:
-    """One ``## Memory N`` block in seed 000's extraction format."""
+    """One ``## Memory N`` block in the extraction format (memories/sessions/prompts.py)."""
     return (
         f"## Memory {n}\n**Title**: {title}\n**Description**: {description}\n"
         f"**Content**: {content}\n**Tags**: {tags}\n**Outcome**: {outcome}\n"

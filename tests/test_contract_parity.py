@@ -1,4 +1,5 @@
-"""One contract per operation (DESIGN §3): every agent operation gives the same body over REST and MCP.
+"""One contract per operation (docs/decisions.md#one-contract-per-operation): every agent operation gives
+the same body over REST and MCP.
 
 Two organizations hold the same bank (a project ``web-app`` with the same memories); each operation
 runs once over REST in org A and once over MCP (the official SDK client) in org B with the same
@@ -142,7 +143,7 @@ INVALID = [
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "maybe"}, "outcome"),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": ["x" * 51]},
      "tags"),
-    # the write gate (issue 17): junk is refused with the reason, naming the field (REST: a 422)
+    # the write gate: junk is refused with the reason, naming the field (REST: a 422)
     ("memory_record", {"title": "TODO", "description": "d", "content": "Seed the RNG in the test setup",
                        "outcome": "success"}, "title", 422),
     ("memory_record", {"title": "Seed the RNG", "description": "d", "content": "Seed it", "outcome": "success"},

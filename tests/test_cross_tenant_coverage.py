@@ -1,4 +1,4 @@
-"""Access as a wall (issue 12, item 5): every endpoint has a cross-tenant test.
+"""Access as a wall (docs/tenancy.md#how-the-wall-is-tested): every endpoint has a cross-tenant test.
 
 Every route of the URL conf and every tool of the MCP server must be named by at least one test
 marked ``@pytest.mark.cross_tenant("<route or tool name>")`` — a test in which org B's object or
@@ -32,7 +32,7 @@ EXEMPT_ROUTES: dict[str, str] = {
     "api-schema": "the public OpenAPI document, the same for everybody",
     "api-docs": "the public Swagger UI page for the schema, the same for everybody",
     "^api/": "the catch-all under /api/: a JSON 404 for every unknown path, reads nothing",
-    # OAuth 2.1 (issue 16): the authorization endpoint, the token endpoint and connected apps have
+    # OAuth 2.1 (docs/oauth.md): the authorization endpoint, the token endpoint and connected apps have
     # cross-tenant tests (tests/accounts/test_oauth.py); these hold no org data
     "oauth2_provider:oauth-server-metadata": "RFC 8414 authorization server metadata, the same public document for all",
     "oauth2_provider:oauth-resource-metadata-mcp": "RFC 9728 metadata of /mcp, the same public document for all",
@@ -44,7 +44,7 @@ EXEMPT_ROUTES: dict[str, str] = {
 }
 # URL namespaces whose routes are not ours to guard with the tenant filter
 EXEMPT_NAMESPACES: dict[str, str] = {
-    "admin": "Django admin: staff-only moderation across every org by design (DESIGN §3 admin.py)",
+    "admin": "Django admin: staff-only moderation across every org, for the service's operators, not tenants",
 }
 # third-party view packages mounted in the URL conf
 EXEMPT_VIEW_PACKAGES: dict[str, str] = {

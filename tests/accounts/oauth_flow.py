@@ -1,4 +1,5 @@
-"""The OAuth 2.1 authorization code flow with PKCE, driven through Django's test client (issue 16).
+"""The OAuth 2.1 authorization code flow with PKCE, driven through Django's test client
+(docs/oauth.md#the-flow).
 
 Each step is one request, so that tests can break the flow anywhere: register a client (Dynamic
 Client Registration), open the consent page, decide, exchange the code, refresh.

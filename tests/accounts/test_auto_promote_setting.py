@@ -1,6 +1,7 @@
-"""The organization's "accept promotion proposals automatically" switch (issue 18 item 2): off by default,
-changed by org admins on the Teams settings page or by staff in the admin, audited; viewers cannot, and a
-user of another organization changes only their own."""
+"""The organization's "accept promotion proposals automatically" switch
+(docs/consolidation.md#institutional-promotion): off by default, changed by org admins on the Teams
+settings page or by staff in the admin, audited; viewers cannot, and a user of another organization
+changes only their own."""
 
 from __future__ import annotations
 

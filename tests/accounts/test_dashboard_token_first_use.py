@@ -1,6 +1,6 @@
-"""The dashboard's connection snippet works as copied (issue 11 item 4): an owner creates a token in
-Settings → API tokens with the form's defaults (whole organization), pastes the `.mcp.json` snippet
-into an agent, and the agent's first memory_record and session_submit succeed in an org with one
+"""The dashboard's connection snippet works as copied (docs/tenancy.md#who-owns-what): an owner creates a
+token in Settings → API tokens with the form's defaults (whole organization), pastes the `.mcp.json`
+snippet into an agent, and the agent's first memory_record and session_submit succeed in an org with one
 project. With no project or several, the page says what the agent needs before it fails."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""OAuth 2.1 for remote MCP clients (issue 16): metadata, the authorization server, consent, tokens
-as principals, connected apps, and every refusal the issue lists (each with the specification's
-error and nothing written)."""
+"""OAuth 2.1 for remote MCP clients (docs/oauth.md): metadata, the authorization server, consent, tokens
+as principals, connected apps, and the refusals (each with the error the OAuth specifications name, and
+nothing written)."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_a_project_restriction_and_fewer_scopes_carry_into_the_principal(
     assert connection.scopes == ["memories:read"] and list(connection.projects.all()) == [cast.project_a]
 
 
-# --- refusals (issue 16's list) ------------------------------------------------------------------
+# --- refusals: each with its OAuth error, nothing written ------------------------------------------
 
 
 def test_wrong_pkce_verifier_is_invalid_grant_and_no_token(alice_web: Client, client_id: str) -> None:

@@ -1,6 +1,6 @@
-"""Client ID Metadata Documents (issue 16): a client named by its metadata URL, fetched under
-limits. The documents are served from a loopback server in this process (no network): loopback
-and http are development switches, off by default."""
+"""Client ID Metadata Documents (docs/oauth.md#client-registration): a client named by its metadata URL,
+fetched under limits. The documents are served from a loopback server in this process (no network):
+loopback and http are development switches, off by default."""
 
 from __future__ import annotations
 

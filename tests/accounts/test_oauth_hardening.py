@@ -1,7 +1,7 @@
-"""OAuth for remote MCP clients, the parts around the flow (issue 16): browser-based clients at
-another origin (CORS), the limit on open client registration, the scheduled token cleanup, a
-client revoking its own token (RFC 7009), what a 401 tells an OAuth client, the token page's hint,
-and PostgreSQL keeping a connected app's restriction inside its org."""
+"""OAuth for remote MCP clients, the parts around the flow (docs/oauth.md): browser-based clients at
+another origin (CORS), the limit on open client registration, the scheduled token cleanup, a client
+revoking its own token (RFC 7009), what a 401 tells an OAuth client, the token page's hint, and
+PostgreSQL keeping a connected app's restriction inside its org."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""OAuth access tokens on the MCP endpoint (issue 16), through the real SDK client in-process: the
-same principal as an API token (org, scopes, project restriction), bound to the ``/mcp`` resource,
-refused once revoked or when minted for the REST API."""
+"""OAuth access tokens on the MCP endpoint (docs/oauth.md#tokens), through the real SDK client
+in-process: the same principal as an API token (org, scopes, project restriction), bound to the ``/mcp``
+resource, refused once revoked or when minted for the REST API."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Abuse limits (issue 11, item 15): failed bearer tokens over REST, failed logins, signups.
+"""Abuse limits (docs/tenancy.md#failed-tokens-are-throttled): failed bearer tokens over REST, failed logins, signups.
 
 Every limit is counted in the database (``accounts/throttling.py``, allauth through the shared
 cache), so that several web worker processes share the counters; these tests run in one process

@@ -1,6 +1,6 @@
-"""Institutional promotion in a real browser (issue 18 item 2): a lesson two projects of a team agree on
-waits in the review queue with its source projects and confidence; one click on "Promote" swaps the card
-over htmx and the memory serves the team."""
+"""Institutional promotion in a real browser (docs/consolidation.md#institutional-promotion): a lesson
+two projects of a team agree on waits in the review queue with its source projects and confidence; one
+click on "Promote" swaps the card over htmx and the memory serves the team."""
 
 from __future__ import annotations
 

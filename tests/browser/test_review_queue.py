@@ -1,5 +1,6 @@
-"""The review queue in a real browser (issue 17 item 6): one click on "They contradict" swaps the card
-for the decision over htmx (CSRF header included) and the pair shows up with the disputes."""
+"""The review queue in a real browser (docs/consolidation.md#the-review-queue-and-disputes): one click on
+"They contradict" swaps the card for the decision over htmx (CSRF header included) and the pair shows up
+with the disputes."""
 
 from __future__ import annotations
 

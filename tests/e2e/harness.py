@@ -166,7 +166,8 @@ def pg_conninfo(data_dir: Path) -> dict[str, Any]:
 # --- the service ---------------------------------------------------------------------------------
 
 
-# django-q2's words for a worker process dying or failing to reach its broker (issue #11 item 1)
+# django-q2's words for a worker process dying or failing to reach its broker (a pooled connection
+# shared across the worker's forks once killed it: docs/decisions.md#django-q2-on-the-orm-broker-not-celery-and-redis)
 WORKER_CRASH_SIGNS = ("reincarnated", "Failed to pull task", "Could not save task result", "after sudden death")
 
 

@@ -37,7 +37,7 @@ _lesson_turn = iter(range(1 << 30))
 
 
 def _distillation_reply(prompt: str) -> str:
-    """Seed 000's extraction format (memories/sessions/prompts.py): one memory per session, its title
+    """The extraction format (memories/sessions/prompts.py): one memory per session, its title
     carrying the trace's marker so a test can find exactly the memory its session produced."""
     markers = re.findall(r"E2E-[A-Za-z0-9-]+", prompt.split("<session_trace>", 1)[-1])
     if not markers:
@@ -56,7 +56,7 @@ def _distillation_reply(prompt: str) -> str:
 
 
 def _synthesis_reply(prompt: str) -> str:
-    """Seed 000's consolidation format (consolidation/prompts/synthesis.py)."""
+    """The synthesis reply format (consolidation/prompts/synthesis.py)."""
     markers = re.findall(r"E2E-[A-Za-z0-9-]+", prompt)
     marker = markers[0] if markers else "cluster"
     return (

@@ -1,6 +1,7 @@
-"""A new user in Chromium against the live server (DEBUG off, plain http as run.sh serves it): sign
-up, land on the dashboard with their org, create a token, and the first snippet's token works for an
-agent's first write without any further setup (issue #11 items 4 and 13)."""
+"""A new user in Chromium against the live server (DEBUG off, plain http as run.sh serves it): sign up,
+land on the dashboard with their org, create a token, and the first snippet's token works for an agent's
+first write without any further setup (docs/tenancy.md#who-owns-what: a new organization has one project,
+``default``, so the snippet needs no project)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """A short concurrent load over MCP: tens of agents searching and recording at once, zero errors
-(issue #11 item 11: deadlocks in the usage write-behind failed searches)."""
+(deadlocks in the usage write-behind once failed searches:
+docs/concurrency.md#locking-order-ascending-memory-id)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""An agent on the official MCP SDK client, over real HTTP to the live server, in both protocol eras:
-the memory tools, a session distilled by the worker through the ``openai`` provider (the loopback
-stub), and a consolidation (dry run, then real) whose lineage is read back over REST
-(issue #11 items 1, 2, 4, 6)."""
+"""An agent on the official MCP SDK client, over real HTTP to the live server, in both protocol eras: the
+memory tools, a session distilled by the worker through the ``openai`` provider (the loopback stub), and
+a consolidation (dry run, then real) whose lineage is read back over REST (docs/memory-model.md#links):
+the worker does not crash while it distils, a dry run says so, and a token restricted to one project
+needs no project argument."""
 
 from __future__ import annotations
 
@@ -138,7 +139,7 @@ async def test_consolidation_previews_then_merges_near_duplicates_and_the_lineag
 
         dry = await call(client, "memory_consolidate", {project_arg: slug, "dry_run": True})
         assert dry["status"] == "completed", dry
-        assert dry.get("dry_run") is True, f"a dry run's result must say so (item 6): {dry}"
+        assert dry.get("dry_run") is True, f"a dry run's result must say so: {dry}"
         assert dry["created_memories"] == [], dry
         for memory_id in ids:
             assert (await call(client, "memory_get", {"memory_id": memory_id}))["state"] == "active"
@@ -166,7 +167,7 @@ async def test_consolidation_previews_then_merges_near_duplicates_and_the_lineag
         source_lineage = http.get(f"/api/v1/memories/{ids[0]}/lineage")
         assert source_lineage.status_code == 200, source_lineage.text[:2000]
         assert source_lineage.json()["consolidated_into"] == consolidated_id
-        # the cluster's summary (seed 002) is kept beside the consolidated memory ...
+        # the cluster's summary (docs/memory-model.md#summaries) is kept beside the consolidated memory ...
         summaries = http.get("/api/v1/summaries", params={"memory": consolidated_id}).json()["results"]
         assert len(summaries) == 1 and sorted(summaries[0]["source_memory_ids"]) == sorted(ids), summaries
 
@@ -182,7 +183,8 @@ async def test_consolidation_previews_then_merges_near_duplicates_and_the_lineag
 async def test_memory_consolidate_needs_no_project_with_a_one_project_token(
     service: Service, acme: Setup, mode: str
 ) -> None:
-    """The README: a token restricted to one project needs no project argument (item 4)."""
+    """The README: a token restricted to one project needs no project argument
+    (docs/tenancy.md#reach-which-memories-a-principal-sees)."""
     async with mcp_client(service, acme.project_token, mode) as client:
         result = await client.call_tool("memory_consolidate", {"dry_run": True})
         text = " ".join(getattr(c, "text", "") for c in result.content)
@@ -191,7 +193,7 @@ async def test_memory_consolidate_needs_no_project_with_a_one_project_token(
 
 
 async def _consolidate_project_argument(client: Any) -> str:
-    """``project`` like every other tool (item 4); ``project_id`` on builds that still call it that."""
+    """``project`` like every other tool; ``project_id`` on builds that still call it that."""
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     properties = tools["memory_consolidate"].input_schema.get("properties", {})
     return "project" if "project" in properties else "project_id"

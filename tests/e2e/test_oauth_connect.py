@@ -1,10 +1,9 @@
-"""An MCP client signs in through the browser (issue 16, MCP 2026-07-28 "Authorization"), against
-the live server: the official SDK's OAuth client discovers the metadata from the 401, registers
-(Dynamic Client Registration), sends the person through login and consent in Chromium (PKCE), gets
-its tokens, calls ``memory_search`` over MCP, refreshes, and is refused once the app is revoked
-under Settings → Connected apps. No network: the redirect back to the client is caught in the
-browser. A client in a web page at another origin reaches the metadata, registration and token
-endpoints (CORS)."""
+"""An MCP client signs in through the browser (docs/oauth.md; MCP 2026-07-28 "Authorization"), against
+the live server: the official SDK's OAuth client discovers the metadata from the 401, registers (Dynamic
+Client Registration), sends the person through login and consent in Chromium (PKCE), gets its tokens,
+calls ``memory_search`` over MCP, refreshes, and is refused once the app is revoked under Settings →
+Connected apps. No network: the redirect back to the client is caught in the browser. A client in a web
+page at another origin reaches the metadata, registration and token endpoints (CORS)."""
 
 from __future__ import annotations
 

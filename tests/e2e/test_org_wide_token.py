@@ -1,5 +1,5 @@
 """The dashboard's first snippet: an org-wide token in an org with one project records and submits
-without naming a project (issue #11 item 4)."""
+without naming a project (docs/tenancy.md#who-owns-what)."""
 
 from __future__ import annotations
 

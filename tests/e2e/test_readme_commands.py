@@ -1,4 +1,5 @@
-"""The README's commands, as written, in a second shell beside run.sh (issue #11 item 3)."""
+"""The README's commands, as written, in a second shell beside run.sh: the organization, project and
+tokens they create work against the running service."""
 
 from __future__ import annotations
 

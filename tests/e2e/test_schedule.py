@@ -1,6 +1,7 @@
 """The worker's schedule ticks with every scheduled task succeeding, /readyz says so, and the worker
-keeps pulling work afterwards (issue #11 item 1: the pusher died at the first tick on the pooled
-connection; item 9 and the Build: a heartbeat and a stale-queue check, now in /readyz: issue 15)."""
+keeps pulling work afterwards (its pusher once died at the first tick on a pooled connection shared
+across forks: docs/decisions.md#django-q2-on-the-orm-broker-not-celery-and-redis); the heartbeat and the
+stale-queue check are in /readyz (docs/observability.md#health)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_every_scheduled_task_runs_and_succeeds_and_the_worker_survives_the_tick
 
 
 def test_readyz_names_the_worker_alive_the_queue_moving_and_the_llm_after_the_tick(service: Service) -> None:
-    """The Build's heartbeat and stale-queue parts, as a load balancer or a user sees them."""
+    """The heartbeat and stale-queue parts of /readyz, as a load balancer or a user sees them."""
     deadline = time.monotonic() + 60  # the heartbeat runs every minute; /readyz may cache briefly
     health: dict[str, Any] = {}
     while time.monotonic() < deadline:

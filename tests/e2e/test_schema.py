@@ -1,5 +1,6 @@
 """Schemathesis against the live server's OpenAPI schema with a valid token and every check: the
-documented API is the API served (issue #11 item 16). Bounded so the suite stays quick."""
+documented API is the API served (docs/agent-api.md#strict-arguments). Bounded so the suite stays
+quick."""
 
 from __future__ import annotations
 

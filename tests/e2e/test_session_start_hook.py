@@ -56,7 +56,7 @@ def test_a_bad_token_never_blocks_the_session(service: Service) -> None:
 def test_the_outcome_of_a_session_the_hook_started_reaches_every_memory_it_was_given(
     service: Service, acme: Setup
 ) -> None:
-    """The issue's "Done when": the block's memories are the session's, and its outcome moves them."""
+    """The block's memories are the session's, and its outcome moves them (docs/session-context.md#the-ledger)."""
     marker = unique()
     with rest(service, acme.project_token) as http:
         ids = [

@@ -1,6 +1,6 @@
-"""Stopping run.sh stops everything it started (web, worker, the embedded PostgreSQL), and a second
-start on the same data directory has everything back (issue #11 item 5). Runs last: it replaces
-the running service."""
+"""Stopping run.sh stops everything it started (web, worker, the embedded PostgreSQL), and a second start
+on the same data directory has everything back (docs/operations.md#runsh-supervises-what-it-starts). Runs
+last: it replaces the running service."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from tests.e2e.harness import Service, describe, pids_connected_to, postmaster_p
 from tests.e2e.llm_stub import LLMStub
 
 BACK_WITHIN = 60.0  # seconds for a killed part to be back (one restart after 1 s, plus its start-up)
-RUN_FAILED_WITHIN = 60.0  # the bound for a run whose worker died
+RUN_FAILED_WITHIN = 60.0  # docs/operations.md#work-whose-worker-died-is-released-within-a-minute
 RUNS = "/api/v1/consolidation/runs"
 
 

@@ -1,6 +1,6 @@
-"""/metrics (issue 15 item 2): prometheus-client in multiprocess mode sums every process, dry runs are
-labelled, the state gauges come from the database at scrape time, and only allowed networks or the
-METRICS_TOKEN may read it."""
+"""/metrics (docs/observability.md#metrics): prometheus-client in multiprocess mode sums every process,
+dry runs are labelled, the state gauges come from the database at scrape time, and only allowed networks
+or the METRICS_TOKEN may read it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""/readyz: the service can do its work — database, migrations, worker heartbeat, queue — and the LLM
-is reported, never fatal (issue 15 item 4; the heartbeat and queue parts came from issue 11)."""
+"""/readyz: the service can do its work — database, migrations, worker heartbeat, queue — and the LLM is
+reported, never fatal (docs/observability.md#health)."""
 
 from datetime import timedelta
 from types import SimpleNamespace

@@ -1,6 +1,6 @@
 """Every REST error has one body: ``{"detail": str, "code": str, "errors": {field: [str, ...]}}``
-(issue 11, item 16): ``errors`` is always an object of string lists, never a list, never absent,
-never a Python repr such as ``ErrorDetail(string=…)``."""
+(docs/security/http-hardening.md#one-error-shape): ``errors`` is always an object of string lists, never
+a list, never absent, never a Python repr such as ``ErrorDetail(string=…)``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Structured logs (issue 15 item 3): JSON lines carrying the request id, org, token prefix and trace
-ids, from REST, the dashboard and MCP alike; never a token or a memory's content; LLM bodies only
-at TRACE, scrubbed."""
+"""Structured logs (docs/observability.md#logs): JSON lines carrying the request id, org, token prefix
+and trace ids, from REST, the dashboard and MCP alike; never a token or a memory's content; LLM bodies
+only at TRACE, scrubbed."""
 
 from __future__ import annotations
 

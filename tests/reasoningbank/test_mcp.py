@@ -83,7 +83,7 @@ async def _record(client: Any, **overrides: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_lists_the_memory_tools_with_seed_schemas_and_hints(app: Any, tokens: dict[str, str], mode: str) -> None:
+async def test_lists_the_memory_tools_with_their_schemas_and_hints(app: Any, tokens: dict[str, str], mode: str) -> None:
     async with mcp_client(app, tokens["a"], mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
 
@@ -106,12 +106,12 @@ async def test_lists_the_memory_tools_with_seed_schemas_and_hints(app: Any, toke
     assert (props["limit"]["minimum"], props["limit"]["maximum"]) == (1, 20)
     assert props["min_confidence"]["type"] == "number" and props["min_confidence"]["default"] == 0.5
     assert props["explain"]["default"] is False and "project" in props
-    # seed 001's three keys, and seed 002's summaries only when a search found some
+    # three keys, and summaries only when a search found some (docs/search.md#the-request)
     assert set(search.output_schema["properties"]) == {"memories", "total_found", "tokens_used", "summaries"}
     assert set(search.output_schema["required"]) == {"memories", "total_found", "tokens_used"}
 
     record = tools["memory_record"]
-    assert (record.description or "").startswith("Explicitly capture a strategy or pattern")  # seed 000's words
+    assert (record.description or "").startswith("Explicitly capture a strategy or pattern")  # the tool's wording
     assert sorted(record.input_schema["required"]) == ["content", "description", "outcome", "title"]
     assert record.input_schema["properties"]["outcome"]["enum"] == ["success", "failure", "mixed"]
     assert record.input_schema["properties"]["tags"]["items"]["type"] == "string"
@@ -225,8 +225,9 @@ async def test_another_org_never_sees_or_touches_a_memory(app: Any, tokens: dict
 async def test_missing_or_invalid_token_is_401_pointing_at_the_oauth_metadata(
     app: Any, tokens: dict[str, str], authorization: str | None, sent_a_token: bool
 ) -> None:
-    """The MCP 2026-07-28 challenge (issue 16): where to discover the authorization server, and the
-    scopes; ``error="invalid_token"`` only when a bearer token was sent (RFC 6750 §3.1)."""
+    """The MCP 2026-07-28 challenge (docs/security/http-hardening.md#401s-rfc-6750-challenges): where to
+    discover the authorization server, and the scopes; ``error="invalid_token"`` only when a bearer
+    token was sent (RFC 6750 §3.1)."""
     headers = dict(MCP_HEADERS)
     if authorization is not None:
         headers["Authorization"] = authorization

@@ -1,5 +1,6 @@
-"""MCP memory_record with a memory that is already there (issue 11 item 7): the existing id with
-duplicate_of, nothing written; the same answer as REST."""
+"""MCP memory_record with a memory that is already there
+(docs/memory-model.md#how-a-memory-enters-the-bank): the existing id with duplicate_of, nothing written;
+the same answer as REST."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Failed bearer tokens on ``/mcp`` are throttled by client address (issue 11, item 15), like REST:
-429 with ``Retry-After`` and a JSON body, while a good token from another address still works."""
+"""Failed bearer tokens on ``/mcp`` are throttled by client address
+(docs/tenancy.md#failed-tokens-are-throttled), like REST: 429 with ``Retry-After`` and a JSON body, while
+a good token from another address still works."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A NUL byte in a URL is a 404 (path) or a 400 (query), never a 500 (issue 11, item 10).
+"""A NUL byte in a URL is a 404 (path) or a 400 (query), never a 500
+(docs/security/http-hardening.md#request-bodies).
 
 PostgreSQL cannot store or even compare text containing NUL, so an id such as ``ab%00c`` used to
 reach the database and fail there. ``NulByteGuardMiddleware`` answers before any view runs.
@@ -70,7 +71,7 @@ async def test_under_asgi_as_served_a_nul_path_is_a_404_and_a_nul_query_a_400(mo
     from tests.mcp_harness import http_client, running
 
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
-    settings.DEBUG = True  # the issue saw debug pages: the guard answers first either way
+    settings.DEBUG = True  # debug pages once showed here: the guard answers first either way
     async with running(build_application()) as app, http_client(app) as http:
         rest = await http.get("/api/v1/consolidation/runs/ab%00c")
         page = await http.get("/sessions/ab%00c/retry/")
@@ -80,7 +81,7 @@ async def test_under_asgi_as_served_a_nul_path_is_a_404_and_a_nul_query_a_400(mo
     assert query.status_code == 400 and query.json()["errors"] == {"tag": ["must not contain NUL characters"]}
 
 
-# --- the body (issue: deep JSON, NUL and size limits answered 4xx in the error shape) ------------------
+# --- the body: deep JSON, NUL and size limits answered 4xx in the error shape ---------------------------
 
 DEEP = ('{"a":' * 1000 + "1" + "}" * 1000).encode()
 SHAPE = {"detail", "code", "errors"}

@@ -1,7 +1,7 @@
-"""The generated OpenAPI schema (``/api/schema/``) documents the REST API for its users (issue 11,
-items 8 and 16): every operation has a summary and a description written for API users (no code
-docstring leftovers), declares the error statuses it can answer with the one ``Error`` body,
-every list is a page object, and request bodies allow no undeclared fields."""
+"""The generated OpenAPI schema (``/api/schema/``) documents the REST API for its users
+(docs/agent-api.md#errors-an-agent-can-get): every operation has a summary and a description written for
+API users (no code docstring leftovers), declares the error statuses it can answer with the one ``Error``
+body, every list is a page object, and request bodies allow no undeclared fields."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Every REST list takes ``page`` and ``page_size`` strictly and answers ``{count, next, previous,
-results}``; an empty or unknown query parameter is a 400 naming it (issue 11, item 16), never
-silently dropped (``?tier=`` used to list every tier, ``page_size=null`` the default page)."""
+"""Every REST list takes ``page`` and ``page_size`` strictly and answers
+``{count, next, previous, results}``; an empty or unknown query parameter is a 400 naming it
+(docs/agent-api.md#strict-arguments), never silently dropped (``?tier=`` used to list every tier,
+``page_size=null`` the default page)."""
 
 from __future__ import annotations
 

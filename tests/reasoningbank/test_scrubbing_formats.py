@@ -1,5 +1,6 @@
-"""The format table: common credential formats as they show up in traces and memories, each with
-the exact scrubbed text, and ordinary text that must survive untouched (issue 11, item 14).
+"""The format table: common credential formats as they show up in traces and memories, each with the
+exact scrubbed text, and ordinary text that must survive untouched
+(docs/security/secret-scrubbing.md#the-format-table-and-the-evaluation).
 
 The secrets are fake but have the real shapes; they are assembled from pieces so that secret
 scanners on this repository do not flag the file itself.

@@ -1,6 +1,6 @@
-"""OpenTelemetry traces (issue 15 item 1, reasoningbank/tracing.py): the set-up as deployed processes see
-it (fresh interpreters), the helpers off and on, the thread hops, the queue hop, and an incoming W3C
-``traceparent`` on HTTP and in an MCP request's ``params._meta``."""
+"""OpenTelemetry traces (reasoningbank/tracing.py; docs/observability.md#traces): the set-up as deployed
+processes see it (fresh interpreters), the helpers off and on, the thread hops, the queue hop, and an
+incoming W3C ``traceparent`` on HTTP and in an MCP request's ``params._meta``."""
 
 from __future__ import annotations
 

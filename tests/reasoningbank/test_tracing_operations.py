@@ -1,8 +1,7 @@
-"""The spans of the operations (issue 15 item 1, seed 002 "Trace Hierarchy" and "Span Attributes by
-Operation"): a search, a record, a consolidation run and a session-start injection, captured with an
-in-memory exporter. The hierarchy is asserted through parent ids, and no memory text, query or prompt
-may appear in any attribute or event. (The distillation is captured through the queue in
-tests/reasoningbank/test_tracing.py.)"""
+"""The spans of the operations (docs/observability.md#traces: their hierarchy and attributes): a search,
+a record, a consolidation run and a session-start injection, captured with an in-memory exporter. The
+hierarchy is asserted through parent ids, and no memory text, query or prompt may appear in any attribute
+or event. (The distillation is captured through the queue in tests/reasoningbank/test_tracing.py.)"""
 
 from __future__ import annotations
 
@@ -174,7 +173,7 @@ def test_a_consolidation_run_is_one_trace_of_its_phases_and_their_llm_calls(span
     assert_no_content(spans)
 
 
-def test_a_session_start_injection_is_a_session_inject_summaries_span_with_seed_002s_attributes(
+def test_a_session_start_injection_is_a_session_inject_summaries_span_with_its_attributes(
     spans: Captured, agent: Any
 ) -> None:
     for title in ("Quokka timeouts", "Zanzibar flags"):
