@@ -1,7 +1,7 @@
 """Deterministic, well-formed LLM replies for the benchmarks (no Django, no network).
 
-``reply_for(system, prompt)`` recognises every prompt the product sends — distillation (seed 000
-"## Memory N" blocks), consolidation synthesis (TITLE/CONTENT/...), the supersession and
+``reply_for(system, prompt)`` recognises every prompt the product sends — distillation ("## Memory N"
+blocks), consolidation synthesis (TITLE/CONTENT/...), the supersession and
 contradiction judges (JSON objects) and pattern extraction (a JSON array) — and answers in the
 format its parser expects. Used by the stub OpenAI-compatible server (``bench/_stub_llm.py``)
 for the distillation benchmark and by the fake LLM of the consolidation benchmark.

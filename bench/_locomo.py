@@ -1,4 +1,4 @@
-"""The LoCoMo data set as ``bench/retrieval.py`` reads it (protocol: ../shared/eval/README.md): conversations,
+"""The LoCoMo data set as ``bench/retrieval.py`` reads it (the protocol: bench/README.md, "The data"): conversations,
 their turns and the queries whose evidence names a turn; how a turn becomes a memory; the ranking
 metrics; and the BM25 baseline ranked on the same turns."""
 
@@ -19,7 +19,7 @@ SESSION_KEY = re.compile(r"session_(\d+)")
 EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
 
 
-# --- the data set (protocol: ../shared/eval/README.md) ---------------------------------------------
+# --- the data set (the protocol: bench/README.md, "The data") ----------------------------------------
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,9 @@ def dataset_load(path: Path) -> list[Conversation]:
 # ``protocol`` (default): title = the speaker, description = "-", content = the turn's text. The
 # searched text is then "Caroline\n-\nI went to …", which the hashing embedder and the full-text
 # index tokenise exactly like the protocol's "Caroline: I went to …" (punctuation is no token), so
-# the figures compare with the README's anchors. ``dated``: the session's date as the description
+# the figures compare with the reference figures. ``dated``: the session's date as the description
 # ("Caroline\n1:56 pm on 8 May, 2023\nI went to …"), as an agent recording an event would write it;
-# it puts text the anchors never see in both legs (BM25 alone gains ~0.02 recall from it).
+# it puts text the reference figures never see in both legs (BM25 alone gains ~0.02 recall from it).
 
 MAPPINGS = ("protocol", "dated")
 
@@ -229,7 +229,7 @@ def bm25_metrics(conversations: Sequence[Conversation], run: Bm25Run) -> dict[st
             first = next(r for r, (d, _) in enumerate(ranking, start=1) if d in q.gold)
             full_mrr.append(1.0 / first)
     out = aggregate(rows)
-    # the README's MRR is over the whole ranking (BM25 ranks every turn); the table's is MRR@10,
+    # the reference MRR is over the whole ranking (BM25 ranks every turn); the table's is MRR@10,
     # all the product's 10 results can show
     out["overall"]["mrr_full_ranking"] = round(sum(full_mrr) / len(full_mrr), 4)
     return out

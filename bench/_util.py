@@ -82,6 +82,8 @@ def postgres() -> dict[str, Any]:
     return out
 
 
+# the product code the distillation and consolidation figures depend on (tests/test_references.py checks
+# that each exists: a missing one would silently drop out of the fingerprint)
 CODE_FILES = (
     "consolidation/runs.py",
     "consolidation/run_state.py",
@@ -92,7 +94,8 @@ CODE_FILES = (
     "consolidation/clustering.py",
     "memories/models.py",
     "memories/core/services.py",
-    "memories/distillation.py",
+    "memories/sessions/prompts.py",
+    "memories/sessions/services.py",
     "reasoningbank/ai/metered.py",
     "reasoningbank/settings/consolidation.py",
     "reasoningbank/settings/database.py",

@@ -1,4 +1,4 @@
-"""Consolidation cost at 1K / 10K / 100K memories in ONE project (issue #5).
+"""Consolidation cost at 1K / 10K / 100K memories in ONE project (docs/consolidation.md).
 
     .venv/bin/python bench/consolidate.py                          # 1000 10000 100000
     .venv/bin/python bench/consolidate.py --sizes 10000 --llm-sizes 10000 --explain

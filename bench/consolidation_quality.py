@@ -1,4 +1,4 @@
-"""Consolidation quality on a labelled set (issue 17 item 1): what the real consolidation run merges,
+"""Consolidation quality on a labelled set (docs/consolidation.md#thresholds): what the real consolidation run merges,
 synthesises, links and supersedes, against labels, per embedder and judge.
 
     .venv/bin/python bench/consolidation_quality.py                       # hashing + minilm, every judge mode
@@ -461,7 +461,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Consolidation quality on the labelled set (issue 17)")
+    parser = argparse.ArgumentParser(description="Consolidation quality on the labelled set")
     parser.add_argument("--embedders", nargs="+", default=list(DEFAULT_EMBEDDERS))
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument("--data", type=Path, default=DATASET)

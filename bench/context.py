@@ -1,4 +1,4 @@
-"""``memory_context`` latency at 100K memories (issue 14, "Done when": p50/p99 in the closing note).
+"""``memory_context`` latency at 100K memories: p50 / p90 / p99 (docs/session-context.md#memory_context).
 
 Uses ``bench/search.py``'s dataset (org ``bench``, N memories, most of them procedural; load it
 first with ``bench/search.py --sizes N --load-only``) and a token restricted to project ``web-app``,

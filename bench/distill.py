@@ -1,11 +1,11 @@
-"""Distillation throughput through the REAL queue and workers (issue #4).
+"""Distillation throughput through the REAL queue and workers (docs/memory-model.md#sessions-and-distillation).
 
     .venv/bin/python bench/distill.py                      # 200 sessions, 2 workers, 1.0 s LLM
     .venv/bin/python bench/distill.py --sessions 50 --q-poll 0.1 --llm-latency 0.5
 
 What runs:
 - a stub OpenAI-compatible LLM server (``bench/_stub_llm.py``, loopback, a fixed ``--llm-latency``
-  per call, seed-format replies with 1-3 "## Memory N" blocks and a usage object);
+  per call, replies in the extraction format with 1-3 "## Memory N" blocks and a usage object);
 - the product configured with ``LLM_PROVIDER=openai LLM_BASE_URL=http://127.0.0.1:<port>/v1``,
   so every call goes through ``OpenAILLM`` → the openai SDK → HTTP;
 - a private embedded PostgreSQL in ``RB_DATA_DIR=.data/bench-distill`` (git-ignored), migrated;

@@ -1,8 +1,9 @@
-"""Retrieval quality of ``memory_search`` on LoCoMo (issue 13), beside a BM25 baseline.
+"""Retrieval quality of ``memory_search`` on LoCoMo (docs/search.md), beside a BM25 baseline.
 
-Follows ``../shared/eval/README.md`` exactly: every dialog turn of ``locomo-dev.json`` is one memory
-(its session's date as its timestamp), each conversation is one project, and every ``qa`` item of
-category 1–4 whose evidence names a turn is one query (786). For each embedder:
+The data (the LoCoMo development half, ``locomo-dev.json``, which you provide: ``--data``) and the
+protocol are described in bench/README.md; in short: every dialog turn is one memory (its session's
+date as its timestamp), each conversation is one project, and every ``qa`` item of category 1–4
+whose evidence names a turn is one query (786). For each embedder:
 
 1. **Load** (kept between runs): org ``locomo-<embedder>`` (enterprise plan), one project per
    conversation (slug = ``sample_id``), every turn recorded through the product's record service
@@ -67,12 +68,14 @@ from _product import bank_reset, embedder_build, embedder_settings, on_demand_co
 from common import REPO, RESULTS_DIR, Latency, django_setup, log, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-retrieval"
+# the LoCoMo development half is not in the repository (its licence, its size): the maintainers keep it
+# in the checkout's parent folder; anyone else names it with --data (bench/README.md, "The data")
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "locomo-dev.json"
 DEFAULT_EMBEDDERS = ("hashing", "minilm")
 ORG_PREFIX = "locomo-"
 TOKEN_LABEL = "bench-retrieval"
 SEARCH_LIMIT = 10
-# the README's anchors for this file (BM25 row)
+# the reference figures for this file, BM25 row (bench/README.md, "The data")
 BM25_ANCHOR = {"recall@5": 0.497, "recall@10": 0.567, "mrr": 0.429}
 
 
@@ -481,7 +484,7 @@ def main() -> None:
     log(
         f"BM25 (rank_bm25 Okapi k1 1.5 b 0.75, NLTK stopwords): recall@5 {overall['recall@5']:.3f}, "
         f"recall@10 {overall['recall@10']:.3f}, MRR {overall['mrr_full_ranking']:.3f} (whole ranking; "
-        f"@10 {overall['mrr']:.3f}); README anchor {BM25_ANCHOR['recall@5']} / {BM25_ANCHOR['recall@10']} / "
+        f"@10 {overall['mrr']:.3f}); reference {BM25_ANCHOR['recall@5']} / {BM25_ANCHOR['recall@10']} / "
         f"{BM25_ANCHOR['mrr']}"
     )
     if args.bm25_only:

@@ -1,4 +1,4 @@
-"""memory_search latency and throughput at 10K / 100K memories (issue #3).
+"""memory_search latency and throughput at 10K / 100K memories (docs/search.md).
 
 Three ways, against the same data and the same 200 queries:
 

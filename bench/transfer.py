@@ -1,4 +1,4 @@
-"""Export and import throughput at 100K memories of one organization (issue 18, "Done when").
+"""Export and import throughput at 100K memories of one organization (docs/export-import.md).
 
 Times the operator's commands — ``manage.py export_memories`` and ``manage.py import_memories``, each a
 child process, so the figures are what an operator sees, with the child's peak RSS (its ``VmHWM``), its

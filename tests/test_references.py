@@ -23,8 +23,9 @@ reference to one of them is a dead end for a reader. The reason is written where
   value such as the labelled set's ``issue-17`` source tag (a hyphen, no space) is not matched;
 * the design document: the upper-case word DESIGN; and a section sign, unless it follows a public
   standard's name and number (``RFC 6750`` then the sign is a reference anyone can follow);
-* the folder those documents sit in beside the repository: ``../shared`` (or a path through ``shared/``
-  into its design, seeds or eval folders).
+* the folder those documents sit in beside the repository: ``../shared``, or a path through ``shared/``
+  to the design, the seeds or the evaluation's README. A data file a user provides may be named by
+  where it is looked for (``bench/README.md``: the LoCoMo file): it is data, not a document to read.
 
 Not citations, and not matched: a random seed (``--seed``, ``seed=``, "seed the random generator", "a
 fixed seed", "flaky test seeds"), "design" in lower case, figures such as ``2,000)``.
@@ -70,7 +71,7 @@ CITATIONS: dict[str, re.Pattern[str]] = {
     "an issue": re.compile(r"(?<![a-z])issues?[\s_]+#?(\d+)|\bthe issue's", re.I),
     "the design document": re.compile(r"\bDESIGN\b"),
     "a design section": re.compile(r"(?<!\bRFC \d{4} )(?<!\bRFC \d{3} )§"),
-    "the specification folder": re.compile(r"\.\./shared\b|\bshared/(?:DESIGN|seeds?|eval)\b"),
+    "the specification folder": re.compile(r"\.\./shared\b|\bshared/(?:DESIGN|seeds?)\b|\bshared/eval/README"),
 }
 # an issue cited together with the URL that opens it: https://github.com/<owner>/<repo>/issues/<n>
 LINKED_ISSUE = re.compile(r"https?://\S+/(?:issues|pull)/(\d+)\b")
@@ -325,3 +326,12 @@ def test_every_relative_markdown_link_resolves() -> None:
             if problem:
                 found.append(f"{where(path, number)}: {target}: {problem}")
     assert not found, "Markdown links that do not resolve:\n" + "\n".join(found)
+
+
+def test_the_bench_fingerprints_files_that_exist() -> None:
+    """bench/_util.py records a hash of the product files its figures depend on and skips a missing one
+    without a word, so a moved file would quietly leave the fingerprint."""
+    from bench._util import CODE_FILES
+
+    missing = [name for name in CODE_FILES if not (REPO / name).is_file()]
+    assert not missing, f"bench/_util.py CODE_FILES names files that do not exist: {missing}"
