@@ -126,11 +126,18 @@ HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
 HTML_ANCHOR = re.compile(r"<a\s[^>]*\b(?:id|name)=\"([^\"]+)\"", re.I)
 
 
+def _markup_dropped(text: str) -> str:
+    text = re.sub(r"<[^>]+>|\*\*|\*|~~", "", text)
+    # underscores emphasise only at a word's edge: "memory_ask" keeps its underscore, "_the_" loses them
+    return re.sub(r"(?<!\w)(__?)(?=\S)(.+?)(?<=\S)\1(?!\w)", r"\2", text)
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading's Markdown text."""
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link's text
-    text = re.sub(r"<[^>]+>", "", text).replace("`", "")  # HTML tags, code spans' backticks
-    text = re.sub(r"(\*\*|__|\*|~~)", "", text)  # emphasis markers (an underscore inside a word stays)
+    # a code span's text is kept as written; outside code spans, HTML tags and emphasis markers go
+    parts = re.split(r"(`+[^`]*`+)", text)
+    text = "".join(part.strip("`") if part.startswith("`") else _markup_dropped(part) for part in parts)
     return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
 
 
@@ -249,6 +256,7 @@ def test_ordinary_text_is_not_a_citation(line: str) -> None:
         ("401s: RFC 6750 challenges", "401s-rfc-6750-challenges"),
         ("No free connection: `database_unavailable`", "no-free-connection-database_unavailable"),
         ("The [format](export-import.md), **version 1**", "the-format-version-1"),
+        ("`__init__.py` and _the_ rest", "__init__py-and-the-rest"),
     ],
 )
 def test_a_heading_s_anchor_is_github_s_slug(heading: str, anchor: str) -> None:
