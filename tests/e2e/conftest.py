@@ -27,6 +27,7 @@ logging.getLogger("httpx2").setLevel(logging.WARNING)
 _ORDER = [
     "test_service.py",
     "test_readme_commands.py",
+    "test_readme_quickstart.py",
     "test_mcp_agent.py",
     "test_org_wide_token.py",
     "test_session_start_hook.py",
