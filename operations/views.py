@@ -251,7 +251,7 @@ def _metrics_refusal(request: HttpRequest) -> JsonResponse | None:
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus text exposition: the counters and histograms of every web and worker process (with
     ``PROMETHEUS_MULTIPROC_DIR``; without it, this process's own registry — development), then the state
-    gauges read from the database. Protected: see ``_metrics_refusal`` and README › Observability."""
+    gauges read from the database. Protected: see ``_metrics_refusal`` and docs/observability.md#metrics."""
     refusal = _metrics_refusal(request)
     if refusal is not None:
         return refusal

@@ -185,12 +185,12 @@ def llm_banner(llm: LlmHealth) -> Banner | None:
         return Banner(
             "llm",
             f"LLM_PROVIDER={llm.provider} has no API key: sessions cannot be distilled.",
-            "Set LLM_API_KEY (see README › Configuration).",
+            "Set LLM_API_KEY, then restart the service (docs/configuration.md#llm).",
         )
     return Banner(
         "llm",
         "No LLM is configured: submitted sessions are kept and wait to be distilled.",
-        "Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration).",
+        "Set LLM_PROVIDER and LLM_API_KEY, then restart the service (docs/configuration.md#llm).",
     )
 
 

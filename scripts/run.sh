@@ -11,7 +11,7 @@
 #
 # Environment: HOST, PORT, WEB_WORKERS, RB_DATA_DIR, SITE_URL, DEBUG (off unless you export
 # DEBUG=true: debug pages show code and settings to whoever can reach the port), the RB_RESTART_*
-# above and every variable of README.md's Configuration table.
+# above and every variable of docs/configuration.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh

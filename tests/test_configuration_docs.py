@@ -53,7 +53,12 @@ _INTERNAL = {"RB_TESTING"}
 
 def _settings_read() -> set[str]:
     done = subprocess.run(
-        [sys.executable, "-c", _RECORD, str(REPO)], cwd=REPO, capture_output=True, text=True, check=True, timeout=120,
+        [sys.executable, "-c", _RECORD, str(REPO)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
         env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
     )
     return set(json.loads(done.stdout.splitlines()[-1])) - _INTERNAL

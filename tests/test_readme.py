@@ -52,7 +52,7 @@ def test_json_and_toml_blocks_parse() -> None:
 def test_a_block_is_read_with_its_info_string_and_the_reason_before_it() -> None:
     text = (
         "Intro\n\n<!-- no-run: needs the claude CLI -->\n```sh no-run\nclaude mcp add x\n```\n\n"
-        "```sh\ncurl -s http://127.0.0.1:8000/api/v1/me\n```\n\n```json output\n{\"a\": 1}\n```\n"
+        '```sh\ncurl -s http://127.0.0.1:8000/api/v1/me\n```\n\n```json output\n{"a": 1}\n```\n'
     )
     blocks = readme_blocks(text)
     assert [(b.line, b.info, b.no_run_reason) for b in blocks] == [

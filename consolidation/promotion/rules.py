@@ -114,7 +114,7 @@ def similar_pairs(
 ) -> list[Edge[str]]:
     """Every pair at or above ``threshold`` (cosine), as clustering edges. All pairs, in blocks of rows:
     a team's or an org's trusted procedural memories are a few thousand, not the whole bank, so the exact
-    answer costs seconds (measured in the README) and needs no index probe per memory."""
+    answer costs seconds (docs/consolidation.md#institutional-promotion) and needs no index probe per memory."""
     if len(ids) != len(vectors):
         raise ValueError("ids and vectors differ in length")
     if len(ids) < 2:

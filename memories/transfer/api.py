@@ -94,7 +94,7 @@ class ExportView(OrgAPIView):
             "Every memory of the organization, or of one `project`, with all its fields, links, lineage, "
             "confidence signals and their rolled-up counts, consolidated summaries, learned signal weights and "
             f"the session ledger, as JSON Lines (version {VERSION} of the ReasoningBank export format, described in "
-            'the README under "Export and import"): a header line first, an end line with the counts last '
+            "docs/export-import.md): a header line first, an end line with the counts last "
             "(a file without it was cut short). The body streams, so a bank of any size exports in constant "
             "memory. Embeddings are left out unless `embeddings=true`. The export is audited. Needs `admin`."
         ),

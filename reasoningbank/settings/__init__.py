@@ -1,4 +1,4 @@
-"""Django settings for ReasoningBank. Every value comes from the environment (see README).
+"""Django settings for ReasoningBank. Every value comes from the environment (docs/configuration.md).
 
 One module per concern, each importing what it needs from the others; this module gathers them, and
 DJANGO_SETTINGS_MODULE stays ``reasoningbank.settings``:

@@ -18,7 +18,7 @@ SEARCH_MIN_SIMILARITY = env_float(
     "SEARCH_MIN_SIMILARITY", 0.2 if EMBEDDER in ("minilm", "sentence-transformers") else 0.1, minimum=0, maximum=1
 )
 # fusion of the vector and lexical (BM25) legs into one relevance: convex combination of their
-# per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (README "Search")
+# per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (docs/search.md#fusion-one-relevance)
 SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])
 SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.55, minimum=0, maximum=1)
 # where BM25's document frequencies come from: "auto" — PostgreSQL's planner statistics of the

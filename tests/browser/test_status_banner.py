@@ -45,7 +45,7 @@ def test_the_banner_names_a_dead_worker_and_a_missing_llm_until_both_are_fixed(
     assert worker.is_visible() and llm.is_visible()
     assert "No background worker has run yet" in worker.inner_text()
     assert worker.locator("code").inner_text() == ".venv/bin/python manage.py qcluster"
-    assert "Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration)." in llm.inner_text()
+    assert "Set LLM_PROVIDER and LLM_API_KEY, then restart the service (docs/configuration.md#llm)." in llm.inner_text()
     shoot("banner-overview")
 
     # a waiting session is amber (not an error) and offers no Retry while no LLM is configured

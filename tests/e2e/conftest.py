@@ -79,9 +79,9 @@ def service(llm_stub: LLMStub) -> Iterator[Service]:
 
 @dataclass
 class Setup:
-    """What the README's commands produced (org acme, project web-app, two tokens)."""
+    """What the commands run.sh prints produced (org acme, project web-app, two tokens)."""
 
-    results: dict[str, str]  # command -> its output, for the README test's messages
+    results: dict[str, str]  # command -> its output, for the failure messages
     failures: list[str]
     project_token: str = ""
     org_token: str = ""
@@ -89,7 +89,8 @@ class Setup:
 
 @pytest.fixture(scope="package")
 def readme_setup(service: Service) -> Setup:
-    """The README's commands as written, run once in a second process beside run.sh."""
+    """The commands run.sh's banner prints, as written, run once in a second process beside run.sh (the
+    README's own quickstart is run by test_readme_quickstart.py, in an organization of its own)."""
     commands = {
         "create_org": ["create_org", "acme", "--plan", "pro", "--owner-email", "you@example.com"],
         "create_project": ["create_project", "acme", "web-app"],
@@ -111,9 +112,10 @@ def readme_setup(service: Service) -> Setup:
 
 @pytest.fixture(scope="package")
 def acme(readme_setup: Setup) -> Setup:
-    """Tokens from the README's commands; tests that need them error when the commands failed."""
+    """Tokens from those commands; tests that need them error when the commands failed."""
     if readme_setup.failures:
-        raise AssertionError("the README's commands failed, so there is no token:\n" + "\n".join(readme_setup.failures))
+        failed = "\n".join(readme_setup.failures)
+        raise AssertionError(f"the commands run.sh prints failed, so there is no token:\n{failed}")
     return readme_setup
 
 

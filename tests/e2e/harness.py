@@ -196,7 +196,7 @@ class Service:
         return self.data_dir / "run.log"
 
     def env(self) -> dict[str, str]:
-        """The service's environment: a user's shell plus what the README says to set."""
+        """The service's environment: a user's shell plus what docs/configuration.md says to set."""
         return user_env(
             RB_DATA_DIR=str(self.data_dir),
             RB_PG_SHARED_BUFFERS="128MB",  # several of these servers share one small machine
@@ -327,7 +327,7 @@ class Service:
     # -- the second shell --
 
     def manage(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        """``.venv/bin/python manage.py ARGS`` in another process, as the README writes it."""
+        """``.venv/bin/python manage.py ARGS`` in another process, as a user types it."""
         return subprocess.run(
             [str(PYTHON), "manage.py", *args],
             cwd=REPO,

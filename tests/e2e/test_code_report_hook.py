@@ -1,7 +1,7 @@
-"""The README's git/CI code report (scripts/git-code-report) against the live service: installed as a
-real git post-commit hook it ties each agent commit to its session; run as the CI step it reports the
-commit older than 7 days kept and the reverted one reverted, and the memories each session was given
-get the matching code-stability signal."""
+"""The git/CI code report of docs/connecting-agents.md (scripts/git-code-report) against the live
+service: installed as a real git post-commit hook it ties each agent commit to its session; run as the
+CI step it reports the commit older than 7 days kept and the reverted one reverted, and the memories
+each session was given get the matching code-stability signal."""
 
 from __future__ import annotations
 

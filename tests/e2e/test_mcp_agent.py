@@ -183,7 +183,7 @@ async def test_consolidation_previews_then_merges_near_duplicates_and_the_lineag
 async def test_memory_consolidate_needs_no_project_with_a_one_project_token(
     service: Service, acme: Setup, mode: str
 ) -> None:
-    """The README: a token restricted to one project needs no project argument
+    """docs/connecting-agents.md#the-tools: a token restricted to one project needs no project argument
     (docs/tenancy.md#reach-which-memories-a-principal-sees)."""
     async with mcp_client(service, acme.project_token, mode) as client:
         result = await client.call_tool("memory_consolidate", {"dry_run": True})

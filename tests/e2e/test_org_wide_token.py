@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 def solo_token(service: Service) -> str:
-    """An org with exactly one project and a token for the whole org, made as the README says."""
+    """An org with exactly one project and a token for the whole org, made with the commands run.sh prints."""
     manage_ok(service, "create_org", "solo", "--plan", "free", "--owner-email", "solo@example.com")
     manage_ok(service, "create_project", "solo", "only-app")
     return token_from(manage_ok(service, "create_token", "solo", "--label", "first-snippet"))

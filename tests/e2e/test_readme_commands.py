@@ -1,4 +1,4 @@
-"""The README's commands, as written, in a second shell beside run.sh: the organization, project and
+"""The commands run.sh's banner prints, as written, in a second shell beside run.sh: the organization, project and
 tokens they create work against the running service."""
 
 from __future__ import annotations

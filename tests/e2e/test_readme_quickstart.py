@@ -100,7 +100,9 @@ def _is_error_answer(output: str) -> bool:
 
 
 def _block_with(blocks: list[Block], *needles: str, language: str = "sh") -> int:
-    found = [i for i, b in enumerate(blocks) if b.runnable and b.language == language and all(n in b.code for n in needles)]
+    found = [
+        i for i, b in enumerate(blocks) if b.runnable and b.language == language and all(n in b.code for n in needles)
+    ]
     assert len(found) == 1, f"expected one runnable {language} block with {needles}, found {len(found)}"
     return found[0]
 
@@ -111,18 +113,27 @@ def test_the_readme_quickstart_runs_as_written_against_the_service(service: Serv
         script = _script(blocks, service, Path(tmp))
         # a second shell beside run.sh: the service's data directory, nothing else of its settings
         done = subprocess.run(
-            ["bash", "-c", script], cwd=REPO, env=service.shell_env(), capture_output=True, text=True, timeout=480,
+            ["bash", "-c", script],
+            cwd=REPO,
+            env=service.shell_env(),
+            capture_output=True,
+            text=True,
+            timeout=480,
             check=False,
         )
     outputs = _outputs(done.stdout)
     if done.returncode != 0:
         last = max(outputs, default=None)
         where = blocks[last].where() if last is not None else "before the first block"
-        pytest.fail(f"the quickstart stopped at {where} (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        pytest.fail(
+            f"the quickstart stopped at {where} (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     ran = [i for i, block in enumerate(blocks) if block.runnable]
     assert sorted(outputs) == ran, "every runnable block printed its marker"
 
-    problems = [f"{blocks[i].where()}: an error answer:\n{outputs[i][:2000]}" for i in ran if _is_error_answer(outputs[i])]
+    problems = [
+        f"{blocks[i].where()}: an error answer:\n{outputs[i][:2000]}" for i in ran if _is_error_answer(outputs[i])
+    ]
     for index, shown in expected_outputs(blocks).items():
         for block in shown:
             problems += _check_shown_output(block, outputs[index])
@@ -145,8 +156,13 @@ def test_the_readme_sdk_example_names_the_reason_when_the_token_is_refused(servi
         path = Path(tmp) / "sdk_example.py"
         path.write_text(example.code.replace(README_URL, service.url))
         done = subprocess.run(
-            [str(PYTHON), str(path)], cwd=REPO, env={**service.shell_env(), "RB_TOKEN": "rb_" + "x" * 43},
-            capture_output=True, text=True, timeout=120, check=False,
+            [str(PYTHON), str(path)],
+            cwd=REPO,
+            env={**service.shell_env(), "RB_TOKEN": "rb_" + "x" * 43},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
     assert done.returncode != 0
     assert re.search(r"^401 .*token", done.stdout, re.MULTILINE | re.IGNORECASE), done.stdout + done.stderr[-2000:]

@@ -1,5 +1,5 @@
-"""The README's Claude Code SessionStart hook (scripts/claude-session-start), run as Claude Code runs
-it — a process with the event on stdin — against the live service."""
+"""The Claude Code SessionStart hook of docs/connecting-agents.md (scripts/claude-session-start), run
+as Claude Code runs it — a process with the event on stdin — against the live service."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from reasoningbank.models import WorkerHeartbeat
 
 PAGES = ["/", "/memories/", "/disputed/", "/consolidation/", "/sessions/", "/settings/"]
 WORKER_FIX = "Start the worker: <code>.venv/bin/python manage.py qcluster</code>"
-LLM_FIX = "Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration)."
+LLM_FIX = "Set LLM_PROVIDER and LLM_API_KEY, then restart the service (docs/configuration.md#llm)."
 
 
 @pytest.fixture(autouse=True)

@@ -239,7 +239,8 @@ def test_the_llm_part_gives_the_one_line_fix_and_counts_the_orgs_waiting_work(cl
     client.force_login(cast.alice)
     body = text(client.get(URL))
     assert "Not configured" in body
-    assert '<p class="fix">Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration).</p>' in body
+    fix = "Set LLM_PROVIDER and LLM_API_KEY, then restart the service (docs/configuration.md#llm)."
+    assert f'<p class="fix">{fix}</p>' in body
     assert "Waiting for an LLM in your organization: 1 session, 0 consolidation runs." in body
 
 

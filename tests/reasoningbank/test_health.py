@@ -100,7 +100,7 @@ def test_a_dead_worker_and_no_llm_each_get_a_banner_with_its_fix():
     assert worker_banner.kind == "worker" and "last seen 12 minutes ago" in worker_banner.message
     assert worker_banner.text.endswith("Start the worker: `.venv/bin/python manage.py qcluster`")
     assert llm_banner.kind == "llm"
-    assert llm_banner.fix == "Set LLM_PROVIDER and LLM_API_KEY (see README › Configuration)."
+    assert llm_banner.fix == "Set LLM_PROVIDER and LLM_API_KEY, then restart the service (docs/configuration.md#llm)."
 
 
 def test_a_worker_never_seen_without_its_schedule_is_told_to_create_the_schedules():

@@ -456,7 +456,7 @@ async def test_trailing_slash_and_django_routes(app: Any, tokens: dict[str, str]
 
 
 async def test_raw_legacy_handshake_and_call(app: Any, tokens: dict[str, str]) -> None:
-    """What a plain HTTP client sees (the curl transcript in the README mirrors this)."""
+    """What a plain HTTP client sees (curl, or an SDK's HTTP client before the MCP layer)."""
     async with http_client(app, tokens["a"]) as http:
         init = await http.post("/mcp", json=initialize_body(), headers=MCP_HEADERS)
         assert init.status_code == 200 and init.headers["content-type"].startswith("application/json")

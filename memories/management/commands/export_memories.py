@@ -18,7 +18,7 @@ PROGRESS_EVERY = 10_000  # lines
 class Command(BaseCommand):
     help = (
         "Export an organization's memories (or one project's) as ReasoningBank JSON Lines: memories, links, "
-        "signals, summaries, weights and the session ledger (README, Export and import)."
+        "signals, summaries, weights and the session ledger (format: docs/export-import.md)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
