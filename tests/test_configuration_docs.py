@@ -17,12 +17,12 @@ PAGE = REPO / "docs" / "configuration.md"
 # whatever its spelling. Only reads made from the project's own files count: libraries that look at
 # TMPDIR or PSUTIL_DEBUG while being imported are not ours to document.
 _RECORD = r"""
-import json, os, sys
+import inspect, json, os, sys
 repo = sys.argv[1]
 seen = set()
 
 def ours():
-    frame = sys._getframe(2)
+    frame = inspect.currentframe().f_back.f_back  # ours() <- the reading method <- its caller
     path = frame.f_code.co_filename
     return path.startswith(repo) and "/.venv/" not in path
 
