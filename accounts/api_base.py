@@ -11,10 +11,15 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import Principal
 from accounts.models import Organization
+from accounts.oauth import API_RESOURCE_PATH, bearer_challenge
+
+# the scope a request's token lacks, noted by ``HasRequiredScope`` for the 403's challenge
+MISSING_SCOPE_ATTRIBUTE = "rb_missing_scope"
 
 
 class HasRequiredScope(BasePermission):
@@ -32,6 +37,7 @@ class HasRequiredScope(BasePermission):
             return request.method == "OPTIONS" or not hasattr(view, (request.method or "").lower())
         if not principal.has_scope(required):
             self.message = f"This token lacks the '{required}' scope."
+            setattr(request, MISSING_SCOPE_ATTRIBUTE, required)
             return False
         return True
 
@@ -48,6 +54,21 @@ class OrgAPIView(APIView):
 
     permission_classes = [HasRequiredScope]
     required_scopes: dict[str, str] = {}
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        missing = getattr(self.request, MISSING_SCOPE_ATTRIBUTE, None)
+        if response.status_code == 403 and missing:
+            # RFC 6750 section 3.1: a token without the scope is a 403 naming it, so that an OAuth client can ask
+            # for it (docs/agent-api.md#authentication-errors)
+            response["WWW-Authenticate"] = bearer_challenge(
+                realm="api",
+                resource_path=API_RESOURCE_PATH,
+                error="insufficient_scope",
+                description=str(response.data["detail"]),
+                scopes=(missing,),
+            )
+        return response
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -73,5 +94,3 @@ class OrgAPIView(APIView):
     @property
     def org(self) -> Organization:
         return self.principal.organization
-
-

@@ -5,17 +5,20 @@ and token prefix (``accounts/throttling.py``), answered 429 with ``Retry-After``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed, Throttled
+from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Throttled
 from rest_framework.request import Request
 
 from accounts.access import Principal, principal_for_token
 from accounts.oauth import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
 from accounts.throttling import Throttled as ThrottledAnswer
 from accounts.throttling import bearer_blocked, bearer_failure, request_client_address, token_authenticate_throttled
+from reasoningbank.http_errors import MISSING_BEARER_TOKEN
 from reasoningbank.request_context import request_principal_note
 
 
@@ -34,19 +37,67 @@ def bearer_token_from_header(header: bytes | str | None) -> str | None:
     return parts[1]
 
 
+# the same sentences on MCP and REST (docs/agent-api.md#authentication-errors)
+MALFORMED_HEADER_MESSAGE = "Malformed Authorization header; expected 'Bearer <token>'."
+UNKNOWN_TOKEN_MESSAGE = (
+    "Unknown or revoked API token: check that the whole token was sent, or create a new token on the "
+    "dashboard's API tokens page."
+)
+UNKNOWN_OAUTH_TOKEN_MESSAGE = "Invalid, expired or revoked OAuth access token: refresh it, or sign in again."
+
+
+@dataclass(frozen=True)
+class BearerRefusal:
+    """Why a request's bearer credentials open nothing: the RFC 6750 ``error`` code (None when no
+    bearer token was even attempted, which RFC 6750 section 3.1 answers without one) and the reason in words,
+    for the challenge's ``error_description`` and the body's ``detail``."""
+
+    error: str | None
+    description: str
+
+
+def bearer_header_refusal(header: bytes | str | None) -> BearerRefusal:
+    """The refusal for an ``Authorization`` header that ``bearer_token_from_header`` found no token in."""
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    parts = (header or "").split()
+    if not parts:
+        return BearerRefusal(None, MISSING_BEARER_TOKEN)
+    if parts[0].lower() != "bearer":
+        scheme = "".join(ch for ch in parts[0][:20] if ch.isascii() and (ch.isalnum() or ch in "-._~+/"))
+        return BearerRefusal(
+            None, f"Unsupported authorization scheme '{scheme}': send 'Authorization: Bearer <token>'."
+        )
+    return BearerRefusal("invalid_request", MALFORMED_HEADER_MESSAGE)
+
+
 def invalid_token_message(raw: str) -> str:
-    """The 401's description for a token nobody knows: an OAuth client is told to refresh or sign in
-    again (its token may simply have been revoked, or cleared after expiring), never about API
-    tokens it has never seen."""
+    """The 401's description for a token that opens nothing: an OAuth client is told to refresh or sign
+    in again (its token may simply have been revoked, or cleared after expiring), never about API
+    tokens it has never seen; an expired API token says since when, since its fix (a new token,
+    perhaps with a longer life) differs from a typo's. Unknown and revoked API tokens are not told
+    apart: both mean the value opens nothing any more."""
+    from accounts.selectors import token_by_digest
+    from accounts.services import TOKEN_PREFIX, token_digest
+
     if raw.startswith(ACCESS_TOKEN_PREFIX):
-        return "Invalid, expired or revoked OAuth access token: refresh it, or sign in again."
-    return "Invalid, expired or revoked API token."
+        return UNKNOWN_OAUTH_TOKEN_MESSAGE
+    token = token_by_digest(token_digest(raw)) if raw.startswith(TOKEN_PREFIX) and len(raw) <= 200 else None
+    if token is not None and token.revoked_at is None and token.expires_at is not None:
+        if not token.is_active():
+            expired = token.expires_at.astimezone(UTC)
+            return (
+                f"This API token expired on {expired:%Y-%m-%d at %H:%M} UTC: create a new token on the "
+                "dashboard's API tokens page."
+            )
+    return UNKNOWN_TOKEN_MESSAGE
 
 
-def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
+def bearer_authenticate(raw: str, *, address: str, resource: str) -> Principal | ThrottledAnswer | BearerRefusal:
     """A bearer token → its ``Principal``; a ``Throttled`` answer once the address (or the token's
-    prefix) has failed too often; ``OAuthRefused`` (with the reason) for an OAuth token that may not
-    be used for ``resource``; None for an unknown token. API tokens are not bound to a resource."""
+    prefix) has failed too often; else a ``BearerRefusal`` with the reason (an unknown, revoked or
+    expired token; an OAuth token minted for another resource). API tokens are not bound to a
+    resource."""
     from accounts.services_oauth import oauth_authenticate
 
     if raw.startswith(ACCESS_TOKEN_PREFIX):
@@ -58,10 +109,15 @@ def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
             # the same display prefix the MCP tools see for an OAuth token (accounts/mcp_auth.py)
             request_principal_note(org=result.organization.slug, token_prefix=raw[:10])
             return result
-        return bearer_failure(address, raw) or result
+        throttled = bearer_failure(address, raw)
+        if throttled is not None:
+            return throttled
+        return BearerRefusal("invalid_token", result.description if result else invalid_token_message(raw))
     token = token_authenticate_throttled(raw, address=address)
-    if token is None or isinstance(token, ThrottledAnswer):
+    if isinstance(token, ThrottledAnswer):
         return token
+    if token is None:
+        return BearerRefusal("invalid_token", invalid_token_message(raw))
     principal = principal_for_token(token)
     # every later log line of this request names the org and the token's display prefix, never the token
     request_principal_note(org=principal.organization.slug, token_prefix=token.prefix)
@@ -69,12 +125,14 @@ def bearer_authenticate(raw: str, *, address: str, resource: str) -> Any:
 
 
 # what the 401's challenge says went wrong (RFC 6750 section 3.1), noted on the request by ``authenticate``
-BEARER_ERROR_ATTRIBUTE = "rb_bearer_error"
+BEARER_REFUSAL_ATTRIBUTE = "rb_bearer_refusal"
 
 
-def _refuse(request: Request, error: str, message: str) -> AuthenticationFailed:
-    setattr(request, BEARER_ERROR_ATTRIBUTE, error)
-    return AuthenticationFailed(message)
+def _refuse(request: Request, refusal: BearerRefusal) -> AuthenticationFailed | NotAuthenticated:
+    setattr(request, BEARER_REFUSAL_ATTRIBUTE, refusal)
+    if refusal.error is None:  # no bearer token was attempted: DRF's "not_authenticated", as on MCP
+        return NotAuthenticated(refusal.description)
+    return AuthenticationFailed(refusal.description)
 
 
 class ApiTokenAuthentication(BaseAuthentication):
@@ -84,34 +142,31 @@ class ApiTokenAuthentication(BaseAuthentication):
     The challenge follows RFC 6750 section 3.1: a token that was sent but is unknown, expired, revoked or
     minted for another resource → ``error="invalid_token"`` (a client then refreshes or signs in
     again); a malformed ``Bearer`` header → ``error="invalid_request"``; no token at all, or another
-    scheme → no error code."""
+    scheme → no error code. The reason is the challenge's ``error_description`` and the body's
+    ``detail``, worded as on MCP (docs/agent-api.md#authentication-errors)."""
 
     def authenticate(self, request: Request) -> tuple[Principal, Any] | None:
-        from accounts.services_oauth import OAuthRefused
-
         header = get_authorization_header(request)
         if not header:
             return None
         raw = bearer_token_from_header(header)
         if raw is None:
-            message = "Malformed Authorization header; expected 'Bearer <token>'."
-            scheme = header.split(maxsplit=1)[0].lower() if header.split() else b""
-            if scheme == b"bearer":
-                raise _refuse(request, "invalid_request", message)
-            raise AuthenticationFailed(message)  # another scheme: no bearer credentials were attempted
+            raise _refuse(request, bearer_header_refusal(header))
         address = request_client_address(request)
         principal = bearer_authenticate(raw, address=address, resource=api_resource())
         if isinstance(principal, ThrottledAnswer):
             raise Throttled(wait=principal.retry_after, detail=principal.message)  # 429 with Retry-After
-        if isinstance(principal, OAuthRefused):
-            raise _refuse(request, "invalid_token", principal.description)
-        if principal is None:
-            raise _refuse(request, "invalid_token", invalid_token_message(raw))
+        if isinstance(principal, BearerRefusal):
+            raise _refuse(request, principal)
         return principal, principal.token
 
     def authenticate_header(self, request: Request) -> str:
+        refusal = getattr(request, BEARER_REFUSAL_ATTRIBUTE, None)
         return bearer_challenge(
-            realm="api", resource_path=API_RESOURCE_PATH, error=getattr(request, BEARER_ERROR_ATTRIBUTE, None)
+            realm="api",
+            resource_path=API_RESOURCE_PATH,
+            error=refusal.error if refusal else None,
+            description=refusal.description if refusal else "",
         )
 
 

@@ -21,7 +21,7 @@ from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.access import Principal
-from accounts.authentication import bearer_authenticate, bearer_token_from_header, invalid_token_message
+from accounts.authentication import BearerRefusal, bearer_authenticate, bearer_header_refusal, bearer_token_from_header
 from accounts.models import ApiToken
 from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
 from accounts.throttling import Throttled, scope_client_address
@@ -35,8 +35,8 @@ _request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_princ
 
 def _authenticate(raw: str, address: str) -> Any:
     """The token's principal; a ``Throttled`` answer once the address or the token prefix has failed
-    too often (``accounts/throttling.py``, shared with REST); ``OAuthRefused`` for an OAuth token that
-    may not be used here (another resource, expired, revoked); None for an invalid token."""
+    too often (``accounts/throttling.py``, shared with REST); else a ``BearerRefusal`` saying why
+    (unknown, revoked, expired, an OAuth token for another resource)."""
     close_old_connections()
     try:
         return bearer_authenticate(raw, address=address, resource=mcp_resource())
@@ -90,8 +90,10 @@ class BearerTokenMiddleware:
 
     Missing → 401 with ``WWW-Authenticate: Bearer realm="mcp", resource_metadata="<issuer>/.well-known/
     oauth-protected-resource/mcp", scope="..."`` (MCP 2026-07-28 "Authorization": where an OAuth client
-    discovers the authorization server); invalid, expired, revoked or minted for another resource →
-    the same with ``error="invalid_token"``; both with a JSON body. Too many failures from the
+    discovers the authorization server); a malformed ``Bearer`` header → the same with
+    ``error="invalid_request"``; invalid, expired, revoked or minted for another resource →
+    ``error="invalid_token"``; with an error, the reason as ``error_description``, and always in the
+    JSON body (docs/agent-api.md#authentication-errors). Too many failures from the
     client's address (or with one token prefix) → 429 with ``Retry-After`` (``accounts/throttling.py``,
     the same counters as REST). An authenticated GET (the optional standalone SSE stream) is 405:
     this stateless JSON server never pushes anything.
@@ -107,7 +109,7 @@ class BearerTokenMiddleware:
         header = next((v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"), None)
         raw = bearer_token_from_header(header)
         if raw is None:
-            await self._unauthorized(send, "Missing bearer token: send 'Authorization: Bearer <token>'.", error=None)
+            await self._unauthorized(send, bearer_header_refusal(header))
             return
         try:
             authenticated = await anyio.to_thread.run_sync(_authenticate, raw, scope_client_address(scope))
@@ -116,18 +118,17 @@ class BearerTokenMiddleware:
                 raise
             # the same fast 503 as the Django side (reasoningbank/middleware.py), not a dropped request
             await _send_json(
-                send, 503, DATABASE_UNAVAILABLE_BODY,
+                send,
+                503,
+                DATABASE_UNAVAILABLE_BODY,
                 [(b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"cache-control", b"no-store")],
             )
             return
         if isinstance(authenticated, Throttled):
             await self._throttled(send, authenticated)
             return
-        if authenticated is None:
-            await self._unauthorized(send, invalid_token_message(raw))
-            return
-        if not isinstance(authenticated, Principal):  # an OAuth token refused here (OAuthRefused)
-            await self._unauthorized(send, authenticated.description)
+        if isinstance(authenticated, BearerRefusal):
+            await self._unauthorized(send, authenticated)
             return
         principal = authenticated
         if scope["method"] == "GET":
@@ -135,9 +136,11 @@ class BearerTokenMiddleware:
             # GET would only hold a connection (and could not see other workers' events anyway).
             # The spec allows 405 here in every era; clients then just POST.
             await _send_json(
-                send, 405,
+                send,
+                405,
                 jsonrpc_error_body(
-                    JSONRPC_INVALID_REQUEST, "Method Not Allowed: this server offers no SSE stream; POST",
+                    JSONRPC_INVALID_REQUEST,
+                    "Method Not Allowed: this server offers no SSE stream; POST",
                     "method_not_allowed",
                 ),
                 [(b"allow", b"POST")],
@@ -156,20 +159,30 @@ class BearerTokenMiddleware:
     @staticmethod
     async def _throttled(send: Send, throttled: Throttled) -> None:
         await _send_json(
-            send, 429,
+            send,
+            429,
             oauth_error_body(
-                "too_many_requests", f"{throttled.message} Retry after {throttled.retry_after} seconds.",
+                "too_many_requests",
+                f"{throttled.message} Retry after {throttled.retry_after} seconds.",
                 code="throttled",
             ),
             [(b"retry-after", str(throttled.retry_after).encode()), (b"cache-control", b"no-store")],
         )
 
     @staticmethod
-    async def _unauthorized(send: Send, description: str, error: str | None = "invalid_token") -> None:
-        challenge = bearer_challenge(realm="mcp", resource_path=MCP_RESOURCE_PATH, error=error)
+    async def _unauthorized(send: Send, refusal: BearerRefusal) -> None:
+        # the reason twice: in the challenge for clients that read headers, in the body for the rest
+        # (docs/agent-api.md#authentication-errors shows how an SDK user gets at it)
+        challenge = bearer_challenge(
+            realm="mcp", resource_path=MCP_RESOURCE_PATH, error=refusal.error, description=refusal.description
+        )
         await _send_json(
-            send, 401, oauth_error_body(
-                "invalid_token", description, code="authentication_failed" if error else "not_authenticated"
+            send,
+            401,
+            oauth_error_body(
+                refusal.error or "invalid_token",
+                refusal.description,
+                code="authentication_failed" if refusal.error else "not_authenticated",
             ),
             [(b"www-authenticate", challenge.encode()), (b"cache-control", b"no-store")],
         )

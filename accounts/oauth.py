@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -92,18 +93,34 @@ def resource_metadata_url(path: str) -> str:
     return issuer() + PRM_WELL_KNOWN + path
 
 
-def bearer_challenge(*, realm: str, resource_path: str, error: str | None = None, description: str = "") -> str:
-    """``WWW-Authenticate`` for a 401 (MCP 2026-07-28 "Authorization"; RFC 6750 §3, RFC 9728 §5.1):
-    the metadata to discover the authorization server from, and the scopes the resource uses. A
-    request that sent no token gets no ``error`` (RFC 6750 §3.1)."""
+def bearer_challenge(
+    *,
+    realm: str,
+    resource_path: str,
+    error: str | None = None,
+    description: str = "",
+    scopes: Sequence[str] = OAUTH_SCOPES,
+) -> str:
+    """``WWW-Authenticate`` for a 401, or a 403 with ``error="insufficient_scope"`` and the scope that
+    is missing (MCP 2026-07-28 "Authorization"; RFC 6750 section 3, RFC 9728 section 5.1): the metadata to
+    discover the authorization server from, the scopes the resource uses, and what went wrong in
+    words (``error_description``, so that a client showing only headers can still say why). A
+    request that sent no token gets no ``error`` (RFC 6750 section 3.1)."""
     params = [f'realm="{realm}"']
     if error:
         params.append(f'error="{error}"')
         if description:
-            params.append('error_description="{}"'.format(description.replace("\\", "").replace('"', "'")))
+            params.append(f'error_description="{challenge_description(description)}"')
     params.append(f'resource_metadata="{resource_metadata_url(resource_path)}"')
-    params.append(f'scope="{" ".join(OAUTH_SCOPES)}"')
+    params.append(f'scope="{" ".join(scopes)}"')
     return "Bearer " + ", ".join(params)
+
+
+def challenge_description(text: str) -> str:
+    """``text`` as RFC 6750 allows an ``error_description``: printable ASCII without ``"`` and ``\\``
+    (a quote becomes an apostrophe, anything else outside the set a question mark)."""
+    text = text.replace('"', "'").replace("\\", "/")
+    return "".join(ch if " " <= ch <= "~" else "?" for ch in text)
 
 
 # --- token values (django-oauth-toolkit's ACCESS_TOKEN_GENERATOR / REFRESH_TOKEN_GENERATOR) --------

@@ -21,8 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from reasoningbank.errors import ServiceError
+from reasoningbank.http_errors import MISSING_BEARER_TOKEN, refusal_body
 from reasoningbank.http_errors import error_body as http_error_body
-from reasoningbank.http_errors import refusal_body
 
 NON_FIELD = "non_field_errors"
 
@@ -43,7 +43,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         data = response.data
         detail = data.get("detail", data) if isinstance(data, dict) else data
         code = getattr(detail, "code", None) or getattr(exc, "default_code", None) or "error"
-        response.data = error_body(_plain_text(detail), str(code), {})
+        text = _plain_text(detail)
+        if isinstance(exc, exceptions.NotAuthenticated) and text == str(exceptions.NotAuthenticated.default_detail):
+            # what to send, in the words /mcp uses (docs/agent-api.md#authentication-errors)
+            text = MISSING_BEARER_TOKEN
+        response.data = error_body(text, str(code), {})
     if response.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in response:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response

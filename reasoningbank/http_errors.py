@@ -30,6 +30,9 @@ MCP_PATH = "/mcp"
 # the authorization endpoint is a page the user's browser navigates to (sign-in, consent), not an API
 OAUTH_PAGE_PREFIX = "/oauth/authorize/"
 
+# a 401 for a request without credentials, on /mcp and /api/ alike (docs/agent-api.md#authentication-errors)
+MISSING_BEARER_TOKEN = "Missing bearer token: send 'Authorization: Bearer <token>'."
+
 # JSON-RPC 2.0 error codes for the refusals made before the SDK parses a message
 JSONRPC_PARSE_ERROR = -32700
 JSONRPC_INVALID_REQUEST = -32600
