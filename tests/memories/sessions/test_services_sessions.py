@@ -60,7 +60,7 @@ def test_a_successful_session_becomes_memories_with_initial_confidence_0_7(
     memories = list(Memory.objects.filter(source_session=session).order_by("title"))
     assert [m.title for m in memories] == ["Run flaky tests with -count=1", "Wrap DB calls in context.WithTimeout"]
     assert all(m.origin == "distilled" for m in memories)
-    assert {round(m.confidence, 6) for m in memories} == {0.7}
+    assert [m.confidence for m in memories] == [pytest.approx(0.7, abs=1e-6)] * 2
     assert all(m.project == session.project and m.embedding is not None for m in memories)
     call = LlmCall.objects.for_subject(session).get()
     assert call.purpose == "distill" and call.input_tokens > 0 and call.organization == session.organization
@@ -73,7 +73,7 @@ def test_a_failed_session_yields_anti_patterns_starting_at_0_6(agent, queued):
     )
     session_process(session.id, llm=ScriptedLLM([reply]))
     memory = Memory.objects.get(source_session=session)
-    assert memory.outcome == "failure" and round(memory.confidence, 6) == 0.6
+    assert memory.outcome == "failure" and memory.confidence == pytest.approx(0.6, abs=1e-6)
 
 
 def test_no_extractions_finishes_the_session_without_memories(agent, queued):
