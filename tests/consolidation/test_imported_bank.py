@@ -39,8 +39,8 @@ def exported_bank(cast: Any) -> dict[str, Any]:
     judge linked, a lesson proposed for the platform team; exported with its embeddings."""
     teams_setup(cast)
     alice = cast.principal(cast.alice)
-    older = remember(alice, "Connection pool size", spoke(40, 41, 0.8), content="Keep the pool at 10 connections")
-    newer = remember(alice, "Connection pool sizing", spoke(40, 42, 0.8), content="Keep the pool at 50 connections")
+    older = remember(alice, "Connection pool size", spoke(40, 41, 0.75), content="Keep the pool at 10 connections")
+    newer = remember(alice, "Connection pool sizing", spoke(40, 42, 0.75), content="Keep the pool at 50 connections")
     for n, title in enumerate(CLUSTER_TITLES, 1):
         remember(alice, title, spoke(0, n, 0.87))
     lesson(alice, "web-app", 61, hub=60)
@@ -94,8 +94,8 @@ def test_an_imported_bank_with_an_open_dispute_links_summaries_and_proposals_con
 def test_the_judge_passes_when_every_close_pair_is_already_linked_as_a_contradiction(cast, agent):
     """The smallest form of the imported dispute: one close pair with conflict cues, linked as
     contradicting, and no verdict kept for it. Nothing is left to judge, so nothing is asked."""
-    older = remember(agent, "Connection pool size", spoke(40, 41, 0.8), content="Keep the pool at 10 connections")
-    newer = remember(agent, "Connection pool sizing", spoke(40, 42, 0.8), content="Keep the pool at 50 connections")
+    older = remember(agent, "Connection pool size", spoke(40, 41, 0.75), content="Keep the pool at 10 connections")
+    newer = remember(agent, "Connection pool sizing", spoke(40, 42, 0.75), content="Keep the pool at 50 connections")
     MemoryLink.objects.create(
         organization=cast.org_a, source=newer, target=older, kind=MemoryLink.KIND_CONTRADICTS, weight=0.9
     )

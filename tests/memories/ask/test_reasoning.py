@@ -130,7 +130,7 @@ def test_loose_values_are_read_the_way_they_were_meant():
     assert [r.original_text for r in parsed.temporal_resolutions] == ["yesterday"]
     assert parse_reasoned_answer(reply(confidence="high"), memory_count=2).confidence == 0.85
     assert parse_reasoned_answer(reply(confidence=None), memory_count=2).confidence == 0.0  # unstated is not high
-    assert parse_reasoned_answer(reply(confidence=7), memory_count=2).confidence == 0.07
+    assert parse_reasoned_answer(reply(confidence=7), memory_count=2).confidence == pytest.approx(0.07)
 
 
 def test_cited_numbers_of_memories_not_shown_are_dropped_and_reported():
