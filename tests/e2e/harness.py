@@ -34,8 +34,10 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 # What a user's shell carries into run.sh; every product setting is left out on purpose (DEBUG,
 # SECRET_KEY, DATABASE_URL, ...), as are pytest's own (RB_TESTING, RB_TEST_DB_NAME,
 # DJANGO_SETTINGS_MODULE, PYTEST_*): the subprocess must run on the product's defaults.
+# OPENBLAS_CORETYPE and GLIBC_TUNABLES too: they try another CPU's rounding on this one, the service and
+# its PostgreSQL included (docs/contributing.md#portable-tests)
 _PASSED_THROUGH = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL",
-                   "XDG_RUNTIME_DIR", "PYTHON")
+                   "XDG_RUNTIME_DIR", "PYTHON", "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
 _PR_SET_PDEATHSIG = 1
 
 
