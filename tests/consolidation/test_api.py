@@ -155,6 +155,17 @@ def test_requesting_a_run_on_the_free_plan_is_403_plan_required(cast, token_clie
     assert not ConsolidationRun.objects.exists()
 
 
+def test_a_plan_required_answer_says_where_the_plan_is_changed(cast, token_client, settings):
+    settings.SITE_URL = "https://memory.example.test"
+    cast.org_a.plan = "free"
+    cast.org_a.save(update_fields=["plan"])
+
+    detail = token_client(cast.org_a).post(RUNS, {"project_id": "web-app"}, format="json").json()["detail"]
+
+    assert "https://memory.example.test/settings/plan/" in detail
+    assert "manage.py set_plan acme pro" in detail and "DEFAULT_PLAN" in detail
+
+
 def test_a_read_only_token_may_not_request_a_run(cast, token_client):
     response = token_client(cast.org_a, scopes=["memories:read"]).post(RUNS, {"project_id": "web-app"}, format="json")
 

@@ -79,6 +79,16 @@ async def test_the_plan_gate_scope_and_tenancy_are_enforced(app, cast, seeded):
     assert bad.is_error and "similarity_threshold" in dump(bad)
 
 
+async def test_a_plan_required_error_over_mcp_says_where_the_plan_is_changed(app, cast, seeded, settings):
+    settings.SITE_URL = "https://memory.example.test"
+    await in_thread(lambda: type(cast.org_a).objects.filter(pk=cast.org_a.pk).update(plan="free"))
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        gated = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+    assert gated.is_error
+    assert "https://memory.example.test/settings/plan/" in dump(gated)
+    assert "manage.py set_plan acme pro" in dump(gated) and "DEFAULT_PLAN" in dump(gated)
+
+
 async def test_a_dry_run_over_mcp_says_so_and_lists_each_proposed_source_with_its_id_date_and_project(app, seeded):
     async with mcp_client(app, seeded["token"], "2026-07-28") as client:
         dry = await client.call_tool("memory_consolidate", {"project": "web-app", "dry_run": True})

@@ -82,6 +82,18 @@ def test_free_plan_shows_the_gate_instead_of_the_form(client, cast):
     assert not ConsolidationRun.objects.exists()
 
 
+def test_a_plan_required_error_on_the_page_says_where_the_plan_is_changed(client, cast, settings):
+    settings.SITE_URL = "https://memory.example.test"
+    set_plan(cast.org_a, "free")
+    client.force_login(cast.alice)
+
+    response = client.post("/consolidation/apply/", {"project": "web-app", "similarity_threshold": "0.8"})
+
+    assert response.status_code == 400
+    body = text(response)
+    assert "https://memory.example.test/settings/plan/" in body and "manage.py set_plan acme pro" in body
+
+
 def test_dry_run_preview_lists_the_cluster_and_changes_nothing(client, cast, cluster):
     first, second = cluster
     client.force_login(cast.alice)
