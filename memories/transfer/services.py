@@ -231,8 +231,7 @@ def _places_plan(
             continue
         if slug in checker.team_slugs:
             raise plan_required(
-                org, FEATURE_TEAMS, f"the file's team {slug!r}", field="project",
-                instead="import it into one project with project",
+                org, FEATURE_TEAMS, f"the file's team {slug!r}", field="project", instead="import it into one project"
             )
         del places.teams[slug]
         for plan in places.project_plans.values():

@@ -62,7 +62,8 @@ def test_set_plan_changes_an_orgs_plan_audited_and_refuses_an_unknown_org_or_pla
 
     org = Organization.objects.get(slug="vandelay")
     assert org.plan == "pro"
-    assert AuditEvent.objects.get(organization=org, verb="organization.plan_change").data == {"from": "free", "to": "pro"}
+    change = AuditEvent.objects.get(organization=org, verb="organization.plan_change")
+    assert change.data == {"from": "free", "to": "pro"}
     with pytest.raises(CommandError, match="does not exist"):
         call_command("set_plan", "nope", "pro", stdout=StringIO())
     with pytest.raises(CommandError, match="invalid choice"):
