@@ -2,7 +2,7 @@
 
 Services ask ``org.has_feature(...)`` / ``org.limit(...)``; nothing else hard-codes plan names.
 Manual consolidation is allowed on Pro, automatic (scheduled) consolidation needs Teams, because
-automatic runs spend LLM tokens nobody asked for at the moment (docs/tenancy.md#who-owns-what).
+automatic runs spend LLM tokens nobody asked for at the moment (docs/tenancy.md#plans-and-the-default-plan).
 Institutional promotion (a lesson that holds across projects proposed for team or org scope,
 docs/consolidation.md#institutional-promotion) needs Teams too: it only means something where several
 projects and teams share one org.
