@@ -154,7 +154,7 @@ class ImportRequestSerializer(StrictSerializer):
 
 
 class ImportQuerySerializer(StrictQuerySerializer):
-    """The options of an import whose body is the file itself (``application/x-ndjson``)."""
+    # the options of an import whose body is the file itself (application/x-ndjson)
 
     format = serializers.ChoiceField(
         choices=list(FORMATS),
