@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -39,6 +40,10 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_filter = ("plan", "auto_promote_institutional")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        # a staff-made org starts on the same plan as any other new org unless staff pick another
+        return {"plan": settings.DEFAULT_PLAN, **super().get_changeform_initial_data(request)}
 
     def save_model(self, request: HttpRequest, obj: Organization, form: Any, change: bool) -> None:
         if not change:

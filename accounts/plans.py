@@ -2,7 +2,7 @@
 
 Services ask ``org.has_feature(...)`` / ``org.limit(...)``; nothing else hard-codes plan names.
 Manual consolidation is allowed on Pro, automatic (scheduled) consolidation needs Teams, because
-automatic runs spend LLM tokens nobody asked for at the moment (docs/tenancy.md#who-owns-what).
+automatic runs spend LLM tokens nobody asked for at the moment (docs/tenancy.md#plans-and-the-default-plan).
 Institutional promotion (a lesson that holds across projects proposed for team or org scope,
 docs/consolidation.md#institutional-promotion) needs Teams too: it only means something where several
 projects and teams share one org.
@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.conf import settings
+
+from reasoningbank.errors import PlanRequired
 
 PLAN_FREE = "free"
 PLAN_PRO = "pro"
@@ -91,6 +95,33 @@ def minimum_plan_for(feature: str) -> str | None:
         if feature in PLANS[name].features:
             return name
     return None
+
+
+def plan_change_hint(organization_slug: str, plan: str | None) -> str:
+    """Where a plan is changed, for every ``plan_required`` message (REST, MCP, dashboard): an agent
+    that meets the error tells its user, who needs the page (or, self-hosting, the command and the
+    setting) rather than the bare fact that a plan is missing (docs/tenancy.md#plans-and-the-default-plan)."""
+    wanted = plan or PLAN_ORDER[-1]
+    return (
+        f"An owner of {organization_slug!r} changes the plan on the dashboard at "
+        f"{settings.SITE_URL.rstrip('/')}/settings/plan/; self-hosting, run "
+        f"`manage.py set_plan {organization_slug} {wanted}`, and set DEFAULT_PLAN for the plan new "
+        "organizations start on."
+    )
+
+
+def plan_required(
+    organization: Any, feature: str, what: str, *, field: str | None = None, instead: str = ""
+) -> PlanRequired:
+    """The ``PlanRequired`` error for ``what`` (which needs ``feature``) in ``organization``: the plan
+    that has it, the plan the org is on, what to do ``instead`` if anything, and where to change it."""
+    needed = minimum_plan_for(feature)
+    alternative = f": {instead}, or change the plan" if instead else ""
+    return PlanRequired(
+        f"{what} needs the {needed} plan or above; this organization is on {organization.plan}{alternative}. "
+        + plan_change_hint(organization.slug, needed),
+        field=field,
+    )
 
 
 # How much of a limit an org uses, counted by the app that owns the data: the memories app registers

@@ -26,14 +26,13 @@ from accounts.models import (
     Project,
     Team,
 )
-from accounts.plans import FEATURE_TEAMS, minimum_plan_for, plan_get
+from accounts.plans import FEATURE_TEAMS, plan_get, plan_required
 from accounts.selectors import token_by_digest
 from reasoningbank.errors import (
     Conflict,
     Forbidden,
     InvalidInput,
     LimitExceeded,
-    PlanRequired,
 )
 
 TOKEN_PREFIX = "rb_"
@@ -105,9 +104,12 @@ def _slug_validate(slug: str, *, field: str = "slug") -> str:
 
 @transaction.atomic
 def organization_create(
-    *, slug: str, name: str = "", plan: str = "free", owner: Any = None, actor: Principal | None = None
+    *, slug: str, name: str = "", plan: str | None = None, owner: Any = None, actor: Principal | None = None
 ) -> Organization:
+    """A new organization, on ``plan`` or, left out, on ``DEFAULT_PLAN`` (every way an org is made goes
+    through here, so they all start on the same plan)."""
     slug = _slug_validate(slug)
+    plan = plan or settings.DEFAULT_PLAN
     try:
         plan_get(plan)
     except ValueError as exc:
@@ -162,9 +164,7 @@ def organization_set_auto_promote(*, organization: Organization, enabled: Any, a
 def team_create(*, organization: Organization, slug: str, name: str = "", actor: Principal | None) -> Team:
     slug = _slug_validate(slug)
     if not organization.has_feature(FEATURE_TEAMS):
-        raise PlanRequired(
-            f"teams need the {minimum_plan_for(FEATURE_TEAMS)} plan or above (this org is on {organization.plan})"
-        )
+        raise plan_required(organization, FEATURE_TEAMS, "a team")
     if Team.objects.filter(organization=organization, slug=slug).exists():
         raise Conflict(f"a team with slug {slug!r} already exists in this organization", field="slug")
     team = Team.objects.create(organization=organization, slug=slug, name=(name or slug)[:200])
@@ -249,7 +249,7 @@ FIRST_PROJECT_SLUG = "default"
 
 
 def user_signup_provision(*, user: Any) -> Organization:
-    """A new user gets their own org on the free plan, as owner, with a first project ``default``
+    """A new user gets their own org on ``DEFAULT_PLAN``, as owner, with a first project ``default``
     (called on allauth signup): the connection snippet they copy next then works on the agent's
     first write, with no project to create or name."""
     base = slugify((user.email or user.get_username()).split("@")[0])[:40] or "org"

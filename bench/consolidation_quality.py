@@ -213,7 +213,7 @@ def run_consolidation(bank: Bank, llm: Any, *, dry: bool) -> Any:
     from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 
     run = consolidation_request(
-        principal=bank.principal, project=bank.project, options=run_options_validate(dry_run=dry, force=True)
+        principal=bank.principal, project=bank.project, options=run_options_validate(dry_run=dry)
     )
     finished = consolidation_execute(run.id, llm=llm)
     if finished is None:

@@ -99,8 +99,9 @@ class RunListCreateView(ConsolidationAPIView):
             "contradictions are set aside for a moderator and stale memories are archived. `dry_run: true` "
             "only previews. Answers 202 at once with the queued run's id (poll `GET …/runs/{run_id}`), or with "
             "`wait: true` 200 with the finished run's statistics (the same body as the MCP tool "
-            "`memory_consolidate`). One run at a time per project (409 otherwise); a project is not "
-            "consolidated twice within 24 h unless `force`. Needs `consolidation:run` and the Pro plan or above."
+            "`memory_consolidate`). One run at a time per project (409 otherwise); a requested run runs however "
+            "recently the project was consolidated (`force` is accepted and has no effect). Needs "
+            "`consolidation:run` and the Pro plan or above."
         ),
         request=ConsolidateRestInput,
         responses={

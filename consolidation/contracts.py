@@ -44,7 +44,16 @@ class ConsolidateInput(Contract):
     max_clusters: Annotated[
         int, Field(description="Maximum number of clusters to process (0=no limit)", ge=0, le=10_000)
     ] = 0
-    force: Annotated[bool, Field(description="Run even if the project was consolidated in the last 24 h")] = False
+    # Kept so that agents and scripts written when an explicit request could be skipped as "within the
+    # 24 h window" still validate; every explicit request runs now (docs/consolidation.md#what-starts-a-run).
+    force: Annotated[
+        bool,
+        Field(
+            description="Deprecated, no effect: an explicit request always runs (the 24 h interval is the "
+            "scheduler's). Accepted so that older callers keep working",
+            deprecated=True,
+        ),
+    ] = False
     project: Annotated[
         Slug, Field(description="Same as project_id (the name every other tool uses); pass one of them")
     ] = None
@@ -69,7 +78,7 @@ class ConsolidateInput(Contract):
                 else self.similarity_threshold
             ),
             max_clusters=self.max_clusters,
-            dry_run=self.dry_run, force=self.force,
+            dry_run=self.dry_run,
         )
 
 

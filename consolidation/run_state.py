@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
@@ -71,12 +71,19 @@ class RunOptions:
     similarity_threshold: float = 0.8
     max_clusters: int = 0  # 0 = no limit
     dry_run: bool = False
-    force: bool = False  # bypass the 24 h window (docs/consolidation.md#what-starts-a-run)
     min_cluster_size: int = clustering.DEFAULT_MIN_CLUSTER_SIZE
     max_cluster_size: int = clustering.DEFAULT_MAX_CLUSTER_SIZE
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    @classmethod
+    def of(cls, stored: dict[str, Any]) -> RunOptions:
+        """The options a run was requested with, from its ``options`` column. Keys this version no longer
+        reads are dropped: a run queued before an upgrade carries ``force``, which no longer means
+        anything (docs/consolidation.md#what-starts-a-run)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in stored.items() if key in known})
 
 
 class RunTimeout(Exception):

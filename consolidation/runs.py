@@ -27,7 +27,7 @@ from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_S
 from accounts.services import audit_record
 from consolidation import events
 from consolidation.backoff import failure_backoff
-from consolidation.models import ConsolidationRun, ProjectConsolidationSettings, empty_counters
+from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.phases.registry import Phase, phases
 from consolidation.run_state import RunOptions, RunState, RunTimeout
 from consolidation.validation import feature_require
@@ -44,7 +44,7 @@ PHASE_COMPLETED = "completed"
 
 
 def run_options_validate(
-    *, similarity_threshold: Any = None, max_clusters: Any = 0, dry_run: Any = False, force: Any = False
+    *, similarity_threshold: Any = None, max_clusters: Any = 0, dry_run: Any = False
 ) -> RunOptions:
     threshold = (
         settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD if similarity_threshold is None else similarity_threshold
@@ -53,10 +53,9 @@ def run_options_validate(
         raise InvalidInput("similarity_threshold must be a number from 0.5 to 0.99", field="similarity_threshold")
     if isinstance(max_clusters, bool) or not isinstance(max_clusters, int) or not 0 <= max_clusters <= 10_000:
         raise InvalidInput("max_clusters must be an integer from 0 (no limit) to 10000", field="max_clusters")
-    for name, value in (("dry_run", dry_run), ("force", force)):
-        if not isinstance(value, bool):
-            raise InvalidInput(f"{name} must be true or false", field=name)
-    return RunOptions(similarity_threshold=float(threshold), max_clusters=max_clusters, dry_run=dry_run, force=force)
+    if not isinstance(dry_run, bool):
+        raise InvalidInput("dry_run must be true or false", field="dry_run")
+    return RunOptions(similarity_threshold=float(threshold), max_clusters=max_clusters, dry_run=dry_run)
 
 
 def project_argument(*, project: str | None, project_id: str | None) -> str | None:
@@ -185,32 +184,19 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
 
 
 def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -> ConsolidationRun:
-    options = RunOptions(**run.options)
+    options = RunOptions.of(run.options)
     project = run.project
     assert project is not None
-    window_start = timezone.now() - timedelta(seconds=settings.CONSOLIDATION_WINDOW)
+    # No "too soon" rule here: a run that was requested runs. How often automatic runs come is the
+    # scheduler's and the on-demand trigger's to decide (consolidation/triggers.py), and a person or an
+    # agent who asks means now (docs/consolidation.md#what-starts-a-run).
     previous = last_completed_run(project)
     since = previous.started_at if previous is not None else None
     current_set(  # the consolidation.run span's attributes (checkpoint: the previous run it continues from)
         run_id=run.id, org_id=run.organization_id, project_id=project.id, trigger=run.trigger,
-        mode="incremental" if since is not None else "full", dry_run=options.dry_run, force=options.force,
+        mode="incremental" if since is not None else "full", dry_run=options.dry_run,
         similarity_threshold=options.similarity_threshold, checkpoint_id=previous.id if previous else None,
     )
-    if previous is not None and since is not None and since >= window_start and not (options.force or options.dry_run):
-        return run_finish(
-            run,
-            ConsolidationRun.STATUS_SKIPPED,
-            counters=empty_counters(),
-            preview={},
-            warnings=[
-                f"consolidated {timezone.now() - since} ago ({previous.id}); within the "
-                f"{settings.CONSOLIDATION_WINDOW / 3600:.0f} h window — pass force to run anyway"
-            ],
-            errors=[],
-            durations={},
-            created=[],
-            archived=[],
-        )
     principal = Principal(
         organization=run.organization,
         scopes=system_principal(run.organization).scopes,

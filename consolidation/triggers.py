@@ -100,7 +100,7 @@ def consolidation_schedule_due(*, now: Any = None) -> list[ConsolidationRun]:
             run = consolidation_request(
                 principal=system_principal(project.organization),
                 project=project,
-                options=RunOptions(similarity_threshold=threshold, force=True),
+                options=RunOptions(similarity_threshold=threshold),
                 trigger=ConsolidationRun.TRIGGER_SCHEDULED,
             )
             consolidation_enqueue(run)
@@ -129,7 +129,7 @@ def consolidation_on_demand(*, project: Project) -> ConsolidationRun | None:
         run = consolidation_request(
             principal=system_principal(project.organization),
             project=project,
-            options=RunOptions(similarity_threshold=settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD, force=True),
+            options=RunOptions(similarity_threshold=settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD),
             trigger=ConsolidationRun.TRIGGER_ON_DEMAND,
         )
     except Conflict:

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from accounts.models import Organization
-from accounts.plans import minimum_plan_for
+from accounts.plans import plan_required
 from memories.validation import text_scrub
-from reasoningbank.errors import InvalidInput, PlanRequired
+from reasoningbank.errors import InvalidInput
 
 NOTE_MAX = 2000  # characters of a review note, and of the reason a review item keeps
 
@@ -45,8 +45,6 @@ def tags_lenient(tags: Iterable[str]) -> list[str]:
 
 
 def feature_require(org: Organization, feature: str, what: str) -> None:
-    """``PlanRequired`` (a 403 naming the plan needed) unless ``org``'s plan has ``feature``."""
+    """``PlanRequired`` (a 403 naming the plan needed and where to change it) unless ``org``'s plan has ``feature``."""
     if not org.has_feature(feature):
-        raise PlanRequired(
-            f"{what} needs the {minimum_plan_for(feature)} plan or above; this organization is on {org.plan}"
-        )
+        raise plan_required(org, feature, what)

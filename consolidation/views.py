@@ -77,7 +77,6 @@ def _options(request: HttpRequest, *, dry_run: bool) -> tuple[dict[str, str], Ru
         similarity_threshold=_float(values["similarity_threshold"], "similarity_threshold"),
         max_clusters=_int(values["max_clusters"], "max_clusters"),
         dry_run=dry_run,
-        force=not dry_run,  # an explicit apply ignores the 24 h window
     )
     return values, options
 
@@ -240,7 +239,7 @@ def consolidation_preview(request: HttpRequest) -> HttpResponse:
 @require_POST
 @org_view(min_role=MEMBER)
 def consolidation_apply(request: HttpRequest) -> HttpResponse:
-    """Queue a real run with the previewed options (force: ignore the 24 h window)."""
+    """Queue a real run with the previewed options."""
     principal = request.principal  # type: ignore[attr-defined]
     values: dict[str, Any] = dict(request.POST.items())
     try:

@@ -178,8 +178,12 @@ def contract_tool(
     ``run(model)``."""
     parameters = []
     for field_name, info in input_model.model_fields.items():
-        # the type with its limits and description; the default goes on the parameter
-        annotation: Any = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
+        # the type with its limits, description and deprecation; the default goes on the parameter. A
+        # deprecation is written into the schema only: the SDK reads every argument back off its own model,
+        # and a pydantic deprecation would warn on each call of a tool that never uses the value.
+        extra: dict[str, Any] | None = {"deprecated": True} if info.deprecated else None
+        described = Field(description=info.description, json_schema_extra=extra)
+        annotation: Any = Annotated[(info.annotation, *info.metadata, described)]  # type: ignore[name-defined]
         default = inspect.Parameter.empty if info.is_required() else info.get_default(call_default_factory=True)
         parameters.append(
             inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)

@@ -1,5 +1,8 @@
 """REST views for taking a memory bank out and bringing one in (docs/export-import.md): thin — parse,
-call the export selector / the import service, render. Both need the ``admin`` scope."""
+call the export selector / the import service, render. Both need the ``admin`` scope. The import takes
+the file either wrapped in JSON (``text``, options beside it) or as the body itself
+(``application/x-ndjson``, options in the query string), so an export goes back in with
+``curl --data-binary @bank.jsonl``."""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -149,6 +153,42 @@ class ImportRequestSerializer(StrictSerializer):
     )
 
 
+class ImportQuerySerializer(StrictQuerySerializer):
+    # the options of an import whose body is the file itself (application/x-ndjson)
+
+    format = serializers.ChoiceField(
+        choices=list(FORMATS),
+        required=False,
+        default="reasoningbank",
+        help_text="with an application/x-ndjson body: reasoningbank (this server's export, the default) or mem0 "
+        "(a mem0 export as JSON Lines)",
+    )
+    project = serializers.SlugField(
+        required=False, max_length=50, help_text="with an application/x-ndjson body: as `project` in the JSON form"
+    )
+    dry_run = serializers.BooleanField(
+        required=False, default=False, help_text="with an application/x-ndjson body: check everything, write nothing"
+    )
+    source_name = serializers.CharField(
+        required=False, max_length=100, help_text="with an application/x-ndjson body: as in the JSON form"
+    )
+
+
+class JSONLinesParser(BaseParser):
+    """The exported file as the body: its text, decoded as UTF-8 (the lines are checked by the import,
+    which names each bad one)."""
+
+    media_type = MEDIA_TYPE
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> str:
+        raw = stream.read() if stream is not None else b""
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise ParseError(f"The body is not UTF-8 text: line {line} holds byte 0x{raw[exc.start]:02x}.") from None
+
+
 class ImportSkippedSerializer(serializers.Serializer):
     where = serializers.CharField(help_text="the entry's line or item")
     reason = serializers.CharField(help_text="duplicate, or the write gate's reason (empty, placeholder, …)")
@@ -173,9 +213,31 @@ class ImportResultSerializer(serializers.Serializer):
     )
 
 
+def _import_arguments(request: Request) -> dict[str, Any]:
+    """The import's arguments from either form of the request, validated the same way: the JSON form
+    holds them all in its body (a query string beside it would be ignored, so it is refused); the
+    JSON Lines form sends the file as the body and the options as query parameters."""
+    if (request.content_type or "").split(";")[0].strip().lower() == MEDIA_TYPE:
+        params = ImportQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        text = request.data if isinstance(request.data, str) else ""  # DRF parses no empty body
+        if not text.strip():
+            raise ValidationError({"text": ["The body is empty: send the exported file."]})
+        return {**params.validated_data, "text": text}
+    if request.query_params:
+        names = ", ".join(sorted(request.query_params))
+        raise ValidationError(
+            {name: [f"Query parameters ({names}) go with an {MEDIA_TYPE} body; a JSON body holds every option."]
+             for name in request.query_params}
+        )  # fmt: skip
+    data = ImportRequestSerializer(data=request.data)
+    data.is_valid(raise_exception=True)
+    return dict(data.validated_data)
+
+
 class ImportView(OrgAPIView):
     required_scopes = {"POST": SCOPE_ADMIN}
-    parser_classes = [JSONParser]
+    parser_classes = [JSONParser, JSONLinesParser]
 
     @extend_schema(
         tags=TAGS,
@@ -188,15 +250,18 @@ class ImportView(OrgAPIView):
             "`errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file "
             "is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) "
             "with every reference rewritten, and re-embedded with the configured embedder. `dry_run` checks "
-            "only. The import is audited. Needs `admin`."
+            "only. The import is audited. Needs `admin`.\n\n"
+            "Two forms of the same request: a JSON body (`text` holds the file, the options beside it), or "
+            f"the exported file itself as the body with `Content-Type: {MEDIA_TYPE}` and the options as query "
+            "parameters (`curl --data-binary @bank.jsonl -H 'Content-Type: application/x-ndjson' "
+            "'…/api/v1/import?dry_run=true'`). Both are checked, limited and answered the same way."
         ),
-        request=ImportRequestSerializer,
+        parameters=[ImportQuerySerializer],
+        request={"application/json": ImportRequestSerializer, MEDIA_TYPE: OpenApiTypes.STR},
         responses={200: ImportResultSerializer, **error_responses(400, 401, 403, 404, 413, 415)},
     )
     def post(self, request: Request) -> Response:
-        data = ImportRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        args = data.validated_data
+        args = _import_arguments(request)
         try:
             result = bank_import(
                 principal=self.principal,

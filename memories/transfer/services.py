@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import Project, Team
-from accounts.plans import FEATURE_TEAMS, minimum_plan_for
+from accounts.plans import FEATURE_TEAMS, plan_required
 from accounts.services import audit_record, project_create, team_create
 from memories.core import gate
 from memories.core.fingerprint import memory_content_hash
@@ -50,7 +50,7 @@ from memories.transfer import lines
 from memories.transfer.import_sources import SOURCE_FORMATS, source_records, unique_ids
 from memories.transfer.selectors import transfer_admin_require
 from memories.transfer.writer import ImportPlaces, ImportResult, ImportWriter, Progress, texts_scrubbed
-from reasoningbank.errors import InvalidInput, LimitExceeded, PlanRequired, TooLarge
+from reasoningbank.errors import InvalidInput, LimitExceeded, TooLarge
 
 FORMATS = ("reasoningbank", *SOURCE_FORMATS)
 CHECK_PROGRESS_EVERY = 5000  # lines
@@ -230,10 +230,8 @@ def _places_plan(
             result.teams_created.append(slug)
             continue
         if slug in checker.team_slugs:
-            raise PlanRequired(
-                f"the file holds memories of team {slug!r}, and teams need the {minimum_plan_for(FEATURE_TEAMS)} "
-                f"plan or above (this organization is on {org.plan}): import it into one project with project",
-                field="project",
+            raise plan_required(
+                org, FEATURE_TEAMS, f"the file's team {slug!r}", field="project", instead="import it into one project"
             )
         del places.teams[slug]
         for plan in places.project_plans.values():

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from reasoningbank.env import env_bool, env_list, env_str
+from accounts.plans import PLAN_ORDER
+from reasoningbank.env import env_bool, env_choice, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 TESTING = "pytest" in sys.modules or env_bool("RB_TESTING")
@@ -122,3 +123,7 @@ USE_I18N = True
 USE_TZ = True
 
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+# The plan a new organization starts on, whichever way it is made (sign-up, create_org): a
+# self-hosted install owns its server and its LLM bill, so it gets every feature; a hosted service
+# that sells plans sets ``free`` (docs/tenancy.md#plans-and-the-default-plan). Checked here, at start.
+DEFAULT_PLAN = env_choice("DEFAULT_PLAN", PLAN_ORDER[-1], PLAN_ORDER)

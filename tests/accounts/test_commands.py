@@ -4,7 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from accounts.models import Membership, Organization
+from accounts.models import AuditEvent, Membership, Organization
 
 
 def _last_line(*args, **kwargs) -> str:
@@ -53,3 +53,18 @@ def test_commands_fail_clearly_on_bad_input(db):
         call_command("create_token", "dup", "--label", "x", "--scopes", "everything", stdout=StringIO())
     with pytest.raises(CommandError, match="lowercase"):
         call_command("create_org", "Bad Slug!", stdout=StringIO())
+
+
+def test_set_plan_changes_an_orgs_plan_audited_and_refuses_an_unknown_org_or_plan(db):
+    _last_line("create_org", "vandelay", "--plan", "free")
+
+    assert _last_line("set_plan", "vandelay", "pro") == "pro"
+
+    org = Organization.objects.get(slug="vandelay")
+    assert org.plan == "pro"
+    change = AuditEvent.objects.get(organization=org, verb="organization.plan_change")
+    assert change.data == {"from": "free", "to": "pro"}
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("set_plan", "nope", "pro", stdout=StringIO())
+    with pytest.raises(CommandError, match="invalid choice"):
+        call_command("set_plan", "vandelay", "gold", stdout=StringIO())

@@ -58,7 +58,10 @@ def _api(base: str, token: str, path: str, body: dict) -> dict:
         return json.loads(response.read())
 
 
-def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(live_server, page, shoot, monkeypatch):
+def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(
+    live_server, page, shoot, monkeypatch, settings
+):
+    settings.DEFAULT_PLAN = "free"  # the hosted service's journey: sign up on Free, upgrade to Pro
     monkeypatch.setattr(Conf, "SYNC", True)  # run queued work in-process: no worker in this test
     monkeypatch.setattr("consolidation.run_state.llm_from_settings", _consolidation_llm)
     base = live_server.url

@@ -3,7 +3,10 @@ scope gates, tenant isolation, validation, disputes and un-merge (fixed cast: ac
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from consolidation import contracts as consolidation_contracts
 from consolidation import run_state
@@ -18,6 +21,7 @@ from tests.consolidation.vectors import (
     run_cycle,
     spoke,
 )
+from tests.factories import ConsolidationRunFactory
 
 RUNS = "/api/v1/consolidation/runs"
 DISPUTES = "/api/v1/consolidation/disputes"
@@ -57,7 +61,7 @@ def enqueued(monkeypatch):
 
 def test_posting_a_run_with_wait_consolidates_now_and_answers_with_the_result(cast, token_client, cluster, fake_llm):
     response = token_client(cast.org_a).post(
-        RUNS, {"project_id": "web-app", "wait": True, "force": True}, format="json"
+        RUNS, {"project_id": "web-app", "wait": True}, format="json"
     )
 
     assert response.status_code == 200, response.json()
@@ -71,7 +75,31 @@ def test_posting_a_run_with_wait_consolidates_now_and_answers_with_the_result(ca
     assert body["result"]["total_processed"] == 3 and body["result"]["skipped_count"] == 0
     assert body["counters"]["created"] == 1 and body["llm_calls"] == len(fake_llm.calls) >= 1
     assert len(prompts_of(fake_llm, SYNTHESIS_PREFIX)) == 1
-    assert body["options"]["force"] is True and body["finished_at"] is not None
+    assert body["finished_at"] is not None
+
+
+def test_a_request_seconds_after_an_automatic_run_runs_without_force(cast, token_client, cluster, fake_llm):
+    ConsolidationRunFactory(
+        project=cast.project_a, trigger=ConsolidationRun.TRIGGER_SCHEDULED, status=ConsolidationRun.STATUS_COMPLETED,
+        started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now() - timedelta(seconds=2),
+    )
+
+    response = token_client(cast.org_a).post(RUNS, {"project_id": "web-app", "wait": True}, format="json")
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["status"] == "completed" and body["warnings"] == []
+    assert sorted(body["archived_memories"]) == sorted(m.id for m in cluster)
+
+
+def test_force_is_still_accepted_and_documented_as_deprecated(cast, token_client, cluster, fake_llm):
+    response = token_client(cast.org_a).post(
+        RUNS, {"project_id": "web-app", "wait": True, "force": True}, format="json"
+    )
+    schema = token_client(cast.org_a).get("/api/schema/", {"format": "json"}).json()
+
+    assert response.status_code == 200 and response.json()["status"] == "completed"
+    assert schema["components"]["schemas"]["ConsolidateRestRequest"]["properties"]["force"]["deprecated"] is True
 
 
 def test_posting_a_run_without_wait_answers_202_with_the_queued_run(cast, token_client, enqueued):
@@ -155,6 +183,17 @@ def test_requesting_a_run_on_the_free_plan_is_403_plan_required(cast, token_clie
     assert not ConsolidationRun.objects.exists()
 
 
+def test_a_plan_required_answer_says_where_the_plan_is_changed(cast, token_client, settings):
+    settings.SITE_URL = "https://memory.example.test"
+    cast.org_a.plan = "free"
+    cast.org_a.save(update_fields=["plan"])
+
+    detail = token_client(cast.org_a).post(RUNS, {"project_id": "web-app"}, format="json").json()["detail"]
+
+    assert "https://memory.example.test/settings/plan/" in detail
+    assert "manage.py set_plan acme pro" in detail and "DEFAULT_PLAN" in detail
+
+
 def test_a_read_only_token_may_not_request_a_run(cast, token_client):
     response = token_client(cast.org_a, scopes=["memories:read"]).post(RUNS, {"project_id": "web-app"}, format="json")
 
@@ -170,7 +209,7 @@ def test_another_organization_can_neither_read_a_run_nor_consolidate_its_project
 
     assert globex.get(f"{RUNS}/{run_id}").status_code == 404
     assert globex.get(RUNS).json()["results"] == []
-    response = globex.post(RUNS, {"project_id": "web-app", "wait": True, "force": True}, format="json")
+    response = globex.post(RUNS, {"project_id": "web-app", "wait": True}, format="json")
     assert response.status_code == 404
     assert not ConsolidationRun.objects.filter(organization=cast.org_b).exists()
 

@@ -49,7 +49,7 @@ def test_without_an_llm_opposite_twins_wait_for_review_and_are_never_merged(cast
     assert item.status == ReviewItem.STATUS_PENDING and item.run == run
     assert any("need review" in warning for warning in run.warnings)
 
-    again = run_cycle(agent, cast.project_a, NoLLM(), force=True)
+    again = run_cycle(agent, cast.project_a, NoLLM())
     assert states(*opposite_twins) == ["active", "active"] and ReviewItem.objects.count() == 1
     assert ReviewItem.objects.get().run == again
 
@@ -59,7 +59,7 @@ def test_a_judge_that_finds_them_compatible_clears_the_pair_for_the_next_run(cas
     assert states(*opposite_twins) == ["active", "active"]  # never merged in the run that judged them
     assert ReviewItem.objects.get().status == ReviewItem.STATUS_COMPATIBLE
 
-    second = run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+    second = run_cycle(agent, cast.project_a, cycle_llm())
     assert second.counters["duplicates_merged"] == 1 and second.counters["conflicts"] == 0
     assert sorted(states(*opposite_twins)) == ["active", "archived"]
 
@@ -96,7 +96,7 @@ def test_a_dry_run_proposes_exactly_what_the_run_then_does(cast, agent, opposite
         for n, title in enumerate(["Use connection pools", "Pool database connections", "Reuse DB connections"], 11)
     ]
     dry = run_cycle(agent, cast.project_a, llm_factory(), dry_run=True)
-    real = run_cycle(agent, cast.project_a, llm_factory(), force=True)
+    real = run_cycle(agent, cast.project_a, llm_factory())
 
     assert sorted(dry.result["archived_memories"]) == sorted(real.result["archived_memories"])
     if llm_factory is NoLLM:

@@ -522,7 +522,7 @@ def test_running_again_on_the_same_data_creates_and_archives_nothing_more(cast, 
     states, links, count = memory_states(), MemoryLink.objects.count(), Memory.objects.count()
     llm = ScriptedLLM()  # nothing is left to ask an LLM about
 
-    second = run_cycle(agent, cast.project_a, llm, force=True)
+    second = run_cycle(agent, cast.project_a, llm)
 
     assert second.status == ConsolidationRun.STATUS_COMPLETED, second.errors
     assert second.result["created_memories"] == [] and second.result["archived_memories"] == []

@@ -36,7 +36,7 @@ def counter(name: str, **labels: str) -> float:
 
 def test_the_result_of_a_dry_run_says_dry_run_and_a_real_runs_says_it_is_not(cast, agent, twins):
     dry = run_cycle(agent, cast.project_a, cycle_llm(), dry_run=True)
-    real = run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+    real = run_cycle(agent, cast.project_a, cycle_llm())
 
     assert dry.result["dry_run"] is True and len(dry.result["archived_memories"]) == 4
     assert ConsolidationRun.objects.get(pk=dry.pk).result["dry_run"] is True
@@ -63,7 +63,7 @@ def test_metrics_count_a_dry_runs_proposals_apart_from_real_merges_and_archives(
     )
     assert counter("consolidation_run_duration_seconds_count", **dry) == dry_durations_before + 1
 
-    run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+    run_cycle(agent, cast.project_a, cycle_llm())
 
     assert counter("consolidation_memories_archived_total", **real) == archived_before + 4
     assert counter("consolidation_duplicates_merged_total", **real) == merged_before + 1

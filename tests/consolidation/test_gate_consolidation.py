@@ -39,7 +39,7 @@ def test_a_synthesis_too_short_to_be_reusable_is_kept_out(cast, agent, settings)
     assert any("too short" in w for w in run.warnings)
 
     settings.WRITE_GATE_MIN_CONTENT_CHARS = 5
-    again = run_cycle(agent, cast.project_a, cycle_llm(synthesis=synthesis_reply("Timeouts", "Set them.")), force=True)
+    again = run_cycle(agent, cast.project_a, cycle_llm(synthesis=synthesis_reply("Timeouts", "Set them.")))
     assert again.counters["created"] == 1
 
 

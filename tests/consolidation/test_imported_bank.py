@@ -46,7 +46,7 @@ def exported_bank(cast: Any) -> dict[str, Any]:
     lesson(alice, "web-app", 61, hub=60)
     lesson(alice, "api", 62, hub=60)
 
-    run = run_cycle(alice, cast.project_a, cycle_llm(contradiction=pool_contradiction), force=True)
+    run = run_cycle(alice, cast.project_a, cycle_llm(contradiction=pool_contradiction))
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
     promotions_propose(principal=alice)
 
@@ -74,7 +74,7 @@ def test_an_imported_bank_with_an_open_dispute_links_summaries_and_proposals_con
     for slug in ("web-app", "api"):
         project = Project.objects.get(organization=initech, slug=slug)
         for _ in range(2):  # and again: nothing the first run left makes the next one fail
-            run = run_cycle(principal, project, cycle_llm(contradiction=pool_contradiction), force=True)
+            run = run_cycle(principal, project, cycle_llm(contradiction=pool_contradiction))
             assert run.status == ConsolidationRun.STATUS_COMPLETED, (slug, run.errors)
             assert run.errors == []
 
@@ -101,7 +101,7 @@ def test_the_judge_passes_when_every_close_pair_is_already_linked_as_a_contradic
     )
     llm = cycle_llm()
 
-    run = run_cycle(agent, cast.project_a, llm, force=True)
+    run = run_cycle(agent, cast.project_a, llm)
 
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
     assert llm.calls == []  # the linked pair is settled: not judged again, not synthesised

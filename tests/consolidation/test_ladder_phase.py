@@ -151,7 +151,7 @@ def test_three_similar_facts_within_a_week_make_a_new_episodic_memory_linked_to_
     # each source's history shows the promotion it took part in
     assert event in memory_audit_trail(agent, facts[0])
 
-    again = run_cycle(agent, cast.project_a, no_llm(), force=True)
+    again = run_cycle(agent, cast.project_a, no_llm())
 
     assert again.result["created_memories"] == [] and again.counters["promoted_episodic"] == 0
     assert len(promotions()) == 1

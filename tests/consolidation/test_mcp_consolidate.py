@@ -3,15 +3,17 @@ docs/consolidation.md#what-a-run-reports lists."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
 from memories.models import Memory
 from tests.consolidation.vectors import cycle_llm, remember, spoke
-from tests.factories import ProjectFactory
+from tests.factories import ConsolidationRunFactory, ProjectFactory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -77,6 +79,34 @@ async def test_the_plan_gate_scope_and_tenancy_are_enforced(app, cast, seeded):
     assert denied.is_error and "consolidation:run" in dump(denied)
     assert gated.is_error and "Pro plan" in dump(gated).replace("pro plan", "Pro plan")
     assert bad.is_error and "similarity_threshold" in dump(bad)
+
+
+async def test_a_plan_required_error_over_mcp_says_where_the_plan_is_changed(app, cast, seeded, settings):
+    settings.SITE_URL = "https://memory.example.test"
+    await in_thread(lambda: type(cast.org_a).objects.filter(pk=cast.org_a.pk).update(plan="free"))
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        gated = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+    assert gated.is_error
+    assert "https://memory.example.test/settings/plan/" in dump(gated)
+    assert "manage.py set_plan acme pro" in dump(gated) and "DEFAULT_PLAN" in dump(gated)
+
+
+async def test_a_request_seconds_after_an_automatic_run_runs_without_force(app, cast, seeded):
+    def automatic_run_just_finished() -> None:
+        ConsolidationRunFactory(
+            project=cast.project_a, trigger=ConsolidationRun.TRIGGER_SCHEDULED,
+            status=ConsolidationRun.STATUS_COMPLETED,
+            started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now() - timedelta(seconds=2),
+        )
+
+    await in_thread(automatic_run_just_finished)
+    async with mcp_client(app, seeded["token"], "legacy") as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("memory_consolidate", {"project_id": "web-app"})
+    assert not result.is_error, dump(result)
+    assert result.structured_content["status"] == "completed" and result.structured_content["warnings"] == []
+    assert sorted(result.structured_content["archived_memories"]) == sorted(seeded["ids"])
+    assert tools["memory_consolidate"].input_schema["properties"]["force"].get("deprecated") is True
 
 
 async def test_a_dry_run_over_mcp_says_so_and_lists_each_proposed_source_with_its_id_date_and_project(app, seeded):

@@ -57,7 +57,7 @@ def test_a_registered_phase_runs_in_its_place_with_its_own_counter_and_timing(ca
     MemoryFactory(
         principal=agent, title="Pin the base image digest", content="Pin the Docker base image by its digest."
     )
-    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate(force=True))
+    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
     assert run.counters["inspected"] == 0  # a new run counts what every registered phase declares
 
     finished = consolidation_execute(run.id, llm=NoLLM())
@@ -73,7 +73,7 @@ def test_every_counter_a_run_writes_is_declared_by_a_phase(cast, agent):
         MemoryFactory(
             principal=agent, title=f"Retry flaky network calls {i}", content=f"Retry network calls with backoff ({i})."
         )
-    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate(force=True))
+    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
     finished = consolidation_execute(run.id, llm=NoLLM())
     assert set(finished.counters) == set(empty_counters())
 

@@ -78,7 +78,7 @@ def test_the_dry_run_proposes_what_the_run_then_merges_and_synthesises(bank):
     judge = LabelJudge(ds, {m.content: m.ref for m in ds.memories})
 
     dry = run_cycle(b.principal, b.project, judge, dry_run=True)
-    run_cycle(b.principal, b.project, judge, force=True)
+    run_cycle(b.principal, b.project, judge)
 
     proposed = sorted(i for d in dry.preview.get("duplicates", []) for i in d["archive"])
     merged = Memory.objects.filter(organization=b.org, archived_reason=Memory.ARCHIVED_DUPLICATE)

@@ -76,7 +76,7 @@ def test_they_agree_clears_the_pair_so_the_next_run_merges_it(cast, agent, pendi
     assert ReviewItem.objects.get().status == ReviewItem.STATUS_COMPATIBLE
     assert not MemoryLink.objects.filter(kind=MemoryLink.KIND_CONTRADICTS).exists()
 
-    run = run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+    run = run_cycle(agent, cast.project_a, cycle_llm())
 
     assert run.counters["duplicates_merged"] == 1 and run.counters["conflicts"] == 0
     assert sorted(states(pending)) == ["active", "archived"]

@@ -16,7 +16,7 @@ from tests.factories import ConsolidationRunFactory
 
 
 def queued(principal, project) -> ConsolidationRun:
-    return consolidation_request(principal=principal, project=project, options=run_options_validate(force=True))
+    return consolidation_request(principal=principal, project=project, options=run_options_validate())
 
 
 @pytest.mark.django_db(transaction=True)  # the heartbeat thread has its own connection: it sees committed rows

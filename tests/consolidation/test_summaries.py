@@ -87,7 +87,7 @@ def test_a_failed_summary_call_writes_nothing_and_the_next_run_catches_it_up(cas
     assert any("summary of" in w and "rate limited" in w for w in first.warnings)
 
     llm = cycle_llm()
-    second = run_cycle(agent, cast.project_a, llm, force=True)
+    second = run_cycle(agent, cast.project_a, llm)
 
     summary = MemorySummary.objects.get()
     assert summary.consolidation_run_id == second.id
@@ -100,11 +100,11 @@ def test_a_consolidated_memory_from_before_summaries_existed_is_summarised_once(
     MemorySummary.objects.all().delete()  # as a bank consolidated before this phase existed
 
     llm = cycle_llm()
-    run_cycle(agent, cast.project_a, llm, force=True)
+    run_cycle(agent, cast.project_a, llm)
     assert MemorySummary.objects.count() == 1 and len(summary_prompts(llm)) == 1
 
     again = cycle_llm()
-    run_cycle(agent, cast.project_a, again, force=True)
+    run_cycle(agent, cast.project_a, again)
     assert MemorySummary.objects.count() == 1 and summary_prompts(again) == []
 
 
@@ -114,14 +114,14 @@ def test_the_catch_up_can_be_turned_off(cast, agent, cluster, settings):
     settings.CONSOLIDATION_SUMMARY_CATCH_UP = 0
 
     llm = cycle_llm()
-    run_cycle(agent, cast.project_a, llm, force=True)
+    run_cycle(agent, cast.project_a, llm)
     assert not MemorySummary.objects.exists() and summary_prompts(llm) == []
 
 
 def test_a_rejected_summary_is_not_retried_by_the_catch_up(cast, agent, cluster):
     run_cycle(agent, cast.project_a, cycle_llm(summary="not json"))
     llm = cycle_llm()
-    run_cycle(agent, cast.project_a, llm, force=True)
+    run_cycle(agent, cast.project_a, llm)
     assert summary_prompts(llm) == []
     assert MemorySummary.objects.get().status == MemorySummary.STATUS_REJECTED
 
@@ -139,7 +139,7 @@ def test_without_an_llm_no_summary_is_written_and_the_run_says_they_wait(cast, a
     run_cycle(agent, cast.project_a, cycle_llm())
     MemorySummary.objects.all().delete()
 
-    run = run_cycle(agent, cast.project_a, NoLLM(), force=True)
+    run = run_cycle(agent, cast.project_a, NoLLM())
 
     assert not MemorySummary.objects.exists()
     assert any("summaries wait for an LLM" in w for w in run.warnings)

@@ -101,7 +101,6 @@ def test_the_scheduler_queues_a_scheduled_run_for_a_due_teams_plan_project(cast,
 
     assert enqueued == [run]
     assert (run.project, run.trigger, run.status) == (cast.project_a, "scheduled", "queued")
-    assert run.options["force"] is True
     assert run.options["similarity_threshold"] == settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD
     assert not ConsolidationRun.objects.filter(project=cast.project_b).exists(), "globex is on pro"
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import html
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
+from consolidation.runs import consolidation_execute
 from memories.core.services import memory_record
 from memories.models import Memory
 from tests.consolidation.vectors import cycle_llm, set_embedding, spoke
@@ -80,6 +83,18 @@ def test_free_plan_shows_the_gate_instead_of_the_form(client, cast):
     assert response.status_code == 400
     assert "needs the pro plan" in text(response)
     assert not ConsolidationRun.objects.exists()
+
+
+def test_a_plan_required_error_on_the_page_says_where_the_plan_is_changed(client, cast, settings):
+    settings.SITE_URL = "https://memory.example.test"
+    set_plan(cast.org_a, "free")
+    client.force_login(cast.alice)
+
+    response = client.post("/consolidation/apply/", {"project": "web-app", "similarity_threshold": "0.8"})
+
+    assert response.status_code == 400
+    body = text(response)
+    assert "https://memory.example.test/settings/plan/" in body and "manage.py set_plan acme pro" in body
 
 
 def test_dry_run_preview_lists_the_cluster_and_changes_nothing(client, cast, cluster):
@@ -171,7 +186,7 @@ def test_preview_of_another_orgs_project_is_404(client, cast):
     assert response.status_code == 404
 
 
-def test_apply_queues_a_forced_real_run(client, cast, cluster, enqueued):
+def test_apply_queues_a_real_run(client, cast, cluster, enqueued):
     client.force_login(cast.alice)
     response = client.post(
         "/consolidation/apply/", {"project": "web-app", "similarity_threshold": "0.85", "max_clusters": "3"}
@@ -181,7 +196,6 @@ def test_apply_queues_a_forced_real_run(client, cast, cluster, enqueued):
     assert response["Location"] == f"/consolidation/runs/{run.id}/"
     run.refresh_from_db()
     assert run.status == "queued" and not run.dry_run
-    assert run.options["force"] is True
     assert run.options["similarity_threshold"] == 0.85 and run.options["max_clusters"] == 3
     assert run.requested_by_user == cast.alice
     # a second apply while the first is queued is a clear 400, not a 500
@@ -189,6 +203,24 @@ def test_apply_queues_a_forced_real_run(client, cast, cluster, enqueued):
     assert response.status_code == 400
     assert "already queued" in text(response)
     assert len(enqueued) == 1
+
+
+def test_apply_seconds_after_an_automatic_run_runs(client, cast, cluster, enqueued, monkeypatch):
+    monkeypatch.setattr("consolidation.run_state.llm_from_settings", cycle_llm)
+    ConsolidationRunFactory(
+        project=cast.project_a, trigger=ConsolidationRun.TRIGGER_SCHEDULED, status=ConsolidationRun.STATUS_COMPLETED,
+        started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now() - timedelta(seconds=2),
+    )
+    client.force_login(cast.alice)
+
+    response = client.post("/consolidation/apply/", {"project": "web-app", "similarity_threshold": "0.8"})
+
+    assert response.status_code == 302
+    (run,) = enqueued
+    finished = consolidation_execute(run.id)
+
+    assert finished is not None and finished.status == "completed" and finished.warnings == []
+    assert len(finished.result["created_memories"]) == 1
 
 
 def test_run_detail_polls_while_queued_and_stops_when_completed(client, cast, enqueued):

@@ -223,7 +223,7 @@ def test_memory_content_stays_out_of_info_and_debug_lines_of_a_consolidation(cas
     logging.getLogger().setLevel(logging.DEBUG)
     for n in range(3):
         MemoryFactory(principal=agent, title=f"Frobnicator rotation {n}", content=f"{SECRET_CONTENT} Variant {n}.")
-    run_cycle(agent, cast.project_a, cycle_llm(), force=True)
+    run_cycle(agent, cast.project_a, cycle_llm())
     assert json_lines.all() and SECRET_CONTENT not in json_lines.text
 
 

@@ -13,7 +13,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--name", default="")
-        parser.add_argument("--plan", default="free", choices=PLAN_ORDER)
+        parser.add_argument(
+            "--plan", default=None, choices=PLAN_ORDER, help="left out: the DEFAULT_PLAN setting (docs/tenancy.md)"
+        )
         parser.add_argument("--owner-email", default=None, help="created if it does not exist; becomes owner")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -199,3 +199,106 @@ def test_a_restricted_admin_token_handles_its_project_only(cast, memories, token
 
     assert client.get("/api/v1/export").status_code == 400
     assert client.get("/api/v1/export", {"project": "web-app"}).status_code == 200
+
+
+# --- the exported file as the body (application/x-ndjson) ----------------------------------------------
+
+NDJSON = "application/x-ndjson"
+
+
+def _export(client: Any) -> bytes:
+    return b"".join(client.get("/api/v1/export").streaming_content)
+
+
+@pytest.mark.cross_tenant("api-import")
+def test_an_export_sent_as_the_body_imports_into_another_org_as_the_json_form_does(cast, memories, token_client):
+    exported = _export(token_client(cast.org_a, scopes=ADMIN))
+    target = OrganizationFactory(slug="initech", plan="pro")
+
+    response = token_client(target, scopes=ADMIN).post("/api/v1/import", data=exported, content_type=NDJSON)
+
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["created"]["memory"] == 3 and body["projects_created"] == ["web-app"] and not body["dry_run"]
+    assert set(body["memory_ids"]) == {m.id for m in memories}
+    imported = Memory.objects.filter(organization=target)
+    assert sorted(imported.values_list("title", flat=True)) == sorted(m.title for m in memories)
+    assert Memory.objects.filter(organization=cast.org_a).count() == 3  # the exporter is untouched
+    assert Memory.objects.filter(organization=cast.org_b).count() == 1
+    assert AuditEvent.objects.filter(organization=target, verb="bank.import").count() == 1
+
+
+def test_the_options_of_a_body_import_are_query_parameters(cast, memories, token_client):
+    client = token_client(cast.org_a, scopes=ADMIN)
+    exported = _export(client)
+
+    dry = client.post("/api/v1/import?dry_run=true&project=web-app", data=exported, content_type=NDJSON)
+
+    assert dry.status_code == 200, dry.json()
+    assert dry.json()["dry_run"] is True and dry.json()["project"] == "web-app" and dry.json()["created"]["memory"] == 3
+    assert Memory.objects.filter(organization=cast.org_a).count() == 3
+
+
+def test_a_bad_line_in_a_body_import_is_a_400_naming_the_line_and_nothing_is_written(cast, memories, token_client):
+    client = token_client(cast.org_a, scopes=ADMIN)
+    lines = _export(client).decode().splitlines()
+    lines.insert(2, '{"type": "memory", "id": "m9", "title": "cut short')
+
+    response = client.post("/api/v1/import", data="\n".join(lines) + "\n", content_type=NDJSON)
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid" and "line 3" in body["detail"]
+    assert body["errors"]["line 3"][0].startswith("not valid JSON")
+    assert Memory.objects.filter(organization=cast.org_a).count() == 3
+
+
+def test_a_body_that_is_not_utf8_or_empty_is_a_400_saying_so(cast, token_client):
+    client = token_client(cast.org_a, scopes=ADMIN)
+
+    not_utf8 = '{"type": "header"}\n"caf\xe9"\n'.encode("latin-1")
+    latin1 = client.post("/api/v1/import", data=not_utf8, content_type=NDJSON)
+    empty = client.post("/api/v1/import", data=b"", content_type=NDJSON)
+
+    assert latin1.status_code == 400 and "not UTF-8" in latin1.json()["detail"] and "line 2" in latin1.json()["detail"]
+    assert empty.status_code == 400 and "empty" in empty.json()["errors"]["text"][0]
+    assert not Memory.objects.exists()
+
+
+def test_a_body_import_above_the_limit_is_the_same_413(cast, token_client, settings):
+    settings.IMPORT_MAX_BYTES = 1024
+
+    response = token_client(cast.org_a, scopes=ADMIN).post("/api/v1/import", data=b"x" * 2000, content_type=NDJSON)
+
+    assert response.status_code == 413 and response.json()["code"] == "too_large"
+    assert "import_memories" in response.json()["detail"]
+
+
+def test_unknown_query_parameters_and_query_options_beside_a_json_body_are_400s(cast, token_client):
+    client = token_client(cast.org_a, scopes=ADMIN)
+
+    unknown = client.post("/api/v1/import?dryrun=true", data=b'{"type": "header"}\n', content_type=NDJSON)
+    beside_json = client.post("/api/v1/import?dry_run=true", {"text": "## A\nB"}, format="json")
+
+    assert unknown.status_code == 400 and "dry_run" in unknown.json()["errors"]["dryrun"][0]
+    assert beside_json.status_code == 400 and "dry_run" in beside_json.json()["errors"]
+    assert not Memory.objects.exists()
+
+
+@pytest.mark.cross_tenant("api-import")
+def test_a_body_import_into_another_orgs_project_is_a_404(cast, memories, token_client):
+    client = token_client(cast.org_a, scopes=ADMIN)
+
+    response = client.post("/api/v1/import?project=billing", data=_export(client), content_type=NDJSON)
+
+    assert response.status_code == 404
+    assert Memory.objects.filter(organization=cast.org_b).count() == 1
+
+
+def test_the_schema_documents_both_forms_of_the_import(cast, token_client):
+    schema = token_client(cast.org_a).get("/api/schema/", {"format": "json"}).json()
+    operation = schema["paths"]["/api/v1/import"]["post"]
+
+    assert set(operation["requestBody"]["content"]) == {"application/json", NDJSON}
+    assert operation["requestBody"]["content"][NDJSON]["schema"]["type"] == "string"
+    assert {p["name"] for p in operation["parameters"]} >= {"format", "project", "dry_run", "source_name"}

@@ -1,0 +1,25 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from accounts.management.commands._base import organization_by_slug, run_service
+from accounts.plans import PLAN_ORDER
+from accounts.services import organization_set_plan
+
+
+class Command(BaseCommand):
+    help = (
+        "Change an organization's plan (audited, as the dashboard's plan page does). New organizations start "
+        "on the DEFAULT_PLAN setting. Prints the plan last."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("org_slug")
+        parser.add_argument("plan", choices=PLAN_ORDER)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        org = organization_by_slug(options["org_slug"])
+        previous = org.plan
+        org = run_service(organization_set_plan, organization=org, plan=options["plan"], actor=None)
+        self.stdout.write(f"Changed the plan of {org.slug} from {previous} to {org.plan}")
+        self.stdout.write(org.plan)
