@@ -43,10 +43,17 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice, repeat
 from operator import itemgetter
-from typing import Any, Final, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Protocol, TypeVar
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    # numpy is imported inside the functions that use it: the app's start-up (every manage.py command)
+    # imports this module through the consolidation phases and clusters nothing (docs/commands.md#start-up)
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = Sequence[float] | npt.NDArray[Any]
+    IntArray = npt.NDArray[np.int64]
+    FloatArray = npt.NDArray[np.float64]
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -97,11 +104,10 @@ class Cluster(Generic[IdT]):
         return len(self.member_ids)
 
 
-Vector = Sequence[float] | npt.NDArray[Any]
-
-
 def cosine_similarity(a: Vector, b: Vector) -> float:
     """Cosine similarity of two vectors; 0.0 when either is all zeros (no direction, no match)."""
+    import numpy as np
+
     va = np.asarray(a, dtype=np.float64).ravel()
     vb = np.asarray(b, dtype=np.float64).ravel()
     if va.shape != vb.shape:
@@ -206,10 +212,6 @@ def _sorted_unique_ids(n_or_ids: int | Sequence[IdT]) -> list[Any]:
     return ids
 
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-
-
 def _edge_arrays(
     index: dict[Any, int], edges: Iterable[Edge[Any]], *, with_similarity: bool = True
 ) -> tuple[IntArray, IntArray, FloatArray]:
@@ -222,6 +224,8 @@ def _edge_arrays(
     returns both (a, b) and (b, a)) the larger similarity is kept, so float noise between the
     two directions cannot double-count or flip a pair.
     """
+    import numpy as np
+
     edge_list = edges if isinstance(edges, list | tuple) else list(edges)
     count = len(edge_list)
     first = np.fromiter(map(index.get, map(itemgetter(0), edge_list), repeat(-1)), dtype=np.int64, count=count)
@@ -259,6 +263,8 @@ def _agglomerate(
     min_size: int,
     max_size: int | None,
 ) -> list[Cluster[IdT]]:
+    import numpy as np
+
     # threshold <= 0 would make "missing pair = 0" count as similar and merge unrelated memories.
     if not 0.0 < threshold <= 1.0:
         raise ValueError("threshold must be in (0, 1]")
@@ -381,6 +387,8 @@ def _initial_links(
     Building each row with one ``dict(zip(...))`` call keeps the per-edge work in C; a Python
     loop doing two dict insertions per edge was the slowest part of a 100,000-item run.
     """
+    import numpy as np
+
     source = np.concatenate([lo, hi])
     target = np.concatenate([hi, lo])
     values = np.concatenate([similarity, similarity])
@@ -404,6 +412,8 @@ def _collect_clusters(
     max_size: int | None,
 ) -> list[Cluster[Any]]:
     """Turn the merge forest into sorted Clusters with their pair statistics."""
+    import numpy as np
+
     n = len(ids)
     for k in range(n):  # every parent has a smaller index, so one ascending pass finds roots
         parent[k] = parent[parent[k]]

@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported by the one function that needs it, not when the app loads
+    import numpy as np
+    import numpy.typing as npt
 
 from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 
@@ -155,6 +156,10 @@ def retention_scores(
     consolidation run's decay pass over a whole project: the same formula, vectorised, because a
     Python call per memory costs seconds at 100K memories. Ages are in days (``access_age_days``
     equal to ``age_days`` for a never-used memory); importances are clamped to [0, 1] here."""
+    # here rather than at the top: the app's start-up (every manage.py command) imports this module
+    # through the phase registry and needs none of it (docs/commands.md#start-up)
+    import numpy as np
+
     age = np.asarray(age_days, dtype=np.float64)
     access_age = np.asarray(access_age_days, dtype=np.float64)
     counts = np.asarray(activation_counts, dtype=np.float64)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 from django.db import connection, transaction
 
 from accounts.services import audit_record_many
@@ -47,6 +46,8 @@ _TIERS_UPDATE_SQL = (
 def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
     """The retention score + tier of every memory, vectorised; the rows whose
     score or tier moved are rewritten in id order, a batch per transaction."""
+    import numpy as np  # here, not at the top: the app's start-up imports every phase (docs/commands.md#start-up)
+
     if not memories:
         return
     superseded = set(

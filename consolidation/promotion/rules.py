@@ -25,10 +25,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    # numpy is imported inside the functions that use it: the app's start-up (every manage.py command)
+    # reaches this module through the consolidation tasks and computes nothing (docs/commands.md#start-up)
+    import numpy as np
+    import numpy.typing as npt
 
 from consolidation.clustering import SIMILARITY_TOLERANCE, Edge, average_linkage_clusters
 from consolidation.prompts.synthesis import ConsolidatedConfidence, consolidated_confidence
@@ -97,6 +100,8 @@ def promotion_qualifies(
 
 
 def _unit_rows(vectors: Sequence[Sequence[float] | npt.NDArray[Any]]) -> npt.NDArray[np.float64]:
+    import numpy as np
+
     matrix = np.asarray([np.asarray(v, dtype=np.float64).ravel() for v in vectors], dtype=np.float64)
     if matrix.ndim != 2:
         raise ValueError("vectors must all have the same length")
@@ -119,6 +124,8 @@ def similar_pairs(
         raise ValueError("ids and vectors differ in length")
     if len(ids) < 2:
         return []
+    import numpy as np
+
     unit = _unit_rows(vectors)
     edges: list[Edge[str]] = []
     floor = threshold - SIMILARITY_TOLERANCE
@@ -188,6 +195,8 @@ def promotion_representative(members: Sequence[Candidate]) -> Candidate:
 def promotion_centroid(vectors: Sequence[Sequence[float] | npt.NDArray[Any]]) -> list[float]:
     """The unit mean of the members' unit vectors: the proposal's embedding, as close to every source
     as the group allows, so search finds it where it finds them and a later pass sees it as known."""
+    import numpy as np
+
     unit = _unit_rows(vectors)
     mean = unit.mean(axis=0, dtype=np.float64)
     norm = float(np.linalg.norm(mean))
@@ -203,6 +212,8 @@ def promotion_known(
     group's centroid: then the group is no news there."""
     if len(known) == 0:
         return False
+    import numpy as np
+
     sims = np.round(_unit_rows(known) @ _unit_rows([centroid])[0], SIMILARITY_DECIMALS)
     return bool((sims >= threshold - SIMILARITY_TOLERANCE).any())
 

@@ -23,9 +23,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 Vector = list[float]
 
@@ -163,8 +164,12 @@ class OpenAIEmbedder:
         # text-embedding-3-* can shorten vectors to the column size; older models
         # and some compatible servers reject the parameter, hence the switch.
         self.send_dimensions = send_dimensions
+        # Imported here, not at the top: only this embedder needs the SDK (docs/commands.md).
+        import openai
+
+        self._sdk_error = openai.OpenAIError
         # The SDK insists on a key string; local servers ignore it.
-        self._client = openai.OpenAI(
+        self._client: openai.OpenAI = openai.OpenAI(
             api_key=api_key or "not-needed",
             base_url=base_url,
             timeout=timeout,
@@ -189,7 +194,7 @@ class OpenAIEmbedder:
             kwargs["dimensions"] = self.dimensions
         try:
             response = self._client.embeddings.create(**kwargs)
-        except openai.OpenAIError as exc:
+        except self._sdk_error as exc:
             where = f" at {self.base_url}" if self.base_url else ""
             raise EmbeddingError(f"Embedding request to {self.name}{where} failed: {exc}") from exc
         # The API documents ``index`` as the input position; do not rely on the

@@ -20,10 +20,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
-
-import anthropic
-import openai
+from typing import Any, Protocol, runtime_checkable
 
 from reasoningbank.health import LlmHealth, llm_health
 
@@ -128,11 +125,12 @@ class _RetryingLLM:
     """Shared retry loop; subclasses send one request and name their SDK's errors."""
 
     provider: str  # set by each subclass
-    # The SDK's base error, its HTTP-status error and its connection error
-    # (which includes timeouts in both SDKs).
-    _sdk_error: ClassVar[type[Exception]]
-    _status_error: ClassVar[type[Exception]]
-    _connection_error: ClassVar[type[Exception]]
+    # The SDK's base error, its HTTP-status error and its connection error (which includes timeouts
+    # in both SDKs), set by each subclass's constructor: the SDKs are imported only when a provider is
+    # built, so that no command or process that never calls an LLM pays for them (docs/commands.md).
+    _sdk_error: type[Exception]
+    _status_error: type[Exception]
+    _connection_error: type[Exception]
 
     def __init__(
         self,
@@ -231,9 +229,6 @@ class _RetryingLLM:
 
 class AnthropicLLM(_RetryingLLM):
     provider = "anthropic"
-    _sdk_error = anthropic.AnthropicError
-    _status_error = anthropic.APIStatusError
-    _connection_error = anthropic.APIConnectionError
 
     def __init__(
         self,
@@ -249,6 +244,11 @@ class AnthropicLLM(_RetryingLLM):
         super().__init__(
             model, max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max, sleep=sleep
         )
+        import anthropic
+
+        self._sdk_error = anthropic.AnthropicError
+        self._status_error = anthropic.APIStatusError
+        self._connection_error = anthropic.APIConnectionError
         self._client = anthropic.Anthropic(
             api_key=self._require_key(api_key, base_url, "ANTHROPIC_API_KEY"),
             base_url=base_url,
@@ -275,9 +275,6 @@ class AnthropicLLM(_RetryingLLM):
 
 class OpenAILLM(_RetryingLLM):
     provider = "openai"
-    _sdk_error = openai.OpenAIError
-    _status_error = openai.APIStatusError
-    _connection_error = openai.APIConnectionError
 
     def __init__(
         self,
@@ -293,6 +290,11 @@ class OpenAILLM(_RetryingLLM):
         super().__init__(
             model, max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max, sleep=sleep
         )
+        import openai
+
+        self._sdk_error = openai.OpenAIError
+        self._status_error = openai.APIStatusError
+        self._connection_error = openai.APIConnectionError
         self.base_url = base_url
         self._client = openai.OpenAI(
             api_key=self._require_key(api_key, base_url, "OPENAI_API_KEY"),
