@@ -8,8 +8,19 @@ import sys
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
     from django.core.management import execute_from_command_line
+    from django.db import DatabaseError
 
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    except DatabaseError as exc:
+        # the wrong RB_DATA_DIR, a database without tables, a server out of reach: one line with the
+        # fix instead of a traceback (docs/commands.md#the-wrong-data-directory)
+        from reasoningbank.database_errors import database_error_explain
+
+        message = database_error_explain(exc)
+        if message is None:
+            raise
+        sys.exit(message)
 
 
 if __name__ == "__main__":

@@ -129,6 +129,37 @@ def shared_buffers_validate(value: str) -> str:
     return value
 
 
+def cluster_exists(data_dir: Path) -> bool:
+    """Whether ``data_dir`` holds a PostgreSQL cluster (initdb writes ``PG_VERSION`` first)."""
+    return (data_dir / "PG_VERSION").exists()
+
+
+def cluster_creation_allowed(argv: list[str]) -> bool:
+    """Whether this process may create the cluster when its data directory has none.
+
+    ``manage.py migrate`` (``scripts/run.sh``'s first step) may, and so may everything that is not a
+    ``manage.py`` command (the web and worker processes, pytest, the bench scripts). Any other command
+    may not: run with an ``RB_DATA_DIR`` other than the server's, it would make a second, empty
+    database and fail on its first query; it says so in one line instead (docs/commands.md).
+    """
+    if Path(argv[0]).name != "manage.py":
+        return True
+    return argv[1:2] == ["migrate"]
+
+
+def absent_database_settings(data_dir: Path) -> dict[str, Any]:
+    """Django DATABASES["default"] for a cluster that does not exist and is not to be created: the
+    socket the server would have, so set-up succeeds and the first query fails (and is explained)."""
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "postgres",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": str(data_dir),
+        "PORT": "",
+    }
+
+
 def embedded_database_settings(data_dir: Path, *, shared_buffers: str = "1GB") -> dict[str, Any]:
     """Start (or attach to) the embedded server in ``data_dir`` and return Django DATABASES["default"].
 

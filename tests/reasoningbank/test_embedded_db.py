@@ -121,3 +121,22 @@ def test_stopping_a_server_that_is_not_running_says_so(tmp_path):
     from reasoningbank.embedded_db import server_stop_if_unused
 
     assert server_stop_if_unused(tmp_path) == f"embedded PostgreSQL in {tmp_path} is not running"
+
+
+@pytest.mark.parametrize(
+    ("argv", "allowed"),
+    [
+        (["manage.py", "migrate", "--noinput"], True),  # run.sh's first step makes the cluster
+        (["/repo/manage.py", "migrate"], True),
+        (["manage.py", "create_org", "acme"], False),  # a command elsewhere says so instead
+        (["manage.py", "qcluster"], False),
+        (["manage.py"], False),
+        (["/repo/.venv/bin/uvicorn", "reasoningbank.asgi:application"], True),
+        (["/repo/.venv/bin/pytest", "tests"], True),
+        (["bench/search.py"], True),
+    ],
+)
+def test_only_migrate_and_processes_that_are_not_commands_may_create_the_cluster(argv, allowed):
+    from reasoningbank.embedded_db import cluster_creation_allowed
+
+    assert cluster_creation_allowed(argv) is allowed
