@@ -123,3 +123,19 @@ def oauth_application(client_id: str) -> Any:
     if not client_id or "\x00" in client_id:
         return None
     return get_application_model().objects.filter(client_id=client_id).first()
+
+
+def user_password_link(*, user: Any) -> str:
+    """A one-time link on SITE_URL where ``user`` sets a password: allauth's password-reset link,
+    made here instead of mailed (the token holds the current password's hash, so it works once, and
+    for PASSWORD_RESET_TIMEOUT seconds)."""
+    from allauth.account.forms import default_token_generator
+    from allauth.account.utils import user_pk_to_url_str
+    from django.conf import settings
+    from django.urls import reverse
+
+    path = reverse(
+        "account_reset_password_from_key",
+        kwargs={"uidb36": user_pk_to_url_str(user), "key": default_token_generator.make_token(user)},
+    )
+    return settings.SITE_URL.rstrip("/") + path

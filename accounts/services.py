@@ -343,6 +343,19 @@ def token_authenticate(raw: str) -> ApiToken | None:
     return token
 
 
+def user_password_set(*, user: Any, password: str) -> None:
+    """Give ``user`` this password, checked by the configured validators (AUTH_PASSWORD_VALIDATORS)."""
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    try:
+        validate_password(password, user)
+    except ValidationError as exc:
+        raise InvalidInput("the password is not accepted: " + " ".join(exc.messages), field="password") from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
+
+
 def user_create(*, email: str, password: str | None = None) -> Any:
     """A user account (for commands and invitations); allauth handles self-service signup."""
     User = get_user_model()

@@ -1,7 +1,9 @@
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.models import AuditEvent, Membership, Organization
@@ -68,3 +70,94 @@ def test_set_plan_changes_an_orgs_plan_audited_and_refuses_an_unknown_org_or_pla
         call_command("set_plan", "nope", "pro", stdout=StringIO())
     with pytest.raises(CommandError, match="invalid choice"):
         call_command("set_plan", "vandelay", "gold", stdout=StringIO())
+
+
+# --- how the owner signs in (docs/commands.md#how-the-owner-signs-in) ---
+
+
+def _output(*args, stdin: str | None = None) -> list[str]:
+    out = StringIO()
+    if stdin is None:
+        call_command(*args, stdout=out)
+    else:
+        call_command(*args, stdout=out, stdin=StringIO(stdin))
+    return out.getvalue().strip().splitlines()
+
+
+def _link_in(lines: list[str]) -> str:
+    links = [line for line in lines if "/accounts/password/reset/key/" in line]
+    assert len(links) == 1, lines
+    return links[0].strip()
+
+
+def test_create_org_prints_a_one_time_link_on_the_site_for_an_owner_without_a_password(db, settings):
+    settings.SITE_URL = "https://rb.example.test"
+    lines = _output("create_org", "initech", "--owner-email", "peter@initech.test")
+    assert lines[-1] == "initech"  # the slug stays last, for scripts
+    assert _link_in(lines).startswith("https://rb.example.test/accounts/password/reset/key/")
+    assert any("peter@initech.test" in line and "one-time link" in line for line in lines)
+
+
+def test_the_link_sets_the_owners_password_once_and_then_they_sign_in(db, settings):
+    settings.SITE_URL = "http://testserver"
+    link = _link_in(_output("create_org", "initech", "--owner-email", "peter@initech.test"))
+    path = link.removeprefix("http://testserver")
+    browser = Client()
+    form_page = browser.get(path, follow=True)
+    assert form_page.status_code == 200
+    set_password_path = form_page.redirect_chain[-1][0]
+    password = "tps-reports-in-triplicate"
+    done = browser.post(set_password_path, {"password1": password, "password2": password})
+    assert done.status_code == 302
+    user = get_user_model().objects.get(email="peter@initech.test")
+    assert user.check_password(password)
+    assert Client().login(username=user.username, password=password)
+    # one use: the same link no longer offers the form
+    again = Client().get(path, follow=True)
+    assert b'name="password1"' not in again.content
+
+
+def test_create_org_reads_the_owners_password_from_stdin(db):
+    lines = _output(
+        "create_org", "initech", "--owner-email", "peter@initech.test", "--password-stdin", stdin="staplers-4-milton\n"
+    )
+    user = get_user_model().objects.get(email="peter@initech.test")
+    assert user.check_password("staplers-4-milton")
+    assert not any("/accounts/password/reset/key/" in line for line in lines)
+    assert any("peter@initech.test" in line and "/accounts/login/" in line for line in lines)
+    assert lines[-1] == "initech"
+
+
+@pytest.mark.parametrize("password", ["", "\n", "short\n", "password\n"])
+def test_an_empty_or_weak_password_from_stdin_is_refused_and_nothing_is_created(db, password):
+    with pytest.raises(CommandError, match=r"(no password on standard input|password is not accepted)"):
+        _output("create_org", "initech", "--owner-email", "peter@initech.test", "--password-stdin", stdin=password)
+    assert not Organization.objects.filter(slug="initech").exists()
+    assert not get_user_model().objects.filter(email="peter@initech.test").exists()
+
+
+def test_password_stdin_needs_an_owner(db):
+    with pytest.raises(CommandError, match="--owner-email"):
+        _output("create_org", "initech", "--password-stdin", stdin="staplers-4-milton\n")
+    assert not Organization.objects.filter(slug="initech").exists()
+
+
+def test_an_owner_who_has_a_password_keeps_it(db):
+    user = get_user_model().objects.create_user(username="peter", email="peter@initech.test", password="old-but-good-1")
+    with pytest.raises(CommandError, match="already has a password"):
+        _output(
+            "create_org", "initech", "--owner-email", "peter@initech.test", "--password-stdin", stdin="new-one-here-2\n"
+        )
+    assert not Organization.objects.filter(slug="initech").exists()
+    lines = _output("create_org", "initech", "--owner-email", "peter@initech.test")
+    user.refresh_from_db()
+    assert user.check_password("old-but-good-1")
+    assert not any("/accounts/password/reset/key/" in line for line in lines)
+    assert any("peter@initech.test" in line and "password they already have" in line for line in lines)
+
+
+def test_a_failed_create_org_leaves_no_owner_behind(db):
+    _output("create_org", "dup")
+    with pytest.raises(CommandError, match="already exists"):
+        _output("create_org", "dup", "--owner-email", "stray@dup.test")
+    assert not get_user_model().objects.filter(email="stray@dup.test").exists()
