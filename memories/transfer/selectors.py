@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -248,6 +247,8 @@ def _batches(qs: QuerySet[Any], key: str) -> Iterator[dict[str, Any]]:
 def _memory_line(
     row: dict[str, Any], projects: dict[int, str], teams: dict[int, str], inside: bool, *, embeddings: bool
 ) -> dict[str, Any]:
+    import numpy as np  # here: loading the URLs (manage.py check) imports this module (docs/commands.md#start-up)
+
     aggregate = None
     if row["signal_aggregate__memory_id"] is not None:
         aggregate = {name: row[f"signal_aggregate__{name}"] for name in ef.AGGREGATE_COUNTS}
