@@ -24,17 +24,18 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.plumbing import ResolvedComponent
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rest_framework import exceptions
 
 from reasoningbank.mcp_errors import argument_problem, arguments_error_text
 from reasoningbank.text_safety import text_neutralise
+
+if TYPE_CHECKING:
+    from mcp.types import ToolAnnotations
 
 C = TypeVar("C", bound="Contract")
 
@@ -176,6 +177,10 @@ def contract_tool(
     """Register tool ``name`` on ``server``: its parameters are ``input_model``'s fields; a call
     validates them into the model (the SDK has already checked types and limits) and returns
     ``run(model)``."""
+    # the MCP SDK (and the web server stack it brings) only where tools are registered: the REST views
+    # and the OpenAPI schema import this module too, and with them every command that loads the URLs
+    from mcp.server.mcpserver.exceptions import ToolError
+
     parameters = []
     for field_name, info in input_model.model_fields.items():
         # the type with its limits, description and deprecation; the default goes on the parameter. A

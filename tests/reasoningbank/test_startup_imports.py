@@ -1,5 +1,6 @@
 """Django's set-up, which every ``manage.py`` command pays before it does anything, imports no LLM
-SDK, no embedding model and no numpy: they load where they are used (docs/commands.md#start-up).
+SDK, no embedding model, no numpy and no MCP SDK, and loading the URLs (``check``, every ``reverse``)
+imports no SDK either: they load where they are used (docs/commands.md#start-up).
 
 Each probe is a fresh interpreter (this test process has imported everything long ago), set up with a
 ``DATABASE_URL`` that is never connected to: set-up must not need the database either.
@@ -23,7 +24,7 @@ django.setup()
 print(json.dumps([name for name in json.loads(sys.argv[1]) if name in sys.modules]))
 """
 # heavy, and needed only by the code that calls a provider, embeds text or clusters vectors
-NOT_AT_SETUP = ["anthropic", "openai", "sentence_transformers", "torch", "numpy", "reasoningbank.ai.minilm"]
+NOT_AT_SETUP = ["anthropic", "openai", "sentence_transformers", "torch", "numpy", "reasoningbank.ai.minilm", "mcp"]
 
 
 def modules_after_setup(*, with_urls: bool = False) -> list[str]:
@@ -49,10 +50,10 @@ def modules_after_setup(*, with_urls: bool = False) -> list[str]:
     return list(json.loads(finished.stdout.strip().splitlines()[-1]))
 
 
-def test_django_setup_imports_no_llm_sdk_no_embedding_model_and_no_numpy():
+def test_django_setup_imports_no_llm_sdk_no_embedding_model_no_numpy_and_no_mcp_sdk():
     assert modules_after_setup() == []
 
 
-@pytest.mark.parametrize("sdk", ["anthropic", "openai"])
-def test_loading_the_url_configuration_as_check_does_imports_no_llm_sdk(sdk):
+@pytest.mark.parametrize("sdk", ["anthropic", "openai", "mcp"])
+def test_loading_the_url_configuration_as_check_and_reverse_do_imports_no_llm_or_mcp_sdk(sdk):
     assert sdk not in modules_after_setup(with_urls=True)
