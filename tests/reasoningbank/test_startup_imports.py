@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 BASE_DIR = Path(__file__).resolve().parents[2]
+OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank"}
 PROBE = """
 import json, sys
 import django
@@ -57,3 +58,15 @@ def test_django_setup_imports_no_llm_sdk_no_embedding_model_no_numpy_and_no_mcp_
 @pytest.mark.parametrize("sdk", ["anthropic", "openai", "mcp"])
 def test_loading_the_url_configuration_as_check_and_reverse_do_imports_no_llm_or_mcp_sdk(sdk):
     assert sdk not in modules_after_setup(with_urls=True)
+
+
+def test_our_commands_leave_the_system_checks_to_migrate_and_check():
+    """Django runs its system checks before a command unless told not to, and they load every URL and
+    view: half of a create_* command's time. ``migrate`` (at every start of the service) and ``check``
+    still run them."""
+    from django.core.management import get_commands, load_command_class
+
+    ours = {name: app for name, app in get_commands().items() if app.split(".")[0] in OUR_APPS}
+    assert len(ours) >= 10
+    for name, app in ours.items():
+        assert load_command_class(app, name).requires_system_checks == [], name

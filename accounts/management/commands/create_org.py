@@ -13,6 +13,8 @@ from accounts.services import organization_create, user_create, user_password_se
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = (
         "Create an organization. With --owner-email, says how the owner signs in (a one-time link to set a "
         "password, or --password-stdin). Prints the org slug last."

@@ -8,6 +8,8 @@ from accounts.services import project_create, team_create
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = "Create a project in an organization (optionally in a team, created if missing). Prints the slug last."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -8,6 +8,8 @@ from accounts.services import token_create
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = "Create an API token for an organization. Prints the raw token last (it is shown only once)."
 
     def add_arguments(self, parser: CommandParser) -> None:

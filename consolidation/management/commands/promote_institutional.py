@@ -12,6 +12,8 @@ from reasoningbank.errors import ServiceError
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = (
         "Institutional promotion: propose the lessons that hold in several projects of a team for the "
         "team, and across teams for the organization; proposals wait in the review queue unless the organization "

@@ -16,6 +16,8 @@ PROGRESS_EVERY = 10_000  # lines
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = (
         "Export an organization's memories (or one project's) as ReasoningBank JSON Lines: memories, links, "
         "signals, summaries, weights and the session ledger (format: docs/export-import.md)."

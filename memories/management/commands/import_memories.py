@@ -14,6 +14,8 @@ from reasoningbank.errors import ServiceError
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = (
         "Import memories into an organization (or one project) from a ReasoningBank export, a CLAUDE.md / "
         "memory markdown file or a mem0 export. Every line is checked first; a bad file imports nothing."

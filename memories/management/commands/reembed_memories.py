@@ -7,6 +7,8 @@ from memories.core.services import memories_reembed
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = "Re-embed memories with the configured embedder (after changing EMBEDDER or EMBEDDING_MODEL)."
 
     def add_arguments(self, parser: CommandParser) -> None:

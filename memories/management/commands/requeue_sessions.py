@@ -8,6 +8,8 @@ from memories.sessions.services import sessions_requeue
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = "Queue failed (or waiting) sessions for distillation again. Prints how many last."
 
     def add_arguments(self, parser: CommandParser) -> None:

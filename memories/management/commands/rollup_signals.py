@@ -6,6 +6,8 @@ from memories.tasks import signals_rollup_daily
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = (
         "Fold signal events older than 30 days into aggregates, recompute confidences (silent memories decay "
         "toward their prior) and archive the memories whose confidence stayed below the prune threshold."

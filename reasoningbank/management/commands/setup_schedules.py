@@ -7,6 +7,8 @@ from reasoningbank.schedules import schedule_specs
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = "Create or update every periodic job (idempotent); removes ours that are no longer defined."
 
     def handle(self, *args: Any, **options: Any) -> None:
