@@ -15,7 +15,7 @@ def main() -> None:
     except DatabaseError as exc:
         # the wrong RB_DATA_DIR, a database without tables, a server out of reach: one line with the
         # fix instead of a traceback (docs/commands.md#the-wrong-data-directory)
-        from reasoningbank.database_errors import database_error_explain
+        from reasoningbank.management.database_errors import database_error_explain
 
         message = database_error_explain(exc)
         if message is None:

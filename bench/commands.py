@@ -4,6 +4,8 @@
     .venv/bin/python bench/commands.py                 # 10 runs of each, the figures in bench/README.md
     .venv/bin/python bench/commands.py --runs 20
     .venv/bin/python bench/commands.py --importtime    # + the slowest imports of one `manage.py help`
+    git archive main | tar -x -C /tmp/before && .venv/bin/python bench/commands.py --also /tmp/before
+                                                       # + the same commands of another checkout, interleaved
 
 Runs against the bench database (``RB_DATA_DIR=<repo>/.data/bench``, migrated first). This process
 stays attached to the embedded PostgreSQL meanwhile, as the running service would: without it every
@@ -23,6 +25,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import REPO, RESULTS_DIR, Latency, django_setup, log, machine_info, revision, write_json
 
 
-def command_time(argv: list[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child) of one ``manage.py`` run; it must succeed."""
+def command_time(argv: list[str], tree: Path = REPO) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child) of one ``manage.py`` run in ``tree``; it must succeed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "manage.py", *argv], cwd=REPO, env=dict(os.environ), capture_output=True, text=True
+        [sys.executable, "manage.py", *argv], cwd=tree, env=dict(os.environ), capture_output=True, text=True
     )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -69,32 +72,43 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument(
+        "--also",
+        type=Path,
+        default=None,
+        help="another checkout of the repository (same .venv, same bench database): each run of a command "
+        "here is followed by one there, so both see the same load",
+    )
     args = parser.parse_args()
+    trees = {"this checkout": REPO, **({str(args.also): args.also.resolve()} if args.also else {})}
 
     django_setup(migrate=True)  # also keeps the embedded server up while the commands run
     load_before = os.getloadavg()
     run_id = f"{os.getpid()}x{int(time.time())}"
-    series: dict[str, list[list[str]]] = {
-        "help": [["help"]] * args.runs,
-        "check": [["check"]] * args.runs,
-        "create_org": [["create_org", f"bench-cmd-{run_id}-{i}"] for i in range(args.runs)],
-        "create_project": [["create_project", f"bench-cmd-{run_id}-{i}", "web-app"] for i in range(args.runs)],
+    series: dict[str, Callable[[int, int], list[str]]] = {
+        "help": lambda t, i: ["help"],
+        "check": lambda t, i: ["check"],
+        "create_org": lambda t, i: ["create_org", f"bench-cmd-{run_id}-{t}-{i}"],
+        "create_project": lambda t, i: ["create_project", f"bench-cmd-{run_id}-{t}-{i}", "web-app"],
     }
-    # one warm-up run of help: the first run after an install compiles .pyc files
-    command_time(["help"])
-    results: dict[str, dict[str, object]] = {}
-    for name, runs in series.items():
-        walls, cpus = [], []
-        for argv in runs:
-            wall, cpu = command_time(argv)
-            walls.append(wall * 1000)
-            cpus.append(cpu * 1000)
-        wall_stats, cpu_stats = Latency.of(walls), Latency.of(cpus)
-        results[name] = {"wall_ms": wall_stats.as_dict(), "cpu_ms": cpu_stats.as_dict()}
-        log(
-            f"manage.py {name:<15} wall p50 {wall_stats.p50 / 1000:5.2f} s  p99 {wall_stats.p99 / 1000:5.2f} s"
-            f"   CPU p50 {cpu_stats.p50 / 1000:5.2f} s   ({len(runs)} runs)"
-        )
+    for tree in trees.values():  # one warm-up run of help: the first run after an install compiles .pyc files
+        command_time(["help"], tree)
+    results: dict[str, dict[str, dict[str, object]]] = {label: {} for label in trees}
+    for name, argv_of in series.items():
+        walls: dict[str, list[float]] = {label: [] for label in trees}
+        cpus: dict[str, list[float]] = {label: [] for label in trees}
+        for i in range(args.runs):
+            for t, (label, tree) in enumerate(trees.items()):
+                wall, cpu = command_time(argv_of(t, i), tree)
+                walls[label].append(wall * 1000)
+                cpus[label].append(cpu * 1000)
+        for label in trees:
+            wall_stats, cpu_stats = Latency.of(walls[label]), Latency.of(cpus[label])
+            results[label][name] = {"wall_ms": wall_stats.as_dict(), "cpu_ms": cpu_stats.as_dict()}
+            log(
+                f"manage.py {name:<15} wall p50 {wall_stats.p50 / 1000:5.2f} s  p99 {wall_stats.p99 / 1000:5.2f} s"
+                f"   CPU p50 {cpu_stats.p50 / 1000:5.2f} s   ({args.runs} runs, {label})"
+            )
     load_after = os.getloadavg()
     log(f"load average {load_before[0]:.1f} before → {load_after[0]:.1f} after; {os.cpu_count()} CPUs")
     imports = slowest_imports() if args.importtime else []
@@ -114,6 +128,7 @@ def main() -> None:
             "revision": revision(),
             "load_average": {"before": load_before, "after": load_after},
             "runs": args.runs,
+            "trees": {label: str(tree) for label, tree in trees.items()},
             "commands": results,
             "slowest_imports": imports,
         },
