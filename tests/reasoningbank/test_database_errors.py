@@ -32,6 +32,7 @@ ARGUMENTS = {
     "reembed_memories": [],
     "requeue_sessions": [],
     "rollup_signals": [],
+    "set_plan": ["acme", "pro"],
     "setup_schedules": [],
 }
 

@@ -8,6 +8,8 @@ from accounts.services import organization_set_plan
 
 
 class Command(BaseCommand):
+    # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
+    requires_system_checks: list[str] = []
     help = (
         "Change an organization's plan (audited, as the dashboard's plan page does). New organizations start "
         "on the DEFAULT_PLAN setting. Prints the plan last."
