@@ -70,6 +70,15 @@ OVERFLOW = """
 """
 
 
+# the labels of charts (inline SVG clips what falls outside its box): those that do not fit inside it
+CLIPPED_LABELS = """
+() => Array.from(document.querySelectorAll("svg text")).filter((text) => {
+  const box = text.getBoundingClientRect(), frame = text.ownerSVGElement.getBoundingClientRect();
+  return box.width > 0 && (box.left < frame.left - 0.5 || box.right > frame.right + 0.5);
+}).map((text) => text.textContent)
+"""
+
+
 def dashboard_paths() -> list[str]:
     """Every route of the URL conf that is not under ``NOT_PAGES``, as a pattern like ``memories/<str:memory_id>/``."""
 
@@ -145,11 +154,14 @@ def _fill(route: str, samples: dict[str, str]) -> str:
 
 
 def _overflow(page: Any, where: str) -> list[str]:
-    """``[]`` when the page fits, else what reaches past the window."""
+    """``[]`` when the page fits and its charts' labels are whole, else what reaches past the window."""
+    problems = []
     found = page.evaluate(OVERFLOW)
-    if found["scrollWidth"] <= found["width"] and not found["wide"]:
-        return []
-    return [f"{where}: document {found['scrollWidth']} px wide in {found['width']}; {found['wide']}"]
+    if found["scrollWidth"] > found["width"] or found["wide"]:
+        problems.append(f"{where}: document {found['scrollWidth']} px wide in {found['width']}; {found['wide']}")
+    if clipped := page.evaluate(CLIPPED_LABELS):
+        problems.append(f"{where}: chart labels cut off: {clipped}")
+    return problems
 
 
 def _sign_in(page: Any, base: str) -> None:
@@ -174,7 +186,9 @@ def test_every_dashboard_page_fits_the_window_without_sideways_scrolling(samples
             problems += _overflow(page, f"{path} at {width}px")
         _sign_in(page, base)
         visited = []
-        for route in dashboard_paths():
+        # the quality page again on the project with something to chart (it defaults to the first by slug)
+        extra = [f"consolidation/quality/?project={samples['project_slug']}"]
+        for route in [*dashboard_paths(), *extra]:
             path = _fill(route, samples)
             if page.request.get(f"{base}{path}").status == 405:  # an action (POST only), not a page
                 continue
@@ -182,7 +196,8 @@ def test_every_dashboard_page_fits_the_window_without_sideways_scrolling(samples
             assert response.status == 200, f"{path}: {response.status}"
             page.wait_for_load_state("networkidle")
             visited.append(path)
-            page.screenshot(path=str(SHOTS / f"{width}-{path.strip('/').replace('/', '_') or 'overview'}.png"), full_page=True)
+            name = re.sub(r"[/?=]+", "_", path.strip("/")) or "overview"
+            page.screenshot(path=str(SHOTS / f"{width}-{name}.png"), full_page=True)
             problems += _overflow(page, f"{path} at {width}px")
         assert not problems, "\n".join(problems)
         # the pages a newcomer meets first are among them, so the walk cannot silently shrink
