@@ -130,6 +130,10 @@ def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(
     page.get_by_role("button", name="Preview (dry run)").click()
     page.get_by_role("button", name="Apply").wait_for()
     shoot("consolidation-preview")
+    # the dry run is listed with the runs at once (swapped in with the preview), not "No consolidation runs yet"
+    history = page.locator("#history")
+    assert "No consolidation runs yet" not in history.inner_text()
+    assert history.locator(".badge", has_text="dry run").count() == 1
     for memory_id in ids:
         assert _state(base, token, memory_id) == "active"
     page.get_by_role("button", name="Apply").click()
