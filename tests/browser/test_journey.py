@@ -89,7 +89,7 @@ def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(
     assert page.locator("text=web-app").first.is_visible()
     page.goto(f"{base}/settings/tokens/")
     page.fill("#token-label", "laptop")
-    page.select_option("#token-projects", label="Web App (web-app)")
+    page.locator("#token-projects input[data-picker-name=web-app]").check()
     page.get_by_role("button", name="Create token").click()
     token = page.input_value("#raw-token")
     assert token.startswith("rb_")
