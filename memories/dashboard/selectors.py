@@ -167,7 +167,8 @@ def activity_rows(principal: Principal, events: list[AuditEvent]) -> list[Activi
         if event.target_type and event.target_id:
             ids.setdefault(event.target_type, set()).add(event.target_id)
     names: dict[tuple[str, str], tuple[str, str]] = {}
-    for memory_id, title in memories_readable(principal).filter(id__in=ids.get("memory", ())).values_list("id", "title"):
+    memories = memories_readable(principal).filter(id__in=ids.get("memory", ()))
+    for memory_id, title in memories.values_list("id", "title"):
         names["memory", memory_id] = (title, reverse("memory-detail", args=[memory_id]))
     session_pks = [pk for pk in ids.get("agentsession", ()) if pk.isdigit()]
     for pk, external_id in session_list(principal).filter(pk__in=session_pks).values_list("pk", "external_id"):

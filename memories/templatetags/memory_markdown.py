@@ -14,4 +14,4 @@ register = template.Library()
 @register.filter(name="markdown")
 def markdown_filter(text: str) -> SafeString:
     # safe to mark: markdown_render escapes raw HTML and nh3 keeps only its allowlists
-    return mark_safe(markdown_render(text))  # noqa: S308
+    return mark_safe(markdown_render(text))

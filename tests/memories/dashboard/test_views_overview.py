@@ -131,7 +131,8 @@ def test_recent_activity_names_what_each_event_was_about_and_links_it(client, ca
     client.force_login(cast.bob)
     html = client.get("/").content.decode()
     about = _about_column(html)
-    assert about == ["Acme", "deploy bot", "Pin flaky test seeds", "Pin flaky test seeds", "test"]  # test: the agent fixture's token
+    # "test" is the agent fixture's token
+    assert about == ["Acme", "deploy bot", "Pin flaky test seeds", "Pin flaky test seeds", "test"]
     assert f'<a href="/memories/{memory.id}/">Pin flaky test seeds</a>' in html
     assert '<a href="/settings/tokens/">deploy bot</a>' in html
     assert "organization " + str(cast.org_a.pk) not in html and "apitoken" not in html
