@@ -207,3 +207,35 @@ def test_every_dashboard_page_fits_the_window_without_sideways_scrolling(samples
         assert set(first_met) <= set(visited)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_new_users_empty_pages_fit_the_window_too(live_server, browser, width):
+    """A newcomer's pages are mostly empty states: signed up a minute ago, no project, token or memory."""
+    base = live_server.url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems: list[str] = []
+    try:
+        page.goto(f"{base}/accounts/signup/")
+        page.fill("input[name=email]", "dana@newco.test")
+        page.fill("input[name=password1]", "a-long-unusual-passphrase")
+        page.fill("input[name=password2]", "a-long-unusual-passphrase")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/")
+        for route in dashboard_paths():
+            if "<" in route:  # a page of one object: a new user has none
+                continue
+            path = "/" + route
+            if page.request.get(f"{base}{path}").status == 405:
+                continue
+            assert page.goto(f"{base}{path}").status == 200, path
+            page.wait_for_load_state("networkidle")
+            name = re.sub(r"[/?=]+", "_", path.strip("/")) or "overview"
+            page.screenshot(path=str(SHOTS / f"new-{width}-{name}.png"), full_page=True)
+            problems += _overflow(page, f"{path} at {width}px")
+        assert not problems, "\n".join(problems)
+    finally:
+        context.close()
