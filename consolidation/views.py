@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from accounts.access import access_filter, access_project, reachable_projects
@@ -174,26 +175,29 @@ def _schedule_rows(request: HttpRequest, projects: list[Project]) -> list[dict[s
     return rows
 
 
+def _history_context(request: HttpRequest, projects: list[Project]) -> dict[str, Any]:
+    """The runs list of the page: a page of runs, filtered by ``?project=``."""
+    project_filter = request.GET.get("project", "")
+    runs = run_list(request.principal)  # type: ignore[attr-defined]
+    if project_filter:
+        runs = runs.filter(project__slug=project_filter)
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    return {"projects": projects, "runs": page, "project_filter": project_filter}
+
+
 def _index_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpResponse:
     principal = request.principal  # type: ignore[attr-defined]
     org = principal.organization
     projects = list(reachable_projects(principal).order_by("slug"))
-    project_filter = request.GET.get("project", "")
-    runs = run_list(principal)
-    if project_filter:
-        runs = runs.filter(project__slug=project_filter)
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "nav": "consolidation",
         "org": org,
-        "projects": projects,
+        **_history_context(request, projects),
         "can_run": request.membership.has_role(MEMBER),  # type: ignore[attr-defined]
         "manual_enabled": org.has_feature(FEATURE_CONSOLIDATION_MANUAL),
         "scheduled_enabled": org.has_feature(FEATURE_CONSOLIDATION_SCHEDULED),
         "manual_gate": MANUAL_GATE,
         "schedule_gate": SCHEDULE_GATE,
-        "runs": page,
-        "project_filter": project_filter,
         "schedules": _schedule_rows(request, projects),
         "default_threshold": settings.CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD,
         "default_interval_hours": round(settings.CONSOLIDATION_SCHEDULER_INTERVAL / 3600, 2),
@@ -232,7 +236,14 @@ def consolidation_preview(request: HttpRequest) -> HttpResponse:
         return _index_page(request, status=400, errors=_errors_of(exc), values=values)
     extra: dict[str, Any] = {"preview_run": run, "preview": preview_view(request, run), "values": values}
     if request.htmx:  # type: ignore[attr-defined]
-        return render(request, "consolidation/index.html#preview", {"can_run": True, **extra})
+        # the dry run is a run: the runs list below is swapped too (out of band), or it would still say
+        # there are none
+        projects = list(reachable_projects(principal).order_by("slug"))
+        history = {**_history_context(request, projects), "out_of_band": True}
+        return HttpResponse(
+            render_to_string("consolidation/index.html#preview", {"can_run": True, **extra}, request=request)
+            + render_to_string("consolidation/index.html#history", history, request=request)
+        )
     return _index_page(request, **extra)
 
 

@@ -65,11 +65,14 @@ def quality_page(request: HttpRequest) -> HttpResponse:
     projects = list(reachable_projects(principal).order_by("slug"))
     project = _selected_project(request, projects)
     report = quality_report(principal, project) if project is not None else None
+    charts = _charts(report) if report is not None else []
     context = {
         "nav": "quality",
         "projects": projects,
         "project": project,
         "report": report,
-        "charts": _charts(report) if report is not None else [],
+        "charts": charts,
+        # six flat lines say nothing: until something has happened the page says what makes them move
+        "charted": any(chart["total"] for chart in charts),
     }
     return render(request, "consolidation/quality.html", context)

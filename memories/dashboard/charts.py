@@ -12,7 +12,10 @@ __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pypro
 
 def bar_chart(buckets: list[Any], *, width: int = 420, height: int = 160, label_every: int = 1) -> dict[str, Any]:
     """Rectangles for a bar chart of ``Bucket`` rows; the top 14 px hold counts, the bottom 18 px
-    labels (every ``label_every``-th bar's, counted from the right, so the newest week is named)."""
+    labels (every ``label_every``-th bar's, counted from the right, so the newest week is named).
+
+    A label is centred under its bar, except at the two ends: there it lines up with the bar's outer
+    edge, since a centred label as wide as a date would run past the chart and be cut off."""
     top, bottom = 14, 18
     plot = height - top - bottom
     n = max(len(buckets), 1)
@@ -22,6 +25,11 @@ def bar_chart(buckets: list[Any], *, width: int = 420, height: int = 160, label_
     for i, bucket in enumerate(buckets):
         h = round(plot * bucket.count / peak, 1)
         x = round(i * slot + slot * 0.1, 1)
+        anchor, label_x = "middle", round(i * slot + slot / 2, 1)
+        if n > 1 and i == 0:
+            anchor, label_x = "start", x
+        elif n > 1 and i == n - 1:
+            anchor, label_x = "end", round(x + slot * 0.8, 1)
         bars.append(
             {
                 "x": x,
@@ -31,6 +39,8 @@ def bar_chart(buckets: list[Any], *, width: int = 420, height: int = 160, label_
                 "cx": round(i * slot + slot / 2, 1),
                 "count": bucket.count,
                 "label": bucket.label if (n - 1 - i) % label_every == 0 else "",
+                "label_x": label_x,
+                "anchor": anchor,
                 "title": f"{bucket.title or bucket.label}: {bucket.count}",
             }
         )

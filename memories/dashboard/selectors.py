@@ -12,10 +12,11 @@ from typing import Any
 
 from django.db.models import Count, F, IntegerField, Q, QuerySet
 from django.db.models.functions import Cast, Floor, Least, TruncWeek
+from django.urls import reverse
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter
-from accounts.models import AuditEvent
+from accounts.models import ApiToken, AuditEvent, Membership, OAuthConnection, Project, Team
 from memories.core.selectors import memories_readable
 from memories.models import AgentSession, Memory
 from memories.moderation.selectors import disputed_list
@@ -103,7 +104,8 @@ def open_disputes_count(principal: Principal) -> int:
 
 
 def recent_activity(principal: Principal, *, limit: int = 20) -> QuerySet[AuditEvent]:
-    return access_filter(AuditEvent, principal).order_by("-created_at", "-id")[:limit]
+    events = access_filter(AuditEvent, principal).select_related("actor_user", "actor_token")
+    return events.order_by("-created_at", "-id")[:limit]
 
 
 def memory_audit_trail(principal: Principal, memory: Memory, *, limit: int = 100) -> list[AuditEvent]:
@@ -115,7 +117,8 @@ def memory_audit_trail(principal: Principal, memory: Memory, *, limit: int = 100
     about |= Q(verb="memory.unmerge", data__restored__contains=[memory.id])
     # a new memory promoted from a pattern (the promotion ladder) names the memories it was seen in
     about |= Q(verb="memory.promote", data__sources__contains=[memory.id])
-    return list(access_filter(AuditEvent, principal).filter(about).order_by("-created_at", "-id")[:limit])
+    events = access_filter(AuditEvent, principal).select_related("actor_user", "actor_token").filter(about)
+    return list(events.order_by("-created_at", "-id")[:limit])
 
 
 def overview(principal: Principal) -> dict[str, Any]:
@@ -128,5 +131,90 @@ def overview(principal: Principal) -> dict[str, Any]:
         "weekly": memories_per_week(principal) if total else [],
         "sessions": session_status_counts(principal),
         "open_disputes": open_disputes_count(principal),
-        "activity": list(recent_activity(principal)),
+        "activity": activity_rows(principal, list(recent_activity(principal))),
     }
+
+
+# --- activity: what an audit event was about, named ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActivityRow:
+    """An audit event as the activity tables show it: who acted and what it was about, by name."""
+
+    event: AuditEvent
+    who: str
+    target: str  # the target's name or title; "" when the event has none
+    target_url: str  # its page; "" when it has none or is out of the viewer's reach
+
+
+# target types whose name is one field of the row, with the settings page that lists them
+_NAMED_TARGETS: dict[str, tuple[type[Any], str, str]] = {
+    "project": (Project, "name", "/settings/projects/"),
+    "team": (Team, "name", "/settings/teams/"),
+    "apitoken": (ApiToken, "label", "/settings/tokens/"),
+    "oauthconnection": (OAuthConnection, "application__name", "/settings/connected-apps/"),
+    "membership": (Membership, "user__email", "/settings/"),
+}
+
+
+def activity_rows(principal: Principal, events: list[AuditEvent]) -> list[ActivityRow]:
+    """``events`` with their actors and targets named and linked. Every name is read through the
+    viewer's reach (their org; for memories and sessions, what they may read), so an id that points
+    elsewhere shows as its kind alone; a handful of queries per call, one per kind of target."""
+    ids: dict[str, set[str]] = {}
+    for event in events:
+        if event.target_type and event.target_id:
+            ids.setdefault(event.target_type, set()).add(event.target_id)
+    names: dict[tuple[str, str], tuple[str, str]] = {}
+    memories = memories_readable(principal).filter(id__in=ids.get("memory", ()))
+    for memory_id, title in memories.values_list("id", "title"):
+        names["memory", memory_id] = (title, reverse("memory-detail", args=[memory_id]))
+    session_pks = [pk for pk in ids.get("agentsession", ()) if pk.isdigit()]
+    for pk, external_id in session_list(principal).filter(pk__in=session_pks).values_list("pk", "external_id"):
+        names["agentsession", str(pk)] = (f"session {external_id}", reverse("session-detail", args=[external_id]))
+    for target_type, (model, field_name, url) in _NAMED_TARGETS.items():
+        pks = [pk for pk in ids.get(target_type, ()) if pk.isdigit()]
+        for pk, name in access_filter(model, principal).filter(pk__in=pks).values_list("pk", field_name):
+            names[target_type, str(pk)] = (name or target_type, url)
+    organization = principal.organization
+    if str(organization.pk) in ids.get("organization", ()):
+        names["organization", str(organization.pk)] = (organization.name, "/settings/plan/")
+    return [ActivityRow(event, _actor_name(event), *_target_name(event, names)) for event in events]
+
+
+def _actor_name(event: AuditEvent) -> str:
+    if event.actor_user is not None:
+        return event.actor_user.email
+    if event.actor_token is not None:
+        return f"token “{event.actor_token.label}”"
+    return event.actor.removeprefix("user:")
+
+
+def _target_name(event: AuditEvent, names: dict[tuple[str, str], tuple[str, str]]) -> tuple[str, str]:
+    if not event.target_type:
+        return "", ""
+    if (event.target_type, event.target_id) in names:
+        return names[event.target_type, event.target_id]
+    if event.target_type == "consolidationrun":
+        # the run's page checks the viewer's org itself; the event (of this org) names its project
+        project = event.data.get("project")
+        label = f"consolidation run of {project}" if project else "a consolidation run"
+        return label, reverse("consolidation-run", args=[event.target_id])
+    # out of the viewer's reach (a memory of a team they are not in) or gone: its kind, never a raw id
+    # nor a title the event kept
+    return TARGET_KINDS.get(event.target_type, event.target_type), ""
+
+
+TARGET_KINDS = {
+    "memory": "a memory",
+    "agentsession": "a session",
+    "project": "a project",
+    "team": "a team",
+    "apitoken": "an API token",
+    "oauthconnection": "a connected app",
+    "membership": "a member",
+    "organization": "the organization",
+    "memorylink": "a link between memories",
+    "reviewitem": "a review",
+}

@@ -33,7 +33,7 @@ from memories.context.selectors import summaries_list
 from memories.core.selectors import MemoryFilters, memory_get, memory_lineage, memory_list
 from memories.core.services import memory_update
 from memories.dashboard.charts import bar_chart, confidence_chart
-from memories.dashboard.selectors import memory_audit_trail, overview
+from memories.dashboard.selectors import activity_rows, memory_audit_trail, overview
 from memories.embedding import query_embed
 from memories.models import AgentSession, Memory, MemoryLink
 from memories.moderation.selectors import disputed_list
@@ -306,7 +306,7 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
         chart=confidence_chart(memory, list(reversed(signals)), now=timezone.now()),
         lineage_groups=_lineage_groups(lineage),
         sources=sources,
-        audit=memory_audit_trail(principal, memory),
+        audit=activity_rows(principal, memory_audit_trail(principal, memory)),
         archive_reasons=Memory.ARCHIVED_REASON_CHOICES,
         summary=summaries_list(principal, memory=memory.id).first(),
     )

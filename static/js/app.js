@@ -60,6 +60,22 @@
       });
     });
   }
+  // <fieldset data-picker>: its summary says what the ticked boxes mean, "all projects" when none is ticked.
+  function pickerSummary(fieldset) {
+    var summary = fieldset.querySelector("[data-picker-summary]");
+    if (!summary) return;
+    var ticked = Array.from(fieldset.querySelectorAll("input[type=checkbox]:checked")).map(function (box) {
+      return box.getAttribute("data-picker-name");
+    });
+    summary.textContent = ticked.length
+      ? summary.getAttribute("data-some") + " " + ticked.join(", ") + "."
+      : summary.getAttribute("data-none");
+  }
+  document.querySelectorAll("fieldset[data-picker]").forEach(pickerSummary);
+  document.addEventListener("change", function (event) {
+    var fieldset = event.target && event.target.closest ? event.target.closest("fieldset[data-picker]") : null;
+    if (fieldset) pickerSummary(fieldset);
+  });
   copyButtons(document);
   document.addEventListener("htmx:load", function (event) { copyButtons(event.target); });
 })();

@@ -89,7 +89,7 @@ def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(
     assert page.locator("text=web-app").first.is_visible()
     page.goto(f"{base}/settings/tokens/")
     page.fill("#token-label", "laptop")
-    page.select_option("#token-projects", label="Web App (web-app)")
+    page.locator("#token-projects input[data-picker-name=web-app]").check()
     page.get_by_role("button", name="Create token").click()
     token = page.input_value("#raw-token")
     assert token.startswith("rb_")
@@ -130,6 +130,10 @@ def test_a_new_user_connects_an_agent_and_watches_its_memories_consolidate(
     page.get_by_role("button", name="Preview (dry run)").click()
     page.get_by_role("button", name="Apply").wait_for()
     shoot("consolidation-preview")
+    # the dry run is listed with the runs at once (swapped in with the preview), not "No consolidation runs yet"
+    history = page.locator("#history")
+    assert "No consolidation runs yet" not in history.inner_text()
+    assert history.locator(".badge", has_text="dry run").count() == 1
     for memory_id in ids:
         assert _state(base, token, memory_id) == "active"
     page.get_by_role("button", name="Apply").click()

@@ -167,3 +167,18 @@ def test_another_org_cannot_see_the_projects_quality(client, cast, bank):
     assert client.get("/consolidation/quality/?project=web-app").status_code == 404
     html = client.get("/consolidation/quality/").content.decode()
     assert "billing" in html.lower() and 'id="duplicate-rate">0%' in html
+
+
+def test_a_project_without_memories_says_how_to_get_some_instead_of_drawing_empty_charts(client, cast):
+    client.force_login(cast.alice)
+    html = client.get("/consolidation/quality/?project=web-app").content.decode()
+    assert '<svg class="chart"' not in html
+    assert "Nothing to chart yet" in html and "Connect an agent" in html and 'href="/settings/tokens/"' in html
+
+
+def test_a_project_where_nothing_happened_yet_points_at_consolidation_instead_of_empty_charts(client, cast, agent):
+    remember(agent, "Lesson about deploys", vec({1: 1.0}))
+    client.force_login(cast.bob)
+    html = client.get("/consolidation/quality/?project=web-app").content.decode()
+    assert '<svg class="chart"' not in html
+    assert "Nothing to chart yet" in html and 'href="/consolidation/"' in html

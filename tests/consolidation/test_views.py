@@ -165,6 +165,26 @@ def test_htmx_preview_returns_only_the_partial(client, cast, cluster):
     assert cluster[0].title in body
 
 
+def test_htmx_preview_swaps_the_runs_list_too_so_it_no_longer_says_there_are_none(client, cast, cluster):
+    client.force_login(cast.alice)
+    assert "No consolidation runs yet" in text(client.get("/consolidation/"))
+    body = text(
+        client.post(
+            "/consolidation/preview/", {"project": "web-app", "similarity_threshold": "0.8"}, HTTP_HX_REQUEST="true"
+        )
+    )
+    run = ConsolidationRun.objects.get(dry_run=True)
+    assert '<section class="card" id="history" hx-swap-oob="true">' in body
+    assert f"/consolidation/runs/{run.id}/" in body and "dry run" in body
+    assert "No consolidation runs yet" not in body
+
+
+def test_an_empty_runs_list_says_how_to_start_one(client, cast):
+    client.force_login(cast.alice)
+    assert "No consolidation runs yet. Preview one above" in text(client.get("/consolidation/"))
+    assert "Show every project" in text(client.get("/consolidation/?project=web-app"))
+
+
 def test_preview_input_errors_are_400(client, cast):
     client.force_login(cast.alice)
     response = client.post("/consolidation/preview/", {"project": "web-app", "similarity_threshold": "2"})

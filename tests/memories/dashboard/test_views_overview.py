@@ -7,8 +7,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.services import audit_record, token_create
 from memories.dashboard.selectors import confidence_histogram, memories_per_week, memory_counts, recent_activity
 from memories.models import Memory
+from memories.moderation.services import memory_archive
 from memories.sessions.services import session_submit
 from tests.factories import MemoryLinkFactory, memory_recorder
 
@@ -110,3 +112,41 @@ def test_recent_activity_keeps_the_last_twenty_events_of_the_org(cast, agent):
     events = list(recent_activity(cast.principal(cast.alice)))
     assert len(events) == 20 and events[0].data["title"] == "m21"
     assert list(recent_activity(cast.principal(cast.charlie))) == []
+
+
+def _about_column(html: str) -> list[str]:
+    """The text of the activity table's last column, row by row (tags stripped)."""
+    import re
+
+    rows = re.findall(r"<tr>(.*?)</tr>", html.split("Recent activity", 1)[1], flags=re.S)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S) for row in rows]
+    return [re.sub(r"<[^>]+>", "", row[-1]).strip() for row in cells if len(row) == 4]
+
+
+def test_recent_activity_names_what_each_event_was_about_and_links_it(client, cast, agent):
+    memory = record(agent, title="Pin flaky test seeds")
+    memory_archive(principal=cast.principal(cast.alice), memory=memory, reason="stale")  # its event has no title
+    token_create(organization=cast.org_a, label="deploy bot")
+    audit_record(organization=cast.org_a, actor=cast.principal(cast.alice), verb="organization.plan", target=cast.org_a)
+    client.force_login(cast.bob)
+    html = client.get("/").content.decode()
+    about = _about_column(html)
+    # "test" is the agent fixture's token
+    assert about == ["Acme", "deploy bot", "Pin flaky test seeds", "Pin flaky test seeds", "test"]
+    assert f'<a href="/memories/{memory.id}/">Pin flaky test seeds</a>' in html
+    assert '<a href="/settings/tokens/">deploy bot</a>' in html
+    assert "organization " + str(cast.org_a.pk) not in html and "apitoken" not in html
+    assert "<td>alice@acme.test</td>" in html and "user:alice" not in html  # who: the person, not the actor key
+
+
+@pytest.mark.cross_tenant("dashboard-overview")
+def test_an_event_pointing_at_another_orgs_object_shows_only_its_kind(client, cast, agent, make_token):
+    _, globex = make_token(cast.org_b, projects=[cast.project_b])
+    theirs = record(globex, title="Globex pricing secrets")
+    # an event of acme that names globex's memory and project (no service writes one; the page must not care)
+    audit_record(organization=cast.org_a, actor=agent, verb="memory.archive", target=theirs)
+    audit_record(organization=cast.org_a, actor=agent, verb="project.update", target=cast.project_b)
+    client.force_login(cast.alice)
+    html = client.get("/").content.decode()
+    assert _about_column(html)[:2] == ["a project", "a memory"]
+    assert "Globex pricing secrets" not in html and theirs.id not in html and "Billing" not in html

@@ -1,0 +1,241 @@
+"""Every dashboard page fits the window, in a real Chromium, on a laptop (1,280 px) and a phone (390 px).
+
+The pages come from the URL conf, so a page added later is visited without touching this file (a new
+URL parameter fails the test until a sample object for it is added to ``SAMPLES``). Each page has
+content, with the long unbroken strings real data carries (a token label, a project name, a URL in a
+memory), because an empty page never overflows. A page fits when the document is no wider than the
+window and no element reaches past it unless it sits in a box made to scroll sideways (a wide table
+in ``.table-scroll``, a code snippet)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from oauth2_provider.models import Application
+
+from accounts.models import Membership, OAuthConnection
+from accounts.services import token_create
+from consolidation.models import ConsolidationRun, ReviewItem
+from tests.factories import (
+    AgentSessionFactory,
+    ConsolidationRunFactory,
+    MembershipFactory,
+    MemoryLinkFactory,
+    ProjectFactory,
+    TeamFactory,
+    memory_recorder,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WIDTHS = (1280, 390)
+SHOTS = Path("/tmp/rb-layout")
+# unbroken strings as long as the fields allow: browsers break lines at spaces and hyphens, not inside these
+LONG_WORD = "Supercalifragilisticexpialidocious" * 3
+LONG_URL = "https://docs.example.com/" + "/".join(["very_long_path_segment_without_breaks"] * 6) + "?query=x" * 8
+LONG_SLUG = "a_slug_with_no_hyphens_that_runs_to_the_full_fifty"[:50]
+# prefixes that are not dashboard pages: the API, the admin, OAuth endpoints and allauth's own flows
+# (sign-in and sign-up are visited on their own, signed out)
+NOT_PAGES = ("api/", "admin/", "accounts/", "oauth/", ".well-known/", "healthz", "readyz", "metrics", "mcp")
+
+record = memory_recorder(tags=["http", LONG_WORD[:50]])
+
+# the sizes of every element that reaches past the window and is not inside a sideways-scrolling box
+OVERFLOW = """
+() => {
+  const width = window.innerWidth;
+  const scrolls = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const x = getComputedStyle(p).overflowX;
+      if ((x === "auto" || x === "scroll") && p.getBoundingClientRect().right <= width + 1) return true;
+    }
+    return false;
+  };
+  const wide = [];
+  for (const el of document.body.querySelectorAll("*")) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) continue;
+    if ((box.right > width + 1 || box.left < -1) && !scrolls(el)) {
+      const classes = typeof el.className === "string" ? el.className.trim().split(/\\s+/).join(".") : "";
+      const name = el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (classes ? "." + classes : "");
+      wide.push(name + " " + Math.round(box.left) + ".." + Math.round(box.right));
+    }
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, width: width, wide: wide.slice(0, 8)};
+}
+"""
+
+
+# the labels of charts (inline SVG clips what falls outside its box): those that do not fit inside it
+CLIPPED_LABELS = """
+() => Array.from(document.querySelectorAll("svg text")).filter((text) => {
+  const box = text.getBoundingClientRect(), frame = text.ownerSVGElement.getBoundingClientRect();
+  return box.width > 0 && (box.left < frame.left - 0.5 || box.right > frame.right + 0.5);
+}).map((text) => text.textContent)
+"""
+
+
+def dashboard_paths() -> list[str]:
+    """Every route of the URL conf that is not under ``NOT_PAGES``, as a pattern like ``memories/<str:memory_id>/``."""
+
+    def walk(patterns: list[Any], prefix: str) -> list[str]:
+        found = []
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                found += walk(pattern.url_patterns, route)
+            elif isinstance(pattern, URLPattern) and not route.startswith("^") and not route.startswith(NOT_PAGES):
+                found.append(route)
+        return found
+
+    return sorted(set(walk(get_resolver().url_patterns, "")))
+
+
+@pytest.fixture
+def samples(cast, agent) -> dict[str, str]:
+    """An object for every URL parameter, and around them enough data for every page to have content.
+    Made before the browser opens (ORM work under Playwright's loop leaves a connection behind)."""
+    org = cast.org_a
+    MembershipFactory(user=cast.alice, organization=cast.org_b, role=Membership.ROLE_VIEWER)  # the org switcher
+    long_project = ProjectFactory(organization=org, slug=LONG_SLUG, name=f"Project {LONG_WORD}")
+    TeamFactory(organization=org, slug="platform", name=f"Team {LONG_WORD}")
+    token, _ = token_create(organization=org, label=LONG_WORD[:100], projects=[cast.project_a, long_project])
+    first = record(
+        agent,
+        title=f"Retry webhooks {LONG_WORD}",
+        content=f"Use `backoff=2` and read {LONG_URL} before changing `retry_limit`.\n\n- one\n- two",
+    )
+    second = record(agent, title="Never retry webhooks", content="Never retry a failed webhook.")
+    link = MemoryLinkFactory(source=first, target=second, kind="contradicts", weight=0.87, reason=LONG_URL)
+    session = AgentSessionFactory(project=cast.project_a, external_id=LONG_WORD, trace=f"agent: read {LONG_URL}")
+    run = ConsolidationRunFactory(
+        project=cast.project_a,
+        status=ConsolidationRun.STATUS_FAILED,
+        finished_at=timezone.now(),
+        errors=[f"ValueError: {LONG_URL}"],
+    )
+    review = ReviewItem.objects.create(
+        organization=org, project=cast.project_a, first=first, second=second, similarity=0.97,
+        cues=[f"negation: {LONG_WORD}"], reason="no LLM is configured to judge them",
+    )  # fmt: skip
+    application = Application.objects.create(
+        name=f"Agent {LONG_WORD}",
+        client_type=Application.CLIENT_PUBLIC,
+        authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+        redirect_uris="http://127.0.0.1:7777/callback",
+    )
+    connection = OAuthConnection.objects.create(
+        organization=org, user=cast.alice, application=application, scopes=["memories:read"]
+    )
+    return {
+        "memory_id": first.id,
+        "session_id": session.external_id,
+        "run_id": run.id,
+        "project_slug": cast.project_a.slug,
+        "membership_id": str(Membership.objects.get(user=cast.bob).pk),
+        "token_id": str(token.pk),
+        "connection_id": str(connection.pk),
+        "review_id": str(review.pk),
+        "link_id": str(link.pk),
+    }
+
+
+def _fill(route: str, samples: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        assert name in samples, f"{route}: add a sample object for <{name}> to this test's samples fixture"
+        return samples[name]
+
+    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", value, route)
+
+
+def _overflow(page: Any, where: str) -> list[str]:
+    """``[]`` when the page fits and its charts' labels are whole, else what reaches past the window."""
+    problems = []
+    found = page.evaluate(OVERFLOW)
+    if found["scrollWidth"] > found["width"] or found["wide"]:
+        problems.append(f"{where}: document {found['scrollWidth']} px wide in {found['width']}; {found['wide']}")
+    if clipped := page.evaluate(CLIPPED_LABELS):
+        problems.append(f"{where}: chart labels cut off: {clipped}")
+    return problems
+
+
+def _sign_in(page: Any, base: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.fill("input[name=login]", "alice@acme.test")
+    page.fill("input[name=password]", "correct-horse-battery")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_dashboard_page_fits_the_window_without_sideways_scrolling(samples, live_server, browser, width):
+    base = live_server.url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems: list[str] = []
+    try:
+        for path in ("/accounts/login/", "/accounts/signup/"):
+            page.goto(f"{base}{path}")
+            problems += _overflow(page, f"{path} at {width}px")
+        _sign_in(page, base)
+        visited = []
+        # the quality page again on the project with something to chart (it defaults to the first by slug)
+        extra = [f"consolidation/quality/?project={samples['project_slug']}"]
+        for route in [*dashboard_paths(), *extra]:
+            path = _fill(route, samples)
+            if page.request.get(f"{base}{path}").status == 405:  # an action (POST only), not a page
+                continue
+            response = page.goto(f"{base}{path}")
+            assert response.status == 200, f"{path}: {response.status}"
+            page.wait_for_load_state("networkidle")
+            visited.append(path)
+            name = re.sub(r"[/?=]+", "_", path.strip("/")) or "overview"
+            page.screenshot(path=str(SHOTS / f"{width}-{name}.png"), full_page=True)
+            problems += _overflow(page, f"{path} at {width}px")
+        assert not problems, "\n".join(problems)
+        # the pages a newcomer meets first are among them, so the walk cannot silently shrink
+        first_met = ["/", "/memories/", f"/memories/{samples['memory_id']}/", "/settings/tokens/"]
+        first_met.append("/consolidation/quality/")
+        assert set(first_met) <= set(visited)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_new_users_empty_pages_fit_the_window_too(live_server, browser, width):
+    """A newcomer's pages are mostly empty states: signed up a minute ago, no project, token or memory."""
+    base = live_server.url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    problems: list[str] = []
+    try:
+        page.goto(f"{base}/accounts/signup/")
+        page.fill("input[name=email]", "dana@newco.test")
+        page.fill("input[name=password1]", "a-long-unusual-passphrase")
+        page.fill("input[name=password2]", "a-long-unusual-passphrase")
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/")
+        for route in dashboard_paths():
+            if "<" in route:  # a page of one object: a new user has none
+                continue
+            path = "/" + route
+            if page.request.get(f"{base}{path}").status == 405:
+                continue
+            assert page.goto(f"{base}{path}").status == 200, path
+            page.wait_for_load_state("networkidle")
+            name = re.sub(r"[/?=]+", "_", path.strip("/")) or "overview"
+            page.screenshot(path=str(SHOTS / f"new-{width}-{name}.png"), full_page=True)
+            problems += _overflow(page, f"{path} at {width}px")
+        assert not problems, "\n".join(problems)
+    finally:
+        context.close()
