@@ -17,6 +17,7 @@ from tests.webhooks.conftest import RECEIVER_ADDRESS_URL, RECEIVER_HOST
 from webhooks.models import WebhookDelivery, WebhookSubscription
 from webhooks.services import deliveries_sweep, delivery_attempt, delivery_redeliver, webhook_event_publish
 from webhooks.signing import SIGNATURE_HEADER, signature_verify
+from webhooks.tasks import webhook_deliver
 
 
 @pytest.fixture
@@ -170,3 +171,10 @@ def test_the_sweep_queues_deliveries_whose_task_was_lost(delivery, enqueued):
     assert deliveries_sweep() == 0  # just made: its task is on its way
     WebhookDelivery.objects.filter(pk=delivery.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     assert deliveries_sweep() == 1 and enqueued == [(delivery.id, 0)]
+
+
+def test_the_worker_task_makes_one_attempt_and_answers_the_status(delivery, receiver, enqueued):
+    receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(200))
+    assert webhook_deliver(delivery.id) == WebhookDelivery.STATUS_SUCCEEDED
+    assert webhook_deliver(delivery.id) is None  # done: a duplicate task sends nothing
+    assert len(receiver.calls) == 1

@@ -116,3 +116,10 @@ def test_rotate_toggle_and_delete_act_on_our_subscription_and_404_on_another_org
     assert theirs.secret == their_secret and theirs.enabled
     assert client.post(f"/settings/webhooks/{ours.id}/delete/").status_code == 302
     assert list(WebhookSubscription.objects.all()) == [theirs]
+
+
+def test_the_settings_menu_offers_webhooks_to_admins_only(client, cast):
+    client.force_login(cast.alice)
+    assert 'href="/settings/webhooks/"' in text(client.get("/settings/"))
+    client.force_login(cast.bob)
+    assert 'href="/settings/webhooks/"' not in text(client.get("/settings/"))
