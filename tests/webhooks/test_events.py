@@ -228,3 +228,15 @@ def test_a_failure_to_publish_never_fails_the_write_that_caused_the_event(agent,
     with committed():
         memory = MemoryFactory(principal=agent, title="Still recorded")
     assert Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_an_organization_without_subscribers_pays_one_query_per_event_and_no_payload(
+    cast, subscribe, django_assert_num_queries
+):
+    subscribe(["memory.created"], org=cast.org_b)  # another organization's subscription changes nothing here
+
+    def payload():
+        raise AssertionError("the payload is built only for a subscriber")
+
+    with django_assert_num_queries(1):
+        assert webhook_event_publish(organization_id=cast.org_a.pk, event_type="memory.created", data=payload) == []
