@@ -13,8 +13,6 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx2
-
 from reasoningbank import net_guard
 
 USER_AGENT = "ReasoningBank-Webhooks/1"
@@ -41,6 +39,8 @@ def delivery_post(
     url: str, body: bytes, headers: dict[str, str], *, timeout_seconds: float, allow_private: bool
 ) -> Attempt:
     """POST ``body`` to ``url``; the answer's status and the time it took, or ``DeliveryFailed``."""
+    import httpx2  # here, not at module level: every manage.py command sets Django up (docs/commands.md#start-up)
+
     parts = urlsplit(url)
     hostname = parts.hostname or ""
     port = parts.port or 443
