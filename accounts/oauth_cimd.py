@@ -18,9 +18,7 @@ Any failure makes the client unknown (``invalid_client``); nothing is stored.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import socket
 import ssl
 import time
 from typing import Any
@@ -33,6 +31,7 @@ from oauth2_provider import cimd
 from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher
 
 from accounts.oauth import client_metadata_uris_problem
+from reasoningbank import net_guard
 from reasoningbank.json_limits import json_depth_exceeds, json_nul_field
 
 
@@ -58,34 +57,20 @@ def _validate_url(client_id: str) -> SplitResult:
 
 def address_allowed(ip: str) -> bool:
     """A public address always; an internal one (private, loopback, link-local, ...) only while
-    ``OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES`` is on; never the unspecified or a multicast address."""
-    try:
-        address = ipaddress.ip_address(ip.split("%", 1)[0])
-    except ValueError:
-        return False
-    if address.is_unspecified or address.is_multicast:
-        return False
-    if cimd._ip_is_public(ip):
-        return True
-    return bool(settings.OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES)
+    ``OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES`` is on; never the unspecified or a multicast address
+    (the rule shared with webhook deliveries: ``reasoningbank.net_guard``)."""
+    return net_guard.address_allowed(ip, allow_private=bool(settings.OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES))
 
 
 def resolve_addresses(hostname: str, port: int) -> list[str]:
     """Every address ``hostname`` resolves to, all of them allowed, or CIMDError (one internal address
     refuses the whole host, so a split answer cannot smuggle a connection inside)."""
     try:
-        infos = socket.getaddrinfo(hostname, port, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise CIMDError(f"could not resolve client_id host: {exc}") from exc
-    ips: list[str] = []
-    for info in infos:
-        ip = str(info[4][0])
-        if not address_allowed(ip):
-            raise CIMDError(f"client_id host resolves to a non-public address ({ip})")
-        ips.append(ip)
-    if not ips:
-        raise CIMDError("client_id host did not resolve to any address")
-    return list(dict.fromkeys(ips))
+        return net_guard.host_addresses_checked(
+            hostname, port, allow_private=bool(settings.OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES)
+        )
+    except net_guard.AddressRefused as exc:
+        raise CIMDError(f"client_id {exc}") from exc
 
 
 class RestrictedMetadataFetcher(SafeMetadataFetcher):

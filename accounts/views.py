@@ -65,9 +65,11 @@ SECTIONS = [
     ("projects", "Projects", "/settings/projects/"),
     ("tokens", "API tokens", "/settings/tokens/"),
     ("apps", "Connected apps", "/settings/connected-apps/"),
+    ("webhooks", "Webhooks", "/settings/webhooks/"),
     ("usage", "LLM usage", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
 ]
+ADMIN_SECTIONS = {"webhooks"}
 
 FEATURE_LABELS = {
     FEATURE_CONSOLIDATION_MANUAL: "Manual consolidation",
@@ -96,7 +98,8 @@ def settings_context(request: HttpRequest, section: str, **extra: Any) -> dict[s
     return {
         "nav": "settings",
         "section": section,
-        "sections": SECTIONS,
+        # admin-only sections (webhooks) are not offered to the roles that would get a 403 there
+        "sections": [s for s in SECTIONS if s[0] not in ADMIN_SECTIONS or membership.has_role(ADMIN)],
         "org": membership.organization,
         "can_admin": membership.has_role(ADMIN),
         "is_owner": membership.has_role(OWNER),

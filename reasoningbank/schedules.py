@@ -65,4 +65,10 @@ def schedule_specs() -> list[ScheduleSpec]:
             minutes=5,
             description="queue sessions that were waiting for an LLM once one is configured",
         ),
+        ScheduleSpec(
+            name="rb:webhooks-sweep",
+            func="webhooks.tasks.webhooks_sweep",
+            minutes=1,
+            description="queue again webhook deliveries whose task was lost (a worker that died mid-attempt)",
+        ),
     ]

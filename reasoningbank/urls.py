@@ -20,6 +20,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/v1/", include("memories.urls")),
     path("api/v1/", include("consolidation.urls")),
+    path("api/v1/", include("webhooks.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # after every API route: anything else under /api/ is a JSON 404 in the API's error shape
@@ -28,6 +29,7 @@ urlpatterns = [
     path("", include("accounts.urls_dashboard")),
     path("", include("memories.urls_dashboard")),
     path("", include("consolidation.urls_dashboard")),
+    path("", include("webhooks.urls_dashboard")),
 ]
 
 # a 500 or a suspicious request under /api/, /oauth/ or /mcp answers JSON in the error shape

@@ -156,7 +156,7 @@ def covered_names() -> tuple[dict[str, set[str]], list[str]]:
 
 
 APP_ROOT = TESTS_DIR.parent
-APPS = ("accounts", "memories", "consolidation", "reasoningbank")
+APPS = ("accounts", "memories", "consolidation", "webhooks", "reasoningbank")
 ACCESS_HELPERS = {"access_filter", "access_get"}
 
 

@@ -22,6 +22,7 @@ from accounts.models import AuditEvent, Organization
 from accounts.services import audit_record, audit_record_many
 from memories.core.selectors import memory_is_writable
 from memories.core.services import memory_limit_check
+from memories.events import memories_archived
 from memories.locks import memories_lock, memories_lock_active
 from memories.models import Memory, MemoryLink
 from memories.signals import confidence as conf
@@ -80,6 +81,10 @@ def memories_archive(
         target_ids=archived,
         data=details,
     )
+    if archived:
+        memories_archived.send(
+            sender=Memory, organization=organization, memory_ids=archived, reason=reason, into=into, data=details
+        )
     return archived
 
 

@@ -13,6 +13,7 @@ DJANGO_SETTINGS_MODULE stays ``reasoningbank.settings``:
 * ``worker``: the django-q2 cluster and the heartbeats
 * ``observability``: /metrics, logs, traces
 * ``oauth``: the OAuth 2.1 authorization server
+* ``webhooks``: webhook deliveries (address guard, timeout, retries)
 """
 
 from reasoningbank.settings.ai import *  # noqa: F403
@@ -24,4 +25,5 @@ from reasoningbank.settings.memories import *  # noqa: F403
 from reasoningbank.settings.oauth import *  # noqa: F403
 from reasoningbank.settings.observability import *  # noqa: F403
 from reasoningbank.settings.security import *  # noqa: F403
+from reasoningbank.settings.webhooks import *  # noqa: F403
 from reasoningbank.settings.worker import *  # noqa: F403

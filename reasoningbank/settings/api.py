@@ -41,11 +41,14 @@ SPECTACULAR_SETTINGS = {
         "ArchiveReasonEnum": "memories.core.serializers.ARCHIVE_REASON_CHOICES",
         "SessionStatusEnum": "memories.sessions.selectors.STATUSES",
         "RunStatusEnum": "consolidation.api.RUN_STATUSES",
+        "WebhookDeliveryStatusEnum": "webhooks.api.DELIVERY_STATUSES",
+        "WebhookEventEnum": "webhooks.api.EVENT_NAMES",
     },
     "TAGS": [
         {"name": "memories", "description": "Record, search, rate, edit, archive and restore memories."},
         {"name": "sessions", "description": "Hand in finished agent sessions to distill memories from them."},
         {"name": "consolidation", "description": "Consolidation runs, contradictions awaiting a moderator, un-merge."},
         {"name": "account", "description": "The calling token and the projects it reaches."},
+        {"name": "webhooks", "description": "Signed notifications of the bank's events to an https URL (admins)."},
     ],
 }

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "accounts",
     "memories",
     "consolidation",
+    "webhooks",
     "operations",
 ]
 

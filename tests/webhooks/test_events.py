@@ -1,0 +1,242 @@
+"""Where webhook events come from (webhooks/receivers.py): each event published by the real code path
+that causes it, to the subscriptions of that organization only, after the commit, scrubbed."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidation import events as consolidation_events
+from consolidation import runs as consolidation_runs
+from consolidation.models import ConsolidationRun, ReviewItem
+from consolidation.promotion.services import promotions_propose
+from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
+from memories.models import Memory, MemoryLink
+from memories.moderation.services import contradiction_resolve, memories_archive
+from memories.sessions import services as session_services
+from memories.sessions.services import session_process, session_submit
+from reasoningbank.ai.llm import NoLLM
+from tests.consolidation.promotion_setup import lesson, teams_setup
+from tests.factories import MemoryFactory
+from tests.fakes import ScriptedLLM, memory_block
+from webhooks.models import WebhookDelivery
+from webhooks.services import webhook_event_publish
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks, enqueued, monkeypatch):
+    """A block whose on-commit callbacks run at its end, as after a real commit."""
+    monkeypatch.setattr(session_services, "session_enqueue", lambda *args, **kwargs: None)
+    return lambda: django_capture_on_commit_callbacks(execute=True)
+
+
+def sent(event_type: str) -> list[WebhookDelivery]:
+    return list(WebhookDelivery.objects.filter(event_type=event_type).order_by("created_at"))
+
+
+def test_recording_a_memory_publishes_memory_created_once_committed(cast, agent, subscribe, committed, enqueued):
+    subscription = subscribe(["memory.created"])
+    with committed():
+        memory = MemoryFactory(principal=agent, title="Pin the base image digest")
+        assert not sent("memory.created")  # nothing before the commit
+    (delivery,) = sent("memory.created")
+    assert delivery.subscription == subscription and delivery.organization == cast.org_a
+    data = delivery.payload["data"]["memory"]
+    assert data["id"] == memory.id and data["title"] == "Pin the base image digest" and data["project"] == "web-app"
+    assert delivery.payload["type"] == "memory.created" and delivery.payload["id"] == delivery.event_id
+    assert enqueued == [(delivery.id, 0)]
+
+
+def test_an_event_reaches_only_subscriptions_that_asked_for_it(agent, subscribe, committed):
+    subscribe(["dispute.opened"])
+    with committed():
+        MemoryFactory(principal=agent, title="Pin the base image digest")
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_events_of_one_organization_never_reach_another_organizations_subscriptions(
+    cast, make_token, subscribe, committed
+):
+    acme = subscribe(["memory.created"])
+    globex = subscribe(["memory.created"], org=cast.org_b)
+    _, globex_agent = make_token(cast.org_b, projects=[cast.project_b])
+    with committed():
+        globex_memory = MemoryFactory(principal=globex_agent, title="Globex's own lesson")
+    (delivery,) = sent("memory.created")
+    assert delivery.subscription == globex and delivery.organization == cast.org_b
+    assert delivery.payload["organization"] == "globex" and delivery.payload["data"]["memory"]["id"] == globex_memory.id
+    assert not WebhookDelivery.objects.filter(subscription=acme).exists()
+
+
+def test_a_merge_publishes_memory_merged_with_the_memory_they_went_into(cast, agent, subscribe, committed):
+    subscribe(["memory.merged", "memory.superseded"])
+    kept = MemoryFactory(principal=agent, title="Retry network calls with backoff")
+    dupe = MemoryFactory(principal=agent, title="Retry network calls with exponential backoff")
+    with committed():
+        memories_archive(
+            organization=cast.org_a,
+            memory_ids=[dupe.id],
+            reason=Memory.ARCHIVED_DUPLICATE,
+            into=kept,
+            data={"run": "run_x"},
+        )
+    (delivery,) = sent("memory.merged")
+    assert delivery.payload["data"] == {"memory_ids": [dupe.id], "reason": "duplicate", "into": kept.id, "run": "run_x"}
+    assert not sent("memory.superseded")
+
+
+def test_opening_and_resolving_a_dispute_publish_their_events_and_the_superseded_memory(
+    cast, agent, subscribe, committed
+):
+    subscribe(["dispute.opened", "dispute.resolved", "memory.superseded"])
+    first = MemoryFactory(principal=agent, title="Use tabs in Makefiles")
+    second = MemoryFactory(principal=agent, title="Never use tabs in Makefiles")
+    with committed():
+        link = MemoryLink.objects.create(
+            organization=cast.org_a,
+            source=first,
+            target=second,
+            kind=MemoryLink.KIND_CONTRADICTS,
+            reason="they disagree",
+        )
+    (opened,) = sent("dispute.opened")
+    assert opened.payload["data"]["dispute"] == {
+        "id": link.pk,
+        "first": first.id,
+        "second": second.id,
+        "reason": "they disagree",
+    }
+    with committed():
+        contradiction_resolve(principal=cast.principal(cast.alice), link=link, resolution="keep_first")
+    (resolved,) = sent("dispute.resolved")
+    assert resolved.payload["data"]["dispute"]["states"] == {first.id: "active", second.id: "archived"}
+    (superseded,) = sent("memory.superseded")
+    assert superseded.payload["data"]["memory_ids"] == [second.id]
+    assert superseded.payload["data"]["by"] == first.id
+
+
+def test_a_promotion_proposal_publishes_promotion_proposed(cast, subscribe, committed):
+    teams_setup(cast)
+    alice = cast.principal(cast.alice)
+    subscribe(["promotion.proposed"])
+    lesson(alice, "web-app", 1)
+    lesson(alice, "api", 2)
+    with committed():
+        promotions_propose(principal=alice)
+    item = ReviewItem.objects.get(kind=ReviewItem.KIND_PROMOTION)
+    (delivery,) = sent("promotion.proposed")
+    assert delivery.payload["data"]["review_id"] == item.pk and delivery.payload["data"]["status"] == "pending"
+    assert delivery.payload["data"]["memory"]["id"] == item.first_id
+    assert delivery.payload["data"]["memory"]["team"] == "platform"
+
+
+def test_a_finished_consolidation_run_publishes_run_finished(cast, agent, subscribe, committed):
+    subscribe(["consolidation.run_finished", "consolidation.run_failed"])
+    MemoryFactory(principal=agent, title="Pin the base image digest")
+    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
+    with committed():
+        finished = consolidation_execute(run.id, llm=NoLLM())
+    assert finished.status == ConsolidationRun.STATUS_COMPLETED
+    (delivery,) = sent("consolidation.run_finished")
+    body = delivery.payload["data"]["run"]
+    assert body["id"] == run.id and body["status"] == "completed" and body["project"] == "web-app"
+    assert not sent("consolidation.run_failed")
+
+
+def test_a_failed_consolidation_run_publishes_run_failed(cast, agent, subscribe, committed, monkeypatch):
+    subscribe(["consolidation.run_finished", "consolidation.run_failed"])
+    MemoryFactory(principal=agent, title="Pin the base image digest")
+    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
+
+    def broken(ctx, phase):
+        raise RuntimeError("the phase broke")
+
+    monkeypatch.setattr(consolidation_runs, "phase_run", broken)
+    with committed():
+        consolidation_execute(run.id, llm=NoLLM())
+    (delivery,) = sent("consolidation.run_failed")
+    assert delivery.payload["data"]["run"]["status"] == "failed"
+    assert "the phase broke" in " ".join(delivery.payload["data"]["run"]["errors"])
+    assert not sent("consolidation.run_finished")
+
+
+def test_a_contradiction_the_judge_found_is_published_scrubbed_of_secrets(cast, agent, subscribe, committed):
+    subscribe(["contradiction.found"])
+    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
+    found = [{"first": "mem_a", "second": "mem_b", "confidence": 0.9, "explanation": f"one says the key is {AWS_KEY}"}]
+    with committed():
+        consolidation_events.contradiction_detected.send(sender=ConsolidationRun, run=run, contradictions=found)
+    (delivery,) = sent("contradiction.found")
+    (item,) = delivery.payload["data"]["contradictions"]
+    assert AWS_KEY not in str(delivery.payload) and "[REDACTED:" in item["explanation"]
+    assert (item["first"], item["second"]) == ("mem_a", "mem_b")
+
+
+def test_a_distilled_session_publishes_session_distilled_with_its_memories(agent, subscribe, committed):
+    subscribe(["session.distilled", "session.failed"])
+    with committed():
+        session = session_submit(
+            principal=agent, session_id="s-1", outcome="success", trace="user: hi\nagent: fixed"
+        ).session
+    reply = memory_block(1, "Wrap DB calls in a timeout", "Hangs without one", "Use context.WithTimeout.")
+    with committed():
+        done = session_process(session.id, llm=ScriptedLLM([reply]))
+    assert done.status == "done"
+    (delivery,) = sent("session.distilled")
+    body = delivery.payload["data"]["session"]
+    assert body["external_id"] == "s-1" and body["status"] == "done"
+    assert body["memory_ids"] == list(Memory.objects.filter(source_session=done).values_list("id", flat=True))
+    assert not sent("session.failed")
+
+
+def test_a_session_that_cannot_be_distilled_publishes_session_failed(agent, subscribe, committed):
+    subscribe(["session.distilled", "session.failed"])
+    with committed():
+        session = session_submit(
+            principal=agent, session_id="s-2", outcome="success", trace="user: hi\nagent: ok"
+        ).session
+    with committed():
+        failed = session_process(session.id, llm=ScriptedLLM(["garbage one", "garbage two"]))
+    assert failed.status == "failed"
+    (delivery,) = sent("session.failed")
+    assert "could not be parsed" in delivery.payload["data"]["session"]["error"]
+
+
+def test_every_string_of_a_payload_is_scrubbed_and_the_json_stays_intact(cast, subscribe, committed):
+    subscribe(["memory.created"])
+    with committed():
+        (delivery,) = webhook_event_publish(
+            organization_id=cast.org_a.pk,
+            event_type="memory.created",
+            data={"memory": {"title": f'config "{AWS_KEY}"', "tags": [f"aws_secret_access_key={AWS_KEY}"]}},
+        )
+    delivery.refresh_from_db()
+    assert AWS_KEY not in str(delivery.payload)
+    assert delivery.payload["data"]["memory"]["title"].startswith('config "[REDACTED:')
+
+
+def test_a_failure_to_publish_never_fails_the_write_that_caused_the_event(agent, subscribe, committed, monkeypatch):
+    from webhooks import receivers
+
+    subscribe(["memory.created"])
+
+    def broken(**kwargs):
+        raise RuntimeError("webhooks are down")
+
+    monkeypatch.setattr(receivers, "webhook_event_publish", broken)
+    with committed():
+        memory = MemoryFactory(principal=agent, title="Still recorded")
+    assert Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_an_organization_without_subscribers_pays_one_query_per_event_and_no_payload(
+    cast, subscribe, django_assert_num_queries
+):
+    subscribe(["memory.created"], org=cast.org_b)  # another organization's subscription changes nothing here
+
+    def payload():
+        raise AssertionError("the payload is built only for a subscriber")
+
+    with django_assert_num_queries(1):
+        assert webhook_event_publish(organization_id=cast.org_a.pk, event_type="memory.created", data=payload) == []

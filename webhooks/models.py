@@ -1,0 +1,83 @@
+"""Webhook subscriptions and their deliveries; both belong to one organization (docs/webhooks.md)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from reasoningbank.ids import new_id
+
+
+def new_subscription_id() -> str:
+    return new_id("whk")
+
+
+def new_delivery_id() -> str:
+    return new_id("whd")
+
+
+def new_event_id() -> str:
+    return new_id("evt")
+
+
+class WebhookSubscription(models.Model):
+    DISABLED_MANUAL, DISABLED_FAILING = "manual", "failing"
+    DISABLED_CHOICES = [("", "Enabled"), (DISABLED_MANUAL, "Disabled by an admin"), (DISABLED_FAILING, "Failing")]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_subscription_id, editable=False)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    url = models.URLField(max_length=2000)
+    description = models.CharField(max_length=200, blank=True, default="")
+    events = models.JSONField(default=list)  # event type names (webhooks.event_types)
+    # kept in clear: signing needs it (an HMAC key cannot be a digest); shown once, then only its prefix
+    secret = models.CharField(max_length=100)
+    enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=10, choices=DISABLED_CHOICES, blank=True, default="")
+    # set by the first delivery that failed every attempt; cleared by a success
+    failing_since = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "enabled"], name="webhooksub_org_enabled")]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.url}"
+
+    @property
+    def secret_hint(self) -> str:
+        return self.secret[:10] + "…"
+
+
+class WebhookDelivery(models.Model):
+    STATUS_PENDING, STATUS_SUCCEEDED, STATUS_FAILED = "pending", "succeeded", "failed"
+    STATUS_CHOICES = [(STATUS_PENDING, "Pending"), (STATUS_SUCCEEDED, "Delivered"), (STATUS_FAILED, "Failed")]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_delivery_id, editable=False)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    subscription = models.ForeignKey(WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries")
+    event_id = models.CharField(max_length=40, default=new_event_id)  # the same for a redelivery
+    event_type = models.CharField(max_length=40)
+    payload = models.JSONField()  # the body sent, scrubbed of secrets
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)  # the last attempt's
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)  # the last attempt's
+    error = models.CharField(max_length=500, blank=True, default="")  # the last attempt's
+    redelivery_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organization", "-created_at"], name="webhookdel_org_created"),
+            models.Index(fields=["subscription", "-created_at"], name="webhookdel_sub_created"),
+            models.Index(fields=["status", "next_attempt_at"], name="webhookdel_status_next"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.event_type} {self.status}"

@@ -1,0 +1,234 @@
+"""Where each webhook event comes from: the Django signals the apps already send, read here, so no
+service of theirs knows about webhooks (docs/webhooks.md#events).
+
+| event | signal |
+|---|---|
+| memory.created | ``post_save`` of a new ``Memory`` (recorded, distilled, consolidated; not an import) |
+| memory.merged, memory.superseded | ``memories.events.memories_archived`` (by the archive reason) |
+| contradiction.found | ``consolidation.events.contradiction_detected`` (not for a dry run) |
+| dispute.opened | ``post_save`` of a new ``contradicts`` ``MemoryLink`` |
+| dispute.resolved | ``post_save`` of a ``contradicts`` link whose ``resolved_at`` was set |
+| promotion.proposed | ``post_save`` of a new ``promotion`` ``ReviewItem`` |
+| consolidation.run_finished / run_failed | ``consolidation.events.run_completed`` |
+| session.distilled / session.failed | ``post_save`` of an ``AgentSession`` that reached ``done`` / ``failed`` |
+
+Each receiver only registers a callback for after the commit (a rolled back write sends nothing),
+which builds the payload and creates the deliveries when the organization subscribed; a failure
+there is logged, never raised into the write that caused the event.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+from django.db.models.signals import post_save
+
+from consolidation import events as consolidation_events
+from consolidation.models import ConsolidationRun, ReviewItem
+from memories import events as memories_events
+from memories.models import AgentSession, Memory, MemoryLink
+from webhooks.services import webhook_event_publish
+
+logger = logging.getLogger(__name__)
+
+MERGED_REASONS = (Memory.ARCHIVED_CONSOLIDATED, Memory.ARCHIVED_DUPLICATE)
+RUN_FINISHED = (ConsolidationRun.STATUS_COMPLETED, ConsolidationRun.STATUS_SKIPPED)
+
+
+def event_publish_on_commit(organization_id: int, event_type: str, data: Callable[[], dict[str, Any] | None]) -> None:
+    def publish() -> None:
+        try:
+            webhook_event_publish(organization_id=organization_id, event_type=event_type, data=data)
+        except Exception:  # the write that caused the event is committed: never fail it for a webhook
+            logger.exception("webhook event %s of organization %s was not published", event_type, organization_id)
+
+    transaction.on_commit(publish)
+
+
+# --- payload parts -----------------------------------------------------------------------------------
+
+
+def memory_summary(memory: Memory) -> dict[str, Any]:
+    """What a receiver needs to act on a memory; its content is one GET away
+    (``/api/v1/memories/<id>``), and does not travel in every event."""
+    return {
+        "id": memory.id,
+        "title": memory.title,
+        "description": memory.description,
+        "kind": memory.kind,
+        "outcome": memory.outcome,
+        "state": memory.state,
+        "origin": memory.origin,
+        "project": memory.project.slug if memory.project is not None else None,
+        "team": memory.team.slug if memory.team is not None else None,
+        "confidence": round(float(memory.confidence), 4),
+        "created_at": memory.created_at.isoformat() if memory.created_at else None,
+    }
+
+
+def run_summary(run: ConsolidationRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "project": run.project.slug if run.project is not None else None,
+        "status": run.status,
+        "trigger": run.trigger,
+        "dry_run": run.dry_run,
+        "counters": run.counters or {},
+        "errors": [str(error)[:500] for error in (run.errors or [])[:10]],
+        "duration_seconds": (run.result or {}).get("duration_seconds"),
+    }
+
+
+# --- receivers ---------------------------------------------------------------------------------------
+
+
+def on_memory_saved(sender: Any, instance: Memory, created: bool = False, raw: bool = False, **kwargs: Any) -> None:
+    if created and not raw:
+        event_publish_on_commit(
+            instance.organization_id, "memory.created", lambda: {"memory": memory_summary(instance)}
+        )
+
+
+def on_memories_archived(
+    sender: Any,
+    organization: Any,
+    memory_ids: list[str],
+    reason: str,
+    into: Memory | None = None,
+    data: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> None:
+    details = data or {}
+    if reason in MERGED_REASONS:
+        event_type = "memory.merged"
+        body = {"memory_ids": list(memory_ids), "reason": reason, "into": into.id if into else None}
+    elif reason == Memory.ARCHIVED_SUPERSEDED:
+        event_type = "memory.superseded"
+        body = {"memory_ids": list(memory_ids), "by": into.id if into else details.get("kept")}
+    else:
+        return
+    body["run"] = details.get("run")
+    event_publish_on_commit(organization.id, event_type, lambda: body)
+
+
+def on_contradiction_detected(
+    sender: Any, run: ConsolidationRun, contradictions: list[dict[str, Any]], **kwargs: Any
+) -> None:
+    if run.dry_run or not contradictions:
+        return
+    items = [
+        {
+            "first": item.get("first"),
+            "second": item.get("second"),
+            "confidence": item.get("confidence"),
+            "explanation": str(item.get("explanation", ""))[:2000],
+        }
+        for item in contradictions
+    ]
+    event_publish_on_commit(
+        run.organization_id,
+        "contradiction.found",
+        lambda: {
+            "run": run.id,
+            "project": run.project.slug if run.project is not None else None,
+            "contradictions": items,
+        },
+    )
+
+
+def _dispute(link: MemoryLink) -> dict[str, Any]:
+    return {"id": link.pk, "first": link.source_id, "second": link.target_id, "reason": link.reason[:2000]}
+
+
+def on_link_saved(
+    sender: Any,
+    instance: MemoryLink,
+    created: bool = False,
+    raw: bool = False,
+    update_fields: Any = None,
+    **kwargs: Any,
+) -> None:
+    if raw or instance.kind != MemoryLink.KIND_CONTRADICTS:
+        return
+    if created:
+        event_publish_on_commit(instance.organization_id, "dispute.opened", lambda: {"dispute": _dispute(instance)})
+    elif instance.resolved_at is not None and update_fields is not None and "resolved_at" in update_fields:
+
+        def resolved() -> dict[str, Any]:
+            # which memory a moderator kept shows in their states (the other is archived, superseded)
+            states = dict(
+                Memory.objects.filter(pk__in=[instance.source_id, instance.target_id]).values_list("id", "state")
+            )
+            return {
+                "dispute": {
+                    **_dispute(instance),
+                    "resolved_at": instance.resolved_at.isoformat() if instance.resolved_at else None,
+                    "states": states,
+                }
+            }
+
+        event_publish_on_commit(instance.organization_id, "dispute.resolved", resolved)
+
+
+def on_review_item_saved(
+    sender: Any, instance: ReviewItem, created: bool = False, raw: bool = False, **kwargs: Any
+) -> None:
+    if not created or raw or instance.kind != ReviewItem.KIND_PROMOTION:
+        return
+
+    def proposal() -> dict[str, Any]:
+        memory = Memory.objects.select_related("project", "team").get(pk=instance.first_id)
+        return {"review_id": instance.pk, "status": instance.status, "memory": memory_summary(memory)}
+
+    event_publish_on_commit(instance.organization_id, "promotion.proposed", proposal)
+
+
+def on_run_completed(sender: Any, run: ConsolidationRun, **kwargs: Any) -> None:
+    if run.status in RUN_FINISHED:
+        event_type = "consolidation.run_finished"
+    elif run.status == ConsolidationRun.STATUS_FAILED:
+        event_type = "consolidation.run_failed"
+    else:
+        return
+    event_publish_on_commit(run.organization_id, event_type, lambda: {"run": run_summary(run)})
+
+
+def on_session_saved(
+    sender: Any, instance: AgentSession, created: bool = False, raw: bool = False, **kwargs: Any
+) -> None:
+    # a session is saved once when it finishes (memories.sessions.services); queued, running and
+    # waiting saves are not events
+    if raw or instance.status not in (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED):
+        return
+    event_type = "session.distilled" if instance.status == AgentSession.STATUS_DONE else "session.failed"
+
+    def session() -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": instance.id,
+            "external_id": instance.external_id,
+            "project": instance.project.slug,
+            "outcome": instance.outcome,
+            "status": instance.status,
+            "attempts": instance.attempts,
+        }
+        if instance.status == AgentSession.STATUS_DONE:
+            body["memory_ids"] = sorted(Memory.objects.filter(source_session=instance).values_list("id", flat=True))
+        else:
+            body["error"] = instance.error[:2000]
+        return {"session": body}
+
+    event_publish_on_commit(instance.organization_id, event_type, session)
+
+
+def receivers_connect() -> None:
+    uid = "webhooks"
+    post_save.connect(on_memory_saved, sender=Memory, dispatch_uid=f"{uid}.memory")
+    post_save.connect(on_link_saved, sender=MemoryLink, dispatch_uid=f"{uid}.link")
+    post_save.connect(on_review_item_saved, sender=ReviewItem, dispatch_uid=f"{uid}.review")
+    post_save.connect(on_session_saved, sender=AgentSession, dispatch_uid=f"{uid}.session")
+    memories_events.memories_archived.connect(on_memories_archived, dispatch_uid=f"{uid}.archived")
+    consolidation_events.contradiction_detected.connect(on_contradiction_detected, dispatch_uid=f"{uid}.contradiction")
+    consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
