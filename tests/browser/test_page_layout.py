@@ -30,6 +30,7 @@ from tests.factories import (
     TeamFactory,
     memory_recorder,
 )
+from webhooks.models import WebhookDelivery, WebhookSubscription
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -132,7 +133,16 @@ def samples(cast, agent) -> dict[str, str]:
     connection = OAuthConnection.objects.create(
         organization=org, user=cast.alice, application=application, scopes=["memories:read"]
     )
+    subscription = WebhookSubscription.objects.create(
+        organization=org, url=f"https://hooks.example.com/{LONG_WORD}", events=["memory.created"], secret="whsec_x"
+    )
+    delivery = WebhookDelivery.objects.create(
+        organization=org, subscription=subscription, event_type="memory.created",
+        payload={"type": "memory.created"}, status=WebhookDelivery.STATUS_FAILED, error=f"ConnectError: {LONG_URL}",
+    )  # fmt: skip
     return {
+        "subscription_id": subscription.id,
+        "delivery_id": delivery.id,
         "memory_id": first.id,
         "session_id": session.external_id,
         "run_id": run.id,
