@@ -18,7 +18,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
 from rest_framework.parsers import BaseParser, JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -42,6 +42,14 @@ class JSONErrorsOnly(BaseContentNegotiation):
 
     def select_parser(self, request: Request, parsers: Any) -> Any:
         return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+class FormatIsAnOption(DefaultContentNegotiation):
+    """The import's ``format`` names its file's format: DRF would read ``?format=`` as the renderer to
+    answer in (and, before authenticating, 404 a name it has no renderer for). The import answers JSON."""
 
     def select_renderer(self, request: Request, renderers: Any, format_suffix: str | None = None) -> Any:
         return renderers[0], renderers[0].media_type
@@ -238,6 +246,7 @@ def _import_arguments(request: Request) -> dict[str, Any]:
 class ImportView(OrgAPIView):
     required_scopes = {"POST": SCOPE_ADMIN}
     parser_classes = [JSONParser, JSONLinesParser]
+    content_negotiation_class = FormatIsAnOption
 
     @extend_schema(
         tags=TAGS,

@@ -239,6 +239,20 @@ def test_the_options_of_a_body_import_are_query_parameters(cast, memories, token
     assert Memory.objects.filter(organization=cast.org_a).count() == 3
 
 
+def test_the_format_option_is_the_files_format_and_never_drfs_renderer_override(cast, memories, token_client):
+    # DRF reads ?format= as "answer in this renderer" before it authenticates: a 404 for every import that
+    # names its file's format, and a 404 instead of a 401 without a token
+    client = token_client(cast.org_a, scopes=ADMIN)
+    exported = _export(client)
+
+    dry = client.post("/api/v1/import?format=reasoningbank&dry_run=true", data=exported, content_type=NDJSON)
+    anonymous = APIClient().post("/api/v1/import?format=reasoningbank", data=exported, content_type=NDJSON)
+
+    assert dry.status_code == 200, dry.json()
+    assert dry.json()["created"]["memory"] == 3
+    assert anonymous.status_code == 401 and anonymous.json()["code"] == "not_authenticated"
+
+
 def test_a_bad_line_in_a_body_import_is_a_400_naming_the_line_and_nothing_is_written(cast, memories, token_client):
     client = token_client(cast.org_a, scopes=ADMIN)
     lines = _export(client).decode().splitlines()
