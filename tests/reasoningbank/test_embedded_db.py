@@ -128,6 +128,7 @@ def test_stopping_a_server_that_is_not_running_says_so(tmp_path):
     [
         (["manage.py", "migrate", "--noinput"], True),  # run.sh's first step makes the cluster
         (["/repo/manage.py", "migrate"], True),
+        (["manage.py", "prepare_service"], True),  # run.sh's start-up step (after its embedded_db start)
         (["manage.py", "create_org", "acme"], False),  # a command elsewhere says so instead
         (["manage.py", "qcluster"], False),
         (["manage.py"], False),
@@ -136,7 +137,35 @@ def test_stopping_a_server_that_is_not_running_says_so(tmp_path):
         (["bench/search.py"], True),
     ],
 )
-def test_only_migrate_and_processes_that_are_not_commands_may_create_the_cluster(argv, allowed):
+def test_only_the_start_up_commands_and_processes_that_are_not_commands_may_create_the_cluster(argv, allowed):
     from reasoningbank.embedded_db import cluster_creation_allowed
 
     assert cluster_creation_allowed(argv) is allowed
+
+
+def test_a_fresh_data_directory_is_created_and_serves_with_our_parameters(tmp_path):
+    """run.sh starts the server before anything attaches: initdb, then our shared_buffers at once (not from
+    the second start on), left running for web and worker."""
+    import os
+    import subprocess
+    import sys
+
+    import psycopg
+
+    data_dir = tmp_path / "pg"
+    env = {**os.environ, "RB_PG_SHARED_BUFFERS": "48MB"}
+    started = subprocess.run(
+        [sys.executable, "-m", "reasoningbank.embedded_db", "start", str(data_dir)],
+        env=env, capture_output=True, text=True, timeout=180,
+    )
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "created and started" in started.stdout
+        lines = (data_dir / "postmaster.pid").read_text().splitlines()  # running after the helper exited
+        with psycopg.connect(host=lines[4], port=int(lines[3]), user="postgres", dbname="postgres") as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("48MB",)
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "reasoningbank.embedded_db", "stop", str(data_dir)],
+            capture_output=True, timeout=60,
+        )
