@@ -144,11 +144,14 @@ start_web() {
   web=$!
 }
 pids_write() {
-  printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"
+  # whole or not at all (a rename): the file is read while a restart rewrites it
+  printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE.new"
+  mv -f "$PIDS_FILE.new" "$PIDS_FILE"
 }
 
 # Web starts now and imports its code while the next step runs; it opens its port only once that step
-# succeeded and this file exists (RB_START_GATE, reasoningbank/asgi.py). The worker starts after it.
+# succeeded and this file exists (RB_START_GATE, reasoningbank/asgi.py). The worker starts after that
+# step too: neither works on a database that is not migrated yet.
 start_gate="$DATA_DIR/run.prepared"
 rm -f "$start_gate"
 echo "==> starting web (it listens once the next step is done)"
@@ -157,10 +160,10 @@ start_web
 pids_write
 echo "==> preparing: migrations, embeddings, static files, schedules"
 step_run .venv/bin/python manage.py prepare_service
-touch "$start_gate"
 echo "==> starting the worker"
 start_worker
-pids_write
+pids_write  # before web listens: whoever reaches the service finds both in run.pids
+touch "$start_gate"
 declare -A started_at=([worker]=$SECONDS [web]=$SECONDS [postgres]=$SECONDS) fast_failures=()
 
 commands_env=""
