@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -68,6 +69,9 @@ class Start:
     exit_code: int | None = None
     stop_seconds: float | None = None
     left_running: list[str] = field(default_factory=list)  # what a failed stop left behind (killed)
+    # CPU seconds of run.sh and everything it started, start to stop (not the PostgreSQL server: a daemon
+    # of its own): the figure a busy machine disturbs least
+    cpu_seconds: float | None = None
 
     def phases(self) -> list[tuple[str, float, float]]:
         """(``==>`` line, began at, lasted) for each phase, the last one ending when ready."""
@@ -88,6 +92,7 @@ class Start:
             "stop_seconds": self.stop_seconds,
             "exit_code": self.exit_code,
             "left_running": self.left_running,
+            "cpu_seconds": self.cpu_seconds,
             "phases": [{"phase": p, "at": round(a, 2), "seconds": round(s, 2)} for p, a, s in self.phases()],
         }
 
@@ -111,6 +116,7 @@ def readyz_status(url: str) -> int | None:
 def run_until_ready(clone: Path, env: dict[str, str], url: str, label: str, timeout: float, show: bool) -> Start:
     """Start run.sh in ``clone``, time its lines and the first 200 from /readyz, then Ctrl-C it."""
     start = Start(label)
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
     proc = subprocess.Popen(
         ["scripts/run.sh"],
@@ -159,6 +165,10 @@ def run_until_ready(clone: Path, env: dict[str, str], url: str, label: str, time
                 os.killpg(proc.pid, signal.SIGKILL)
             start.exit_code = proc.wait(10)
         start.stop_seconds = time.monotonic() - stopping
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start.cpu_seconds = round(
+            cpu_after.ru_utime + cpu_after.ru_stime - cpu_before.ru_utime - cpu_before.ru_stime, 1
+        )
         reader.join(5)
         start.left_running = leftovers_kill(clone)
     return start
@@ -186,7 +196,10 @@ def report(start: Start) -> None:
         log(f"  {at:7.1f}s  {seconds:6.1f}s  {phase}")
     ready = f"{start.ready_at:.1f}s" if start.ready_at is not None else "NOT READY"
     said = f"{start.said_ready_at:.1f}s" if start.said_ready_at is not None else "never"
-    log(f"  total to /readyz 200: {ready}   ('ready at' line: {said})   stop after Ctrl-C: {start.stop_seconds:.1f}s")
+    log(
+        f"  total to /readyz 200: {ready}   ('ready at' line: {said})   stop after Ctrl-C: {start.stop_seconds:.1f}s"
+        f"   CPU start to stop: {start.cpu_seconds}s"
+    )
     if start.left_running:
         log(f"  LEFT RUNNING after the stop (killed): {'; '.join(start.left_running)}")
 
