@@ -172,15 +172,14 @@ def cluster_exists(data_dir: Path) -> bool:
 def cluster_creation_allowed(argv: list[str]) -> bool:
     """Whether this process may create the cluster when its data directory has none.
 
-    ``manage.py migrate`` and ``manage.py prepare_service`` (``scripts/run.sh``'s start-up step, which
-    normally finds the cluster its ``embedded_db start`` created) may, and so may everything that is not a
+    ``manage.py migrate`` may, and so may everything that is not a
     ``manage.py`` command (the web and worker processes, pytest, the bench scripts). Any other command
     may not: run with an ``RB_DATA_DIR`` other than the server's, it would make a second, empty
     database and fail on its first query; it says so in one line instead (docs/commands.md).
     """
     if Path(argv[0]).name != "manage.py":
         return True
-    return argv[1:2] in (["migrate"], ["prepare_service"])
+    return argv[1:2] == ["migrate"]
 
 
 def absent_database_settings(data_dir: Path) -> dict[str, Any]:

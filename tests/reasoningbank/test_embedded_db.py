@@ -128,7 +128,6 @@ def test_stopping_a_server_that_is_not_running_says_so(tmp_path):
     [
         (["manage.py", "migrate", "--noinput"], True),  # run.sh's first step makes the cluster
         (["/repo/manage.py", "migrate"], True),
-        (["manage.py", "prepare_service"], True),  # run.sh's start-up step (after its embedded_db start)
         (["manage.py", "create_org", "acme"], False),  # a command elsewhere says so instead
         (["manage.py", "qcluster"], False),
         (["manage.py"], False),
@@ -137,7 +136,7 @@ def test_stopping_a_server_that_is_not_running_says_so(tmp_path):
         (["bench/search.py"], True),
     ],
 )
-def test_only_the_start_up_commands_and_processes_that_are_not_commands_may_create_the_cluster(argv, allowed):
+def test_only_migrate_and_processes_that_are_not_commands_may_create_the_cluster(argv, allowed):
     from reasoningbank.embedded_db import cluster_creation_allowed
 
     assert cluster_creation_allowed(argv) is allowed
