@@ -45,7 +45,7 @@ class ReasoningBankASGI:
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await self.mcp_app(scope, receive, _flushing_traces_at_shutdown(send))
+            await self.mcp_app(scope, _after_start_gate(receive), _flushing_traces_at_shutdown(send))
             return
         if kind == "http":
             path = _route_path(scope)
@@ -61,6 +61,29 @@ class ReasoningBankASGI:
             await send({"type": "websocket.close", "code": 1000})
             return
         raise ValueError(f"unsupported ASGI scope type {kind!r}")
+
+
+# scripts/run.sh starts web while ``prepare_service`` migrates (docs/operations.md#what-happens-at-start):
+# the seconds of web's imports overlap it, and the startup waits for this file before uvicorn listens
+START_GATE_ENV = "RB_START_GATE"
+
+
+def _after_start_gate(receive: Any) -> Any:
+    """``receive``, whose lifespan startup is handed on only once the file named by ``RB_START_GATE``
+    exists (when set): uvicorn opens its port after the startup, so nothing is served before the
+    database is migrated."""
+    gate = os.environ.get(START_GATE_ENV)
+    if not gate:
+        return receive
+
+    async def receive_after_gate() -> Any:
+        message = await receive()
+        if message.get("type") == "lifespan.startup":
+            while not os.path.exists(gate):
+                await anyio.sleep(0.05)
+        return message
+
+    return receive_after_gate
 
 
 def _flushing_traces_at_shutdown(send: Any) -> Any:

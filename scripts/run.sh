@@ -68,6 +68,8 @@ stop() {
   stopping=1
   echo "==> stopping"
   for pid in $step; do kill -TERM "$pid" 2>/dev/null || true; done  # start-up still running
+  # a web still waiting for the start-up step: let it go on, to see uvicorn's SIGTERM and exit at once
+  [ -n "${start_gate:-}" ] && touch "$start_gate" 2>/dev/null || true
   # the group leaders first: uvicorn closes its connections, qcluster lets the running task finish
   [ -n "$web" ] && kill -TERM "$web" 2>/dev/null || true
   [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null || true
@@ -110,16 +112,18 @@ if [ -f "$PIDS_FILE" ]; then
   rm -f "$PIDS_FILE"
 fi
 
-echo "==> migrating"
-# one after another: every manage.py process attaches to the embedded server, and two first
-# starts at once on a fresh data directory race to create it (FileExistsError)
-step_run .venv/bin/python manage.py migrate --noinput
-# memories embedded by another model (after a change of EMBEDDER, e.g. the switch of the default from
-# hashing to minilm) are re-embedded before serving, with progress; nothing to do on a fresh start
-step_run .venv/bin/python manage.py reembed_memories
-step_run .venv/bin/python manage.py collectstatic --noinput -v0
-step_run .venv/bin/python manage.py setup_schedules
-
+start_postgres() {
+  step_run .venv/bin/python -m reasoningbank.embedded_db start "$DATA_DIR/pg"
+}
+if [ -z "${DATABASE_URL:-}" ]; then
+  # first, and kept running through the next step and for web and worker: each start and stop of it
+  # costs a second or two (on a fresh data directory it is created here, initdb)
+  echo "==> starting the embedded PostgreSQL"
+  start_postgres
+fi
+# Migrations, re-embedding, static files and schedules in one process (each manage.py process pays
+# the Python and Django set-up again), each only when not done yet: docs/operations.md#what-happens-at-start.
+# Before web and worker: they must not serve or work on a database that is not migrated yet.
 # /metrics sums the counters of every web and worker process from their files here (prometheus-client's
 # multiprocess mode, reasoningbank/metrics.py); emptied at each start, as counters start from zero
 export PROMETHEUS_MULTIPROC_DIR="$DATA_DIR/prometheus"
@@ -139,28 +143,36 @@ start_web() {
     --log-config reasoningbank/uvicorn_logging.json
   web=$!
 }
-start_postgres() {
-  step_run .venv/bin/python -m reasoningbank.embedded_db start "$DATA_DIR/pg"
-}
 pids_write() {
-  printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE"
+  # whole or not at all (a rename): the file is read while a restart rewrites it
+  printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE.new"
+  mv -f "$PIDS_FILE.new" "$PIDS_FILE"
 }
 
-echo "==> starting worker and web"
-if [ -z "${DATABASE_URL:-}" ]; then
-  # started here, not by the first of web and worker to attach, so it is up when supervision begins
-  start_postgres >/dev/null
-fi
-start_worker
+# Web starts now and imports its code while the next step runs; it opens its port only once that step
+# succeeded and this file exists (RB_START_GATE, reasoningbank/asgi.py). The worker starts after that
+# step too: neither works on a database that is not migrated yet.
+start_gate="$DATA_DIR/run.prepared"
+rm -f "$start_gate"
+echo "==> starting web (it listens once the next step is done)"
+export RB_START_GATE="$start_gate"
 start_web
 pids_write
+echo "==> preparing: migrations, embeddings, static files, schedules"
+step_run .venv/bin/python manage.py prepare_service
+echo "==> starting the worker"
+start_worker
+pids_write  # before web listens: whoever reaches the service finds both in run.pids
+touch "$start_gate"
 declare -A started_at=([worker]=$SECONDS [web]=$SECONDS [postgres]=$SECONDS) fast_failures=()
 
 commands_env=""
 [ "$DATA_DIR" != "$PWD/.data" ] && commands_env="RB_DATA_DIR=$DATA_DIR "
-cat <<MSG
+# printed once /readyz answers 200 (the supervision loop below asks it), so every link works when shown
+banner() {
+  cat <<MSG
 
-  ReasoningBank is starting on $SITE_URL   (Ctrl-C stops everything)
+  ReasoningBank is ready at $SITE_URL/   (started in ${SECONDS}s; Ctrl-C stops everything)
     dashboard  $SITE_URL/            (sign up at $SITE_URL/accounts/signup/)
     REST API   $SITE_URL/api/v1/     (docs at $SITE_URL/api/docs/)
     MCP        $SITE_URL/mcp
@@ -173,6 +185,41 @@ cat <<MSG
     ${commands_env}.venv/bin/python manage.py create_token acme --label laptop --project web-app
 
 MSG
+}
+
+# /readyz as run.sh sees it: "<status> <failing parts>" ("200 " when ready), empty when nothing answers.
+# bash's own /dev/tcp: no curl needed. Sent to the address web listens on (loopback for a wildcard) with
+# SITE_URL's host in the Host header, the name ALLOWED_HOSTS lets through.
+probe_host="$HOST"
+case "$probe_host" in 0.0.0.0|"") probe_host=127.0.0.1 ;; "::"|"[::]") probe_host=::1 ;; esac
+probe_host="${probe_host#[}"; probe_host="${probe_host%]}"
+site_host="${SITE_URL#*://}"; site_host="${site_host%%/*}"
+readyz_probe() {
+  local fd response="" status="" failing=""
+  { exec {fd}<>"/dev/tcp/$probe_host/$PORT"; } 2>/dev/null || return 0  # not listening (yet)
+  printf 'GET /readyz HTTP/1.0\r\nHost: %s\r\nConnection: close\r\n\r\n' "$site_host" >&"$fd" 2>/dev/null || true
+  IFS= read -r -d '' -t 10 response <&"$fd" || true  # the whole answer: the server closes the connection
+  exec {fd}>&-
+  [[ "$response" =~ ^HTTP/[0-9.]+\ ([0-9]+) ]] && status="${BASH_REMATCH[1]}"
+  [[ "$response" =~ \"failing\":\ *\[([^]]*)\] ]] && failing="${BASH_REMATCH[1]//\"/}"
+  [ -n "$status" ] && echo "$status $failing"
+  return 0
+}
+ready=""
+not_ready_said=""
+web_first_started=$SECONDS
+ready_check() {
+  local answer
+  answer="$(readyz_probe)"
+  if [ "${answer%% *}" = 200 ]; then
+    ready=1
+    banner
+  elif [ -n "$answer" ] && [ -z "$not_ready_said" ] && [ $((SECONDS - web_first_started)) -ge 60 ]; then
+    not_ready_said=1
+    echo "==> not ready yet: $SITE_URL/readyz answers ${answer%% *}, failing: ${answer#* } (see its JSON); the line with the links follows once it answers 200"
+  fi
+}
+
 # --- supervision: until Ctrl-C / SIGTERM, a process that died is started again -----------------------
 
 # Whether the embedded PostgreSQL of the data directory runs (its postmaster.pid names a live process).
@@ -230,7 +277,8 @@ restart() {
 
 status=0
 while :; do
-  sleep 1 &
+  # every second once ready; five times a second until then, so the ready line comes without delay
+  if [ -n "$ready" ]; then sleep 1 & else sleep 0.2 & fi
   # a signal's trap runs here at once; bash's own "Killed ..." notice of a dead job is not printed
   # (the restart's line says it)
   wait $! 2>/dev/null || true
@@ -245,4 +293,5 @@ while :; do
     wait "$pid" 2>/dev/null || status=$?
     restart "$name" "$(death_text "$status")"
   done
+  [ -z "$ready" ] && ready_check
 done

@@ -26,6 +26,7 @@ if DATABASE_URL:
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
 else:
     from reasoningbank.embedded_db import (
+        DEFAULT_SHARED_BUFFERS,
         absent_database_settings,
         cluster_creation_allowed,
         cluster_exists,
@@ -38,7 +39,9 @@ else:
     if EMBEDDED_DATABASE_ABSENT:
         _db = absent_database_settings(DATA_DIR / "pg")
     else:
-        _db = embedded_database_settings(DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", "1GB"))
+        _db = embedded_database_settings(
+            DATA_DIR / "pg", shared_buffers=env_str("RB_PG_SHARED_BUFFERS", DEFAULT_SHARED_BUFFERS)
+        )
     _db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 60)
 _db["CONN_HEALTH_CHECKS"] = True
 # With the database gone, a request fails after this long (503, reasoningbank/middleware.py) instead

@@ -1,9 +1,12 @@
-"""run.sh as a user starts it: web, worker and database up, no debug pages served, the client's address
-its own (not a header's), and a chunked request body read."""
+"""run.sh as a user starts it: web, worker and database up, one line saying it is ready with links that
+all work, no debug pages served, the client's address its own (not a header's), and a chunked request
+body read."""
 
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import httpx2
 
@@ -15,6 +18,43 @@ def test_run_sh_starts_the_web_server_the_worker_and_the_embedded_database(servi
     kinds = {proc.kind for proc in service.running()}
     assert {"uvicorn", "qcluster", "postgres"} <= kinds, describe(service.running())
     assert httpx2.get(f"{service.url}/healthz", timeout=10).json()["status"] == "ok"
+
+
+def _start_sections(service: Service) -> list[str]:
+    """The log of each start of run.sh (the harness marks where each one begins)."""
+    return re.split(r"\n===== e2e: start #\d+ at [0-9:]+ =====\n", service.log_text())[1:]
+
+
+def _ready_lines(service: Service) -> list[str]:
+    # run.sh asks /readyz five times a second: the line comes a moment after the harness saw the 200
+    deadline = time.monotonic() + 15
+    while True:
+        lines = [line for line in _start_sections(service)[-1].splitlines() if "ready at" in line]
+        if lines or time.monotonic() > deadline:
+            return lines
+
+
+def test_run_sh_says_once_that_it_is_ready_with_its_url_after_web_listens(service: Service) -> None:
+    lines = _ready_lines(service)
+
+    assert len(lines) == 1, service.log_tail()
+    assert f"ReasoningBank is ready at {service.url}/ " in lines[0]
+    log = _start_sections(service)[-1]
+    # printed once /readyz answered 200: after uvicorn opened its port, never before
+    assert log.index("Uvicorn running on") < log.index(lines[0])
+
+
+def test_every_link_run_sh_prints_once_ready_resolves(service: Service) -> None:
+    _ready_lines(service)
+    banner = _start_sections(service)[-1].split("ready at", 1)[1]
+    links = sorted({url.rstrip(").,") for url in re.findall(r"http://[^\s]+", banner)})
+
+    assert f"{service.url}/api/v1/" in links and f"{service.url}/mcp" in links, banner
+    for url in links:
+        response = httpx2.get(url, timeout=30, follow_redirects=False)
+        # /mcp without a token is a 401 that says how to authenticate; /readyz may say 503 with its reasons
+        assert response.status_code != 404, url
+        assert response.status_code < 500 or url.endswith("/readyz"), (url, response.status_code)
 
 
 def test_run_sh_serves_no_debug_pages_when_debug_is_not_set(service: Service) -> None:

@@ -140,3 +140,31 @@ def test_only_migrate_and_processes_that_are_not_commands_may_create_the_cluster
     from reasoningbank.embedded_db import cluster_creation_allowed
 
     assert cluster_creation_allowed(argv) is allowed
+
+
+def test_a_fresh_data_directory_is_created_and_serves_with_our_parameters(tmp_path):
+    """run.sh starts the server before anything attaches: initdb, then our shared_buffers at once (not from
+    the second start on), left running for web and worker."""
+    import os
+    import subprocess
+    import sys
+
+    import psycopg
+
+    data_dir = tmp_path / "pg"
+    env = {**os.environ, "RB_PG_SHARED_BUFFERS": "48MB"}
+    started = subprocess.run(
+        [sys.executable, "-m", "reasoningbank.embedded_db", "start", str(data_dir)],
+        env=env, capture_output=True, text=True, timeout=180,
+    )
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "created and started" in started.stdout
+        lines = (data_dir / "postmaster.pid").read_text().splitlines()  # running after the helper exited
+        with psycopg.connect(host=lines[4], port=int(lines[3]), user="postgres", dbname="postgres") as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("48MB",)
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "reasoningbank.embedded_db", "stop", str(data_dir)],
+            capture_output=True, timeout=60,
+        )

@@ -1,0 +1,74 @@
+"""``manage.py prepare_service``: what ``scripts/run.sh`` does before it starts web and worker, in one
+process (each ``manage.py`` process pays the Python and Django set-up again, seconds each), and only
+the work that is not done yet (docs/operations.md#what-happens-at-start):
+
+* migrations, when the database has unapplied ones (a ``migrate`` with nothing to apply still runs
+  the system checks and the post-migrate handlers: seconds of every restart);
+* memories and summaries embedded by another model than the configured one, re-embedded;
+* static files, collected when one is missing from ``STATIC_ROOT`` or older than its source (the
+  compression of every file otherwise runs again at each start);
+* the periodic jobs, created or updated (idempotent, a few rows).
+
+One line per step, with its time. The embedded PostgreSQL is left running for web and worker.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from memories.context.services import summaries_reembed
+from memories.core.services import memories_reembed
+from reasoningbank.embedded_db import server_keep_running
+from reasoningbank.startup import migrations_unapplied, process_age_seconds, static_files_stale
+
+
+class Command(BaseCommand):
+    help = "Migrate, re-embed, collect static files and set up the schedules, each only when needed (run.sh)."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        setup = process_age_seconds()
+        if setup is not None:
+            self.step("set-up", "Python, Django and the database connection", setup)
+
+        began = time.monotonic()
+        unapplied = migrations_unapplied()
+        if unapplied:
+            self.stdout.write(f"    migrations   applying {len(unapplied)} ...")
+            call_command("migrate", interactive=False, verbosity=0)
+            self.step("migrations", f"{len(unapplied)} applied", time.monotonic() - began)
+        else:
+            self.step("migrations", "none to apply", time.monotonic() - began)
+
+        began = time.monotonic()
+
+        def progress(done: int, total: int) -> None:
+            self.stdout.write(f"    embeddings   {done}/{total} re-embedded")
+
+        memories = memories_reembed(only_stale=True, progress=progress)
+        summaries = summaries_reembed(only_stale=True)
+        done = f"{memories} memories and {summaries} summaries re-embedded" if memories or summaries else "current"
+        self.step("embeddings", done, time.monotonic() - began)
+
+        began = time.monotonic()
+        stale = static_files_stale()
+        if stale:
+            call_command("collectstatic", interactive=False, verbosity=0)
+            self.step("static files", f"{len(stale)} collected", time.monotonic() - began)
+        else:
+            self.step("static files", "up to date", time.monotonic() - began)
+
+        began = time.monotonic()
+        out = io.StringIO()
+        call_command("setup_schedules", stdout=out)
+        placed = out.getvalue().strip().splitlines()[-1].replace(" schedules ", " ", 1)  # "7 in place, 0 removed"
+        self.step("schedules", placed, time.monotonic() - began)
+        # web and worker attach next: a stop and a start of the server in between would cost seconds
+        server_keep_running()
+
+    def step(self, name: str, what: str, seconds: float) -> None:
+        self.stdout.write(f"    {name:<12} {what} ({seconds:.1f} s)")

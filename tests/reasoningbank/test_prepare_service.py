@@ -1,0 +1,86 @@
+"""``manage.py prepare_service``, run.sh's start-up step (docs/operations.md#what-happens-at-start): each
+piece of work only when it is not done yet, in one process."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from reasoningbank.management.commands import prepare_service
+from reasoningbank.startup import migrations_unapplied, static_files_stale
+
+
+@pytest.fixture
+def commands_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The commands prepare_service calls, by name (they still run). The embedded server is not told to
+    outlive this process: it is the test run's own."""
+    called: list[str] = []
+
+    def recording(name: str, *args: Any, **kwargs: Any) -> Any:
+        called.append(name)
+        return call_command(name, *args, **kwargs)
+
+    monkeypatch.setattr(prepare_service, "call_command", recording)
+    monkeypatch.setattr(prepare_service, "server_keep_running", lambda: called.append("keep-running"))
+    return called
+
+
+@pytest.fixture
+def static_root(settings: Any, tmp_path: Any) -> Any:
+    settings.STATIC_ROOT = tmp_path / "static"
+    return settings.STATIC_ROOT
+
+
+@pytest.mark.django_db
+def test_a_migrated_database_is_not_migrated_again(commands_run, static_root):
+    out = io.StringIO()
+    call_command("prepare_service", stdout=out)
+
+    assert migrations_unapplied() == []
+    assert "migrate" not in commands_run
+    assert "migrations   none to apply" in out.getvalue()
+    assert commands_run[-1] == "keep-running"  # web and worker attach next
+
+
+@pytest.mark.django_db
+def test_static_files_are_collected_once_and_then_left_alone(commands_run, static_root):
+    call_command("prepare_service", stdout=io.StringIO())
+    assert commands_run.count("collectstatic") == 1
+    assert static_files_stale() == []
+
+    out = io.StringIO()
+    call_command("prepare_service", stdout=out)
+    assert commands_run.count("collectstatic") == 1
+    assert "static files up to date" in out.getvalue()
+
+
+def test_a_missing_or_older_copy_of_a_static_file_is_stale(static_root):
+    call_command("collectstatic", interactive=False, verbosity=0)
+    collected = sorted(p for p in static_root.rglob("*.css") if p.is_file())
+    missing, older = collected[0], collected[1]
+    missing.unlink()
+    os.utime(older, (0, 0))
+
+    stale = static_files_stale()
+
+    assert sorted(stale) == sorted(str(p.relative_to(static_root)) for p in (missing, older))
+
+
+@pytest.mark.django_db
+def test_memories_embedded_by_another_model_are_re_embedded(commands_run, static_root, agent):
+    from memories.models import Memory
+    from tests.factories import MemoryFactory
+
+    memory = MemoryFactory(principal=agent)
+    Memory.objects.filter(pk=memory.pk).update(embedding_model="an-older-model")
+    out = io.StringIO()
+
+    call_command("prepare_service", stdout=out)
+
+    assert "1 memories and 0 summaries re-embedded" in out.getvalue()
+    memory.refresh_from_db()
+    assert memory.embedding_model != "an-older-model"
