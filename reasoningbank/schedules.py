@@ -63,7 +63,10 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:sessions-resume",
             func="memories.tasks.sessions_resume",
             minutes=5,
-            description="queue sessions that were waiting for an LLM once one is configured",
+            description=(
+                "queue sessions that were waiting for an LLM once one is configured, and sessions handed in "
+                "while they went on once they are idle"
+            ),
         ),
         ScheduleSpec(
             name="rb:webhooks-sweep",

@@ -24,7 +24,7 @@ from memories.core.contracts import Project, SessionRef, rounded
 from memories.core.selectors import project_target
 from memories.embedding import query_embed
 from memories.models import Memory, MemorySummary
-from memories.sessions.services import session_uses_record
+from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
 from reasoningbank.metrics import injection_observe

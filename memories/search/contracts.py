@@ -19,7 +19,7 @@ from memories.search.selectors import SearchHit, SearchQuery, within_budget
 from memories.search.services import memory_search_use
 from memories.search.ranking import estimate_tokens
 from memories.sessions.selectors import session_seen_memory_ids
-from memories.sessions.services import session_uses_record
+from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
 from reasoningbank.errors import InvalidInput
