@@ -10,14 +10,20 @@ import pytest
 
 from memories.models import SessionMemoryUse
 from memories.search.ranking import estimate_tokens
+from tests.factories import MemoryFactory
 
 MEMORIES = "/api/v1/memories"
 SEARCH = "/api/v1/memories/search"
 
 
 def record(client: Any, title: str, content: str, project: str = "web-app") -> str:
-    body = {"title": title, "description": f"When to use: {title.lower()}", "content": content,
-            "outcome": "success", "project": project}
+    body = {
+        "title": title,
+        "description": f"When to use: {title.lower()}",
+        "content": content,
+        "outcome": "success",
+        "project": project,
+    }
     response = client.post(MEMORIES, body, format="json")
     assert response.status_code == 201, response.json()
     return response.json()["id"]
@@ -126,3 +132,31 @@ def test_another_orgs_ledger_under_the_same_session_id_excludes_nothing_here(cas
     assert set(mine) == set(timeouts)  # globex's ledger is globex's
     assert ids(search(globex, "HTTP timeouts", limit=5, session_id="shared-id", exclude_seen=True)) == []
     assert not SessionMemoryUse.objects.filter(organization=cast.org_b, memory_id__in=timeouts).exists()
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_over_mcp_exclude_seen_leaves_out_what_the_session_was_given(cast, make_token, app, monkeypatch):
+    from django.db import connection
+
+    from tests.mcp_harness import in_thread, mcp_client
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives it
+    raw, principal = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
+    await in_thread(
+        lambda: [
+            MemoryFactory(
+                principal=principal, title=f"Handle HTTP timeouts, way {n}", content=f"HTTP timeout advice {n}"
+            )
+            for n in range(3)
+        ]
+    )
+    args = {"query": "HTTP timeouts", "limit": 2, "session_id": "mcp-1", "include_summaries": False}
+    async with mcp_client(app, raw, "2026-07-28") as client:
+        first = await client.call_tool("memory_search", args)
+        second = await client.call_tool("memory_search", {**args, "exclude_seen": True})
+        refused = await client.call_tool("memory_search", {"query": "HTTP timeouts", "exclude_seen": True})
+    seen = {m["id"] for m in first.structured_content["memories"]}
+    rest = {m["id"] for m in second.structured_content["memories"]}
+    assert len(seen) == 2 and len(rest) == 1 and not seen & rest
+    assert refused.is_error and "exclude_seen" in refused.content[0].text
