@@ -2,7 +2,8 @@
 session starts with a ``<memory_consolidated_summaries>`` block of the project's best knowledge,
 replacing any earlier block in the context it passes (idempotent). One input model, one output model and
 ``memory_context_run``, shared by the MCP tool (``memories/mcp_tools.py``), ``POST
-/api/v1/memories/context`` (``memories/context/api.py``) and ``scripts/claude-session-start``.
+/api/v1/memories/context`` (``memories/context/api.py``) and the Claude Code plugin's SessionStart
+hook (docs/claude-code.md).
 
 Entries are the project's consolidated summaries (``MemorySummary``, written by consolidation's
 summarize phase), then — in the places they leave, and alone until the project's first consolidation —

@@ -60,7 +60,7 @@ CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minim
 CONFIDENCE_DECAY_GRACE_DAYS = env_int("CONFIDENCE_DECAY_GRACE_DAYS", 30, minimum=30)
 CONFIDENCE_DECAY_PER_DAY = env_float("CONFIDENCE_DECAY_PER_DAY", 0.984, minimum=0.5, maximum=1)
 
-# --- SessionStart context (docs/session-context.md; memory_context and scripts/claude-session-start) ---
+# --- SessionStart context (docs/session-context.md; memory_context and the Claude Code plugin) ---
 HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
 HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
 HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET = env_int(
