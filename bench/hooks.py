@@ -47,7 +47,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 def hook_run(action: str, event: dict[str, Any], env: dict[str, str]) -> tuple[float, str, str]:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(HOOK), action], input=json.dumps(event), env=env, capture_output=True, text=True,
+        [sys.executable, str(HOOK), action],
+        input=json.dumps(event),
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=30,
     )
     return (time.perf_counter() - started) * 1000, done.stdout, done.stderr
@@ -67,18 +71,50 @@ def transcript_write(path: Path, megabytes: float, prompts: list[str]) -> None:
         while size < megabytes * 1_000_000:
             tool_id = f"toolu_{turn:05d}"
             lines = [
-                {"type": "user", "isSidechain": False, "uuid": str(uuid.uuid4()), "sessionId": "bench",
-                 "message": {"role": "user", "content": prompts[turn % len(prompts)]}},
-                {"type": "assistant", "isSidechain": False, "uuid": str(uuid.uuid4()), "sessionId": "bench",
-                 "message": {"role": "assistant", "content": [
-                     {"type": "text", "text": "Running the tests first."},
-                     {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": "pytest -q"}}]}},
-                {"type": "user", "isSidechain": False, "uuid": str(uuid.uuid4()), "sessionId": "bench",
-                 "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool_id,
-                                                          "content": "." * 6000 + "\n40 passed in 3.1s"}]},
-                 "toolUseResult": {"stdout": "." * 6000 + "\n40 passed in 3.1s", "stderr": ""}},
-                {"type": "assistant", "isSidechain": False, "uuid": str(uuid.uuid4()), "sessionId": "bench",
-                 "message": {"role": "assistant", "content": [{"type": "text", "text": "All green; done."}]}},
+                {
+                    "type": "user",
+                    "isSidechain": False,
+                    "uuid": str(uuid.uuid4()),
+                    "sessionId": "bench",
+                    "message": {"role": "user", "content": prompts[turn % len(prompts)]},
+                },
+                {
+                    "type": "assistant",
+                    "isSidechain": False,
+                    "uuid": str(uuid.uuid4()),
+                    "sessionId": "bench",
+                    "message": {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "text", "text": "Running the tests first."},
+                            {"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": "pytest -q"}},
+                        ],
+                    },
+                },
+                {
+                    "type": "user",
+                    "isSidechain": False,
+                    "uuid": str(uuid.uuid4()),
+                    "sessionId": "bench",
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": tool_id,
+                                "content": "." * 6000 + "\n40 passed in 3.1s",
+                            }
+                        ],
+                    },
+                    "toolUseResult": {"stdout": "." * 6000 + "\n40 passed in 3.1s", "stderr": ""},
+                },
+                {
+                    "type": "assistant",
+                    "isSidechain": False,
+                    "uuid": str(uuid.uuid4()),
+                    "sessionId": "bench",
+                    "message": {"role": "assistant", "content": [{"type": "text", "text": "All green; done."}]},
+                },
             ]
             for line in lines:
                 text = json.dumps(line) + "\n"
@@ -122,8 +158,10 @@ def main() -> None:
                 outputs.append(stdout)
             return times, outputs
 
-        starts = [{"session_id": f"bench-{uuid.uuid4()}", "hook_event_name": "SessionStart", "source": "startup"}
-                  for _ in range(args.calls + 5)]
+        starts = [
+            {"session_id": f"bench-{uuid.uuid4()}", "hook_event_name": "SessionStart", "source": "startup"}
+            for _ in range(args.calls + 5)
+        ]
         times, outputs = series("session-start", starts)
         results["session_start"] = Latency.of(times).as_dict()
         results["session_start_tokens_mean"] = statistics.mean(injected_tokens(o) for o in outputs)
@@ -138,14 +176,19 @@ def main() -> None:
         tokens = [injected_tokens(o) for o in outputs]
         results["prompt"] = Latency.of(times).as_dict()
         results["prompt_tokens"] = {
-            "mean": round(statistics.mean(tokens), 1), "p50": statistics.median(tokens), "max": max(tokens),
-            "prompts_with_nothing": sum(1 for t in tokens if t == 0), "prompts": len(tokens),
+            "mean": round(statistics.mean(tokens), 1),
+            "p50": statistics.median(tokens),
+            "max": max(tokens),
+            "prompts_with_nothing": sum(1 for t in tokens if t == 0),
+            "prompts": len(tokens),
         }
 
         transcript = Path(tmp) / "session.jsonl"
         transcript_write(transcript, args.transcript_mb, prompts)
-        captures = [{"session_id": f"bench-{uuid.uuid4()}", "transcript_path": str(transcript),
-                     "hook_event_name": "Stop"} for _ in range(min(args.calls, 50) + 5)]
+        captures = [
+            {"session_id": f"bench-{uuid.uuid4()}", "transcript_path": str(transcript), "hook_event_name": "Stop"}
+            for _ in range(min(args.calls, 50) + 5)
+        ]
         times, _ = series("capture", captures)
         results["capture"] = Latency.of(times).as_dict()
         results["transcript_bytes"] = transcript.stat().st_size

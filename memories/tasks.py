@@ -6,7 +6,7 @@ import logging
 from datetime import datetime
 
 from memories.moderation.services import memories_prune_low_confidence
-from memories.sessions.services import session_process, sessions_release_idle, sessions_resume_waiting
+from memories.sessions.services import session_process, sessions_resume_waiting
 from memories.signals.services import confidence_recompute_all, signals_decay, signals_rollup
 from reasoningbank.tracing import task_traced
 
@@ -33,6 +33,4 @@ def session_distill(session_id: str) -> str | None:
 
 
 def sessions_resume() -> int:
-    """Every 5 minutes: sessions that waited for an LLM once one is configured, and sessions handed in
-    while they went on once they have been idle ``SESSION_IDLE_SECONDS``."""
-    return sessions_resume_waiting() + sessions_release_idle()
+    return sessions_resume_waiting()

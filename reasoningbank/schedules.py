@@ -32,7 +32,10 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:work-sweep",
             func="consolidation.tasks.work_sweep",
             minutes=1,
-            description="fail consolidation runs and requeue sessions whose worker died (stale heartbeat)",
+            description=(
+                "fail consolidation runs and requeue sessions whose worker died (stale heartbeat); queue sessions "
+                "handed in while they went on once they are idle"
+            ),
         ),
         ScheduleSpec(
             name="rb:signals-rollup",
@@ -63,10 +66,7 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:sessions-resume",
             func="memories.tasks.sessions_resume",
             minutes=5,
-            description=(
-                "queue sessions that were waiting for an LLM once one is configured, and sessions handed in "
-                "while they went on once they are idle"
-            ),
+            description="queue sessions that were waiting for an LLM once one is configured",
         ),
         ScheduleSpec(
             name="rb:webhooks-sweep",

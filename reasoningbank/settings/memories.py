@@ -76,7 +76,7 @@ HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
 # a session handed in while it goes on (session_submit partial: a hook after each turn) is distilled once
-# no submission has come for this long (docs/claude-code.md#capture); the check runs every 5 minutes
+# no submission has come for this long (docs/claude-code.md#capture); the work sweep checks every minute
 SESSION_IDLE_SECONDS = env_int("SESSION_IDLE_SECONDS", 600, minimum=0)
 
 # --- Export / import (docs/export-import.md, memories/transfer/export_format.py) ----------------------------

@@ -147,3 +147,11 @@ def test_the_raw_transcript_is_what_the_size_limit_counts(agent, queued, setting
             trace=transcript_text(session_id="cc-1"),
             trace_format="claude-code-jsonl",
         )
+
+
+def test_the_minute_work_sweep_queues_a_session_once_it_is_idle(agent, queued):
+    from consolidation.tasks import work_sweep
+
+    out = submit(agent, partial=True)
+    AgentSession.objects.filter(pk=out.id).update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+    assert work_sweep()["idle_sessions"] == 1
