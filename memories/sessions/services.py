@@ -43,6 +43,7 @@ from memories.sessions.prompts import (
     build_repair_prompt,
     parse_extractions,
 )
+from memories.sessions.services_ledger import session_outcome_attribute
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
@@ -217,8 +218,9 @@ def _session_replace(
 
 def sessions_release_idle() -> int:
     """Periodic: sessions handed in while they went on (``partial``) whose idle wait is over are
-    queued for distillation, each once (the release is a conditional update). A retry waiting for
-    its backoff (attempts counted) has its own schedule and is left alone."""
+    queued for distillation, each once (the release is a conditional update), and the memories they
+    were given learn their outcome — the session is over, even if its client never said so. A retry
+    waiting for its backoff (attempts counted) has its own schedule and is left alone."""
     released = 0
     due = AgentSession.objects.filter(
         status=AgentSession.STATUS_QUEUED, attempts=0, next_attempt_at__lte=timezone.now()
@@ -228,6 +230,13 @@ def sessions_release_idle() -> int:
             if AgentSession.objects.filter(pk=session_id, attempts=0, next_attempt_at__isnull=False).update(
                 next_attempt_at=None, updated_at=timezone.now()
             ):
+                session = AgentSession.objects.select_related("organization", "submitted_by_token").get(pk=session_id)
+                if session.outcome in ("success", "failure"):
+                    session_outcome_attribute(
+                        principal=_session_principal(session),
+                        session_key=session.external_id,
+                        succeeded=session.outcome == "success",
+                    )
                 transaction.on_commit(functools.partial(session_enqueue, session_id))
                 released += 1
     return released

@@ -137,6 +137,21 @@ def test_the_outcome_of_a_partial_submission_is_not_attributed_yet(agent, queued
     assert SessionMemoryUse.objects.get().outcome == "success"
 
 
+def test_a_session_that_never_said_it_ended_gives_its_outcome_once_idle(agent, queued):
+    from memories.models import MemorySignal, SessionMemoryUse
+    from tests.factories import MemoryFactory
+
+    memory = MemoryFactory(principal=agent, title="Copy shared fixtures per test")
+    SessionMemoryUse.objects.create(organization=agent.organization, session_key="cc-1", memory=memory, via="search")
+    out = submit(agent, partial=True)  # the terminal is closed after this Stop: no SessionEnd comes
+    AgentSession.objects.filter(pk=out.id).update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+
+    assert sessions_release_idle() == 1
+
+    assert SessionMemoryUse.objects.get().outcome == "success"
+    assert MemorySignal.objects.filter(memory=memory, type="outcome", session_id="cc-1").count() == 1
+
+
 def test_the_raw_transcript_is_what_the_size_limit_counts(agent, queued, settings):
     settings.SESSION_TRACE_MAX_BYTES = 2048
     with pytest.raises(InvalidInput, match="limit is 2,048 bytes"):
