@@ -114,17 +114,23 @@ def test_a_session_handed_in_at_its_end_is_recalled_once_in_the_next_session(
 
 def test_the_injected_block_never_exceeds_the_token_cap(service: Service, acme: Setup, tmp_path: Path) -> None:
     marker = unique()
+    # distinct lessons on one topic (a near copy would be answered with the first, not recorded)
+    lessons = [
+        ("Generate the new payment gateway signing key pair offline", "on an air-gapped machine, then import it."),
+        ("Publish the new payment signing public key before switching", "so verifiers accept both for a day."),
+        ("Switch the payment gateway to sign with the new key", "during the low-traffic window after midnight."),
+        ("Keep the old payment signing key for verification only", "until every queued webhook has been retried."),
+        ("Revoke the old payment gateway signing key", "after a week, and delete it from the secrets store."),
+        ("Record each payment key rotation in the audit log", "with the key fingerprints and who approved it."),
+    ]
     with rest(service, acme.project_token) as http:
-        for n in range(6):
-            response = http.post(
-                "/api/v1/memories",
-                json={
-                    "title": f"Rotate the signing keys of the payment gateway, step {n} {marker}",
-                    "description": "When the payment gateway's signing keys must be rotated",
-                    "content": f"Step {n}: " + "rotate the payment gateway signing keys carefully; " * 3,
-                    "outcome": "success",
-                },
-            )
+        for title, detail in lessons:
+            response = http.post("/api/v1/memories", json={
+                "title": f"{title} {marker}",
+                "description": "When the payment gateway's signing keys must be rotated",
+                "content": f"{title}, {detail} " * 2,
+                "outcome": "success",
+            })
             assert response.status_code == 201, response.text
     for cap in (250, 400, 600):
         block = injected(
