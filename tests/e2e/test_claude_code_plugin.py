@@ -125,12 +125,15 @@ def test_the_injected_block_never_exceeds_the_token_cap(service: Service, acme: 
     ]
     with rest(service, acme.project_token) as http:
         for title, detail in lessons:
-            response = http.post("/api/v1/memories", json={
-                "title": f"{title} {marker}",
-                "description": "When the payment gateway's signing keys must be rotated",
-                "content": f"{title}, {detail} " * 2,
-                "outcome": "success",
-            })
+            response = http.post(
+                "/api/v1/memories",
+                json={
+                    "title": f"{title} {marker}",
+                    "description": "When the payment gateway's signing keys must be rotated",
+                    "content": f"{title}, {detail} " * 2,
+                    "outcome": "success",
+                },
+            )
             assert response.status_code == 201, response.text
     for cap in (250, 400, 600):
         block = injected(
