@@ -15,9 +15,9 @@ from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
 from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, optional_text, required_text, rounded
 from memories.models import Memory
+from memories.search.ranking import estimate_tokens
 from memories.search.selectors import SearchHit, SearchQuery, within_budget
 from memories.search.services import memory_search_use
-from memories.search.ranking import estimate_tokens
 from memories.sessions.selectors import session_seen_memory_ids
 from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
@@ -25,7 +25,6 @@ from reasoningbank.contracts import Contract
 from reasoningbank.errors import InvalidInput
 from reasoningbank.metrics import search_observe
 from reasoningbank.tracing import current_set, traced
-
 
 TOKEN_BUDGET_MIN, TOKEN_BUDGET_MAX = 50, 20_000
 
