@@ -3,7 +3,7 @@
 Uses ``bench/search.py``'s dataset (org ``bench``, N memories, most of them procedural; load it
 first with ``bench/search.py --sizes N --load-only``) and a token restricted to project ``web-app``,
 and times ``memories.context.contracts.memory_context_run`` in-process — what the MCP tool, ``POST
-/api/v1/memories/context`` and ``scripts/claude-session-start`` call — for each ``prioritize``:
+/api/v1/memories/context`` and the Claude Code plugin's SessionStart hook call — for each ``prioritize``:
 ``relevance`` with a task (the hybrid search, so a query embedding), ``relevance`` without one,
 ``recency`` and ``activation``, 200 calls each (20 more first as a warm-up), with the default budget
 (10 entries, 2,000 tokens) and an existing context holding an earlier block — once for each

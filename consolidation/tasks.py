@@ -10,7 +10,7 @@ from accounts.selectors import organizations_with_feature
 from consolidation.promotion.services import promotions_propose
 from consolidation.runs import consolidation_execute, runs_recover_stale
 from consolidation.triggers import consolidation_schedule_due
-from memories.sessions.services import sessions_recover_stale
+from memories.sessions.services import sessions_recover_stale, sessions_release_idle
 from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger("consolidation")
@@ -31,8 +31,13 @@ def consolidation_scheduler_tick() -> int:
 def work_sweep() -> dict[str, int]:
     """Every minute (``rb:work-sweep``) and whenever a worker process starts: work whose worker died
     is released — a consolidation run is failed (its project may run again), a session is queued
-    again (docs/operations.md)."""
-    return {"runs": runs_recover_stale(), "sessions": sessions_recover_stale()}
+    again (docs/operations.md) — and sessions handed in while they went on are queued once idle
+    (docs/claude-code.md#capture: every minute, so none looks stalled while it waits for the sweep)."""
+    return {
+        "runs": runs_recover_stale(),
+        "sessions": sessions_recover_stale(),
+        "idle_sessions": sessions_release_idle(),
+    }
 
 
 def promotions_institutional_daily() -> dict[str, int]:

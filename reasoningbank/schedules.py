@@ -32,7 +32,10 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:work-sweep",
             func="consolidation.tasks.work_sweep",
             minutes=1,
-            description="fail consolidation runs and requeue sessions whose worker died (stale heartbeat)",
+            description=(
+                "fail consolidation runs and requeue sessions whose worker died (stale heartbeat); queue sessions "
+                "handed in while they went on once they are idle"
+            ),
         ),
         ScheduleSpec(
             name="rb:signals-rollup",

@@ -38,7 +38,7 @@ def is_python(path: Path) -> bool:
         return True
     if path.suffix:
         return False
-    with path.open("rb") as file:  # an executable script without the suffix: scripts/claude-session-start
+    with path.open("rb") as file:  # an executable script without the suffix: scripts/git-code-report
         first = file.readline(200)
     return first.startswith(b"#!") and b"python" in first
 

@@ -25,7 +25,7 @@ def test_the_listing_sees_product_code_tests_bench_and_scripts_but_no_migration(
         "reasoningbank/asgi.py",
         "tests/test_module_size.py",
         "bench/common.py",
-        "scripts/claude-session-start",
+        "scripts/git-code-report",
     } <= found
     assert not [name for name in found if "/migrations/" in name]
 

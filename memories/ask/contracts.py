@@ -40,7 +40,7 @@ from memories.core.contracts import NOT_BLANK, SEARCH_PROJECT_DESCRIPTION, Sessi
 from memories.embedding import query_embed
 from memories.models import Memory
 from memories.search.selectors import SearchQuery, memory_search
-from memories.sessions.services import session_uses_record
+from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.ai.llm import LLM, LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import LLMBudgetExceeded, llm_complete

@@ -109,7 +109,7 @@ class MemoryContextView(MemoryAPIView):
             "says what was applied), within `token_budget`, ordered by `prioritize`. Pass the session's "
             "existing `context` and the answer's `context` holds exactly one block: an earlier one is replaced. "
             "Records no usage. The same operation as the MCP tool `memory_context`; "
-            "`scripts/claude-session-start` calls it as a Claude Code SessionStart hook. Needs `memories:read`."
+            "the Claude Code plugin's SessionStart hook calls it. Needs `memories:read`."
         ),
         request=ContextInput,
         responses={200: ContextOutput, **ERRORS_WRITE},

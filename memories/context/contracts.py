@@ -2,7 +2,8 @@
 session starts with a ``<memory_consolidated_summaries>`` block of the project's best knowledge,
 replacing any earlier block in the context it passes (idempotent). One input model, one output model and
 ``memory_context_run``, shared by the MCP tool (``memories/mcp_tools.py``), ``POST
-/api/v1/memories/context`` (``memories/context/api.py``) and ``scripts/claude-session-start``.
+/api/v1/memories/context`` (``memories/context/api.py``) and the Claude Code plugin's SessionStart
+hook (docs/claude-code.md).
 
 Entries are the project's consolidated summaries (``MemorySummary``, written by consolidation's
 summarize phase), then — in the places they leave, and alone until the project's first consolidation —
@@ -24,7 +25,7 @@ from memories.core.contracts import Project, SessionRef, rounded
 from memories.core.selectors import project_target
 from memories.embedding import query_embed
 from memories.models import Memory, MemorySummary
-from memories.sessions.services import session_uses_record
+from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
 from reasoningbank.metrics import injection_observe

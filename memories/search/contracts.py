@@ -11,17 +11,22 @@ from pydantic import Field
 
 from accounts.access import Principal
 from memories.context.contracts import SummaryOut
-from memories.context.selectors import summaries_search
+from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
 from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, optional_text, required_text, rounded
 from memories.models import Memory
-from memories.search.selectors import SearchHit, SearchQuery
+from memories.search.ranking import estimate_tokens
+from memories.search.selectors import SearchHit, SearchQuery, within_budget
 from memories.search.services import memory_search_use
-from memories.sessions.services import session_uses_record
+from memories.sessions.selectors import session_seen_memory_ids
+from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
+from reasoningbank.errors import InvalidInput
 from reasoningbank.metrics import search_observe
 from reasoningbank.tracing import current_set, traced
+
+TOKEN_BUDGET_MIN, TOKEN_BUDGET_MAX = 50, 20_000
 
 
 class SearchInput(Contract):
@@ -63,11 +68,46 @@ class SearchInput(Contract):
             )
         ),
     ] = False
+    exclude_seen: Annotated[
+        bool,
+        Field(
+            description=(
+                "Only memories new to the session `session_id` names (required then): a memory its ledger "
+                "says it was already given (by a search or memory_context) is never returned again; the next "
+                "best take its place"
+            )
+        ),
+    ] = False
+    token_budget: Annotated[
+        int | None,
+        Field(
+            description=(
+                "Return results, best first, only while their title, description and content fit in this many "
+                "tokens together (four characters a token, as `tokens_used`); one too big for what is left is "
+                "skipped and a smaller one after it may still fit"
+            ),
+            ge=TOKEN_BUDGET_MIN,
+            le=TOKEN_BUDGET_MAX,
+        ),
+    ] = None
+    min_similarity: Annotated[
+        float | None,
+        Field(
+            description=(
+                "Only memories whose embedding is at least this similar to the query's (cosine, 0 to 1), whatever "
+                "their keyword match: the floor that keeps an automatic injection on topic"
+            ),
+            ge=0.0,
+            le=1.0,
+        ),
+    ] = None
 
     def to_query(self) -> SearchQuery:
         return SearchQuery(
             query=self.query, scope=self.scope, outcome=self.outcome, limit=self.limit,
             min_confidence=float(self.min_confidence), project=self.project or None, mode=self.mode,
+            exclude_session=self.session_id if self.exclude_seen else "", token_budget=self.token_budget,
+            min_similarity=self.min_similarity,
         )
 
 
@@ -143,9 +183,17 @@ class SearchOutput(Contract):
     )
 
 
+def summary_tokens(hit: SummaryHit) -> int:
+    summary = hit.summary
+    facts = [*summary.key_facts, *(d.get("decision", "") for d in summary.decisions)]
+    return estimate_tokens("\n".join([summary.summary, *map(str, facts)]))
+
+
 @traced("memory.search")
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
+    if args.exclude_seen and not args.session_id:
+        raise InvalidInput("exclude_seen needs the session_id whose memories to leave out", field="exclude_seen")
     started = time.perf_counter()
     current_set(  # the span's attributes (docs/observability.md#traces): the query's length, never its text
         query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
@@ -157,12 +205,17 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     summaries = (
         summaries_search(
             principal, query_vector=result.query_vector, project=result.project, scope=args.scope,
-            limit=args.limit // 2, min_similarity=settings.SEARCH_MIN_SIMILARITY,
+            limit=args.limit // 2, min_similarity=max(settings.SEARCH_MIN_SIMILARITY, args.min_similarity or 0.0),
             min_confidence=float(args.min_confidence),
         )
         if args.include_summaries
         else []
     )
+    if summaries and args.exclude_seen:  # a summary stands for its consolidated memory, in the ledger too
+        seen = session_seen_memory_ids(principal, args.session_id, [hit.summary.memory_id for hit in summaries])
+        summaries = [hit for hit in summaries if hit.summary.memory_id not in seen]
+    if summaries and args.token_budget is not None:  # what the memories left of the budget
+        summaries = within_budget(summaries, args.token_budget - result.tokens_used, cost=summary_tokens)
     summaries_activate([hit.summary.id for hit in summaries], write_behind=True)
     if args.session_id:
         session_uses_record(

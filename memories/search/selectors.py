@@ -54,6 +54,11 @@ class SearchQuery:
     min_confidence: float = 0.5
     project: str | None = None
     mode: str = DEFAULT_RETRIEVAL_MODE  # the tiers searched (ranking.RETRIEVAL_MODES)
+    # automatic injection (docs/search.md#searching-for-injection): leave out what this session's ledger
+    # says it was given, keep results within a token budget, and only those this similar to the query
+    exclude_session: str = ""
+    token_budget: int | None = None
+    min_similarity: float | None = None
 
 
 @dataclass(slots=True)
@@ -333,12 +338,20 @@ def memory_search(
     base += " AND m.confidence >= %(min_confidence)s"
     if search.outcome != "all":
         base += " AND m.outcome = %(outcome)s"
+    if search.exclude_session:
+        # in each leg's WHERE, so the next best take the place of what the session already has (the
+        # ledger's unique index on organization, session key and memory answers it)
+        base += (
+            " AND NOT EXISTS (SELECT 1 FROM memories_sessionmemoryuse u WHERE u.organization_id = %(org)s"
+            " AND u.session_key = %(exclude_session)s AND u.memory_id = m.id)"
+        )
     df_cap = int(_setting("SEARCH_TERM_DF_CAP"))
     params: dict[str, Any] = {
         "org": principal.organization.id,
         "tiers": list(tiers or ()),
         "min_confidence": search.min_confidence,
         "outcome": search.outcome,
+        "exclude_session": search.exclude_session,
         "projects": sorted(reach.project_ids or ()),
         "teams": sorted(reach.team_ids or ()),
         "vector": vector_literal(query_vector),
@@ -376,23 +389,44 @@ def memory_search(
     else:
         rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     with span("memory.search.fusion", candidates=len(rows), fusion=str(_setting("SEARCH_FUSION"))) as fusion_span:
-        hits = _ranked(rows, now=now)
+        hits = _ranked(rows, now=now, min_similarity=search.min_similarity)
         fusion_span.set_attribute("kept", len(hits))
     total_found = len(hits)
     with span("memory.search.collapse", hits=len(hits), limit=search.limit):
         top = _collapsed(hits, search.limit)
-    tokens = sum(estimate_tokens(f"{h.memory.title}\n{h.memory.description}\n{h.memory.content}") for h in top)
+    if search.token_budget is not None:
+        top = within_budget(top, search.token_budget, cost=hit_tokens)
+    tokens = sum(hit_tokens(h) for h in top)
     return SearchResult(
         hits=top, total_found=total_found, tokens_used=tokens, project=project, query_vector=query_vector
     )
 
 
-def _ranked(rows: list[tuple[Any, ...]], *, now: datetime) -> list[SearchHit]:
-    """The legs' rows, merged by memory, scored by both legs, fused and ranked (best first)."""
+def hit_tokens(hit: SearchHit) -> int:
+    """What a result costs an agent's context (the estimate ``tokens_used`` sums)."""
+    return estimate_tokens(f"{hit.memory.title}\n{hit.memory.description}\n{hit.memory.content}")
+
+
+def within_budget(items: list[Any], budget: int, *, cost: Any) -> list[Any]:
+    """The items, in order, while they fit in ``budget``: one too big for what is left is skipped, a
+    smaller one after it may still fit (as the session-start block is filled)."""
+    kept, left = [], budget
+    for item in items:
+        spend = cost(item)
+        if spend <= left:
+            kept.append(item)
+            left -= spend
+    return kept
+
+
+def _ranked(rows: list[tuple[Any, ...]], *, now: datetime, min_similarity: float | None = None) -> list[SearchHit]:
+    """The legs' rows, merged by memory, scored by both legs, fused and ranked (best first); with
+    ``min_similarity``, only those whose embedding is at least that similar to the query's."""
     width = len(MemoryRow.__dataclass_fields__)
     merged: dict[str, tuple[tuple[Any, ...], set[str]]] = {}
     for row in rows:
         merged.setdefault(row[0], (row, set()))[1].add(row[-1])
+    floor = min_similarity
     min_similarity = _setting("SEARCH_MIN_SIMILARITY")
     kept: list[tuple[MemoryRow, float | None, float, tuple[str, ...]]] = []
     for row, legs_found in merged.values():
@@ -401,6 +435,8 @@ def _ranked(rows: list[tuple[Any, ...]], *, now: datetime) -> list[SearchHit]:
         similarity = None if raw_distance is None or math.isnan(raw_distance) else 1.0 - float(raw_distance)
         if lexical <= 0 and (similarity or 0.0) < min_similarity:
             continue  # neither leg finds it related
+        if floor is not None and (similarity or 0.0) < floor:
+            continue  # a keyword match alone is not on topic enough to be injected
         kept.append((MemoryRow(*row[:width]), similarity, lexical, tuple(sorted(legs_found))))
     ranks = leg_ranks([k[1] for k in kept], [k[2] for k in kept])
     legs = [

@@ -11,15 +11,22 @@ from pydantic import Field, StringConstraints
 from accounts.access import Principal
 from memories.core.contracts import Project, iso_or_none, required_text
 from memories.models import AgentSession
-from memories.sessions.services import session_outcome_attribute, session_submit
+from memories.sessions.services import session_submit
+from memories.sessions.services_ledger import session_outcome_attribute
 from reasoningbank.contracts import Contract
 
 
 class SessionSubmitInput(Contract):
-    session_id: Annotated[
-        str, required_text(200), Field(description="Your own id for the session (idempotency key)")
-    ]
-    outcome: Annotated[Literal["success", "failure", "unknown"], Field(description="How the session's task ended")]
+    session_id: Annotated[str, required_text(200), Field(description="Your own id for the session (idempotency key)")]
+    outcome: Annotated[
+        Literal["success", "failure", "unknown"] | None,
+        Field(
+            description=(
+                "How the session's task ended. Left out: the outcome the transcript shows (a client format's "
+                "tests passing at the end or the user's explicit verdict), `unknown` when it is not plain"
+            )
+        ),
+    ] = None
     # not trimmed, and NUL characters are removed by session_submit (a pasted binary log must not fail)
     trace: Annotated[
         str,
@@ -27,6 +34,26 @@ class SessionSubmitInput(Contract):
         Field(description="The session transcript; secrets are scrubbed before storage"),
     ]
     project: Project = None
+    trace_format: Annotated[
+        Literal["plain", "claude-code-jsonl"],
+        Field(
+            description=(
+                "What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the "
+                "service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; "
+                "send its tail when it is longer than the size limit)"
+            )
+        ),
+    ] = "plain"
+    partial: Annotated[
+        bool,
+        Field(
+            description=(
+                "True while the session goes on (a hook after each turn): the trace replaces the one sent "
+                "before, and distillation waits until no submission has come for a while. False (the "
+                "default): the session is over, distil it now"
+            )
+        ),
+    ] = False
 
 
 class SessionMemory(Contract):
@@ -52,6 +79,9 @@ class SessionSubmitOutput(Contract):
     outcome: str
     status: Literal["queued", "running", "waiting_for_llm", "failed", "done"]
     created: bool = Field(description="false when this session_id had been submitted before")
+    replaced: bool = Field(
+        default=False, description="true when this submission's trace replaced an earlier one not yet distilled"
+    )
     attempts: int
     error: str = Field(description="why the last distillation attempt failed, if it did")
     redactions: int = Field(description="how many secrets were redacted from the trace")
@@ -63,20 +93,35 @@ class SessionSubmitOutput(Contract):
     next_attempt_at: str | None
 
 
+def _held(session: AgentSession) -> bool:
+    return session.status == "queued" and session.attempts == 0 and session.next_attempt_at is not None
+
+
 def session_submit_run(principal: Principal, args: SessionSubmitInput) -> SessionSubmitOutput:
     result = session_submit(principal=principal, **args.model_dump())
     session: AgentSession = result.session
-    if result.created and args.outcome in ("success", "failure"):  # the memories it was given learn it
+    # once the session is over, the memories it was given learn how it went (each once: the ledger)
+    if (result.created or result.replaced) and not args.partial and session.outcome in ("success", "failure"):
         session_outcome_attribute(
-            principal=principal, session_key=args.session_id, succeeded=args.outcome == "success"
+            principal=principal, session_key=args.session_id, succeeded=session.outcome == "success"
         )
     return SessionSubmitOutput(
-        id=session.id, session_id=session.external_id, project=session.project.slug, outcome=session.outcome,
+        id=session.id,
+        session_id=session.external_id,
+        project=session.project.slug,
+        outcome=session.outcome,
         status=session.status,  # type: ignore[arg-type]
-        created=result.created, attempts=session.attempts, error=session.error, redactions=session.redactions,
+        created=result.created,
+        replaced=result.replaced,
+        attempts=session.attempts,
+        error=session.error,
+        redactions=session.redactions,
         memories=[SessionMemory(id=m.id, title=m.title) for m in session.memories.all()],
         message=SESSION_MESSAGES.get(session.status, session.status)
-        + ("" if result.created else " (already submitted)"),
-        created_at=session.created_at.isoformat(), updated_at=session.updated_at.isoformat(),
-        finished_at=iso_or_none(session.finished_at), next_attempt_at=iso_or_none(session.next_attempt_at),
+        + ("" if result.created else " (trace replaced)" if result.replaced else " (already submitted)")
+        + (" once the session has been idle a while" if _held(session) else ""),
+        created_at=session.created_at.isoformat(),
+        updated_at=session.updated_at.isoformat(),
+        finished_at=iso_or_none(session.finished_at),
+        next_attempt_at=iso_or_none(session.next_attempt_at),
     )

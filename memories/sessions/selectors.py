@@ -71,3 +71,14 @@ def session_memory_uses(principal: Principal, session: AgentSession) -> QuerySet
 def session_commits(principal: Principal, session: AgentSession) -> QuerySet[SessionCommit]:
     """The commits tied to this session (``session_code_report``) and their verdicts, oldest first."""
     return access_filter(SessionCommit, principal).filter(session_key=session.external_id).order_by("created_at", "id")
+
+
+def session_seen_memory_ids(principal: Principal, session_key: str, memory_ids: list[str]) -> set[str]:
+    """Which of ``memory_ids`` the session's ledger (in the principal's organization) says it was given."""
+    if not session_key or not memory_ids:
+        return set()
+    return set(
+        access_filter(SessionMemoryUse, principal)
+        .filter(session_key=session_key, memory_id__in=memory_ids)
+        .values_list("memory_id", flat=True)
+    )

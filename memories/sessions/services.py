@@ -1,10 +1,9 @@
 """Sessions and their distillation into memories (docs/memory-model.md#sessions-and-distillation).
 
-Services: ``session_submit`` (idempotent on the agent's session id; the trace is scrubbed of secrets
-before it is stored), ``session_process`` (the worker: claim → prompt → LLM → parse → dedupe →
-store, all-or-nothing), ``session_retry`` / ``sessions_requeue``; and the injection ledger
-(``session_uses_record``, ``session_outcome_attribute``): which memories a session was given, so that
-its outcome reaches them.
+Services: ``session_submit`` (a client's transcript format converted, the trace scrubbed of secrets
+before it is stored, a later submission replacing it until distillation starts), ``session_process``
+(the worker: claim → prompt → LLM → parse → dedupe → store, all-or-nothing), ``session_retry`` /
+``sessions_requeue`` / ``sessions_release_idle``. The injection ledger: ``services_ledger.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -24,10 +22,10 @@ from django.db.models.functions import Now
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from accounts.access import Principal, access_filter
+from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Organization
 from accounts.services import audit_record
-from memories.core.selectors import memory_is_readable, project_target, reach_for
+from memories.core.selectors import project_target, reach_for
 from memories.core.services import (
     MemoryDraft,
     memories_added_notify,
@@ -36,7 +34,7 @@ from memories.core.services import (
     memory_rejection_record,
 )
 from memories.embedding import embed_texts, memory_embedding_text
-from memories.models import AgentSession, Memory, MemorySignal, SessionMemoryUse
+from memories.models import AgentSession, Memory, MemorySignal
 from memories.sessions.prompts import (
     DISTILL_SYSTEM_PROMPT,
     ExtractedMemory,
@@ -45,13 +43,15 @@ from memories.sessions.prompts import (
     build_repair_prompt,
     parse_extractions,
 )
+from memories.sessions.services_ledger import session_outcome_attribute
+from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
-from memories.signals.services import memories_mark_used, memory_outcome
+from memories.signals.services import memories_mark_used
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
-from reasoningbank.scrubbing import scrub_secrets
+from reasoningbank.scrubbing import ScrubResult, scrub_secrets
 from reasoningbank.tracing import current_set, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
 
@@ -71,12 +71,26 @@ _MEMORY_ID_RE = re.compile(r"\bmem_[0-9a-z]{26}\b")
 class SubmitResult:
     session: AgentSession
     created: bool
+    replaced: bool = False  # an earlier submission's trace, not yet distilled, was replaced
+    outcome_reason: str = ""  # why the outcome is what it is, when the trace was read for it
 
 
 def session_submit(
-    *, principal: Principal, session_id: Any, outcome: Any, trace: Any, project: str | None = None
+    *,
+    principal: Principal,
+    session_id: Any,
+    outcome: Any,
+    trace: Any,
+    project: str | None = None,
+    trace_format: str = PLAIN,
+    partial: bool = False,
 ) -> SubmitResult:
-    """Accept a finished session for distillation. Re-submitting the same session id is a no-op."""
+    """Accept a session for distillation. ``trace`` is in ``trace_format`` (a client's transcript
+    format is converted to a compact trace, memories/sessions/transcripts.py); without an ``outcome``
+    the one the transcript shows is taken. Submitting the same session id again replaces the trace
+    while the session still waits for distillation, and changes nothing once it has started.
+    ``partial``: the session goes on, so distillation waits until no submission has come for
+    ``SESSION_IDLE_SECONDS`` (a final submission queues it at once)."""
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"submitting sessions needs the '{SCOPE_MEMORIES_WRITE}' scope")
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id.strip()) > 200:
@@ -84,8 +98,10 @@ def session_submit(
     if "\x00" in session_id:  # PostgreSQL cannot even compare text containing NUL
         raise InvalidInput("session_id must not contain NUL characters", field="session_id")
     session_id = session_key_clean(session_id, required=True)  # a secret in it: refused
-    if outcome not in SESSION_OUTCOMES:
+    if outcome is not None and outcome not in SESSION_OUTCOMES:
         raise InvalidInput(f"outcome must be one of {', '.join(SESSION_OUTCOMES)}", field="outcome")
+    if trace_format not in TRACE_FORMATS:
+        raise InvalidInput(f"trace_format must be one of {', '.join(TRACE_FORMATS)}", field="trace_format")
     if not isinstance(trace, str) or not trace.strip():
         raise InvalidInput("trace is required: the session's transcript as text", field="trace")
     size = len(trace.encode("utf-8"))
@@ -98,10 +114,22 @@ def session_submit(
     target = project_target(principal, project)
     external_id = session_id.strip()
     existing = AgentSession.objects.filter(project=target, external_id=external_id).first()
-    if existing is not None:
+    if existing is not None and existing.status not in REPLACEABLE:
         return SubmitResult(existing, False)
-    scrubbed = text_scrub_result(trace.replace("\x00", ""), seen_in="session.submit")
+    scrubbed, converted = _trace_prepare(trace.replace("\x00", ""), trace_format)
+    outcome = outcome if outcome is not None else converted.outcome
     waiting = llm_from_settings().provider == "none"
+    hold_until = timezone.now() + timedelta(seconds=settings.SESSION_IDLE_SECONDS) if partial and not waiting else None
+    if existing is not None:
+        return _session_replace(
+            principal,
+            existing,
+            trace=scrubbed.text,
+            redactions=scrubbed.redactions,
+            outcome=outcome,
+            hold_until=hold_until,
+            reason=converted.outcome_reason,
+        )
     with transaction.atomic():
         session, created = AgentSession.objects.get_or_create(
             project=target,
@@ -114,6 +142,7 @@ def session_submit(
                 "status": AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
                 "error": _NO_LLM_MESSAGE if waiting else "",
                 "submitted_by_token": principal.token,
+                "next_attempt_at": hold_until,
             },
         )
         if created:
@@ -122,11 +151,95 @@ def session_submit(
                 actor=principal,
                 verb="session.submit",
                 target=session,
-                data={"external_id": external_id, "outcome": outcome, "redactions": scrubbed.redactions},
+                data={
+                    "external_id": external_id,
+                    "outcome": outcome,
+                    "redactions": scrubbed.redactions,
+                    "trace_format": trace_format,
+                    "partial": partial,
+                },
             )
-            if not waiting:
+            if not waiting and hold_until is None:
                 transaction.on_commit(lambda: session_enqueue(session.id))
-    return SubmitResult(session, created)
+    return SubmitResult(session, created, outcome_reason=converted.outcome_reason)
+
+
+# a session waiting for distillation, never tried: a later submission may still replace its trace
+REPLACEABLE = (AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING)
+
+
+def _trace_prepare(trace: str, trace_format: str) -> tuple[ScrubResult, Converted]:
+    """The trace as stored, scrubbed of secrets, and what converting it showed. A client's transcript
+    is scrubbed before it is converted (a secret cut in half by the truncation of a long output could
+    no longer be recognised) and after (what JSON escaping hid is plain text now)."""
+    if trace_format == PLAIN:
+        scrubbed = text_scrub_result(trace, seen_in="session.submit")
+        return scrubbed, trace_convert(scrubbed.text, PLAIN)
+    raw = text_scrub_result(trace, seen_in="session.submit")
+    converted = trace_convert(raw.text, trace_format)
+    if not converted.trace.strip():
+        raise InvalidInput(f"trace holds no conversation in the {trace_format} format", field="trace")
+    scrubbed = text_scrub_result(converted.trace, seen_in="session.submit")
+    total = raw.redactions + scrubbed.redactions
+    return ScrubResult(scrubbed.text, total, scrubbed.kinds, scrubbed.own_tokens), converted
+
+
+def _session_replace(
+    principal: Principal,
+    session: AgentSession,
+    *,
+    trace: str,
+    redactions: int,
+    outcome: str,
+    hold_until: Any,
+    reason: str,
+) -> SubmitResult:
+    """The later submission's trace in place of the earlier one, unless a worker has claimed the
+    session meanwhile (the update is conditional on its state, as the claim is)."""
+    held = session.next_attempt_at is not None and session.attempts == 0
+    fields: dict[str, Any] = {
+        "trace": trace,
+        "redactions": redactions,
+        "outcome": outcome,
+        "updated_at": timezone.now(),
+    }
+    if hold_until is not None and (held or session.status == AgentSession.STATUS_WAITING):
+        fields["next_attempt_at"] = hold_until  # the session goes on: the idle wait starts again
+    elif hold_until is None and held:
+        fields["next_attempt_at"] = None  # the session is over: distil it now
+    with transaction.atomic():
+        updated = AgentSession.objects.filter(pk=session.pk, status__in=REPLACEABLE, attempts=0).update(**fields)
+        if updated and held and fields.get("next_attempt_at", session.next_attempt_at) is None:
+            if session.status == AgentSession.STATUS_QUEUED:
+                transaction.on_commit(lambda: session_enqueue(session.id))
+    session.refresh_from_db()
+    return SubmitResult(session, False, replaced=bool(updated), outcome_reason=reason)
+
+
+def sessions_release_idle() -> int:
+    """Periodic: sessions handed in while they went on (``partial``) whose idle wait is over are
+    queued for distillation, each once (the release is a conditional update), and the memories they
+    were given learn their outcome — the session is over, even if its client never said so. A retry
+    waiting for its backoff (attempts counted) has its own schedule and is left alone."""
+    released = 0
+    due = AgentSession.objects.filter(
+        status=AgentSession.STATUS_QUEUED, attempts=0, next_attempt_at__lte=timezone.now()
+    ).values_list("pk", flat=True)
+    for session_id in list(due[:500]):
+        with transaction.atomic():
+            if AgentSession.objects.filter(pk=session_id, attempts=0, next_attempt_at__isnull=False).update(
+                next_attempt_at=None, updated_at=timezone.now()
+            ):
+                session = AgentSession.objects.select_related("organization", "submitted_by_token").get(pk=session_id)
+                if session.outcome in ("success", "failure"):
+                    session_outcome_attribute(
+                        principal=_session_principal(session),
+                        session_key=session.external_id,
+                        succeeded=session.outcome == "success",
+                    )
+                transaction.on_commit(functools.partial(session_enqueue, session_id))
+                released += 1
+    return released
 
 
 _NO_LLM_MESSAGE = (
@@ -186,8 +299,12 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
     org = session.organization
     injected = _injected_memories(session)
     current_set(  # the trace's length, never the trace
-        session_id=session.id, org_id=org.id, project_id=session.project_id, outcome=session.outcome,
-        trace_length=len(session.trace), injected_memories=len(injected),
+        session_id=session.id,
+        org_id=org.id,
+        project_id=session.project_id,
+        outcome=session.outcome,
+        trace_length=len(session.trace),
+        injected_memories=len(injected),
     )
     prompt = build_extraction_prompt(
         outcome=session.outcome, trace=session.trace, injected=[(m.title, m.description) for m in injected]
@@ -434,9 +551,9 @@ def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:
     cutoff = database_now() - (stale_after or timedelta(seconds=settings.WORK_HEARTBEAT_STALE_AFTER))
     running = AgentSession.objects.filter(status=AgentSession.STATUS_RUNNING)
     stale = set(
-        running.filter(
-            Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-        ).values_list("pk", flat=True)
+        running.filter(Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)).values_list(
+            "pk", flat=True
+        )
     )
     stale |= {pk for pk, worker in running.exclude(worker="").values_list("pk", "worker") if worker_is_gone(worker)}
     recovered = 0
@@ -462,52 +579,3 @@ def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:
     if recovered:
         logger.warning("Sessions whose worker died: %d queued again or failed", recovered)
     return recovered
-
-
-# --- the injection ledger ---------------------------------------------------------------------------
-# Which memories an agent session was given (docs/session-context.md#the-ledger), so that the
-# session's outcome moves the confidence of exactly those memories, once.
-
-
-def session_uses_record(*, principal: Principal, session_key: str, memory_ids: Iterable[str], via: str) -> int:
-    """Note that the session ``session_key`` was given these memories (a memory given twice is noted
-    once); the ids come from a search or context answer of this principal. Returns the new rows."""
-    ids = list(dict.fromkeys(memory_ids))
-    if not session_key or not ids:
-        return 0
-    org_id = principal.organization.id
-    rows = [SessionMemoryUse(organization_id=org_id, session_key=session_key, memory_id=pk, via=via) for pk in ids]
-    created = SessionMemoryUse.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(created)
-
-
-@transaction.atomic
-def session_outcome_attribute(
-    *, principal: Principal, session_key: str, succeeded: bool, already: Iterable[str] = ()
-) -> list[str]:
-    """The session's outcome as an outcome signal on every memory the ledger says it was given and
-    that has none from it yet; ``already`` are memories the caller has just signalled itself (they
-    are only marked). Rows are locked, so two reports at once attribute once. Returns the memories
-    signalled."""
-    done = set(already)
-    rows = list(
-        access_filter(SessionMemoryUse, principal)
-        .select_for_update(of=("self",))
-        .select_related("memory")
-        .filter(session_key=session_key, outcome="")
-        .order_by("memory_id")
-    )
-    signalled, attributed = [], []
-    for row in rows:
-        memory: Memory = row.memory
-        if not memory_is_readable(principal, memory):
-            continue  # another project's memory: left for a report that may reach it
-        attributed.append(row.pk)
-        if row.memory_id not in done and memory.state == Memory.STATE_ACTIVE:
-            memory_outcome(principal=principal, memory=memory, succeeded=succeeded, session_id=session_key)
-            signalled.append(row.memory_id)
-    if attributed:
-        access_filter(SessionMemoryUse, principal).filter(pk__in=attributed).update(
-            outcome="success" if succeeded else "failure", outcome_at=timezone.now()
-        )
-    return signalled

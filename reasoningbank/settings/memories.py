@@ -60,7 +60,7 @@ CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minim
 CONFIDENCE_DECAY_GRACE_DAYS = env_int("CONFIDENCE_DECAY_GRACE_DAYS", 30, minimum=30)
 CONFIDENCE_DECAY_PER_DAY = env_float("CONFIDENCE_DECAY_PER_DAY", 0.984, minimum=0.5, maximum=1)
 
-# --- SessionStart context (docs/session-context.md; memory_context and scripts/claude-session-start) ---
+# --- SessionStart context (docs/session-context.md; memory_context and the Claude Code plugin) ---
 HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
 HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
 HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET = env_int(
@@ -75,6 +75,9 @@ HOOK_SESSION_START_SUMMARIES_PRIORITIZE = env_choice(
 
 # --- Distillation ----------------------------------------------------------------------------
 SESSION_TRACE_MAX_BYTES = env_int("SESSION_TRACE_MAX_BYTES", 512 * 1024, minimum=1024)
+# a session handed in while it goes on (session_submit partial: a hook after each turn) is distilled once
+# no submission has come for this long (docs/claude-code.md#capture); the work sweep checks every minute
+SESSION_IDLE_SECONDS = env_int("SESSION_IDLE_SECONDS", 600, minimum=0)
 
 # --- Export / import (docs/export-import.md, memories/transfer/export_format.py) ----------------------------
 # the largest text POST /api/v1/import takes (UTF-8 bytes); larger files go through manage.py import_memories

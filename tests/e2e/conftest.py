@@ -31,6 +31,7 @@ _ORDER = [
     "test_mcp_agent.py",
     "test_org_wide_token.py",
     "test_session_start_hook.py",
+    "test_claude_code_plugin.py",
     "test_code_report_hook.py",
     "test_schedule.py",
     "test_dashboard_signup.py",

@@ -1,5 +1,5 @@
-"""The Claude Code SessionStart hook of docs/connecting-agents.md (scripts/claude-session-start), run
-as Claude Code runs it — a process with the event on stdin — against the live service."""
+"""The Claude Code plugin's SessionStart hook (integrations/claude-code, docs/claude-code.md), run as
+Claude Code runs it — a process with the event on stdin — against the live service."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.e2e.conftest import Setup
 from tests.e2e.harness import Service, rest, unique
 
-HOOK = Path(__file__).resolve().parents[2] / "scripts" / "claude-session-start"
+HOOK = Path(__file__).resolve().parents[2] / "integrations" / "claude-code" / "hooks" / "reasoningbank_hook.py"
 EVENT = {"session_id": "abc123", "hook_event_name": "SessionStart", "source": "startup", "cwd": "/tmp"}
 
 
@@ -20,7 +20,7 @@ def run_hook(service: Service, token: str, session_id: str = "abc123") -> subpro
     env = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": service.url, "REASONINGBANK_TOKEN": token}
     event = json.dumps({**EVENT, "session_id": session_id})
     return subprocess.run(
-        [sys.executable, str(HOOK)], input=event, env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, str(HOOK), "session-start"], input=event, env=env, capture_output=True, text=True, timeout=60
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from memories.models import MemorySignal, SessionCommit
-from memories.sessions.services import session_uses_record
+from memories.sessions.services_ledger import session_uses_record
 from tests.factories import MemoryFactory
 from tests.mcp_harness import dump, in_thread, mcp_client
 

@@ -22,7 +22,7 @@ from memories.models import (
     SessionMemoryUse,
 )
 from memories.search.contracts import SearchInput, memory_search_run
-from memories.sessions.services import session_uses_record
+from memories.sessions.services_ledger import session_uses_record
 from memories.signals.services import memory_feedback, signals_rollup
 from reasoningbank.db_threads import write_behind_wait
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, NotFound

@@ -179,7 +179,7 @@ def test_the_session_page_lists_the_memories_the_session_was_given(client, cast,
 
 def test_the_session_page_shows_each_memorys_code_verdict_and_the_commits_tied_to_it(client, cast, agent):
     from memories.code_reports.services import session_code_report
-    from memories.sessions.services import session_uses_record
+    from memories.sessions.services_ledger import session_uses_record
     from tests.factories import MemoryFactory
 
     given = MemoryFactory(principal=agent, title="Seed the RNG in flaky tests")

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""The ReasoningBank plugin's Claude Code hooks (docs/claude-code.md), one script for every event:
+
+    reasoningbank_hook.py session-start   SessionStart: the project's memory block (memory_context)
+    reasoningbank_hook.py prompt          UserPromptSubmit: the few memories new to this session that fit
+                                          the prompt (memory_search), within a token cap
+    reasoningbank_hook.py capture         Stop, PreCompact, SessionEnd: the transcript handed in for
+                                          distillation (session_submit, Claude Code's own format)
+
+Claude Code gives the event as JSON on stdin (``session_id``, ``transcript_path``, ``cwd``,
+``hook_event_name``, and ``prompt`` for UserPromptSubmit). Configuration comes from the environment:
+``REASONINGBANK_URL`` (default http://127.0.0.1:8000), ``REASONINGBANK_TOKEN`` (an API token),
+``REASONINGBANK_PROJECT`` (when the token reaches several projects) and the knobs below.
+
+Python's standard library only. A hook never blocks or fails the session: every hook finishes within
+its budget (``REASONINGBANK_TIMEOUT``, 2 s), and on any error it prints one line on stderr, nothing on
+stdout, and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+STARTED = time.monotonic()
+NAME = "reasoningbank"
+QUERY_MAX = 2000  # the service's query limit (characters)
+# the framing of the prompt block, counted against the token cap before the memories are
+BLOCK_OPEN = (
+    "<reasoningbank_memories>\n"
+    "Lessons from this project's ReasoningBank that may help with this request "
+    "(rate one with memory_feedback if it helped or misled):\n"
+)
+BLOCK_CLOSE = "</reasoningbank_memories>"
+ENTRY_OVERHEAD_CHARS = 80  # "## <title> (mem_… · confidence 0.00)" and blank lines around an entry
+STRIPPED_KEYS = ("toolUseResult",)  # a tool result's copy beside the message: bulk the service never reads
+
+
+class HookError(Exception):
+    """What went wrong, in one line for stderr."""
+
+
+def env_number(name: str, default: float, *, low: float, high: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        value = float(raw) if raw.strip() else default
+    except ValueError:
+        raise HookError(f"{name} must be a number, not {raw!r}") from None
+    return min(max(value, low), high)
+
+
+def tokens(text: str) -> int:
+    """The service's estimate: four characters a token."""
+    return math.ceil(len(text) / 4)
+
+
+def budget_left() -> float:
+    timeout = env_number("REASONINGBANK_TIMEOUT", 2.0, low=0.2, high=30.0)
+    left = timeout - (time.monotonic() - STARTED)
+    if left <= 0.05:
+        raise HookError(f"the {timeout:g} s budget was spent before the request")
+    return left
+
+
+def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST ``body`` to the service; the answer's JSON, or a HookError saying why not."""
+    url = os.environ.get("REASONINGBANK_URL", "http://127.0.0.1:8000").rstrip("/")
+    token = os.environ.get("REASONINGBANK_TOKEN", "").strip()
+    if not token:
+        raise HookError("set REASONINGBANK_TOKEN to an API token (docs/claude-code.md)")
+    if os.environ.get("REASONINGBANK_PROJECT"):
+        body["project"] = os.environ["REASONINGBANK_PROJECT"]
+    request = urllib.request.Request(
+        f"{url}{path}",
+        data=json.dumps(body).encode(),
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "User-Agent": "reasoningbank-claude-code-plugin",
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=budget_left()) as reply:
+            answer = json.load(reply)
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.load(exc).get("detail", "")
+        except (ValueError, AttributeError, OSError):
+            detail = ""
+        raise HookError(f"{url}{path} answered {exc.code}: {str(detail)[:300]}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise HookError(f"could not reach {url}: {getattr(exc, 'reason', exc)}") from None
+    if not isinstance(answer, dict):
+        raise HookError(f"{url}{path} answered something else than a JSON object")
+    return answer
+
+
+def context_print(event_name: str, text: str) -> None:
+    json.dump({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}, sys.stdout)
+    sys.stdout.write("\n")
+
+
+def session_key(event: dict[str, Any]) -> str:
+    value = event.get("session_id")
+    return value.strip()[:200] if isinstance(value, str) else ""
+
+
+# --- SessionStart ------------------------------------------------------------------------------------
+
+
+def session_start(event: dict[str, Any]) -> str | None:
+    """The project's memory block; its memories go in the session's ledger."""
+    body: dict[str, Any] = {}
+    if session_key(event):
+        body["session_id"] = session_key(event)
+    if os.environ.get("REASONINGBANK_TASK"):
+        body["task"] = os.environ["REASONINGBANK_TASK"]
+    block = call("/api/v1/memories/context", body).get("context_block") or ""
+    return str(block) or None
+
+
+# --- UserPromptSubmit ----------------------------------------------------------------------------------
+
+
+def prompt_memories(event: dict[str, Any]) -> str | None:
+    """The memories that fit the prompt, new to this session, within the token cap; None when none
+    clears the similarity floor (the service leaves out what the session already has)."""
+    prompt = event.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
+        return None  # nothing to search for, or a slash command (Claude Code's, not a task)
+    most = int(env_number("REASONINGBANK_PROMPT_MEMORIES", 3, low=1, high=20))
+    cap = int(env_number("REASONINGBANK_PROMPT_TOKENS", 600, low=100, high=20000))
+    floor = env_number("REASONINGBANK_PROMPT_MIN_SIMILARITY", 0.35, low=0.0, high=1.0)
+    budget = cap - tokens(BLOCK_OPEN + BLOCK_CLOSE) - most * tokens("x" * ENTRY_OVERHEAD_CHARS)
+    if budget < 50:
+        raise HookError(f"REASONINGBANK_PROMPT_TOKENS={cap} leaves no room for a memory")
+    body: dict[str, Any] = {
+        "query": prompt.strip()[:QUERY_MAX],
+        "limit": most,
+        "token_budget": budget,
+        "min_similarity": floor,
+        "include_summaries": False,
+        "mode": "standard",
+    }
+    if session_key(event):
+        body.update(session_id=session_key(event), exclude_seen=True)
+    found = call("/api/v1/memories/search", body).get("memories") or []
+    entries = [entry_text(memory) for memory in found if isinstance(memory, dict)]
+    while entries and tokens(block_text(entries)) > cap:  # the cap holds, whatever the service measured
+        entries.pop()
+    return block_text(entries) if entries else None
+
+
+def entry_text(memory: dict[str, Any]) -> str:
+    confidence = float(memory.get("confidence", 0))
+    heading = f"## {memory.get('title', '')} ({memory.get('id', '')} · confidence {confidence:.2f})"
+    parts = [heading, str(memory.get("description", "")).strip(), str(memory.get("content", "")).strip()]
+    # a memory is anyone's text: it must not close the block early or open another one
+    return (
+        "\n".join(p for p in parts if p)
+        .replace("<reasoningbank_memories", "&lt;reasoningbank_memories")
+        .replace("</reasoningbank_memories", "&lt;/reasoningbank_memories")
+    )
+
+
+def block_text(entries: list[str]) -> str:
+    return BLOCK_OPEN + "\n\n".join(entries) + "\n" + BLOCK_CLOSE
+
+
+# --- Stop, PreCompact, SessionEnd --------------------------------------------------------------------------
+
+
+def capture(event: dict[str, Any]) -> None:
+    """Hand the transcript in (Claude Code's JSON Lines, converted by the service). Stop and PreCompact:
+    the session goes on (``partial``: the trace replaces the last one, distillation waits until the
+    session is idle); SessionEnd: the session is over. A session shorter than
+    ``REASONINGBANK_CAPTURE_MIN_MESSAGES`` messages is not sent."""
+    if event.get("stop_hook_active"):
+        return  # Claude Code is continuing because of a Stop hook: the next Stop will capture
+    key = session_key(event)
+    path = event.get("transcript_path")
+    if not key or not isinstance(path, str) or not path:
+        raise HookError("the event has no session_id or transcript_path")
+    limit = int(env_number("REASONINGBANK_TRACE_MAX_BYTES", 500_000, low=4096, high=50_000_000))
+    lines, messages = transcript_lines(os.path.expanduser(path), limit)
+    if messages < env_number("REASONINGBANK_CAPTURE_MIN_MESSAGES", 4, low=1, high=1000):
+        return
+    call(
+        "/api/v1/sessions",
+        {
+            "session_id": key,
+            "trace": "\n".join(lines) + "\n",
+            "trace_format": "claude-code-jsonl",
+            "partial": event.get("hook_event_name") != "SessionEnd",
+        },
+    )
+
+
+def transcript_lines(path: str, limit: int) -> tuple[list[str], int]:
+    """The transcript's conversation lines within ``limit`` bytes — the first one (the task) and as
+    much of the end as fits — and how many conversation lines were read. A long session's file is
+    many MB: only its first 256 KiB and its last ``4 × limit`` bytes are read."""
+    head_size = 256 * 1024
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size <= head_size + 4 * limit:
+                opening_part, ending_part = b"", file.read()
+            else:
+                opening_part = file.read(head_size)
+                file.seek(size - 4 * limit)
+                ending_part = file.read()
+    except OSError as exc:
+        raise HookError(f"cannot read the transcript: {exc.strerror or exc}") from None
+    ending = ending_part.decode("utf-8", "replace").splitlines()
+    if opening_part:  # both parts were cut mid-line: their broken ends go
+        opening = conversation(opening_part.decode("utf-8", "replace").splitlines()[:-1])[:1]
+        body = conversation(ending[1:])
+    else:
+        whole = conversation(ending)
+        opening, body = whole[:1], whole[1:]
+    room = limit - sum(len(line.encode()) + 1 for line in opening)
+    kept: list[str] = []
+    for line in reversed(body):  # the end first: how the session went
+        cost = len(line.encode()) + 1
+        if cost <= room:
+            kept.append(line)
+            room -= cost
+    return opening + kept[::-1], len(opening) + len(body)
+
+
+def conversation(raw_lines: list[str]) -> list[str]:
+    """The ``user`` and ``assistant`` lines, re-serialised without the bulk the service never reads."""
+    out = []
+    for raw in raw_lines:
+        if '"user"' not in raw and '"assistant"' not in raw:
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("type") not in ("user", "assistant") or record.get("isMeta"):
+            continue
+        for key in STRIPPED_KEYS:
+            record.pop(key, None)
+        out.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+    return out
+
+
+# --- the entry point ---------------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    action = argv[1] if len(argv) > 1 else ""
+    try:
+        raw = sys.stdin.read(8 * 1024 * 1024) if not sys.stdin.isatty() else ""
+        event = json.loads(raw) if raw.strip() else {}
+        if not isinstance(event, dict):
+            raise HookError("the hook event on stdin is not a JSON object")
+        if action == "session-start":
+            block = session_start(event)
+            if block:
+                context_print("SessionStart", block)
+        elif action == "prompt":
+            block = prompt_memories(event)
+            if block:
+                context_print("UserPromptSubmit", block)
+        elif action == "capture":
+            capture(event)
+        else:
+            raise HookError(f"unknown action {action!r}: session-start, prompt or capture")
+    except HookError as exc:
+        print(f"{NAME} {action}: {exc}", file=sys.stderr)
+    except Exception as exc:  # a hook must never fail the session, whatever broke
+        print(f"{NAME} {action}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

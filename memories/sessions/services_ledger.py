@@ -1,0 +1,59 @@
+"""The injection ledger (docs/session-context.md#the-ledger): which memories an agent session was
+given — by ``memory_search``, ``memory_context`` or ``memory_ask`` called with its id — so that the
+session's outcome moves the confidence of exactly those memories, once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.access import Principal, access_filter
+from memories.core.selectors import memory_is_readable
+from memories.models import Memory, SessionMemoryUse
+from memories.signals.services import memory_outcome
+
+
+def session_uses_record(*, principal: Principal, session_key: str, memory_ids: Iterable[str], via: str) -> int:
+    """Note that the session ``session_key`` was given these memories (a memory given twice is noted
+    once); the ids come from a search or context answer of this principal. Returns the new rows."""
+    ids = list(dict.fromkeys(memory_ids))
+    if not session_key or not ids:
+        return 0
+    org_id = principal.organization.id
+    rows = [SessionMemoryUse(organization_id=org_id, session_key=session_key, memory_id=pk, via=via) for pk in ids]
+    created = SessionMemoryUse.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(created)
+
+
+@transaction.atomic
+def session_outcome_attribute(
+    *, principal: Principal, session_key: str, succeeded: bool, already: Iterable[str] = ()
+) -> list[str]:
+    """The session's outcome as an outcome signal on every memory the ledger says it was given and
+    that has none from it yet; ``already`` are memories the caller has just signalled itself (they
+    are only marked). Rows are locked, so two reports at once attribute once. Returns the memories
+    signalled."""
+    done = set(already)
+    rows = list(
+        access_filter(SessionMemoryUse, principal)
+        .select_for_update(of=("self",))
+        .select_related("memory")
+        .filter(session_key=session_key, outcome="")
+        .order_by("memory_id")
+    )
+    signalled, attributed = [], []
+    for row in rows:
+        memory: Memory = row.memory
+        if not memory_is_readable(principal, memory):
+            continue  # another project's memory: left for a report that may reach it
+        attributed.append(row.pk)
+        if row.memory_id not in done and memory.state == Memory.STATE_ACTIVE:
+            memory_outcome(principal=principal, memory=memory, succeeded=succeeded, session_id=session_key)
+            signalled.append(row.memory_id)
+    if attributed:
+        access_filter(SessionMemoryUse, principal).filter(pk__in=attributed).update(
+            outcome="success" if succeeded else "failure", outcome_at=timezone.now()
+        )
+    return signalled

@@ -1,0 +1,174 @@
+"""The Claude Code plugin as files (integrations/claude-code and the marketplace entry at the repository's
+root, in the layout Claude Code's plugin reference prescribes) and its hook script where no service is
+needed: a service out of reach, no token, a session too short to send, a transcript longer than the limit.
+The hooks against the live service: tests/e2e/test_claude_code_plugin.py."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.claude_code_transcript import transcript_records, transcript_text
+
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN = REPO / "integrations" / "claude-code"
+HOOK = PLUGIN / "hooks" / "reasoningbank_hook.py"
+# the hook events Claude Code documents (hooks reference); the plugin uses five of them
+EVENTS = {
+    "SessionStart",
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+    "PreToolUse",
+    "PostToolUse",
+    "Notification",
+}
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def hook_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reasoningbank_hook", HOOK)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # closed again when the socket is: nothing listens there
+
+
+def run(action: str, event: dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {"PATH": os.environ.get("PATH", ""), **env}
+    return subprocess.run(
+        [sys.executable, str(HOOK), action],
+        input=json.dumps(event),
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_the_marketplace_entry_points_at_the_plugin_directory():
+    market = load(REPO / ".claude-plugin" / "marketplace.json")
+    assert market["name"] == "reasoningbank" and market["owner"]["name"]
+    (entry,) = market["plugins"]
+    assert entry["name"] == "reasoningbank" and entry["source"] == "./integrations/claude-code"
+    manifest = load(REPO / entry["source"] / ".claude-plugin" / "plugin.json")
+    assert manifest["name"] == entry["name"] and manifest["version"] == entry["version"]
+
+
+def test_every_hook_runs_the_plugins_script_with_a_known_action_and_a_timeout_above_its_budget():
+    config = load(PLUGIN / "hooks" / "hooks.json")["hooks"]
+    assert set(config) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"} <= EVENTS
+    for event, groups in config.items():
+        for group in groups:
+            for hook in group["hooks"]:
+                assert hook["type"] == "command"
+                assert hook["command"].startswith('python3 "${CLAUDE_PLUGIN_ROOT}/hooks/reasoningbank_hook.py" ')
+                action = hook["command"].rsplit(" ", 1)[1]
+                expected = {"SessionStart": "session-start", "UserPromptSubmit": "prompt"}.get(event, "capture")
+                assert action == expected and hook["timeout"] > 2, (event, hook)
+
+
+def test_the_mcp_server_entry_reads_the_url_and_token_from_the_environment():
+    server = load(PLUGIN / ".mcp.json")["mcpServers"]["reasoningbank"]
+    assert server == {
+        "type": "http",
+        "url": "${REASONINGBANK_URL:-http://127.0.0.1:8000}/mcp",
+        "headers": {"Authorization": "Bearer ${REASONINGBANK_TOKEN}"},
+    }
+
+
+def test_the_hook_script_imports_only_the_standard_library():
+    tree = ast.parse(HOOK.read_text())
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert imported - {"__future__"} <= set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("action", ["session-start", "prompt", "capture"])
+def test_with_the_service_out_of_reach_a_hook_exits_0_printing_one_line_on_stderr_only(action, tmp_path):
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text(transcript_text(session_id="s"))
+    event = {
+        "session_id": "s",
+        "transcript_path": str(transcript),
+        "cwd": str(tmp_path),
+        "hook_event_name": {"session-start": "SessionStart", "prompt": "UserPromptSubmit"}.get(action, "Stop"),
+        "prompt": "Why is the checkout test flaky?",
+    }
+    done = run(action, event, REASONINGBANK_URL=f"http://127.0.0.1:{closed_port()}", REASONINGBANK_TOKEN="rb_x")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert len(done.stderr.strip().splitlines()) == 1 and "could not reach" in done.stderr
+
+
+def test_without_a_token_a_hook_says_so_and_exits_0():
+    done = run("prompt", {"session_id": "s", "prompt": "Why is the checkout test flaky?"})
+    assert (done.returncode, done.stdout) == (0, "") and "REASONINGBANK_TOKEN" in done.stderr
+
+
+def test_a_broken_event_or_an_unknown_action_never_fails_the_session():
+    for action, stdin in (("prompt", "not json"), ("capture", "[1, 2]"), ("bogus", "{}")):
+        done = subprocess.run(
+            [sys.executable, str(HOOK), action],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": os.environ.get("PATH", ""), "REASONINGBANK_TOKEN": "rb_x"},
+        )
+        assert (done.returncode, done.stdout) == (0, "") and done.stderr.count("\n") == 1, (action, done)
+
+
+def test_a_session_shorter_than_the_threshold_is_not_sent(tmp_path):
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in transcript_records(session_id="s")[:4]))
+    event = {"session_id": "s", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    done = run("capture", event, REASONINGBANK_URL=f"http://127.0.0.1:{closed_port()}", REASONINGBANK_TOKEN="rb_x")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")  # it did not even try the service
+
+
+def test_a_long_transcript_is_sent_as_its_first_prompt_and_the_tail_that_fits(tmp_path):
+    hook = hook_module()
+    records = transcript_records(session_id="s")
+    padding = [
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": f"step {n} " + "x" * 900}]},
+        }
+        for n in range(3000)
+    ]  # about 3 MB: more than the head and 4 × the limit the hook reads
+    lines = [records[0], *records[1:4], *padding, *records[4:]]
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+    kept, messages = hook.transcript_lines(str(transcript), 200_000)
+
+    assert sum(len(line.encode()) + 1 for line in kept) <= 200_000
+    assert "The checkout test is flaky again" in kept[0]  # the task
+    assert "Thanks, that works now." in kept[-2]  # the end
+    assert all('"toolUseResult"' not in line and '"summary"' not in line for line in kept)
+    assert messages > len(kept)
