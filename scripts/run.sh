@@ -24,6 +24,7 @@ mkdir -p "$DATA_DIR"
 DATA_DIR="$(cd "$DATA_DIR" && pwd)"
 export RB_DATA_DIR="$DATA_DIR"  # absolute: the commands printed below work from any directory
 PIDS_FILE="$DATA_DIR/run.pids"
+echo "$SITE_URL" > "$DATA_DIR/site_url"  # for commands typed in another shell (their links)
 RESTART_MAX_FAST_FAILURES="${RB_RESTART_MAX_FAST_FAILURES:-5}"
 RESTART_STABLE_SECONDS="${RB_RESTART_STABLE_SECONDS:-60}"
 RESTART_DELAY_MAX="${RB_RESTART_DELAY_MAX:-30}"
@@ -154,6 +155,7 @@ pids_write() {
 # step too: neither works on a database that is not migrated yet.
 start_gate="$DATA_DIR/run.prepared"
 rm -f "$start_gate"
+mkdir -p staticfiles  # filled by the next step; whitenoise warns at start about a folder that is not there
 echo "==> starting web (it listens once the next step is done)"
 export RB_START_GATE="$start_gate"
 start_web
@@ -180,7 +182,7 @@ banner() {
     data       $DATA_DIR   (database, secret key; logs are printed here)
 
   Create an org, a project and a token for an agent (in another shell, in $PWD):
-    ${commands_env}.venv/bin/python manage.py create_org acme --plan pro --owner-email you@example.com
+    ${commands_env}.venv/bin/python manage.py create_org acme --owner-email you@example.com
     ${commands_env}.venv/bin/python manage.py create_project acme web-app
     ${commands_env}.venv/bin/python manage.py create_token acme --label laptop --project web-app
 

@@ -123,7 +123,13 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
+# Where users reach the service. run.sh leaves the address it serves on in the data directory, so that
+# a command typed in another shell (create_org's sign-in link) names the same one without SITE_URL.
+_SERVED_AT = DATA_DIR / "site_url"
+SITE_URL = env_str(
+    "SITE_URL",
+    _SERVED_AT.read_text().strip() if not TESTING and not DATABASE_URL and _SERVED_AT.is_file() else "",
+) or "http://127.0.0.1:8000"
 # The plan a new organization starts on, whichever way it is made (sign-up, create_org): a
 # self-hosted install owns its server and its LLM bill, so it gets every feature; a hosted service
 # that sells plans sets ``free`` (docs/tenancy.md#plans-and-the-default-plan). Checked here, at start.

@@ -32,6 +32,7 @@ print(json.dumps({
     "secret_key": settings.SECRET_KEY,
     "session_cookie_secure": settings.SESSION_COOKIE_SECURE,
     "csrf_cookie_secure": settings.CSRF_COOKIE_SECURE,
+    "site_url": settings.SITE_URL,
 }))
 """
 WEB = ["/app/.venv/bin/uvicorn", "reasoningbank.asgi:application"]
@@ -86,6 +87,17 @@ def test_production_still_requires_a_secret_key(tmp_path):
     assert finished.returncode != 0
     assert "SECRET_KEY must be set" in finished.stderr
     assert not (tmp_path / "data" / "secret_key").exists()
+
+
+def test_a_command_beside_the_service_names_the_address_run_sh_serves_on(tmp_path):
+    # create_org's sign-in link, typed in another shell after `PORT=9000 ./scripts/run.sh`
+    command = ["manage.py", "create_org", "acme"]
+    assert probed(tmp_path, command, **KEY)["site_url"] == "http://127.0.0.1:8000"  # nothing served yet
+    (tmp_path / "data").mkdir(exist_ok=True)
+    (tmp_path / "data" / "site_url").write_text("http://127.0.0.1:9000\n")
+
+    assert probed(tmp_path, command, **KEY)["site_url"] == "http://127.0.0.1:9000"
+    assert probed(tmp_path, command, SITE_URL="https://rb.example.com", **KEY)["site_url"] == "https://rb.example.com"
 
 
 def test_a_set_secret_key_is_used_as_is(tmp_path):
