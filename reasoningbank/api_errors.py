@@ -150,8 +150,9 @@ ERROR_DESCRIPTIONS = {
     413: "The body (or the file in it) is larger than this endpoint accepts (`code` `too_large`).",
     415: "The body is not `application/json`.",
     422: (
-        "The body had the right shape but the write gate refused its content (nothing reusable in it): "
-        "`code` is `rejected_<reason>` and `errors` names the field."
+        "The body had the right shape but its content is refused (the write gate found nothing reusable "
+        "in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and "
+        "`errors` names the field."
     ),
     429: "Too many failed authentications from this address or with this token prefix: wait `Retry-After` s.",
     503: "The database is unreachable for the moment: retry after `Retry-After` seconds.",

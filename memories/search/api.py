@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from memories.core.api import ERRORS_WRITE, READ, TAGS, MemoryAPIView, contract_render
+from memories.core.api import ERRORS_GATED, READ, TAGS, MemoryAPIView, contract_render
 from memories.search import contracts as c
 from reasoningbank.contracts import contract_parse
 
@@ -27,7 +27,7 @@ class MemorySearchView(MemoryAPIView):
             "score breakdown. Needs `memories:read`."
         ),
         request=c.SearchInput,
-        responses={200: c.SearchOutput, **ERRORS_WRITE},
+        responses={200: c.SearchOutput, **ERRORS_GATED},
     )
     def post(self, request: Request) -> Response:
         return contract_render(c.memory_search_run(self.principal, contract_parse(c.SearchInput, request.data)))

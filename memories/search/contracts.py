@@ -22,7 +22,7 @@ from memories.sessions.selectors import session_seen_memory_ids
 from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
-from reasoningbank.errors import InvalidInput
+from reasoningbank.errors import Rejected
 from reasoningbank.metrics import search_observe
 from reasoningbank.tracing import current_set, traced
 
@@ -193,7 +193,12 @@ def summary_tokens(hit: SummaryHit) -> int:
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     if args.exclude_seen and not args.session_id:
-        raise InvalidInput("exclude_seen needs the session_id whose memories to leave out", field="exclude_seen")
+        # a rule between two fields the schema cannot state: the body had the right shape, so a 422
+        raise Rejected(
+            "exclude_seen needs the session_id whose memories to leave out",
+            field="exclude_seen",
+            code="rejected_needs_session",
+        )
     started = time.perf_counter()
     current_set(  # the span's attributes (docs/observability.md#traces): the query's length, never its text
         query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,

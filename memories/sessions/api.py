@@ -102,15 +102,17 @@ class SessionListCreateView(SessionAPIView):
         description=(
             "Hand in the transcript of a finished agent session; the service distills the lessons in it into "
             "memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are "
-            "redacted before storing. Submitting the same `session_id` to the same project again changes "
-            "nothing and answers 200 with the existing session; a new one answers 201. Needs "
-            "`memories:write`."
+            "redacted before storing. `trace_format` names a client's own transcript format, which the "
+            "service turns into a compact trace (a trace with no conversation in it is a 422). Submitting "
+            "the same `session_id` to the same project again answers 200 with that session: its trace is "
+            "replaced while it waits for distillation, and kept once distillation began; a new one answers "
+            "201. Needs `memories:write`."
         ),
         request=c.SessionSubmitInput,
         responses={
             201: c.SessionSubmitOutput,
             200: c.SessionSubmitOutput,
-            **error_responses(400, 401, 403, 404, 415),
+            **error_responses(400, 401, 403, 404, 415, 422),
         },
     )
     def post(self, request: Request) -> Response:

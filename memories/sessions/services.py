@@ -50,7 +50,7 @@ from memories.signals.services import memories_mark_used
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
-from reasoningbank.errors import Conflict, Forbidden, InvalidInput
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, Rejected
 from reasoningbank.scrubbing import ScrubResult, scrub_secrets
 from reasoningbank.tracing import current_set, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
@@ -178,7 +178,9 @@ def _trace_prepare(trace: str, trace_format: str) -> tuple[ScrubResult, Converte
     raw = text_scrub_result(trace, seen_in="session.submit")
     converted = trace_convert(raw.text, trace_format)
     if not converted.trace.strip():
-        raise InvalidInput(f"trace holds no conversation in the {trace_format} format", field="trace")
+        raise Rejected(
+            f"trace holds no conversation in the {trace_format} format", field="trace", code="rejected_unreadable_trace"
+        )
     scrubbed = text_scrub_result(converted.trace, seen_in="session.submit")
     total = raw.redactions + scrubbed.redactions
     return ScrubResult(scrubbed.text, total, scrubbed.kinds, scrubbed.own_tokens), converted

@@ -62,11 +62,12 @@ def test_loading_the_url_configuration_as_check_and_reverse_do_imports_no_llm_or
 
 def test_our_commands_leave_the_system_checks_to_migrate_and_check():
     """Django runs its system checks before a command unless told not to, and they load every URL and
-    view: half of a create_* command's time. ``migrate`` (at every start of the service) and ``check``
-    still run them."""
+    view: half of a create_* command's time. ``prepare_service`` (run.sh's start-up step, once per start
+    of the service), ``migrate`` and ``check`` still run them."""
     from django.core.management import get_commands, load_command_class
 
     ours = {name: app for name, app in get_commands().items() if app.split(".")[0] in OUR_APPS}
     assert len(ours) >= 10
+    assert load_command_class(ours.pop("prepare_service"), "prepare_service").requires_system_checks == "__all__"
     for name, app in ours.items():
         assert load_command_class(app, name).requires_system_checks == [], name

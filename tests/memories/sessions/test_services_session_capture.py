@@ -14,7 +14,7 @@ from memories.models import AgentSession
 from memories.sessions import services as services_sessions
 from memories.sessions.contracts import SessionSubmitInput, session_submit_run
 from memories.sessions.services import session_submit, sessions_release_idle
-from reasoningbank.errors import InvalidInput
+from reasoningbank.errors import InvalidInput, Rejected
 from tests.claude_code_transcript import SECRET, transcript_text
 
 
@@ -70,10 +70,10 @@ def test_a_given_outcome_wins_over_the_inferred_one(agent, queued):
     assert submit(agent, outcome="failure").outcome == "failure"
 
 
-def test_a_transcript_with_no_conversation_in_it_is_a_400_naming_the_trace(agent, queued):
-    with pytest.raises(InvalidInput) as excinfo:
+def test_a_transcript_with_no_conversation_in_it_is_refused_as_a_422_naming_the_trace(agent, queued):
+    with pytest.raises(Rejected) as excinfo:
         submit(agent, trace='{"type": "summary", "summary": "nothing"}\n')
-    assert excinfo.value.field == "trace"
+    assert (excinfo.value.field, excinfo.value.status) == ("trace", 422)
     assert not AgentSession.objects.exists()
 
 
