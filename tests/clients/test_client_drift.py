@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +130,44 @@ def test_the_committed_typescript_types_are_a_fresh_openapi_typescript_generatio
 def test_the_typescript_client_type_checks_against_its_generated_types():
     result = run_node_tool("tsc", "--noEmit", "-p", "tsconfig.json")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_committed_javascript_build_is_what_tsc_makes_of_the_sources(tmp_path):
+    """``npm install ./clients/typescript`` installs the committed ``dist/`` as it is (no build step on the
+    user's machine, no dev tools), so it must be the build of the committed sources."""
+    result = run_node_tool("tsc", "-p", "tsconfig.json", "--outDir", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    (tmp_path / "schema.d.ts").write_bytes((TS_CLIENT / "src" / "schema.d.ts").read_bytes())
+    committed = {path.name: path.read_text(encoding="utf-8") for path in (TS_CLIENT / "dist").iterdir()}
+    fresh = {path.name: path.read_text(encoding="utf-8") for path in tmp_path.iterdir()}
+    assert sorted(committed) == sorted(fresh), "run `npm run build` in clients/typescript"
+    for name, text in fresh.items():
+        assert committed[name] == text, f"dist/{name} is stale: run `npm run build` in clients/typescript\n" + diff(
+            committed[name], text, name
+        )
+
+
+MISTYPED = """
+from reasoningbank_client import ReasoningBank
+
+bank = ReasoningBank("http://127.0.0.1:8000", "rb_token")
+bank.search(querry="flaky test")
+bank.record(title="t", description="d", content="c", outcome="maybe")
+bank.search(query="flaky test")["memories"][0]["titel"]
+"""
+
+
+def test_a_type_checker_flags_a_misspelt_field_a_wrong_value_and_a_missing_answer_key(tmp_path):
+    """The generated bodies are what the methods take and give: mypy sees the schema's fields."""
+    snippet = tmp_path / "agent.py"
+    snippet.write_text(MISTYPED)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", "/dev/null", "--no-incremental", str(snippet)],
+        env={**os.environ, "MYPYPATH": str(PYTHON_CLIENT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert 'Unexpected keyword argument "querry"' in result.stdout, result.stdout
+    assert "expected \"Literal['success', 'failure', 'mixed']\"" in result.stdout, result.stdout
+    assert 'has no key "titel"' in result.stdout, result.stdout
