@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import pytest
 from reasoningbank_client import AsyncReasoningBank, AuthenticationError, NotFound, ReasoningBank
 
@@ -106,12 +107,12 @@ async def every_operation(bank: Any, export: Any, other_id: str) -> None:
     with pytest.raises(NotFound) as caught:
         await bank.get(other_id)
     assert (caught.value.status, caught.value.code) == (404, "not_found")
+    with pytest.raises(NotFound):
+        await bank.feedback(other_id, helpful=False)
 
 
 @pytest.mark.cross_tenant("api-memory")
 def test_the_sync_python_client_runs_every_operation_against_the_live_service(service, admin_token, other_orgs_memory):
-    import anyio
-
     with ReasoningBank(service.url, admin_token) as bank:
         anyio.run(every_operation, Awaited(bank), bank.export, other_orgs_memory)
 
