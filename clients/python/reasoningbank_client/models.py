@@ -25,6 +25,9 @@ class SearchRequest(TypedDict):
     session_id: NotRequired[str]
     include_summaries: NotRequired[bool]
     explain: NotRequired[bool]
+    exclude_seen: NotRequired[bool]
+    token_budget: NotRequired[int | None]
+    min_similarity: NotRequired[float | None]
 
 
 SearchHitOutStateEnum = Literal["active", "archived"]
@@ -279,14 +282,16 @@ class AskResponse(TypedDict):
     warnings: list[str]
 
 
-SessionSubmitOutcomeEnum = Literal["success", "failure", "unknown"]
+TraceFormatEnum = Literal["plain", "claude-code-jsonl"]
 
 
 class SessionSubmitRequest(TypedDict):
     session_id: str
-    outcome: SessionSubmitOutcomeEnum
+    outcome: NotRequired[Literal["success", "failure", "unknown"] | None]
     trace: str
     project: NotRequired[str | None]
+    trace_format: NotRequired[TraceFormatEnum]
+    partial: NotRequired[bool]
 
 
 SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm"]
@@ -306,6 +311,7 @@ class SessionSubmitResponse(TypedDict):
     outcome: str
     status: SessionStatusEnum
     created: bool
+    replaced: bool
     attempts: int
     error: str
     redactions: int

@@ -429,7 +429,7 @@ export interface paths {
         put?: never;
         /**
          * Build a session's starting context
-         * @description The `<memory_consolidated_summaries>` block a session starts with: the project's best knowledge (its consolidated summaries, then its highest-confidence procedural memories), at most `max` entries above `min_confidence` (never below the injection floor `CONFIDENCE_MIN_FOR_INJECTION`: a lower value is raised to it, and the answer's `min_confidence` says what was applied), within `token_budget`, ordered by `prioritize`. Pass the session's existing `context` and the answer's `context` holds exactly one block: an earlier one is replaced. Records no usage. The same operation as the MCP tool `memory_context`; `scripts/claude-session-start` calls it as a Claude Code SessionStart hook. Needs `memories:read`.
+         * @description The `<memory_consolidated_summaries>` block a session starts with: the project's best knowledge (its consolidated summaries, then its highest-confidence procedural memories), at most `max` entries above `min_confidence` (never below the injection floor `CONFIDENCE_MIN_FOR_INJECTION`: a lower value is raised to it, and the answer's `min_confidence` says what was applied), within `token_budget`, ordered by `prioritize`. Pass the session's existing `context` and the answer's `context` holds exactly one block: an earlier one is replaced. Records no usage. The same operation as the MCP tool `memory_context`; the Claude Code plugin's SessionStart hook calls it. Needs `memories:read`.
          */
         post: operations["memories_context"];
         delete?: never;
@@ -2367,6 +2367,24 @@ export interface components {
              * @default false
              */
             explain?: boolean;
+            /**
+             * Exclude Seen
+             * @description Only memories new to the session `session_id` names (required then): a memory its ledger says it was already given (by a search or memory_context) is never returned again; the next best take its place
+             * @default false
+             */
+            exclude_seen?: boolean;
+            /**
+             * Token Budget
+             * @description Return results, best first, only while their title, description and content fit in this many tokens together (four characters a token, as `tokens_used`); one too big for what is left is skipped and a smaller one after it may still fit
+             * @default null
+             */
+            token_budget?: number | null;
+            /**
+             * Min Similarity
+             * @description Only memories whose embedding is at least this similar to the query's (cosine, 0 to 1), whatever their keyword match: the floor that keeps an automatic injection on topic
+             * @default null
+             */
+            min_similarity?: number | null;
         };
         /** SearchOutput */
         SearchResponse: {
@@ -2457,8 +2475,6 @@ export interface components {
          * @enum {string}
          */
         SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm";
-        /** @enum {string} */
-        SessionSubmitOutcomeEnum: "success" | "failure" | "unknown";
         /** SessionSubmitInput */
         SessionSubmitRequest: {
             /**
@@ -2468,9 +2484,10 @@ export interface components {
             session_id: string;
             /**
              * Outcome
-             * @description How the session's task ended
+             * @description How the session's task ended. Left out: the outcome the transcript shows (a client format's tests passing at the end or the user's explicit verdict), `unknown` when it is not plain
+             * @default null
              */
-            outcome: components["schemas"]["SessionSubmitOutcomeEnum"];
+            outcome?: ("success" | "failure" | "unknown") | null;
             /**
              * Trace
              * @description The session transcript; secrets are scrubbed before storage
@@ -2482,6 +2499,18 @@ export interface components {
              * @default null
              */
             project?: string | null;
+            /**
+             * Trace Format
+             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit)
+             * @default plain
+             */
+            trace_format?: components["schemas"]["TraceFormatEnum"];
+            /**
+             * Partial
+             * @description True while the session goes on (a hook after each turn): the trace replaces the one sent before, and distillation waits until no submission has come for a while. False (the default): the session is over, distil it now
+             * @default false
+             */
+            partial?: boolean;
         };
         /**
          * SessionSubmitOutput
@@ -2509,6 +2538,12 @@ export interface components {
              * @description false when this session_id had been submitted before
              */
             created: boolean;
+            /**
+             * Replaced
+             * @description true when this submission's trace replaced an earlier one not yet distilled
+             * @default false
+             */
+            replaced: boolean;
             /** Attempts */
             attempts: number;
             /**
@@ -2827,6 +2862,8 @@ export interface components {
          * @enum {string}
          */
         TierEnum: "hot" | "warm" | "cold" | "archived";
+        /** @enum {string} */
+        TraceFormatEnum: "plain" | "claude-code-jsonl";
         /**
          * @description * `manual` - manual
          *     * `scheduled` - scheduled
