@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh
 ./scripts/ensure-chromium.sh
+./scripts/ensure-ts-client.sh
 # the django-stubs plugin imports the settings: DEBUG=1 spares it a SECRET_KEY
 DEBUG=1 .venv/bin/mypy .
 # the import rules (docs/architecture.md#the-never-arrows; contracts in pyproject.toml [tool.importlinter])

@@ -37,6 +37,7 @@ _ORDER = [
     "test_dashboard_signup.py",
     "test_oauth_connect.py",
     "test_schema.py",
+    "test_sdks.py",
     "test_load.py",
     "test_load_agents.py",
     "test_supervision.py",

@@ -1,0 +1,443 @@
+"""Request and response bodies of the ReasoningBank REST API, generated from its OpenAPI schema by
+clients/python/generate_models.py. Do not edit: regenerate (docs/sdks.md#regenerating)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+SearchScopeEnum = Literal["project", "team", "org", "all"]
+
+
+SearchOutcomeEnum = Literal["success", "failure", "all"]
+
+
+ModeEnum = Literal["reflexive", "standard", "deep", "exhaustive"]
+
+
+class SearchRequest(TypedDict):
+    query: str
+    scope: NotRequired[SearchScopeEnum]
+    outcome: NotRequired[SearchOutcomeEnum]
+    limit: NotRequired[int]
+    min_confidence: NotRequired[float]
+    project: NotRequired[str | None]
+    mode: NotRequired[ModeEnum]
+    session_id: NotRequired[str]
+    include_summaries: NotRequired[bool]
+    explain: NotRequired[bool]
+    exclude_seen: NotRequired[bool]
+    token_budget: NotRequired[int | None]
+    min_similarity: NotRequired[float | None]
+
+
+SearchHitOutStateEnum = Literal["active", "archived"]
+
+
+class SearchExplanation(TypedDict):
+    """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
+    consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+    this query's candidates. `confidence` is the value the search ranked with (before this search
+    counted as a use). REST called this object `score` before."""
+
+    relevance: float
+    similarity: float
+    vector_rank: int | None
+    lexical: float
+    lexical_rank: int | None
+    confidence: float
+    recency_boost: float
+    scope: str
+    scope_weight: float
+    consolidated_boost: float
+    score: float
+    matched_by: list[str]
+
+
+class SearchHitOut(TypedDict):
+    """One result. `confidence` and `usage_count` already count this search as a use (when its
+    relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
+    near-identical memories were folded into it; `explain` only when the search asked for it."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    outcome: str
+    confidence: float
+    usage_count: int
+    relevance: float
+    scope: str
+    state: NotRequired[SearchHitOutStateEnum]
+    duplicates: NotRequired[list[str]]
+    explain: NotRequired[SearchExplanation | None]
+
+
+ConfidenceEnum = Literal["high", "medium", "low"]
+
+
+class SummaryDecisionOut(TypedDict):
+    decision: str
+    rationale: str
+    outcome: str | None
+    confidence: ConfidenceEnum
+
+
+class SupersededFactOut(TypedDict):
+    original_fact: str
+    superseded_by: str
+    source_memory_id: str
+
+
+Status1beEnum = Literal["ready", "rejected"]
+
+
+class SummaryHitOut(TypedDict):
+    id: str
+    memory_id: str
+    source_memory_ids: list[str]
+    project: str
+    summary: str
+    key_facts: list[str]
+    decisions: list[SummaryDecisionOut]
+    superseded_facts: list[SupersededFactOut]
+    confidence: float
+    temporal_range: list[Any]
+    created_at: str
+    consolidation_run_id: str
+    activation_count: int
+    status: NotRequired[Status1beEnum]
+    error: NotRequired[str]
+    relevance: float
+
+
+class SearchResponse(TypedDict):
+    memories: list[SearchHitOut]
+    total_found: int
+    tokens_used: int
+    summaries: NotRequired[list[SummaryHitOut]]
+
+
+MemoryOutcomeEnum = Literal["success", "failure", "mixed"]
+
+
+MemoryScopeEnum = Literal["project", "team", "org"]
+
+
+class RecordRequest(TypedDict):
+    title: str
+    description: str
+    content: str
+    outcome: MemoryOutcomeEnum
+    tags: NotRequired[list[str]]
+    kind: NotRequired[Literal["procedural", "semantic", "episodic", "working"] | None]
+    project: NotRequired[str | None]
+    scope: NotRequired[MemoryScopeEnum]
+
+
+KindAa5Enum = Literal["working", "episodic", "semantic", "procedural"]
+
+
+StateCa5Enum = Literal["active", "archived", "proposed"]
+
+
+class MemoryOut(TypedDict):
+    """A whole memory (never its embedding)."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    outcome: MemoryOutcomeEnum
+    tags: list[str]
+    kind: KindAa5Enum
+    scope: MemoryScopeEnum
+    project: str | None
+    team: str | None
+    state: StateCa5Enum
+    archived_reason: str
+    consolidated_into: str | None
+    tier: str
+    retention: float
+    importance: float
+    confidence: float
+    alpha: float
+    beta: float
+    usage_count: int
+    last_used_at: str | None
+    origin: str
+    source_session: str | None
+    promoted_from: str
+    promoted_at: str | None
+    promotion_reason: str
+    last_signal_at: str | None
+    created_at: str
+    updated_at: str
+
+
+class RecordResponse(TypedDict):
+    id: str
+    message: str
+    initial_confidence: float
+    memory: MemoryOut
+    duplicate_of: NotRequired[str | None]
+    duplicate_reason: NotRequired[Literal["identical", "near_copy"] | None]
+    similarity: NotRequired[float | None]
+
+
+class FeedbackRequest(TypedDict):
+    helpful: bool
+    comment: NotRequired[str]
+
+
+class FeedbackResponse(TypedDict):
+    success: bool
+    new_confidence: float
+    message: str
+
+
+class OutcomeRequest(TypedDict):
+    succeeded: bool
+    session_id: NotRequired[str]
+
+
+class OutcomeResponse(TypedDict):
+    recorded: bool
+    new_confidence: float
+    message: str
+
+
+PrioritizeEnum = Literal["relevance", "recency", "activation"]
+
+
+class ContextRequest(TypedDict):
+    project: NotRequired[str | None]
+    context: NotRequired[str]
+    task: NotRequired[str]
+    max: NotRequired[int]
+    min_confidence: NotRequired[float]
+    token_budget: NotRequired[int]
+    session_id: NotRequired[str]
+    prioritize: NotRequired[PrioritizeEnum]
+
+
+ContextResponseSourceEnum = Literal["summaries", "procedural_memories", "mixed"]
+
+
+class ContextResponse(TypedDict):
+    context: str
+    context_block: str
+    summaries_injected: int
+    tokens_used: int
+    replaced_existing: bool
+    source: ContextResponseSourceEnum
+    memory_ids: list[str]
+    summary_ids: list[str]
+    min_confidence: float
+    project: str
+
+
+class AskRequest(TypedDict):
+    question: str
+    project: NotRequired[str | None]
+    limit: NotRequired[int]
+    min_confidence: NotRequired[float]
+    mode: NotRequired[ModeEnum]
+    session_id: NotRequired[str]
+
+
+TemporalResolutionSourceEnum = Literal["llm", "resolver"]
+
+
+class TemporalResolution(TypedDict):
+    """A relative date of a memory and the absolute date it means."""
+
+    original_text: str
+    memory_timestamp: str
+    resolved_date: str
+    confidence: float
+    source: TemporalResolutionSourceEnum
+    agrees: bool | None
+    corrected_from: str | None
+    memory_id: str | None
+
+
+class AskMemory(TypedDict):
+    """A memory the LLM was shown, numbered as in its prompt (from 1)."""
+
+    id: str
+    title: str
+    recorded_at: str
+    cited: bool
+
+
+class AskResponse(TypedDict):
+    answer: str
+    confidence: float
+    reasoning: str
+    temporal_resolutions: list[TemporalResolution]
+    source_memory_ids: list[str]
+    requires_inference: bool
+    memories: list[AskMemory]
+    llm_called: bool
+    warnings: list[str]
+
+
+TraceFormatEnum = Literal["plain", "claude-code-jsonl"]
+
+
+class SessionSubmitRequest(TypedDict):
+    session_id: str
+    outcome: NotRequired[Literal["success", "failure", "unknown"] | None]
+    trace: str
+    project: NotRequired[str | None]
+    trace_format: NotRequired[TraceFormatEnum]
+    partial: NotRequired[bool]
+
+
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm"]
+
+
+class SessionMemory(TypedDict):
+    id: str
+    title: str
+
+
+class SessionSubmitResponse(TypedDict):
+    """The submitted session: its distillation status (poll it by `session_id`)."""
+
+    id: str
+    session_id: str
+    project: str
+    outcome: str
+    status: SessionStatusEnum
+    created: bool
+    replaced: bool
+    attempts: int
+    error: str
+    redactions: int
+    memories: list[SessionMemory]
+    message: str
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+
+
+class SessionDetail(TypedDict):
+    """A submitted agent session with its (redacted) trace."""
+
+    id: str
+    session_id: str
+    project: str
+    outcome: str
+    status: SessionStatusEnum
+    attempts: int
+    error: str
+    warnings: list[str]
+    redactions: int
+    memories: list[SessionMemory]
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+    trace: str
+    raw_reply: str
+
+
+StatusA9aEnum = Literal["committed", "kept", "reverted"]
+
+
+class CodeReportRequest(TypedDict):
+    session_id: NotRequired[str]
+    commit: NotRequired[str]
+    status: StatusA9aEnum
+
+
+class CodeReportResponse(TypedDict):
+    session_id: str
+    commit: str
+    status: StatusA9aEnum
+    memory_ids: list[str]
+    signals_written: int
+    already_reported: bool
+    message: str
+
+
+class ConsolidateRestRequest(TypedDict):
+    project_id: NotRequired[str | None]
+    similarity_threshold: NotRequired[float | None]
+    dry_run: NotRequired[bool]
+    max_clusters: NotRequired[int]
+    force: NotRequired[bool]
+    project: NotRequired[str | None]
+    wait: NotRequired[bool]
+
+
+class ConsolidateResponse(TypedDict):
+    """The run (as `GET /api/v1/consolidation/runs/{id}` shows it) with the consolidation statistics at
+    the top level. For a dry run the lists are what a real run would create and archive, and `preview` holds
+    its proposals; nothing changed."""
+
+    created_memories: list[str]
+    archived_memories: list[str]
+    skipped_count: int
+    total_processed: int
+    duration_seconds: float
+    run_id: str
+    id: str
+    project: str | None
+    trigger: str
+    status: str
+    dry_run: bool
+    options: dict[str, Any]
+    phase: str
+    progress: float
+    counters: dict[str, Any]
+    phase_durations: dict[str, Any]
+    warnings: list[Any]
+    errors: list[Any]
+    preview: dict[str, Any]
+    result: dict[str, Any]
+    llm_calls: int
+    llm_input_tokens: int
+    llm_output_tokens: int
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
+FormatEnum = Literal["reasoningbank", "claude-md", "mem0"]
+
+
+class ImportRequestRequest(TypedDict):
+    format: NotRequired[FormatEnum]
+    text: str
+    project: NotRequired[str]
+    dry_run: NotRequired[bool]
+    source_name: NotRequired[str]
+
+
+class ImportSkipped(TypedDict):
+    where: str
+    reason: str
+    message: str
+
+
+class ImportResult(TypedDict):
+    format: str
+    dry_run: bool
+    project: str | None
+    created: dict[str, int]
+    projects_created: list[str]
+    teams_created: list[str]
+    skipped: list[ImportSkipped]
+    warnings: list[str]
+    memory_ids: dict[str, str]
+
+
+class Error(TypedDict):
+    """Documentation only: the body of every 4xx answer."""
+
+    detail: str
+    code: str
+    errors: dict[str, list[str]]

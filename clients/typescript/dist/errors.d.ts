@@ -1,0 +1,46 @@
+import type { components } from "./schema.js";
+export type ErrorBody = components["schemas"]["Error"];
+export declare class ReasoningBankError extends Error {
+    readonly status: number;
+    readonly code: string;
+    readonly detail: string;
+    readonly errors: Record<string, string[]>;
+    readonly retryAfter: number | null;
+    constructor(detail: string, status: number, code: string, errors?: Record<string, string[]>, retryAfter?: number | null);
+}
+/** 400 or 422: a field is missing, unknown or invalid (`errors` names it), or the write gate refused a memory. */
+export declare class ValidationError extends ReasoningBankError {
+}
+/** 401: no token, or one that is unknown, expired or revoked. */
+export declare class AuthenticationError extends ReasoningBankError {
+}
+/** 403: missing scope, plan (`plan_required`) or a used-up limit (`limit_exceeded`). */
+export declare class PermissionDenied extends ReasoningBankError {
+}
+/** 404: nothing in reach of the token (another organization's object is a 404 too). */
+export declare class NotFound extends ReasoningBankError {
+}
+/** 409: the object's state forbids the request; `detail` says what to do. */
+export declare class Conflict extends ReasoningBankError {
+}
+/** 413: the body is larger than the service accepts. */
+export declare class PayloadTooLarge extends ReasoningBankError {
+}
+/** 415: a content type the operation does not take. */
+export declare class UnsupportedMediaType extends ReasoningBankError {
+}
+/** 429: too many requests or failed tokens; wait `retryAfter` seconds. */
+export declare class RateLimited extends ReasoningBankError {
+}
+/** 5xx: the service failed or a part it needs is down. */
+export declare class ServerError extends ReasoningBankError {
+}
+/** 503: the database or the LLM is unavailable or not configured. */
+export declare class ServiceUnavailable extends ServerError {
+}
+/** The service did not answer (refused, timed out); `status` is 0. */
+export declare class ConnectionFailed extends ReasoningBankError {
+}
+export declare function errorClassFor(status: number): typeof ReasoningBankError;
+/** The typed error for an error answer; a body not in the API's shape keeps its text as `detail`. */
+export declare function errorFrom(response: Response): Promise<ReasoningBankError>;

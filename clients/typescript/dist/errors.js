@@ -1,0 +1,83 @@
+export class ReasoningBankError extends Error {
+    status;
+    code;
+    detail;
+    errors;
+    retryAfter;
+    constructor(detail, status, code, errors = {}, retryAfter = null) {
+        super(status ? `${status} ${code}: ${detail}` : `${code}: ${detail}`);
+        this.name = new.target.name;
+        this.status = status;
+        this.code = code;
+        this.detail = detail;
+        this.errors = errors;
+        this.retryAfter = retryAfter;
+    }
+}
+/** 400 or 422: a field is missing, unknown or invalid (`errors` names it), or the write gate refused a memory. */
+export class ValidationError extends ReasoningBankError {
+}
+/** 401: no token, or one that is unknown, expired or revoked. */
+export class AuthenticationError extends ReasoningBankError {
+}
+/** 403: missing scope, plan (`plan_required`) or a used-up limit (`limit_exceeded`). */
+export class PermissionDenied extends ReasoningBankError {
+}
+/** 404: nothing in reach of the token (another organization's object is a 404 too). */
+export class NotFound extends ReasoningBankError {
+}
+/** 409: the object's state forbids the request; `detail` says what to do. */
+export class Conflict extends ReasoningBankError {
+}
+/** 413: the body is larger than the service accepts. */
+export class PayloadTooLarge extends ReasoningBankError {
+}
+/** 415: a content type the operation does not take. */
+export class UnsupportedMediaType extends ReasoningBankError {
+}
+/** 429: too many requests or failed tokens; wait `retryAfter` seconds. */
+export class RateLimited extends ReasoningBankError {
+}
+/** 5xx: the service failed or a part it needs is down. */
+export class ServerError extends ReasoningBankError {
+}
+/** 503: the database or the LLM is unavailable or not configured. */
+export class ServiceUnavailable extends ServerError {
+}
+/** The service did not answer (refused, timed out); `status` is 0. */
+export class ConnectionFailed extends ReasoningBankError {
+}
+const BY_STATUS = {
+    400: ValidationError,
+    401: AuthenticationError,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    415: UnsupportedMediaType,
+    422: ValidationError,
+    429: RateLimited,
+    503: ServiceUnavailable,
+};
+export function errorClassFor(status) {
+    return BY_STATUS[status] ?? (status >= 500 ? ServerError : ReasoningBankError);
+}
+/** The typed error for an error answer; a body not in the API's shape keeps its text as `detail`. */
+export async function errorFrom(response) {
+    const text = await response.text();
+    let body = null;
+    try {
+        body = JSON.parse(text);
+    }
+    catch {
+        body = null;
+    }
+    const header = response.headers.get("Retry-After");
+    const retryAfter = header !== null && !Number.isNaN(Number(header)) ? Number(header) : null;
+    const Class = errorClassFor(response.status);
+    if (body !== null && typeof body === "object" && typeof body.detail === "string") {
+        const { detail, code, errors } = body;
+        return new Class(detail, response.status, code || `http_${response.status}`, errors ?? {}, retryAfter);
+    }
+    return new Class(text.slice(0, 500) || response.statusText, response.status, `http_${response.status}`, {}, retryAfter);
+}

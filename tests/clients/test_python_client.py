@@ -1,0 +1,214 @@
+"""The Python client (clients/python, docs/sdks.md) against respx-mocked HTTP: what each method sends,
+how the answers come back, and every error status as its typed exception carrying the API's fields."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+import respx
+from reasoningbank_client import (
+    AsyncReasoningBank,
+    AuthenticationError,
+    Conflict,
+    ConnectionFailed,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    RateLimited,
+    ReasoningBank,
+    ReasoningBankError,
+    ServerError,
+    ServiceUnavailable,
+    UnsupportedMediaType,
+    ValidationError,
+)
+
+pytestmark = pytest.mark.anyio
+URL = "https://memory.example.com"
+TOKEN = "rb_test_token"
+
+
+def error_body(code: str, detail: str = "went wrong", errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    return {"detail": detail, "code": code, "errors": errors or {}}
+
+
+@pytest.fixture
+def bank():
+    with ReasoningBank(URL, TOKEN) as client:
+        yield client
+
+
+def test_search_posts_its_keyword_arguments_as_the_json_body_with_the_bearer_token(bank):
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/api/v1/memories/search").respond(
+            200, json={"memories": [], "total_found": 0, "tokens_used": 0}
+        )
+        answer = bank.search(query="flaky test", limit=3, mode="deep")
+    request = route.calls.last.request
+    assert json.loads(request.content) == {"query": "flaky test", "limit": 3, "mode": "deep"}
+    assert request.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert request.headers["User-Agent"].startswith("reasoningbank-client-python/")
+    assert answer["total_found"] == 0
+
+
+def test_a_token_function_is_asked_on_every_request_so_a_refreshed_oauth_token_is_used():
+    tokens = iter(["oauth_first", "oauth_second"])
+    with ReasoningBank(URL, lambda: next(tokens)) as client, respx.mock(base_url=URL) as mock:
+        route = mock.get(url__regex=r"/api/v1/memories/.+").respond(200, json={"id": "mem_1"})
+        client.get("mem_1")
+        client.get("mem_1")
+    assert [call.request.headers["Authorization"] for call in route.calls] == [
+        "Bearer oauth_first",
+        "Bearer oauth_second",
+    ]
+
+
+def test_the_url_and_token_come_from_the_environment_when_not_given(monkeypatch):
+    monkeypatch.setenv("REASONINGBANK_URL", URL + "/")
+    monkeypatch.setenv("REASONINGBANK_TOKEN", TOKEN)
+    with ReasoningBank() as client:
+        assert client.base_url == URL
+
+
+def test_a_missing_token_is_refused_before_any_request(monkeypatch):
+    monkeypatch.delenv("REASONINGBANK_TOKEN", raising=False)
+    with pytest.raises(ValueError, match="no token"):
+        ReasoningBank(URL)
+
+
+def test_a_memory_id_is_quoted_into_its_path_segment(bank):
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/api/v1/memories/a%2F..%2Fb/feedback").respond(
+            200, json={"success": True, "new_confidence": 0.6, "message": "ok"}
+        )
+        bank.feedback("a/../b", helpful=True)
+    assert json.loads(route.calls.last.request.content) == {"helpful": True}
+
+
+STATUSES = [
+    (400, "invalid", ValidationError),
+    (401, "not_authenticated", AuthenticationError),
+    (403, "plan_required", PermissionDenied),
+    (404, "not_found", NotFound),
+    (409, "conflict", Conflict),
+    (413, "too_large", PayloadTooLarge),
+    (415, "unsupported_media_type", UnsupportedMediaType),
+    (422, "rejected_no_reusable_value", ValidationError),
+    (429, "throttled", RateLimited),
+    (502, "llm_error", ServerError),
+    (503, "database_unavailable", ServiceUnavailable),
+]
+
+
+@pytest.mark.parametrize(("status", "code", "error_class"), STATUSES)
+def test_each_error_status_raises_its_typed_exception_with_the_apis_code_detail_and_errors(
+    bank, status, code, error_class
+):
+    body = error_body(code, "Say what to do.", {"title": ["This field is required."]})
+    with respx.mock(base_url=URL) as mock:
+        mock.post("/api/v1/memories").respond(status, json=body)
+        with pytest.raises(error_class) as caught:
+            bank.record(title="t", description="d", content="c", outcome="success")
+    error = caught.value
+    assert (error.status, error.code, error.detail, error.errors) == (status, code, "Say what to do.", body["errors"])
+    assert isinstance(error, ReasoningBankError)
+
+
+def test_a_rate_limited_answer_carries_its_retry_after_in_seconds(bank):
+    with respx.mock(base_url=URL) as mock:
+        mock.post("/api/v1/memories/search").respond(429, json=error_body("throttled"), headers={"Retry-After": "17"})
+        with pytest.raises(RateLimited) as caught:
+            bank.search(query="x")
+    assert caught.value.retry_after == pytest.approx(17.0)
+
+
+def test_an_error_page_not_in_the_apis_shape_keeps_its_text_and_status(bank):
+    with respx.mock(base_url=URL) as mock:
+        mock.get(url__regex=r"/api/v1/memories/.+").respond(502, text="<html>Bad gateway</html>")
+        with pytest.raises(ServerError) as caught:
+            bank.get("mem_1")
+    assert (caught.value.status, caught.value.code) == (502, "http_502")
+    assert "Bad gateway" in caught.value.detail
+
+
+def test_a_service_that_does_not_answer_is_a_connection_failed_error(bank):
+    with respx.mock(base_url=URL) as mock:
+        mock.post("/api/v1/memories/context").mock(side_effect=httpx.ConnectError("refused"))
+        with pytest.raises(ConnectionFailed) as caught:
+            bank.context(project="web-app")
+    assert (caught.value.status, caught.value.code) == (0, "connection_failed")
+
+
+EXPORT_LINES = [
+    {"type": "header", "format": "reasoningbank", "version": 1},
+    {"type": "memory", "id": "mem_1", "title": "Pin the toolchain"},
+]
+
+
+def test_export_yields_each_streamed_line_as_a_record_and_passes_its_options(bank):
+    text = "".join(json.dumps(line) + "\n" for line in EXPORT_LINES) + "\n"
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/export").respond(200, text=text, headers={"Content-Type": "application/x-ndjson"})
+        records = list(bank.export(project="web-app", embeddings=True))
+    assert records == EXPORT_LINES
+    assert dict(route.calls.last.request.url.params) == {"project": "web-app", "embeddings": "true"}
+
+
+def test_an_export_refused_raises_its_typed_error_before_any_record(bank):
+    with respx.mock(base_url=URL) as mock:
+        mock.get("/api/v1/export").respond(403, json=error_body("permission_denied", "Needs admin."))
+        with pytest.raises(PermissionDenied, match="Needs admin"):
+            next(bank.export())
+
+
+def test_import_ndjson_sends_the_file_as_it_is_with_its_options_as_query_parameters(bank):
+    text = "".join(json.dumps(line) + "\n" for line in EXPORT_LINES)
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/api/v1/import").respond(200, json={"created": {"memories": 1}})
+        bank.import_ndjson(text, project="web-app", dry_run=True)
+    request = route.calls.last.request
+    assert request.headers["Content-Type"] == "application/x-ndjson"
+    assert request.content.decode() == text
+    assert dict(request.url.params) == {"project": "web-app", "dry_run": "true"}
+
+
+def test_import_bank_sends_a_json_body(bank):
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/api/v1/import").respond(200, json={"created": {}})
+        bank.import_bank(text="# CLAUDE.md\n- Use uv.", format="claude-md")
+    assert route.calls.last.request.headers["Content-Type"] == "application/json"
+    assert json.loads(route.calls.last.request.content) == {"text": "# CLAUDE.md\n- Use uv.", "format": "claude-md"}
+
+
+async def test_the_async_client_sends_the_same_requests_and_raises_the_same_errors():
+    async with AsyncReasoningBank(URL, TOKEN) as client:
+        with respx.mock(base_url=URL) as mock:
+            route = mock.post("/api/v1/sessions").respond(201, json={"id": "ses_1", "status": "queued"})
+            mock.post(url__regex=r"/api/v1/memories/.+/outcome").respond(
+                404, json=error_body("not_found", "No such memory.")
+            )
+            submitted = await client.session_submit(session_id="s-1", outcome="success", trace="did things")
+            with pytest.raises(NotFound) as caught:
+                await client.outcome("mem_other", succeeded=True)
+    assert submitted["status"] == "queued"
+    assert json.loads(route.calls.last.request.content) == {
+        "session_id": "s-1",
+        "outcome": "success",
+        "trace": "did things",
+    }
+    assert (caught.value.status, caught.value.code, caught.value.detail) == (404, "not_found", "No such memory.")
+
+
+async def test_the_async_export_streams_records_and_import_ndjson_streams_chunks():
+    text = "".join(json.dumps(line) + "\n" for line in EXPORT_LINES)
+    async with AsyncReasoningBank(URL, TOKEN) as client:
+        with respx.mock(base_url=URL) as mock:
+            mock.get("/api/v1/export").respond(200, text=text)
+            route = mock.post("/api/v1/import").respond(200, json={"created": {}})
+            records = [record async for record in client.export()]
+            await client.import_ndjson(iter([line.encode() + b"\n" for line in text.splitlines()]))
+    assert records == EXPORT_LINES
+    assert route.calls.last.request.content.decode() == text

@@ -1,0 +1,177 @@
+"""The client SDKs (docs/sdks.md) against the live service started by scripts/run.sh: every agent
+operation, the export and both import forms with the sync and the async Python client, the typed
+errors (a wrong token; another organization's memory is a 404), and the TypeScript client under Node
+(record → search → get)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import pytest
+from reasoningbank_client import AsyncReasoningBank, AuthenticationError, NotFound, ReasoningBank
+
+from tests.clients.drift import TS_CLIENT, node_missing
+from tests.e2e.conftest import Setup, manage_ok
+from tests.e2e.harness import Service, token_from, unique
+
+pytestmark = pytest.mark.anyio
+SCOPES = "memories:read,memories:write,consolidation:run,admin"
+
+
+@pytest.fixture(scope="module")
+def admin_token(service: Service, acme: Setup) -> str:
+    """An org-wide token of acme with every scope (the export and import need ``admin``)."""
+    return token_from(manage_ok(service, "create_token", "acme", "--label", "sdk", "--scopes", SCOPES))
+
+
+@pytest.fixture(scope="module")
+def other_orgs_memory(service: Service) -> str:
+    """A memory of another organization, recorded with that organization's own token."""
+    manage_ok(service, "create_org", "sdk-other", "--plan", "free", "--owner-email", "other@example.com")
+    manage_ok(service, "create_project", "sdk-other", "their-app")
+    token = token_from(manage_ok(service, "create_token", "sdk-other", "--label", "theirs"))
+    with ReasoningBank(service.url, token) as theirs:
+        return theirs.record(
+            title=f"Their private deploy checklist {unique()}",
+            description="Before a release of their app",
+            content="Run the migrations on a copy of production first, then tag the release.",
+            outcome="success",
+        )["id"]
+
+
+class Awaited:
+    """The sync client's methods as coroutines, so one scenario drives both clients."""
+
+    def __init__(self, bank: ReasoningBank) -> None:
+        self.bank = bank
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.bank, name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return method(*args, **kwargs)
+
+        return call
+
+
+async def records_of(stream: Iterator[dict[str, Any]] | AsyncIterator[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(stream, Iterator):
+        return list(stream)
+    return [record async for record in stream]
+
+
+async def every_operation(bank: Any, export: Any, other_id: str) -> None:
+    marker = unique("SDK")
+    recorded = await bank.record(
+        title=f"Pin the toolchain version {marker}",
+        description="When CI and laptops build differently",
+        content="Pin the toolchain in the repository so every machine builds alike.",
+        outcome="success",
+        tags=["ci"],
+        project="web-app",
+    )
+    memory_id = recorded["id"]
+    assert (await bank.get(memory_id))["title"].endswith(marker)
+    found = await bank.search(query=f"pin the toolchain {marker}", project="web-app", session_id=marker)
+    assert memory_id in [hit["id"] for hit in found["memories"]]
+    assert (await bank.feedback(memory_id, helpful=True, comment="saved a build"))["success"] is True
+    assert (await bank.outcome(memory_id, succeeded=True, session_id=marker))["recorded"] is True
+    assert (await bank.context(project="web-app", task="fix the CI build"))["project"] == "web-app"
+    asked = await bank.ask(question=f"How do we keep builds alike ({marker})?", project="web-app")
+    assert asked["answer"] and asked["llm_called"] is True
+    trace = f"user: CI differs from my laptop ({marker})\nassistant: pinned the toolchain; the build is green."
+    submitted = await bank.session_submit(session_id=marker, outcome="success", trace=trace, project="web-app")
+    assert submitted["session_id"] == marker
+    assert (await bank.session_get(marker))["session_id"] == marker
+    report = await bank.session_code_report(
+        session_id=marker, commit=hashlib.sha1(marker.encode()).hexdigest(), status="committed"
+    )
+    assert report["status"] == "committed"
+    run = await bank.consolidate(project="web-app", dry_run=True, wait=True)
+    assert (run["dry_run"], run["status"]) == (True, "completed"), run
+
+    records = await records_of(export(project="web-app"))
+    assert records[0]["type"] == "header" and any(record.get("id") == memory_id for record in records)
+    text = "".join(json.dumps(record) + "\n" for record in records)
+    assert (await bank.import_ndjson(text, project="web-app", dry_run=True))["dry_run"] is True
+    claude_md = f"# Project notes\n\n- Pin the toolchain in the repository so every machine builds alike ({marker}).\n"
+    imported = await bank.import_bank(text=claude_md, format="claude-md", project="web-app", dry_run=True)
+    assert imported["format"] == "claude-md"
+
+    with pytest.raises(NotFound) as caught:
+        await bank.get(other_id)
+    assert (caught.value.status, caught.value.code) == (404, "not_found")
+    with pytest.raises(NotFound):
+        await bank.feedback(other_id, helpful=False)
+
+
+@pytest.mark.cross_tenant("api-memory")
+def test_the_sync_python_client_runs_every_operation_against_the_live_service(service, admin_token, other_orgs_memory):
+    with ReasoningBank(service.url, admin_token) as bank:
+        anyio.run(every_operation, Awaited(bank), bank.export, other_orgs_memory)
+
+
+@pytest.mark.cross_tenant("api-memory")
+async def test_the_async_python_client_runs_every_operation_against_the_live_service(
+    service, admin_token, other_orgs_memory
+):
+    async with AsyncReasoningBank(service.url, admin_token) as bank:
+        await every_operation(bank, bank.export, other_orgs_memory)
+
+
+async def test_a_wrong_token_is_an_authentication_error_for_both_clients(service):
+    with ReasoningBank(service.url, "rb_not_a_real_token") as bank, pytest.raises(AuthenticationError) as sync_error:
+        bank.search(query="anything")
+    async with AsyncReasoningBank(service.url, "rb_not_a_real_token") as bank:
+        with pytest.raises(AuthenticationError) as async_error:
+            await bank.search(query="anything")
+    for error in (sync_error.value, async_error.value):
+        assert error.status == 401 and error.code and error.detail
+
+
+SMOKE = """
+import { ReasoningBank, NotFound } from "reasoningbank-client";
+const bank = new ReasoningBank({ baseUrl: process.env.RB_URL, token: process.env.RB_TOKEN });
+const marker = process.env.RB_MARKER;
+const recorded = await bank.record({
+  title: `Cache the dependency download ${marker}`, description: "When CI spends minutes on installs",
+  content: "Cache the package manager's download folder keyed on the lock file.", outcome: "success",
+  project: "web-app",
+});
+const hits = await bank.search({ query: `cache the dependency download ${marker}`, project: "web-app" });
+const got = await bank.get(recorded.id);
+let missing = "";
+try { await bank.get(process.env.RB_OTHER); } catch (error) { if (error instanceof NotFound) missing = error.code; }
+console.log(JSON.stringify({ id: recorded.id, found: hits.memories.map((hit) => hit.id), title: got.title, missing }));
+"""
+
+
+@pytest.mark.cross_tenant("api-memory")
+def test_the_typescript_client_records_searches_and_gets_under_node(service, admin_token, other_orgs_memory, tmp_path):
+    if node_missing():
+        pytest.skip("node is not installed: the TypeScript client's smoke run needs it (docs/sdks.md)")
+    # the committed build, installed the way `npm install ./clients/typescript` installs it: a link
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "reasoningbank-client").symlink_to(TS_CLIENT)
+    (tmp_path / "smoke.mjs").write_text(SMOKE)
+    marker = unique("SDK-TS")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "RB_URL": service.url,
+        "RB_TOKEN": admin_token,
+        "RB_MARKER": marker,
+        "RB_OTHER": other_orgs_memory,
+    }
+    node = shutil.which("node")
+    assert node is not None
+    result = subprocess.run([node, "smoke.mjs"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    answer = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answer["id"] in answer["found"] and answer["title"].endswith(marker)
+    assert answer["missing"] == "not_found"
