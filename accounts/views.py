@@ -350,18 +350,31 @@ def _parse_expiry(value: str) -> datetime | None:
     return timezone.make_aware(datetime.combine(day + timedelta(days=1), time.min))
 
 
+# the Claude Code plugin's install (docs/claude-code.md#install): its marketplace is a clone of this repository
+PLUGIN_COMMANDS = "/plugin marketplace add /path/to/reasoningbank\n/plugin install reasoningbank@reasoningbank"
+
+
 def mcp_snippets(raw: str) -> dict[str, str]:
-    """Ready-to-paste client configuration for a new token."""
-    url = settings.SITE_URL.rstrip("/") + "/mcp"
-    config = {
-        "mcpServers": {
-            "reasoningbank": {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {raw}"}}
-        }
-    }
+    """Ready-to-paste client configuration for a new token: the Claude Code plugin first (it captures
+    and recalls on its own, docs/claude-code.md), then each other client's MCP entry
+    (docs/connecting-agents.md#other-agents)."""
+    site = settings.SITE_URL.rstrip("/")
+    url = site + "/mcp"
+    header = {"Authorization": f"Bearer {raw}"}
+    config = {"mcpServers": {"reasoningbank": {"type": "http", "url": url, "headers": header}}}
     return {
         "mcp_url": url,
+        "plugin_env": f"export REASONINGBANK_URL={site}\nexport REASONINGBANK_TOKEN={raw}",
+        "plugin_commands": PLUGIN_COMMANDS,
         "claude_command": f'claude mcp add --transport http reasoningbank {url} --header "Authorization: Bearer {raw}"',
         "mcp_json": json.dumps(config, indent=2),
+        # Codex reads the token from the environment by name: the file never holds it
+        "codex_toml": (
+            f"export REASONINGBANK_TOKEN={raw}\n\n# ~/.codex/config.toml\n[mcp_servers.reasoningbank]\n"
+            f'url = "{url}"\nbearer_token_env_var = "REASONINGBANK_TOKEN"'
+        ),
+        "cursor_json": json.dumps({"mcpServers": {"reasoningbank": {"url": url, "headers": header}}}, indent=2),
+        "gemini_json": json.dumps({"mcpServers": {"reasoningbank": {"httpUrl": url, "headers": header}}}, indent=2),
     }
 
 

@@ -35,12 +35,14 @@ class SessionSubmitInput(Contract):
     ]
     project: Project = None
     trace_format: Annotated[
-        Literal["plain", "claude-code-jsonl"],
+        Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"],
         Field(
             description=(
                 "What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the "
                 "service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; "
-                "send its tail when it is longer than the size limit)"
+                "send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI "
+                "rollout file), `gemini-cli-json` (a Gemini CLI chat recording, one JSON object) or "
+                "`cursor-jsonl` (a Cursor agent transcript)"
             )
         ),
     ] = "plain"

@@ -27,14 +27,19 @@ from typing import Any
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 PLAIN, CLAUDE_CODE_JSONL = "plain", "claude-code-jsonl"
-TRACE_FORMATS = (PLAIN, CLAUDE_CODE_JSONL)
+# the other clients' formats, converted in memories/sessions/transcripts_agents.py
+CODEX_ROLLOUT_JSONL, GEMINI_CLI_JSON, CURSOR_JSONL = "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"
+TRACE_FORMATS = (PLAIN, CLAUDE_CODE_JSONL, CODEX_ROLLOUT_JSONL, GEMINI_CLI_JSON, CURSOR_JSONL)
 
 TEXT_MAX = 4000  # a user prompt or an assistant message longer than this keeps its head and tail
 OUTPUT_MAX = 1500  # a tool's output: the head says what ran, the tail how it ended
 INPUT_VALUE_MAX = 400  # one value of a tool's input (a whole file given to Write, say)
 
 # the tools that change files: tests run before the last edit say nothing about the code as it ended
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# (Claude Code's and Cursor's, Codex's apply_patch, Gemini CLI's write_file and replace)
+EDIT_TOOLS = frozenset(
+    {"Edit", "MultiEdit", "Write", "NotebookEdit", "StrReplace", "Delete", "apply_patch", "write_file", "replace"}
+)
 # a shell command that runs a test suite
 TEST_COMMAND = re.compile(
     r"\b(pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|rspec|phpunit|ctest|"
@@ -79,7 +84,7 @@ class Converted:
 
 
 @dataclass
-class _ToolCall:
+class ToolCall:
     name: str
     command: str  # a Bash call's command, else ""
     index: int  # position among the session's events
@@ -89,10 +94,10 @@ class _ToolCall:
 
 
 @dataclass
-class _Reading:
+class Reading:
     lines: list[str] = field(default_factory=list)
     prompts: list[tuple[int, str]] = field(default_factory=list)  # (event index, text)
-    calls: dict[str, _ToolCall] = field(default_factory=dict)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
     events: int = 0
     last_tool_call: int = -1
     sidechain: int = 0
@@ -104,6 +109,10 @@ def trace_convert(text: str, trace_format: str) -> Converted:
         return Converted(trace=text, outcome="unknown", outcome_reason="a plain trace is not read for an outcome")
     if trace_format == CLAUDE_CODE_JSONL:
         return claude_code_convert(text)
+    if trace_format in TRACE_FORMATS:
+        from memories.sessions import transcripts_agents  # imports this module: loaded on first use
+
+        return transcripts_agents.CONVERTERS[trace_format](text)
     raise ValueError(f"unknown trace format {trace_format!r}; expected one of {', '.join(TRACE_FORMATS)}")
 
 
@@ -111,8 +120,8 @@ def claude_code_convert(text: str) -> Converted:
     """A Claude Code session file (JSON Lines) as a compact trace: the user's prompts, the assistant's
     text, each tool call with its input and how it came out, long texts cut in the middle, a
     subagent's lines marked ``[sidechain]``."""
-    reading = _Reading()
-    for record in _records(text):
+    reading = Reading()
+    for record in json_lines(text):
         kind = record.get("type")
         message = record.get("message")
         if kind not in ("user", "assistant") or not isinstance(message, dict) or record.get("isMeta"):
@@ -126,6 +135,11 @@ def claude_code_convert(text: str) -> Converted:
         for block in blocks:
             if isinstance(block, dict):
                 _block_read(reading, kind, block, mark, compact=bool(record.get("isCompactSummary")))
+    return reading_converted(reading)
+
+
+def reading_converted(reading: Reading) -> Converted:
+    """What a converter read, as the trace and the outcome it shows."""
     outcome, reason = outcome_infer(reading)
     return Converted(
         trace="\n".join(reading.lines),
@@ -137,7 +151,7 @@ def claude_code_convert(text: str) -> Converted:
     )
 
 
-def _records(text: str) -> Iterator[dict[str, Any]]:
+def json_lines(text: str) -> Iterator[dict[str, Any]]:
     for line in text.splitlines():
         line = line.strip()
         if not line.startswith("{"):
@@ -150,7 +164,7 @@ def _records(text: str) -> Iterator[dict[str, Any]]:
             yield record
 
 
-def _block_read(reading: _Reading, kind: str, block: dict[str, Any], mark: str, *, compact: bool) -> None:
+def _block_read(reading: Reading, kind: str, block: dict[str, Any], mark: str, *, compact: bool) -> None:
     block_type = block.get("type")
     index = reading.events
     reading.events += 1
@@ -171,12 +185,12 @@ def _block_read(reading: _Reading, kind: str, block: dict[str, Any], mark: str, 
         given = block.get("input")
         tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
         command = str(tool_input.get("command") or "") if name == "Bash" else ""
-        reading.calls[str(block.get("id") or f"call-{index}")] = _ToolCall(name, command, index)
-        reading.lines.append(f"{mark}[tool {name}] {_input_text(tool_input)}")
+        reading.calls[str(block.get("id") or f"call-{index}")] = ToolCall(name, command, index)
+        reading.lines.append(f"{mark}[tool {name}] {input_text(tool_input)}")
         reading.last_tool_call = index
     elif block_type == "tool_result" and kind == "user":
         call = reading.calls.get(str(block.get("tool_use_id") or ""))
-        output = _result_text(block.get("content"))
+        output = result_text(block.get("content"))
         failed = bool(block.get("is_error"))
         if call is not None:
             call.output, call.is_error, call.answered = output, failed, True
@@ -190,13 +204,13 @@ def _is_command_markup(text: str) -> bool:
     return text.startswith(("<local-command-caveat>", "<command-name>", "<local-command-stdout>", "<command-message>"))
 
 
-def _input_text(tool_input: dict[str, Any]) -> str:
+def input_text(tool_input: dict[str, Any]) -> str:
     """A tool's input as compact JSON, each long value cut (a whole file given to Write)."""
     shown = {key: cut(value, INPUT_VALUE_MAX) if isinstance(value, str) else value for key, value in tool_input.items()}
     return cut(json.dumps(shown, ensure_ascii=False, default=str), INPUT_VALUE_MAX * 3)
 
 
-def _result_text(content: Any) -> str:
+def result_text(content: Any) -> str:
     if isinstance(content, str):
         return content.strip()
     if isinstance(content, list):
@@ -214,7 +228,7 @@ def cut(text: str, limit: int) -> str:
     return f"{text[:head]} … [{len(text) - head - tail:,} characters cut] … {text[-tail:]}"
 
 
-def outcome_infer(reading: _Reading) -> tuple[str, str]:
+def outcome_infer(reading: Reading) -> tuple[str, str]:
     """How the session ended, and why we think so. An explicit verdict in the user's last prompt
     (short, and with no tool call after it: a "thanks, now add …" that started more work is no
     verdict) decides; without one, the last test run decides if no file

@@ -238,6 +238,30 @@ def test_creating_a_token_shows_it_once_with_both_snippets_and_revoking_it(clien
     assert AuditEvent.objects.filter(organization=cast.org_a, verb="token.revoke").exists()
 
 
+def test_connecting_an_agent_offers_the_claude_code_plugin_first_then_the_other_clients(client, cast):
+    login(client, cast.alice)
+    body = text(client.post("/settings/tokens/", {"label": "laptop", "scopes": ["memories:read", "memories:write"]}))
+    raw = re.search(r"rb_[A-Za-z0-9_\-]{40,}", body).group(0)
+    site = settings.SITE_URL.rstrip("/")
+    snippets = re.findall(r'<pre class="snippet" id="snippet-([a-z-]+)">(.*?)</pre>', body, re.S)
+    order = [name for name, _ in snippets]
+    assert order[:2] == ["plugin-env", "plugin"]  # the plugin first: its environment, then its commands
+    assert order[2:] == ["claude", "codex", "cursor", "gemini", "json"]
+    found = {name: html.unescape(content) for name, content in snippets}
+    assert found["plugin-env"] == f"export REASONINGBANK_URL={site}\nexport REASONINGBANK_TOKEN={raw}"
+    assert found["plugin"].splitlines() == [
+        "/plugin marketplace add /path/to/reasoningbank",
+        "/plugin install reasoningbank@reasoningbank",
+    ]
+    assert f'url = "{site}/mcp"' in found["codex"] and 'bearer_token_env_var = "REASONINGBANK_TOKEN"' in found["codex"]
+    cursor, gemini = json.loads(found["cursor"]), json.loads(found["gemini"])
+    assert cursor["mcpServers"]["reasoningbank"] == {
+        "url": f"{site}/mcp",
+        "headers": {"Authorization": f"Bearer {raw}"},
+    }
+    assert gemini["mcpServers"]["reasoningbank"]["httpUrl"] == f"{site}/mcp"
+
+
 def test_token_list_never_contains_a_digest(client, cast):
     tokens = [token_create(organization=cast.org_a, label=f"t{i}")[0] for i in range(3)]
     for user in (cast.alice, cast.bob):

@@ -249,3 +249,24 @@ def test_a_new_users_empty_pages_fit_the_window_too(live_server, browser, width)
         assert not problems, "\n".join(problems)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_new_tokens_connect_snippets_fit_the_window_with_every_client_open(samples, live_server, browser, width):
+    """The panel a new token shows (a POST's answer, so the walk above never sees it): the Claude Code
+    plugin's snippets and every other client's, opened."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        _sign_in(page, live_server.url)
+        page.goto(f"{live_server.url}/settings/tokens/")
+        page.fill("#token-label", "phone check")
+        page.get_by_role("button", name="Create token").click()
+        page.wait_for_selector("#snippet-plugin")
+        page.evaluate("() => document.querySelectorAll('#new-token details').forEach((d) => { d.open = true; })")
+        assert page.locator("#snippet-gemini").is_visible()
+        page.screenshot(path=str(SHOTS / f"{width}-settings_tokens_created.png"), full_page=True)
+        assert not _overflow(page, f"a new token's panel at {width}px")
+    finally:
+        context.close()

@@ -32,6 +32,7 @@ _ORDER = [
     "test_org_wide_token.py",
     "test_session_start_hook.py",
     "test_claude_code_plugin.py",
+    "test_agent_hooks.py",
     "test_code_report_hook.py",
     "test_schedule.py",
     "test_dashboard_signup.py",

@@ -26,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 STARTED = time.monotonic()
@@ -203,10 +204,15 @@ def capture(event: dict[str, Any]) -> None:
     )
 
 
-def transcript_lines(path: str, limit: int) -> tuple[list[str], int]:
+def transcript_lines(
+    path: str, limit: int, select: Callable[[list[str]], list[str]] | None = None
+) -> tuple[list[str], int]:
     """The transcript's conversation lines within ``limit`` bytes — the first one (the task) and as
     much of the end as fits — and how many conversation lines were read. A long session's file is
-    many MB: only its first 256 KiB and its last ``4 × limit`` bytes are read."""
+    many MB: only its first 256 KiB and its last ``4 × limit`` bytes are read. ``select`` picks the
+    conversation lines of a JSON Lines file (Claude Code's by default; the other agents' hooks in
+    integrations/ pass their own)."""
+    conversation_of = select or conversation
     head_size = 256 * 1024
     try:
         with open(path, "rb") as file:
@@ -221,10 +227,10 @@ def transcript_lines(path: str, limit: int) -> tuple[list[str], int]:
         raise HookError(f"cannot read the transcript: {exc.strerror or exc}") from None
     ending = ending_part.decode("utf-8", "replace").splitlines()
     if opening_part:  # both parts were cut mid-line: their broken ends go
-        opening = conversation(opening_part.decode("utf-8", "replace").splitlines()[:-1])[:1]
-        body = conversation(ending[1:])
+        opening = conversation_of(opening_part.decode("utf-8", "replace").splitlines()[:-1])[:1]
+        body = conversation_of(ending[1:])
     else:
-        whole = conversation(ending)
+        whole = conversation_of(ending)
         opening, body = whole[:1], whole[1:]
     room = limit - sum(len(line.encode()) + 1 for line in opening)
     kept: list[str] = []
@@ -257,13 +263,19 @@ def conversation(raw_lines: list[str]) -> list[str]:
 # --- the entry point ---------------------------------------------------------------------------------------
 
 
+def event_read() -> dict[str, Any]:
+    """The client's hook event: a JSON object on stdin (every client these hooks serve sends one)."""
+    raw = sys.stdin.read(8 * 1024 * 1024) if not sys.stdin.isatty() else ""
+    event = json.loads(raw) if raw.strip() else {}
+    if not isinstance(event, dict):
+        raise HookError("the hook event on stdin is not a JSON object")
+    return event
+
+
 def main(argv: list[str]) -> int:
     action = argv[1] if len(argv) > 1 else ""
     try:
-        raw = sys.stdin.read(8 * 1024 * 1024) if not sys.stdin.isatty() else ""
-        event = json.loads(raw) if raw.strip() else {}
-        if not isinstance(event, dict):
-            raise HookError("the hook event on stdin is not a JSON object")
+        event = event_read()
         if action == "session-start":
             block = session_start(event)
             if block:

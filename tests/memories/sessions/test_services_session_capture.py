@@ -15,6 +15,7 @@ from memories.sessions import services as services_sessions
 from memories.sessions.contracts import SessionSubmitInput, session_submit_run
 from memories.sessions.services import session_submit, sessions_release_idle
 from reasoningbank.errors import InvalidInput, Rejected
+from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import SECRET, transcript_text
 
 
@@ -53,6 +54,24 @@ def test_a_claude_code_transcript_is_stored_as_a_compact_trace_without_its_secre
     assert SECRET not in session.trace and "[REDACTED:" in session.trace
     assert '"parentUuid"' not in session.trace  # the envelopes are gone
     assert out.redactions >= 1 and out.status == "queued" and queued == [out.id]
+
+
+@pytest.mark.parametrize(
+    ("trace_format", "text"),
+    [
+        ("codex-rollout-jsonl", codex_rollout_text(session_id="x-1", marker="E2E-agent")),
+        ("gemini-cli-json", gemini_session_text(session_id="x-1", marker="E2E-agent")),
+        ("cursor-jsonl", cursor_transcript_text(marker="E2E-agent")),
+    ],
+)
+def test_the_other_agents_transcripts_are_stored_as_the_same_compact_trace_without_their_secret(
+    agent, queued, trace_format, text
+):
+    out = submit(agent, session_id="x-1", trace=text, trace_format=trace_format)
+    session = AgentSession.objects.get(pk=out.id)
+    assert session.trace.startswith("[user] Fix the flaky checkout test (E2E-agent)")
+    assert SECRET not in session.trace and out.redactions >= 1
+    assert out.outcome == "success" and out.status == "queued"
 
 
 def test_without_an_outcome_the_one_the_transcript_shows_is_taken(agent, queued):
