@@ -282,7 +282,7 @@ class AskResponse(TypedDict):
     warnings: list[str]
 
 
-TraceFormatEnum = Literal["plain", "claude-code-jsonl"]
+TraceFormatEnum = Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"]
 
 
 class SessionSubmitRequest(TypedDict):

@@ -513,7 +513,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a finished session for distillation
-         * @description Hand in the transcript of a finished agent session; the service distills the lessons in it into memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are redacted before storing. Submitting the same `session_id` to the same project again changes nothing and answers 200 with the existing session; a new one answers 201. Needs `memories:write`.
+         * @description Hand in the transcript of a finished agent session; the service distills the lessons in it into memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are redacted before storing. `trace_format` names a client's own transcript format, which the service turns into a compact trace (a trace with no conversation in it is a 422). Submitting the same `session_id` to the same project again answers 200 with that session: its trace is replaced while it waits for distillation, and kept once distillation began; a new one answers 201. Needs `memories:write`.
          */
         post: operations["sessions_submit"];
         delete?: never;
@@ -2501,7 +2501,7 @@ export interface components {
             project?: string | null;
             /**
              * Trace Format
-             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit)
+             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI rollout file), `gemini-cli-json` (a Gemini CLI chat recording, one JSON object) or `cursor-jsonl` (a Cursor agent transcript)
              * @default plain
              */
             trace_format?: components["schemas"]["TraceFormatEnum"];
@@ -2863,7 +2863,7 @@ export interface components {
          */
         TierEnum: "hot" | "warm" | "cold" | "archived";
         /** @enum {string} */
-        TraceFormatEnum: "plain" | "claude-code-jsonl";
+        TraceFormatEnum: "plain" | "claude-code-jsonl" | "codex-rollout-jsonl" | "gemini-cli-json" | "cursor-jsonl";
         /**
          * @description * `manual` - manual
          *     * `scheduled` - scheduled
@@ -4081,7 +4081,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body had the right shape but the write gate refused its content (nothing reusable in it): `code` is `rejected_<reason>` and `errors` names the field. */
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4246,7 +4246,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body had the right shape but the write gate refused its content (nothing reusable in it): `code` is `rejected_<reason>` and `errors` names the field. */
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5125,6 +5125,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
             429: {
                 headers: {
@@ -5459,6 +5468,15 @@ export interface operations {
             };
             /** @description The body is not `application/json`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
