@@ -1,0 +1,179 @@
+"""all-MiniLM-L6-v2 as an ONNX graph built from the packaged safetensors weights (no torch, no hub).
+
+A prototype for bench/embedders.py: the same forward pass as reasoningbank/ai/minilm.py (BERT
+encoder, erf-GELU, mean pooling over the real tokens, L2 normalisation), written as standard ONNX
+operators with the ``onnx`` package and run by ONNX Runtime; optionally with the matrix weights
+quantised to int8 by ONNX Runtime's dynamic quantisation (activations quantised per call). The
+graph is built once and kept under ``.data/bench-embedders/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OPSET = 17  # LayerNormalization
+
+
+def graph_build(model_dir: Path, out_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from safetensors.numpy import load_file
+
+    config = json.loads((model_dir / "config.json").read_text())
+    hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
+    head_dim, eps = hidden // heads, float(config.get("layer_norm_eps", 1e-12))
+    w = load_file(str(model_dir / "model.safetensors"))
+    if "embeddings.word_embeddings.weight" not in w:
+        w = {k.removeprefix("bert."): v for k, v in w.items()}
+
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+    counter = [0]
+
+    def const(name: str, array: np.ndarray) -> str:
+        # np.ascontiguousarray would turn a scalar into a 1-element vector
+        inits.append(numpy_helper.from_array(np.array(array, order="C"), name))
+        return name
+
+    def node(op: str, inputs: Sequence[str], **attrs: Any) -> str:
+        counter[0] += 1
+        out = f"{op.lower()}_{counter[0]}"
+        nodes.append(helper.make_node(op, list(inputs), [out], **attrs))
+        return out
+
+    def linear(x: str, prefix: str) -> str:
+        weight = const(f"{prefix}.W", w[f"{prefix}.weight"].T.astype(np.float32))
+        bias = const(f"{prefix}.b", w[f"{prefix}.bias"].astype(np.float32))
+        return node("Add", [node("MatMul", [x, weight]), bias])
+
+    def layer_norm(x: str, prefix: str) -> str:
+        return node(
+            "LayerNormalization",
+            [x, const(f"{prefix}.g", w[f"{prefix}.weight"]), const(f"{prefix}.beta", w[f"{prefix}.bias"])],
+            axis=-1,
+            epsilon=eps,
+        )
+
+    i64 = lambda *v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    f32 = lambda v: np.asarray(v, dtype=np.float32)  # noqa: E731
+    word = const("word", w["embeddings.word_embeddings.weight"].astype(np.float32))
+    position = const(
+        "position",
+        (w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0]).astype(
+            np.float32
+        ),
+    )
+    length = node("Gather", [node("Shape", ["input_ids"]), const("one", np.asarray(1, dtype=np.int64))], axis=0)
+    positions = node(
+        "Range", [const("zero", np.asarray(0, dtype=np.int64)), length, const("step", np.asarray(1, dtype=np.int64))]
+    )
+    h = node("Add", [node("Gather", [word, "input_ids"]), node("Gather", [position, positions])])
+    h = layer_norm(h, "embeddings.LayerNorm")
+    masked = node("Mul", [node("Sub", [const("f_one", f32(1.0)), "mask"]), const("neg", f32(-1e9))])
+    key_bias = node("Unsqueeze", [masked, const("ax12", i64(1, 2))])
+    qkv_shape = const("qkv_shape", i64(0, 0, 3, heads, head_dim))
+    ctx_shape = const("ctx_shape", i64(0, 0, hidden))
+    scale = const("scale", f32(1.0 / math.sqrt(head_dim)))
+    for i in range(int(config["num_hidden_layers"])):
+        p = f"encoder.layer.{i}"
+        qkv_w = np.concatenate(
+            [w[f"{p}.attention.self.{n}.weight"].T for n in ("query", "key", "value")], axis=1
+        ).astype(np.float32)
+        qkv_b = np.concatenate([w[f"{p}.attention.self.{n}.bias"] for n in ("query", "key", "value")]).astype(
+            np.float32
+        )
+        qkv = node("Add", [node("MatMul", [h, const(f"{p}.qkv.W", qkv_w)]), const(f"{p}.qkv.b", qkv_b)])
+        qkv = node("Transpose", [node("Reshape", [qkv, qkv_shape])], perm=[2, 0, 3, 1, 4])
+        q, k, v = (node("Gather", [qkv, const(f"{p}.idx{j}", np.asarray(j, dtype=np.int64))], axis=0) for j in range(3))
+        scores = node("MatMul", [node("Mul", [q, scale]), node("Transpose", [k], perm=[0, 1, 3, 2])])
+        probs = node("Softmax", [node("Add", [scores, key_bias])], axis=-1)
+        context = node("Reshape", [node("Transpose", [node("MatMul", [probs, v])], perm=[0, 2, 1, 3]), ctx_shape])
+        h = layer_norm(
+            node("Add", [linear(context, f"{p}.attention.output.dense"), h]), f"{p}.attention.output.LayerNorm"
+        )
+        inner = linear(h, f"{p}.intermediate.dense")
+        erf = node("Erf", [node("Mul", [inner, const(f"{p}.rsqrt2", f32(1 / math.sqrt(2)))])])
+        gelu = node(
+            "Mul", [node("Mul", [inner, const(f"{p}.half", f32(0.5))]), node("Add", [erf, const(f"{p}.one", f32(1.0))])]
+        )
+        h = layer_norm(node("Add", [linear(gelu, f"{p}.output.dense"), h]), f"{p}.output.LayerNorm")
+    mask3 = node("Unsqueeze", ["mask", const("ax2", i64(2))])
+    summed = node("ReduceSum", [node("Mul", [h, mask3]), const("ax1", i64(1))], keepdims=0)
+    count = node("ReduceSum", ["mask", const("ax1b", i64(1))], keepdims=1)
+    mean = node("Div", [summed, node("Max", [count, const("tiny", f32(1e-9))])])
+    nodes.append(helper.make_node("LpNormalization", [mean], ["embedding"], axis=-1, p=2))
+    graph = helper.make_graph(
+        nodes,
+        "minilm",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "length"]),
+            helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "length"]),
+        ],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(out_path))
+
+
+def quantised(fp32_path: Path, out_path: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(fp32_path), str(out_path), weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"])
+
+
+class OnnxMiniLM:
+    """Tokenise with the packaged tokenizer, run the graph; batches padded like minilm.py."""
+
+    def __init__(self, model_dir: Path, graph_path: Path, threads: int) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=256)
+        self.tokenizer.no_padding()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self.session = ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: Sequence[str], batch: int = 32) -> np.ndarray:
+        ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+        out = np.empty((len(ids), 384), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), batch):
+            chunk = order[start : start + batch]
+            length = max(len(ids[i]) for i in chunk)
+            input_ids = np.zeros((len(chunk), length), dtype=np.int64)
+            mask = np.zeros((len(chunk), length), dtype=np.float32)
+            for row, i in enumerate(chunk):
+                input_ids[row, : len(ids[i])] = ids[i]
+                mask[row, : len(ids[i])] = 1.0
+            out[chunk] = self.session.run(["embedding"], {"input_ids": input_ids, "mask": mask})[0]
+        return out
+
+
+def onnx_minilm(cache_dir: Path, *, int8: bool) -> OnnxMiniLM:
+    from reasoningbank.ai import minilm
+
+    model_dir = minilm.packaged_model_dir()
+    fp32 = cache_dir / "minilm-fp32.onnx"
+    if not fp32.exists():
+        graph_build(model_dir, fp32)
+    path = fp32
+    if int8:
+        path = cache_dir / "minilm-int8.onnx"
+        if not path.exists():
+            quantised(fp32, path)
+    threads = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
+    return OnnxMiniLM(model_dir, path, threads)
