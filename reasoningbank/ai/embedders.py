@@ -9,6 +9,9 @@ Four providers sit behind one small ``Embedder`` protocol:
 - ``MiniLMEmbedder`` (the default): all-MiniLM-L6-v2 run in numpy from packaged weights: semantic,
   local and offline, without torch (docs/decisions.md#the-default-embedder-runs-in-numpy).
 - ``SentenceTransformerEmbedder``: a local model, behind an optional extra.
+- ``MiniLMEmbedder`` with ``runtime="onnx"`` (``EMBEDDER=minilm-onnx``): the same packaged model on ONNX
+  Runtime with int8 weights: ~5x faster per query, vectors close to but not those of ``minilm``
+  (reasoningbank/ai/minilm_onnx.py).
 
 Providers take their configuration as constructor arguments; only
 ``embedder_from_settings`` reads Django settings.
@@ -23,6 +26,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -34,7 +38,7 @@ Vector = list[float]
 # request (and each retry after a failure) modest in size.
 OPENAI_BATCH_SIZE = 256
 
-EMBEDDER_KINDS = ("hashing", "openai", "sentence-transformers", "minilm")
+EMBEDDER_KINDS = ("hashing", "openai", "sentence-transformers", "minilm", "minilm-onnx")
 
 
 class EmbeddingError(Exception):
@@ -261,7 +265,7 @@ class MiniLMEmbedder:
     calls (search queries) are served from a bounded LRU cache.
     """
 
-    def __init__(self, model: str, dimensions: int, model_dir: str | None = None) -> None:
+    def __init__(self, model: str, dimensions: int, model_dir: str | None = None, runtime: str = "numpy") -> None:
         from reasoningbank.ai import minilm
 
         if not model_dir and model != minilm.DEFAULT_MODEL:
@@ -271,9 +275,16 @@ class MiniLMEmbedder:
             )
         self.model = model
         self.dimensions = dimensions
-        self.name = f"minilm:{model}"
+        # the runtime is part of the name: int8 ONNX vectors are not the numpy ones, so a change re-embeds
+        self.name = f"minilm:{model}" if runtime == "numpy" else f"minilm-onnx-int8:{model}"
         try:
-            self._model = minilm.load_model(model_dir)
+            self._model: Any
+            if runtime == "numpy":
+                self._model = minilm.load_model(model_dir)
+            else:
+                from reasoningbank.ai.minilm_onnx import OnnxMiniLMModel
+
+                self._model = OnnxMiniLMModel(Path(model_dir) if model_dir else minilm.packaged_model_dir())
         except minilm.ModelFilesMissing as exc:
             fix = (
                 "point EMBEDDING_MODEL_DIR at a sentence-transformers model directory"
@@ -282,6 +293,8 @@ class MiniLMEmbedder:
                 "or set EMBEDDING_MODEL_DIR to a directory holding them"
             )
             raise EmbeddingError(f"EMBEDDER=minilm cannot load its model: {exc}; {fix}.") from exc
+        except ImportError as exc:  # onnx / onnxruntime, project dependencies, missing from this install
+            raise EmbeddingError(f"EMBEDDER=minilm-onnx needs the onnx and onnxruntime packages: {exc}") from exc
         except (ValueError, KeyError, OSError) as exc:
             raise EmbeddingError(f"could not load the {self.name} model: {exc!r}") from exc
         if self._model.hidden != dimensions:
@@ -344,8 +357,13 @@ def _build_embedder(
         )
     if kind == "sentence-transformers":
         return SentenceTransformerEmbedder(model=model or "all-MiniLM-L6-v2", dimensions=dimensions)
-    if kind == "minilm":
-        return MiniLMEmbedder(model=model or "all-MiniLM-L6-v2", dimensions=dimensions, model_dir=model_dir)
+    if kind in ("minilm", "minilm-onnx"):
+        return MiniLMEmbedder(
+            model=model or "all-MiniLM-L6-v2",
+            dimensions=dimensions,
+            model_dir=model_dir,
+            runtime="numpy" if kind == "minilm" else "onnx",
+        )
     raise EmbeddingError(f"Unknown EMBEDDER {kind!r}; expected one of: {', '.join(EMBEDDER_KINDS)}.")
 
 

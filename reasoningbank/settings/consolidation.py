@@ -19,6 +19,7 @@ CONSOLIDATION_SCHEDULER_INTERVAL = env_duration("CONSOLIDATION_SCHEDULER_INTERVA
 CONSOLIDATION_CALIBRATED_THRESHOLDS = {
     "hashing": (0.93, 0.58, 0.49),
     "minilm": (0.98, 0.76, 0.56),
+    "minilm-onnx": (0.98, 0.76, 0.56),  # the same model (int8 weights); not calibrated apart yet
     "sentence-transformers": (0.98, 0.76, 0.56),  # all-MiniLM-L6-v2 unless EMBEDDING_MODEL says otherwise
     "openai": (0.95, 0.8, 0.7),
 }

@@ -15,7 +15,10 @@ SEARCH_PARALLEL_LEGS = env_bool("SEARCH_PARALLEL_LEGS", True)
 # results less similar than this are noise, not memories to inject (unless a keyword matched)
 # (minilm puts unrelated texts at 0.05–0.2; dropping those changed nothing on bench/retrieval.py)
 SEARCH_MIN_SIMILARITY = env_float(
-    "SEARCH_MIN_SIMILARITY", 0.2 if EMBEDDER in ("minilm", "sentence-transformers") else 0.1, minimum=0, maximum=1
+    "SEARCH_MIN_SIMILARITY",
+    0.2 if EMBEDDER in ("minilm", "minilm-onnx", "sentence-transformers") else 0.1,
+    minimum=0,
+    maximum=1,
 )
 # fusion of the vector and lexical (BM25) legs into one relevance: convex combination of their
 # per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (docs/search.md#fusion-one-relevance)
