@@ -92,19 +92,9 @@ def main(argv: list[str]) -> int:
         sys.path.insert(0, str(SHARED))
         import reasoningbank_hook as hook  # the Claude Code plugin's hook: the shared client and recall
 
-        event = hook.event_read()
-        if action == "session-start":
-            block = hook.session_start(event)
-            if block:
-                hook.context_print("SessionStart", block)
-        elif action == "prompt":
-            block = hook.prompt_memories(event)
-            if block:
-                hook.context_print("BeforeAgent", block)
-        elif action == "capture":
-            capture(hook, event)
-        else:
-            raise hook.HookError(f"unknown action {action!r}: session-start, prompt or capture")
+        hook.action_run(
+            action, hook.event_read(), capture_run=lambda event: capture(hook, event), prompt_event="BeforeAgent"
+        )
     except Exception as exc:  # a hook must never fail the session, whatever broke
         print(f"{NAME} {action}: {exc or type(exc).__name__}", file=sys.stderr)
     return 0

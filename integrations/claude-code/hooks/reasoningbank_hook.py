@@ -272,22 +272,33 @@ def event_read() -> dict[str, Any]:
     return event
 
 
+def action_run(
+    action: str,
+    event: dict[str, Any],
+    *,
+    capture_run: Callable[[dict[str, Any]], None],
+    prompt_event: str = "UserPromptSubmit",
+) -> None:
+    """The three actions of a client whose hooks add context as Claude Code's do (Codex and Gemini CLI
+    too): the start block, memories for a prompt (``prompt_event`` names the client's event), capture."""
+    if action == "session-start":
+        block = session_start(event)
+        if block:
+            context_print("SessionStart", block)
+    elif action == "prompt":
+        block = prompt_memories(event)
+        if block:
+            context_print(prompt_event, block)
+    elif action == "capture":
+        capture_run(event)
+    else:
+        raise HookError(f"unknown action {action!r}: session-start, prompt or capture")
+
+
 def main(argv: list[str]) -> int:
     action = argv[1] if len(argv) > 1 else ""
     try:
-        event = event_read()
-        if action == "session-start":
-            block = session_start(event)
-            if block:
-                context_print("SessionStart", block)
-        elif action == "prompt":
-            block = prompt_memories(event)
-            if block:
-                context_print("UserPromptSubmit", block)
-        elif action == "capture":
-            capture(event)
-        else:
-            raise HookError(f"unknown action {action!r}: session-start, prompt or capture")
+        action_run(action, event_read(), capture_run=capture)
     except HookError as exc:
         print(f"{NAME} {action}: {exc}", file=sys.stderr)
     except Exception as exc:  # a hook must never fail the session, whatever broke
