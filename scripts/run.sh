@@ -49,6 +49,14 @@ group_alive() {
 # script, which then stops each group in order (the worker finishes its task) and waits for it.
 spawn_group() {
   .venv/bin/python -c 'import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])' "$@" &
+  # The child makes itself a group leader only once its Python is up (a second under load); until then
+  # a kill of its group (a stop, a restart, whoever reads run.pids) would miss it. Back once it is one.
+  local pid=$! waited=0
+  while [ "$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ')" != "$pid" ] && kill -0 "$pid" 2>/dev/null \
+    && [ "$waited" -lt 200 ]; do
+    sleep 0.05
+    waited=$((waited + 1))
+  done
 }
 
 # A start-up step runs in the background while this script waits for it: bash runs a trap only
