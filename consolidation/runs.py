@@ -375,7 +375,7 @@ def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta
 
 def runs_fail(runs: Any, error: str, *, now: datetime) -> int:
     """Fail ``runs`` (still in the state they were selected in) with ``error``; their projects' failure
-    count goes up, as for any failed run. Row by row, so a run that moved on meanwhile is left alone."""
+    count goes up and ``run_completed`` is sent, as for any failed run. Row by row, so a run that moved on meanwhile is left alone."""
     failed = 0
     for run in runs.select_related("project"):
         updated = ConsolidationRun.objects.filter(pk=run.pk, status=run.status).update(
@@ -385,6 +385,8 @@ def runs_fail(runs: Any, error: str, *, now: datetime) -> int:
             failed += 1
             run.status, run.errors, run.finished_at = ConsolidationRun.STATUS_FAILED, [error], now
             project_backoff_record(run)
+            # as for a run that failed while running: metrics, the log line and the run_failed webhook
+            events.run_completed.send(sender=ConsolidationRun, run=run)
     return failed
 
 

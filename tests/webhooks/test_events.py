@@ -3,13 +3,15 @@ that causes it, to the subscriptions of that organization only, after the commit
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from consolidation import events as consolidation_events
 from consolidation import runs as consolidation_runs
 from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.promotion.services import promotions_propose
-from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
+from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate, runs_recover_stale
 from memories.models import Memory, MemoryLink
 from memories.moderation.services import contradiction_resolve, memories_archive
 from memories.sessions import services as session_services
@@ -159,6 +161,21 @@ def test_a_failed_consolidation_run_publishes_run_failed(cast, agent, subscribe,
     assert delivery.payload["data"]["run"]["status"] == "failed"
     assert "the phase broke" in " ".join(delivery.payload["data"]["run"]["errors"])
     assert not sent("consolidation.run_finished")
+
+
+def test_a_run_no_worker_picked_up_publishes_run_failed_when_the_sweep_fails_it(
+    cast, agent, subscribe, committed, settings
+):
+    subscribe(["consolidation.run_failed"])
+    settings.CONSOLIDATION_QUEUE_TIMEOUT = 60
+    run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
+    ConsolidationRun.objects.filter(pk=run.pk).update(created_at=run.created_at - timedelta(minutes=5))
+    with committed():
+        assert runs_recover_stale() == 1
+    (delivery,) = sent("consolidation.run_failed")
+    body = delivery.payload["data"]["run"]
+    assert body["id"] == run.id and body["status"] == "failed"
+    assert "no worker picked this run up" in " ".join(body["errors"])
 
 
 def test_a_contradiction_the_judge_found_is_published_scrubbed_of_secrets(cast, agent, subscribe, committed):
