@@ -9,6 +9,8 @@ what it was sent.
   ``"reject"`` (400, as LM Studio does for ``json_object``);
 - ``slots``: how many requests it serves at once; one more is a 503 "server busy" (Ollama past its queue,
   llama.cpp with every slot taken);
+- ``busy_first``: the first this many requests are answered 503 whatever the load (a server still loading
+  its model: llama.cpp's "Loading model");
 - ``hold``: an event each reply waits for, so a test holds requests in flight (a slow model) without
   measuring time;
 - ``reply``: the assistant's text for a (system, prompt).
@@ -36,6 +38,7 @@ class LocalServerStub:
     usage: Usage = "full"
     response_format: Literal["ignore", "reject"] = "ignore"
     slots: int | None = None
+    busy_first: int = 0
     hold: threading.Event | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     busy_replies: int = 0  # 503s sent because every slot was taken
@@ -47,7 +50,7 @@ class LocalServerStub:
         body = json.loads(request.content)
         with self._lock:
             self.requests.append(body)
-            if self.slots is not None and self.in_flight >= self.slots:
+            if len(self.requests) <= self.busy_first or (self.slots is not None and self.in_flight >= self.slots):
                 self.busy_replies += 1
                 # llama.cpp's and Ollama's own error shape: not OpenAI's {"error": {"message": ...}}
                 return httpx.Response(

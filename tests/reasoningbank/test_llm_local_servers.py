@@ -135,6 +135,30 @@ def test_a_busy_servers_503_is_retried_with_backoff_and_gives_up_as_transient(se
     assert stub.busy_replies == 3
 
 
+def test_a_call_that_outlasts_the_busy_spell_is_one_usage_row_with_its_attempts(server, cast):
+    stub, _ = server
+    stub.busy_first = 2
+
+    llm_complete(organization=cast.org_a, purpose="distill", system=SYSTEM, prompt=PROMPT, llm=local_llm())
+
+    call = LlmCall.objects.get()
+    assert (call.outcome, call.attempts, call.input_tokens, call.output_tokens) == (LlmCall.OUTCOME_OK, 3, 40, 9)
+
+
+def test_a_call_that_never_gets_through_is_one_error_row_with_its_attempts_and_no_tokens(server, cast):
+    stub, _ = server
+    stub.slots = 0
+
+    with pytest.raises(LLMTransientError):
+        llm_complete(
+            organization=cast.org_a, purpose="distill", system=SYSTEM, prompt=PROMPT, llm=local_llm(max_retries=2)
+        )
+
+    call = LlmCall.objects.get()
+    assert (call.outcome, call.attempts, call.input_tokens, call.output_tokens) == (LlmCall.OUTCOME_ERROR, 3, 0, 0)
+    assert "server busy" in call.error
+
+
 def test_an_ollama_model_not_found_is_permanent_and_says_what_the_server_said(server):
     _, route = server
     route.side_effect = None
