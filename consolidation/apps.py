@@ -9,6 +9,8 @@ class ConsolidationConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from consolidation.phases import phases_discover
+        from consolidation.prompts import examples
+        from reasoningbank.ai.prompt_kinds import prompt_kind_register
         from reasoningbank.ai.purposes import purpose_register
 
         # what the run's phases call an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
@@ -17,6 +19,12 @@ class ConsolidationConfig(AppConfig):
         purpose_register("supersede", "Supersession check")
         purpose_register("patterns", "Pattern extraction")
         purpose_register("summarize", "Summarize cluster")
+        # an example of each prompt, for the provider check (manage.py llm_check, the system page)
+        prompt_kind_register("synthesize", purpose="synthesize", example=examples.synthesis_example)
+        prompt_kind_register("supersede", purpose="supersede", example=examples.supersession_example)
+        prompt_kind_register("judge", purpose="judge", example=examples.contradiction_example)
+        prompt_kind_register("patterns", purpose="patterns", example=examples.pattern_example)
+        prompt_kind_register("summarize", purpose="summarize", example=examples.summary_example)
 
         # first: a run's counters, the metrics and every page read the phases from the registry
         phases_discover()

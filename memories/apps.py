@@ -8,9 +8,14 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from accounts.plans import usage_counter_register
         from memories.core.selectors import memories_active_count
+        from memories.prompt_examples import distill_example, reason_example
+        from reasoningbank.ai.prompt_kinds import prompt_kind_register
         from reasoningbank.ai.purposes import purpose_register
 
         usage_counter_register("memories", memories_active_count)
         # what this app calls an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
         purpose_register("distill", "Distill session")
         purpose_register("reason", "Reasoned answer (memory_ask)")
+        # an example of each prompt, for the provider check (manage.py llm_check, the system page)
+        prompt_kind_register("distill", purpose="distill", example=distill_example)
+        prompt_kind_register("reason", purpose="reason", example=reason_example)

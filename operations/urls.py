@@ -4,6 +4,7 @@ the dashboard's system page (org admins, staff)."""
 from django.urls import path
 
 from operations.views import healthz, metrics, readyz
+from operations.views_llm_check import system_llm_check
 from operations.views_system import system_page
 
 urlpatterns = [
@@ -11,4 +12,5 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("metrics", metrics, name="metrics"),
     path("system/", system_page, name="system-status"),
+    path("system/llm-check/", system_llm_check, name="system-llm-check"),
 ]

@@ -61,13 +61,14 @@ class LlmCallAdmin(ReadOnlyAdmin):
         "model",
         "input_tokens",
         "output_tokens",
+        "tokens_estimated",
         "latency_ms",
         "attempts",
         "outcome",
         "subject_type",
         "subject_id",
     )
-    list_filter = (PurposeFilter, "outcome", "provider", "subject_type", "organization")
+    list_filter = (PurposeFilter, "outcome", "provider", "tokens_estimated", "subject_type", "organization")
     search_fields = ("model", "error", "subject_id")
     list_select_related = ("organization",)
     date_hierarchy = "created_at"

@@ -40,6 +40,8 @@ class LlmCall(models.Model):
     purpose = models.CharField(max_length=20, validators=[purpose_validate])
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    # the server did not count (all of) the tokens: they are estimated (reasoningbank/ai/llm.py, docs/llm.md)
+    tokens_estimated = models.BooleanField(default=False)
     latency_ms = models.FloatField(default=0.0)
     attempts = models.PositiveSmallIntegerField(default=1)
     outcome = models.CharField(max_length=10, default=OUTCOME_OK)

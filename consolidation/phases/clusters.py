@@ -14,6 +14,7 @@ from consolidation.phases.conflicts import clusters_without_conflicts, edges_wit
 from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.prompts.synthesis import (
     SYNTHESIS_INSTRUCTIONS,
+    SYNTHESIS_SYSTEM_PROMPT,
     Synthesis,
     build_synthesis_prompt,
     consolidated_confidence,
@@ -147,7 +148,7 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
         llm,
         "synthesize",
         [build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
-        system="You consolidate an engineering team's memory bank. Follow the output format exactly.",
+        system=SYNTHESIS_SYSTEM_PROMPT,
     )
     for cluster, reply in zip(clusters, replies, strict=True):
         ctx.check_time()

@@ -25,6 +25,7 @@ from consolidation import events
 from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.prompts.judge import (
+    CONTRADICTION_SYSTEM_PROMPT,
     SUPERSESSION_SYSTEM_PROMPT,
     build_contradiction_prompt,
     build_supersession_prompt,
@@ -186,7 +187,7 @@ def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]
         llm,
         "judge",
         [build_contradiction_prompt(pairs[i][0].content, pairs[i][1].content) for i in undecided],
-        system="You are a careful reviewer of an engineering team's knowledge base. Answer with JSON only.",
+        system=CONTRADICTION_SYSTEM_PROMPT,
     )
     for i, reply in zip(undecided, replies, strict=True):
         older, newer, _ = pairs[i]

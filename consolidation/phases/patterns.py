@@ -15,6 +15,7 @@ from consolidation.prompts.patterns import (
     MIN_EPISODES_FOR_PATTERNS,
     PATTERN_EPISODE_LIMIT,
     PATTERN_INSTRUCTIONS,
+    PATTERN_SYSTEM_PROMPT,
     build_pattern_prompt,
     parse_patterns,
 )
@@ -102,7 +103,7 @@ def patterns_extract(ctx: RunState) -> None:
         llm,
         "patterns",
         [build_pattern_prompt([(m.created_at, m.content) for m in episodes])],
-        system="You extract durable facts and habits from an engineering team's episodic memories.",
+        system=PATTERN_SYSTEM_PROMPT,
     )
     patterns = reply_parsed(ctx, reply, parse_patterns, "pattern extraction")
     if not patterns:

@@ -20,6 +20,11 @@ SupersessionConfidence = Literal["high", "medium", "low"]
 # A contradiction is linked only when the judge's confidence is strictly greater than 0.7.
 CONTRADICTION_MIN_CONFIDENCE: Final = 0.7
 
+# sent as the system message with every contradiction prompt
+CONTRADICTION_SYSTEM_PROMPT: Final = (
+    "You are a careful reviewer of an engineering team's knowledge base. Answer with JSON only."
+)
+
 
 @dataclass(frozen=True)
 class ContradictionVerdict:

@@ -17,6 +17,9 @@ MIN_EPISODES_FOR_PATTERNS: Final = 3
 MAX_PATTERNS: Final = 10
 
 
+# sent as the system message with every pattern prompt
+PATTERN_SYSTEM_PROMPT: Final = "You extract durable facts and habits from an engineering team's episodic memories."
+
 # the prompt's lines around the episodes; the write gate refuses a pattern that echoes them (the example!)
 PATTERN_INSTRUCTIONS: Final = (
     "Analyze these episodic memories and extract recurring patterns or facts:",

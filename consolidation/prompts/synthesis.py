@@ -42,6 +42,9 @@ TAGS: <comma-separated tags>
 OUTCOME: success|failure
 SOURCE_ATTRIBUTION: <brief description of sources>"""
 
+# sent as the system message with every synthesis prompt
+SYNTHESIS_SYSTEM_PROMPT: Final = "You consolidate an engineering team's memory bank. Follow the output format exactly."
+
 # the synthesis prompt's own instructions (without the sources): the write gate refuses a reply that
 # only restates them (memories/core/gate.py)
 SYNTHESIS_INSTRUCTIONS: Final = (_SYNTHESIS_HEADER, _SYNTHESIS_FOOTER)

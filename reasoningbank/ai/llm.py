@@ -17,8 +17,11 @@ Providers take their configuration as constructor arguments; only
 from __future__ import annotations
 
 import functools
+import math
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,6 +38,15 @@ _PLACEHOLDER_API_KEY = "not-needed"
 
 Sleep = Callable[[float], None]
 
+# When a server does not count a call's tokens (some OpenAI-compatible local servers omit ``usage``), we
+# estimate them at one token per four characters, the usual rule of thumb for English with BPE
+# tokenizers, rather than record 0: a call counted as free would never reach a budget's cap.
+CHARS_PER_TOKEN = 4
+
+
+def tokens_estimate(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
 
 @dataclass(frozen=True)
 class LLMResult:
@@ -43,8 +55,9 @@ class LLMResult:
     model: str
     input_tokens: int
     output_tokens: int
-    latency_ms: float  # wall time of the whole call, retries and backoff included
+    latency_ms: float  # wall time of the whole call, retries, backoff and waiting for a slot included
     attempts: int
+    tokens_estimated: bool = False  # the server did not count (all of) them: see tokens_estimate
 
 
 class LLMError(Exception):
@@ -100,8 +113,40 @@ class LLM(Protocol):
 @dataclass(frozen=True)
 class _Reply:
     text: str
-    input_tokens: int
-    output_tokens: int
+    input_tokens: int | None  # None: the server did not say
+    output_tokens: int | None
+
+
+def _token_count(value: Any) -> int | None:
+    """A usage field as a count, or None when it is absent or not a count (null, a string, negative)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return None
+    return int(value)
+
+
+def _without_thinking(text: str) -> str:
+    """The reply after a reasoning model's ``<think>…</think>`` block (DeepSeek-R1, Qwen3 and the like
+    served by Ollama or llama.cpp put their thinking in the content): the parsers take the first block of
+    the asked-for shape, which would otherwise be a draft inside the thinking. A reply whose thinking never
+    closed (it ran out of tokens) is kept whole, so its parse fails visibly."""
+    stripped = text.lstrip()
+    if not stripped.startswith("<think>"):
+        return text
+    end = stripped.find("</think>")
+    return text if end == -1 else stripped[end + len("</think>") :].strip()
+
+
+def _server_message(exc: Exception) -> str:
+    """What the server said in an error body the SDK did not read: Ollama and llama.cpp answer
+    ``{"error": "model \"x\" not found, try pulling it first"}`` where OpenAI nests a ``message``, and
+    the SDK then says only "Error code: 404"."""
+    body = getattr(exc, "body", None)
+    said = body.get("error") if isinstance(body, dict) else body
+    if isinstance(said, dict):
+        said = said.get("message")
+    if isinstance(said, str) and said.strip() and said.strip() not in str(exc):
+        return f"{exc}: {said.strip()[:500]}"
+    return str(exc)
 
 
 def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -136,16 +181,55 @@ class _RetryingLLM:
         self,
         model: str,
         *,
+        timeout: float,
         max_retries: int,
+        max_concurrency: int,
         backoff_base: float,
         backoff_max: float,
         sleep: Sleep,
     ) -> None:
         self.model = model
+        self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self._sleep = sleep
+        # At most this many requests in flight from this process (0: no limit). A local server serves a
+        # few requests at once (Ollama's OLLAMA_NUM_PARALLEL, llama.cpp's --parallel slots, vLLM's
+        # --max-num-seqs) and answers 503 past its queue; waiting here costs nothing, a 503 costs a retry.
+        self.max_concurrency = max_concurrency
+        self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency > 0 else None
+        self._waiting_lock = threading.Lock()
+        self.slots_waiting = 0  # calls waiting for a slot now (read by tests and diagnostics)
+
+    @contextmanager
+    def _slot(self) -> Iterator[None]:
+        """Hold one of the ``max_concurrency`` slots while a request is in flight (not while backing off).
+
+        A call waits for a slot at most its timeout: a server that keeps every slot busy that long is as
+        good as one that does not answer, and the caller's own backoff takes over."""
+        if self._slots is None:
+            yield
+            return
+        with self._waiting_lock:
+            self.slots_waiting += 1
+        try:
+            acquired = self._slots.acquire(timeout=self.timeout)
+        finally:
+            with self._waiting_lock:
+                self.slots_waiting -= 1
+        if not acquired:
+            raise LLMTransientError(
+                f"{self.provider} {self.model}: all {self.max_concurrency} concurrent requests allowed by "
+                f"LLM_MAX_CONCURRENCY stayed busy for {self.timeout:g}s",
+                provider=self.provider,
+                model=self.model,
+                attempts=0,
+            )
+        try:
+            yield
+        finally:
+            self._slots.release()
 
     def _send(self, *, system: str, prompt: str, max_tokens: int, temperature: float) -> _Reply:
         raise NotImplementedError
@@ -176,33 +260,43 @@ class _RetryingLLM:
         while True:
             attempt += 1
             try:
-                reply = self._send(system=system, prompt=prompt, max_tokens=max_tokens, temperature=temperature)
+                with self._slot():
+                    reply = self._send(system=system, prompt=prompt, max_tokens=max_tokens, temperature=temperature)
             except self._sdk_error as exc:
                 retryable, retry_after = self._classify(exc)
                 if not retryable:
                     raise LLMPermanentError(
-                        f"{self.provider} {self.model} refused the request: {exc}",
+                        f"{self.provider} {self.model} refused the request: {_server_message(exc)}",
                         provider=self.provider,
                         model=self.model,
                         attempts=attempt,
                     ) from exc
                 if attempt > self.max_retries:
                     raise LLMTransientError(
-                        f"{self.provider} {self.model} still failing after {attempt} attempts: {exc}",
+                        f"{self.provider} {self.model} still failing after {attempt} attempts: {_server_message(exc)}",
                         provider=self.provider,
                         model=self.model,
                         attempts=attempt,
                     ) from exc
                 self._sleep(self._delay(attempt, retry_after))
                 continue
+            text = _without_thinking(reply.text)
+            input_tokens, output_tokens = reply.input_tokens, reply.output_tokens
+            # No request is free of input, nor a written reply of output: a 0 beside text is a count the
+            # server did not make (some fill in zeros), like a missing one.
+            if not input_tokens and (system or prompt):
+                input_tokens = None
+            if not output_tokens and reply.text:
+                output_tokens = None
             return LLMResult(
-                text=reply.text,
+                text=text,
                 provider=self.provider,
                 model=self.model,
-                input_tokens=reply.input_tokens,
-                output_tokens=reply.output_tokens,
+                input_tokens=tokens_estimate(system + prompt) if input_tokens is None else input_tokens,
+                output_tokens=tokens_estimate(reply.text) if output_tokens is None else output_tokens,
                 latency_ms=(time.perf_counter() - started) * 1000.0,
                 attempts=attempt,
+                tokens_estimated=input_tokens is None or output_tokens is None,
             )
 
     def _classify(self, exc: Exception) -> tuple[bool, float | None]:
@@ -237,12 +331,19 @@ class AnthropicLLM(_RetryingLLM):
         base_url: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
+        max_concurrency: int = 0,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         sleep: Sleep = time.sleep,
     ) -> None:
         super().__init__(
-            model, max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max, sleep=sleep
+            model,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            sleep=sleep,
         )
         import anthropic
 
@@ -270,7 +371,12 @@ class AnthropicLLM(_RetryingLLM):
             **kwargs,
         )
         text = "".join(block.text for block in message.content if block.type == "text")
-        return _Reply(text, message.usage.input_tokens, message.usage.output_tokens)
+        usage = getattr(message, "usage", None)  # a gateway in front of the API may drop it
+        return _Reply(
+            text,
+            _token_count(getattr(usage, "input_tokens", None)),
+            _token_count(getattr(usage, "output_tokens", None)),
+        )
 
 
 class OpenAILLM(_RetryingLLM):
@@ -283,12 +389,19 @@ class OpenAILLM(_RetryingLLM):
         base_url: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
+        max_concurrency: int = 0,
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         sleep: Sleep = time.sleep,
     ) -> None:
         super().__init__(
-            model, max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max, sleep=sleep
+            model,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            sleep=sleep,
         )
         import openai
 
@@ -313,9 +426,13 @@ class OpenAILLM(_RetryingLLM):
             temperature=temperature,
         )
         text = (completion.choices[0].message.content or "") if completion.choices else ""
-        # Some compatible servers omit usage; 0 means "not reported", not free.
+        # Compatible servers omit usage, send null, or count only the prompt: unknown, estimated later.
         usage = completion.usage
-        return _Reply(text, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
+        return _Reply(
+            text,
+            _token_count(getattr(usage, "prompt_tokens", None)),
+            _token_count(getattr(usage, "completion_tokens", None)),
+        )
 
 
 class NoLLM:
@@ -348,6 +465,7 @@ def _build_llm(
     api_key: str | None,
     timeout: float,
     max_retries: int,
+    max_concurrency: int = 0,
 ) -> LLM:
     # Cached on the settings values so each process builds one SDK client (and
     # connection pool) per configuration, while a settings change still takes.
@@ -355,10 +473,22 @@ def _build_llm(
         return NoLLM()
     if provider == "anthropic":
         return AnthropicLLM(
-            model or DEFAULT_MODELS["anthropic"], api_key, base_url, timeout=timeout, max_retries=max_retries
+            model or DEFAULT_MODELS["anthropic"],
+            api_key,
+            base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
         )
     if provider == "openai":
-        return OpenAILLM(model or DEFAULT_MODELS["openai"], api_key, base_url, timeout=timeout, max_retries=max_retries)
+        return OpenAILLM(
+            model or DEFAULT_MODELS["openai"],
+            api_key,
+            base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            max_concurrency=max_concurrency,
+        )
     raise LLMPermanentError(
         f"Unknown LLM_PROVIDER {provider!r}; expected one of: {', '.join(LLM_PROVIDERS)}.",
         provider=provider,
@@ -367,8 +497,9 @@ def _build_llm(
     )
 
 
-def llm_from_settings() -> LLM:
-    """The LLM configured by Django settings (``NoLLM`` when nothing is set)."""
+def llm_from_settings(*, max_retries: int | None = None) -> LLM:
+    """The LLM configured by Django settings (``NoLLM`` when nothing is set); ``max_retries`` instead of
+    ``LLM_MAX_RETRIES`` for a caller that must answer within one timeout (the system page's check)."""
     from django.conf import settings
 
     provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
@@ -378,10 +509,12 @@ def llm_from_settings() -> LLM:
     )
     try:
         timeout = float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0))
-        max_retries = int(getattr(settings, "LLM_MAX_RETRIES", 3))
+        retries = int(getattr(settings, "LLM_MAX_RETRIES", 3)) if max_retries is None else max_retries
+        max_concurrency = int(getattr(settings, "LLM_MAX_CONCURRENCY", 0))
     except (TypeError, ValueError) as exc:
         raise LLMPermanentError(
-            "LLM_TIMEOUT_SECONDS must be a number and LLM_MAX_RETRIES an integer.", provider=provider
+            "LLM_TIMEOUT_SECONDS must be a number, LLM_MAX_RETRIES and LLM_MAX_CONCURRENCY integers.",
+            provider=provider,
         ) from exc
     return _build_llm(
         provider,
@@ -390,7 +523,8 @@ def llm_from_settings() -> LLM:
         getattr(settings, "LLM_BASE_URL", None) or None,
         api_key or None,
         timeout,
-        max_retries,
+        retries,
+        max_concurrency,
     )
 
 

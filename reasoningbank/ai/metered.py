@@ -118,7 +118,7 @@ def llm_complete(
     LlmCall.objects.create(
         organization_id=organization.pk, provider=result.provider, model=result.model, purpose=purpose,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
-        attempts=result.attempts, **subject_ref,
+        attempts=result.attempts, tokens_estimated=result.tokens_estimated, **subject_ref,
     )
     LLM_REQUESTS.labels(**labels, outcome="ok").inc()
     LLM_TOKENS.labels(**labels, direction="input").inc(result.input_tokens)

@@ -34,3 +34,5 @@ ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY") or None
 OPENAI_API_KEY = env_str("OPENAI_API_KEY") or None
 LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0, maximum=10)
+# requests in flight at once per process, 0 for no limit: a local server's parallel slots (docs/llm.md#local-models)
+LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 0, minimum=0, maximum=256)

@@ -1,0 +1,82 @@
+"""One example of each consolidation prompt, for the provider check (``reasoningbank.ai.prompt_kinds``,
+docs/llm.md#checking-a-provider): the prompt the phase sends, built by the same builder from the same
+fixed texts, with a small made-up bank, and the parser the phase reads the reply with."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from consolidation.prompts.judge import (
+    CONTRADICTION_SYSTEM_PROMPT,
+    SUPERSESSION_SYSTEM_PROMPT,
+    build_contradiction_prompt,
+    build_supersession_prompt,
+    parse_contradiction,
+    parse_supersession,
+)
+from consolidation.prompts.patterns import PATTERN_SYSTEM_PROMPT, build_pattern_prompt, parse_patterns
+from consolidation.prompts.reply import SourceMemory
+from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
+from consolidation.prompts.synthesis import SYNTHESIS_SYSTEM_PROMPT, build_synthesis_prompt, parse_synthesis
+from reasoningbank.ai.prompt_kinds import PromptExample
+
+_MONDAY = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+_TUESDAY = datetime(2026, 3, 3, 14, 0, tzinfo=UTC)
+
+_SOURCES = (
+    SourceMemory(
+        id="mem_a1",
+        title="Bound database calls with a timeout",
+        content="Wrap every database call in a context with a 5 s timeout; handle the deadline error by retrying once.",
+        tags=("database", "timeout"),
+        confidence=0.8,
+        usage_count=4,
+        outcome="success",
+        created_at=_MONDAY,
+    ),
+    SourceMemory(
+        id="mem_b2",
+        title="Database calls need a deadline",
+        content="A query without a deadline hung the worker for an hour; give each query a timeout and retry once.",
+        tags=("database", "incident"),
+        confidence=0.7,
+        usage_count=1,
+        outcome="success",
+        created_at=_TUESDAY,
+    ),
+)
+
+
+def synthesis_example() -> PromptExample:
+    return PromptExample(SYNTHESIS_SYSTEM_PROMPT, build_synthesis_prompt(_SOURCES), parse_synthesis)
+
+
+def supersession_example() -> PromptExample:
+    older = ("Deploys run on Jenkins", "The deploy pipeline runs on the Jenkins server in the office.", _MONDAY)
+    newer = ("Deploys moved to GitHub Actions", "Jenkins is retired; deploys run on GitHub Actions now.", _TUESDAY)
+    return PromptExample(SUPERSESSION_SYSTEM_PROMPT, build_supersession_prompt(older, newer), parse_supersession)
+
+
+def contradiction_example() -> PromptExample:
+    return PromptExample(
+        CONTRADICTION_SYSTEM_PROMPT,
+        build_contradiction_prompt(
+            "Run the test suite with pytest -n auto: the tests are independent.",
+            "Never run the test suite in parallel: the tests share one database and fail together.",
+        ),
+        parse_contradiction,
+    )
+
+
+def pattern_example() -> PromptExample:
+    episodes = [
+        (_MONDAY, "Ran the tests before committing; a failing migration test caught a typo."),
+        (_TUESDAY, "Ran the tests before pushing; the linter flagged an unused import."),
+        (datetime(2026, 3, 4, 11, 0, tzinfo=UTC), "Ran the tests first again before a commit; all green."),
+    ]
+    return PromptExample(PATTERN_SYSTEM_PROMPT, build_pattern_prompt(episodes), parse_patterns)
+
+
+def summary_example() -> PromptExample:
+    ids = [str(source.id) for source in _SOURCES]
+    return PromptExample(SUMMARY_SYSTEM_PROMPT, build_summary_prompt(_SOURCES), lambda text: parse_summary(text, ids))
