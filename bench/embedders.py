@@ -301,7 +301,7 @@ def install_size(packages: str) -> int | None:
 
 
 def memory_text(turn: Any, text: str) -> str:
-    """``product``: what the product embeds for the turn ("Caroline\\n-\\nI went to …"); ``protocol``:
+    """``product``: what the product embeds for the turn ("Caroline\\nCaroline\\nI went to …"); ``protocol``:
     the eval protocol's own "Caroline: I went to …", the text the README's reference rows embed."""
     return stored_text(turn, "protocol") if text == "product" else f"{turn.speaker}: {turn.text}"
 

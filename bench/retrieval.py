@@ -7,10 +7,13 @@ whose evidence names a turn is one query (786). For each embedder:
 
 1. **Load** (kept between runs): org ``locomo-<embedder>`` (enterprise plan), one project per
    conversation (slug = ``sample_id``), every turn recorded through the product's record service
-   (``memories.core.services.memory_record_or_duplicate``, kind ``episodic``, one call per turn, each
-   conversation in one transaction), then ``created_at`` set to the session's date. The turn's
-   ``dia_id`` is kept as the memory's tag (tags are neither embedded nor indexed); a turn the
-   service refuses as an identical duplicate adds its ``dia_id`` to the existing memory.
+   (``memories.core.services.memory_record_or_duplicate``, title and description the speaker, content
+   the turn's text, kind ``episodic``, one call per turn, each conversation in one transaction), then
+   ``created_at`` set to the session's date. The turn's ``dia_id`` is kept as the memory's tag (tags
+   are neither embedded nor indexed). As the protocol says: a turn the write gate refuses (too short,
+   …) is not recorded and counts as a miss wherever it is gold; a turn answered with an existing
+   memory (an identical one, or a near copy) adds its ``dia_id`` to that memory, which then stands
+   for both turns.
 2. **Queries**: the question verbatim through ``memories.search.contracts.memory_search_run`` (what REST
    and MCP call) with a token restricted to the conversation's project, ``limit`` 10,
    ``min_confidence`` 0. Each search runs in a transaction that is rolled back, so its usage
@@ -92,6 +95,7 @@ class Bank:
     principals: dict[str, Any]
     dia_ids: dict[str, tuple[str, ...]]
     load: dict[str, Any]
+    refused: dict[str, dict[str, str]]  # per conversation: the turns the write gate refused → reason
 
 
 def org_slug(kind: str, mapping: str) -> str:
@@ -102,53 +106,103 @@ def _tag(dia_id: str) -> str:
     return dia_id.lower()  # tags are stored lowercased
 
 
-def _project_dia_ids(project: Any, embedder_name: str) -> tuple[dict[str, tuple[str, ...]], bool]:
+def _project_dia_ids(
+    project: Any, embedder_name: str, conv: Conversation, mapping: str
+) -> tuple[dict[str, tuple[str, ...]], bool]:
     """The project's memory id → dia_ids (from the tags), and whether every memory was embedded by
-    ``embedder_name``."""
+    ``embedder_name`` from the fields ``mapping`` gives its first turn (a bank recorded with another
+    mapping is not reused)."""
     from memories.models import Memory
 
     rows = Memory.objects.filter(project=project, state=Memory.STATE_ACTIVE).values_list(
-        "id", "tags", "embedding_model"
+        "id", "tags", "embedding_model", "title", "description"
     )
-    mapping, same_model = {}, True
-    for memory_id, tags, model in rows:
-        mapping[memory_id] = tuple(t.upper() for t in tags if re.fullmatch(r"d\d+:\d+", t))
-        same_model &= model == embedder_name
-    return mapping, same_model
+    turns = {t.dia_id: t for t in conv.turns}
+    ids, same = {}, True
+    for memory_id, tags, model, title, description in rows:
+        dia = tuple(t.upper() for t in tags if re.fullmatch(r"d\d+:\d+", t))
+        ids[memory_id] = dia
+        fields = memory_fields(turns[dia[0]], mapping) if dia and dia[0] in turns else None
+        same &= (
+            model == embedder_name
+            and fields is not None
+            and (title, description) == (fields["title"], fields["description"])
+        )
+    return ids, same
 
 
-def project_record(principal: Any, project: Any, conv: Conversation, mapping: str) -> dict[str, tuple[str, ...]]:
+def turns_refused(conv: Conversation, mapping: str) -> dict[str, str]:
+    """The turns the write gate refuses (dia_id → the reason), asked as the record service asks it:
+    what a complete bank lacks, so that a reused bank is recognised as complete."""
+    from memories.core.services import memory_draft, memory_gate
+    from memories.models import Memory
+
+    refused = {}
+    for turn in conv.turns:
+        draft = memory_draft(**memory_fields(turn, mapping), outcome="success", kind=Memory.KIND_EPISODIC)
+        rejection = memory_gate(draft)
+        if rejection is not None:
+            refused[turn.dia_id] = rejection.reason
+    return refused
+
+
+@dataclass
+class Recorded:
+    """What recording one conversation did: memory id → the dia_ids it stands for, the turns the
+    write gate refused (dia_id → reason), and the turns answered with an existing memory."""
+
+    dia_ids: dict[str, tuple[str, ...]]
+    refused: dict[str, str]
+    identical: int = 0
+    near_copies: int = 0
+
+
+def project_record(principal: Any, project: Any, conv: Conversation, mapping: str) -> Recorded:
     """Every turn through the record service; then each memory's timestamp is its session's."""
     from django.db import transaction
 
     from memories.core.services import memory_record_or_duplicate
     from memories.models import Memory
+    from reasoningbank.errors import Rejected
 
     ids: dict[str, list[str]] = {}
     by_session: dict[datetime, list[str]] = {}
-    duplicates = 0
+    out = Recorded({}, {})
     with transaction.atomic():
         for turn in conv.turns:
-            result = memory_record_or_duplicate(
-                principal=principal,
-                **memory_fields(turn, mapping),
-                outcome="success",
-                tags=[_tag(turn.dia_id)],
-                kind=Memory.KIND_EPISODIC,
-                project=project.slug,
-            )
+            try:
+                with transaction.atomic():  # a savepoint: a refusal leaves the conversation's transaction usable
+                    result = memory_record_or_duplicate(
+                        principal=principal,
+                        **memory_fields(turn, mapping),
+                        outcome="success",
+                        tags=[_tag(turn.dia_id)],
+                        kind=Memory.KIND_EPISODIC,
+                        project=project.slug,
+                    )
+            except Rejected as exc:  # not recorded: a miss wherever this turn is gold
+                out.refused[turn.dia_id] = exc.code.removeprefix("rejected_")
+                continue
             memory = result.memory
-            if result.duplicate:  # an identical memory of this conversation: it stands for both turns
-                duplicates += 1
+            if result.duplicate:  # an identical memory, or a near copy: it stands for both turns
+                if result.reason == "identical":
+                    out.identical += 1
+                else:
+                    out.near_copies += 1
+                memory.refresh_from_db(fields=["tags"])
                 Memory.objects.filter(pk=memory.pk).update(tags=[*memory.tags, _tag(turn.dia_id)])
             else:
                 by_session.setdefault(turn.timestamp, []).append(memory.id)
             ids.setdefault(memory.id, []).append(turn.dia_id)
         for timestamp, memory_ids in by_session.items():
             Memory.objects.filter(pk__in=memory_ids).update(created_at=timestamp, updated_at=timestamp)
-    if duplicates:
-        log(f"    {conv.sample_id}: {duplicates} turns refused as identical duplicates (mapped to the first)")
-    return {memory_id: tuple(dia) for memory_id, dia in ids.items()}
+    out.dia_ids = {memory_id: tuple(dia) for memory_id, dia in ids.items()}
+    if out.refused or out.identical or out.near_copies:
+        log(
+            f"    {conv.sample_id}: {len(out.refused)} turns refused by the write gate, {out.identical} identical "
+            f"and {out.near_copies} near copies answered with an existing memory (which stands for both)"
+        )
+    return out
 
 
 def _embedded_text(turn: Turn, mapping: str) -> str:
@@ -193,6 +247,8 @@ def bank_ensure(
     previous = json.loads(info_path.read_text()) if info_path.exists() and not reset else {}
     principals: dict[str, Any] = {}
     dia_ids: dict[str, tuple[str, ...]] = {}
+    refused: dict[str, dict[str, str]] = {}
+    answered = [0, 0]  # turns answered with an identical memory, with a near copy
     loaded: list[str] = []
     embed_seconds = [0.0]
     original_embed = embedder.embed
@@ -220,10 +276,13 @@ def bank_ensure(
                 )
                 token, _raw = token_create(organization=org, label=TOKEN_LABEL, projects=[project])
                 principal = principals[conv.sample_id] = principal_for_token(token)
-                existing, same_model = _project_dia_ids(project, embedder.name)
+                existing, same = _project_dia_ids(project, embedder.name, conv, mapping)
                 covered = sorted(d for ds in existing.values() for d in ds)
-                if same_model and covered == sorted(t.dia_id for t in conv.turns):
+                refused_here = turns_refused(conv, mapping)
+                expected = sorted(t.dia_id for t in conv.turns if t.dia_id not in refused_here)
+                if same and covered == expected:
                     dia_ids.update(existing)
+                    refused[conv.sample_id] = refused_here
                     continue
                 if existing:
                     log(f"    {conv.sample_id}: {len(existing)} memories incomplete or of another embedder: reloading")
@@ -234,7 +293,11 @@ def bank_ensure(
                     t1 = time.perf_counter()
                     prefetched.update(zip(texts, original_embed(texts), strict=True))
                     embed_seconds[0] += time.perf_counter() - t1
-                dia_ids.update(project_record(principal, project, conv, mapping))
+                recorded = project_record(principal, project, conv, mapping)
+                dia_ids.update(recorded.dia_ids)
+                refused[conv.sample_id] = recorded.refused
+                answered[0] += recorded.identical
+                answered[1] += recorded.near_copies
                 prefetched.clear()
                 loaded.append(conv.sample_id)
                 log(f"    {conv.sample_id}: {len(conv.turns)} turns recorded in {time.perf_counter() - t0:.1f} s")
@@ -255,13 +318,32 @@ def bank_ensure(
             "embedding": "batched per conversation" if prefetch else "one text per record call",
             "texts_from_batch": served[0],
             "texts_embedded_by_the_record_call": served[1],
+            "turns_answered_with_an_identical_memory": answered[0],
+            "turns_answered_with_a_near_copy": answered[1],
             "at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         if len(loaded) == len(conversations):
             info_path.write_text(json.dumps(load, indent=2) + "\n")
     else:
         load = {"reused": True, "loaded_earlier": previous or None}
-    return Bank(kind, embedder.name, org, principals, dia_ids, load)
+    return Bank(kind, embedder.name, org, principals, dia_ids, load, refused)
+
+
+def refusals_summary(bank: Bank, conversations: Sequence[Conversation]) -> dict[str, Any]:
+    """How many turns the write gate kept out of the bank, why, and how many queries lose a gold turn."""
+    by_reason: dict[str, int] = {}
+    for refused in bank.refused.values():
+        for reason in refused.values():
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+    return {
+        "turns": sum(len(c.turns) for c in conversations),
+        "turns_refused": sum(by_reason.values()),
+        "by_reason": dict(sorted(by_reason.items())),
+        "refused": {sample: sorted(refused) for sample, refused in bank.refused.items() if refused},
+        "queries_with_refused_gold": sum(
+            1 for c in conversations for q in c.queries if set(q.gold) & set(bank.refused.get(c.sample_id, {}))
+        ),
+    }
 
 
 def usage_reset(org: Any) -> int:
@@ -525,6 +607,12 @@ def main() -> None:
                 f"({load['turns'] / max(load['seconds'], 1e-9):.0f}/s; embedding {load['embed_seconds']} s, "
                 f"{load['embedding']}; {load['texts_embedded_by_the_record_call']} texts embedded by the record call)"
             )
+        refusals = refusals_summary(bank, conversations)
+        log(
+            f"  {refusals['turns_refused']} of {refusals['turns']} turns refused by the write gate "
+            f"({', '.join(f'{n} {reason}' for reason, n in refusals['by_reason'].items()) or 'none'}): misses "
+            f"wherever gold; {refusals['queries_with_refused_gold']} queries have one among their gold turns"
+        )
         signals = usage_reset(bank.org)
         if signals:
             log(f"  {signals} usage signals of an earlier --keep-usage run removed")
@@ -577,6 +665,7 @@ def main() -> None:
                 "bm25_stored_text": stored_bm25,
                 "bm25_anchor": BM25_ANCHOR,
                 "load": load,
+                "write_gate": refusals,
                 "per_query_ms": latency.as_dict(),
                 "search_settings": search_settings(),
                 "dump": str(dump_path) if dump_path else None,
