@@ -117,7 +117,13 @@ class SearchExplanation(Contract):
     this query's candidates. `confidence` is the value the search ranked with (before this search
     counted as a use). REST called this object `score` before."""
 
-    relevance: float = Field(description="the fusion of both legs, 0 to 1")
+    relevance: float = Field(
+        description="0 to 1: the fusion of both legs (`fused`), adjusted for the query's time cues when it has any: "
+        "(fused + w × time_expression + w × time_period) / (1 + w × the query's cues), w = SEARCH_TIME_WEIGHT"
+    )
+    fused: float = Field(description="the fusion of both legs, 0 to 1, before the time cues")
+    time_expression: float = Field(description="1 when the query asks when and the memory states a time, else 0")
+    time_period: float = Field(description="1 when the memory was recorded in a period the query names, else 0")
     similarity: float = Field(description="vector leg: cosine similarity to the query")
     vector_rank: int | None = Field(description="vector leg: rank among the candidates")
     lexical: float = Field(description="lexical leg: BM25 score (0: no query term in the memory)")
@@ -134,7 +140,9 @@ class SearchExplanation(Contract):
     def of(cls, hit: SearchHit) -> SearchExplanation:
         b = hit.breakdown
         return cls(
-            relevance=rounded(b.relevance), similarity=rounded(b.similarity), vector_rank=b.vector_rank,
+            relevance=rounded(b.relevance), fused=rounded(b.relevance if b.fused is None else b.fused),
+            time_expression=b.time_expression, time_period=b.time_period,
+            similarity=rounded(b.similarity), vector_rank=b.vector_rank,
             lexical=rounded(b.lexical), lexical_rank=b.lexical_rank, confidence=rounded(b.confidence),
             recency_boost=rounded(b.recency_boost), scope=b.scope, scope_weight=rounded(b.scope_weight),
             consolidated_boost=rounded(b.consolidated_boost), score=rounded(b.score), matched_by=list(hit.matched_by),

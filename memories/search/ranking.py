@@ -148,6 +148,11 @@ class ScoreBreakdown:
     scope_weight: float
     consolidated_boost: float  # CONSOLIDATED_BOOST or 1.0
     score: float
+    # where ``relevance`` comes from when the query carries time cues (memories.search.temporal):
+    # the legs' fusion, and which cues the memory meets (0 or 1 each); without cues relevance = fused
+    fused: float | None = None
+    time_expression: float = 0.0
+    time_period: float = 0.0
 
     def as_dict(self) -> dict[str, float | str]:
         return asdict(self)
@@ -161,6 +166,9 @@ def score_memory(
     days_since_used: float,
     scope: str,
     consolidated: bool,
+    fused: float | None = None,
+    time_expression: float = 0.0,
+    time_period: float = 0.0,
 ) -> ScoreBreakdown:
     """Score one candidate memory and keep the factors.
 
@@ -189,6 +197,9 @@ def score_memory(
         scope_weight=scope_weight,
         consolidated_boost=consolidated_boost,
         score=score,
+        fused=relevance if fused is None else fused,
+        time_expression=time_expression,
+        time_period=time_period,
     )
 
 

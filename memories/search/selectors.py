@@ -31,6 +31,7 @@ from memories.search.ranking import (
     relevance_fuse,
     score_memory,
 )
+from memories.search.temporal import QueryTime, query_time, time_adjusted, time_match
 from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.tracing import span
 
@@ -389,7 +390,7 @@ def memory_search(
     else:
         rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     with span("memory.search.fusion", candidates=len(rows), fusion=str(_setting("SEARCH_FUSION"))) as fusion_span:
-        hits = _ranked(rows, now=now, min_similarity=search.min_similarity)
+        hits = _ranked(rows, now=now, min_similarity=search.min_similarity, time=query_time(search.query))
         fusion_span.set_attribute("kept", len(hits))
     total_found = len(hits)
     with span("memory.search.collapse", hits=len(hits), limit=search.limit):
@@ -419,9 +420,12 @@ def within_budget(items: list[Any], budget: int, *, cost: Any) -> list[Any]:
     return kept
 
 
-def _ranked(rows: list[tuple[Any, ...]], *, now: datetime, min_similarity: float | None = None) -> list[SearchHit]:
-    """The legs' rows, merged by memory, scored by both legs, fused and ranked (best first); with
-    ``min_similarity``, only those whose embedding is at least that similar to the query's."""
+def _ranked(
+    rows: list[tuple[Any, ...]], *, now: datetime, min_similarity: float | None = None, time: QueryTime | None = None
+) -> list[SearchHit]:
+    """The legs' rows, merged by memory, scored by both legs, fused, adjusted for the query's time cues
+    (``memories.search.temporal``) and ranked (best first); with ``min_similarity``, only those whose
+    embedding is at least that similar to the query's."""
     width = len(MemoryRow.__dataclass_fields__)
     merged: dict[str, tuple[tuple[Any, ...], set[str]]] = {}
     for row in rows:
@@ -446,12 +450,20 @@ def _ranked(rows: list[tuple[Any, ...]], *, now: datetime, min_similarity: float
     relevances = relevance_fuse(
         legs, lexical_weight=float(_setting("SEARCH_LEXICAL_WEIGHT")), fusion=str(_setting("SEARCH_FUSION"))
     )
+    time = time or QueryTime()
+    time_weight = float(_setting("SEARCH_TIME_WEIGHT"))
     ranked = []
-    for (memory, _, _, matched_by), leg, relevance in zip(kept, legs, relevances, strict=True):
+    for (memory, _, _, matched_by), leg, fused in zip(kept, legs, relevances, strict=True):
         reference = memory.last_used_at or memory.created_at
+        matched = time_match(
+            time, text=f"{memory.title}\n{memory.description}\n{memory.content}", created_at=memory.created_at
+        )
         breakdown = score_memory(
             legs=leg,
-            relevance=relevance,
+            relevance=time_adjusted(fused, matched, time, time_weight),
+            fused=fused,
+            time_expression=matched.expression,
+            time_period=matched.period,
             confidence=memory.confidence,
             days_since_used=max(0.0, (now - reference).total_seconds() / 86400),
             scope=memory.scope,

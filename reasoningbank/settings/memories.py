@@ -24,6 +24,9 @@ SEARCH_MIN_SIMILARITY = env_float(
 # per-query normalised scores (the lexical leg's share) or reciprocal rank fusion (docs/search.md#fusion-one-relevance)
 SEARCH_FUSION = env_choice("SEARCH_FUSION", "convex", ["convex", "rrf"])
 SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.55, minimum=0, maximum=1)
+# time-aware relevance (docs/search.md#time-aware-relevance): what a question asking "when" gives a memory
+# that states a time, and a query naming a date, month or year a memory recorded then; 0 turns it off
+SEARCH_TIME_WEIGHT = env_float("SEARCH_TIME_WEIGHT", 0.3, minimum=0, maximum=1)
 # where BM25's document frequencies come from: "auto" — PostgreSQL's planner statistics of the
 # full-text column once the table has been analysed (no per-query cost; kept SEARCH_STATS_TTL seconds
 # per process), exact capped counts within the caller's reach before that; "exact" — always counts

@@ -40,6 +40,9 @@ class SearchExplanation(TypedDict):
     counted as a use). REST called this object `score` before."""
 
     relevance: float
+    fused: float
+    time_expression: float
+    time_period: float
     similarity: float
     vector_rank: int | None
     lexical: float

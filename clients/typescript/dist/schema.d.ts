@@ -2222,9 +2222,24 @@ export interface components {
         SearchExplanation: {
             /**
              * Relevance
-             * @description the fusion of both legs, 0 to 1
+             * @description 0 to 1: the fusion of both legs (`fused`), adjusted for the query's time cues when it has any: (fused + w × time_expression + w × time_period) / (1 + w × the query's cues), w = SEARCH_TIME_WEIGHT
              */
             relevance: number;
+            /**
+             * Fused
+             * @description the fusion of both legs, 0 to 1, before the time cues
+             */
+            fused: number;
+            /**
+             * Time Expression
+             * @description 1 when the query asks when and the memory states a time, else 0
+             */
+            time_expression: number;
+            /**
+             * Time Period
+             * @description 1 when the memory was recorded in a period the query names, else 0
+             */
+            time_period: number;
             /**
              * Similarity
              * @description vector leg: cosine similarity to the query

@@ -13,6 +13,9 @@ SEARCH = "/api/v1/memories/search"
 HIT_KEYS = {"id", "title", "description", "content", "outcome", "confidence", "usage_count", "relevance", "scope"}
 SCORE_KEYS = {
     "relevance",
+    "fused",
+    "time_expression",
+    "time_period",
     "similarity",
     "vector_rank",
     "lexical",

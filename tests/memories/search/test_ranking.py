@@ -91,6 +91,9 @@ def test_the_breakdown_carries_every_factor() -> None:
         "scope_weight": 0.8,
         "consolidated_boost": 1.0,
         "score": pytest.approx(0.7 * 0.6 * 0.8),
+        "fused": 0.7,  # no time cue: the relevance is the legs' fusion
+        "time_expression": 0.0,
+        "time_period": 0.0,
     }
 
 

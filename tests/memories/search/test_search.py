@@ -3,7 +3,7 @@ modes. Who a search reaches: test_search_reach.py; the two legs and their fusion
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import transaction
@@ -342,3 +342,49 @@ def test_an_unknown_mode_is_refused_naming_the_field(token):
     with pytest.raises(ValidationError) as excinfo:
         search(token, mode="everything")
     assert [error["loc"] for error in excinfo.value.errors()] == [("mode",)]
+
+
+# --- time-aware relevance (docs/search.md#time-aware-relevance) ------------------------------------
+
+
+def test_a_when_question_ranks_the_memory_that_states_a_time_first(token, settings):
+    record(token)  # off topic: the vector leg's min-max normalisation needs a floor
+    # the undated memory matches the question's words more often: the legs alone put it first
+    undated = record(token, title="Support group", description="Caroline and the support group",
+                     content="Caroline went to the LGBTQ support group; the support group was powerful.")
+    dated = record(token, title="Support group", description="Caroline",
+                   content="Caroline went to the LGBTQ support group yesterday.")
+    question = "When did Caroline go to the LGBTQ support group?"
+    result = search(token, question, min_confidence=0, explain=True)  # the default configuration
+    assert ids(result)[:2] == [dated.id, undated.id]
+    first, second = (hit.breakdown for hit in result.hits[:2])
+    assert (first.time_expression, first.time_period) == (1.0, 0.0)
+    assert (second.time_expression, second.time_period) == (0.0, 0.0)
+    w = settings.SEARCH_TIME_WEIGHT
+    assert first.relevance == pytest.approx((first.fused + w) / (1 + w))
+    assert second.relevance == pytest.approx(second.fused / (1 + w))
+    settings.SEARCH_TIME_WEIGHT = 0.0  # off: the legs' fusion alone
+    assert ids(search(token, question, min_confidence=0))[:2] == [undated.id, dated.id]
+
+
+def test_a_query_naming_a_date_ranks_the_memory_recorded_that_day_first(token, settings):
+    # near the topic only by the name: a floor for the vector leg's min-max normalisation
+    record(token, title="Melanie", description="Melanie", content="Melanie fixed the flaky network retries.")
+    other_day = record(token, title="Painting", description="Melanie",
+                       content="What a painting Melanie shared: a painting she painted of the lake.")
+    that_day = record(token, title="Painting", description="Melanie", content="Melanie shared a painting of a horse.")
+    Memory.objects.filter(pk=other_day.pk).update(created_at=datetime(2023, 7, 6, 18, 0, tzinfo=UTC))
+    Memory.objects.filter(pk=that_day.pk).update(created_at=datetime(2023, 7, 7, 9, 30, tzinfo=UTC))
+    query = "What painting did Melanie share on 7 July, 2023?"
+    result = search(token, query, min_confidence=0)  # the default configuration
+    assert ids(result)[:2] == [that_day.id, other_day.id]
+    assert result.hits[0].breakdown.time_period == 1.0 and result.hits[1].breakdown.time_period == 0.0
+    settings.SEARCH_TIME_WEIGHT = 0.0  # off: the legs' fusion alone
+    assert ids(search(token, query, min_confidence=0))[:2] == [other_day.id, that_day.id]
+
+
+def test_a_query_without_time_cues_ranks_by_the_fusion_alone(token):
+    record(token)
+    b = search(token).hits[0].breakdown
+    assert (b.time_expression, b.time_period) == (0.0, 0.0)
+    assert b.relevance == pytest.approx(b.fused)
