@@ -54,16 +54,29 @@ WHEN_QUESTION = re.compile(
     r"(?:in\s+|during\s+)?(?:what|which)\s+(?:year|month|week|day|date|time|season)\b)",
     re.IGNORECASE,
 )
-# a time stated in a memory: relative days and periods, weekdays, months, years, durations
-TIME_EXPRESSION = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|since|weekend|weekends|"
-    r"(?:last|next|this|past|coming)\s+(?:night|morning|week|month|year|summer|winter|spring|fall|autumn|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"days?|weeks?|months?|years?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    r"january|february|march|april|june|july|august|september|october|november|december|"
-    r"(?:19|20)\d\d)\b",
-    re.IGNORECASE,
-)
+# a time stated in a memory: relative days and periods, weekdays, months, years, durations. Matched as
+# words of the lower-cased text against a set (one alternation regex over ~80 candidates cost ~5 ms a
+# search; the set lookup a tenth of that)
+TIME_WORDS: frozenset[str] = frozenset(
+    {
+        "yesterday", "today", "tonight", "tomorrow", "ago", "recently", "lately", "since", "weekend", "weekends",
+        "day", "days", "week", "weeks", "month", "months", "year", "years",
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+        *(month for month in _MONTHS if month != "may"),  # "may" is mostly the verb
+    }
+)  # fmt: skip
+_TIME_PHRASE = re.compile(r"\b(?:last|next|this|past|coming)\s+(?:night|morning|summer|winter|spring|fall|autumn)\b")
+_TEXT_WORD = re.compile(r"[a-z]+|(?:19|20)\d\d(?!\d)")
+
+
+def states_time(text: str) -> bool:
+    """Whether a text states a time: one of ``TIME_WORDS``, a year (1900–2099), or "last night", "this
+    morning", "next summer"…"""
+    lowered = text.lower()
+    for word in _TEXT_WORD.findall(lowered):
+        if word in TIME_WORDS or word[0].isdigit():
+            return True
+    return _TIME_PHRASE.search(lowered) is not None
 
 
 @dataclass(frozen=True)
@@ -127,7 +140,7 @@ def query_time(query: str) -> QueryTime:
 
 def time_match(query: QueryTime, *, text: str, created_at: datetime) -> TimeMatch:
     """Which of the query's cues a memory (its searchable text and when it was recorded) meets."""
-    expression = 1.0 if query.asks_when and TIME_EXPRESSION.search(text) else 0.0
+    expression = 1.0 if query.asks_when and states_time(text) else 0.0
     period = 1.0 if any(start <= created_at < end for start, end in query.periods) else 0.0
     return TimeMatch(expression=expression, period=period)
 

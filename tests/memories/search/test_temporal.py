@@ -7,7 +7,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memories.search.temporal import QueryTime, TimeMatch, query_periods, query_time, time_adjusted, time_match
+from memories.search.temporal import (
+    QueryTime,
+    TimeMatch,
+    query_periods,
+    query_time,
+    states_time,
+    time_adjusted,
+    time_match,
+)
 
 
 def day(year: int, month: int, d: int) -> datetime:
@@ -74,6 +82,29 @@ def test_a_month_without_its_year_a_relative_phrase_or_no_date_names_no_period(t
 
 def test_a_day_that_does_not_exist_still_names_its_month():
     assert query_periods("on 31 February, 2023") == ((day(2023, 2, 1), day(2023, 3, 1)),)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went to the support group yesterday.",
+        "We moved here 4 years ago",
+        "Last night was great",
+        "She starts in August.",
+        "the 2019 release",
+        "See you on Friday!",
+        "Every weekend I paint.",
+    ],
+)
+def test_a_text_naming_a_time_states_one(text):
+    assert states_time(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["I may go to the park.", "Painting is my therapy.", "port 20233 is open", "The daylight was soft."]
+)
+def test_a_text_without_one_states_none(text):
+    assert not states_time(text)
 
 
 def test_a_memory_meets_the_cues_the_query_has():
