@@ -8,7 +8,7 @@ class MemoriesConfig(AppConfig):
     def ready(self) -> None:
         from accounts.plans import usage_counter_register
         from memories.core.selectors import memories_active_count
-        from memories.prompt_examples import distill_example, reason_example
+        from memories.prompt_examples import distill_example, reason_example, search_rewrite_example
         from reasoningbank.ai.prompt_kinds import prompt_kind_register
         from reasoningbank.ai.purposes import purpose_register
 
@@ -16,6 +16,8 @@ class MemoriesConfig(AppConfig):
         # what this app calls an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
         purpose_register("distill", "Distill session")
         purpose_register("reason", "Reasoned answer (memory_ask)")
+        purpose_register("search_rewrite", "Deep search question rewrite")
         # an example of each prompt, for the provider check (manage.py llm_check, the system page)
         prompt_kind_register("distill", purpose="distill", example=distill_example)
         prompt_kind_register("reason", purpose="reason", example=reason_example)
+        prompt_kind_register("search_rewrite", purpose="search_rewrite", example=search_rewrite_example)

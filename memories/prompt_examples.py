@@ -1,4 +1,5 @@
-"""One example of each prompt this app sends an LLM — distilling a session, answering ``memory_ask`` —
+"""One example of each prompt this app sends an LLM — distilling a session, answering ``memory_ask``,
+rewriting a deep search's question —
 for the provider check (``reasoningbank.ai.prompt_kinds``, docs/llm.md#checking-a-provider): built by the
 same builders from the same fixed texts as the real calls, with a small made-up input, and read by the
 same parsers."""
@@ -13,6 +14,7 @@ from memories.ask.reasoning import (
     build_reasoning_prompt,
     parse_reasoned_answer,
 )
+from memories.search.rewrite import REWRITE_MAX_TOKENS, REWRITE_SYSTEM_PROMPT, rewrite_parse, rewrite_prompt
 from memories.sessions.prompts import DISTILL_SYSTEM_PROMPT, build_extraction_prompt, parse_extractions
 from reasoningbank.ai.prompt_kinds import PromptExample
 
@@ -57,4 +59,14 @@ def reason_example() -> PromptExample:
     )
     return PromptExample(
         REASONING_SYSTEM_PROMPT, prompt, lambda text: parse_reasoned_answer(text, memory_count=len(_MEMORIES))
+    )
+
+
+def search_rewrite_example() -> PromptExample:
+    question = "Which keys did we rotate after the contractor left, and when?"
+    return PromptExample(
+        REWRITE_SYSTEM_PROMPT,
+        rewrite_prompt(question),
+        lambda text: rewrite_parse(text, question),
+        max_tokens=REWRITE_MAX_TOKENS,
     )

@@ -4,12 +4,14 @@ allauth keeps its rate limits (signups, failed logins per address, password-rese
 Django's default cache. With several web worker processes a per-process cache would give each
 process its own counters, so those keys must live in a cache every process shares: the
 ``shared`` alias, a ``DatabaseCache`` on the table ``rb_cache`` (created by the migration
-``accounts/0003``). Everything else (e.g. the health readers' few-second memo) stays in the
-``local`` alias, in memory, costing no query.
+``accounts/0003``). Deep search's question rewrites (``search:rewrite:``) go there too: an LLM
+call saved by one process is saved for all. Everything else (e.g. the health readers' few-second
+memo) stays in the ``local`` alias, in memory, costing no query.
 
     CACHES = {
         "default": {"BACKEND": "reasoningbank.cache.RoutedCache",
-                    "OPTIONS": {"local": "local", "shared": "shared", "shared_prefixes": ["allauth:rl:"]}},
+                    "OPTIONS": {"local": "local", "shared": "shared",
+                                "shared_prefixes": ["allauth:rl:", "search:rewrite:"]}},
         "local": {...LocMemCache...},
         "shared": {...DatabaseCache...},
     }

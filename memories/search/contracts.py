@@ -16,6 +16,7 @@ from memories.context.services import summaries_activate
 from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, optional_text, required_text, rounded
 from memories.models import Memory
 from memories.search.ranking import estimate_tokens
+from memories.search.rewrite import QueryRewrite, SkipReason
 from memories.search.selectors import SearchHit, SearchQuery, within_budget
 from memories.search.services import memory_search_use
 from memories.sessions.selectors import session_seen_memory_ids
@@ -45,7 +46,9 @@ class SearchInput(Contract):
         Field(
             description=(
                 "Which memories to search by tier: reflexive (hot only), standard (hot and warm), deep (also "
-                "cold), exhaustive (every tier, archived memories included and marked with state)"
+                "cold; where the service enables it, the configured LLM also splits the question into focused "
+                "queries whose results are fused, see `query_rewrite`), exhaustive (every tier, archived "
+                "memories included and marked with state)"
             )
         ),
     ] = "standard"
@@ -135,9 +138,23 @@ class SearchExplanation(Contract):
     consolidated_boost: float
     score: float
     matched_by: list[str] = Field(description="vector and/or text: the legs that fetched it")
+    query: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "deep search with a rewritten question only: the query (the question or one of the LLM's) whose legs "
+            "scored this hit; every figure above is that query's but `relevance` (and so `score`), the fusion over "
+            "the queries"
+        ),
+    )
+    found_by: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="deep search with a rewritten question only: every query that found this hit, `query` first",
+    )
 
     @classmethod
-    def of(cls, hit: SearchHit) -> SearchExplanation:
+    def of(cls, hit: SearchHit, found_by: tuple[str, ...] = ()) -> SearchExplanation:
         b = hit.breakdown
         return cls(
             relevance=rounded(b.relevance), fused=rounded(b.relevance if b.fused is None else b.fused),
@@ -146,6 +163,7 @@ class SearchExplanation(Contract):
             lexical=rounded(b.lexical), lexical_rank=b.lexical_rank, confidence=rounded(b.confidence),
             recency_boost=rounded(b.recency_boost), scope=b.scope, scope_weight=rounded(b.scope_weight),
             consolidated_boost=rounded(b.consolidated_boost), score=rounded(b.score), matched_by=list(hit.matched_by),
+            query=found_by[0] if found_by else None, found_by=list(found_by),
         )
 
 
@@ -180,6 +198,32 @@ class SummaryHitOut(SummaryOut):
     relevance: float = Field(description="cosine similarity of the summary to the query")
 
 
+class QueryRewriteOut(Contract):
+    """What a deep search made of its question (docs/search.md#deep-search-rewriting-the-question):
+    rewritten by the configured LLM into focused queries, each searched and the results fused; or
+    skipped, and why — the question was then searched as asked."""
+
+    status: Literal["rewritten", "skipped"]
+    queries: list[str] = Field(description="every query searched: the question first, then the LLM's")
+    cached: bool = Field(description="the LLM's queries came from this organization's cache: no LLM call this time")
+    reason: SkipReason | None = Field(
+        description=(
+            "why it was skipped: off (SEARCH_DEEP_REWRITE is off), no_llm (none configured), over_budget (the "
+            "organization's monthly LLM tokens are spent), llm_unavailable (no answer in time), llm_error (the "
+            "provider refused), reply_unreadable (no list of queries in the reply); null when rewritten"
+        )
+    )
+    detail: str | None = Field(description="the reason in a sentence; null when rewritten")
+
+    @classmethod
+    def of(cls, question: str, rewrite: QueryRewrite) -> QueryRewriteOut:
+        return cls(
+            status=rewrite.status,  # type: ignore[arg-type]
+            queries=[question, *rewrite.queries], cached=rewrite.cached,
+            reason=rewrite.reason, detail=rewrite.detail,  # type: ignore[arg-type]
+        )
+
+
 class SearchOutput(Contract):
     memories: list[SearchHitOut]
     total_found: int
@@ -188,6 +232,11 @@ class SearchOutput(Contract):
         default_factory=list,
         exclude_if=lambda value: not value,
         description="with include_summaries: the closest consolidated summaries (at most limit / 2); absent when none",
+    )
+    query_rewrite: QueryRewriteOut | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="mode deep only: whether the configured LLM rewrote the question into focused queries, or why not",
     )
 
 
@@ -242,7 +291,8 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             content=hit.memory.content, outcome=hit.memory.outcome, confidence=rounded(hit.memory.confidence),
             usage_count=hit.memory.usage_count, relevance=rounded(hit.breakdown.score), scope=hit.memory.scope,
             state=hit.memory.state,  # type: ignore[arg-type]
-            duplicates=list(hit.duplicates), explain=SearchExplanation.of(hit) if args.explain else None,
+            duplicates=list(hit.duplicates),
+            explain=SearchExplanation.of(hit, result.found_by.get(hit.memory.id, ())) if args.explain else None,
         )
         for hit in result.hits
     ]
@@ -250,4 +300,5 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     return SearchOutput(
         memories=hits, total_found=result.total_found, tokens_used=result.tokens_used,
         summaries=[SummaryHitOut(**SummaryOut.of(h.summary).model_dump(), relevance=h.similarity) for h in summaries],
+        query_rewrite=QueryRewriteOut.of(args.query, result.rewrite) if result.rewrite else None,
     )

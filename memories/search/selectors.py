@@ -31,6 +31,7 @@ from memories.search.ranking import (
     relevance_fuse,
     score_memory,
 )
+from memories.search.rewrite import QueryRewrite
 from memories.search.temporal import QueryTime, query_time, time_adjusted, time_match
 from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.tracing import span
@@ -118,6 +119,10 @@ class SearchResult:
     embedding_ms: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     query_vector: list[float] = field(default_factory=list)  # what summaries are searched with too
+    # a deep search's question rewrite (memories.search.services_deep), and per hit every query that found
+    # it, the one whose scores it keeps first
+    rewrite: QueryRewrite | None = None
+    found_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _reach_sql(reach: Reach, scope: str) -> str:
@@ -313,12 +318,29 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(map(repr, vector)) + "]"
 
 
+@dataclass
+class RankedCandidates:
+    """Every candidate of one query, ranked best first, before folding and the limit."""
+
+    hits: list[SearchHit]
+    project: Project | None
+
+
 def memory_search(
     principal: Principal, search: SearchQuery, *, query_vector: list[float], now: datetime | None = None
 ) -> SearchResult:
-    """Hybrid search: HNSW and BM25 full-text candidates inside the caller's reach, each
+    """Hybrid search (``memory_search_rank``), then the answer (``search_result_finish``)."""
+    ranked = memory_search_rank(principal, search, query_vector=query_vector, now=now)
+    return search_result_finish(ranked.hits, search, project=ranked.project, query_vector=query_vector)
+
+
+def memory_search_rank(
+    principal: Principal, search: SearchQuery, *, query_vector: list[float], now: datetime | None = None
+) -> RankedCandidates:
+    """Hybrid search's candidates: HNSW and BM25 full-text candidates inside the caller's reach, each
     scored by both legs, fused into one relevance and ranked by relevance × confidence × recency ×
-    scope weight (× 1.2 consolidated); near-identical hits collapse into the best one.
+    scope weight (× 1.2 consolidated). A deep search ranks several queries this way and fuses them
+    (``memories.search.services_deep``) before the answer is built.
 
     Raw SQL returning plain rows: this runs on every agent call, and the ORM's query building and
     model instantiation cost more than PostgreSQL's work. One statement for the query's term
@@ -392,6 +414,14 @@ def memory_search(
     with span("memory.search.fusion", candidates=len(rows), fusion=str(_setting("SEARCH_FUSION"))) as fusion_span:
         hits = _ranked(rows, now=now, min_similarity=search.min_similarity, time=query_time(search.query))
         fusion_span.set_attribute("kept", len(hits))
+    return RankedCandidates(hits=hits, project=project)
+
+
+def search_result_finish(
+    hits: list[SearchHit], search: SearchQuery, *, project: Project | None, query_vector: list[float]
+) -> SearchResult:
+    """Ranked candidates (best first) → the answer: near-identical hits folded, the first ``limit``
+    kept, within the token budget."""
     total_found = len(hits)
     with span("memory.search.collapse", hits=len(hits), limit=search.limit):
         top = _collapsed(hits, search.limit)

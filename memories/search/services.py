@@ -10,6 +10,7 @@ from django.conf import settings
 from accounts.access import Principal
 from memories.embedding import query_embed
 from memories.search.selectors import SearchQuery, SearchResult, memory_search
+from memories.search.services_deep import memory_search_deep
 from memories.signals.services import memories_mark_used
 
 
@@ -19,7 +20,11 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     started = time.perf_counter()
     vector = query_embed(search.query)
     embedding_ms = (time.perf_counter() - started) * 1000
-    result = memory_search(principal, search, query_vector=vector)
+    # a deep search may rewrite the question through the LLM (docs/search.md#deep-search-rewriting-the-question)
+    if search.mode == "deep":
+        result = memory_search_deep(principal, search, query_vector=vector)
+    else:
+        result = memory_search(principal, search, query_vector=vector)
     # only results an agent plausibly used: ranking noise below the floor must not feed confidence
     floor = settings.SEARCH_USAGE_MIN_RELEVANCE
     # (an archived memory an exhaustive search surfaced is shown, not used)

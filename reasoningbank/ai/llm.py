@@ -497,9 +497,10 @@ def _build_llm(
     )
 
 
-def llm_from_settings(*, max_retries: int | None = None) -> LLM:
-    """The LLM configured by Django settings (``NoLLM`` when nothing is set); ``max_retries`` instead of
-    ``LLM_MAX_RETRIES`` for a caller that must answer within one timeout (the system page's check)."""
+def llm_from_settings(*, timeout: float | None = None, max_retries: int | None = None) -> LLM:
+    """The LLM configured by Django settings (``NoLLM`` when nothing is set); ``timeout`` and
+    ``max_retries`` instead of ``LLM_TIMEOUT_SECONDS`` and ``LLM_MAX_RETRIES`` for a caller that must
+    answer within one bounded call (the system page's check, a deep search's rewrite)."""
     from django.conf import settings
 
     provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
@@ -508,7 +509,7 @@ def llm_from_settings(*, max_retries: int | None = None) -> LLM:
         getattr(settings, fallback_key_setting, None) if fallback_key_setting else None
     )
     try:
-        timeout = float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0))
+        timeout = float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0) if timeout is None else timeout)
         retries = int(getattr(settings, "LLM_MAX_RETRIES", 3)) if max_retries is None else max_retries
         max_concurrency = int(getattr(settings, "LLM_MAX_CONCURRENCY", 0))
     except (TypeError, ValueError) as exc:

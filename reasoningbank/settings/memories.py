@@ -3,7 +3,7 @@ gate's length floor (its near-copy threshold follows consolidation's, in consoli
 
 from __future__ import annotations
 
-from reasoningbank.env import env_bool, env_choice, env_float, env_int
+from reasoningbank.env import env_bool, env_choice, env_duration, env_float, env_int
 from reasoningbank.settings.ai import EMBEDDER
 
 # --- Search (docs/search.md) -----------------------------------------------------------------
@@ -42,6 +42,14 @@ SEARCH_COLLAPSE_DUPLICATES = env_bool("SEARCH_COLLAPSE_DUPLICATES", True)
 SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minimum=0.5, maximum=1)
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
+# deep search (mode "deep") may ask the configured LLM for 1–3 focused queries, search each and fuse the
+# rankings (docs/search.md#deep-search-rewriting-the-question): off by default, as it costs an LLM call; the
+# call waits at most the timeout (no retries: a search does not back off), a rewrite is kept per organization
+# for the TTL, and the rankings are fused by each memory's best relevance (max) or reciprocal ranks (rrf)
+SEARCH_DEEP_REWRITE = env_bool("SEARCH_DEEP_REWRITE", False)
+SEARCH_DEEP_REWRITE_TIMEOUT = env_float("SEARCH_DEEP_REWRITE_TIMEOUT", 5.0, minimum=0.5, maximum=60)
+SEARCH_DEEP_REWRITE_CACHE_TTL = env_duration("SEARCH_DEEP_REWRITE_CACHE_TTL", "24h")
+SEARCH_DEEP_REWRITE_FUSION = env_choice("SEARCH_DEEP_REWRITE_FUSION", "max", ["max", "rrf"])
 # a search's usage write that lost a race (deadlock, serialization) or found no free connection is tried
 # this many times in all, waiting the delay doubled at each try (jittered); then its signals are counted
 # as dropped and logged (docs/concurrency.md)

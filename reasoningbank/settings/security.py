@@ -101,12 +101,12 @@ ACCOUNT_RATE_LIMITS = {
     "login_failed": _per_address_rates("LOGIN_FAILED_RATE_LIMIT", "10/m/ip,50/h/ip"),
     "signup": _per_address_rates("SIGNUP_RATE_LIMIT", "10/h/ip,30/d/ip"),
 }
-# The default cache is process memory, except allauth's rate-limit keys, which go to the database
-# cache that every process shares (reasoningbank/cache.py).
+# The default cache is process memory, except allauth's rate-limit keys and deep search's question
+# rewrites, which go to the database cache that every process shares (reasoningbank/cache.py).
 CACHES = {
     "default": {
         "BACKEND": "reasoningbank.cache.RoutedCache",
-        "OPTIONS": {"local": "local", "shared": "shared", "shared_prefixes": ["allauth:rl:"]},
+        "OPTIONS": {"local": "local", "shared": "shared", "shared_prefixes": ["allauth:rl:", "search:rewrite:"]},
     },
     "local": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "reasoningbank"},
     "shared": {

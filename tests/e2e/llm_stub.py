@@ -79,6 +79,8 @@ def llm_reply(system: str, prompt: str) -> tuple[str, str]:
             '{"answer": "From the memories: see the first one.", "confidence": 0.6, "reasoning": "It names it.", '
             '"temporal_resolutions": [], "source_memory_indices": [1], "requires_inference": false}'
         )
+    if system.startswith("You turn a question into search queries"):
+        return "search_rewrite", '{"queries": ["deploy keys rotated"]}'
     if system.startswith("You are a memory consolidation agent. Create a concise summary"):
         return "summary", (
             '{"summary": "Wrap every database call in a context with a timeout.", "key_facts": '

@@ -120,7 +120,7 @@ def test_the_table_starts_with_the_first_kind_about_to_post_itself(client, staff
 
     body = text(client.post(URL, HTTP_HX_REQUEST="true"))
 
-    assert "Checking <code>openai</code> <code>gpt-4o-mini</code>: 7 prompt kinds" in body
+    assert f"Checking <code>openai</code> <code>gpt-4o-mini</code>: {len(KINDS)} prompt kinds" in body
     assert pending_kind(body) == KINDS[0]
     assert 'hx-trigger="load"' in body and 'hx-swap="outerHTML"' in body
     assert provider["route"].call_count == 0  # the table alone calls nothing
@@ -135,7 +135,7 @@ def test_each_kind_answers_with_its_result_and_the_next_kind_until_the_verdict(c
     results = [re.search(r'data-kind="([a-z_]+)" data-stage="(\w+)"', b).groups() for b in bodies[1:]]  # type: ignore[union-attr]
     assert results == [(kind, "ok") for kind in KINDS]
     assert "50 + 20" in bodies[1] and " ms" in bodies[1]
-    assert "All 7 prompt kinds parsed." in bodies[-1]
+    assert f"All {len(KINDS)} prompt kinds parsed." in bodies[-1]
     assert not LlmCall.objects.exists()
 
 
@@ -150,7 +150,7 @@ def test_a_kind_whose_reply_does_not_parse_is_shown_with_the_parsers_words_and_n
     judge = next(b for b in bodies if b.lstrip().startswith('<tr data-kind="judge"'))
     assert 'data-stage="parse"' in judge and "not parsed" in judge
     assert "contradiction reply contains no JSON object" in judge and "no idea" in judge
-    assert "1 of 7 prompt kinds failed: judge" in bodies[-1]
+    assert f"1 of {len(KINDS)} prompt kinds failed: judge" in bodies[-1]
 
 
 def test_each_kind_gets_one_attempt_so_a_request_waits_one_timeout_at_most(client, staff, provider, settings):

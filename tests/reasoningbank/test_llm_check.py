@@ -26,7 +26,7 @@ from tests.reasoningbank.test_llm import anthropic_reply, openai_reply
 from tests.respx_httpx2 import serve_httpx2_from
 
 Reply = Callable[[str, str], str]  # (system, prompt) -> the assistant's text
-KINDS = ["distill", "reason", "synthesize", "supersede", "judge", "patterns", "summarize"]
+KINDS = ["distill", "reason", "search_rewrite", "synthesize", "supersede", "judge", "patterns", "summarize"]
 
 
 def well_formed(system: str, prompt: str) -> str:
@@ -141,7 +141,7 @@ def test_a_provider_answering_every_kind_well_passes_with_latency_and_tokens_per
     for kind in KINDS:
         line = kind_line(output, kind)
         assert " parsed " in line and " ms " in line and "+20 tokens" in line, line
-    assert "All 7 prompt kinds parsed." in output
+    assert f"All {len(KINDS)} prompt kinds parsed." in output
     assert not LlmCall.objects.exists()  # the operator's calls: no organization is billed for them
 
 
@@ -158,7 +158,7 @@ def test_the_examples_are_sent_with_the_services_own_system_prompts(provider, db
 
 def test_the_exit_status_is_0_when_every_kind_parsed(provider, db, capsys):
     assert exit_status() == 0
-    assert "All 7 prompt kinds parsed." in capsys.readouterr().out
+    assert f"All {len(KINDS)} prompt kinds parsed." in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ a provider that does not
@@ -171,7 +171,7 @@ def test_a_kind_answered_in_a_shape_its_parser_refuses_fails_the_check_naming_it
     output, error = run()
 
     assert error is not None and error.returncode == 1
-    assert str(error) == f"1 of 7 prompt kinds failed: {kind}"
+    assert str(error) == f"1 of {len(KINDS)} prompt kinds failed: {kind}"
     assert "NOT PARSED" in kind_line(output, kind)
     assert "They look fine to me." in output  # the reply's head, to see what the model said
     assert all(" parsed " in kind_line(output, other) for other in KINDS if other != kind)
@@ -181,7 +181,7 @@ def test_the_exit_status_names_the_failing_kind(provider, db, capsys):
     provider.reply = broken("patterns", reply="Patterns: testing first, always.")
 
     assert exit_status() == 1
-    assert "1 of 7 prompt kinds failed: patterns" in capsys.readouterr().err
+    assert f"1 of {len(KINDS)} prompt kinds failed: patterns" in capsys.readouterr().err
 
 
 def test_a_kind_the_provider_refuses_is_a_failed_call_with_the_providers_words(provider, db):
@@ -194,7 +194,7 @@ def test_a_kind_the_provider_refuses_is_a_failed_call_with_the_providers_words(p
 
     output, error = run()
 
-    assert error is not None and str(error) == "1 of 7 prompt kinds failed: summarize"
+    assert error is not None and str(error) == f"1 of {len(KINDS)} prompt kinds failed: summarize"
     line = output.split(kind_line(output, "summarize"), 1)[1].splitlines()[1]
     assert "CALL FAILED" in kind_line(output, "summarize") and "prompt too long for this model" in line
 

@@ -54,6 +54,8 @@ class SearchExplanation(TypedDict):
     consolidated_boost: float
     score: float
     matched_by: list[str]
+    query: NotRequired[str | None]
+    found_by: NotRequired[list[str]]
 
 
 class SearchHitOut(TypedDict):
@@ -113,11 +115,27 @@ class SummaryHitOut(TypedDict):
     relevance: float
 
 
+QueryRewriteOutStatusEnum = Literal["rewritten", "skipped"]
+
+
+class QueryRewriteOut(TypedDict):
+    """What a deep search made of its question (docs/search.md#deep-search-rewriting-the-question):
+    rewritten by the configured LLM into focused queries, each searched and the results fused; or
+    skipped, and why — the question was then searched as asked."""
+
+    status: QueryRewriteOutStatusEnum
+    queries: list[str]
+    cached: bool
+    reason: Literal["off", "no_llm", "over_budget", "llm_unavailable", "llm_error", "reply_unreadable"] | None
+    detail: str | None
+
+
 class SearchResponse(TypedDict):
     memories: list[SearchHitOut]
     total_found: int
     tokens_used: int
     summaries: NotRequired[list[SummaryHitOut]]
+    query_rewrite: NotRequired[QueryRewriteOut | None]
 
 
 MemoryOutcomeEnum = Literal["success", "failure", "mixed"]

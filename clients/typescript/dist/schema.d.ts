@@ -2010,6 +2010,38 @@ export interface components {
             /** @description pairs set aside for review */
             reviews: number;
         };
+        /**
+         * QueryRewriteOut
+         * @description What a deep search made of its question (docs/search.md#deep-search-rewriting-the-question):
+         *     rewritten by the configured LLM into focused queries, each searched and the results fused; or
+         *     skipped, and why — the question was then searched as asked.
+         */
+        QueryRewriteOut: {
+            /** Status */
+            status: components["schemas"]["QueryRewriteOutStatusEnum"];
+            /**
+             * Queries
+             * @description every query searched: the question first, then the LLM's
+             */
+            queries: string[];
+            /**
+             * Cached
+             * @description the LLM's queries came from this organization's cache: no LLM call this time
+             */
+            cached: boolean;
+            /**
+             * Reason
+             * @description why it was skipped: off (SEARCH_DEEP_REWRITE is off), no_llm (none configured), over_budget (the organization's monthly LLM tokens are spent), llm_unavailable (no answer in time), llm_error (the provider refused), reply_unreadable (no list of queries in the reply); null when rewritten
+             */
+            reason: ("off" | "no_llm" | "over_budget" | "llm_unavailable" | "llm_error" | "reply_unreadable") | null;
+            /**
+             * Detail
+             * @description the reason in a sentence; null when rewritten
+             */
+            detail: string | null;
+        };
+        /** @enum {string} */
+        QueryRewriteOutStatusEnum: "rewritten" | "skipped";
         /** RecordInput */
         RecordRequest: {
             /**
@@ -2277,6 +2309,17 @@ export interface components {
              * @description vector and/or text: the legs that fetched it
              */
             matched_by: string[];
+            /**
+             * Query
+             * @description deep search with a rewritten question only: the query (the question or one of the LLM's) whose legs scored this hit; every figure above is that query's but `relevance` (and so `score`), the fusion over the queries
+             * @default null
+             */
+            query?: string | null;
+            /**
+             * Found By
+             * @description deep search with a rewritten question only: every query that found this hit, `query` first
+             */
+            found_by?: string[];
         };
         /**
          * SearchHitOut
@@ -2360,7 +2403,7 @@ export interface components {
             project?: string | null;
             /**
              * Mode
-             * @description Which memories to search by tier: reflexive (hot only), standard (hot and warm), deep (also cold), exhaustive (every tier, archived memories included and marked with state)
+             * @description Which memories to search by tier: reflexive (hot only), standard (hot and warm), deep (also cold; where the service enables it, the configured LLM also splits the question into focused queries whose results are fused, see `query_rewrite`), exhaustive (every tier, archived memories included and marked with state)
              * @default standard
              */
             mode?: components["schemas"]["ModeEnum"];
@@ -2414,6 +2457,11 @@ export interface components {
              * @description with include_summaries: the closest consolidated summaries (at most limit / 2); absent when none
              */
             summaries?: components["schemas"]["SummaryHitOut"][];
+            /**
+             * @description mode deep only: whether the configured LLM rewrote the question into focused queries, or why not
+             * @default null
+             */
+            query_rewrite?: components["schemas"]["QueryRewriteOut"] | null;
         };
         /** @enum {string} */
         SearchScopeEnum: "project" | "team" | "org" | "all";
