@@ -2,8 +2,9 @@
 
 ``reply_for(system, prompt)`` recognises every prompt the product sends — distillation ("## Memory N"
 blocks), consolidation synthesis (TITLE/CONTENT/...), the supersession and
-contradiction judges (JSON objects) and pattern extraction (a JSON array) — and answers in the
-format its parser expects. Used by the stub OpenAI-compatible server (``bench/_stub_llm.py``)
+contradiction judges (JSON objects), pattern extraction (a JSON array) and deep search's question
+rewrite (``{"queries": [...]}``) — and answers in the format its parser expects. Used by the stub
+OpenAI-compatible server (``bench/_stub_llm.py``)
 for the distillation benchmark and by the fake LLM of the consolidation benchmark.
 
 Distillation replies are derived from the session's task line (``User: <task>``) so different
@@ -94,7 +95,32 @@ def synthesis_reply(prompt: str) -> str:
     )
 
 
+# what the stub's deep-search rewrite leaves out of a question: the question words and the commonest
+# function words (the product's own stemming and stopwords handle the rest)
+_QUESTION_WORDS = frozenset(
+    "what when where who whom whose why how which did do does is was were are be been has have had the a an "
+    "of to in on at for with by from and or her his their its she he they it that this".split()
+)
+_QUESTION_RE = re.compile(r"^Question: (.+)$", re.MULTILINE)
+
+
+def rewrite_reply(prompt: str) -> str:
+    """Deep search's question rewrite, mechanically: the capitalised names after the first word as one
+    query, the question without its question and function words as another. Not a model: it proves
+    the plumbing (prompt, call, parse, fusion, metering), never the quality of an LLM's rewrite."""
+    match = _QUESTION_RE.search(prompt)
+    words = re.findall(r"[A-Za-z][\w'-]*", match.group(1) if match else "")
+    names = list(dict.fromkeys(w for w in words[1:] if w[0].isupper()))
+    content = [w for w in words if w.lower() not in _QUESTION_WORDS]
+    queries = [" ".join(names)] if names else []
+    if content:
+        queries.append(" ".join(content))
+    return json.dumps({"queries": queries})
+
+
 def reply_for(system: str, prompt: str) -> str:
+    if '{"queries"' in system:  # deep search's rewrite (memories/search/rewrite.py)
+        return rewrite_reply(prompt)
     if "<session_trace>" in prompt:
         return distill_reply(prompt)
     if prompt.startswith("You are consolidating similar memories"):

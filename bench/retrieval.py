@@ -45,17 +45,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _dataset import memories_delete
+from _deep_llm import deep_llm_arguments, deep_llm_from, deep_llm_log, deep_llm_run
 from _locomo import (
-    CATEGORIES,
     MAPPINGS,
-    METRICS,
-    Bm25Run,
     Conversation,
     Query,
     Turn,
@@ -68,6 +67,7 @@ from _locomo import (
     stored_text,
 )
 from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off
+from _retrieval_output import dump_write, misses_print, table
 from common import REPO, RESULTS_DIR, Latency, django_setup, log, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-retrieval"
@@ -372,13 +372,20 @@ class QueryResult:
     query: Query
     ms: float
     hits: list[dict[str, Any]]  # id, dia_ids (its own and folded duplicates'), relevance, content, explain
+    rewrite: dict[str, Any] | None = None  # mode deep: the answer's query_rewrite
 
     def ranked(self) -> list[frozenset[str]]:
         return [frozenset(h["dia_ids"]) for h in self.hits]
 
 
 def product_search(
-    bank: Bank, conversations: Sequence[Conversation], *, limit: int, explain: bool, keep_usage: bool
+    bank: Bank,
+    conversations: Sequence[Conversation],
+    *,
+    limit: int,
+    explain: bool,
+    keep_usage: bool,
+    mode: str = "standard",
 ) -> list[QueryResult]:
     """Every query through ``memory_search_run``; rolled back one by one unless ``keep_usage``."""
     from django.db import transaction
@@ -391,7 +398,12 @@ def product_search(
             principal = bank.principals[conv.sample_id]
             for q in conv.queries:
                 args = SearchInput(
-                    query=q.question, limit=limit, min_confidence=0.0, project=conv.sample_id, explain=explain
+                    query=q.question,
+                    limit=limit,
+                    min_confidence=0.0,
+                    project=conv.sample_id,
+                    explain=explain,
+                    mode=mode,
                 )
                 if keep_usage:  # as deployed: parallel legs, usage written behind, seen by later queries
                     t0 = time.perf_counter()
@@ -417,7 +429,8 @@ def product_search(
                     if explain and hit.explain is not None:
                         entry["explain"] = hit.explain.model_dump(mode="json")
                     hits.append(entry)
-                results.append(QueryResult(q, ms, hits))
+                rewrite = out.query_rewrite.model_dump(mode="json") if out.query_rewrite else None
+                results.append(QueryResult(q, ms, hits, rewrite))
     if keep_usage:
         from reasoningbank.db_threads import write_behind_wait
 
@@ -441,79 +454,6 @@ def search_settings() -> dict[str, Any]:
     from django.conf import settings
 
     return {name: getattr(settings, name) for name in dir(settings) if name.startswith("SEARCH_")}
-
-
-# --- output --------------------------------------------------------------------------------------------
-
-
-def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """Metric-major: for each metric, one line per system; columns overall and per category."""
-    columns = ["overall", *(f"{n} {name}" for n, name in CATEGORIES.items())]
-
-    def cell(figures: dict[str, Any], column: str, metric: str) -> Any:
-        return (figures["overall"] if column == "overall" else figures["by_category"][column])[metric]
-
-    label_width = max(len(name) for name, _ in rows) + 12
-    lines = [" " * label_width + "".join(f"{c:>15}" for c in columns)]
-    lines.append(f"{'queries':<{label_width}}" + "".join(f"{cell(rows[0][1], c, 'n'):>15}" for c in columns))
-    for metric, label in zip(METRICS, ("recall@5", "recall@10", "MRR@10", "nDCG@10"), strict=True):
-        for i, (name, figures) in enumerate(rows):
-            head = f"{label if i == 0 else '':<11} {name}"
-            lines.append(f"{head:<{label_width}}" + "".join(f"{cell(figures, c, metric):>15.3f}" for c in columns))
-    return "\n".join(lines)
-
-
-def misses_print(results: Sequence[QueryResult], texts: dict[str, dict[str, str]], n: int) -> None:
-    misses = [r for r in results if not (set().union(*r.ranked()[:10]) & set(r.query.gold))]
-    log(f"\n{len(misses)} queries with no gold turn in the top 10; the first {min(n, len(misses))}:")
-    for r in misses[:n]:
-        q = r.query
-        log(f"\n  [{q.sample_id} qa#{q.qa_index}, {CATEGORIES[q.category]}] {q.question}")
-        for d in q.gold:
-            log(f"    gold {d:<8} {texts[q.sample_id][d][:150]}")
-        for rank, hit in enumerate(r.hits[:3], start=1):
-            dia = ",".join(hit["dia_ids"]) or "?"
-            text = texts[q.sample_id].get(hit["dia_ids"][0], hit["content"]) if hit["dia_ids"] else hit["content"]
-            log(f"    #{rank} {dia:<8} rel {hit['relevance']:.3f}  {text[:150]}")
-
-
-def dump_write(
-    path: Path,
-    results: Sequence[QueryResult],
-    bm25: Bm25Run,
-    texts: dict[str, dict[str, str]],
-    meta: dict[str, Any],
-) -> None:
-    """One JSON line per query: the product's ranking with every hit's explain breakdown, and BM25's
-    ranking of the same depth, with the turns' texts, for offline analysis of the fusion."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as out:
-        out.write(json.dumps({"meta": meta}) + "\n")
-        for r in results:
-            q = r.query
-            depth = len(r.hits) or SEARCH_LIMIT
-            line = {
-                "sample_id": q.sample_id,
-                "qa_index": q.qa_index,
-                "category": q.category,
-                "question": q.question,
-                "gold": list(q.gold),
-                "gold_texts": {d: texts[q.sample_id][d] for d in q.gold},
-                "ms": round(r.ms, 2),
-                "product": [
-                    {
-                        "rank": rank,
-                        **{k: v for k, v in h.items() if k != "content"},
-                        "text": texts[q.sample_id][h["dia_ids"][0]] if h["dia_ids"] else h["content"],
-                    }
-                    for rank, h in enumerate(r.hits, start=1)
-                ],
-                "bm25": [
-                    {"rank": rank, "dia_id": d, "score": round(s, 4), "text": texts[q.sample_id][d]}
-                    for rank, (d, s) in enumerate(bm25.rankings[(q.sample_id, q.qa_index)][: max(depth, 20)], start=1)
-                ],
-            }
-            out.write(json.dumps(line) + "\n")
 
 
 # --- main ----------------------------------------------------------------------------------------------
@@ -551,7 +491,9 @@ def main() -> None:
         help="when loading, let each record call embed its text (default: each conversation batched first)",
     )
     parser.add_argument("--bm25-only", action="store_true", help="the BM25 baseline alone (no database)")
+    deep_llm_arguments(parser)
     args = parser.parse_args()
+    deep_llm = deep_llm_from(args)
 
     conversations = dataset_load(args.data)
     n_queries = sum(len(c.queries) for c in conversations)
@@ -587,6 +529,7 @@ def main() -> None:
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     # runs off the protocol's defaults keep their own results files
     variant = ("" if args.mapping == "protocol" else f"-{args.mapping}") + ("-keep-usage" if args.keep_usage else "")
+    variant += ("-deep-stub" if deep_llm.stub else "-deep-llm") if deep_llm else ""
     for kind in kinds:
         embedder, why = embedder_build(kind)
         if embedder is None:
@@ -631,6 +574,11 @@ def main() -> None:
         figures = product_metrics(results)
         latency = Latency.of([r.ms for r in results[20:]])  # the first queries warm caches
         rows = [(f"product ({kind})", figures), ("BM25", bm25_figures)]
+        deep_figures = None
+        if deep_llm is not None:  # the same queries in mode deep, the question rewritten through the endpoint
+            deep_search = partial(product_search, bank, conversations, limit=SEARCH_LIMIT, explain=False, mode="deep")
+            deep_figures = deep_llm_run(deep_llm, partial(deep_search, keep_usage=False), product_metrics)
+            rows.insert(1, (f"{deep_figures['label']} ({kind})", deep_figures["product"]))
         if stored_bm25:
             rows.append((f"BM25 on {args.mapping} text", stored_bm25))
         log("\n" + table(rows))
@@ -641,6 +589,8 @@ def main() -> None:
         )
         folded, empty = (figures["overall"][k] for k in ("gold_found_only_through_folded_duplicates", "empty_results"))
         log(f"  gold found only through folded duplicates: {folded} queries; empty results: {empty}")
+        if deep_figures is not None:
+            deep_llm_log(deep_figures)
         if args.explain_misses:
             misses_print(results, texts, args.explain_misses)
         dump_path = None
@@ -667,6 +617,7 @@ def main() -> None:
                 "load": load,
                 "write_gate": refusals,
                 "per_query_ms": latency.as_dict(),
+                "deep_llm": deep_figures,
                 "search_settings": search_settings(),
                 "dump": str(dump_path) if dump_path else None,
                 "commit": revision(),
