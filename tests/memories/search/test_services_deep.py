@@ -233,3 +233,31 @@ def test_another_org_asking_the_same_question_gets_its_own_rewrite_never_the_cac
     mine = deep(alice)
     assert mine["query_rewrite"]["cached"] is True and POTTERY_QUERY in mine["query_rewrite"]["queries"]
     assert claude.route.call_count == 2
+
+
+# --- MCP -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_mcp_tool_rewrites_a_deep_search_the_same_way(app, cast, make_token, monkeypatch, settings):
+    from django.db import connection
+
+    from tests.mcp_harness import in_thread, mcp_client
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # no worker-thread connection outlives a test
+    raw, principal = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
+    pottery = await in_thread(
+        lambda: MemoryFactory(principal=principal, title="Pottery class", content="She made a blue bowl in class.")
+    )
+    with mocked_llm(settings, "openai") as gpt:
+        gpt.answers(json.dumps({"queries": [POTTERY_QUERY]}))
+        async with mcp_client(app, raw, "2026-07-28") as client:
+            result = await client.call_tool(
+                "memory_search", {"query": QUESTION, "mode": "deep", "min_confidence": 0, "explain": True}
+            )
+    assert not result.is_error, result.content[0].text
+    body = result.structured_content
+    assert body["query_rewrite"]["queries"] == [QUESTION, POTTERY_QUERY]
+    (hit,) = body["memories"]
+    assert (hit["id"], hit["explain"]["query"]) == (pottery.id, POTTERY_QUERY)
