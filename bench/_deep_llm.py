@@ -28,6 +28,7 @@ class DeepLLM:
     timeout: float
     fusion: str
     stub: bool
+    weight: float | None = None
 
 
 def deep_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +50,9 @@ def deep_llm_arguments(parser: argparse.ArgumentParser) -> None:
         "--deep-llm-timeout", type=float, default=30.0, help="seconds per rewrite call (default %(default)s)"
     )
     group.add_argument("--deep-fusion", choices=("max", "rrf"), default="max", help="SEARCH_DEEP_REWRITE_FUSION")
+    group.add_argument(
+        "--deep-weight", type=float, default=None, help="SEARCH_DEEP_REWRITE_WEIGHT (default: the setting)"
+    )
 
 
 def deep_llm_from(args: argparse.Namespace) -> DeepLLM | None:
@@ -63,6 +67,7 @@ def deep_llm_from(args: argparse.Namespace) -> DeepLLM | None:
         timeout=args.deep_llm_timeout,
         fusion=args.deep_fusion,
         stub=args.deep_llm_stub,
+        weight=args.deep_weight,
     )
 
 
@@ -94,8 +99,10 @@ def stub_serve() -> Iterator[str]:
 def deep_llm_settings(deep: DeepLLM) -> Iterator[DeepLLM]:
     """Settings as a service with ``SEARCH_DEEP_REWRITE`` on and the endpoint as its LLM (the stub
     started first when asked for)."""
+    from django.conf import settings
     from django.test.utils import override_settings
 
+    weight = settings.SEARCH_DEEP_REWRITE_WEIGHT if deep.weight is None else deep.weight
     with contextlib.ExitStack() as stack:
         base_url = stack.enter_context(stub_serve()) if deep.stub else deep.base_url
         stack.enter_context(
@@ -103,6 +110,7 @@ def deep_llm_settings(deep: DeepLLM) -> Iterator[DeepLLM]:
                 SEARCH_DEEP_REWRITE=True,
                 SEARCH_DEEP_REWRITE_TIMEOUT=deep.timeout,
                 SEARCH_DEEP_REWRITE_FUSION=deep.fusion,
+                SEARCH_DEEP_REWRITE_WEIGHT=weight,
                 LLM_PROVIDER="openai",
                 LLM_BASE_URL=base_url,
                 LLM_MODEL=deep.model,
@@ -110,7 +118,7 @@ def deep_llm_settings(deep: DeepLLM) -> Iterator[DeepLLM]:
                 OPENAI_API_KEY=None,
             )
         )
-        yield DeepLLM(base_url, deep.model, deep.api_key, deep.timeout, deep.fusion, deep.stub)
+        yield DeepLLM(base_url, deep.model, deep.api_key, deep.timeout, deep.fusion, deep.stub, weight)
 
 
 def rewrite_summary(rewrites: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
@@ -139,13 +147,14 @@ def deep_llm_run(deep: DeepLLM, search: Callable[[], Sequence[Any]], metrics: Ca
         log(f"  deep search: question rewrite by {endpoint.model} at {endpoint.base_url}")
         results = search()
     return {
-        "label": f"deep + {'stub rewrite' if endpoint.stub else endpoint.model}, {endpoint.fusion}",
+        "label": f"deep + {'stub rewrite' if endpoint.stub else endpoint.model}, {endpoint.fusion} w {endpoint.weight}",
         "endpoint": {
             "base_url": endpoint.base_url,
             "model": endpoint.model,
             "stub": endpoint.stub,
             "timeout": endpoint.timeout,
             "fusion": endpoint.fusion,
+            "weight": endpoint.weight,
         },
         "product": metrics(results),
         "rewrite": rewrite_summary([r.rewrite for r in results]),

@@ -137,30 +137,36 @@ class FusedCandidate:
     found_by: tuple[int, ...]
 
 
-def rankings_fuse(rankings: Sequence[Sequence[tuple[str, float]]], *, fusion: str = "max") -> list[FusedCandidate]:
-    """Fuse each query's candidates ``(key, relevance)`` (best first) into one list of candidates.
+def rankings_fuse(
+    rankings: Sequence[Sequence[tuple[str, float]]], *, fusion: str = "max", weight: float = 1.0
+) -> list[FusedCandidate]:
+    """Fuse each query's candidates ``(key, relevance)`` (best first) into one list of candidates;
+    the first ranking is the question's, the others (the LLM's queries) count ``weight`` times as much.
 
-    ``max``: a candidate's best relevance over the queries (each query's relevance is normalised to
-    its own best candidate, so a memory that answers one part of the question well ranks with the
-    best answer of another part). ``rrf``: ``Σ 1 / (60 + rank)`` over the queries that found it,
-    divided by its maximum (found first by every query), so a memory several queries find rises.
-    Ties keep the earlier query (the question itself first). The order of the result is undefined:
-    the caller ranks by the final score.
+    ``max``: a candidate's best weighted relevance over the queries (each query's relevance is
+    normalised to its own best candidate, so a memory that answers one part of the question well ranks
+    with the best answer of another part). ``rrf``: ``Σ weight / (60 + rank)`` over the queries that
+    found it, divided by its maximum (found first by every query), so a memory several queries find
+    rises. Ties keep the earlier query (the question itself first). The order of the result is
+    undefined: the caller ranks by the final score.
     """
     if fusion not in REWRITE_FUSIONS:
         raise ValueError(f"unknown fusion {fusion!r}; expected one of {', '.join(REWRITE_FUSIONS)}")
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError("weight must be in [0, 1]")
     best: dict[str, tuple[float, int]] = {}  # key → (the value that picks the kept query, that query)
     found: dict[str, list[int]] = {}
     rrf: dict[str, float] = {}
     for index, ranking in enumerate(rankings):
+        share = 1.0 if index == 0 else weight
         by_relevance = sorted(ranking, key=lambda item: -item[1])
         for rank, (key, relevance) in enumerate(by_relevance, start=1):
             found.setdefault(key, []).append(index)
-            rrf[key] = rrf.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            pick = relevance if fusion == "max" else -float(rank)
+            rrf[key] = rrf.get(key, 0.0) + share / (RRF_K + rank)
+            pick = share * relevance if fusion == "max" else -float(rank)
             if key not in best or pick > best[key][0]:
                 best[key] = (pick, index)
-    ceiling = len(rankings) / (RRF_K + 1) if rankings else 1.0
+    ceiling = (1.0 + weight * (len(rankings) - 1)) / (RRF_K + 1) if rankings else 1.0
     fused = []
     for key, (pick, index) in best.items():
         relevance = pick if fusion == "max" else rrf[key] / ceiling

@@ -133,6 +133,7 @@ def memory_search_deep(
     fused = rankings_fuse(
         [[(hit.memory.id, hit.breakdown.relevance) for hit in hits] for hits in rankings],
         fusion=str(settings.SEARCH_DEEP_REWRITE_FUSION),
+        weight=float(settings.SEARCH_DEEP_REWRITE_WEIGHT),
     )
     by_query = [{hit.memory.id: hit for hit in hits} for hits in rankings]
     hits: list[SearchHit] = []

@@ -104,6 +104,28 @@ def test_rrf_fusion_raises_what_several_queries_find_and_is_1_for_first_everywhe
     assert alone.relevance == pytest.approx(1.0)
 
 
+def test_below_weight_1_a_broad_querys_best_candidates_cannot_outrank_the_questions_own():
+    question = [("answer", 1.0), ("near", 0.6)]
+    broad = [("anything", 1.0), ("near", 1.0)]
+    fused = {c.key: c for c in rankings_fuse([question, broad], fusion="max", weight=0.5)}
+    assert fused["answer"].relevance == pytest.approx(1.0)
+    assert fused["anything"].relevance == pytest.approx(0.5) and fused["anything"].query == 1
+    assert fused["near"].relevance == pytest.approx(0.6) and fused["near"].query == 0  # the question's 0.6 beats 0.5
+
+
+def test_rrf_weighs_the_llms_queries_and_stays_at_most_1():
+    rankings = [[("a", 1.0)], [("b", 1.0)]]
+    fused = {c.key: c for c in rankings_fuse(rankings, fusion="rrf", weight=0.5)}
+    assert fused["a"].relevance == pytest.approx(1 / 1.5) and fused["b"].relevance == pytest.approx(0.5 / 1.5)
+    (both,) = rankings_fuse([[("a", 0.2)], [("a", 0.9)]], fusion="rrf", weight=0.5)
+    assert both.relevance == pytest.approx(1.0)
+
+
+def test_a_weight_outside_0_to_1_is_refused():
+    with pytest.raises(ValueError, match="weight"):
+        rankings_fuse([[("a", 1.0)]], weight=1.5)
+
+
 def test_an_unknown_fusion_is_refused():
     with pytest.raises(ValueError, match="unknown fusion"):
         rankings_fuse([[("a", 1.0)]], fusion="sum")
