@@ -1,6 +1,6 @@
 """The product under a quality bench (``retrieval.py``, ``consolidation_quality.py``): settings as with
 another embedder, the embedder built or why it cannot be, on-demand consolidation held off while a bank
-is recorded, and a bench org removed with its memories."""
+is recorded, a bench org removed with its memories, and a bank's usage signals undone."""
 
 from __future__ import annotations
 
@@ -70,3 +70,21 @@ def bank_reset(slug: str) -> None:
         return
     memories_delete("organization_id = %s", [org.id])
     org.delete()
+
+
+def usage_reset(org: Any) -> int:
+    """Back to the state right after recording: no usage signal, each memory's prior confidence."""
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = %s", [org.id])
+        signals = cursor.rowcount
+        cursor.execute("DELETE FROM memories_memorysignalaggregate WHERE organization_id = %s", [org.id])
+        cursor.execute(
+            "UPDATE memories_memory SET usage_count = 0, last_used_at = NULL, alpha = prior_alpha, "
+            "beta = prior_beta, confidence = prior_alpha / (prior_alpha + prior_beta) "
+            "WHERE organization_id = %s AND (usage_count <> 0 OR last_used_at IS NOT NULL "
+            "OR alpha <> prior_alpha OR beta <> prior_beta)",
+            [org.id],
+        )
+        return signals

@@ -1,4 +1,5 @@
-"""The output of ``retrieval.py``: the figures' table, the missed queries, the per-query dump."""
+"""The output of ``retrieval.py``: the figures' table, the missed queries, the per-query dump, the turns
+the write gate refused."""
 
 from __future__ import annotations
 
@@ -81,3 +82,20 @@ def dump_write(
                 ],
             }
             out.write(json.dumps(line) + "\n")
+
+
+def refusals_summary(bank: Any, conversations: Sequence[Any]) -> dict[str, Any]:
+    """How many turns the write gate kept out of the bank, why, and how many queries lose a gold turn."""
+    by_reason: dict[str, int] = {}
+    for refused in bank.refused.values():
+        for reason in refused.values():
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+    return {
+        "turns": sum(len(c.turns) for c in conversations),
+        "turns_refused": sum(by_reason.values()),
+        "by_reason": dict(sorted(by_reason.items())),
+        "refused": {sample: sorted(refused) for sample, refused in bank.refused.items() if refused},
+        "queries_with_refused_gold": sum(
+            1 for c in conversations for q in c.queries if set(q.gold) & set(bank.refused.get(c.sample_id, {}))
+        ),
+    }

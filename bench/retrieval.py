@@ -66,8 +66,8 @@ from _locomo import (
     query_metrics,
     stored_text,
 )
-from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off
-from _retrieval_output import dump_write, misses_print, table
+from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off, usage_reset
+from _retrieval_output import dump_write, misses_print, refusals_summary, table
 from common import REPO, RESULTS_DIR, Latency, django_setup, log, machine_info, revision, write_json
 
 DATA_DIR = REPO / ".data" / "bench-retrieval"
@@ -327,41 +327,6 @@ def bank_ensure(
     else:
         load = {"reused": True, "loaded_earlier": previous or None}
     return Bank(kind, embedder.name, org, principals, dia_ids, load, refused)
-
-
-def refusals_summary(bank: Bank, conversations: Sequence[Conversation]) -> dict[str, Any]:
-    """How many turns the write gate kept out of the bank, why, and how many queries lose a gold turn."""
-    by_reason: dict[str, int] = {}
-    for refused in bank.refused.values():
-        for reason in refused.values():
-            by_reason[reason] = by_reason.get(reason, 0) + 1
-    return {
-        "turns": sum(len(c.turns) for c in conversations),
-        "turns_refused": sum(by_reason.values()),
-        "by_reason": dict(sorted(by_reason.items())),
-        "refused": {sample: sorted(refused) for sample, refused in bank.refused.items() if refused},
-        "queries_with_refused_gold": sum(
-            1 for c in conversations for q in c.queries if set(q.gold) & set(bank.refused.get(c.sample_id, {}))
-        ),
-    }
-
-
-def usage_reset(org: Any) -> int:
-    """Back to the state right after recording: no usage signal, each memory's prior confidence."""
-    from django.db import connection, transaction
-
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM memories_memorysignal WHERE organization_id = %s", [org.id])
-        signals = cursor.rowcount
-        cursor.execute("DELETE FROM memories_memorysignalaggregate WHERE organization_id = %s", [org.id])
-        cursor.execute(
-            "UPDATE memories_memory SET usage_count = 0, last_used_at = NULL, alpha = prior_alpha, "
-            "beta = prior_beta, confidence = prior_alpha / (prior_alpha + prior_beta) "
-            "WHERE organization_id = %s AND (usage_count <> 0 OR last_used_at IS NOT NULL "
-            "OR alpha <> prior_alpha OR beta <> prior_beta)",
-            [org.id],
-        )
-        return signals
 
 
 # --- the product: queries ----------------------------------------------------------------------------
