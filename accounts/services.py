@@ -28,6 +28,7 @@ from accounts.models import (
 )
 from accounts.plans import FEATURE_TEAMS, plan_get, plan_required
 from accounts.selectors import token_by_digest
+from reasoningbank.ai.budget import budget_touch
 from reasoningbank.errors import (
     Conflict,
     Forbidden,
@@ -136,6 +137,7 @@ def organization_set_plan(*, organization: Organization, plan: str, actor: Princ
         organization=organization, actor=actor, verb="organization.plan_change", target=organization,
         data={"from": previous, "to": plan},
     )
+    budget_touch(organization.pk)  # the plan's monthly budget moved: work waiting for it is tried again
     return organization
 
 

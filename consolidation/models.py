@@ -25,15 +25,20 @@ class ConsolidationRun(models.Model):
     TRIGGER_CHOICES = [(TRIGGER_MANUAL, "Manual"), (TRIGGER_SCHEDULED, "Scheduled"), (TRIGGER_ON_DEMAND, "On demand")]
 
     STATUS_QUEUED, STATUS_RUNNING, STATUS_COMPLETED = "queued", "running", "completed"
-    STATUS_FAILED, STATUS_SKIPPED, STATUS_WAITING = "failed", "skipped", "waiting_for_llm"
+    # waiting: an LLM call would have crossed one of the organization's caps (docs/llm-spend.md#what-waits);
+    # the run holds its project's place and is queued again at ``resume_at`` (the period's turn) or when
+    # the caps move. Without any LLM a run does not wait: it completes and leaves the LLM's work for later.
+    STATUS_FAILED, STATUS_SKIPPED, STATUS_WAITING = "failed", "skipped", "waiting_for_budget"
     STATUS_CHOICES = [
         (STATUS_QUEUED, "Queued"),
         (STATUS_RUNNING, "Running"),
         (STATUS_COMPLETED, "Completed"),
         (STATUS_FAILED, "Failed"),
         (STATUS_SKIPPED, "Skipped"),
-        (STATUS_WAITING, "Waiting for LLM"),
+        (STATUS_WAITING, "Waiting for LLM budget"),
     ]
+    # the statuses that hold the project's one place: a second run is refused while one of these exists
+    STATUSES_ACTIVE = (STATUS_QUEUED, STATUS_RUNNING, STATUS_WAITING)
 
     id = models.CharField(primary_key=True, max_length=40, default=new_run_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="consolidation_runs")
@@ -43,8 +48,11 @@ class ConsolidationRun(models.Model):
     trigger = models.CharField(max_length=10, choices=TRIGGER_CHOICES, default=TRIGGER_MANUAL)
     options = models.JSONField(default=dict, blank=True)
     dry_run = models.BooleanField(default=False)
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=STATUS_QUEUED)
     phase = models.CharField(max_length=20, blank=True)
+    # waiting for the LLM budget: when it is queued again (the turn of the period whose cap it hit);
+    # once queued again, when that happened (a worker must claim it within CONSOLIDATION_QUEUE_TIMEOUT of it)
+    resume_at = models.DateTimeField(null=True, blank=True)
     progress = models.FloatField(default=0.0)
     phase_durations = models.JSONField(default=dict, blank=True)
     counters = models.JSONField(default=empty_counters, blank=True)
@@ -72,10 +80,10 @@ class ConsolidationRun(models.Model):
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["organization", "project", "-created_at"], name="run_org_project_time")]
         constraints = [
-            # a project never runs twice at once: at most one queued/running run per project
+            # a project never runs twice at once: at most one queued/running/waiting run per project
             models.UniqueConstraint(
                 fields=["project"],
-                condition=models.Q(status__in=["queued", "running"]),
+                condition=models.Q(status__in=["queued", "running", "waiting_for_budget"]),
                 name="run_one_active_per_project",
             )
         ]

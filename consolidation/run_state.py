@@ -26,6 +26,7 @@ from consolidation.selectors import Edge, ScannedMemory
 from memories.core.services import MemoryDraft, memory_gate, memory_rejection_record
 from memories.models import Memory, MemoryLink
 from memories.moderation.services import memories_archive
+from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMError, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.scrubbing import scrub_secrets
@@ -122,6 +123,10 @@ class RunState:
     clusters: list[clustering.Cluster[str]] = field(default_factory=list)
     # the run's WorkHeartbeat (reasoningbank.work_heartbeat): ``lost`` once a sweep failed the run
     heartbeat: Any = None
+    # LLM calls the organization's budget refused (docs/llm-spend.md#what-waits): the work they were for
+    # is left for the run's resumption, which waits for the latest refusal's period to turn
+    budget_refusals: int = 0
+    budget_refused: LLMBudgetExceeded | None = None
 
     @property
     def dry(self) -> bool:
@@ -188,6 +193,10 @@ def llm_map(ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, sy
             return llm_complete(
                 organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, subject=run
             ).text
+        except LLMBudgetExceeded as exc:
+            ctx.budget_refusals += 1  # each thread adds one: the GIL keeps the count whole
+            ctx.budget_refused = exc
+            return exc
         except LLMError as exc:
             return exc
 
@@ -208,7 +217,10 @@ def llm_map(ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, sy
 
 
 def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
-    """A judge's parsed verdict, or None with a run warning when the call or its reply failed."""
+    """A judge's parsed verdict, or None with a run warning when the call or its reply failed (a call
+    the budget refused is counted once for the run, not warned about per call)."""
+    if budget_refused(reply):
+        return None
     try:
         if isinstance(reply, Exception):
             raise reply
@@ -216,6 +228,12 @@ def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], A
     except (PromptParseError, LLMError) as exc:
         ctx.warnings.append(f"{what} failed: {exc}")
         return None
+
+
+def budget_refused(reply: str | Exception) -> bool:
+    """Whether ``reply`` is a call the organization's LLM budget refused (its work waits for the run's
+    resumption; ``llm_map`` counted it)."""
+    return isinstance(reply, LLMBudgetExceeded)
 
 
 def prompt_source(memory: Memory) -> SourceMemory:

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -111,12 +111,14 @@ def consolidation_request(
                 data={"project": project.slug, "trigger": trigger, **options.as_dict()},
             )
     except IntegrityError:
-        active = ConsolidationRun.objects.filter(project=project, status__in=["queued", "running"]).first()
+        active = ConsolidationRun.objects.filter(project=project, status__in=ConsolidationRun.STATUSES_ACTIVE).first()
         waiting = (
             f"; it is failed if no worker picks it up within {minutes_text(settings.CONSOLIDATION_QUEUE_TIMEOUT)}"
             if active is not None and active.status == ConsolidationRun.STATUS_QUEUED
             else ""
         )
+        if active is not None and active.status == ConsolidationRun.STATUS_WAITING and active.resume_at:
+            waiting = f"; it goes on at {active.resume_at:%Y-%m-%d %H:%M} UTC, or once the LLM caps are raised"
         raise Conflict(
             f"a consolidation run for {project.slug!r} is already {active.status if active else 'active'}"
             + (f" ({active.id}{waiting})" if active else ""),
@@ -220,6 +222,7 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     try:
         for phase in phases():
             phase_run(ctx, phase)
+        status = _status_after_budget(ctx)
     except RunTimeout as exc:
         status = ConsolidationRun.STATUS_FAILED
         ctx.errors.append(str(exc))
@@ -227,6 +230,8 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
         logger.exception("consolidation run %s failed", run.id)
         status = ConsolidationRun.STATUS_FAILED
         ctx.errors.append(f"{type(exc).__name__}: {exc}")
+    if status == ConsolidationRun.STATUS_WAITING and ctx.budget_refused is not None:
+        run.resume_at = ctx.budget_refused.resets_at
     finished = run_finish(
         run,
         status,
@@ -240,6 +245,39 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     )
     events.run_completed.send(sender=ConsolidationRun, run=finished)
     return finished
+
+
+def _status_after_budget(ctx: RunState) -> str:
+    """Completed, or waiting for the LLM budget when it refused some of the run's calls: every phase
+    ran (those without an LLM did all their work), and the LLM's share waits for the run to be queued
+    again at the period's turn (``runs_resume_budget``). A dry run only says what it could not ask."""
+    if not ctx.budget_refusals or ctx.budget_refused is None:
+        return ConsolidationRun.STATUS_COMPLETED
+    ctx.warnings.append(
+        f"{ctx.budget_refusals} LLM call(s) wait for the budget: {ctx.budget_refused}"
+        + ("" if ctx.dry else "; the run goes on then")
+    )
+    return ConsolidationRun.STATUS_COMPLETED if ctx.dry else ConsolidationRun.STATUS_WAITING
+
+
+def runs_resume_budget() -> int:
+    """Periodic (``rb:consolidation-scheduler``'s tick): runs waiting for the LLM budget
+    are queued again once the period that stopped them turned (``resume_at``) or their organization's
+    caps moved since they stopped (``LlmBudget.updated_at``). A run still over a cap spends nothing and
+    waits again after its phases without an LLM."""
+    now = timezone.now()
+    due = ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_WAITING).filter(
+        Q(resume_at__lte=now) | Q(organization__llm_budget__updated_at__gt=F("finished_at"))
+    )
+    resumed = 0
+    for run in due.select_related("organization", "project"):
+        # conditional: a second resumer (another worker's tick) finds it queued and leaves it
+        if ConsolidationRun.objects.filter(pk=run.pk, status=ConsolidationRun.STATUS_WAITING).update(
+            status=ConsolidationRun.STATUS_QUEUED, resume_at=now, finished_at=None
+        ):
+            resumed += 1
+            consolidation_enqueue(run)
+    return resumed
 
 
 def phase_run(ctx: RunState, phase: Phase) -> None:
@@ -340,8 +378,12 @@ def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta
         f"no worker picked this run up within {minutes_text(queue_timeout)}; is the worker running? "
         "(`manage.py qcluster`, which scripts/run.sh starts) Request the run again once it is."
     )
+    queued_before = now - timedelta(seconds=queue_timeout)
     unclaimed = runs_fail(
-        runs.filter(status=ConsolidationRun.STATUS_QUEUED, created_at__lt=now - timedelta(seconds=queue_timeout)),
+        # a run queued again after waiting for the LLM budget counts from then (resume_at)
+        runs.filter(status=ConsolidationRun.STATUS_QUEUED).filter(
+            Q(resume_at__isnull=True, created_at__lt=queued_before) | Q(resume_at__lt=queued_before)
+        ),
         unclaimed_error,
         now=now,
     )
@@ -355,9 +397,7 @@ def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta
         "this stopped (killed, crashed or restarted); committed merges were kept, re-run to continue",
         now=now,
     )
-    gone = [
-        pk for pk, worker in running.exclude(worker="").values_list("pk", "worker") if worker_is_gone(worker)
-    ]
+    gone = [pk for pk, worker in running.exclude(worker="").values_list("pk", "worker") if worker_is_gone(worker)]
     dead += runs_fail(
         running.filter(pk__in=gone),
         "its worker process died (killed or crashed) while running it; committed merges were kept, re-run to continue",

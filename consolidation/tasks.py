@@ -8,7 +8,7 @@ from accounts.access import system_principal
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.selectors import organizations_with_feature
 from consolidation.promotion.services import promotions_propose
-from consolidation.runs import consolidation_execute, runs_recover_stale
+from consolidation.runs import consolidation_execute, runs_recover_stale, runs_resume_budget
 from consolidation.triggers import consolidation_schedule_due
 from memories.sessions.services import sessions_recover_stale, sessions_release_idle
 from reasoningbank.tracing import task_traced
@@ -23,8 +23,11 @@ def consolidation_run_task(run_id: str) -> str | None:
 
 
 def consolidation_scheduler_tick() -> int:
-    """Every few minutes: fail runs whose worker died, then queue the projects that are due."""
+    """Every few minutes: fail runs whose worker died, queue again the runs that waited for their
+    organization's LLM budget and may go on (docs/llm-spend.md#what-waits), then queue the projects
+    that are due."""
     runs_recover_stale()
+    runs_resume_budget()
     return len(consolidation_schedule_due())
 
 

@@ -393,12 +393,16 @@ class AgentSession(models.Model):
 
     STATUS_QUEUED, STATUS_RUNNING, STATUS_DONE = "queued", "running", "done"
     STATUS_FAILED, STATUS_WAITING = "failed", "waiting_for_llm"
+    # a call would cross one of the org's LLM caps: resumed when the period turns (next_attempt_at) or
+    # the caps move (docs/llm-spend.md#what-waits)
+    STATUS_WAITING_BUDGET = "waiting_for_budget"
     STATUS_CHOICES = [
         (STATUS_QUEUED, "Queued"),
         (STATUS_RUNNING, "Running"),
         (STATUS_DONE, "Done"),
         (STATUS_FAILED, "Failed"),
         (STATUS_WAITING, "Waiting for LLM"),
+        (STATUS_WAITING_BUDGET, "Waiting for LLM budget"),
     ]
     OUTCOME_CHOICES = [("success", "Success"), ("failure", "Failure"), ("unknown", "Unknown")]
 
@@ -409,7 +413,7 @@ class AgentSession(models.Model):
     outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES, default="unknown")
     trace = models.TextField()
     redactions = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=STATUS_QUEUED)
+    status = models.CharField(max_length=20, choices=STATUS_CHOICES, default=STATUS_QUEUED)
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)
     raw_reply = models.TextField(blank=True, help_text="the LLM's last unparseable reply, for moderators")

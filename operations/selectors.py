@@ -202,7 +202,9 @@ def waiting_for_llm_get() -> dict[str, int]:
     from memories.models import AgentSession
 
     return {
-        "sessions": AgentSession.objects.filter(status=AgentSession.STATUS_WAITING).count(),
+        "sessions": AgentSession.objects.filter(
+            status__in=[AgentSession.STATUS_WAITING, AgentSession.STATUS_WAITING_BUDGET]
+        ).count(),
         "consolidation_runs": ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_WAITING).count(),
     }
 

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from reasoningbank.ai.purposes import purposes
-from reasoningbank.models import LlmCall
+from reasoningbank.models import LlmBudget, LlmBudgetPeriod, LlmCall, LlmPrice
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -72,3 +72,25 @@ class LlmCallAdmin(ReadOnlyAdmin):
     search_fields = ("model", "error", "subject_id")
     list_select_related = ("organization",)
     date_hierarchy = "created_at"
+
+
+@admin.register(LlmPrice)
+class LlmPriceAdmin(admin.ModelAdmin):
+    """The price table of the spend page's estimated cost (docs/llm-spend.md#estimated-cost): editable
+    here by staff, since provider prices change between deployments."""
+
+    list_display = ("provider", "model", "input_per_million", "output_per_million", "currency", "updated_at")
+    search_fields = ("provider", "model")
+
+
+@admin.register(LlmBudget)
+class LlmBudgetAdmin(ReadOnlyAdmin):
+    """Set by each organization's admins (Settings → LLM spend, or the REST API): shown, not edited."""
+
+    list_display = ("organization", "daily_tokens", "monthly_tokens", "alert_percent", "updated_at")
+
+
+@admin.register(LlmBudgetPeriod)
+class LlmBudgetPeriodAdmin(ReadOnlyAdmin):
+    list_display = ("organization", "period", "start", "used_tokens", "reserved_tokens", "alerted_at", "reached_at")
+    list_filter = ("period",)

@@ -142,7 +142,7 @@ def llm_health(*, provider: str, has_key: bool, has_base_url: bool = False) -> L
 class Banner:
     """One product-level problem with its one-line fix (``command`` shown as code when set)."""
 
-    kind: Literal["worker", "llm"]
+    kind: Literal["worker", "llm", "budget"]
     message: str
     fix: str
     command: str = ""

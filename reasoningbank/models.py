@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
+from reasoningbank.ai.budget_rules import DEFAULT_ALERT_PERCENT
 from reasoningbank.ai.purposes import UnknownPurpose, purpose_label, purpose_require
 
 
@@ -81,3 +82,67 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} beat at {self.beat_at:%Y-%m-%d %H:%M:%S}"
+
+
+class LlmBudget(models.Model):
+    """An organization's own caps on its LLM tokens (docs/llm-spend.md), set by its admins: per UTC day
+    and per UTC month, each optional and never above the plan's ``llm_tokens_per_month``, and the
+    percentage of a cap at which its admins are warned once per period."""
+
+    organization = models.OneToOneField(
+        "accounts.Organization", on_delete=models.CASCADE, primary_key=True, related_name="llm_budget"
+    )
+    daily_tokens = models.PositiveBigIntegerField(null=True, blank=True, help_text="empty: no daily cap")
+    monthly_tokens = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="empty: the plan's monthly budget only"
+    )
+    alert_percent = models.PositiveSmallIntegerField(
+        null=True, blank=True, default=DEFAULT_ALERT_PERCENT, help_text="warn at this share of a cap; empty: no warning"
+    )
+    # also touched by a plan change: work waiting for the budget is resumed when its caps moved
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"LLM budget of organization {self.organization_id}"
+
+
+class LlmBudgetPeriod(models.Model):
+    """The tokens one organization spent (``used_tokens``) and holds for calls in flight
+    (``reserved_tokens``) in one UTC day or month: the counter every LLM call reserves against under a
+    row lock, so concurrent workers never spend past a cap (``reasoningbank.ai.budget``)."""
+
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    period = models.CharField(max_length=5)  # "day" or "month" (reasoningbank.ai.budget_rules)
+    start = models.DateField()
+    used_tokens = models.BigIntegerField(default=0)
+    reserved_tokens = models.BigIntegerField(default=0)
+    alerted_at = models.DateTimeField(null=True, blank=True)  # the soft alert, sent once per period
+    reached_at = models.DateTimeField(null=True, blank=True)  # a call first waited at the cap
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "period", "start"], name="llmbudgetperiod_one_per_period")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.organization_id} {self.period} {self.start}: {self.used_tokens} used"
+
+
+class LlmPrice(models.Model):
+    """What the operator pays a provider per million tokens of a model, for the spend page's
+    estimated cost (edited in the admin: prices change more often than the service is deployed). An
+    empty ``model`` is the provider's price for every model without its own row."""
+
+    provider = models.CharField(max_length=20)
+    model = models.CharField(max_length=100, blank=True)
+    input_per_million = models.DecimalField(max_digits=12, decimal_places=4)
+    output_per_million = models.DecimalField(max_digits=12, decimal_places=4)
+    currency = models.CharField(max_length=3, default="USD")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "model"], name="llmprice_one_per_model")]
+        ordering = ["provider", "model"]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.model or '*'} {self.input_per_million}/{self.output_per_million} per M"

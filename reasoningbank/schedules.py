@@ -48,7 +48,8 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:consolidation-scheduler",
             func="consolidation.tasks.consolidation_scheduler_tick",
             minutes=5,
-            description="queue scheduled consolidation for due projects (Teams plan); fail dead runs",
+            description="queue scheduled consolidation for due projects (Teams plan); fail dead runs; queue again "
+            "runs that waited for their organization's LLM budget",
         ),
         ScheduleSpec(
             name="rb:institutional-promotion",
@@ -66,7 +67,8 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:sessions-resume",
             func="memories.tasks.sessions_resume",
             minutes=5,
-            description="queue sessions that were waiting for an LLM once one is configured",
+            description="queue sessions that were waiting for an LLM once one is configured, and those that waited "
+            "for their organization's LLM budget once its period turned or its caps moved",
         ),
         ScheduleSpec(
             name="rb:webhooks-sweep",

@@ -22,6 +22,7 @@ from consolidation.prompts.synthesis import (
 )
 from consolidation.run_state import (
     RunState,
+    budget_refused,
     draft_refused,
     link_add,
     llm_map,
@@ -152,6 +153,9 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
     )
     for cluster, reply in zip(clusters, replies, strict=True):
         ctx.check_time()
+        if budget_refused(reply):  # the cluster waits for the run's resumption
+            ctx.counters["skipped"] += len(cluster.member_ids)
+            continue
         if isinstance(reply, Exception):
             ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {reply}")
             ctx.counters["skipped"] += len(cluster.member_ids)

@@ -14,7 +14,7 @@ from django.conf import settings
 from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.prompts.reply import PromptParseError
 from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
-from consolidation.run_state import RunState, llm_map, prompt_source, run_llm
+from consolidation.run_state import RunState, budget_refused, llm_map, prompt_source, run_llm
 from memories.context.services import summary_store
 from memories.models import Memory, MemoryLink
 from reasoningbank.ai.llm import LLMError
@@ -58,6 +58,8 @@ def summaries_write(ctx: RunState) -> None:
     for (memory_id, source_ids), reply in zip(targets, replies, strict=True):
         ctx.check_time()
         memory, sources = loaded[memory_id], [loaded[s] for s in source_ids]
+        if budget_refused(reply):
+            continue  # a later run (this one, resumed) catches it up
         if isinstance(reply, LLMError):
             # no row: the memory stays without a summary and a later run catches it up
             ctx.warnings.append(f"summary of {memory_id} failed: {reply}")

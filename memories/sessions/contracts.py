@@ -66,6 +66,7 @@ class SessionMemory(Contract):
 SESSION_MESSAGES = {
     "queued": "Session queued for distillation",
     "waiting_for_llm": "Session stored; it waits until an LLM provider is configured",
+    "waiting_for_budget": "Session stored; it waits until the organization's LLM budget allows its distillation",
     "running": "Session is being distilled",
     "done": "Session distilled",
     "failed": "Session distillation failed; a moderator can retry it",
@@ -79,7 +80,7 @@ class SessionSubmitOutput(Contract):
     session_id: str = Field(description="the id you submitted it with")
     project: str
     outcome: str
-    status: Literal["queued", "running", "waiting_for_llm", "failed", "done"]
+    status: Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done"]
     created: bool = Field(description="false when this session_id had been submitted before")
     replaced: bool = Field(
         default=False, description="true when this submission's trace replaced an earlier one not yet distilled"

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -48,6 +48,7 @@ from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
 from memories.validation import session_key_clean, text_scrub_result
+from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, Rejected
@@ -164,8 +165,10 @@ def session_submit(
     return SubmitResult(session, created, outcome_reason=converted.outcome_reason)
 
 
-# a session waiting for distillation, never tried: a later submission may still replace its trace
-REPLACEABLE = (AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING)
+# a session waiting for distillation, never distilled: a later submission may still replace its trace
+REPLACEABLE = (AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING, AgentSession.STATUS_WAITING_BUDGET)
+# what a moderator (or the resume task) may queue again
+RETRYABLE = (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING, AgentSession.STATUS_WAITING_BUDGET)
 
 
 def _trace_prepare(trace: str, trace_format: str) -> tuple[ScrubResult, Converted]:
@@ -198,7 +201,12 @@ def _session_replace(
 ) -> SubmitResult:
     """The later submission's trace in place of the earlier one, unless a worker has claimed the
     session meanwhile (the update is conditional on its state, as the claim is)."""
-    held = session.next_attempt_at is not None and session.attempts == 0
+    # a session waiting for the LLM budget keeps its next_attempt_at (the period's turn): not an idle hold
+    held = (
+        session.status != AgentSession.STATUS_WAITING_BUDGET
+        and session.next_attempt_at is not None
+        and session.attempts == 0
+    )
     fields: dict[str, Any] = {
         "trace": trace,
         "redactions": redactions,
@@ -287,7 +295,7 @@ def session_claim(session_id: str) -> AgentSession | None:
     result=lambda s: {"claimed": False} if s is None else {"status": s.status, "attempts": s.attempts},
 )
 def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
-    """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, queued again after a
+    """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, waiting_for_budget, queued again after a
     transient LLM failure (with backoff), or failed with the error (and raw reply) kept. While it runs
     its heartbeat is stamped, so a session whose worker dies is queued again (``sessions_recover_stale``)."""
     session = session_claim(session_id)
@@ -327,6 +335,11 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
                     error=f"the LLM's reply could not be parsed after a repair attempt: {second_error}",
                     raw_reply=reply,
                 )
+    except LLMBudgetExceeded as exc:
+        # nothing was spent: the session waits for the period's turn (or a higher cap), attempts untouched
+        return _session_finish(
+            session, AgentSession.STATUS_WAITING_BUDGET, error=f"waiting: {exc}", next_attempt_at=exc.resets_at
+        )
     except LLMUnavailable as exc:
         return _session_finish(session, AgentSession.STATUS_WAITING, error=f"waiting: {exc}")
     except LLMTransientError as exc:
@@ -505,7 +518,7 @@ def session_retry(*, principal: Principal, session: AgentSession) -> AgentSessio
     """Put a failed (or waiting) session back in the queue (moderators, the dashboard, REST)."""
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"retrying sessions needs the '{SCOPE_MEMORIES_WRITE}' scope")
-    if session.status not in (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING):
+    if session.status not in RETRYABLE:
         # the session's state forbids it (a 409), the request itself is well-formed
         raise Conflict(f"only failed or waiting sessions can be retried (this one is {session.status})")
     sessions_requeue(AgentSession.objects.filter(pk=session.pk))
@@ -535,10 +548,18 @@ def sessions_requeue(queryset: Any) -> int:
 
 
 def sessions_resume_waiting() -> int:
-    """Periodic: once an LLM is configured, sessions that were waiting for one are queued."""
+    """Periodic: once an LLM is configured, sessions that were waiting for one are queued; sessions
+    waiting for their organization's LLM budget are queued once the period that stopped them turned
+    (``next_attempt_at``) or its caps moved since (``LlmBudget.updated_at``: an admin raised a cap, the
+    plan changed). One still over a cap goes back to waiting at once, without an LLM call."""
     if llm_from_settings().provider == "none":
         return 0
-    return sessions_requeue(AgentSession.objects.filter(status=AgentSession.STATUS_WAITING))
+    budget = Q(next_attempt_at__lte=timezone.now()) | Q(organization__llm_budget__updated_at__gt=F("updated_at"))
+    return sessions_requeue(
+        AgentSession.objects.filter(
+            Q(status=AgentSession.STATUS_WAITING) | (Q(status=AgentSession.STATUS_WAITING_BUDGET) & budget)
+        )
+    )
 
 
 def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:

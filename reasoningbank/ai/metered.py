@@ -1,7 +1,8 @@
-"""LLM calls on behalf of an org: budget check first, then the call, then a metering row.
+"""LLM calls on behalf of an org: the budget reservation first, then the call, then a metering row.
 
-Every caller (distillation, consolidation) goes through ``llm_complete`` so that cost is always
-recorded and an org over its monthly token budget waits instead of spending.
+Every caller (distillation, consolidation, ``memory_ask``) goes through ``llm_complete`` so that cost
+is always recorded, and a call that would cross one of the org's caps (its own daily or monthly
+cap, its plan's monthly budget: ``reasoningbank.ai.budget``) waits instead of spending.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from typing import Any, Protocol
 from django.db.models import Model, Sum
 from django.utils import timezone
 
+from reasoningbank.ai.budget import LLMBudgetExceeded, budget_reserve, budget_settle, call_estimate
 from reasoningbank.ai.llm import (
     LLM,
     LLMError,
     LLMPermanentError,
     LLMResult,
     LLMTransientError,
-    LLMUnavailable,
     llm_from_settings,
 )
 from reasoningbank.ai.purposes import purpose_require
@@ -38,10 +39,6 @@ class Organization(Protocol):
     plan: str
 
     def limit(self, name: str) -> int | None: ...
-
-
-class LLMBudgetExceeded(LLMUnavailable):
-    """The org used its plan's monthly LLM tokens: work waits (like no LLM) until the budget resets."""
 
 
 @dataclass(frozen=True)
@@ -69,15 +66,6 @@ def llm_usage_this_month(organization: Organization) -> Usage:
     return Usage(calls, totals["i"] or 0, totals["o"] or 0, organization.limit("llm_tokens_per_month"))
 
 
-def llm_budget_check(organization: Organization) -> None:
-    usage = llm_usage_this_month(organization)
-    if usage.limit is not None and usage.total_tokens >= usage.limit:
-        raise LLMBudgetExceeded(
-            f"the {organization.plan} plan's monthly LLM budget of {usage.limit:,} tokens is used up "
-            f"({usage.total_tokens:,} used); work waits until next month or an upgrade"
-        )
-
-
 def llm_complete(
     *,
     organization: Organization,
@@ -96,17 +84,19 @@ def llm_complete(
     llm = llm or llm_from_settings()
     if llm.provider == "none":
         llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)  # raises LLMUnavailable
-    llm_budget_check(organization)
+    # raises LLMBudgetExceeded (an LLMUnavailable: the work waits) when the call would cross a cap
+    reservation = budget_reserve(organization, call_estimate(system=system, prompt=prompt, max_tokens=max_tokens))
     labels = {"provider": llm.provider, "model": llm.model, "purpose": purpose}
     if logger.isEnabledFor(TRACE):  # bodies only at TRACE, scrubbed and truncated (docs/observability.md#logs)
         logger.log(TRACE, "LLM prompt", extra={**labels, "prompt": log_body(prompt)})
     try:
         result = _complete_traced(llm, purpose, system=system, prompt=prompt, max_tokens=max_tokens)
     except LLMError as exc:
+        budget_settle(reservation, 0)
         LlmCall.objects.create(
             organization_id=organization.pk, provider=llm.provider, model=llm.model, purpose=purpose,
             attempts=getattr(exc, "attempts", None) or 1, outcome=LlmCall.OUTCOME_ERROR, error=str(exc)[:2000],
-            **subject_ref,
+            created_at=reservation.at, **subject_ref,
         )
         LLM_REQUESTS.labels(**labels, outcome="error").inc()
         LLM_ERRORS.labels(**labels, error=_error_kind(exc)).inc()
@@ -115,11 +105,18 @@ def llm_complete(
             extra={**labels, "attempts": getattr(exc, "attempts", None) or 1, "error": _error_kind(exc)},
         )
         raise
+    except BaseException:  # a bug, a cancelled task: the hold is released, nothing was spent that we know of
+        budget_settle(reservation, 0)
+        raise
+    # the row and the budget's counters count the call in the period it started in (a call across
+    # midnight is the day's that reserved it), so the spend page's days equal the counters
     LlmCall.objects.create(
         organization_id=organization.pk, provider=result.provider, model=result.model, purpose=purpose,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
-        attempts=result.attempts, tokens_estimated=result.tokens_estimated, **subject_ref,
+        attempts=result.attempts, tokens_estimated=result.tokens_estimated, created_at=reservation.at,
+        **subject_ref,
     )
+    budget_settle(reservation, result.input_tokens + result.output_tokens)
     LLM_REQUESTS.labels(**labels, outcome="ok").inc()
     LLM_TOKENS.labels(**labels, direction="input").inc(result.input_tokens)
     LLM_TOKENS.labels(**labels, direction="output").inc(result.output_tokens)
@@ -159,3 +156,6 @@ def _error_kind(exc: LLMError) -> str:
     if isinstance(exc, LLMPermanentError):
         return "permanent"
     return "other"
+
+
+__all__ = ["LLMBudgetExceeded", "Usage", "llm_complete", "llm_usage_this_month"]

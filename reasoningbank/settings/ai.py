@@ -36,3 +36,8 @@ LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0, maximum=10)
 # requests in flight at once per process, 0 for no limit: a local server's parallel slots (docs/llm.md#local-models)
 LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 0, minimum=0, maximum=256)
+
+# --- LLM budgets (docs/llm-spend.md) -----------------------------------------------------------
+# a call reserves its prompt's UTF-8 bytes divided by this, plus its max_tokens, before it is made:
+# 1 is a strict upper bound; prose and code run 3.5-4.5 bytes a token, so 2 keeps a factor-two margin
+LLM_BUDGET_BYTES_PER_TOKEN = env_float("LLM_BUDGET_BYTES_PER_TOKEN", 2.0, minimum=1.0, maximum=8.0)

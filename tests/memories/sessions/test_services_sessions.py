@@ -147,7 +147,8 @@ def test_an_org_over_its_llm_budget_waits_instead_of_spending(agent, queued, mon
     )
     llm = ScriptedLLM([TWO_MEMORIES])
     session = session_process(_submit(agent).id, llm=llm)
-    assert session.status == "waiting_for_llm" and "budget" in session.error
+    assert session.status == "waiting_for_budget" and "monthly LLM budget" in session.error
+    assert session.next_attempt_at is not None and session.attempts == 0  # waits for the month's turn
     assert llm.calls == []
 
 
