@@ -8,6 +8,8 @@ class AccountsConfig(AppConfig):
     def ready(self) -> None:
         from allauth.account.signals import user_signed_up
 
-        from accounts.receivers import provision_org_on_signup
+        from accounts.receivers import audit_llm_budget_alert, provision_org_on_signup
+        from reasoningbank.ai.budget import llm_budget_alert
 
         user_signed_up.connect(provision_org_on_signup, dispatch_uid="accounts.provision_org_on_signup")
+        llm_budget_alert.connect(audit_llm_budget_alert, dispatch_uid="accounts.audit_llm_budget_alert")

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from accounts import views, views_oauth
+from accounts import views, views_oauth, views_spend
 
 urlpatterns = [
     path("switch-org/", views.switch_org, name="switch-org"),
@@ -21,6 +21,7 @@ urlpatterns = [
         views_oauth.connected_app_revoke,
         name="settings-connected-app-revoke",
     ),
-    path("settings/usage/", views.settings_usage, name="settings-usage"),
+    path("settings/usage/", views_spend.settings_spend, name="settings-usage"),
+    path("settings/usage/budget/", views_spend.settings_budget, name="settings-budget"),
     path("settings/plan/", views.settings_plan, name="settings-plan"),
 ]

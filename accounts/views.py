@@ -1,6 +1,7 @@
 """Dashboard pages of the accounts app: the org switcher and the settings pages.
 
-Settings: members & roles, teams, projects, API tokens, LLM usage, plan & limits. Everyone in the
+Settings: members & roles, teams, projects, API tokens, plan & limits (LLM spend and budget:
+``accounts.views_spend``). Everyone in the
 org (viewer and up) can read them; changes need the admin role, plan changes the owner role. A
 POST by a lower role is a 403 and changes nothing. Anticipated failures from the services
 (``ServiceError``) come back as form errors with status 400, never a 500.
@@ -17,7 +18,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -53,7 +54,6 @@ from accounts.services import (
     token_revoke,
     user_create,
 )
-from reasoningbank.ai.purposes import purpose_label
 from reasoningbank.errors import InvalidInput, ServiceError
 
 ADMIN = Membership.ROLE_ADMIN
@@ -66,7 +66,7 @@ SECTIONS = [
     ("tokens", "API tokens", "/settings/tokens/"),
     ("apps", "Connected apps", "/settings/connected-apps/"),
     ("webhooks", "Webhooks", "/settings/webhooks/"),
-    ("usage", "LLM usage", "/settings/usage/"),
+    ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
 ]
 ADMIN_SECTIONS = {"webhooks"}
@@ -111,10 +111,6 @@ def settings_context(request: HttpRequest, section: str, **extra: Any) -> dict[s
 
 def _errors_of(exc: ServiceError) -> dict[str, str]:
     return {exc.field or "form": exc.message}
-
-
-def _month_start() -> datetime:
-    return timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
 # --- org switcher --------------------------------------------------------------------------------
@@ -448,45 +444,6 @@ def token_revoke_view(request: HttpRequest, token_id: int) -> HttpResponse:
     token_revoke(token=token, actor=principal)
     messages.success(request, f"Token {token.prefix}… ({token.label}) was revoked.")
     return redirect("settings-tokens")
-
-
-# --- LLM usage -----------------------------------------------------------------------------------
-
-
-@org_view()
-def settings_usage(request: HttpRequest) -> HttpResponse:
-    from reasoningbank.ai.metered import llm_usage_this_month
-    from reasoningbank.models import LlmCall
-
-    org = request.membership.organization  # type: ignore[attr-defined]
-    usage = llm_usage_this_month(org)
-    rows = (
-        access_filter(LlmCall, org)
-        .filter(created_at__gte=_month_start())
-        .values("purpose")
-        .annotate(
-            calls=Count("id"),
-            input_tokens=Sum("input_tokens"),
-            output_tokens=Sum("output_tokens"),
-            failed=Count("id", filter=Q(outcome=LlmCall.OUTCOME_ERROR)),
-        )
-        .order_by("-calls", "purpose")
-    )
-    by_purpose = [
-        {
-            **row,
-            "label": purpose_label(row["purpose"]),
-            "total_tokens": (row["input_tokens"] or 0) + (row["output_tokens"] or 0),
-        }
-        for row in rows
-    ]
-    percent = None
-    if usage.limit:
-        percent = min(100.0, round(usage.total_tokens * 100 / usage.limit, 1))
-    context = settings_context(
-        request, "usage", usage=usage, by_purpose=by_purpose, percent=percent, month_start=_month_start()
-    )
-    return render(request, "accounts/settings_usage.html", context)
 
 
 # --- plan & limits -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Template context for every dashboard page: product-level problems (a dead worker, no LLM), and
+"""Template context for every dashboard page: product-level problems (a dead worker, no LLM, the
+organization's LLM budget past its alert threshold or reached), and
 whether the user may open the system page they link to.
 
 Lazy: the health read happens only when a template shows ``status_banners`` (the base layout
@@ -32,7 +33,21 @@ def _banners(request: HttpRequest) -> list[Banner]:
     except DatabaseError:  # a banner must never break a page (the database itself is /readyz's job)
         logger.warning("status banner: the worker heartbeat could not be read", exc_info=True)
         return []
-    return banners_for(worker=worker, llm=llm_health_get())
+    return banners_for(worker=worker, llm=llm_health_get()) + _budget_banners(request)
+
+
+def _budget_banners(request: HttpRequest) -> list[Banner]:
+    """The current organization's LLM budget: a cap past its alert threshold, or reached."""
+    from reasoningbank.ai.budget import budget_banners, budget_status
+
+    membership = getattr(request, "membership", None)  # set by the dashboard's org_view
+    if membership is None:
+        return []
+    try:
+        return budget_banners(budget_status(membership.organization))
+    except DatabaseError:  # a banner must never break a page
+        logger.warning("status banner: the LLM budget could not be read", exc_info=True)
+        return []
 
 
 def _system_page_visible(request: HttpRequest) -> bool:

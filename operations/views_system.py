@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 
 from accounts.decorators import current_membership, org_view
 from accounts.models import Membership
+from accounts.selectors_spend import top_spenders
 from consolidation.models import ConsolidationRun
 from consolidation.phases.registry import phase_names
 from consolidation.timeline import phase_legend, phase_timeline
@@ -41,6 +42,8 @@ RUNS_PER_PAGE = 20
 RECENT_FAILURES = 25
 BACKING_OFF_SHOWN = 50
 POLL_SECONDS = 10
+SPENDERS_DAYS = 30
+SPENDERS_SHOWN = 10
 TEMPLATE = "operations/system.html"
 
 WORKER_LABELS = {
@@ -100,6 +103,8 @@ def _render(request: HttpRequest, scope: SystemScope, *, current_org_id: int | N
     context["backing_off"] = list(system_backing_off(scope)[:BACKING_OFF_SHOWN])
     failures = system_failures(scope, limit=RECENT_FAILURES)
     context["failures"] = [(f, _failure_link(f, scope=scope, current_org_id=current_org_id)) for f in failures]
+    if scope.staff:  # every organization's spend: staff only (docs/llm-spend.md#the-spend-page)
+        context.update(spenders=top_spenders(days=SPENDERS_DAYS, limit=SPENDERS_SHOWN), spenders_days=SPENDERS_DAYS)
     return render(request, TEMPLATE, context)
 
 

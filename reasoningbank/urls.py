@@ -3,6 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import MeView, ProjectListView
+from accounts.api_spend import BudgetView, SpendView
 from reasoningbank.api_errors import api_not_found
 from reasoningbank.api_index import api_index
 
@@ -10,6 +11,8 @@ api_v1 = [
     path("", api_index, name="api-index"),
     path("me", MeView.as_view(), name="api-me"),
     path("projects", ProjectListView.as_view(), name="api-projects"),
+    path("llm/budget", BudgetView.as_view(), name="api-llm-budget"),
+    path("llm/spend", SpendView.as_view(), name="api-llm-spend"),
 ]
 
 urlpatterns = [

@@ -17,6 +17,7 @@ EVENT_TYPES: dict[str, str] = {
     "consolidation.run_failed": "a consolidation run failed",
     "session.distilled": "a submitted session was distilled into memories",
     "session.failed": "a submitted session could not be distilled",
+    "llm.budget_alert": "the organization's LLM spend reached its alert threshold of a daily or monthly cap",
 }
 
 

@@ -11,6 +11,7 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 | promotion.proposed | ``post_save`` of a new ``promotion`` ``ReviewItem`` |
 | consolidation.run_finished / run_failed | ``consolidation.events.run_completed`` |
 | session.distilled / session.failed | ``post_save`` of an ``AgentSession`` that reached ``done`` / ``failed`` |
+| llm.budget_alert | ``reasoningbank.ai.budget.llm_budget_alert`` (once per period and cap) |
 
 Each receiver only registers a callback for after the commit (a rolled back write sends nothing),
 which builds the payload and creates the deliveries when the organization subscribed; a failure
@@ -30,6 +31,7 @@ from consolidation import events as consolidation_events
 from consolidation.models import ConsolidationRun, ReviewItem
 from memories import events as memories_events
 from memories.models import AgentSession, Memory, MemoryLink
+from reasoningbank.ai.budget import llm_budget_alert
 from webhooks.services import webhook_event_publish
 
 logger = logging.getLogger(__name__)
@@ -223,6 +225,10 @@ def on_session_saved(
     event_publish_on_commit(instance.organization_id, event_type, session)
 
 
+def on_llm_budget_alert(sender: Any, organization_id: int, data: dict[str, Any], **kwargs: Any) -> None:
+    event_publish_on_commit(organization_id, "llm.budget_alert", lambda: {"budget": dict(data)})
+
+
 def receivers_connect() -> None:
     uid = "webhooks"
     post_save.connect(on_memory_saved, sender=Memory, dispatch_uid=f"{uid}.memory")
@@ -232,3 +238,4 @@ def receivers_connect() -> None:
     memories_events.memories_archived.connect(on_memories_archived, dispatch_uid=f"{uid}.archived")
     consolidation_events.contradiction_detected.connect(on_contradiction_detected, dispatch_uid=f"{uid}.contradiction")
     consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
+    llm_budget_alert.connect(on_llm_budget_alert, dispatch_uid=f"{uid}.llm_budget_alert")

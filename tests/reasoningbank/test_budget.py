@@ -89,12 +89,16 @@ def test_the_next_day_lets_the_waiting_call_through(cast: Any, monkeypatch: pyte
     monkeypatch.setattr(timezone, "now", lambda: later)
     call(cast.org_a, llm)  # a new day: a new counter
     assert len(llm.calls) == 2
-    days = dict(LlmBudgetPeriod.objects.filter(organization=cast.org_a, period="day").values_list("start", "used_tokens"))
+    days = dict(
+        LlmBudgetPeriod.objects.filter(organization=cast.org_a, period="day").values_list("start", "used_tokens")
+    )
     assert days == {later.date() - timedelta(days=1): 150, later.date(): 150}
 
 
 def test_the_plan_s_monthly_budget_is_kept_by_the_same_reservation(cast: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Organization, "limit", lambda self, name: 150 + ESTIMATE if name == "llm_tokens_per_month" else None)
+    monkeypatch.setattr(
+        Organization, "limit", lambda self, name: 150 + ESTIMATE if name == "llm_tokens_per_month" else None
+    )
     llm = FixedLLM()
     call(cast.org_a, llm)
     call(cast.org_a, llm)

@@ -34,7 +34,10 @@ def test_a_period_turns_at_the_next_utc_midnight_also_across_a_year() -> None:
 
 def test_the_smaller_monthly_cap_is_the_one_in_force_and_named() -> None:
     own = caps_in_force(daily=1_000, monthly=50_000, plan_monthly=200_000, plan="free")
-    assert [(c.name, c.source, c.limit) for c in own] == [("daily", "organization", 1_000), ("monthly", "organization", 50_000)]
+    assert [(c.name, c.source, c.limit) for c in own] == [
+        ("daily", "organization", 1_000),
+        ("monthly", "organization", 50_000),
+    ]
     plan = caps_in_force(daily=None, monthly=None, plan_monthly=200_000, plan="free")
     assert [(c.name, c.source, c.limit) for c in plan] == [("monthly", "plan", 200_000)]
     assert "free plan's monthly LLM budget of 200,000 tokens" in plan[0].describe()

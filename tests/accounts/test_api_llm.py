@@ -1,0 +1,168 @@
+"""REST: the organization's LLM budget (``GET``/``PATCH /api/v1/llm/budget``) and its spend
+(``GET /api/v1/llm/spend``), docs/llm-spend.md. The spend's numbers are the metered rows' sums."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.db.models import Sum
+
+from accounts.models import AuditEvent
+from reasoningbank.models import LlmBudget, LlmCall, LlmPrice
+
+BUDGET, SPEND = "/api/v1/llm/budget", "/api/v1/llm/spend"
+ADMIN_SCOPES = ["memories:read", "admin"]
+
+
+def _error(response, status: int) -> dict:
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert {"detail", "code"} <= set(body)
+    return body
+
+
+@pytest.fixture
+def admin_client(cast, token_client):
+    return token_client(cast.org_a, scopes=ADMIN_SCOPES)
+
+
+def test_an_admin_token_sets_the_caps_and_reads_them_back_with_the_current_period(admin_client, cast):
+    response = admin_client.patch(BUDGET, {"daily_tokens": 20_000, "alert_percent": 75}, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["daily_tokens"], body["monthly_tokens"], body["alert_percent"]) == (20_000, None, 75)
+    assert body["plan"] == "pro" and body["plan_monthly_tokens"] == 5_000_000
+    caps = {c["cap"]: c for c in body["caps"]}
+    assert caps["daily"]["limit"] == 20_000 and caps["daily"]["source"] == "organization"
+    assert caps["daily"]["alert_at"] == 15_000 and caps["daily"]["used"] == 0
+    assert caps["monthly"]["source"] == "plan" and caps["monthly"]["limit"] == 5_000_000
+    assert admin_client.get(BUDGET).json() == body
+    audit = AuditEvent.objects.get(organization=cast.org_a, verb="llm.budget_set")
+    assert audit.data["to"] == {"daily_tokens": 20_000, "monthly_tokens": None, "alert_percent": 75}
+
+
+def test_patch_changes_only_the_fields_given_and_null_removes_a_cap(admin_client, cast):
+    admin_client.patch(BUDGET, {"daily_tokens": 20_000, "monthly_tokens": 400_000}, format="json")
+    body = admin_client.patch(BUDGET, {"daily_tokens": None}, format="json").json()
+    assert (body["daily_tokens"], body["monthly_tokens"], body["alert_percent"]) == (None, 400_000, 80)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"monthly_tokens": 5_000_001}, "monthly_tokens"),  # above the pro plan's 5,000,000
+        ({"daily_tokens": 999}, "daily_tokens"),
+        ({"daily_tokens": 30_000, "monthly_tokens": 20_000}, "daily_tokens"),
+        ({"alert_percent": 0}, "alert_percent"),
+        ({"alert_percent": 101}, "alert_percent"),
+        ({"daily_tokens": "lots"}, "daily_tokens"),
+        ({"weekly_tokens": 1_000}, "weekly_tokens"),  # an unknown field
+    ],
+)
+def test_a_bad_budget_is_a_400_naming_the_field_and_changes_nothing(admin_client, cast, payload, field):
+    body = _error(admin_client.patch(BUDGET, payload, format="json"), 400)
+    assert field in body["detail"] or field in body.get("errors", {})
+    assert not LlmBudget.objects.filter(organization=cast.org_a).exists()
+
+
+def test_a_token_without_the_admin_scope_reads_but_cannot_set_the_budget(cast, token_client):
+    reader = token_client(cast.org_a, scopes=["memories:read"])
+    assert reader.get(BUDGET).status_code == 200
+    _error(reader.patch(BUDGET, {"daily_tokens": 20_000}, format="json"), 403)
+    assert not LlmBudget.objects.exists()
+
+
+def test_a_token_restricted_to_a_project_gets_neither_the_budget_nor_the_spend(cast, token_client):
+    restricted = token_client(cast.org_a, scopes=ADMIN_SCOPES, projects=[cast.project_a])
+    _error(restricted.get(BUDGET), 403)
+    _error(restricted.patch(BUDGET, {"daily_tokens": 20_000}, format="json"), 403)
+    _error(restricted.get(SPEND), 403)
+    assert not LlmBudget.objects.exists()
+
+
+@pytest.mark.cross_tenant("api-llm-budget")
+def test_another_organization_s_budget_is_neither_read_nor_changed(admin_client, cast, token_client):
+    LlmBudget.objects.create(organization=cast.org_b, daily_tokens=7_000, alert_percent=60)
+    body = admin_client.get(BUDGET).json()
+    assert body["daily_tokens"] is None and body["alert_percent"] == 80
+    admin_client.patch(BUDGET, {"daily_tokens": 9_000}, format="json")
+    theirs = LlmBudget.objects.get(organization=cast.org_b)
+    assert (theirs.daily_tokens, theirs.alert_percent) == (7_000, 60)
+
+
+def metered(org, **kwargs) -> LlmCall:
+    return LlmCall.objects.create(organization=org, **kwargs)
+
+
+def test_the_spend_per_day_purpose_provider_and_model_equals_the_metered_rows(admin_client, cast):
+    LlmPrice.objects.create(provider="openai", model="gpt-4o-mini", input_per_million="0.15", output_per_million="0.60")
+    metered(
+        cast.org_a,
+        provider="openai",
+        model="gpt-4o-mini",
+        purpose="distill",
+        input_tokens=1_000_000,
+        output_tokens=100_000,
+    )
+    metered(
+        cast.org_a, provider="openai", model="gpt-4o-mini", purpose="distill", input_tokens=2_000, output_tokens=300
+    )
+    metered(cast.org_a, provider="openai", model="gpt-4o-mini", purpose="judge", input_tokens=500, output_tokens=40)
+    metered(
+        cast.org_a,
+        provider="anthropic",
+        model="claude-haiku-4-5",
+        purpose="synthesize",
+        input_tokens=900,
+        output_tokens=90,
+    )
+    metered(cast.org_a, provider="openai", model="gpt-4o-mini", purpose="distill", outcome="error", error="429")
+    body = admin_client.get(SPEND, {"days": 7}).json()
+    rows = LlmCall.objects.filter(organization=cast.org_a)
+    sums = rows.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    assert (body["calls"], body["input_tokens"], body["output_tokens"]) == (rows.count(), sums["i"], sums["o"])
+    assert body["failed"] == 1
+    assert sum(r["calls"] for r in body["rows"]) == rows.count()
+    assert sum(r["input_tokens"] for r in body["rows"]) == sums["i"]
+    by_key = {(r["purpose"], r["provider"]): r for r in body["rows"]}
+    distill = by_key[("distill", "openai")]
+    assert (distill["calls"], distill["failed"], distill["input_tokens"], distill["output_tokens"]) == (
+        3,
+        1,
+        1_002_000,
+        100_300,
+    )
+    # (1,002,000 × 0.15 + 100,300 × 0.60) / 1,000,000 = 0.21048
+    assert Decimal(distill["estimated_cost"]) == pytest.approx(Decimal("0.21048"), abs=Decimal("0.000001"))
+    assert by_key[("synthesize", "anthropic")]["estimated_cost"] is None  # no price set for it
+    assert body["unpriced_calls"] == 1
+    assert {p["purpose"]: p["calls"] for p in body["by_purpose"]} == {"distill": 3, "judge": 1, "synthesize": 1}
+
+
+def test_a_provider_wide_price_prices_every_model_without_its_own(admin_client, cast):
+    LlmPrice.objects.create(
+        provider="anthropic", model="", input_per_million="1", output_per_million="5", currency="EUR"
+    )
+    metered(
+        cast.org_a, provider="anthropic", model="claude-x", purpose="distill", input_tokens=1_000_000, output_tokens=0
+    )
+    body = admin_client.get(SPEND).json()
+    assert body["estimated_cost"] == {"EUR": "1.000000"}
+
+
+@pytest.mark.parametrize("days", ["0", "93", "week"])
+def test_a_window_outside_1_to_92_days_is_a_400(admin_client, days):
+    _error(admin_client.get(SPEND, {"days": days}), 400)
+
+
+@pytest.mark.cross_tenant("api-llm-spend")
+def test_another_organization_s_calls_are_absent_from_the_spend(admin_client, cast):
+    metered(cast.org_b, provider="openai", model="m", purpose="distill", input_tokens=777, output_tokens=7)
+    body = admin_client.get(SPEND).json()
+    assert (body["calls"], body["input_tokens"], body["rows"]) == (0, 0, [])
+
+
+def test_the_llm_endpoints_are_in_the_openapi_schema(api_client):
+    paths = api_client.get("/api/schema/", {"format": "json"}).json()["paths"]
+    assert {"get", "patch"} <= set(paths[BUDGET]) and "get" in paths[SPEND]
