@@ -18,7 +18,7 @@ from accounts.admin import staff_principal
 from memories.core.services import UPDATABLE, memory_draft, memory_update
 from memories.models import AgentSession, Memory, MemoryLink, MemorySignal, MemorySummary, SessionCommit
 from memories.moderation.services import memory_archive, memory_restore
-from memories.sessions.services import sessions_requeue
+from memories.sessions.services import RETRYABLE, sessions_requeue
 from reasoningbank.admin import ReadOnlyAdmin, ReadOnlyInline
 from reasoningbank.errors import ServiceError
 
@@ -281,7 +281,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry selected failed / waiting sessions", permissions=["change"])
     def retry(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:
-        retryable = queryset.filter(status__in=[AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING])
+        retryable = queryset.filter(status__in=RETRYABLE)
         skipped = queryset.count() - retryable.count()
         count = sessions_requeue(retryable)
         self.message_user(request, f"Queued {count} session(s) again.", messages.SUCCESS)

@@ -476,7 +476,7 @@ def session_list_page(request: HttpRequest) -> HttpResponse:
     return render(request, template, page_vars, status=400 if errors else 200)
 
 
-RETRYABLE = (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING)
+RETRYABLE = (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING, AgentSession.STATUS_WAITING_BUDGET)
 
 
 def _retryable() -> tuple[str, ...]:

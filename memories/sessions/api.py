@@ -130,11 +130,11 @@ class SessionDetailView(SessionAPIView):
         operation_id="sessions_retrieve",
         summary="Get a session",
         description=(
-            "A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `failed`, "
-            "`done`), its error if any, the memories it produced and its redacted trace. Address it by "
-            "the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects "
-            "that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. "
-            "Needs `memories:read`."
+            "A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, "
+            "`waiting_for_budget`, `failed`, `done`), its error if any, the memories it produced and its "
+            "redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token "
+            "reaches several projects that each have a session with this `session_id`, the answer is a 400 "
+            "listing their `ses_…` ids. Needs `memories:read`."
         ),
         parameters=[OpenApiParameter("session_id", str, OpenApiParameter.PATH, description=SESSION_ID_HELP)],
         responses={200: SessionDetailSerializer, **error_responses(400, 401, 403, 404)},
@@ -151,9 +151,9 @@ class SessionRetryView(SessionAPIView):
         operation_id="sessions_retry",
         summary="Retry a session's distillation",
         description=(
-            "Queue a `failed` or `waiting_for_llm` session for distillation again (a session in any other "
-            "state is a 409). No body (or `{}`). Address it by the `session_id` you submitted or by its "
-            "`ses_…` id. Needs `memories:write`."
+            "Queue a `failed`, `waiting_for_llm` or `waiting_for_budget` session for distillation again (a "
+            "session in any other state is a 409). No body (or `{}`). Address it by the `session_id` you "
+            "submitted or by its `ses_…` id. Needs `memories:write`."
         ),
         parameters=[OpenApiParameter("session_id", str, OpenApiParameter.PATH, description=SESSION_ID_HELP)],
         request=None,

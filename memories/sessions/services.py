@@ -201,12 +201,8 @@ def _session_replace(
 ) -> SubmitResult:
     """The later submission's trace in place of the earlier one, unless a worker has claimed the
     session meanwhile (the update is conditional on its state, as the claim is)."""
-    # a session waiting for the LLM budget keeps its next_attempt_at (the period's turn): not an idle hold
-    held = (
-        session.status != AgentSession.STATUS_WAITING_BUDGET
-        and session.next_attempt_at is not None
-        and session.attempts == 0
-    )
+    budget_wait = session.status == AgentSession.STATUS_WAITING_BUDGET  # next_attempt_at: the period's turn
+    held = session.next_attempt_at is not None and session.attempts == 0 and not budget_wait
     fields: dict[str, Any] = {
         "trace": trace,
         "redactions": redactions,
@@ -555,11 +551,8 @@ def sessions_resume_waiting() -> int:
     if llm_from_settings().provider == "none":
         return 0
     budget = Q(next_attempt_at__lte=timezone.now()) | Q(organization__llm_budget__updated_at__gt=F("updated_at"))
-    return sessions_requeue(
-        AgentSession.objects.filter(
-            Q(status=AgentSession.STATUS_WAITING) | (Q(status=AgentSession.STATUS_WAITING_BUDGET) & budget)
-        )
-    )
+    waiting = Q(status=AgentSession.STATUS_WAITING) | (Q(status=AgentSession.STATUS_WAITING_BUDGET) & budget)
+    return sessions_requeue(AgentSession.objects.filter(waiting))
 
 
 def sessions_recover_stale(*, stale_after: timedelta | None = None) -> int:

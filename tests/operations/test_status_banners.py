@@ -111,3 +111,33 @@ def test_the_context_processor_is_lazy(rf, cast):
         read.assert_not_called()
         assert [b.kind for b in context["status_banners"]] == ["llm"]
         read.assert_called_once()
+
+
+def test_an_organization_past_its_alert_threshold_sees_the_budget_banner_and_another_does_not(client, cast, settings):
+    from reasoningbank.models import LlmBudget, LlmBudgetPeriod
+
+    healthy(settings)
+    LlmBudget.objects.create(organization=cast.org_a, daily_tokens=10_000, alert_percent=80)
+    LlmBudgetPeriod.objects.create(
+        organization=cast.org_a, period="day", start=timezone.now().date(), used_tokens=8_500, alerted_at=timezone.now()
+    )
+    client.force_login(cast.bob)
+    html = client.get("/").content.decode()
+    assert 'data-banner="budget"' in html and "used 85% of the organization&#x27;s daily LLM cap" in html
+    client.force_login(cast.charlie)
+    assert 'data-banner="budget"' not in client.get("/").content.decode()
+
+
+def test_a_reached_cap_says_that_llm_work_waits_and_until_when(client, cast, settings):
+    from reasoningbank.models import LlmBudget, LlmBudgetPeriod
+
+    healthy(settings)
+    LlmBudget.objects.create(organization=cast.org_a, daily_tokens=10_000, alert_percent=None)
+    today = timezone.now().date()
+    LlmBudgetPeriod.objects.create(
+        organization=cast.org_a, period="day", start=today, used_tokens=9_000, reached_at=timezone.now()
+    )
+    client.force_login(cast.alice)
+    html = client.get("/").content.decode()
+    assert "daily LLM cap of 10,000 tokens is reached: distillation and consolidation wait until" in html
+    assert f"{today + timedelta(days=1):%Y-%m-%d} 00:00 UTC" in html

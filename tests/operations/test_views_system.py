@@ -358,3 +358,16 @@ def test_a_failed_tasks_error_is_the_last_line_of_its_traceback():
     )
     assert task_error_text(None) == "no error recorded"
     assert task_error_text("x" * 900).endswith("…") and len(task_error_text("x" * 900)) == 500
+
+
+def test_staff_see_the_top_llm_spenders_and_an_owner_does_not(client, cast, staff):
+    from reasoningbank.models import LlmCall
+
+    LlmCall.objects.create(organization=cast.org_a, provider="p", model="m", purpose="distill", input_tokens=5_000)
+    LlmCall.objects.create(organization=cast.org_b, provider="p", model="m", purpose="judge", input_tokens=90_000)
+    client.force_login(staff)
+    html = client.get("/system/").content.decode()
+    assert html.index('data-org="globex"') < html.index('data-org="acme"')  # the biggest first
+    assert "90,000" in html and "5,000" in html
+    client.force_login(cast.alice)
+    assert 'id="system-spenders"' not in client.get("/system/").content.decode()

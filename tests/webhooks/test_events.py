@@ -257,3 +257,36 @@ def test_an_organization_without_subscribers_pays_one_query_per_event_and_no_pay
 
     with django_assert_num_queries(1):
         assert webhook_event_publish(organization_id=cast.org_a.pk, event_type="memory.created", data=payload) == []
+
+
+def test_an_llm_spend_past_the_alert_threshold_publishes_llm_budget_alert_once_to_its_organization(
+    cast, subscribe, committed
+):
+    from reasoningbank.ai.llm import LLMResult
+    from reasoningbank.ai.metered import llm_complete
+    from reasoningbank.models import LlmBudget
+
+    class Spending:
+        provider, model = "fake", "fixed-1"
+
+        def complete(self, **kwargs):
+            return LLMResult("ok", "fake", "fixed-1", 300, 100, 1.0, 1)
+
+    LlmBudget.objects.create(organization=cast.org_a, daily_tokens=2_000, alert_percent=50)
+    subscribe(["llm.budget_alert"])
+    globex = subscribe(["llm.budget_alert"], org=cast.org_b)
+    for _ in range(4):  # 400 tokens each: the third call takes the day to 1,200, past 1,000
+        with committed():
+            llm_complete(
+                organization=cast.org_a, purpose="distill", system="s", prompt="p", max_tokens=100, llm=Spending()
+            )
+    (delivery,) = sent("llm.budget_alert")
+    assert delivery.organization == cast.org_a and delivery.subscription != globex
+    budget = delivery.payload["data"]["budget"]
+    assert (budget["cap"], budget["source"], budget["limit"], budget["used"], budget["threshold"]) == (
+        "daily",
+        "organization",
+        2_000,
+        1_200,
+        1_000,
+    )

@@ -315,7 +315,7 @@ class SessionSubmitRequest(TypedDict):
     partial: NotRequired[bool]
 
 
-SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm"]
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
 
 
 class SessionMemory(TypedDict):

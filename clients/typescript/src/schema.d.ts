@@ -190,6 +190,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/llm/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The LLM budget
+         * @description The organization's own LLM caps (per UTC day and month), its alert percentage, its plan's monthly budget, and each cap in force with the current period's tokens. Needs `memories:read` and a token for the whole organization.
+         */
+        get: operations["llm_budget_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set the LLM budget
+         * @description Change the organization's caps: the fields given replace the stored ones (null removes a cap). A cap is at least 1,000 tokens and never above the plan's monthly budget; a daily cap above the monthly one is refused. At a cap, distillation and consolidation wait (`waiting_for_budget`) and `memory_ask` answers 403 `limit_exceeded`. Audited. Needs `admin` and a token for the whole organization.
+         */
+        patch: operations["llm_budget_update"];
+        trace?: never;
+    };
+    "/api/v1/llm/spend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * LLM spend per day
+         * @description The organization's LLM calls and tokens per UTC day, purpose, provider and model over the last `days` (30 by default, at most 92), summed from its metered calls, with an estimated cost from the operator's price table. Needs `memories:read` and a token for the whole organization.
+         */
+        get: operations["llm_spend_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;
@@ -531,7 +575,7 @@ export interface paths {
         };
         /**
          * Get a session
-         * @description A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `failed`, `done`), its error if any, the memories it produced and its redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. Needs `memories:read`.
+         * @description A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `waiting_for_budget`, `failed`, `done`), its error if any, the memories it produced and its redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. Needs `memories:read`.
          */
         get: operations["sessions_retrieve"];
         put?: never;
@@ -553,7 +597,7 @@ export interface paths {
         put?: never;
         /**
          * Retry a session's distillation
-         * @description Queue a `failed` or `waiting_for_llm` session for distillation again (a session in any other state is a 409). No body (or `{}`). Address it by the `session_id` you submitted or by its `ses_…` id. Needs `memories:write`.
+         * @description Queue a `failed`, `waiting_for_llm` or `waiting_for_budget` session for distillation again (a session in any other state is a 409). No body (or `{}`). Address it by the `session_id` you submitted or by its `ses_…` id. Needs `memories:write`.
          */
         post: operations["sessions_retry"];
         delete?: never;
@@ -870,6 +914,62 @@ export interface components {
         };
         /** @enum {unknown} */
         BlankEnum: "";
+        Budget: {
+            daily_tokens: number | null;
+            monthly_tokens: number | null;
+            alert_percent: number | null;
+            plan: string;
+            /** @description null: the plan has no LLM budget */
+            plan_monthly_tokens: number | null;
+            /** @description the caps in force, with the current period's counters */
+            caps: components["schemas"]["Cap"][];
+        };
+        Cap: {
+            cap: components["schemas"]["CapEnum"];
+            /**
+             * @description `organization`: set by its admins; `plan`: the plan's `llm_tokens_per_month`
+             *
+             *     * `organization` - organization
+             *     * `plan` - plan
+             */
+            source: components["schemas"]["CapSourceEnum"];
+            limit: number;
+            /** @description tokens spent in the current period */
+            used: number;
+            /** @description tokens held for calls in flight */
+            reserved: number;
+            remaining: number;
+            /**
+             * Format: double
+             * @description used, as a percentage of the cap
+             */
+            percent: number;
+            /** Format: date */
+            period_start: string;
+            /**
+             * Format: date-time
+             * @description when the period turns and waiting work goes on
+             */
+            resets_at: string;
+            /** @description tokens at which the alert fires */
+            alert_at: number | null;
+            /** @description the alert was sent in this period */
+            alerted: boolean;
+            /** @description a call waited at this cap in this period */
+            reached: boolean;
+        };
+        /**
+         * @description * `daily` - daily
+         *     * `monthly` - monthly
+         * @enum {string}
+         */
+        CapEnum: "daily" | "monthly";
+        /**
+         * @description * `organization` - organization
+         *     * `plan` - plan
+         * @enum {string}
+         */
+        CapSourceEnum: "organization" | "plan";
         /** CodeReportInput */
         CodeReportRequest: {
             /**
@@ -1809,6 +1909,14 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Subscription"][];
         };
+        PatchedBudgetUpdateRequest: {
+            /** @description tokens per UTC day; null: no daily cap. At most the plan's monthly budget */
+            daily_tokens?: number | null;
+            /** @description tokens per UTC month; null: the plan's monthly budget only. At most the plan's */
+            monthly_tokens?: number | null;
+            /** @description warn (banner, audit row, `llm.budget_alert` webhook) at this share of a cap, once per period; null: no warning */
+            alert_percent?: number | null;
+        };
         PatchedMemoryUpdateRequest: {
             title?: string;
             description?: string;
@@ -1819,7 +1927,7 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
@@ -1954,6 +2062,13 @@ export interface components {
          * @enum {string}
          */
         ProposalStatusEnum: "pending" | "accepted" | "would_propose";
+        PurposeTotal: {
+            purpose: string;
+            calls: number;
+            failed: number;
+            input_tokens: number;
+            output_tokens: number;
+        };
         /**
          * @description How healthy a project's memory bank is: merges, contradictions, pairs waiting for review, what the
          *     write gate refused and merges undone, now and per week.
@@ -2234,10 +2349,10 @@ export interface components {
          *     * `completed` - completed
          *     * `failed` - failed
          *     * `skipped` - skipped
-         *     * `waiting_for_llm` - waiting_for_llm
+         *     * `waiting_for_budget` - waiting_for_budget
          * @enum {string}
          */
-        RunStatusEnum: "queued" | "running" | "completed" | "failed" | "skipped" | "waiting_for_llm";
+        RunStatusEnum: "queued" | "running" | "completed" | "failed" | "skipped" | "waiting_for_budget";
         /**
          * @description * `team` - team
          *     * `org` - org
@@ -2535,9 +2650,10 @@ export interface components {
          *     * `done` - done
          *     * `failed` - failed
          *     * `waiting_for_llm` - waiting_for_llm
+         *     * `waiting_for_budget` - waiting_for_budget
          * @enum {string}
          */
-        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm";
+        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
         /** SessionSubmitInput */
         SessionSubmitRequest: {
             /**
@@ -2647,6 +2763,43 @@ export interface components {
             /** Format: date-time */
             created_at?: string;
         };
+        Spend: {
+            /** Format: date */
+            since: string;
+            /** Format: date */
+            until: string;
+            calls: number;
+            failed: number;
+            input_tokens: number;
+            output_tokens: number;
+            /** @description per currency */
+            estimated_cost: {
+                [key: string]: string;
+            };
+            /** @description calls of models without a price: not in the cost */
+            unpriced_calls: number;
+            by_purpose: components["schemas"]["PurposeTotal"][];
+            /** @description per UTC day, purpose, provider and model; newest day first */
+            rows: components["schemas"]["SpendRow"][];
+        };
+        SpendRow: {
+            /** Format: date */
+            date: string;
+            /** @description distill, judge, supersede, synthesize, summarize, patterns, reason… */
+            purpose: string;
+            provider: string;
+            model: string;
+            calls: number;
+            failed: number;
+            input_tokens: number;
+            output_tokens: number;
+            /**
+             * Format: decimal
+             * @description null: the operator set no price for this model
+             */
+            estimated_cost: string | null;
+            currency: string | null;
+        };
         /**
          * @description * `active` - active
          *     * `archived` - archived
@@ -2685,7 +2838,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -2967,9 +3120,10 @@ export interface components {
          *     * `consolidation.run_failed` - consolidation.run_failed
          *     * `session.distilled` - session.distilled
          *     * `session.failed` - session.failed
+         *     * `llm.budget_alert` - llm.budget_alert
          * @enum {string}
          */
-        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed";
+        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert";
     };
     responses: never;
     parameters: never;
@@ -3842,6 +3996,205 @@ export interface operations {
             };
             /** @description The body is not `application/json`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    llm_budget_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    llm_budget_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedBudgetUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    llm_spend_retrieve: {
+        parameters: {
+            query?: {
+                /** @description the last N UTC days, today included */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Spend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5391,8 +5744,9 @@ export interface operations {
                  *     * `done` - done
                  *     * `failed` - failed
                  *     * `waiting_for_llm` - waiting_for_llm
+                 *     * `waiting_for_budget` - waiting_for_budget
                  */
-                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm";
+                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
             };
             header?: never;
             path?: never;

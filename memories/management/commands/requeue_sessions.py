@@ -13,7 +13,7 @@ class Command(BaseCommand):
     help = "Queue failed (or waiting) sessions for distillation again. Prints how many last."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--status", default="failed", choices=["failed", "waiting_for_llm"])
+        parser.add_argument("--status", default="failed", choices=["failed", "waiting_for_llm", "waiting_for_budget"])
         parser.add_argument("--org", default=None, help="only this organization (slug)")
 
     def handle(self, *args: Any, **options: Any) -> None:
