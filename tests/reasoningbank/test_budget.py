@@ -11,14 +11,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+import respx
 from django.db import connection
 from django.utils import timezone
 
 from accounts.models import AuditEvent, Organization
 from reasoningbank.ai.budget import LLMBudgetExceeded, budget_status, call_estimate, llm_budget_alert
-from reasoningbank.ai.llm import LLMResult
+from reasoningbank.ai.llm import LLMResult, OpenAILLM
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.models import LlmBudget, LlmBudgetPeriod, LlmCall
+from tests.reasoningbank.test_llm import openai_reply
+from tests.respx_httpx2 import serve_httpx2_from
 
 SYSTEM, PROMPT, MAX_TOKENS = "You distil.", "trace " * 50, 200
 
@@ -114,6 +117,19 @@ def test_the_counters_equal_the_metered_rows_and_hold_nothing_after_the_calls(ca
     metered = sum(c.input_tokens + c.output_tokens for c in LlmCall.objects.filter(organization=cast.org_a))
     rows = LlmBudgetPeriod.objects.filter(organization=cast.org_a)
     assert {r.period: (r.used_tokens, r.reserved_tokens) for r in rows} == {"day": (metered, 0), "month": (metered, 0)}
+
+
+def test_a_real_sdk_call_settles_to_the_usage_the_provider_reported(cast: Any) -> None:
+    """Through the official OpenAI SDK against a mocked endpoint: the counters hold what the provider's
+    ``usage`` said, not the estimate."""
+    caps(cast.org_a, daily=100_000, alert=None)
+    with respx.mock(base_url="https://api.openai.com/v1") as router, serve_httpx2_from(router):
+        router.post("/chat/completions").mock(return_value=openai_reply(input_tokens=120, output_tokens=30))
+        result = call(cast.org_a, OpenAILLM("gpt-4o-mini", api_key="sk-test"))
+    assert (result.input_tokens, result.output_tokens) == (120, 30)
+    day = LlmBudgetPeriod.objects.get(organization=cast.org_a, period="day")
+    assert (day.used_tokens, day.reserved_tokens) == (150, 0)
+    assert LlmCall.objects.get(organization=cast.org_a).model == "gpt-4o-mini"
 
 
 def test_a_failed_call_releases_its_reservation_and_spends_nothing(cast: Any) -> None:

@@ -237,6 +237,16 @@ def test_an_org_over_its_llm_budget_gets_the_budget_error_and_nothing_is_asked(
     assert claude.route.call_count == 0
 
 
+def test_an_org_at_its_own_daily_cap_gets_limit_exceeded_naming_that_cap(cast, alice, caroline, claude):
+    from reasoningbank.models import LlmBudget
+
+    LlmBudget.objects.create(organization=cast.org_a, daily_tokens=1_000, alert_percent=None)
+    LlmCall.objects.create(organization=cast.org_a, provider="openai", model="m", purpose="distill", input_tokens=900)
+    body = ask(alice, status=403)
+    assert body["code"] == "limit_exceeded" and "daily LLM cap of 1,000 tokens" in body["detail"]
+    assert claude.route.call_count == 0
+
+
 @pytest.mark.parametrize(
     ("status", "code", "http_status"), [(529, "llm_unavailable", 503), (401, "llm_error", 502)]
 )
@@ -332,3 +342,26 @@ async def test_the_mcp_tool_without_an_llm_is_an_error_naming_the_setting(app, c
         result = await client.call_tool("memory_ask", {"question": QUESTION})
     assert result.is_error
     assert "LLM_PROVIDER" in result.content[0].text and "No answer is given" in result.content[0].text
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_mcp_tool_at_a_cap_is_an_error_naming_the_cap(app, cast, make_token, monkeypatch, settings):
+    from django.db import connection
+
+    from reasoningbank.models import LlmBudget
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    raw, principal = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
+    await in_thread(lambda: MemoryFactory(principal=principal, content="Caroline went yesterday", created_at=RECORDED))
+    await in_thread(lambda: LlmBudget.objects.create(organization=cast.org_a, daily_tokens=1_000))
+    await in_thread(
+        lambda: LlmCall.objects.create(
+            organization=cast.org_a, provider="x", model="m", purpose="distill", input_tokens=990
+        )
+    )
+    with mocked_llm(settings, "anthropic") as claude:
+        async with mcp_client(app, raw, "legacy") as client:
+            result = await client.call_tool("memory_ask", {"question": QUESTION})
+        assert claude.route.call_count == 0
+    assert result.is_error and "daily LLM cap of 1,000 tokens" in result.content[0].text
