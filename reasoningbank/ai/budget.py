@@ -174,10 +174,13 @@ def budget_settle(reservation: Reservation, used_tokens: int) -> None:
             used_tokens,
             reservation.tokens,
         )
-    LlmBudgetPeriod.objects.filter(pk__in=reservation.period_ids).update(
-        reserved_tokens=Greatest(F("reserved_tokens") - reservation.tokens, 0),
-        used_tokens=F("used_tokens") + used_tokens,
-    )
+    # one row at a time, month first: a statement updating both could lock them in the other order than
+    # a reservation holding the month and waiting for the day, and the two would deadlock
+    for period_id in reservation.period_ids:
+        LlmBudgetPeriod.objects.filter(pk=period_id).update(
+            reserved_tokens=Greatest(F("reserved_tokens") - reservation.tokens, 0),
+            used_tokens=F("used_tokens") + used_tokens,
+        )
     if used_tokens > 0:
         _alert_if_crossed(reservation)
 
@@ -277,9 +280,10 @@ def budget_touch(organization_id: Any) -> None:
     now = timezone.now()
     LlmBudget.objects.update_or_create(organization_id=organization_id, defaults={"updated_at": now})
     # a cap reached before the change is shown as reached again only when a call waits on the new one
-    LlmBudgetPeriod.objects.filter(
-        organization_id=organization_id, start__in=[period_start(period, now) for period in PERIODS]
-    ).update(reached_at=None)
+    for period in PERIODS:  # one row at a time, in the reservations' order (never a deadlock with them)
+        LlmBudgetPeriod.objects.filter(
+            organization_id=organization_id, period=period, start=period_start(period, now)
+        ).update(reached_at=None)
 
 
 def budget_banners(statuses: list[CapStatus]) -> list[Banner]:
