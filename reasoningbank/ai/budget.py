@@ -299,8 +299,8 @@ def budget_banners(statuses: list[CapStatus]) -> list[Banner]:
             )
         elif status.alerted:
             message = (
-                f"The organization has used {status.percent:g}% of {status.cap.describe()} "
-                f"({status.used:,} tokens); at the cap LLM work waits until {turn}."
+                f"{status.percent:g}% of {status.cap.describe()} is used ({status.used:,} tokens); at the cap, "
+                f"LLM work waits until {turn}."
             )
         else:
             continue

@@ -46,4 +46,7 @@ def test_the_owner_sets_a_daily_cap_and_sees_it_with_the_spend_and_the_alert_ban
     shoot("llm-spend")
 
     page.goto(f"{base}/")
-    assert "used 90% of the organization's daily LLM cap" in page.locator("[data-banner=budget]").inner_text()
+    assert (
+        "90% of the organization's daily LLM cap of 50,000 tokens is used"
+        in page.locator("[data-banner=budget]").inner_text()
+    )

@@ -123,7 +123,10 @@ def test_an_organization_past_its_alert_threshold_sees_the_budget_banner_and_ano
     )
     client.force_login(cast.bob)
     html = client.get("/").content.decode()
-    assert 'data-banner="budget"' in html and "used 85% of the organization&#x27;s daily LLM cap" in html
+    assert (
+        'data-banner="budget"' in html
+        and "85% of the organization&#x27;s daily LLM cap of 10,000 tokens is used" in html
+    )
     client.force_login(cast.charlie)
     assert 'data-banner="budget"' not in client.get("/").content.decode()
 
