@@ -82,11 +82,23 @@ def empty_database(db) -> Iterator[str]:
 # run.sh's start-up step migrates a database without tables, like Django's migrate; in a data directory
 # without a cluster it says so like the others (run.sh creates the cluster before it)
 START_UP = {"prepare_service"}
+# commands that never open the database: llm_check talks to the LLM provider only (its calls are the
+# operator's, metered to no organization)
+NO_DATABASE = {"llm_check"}
 
 
 def test_the_table_below_names_every_command_of_ours():
     ours = {name for name, app in get_commands().items() if app.split(".")[0] in OUR_APPS}
-    assert ours - START_UP == set(ARGUMENTS)
+    assert ours - START_UP - NO_DATABASE == set(ARGUMENTS)
+
+
+@pytest.mark.parametrize("name", sorted(NO_DATABASE))
+def test_a_command_that_needs_no_database_runs_in_a_data_directory_without_one_and_creates_none(name, tmp_path):
+    data_dir = tmp_path / "data"
+    finished = command_run(name, tmp_path, RB_DATA_DIR=str(data_dir), LLM_PROVIDER="none")
+    assert "Traceback" not in finished.stderr and "There is no database" not in finished.stderr
+    assert "No LLM is configured" in finished.stderr
+    assert not (data_dir / "pg" / "PG_VERSION").exists()
 
 
 def test_the_start_up_step_in_a_data_directory_without_a_database_says_so_and_creates_none(tmp_path):
