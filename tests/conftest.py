@@ -36,11 +36,11 @@ class Cast:
 
 @pytest.fixture(autouse=True)
 def hashing_embedder(settings: Any) -> None:
-    """Tests embed with ``hashing`` (deterministic, no model to load); the default ``minilm`` is
-    tested in tests/reasoningbank/test_embedder_minilm.py and by the end-to-end suite, whose
-    service runs with the product's defaults."""
+    """Tests embed with ``hashing`` (deterministic, no model to load); the default ``minilm-onnx`` is
+    tested in tests/reasoningbank/test_embedder_minilm_onnx.py (``minilm`` in test_embedder_minilm.py)
+    and by the end-to-end suite, whose service runs with the product's defaults."""
     settings.EMBEDDER = "hashing"
-    settings.SEARCH_MIN_SIMILARITY = 0.1  # hashing's default (minilm's is 0.2)
+    settings.SEARCH_MIN_SIMILARITY = 0.1  # hashing's default (minilm-onnx's and minilm's is 0.2)
     # BM25 from exact counts: autovacuum may analyse the test tables at any moment, and the planner
     # statistics would then change rankings mid-run (tests/memories/search/test_search.py tests that path)
     settings.SEARCH_TERM_STATISTICS = "exact"

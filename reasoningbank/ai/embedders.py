@@ -6,12 +6,12 @@ Four providers sit behind one small ``Embedder`` protocol:
   use, and an explicit choice.
 - ``OpenAIEmbedder``: the OpenAI embeddings endpoint or any compatible server
   (Ollama, LM Studio) via ``base_url``.
-- ``MiniLMEmbedder`` (the default): all-MiniLM-L6-v2 run in numpy from packaged weights: semantic,
-  local and offline, without torch (docs/decisions.md#the-default-embedder-runs-in-numpy).
+- ``MiniLMEmbedder`` with ``runtime="onnx"`` (``EMBEDDER=minilm-onnx``, the default): all-MiniLM-L6-v2
+  from packaged weights as an ONNX graph with int8 weights on ONNX Runtime: semantic, local and offline,
+  without torch, ~2 ms a query (reasoningbank/ai/minilm_onnx.py, docs/decisions.md#the-default-embedder).
+- ``MiniLMEmbedder`` (``EMBEDDER=minilm``): the same packaged model run in numpy, fp32: ~6x slower per
+  query, the same retrieval quality; vectors close to but not those of ``minilm-onnx``.
 - ``SentenceTransformerEmbedder``: a local model, behind an optional extra.
-- ``MiniLMEmbedder`` with ``runtime="onnx"`` (``EMBEDDER=minilm-onnx``): the same packaged model on ONNX
-  Runtime with int8 weights: ~5x faster per query, vectors close to but not those of ``minilm``
-  (reasoningbank/ai/minilm_onnx.py).
 
 Providers take their configuration as constructor arguments; only
 ``embedder_from_settings`` reads Django settings.
@@ -265,7 +265,14 @@ class MiniLMEmbedder:
     calls (search queries) are served from a bounded LRU cache.
     """
 
-    def __init__(self, model: str, dimensions: int, model_dir: str | None = None, runtime: str = "numpy") -> None:
+    def __init__(
+        self,
+        model: str,
+        dimensions: int,
+        model_dir: str | None = None,
+        runtime: str = "numpy",
+        cache_dir: str | None = None,
+    ) -> None:
         from reasoningbank.ai import minilm
 
         if not model_dir and model != minilm.DEFAULT_MODEL:
@@ -284,7 +291,10 @@ class MiniLMEmbedder:
             else:
                 from reasoningbank.ai.minilm_onnx import OnnxMiniLMModel
 
-                self._model = OnnxMiniLMModel(Path(model_dir) if model_dir else minilm.packaged_model_dir())
+                self._model = OnnxMiniLMModel(
+                    Path(model_dir) if model_dir else minilm.packaged_model_dir(),
+                    cache_dir=Path(cache_dir) if cache_dir else None,
+                )
         except minilm.ModelFilesMissing as exc:
             fix = (
                 "point EMBEDDING_MODEL_DIR at a sentence-transformers model directory"
@@ -341,6 +351,7 @@ def _build_embedder(
     api_key: str | None,
     send_dimensions: bool,
     model_dir: str | None = None,
+    cache_dir: str | None = None,
 ) -> Embedder:
     # Cached on the settings values so the OpenAI client (and its connection
     # pool) or a loaded local model is built once per process, yet a settings
@@ -363,13 +374,14 @@ def _build_embedder(
             dimensions=dimensions,
             model_dir=model_dir,
             runtime="numpy" if kind == "minilm" else "onnx",
+            cache_dir=cache_dir,
         )
     raise EmbeddingError(f"Unknown EMBEDDER {kind!r}; expected one of: {', '.join(EMBEDDER_KINDS)}.")
 
 
 def embedder_from_settings() -> Embedder:
-    """The embedder configured by Django settings (``EMBEDDER``, ``minilm`` by default; ``hashing`` when a
-    settings module defines none)."""
+    """The embedder configured by Django settings (``EMBEDDER``, ``minilm-onnx`` by default; ``hashing`` when
+    a settings module defines none)."""
     from django.conf import settings
 
     kind = str(getattr(settings, "EMBEDDER", "") or "hashing").strip().lower()
@@ -386,4 +398,5 @@ def embedder_from_settings() -> Embedder:
         getattr(settings, "EMBEDDING_API_KEY", None) or getattr(settings, "OPENAI_API_KEY", None) or None,
         bool(getattr(settings, "EMBEDDING_SEND_DIMENSIONS", True)),
         getattr(settings, "EMBEDDING_MODEL_DIR", None) or None,
+        getattr(settings, "EMBEDDING_CACHE_DIR", None) or None,
     )

@@ -7,18 +7,29 @@ With ``int8`` its matrix weights are quantised by ONNX Runtime's dynamic quantis
 quantised per call): on a 2-core Xeon a one-line query takes ~2 ms on one core against ~12 ms for the
 numpy pass, at the same retrieval quality (bench/README.md, "embedders.py"). The vectors differ from the
 fp32 model's (cosine 0.92-0.98), so a bank embedded by one is re-embedded for the other. Nothing is
-fetched from the network; building and quantising take ~2.5 s per process.
+fetched from the network.
+
+Building and quantising take ~2.5 s, and every process that embeds (``prepare_service``, web, the
+worker) would pay them at each start; so the built graph is cached in a directory (the data directory's
+``cache/`` by default, ``EMBEDDING_CACHE_DIR``) under a key of everything it is made from (the weights'
+and config's digest, the builder's source, the onnx and onnxruntime versions, int8 or not), and a later
+process loads it in ~0.3 s. A cache entry whose checksum does not match, or that ONNX Runtime refuses,
+is rebuilt; a cache that cannot be written is skipped with a warning (docs/search.md#embedders).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 import math
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +37,11 @@ import numpy as np
 
 OPSET = 17  # LayerNormalization
 BATCH_TEXTS = 32
+# A cache entry: this line, the graph's sha256 in hex and a newline, then the serialised graph. One file
+# replaced atomically, so a reader never sees a graph without its checksum, whatever the writers do.
+CACHE_MAGIC = b"reasoningbank-onnx-graph-v1\n"
+
+logger = logging.getLogger(__name__)
 
 
 def graph_build(model_dir: Path, out_path: Path) -> None:
@@ -156,11 +172,87 @@ def graph_bytes(model_dir: Path, *, int8: bool) -> bytes:
         return path.read_bytes()
 
 
+def graph_cache_key(model_dir: Path, *, int8: bool) -> str:
+    """What the graph is made from, as one digest: a change to any of it makes another graph."""
+    digest = hashlib.sha256()
+    for name in ("config.json", "model.safetensors"):
+        with open(model_dir / name, "rb") as file:
+            digest.update(hashlib.file_digest(file, "sha256").digest())
+    # this module's source builds it (an edit to the builder must not load the old graph), onnx writes it
+    # and onnxruntime's quantiser rewrites it
+    digest.update(Path(__file__).read_bytes())
+    versions = f"onnx {metadata.version('onnx')} onnxruntime {metadata.version('onnxruntime')} int8 {int8}"
+    digest.update(versions.encode())
+    return digest.hexdigest()
+
+
+def graph_cache_path(cache_dir: Path, model_dir: Path, *, int8: bool) -> Path:
+    kind = "int8" if int8 else "fp32"
+    return cache_dir / f"minilm-onnx-{kind}-{graph_cache_key(model_dir, int8=int8)[:32]}.graph"
+
+
+def graph_cache_read(path: Path) -> bytes | None:
+    """The cached graph at ``path``, or None when there is none or it is damaged (a wrong checksum)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    header = len(CACHE_MAGIC) + 65
+    if not data.startswith(CACHE_MAGIC) or len(data) < header:
+        return None
+    graph = data[header:]
+    if hashlib.sha256(graph).hexdigest().encode() + b"\n" != data[len(CACHE_MAGIC) : header]:
+        return None
+    return graph
+
+
+def graph_cache_write(path: Path, graph: bytes) -> None:
+    """Store ``graph`` at ``path`` (atomically) and drop the entries other keys of its kind left behind
+    (each ~58 MB: one per upgrade would pile up). A cache that cannot be written only costs the next
+    process the build, so that is a warning, not an error."""
+    temporary: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".tmp-", delete=False) as out:
+            temporary = out.name
+            out.write(CACHE_MAGIC + hashlib.sha256(graph).hexdigest().encode() + b"\n" + graph)
+        os.replace(temporary, path)
+    except OSError as exc:
+        logger.warning("could not cache the ONNX graph in %s (%s): the next process builds it again", path.parent, exc)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        return
+    kind = path.name.rsplit("-", 1)[0]
+    for old in path.parent.glob(f"{kind}-*.graph"):
+        if old != path:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+
+def graph_load_or_build(model_dir: Path, *, int8: bool, cache_dir: Path | None, reuse: bool = True) -> bytes:
+    """The serialised graph for ``model_dir``: from the cache when it holds a sound entry for it (and
+    ``reuse``), else built and, with a ``cache_dir``, stored there for the next process."""
+    path = graph_cache_path(cache_dir, model_dir, int8=int8) if cache_dir is not None else None
+    if path is not None and reuse:
+        cached = graph_cache_read(path)
+        if cached is not None:
+            return cached
+    began = time.monotonic()
+    graph = graph_bytes(model_dir, int8=int8)
+    logger.info("built the ONNX graph of %s in %.1f s", model_dir, time.monotonic() - began)
+    if path is not None:
+        graph_cache_write(path, graph)
+    return graph
+
+
 class OnnxMiniLMModel:
     """The tokenizer of ``minilm.MiniLMModel`` and an ONNX Runtime session over the graph; the same
     ``encode`` contract (unit float32 rows in input order, batches sorted by length and padded)."""
 
-    def __init__(self, model_dir: Path, *, int8: bool = True, threads: int | None = None) -> None:
+    def __init__(
+        self, model_dir: Path, *, int8: bool = True, threads: int | None = None, cache_dir: Path | None = None
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -191,9 +283,16 @@ class OnnxMiniLMModel:
         # depend on its batch mates (cosine 0.98-0.99 between the two): int8 runs one text per call,
         # which costs nothing measurable (~245 texts/s on one core either way, 2-core Xeon).
         self._batch = 1 if int8 else BATCH_TEXTS
-        self._session = ort.InferenceSession(
-            graph_bytes(model_dir, int8=int8), options, providers=["CPUExecutionProvider"]
-        )
+        graph = graph_load_or_build(model_dir, int8=int8, cache_dir=cache_dir)
+        try:
+            self._session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        except Exception:  # ONNX Runtime's own error types; a sound build never fails here
+            if cache_dir is None:
+                raise
+            # a cached graph with a valid checksum that this runtime still refuses: built again, replaced
+            logger.warning("ONNX Runtime refused the cached graph; building it again", exc_info=True)
+            graph = graph_load_or_build(model_dir, int8=int8, cache_dir=cache_dir, reuse=False)
+            self._session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         with self._tokenizer_lock:
@@ -210,3 +309,13 @@ class OnnxMiniLMModel:
                 mask[row, : len(ids[i])] = 1.0
             out[chunk] = self._session.run(["embedding"], {"input_ids": input_ids, "mask": mask})[0]
         return out
+
+
+if __name__ == "__main__":
+    # python -m reasoningbank.ai.minilm_onnx DIR: the packaged model's int8 graph into the cache DIR (the
+    # Dockerfile builds the image's graph this way, so no container process builds it)
+    import sys
+
+    from reasoningbank.ai.minilm import packaged_model_dir
+
+    graph_load_or_build(packaged_model_dir(), int8=True, cache_dir=Path(sys.argv[1]))

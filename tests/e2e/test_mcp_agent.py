@@ -107,8 +107,9 @@ async def submit_and_wait_for_distillation(
     return latest
 
 
-# one strategy said three ways: similar enough to be consolidated into one memory (cosine 0.85–0.93
-# with the default minilm embedder), not so alike that the duplicate merge (≥ 0.95) takes them
+# one strategy said three ways: similar enough to be consolidated into one memory (cosine 0.83–0.92
+# with the default minilm-onnx embedder, whose cluster threshold is 0.81), not so alike that the
+# duplicate merge (≥ 0.97) takes them
 NEAR_DUPLICATES = [
     ("Wrap database calls with a timeout", "so slow queries cannot hang the request"),
     ("Put a deadline on every SQL query", "because a stuck statement blocks the worker"),

@@ -25,7 +25,18 @@ django.setup()
 print(json.dumps([name for name in json.loads(sys.argv[1]) if name in sys.modules]))
 """
 # heavy, and needed only by the code that calls a provider, embeds text or clusters vectors
-NOT_AT_SETUP = ["anthropic", "openai", "sentence_transformers", "torch", "numpy", "reasoningbank.ai.minilm", "mcp"]
+NOT_AT_SETUP = [
+    "anthropic",
+    "openai",
+    "sentence_transformers",
+    "torch",
+    "numpy",
+    "reasoningbank.ai.minilm",
+    "reasoningbank.ai.minilm_onnx",
+    "onnx",
+    "onnxruntime",
+    "mcp",
+]
 
 
 def modules_after_setup(*, with_urls: bool = False) -> list[str]:
