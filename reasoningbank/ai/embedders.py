@@ -8,7 +8,7 @@ Four providers sit behind one small ``Embedder`` protocol:
   (Ollama, LM Studio) via ``base_url``.
 - ``MiniLMEmbedder`` with ``runtime="onnx"`` (``EMBEDDER=minilm-onnx``, the default): all-MiniLM-L6-v2
   from packaged weights as an ONNX graph with int8 weights on ONNX Runtime: semantic, local and offline,
-  without torch, ~2 ms a query (reasoningbank/ai/minilm_onnx.py, docs/decisions.md#the-default-embedder).
+  without torch, ~2 ms a query (reasoningbank/ai/minilm_onnx.py, docs/decisions.md#the-default-embedder-runs-on-onnx-runtime).
 - ``MiniLMEmbedder`` (``EMBEDDER=minilm``): the same packaged model run in numpy, fp32: ~6x slower per
   query, the same retrieval quality; vectors close to but not those of ``minilm-onnx``.
 - ``SentenceTransformerEmbedder``: a local model, behind an optional extra.

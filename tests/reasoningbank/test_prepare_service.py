@@ -84,3 +84,38 @@ def test_memories_embedded_by_another_model_are_re_embedded(commands_run, static
     assert "1 memories and 0 summaries re-embedded" in out.getvalue()
     memory.refresh_from_db()
     assert memory.embedding_model != "an-older-model"
+
+
+@pytest.mark.django_db
+def test_a_bank_embedded_by_minilm_is_re_embedded_for_the_default_minilm_onnx_with_progress(
+    commands_run, static_root, agent, settings, tmp_path
+):
+    """An install upgraded to the new default: its memories carry numpy ``minilm`` vectors, and the start
+    re-embeds them with ONNX Runtime, printing its progress; the vectors stay the same model's."""
+    import numpy as np
+
+    from memories.core.services import memory_record
+    from memories.models import Memory
+
+    settings.EMBEDDER, settings.EMBEDDING_MODEL, settings.EMBEDDING_MODEL_DIR = "minilm", "all-MiniLM-L6-v2", None
+    settings.EMBEDDING_CACHE_DIR = str(tmp_path / "cache")
+    memory = memory_record(
+        principal=agent,
+        title="Retry flaky network calls",
+        description="HTTP calls to a partner API time out",
+        content="Use jittered exponential backoff, at most five attempts.",
+        outcome="success",
+    )
+    before = Memory.objects.get(pk=memory.pk)
+    assert before.embedding_model == "minilm:all-MiniLM-L6-v2"
+    settings.EMBEDDER = "minilm-onnx"
+    out = io.StringIO()
+
+    call_command("prepare_service", stdout=out)
+
+    assert "embeddings   1/1 re-embedded" in out.getvalue()
+    assert "1 memories and 0 summaries re-embedded" in out.getvalue()
+    after = Memory.objects.get(pk=memory.pk)
+    assert after.embedding_model == "minilm-onnx-int8:all-MiniLM-L6-v2"
+    # int8 weights move the vector a little (cosine 0.92-0.98 on single texts), never to another meaning
+    assert 0.9 < float(np.dot(before.embedding, after.embedding)) < 0.9999
