@@ -21,7 +21,7 @@ _default_embedding_model = {
     "minilm-onnx": "all-MiniLM-L6-v2",
 }
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", _default_embedding_model.get(EMBEDDER, ""))
-# minilm only: a sentence-transformers BERT model directory (config.json, tokenizer.json, model.safetensors)
+# minilm-onnx and minilm: a sentence-transformers BERT model directory (config.json, tokenizer.json, model.safetensors)
 # to use instead of the packaged all-MiniLM-L6-v2 weights
 EMBEDDING_MODEL_DIR = env_str("EMBEDDING_MODEL_DIR") or None
 # minilm-onnx: where the built ONNX graph is kept, so a process start loads it (~0.3 s) instead of building
