@@ -1,6 +1,6 @@
 """The neighbour stage of search (docs/search.md#neighbours): the best hits bring in the memories recorded
-next to them in the same place, and each relevance is blended with its best neighbour's. The blend itself
-(``memories.search.neighbours``) first, then the search that uses it."""
+next to them in the same place, and each relevance is blended with its best neighbour's (the blend alone:
+test_neighbours.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from memories.models import Memory
 from memories.moderation.services import memory_archive
 from memories.search.contracts import SearchExplanation
-from memories.search.neighbours import NEIGHBOUR_WEIGHT, neighbour_links, relevance_with_neighbours
 from tests.factories import ProjectFactory
 from tests.memories.search.search_setup import ids, search
 from tests.memories.search.search_setup import record as record_default
@@ -17,41 +16,6 @@ from tests.memories.search.search_setup import record as record_default
 pytestmark = pytest.mark.usefixtures("every_memory_its_own_result")
 
 QUESTION = "why did the nightly backup fail"
-
-
-# --- the blend, pure ---------------------------------------------------------------------------------
-
-
-def test_a_memory_next_to_a_strong_match_overtakes_an_isolated_stronger_one():
-    fused = {"match": 1.0, "reply": 0.3, "isolated": 0.5}
-    scores = relevance_with_neighbours(fused, neighbour_links([("match", "reply")]))
-    assert scores["reply"].relevance > scores["isolated"].relevance
-    assert scores["reply"].neighbour == "match" and scores["reply"].neighbour_relevance == pytest.approx(1.0)
-    assert scores["isolated"].neighbour is None and scores["isolated"].neighbour_relevance == 0.0
-
-
-def test_the_best_blended_memory_scores_one_and_the_others_keep_their_proportions():
-    fused = {"a": 0.8, "b": 0.6, "c": 0.2}
-    scores = relevance_with_neighbours(fused, neighbour_links([("a", "b")]))
-    best = 0.8 + NEIGHBOUR_WEIGHT * 0.6
-    assert scores["a"].relevance == pytest.approx(1.0)
-    assert scores["b"].relevance == pytest.approx((0.6 + NEIGHBOUR_WEIGHT * 0.8) / best)
-    assert scores["c"].relevance == pytest.approx(0.2 / best)
-    assert all(0.0 <= s.relevance <= 1.0 for s in scores.values())
-    assert scores["c"].own == 0.2
-
-
-def test_a_link_to_a_memory_the_filters_left_out_counts_for_nothing():
-    scores = relevance_with_neighbours({"a": 0.5}, neighbour_links([("a", "archived")]))
-    assert scores["a"].neighbour is None and scores["a"].relevance == pytest.approx(1.0)
-
-
-def test_a_negative_weight_is_refused():
-    with pytest.raises(ValueError, match="weight"):
-        relevance_with_neighbours({"a": 1.0}, {}, weight=-0.1)
-
-
-# --- the search ----------------------------------------------------------------------------------------
 
 
 def record(principal, title, content, **overrides):
