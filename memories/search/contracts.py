@@ -121,8 +121,9 @@ class SearchExplanation(Contract):
     counted as a use). REST called this object `score` before."""
 
     relevance: float = Field(
-        description="0 to 1: the fusion of both legs (`fused`), adjusted for the query's time cues when it has any: "
-        "(fused + w × time_expression + w × time_period) / (1 + w × the query's cues), w = SEARCH_TIME_WEIGHT"
+        description="0 to 1: the fusion of both legs (`fused`), adjusted for the query's time cues when it has any "
+        "((fused + w × time_expression + w × time_period) / (1 + w × the query's cues), w = SEARCH_TIME_WEIGHT: "
+        "`own_relevance`), then blended with the best neighbour's (`neighbour`, `neighbour_relevance`)"
     )
     fused: float = Field(description="the fusion of both legs, 0 to 1, before the time cues")
     time_expression: float = Field(description="1 when the query asks when and the memory states a time, else 0")
@@ -137,7 +138,19 @@ class SearchExplanation(Contract):
     scope_weight: float
     consolidated_boost: float
     score: float
-    matched_by: list[str] = Field(description="vector and/or text: the legs that fetched it")
+    matched_by: list[str] = Field(
+        description="vector, text and/or neighbour: the legs that fetched it, or a better hit it was recorded next to"
+    )
+    own_relevance: float = Field(description="this memory's relevance before the neighbour stage, 0 to 1")
+    neighbour: str | None = Field(
+        description="the best-matching memory recorded next to this one in its place (the neighbour stage), if any"
+    )
+    neighbour_relevance: float = Field(
+        description=(
+            "that neighbour's own relevance (0: none, or the stage is off); relevance = own_relevance + 0.5 × "
+            "this, divided by the query's best such sum"
+        )
+    )
     query: str | None = Field(
         default=None,
         exclude_if=lambda value: value is None,
@@ -164,6 +177,8 @@ class SearchExplanation(Contract):
             recency_boost=rounded(b.recency_boost), scope=b.scope, scope_weight=rounded(b.scope_weight),
             consolidated_boost=rounded(b.consolidated_boost), score=rounded(b.score), matched_by=list(hit.matched_by),
             query=found_by[0] if found_by else None, found_by=list(found_by),
+            own_relevance=rounded(b.relevance if b.own_relevance is None else b.own_relevance), neighbour=b.neighbour,
+            neighbour_relevance=rounded(b.neighbour_relevance),
         )
 
 

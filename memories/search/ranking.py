@@ -153,6 +153,11 @@ class ScoreBreakdown:
     fused: float | None = None
     time_expression: float = 0.0
     time_period: float = 0.0
+    # the neighbour stage (memories.search.neighbours): the relevance this memory had on its own (None:
+    # the stage is off, ``relevance`` is that), and the best memory recorded next to it with its own
+    own_relevance: float | None = None
+    neighbour: str | None = None
+    neighbour_relevance: float = 0.0
 
     def as_dict(self) -> dict[str, float | str]:
         return asdict(self)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from accounts.access import Principal
 from accounts.models import Project
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
+from memories.search.neighbours import NEIGHBOUR_PARENTS, NEIGHBOUR_WINDOW, neighbour_links, relevance_with_neighbours
 from memories.search.ranking import (
     BM25_B,
     BM25_K1,
@@ -106,7 +107,7 @@ _ROW_COLUMNS = ", ".join(f"m.{name}" for name in MemoryRow.__dataclass_fields__)
 class SearchHit:
     memory: MemoryRow
     breakdown: ScoreBreakdown
-    matched_by: tuple[str, ...]  # "vector", "text"
+    matched_by: tuple[str, ...]  # "vector", "text", "neighbour" (brought in by the neighbour stage)
     duplicates: list[str] = field(default_factory=list)  # near-identical hits folded into this one
 
 
@@ -414,6 +415,12 @@ def memory_search_rank(
     with span("memory.search.fusion", candidates=len(rows), fusion=str(_setting("SEARCH_FUSION"))) as fusion_span:
         hits = _ranked(rows, now=now, min_similarity=search.min_similarity, time=query_time(search.query))
         fusion_span.set_attribute("kept", len(hits))
+    if _setting("SEARCH_NEIGHBOURS") and hits:
+        with span("memory.search.neighbours", parents=min(len(hits), NEIGHBOUR_PARENTS)) as neighbours_span:
+            hits = _with_neighbours(
+                hits, rows, base, params, now=now, min_similarity=search.min_similarity, time=query_time(search.query)
+            )
+            neighbours_span.set_attribute("kept", len(hits))
     return RankedCandidates(hits=hits, project=project)
 
 
@@ -450,12 +457,91 @@ def within_budget(items: list[Any], budget: int, *, cost: Any) -> list[Any]:
     return kept
 
 
+def _neighbour_pairs_sql(base: str, *, in_project: bool) -> str:
+    """(hit, neighbour) id pairs: the ``%(window)s`` memories recorded just before and just after each
+    hit in the same place, inside the search's filter (``base``). Recording order is (created_at, id):
+    ids are time-ordered, so they also order memories stored with one timestamp (an import). A project's
+    memories are walked on the (organization, project, created_at) index, team and organization ones on
+    the (organization, created_at) one; only ids here, the scores are computed once per new memory."""
+    place = (
+        "m.project_id = p.project_id"
+        if in_project
+        else "m.project_id IS NULL AND m.team_id IS NOT DISTINCT FROM p.team_id"
+    )
+    side = (
+        f"(SELECT m.id FROM memories_memory m WHERE {base} AND m.organization_id = p.organization_id AND {place} "
+        "AND m.created_at {cmp}= p.created_at AND (m.created_at {cmp} p.created_at OR m.id {cmp} p.id) "
+        "ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s)"
+    )
+    parents = "%(parents_project)s" if in_project else "%(parents_other)s"
+    return (
+        f"SELECT p.id AS parent, n.id FROM memories_memory p CROSS JOIN LATERAL ("
+        f"{side.format(cmp='<', order='DESC')} UNION ALL {side.format(cmp='>', order='ASC')}"
+        f") n WHERE p.id = ANY({parents})"
+    )
+
+
+def _neighbour_sql(base: str, *, in_project: bool, other: bool) -> str:
+    """One statement: every (hit, neighbour) pair of the hits ``%(parents_project)s`` and
+    ``%(parents_other)s``, each with the neighbour's row as the legs return theirs (scored by both legs,
+    tagged ``neighbour``) unless it is among the candidates already (``%(known)s``: NULLs then)."""
+    pairs = " UNION ALL ".join(
+        ([f"({_neighbour_pairs_sql(base, in_project=True)})"] if in_project else [])
+        + ([f"({_neighbour_pairs_sql(base, in_project=False)})"] if other else [])
+    )
+    return (
+        f"/* search:neighbours */ WITH pairs AS ({pairs}) SELECT pairs.parent, pairs.id, {_ROW_COLUMNS}, "
+        f"m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'neighbour' FROM pairs "
+        "LEFT JOIN memories_memory m ON m.id = pairs.id AND NOT m.id = ANY(%(known)s)"
+    )
+
+
+def _with_neighbours(
+    hits: list[SearchHit],
+    rows: list[tuple[Any, ...]],
+    base: str,
+    params: dict[str, Any],
+    *,
+    now: datetime,
+    min_similarity: float | None,
+    time: QueryTime,
+) -> list[SearchHit]:
+    """The neighbour stage (``memories.search.neighbours``, docs/search.md#neighbours): the best hits
+    bring in the memories recorded next to them, every memory is fused again with them among the
+    candidates and its relevance blended with its best linked memory's."""
+    parents = hits[:NEIGHBOUR_PARENTS]
+    in_project = [h.memory.id for h in parents if h.memory.project_id is not None]
+    other = [h.memory.id for h in parents if h.memory.project_id is None]
+    known = {row[0] for row in rows}
+    found = _rows(
+        _neighbour_sql(base, in_project=bool(in_project), other=bool(other)),
+        {
+            **params,
+            "parents_project": in_project,
+            "parents_other": other,
+            "window": NEIGHBOUR_WINDOW,
+            "known": sorted(known),
+        },
+    )
+    if not found:
+        return hits
+    links = neighbour_links((row[0], row[1]) for row in found)  # (the hit's id, the neighbour's id)
+    extra = list({row[1]: row[2:] for row in found if row[2] is not None}.values())
+    return _ranked(rows + extra, now=now, min_similarity=min_similarity, time=time, links=links)
+
+
 def _ranked(
-    rows: list[tuple[Any, ...]], *, now: datetime, min_similarity: float | None = None, time: QueryTime | None = None
+    rows: list[tuple[Any, ...]],
+    *,
+    now: datetime,
+    min_similarity: float | None = None,
+    time: QueryTime | None = None,
+    links: dict[str, set[str]] | None = None,
 ) -> list[SearchHit]:
     """The legs' rows, merged by memory, scored by both legs, fused, adjusted for the query's time cues
     (``memories.search.temporal``) and ranked (best first); with ``min_similarity``, only those whose
-    embedding is at least that similar to the query's."""
+    embedding is at least that similar to the query's. With ``links`` (the neighbour stage), each
+    relevance is then blended with its best linked memory's (``relevance_with_neighbours``)."""
     width = len(MemoryRow.__dataclass_fields__)
     merged: dict[str, tuple[tuple[Any, ...], set[str]]] = {}
     for row in rows:
@@ -468,10 +554,12 @@ def _ranked(
         # a text without word characters embeds to a zero vector, whose cosine distance is NaN
         similarity = None if raw_distance is None or math.isnan(raw_distance) else 1.0 - float(raw_distance)
         if lexical <= 0 and (similarity or 0.0) < min_similarity:
-            continue  # neither leg finds it related
+            continue  # neither leg finds it related (a neighbour too: being recorded next to a hit is not enough)
         if floor is not None and (similarity or 0.0) < floor:
             continue  # a keyword match alone is not on topic enough to be injected
-        kept.append((MemoryRow(*row[:width]), similarity, lexical, tuple(sorted(legs_found))))
+        # "neighbour" only for a memory no leg fetched: the neighbour stage alone brought it in
+        fetched_by = legs_found - {"neighbour"} or legs_found
+        kept.append((MemoryRow(*row[:width]), similarity, lexical, tuple(sorted(fetched_by))))
     ranks = leg_ranks([k[1] for k in kept], [k[2] for k in kept])
     legs = [
         LegScores(similarity=sim, lexical=lex, vector_rank=vr, lexical_rank=lr)
@@ -482,23 +570,40 @@ def _ranked(
     )
     time = time or QueryTime()
     time_weight = float(_setting("SEARCH_TIME_WEIGHT"))
+    matches = [
+        time_match(time, text=f"{m.title}\n{m.description}\n{m.content}", created_at=m.created_at)
+        for m, _, _, _ in kept
+    ]
+    own = [time_adjusted(f, match, time, time_weight) for f, match in zip(relevances, matches, strict=True)]
+    blended = (
+        relevance_with_neighbours({k[0].id: r for k, r in zip(kept, own, strict=True)}, links)
+        if links is not None
+        else None
+    )
     ranked = []
-    for (memory, _, _, matched_by), leg, fused in zip(kept, legs, relevances, strict=True):
+    for (memory, _, _, matched_by), leg, fused, match, relevance in zip(
+        kept, legs, relevances, matches, own, strict=True
+    ):
         reference = memory.last_used_at or memory.created_at
-        matched = time_match(
-            time, text=f"{memory.title}\n{memory.description}\n{memory.content}", created_at=memory.created_at
-        )
+        stage = blended[memory.id] if blended is not None else None
         breakdown = score_memory(
             legs=leg,
-            relevance=time_adjusted(fused, matched, time, time_weight),
+            relevance=stage.relevance if stage is not None else relevance,
             fused=fused,
-            time_expression=matched.expression,
-            time_period=matched.period,
+            time_expression=match.expression,
+            time_period=match.period,
             confidence=memory.confidence,
             days_since_used=max(0.0, (now - reference).total_seconds() / 86400),
             scope=memory.scope,
             consolidated=memory.origin == Memory.ORIGIN_CONSOLIDATED,
         )
+        if stage is not None:
+            breakdown = replace(
+                breakdown,
+                own_relevance=stage.own,
+                neighbour=stage.neighbour,
+                neighbour_relevance=stage.neighbour_relevance,
+            )
         ranked.append(SearchHit(memory, breakdown, matched_by))
     ranked.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
     return ranked

@@ -40,6 +40,9 @@ SEARCH_COLLECTION_CAP = env_int("SEARCH_COLLECTION_CAP", 20000, minimum=100)
 # in its `duplicates`); off: every near-identical memory is its own result
 SEARCH_COLLAPSE_DUPLICATES = env_bool("SEARCH_COLLAPSE_DUPLICATES", True)
 SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minimum=0.5, maximum=1)
+# the neighbour stage: the best hits bring in the memories recorded next to them and each relevance is
+# blended with its best neighbour's (docs/search.md#neighbours); off: fusion's relevance alone
+SEARCH_NEIGHBOURS = env_bool("SEARCH_NEIGHBOURS", True)
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
 # deep search (mode "deep") may ask the configured LLM for 1–3 focused queries, search each and fuse the

@@ -54,6 +54,9 @@ class SearchExplanation(TypedDict):
     consolidated_boost: float
     score: float
     matched_by: list[str]
+    own_relevance: float
+    neighbour: str | None
+    neighbour_relevance: float
     query: NotRequired[str | None]
     found_by: NotRequired[list[str]]
 

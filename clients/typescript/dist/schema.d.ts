@@ -2369,7 +2369,7 @@ export interface components {
         SearchExplanation: {
             /**
              * Relevance
-             * @description 0 to 1: the fusion of both legs (`fused`), adjusted for the query's time cues when it has any: (fused + w × time_expression + w × time_period) / (1 + w × the query's cues), w = SEARCH_TIME_WEIGHT
+             * @description 0 to 1: the fusion of both legs (`fused`), adjusted for the query's time cues when it has any ((fused + w × time_expression + w × time_period) / (1 + w × the query's cues), w = SEARCH_TIME_WEIGHT: `own_relevance`), then blended with the best neighbour's (`neighbour`, `neighbour_relevance`)
              */
             relevance: number;
             /**
@@ -2421,9 +2421,24 @@ export interface components {
             score: number;
             /**
              * Matched By
-             * @description vector and/or text: the legs that fetched it
+             * @description vector, text and/or neighbour: the legs that fetched it, or a better hit it was recorded next to
              */
             matched_by: string[];
+            /**
+             * Own Relevance
+             * @description this memory's relevance before the neighbour stage, 0 to 1
+             */
+            own_relevance: number;
+            /**
+             * Neighbour
+             * @description the best-matching memory recorded next to this one in its place (the neighbour stage), if any
+             */
+            neighbour: string | null;
+            /**
+             * Neighbour Relevance
+             * @description that neighbour's own relevance (0: none, or the stage is off); relevance = own_relevance + 0.5 × this, divided by the query's best such sum
+             */
+            neighbour_relevance: number;
             /**
              * Query
              * @description deep search with a rewritten question only: the query (the question or one of the LLM's) whose legs scored this hit; every figure above is that query's but `relevance` (and so `score`), the fusion over the queries

@@ -27,6 +27,9 @@ SCORE_KEYS = {
     "consolidated_boost",
     "score",
     "matched_by",
+    "own_relevance",
+    "neighbour",
+    "neighbour_relevance",
 }
 
 

@@ -94,6 +94,9 @@ def test_the_breakdown_carries_every_factor() -> None:
         "fused": 0.7,  # no time cue: the relevance is the legs' fusion
         "time_expression": 0.0,
         "time_period": 0.0,
+        "own_relevance": None,  # set by the neighbour stage only (memories.search.neighbours)
+        "neighbour": None,
+        "neighbour_relevance": 0.0,
     }
 
 

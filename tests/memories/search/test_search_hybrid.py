@@ -49,6 +49,7 @@ def test_relevance_is_the_fusion_of_both_legs_and_ranks_by_the_ranking_formula(t
     record(token)
     other = record(token, title="Jittered backoff for queue consumers", description="Workers",
                    content="Consumers back off with jitter when the broker is down.")
+    settings.SEARCH_NEIGHBOURS = False  # fusion alone (the neighbour stage blends it: test_search_neighbours.py)
     settings.SEARCH_LEXICAL_WEIGHT = 1.0  # lexical only: the vector leg no longer counts
     lexical_only = {h.memory.id: h.breakdown for h in search(token, min_confidence=0).hits}
     settings.SEARCH_LEXICAL_WEIGHT = 0.0
