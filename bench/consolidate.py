@@ -70,8 +70,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--settle-runs",
         type=int,
-        default=6,
-        help="after the first fake-LLM run, at most this many more until no pair waits for the judge",
+        default=4,
+        help="after the first fake-LLM run, at most this many more (judge cap lifted) until one makes no call",
     )
     p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE + neighbour-query variants")
     p.add_argument(
@@ -353,14 +353,22 @@ def child(args: argparse.Namespace) -> int:
             flush=True,
         )
         print(f"    LLM {llm_line(result['fake_llm'], size)}", flush=True)
-        # the pairs the judge's per-run cap left waiting, run by run until none waits: what it costs to
-        # consolidate the whole bank (the last of these runs is a run with nothing new: the cache at work)
+        # the pairs the judge's per-run cap (CONSOLIDATION_MAX_JUDGED_PAIRS) left waiting, with the cap
+        # lifted for these runs (bench only) so the bank settles in one or two: what consolidating the
+        # whole bank costs; the last is a run with nothing new (the verdict cache at work)
+        from django.conf import settings as django_settings
+
+        cap = django_settings.CONSOLIDATION_MAX_JUDGED_PAIRS
+        django_settings.CONSOLIDATION_MAX_JUDGED_PAIRS = 10**9
         result["fake_llm_settle"] = settle = []
-        for _ in range(args.settle_runs):
-            settle.append(run_once(project, llm))
-            print(f"    settling run {len(settle)}: LLM {llm_line(settle[-1], size)}", flush=True)
-            if not any("wait for the judge" in w for w in settle[-1]["warnings"]):
-                break
+        try:
+            for _ in range(args.settle_runs):
+                settle.append(run_once(project, llm))
+                print(f"    settling run {len(settle)}: LLM {llm_line(settle[-1], size)}", flush=True)
+                if settle[-1]["llm_calls"] == 0:
+                    break
+        finally:
+            django_settings.CONSOLIDATION_MAX_JUDGED_PAIRS = cap
         # a day later: 1 % new memories, and one run over them (the verdicts of the earlier runs reused)
         new = add_new_memories(project, max(1, size // 100), seed=args.seed)
         result["fake_llm_incremental"] = incremental = run_once(project, llm)

@@ -13,6 +13,7 @@ what decides) but writes nothing: its preview is what the run would do.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ from consolidation.prompts.judge_batch import (
     BatchMemory,
     BatchPair,
     PairVerdict,
+    batch_max_tokens,
     build_judge_batch_prompt,
     parse_judge_batch,
 )
@@ -248,13 +250,20 @@ def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory,
         subset = [pairs[i] for i in todo]
         batches = judge_batches(subset, settings.CONSOLIDATION_JUDGE_BATCH_PAIRS)
         built = [_batch_prompt(subset, batch) for batch in batches]
-        replies = llm_map(ctx, llm, "judge", [prompt for prompt, _ in built], system=JUDGE_BATCH_SYSTEM_PROMPT)
+        replies = llm_map(
+            ctx,
+            llm,
+            "judge",
+            [prompt for prompt, _ in built],
+            system=JUDGE_BATCH_SYSTEM_PROMPT,
+            max_tokens=batch_max_tokens(max(len(batch) for batch in batches)),
+        )
         unanswered: list[int] = []
         for batch, (_, asked), reply in zip(batches, built, replies, strict=True):
             if isinstance(reply, Exception):  # the provider failed (after its own retries): next run
                 ctx.warnings.append(f"batched judge of {len(batch)} pairs failed: {reply}")
                 continue
-            parsed = reply_parsed(ctx, reply, lambda text, a=asked: parse_judge_batch(text, a), "batched judge")
+            parsed = reply_parsed(ctx, reply, functools.partial(parse_judge_batch, pairs=asked), "batched judge")
             answered = parsed or {}
             for j, pair in zip(batch, asked, strict=True):
                 index = todo[j]

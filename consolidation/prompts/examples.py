@@ -18,6 +18,7 @@ from consolidation.prompts.judge_batch import (
     JUDGE_BATCH_SYSTEM_PROMPT,
     BatchMemory,
     BatchPair,
+    batch_max_tokens,
     build_judge_batch_prompt,
     parse_judge_batch,
 )
@@ -89,10 +90,10 @@ def judge_batch_example() -> PromptExample:
         BatchMemory(
             "M4", "Serial tests", "Never run the test suite in parallel: the tests share one database.", _TUESDAY
         ),
-        BatchMemory(str(_SOURCES[0].id), _SOURCES[0].title, _SOURCES[0].content, _MONDAY),
-        BatchMemory(str(_SOURCES[1].id), _SOURCES[1].title, _SOURCES[1].content, _TUESDAY),
+        BatchMemory("M5", _SOURCES[0].title, _SOURCES[0].content, _MONDAY),
+        BatchMemory("M6", _SOURCES[1].title, _SOURCES[1].content, _TUESDAY),
     ]
-    pairs = [BatchPair("P1", "M1", "M2"), BatchPair("P2", "M3", "M4"), BatchPair("P3", "mem_a1", "mem_b2")]
+    pairs = [BatchPair("P1", "M1", "M2"), BatchPair("P2", "M3", "M4"), BatchPair("P3", "M5", "M6")]
 
     def parse(text: str) -> object:
         # the check's verdict: every pair answered and attributable, as the judge phase needs it
@@ -101,7 +102,8 @@ def judge_batch_example() -> PromptExample:
             raise ValueError(f"the reply answered {len(verdicts)} of {len(pairs)} pairs attributably")
         return verdicts
 
-    return PromptExample(JUDGE_BATCH_SYSTEM_PROMPT, build_judge_batch_prompt(memories, pairs), parse)
+    prompt = build_judge_batch_prompt(memories, pairs)
+    return PromptExample(JUDGE_BATCH_SYSTEM_PROMPT, prompt, parse, max_tokens=batch_max_tokens(len(pairs)))
 
 
 def pattern_example() -> PromptExample:

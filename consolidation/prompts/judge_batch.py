@@ -25,6 +25,15 @@ VERDICT_KINDS: Final = ("supersedes", "contradicts", "compatible")
 # a supersession or a contradiction acts only above this confidence (strict), as the single-pair judge's
 # contradiction gate (consolidation.prompts.judge.CONTRADICTION_MIN_CONFIDENCE)
 BATCH_MIN_CONFIDENCE: Final = 0.7
+# the reply's length: a verdict with its reasoning runs to about 100 tokens; room for twice that
+REPLY_TOKENS_PER_PAIR: Final = 200
+REPLY_TOKENS_BASE: Final = 256
+
+
+def batch_max_tokens(pairs: int) -> int:
+    """The reply tokens a batch of ``pairs`` is allowed (a cut-off reply loses its last verdicts)."""
+    return REPLY_TOKENS_BASE + REPLY_TOKENS_PER_PAIR * pairs
+
 
 JUDGE_BATCH_SYSTEM_PROMPT: Final = (
     "You are a careful reviewer of an engineering team's knowledge base. You compare pairs of memories "
@@ -114,21 +123,19 @@ def build_judge_batch_prompt(memories: Sequence[BatchMemory], pairs: Sequence[Ba
 def parse_judge_batch(text: str, pairs: Sequence[BatchPair]) -> dict[str, PairVerdict]:
     """The verdicts the reply gives, by pair label — only those attributable beyond doubt.
 
-    Raises :class:`PromptParseError` when the reply holds no JSON array of objects at all. Otherwise an
+    Raises :class:`PromptParseError` when the reply holds no JSON object naming a pair. Otherwise an
     item is dropped when its ``pair`` is not one asked, its ``older``/``newer`` are not that pair's
     memories (a swapped or mislabelled answer), its verdict or confidence is unreadable, or another item
     answers the same pair differently; pairs without a kept verdict are absent from the result."""
     expected = {p.label: p for p in pairs}
-    items = next(
-        (v for v in json_candidates(text, "[") if isinstance(v, list) and any(isinstance(i, dict) for i in v)), None
-    )
-    if items is None:
-        raise PromptParseError("batched judge reply contains no JSON array of verdicts", text)
+    # every object that names a pair, read one by one rather than as one array: a reply cut short by
+    # the token limit still gives the verdicts it completed (the rest are asked again)
+    items = [v for v in json_candidates(text, "{") if isinstance(v, dict) and "pair" in v]
+    if not items:
+        raise PromptParseError("batched judge reply contains no verdict objects naming a pair", text)
     found: dict[str, PairVerdict] = {}
     conflicting: set[str] = set()
     for item in items:
-        if not isinstance(item, dict):
-            continue
         label = as_text(item.get("pair"))
         pair = expected.get(label)
         if pair is None or (as_text(item.get("older")), as_text(item.get("newer"))) != (pair.older, pair.newer):

@@ -135,9 +135,16 @@ def test_an_unreadable_verdict_or_confidence_leaves_that_pair_undecided():
     assert set(parse_judge_batch(reply, PAIRS)) == {"P3"}
 
 
-def test_a_reply_without_a_json_array_is_a_parse_error():
+def test_a_reply_without_a_verdict_naming_a_pair_is_a_parse_error():
     with pytest.raises(PromptParseError):
         parse_judge_batch('{"contradicts": false}', PAIRS)
+
+
+def test_a_reply_cut_off_by_the_token_limit_keeps_the_verdicts_it_completed():
+    whole = json.dumps([item("P1", "M1", "M2", "compatible"), item("P2", "M1", "M3", "contradicts")])
+    cut = whole[: whole.index('"P2"') + 30]
+
+    assert set(parse_judge_batch(cut, PAIRS)) == {"P1"}
 
 
 # --- the judge phase ----------------------------------------------------------------------------------------
@@ -151,7 +158,12 @@ def close_pairs(agent, hubs: int = 3, spokes: int = 4, cosine: float = 0.75) -> 
         for n in range(spokes):
             axis = 10 + hub * 10 + n
             memories.append(
-                remember(agent, f"Topic {hub} rule {n}", spoke(hub, axis, cosine), content=f"For topic {hub}, follow rule number {n} when deploying.")
+                remember(
+                    agent,
+                    f"Topic {hub} rule {n}",
+                    spoke(hub, axis, cosine),
+                    content=f"For topic {hub}, follow rule number {n} when deploying.",
+                )
             )
     return memories
 
@@ -235,7 +247,9 @@ def test_pairs_a_reply_leaves_out_are_asked_once_more_then_left_undecided_for_th
 
 def test_a_swapped_reply_assigns_no_verdict_so_a_contradicting_pair_is_never_cleared(cast, agent):
     older = remember(agent, "Deploy on Fridays", spoke(0, 1, 0.75), content="Deploy to production on Fridays.")
-    newer = remember(agent, "Never deploy on Fridays", spoke(0, 2, 0.75), content="Never deploy to production on Fridays.")
+    newer = remember(
+        agent, "Never deploy on Fridays", spoke(0, 2, 0.75), content="Never deploy to production on Fridays."
+    )
 
     def swapped(system: str, prompt: str) -> str:
         # the right verdict for the pair, but naming its memories the other way round
@@ -265,3 +279,45 @@ def test_a_confident_contradiction_and_supersession_in_one_batch_act_on_their_ow
     (link,) = MemoryLink.objects.filter(kind=MemoryLink.KIND_SUPERSEDES)
     assert (link.source_id, link.target_id) == (other.id, base.id)
     assert run.counters["supersessions"] == 1
+
+
+GOLDEN_BATCH_PROMPT = """Judge each of these 1 pairs of memories.
+
+Memories:
+[M1] recorded 2026-03-02 09:00:00+00:00
+Title: Deploys run on Jenkins
+Content: The deploy pipeline runs on Jenkins.
+
+[M2] recorded 2026-03-03 09:00:00+00:00
+Title: Deploys moved
+Content: Jenkins is retired; deploys run on GitHub Actions.
+
+Pairs (OLDER → NEWER):
+P1: M1 → M2
+
+For each pair, decide one verdict:
+- "supersedes": the NEWER memory replaces the OLDER one (a decision changed, an updated version of the same \
+information, or the older is obsolete). Be conservative: only with clear evidence.
+- "contradicts": both cannot be true at the same time about the same subject, and neither clearly replaces the \
+other.
+- "compatible": they can both be true: the same advice, one more specific than the other, or different subjects.
+
+Think about each pair before you decide: write its reasoning first, then its verdict.
+
+Respond with a JSON array only, one object per pair, every pair answered once, with the keys in this order:
+[{"pair": "P1", "older": "M1", "newer": "M2", "reasoning": "...", "verdict": "supersedes|contradicts|compatible", \
+"confidence": 0.0-1.0, "explanation": "one line"}]"""
+
+
+def test_the_batched_prompt_is_pinned_word_for_word():
+    """Rewording it changes every model's verdicts on every bank: a decision with this test to update."""
+    memories = [
+        BatchMemory("M1", "Deploys run on Jenkins", "The deploy pipeline runs on Jenkins.", MONDAY),
+        BatchMemory("M2", "Deploys moved", "Jenkins is retired; deploys run on GitHub Actions.", TUESDAY),
+    ]
+
+    assert build_judge_batch_prompt(memories, [BatchPair("P1", "M1", "M2")]) == GOLDEN_BATCH_PROMPT
+    assert JUDGE_BATCH_SYSTEM_PROMPT == (
+        "You are a careful reviewer of an engineering team's knowledge base. You compare pairs of memories "
+        "and answer with JSON only."
+    )
