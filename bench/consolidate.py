@@ -244,7 +244,8 @@ def print_table(report: dict) -> None:
             inc = r.get("fake_llm_incremental")
             if inc:
                 print(
-                    f"           incremental ({inc['new_memories']} new): {llm_line(inc, inc['new_memories'])} per new"
+                    f"           incremental ({inc['new_memories']} new): {llm_line(inc, int(size))} "
+                    f"(per 1,000 of the bank; {inc['llm_calls'] / inc['new_memories']:.2f} calls per new memory)"
                 )
         if r.get("explain"):
             print("         neighbour-query variants (ms per id, recall of ≥0.7 edges vs exact):")
@@ -373,7 +374,7 @@ def child(args: argparse.Namespace) -> int:
         new = add_new_memories(project, max(1, size // 100), seed=args.seed)
         result["fake_llm_incremental"] = incremental = run_once(project, llm)
         incremental["new_memories"] = new
-        print(f"    incremental run ({new} new): LLM {llm_line(incremental, new)} (per 1,000 new)", flush=True)
+        print(f"    incremental run ({new} new): LLM {llm_line(incremental, size)} (per 1,000 of the bank)", flush=True)
 
     if args.explain:
         reset(project)
