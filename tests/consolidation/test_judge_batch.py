@@ -168,14 +168,6 @@ def close_pairs(agent, hubs: int = 3, spokes: int = 4, cosine: float = 0.75) -> 
     return memories
 
 
-def judge_calls(llm: ScriptedLLM) -> int:
-    return sum(1 for system, _ in llm.calls if system == JUDGE_BATCH_SYSTEM_PROMPT or "supersede" in system.lower())
-
-
-def judge_calls_per_pair(llm: ScriptedLLM) -> int:
-    return sum(1 for system, prompt in llm.calls if system != JUDGE_BATCH_SYSTEM_PROMPT)
-
-
 def test_a_bank_of_eighteen_close_pairs_is_judged_in_one_call_instead_of_thirty_six(cast, agent, settings):
     close_pairs(agent)  # 3 groups × C(4, 2) = 18 pairs
     batched = cycle_llm()
