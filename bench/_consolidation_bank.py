@@ -180,6 +180,70 @@ def rewrite_if_fillfactor_changed(info_path: Path, info: dict[str, Any]) -> None
     print(f"  table rewritten for reloptions {options} in {info['rewrite_seconds']} s", flush=True)
 
 
+def add_new_memories(project: Any, count: int, *, seed: int) -> int:
+    """``count`` new memories as a day's sessions would bring them (origin ``distilled``, so ``reset``
+    removes them): half reword an existing memory (cosine 0.82–0.92, copied text with an edit: a
+    judge pair each, often a cluster member), half are new subjects (singletons)."""
+    import numpy as np
+    from django.db import transaction
+    from django.utils import timezone
+
+    from memories.models import Memory
+
+    rng = np.random.default_rng(seed + 7)
+    active = list(
+        Memory.objects.filter(project=project, state=Memory.STATE_ACTIVE, origin=Memory.ORIGIN_RECORDED)
+        .order_by("id")
+        .values_list("id", "title", "description", "content", "tags", "kind", "embedding")
+    )
+    now = timezone.now()
+    rows = []
+    for i in range(count):
+        if i % 2 == 0:
+            _, title, description, content, tags, kind, embedding = active[int(rng.integers(len(active)))]
+            base = np.asarray(embedding, dtype=np.float32)
+            cos = float(rng.uniform(0.82, 0.92))
+            text = (f"{title} (again)", description, content + " Seen again in a later session.", tags, kind)
+        else:
+            base = rng.standard_normal(len(active[0][6])).astype(np.float32)
+            cos = 0.0
+            text = (
+                f"New subject {i}: check the deploy step {i}",
+                f"Use when deploying service {i}.",
+                f"When deploying service {i}, check the health endpoint before switching traffic.",
+                ["deploy", f"new-{i}"],
+                "procedural",
+            )
+        base /= np.linalg.norm(base)
+        noise = rng.standard_normal(base.shape[0]).astype(np.float32)
+        noise -= noise.dot(base) * base
+        noise /= np.linalg.norm(noise)
+        vector = cos * base + np.sqrt(1 - cos * cos) * noise
+        title, description, content, tags, kind = text
+        rows.append(
+            Memory(
+                organization_id=project.organization_id,
+                project=project,
+                title=title[:200],
+                description=description,
+                content=content,
+                outcome="success",
+                tags=list(tags),
+                kind=kind,
+                importance=0.85,
+                confidence=0.7,
+                embedding=vector / np.linalg.norm(vector),
+                embedding_model="bench-numpy",
+                origin=Memory.ORIGIN_DISTILLED,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    with transaction.atomic():
+        Memory.objects.bulk_create(rows)
+    return len(rows)
+
+
 def slice_make_due(project: Any) -> None:
     """Age the stored graph's oldest slice past the re-probe age, as the calendar would."""
     from datetime import datetime
@@ -222,10 +286,12 @@ def reset(project: Any) -> None:
             "AND (state <> 'active' OR consolidated_into_id IS NOT NULL)",
             [project.id],
         )
-        cursor.execute(
-            "DELETE FROM memories_memory WHERE project_id = %s AND origin <> %s", [project.id, Memory.ORIGIN_RECORDED]
-        )
         cursor.execute("DELETE FROM reasoningbank_llmcall WHERE organization_id = %s", [org_id])
+        # the judge's verdicts are what a later run reuses: a fresh bank has none
+        cursor.execute("DELETE FROM consolidation_reviewitem WHERE organization_id = %s", [org_id])
+    # what the runs created (and the new memories of an incremental run), with the rows that hang on
+    # them — summaries, links, review items — through the ORM's cascade
+    Memory.objects.filter(project=project).exclude(origin=Memory.ORIGIN_RECORDED).delete()
     ConsolidationRun.objects.filter(project=project).delete()
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE memories_memory")

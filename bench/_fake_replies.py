@@ -118,6 +118,32 @@ def rewrite_reply(prompt: str) -> str:
     return json.dumps({"queries": queries})
 
 
+_BATCH_PAIR = re.compile(r"^(P\d+): (M\d+) → (M\d+)$", re.MULTILINE)
+_BATCH_MEMORY = re.compile(r"^\[(M\d+)\] recorded .*\nTitle: .*\nContent: (.*)$", re.MULTILINE)
+
+
+def judge_batch_reply(prompt: str) -> str:
+    """The batched judge: one verdict per listed pair, as long as a model's (a sentence of reasoning and
+    one of explanation each); every 7th pair by content is a confident contradiction, as in the
+    single-pair stub below."""
+    contents = dict(_BATCH_MEMORY.findall(prompt))
+    items = []
+    for pair, older, newer in _BATCH_PAIR.findall(prompt):
+        contradicts = _h(contents.get(older, "") + contents.get(newer, "")) % 7 == 0
+        items.append(
+            {
+                "pair": pair,
+                "older": older,
+                "newer": newer,
+                "reasoning": "Both give advice on the same subject; compared what each says to do.",
+                "verdict": "contradicts" if contradicts else "compatible",
+                "confidence": 0.9 if contradicts else 0.8,
+                "explanation": "they advise opposite steps" if contradicts else "the same advice, reworded",
+            }
+        )
+    return json.dumps(items)
+
+
 def reply_for(system: str, prompt: str) -> str:
     if '{"queries"' in system:  # deep search's rewrite (memories/search/rewrite.py)
         return rewrite_reply(prompt)
@@ -125,6 +151,8 @@ def reply_for(system: str, prompt: str) -> str:
         return distill_reply(prompt)
     if prompt.startswith("You are consolidating similar memories"):
         return synthesis_reply(prompt)
+    if "Pairs (OLDER → NEWER):" in prompt:
+        return judge_batch_reply(prompt)
     if '"supersedes"' in system or '"supersedes"' in prompt:
         return json.dumps({"supersedes": False, "confidence": "low", "reason": None})
     if prompt.startswith("Do these two statements contradict"):

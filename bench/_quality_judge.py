@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import Counter
 from typing import Any
@@ -17,6 +18,12 @@ SYNTHESIS_PREFIX = "You are consolidating"
 
 CONTRADICTION_PREFIX = "Do these two statements contradict"
 PATTERN_PREFIX = "Analyze these episodic memories"
+# the batched judge's prompt (consolidation/prompts/judge_batch.py): its memories, then its pairs
+_BATCH_MEMORY = re.compile(
+    r"^\[(M\d+)\] recorded [^\n]*\n(Title: [^\n]*\nContent: .*?)(?=\n\[M\d+\] recorded |\nPairs \()",
+    re.MULTILINE | re.DOTALL,
+)
+_BATCH_PAIR = re.compile(r"^(P\d+): (M\d+) → (M\d+)$", re.MULTILINE)
 
 
 class LabelJudge:
@@ -54,7 +61,9 @@ class LabelJudge:
         from reasoningbank.ai.llm import LLMPermanentError, LLMResult
 
         summary_system = SUMMARY_SYSTEM_PROMPT
-        if prompt.startswith(SYNTHESIS_PREFIX):
+        if "Pairs (OLDER → NEWER):" in prompt:
+            kind, text = "judge_batch", self._judge_batch(prompt)
+        elif prompt.startswith(SYNTHESIS_PREFIX):
             kind, text = "synthesis", self._synthesis(prompt)
         elif system == SUPERSESSION_SYSTEM_PROMPT:
             kind, text = "supersession", self._supersession(prompt)
@@ -79,6 +88,40 @@ class LabelJudge:
             latency_ms=0.0,
             attempts=1,
         )
+
+    def _judge_batch(self, prompt: str) -> str:
+        """Each listed pair answered from its label as the two single-pair questions would be: supersedes
+        for a supersession in its dated direction, contradicts for a disagreeing pair, else compatible."""
+        blocks = {label: block for label, block in _BATCH_MEMORY.findall(prompt)}
+        items = []
+        for pair_label, older, newer in _BATCH_PAIR.findall(prompt):
+            refs = [self._ref(blocks.get(older, "")), self._ref(blocks.get(newer, ""))]
+            known = [r for r in refs if r is not None]
+            label = self._count("contradiction", known)
+            self._count("supersession", known)
+            pair = self.ds.by_pair.get(frozenset(known)) if len(known) == 2 else None
+            if label == "supersession" and pair is not None and (pair.a, pair.b) == (known[0], known[1]):
+                verdict = "supersedes"
+            elif label in DISAGREE:
+                verdict = "contradicts"
+            else:
+                verdict = "compatible"
+            items.append(
+                {
+                    "pair": pair_label,
+                    "older": older,
+                    "newer": newer,
+                    "reasoning": "Compared both memories against the labelled set.",
+                    "verdict": verdict,
+                    "confidence": 0.9,
+                    "explanation": f"labelled {label}",
+                }
+            )
+        return json.dumps(items)
+
+    def _ref(self, block: str) -> str | None:
+        found = self._refs(block)
+        return found[0] if found else None
 
     def _supersession(self, prompt: str) -> str:
         refs = self._refs(prompt)  # in prompt order: OLDER first, then NEWER

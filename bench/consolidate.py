@@ -67,6 +67,12 @@ def parse_args() -> argparse.Namespace:
         help="sizes that also get the fake-LLM run (default: all of --sizes)",
     )
     p.add_argument("--llm-sleep", type=float, default=0.05, help="seconds each fake LLM call sleeps")
+    p.add_argument(
+        "--settle-runs",
+        type=int,
+        default=4,
+        help="after the first fake-LLM run, at most this many more (judge cap lifted) until one makes no call",
+    )
     p.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE + neighbour-query variants")
     p.add_argument(
         "--no-repeat",
@@ -170,6 +176,8 @@ def child_flags(args: argparse.Namespace) -> list[str]:
         args.name,
         "--explain-sample",
         str(args.explain_sample),
+        "--settle-runs",
+        str(args.settle_runs),
     ]
     if args.llm_sizes is not None:
         flags += ["--llm-sizes", *map(str, args.llm_sizes)]
@@ -218,6 +226,26 @@ def print_table(report: dict) -> None:
                 print(
                     f"         {label}: status {run['status']}, counters {c}, llm_calls {run['llm_calls']}, "
                     f"warnings {len(run['warnings'])}, errors {len(run['errors'])}"
+                )
+        if r.get("fake_llm"):
+            print("         LLM calls and tokens (fake LLM; tokens ≈ characters / 4, system prompt included):")
+            print(f"           first run:       {llm_line(r['fake_llm'], int(size))}")
+            settle = r.get("fake_llm_settle") or []
+            for n, run in enumerate(settle, start=1):
+                print(f"           settling run {n}:  {llm_line(run, int(size))}")
+            runs = [r["fake_llm"], *settle]
+            total = {
+                "llm_calls": sum(x["llm_calls"] for x in runs),
+                "llm_input_tokens": sum(x["llm_input_tokens"] for x in runs),
+                "llm_output_tokens": sum(x["llm_output_tokens"] for x in runs),
+                "llm_by_purpose": {},
+            }
+            print(f"           to settle:       {llm_line(total, int(size))}")
+            inc = r.get("fake_llm_incremental")
+            if inc:
+                print(
+                    f"           incremental ({inc['new_memories']} new): {llm_line(inc, int(size))} "
+                    f"(per 1,000 of the bank; {inc['llm_calls'] / inc['new_memories']:.2f} calls per new memory)"
                 )
         if r.get("explain"):
             print("         neighbour-query variants (ms per id, recall of ≥0.7 edges vs exact):")
@@ -277,7 +305,7 @@ def child(args: argparse.Namespace) -> int:
     from django.core.management import call_command
 
     call_command("migrate", "--noinput", verbosity=0)
-    from _consolidation_bank import ensure_dataset, reset, slice_make_due, table_info
+    from _consolidation_bank import add_new_memories, ensure_dataset, reset, slice_make_due, table_info
     from _util import code_fingerprint, postgres, write_json
 
     from consolidation.phases.registry import phase_names
@@ -317,13 +345,36 @@ def child(args: argparse.Namespace) -> int:
 
     if size in llm_sizes:
         reset(project)
+        llm = fake_llm(args.llm_sleep)
         print(f"  fake-LLM run ({size:,}, {args.llm_sleep * 1000:.0f} ms per call) …", flush=True)
-        result["fake_llm"] = run_once(project, fake_llm(args.llm_sleep))
+        result["fake_llm"] = run_once(project, llm)
         result["fake_llm"]["llm_sleep_seconds"] = args.llm_sleep
         print(
             f"    total {result['fake_llm']['total_seconds']} s  phases {result['fake_llm']['phase_durations']}",
             flush=True,
         )
+        print(f"    LLM {llm_line(result['fake_llm'], size)}", flush=True)
+        # the pairs the judge's per-run cap (CONSOLIDATION_MAX_JUDGED_PAIRS) left waiting, with the cap
+        # lifted for these runs (bench only) so the bank settles in one or two: what consolidating the
+        # whole bank costs; the last is a run with nothing new (the verdict cache at work)
+        from django.conf import settings as django_settings
+
+        cap = django_settings.CONSOLIDATION_MAX_JUDGED_PAIRS
+        django_settings.CONSOLIDATION_MAX_JUDGED_PAIRS = 10**9
+        result["fake_llm_settle"] = settle = []
+        try:
+            for _ in range(args.settle_runs):
+                settle.append(run_once(project, llm))
+                print(f"    settling run {len(settle)}: LLM {llm_line(settle[-1], size)}", flush=True)
+                if settle[-1]["llm_calls"] == 0:
+                    break
+        finally:
+            django_settings.CONSOLIDATION_MAX_JUDGED_PAIRS = cap
+        # a day later: 1 % new memories, and one run over them (the verdicts of the earlier runs reused)
+        new = add_new_memories(project, max(1, size // 100), seed=args.seed)
+        result["fake_llm_incremental"] = incremental = run_once(project, llm)
+        incremental["new_memories"] = new
+        print(f"    incremental run ({new} new): LLM {llm_line(incremental, size)} (per 1,000 of the bank)", flush=True)
 
     if args.explain:
         reset(project)
@@ -336,26 +387,43 @@ def child(args: argparse.Namespace) -> int:
     return 0
 
 
+class FakeLLM:
+    """Answers every prompt in its expected format (``bench/_fake_replies.py``) after ``sleep`` seconds,
+    and counts tokens as a provider would bill them: system prompt + prompt in, reply out, at about 4
+    characters a token (the stub server's count, ``bench/_stub_llm.py``). Thread safe (no state)."""
+
+    provider, model = "fake", "bench-scripted"
+
+    def __init__(self, sleep: float) -> None:
+        self.sleep = sleep
+
+    def complete(self, *, system: str, prompt: str, max_tokens: int = 2048, temperature: float = 0.0) -> Any:
+        from _fake_replies import reply_for
+
+        from reasoningbank.ai.llm import LLMResult
+
+        if self.sleep:
+            time.sleep(self.sleep)
+        text = reply_for(system, prompt)
+        return LLMResult(
+            text=text, provider=self.provider, model=self.model, input_tokens=(len(system) + len(prompt)) // 4,
+            output_tokens=len(text) // 4, latency_ms=self.sleep * 1000, attempts=1,
+        )  # fmt: skip
+
+
 def fake_llm(sleep: float) -> Any:
-    from _fake_replies import reply_for
+    return FakeLLM(sleep)
 
-    from tests.fakes import ScriptedLLM
 
-    def answer(system: str, prompt: str) -> str:
-        if sleep:
-            time.sleep(sleep)
-        return reply_for(system, prompt)
-
-    class Endless(list):
-        """A script that never runs out: every call gets ``answer``."""
-
-        def __len__(self) -> int:
-            return 1
-
-        def pop(self, index: int = -1) -> Any:
-            return answer
-
-    return ScriptedLLM(script=Endless(), provider="fake", model="bench-scripted")
+def llm_line(run: dict[str, Any], per: int) -> str:
+    """Calls and tokens of one run, in all and per 1,000 of ``per`` (memories, or new memories)."""
+    k = 1000 / per
+    purposes = ", ".join(f"{p} {v['calls']}" for p, v in sorted(run["llm_by_purpose"].items()))
+    return (
+        f"{run['llm_calls']} calls ({run['llm_calls'] * k:.1f} per 1,000), "
+        f"{run['llm_input_tokens']:,} in + {run['llm_output_tokens']:,} out tokens "
+        f"({(run['llm_input_tokens'] + run['llm_output_tokens']) * k:,.0f} per 1,000) [{purposes}]"
+    )
 
 
 def run_once(project: Any, llm: Any) -> dict[str, Any]:
@@ -367,7 +435,7 @@ def run_once(project: Any, llm: Any) -> dict[str, Any]:
     from consolidation.runs import consolidation_execute, consolidation_request
 
     principal = system_principal(project.organization)
-    run = consolidation_request(principal=principal, project=project, options=RunOptions(force=True))
+    run = consolidation_request(principal=principal, project=project, options=RunOptions())
     connection.ensure_connection()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -378,7 +446,21 @@ def run_once(project: Any, llm: Any) -> dict[str, Any]:
         finished = consolidation_execute(run.id, llm=llm)
     total = time.perf_counter() - t
     assert finished is not None
+    from django.db.models import Count, Sum
+
+    from reasoningbank.models import LlmCall
+
+    by_purpose = {
+        row["purpose"]: {"calls": row["calls"], "input_tokens": row["i"] or 0, "output_tokens": row["o"] or 0}
+        for row in LlmCall.objects.for_subject(finished)
+        .values("purpose")
+        .annotate(calls=Count("id"), i=Sum("input_tokens"), o=Sum("output_tokens"))
+        .order_by()
+    }
     return {
+        "llm_input_tokens": finished.llm_input_tokens,
+        "llm_output_tokens": finished.llm_output_tokens,
+        "llm_by_purpose": by_purpose,
         "run_id": finished.id,
         "status": finished.status,
         "total_seconds": round(total, 3),

@@ -23,6 +23,7 @@ class ConsolidationConfig(AppConfig):
         prompt_kind_register("synthesize", purpose="synthesize", example=examples.synthesis_example)
         prompt_kind_register("supersede", purpose="supersede", example=examples.supersession_example)
         prompt_kind_register("judge", purpose="judge", example=examples.contradiction_example)
+        prompt_kind_register("judge_batch", purpose="judge", example=examples.judge_batch_example)
         prompt_kind_register("patterns", purpose="patterns", example=examples.pattern_example)
         prompt_kind_register("summarize", purpose="summarize", example=examples.summary_example)
 

@@ -184,15 +184,18 @@ def link_add(ctx: RunState, source: str, target: str, kind: str, weight: float, 
     )
 
 
-def llm_map(ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, system: str) -> list[str | Exception]:
+def llm_map(
+    ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, system: str, max_tokens: int = 2048
+) -> list[str | Exception]:
     """Call the LLM for each prompt, at most CONSOLIDATION_LLM_CONCURRENCY at a time."""
     org, run = ctx.run.organization, ctx.run
 
     def one(prompt: str) -> str | Exception:
         try:
             return llm_complete(
-                organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, subject=run
-            ).text
+                organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, subject=run,
+                max_tokens=max_tokens,
+            ).text  # fmt: skip
         except LLMBudgetExceeded as exc:
             ctx.budget_refusals += 1  # each thread adds one: the GIL keeps the count whole
             ctx.budget_refused = exc

@@ -13,6 +13,7 @@ what decides) but writes nothing: its preview is what the run would do.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,15 @@ from consolidation.prompts.judge import (
     is_confident_supersession,
     parse_contradiction,
     parse_supersession,
+)
+from consolidation.prompts.judge_batch import (
+    JUDGE_BATCH_SYSTEM_PROMPT,
+    BatchMemory,
+    BatchPair,
+    PairVerdict,
+    batch_max_tokens,
+    build_judge_batch_prompt,
+    parse_judge_batch,
 )
 from consolidation.run_state import (
     RunState,
@@ -77,9 +87,11 @@ class Verdict:
 
 def verdicts_load(ctx: RunState) -> None:
     """The project's settled pairs: compatible ones may merge (``ctx.cleared``)."""
-    for first, second, status in ReviewItem.objects.filter(
-        organization_id=ctx.run.organization_id, project=ctx.project
-    ).exclude(status=ReviewItem.STATUS_PENDING).values_list("first_id", "second_id", "status"):
+    for first, second, status in (
+        ReviewItem.objects.filter(organization_id=ctx.run.organization_id, project=ctx.project)
+        .exclude(status=ReviewItem.STATUS_PENDING)
+        .values_list("first_id", "second_id", "status")
+    ):
         (ctx.cleared if status == ReviewItem.STATUS_COMPATIBLE else ctx.settled).add(pair_key(first, second))
 
 
@@ -90,8 +102,11 @@ def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMem
     open_pairs = [
         (a, b, s)
         for a, b, s in edges
-        if a in memories and b in memories and (s >= low or pair_key(a, b) in ctx.conflicts)
-        and pair_key(a, b) not in ctx.cleared and pair_key(a, b) not in ctx.settled
+        if a in memories
+        and b in memories
+        and (s >= low or pair_key(a, b) in ctx.conflicts)
+        and pair_key(a, b) not in ctx.cleared
+        and pair_key(a, b) not in ctx.settled
         # at or above the duplicate line without cues they were merged as duplicates already
         and (pair_key(a, b) in ctx.conflicts or s < contradiction_band()[1])
     ]
@@ -160,6 +175,120 @@ def _wait_without_llm(ctx: RunState, pairs: list[tuple[str, str, float]]) -> Non
 
 
 def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+    """Batched (``CONSOLIDATION_JUDGE_BATCH_PAIRS`` pairs a call), or one pair at a time when it is 1."""
+    if settings.CONSOLIDATION_JUDGE_BATCH_PAIRS > 1:
+        return _verdicts_batched(ctx, llm, pairs)
+    return _verdicts_per_pair(ctx, llm, pairs)
+
+
+# a batch's memories' text is bounded too, so a few long memories do not make one huge prompt
+# (about 6,000 tokens at 4 characters a token); a pair longer than that alone is asked alone
+BATCH_PROMPT_CHARS = 24_000
+
+
+def judge_batches(
+    pairs: list[tuple[Memory, Memory, float]], batch_pairs: int, max_chars: int = BATCH_PROMPT_CHARS
+) -> list[list[int]]:
+    """The pairs (by index) packed into batches of at most ``batch_pairs`` pairs and about ``max_chars``
+    characters of memory text. Pairs that share memories are packed together (each connected group in
+    the order its first pair comes), so a memory in several pairs is listed once in a prompt."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for older, newer, _ in pairs:
+        parent[root(older.id)] = root(newer.id)
+    groups: dict[str, list[int]] = {}
+    for i, (older, _, _) in enumerate(pairs):
+        groups.setdefault(root(older.id), []).append(i)
+    batches: list[list[int]] = []
+    current: list[int] = []
+    listed: set[str] = set()
+    chars = 0
+    for members in groups.values():
+        for i in members:
+            older, newer, _ = pairs[i]
+            extra = sum(len(m.title) + len(m.content) for m in (older, newer) if m.id not in listed)
+            if current and (len(current) >= batch_pairs or chars + extra > max_chars):
+                batches.append(current)
+                current, listed, chars = [], set(), 0
+                extra = len(older.title) + len(older.content) + len(newer.title) + len(newer.content)
+            current.append(i)
+            listed.update((older.id, newer.id))
+            chars += extra
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _batch_prompt(pairs: list[tuple[Memory, Memory, float]], batch: list[int]) -> tuple[str, list[BatchPair]]:
+    labels: dict[str, str] = {}
+    memories: list[BatchMemory] = []
+    asked: list[BatchPair] = []
+    for n, i in enumerate(batch, start=1):
+        older, newer, _ = pairs[i]
+        for m in (older, newer):
+            if m.id not in labels:
+                labels[m.id] = f"M{len(labels) + 1}"
+                memories.append(BatchMemory(labels[m.id], m.title, m.content, m.created_at))
+        asked.append(BatchPair(f"P{n}", labels[older.id], labels[newer.id]))
+    return build_judge_batch_prompt(memories, asked), asked
+
+
+def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+    """One call per batch; the pairs a reply left out (or answered unreadably) are asked once more in
+    new batches, then left undecided (judged again next run, never merged meanwhile)."""
+    verdicts: list[Verdict | None] = [None] * len(pairs)
+    todo = list(range(len(pairs)))
+    for attempt in range(2):
+        if not todo:
+            break
+        subset = [pairs[i] for i in todo]
+        batches = judge_batches(subset, settings.CONSOLIDATION_JUDGE_BATCH_PAIRS)
+        built = [_batch_prompt(subset, batch) for batch in batches]
+        replies = llm_map(
+            ctx,
+            llm,
+            "judge",
+            [prompt for prompt, _ in built],
+            system=JUDGE_BATCH_SYSTEM_PROMPT,
+            max_tokens=batch_max_tokens(max(len(batch) for batch in batches)),
+        )
+        unanswered: list[int] = []
+        for batch, (_, asked), reply in zip(batches, built, replies, strict=True):
+            if isinstance(reply, Exception):  # the provider failed (after its own retries): next run
+                ctx.warnings.append(f"batched judge of {len(batch)} pairs failed: {reply}")
+                continue
+            parsed = reply_parsed(ctx, reply, functools.partial(parse_judge_batch, pairs=asked), "batched judge")
+            answered = parsed or {}
+            for j, pair in zip(batch, asked, strict=True):
+                index = todo[j]
+                if pair.label in answered:
+                    verdicts[index] = _batch_verdict(answered[pair.label])
+                else:
+                    unanswered.append(index)
+        if unanswered and attempt == 0:
+            ctx.warnings.append(f"the batched judge left {len(unanswered)} pairs unanswered; asked again")
+        todo = unanswered
+    return verdicts
+
+
+def _batch_verdict(parsed: PairVerdict) -> Verdict:
+    explanation = parsed.explanation or parsed.reasoning
+    if parsed.verdict == "compatible":
+        return Verdict(ReviewItem.STATUS_COMPATIBLE, explanation or "no contradiction")
+    if not parsed.confident:
+        return Verdict(ReviewItem.STATUS_PENDING, f"the judge was unsure: {explanation}")
+    if parsed.verdict == "supersedes":
+        return Verdict(ReviewItem.STATUS_CONTRADICTS, f"the newer supersedes the older: {explanation}", supersedes=True)
+    return Verdict(ReviewItem.STATUS_CONTRADICTS, explanation, confidence=parsed.confidence)
+
+
+def _verdicts_per_pair(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
     """Supersession first (conservative), then the contradiction judge for the rest."""
     replies = llm_map(
         ctx,

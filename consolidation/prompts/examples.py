@@ -14,6 +14,14 @@ from consolidation.prompts.judge import (
     parse_contradiction,
     parse_supersession,
 )
+from consolidation.prompts.judge_batch import (
+    JUDGE_BATCH_SYSTEM_PROMPT,
+    BatchMemory,
+    BatchPair,
+    batch_max_tokens,
+    build_judge_batch_prompt,
+    parse_judge_batch,
+)
 from consolidation.prompts.patterns import PATTERN_SYSTEM_PROMPT, build_pattern_prompt, parse_patterns
 from consolidation.prompts.reply import SourceMemory
 from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
@@ -66,6 +74,36 @@ def contradiction_example() -> PromptExample:
         ),
         parse_contradiction,
     )
+
+
+def judge_batch_example() -> PromptExample:
+    memories = [
+        BatchMemory(
+            "M1", "Deploys run on Jenkins", "The deploy pipeline runs on the Jenkins server in the office.", _MONDAY
+        ),
+        BatchMemory(
+            "M2", "Deploys moved to GitHub Actions", "Jenkins is retired; deploys run on GitHub Actions now.", _TUESDAY
+        ),
+        BatchMemory(
+            "M3", "Parallel tests", "Run the test suite with pytest -n auto: the tests are independent.", _MONDAY
+        ),
+        BatchMemory(
+            "M4", "Serial tests", "Never run the test suite in parallel: the tests share one database.", _TUESDAY
+        ),
+        BatchMemory("M5", _SOURCES[0].title, _SOURCES[0].content, _MONDAY),
+        BatchMemory("M6", _SOURCES[1].title, _SOURCES[1].content, _TUESDAY),
+    ]
+    pairs = [BatchPair("P1", "M1", "M2"), BatchPair("P2", "M3", "M4"), BatchPair("P3", "M5", "M6")]
+
+    def parse(text: str) -> object:
+        # the check's verdict: every pair answered and attributable, as the judge phase needs it
+        verdicts = parse_judge_batch(text, pairs)
+        if len(verdicts) != len(pairs):
+            raise ValueError(f"the reply answered {len(verdicts)} of {len(pairs)} pairs attributably")
+        return verdicts
+
+    prompt = build_judge_batch_prompt(memories, pairs)
+    return PromptExample(JUDGE_BATCH_SYSTEM_PROMPT, prompt, parse, max_tokens=batch_max_tokens(len(pairs)))
 
 
 def pattern_example() -> PromptExample:

@@ -34,9 +34,13 @@ CONSOLIDATION_SCHEDULER_SIMILARITY_THRESHOLD = env_float(
 CONSOLIDATION_JUDGE_MIN_SIMILARITY = env_float(
     "CONSOLIDATION_JUDGE_MIN_SIMILARITY", _judge_from, minimum=0.3, maximum=1
 )
-# LLM judge calls per run (each pair: a supersession check, then the contradiction judge); pairs
-# beyond it wait for the next run and are not merged meanwhile
+# pairs the LLM judge reads per run (batched: CONSOLIDATION_JUDGE_BATCH_PAIRS a call); pairs beyond it
+# wait for the next run and are not merged meanwhile
 CONSOLIDATION_MAX_JUDGED_PAIRS = env_int("CONSOLIDATION_MAX_JUDGED_PAIRS", 200, minimum=1, maximum=10_000)
+# pairs the judge reads in one call (one verdict each, every verdict tied to its pair by ids); 1 asks
+# the supersession check and the contradiction judge per pair (two calls), for a model that cannot
+# answer a list reliably (docs/consolidation.md#the-judge)
+CONSOLIDATION_JUDGE_BATCH_PAIRS = env_int("CONSOLIDATION_JUDGE_BATCH_PAIRS", 20, minimum=1, maximum=100)
 if not CONSOLIDATION_JUDGE_MIN_SIMILARITY < CONSOLIDATION_DUPLICATE_THRESHOLD:
     raise ImproperlyConfigured("CONSOLIDATION_JUDGE_MIN_SIMILARITY must be below CONSOLIDATION_DUPLICATE_THRESHOLD")
 # the write gate: a record this alike (cosine) to an active memory of the same place, outcome and kind,

@@ -130,7 +130,11 @@ def test_ten_episodic_memories_about_testing_before_commits_yield_a_semantic_pat
     assert event["memory"].id == pattern.id and event["source_count"] == 10 and event["run"].id == run.id
 
 
-def test_postgresql_and_mysql_memories_are_linked_as_contradicting_and_both_stay_active(cast, agent, caught):
+@pytest.mark.parametrize("batch_pairs", [20, 1], ids=["batched judge", "judge per pair"])
+def test_postgresql_and_mysql_memories_are_linked_as_contradicting_and_both_stay_active(
+    cast, agent, caught, settings, batch_pairs
+):
+    settings.CONSOLIDATION_JUDGE_BATCH_PAIRS = batch_pairs
     postgres = remember(agent, "Project database", spoke(0, 1, 0.75), content="Project uses PostgreSQL")
     mysql = remember(agent, "Project database engine", spoke(0, 2, 0.75), content="Project uses MySQL server")
     llm = cycle_llm(supersession=supersession_reply(False), contradiction=contradiction_reply(True, 0.9))
@@ -138,9 +142,14 @@ def test_postgresql_and_mysql_memories_are_linked_as_contradicting_and_both_stay
     run = run_cycle(agent, cast.project_a, llm)
 
     assert run.status == ConsolidationRun.STATUS_COMPLETED, run.errors
-    (asked,) = prompts_of(llm, CONTRADICTION_PREFIX)
-    assert "Statement 1: Project uses PostgreSQL" in asked and "Statement 2: Project uses MySQL server" in asked
-    assert len(llm.calls) == 2, "one supersession check, then one contradiction check"
+    if batch_pairs == 1:
+        (asked,) = prompts_of(llm, CONTRADICTION_PREFIX)
+        assert "Statement 1: Project uses PostgreSQL" in asked and "Statement 2: Project uses MySQL server" in asked
+        assert len(llm.calls) == 2, "one supersession check, then one contradiction check"
+    else:
+        ((_, asked),) = llm.calls  # one call: the pair's verdict in the batched prompt
+        assert "Content: Project uses PostgreSQL" in asked and "Content: Project uses MySQL server" in asked
+        assert "P1: M1 → M2" in asked
     link = MemoryLink.objects.get(kind=MemoryLink.KIND_CONTRADICTS)
     assert (link.source_id, link.target_id) == (mysql.id, postgres.id)
     assert link.weight == pytest.approx(0.9)
@@ -364,7 +373,7 @@ def test_a_dry_run_changes_nothing_and_previews_the_clusters_duplicates_and_stal
     assert not MemoryLink.objects.exists() and not ReviewItem.objects.exists()
     # the judge decides what may merge, so a dry run asks it too; it synthesises nothing
     assert prompts_of(llm, SYNTHESIS_PREFIX) == []
-    assert set(LlmCall.objects.values_list("purpose", flat=True)) == {"supersede", "judge"}
+    assert set(LlmCall.objects.values_list("purpose", flat=True)) == {"judge"}  # batched: one verdict a pair
     (previewed,) = run.preview["clusters"]
     assert sorted(previewed["members"]) == sorted(m.id for m in cluster)
     assert sorted(previewed["titles"]) == sorted(m.title for m in cluster)

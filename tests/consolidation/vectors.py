@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +28,16 @@ from django.conf import settings
 from accounts.access import Principal
 from accounts.models import Project
 from consolidation.models import ConsolidationRun
-from consolidation.prompts.judge import SUPERSESSION_SYSTEM_PROMPT
+from consolidation.prompts.judge import (
+    SUPERSESSION_SYSTEM_PROMPT,
+    build_contradiction_prompt,
+    build_supersession_prompt,
+    is_confident_contradiction,
+    is_confident_supersession,
+    parse_contradiction,
+    parse_supersession,
+)
+from consolidation.prompts.judge_batch import JUDGE_BATCH_SYSTEM_PROMPT
 from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 from memories.models import Memory, MemoryLink
@@ -204,6 +215,44 @@ def _answer(reply: Reply, prompt: str) -> str:
     return reply(prompt) if callable(reply) else reply
 
 
+_BATCH_MEMORY = re.compile(r"^\[(M\d+)\] recorded (.+)\nTitle: (.*)\nContent: (.*)$", re.MULTILINE)
+_BATCH_PAIR = re.compile(r"^(P\d+): (M\d+) → (M\d+)$", re.MULTILINE)
+
+
+def batch_pairs(prompt: str) -> list[tuple[str, tuple[str, str, datetime], tuple[str, str, datetime]]]:
+    """The pairs of a batched judge prompt: (pair label, older, newer), each memory (title, content, recorded)."""
+    memories = {
+        label: (title, content, datetime.fromisoformat(at))
+        for label, at, title, content in _BATCH_MEMORY.findall(prompt)
+    }
+    return [(pair, memories[older], memories[newer]) for pair, older, newer in _BATCH_PAIR.findall(prompt)]
+
+
+def batch_from_single(supersession: Reply, contradiction: Reply) -> Callable[[str], str]:
+    """A batched judge that answers each pair as the single-pair replies would: the supersession reply
+    to that pair's supersession prompt, then (unless it supersedes confidently) the contradiction reply to
+    its contradiction prompt — so the tests written for the per-pair judge keep their meaning."""
+
+    def answer(prompt: str) -> str:
+        items = []
+        labels = dict((p, (o, n)) for p, o, n in _BATCH_PAIR.findall(prompt))
+        for pair, older, newer in batch_pairs(prompt):
+            item = {"pair": pair, "older": labels[pair][0], "newer": labels[pair][1], "reasoning": "as asked singly"}
+            sup = parse_supersession(_answer(supersession, build_supersession_prompt(older, newer)))
+            if is_confident_supersession(sup):
+                items.append({**item, "verdict": "supersedes", "confidence": 0.9, "explanation": sup.reason or ""})
+                continue
+            con = parse_contradiction(_answer(contradiction, build_contradiction_prompt(older[1], newer[1])))
+            verdict = "contradicts" if con.contradicts else "compatible"
+            confidence = con.confidence if con.contradicts else 0.9
+            if con.contradicts and not is_confident_contradiction(con):
+                confidence = min(confidence, 0.5)
+            items.append({**item, "verdict": verdict, "confidence": confidence, "explanation": con.explanation})
+        return json.dumps(items)
+
+    return answer
+
+
 def cycle_llm(
     *,
     synthesis: Reply = default_synthesis,
@@ -219,6 +268,8 @@ def cycle_llm(
     def route(system: str, prompt: str) -> str:
         if prompt.startswith(SYNTHESIS_PREFIX):
             return _answer(synthesis, prompt)
+        if system == JUDGE_BATCH_SYSTEM_PROMPT:
+            return batch_from_single(supersession, contradiction)(prompt)
         if system == SUPERSESSION_SYSTEM_PROMPT:
             return _answer(supersession, prompt)
         if system == SUMMARY_SYSTEM_PROMPT:

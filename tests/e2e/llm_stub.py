@@ -68,6 +68,20 @@ def _synthesis_reply(prompt: str) -> str:
     )
 
 
+_BATCH_PAIR = re.compile(r"^(P\d+): (M\d+) → (M\d+)$", re.MULTILINE)
+
+
+def batch_reply(prompt: str, verdict: str = "compatible") -> str:
+    """The batched judge's reply format (consolidation/prompts/judge_batch.py): one verdict per listed pair."""
+    return json.dumps(
+        [
+            {"pair": pair, "older": older, "newer": newer, "reasoning": "the same advice", "verdict": verdict,
+             "confidence": 0.9, "explanation": ""}
+            for pair, older, newer in _BATCH_PAIR.findall(prompt)
+        ]
+    )  # fmt: skip
+
+
 def llm_reply(system: str, prompt: str) -> tuple[str, str]:
     """(kind, reply) for one chat completion, dispatched on the product's own prompt texts."""
     if "You are analyzing a completed agent session" in prompt:
@@ -86,6 +100,8 @@ def llm_reply(system: str, prompt: str) -> tuple[str, str]:
             '{"summary": "Wrap every database call in a context with a timeout.", "key_facts": '
             '["database calls need a deadline"], "decisions": [], "superseded_facts": []}'
         )
+    if "Pairs (OLDER → NEWER):" in prompt:
+        return "judge_batch", batch_reply(prompt)
     if "supersede" in system.lower() or "supersede" in prompt.lower():
         return "supersession", '{"supersedes": false, "confidence": "low", "reason": null}'
     if "contradict each other" in prompt:

@@ -116,10 +116,10 @@ NEAR_DUPLICATES = [
 
 @pytest.fixture
 def held_judge(llm_stub: LLMStub) -> Any:
-    """The LLM answers no supersession check until the test is done: a run stays busy in its judge phase."""
-    llm_stub.hold("supersession")
+    """The LLM answers no batched judge call until the test is done: a run stays busy in its judge phase."""
+    llm_stub.hold("judge_batch")
     yield llm_stub
-    llm_stub.release("supersession")
+    llm_stub.release("judge_batch")
 
 
 def test_a_run_whose_worker_process_is_killed_is_failed_within_a_minute_and_the_project_runs_again(
@@ -144,7 +144,7 @@ def test_a_run_whose_worker_process_is_killed_is_failed_within_a_minute_and_the_
         run_id = response.json()["run_id"]
         wait_for(
             "the run asked the LLM (and waits for it)",
-            lambda: any(marker in call.prompt for call in held_judge.calls_of("supersession")),
+            lambda: any(marker in call.prompt for call in held_judge.calls_of("judge_batch")),
             90,
             service,
         )
@@ -167,7 +167,7 @@ def test_a_run_whose_worker_process_is_killed_is_failed_within_a_minute_and_the_
         assert "worker" in " ".join(failed["errors"]), failed["errors"]
         assert elapsed <= RUN_FAILED_WITHIN
 
-        held_judge.release("supersession")
+        held_judge.release("judge_batch")
         again = consolidate(http, slug)
         assert again.status_code == 202, f"the project is still blocked: {again.status_code} {again.text[:500]}"
         new_run = again.json()["run_id"]

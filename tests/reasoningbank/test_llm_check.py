@@ -26,7 +26,17 @@ from tests.reasoningbank.test_llm import anthropic_reply, openai_reply
 from tests.respx_httpx2 import serve_httpx2_from
 
 Reply = Callable[[str, str], str]  # (system, prompt) -> the assistant's text
-KINDS = ["distill", "reason", "search_rewrite", "synthesize", "supersede", "judge", "patterns", "summarize"]
+KINDS = [
+    "distill",
+    "reason",
+    "search_rewrite",
+    "synthesize",
+    "supersede",
+    "judge",
+    "judge_batch",
+    "patterns",
+    "summarize",
+]
 
 
 def well_formed(system: str, prompt: str) -> str:
