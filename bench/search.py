@@ -234,7 +234,8 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
         statements = [item["sql"] for item in captured.captured_queries]
         sets = [s for s in statements if _sql_category(s.lstrip()) == "sql_set"]
         entry: dict[str, Any] = {"query": q}
-        sql = next((s for s in statements if _sql_category(s.lstrip()) == "sql_search"), None)
+        # the legs' statement (both legs as one UNION ALL here), not the query's lexemes or term statistics
+        sql = next((s for s in statements if s.lstrip().lstrip("(").startswith("/* search:vector")), None)
         if sql is not None:
             with transaction.atomic(), connection.cursor() as cursor:
                 for s in sets:
