@@ -148,9 +148,27 @@ QUERIES_BASE = [
 ]
 
 
+# Where a query says it happens. Half the queries carry one, so a run can draw thousands of distinct
+# texts: a repeated text would be served from the embedder's query cache and hide the embedding's cost.
+QUERY_QUALIFIERS = [
+    " in our {l} service",
+    " in a {l} codebase",
+    " with {d}",
+    " using {f}",
+    " on {t}",
+    " deployed with {t}",
+    " in production",
+    " in CI",
+    " after the last deploy",
+    " under load",
+]
+
+
 def search_queries(count: int, seed: int = 42) -> list[str]:
-    """``count`` varied natural-language queries: templates over the corpus vocabulary, ~15% with a
-    rare keyword, a few with a keyword that matches nothing."""
+    """``count`` distinct natural-language queries: templates over the corpus vocabulary, ~15% with a
+    rare keyword, a few with a keyword that matches nothing, half with a qualifier (where it happens).
+    Distinct, so that no query is served from the query-embedding cache of a process that already
+    embedded it; ``ValueError`` if the templates cannot give that many."""
     import random
 
     rng = random.Random(seed)
@@ -159,6 +177,8 @@ def search_queries(count: int, seed: int = 42) -> list[str]:
     attempts = 0
     while len(out) < count:
         attempts += 1
+        if attempts > count * 50:
+            raise ValueError(f"the query templates gave only {len(out)} distinct queries, not {count}")
         r = rng.random()
         if r < 0.15:
             kw = RARE_KEYWORDS[rng.randrange(len(RARE_KEYWORDS))]
@@ -173,7 +193,11 @@ def search_queries(count: int, seed: int = 42) -> list[str]:
             q = rng.choice(QUERIES_BASE).format(
                 l=rng.choice(LANGUAGES), d=rng.choice(DATABASES), f=rng.choice(FRAMEWORKS), t=rng.choice(TOOLS)
             )
-        if q in seen and attempts < count * 20:
+        if rng.random() < 0.5:
+            q += rng.choice(QUERY_QUALIFIERS).format(
+                l=rng.choice(LANGUAGES), d=rng.choice(DATABASES), f=rng.choice(FRAMEWORKS), t=rng.choice(TOOLS)
+            )
+        if q in seen:
             continue
         seen.add(q)
         out.append(q)

@@ -1,7 +1,8 @@
 """The bench's data set in the database: org ``bench`` (teams, ten projects) with exactly N memories of
-the synthetic corpus (``_corpus.py``) and two noise orgs with 5% of N each, generated and embedded in
-worker processes and bulk-inserted; ids are deterministic, so a larger N tops up and a smaller one drops
-the tail (bench/README.md, ``search.py``)."""
+the synthetic corpus (``_corpus.py``) and two noise orgs with 5% of N each, generated and embedded by the
+configured embedder in worker processes (one per core) and bulk-inserted; ids are deterministic, so a
+larger N tops up and a smaller one drops the tail; memories another embedder made are loaded again
+(bench/README.md, ``search.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 from _corpus import Corpus
@@ -38,6 +40,12 @@ NOISE_FRACTION = 0.05  # per noise org: two of them make 10% of N
 # indexes dropped during a large load and rebuilt afterwards (much faster than row-by-row inserts)
 BULK_INDEXES = ("memory_embedding_hnsw", "memory_search_gin")
 DAY = 86400.0
+# Embedded chunks kept between loads (git-ignored): a reset, a shrink and a top-up, or going back to an
+# embedder measured before, reads the vectors instead of embedding 100K texts again (minutes per load).
+# Not shared with the bench database: a fresh RB_DATA_DIR still finds them.
+VECTOR_CACHE_DIR = Path(
+    os.environ.get("BENCH_VECTOR_CACHE", Path(__file__).resolve().parent.parent / ".data" / "bench-vectors")
+)
 
 
 def memory_id(org_slug: str, i: int) -> str:
@@ -51,14 +59,38 @@ def _vector_text(vector: Sequence[float]) -> str:
 _WORKER_CORPUS: dict[int, Corpus] = {}
 
 
-def _generate_chunk(args: tuple[int, int, int, int, list[list[str]], float]) -> list[dict[str, Any]]:
-    """Rows for memories ``start..stop`` of one org (runs in a worker process; no Django)."""
+# what ``embedder_from_settings`` reads: a loader worker gets these values and nothing else of Django's
+EMBEDDER_SETTINGS = (
+    "EMBEDDER",
+    "EMBEDDING_DIMENSIONS",
+    "EMBEDDING_MODEL",
+    "EMBEDDING_BASE_URL",
+    "EMBEDDING_API_KEY",
+    "OPENAI_API_KEY",
+    "EMBEDDING_SEND_DIMENSIONS",
+    "EMBEDDING_MODEL_DIR",
+)
+
+
+def _worker_init(embedder_settings: dict[str, Any]) -> None:
+    """A loader worker (a fresh interpreter: ``spawn``; a forked copy of the parent's ONNX Runtime
+    session or BLAS pool is not safe to use) builds the configured embedder itself. It configures only
+    the embedder's settings: the full settings would attach it to the embedded PostgreSQL, whose
+    process list is a file that concurrent starts and exits can corrupt."""
+    from django.conf import settings
+
+    settings.configure(**embedder_settings)
+
+
+def _generate_chunk(args: tuple[int, int, int, list[list[str]], float]) -> tuple[list[dict[str, Any]], float]:
+    """Rows for memories ``start..stop`` of one org, embedded by the configured embedder (runs in a
+    worker process), and the seconds the embedding took."""
     import random
 
-    seed, start, stop, dims, stacks, now = args
-    corpus = _WORKER_CORPUS.setdefault(seed, Corpus(seed))
-    from reasoningbank.ai.embedders import HashingEmbedder
+    from reasoningbank.ai.embedders import embedder_from_settings
 
+    seed, start, stop, stacks, now = args
+    corpus = _WORKER_CORPUS.setdefault(seed, Corpus(seed))
     rows: list[dict[str, Any]] = []
     for i in range(start, stop):
         rng = random.Random((seed << 40) + i * 15485863 + 11)
@@ -114,11 +146,51 @@ def _generate_chunk(args: tuple[int, int, int, int, list[list[str]], float]) -> 
                 "embed_text": f"{text.title}\n{text.description}\n{text.content}",  # memory_embedding_text
             }
         )
-    if dims:  # the hashing embedder: embed here, in the worker
-        vectors = HashingEmbedder(dims).embed([row["embed_text"] for row in rows])
-        for row, vector in zip(rows, vectors, strict=True):
-            row["vector"] = _vector_text(vector)
-    return rows
+    texts = [row["embed_text"] for row in rows]
+    embedder = embedder_from_settings()
+    cached = _vectors_cached(embedder.name, texts)
+    embed_seconds = 0.0
+    if cached is None:
+        # the product's own batch call (what a re-embed or an import makes), one worker per core
+        t0 = time.perf_counter()
+        vectors = embedder.embed(texts)
+        embed_seconds = time.perf_counter() - t0
+        _vectors_keep(embedder.name, texts, vectors)
+    else:
+        vectors = cached
+    for row, vector in zip(rows, vectors, strict=True):
+        row["vector"] = _vector_text(vector)
+    return rows, embed_seconds
+
+
+def _vector_cache_path(model_name: str, texts: Sequence[str]) -> Path:
+    """Where a chunk's vectors are kept: named by the model and a digest of the exact texts, so a change
+    of corpus, chunking or model never reads stale vectors."""
+    import hashlib
+
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:32]
+    safe_model = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in model_name)
+    return VECTOR_CACHE_DIR / safe_model / f"{digest}.npy"
+
+
+def _vectors_cached(model_name: str, texts: Sequence[str]) -> Any:
+    import numpy as np
+
+    path = _vector_cache_path(model_name, texts)
+    if not path.is_file():
+        return None
+    array = np.load(path)
+    return array if array.shape[0] == len(texts) else None
+
+
+def _vectors_keep(model_name: str, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+    import numpy as np
+
+    path = _vector_cache_path(model_name, texts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+    np.save(tmp, np.asarray(vectors, dtype=np.float32))
+    tmp.replace(path)  # whole or absent: an interrupted load leaves no half-written chunk
 
 
 class _PreformattedVector:
@@ -301,18 +373,40 @@ def _counts(org: Any) -> tuple[int, int]:
     return total, in_range
 
 
+def _foreign_embeddings(model_name: str) -> dict[str, int]:
+    """Bench memories embedded by another model than ``model_name``, by that model's name."""
+    from django.db.models import Count
+
+    from memories.models import Memory
+
+    rows = (
+        Memory.objects.filter(organization__slug__in=[BENCH_ORG, *NOISE_ORGS])
+        .exclude(embedding_model=model_name)
+        .values("embedding_model")
+        .annotate(n=Count("id"))
+    )
+    return {row["embedding_model"]: row["n"] for row in rows}
+
+
 def dataset_ensure(n: int, *, reset: bool = False, log: Any = print) -> dict[str, Any]:
-    """Make the database hold exactly ``n`` bench memories plus 5% of ``n`` in each noise org.
+    """Make the database hold exactly ``n`` bench memories plus 5% of ``n`` in each noise org, embedded
+    by the configured embedder.
 
     Idempotent: nothing is loaded when the counts already match; a smaller dataset is topped up,
-    a larger one loses its tail. Large loads drop the HNSW and GIN indexes and rebuild them after.
+    a larger one loses its tail; memories another embedder made (the default changed, or an
+    ``EMBEDDER`` given for one run) are loaded again: their vectors would not match the queries'.
+    Large loads drop the HNSW and GIN indexes and rebuild them after.
     """
     from django.db import connection
 
     from memories.models import Memory
-    from reasoningbank.ai.embedders import HashingEmbedder, embedder_from_settings
+    from reasoningbank.ai.embedders import embedder_from_settings
 
     started = time.perf_counter()
+    embedder = embedder_from_settings()
+    if not reset and (foreign := _foreign_embeddings(embedder.name)):
+        log(f"  memories embedded by another model ({foreign}), not {embedder.name}: loading the data again")
+        reset = True
     if reset:
         log("resetting the benchmark data")
         dataset_reset(log)
@@ -336,40 +430,42 @@ def dataset_ensure(n: int, *, reset: bool = False, log: Any = print) -> dict[str
             total = target
         plan[slug] = (total, target)
     to_load = sum(target - have for have, target in plan.values())
-    load_seconds = 0.0
+    load_seconds = embed_seconds = 0.0
     if to_load:
-        embedder = embedder_from_settings()
-        dims = embedder.dimensions if isinstance(embedder, HashingEmbedder) else 0
         if to_load > 5000:
             bulk_indexes_drop(log)
         _install_preformatted_vectors()
         now = time.time()
+        workers = max(1, min(2, os.cpu_count() or 1))
+        log(f"  loading {to_load:,} memories embedded by {embedder.name} in {workers} worker processes")
         t0 = time.perf_counter()
         done = 0
         import multiprocessing
 
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes=max(1, min(2, os.cpu_count() or 1))) as pool:
+        # spawn, not fork: each worker builds its own embedder (a model, a runtime's threads) from settings
+        ctx = multiprocessing.get_context("spawn")
+        from django.conf import settings
+
+        embedder_settings = {name: getattr(settings, name) for name in EMBEDDER_SETTINGS if hasattr(settings, name)}
+        with ctx.Pool(processes=workers, initializer=_worker_init, initargs=(embedder_settings,)) as pool:
             for slug, (have, target) in plan.items():
                 if have >= target:
                     continue
                 bo = orgs[slug]
                 jobs = [
-                    (ORG_SEED[slug], s, min(s + LOAD_BATCH, target), dims, bo.stacks, now)
+                    (ORG_SEED[slug], s, min(s + LOAD_BATCH, target), bo.stacks, now)
                     for s in range(have, target, LOAD_BATCH)
                 ]
-                for rows in pool.imap(_generate_chunk, jobs):
-                    if not dims:  # another embedder: embed in batches here
-                        vectors = embedder.embed([row["embed_text"] for row in rows])
-                        for row, vector in zip(rows, vectors, strict=True):
-                            row["vector"] = _vector_text(vector)
+                # the next chunks are embedded in the workers while this process inserts one
+                for rows, seconds in pool.imap(_generate_chunk, jobs):
+                    embed_seconds += seconds
                     Memory.objects.bulk_create(
                         [_memory_from_row(slug, bo, row, embedder.name) for row in rows], batch_size=LOAD_BATCH
                     )
                     done += len(rows)
                     rate = done / (time.perf_counter() - t0)
                     if done % 10_000 < LOAD_BATCH or done == to_load:
-                        log(f"  loaded {done}/{to_load} memories ({rate:.0f}/s)")
+                        log(f"  loaded {done:,}/{to_load:,} memories ({rate:.0f}/s)")
         load_seconds = time.perf_counter() - t0
         changed = True
     if shrunk:  # give the space back (and rebuild the b-trees) so a smaller dataset is not a bloated one
@@ -389,6 +485,7 @@ def dataset_ensure(n: int, *, reset: bool = False, log: Any = print) -> dict[str
         )
         table_size, hnsw_size, table_rows = cursor.fetchone()
     return {
+        "embedder": embedder.name,
         "bench_memories": n,
         "noise_memories": sum(targets[s] for s in NOISE_ORGS),
         "table_rows": table_rows,
@@ -396,6 +493,9 @@ def dataset_ensure(n: int, *, reset: bool = False, log: Any = print) -> dict[str
         "hnsw_size": hnsw_size,
         "loaded": to_load,
         "load_seconds": round(load_seconds, 1),
+        "load_memories_per_second": round(to_load / load_seconds, 1) if load_seconds else None,
+        # the workers' embedding calls, summed: ~2x the wall time embedding took when both cores work
+        "embedding_worker_seconds": round(embed_seconds, 1),
         "index_build_seconds": round(index_seconds, 1),
         "total_seconds": round(time.perf_counter() - started, 1),
         "orgs": orgs,

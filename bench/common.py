@@ -42,7 +42,8 @@ def configure_environment() -> dict[str, str]:
     os.environ.setdefault("LOG_LEVEL", "warning")
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    return {name: os.environ[name] for name in ("RB_DATA_DIR", "DEBUG", "DJANGO_SETTINGS_MODULE")}
+    chosen = {name: os.environ[name] for name in ("RB_DATA_DIR", "DEBUG", "DJANGO_SETTINGS_MODULE")}
+    return {**chosen, "EMBEDDER": os.environ.get("EMBEDDER", "(the product's default)")}
 
 
 def django_setup(*, migrate: bool = True) -> None:
@@ -96,7 +97,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def uvicorn_server(
-    app: str = "reasoningbank.asgi:application", *, workers: int = 1, startup_timeout: float = 60.0
+    app: str = "reasoningbank.asgi:application", *, workers: int = 1, startup_timeout: float = 180.0
 ) -> Iterator[tuple[str, int]]:
     """Start ``uvicorn app`` on 127.0.0.1 with a free port (same environment as this process) and
     yield (base URL, pid) once ``/healthz`` answers; stop it (by its own pid) afterwards."""

@@ -1,17 +1,23 @@
 """memory_search latency and throughput at 10K / 100K memories (docs/search.md).
 
-Three ways, against the same data and the same 200 queries:
+Measured as users run it: with the product's default embedder (``--embedder`` or ``EMBEDDER`` for
+another, e.g. ``hashing``), and every measured query a text no process has embedded before, so the
+query-embedding cache never hides the embedding's cost. Three ways, each with its own queries
+(200 by default):
 
 1. in-process: ``memories.search.contracts.SearchInput`` + ``memory_search_use`` (the service
    every transport calls), with the time split into query embedding, the selector
    (``memory_search``: HNSW + full-text candidates, ranking) and the usage-signal writes;
 2. REST: ``POST /api/v1/memories/search`` against a real uvicorn server on 127.0.0.1;
-3. MCP: ``memory_search`` through the official SDK client over Streamable HTTP (``/mcp``).
+3. MCP: ``memory_search`` through the official SDK client over Streamable HTTP (``/mcp``), then new
+   queries each sent twice in a row: the server's cache serves the second its vector, and the paired
+   difference is the query embedding's share of what a client waits.
 
 REST and MCP are measured sequentially (one client) and with ``--concurrency`` clients.
 The data lives in a dedicated embedded PostgreSQL (``.data/bench``); see bench/README.md.
 
     .venv/bin/python bench/search.py --sizes 10000 100000 --queries 200 [--explain] [--reset]
+    .venv/bin/python bench/search.py --sizes 100000 --embedder hashing      # another embedder, own data
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import search_queries
 from _dataset import BENCH_ORG, NOISE_ORGS, dataset_ensure
-from _search_http import bench_mcp, bench_rest
+from _search_http import bench_mcp, bench_rest, queries_needed
 from common import (
     RESULTS_DIR,
     CpuMeter,
@@ -107,7 +113,7 @@ class SqlTimer:
 SQL_CATEGORIES = ("sql_search", "sql_usage_read", "sql_writes", "sql_other_reads", "sql_set", "sql_commit")
 
 
-def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, Any]:
+def bench_in_process(token: Any, queries: list[str], warmup: list[str]) -> dict[str, Any]:
     """The service call every transport makes, timed in this process, with a breakdown."""
     from django.db import connection
 
@@ -133,6 +139,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
         "total": [],
         "cpu": [],
         "embedding": [],
+        "without_embedding": [],
         "selector": [],
         "usage_writes": [],
         "sql_statements": [],
@@ -154,7 +161,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
 
     connection.commit = timed_commit  # type: ignore[method-assign]
     try:
-        for q in queries[:warmup]:
+        for q in warmup:
             services.memory_search_use(principal=principal, search=SearchInput(query=q).to_query())
         meter = CpuMeter().start()
         started = time.perf_counter()
@@ -171,6 +178,7 @@ def bench_in_process(token: Any, queries: list[str], warmup: int) -> dict[str, A
             series["total"].append(total)
             series["cpu"].append(cpu)
             series["embedding"].append(result.embedding_ms)
+            series["without_embedding"].append(total - result.embedding_ms)
             series["selector"].append(timings.get("selector", 0.0))
             series["usage_writes"].append(timings.get("usage_writes", 0.0))
             per_category: dict[str, float] = {"sql_commit": sum(commit_ms)}
@@ -226,7 +234,8 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
         statements = [item["sql"] for item in captured.captured_queries]
         sets = [s for s in statements if _sql_category(s.lstrip()) == "sql_set"]
         entry: dict[str, Any] = {"query": q}
-        sql = next((s for s in statements if _sql_category(s.lstrip()) == "sql_search"), None)
+        # the legs' statement (both legs as one UNION ALL here), not the query's lexemes or term statistics
+        sql = next((s for s in statements if s.lstrip().lstrip("(").startswith("/* search:vector")), None)
         if sql is not None:
             with transaction.atomic(), connection.cursor() as cursor:
                 for s in sets:
@@ -283,6 +292,7 @@ def print_table(result: dict[str, Any]) -> None:
     ds = result["dataset"]
     ip = result.get("in_process") or {}
     log("")
+    log(f"== embedder {ds['embedder']}; every measured query embedded for the first time (uncached)")
     log(
         f"== N = {ds['bench_memories']:,} bench memories (+{ds['noise_memories']:,} in noise orgs; table "
         f"{ds['table_rows']:,} rows, {ds['table_size']}, HNSW {ds['hnsw_size']}); {result['queries']} queries, "
@@ -293,7 +303,8 @@ def print_table(result: dict[str, Any]) -> None:
     if ip:
         log(_row("in-process service (total)", ip["total"], ip["throughput_qps"]))
         log(_row("  CPU time of this process", ip["cpu"]))
-        log(_row("  query embedding (hashing)", ip["embedding"]))
+        log(_row("  query embedding (uncached)", ip["embedding"]))
+        log(_row("  everything but the embedding", ip["without_embedding"]))
         log(_row("  selector memory_search", ip["selector"]))
         log(_row("    SQL search (this thread's legs)", ip["sql_search"]))
         log(_row("  usage signals (read + write)", ip["usage_writes"]))
@@ -321,6 +332,28 @@ def print_table(result: dict[str, Any]) -> None:
                 mcp["concurrent"],
             )
         )
+        pairs = mcp.get("pairs")
+        if pairs:
+            log(
+                _row(
+                    "  pairs: a new query (uncached)",
+                    pairs["first_uncached"],
+                    pairs["first_uncached"]["throughput_qps"],
+                )
+            )
+            log(
+                _row(
+                    "  pairs: it again (vector cached)",
+                    pairs["second_cached"],
+                    pairs["second_cached"]["throughput_qps"],
+                )
+            )
+            log(_row("  pairs: difference = embedding", pairs["difference"]))
+            share = mcp["embedding_share"]
+            log(
+                f"  query embedding's share of MCP latency (median paired difference): {share['p50_ms']:.2f} ms "
+                f"of the pairs' p50, {share['p50_fraction']:.0%}"
+            )
         target = mcp["target"]
         log(
             f"MCP target p50 <= {target['p50_ms']:.0f} ms, p99 <= {target['p99_ms']:.0f} ms: "
@@ -384,11 +417,19 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
     )
     token, raw = bench_token(orgs)
     cleared = signals_clear(orgs)
-    queries = search_queries(args.queries)
-    warmup = min(args.warmup, len(queries))
+    # every leg its own texts: a text the server (or this process) embedded once is served from the cache
+    per_leg = queries_needed(args.queries, args.warmup, args.concurrency)
+    pool = iter(search_queries(args.warmup + args.queries + 2 * per_leg))
+    ip_warmup = [next(pool) for _ in range(args.warmup)]
+    ip_queries = [next(pool) for _ in range(args.queries)]
+    rest_queries = [next(pool) for _ in range(per_leg)]
+    mcp_queries = [next(pool) for _ in range(per_leg)]
+    queries = ip_queries
+    warmup = args.warmup
     result: dict[str, Any] = {
         "benchmark": "memory_search",
         "queries": len(queries),
+        "uncached": True,
         "warmup": warmup,
         "concurrency": args.concurrency,
         "machine": machine,
@@ -402,7 +443,7 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
     if not args.mcp_only:
         log("  in-process service ...")
         load["in_process"] = list(os.getloadavg())
-        result["in_process"] = bench_in_process(token, queries, warmup)
+        result["in_process"] = bench_in_process(token, ip_queries, ip_warmup)
         load["in_process"] += list(os.getloadavg())
         # a few measured queries, two with rare keywords, and broad one-word queries (many text matches)
         sample = [queries[i] for i in (0, 1, 2, 5, 8)]
@@ -428,11 +469,15 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
             if not args.mcp_only:
                 log("  REST ...")
                 load["rest"] = list(os.getloadavg())
-                result["rest"] = asyncio.run(bench_rest(base_url, raw, queries, warmup, args.concurrency, server_pid))
+                result["rest"] = asyncio.run(
+                    bench_rest(base_url, raw, rest_queries, args.queries, warmup, args.concurrency, server_pid)
+                )
                 load["rest"] += list(os.getloadavg())
             log("  MCP ...")
             load["mcp"] = list(os.getloadavg())
-            result["mcp"] = asyncio.run(bench_mcp(base_url, raw, queries, warmup, args.concurrency, server_pid))
+            result["mcp"] = asyncio.run(
+                bench_mcp(base_url, raw, mcp_queries, args.queries, warmup, args.concurrency, server_pid)
+            )
             load["mcp"] += list(os.getloadavg())
     # 1/5/15-minute load averages before and after each leg: other work on the machine skews figures
     result["loadavg"] = {leg: [round(x, 2) for x in values] for leg, values in load.items()}
@@ -447,6 +492,11 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000], help="bench memories (N)")
+    parser.add_argument(
+        "--embedder",
+        help="EMBEDDER for this run (e.g. hashing); default: the product's default (or EMBEDDER if set). "
+        "Data another embedder made is loaded again.",
+    )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=4, help="concurrent REST/MCP clients")
@@ -461,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    if args.embedder:
+        os.environ["EMBEDDER"] = args.embedder
     env = configure_environment()
     log(f"environment: {json.dumps(env)}")
     django_setup(migrate=True)
