@@ -111,6 +111,8 @@ def summaries_reembed(*, only_stale: bool = True, batch: int = 256) -> int:
     """Re-embed ready summaries with the configured embedder (``reembed_memories`` calls it after the
     memories): only those embedded by another model unless ``only_stale`` is false."""
     qs = MemorySummary.objects.filter(status=MemorySummary.STATUS_READY)
+    if not qs.exists():  # nothing to embed: loading the model costs seconds
+        return 0
     if only_stale:
         qs = qs.exclude(embedding_model=embedder_from_settings().name, embedding__isnull=False)
     done, last = 0, ""

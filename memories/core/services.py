@@ -485,6 +485,8 @@ def _update(principal: Principal, memory: Memory, changes: dict[str, Any]) -> Me
 def memories_reembed(*, only_stale: bool = True, batch: int = 256, progress: Any = None) -> int:
     """Re-embed memories (every org) with the configured embedder; only those embedded by another
     model unless ``only_stale`` is false. Batches commit separately so a long run can resume."""
+    if not Memory.objects.exists():  # nothing to embed: loading the model costs seconds
+        return 0
     embedder = embedder_from_settings()
     qs = Memory.objects.all()
     if only_stale:
