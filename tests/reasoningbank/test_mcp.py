@@ -106,8 +106,10 @@ async def test_lists_the_memory_tools_with_their_schemas_and_hints(app: Any, tok
     assert (props["limit"]["minimum"], props["limit"]["maximum"]) == (1, 20)
     assert props["min_confidence"]["type"] == "number" and props["min_confidence"]["default"] == 0.5
     assert props["explain"]["default"] is False and "project" in props
-    # three keys, and summaries only when a search found some (docs/search.md#the-request)
-    assert set(search.output_schema["properties"]) == {"memories", "total_found", "tokens_used", "summaries"}
+    # three keys; summaries only when a search found some, query_rewrite only in deep mode
+    # (docs/search.md#the-request)
+    outputs = {"memories", "total_found", "tokens_used", "summaries", "query_rewrite"}
+    assert set(search.output_schema["properties"]) == outputs
     assert set(search.output_schema["required"]) == {"memories", "total_found", "tokens_used"}
 
     record = tools["memory_record"]
