@@ -526,7 +526,7 @@ def main() -> None:
             log(f"  {signals} usage signals of an earlier --keep-usage run removed")
         from django.db import connection
 
-        from memories.search.selectors import collection_stats
+        from memories.search.statistics import collection_stats
 
         # what autovacuum does within a minute of a load: BM25 reads its statistics from it (search's
         # SEARCH_TERM_STATISTICS=auto), so every run ranks with the table's current statistics

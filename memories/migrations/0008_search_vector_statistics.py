@@ -1,5 +1,5 @@
 """BM25's document frequencies come from PostgreSQL's own statistics of the full-text column once it
-has been analysed (memories.search.selectors.collection_stats): ANALYZE keeps the most common lexemes
+has been analysed (memories.search.statistics.collection_stats): ANALYZE keeps the most common lexemes
 with the share of memories holding each, ten per unit of the column's statistics target. The default
 target (100: 1,000 lexemes) leaves most of a bank's vocabulary "rarer than the least common one";
 1,000 keeps 10,000 lexemes, so rare terms are told apart too."""

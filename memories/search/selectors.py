@@ -1,23 +1,23 @@
-"""Hybrid search (docs/search.md): the reads behind ``memory_search`` — the query's BM25 term
-statistics, the vector and lexical legs inside the caller's reach, their fusion into one relevance
-(``memories.search.ranking``), the ranking and the folding of near-identical hits."""
+"""Hybrid search (docs/search.md): the reads behind ``memory_search`` — the vector and lexical legs
+inside the caller's reach, their fusion into one relevance (``memories.search.ranking``), the ranking
+and the folding of near-identical hits. The query's BM25 term statistics: ``memories.search.statistics``."""
 
 from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.models import Project
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
+from memories.search import statistics as term_statistics
 from memories.search.neighbours import NEIGHBOUR_PARENTS, NEIGHBOUR_WINDOW, neighbour_links, relevance_with_neighbours
 from memories.search.ranking import (
     BM25_B,
@@ -26,13 +26,13 @@ from memories.search.ranking import (
     RETRIEVAL_MODES,
     LegScores,
     ScoreBreakdown,
-    bm25_idf,
     estimate_tokens,
     leg_ranks,
     relevance_fuse,
     score_memory,
 )
 from memories.search.rewrite import QueryRewrite
+from memories.search.statistics import query_terms, sql_rows, tsquery_or
 from memories.search.temporal import QueryTime, query_time, time_adjusted, time_match
 from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.tracing import span
@@ -42,10 +42,6 @@ logger = logging.getLogger(__name__)
 # candidates fetched per leg before ranking: enough headroom for the confidence/recency re-rank
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 20
-# the full-text leg ranks at most this many matches, so a very common word stays cheap
-TEXT_MATCH_CAP = 300
-# memories sampled for BM25's mean document length
-BM25_LENGTH_SAMPLE = 200
 
 
 @dataclass(frozen=True)
@@ -141,72 +137,6 @@ def _reach_sql(reach: Reach, scope: str) -> str:
 _BM25_SQL = "rb_bm25(m.search_vector, %(terms)s::text[], %(idfs)s::float8[], %(k1)s, %(b)s, %(avgdl)s)"
 
 
-def _terms_sql(reach: str) -> str:
-    """Exact statistics (a table never analysed: new or small): the query's terms (stemmed lexemes,
-    stopwords removed) with their document frequency in reach, the number of memories in reach and
-    their mean length (a sample). Every count stops at a cap through the GIN index."""
-    return (
-        "/* search:terms */ SELECT t.lexeme, (SELECT count(*) FROM (SELECT 1 FROM memories_memory m "
-        f"WHERE m.search_vector @@ (quote_literal(t.lexeme))::tsquery AND {reach} LIMIT %(df_cap)s + 1) d), "
-        f"(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {reach} LIMIT %(n_cap)s) n), "
-        "(SELECT avg(rb_doc_length(s.search_vector)) FROM "
-        f"(SELECT m.search_vector FROM memories_memory m WHERE {reach} LIMIT %(sample)s) s) "
-        "FROM unnest(to_tsvector('english', %(query)s)) t"
-    )
-
-
-_LEXEMES_SQL = "/* search:lexemes */ SELECT lexeme FROM unnest(to_tsvector('english', %(query)s))"
-# PostgreSQL's own statistics of the full-text column (ANALYZE keeps the most common lexemes and the
-# fraction of memories holding each; migration 0008 raises how many), and the table's size
-_PLANNER_STATS_SQL = (
-    "/* search:stats */ SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
-    "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() "
-    "AND s.tablename = 'memories_memory' AND s.attname = 'search_vector' "
-    "WHERE c.oid = 'memories_memory'::regclass"
-)
-_LENGTH_SAMPLE_SQL = (
-    "/* search:stats */ SELECT avg(rb_doc_length(s.search_vector)) "
-    "FROM (SELECT search_vector FROM memories_memory WHERE state = 'active' LIMIT %(sample)s) s"
-)
-
-
-@dataclass(frozen=True)
-class CollectionStats:
-    """BM25's collection statistics from PostgreSQL's planner statistics: the table's memories, the
-    share of them holding each common lexeme, the share assumed for any other (half the least common
-    one's, as PostgreSQL's own estimates do) and the mean memory length."""
-
-    documents: float
-    shares: dict[str, float]
-    rare_share: float
-    avgdl: float
-
-    def document_frequency(self, lexeme: str) -> float:
-        return self.shares.get(lexeme, self.rare_share) * self.documents
-
-
-_stats_cache: tuple[float, CollectionStats | None] | None = None
-
-
-def collection_stats(*, refresh: bool = False) -> CollectionStats | None:
-    """The planner-statistics view of the bank, kept ``SEARCH_STATS_TTL`` seconds per process (they
-    change only with ANALYZE); None while the table has never been analysed."""
-    global _stats_cache
-    now = time.monotonic()
-    if not refresh and _stats_cache is not None and _stats_cache[0] > now:
-        return _stats_cache[1]
-    rows = _rows(_PLANNER_STATS_SQL, {})
-    stats = None
-    if rows and rows[0][1] and rows[0][2] and rows[0][0] and rows[0][0] > 0:
-        documents, lexemes, freqs = float(rows[0][0]), list(rows[0][1]), [float(f) for f in rows[0][2]]
-        # most_common_elem_freqs: one per lexeme, then the minimum, the maximum and the null share
-        shares = dict(zip(lexemes, freqs[: len(lexemes)], strict=True))
-        (avgdl,) = _rows(_LENGTH_SAMPLE_SQL, {"sample": BM25_LENGTH_SAMPLE})[0]
-        stats = CollectionStats(documents, shares, freqs[len(lexemes)] / 2, float(avgdl or 1.0))
-    _stats_cache = (now + float(_setting("SEARCH_STATS_TTL")), stats)
-    return stats
-
-
 def _vector_leg_sql(base: str) -> str:
     """The k nearest memories in reach (HNSW; iterative scan until k rows pass the filter)."""
     return (
@@ -242,65 +172,11 @@ def _text_leg_sql(base: str, terms: int) -> str:
     )
 
 
-def _tsquery_or(lexemes: list[str]) -> str:
-    """``'a' | 'b'`` of already-stemmed lexemes, quoted for the tsquery parser (no second stemming)."""
-    return " | ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
-
-
-@dataclass(frozen=True)
-class QueryTerms:
-    """BM25's view of a query: its terms, their IDF, and the terms that pick the lexical leg's
-    candidates (the selective ones: a term in more than ``SEARCH_TERM_DF_CAP`` memories only scores)."""
-
-    terms: list[str]
-    idfs: list[float]
-    selective: list[str]
-    avgdl: float
-
-
-def _query_terms(in_reach: str, params: dict[str, Any], df_cap: int) -> QueryTerms:
-    """From PostgreSQL's planner statistics when the table has been analysed (no per-query cost,
-    the IDF of the whole bank), else from exact capped counts within the caller's reach."""
-    stats = collection_stats() if _setting("SEARCH_TERM_STATISTICS") == "auto" else None
-    if stats is not None:
-        lexemes = [str(row[0]) for row in _rows(_LEXEMES_SQL, params)]
-        found = [(lexeme, stats.document_frequency(lexeme)) for lexeme in lexemes]
-        documents, avgdl = stats.documents, stats.avgdl
-    else:
-        rows = _rows(_terms_sql(in_reach), params)
-        if not rows:
-            return QueryTerms([], [], [], 1.0)
-        documents, avgdl = float(rows[0][2]), float(rows[0][3] or 1.0)
-        found = [(str(lexeme), float(df)) for lexeme, df, _, _ in rows if df]
-    # the rarest terms pick the lexical candidates, as many as the match cap can enumerate whole (a
-    # capped scan of commoner ones would be an arbitrary sample); the others only score, and a term in
-    # more memories than the cap never picks (the vector leg's candidates still get its score)
-    selective: list[str] = []
-    budget = float(TEXT_MATCH_CAP)
-    for lexeme, df in sorted(found, key=lambda term: term[1]):
-        if df > df_cap or (selective and df > budget):
-            break
-        selective.append(lexeme)
-        budget -= df
-    return QueryTerms(
-        terms=[lexeme for lexeme, _ in found],
-        idfs=[bm25_idf(df, documents) for _, df in found],
-        selective=selective,
-        avgdl=avgdl,
-    )
-
-
-def _rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def _leg_rows(leg: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """A leg's candidate rows (``vector``, ``lexical``, or both as one statement ``vector+lexical``)
     in its own span, the ``memory.search.<leg>`` of the trace."""
     with span(f"memory.search.{leg}") as current:
-        rows = _rows(sql, params)
+        rows = sql_rows(sql, params)
         current.set_attribute("rows", len(rows))
         return rows
 
@@ -381,26 +257,26 @@ def memory_search_rank(
         "vector": vector_literal(query_vector),
         "query": search.query,
         "k": k,
-        "text_cap": TEXT_MATCH_CAP,
+        "text_cap": term_statistics.TEXT_MATCH_CAP,
         "df_cap": df_cap,
         "n_cap": int(_setting("SEARCH_COLLECTION_CAP")),
-        "sample": BM25_LENGTH_SAMPLE,
+        "sample": term_statistics.BM25_LENGTH_SAMPLE,
         "k1": BM25_K1,
         "b": BM25_B,
     }
     with span("memory.search.terms") as terms_span:
-        terms = _query_terms(in_reach, params, df_cap)
+        terms = query_terms(in_reach, params, df_cap)
         terms_span.set_attributes({"terms": len(terms.terms), "selective_terms": len(terms.selective)})
-    params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=_tsquery_or(terms.selective))
+    params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=tsquery_or(terms.selective))
     for i, (term, idf) in enumerate(zip(terms.terms, terms.idfs, strict=True)):
-        params.update({f"term_{i}": _tsquery_or([term]), f"idf_{i}": idf})
+        params.update({f"term_{i}": tsquery_or([term]), f"idf_{i}": idf})
     legs = [_vector_leg_sql(base)] if any(query_vector) else []
     legs += [_text_leg_sql(base, len(terms.terms))] if terms.selective else []
     both = "+".join((["vector"] if any(query_vector) else []) + (["lexical"] if terms.selective else []))
     ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
     if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
         with transaction.atomic():
-            _rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
+            sql_rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
             rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     elif len(legs) == 2 and _legs_in_parallel():
         text_rows = run_beside(_lexical_rows, legs[1], params)
@@ -513,7 +389,7 @@ def _with_neighbours(
     in_project = [h.memory.id for h in parents if h.memory.project_id is not None]
     other = [h.memory.id for h in parents if h.memory.project_id is None]
     known = {row[0] for row in rows}
-    found = _rows(
+    found = sql_rows(
         _neighbour_sql(base, in_project=bool(in_project), other=bool(other)),
         {
             **params,
@@ -639,7 +515,7 @@ def _similar_pairs(ids: list[str], threshold: float) -> dict[str, list[str]]:
     """Which of ``ids`` have a stored embedding at least ``threshold`` alike (cosine), both ways."""
     if len(ids) < 2:
         return {}
-    rows = _rows(
+    rows = sql_rows(
         "/* search:collapse */ SELECT a.id, b.id FROM memories_memory a JOIN memories_memory b "
         "ON a.id < b.id AND b.id = ANY(%(ids)s) WHERE a.id = ANY(%(ids)s) "
         "AND 1 - (a.embedding <=> b.embedding) >= %(threshold)s",

@@ -123,10 +123,10 @@ def _plans_of_search(monkeypatch, run):
     """EXPLAIN ANALYZE of the statistics and text-leg statements a search runs (as JSON plans)."""
     from django.db import connection
 
-    from memories.search import selectors
+    from memories.search import selectors, statistics
 
     plans: dict[str, list[dict]] = {"terms": [], "text": []}
-    real_rows = selectors._rows
+    real_rows = statistics.sql_rows
 
     def explained(sql, params):
         kind = "terms" if "/* search:terms */" in sql else "text" if "/* search:text */" in sql else None
@@ -136,7 +136,8 @@ def _plans_of_search(monkeypatch, run):
                 plans[kind].append(cursor.fetchone()[0][0]["Plan"])
         return real_rows(sql, params)
 
-    monkeypatch.setattr(selectors, "_rows", explained)
+    monkeypatch.setattr(selectors, "sql_rows", explained)  # the legs
+    monkeypatch.setattr(statistics, "sql_rows", explained)  # the term statistics
     return run(), plans
 
 
@@ -174,12 +175,12 @@ def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, toke
 
 
 def test_a_rare_words_matches_are_enumerated_up_to_the_match_cap(cast, token, settings, monkeypatch):
-    from memories.search import selectors as selectors_search
+    from memories.search import statistics as search_statistics
 
     _many(token, cast.project_a, "kustomize", 40)
     settings.SEARCH_TERM_DF_CAP = 50
     settings.SEARCH_PARALLEL_LEGS = False
-    monkeypatch.setattr(selectors_search, "TEXT_MATCH_CAP", 25)
+    monkeypatch.setattr(search_statistics, "TEXT_MATCH_CAP", 25)
     result, plans = _plans_of_search(monkeypatch, lambda: search(token, "kustomize", min_confidence=0, limit=5))
 
     assert len(result.hits) == 5
@@ -190,7 +191,7 @@ def test_a_rare_words_matches_are_enumerated_up_to_the_match_cap(cast, token, se
 def test_planner_statistics_give_the_idf_once_the_table_is_analysed(cast, token, settings):
     from django.db import connection
 
-    from memories.search import selectors as selectors_search
+    from memories.search import statistics as search_statistics
 
     _many(token, cast.project_a, "deploy", 30)
     rare = record(
@@ -199,14 +200,14 @@ def test_planner_statistics_give_the_idf_once_the_table_is_analysed(cast, token,
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memories_memory")
     settings.SEARCH_TERM_STATISTICS = "auto"
-    stats = selectors_search.collection_stats(refresh=True)
+    stats = search_statistics.collection_stats(refresh=True)
     try:
         assert stats is not None and stats.documents >= 31
         assert stats.document_frequency("deploy") > stats.document_frequency("kustomiz")
         result = search(token, "deploy kustomize", explain=True, limit=3, min_confidence=0)
         assert ids(result)[0] == rare.id and result.hits[0].breakdown.lexical_rank == 1
     finally:
-        selectors_search._stats_cache = None
+        search_statistics._stats_cache = None
 
 
 def test_when_no_pooled_connection_comes_the_lexical_leg_runs_inline_and_the_search_answers(token, monkeypatch):
