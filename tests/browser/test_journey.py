@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 from django_q.conf import Conf
 
+from tests.e2e.llm_stub import batch_reply
 from tests.fakes import ScriptedLLM
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -40,6 +41,8 @@ def _consolidation_llm() -> ScriptedLLM:
                 "TAGS: go, database, timeout\nOUTCOME: success\n"
                 "SOURCE_ATTRIBUTION: Synthesized from 3 source memories about database timeouts"
             )
+        if "Pairs (OLDER → NEWER):" in prompt:  # the batched judge: every pair the same advice
+            return batch_reply(prompt)
         if "supersedes" in system:
             return '{"supersedes": false, "confidence": "low", "reason": null}'
         return '{"reasoning": "same advice", "contradicts": false, "confidence": 0.1, "explanation": ""}'
