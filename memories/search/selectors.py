@@ -333,37 +333,25 @@ def within_budget(items: list[Any], budget: int, *, cost: Any) -> list[Any]:
     return kept
 
 
-def _neighbour_pairs_sql(base: str, *, in_project: bool) -> str:
-    """(hit, neighbour) id pairs: the ``%(window)s`` memories recorded just before and just after each
-    hit in the same place, inside the search's filter (``base``). Recording order is (created_at, id):
-    ids are time-ordered, so they also order memories stored with one timestamp (an import). A project's
-    memories are walked on the (organization, project, created_at) index, team and organization ones on
-    the (organization, created_at) one; only ids here, the scores are computed once per new memory."""
-    place = (
-        "m.project_id = p.project_id"
-        if in_project
-        else "m.project_id IS NULL AND m.team_id IS NOT DISTINCT FROM p.team_id"
-    )
+def _neighbour_sql(base: str) -> str:
+    """One statement: the ``%(window)s`` memories recorded just before and just after each hit of
+    ``%(parents)s`` in its project, inside the search's filter (``base``), each (hit, neighbour) pair with
+    the neighbour's row as the legs return theirs (scored by both legs, tagged ``neighbour``) unless it
+    is among the candidates already (``%(known)s``: NULLs then). Recording order is (created_at, id): ids
+    are time-ordered, so they also order memories stored with one timestamp (an import). Each side walks
+    the (organization, project, created_at) index a few rows. Team and organization memories have no
+    neighbours: their walk cannot use that index (a project-less memory's place is its team or none) and
+    cost 360 ms of PostgreSQL per search at 100K memories (docs/search.md#neighbours)."""
     side = (
-        f"(SELECT m.id FROM memories_memory m WHERE {base} AND m.organization_id = p.organization_id AND {place} "
+        f"(SELECT m.id FROM memories_memory m WHERE {base} AND m.organization_id = p.organization_id "
+        "AND m.project_id = p.project_id "
         "AND m.created_at {cmp}= p.created_at AND (m.created_at {cmp} p.created_at OR m.id {cmp} p.id) "
         "ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s)"
     )
-    parents = "%(parents_project)s" if in_project else "%(parents_other)s"
-    return (
-        f"SELECT p.id AS parent, n.id FROM memories_memory p CROSS JOIN LATERAL ("
+    pairs = (
+        "SELECT p.id AS parent, n.id FROM memories_memory p CROSS JOIN LATERAL ("
         f"{side.format(cmp='<', order='DESC')} UNION ALL {side.format(cmp='>', order='ASC')}"
-        f") n WHERE p.id = ANY({parents})"
-    )
-
-
-def _neighbour_sql(base: str, *, in_project: bool, other: bool) -> str:
-    """One statement: every (hit, neighbour) pair of the hits ``%(parents_project)s`` and
-    ``%(parents_other)s``, each with the neighbour's row as the legs return theirs (scored by both legs,
-    tagged ``neighbour``) unless it is among the candidates already (``%(known)s``: NULLs then)."""
-    pairs = " UNION ALL ".join(
-        ([f"({_neighbour_pairs_sql(base, in_project=True)})"] if in_project else [])
-        + ([f"({_neighbour_pairs_sql(base, in_project=False)})"] if other else [])
+        ") n WHERE p.id = ANY(%(parents)s) AND p.project_id IS NOT NULL"
     )
     return (
         f"/* search:neighbours */ WITH pairs AS ({pairs}) SELECT pairs.parent, pairs.id, {_ROW_COLUMNS}, "
@@ -385,19 +373,13 @@ def _with_neighbours(
     """The neighbour stage (``memories.search.neighbours``, docs/search.md#neighbours): the best hits
     bring in the memories recorded next to them, every memory is fused again with them among the
     candidates and its relevance blended with its best linked memory's."""
-    parents = hits[:NEIGHBOUR_PARENTS]
-    in_project = [h.memory.id for h in parents if h.memory.project_id is not None]
-    other = [h.memory.id for h in parents if h.memory.project_id is None]
+    parents = [h.memory.id for h in hits[:NEIGHBOUR_PARENTS] if h.memory.project_id is not None]
+    if not parents:
+        return hits
     known = {row[0] for row in rows}
     found = sql_rows(
-        _neighbour_sql(base, in_project=bool(in_project), other=bool(other)),
-        {
-            **params,
-            "parents_project": in_project,
-            "parents_other": other,
-            "window": NEIGHBOUR_WINDOW,
-            "known": sorted(known),
-        },
+        _neighbour_sql(base),
+        {**params, "parents": parents, "window": NEIGHBOUR_WINDOW, "known": sorted(known)},
     )
     if not found:
         return hits
