@@ -96,3 +96,17 @@ def test_neighbours_come_from_the_same_place_and_the_search_filter_only(cast, to
     assert all(Memory.objects.get(pk=memory_id).organization_id == cast.org_a.id for memory_id in found)
     hit = next(h for h in result.hits if h.memory.id == kept.id)
     assert hit.breakdown.neighbour == failure.id  # the next memory of the place within the filter
+
+
+def test_organization_memories_bring_no_neighbours_in(cast, make_token):
+    """Their walk would have no index to use (docs/search.md#neighbours): an org-wide failure and the
+    explanation recorded right after it are not linked."""
+    _, admin = make_token(cast.org_a)
+    failure = record(admin, "Nightly backup failed", "The nightly backup job failed again and paged the on-call.",
+                     scope="org")
+    reason = record(admin, "Replica disk was full", "Found it: the replica disk was full, so the nightly dump aborted.",
+                    scope="org")
+    result = search(admin, QUESTION, limit=5, min_confidence=0, explain=True)
+    assert failure.id in ids(result)
+    assert all(h.breakdown.neighbour is None for h in result.hits)
+    assert reason.id in ids(result)  # found by its own words ("nightly"), not lifted by the failure
