@@ -180,13 +180,14 @@ class _RetryingLLM:
     def __init__(
         self,
         model: str,
-        *,
-        timeout: float,
-        max_retries: int,
-        max_concurrency: int,
-        backoff_base: float,
-        backoff_max: float,
-        sleep: Sleep,
+        api_key: str | None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        max_concurrency: int = 0,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        sleep: Sleep = time.sleep,
     ) -> None:
         self.model = model
         self.timeout = timeout
@@ -201,6 +202,11 @@ class _RetryingLLM:
         self._slots = threading.BoundedSemaphore(max_concurrency) if max_concurrency > 0 else None
         self._waiting_lock = threading.Lock()
         self.slots_waiting = 0  # calls waiting for a slot now (read by tests and diagnostics)
+        self._connect(api_key, base_url, timeout)
+
+    def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> None:
+        """Import the provider's SDK, name its errors and build its client (each subclass)."""
+        raise NotImplementedError
 
     @contextmanager
     def _slot(self) -> Iterator[None]:
@@ -324,27 +330,7 @@ class _RetryingLLM:
 class AnthropicLLM(_RetryingLLM):
     provider = "anthropic"
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str | None,
-        base_url: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        max_concurrency: int = 0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
-        sleep: Sleep = time.sleep,
-    ) -> None:
-        super().__init__(
-            model,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            sleep=sleep,
-        )
+    def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> None:
         import anthropic
 
         self._sdk_error = anthropic.AnthropicError
@@ -382,27 +368,7 @@ class AnthropicLLM(_RetryingLLM):
 class OpenAILLM(_RetryingLLM):
     provider = "openai"
 
-    def __init__(
-        self,
-        model: str,
-        api_key: str | None,
-        base_url: str | None = None,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        max_concurrency: int = 0,
-        backoff_base: float = 1.0,
-        backoff_max: float = 30.0,
-        sleep: Sleep = time.sleep,
-    ) -> None:
-        super().__init__(
-            model,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_concurrency=max_concurrency,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            sleep=sleep,
-        )
+    def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> None:
         import openai
 
         self._sdk_error = openai.OpenAIError
