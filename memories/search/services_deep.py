@@ -66,6 +66,13 @@ def query_rewrite(principal: Principal, question: str) -> QueryRewrite:
         return _skipped("no_llm", f"The configured LLM cannot be used ({exc}); the question was searched as asked.")
     if llm.provider == "none":
         return _skipped("no_llm", "No LLM is configured (LLM_PROVIDER=none): the question was searched as asked.")
+    paused_key = f"search:rewrite-paused:{llm.provider}:{llm.model}"  # this process's memory (docs/search.md)
+    if cache.get(paused_key):
+        return _skipped(
+            "llm_unavailable",
+            f"The LLM failed moments ago and is not asked again for up to {settings.SEARCH_DEEP_REWRITE_PAUSE:g} s; "
+            "the question was searched as asked.",
+        )
     organization = principal.organization
     key = rewrite_cache_key(organization.id, question, provider=llm.provider, model=llm.model)
     cached = cache.get(key)
@@ -86,6 +93,9 @@ def query_rewrite(principal: Principal, question: str) -> QueryRewrite:
     except LLMUnavailable:
         return _skipped("no_llm", "No LLM is configured: the question was searched as asked.")
     except LLMTransientError as exc:
+        # an LLM that is down would otherwise cost every deep search the whole timeout: searches in the
+        # next SEARCH_DEEP_REWRITE_PAUSE seconds skip it at once
+        cache.set(paused_key, True, timeout=settings.SEARCH_DEEP_REWRITE_PAUSE)
         return _skipped(
             "llm_unavailable", f"The LLM did not answer in time ({exc}); the question was searched as asked."
         )

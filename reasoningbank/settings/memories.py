@@ -51,6 +51,7 @@ SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimu
 # for the TTL, and the rankings are fused by each memory's best relevance (max) or reciprocal ranks (rrf)
 SEARCH_DEEP_REWRITE = env_bool("SEARCH_DEEP_REWRITE", False)
 SEARCH_DEEP_REWRITE_TIMEOUT = env_float("SEARCH_DEEP_REWRITE_TIMEOUT", 5.0, minimum=0.5, maximum=60)
+SEARCH_DEEP_REWRITE_PAUSE = env_float("SEARCH_DEEP_REWRITE_PAUSE", 30.0, minimum=0, maximum=3600)
 SEARCH_DEEP_REWRITE_CACHE_TTL = env_duration("SEARCH_DEEP_REWRITE_CACHE_TTL", "24h")
 SEARCH_DEEP_REWRITE_FUSION = env_choice("SEARCH_DEEP_REWRITE_FUSION", "max", ["max", "rrf"])
 # how much the LLM's queries count against the question itself (1: alike). At 1 a broad query ("Melanie")

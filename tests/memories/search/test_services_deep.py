@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.core.cache import caches
 
 from accounts.models import Organization
 from memories.search.rewrite import REWRITE_SYSTEM_PROMPT
@@ -27,6 +28,7 @@ REWRITE = json.dumps({"queries": ["Melanie sister wedding", POTTERY_QUERY]})
 @pytest.fixture(autouse=True)
 def rewrite_on(settings):
     settings.SEARCH_DEEP_REWRITE = True
+    caches["local"].clear()  # a pause after a failed call in an earlier test must not carry over
 
 
 @pytest.fixture(params=["anthropic", "openai"])
@@ -181,6 +183,25 @@ def test_an_llm_down_or_too_slow_falls_back_to_the_plain_search_and_says_why(ali
     assert body["query_rewrite"]["status"] == "skipped" and body["query_rewrite"]["reason"] == "llm_unavailable"
     assert bank["wedding"] in ids(body) and bank["pottery"] not in ids(body)
     assert LlmCall.objects.get().outcome == LlmCall.OUTCOME_ERROR  # a failed call is metered too
+
+
+def test_after_an_llm_failure_the_next_deep_searches_do_not_wait_for_it_again(settings, alice, bank, claude):
+    claude.route.mock(side_effect=httpx.ConnectTimeout("timed out"))
+    assert deep(alice)["query_rewrite"]["reason"] == "llm_unavailable"
+    second = deep(alice, query="And where did the wedding happen?")
+    assert (
+        second["query_rewrite"]["reason"] == "llm_unavailable"
+        and "not asked again" in second["query_rewrite"]["detail"]
+    )
+    assert claude.route.call_count == 1 and LlmCall.objects.count() == 1
+
+
+def test_with_no_pause_every_deep_search_asks_the_llm_again(settings, alice, bank, claude):
+    settings.SEARCH_DEEP_REWRITE_PAUSE = 0
+    claude.route.mock(side_effect=httpx.ConnectTimeout("timed out"))
+    deep(alice)
+    deep(alice, query="And where did the wedding happen?")
+    assert claude.route.call_count == 2
 
 
 def test_the_rewrite_makes_one_attempt_whatever_the_llms_retry_setting(settings, alice, bank, claude):
