@@ -79,7 +79,16 @@ class LlmPriceAdmin(admin.ModelAdmin):
     """The price table of the spend page's estimated cost (docs/llm-spend.md#estimated-cost): editable
     here by staff, since provider prices change between deployments."""
 
-    list_display = ("provider", "model", "input_per_million", "output_per_million", "currency", "updated_at")
+    list_display = (
+        "provider",
+        "model",
+        "input_per_million",
+        "cached_input_per_million",
+        "cache_write_per_million",
+        "output_per_million",
+        "currency",
+        "updated_at",
+    )
     search_fields = ("provider", "model")
 
 

@@ -57,6 +57,13 @@ LLM_TOKENS = Counter(
     "LLM tokens used, by direction (input or output)",
     ["provider", "model", "purpose", "direction"],
 )
+# a share of the input tokens above (never added to them): read from or written to the provider's prompt
+# cache (docs/llm.md#prompt-caching); a separate counter so that summing llm_tokens over direction stays right
+LLM_CACHED_TOKENS = Counter(
+    f"{PREFIX}_llm_cached_tokens",
+    "Input tokens the provider read from its prompt cache (kind=read) or wrote to it (kind=write)",
+    ["provider", "model", "purpose", "kind"],
+)
 LLM_LATENCY = Histogram(
     f"{PREFIX}_llm_latency_seconds",
     "Wall time of a successful LLM call, retries and backoff included",
@@ -67,6 +74,18 @@ LLM_ERRORS = Counter(
     f"{PREFIX}_llm_errors",
     "Failed LLM calls, by kind (transient: outlasted the retries; permanent: refused; other)",
     ["provider", "model", "purpose", "error"],
+)
+
+# budgets (reasoningbank/ai/budget.py, docs/llm-spend.md): a refused call waits for the period's turn
+LLM_BUDGET_REFUSALS = Counter(
+    f"{PREFIX}_llm_budget_refusals",
+    "LLM calls refused because they would cross a cap (the work waits), by cap (daily, monthly) and its source",
+    ["cap", "source"],
+)
+LLM_BUDGET_ALERTS = Counter(
+    f"{PREFIX}_llm_budget_alerts",
+    "Budget alerts sent (once per organization, cap and period), by cap (daily, monthly) and its source",
+    ["cap", "source"],
 )
 
 # --- search and context injection ---------------------------------------------------------------------------

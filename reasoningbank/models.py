@@ -43,6 +43,10 @@ class LlmCall(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     # the server did not count (all of) the tokens: they are estimated (reasoningbank/ai/llm.py, docs/llm.md)
     tokens_estimated = models.BooleanField(default=False)
+    # of input_tokens: those the provider read from its prompt cache (billed lower), and those it wrote to
+    # it (Anthropic bills writes above the input price) (docs/llm.md#prompt-caching)
+    cached_input_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.FloatField(default=0.0)
     attempts = models.PositiveSmallIntegerField(default=1)
     outcome = models.CharField(max_length=10, default=OUTCOME_OK)
@@ -137,6 +141,9 @@ class LlmPrice(models.Model):
     model = models.CharField(max_length=100, blank=True)
     input_per_million = models.DecimalField(max_digits=12, decimal_places=4)
     output_per_million = models.DecimalField(max_digits=12, decimal_places=4)
+    # prompt-cache prices (docs/llm-spend.md#estimated-cost); empty: those tokens cost the input price
+    cached_input_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    cache_write_per_million = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     currency = models.CharField(max_length=3, default="USD")
     updated_at = models.DateTimeField(auto_now=True)
 

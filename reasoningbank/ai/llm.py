@@ -58,6 +58,11 @@ class LLMResult:
     latency_ms: float  # wall time of the whole call, retries, backoff and waiting for a slot included
     attempts: int
     tokens_estimated: bool = False  # the server did not count (all of) them: see tokens_estimate
+    # Of ``input_tokens`` (which counts every prompt token, cached or not, so budgets see them all): those
+    # read from the provider's prompt cache, and those written to it (Anthropic bills writes above the
+    # input price; OpenAI's automatic cache has no writes to report). Both 0 when the server says nothing.
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class LLMError(Exception):
@@ -113,8 +118,10 @@ class LLM(Protocol):
 @dataclass(frozen=True)
 class _Reply:
     text: str
-    input_tokens: int | None  # None: the server did not say
+    input_tokens: int | None  # None: the server did not say; cached tokens included
     output_tokens: int | None
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 def _token_count(value: Any) -> int | None:
@@ -188,8 +195,11 @@ class _RetryingLLM:
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         sleep: Sleep = time.sleep,
+        prompt_cache: bool = True,
     ) -> None:
         self.model = model
+        # mark the stable system prompt for the provider's prompt cache (Anthropic; OpenAI caches by itself)
+        self.prompt_cache = prompt_cache
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
@@ -303,6 +313,8 @@ class _RetryingLLM:
                 latency_ms=(time.perf_counter() - started) * 1000.0,
                 attempts=attempt,
                 tokens_estimated=input_tokens is None or output_tokens is None,
+                cached_input_tokens=reply.cached_input_tokens,
+                cache_write_tokens=reply.cache_write_tokens,
             )
 
     def _classify(self, exc: Exception) -> tuple[bool, float | None]:
@@ -345,7 +357,13 @@ class AnthropicLLM(_RetryingLLM):
 
     def _send(self, *, system: str, prompt: str, max_tokens: int, temperature: float) -> _Reply:
         kwargs: dict[str, Any] = {}
-        if system:
+        if system and self.prompt_cache:
+            # The system prompt is the stable part of every prompt kind: marked as the end of a cacheable
+            # prefix, calls of the same kind within five minutes read it from the cache at a tenth of the
+            # input price. Below the model's minimum (1,024 to 4,096 tokens) the API caches nothing and
+            # charges as usual (docs/llm.md#prompt-caching).
+            kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+        elif system:
             kwargs["system"] = system
         # temperature is deliberately not sent: SDK 2.x speaks API version
         # 2026-10-21, which rejects sampling parameters outright (400 even for
@@ -358,10 +376,17 @@ class AnthropicLLM(_RetryingLLM):
         )
         text = "".join(block.text for block in message.content if block.type == "text")
         usage = getattr(message, "usage", None)  # a gateway in front of the API may drop it
+        # Anthropic's input_tokens are only the tokens after the last cache breakpoint: the prompt's whole
+        # input is those plus the ones read from and written to the cache.
+        uncached = _token_count(getattr(usage, "input_tokens", None))
+        read = _token_count(getattr(usage, "cache_read_input_tokens", None)) or 0
+        written = _token_count(getattr(usage, "cache_creation_input_tokens", None)) or 0
         return _Reply(
             text,
-            _token_count(getattr(usage, "input_tokens", None)),
+            None if uncached is None else uncached + read + written,
             _token_count(getattr(usage, "output_tokens", None)),
+            cached_input_tokens=read,
+            cache_write_tokens=written,
         )
 
 
@@ -394,10 +419,16 @@ class OpenAILLM(_RetryingLLM):
         text = (completion.choices[0].message.content or "") if completion.choices else ""
         # Compatible servers omit usage, send null, or count only the prompt: unknown, estimated later.
         usage = completion.usage
+        prompt_tokens = _token_count(getattr(usage, "prompt_tokens", None))
+        # OpenAI caches prompt prefixes of 1,024 tokens and more by itself and reports the share it read
+        # (included in prompt_tokens); local servers leave the details out, or send null.
+        cached = _token_count(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None)) or 0
         return _Reply(
             text,
-            _token_count(getattr(usage, "prompt_tokens", None)),
+            prompt_tokens,
             _token_count(getattr(usage, "completion_tokens", None)),
+            # never more than the prompt the server counted (a server's odd reply cannot make it negative)
+            cached_input_tokens=min(cached, prompt_tokens) if prompt_tokens else 0,
         )
 
 
@@ -432,6 +463,7 @@ def _build_llm(
     timeout: float,
     max_retries: int,
     max_concurrency: int = 0,
+    prompt_cache: bool = True,
 ) -> LLM:
     # Cached on the settings values so each process builds one SDK client (and
     # connection pool) per configuration, while a settings change still takes.
@@ -445,6 +477,7 @@ def _build_llm(
             timeout=timeout,
             max_retries=max_retries,
             max_concurrency=max_concurrency,
+            prompt_cache=prompt_cache,
         )
     if provider == "openai":
         return OpenAILLM(
@@ -492,6 +525,7 @@ def llm_from_settings(*, timeout: float | None = None, max_retries: int | None =
         timeout,
         retries,
         max_concurrency,
+        bool(getattr(settings, "LLM_PROMPT_CACHE", True)),
     )
 
 

@@ -25,7 +25,7 @@ from reasoningbank.ai.llm import (
 )
 from reasoningbank.ai.purposes import purpose_require
 from reasoningbank.logging_json import TRACE, log_body
-from reasoningbank.metrics import LLM_ERRORS, LLM_LATENCY, LLM_REQUESTS, LLM_TOKENS
+from reasoningbank.metrics import LLM_CACHED_TOKENS, LLM_ERRORS, LLM_LATENCY, LLM_REQUESTS, LLM_TOKENS
 from reasoningbank.models import LlmCall
 from reasoningbank.tracing import span
 
@@ -114,12 +114,17 @@ def llm_complete(
         organization_id=organization.pk, provider=result.provider, model=result.model, purpose=purpose,
         input_tokens=result.input_tokens, output_tokens=result.output_tokens, latency_ms=result.latency_ms,
         attempts=result.attempts, tokens_estimated=result.tokens_estimated, created_at=reservation.at,
+        cached_input_tokens=result.cached_input_tokens, cache_write_tokens=result.cache_write_tokens,
         **subject_ref,
     )
     budget_settle(reservation, result.input_tokens + result.output_tokens)
     LLM_REQUESTS.labels(**labels, outcome="ok").inc()
     LLM_TOKENS.labels(**labels, direction="input").inc(result.input_tokens)
     LLM_TOKENS.labels(**labels, direction="output").inc(result.output_tokens)
+    if result.cached_input_tokens:  # a share of the input above, counted apart (docs/llm.md#prompt-caching)
+        LLM_CACHED_TOKENS.labels(**labels, kind="read").inc(result.cached_input_tokens)
+    if result.cache_write_tokens:
+        LLM_CACHED_TOKENS.labels(**labels, kind="write").inc(result.cache_write_tokens)
     LLM_LATENCY.labels(**labels).observe(result.latency_ms / 1000)
     logger.debug(
         "LLM call %s: %d+%d tokens in %.0f ms", purpose, result.input_tokens, result.output_tokens, result.latency_ms,
@@ -141,6 +146,7 @@ def _complete_traced(llm: LLM, purpose: str, *, system: str, prompt: str, max_to
         current.set_attributes(
             {
                 "prompt_tokens": result.input_tokens,
+                "cached_prompt_tokens": result.cached_input_tokens,
                 "completion_tokens": result.output_tokens,
                 "latency_ms": round(result.latency_ms, 1),
                 "attempts": result.attempts,

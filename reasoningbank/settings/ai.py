@@ -43,6 +43,9 @@ LLM_TIMEOUT_SECONDS = env_float("LLM_TIMEOUT_SECONDS", 60.0, minimum=1)
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 3, minimum=0, maximum=10)
 # requests in flight at once per process, 0 for no limit: a local server's parallel slots (docs/llm.md#local-models)
 LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 0, minimum=0, maximum=256)
+# Anthropic: mark the stable system prompt for the prompt cache; off for a gateway that rejects
+# cache_control (docs/llm.md#prompt-caching)
+LLM_PROMPT_CACHE = env_bool("LLM_PROMPT_CACHE", True)
 
 # --- LLM budgets (docs/llm-spend.md) -----------------------------------------------------------
 # a call reserves its prompt's UTF-8 bytes divided by this, plus its max_tokens, before it is made:

@@ -48,6 +48,13 @@ def anthropic_reply(
     )
 
 
+def anthropic_system(body: dict[str, Any]) -> str:
+    """The system prompt of a Messages API request body: a string, or text blocks (the one marked for the
+    prompt cache: tests/reasoningbank/test_llm_prompt_cache.py)."""
+    system = body.get("system", "")
+    return system if isinstance(system, str) else "".join(block["text"] for block in system)
+
+
 def anthropic_error(status: int, headers: dict[str, str] | None = None) -> httpx.Response:
     kind = {400: "invalid_request_error", 429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
     return httpx.Response(
@@ -149,7 +156,8 @@ def test_anthropic_request_carries_model_system_prompt_max_tokens_and_key(anthro
     assert body == {
         "model": "claude-haiku-4-5",
         "max_tokens": 300,
-        "system": "You extract strategies.",
+        # one block marked for the prompt cache (tests/reasoningbank/test_llm_prompt_cache.py)
+        "system": [{"type": "text", "text": "You extract strategies.", "cache_control": {"type": "ephemeral"}}],
         "messages": [{"role": "user", "content": "Session trace: ..."}],
     }
     # SDK 2.x sends the key as a bearer token; older ones used x-api-key.

@@ -22,7 +22,7 @@ from reasoningbank.models import LlmCall
 from tests.e2e.llm_stub import llm_reply
 from tests.local_llm_stub import BASE_URL as LOCAL_URL
 from tests.local_llm_stub import LocalServerStub
-from tests.reasoningbank.test_llm import anthropic_reply, openai_reply
+from tests.reasoningbank.test_llm import anthropic_reply, anthropic_system, openai_reply
 from tests.respx_httpx2 import serve_httpx2_from
 
 Reply = Callable[[str, str], str]  # (system, prompt) -> the assistant's text
@@ -64,7 +64,7 @@ class Provider:
     def answer(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         if self.name == "anthropic":
-            system = body.get("system", "")
+            system = anthropic_system(body)
             prompt = body["messages"][0]["content"]
             return anthropic_reply(self.reply(system, prompt), input_tokens=len(prompt) // 4, output_tokens=20)
         messages = body["messages"]
@@ -160,7 +160,7 @@ def test_the_examples_are_sent_with_the_services_own_system_prompts(provider, db
 
     sent = [json.loads(call.request.content) for call in provider.route.calls]
     if provider.name == "anthropic":
-        systems = [body["system"] for body in sent]
+        systems = [anthropic_system(body) for body in sent]
     else:
         systems = [body["messages"][0]["content"] for body in sent]
     assert systems == [kind.example().system for kind in prompt_kinds()]

@@ -21,7 +21,7 @@ from memories.models import SessionMemoryUse
 from reasoningbank.models import LlmCall
 from tests.factories import MemoryFactory
 from tests.mcp_harness import in_thread, mcp_client
-from tests.reasoningbank.test_llm import anthropic_error, anthropic_reply, openai_reply
+from tests.reasoningbank.test_llm import anthropic_error, anthropic_reply, anthropic_system, openai_reply
 from tests.respx_httpx2 import serve_httpx2_from
 
 ASK = "/api/v1/memories/ask"
@@ -44,7 +44,7 @@ class MockedLLM:
         """(system prompt, user prompt) of the last request, read from the HTTP body."""
         body = json.loads(self.route.calls.last.request.content)
         if self.provider == "anthropic":
-            return body["system"], body["messages"][0]["content"]
+            return anthropic_system(body), body["messages"][0]["content"]
         system, user = body["messages"]
         assert system["role"] == "system" and user["role"] == "user"
         return system["content"], user["content"]
