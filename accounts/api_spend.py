@@ -25,6 +25,8 @@ from reasoningbank.errors import Forbidden
 from reasoningbank.serializers import StrictQuerySerializer, StrictSerializer
 
 TAGS = ["llm"]
+CACHED_HELP = "of input_tokens: read from the provider's prompt cache (billed lower)"
+CACHE_WRITE_HELP = "of input_tokens: written to the provider's prompt cache (Anthropic bills them higher)"
 
 
 class BudgetUpdateSerializer(StrictSerializer):
@@ -91,8 +93,10 @@ class SpendRowSerializer(serializers.Serializer):
     model = serializers.CharField()
     calls = serializers.IntegerField()
     failed = serializers.IntegerField()
-    input_tokens = serializers.IntegerField()
+    input_tokens = serializers.IntegerField(help_text="every prompt token, those served from a prompt cache included")
     output_tokens = serializers.IntegerField()
+    cached_input_tokens = serializers.IntegerField(help_text=CACHED_HELP)
+    cache_write_tokens = serializers.IntegerField(help_text=CACHE_WRITE_HELP)
     estimated_cost = serializers.DecimalField(
         max_digits=18, decimal_places=6, allow_null=True, help_text="null: the operator set no price for this model"
     )
@@ -105,6 +109,8 @@ class PurposeTotalSerializer(serializers.Serializer):
     failed = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
+    cached_input_tokens = serializers.IntegerField(help_text=CACHED_HELP)
+    cache_write_tokens = serializers.IntegerField(help_text=CACHE_WRITE_HELP)
 
 
 class SpendSerializer(serializers.Serializer):
@@ -114,6 +120,8 @@ class SpendSerializer(serializers.Serializer):
     failed = serializers.IntegerField()
     input_tokens = serializers.IntegerField()
     output_tokens = serializers.IntegerField()
+    cached_input_tokens = serializers.IntegerField(help_text=CACHED_HELP)
+    cache_write_tokens = serializers.IntegerField(help_text=CACHE_WRITE_HELP)
     estimated_cost = serializers.DictField(
         child=serializers.DecimalField(max_digits=18, decimal_places=6), help_text="per currency"
     )

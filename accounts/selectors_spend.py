@@ -29,6 +29,9 @@ class Price:
     input_per_million: Decimal
     output_per_million: Decimal
     currency: str
+    # prompt-cache prices; None: those tokens cost the input price (the operator set none)
+    cached_input_per_million: Decimal | None = None
+    cache_write_per_million: Decimal | None = None
 
 
 class PriceTable:
@@ -36,18 +39,46 @@ class PriceTable:
 
     def __init__(self) -> None:
         self.prices = {
-            (p.provider, p.model): Price(p.input_per_million, p.output_per_million, p.currency)
+            (p.provider, p.model): Price(
+                p.input_per_million,
+                p.output_per_million,
+                p.currency,
+                p.cached_input_per_million,
+                p.cache_write_per_million,
+            )
             for p in LlmPrice.objects.all()
         }
 
     def of(self, provider: str, model: str) -> Price | None:
         return self.prices.get((provider, model)) or self.prices.get((provider, ""))
 
-    def cost(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> tuple[Decimal, str] | None:
+    def cost(
+        self,
+        provider: str,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
+    ) -> tuple[Decimal, str] | None:
+        """What the tokens cost: ``input_tokens`` counts every prompt token, the cached ones included, so
+        those read from or written to the prompt cache are taken out and priced at their own rates."""
         price = self.of(provider, model)
         if price is None:
             return None
-        amount = (input_tokens * price.input_per_million + output_tokens * price.output_per_million) / MILLION
+        read_price = (
+            price.input_per_million if price.cached_input_per_million is None else price.cached_input_per_million
+        )
+        write_price = (
+            price.input_per_million if price.cache_write_per_million is None else price.cache_write_per_million
+        )
+        uncached = max(0, input_tokens - cached_input_tokens - cache_write_tokens)
+        amount = (
+            uncached * price.input_per_million
+            + cached_input_tokens * read_price
+            + cache_write_tokens * write_price
+            + output_tokens * price.output_per_million
+        ) / MILLION
         return amount.quantize(Decimal("0.000001")), price.currency
 
 
@@ -63,6 +94,8 @@ class SpendRow:
     output_tokens: int
     estimated_cost: Decimal | None
     currency: str | None
+    cached_input_tokens: int = 0  # of input_tokens: read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of input_tokens: written to it
 
     @property
     def total_tokens(self) -> int:
@@ -82,6 +115,8 @@ class Spend:
     failed: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
     # per currency; calls of a model without a price count in ``unpriced_calls``
     estimated_cost: dict[str, Decimal] = field(default_factory=dict)
     unpriced_calls: int = 0
@@ -110,6 +145,8 @@ def _aggregate(calls: Any, since: date, until: date) -> Any:
             failed=Count("id", filter=Q(outcome=LlmCall.OUTCOME_ERROR)),
             input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"),
+            cached_input_tokens=Sum("cached_input_tokens"),
+            cache_write_tokens=Sum("cache_write_tokens"),
         )
         .order_by("-day", "purpose", "provider", "model")
     )
@@ -120,12 +157,12 @@ def spend_of(principal: Principal, *, days: int = 30, now: datetime | None = Non
     since, until = spend_window(days, now=now)
     prices = PriceTable()
     spend = Spend(since=since, until=until, rows=[])
-    purposes: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"calls": 0, "failed": 0, "input_tokens": 0, "output_tokens": 0}
-    )
+    counted = ("calls", "failed", "input_tokens", "output_tokens", "cached_input_tokens", "cache_write_tokens")
+    purposes: dict[str, dict[str, Any]] = defaultdict(lambda: dict.fromkeys(counted, 0))
     for row in _aggregate(access_filter(LlmCall, principal), since, until):
         input_tokens, output_tokens = row["input_tokens"] or 0, row["output_tokens"] or 0
-        cost = prices.cost(row["provider"], row["model"], input_tokens, output_tokens)
+        cached, written = row["cached_input_tokens"] or 0, row["cache_write_tokens"] or 0
+        cost = prices.cost(row["provider"], row["model"], input_tokens, output_tokens, cached, written)
         spend.rows.append(
             SpendRow(
                 day=row["day"],
@@ -138,12 +175,16 @@ def spend_of(principal: Principal, *, days: int = 30, now: datetime | None = Non
                 output_tokens=output_tokens,
                 estimated_cost=cost[0] if cost else None,
                 currency=cost[1] if cost else None,
+                cached_input_tokens=cached,
+                cache_write_tokens=written,
             )
         )
         spend.calls += row["calls"]
         spend.failed += row["failed"]
         spend.input_tokens += input_tokens
         spend.output_tokens += output_tokens
+        spend.cached_input_tokens += cached
+        spend.cache_write_tokens += written
         if cost is None:
             spend.unpriced_calls += row["calls"]
         else:
@@ -154,6 +195,8 @@ def spend_of(principal: Principal, *, days: int = 30, now: datetime | None = Non
             ("failed", row["failed"]),
             ("input_tokens", input_tokens),
             ("output_tokens", output_tokens),
+            ("cached_input_tokens", cached),
+            ("cache_write_tokens", written),
         ):
             totals[key] += value
     spend.by_purpose = sorted(

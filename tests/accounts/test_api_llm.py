@@ -151,6 +151,51 @@ def test_a_provider_wide_price_prices_every_model_without_its_own(admin_client, 
     assert body["estimated_cost"] == {"EUR": "1.000000"}
 
 
+def test_cached_input_tokens_per_day_and_purpose_equal_the_metered_rows_and_are_priced_lower(admin_client, cast):
+    LlmPrice.objects.create(
+        provider="anthropic",
+        model="claude-haiku-4-5",
+        input_per_million="1",
+        output_per_million="5",
+        cached_input_per_million="0.10",
+        cache_write_per_million="1.25",
+    )
+    cached = {"provider": "anthropic", "model": "claude-haiku-4-5"}
+    metered(cast.org_a, **cached, purpose="judge", input_tokens=1_000_000, cached_input_tokens=800_000, output_tokens=0)
+    metered(cast.org_a, **cached, purpose="judge", input_tokens=200_000, cache_write_tokens=150_000, output_tokens=0)
+    metered(cast.org_a, **cached, purpose="distill", input_tokens=50_000, cached_input_tokens=4_096, output_tokens=10)
+    body = admin_client.get(SPEND, {"days": 1}).json()
+    rows = LlmCall.objects.filter(organization=cast.org_a)
+    sums = rows.aggregate(r=Sum("cached_input_tokens"), w=Sum("cache_write_tokens"))
+    assert (body["cached_input_tokens"], body["cache_write_tokens"]) == (sums["r"], sums["w"]) == (804_096, 150_000)
+    by_purpose = {p["purpose"]: p for p in body["by_purpose"]}
+    assert (by_purpose["judge"]["cached_input_tokens"], by_purpose["judge"]["cache_write_tokens"]) == (800_000, 150_000)
+    assert (by_purpose["distill"]["cached_input_tokens"], by_purpose["distill"]["cache_write_tokens"]) == (4_096, 0)
+    judge = next(r for r in body["rows"] if r["purpose"] == "judge")
+    assert (judge["input_tokens"], judge["cached_input_tokens"], judge["cache_write_tokens"]) == (
+        1_200_000,
+        800_000,
+        150_000,
+    )
+    # uncached 250,000 × 1 + read 800,000 × 0.10 + written 150,000 × 1.25 = 517,500 per million → 0.5175
+    assert Decimal(judge["estimated_cost"]) == pytest.approx(Decimal("0.5175"), abs=Decimal("0.000001"))
+
+
+def test_cached_tokens_without_a_cache_price_cost_the_input_price(admin_client, cast):
+    LlmPrice.objects.create(provider="openai", model="", input_per_million="2", output_per_million="8")
+    metered(
+        cast.org_a,
+        provider="openai",
+        model="gpt-x",
+        purpose="distill",
+        input_tokens=1_000_000,
+        cached_input_tokens=600_000,
+    )
+    body = admin_client.get(SPEND).json()
+    assert body["estimated_cost"] == {"USD": "2.000000"}
+    assert body["rows"][0]["cached_input_tokens"] == 600_000
+
+
 @pytest.mark.parametrize("days", ["0", "93", "week"])
 def test_a_window_outside_1_to_92_days_is_a_400(admin_client, days):
     _error(admin_client.get(SPEND, {"days": days}), 400)

@@ -95,3 +95,23 @@ def test_the_spend_page_numbers_equal_the_metered_rows_of_this_organization_only
     assert cell(body, "cost").startswith("4.80 USD")
     assert "Distill session" in body and "Synthesize cluster" in body
     assert "Contradiction judge" not in body and "999,999" not in body  # globex's call
+
+
+def test_the_spend_page_shows_the_cached_input_tokens_of_the_metered_rows(client, cast):
+    for cached, written in ((3_000, 0), (1_024, 2_048)):
+        LlmCall.objects.create(
+            organization=cast.org_a,
+            provider="anthropic",
+            model="claude-haiku-4-5",
+            purpose="judge",
+            input_tokens=5_000,
+            cached_input_tokens=cached,
+            cache_write_tokens=written,
+            output_tokens=10,
+        )
+    client.force_login(cast.bob)
+    body = text(client.get(PAGE))
+    assert cell(body, "input_tokens") == "10,000"
+    assert cell(body, "cached_input_tokens") == "4,024"
+    assert cell(body, "cache_write_tokens") == "(2,048 written to it)"
+    assert re.search(r"<td data-cached>4,024 <span class=\"hint\">\(\+2,048 written\)</span></td>", body)

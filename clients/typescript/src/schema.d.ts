@@ -2068,6 +2068,10 @@ export interface components {
             failed: number;
             input_tokens: number;
             output_tokens: number;
+            /** @description of input_tokens: read from the provider's prompt cache (billed lower) */
+            cached_input_tokens: number;
+            /** @description of input_tokens: written to the provider's prompt cache (Anthropic bills them higher) */
+            cache_write_tokens: number;
         };
         /**
          * @description How healthy a project's memory bank is: merges, contradictions, pairs waiting for review, what the
@@ -2787,6 +2791,10 @@ export interface components {
             failed: number;
             input_tokens: number;
             output_tokens: number;
+            /** @description of input_tokens: read from the provider's prompt cache (billed lower) */
+            cached_input_tokens: number;
+            /** @description of input_tokens: written to the provider's prompt cache (Anthropic bills them higher) */
+            cache_write_tokens: number;
             /** @description per currency */
             estimated_cost: {
                 [key: string]: string;
@@ -2806,8 +2814,13 @@ export interface components {
             model: string;
             calls: number;
             failed: number;
+            /** @description every prompt token, those served from a prompt cache included */
             input_tokens: number;
             output_tokens: number;
+            /** @description of input_tokens: read from the provider's prompt cache (billed lower) */
+            cached_input_tokens: number;
+            /** @description of input_tokens: written to the provider's prompt cache (Anthropic bills them higher) */
+            cache_write_tokens: number;
             /**
              * Format: decimal
              * @description null: the operator set no price for this model
