@@ -38,6 +38,7 @@ from reasoningbank.ai.budget_rules import (
 )
 from reasoningbank.ai.llm import LLMUnavailable
 from reasoningbank.health import Banner
+from reasoningbank.metrics import LLM_BUDGET_ALERTS, LLM_BUDGET_REFUSALS
 from reasoningbank.models import LlmBudget, LlmBudgetPeriod, LlmCall
 
 logger = logging.getLogger("reasoningbank.llm")
@@ -150,6 +151,7 @@ def budget_reserve(organization: Organization, tokens: int, *, now: datetime | N
                 reserved_tokens=F("reserved_tokens") + tokens
             )
     if refused is not None:
+        LLM_BUDGET_REFUSALS.labels(cap=refused.cap.name, source=refused.cap.source).inc()
         raise refused
     return Reservation(
         organization_id=organization.pk,
@@ -196,6 +198,7 @@ def _alert_if_crossed(reservation: Reservation) -> None:
         claimed = LlmBudgetPeriod.objects.filter(pk=row.pk, alerted_at__isnull=True).update(alerted_at=timezone.now())
         if not claimed:
             continue
+        LLM_BUDGET_ALERTS.labels(cap=cap.name, source=cap.source).inc()
         logger.warning(
             "organization %s reached %d%% of %s (%d used)",
             reservation.organization_id,

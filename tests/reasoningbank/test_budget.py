@@ -14,6 +14,7 @@ import pytest
 import respx
 from django.db import connection
 from django.utils import timezone
+from prometheus_client import REGISTRY
 
 from accounts.models import AuditEvent, Organization
 from reasoningbank.ai.budget import LLMBudgetExceeded, budget_status, call_estimate, llm_budget_alert
@@ -268,3 +269,32 @@ def test_concurrent_workers_stop_exactly_at_a_cap_their_spend_fills(cast: Any) -
         thread.join()
     row = LlmBudgetPeriod.objects.get(organization=cast.org_a, period="day")
     assert len(ran) == 4 and row.used_tokens == 4 * ESTIMATE and row.reserved_tokens == 0
+
+
+def budget_metric(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(f"reasoningbank_llm_budget_{name}_total", labels) or 0.0
+
+
+def test_each_refused_call_moves_the_refusals_counter_of_its_cap(cast: Any) -> None:
+    caps(cast.org_a, daily=150 + ESTIMATE - 1, alert=None)
+    daily = {"cap": "daily", "source": "organization"}
+    before = budget_metric("refusals", **daily)
+    call(cast.org_a, FixedLLM())  # runs: no refusal
+    assert budget_metric("refusals", **daily) == pytest.approx(before)
+    for _ in range(2):
+        with pytest.raises(LLMBudgetExceeded):
+            call(cast.org_a, FixedLLM())
+    assert budget_metric("refusals", **daily) - before == pytest.approx(2)
+
+
+def test_the_alerts_counter_moves_once_per_period_and_cap(cast: Any) -> None:
+    caps(cast.org_a, daily=1_000, alert=50)  # the alert at 500 tokens; each call spends 150
+    daily = {"cap": "daily", "source": "organization"}
+    before = budget_metric("alerts", **daily)
+    llm = FixedLLM()
+    for _ in range(3):
+        call(cast.org_a, llm)
+    assert budget_metric("alerts", **daily) == pytest.approx(before)  # 450: below the threshold
+    for _ in range(2):
+        call(cast.org_a, llm)  # 600 crosses it, 750 is past it
+    assert budget_metric("alerts", **daily) - before == pytest.approx(1)
