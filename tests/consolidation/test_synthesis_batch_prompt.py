@@ -160,3 +160,37 @@ def test_a_reply_without_an_answer_naming_a_cluster_is_a_parse_error_that_keeps_
         parse_synthesis_batch("Sure! Both clusters are about resilience.", CLUSTERS)
 
     assert raised.value.raw == "Sure! Both clusters are about resilience."
+
+
+GOLDEN_ONE_CLUSTER = """Consolidate each of these 1 clusters of similar memories.
+
+Cluster C1 — members M1, M2:
+
+[M2] recorded 2026-03-02 09:00:00+00:00
+Title: Query timeouts
+Content: Query timeouts: the details.
+Tags: db
+Outcome: success
+Confidence: 0.80, Usage: 1
+
+[M1] recorded 2026-03-03 09:00:00+00:00
+Title: Timeouts on queries
+Content: Timeouts on queries: the details.
+Tags: db
+Outcome: success
+Confidence: 0.80, Usage: 1
+
+For each cluster, using only that cluster's memories (never mix clusters):
+1. Identify the common theme across its memories
+2. Synthesize the key insights into a coherent, comprehensive strategy
+3. Preserve important details that shouldn't be lost
+4. Note when and how to apply this consolidated knowledge
+5. Summarize it: key decisions and their rationale, outcomes and lessons learned, and which facts newer memories superseded
+
+Respond with a JSON array only, one object per cluster, every cluster answered once, naming the cluster and exactly its members:
+[{"cluster": "C1", "members": ["M1", "M2"], "title": "concise title", "content": "synthesized strategy with specific steps", "tags": ["tag"], "outcome": "success|failure", "source_attribution": "brief description of sources", "summary": "2-3 sentence summary", "key_facts": ["fact"], "decisions": [{"decision": "...", "rationale": "...", "outcome": "...", "confidence": "high|medium|low"}], "superseded_facts": [{"original_fact": "...", "superseded_by": "...", "source_memory_id": "M1"}]}]"""  # noqa: E501 (the fixed text, as the model reads it)
+
+
+def test_the_prompt_is_the_fixed_text_byte_for_byte():
+    # rewording the prompt changes what every model does with every bank: a decision with this test to update
+    assert build_synthesis_batch_prompt(CLUSTERS[:1]) == GOLDEN_ONE_CLUSTER
