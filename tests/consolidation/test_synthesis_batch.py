@@ -33,6 +33,13 @@ TOPICS = [
 BATCHED = "Consolidate each of these "  # how the batched synthesis prompt starts
 
 
+def answered_as_usual(system: str, prompt: str) -> str:
+    """What ``cycle_llm`` answers: the replies the tests here do not change."""
+    route = cycle_llm().script[0]
+    assert callable(route)
+    return route(system, prompt)
+
+
 def clusters_of(agent, topics: list[str]) -> list[list[Memory]]:
     """One cluster of three memories (cosine 0.87) per topic, each on its own hub."""
     return [
@@ -83,7 +90,7 @@ def test_every_memory_and_summary_comes_from_its_own_clusters_answer_when_the_re
 
     def reversed_reply(system: str, prompt: str) -> str:
         if not prompt.startswith(BATCHED):
-            return cycle_llm().script[0](system, prompt)
+            return answered_as_usual(system, prompt)
         return json.dumps(list(reversed(json.loads(answer_singly(prompt)))))
 
     run = run_cycle(agent, cast.project_a, ScriptedLLM(script=[reversed_reply] * 10))
@@ -104,11 +111,10 @@ def test_every_memory_and_summary_comes_from_its_own_clusters_answer_when_the_re
 def test_clusters_a_reply_swaps_are_asked_once_more_then_left_untouched_for_the_next_run(cast, agent):
     clusters = clusters_of(agent, TOPICS[:2])
     answer_singly = synthesis_batch_from_single(default_synthesis, default_summary)
-    fallback = cycle_llm().script[0]
 
     def swapped(system: str, prompt: str) -> str:
         if not prompt.startswith(BATCHED):
-            return fallback(system, prompt)
+            return answered_as_usual(system, prompt)
         first, second = json.loads(answer_singly(prompt))
         first["members"], second["members"] = second["members"], first["members"]
         return json.dumps([first, second])
@@ -130,11 +136,10 @@ def test_clusters_a_reply_swaps_are_asked_once_more_then_left_untouched_for_the_
 def test_a_cluster_the_reply_leaves_out_is_asked_again_alone_and_then_merged(cast, agent):
     clusters = clusters_of(agent, TOPICS[:3])
     answer_singly = synthesis_batch_from_single(default_synthesis, default_summary)
-    fallback = cycle_llm().script[0]
 
     def all_but_the_first(system: str, prompt: str) -> str:
         if not prompt.startswith(BATCHED):
-            return fallback(system, prompt)
+            return answered_as_usual(system, prompt)
         answers = json.loads(answer_singly(prompt))
         return json.dumps(answers[1:] if len(answers) > 1 else answers)
 
@@ -167,12 +172,11 @@ def test_a_cluster_answered_without_its_summary_is_summarised_by_a_call_of_its_o
 
 def test_a_failed_batched_call_is_a_run_error_and_leaves_its_clusters_untouched(cast, agent):
     clusters = clusters_of(agent, TOPICS[:2])
-    fallback = cycle_llm().script[0]
 
     def failing(system: str, prompt: str) -> str:
         if prompt.startswith(BATCHED):
             raise LLMTransientError("rate limited (429) after 3 attempts", provider="fake", attempts=3)
-        return fallback(system, prompt)
+        return answered_as_usual(system, prompt)
 
     run = run_cycle(agent, cast.project_a, ScriptedLLM(script=[failing] * 10))
 
