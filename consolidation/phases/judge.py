@@ -153,11 +153,14 @@ def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMem
     }
     loaded = [(rows[o], rows[n], s) for o, n, s in pairs if o in rows and n in rows]
     # the pairs a cue decides are compatible without a call; the judge reads the rest
-    decided = [p for p in loaded if _same_advice(ctx, p[0], p[1])]
-    for old, new, similarity in decided:
-        ctx.counters["cue_decided"] += 1
-        _apply(ctx, old, new, similarity, SAME_WORDS, memories, by="cue")
-    loaded = [p for p in loaded if not _same_advice(ctx, p[0], p[1])]
+    asked = []
+    for old, new, similarity in loaded:
+        if _same_advice(ctx, old, new):
+            ctx.counters["cue_decided"] += 1
+            _apply(ctx, old, new, similarity, SAME_WORDS, memories, by="cue")
+        else:
+            asked.append((old, new, similarity))
+    loaded = asked
     found = []
     for (old, new, similarity), verdict in zip(loaded, _verdicts(ctx, llm, loaded), strict=True):
         if _apply(ctx, old, new, similarity, verdict, memories) and verdict is not None:
