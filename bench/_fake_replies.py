@@ -1,7 +1,8 @@
 """Deterministic, well-formed LLM replies for the benchmarks (no Django, no network).
 
 ``reply_for(system, prompt)`` recognises every prompt the product sends — distillation ("## Memory N"
-blocks), consolidation synthesis (TITLE/CONTENT/...), the supersession and
+blocks), consolidation synthesis (TITLE/CONTENT/...), cluster summaries (a JSON object), the batched
+synthesis (a JSON array), the supersession and
 contradiction judges (JSON objects), pattern extraction (a JSON array) and deep search's question
 rewrite (``{"queries": [...]}``) — and answers in the format its parser expects. Used by the stub
 OpenAI-compatible server (``bench/_stub_llm.py``)
@@ -144,6 +145,75 @@ def judge_batch_reply(prompt: str) -> str:
     return json.dumps(items)
 
 
+_SUMMARY_ID = re.compile(r"^Memory id: (.+)$", re.MULTILINE)
+
+
+def summary_reply(prompt: str) -> str:
+    """A cluster summary in the JSON shape its parser reads (consolidation/prompts/summaries.py), about as long
+    as a model's: two sentences, a fact per source (up to five), one decision, the oldest source superseded."""
+    ids = _SUMMARY_ID.findall(prompt)
+    titles = re.findall(r"^Title: (.*)$", prompt, re.MULTILINE)
+    first = titles[0] if titles else "the shared strategy"
+    return json.dumps(
+        {
+            "summary": f"{len(ids)} related memories agree on one practice: {first[:80]}. "
+            "They record when it helped and the check that confirms it worked.",
+            "key_facts": [f"{title[:80]} (seen in practice)" for title in titles[:5]],
+            "decisions": [
+                {
+                    "decision": f"Follow: {first[:80]}",
+                    "rationale": "it prevented repeated failures in several sessions",
+                    "outcome": "fewer regressions",
+                    "confidence": "medium",
+                }
+            ],
+            "superseded_facts": (
+                [
+                    {
+                        "original_fact": "the first wording",
+                        "superseded_by": "the latest wording",
+                        "source_memory_id": ids[0],
+                    }
+                ]
+                if len(ids) > 1
+                else []
+            ),
+        }
+    )
+
+
+_CLUSTER = re.compile(r"^Cluster (C\d+) — members (.+):$", re.MULTILINE)
+_CLUSTER_MEMORY = re.compile(r"^\[(M\d+)\][^\n]*\nTitle: (.*)$", re.MULTILINE)
+
+
+def synthesis_batch_reply(prompt: str) -> str:
+    """The batched synthesis (consolidation/prompts/synthesis_batch.py): per cluster, the memory the
+    single synthesis reply above would give and the summary the summary reply would, as one JSON object
+    naming the cluster and its members — as long as a model's answers to the two prompts."""
+    titles = dict(_CLUSTER_MEMORY.findall(prompt))
+    answers = []
+    for cluster, members in _CLUSTER.findall(prompt):
+        labels = [m.strip() for m in members.split(",")]
+        named = [titles.get(m, "") for m in labels]
+        first = named[0] if named else "Consolidated strategy"
+        listed = "\n".join(f"Memory id: {m}\nTitle: {t}" for m, t in zip(labels, named, strict=True))
+        summary = json.loads(summary_reply(listed))
+        answers.append(
+            {
+                "cluster": cluster,
+                "members": labels,
+                "title": f"Consolidated: {first[:120]}",
+                "content": f"Common strategy distilled from {len(labels)} memories.\n1. {first}\n"
+                "2. Verify with a test before and after the change.",
+                "tags": ["consolidated", "bench"],
+                "outcome": "success",
+                "source_attribution": f"{len(labels)} similar memories about {first[:60]}",
+                **summary,
+            }
+        )
+    return json.dumps(answers)
+
+
 def reply_for(system: str, prompt: str) -> str:
     if '{"queries"' in system:  # deep search's rewrite (memories/search/rewrite.py)
         return rewrite_reply(prompt)
@@ -151,6 +221,10 @@ def reply_for(system: str, prompt: str) -> str:
         return distill_reply(prompt)
     if prompt.startswith("You are consolidating similar memories"):
         return synthesis_reply(prompt)
+    if prompt.startswith("Consolidate each of these ") and "Cluster C1 — members" in prompt:
+        return synthesis_batch_reply(prompt)
+    if prompt.startswith("Summarize these ") and "Memory id: " in prompt:
+        return summary_reply(prompt)
     if "Pairs (OLDER → NEWER):" in prompt:
         return judge_batch_reply(prompt)
     if '"supersedes"' in system or '"supersedes"' in prompt:

@@ -16,6 +16,9 @@ from _quality_set import DISAGREE, Dataset
 SYNTHESIS_PREFIX = "You are consolidating"
 
 
+# the batched synthesis (consolidation/prompts/synthesis_batch.py): clusters, each with its members
+SYNTHESIS_BATCH_PREFIX = "Consolidate each of these "
+_CLUSTER = re.compile(r"^Cluster (C\d+) — members (.+):$", re.MULTILINE)
 CONTRADICTION_PREFIX = "Do these two statements contradict"
 PATTERN_PREFIX = "Analyze these episodic memories"
 # the batched judge's prompt (consolidation/prompts/judge_batch.py): its memories, then its pairs
@@ -65,6 +68,8 @@ class LabelJudge:
             kind, text = "judge_batch", self._judge_batch(prompt)
         elif prompt.startswith(SYNTHESIS_PREFIX):
             kind, text = "synthesis", self._synthesis(prompt)
+        elif prompt.startswith(SYNTHESIS_BATCH_PREFIX):
+            kind, text = "synthesis_batch", self._synthesis_batch(prompt)
         elif system == SUPERSESSION_SYSTEM_PROMPT:
             kind, text = "supersession", self._supersession(prompt)
         elif summary_system is not None and system == summary_system:
@@ -156,6 +161,33 @@ class LabelJudge:
             "OUTCOME: success\n"
             f"SOURCE_ATTRIBUTION: Synthesized from {len(titles)} source memories"
         )
+
+    @classmethod
+    def _synthesis_batch(cls, prompt: str) -> str:
+        """Each listed cluster answered as the single synthesis and summary prompts are, under its id and
+        members."""
+        blocks = _CLUSTER.split(prompt.split("\nFor each cluster, ", 1)[0])[1:]
+        answers = []
+        for label, members, text in zip(blocks[0::3], blocks[1::3], blocks[2::3], strict=True):
+            titles = [line[len("Title: ") :] for line in text.splitlines() if line.startswith("Title: ")]
+            contents = [line[len("Content: ") :] for line in text.splitlines() if line.startswith("Content: ")]
+            labels = [m.strip() for m in members.split(",")]
+            answers.append(
+                {
+                    "cluster": label,
+                    "members": labels,
+                    "title": (titles[0] if titles else "Consolidated strategy")[:180],
+                    "content": "\n".join(f"- {c}" for c in contents) or "Merged guidance.",
+                    "tags": ["consolidated"],
+                    "outcome": "success",
+                    "source_attribution": f"Synthesized from {len(titles)} source memories",
+                    "summary": f"Summary of {len(labels)} memories.",
+                    "key_facts": [f"fact from {m}" for m in labels],
+                    "decisions": [],
+                    "superseded_facts": [],
+                }
+            )
+        return json.dumps(answers)
 
     @staticmethod
     def _summary(prompt: str) -> str:

@@ -21,6 +21,7 @@ class ConsolidationConfig(AppConfig):
         purpose_register("summarize", "Summarize cluster")
         # an example of each prompt, for the provider check (manage.py llm_check, the system page)
         prompt_kind_register("synthesize", purpose="synthesize", example=examples.synthesis_example)
+        prompt_kind_register("synthesize_batch", purpose="synthesize", example=examples.synthesis_batch_example)
         prompt_kind_register("supersede", purpose="supersede", example=examples.supersession_example)
         prompt_kind_register("judge", purpose="judge", example=examples.contradiction_example)
         prompt_kind_register("judge_batch", purpose="judge", example=examples.judge_batch_example)

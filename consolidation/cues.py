@@ -344,3 +344,18 @@ def _amount(words: tuple[str, ...]) -> tuple[str, float] | None:
 def conflict_cues(a: str, b: str) -> tuple[Cue, ...]:
     """Every cue that ``a`` and ``b`` disagree; empty when none is found. Symmetric."""
     return profile_cues(cue_profile(a), cue_profile(b))
+
+
+# below this many words two texts being the same says too little ("Fixed." / "fixed")
+SAME_WORDS_MIN: Final = 5
+
+
+def same_words(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` say the same thing in the same words (case, spacing and punctuation aside).
+
+    The one decision a cue may take for the judge (docs/consolidation.md#pairs-decided-without-the-judge):
+    the same advice word for word can neither contradict nor supersede itself, so such a pair is
+    compatible. Anything short of that — a word added, dropped or changed — may be the change that
+    makes one supersede the other, which no cheap check can tell, so it goes to the judge."""
+    words_a = [w for w in _words(a) if w not in PUNCTUATION]
+    return len(words_a) >= SAME_WORDS_MIN and words_a == [w for w in _words(b) if w not in PUNCTUATION]

@@ -110,6 +110,9 @@ class RunState:
     durations: dict[str, float] = field(default_factory=dict)
     # (consolidated memory id, its source ids) per cluster synthesised — empty ids in a dry run
     merges: list[tuple[str, list[str]]] = field(default_factory=list)
+    # summaries the batched synthesis gave with its memories (a ClusterSummary by consolidated memory id):
+    # the summaries phase stores them without asking again
+    summaries_given: dict[str, Any] = field(default_factory=dict)
     # close pairs (sorted ids) whose texts carry conflict cues: never merged, judged instead
     conflicts: dict[tuple[str, str], Conflict] = field(default_factory=dict)
     # pairs a judge or a moderator found compatible (they may merge), and pairs settled otherwise

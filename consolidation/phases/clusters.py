@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from accounts.services import audit_record
 from consolidation import clustering
 from consolidation.phases.conflicts import clusters_without_conflicts, edges_without_conflicts
 from consolidation.phases.registry import RunCounter, phase_register
+from consolidation.phases.synthesis_batch import Unanswered, clusters_synthesize_batched
 from consolidation.prompts.synthesis import (
     SYNTHESIS_INSTRUCTIONS,
     SYNTHESIS_SYSTEM_PROMPT,
@@ -20,6 +23,7 @@ from consolidation.prompts.synthesis import (
     consolidated_confidence,
     parse_synthesis,
 )
+from consolidation.prompts.synthesis_batch import SYNTHESIS_BATCH_INSTRUCTIONS, ClusterAnswer
 from consolidation.run_state import (
     RunState,
     budget_refused,
@@ -108,7 +112,8 @@ def clusters_build(
 
 
 def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) -> None:
-    """One LLM synthesis per cluster (concurrently), then one transaction per merge."""
+    """The LLM's synthesis of the clusters — several a call with their summaries (``CONSOLIDATION_SYNTHESIS_
+    BATCH_CLUSTERS``), or one call per cluster when that is 1 — then one transaction per merge."""
     if not clusters:
         return
     llm = run_llm(ctx)
@@ -144,25 +149,36 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
         m.id: m
         for m in Memory.objects.filter(pk__in=[mid for c in clusters for mid in c.member_ids]).defer("embedding")
     }
-    replies = llm_map(
-        ctx,
-        llm,
-        "synthesize",
-        [build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
-        system=SYNTHESIS_SYSTEM_PROMPT,
-    )
-    for cluster, reply in zip(clusters, replies, strict=True):
+    if settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS > 1:
+        prompted = {mid: prompt_source(m) for mid, m in sources.items()}
+        outcomes: list[Any] = clusters_synthesize_batched(ctx, llm, clusters, prompted)
+        instructions: Sequence[str] = (SYNTHESIS_BATCH_INSTRUCTIONS,)
+    else:
+        outcomes = llm_map(
+            ctx,
+            llm,
+            "synthesize",
+            [build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
+            system=SYNTHESIS_SYSTEM_PROMPT,
+        )
+        instructions = SYNTHESIS_INSTRUCTIONS
+    for cluster, outcome in zip(clusters, outcomes, strict=True):
         ctx.check_time()
-        if budget_refused(reply):  # the cluster waits for the run's resumption
+        if budget_refused(outcome):  # the cluster waits for the run's resumption
             ctx.counters["skipped"] += len(cluster.member_ids)
             continue
-        if isinstance(reply, Exception):
-            ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {reply}")
+        if isinstance(outcome, Exception) or (isinstance(outcome, Unanswered) and outcome.error):
+            ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {getattr(outcome, 'error', '') or outcome}")
+            ctx.counters["skipped"] += len(cluster.member_ids)
+            continue
+        if isinstance(outcome, Unanswered):  # left out twice by the batched reply: the next run asks
             ctx.counters["skipped"] += len(cluster.member_ids)
             continue
         try:
-            synthesis = parse_synthesis(reply)
-            merged = _merge_cluster(ctx, cluster, [sources[mid] for mid in cluster.member_ids], synthesis)
+            answer = outcome if isinstance(outcome, ClusterAnswer) else ClusterAnswer(parse_synthesis(outcome), None)
+            merged = _merge_cluster(
+                ctx, cluster, [sources[mid] for mid in cluster.member_ids], answer.synthesis, instructions
+            )
         except Exception as exc:  # one cluster failing must not stop the others; its transaction rolled back
             logger.warning("cluster merge failed in run %s: %s", ctx.run.id, exc)
             ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {type(exc).__name__}: {exc}")
@@ -170,6 +186,9 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
             continue
         if merged is None:
             ctx.counters["skipped"] += len(cluster.member_ids)
+        elif answer.summary is not None:
+            # the summary came with the synthesis: the summaries phase stores it without a call of its own
+            ctx.summaries_given[merged.id] = answer.summary
 
 
 def preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -190,7 +209,11 @@ def preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, st
 
 
 def _merge_cluster(
-    ctx: RunState, cluster: clustering.Cluster[str], sources: list[Memory], synthesis: Synthesis
+    ctx: RunState,
+    cluster: clustering.Cluster[str],
+    sources: list[Memory],
+    synthesis: Synthesis,
+    instructions: Sequence[str],
 ) -> Memory | None:
     """Create the consolidated memory, archive the sources into it, link both ways — atomically."""
     confidence = consolidated_confidence([(m.confidence, m.usage_count) for m in sources])
@@ -202,7 +225,7 @@ def _merge_cluster(
         tags=tags_lenient(synthesis.tags),
         kind=Memory.KIND_PROCEDURAL,
     )
-    if draft_refused(ctx, draft, source="synthesis", prompts=SYNTHESIS_INSTRUCTIONS):
+    if draft_refused(ctx, draft, source="synthesis", prompts=instructions):
         return None  # the sources stay as they are; a later run synthesises the cluster again
     (vector,), _ = embed_texts([memory_embedding_text(draft.title, draft.description, draft.content)])
     with transaction.atomic():
@@ -241,7 +264,9 @@ def _merge_cluster(
             },
         )
     logger.info(
-        "Synthesised %s from %d memories", merged.id, len(sources),
+        "Synthesised %s from %d memories",
+        merged.id,
+        len(sources),
         extra={"run": ctx.run.id, "memory_id": merged.id, "source_ids": [m.id for m in sources]},
     )
     ctx.created.append(merged.id)

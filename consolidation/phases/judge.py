@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from consolidation import events
+from consolidation.cues import conflict_cues, same_words
 from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.prompts.judge import (
@@ -71,6 +72,8 @@ logger = logging.getLogger("consolidation")
     counters=(
         RunCounter("contradictions", "contradictions_found", "Contradicting pairs found and linked"),
         RunCounter("supersessions", "supersessions_detected", "Memories found superseded by a newer one"),
+        # pairs found compatible without a call: the same content word for word
+        RunCounter("cue_decided", dry_run_label="Would decide without the judge"),
     ),
 )
 def judge_step(state: RunState) -> None:
@@ -149,6 +152,15 @@ def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMem
         ).only("id", "title", "content", "created_at")
     }
     loaded = [(rows[o], rows[n], s) for o, n, s in pairs if o in rows and n in rows]
+    # the pairs a cue decides are compatible without a call; the judge reads the rest
+    asked = []
+    for old, new, similarity in loaded:
+        if _same_advice(ctx, old, new):
+            ctx.counters["cue_decided"] += 1
+            _apply(ctx, old, new, similarity, SAME_WORDS, memories, by="cue")
+        else:
+            asked.append((old, new, similarity))
+    loaded = asked
     found = []
     for (old, new, similarity), verdict in zip(loaded, _verdicts(ctx, llm, loaded), strict=True):
         if _apply(ctx, old, new, similarity, verdict, memories) and verdict is not None:
@@ -157,6 +169,19 @@ def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMem
             )
     if found and not ctx.dry:
         events.contradiction_detected.send(sender=ConsolidationRun, run=ctx.run, contradictions=found)
+
+
+SAME_WORDS = Verdict(ReviewItem.STATUS_COMPATIBLE, "the same content word for word (decided without the judge)")
+
+
+def _same_advice(ctx: RunState, older: Memory, newer: Memory) -> bool:
+    """Whether the pair says the same thing in the same words, titles without a conflict cue and the pair
+    without one either (docs/consolidation.md#pairs-decided-without-the-judge): compatible, no call."""
+    return (
+        pair_key(older.id, newer.id) not in ctx.conflicts
+        and same_words(older.content, newer.content)
+        and not conflict_cues(older.title, newer.title)
+    )
 
 
 def _wait_without_llm(ctx: RunState, pairs: list[tuple[str, str, float]]) -> None:
@@ -340,8 +365,10 @@ def _apply(
     similarity: float,
     verdict: Verdict | None,
     memories: dict[str, ScannedMemory],
+    *,
+    by: str = "judge",
 ) -> bool:
-    """Act on one verdict; whether it linked a contradiction."""
+    """Act on one verdict (the judge's, or a cue's: ``by``); whether it linked a contradiction."""
     key = pair_key(older.id, newer.id)
     conflict = ctx.conflicts.get(key)
     if ctx.dry:
@@ -377,7 +404,7 @@ def _apply(
             # both stay active: a moderator decides (no silent invalidation)
             link_add(ctx, newer.id, older.id, MemoryLink.KIND_CONTRADICTS, verdict.confidence, verdict.reason)
     if not ctx.dry:
-        review_note(ctx, older.id, newer.id, verdict.status, verdict.reason, by="judge", similarity=similarity)
+        review_note(ctx, older.id, newer.id, verdict.status, verdict.reason, by=by, similarity=similarity)
     return verdict.status == ReviewItem.STATUS_CONTRADICTS and not verdict.supersedes
 
 

@@ -1,5 +1,6 @@
 """Summaries (docs/consolidation.md#summaries): for every cluster this run synthesised, ask the LLM for
-a summary (``SUMMARY_SYSTEM_PROMPT``) and keep it beside the consolidated memory — what sessions start
+a summary (``SUMMARY_SYSTEM_PROMPT``; the batched synthesis gives it with the memory, so no call is
+needed then) and keep it beside the consolidated memory — what sessions start
 with (``memory_context``) and what search merges in (``include_summaries``). Consolidated memories that
 have no summary yet (made before summaries existed, or whose summary call failed) are caught up, a few
 per run, so an existing bank gains summaries without a flood of LLM calls."""
@@ -13,7 +14,12 @@ from django.conf import settings
 
 from consolidation.phases.registry import RunCounter, phase_register
 from consolidation.prompts.reply import PromptParseError
-from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
+from consolidation.prompts.summaries import (
+    SUMMARY_SYSTEM_PROMPT,
+    ClusterSummary,
+    build_summary_prompt,
+    parse_summary,
+)
 from consolidation.run_state import RunState, budget_refused, llm_map, prompt_source, run_llm
 from memories.context.services import summary_store
 from memories.models import Memory, MemoryLink
@@ -48,6 +54,12 @@ def summaries_write(ctx: RunState) -> None:
     loaded = {m.id: m for m in Memory.objects.filter(organization=ctx.run.organization, pk__in=ids).defer("embedding")}
     targets = [(mid, [s for s in sources if s in loaded]) for mid, sources in targets if mid in loaded]
     targets = [(mid, sources) for mid, sources in targets if sources]
+    # the batched synthesis answered these with their memories: stored as they are, no call
+    for memory_id, source_ids in [t for t in targets if t[0] in ctx.summaries_given]:
+        _summary_keep(ctx, loaded[memory_id], [loaded[s] for s in source_ids], ctx.summaries_given[memory_id])
+    targets = [t for t in targets if t[0] not in ctx.summaries_given]
+    if not targets:
+        return
     replies = llm_map(
         ctx,
         llm,
@@ -70,16 +82,20 @@ def summaries_write(ctx: RunState) -> None:
             summary_store(memory=memory, sources=sources, run_id=ctx.run.id, error=str(exc), raw_reply=exc.raw)
             ctx.warnings.append(f"summary of {memory_id} rejected: {exc}")
             continue
-        summary_store(
-            memory=memory,
-            sources=sources,
-            run_id=ctx.run.id,
-            summary=parsed.summary,
-            key_facts=parsed.key_facts,
-            decisions=[dataclasses.asdict(d) for d in parsed.decisions],
-            superseded_facts=[dataclasses.asdict(f) for f in parsed.superseded_facts],
-        )
-        ctx.counters["summaries"] = ctx.counters.get("summaries", 0) + 1
+        _summary_keep(ctx, memory, sources, parsed)
+
+
+def _summary_keep(ctx: RunState, memory: Memory, sources: list[Memory], parsed: ClusterSummary) -> None:
+    summary_store(
+        memory=memory,
+        sources=sources,
+        run_id=ctx.run.id,
+        summary=parsed.summary,
+        key_facts=parsed.key_facts,
+        decisions=[dataclasses.asdict(d) for d in parsed.decisions],
+        superseded_facts=[dataclasses.asdict(f) for f in parsed.superseded_facts],
+    )
+    ctx.counters["summaries"] = ctx.counters.get("summaries", 0) + 1
 
 
 def _summaries_missing(ctx: RunState, *, exclude: set[str]) -> list[tuple[str, list[str]]]:

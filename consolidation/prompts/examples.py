@@ -26,6 +26,13 @@ from consolidation.prompts.patterns import PATTERN_SYSTEM_PROMPT, build_pattern_
 from consolidation.prompts.reply import SourceMemory
 from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt, parse_summary
 from consolidation.prompts.synthesis import SYNTHESIS_SYSTEM_PROMPT, build_synthesis_prompt, parse_synthesis
+from consolidation.prompts.synthesis_batch import (
+    SYNTHESIS_BATCH_SYSTEM_PROMPT,
+    BatchCluster,
+    build_synthesis_batch_prompt,
+    parse_synthesis_batch,
+    synthesis_batch_max_tokens,
+)
 from reasoningbank.ai.prompt_kinds import PromptExample
 
 _MONDAY = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
@@ -57,6 +64,32 @@ _SOURCES = (
 
 def synthesis_example() -> PromptExample:
     return PromptExample(SYNTHESIS_SYSTEM_PROMPT, build_synthesis_prompt(_SOURCES), parse_synthesis)
+
+
+def synthesis_batch_example() -> PromptExample:
+    laptop = "A deploy from a laptop shipped a stale build; deploy from CI."
+    deploys = (
+        SourceMemory(
+            "mem_c3", "Deploy from CI only", "Deploys run from CI, never a laptop.", (), 0.8, 2, "success", _MONDAY
+        ),
+        SourceMemory("mem_d4", "No deploys from laptops", laptop, ("deploy",), 0.7, 0, "failure", _TUESDAY),
+    )
+    clusters = [
+        BatchCluster("C1", (("M1", _SOURCES[0]), ("M2", _SOURCES[1]))),
+        BatchCluster("C2", (("M3", deploys[0]), ("M4", deploys[1]))),
+    ]
+
+    def parse(text: str) -> object:
+        # the check's verdict: every cluster answered attributably, with its summary, as the phase needs it
+        answers = parse_synthesis_batch(text, clusters)
+        if len(answers) != len(clusters):
+            raise ValueError(f"the reply answered {len(answers)} of {len(clusters)} clusters attributably")
+        if any(answer.summary is None for answer in answers.values()):
+            raise ValueError("the reply left out a cluster's summary")
+        return answers
+
+    prompt = build_synthesis_batch_prompt(clusters)
+    return PromptExample(SYNTHESIS_BATCH_SYSTEM_PROMPT, prompt, parse, max_tokens=synthesis_batch_max_tokens(2))
 
 
 def supersession_example() -> PromptExample:

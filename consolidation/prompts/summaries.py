@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from consolidation.prompts.reply import (
     PromptParseError,
@@ -105,9 +105,16 @@ def parse_summary(text: str, source_ids: Sequence[str]) -> ClusterSummary:
         if repaired == text:
             raise
         data = json_object_with(repaired, "summary", what)
+    return summary_from_object(data, source_ids, text)
+
+
+def summary_from_object(data: dict[str, Any], source_ids: Sequence[str], raw: str) -> ClusterSummary:
+    """A summary from an already decoded JSON object (the summary reply's, or one cluster's answer in
+    the batched synthesis, docs/consolidation.md#batched-synthesis); the same repairs and limits.
+    Raises :class:`PromptParseError` (``raw`` kept) without a non-empty ``summary``."""
     summary = as_text(data.get("summary"))
     if not summary:
-        raise PromptParseError("summary reply has an empty 'summary'", text)
+        raise PromptParseError("summary reply has an empty 'summary'", raw)
 
     key_facts = tuple(
         fact[:SUMMARY_ITEM_MAX_LENGTH] for fact in (as_text(item) for item in as_list(data.get("key_facts"))) if fact

@@ -41,6 +41,10 @@ CONSOLIDATION_MAX_JUDGED_PAIRS = env_int("CONSOLIDATION_MAX_JUDGED_PAIRS", 200, 
 # the supersession check and the contradiction judge per pair (two calls), for a model that cannot
 # answer a list reliably (docs/consolidation.md#the-judge)
 CONSOLIDATION_JUDGE_BATCH_PAIRS = env_int("CONSOLIDATION_JUDGE_BATCH_PAIRS", 20, minimum=1, maximum=100)
+# clusters synthesised in one call, each answer carrying the cluster's memory and its summary (tied to
+# its cluster by ids); 1 asks a synthesis and a summary per cluster (two calls), for a model that cannot
+# answer a list reliably (docs/consolidation.md#batched-synthesis)
+CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS = env_int("CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS", 5, minimum=1, maximum=20)
 if not CONSOLIDATION_JUDGE_MIN_SIMILARITY < CONSOLIDATION_DUPLICATE_THRESHOLD:
     raise ImproperlyConfigured("CONSOLIDATION_JUDGE_MIN_SIMILARITY must be below CONSOLIDATION_DUPLICATE_THRESHOLD")
 # the write gate: a record this alike (cosine) to an active memory of the same place, outcome and kind,

@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from django_q.conf import Conf
 
-from tests.e2e.llm_stub import batch_reply
+from tests.e2e.llm_stub import batch_reply, synthesis_batch_reply
 from tests.fakes import ScriptedLLM
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -43,6 +43,12 @@ def _consolidation_llm() -> ScriptedLLM:
             )
         if "Pairs (OLDER → NEWER):" in prompt:  # the batched judge: every pair the same advice
             return batch_reply(prompt)
+        if prompt.startswith("Consolidate each of these "):  # the batched synthesis, with its summary
+            return synthesis_batch_reply(
+                prompt,
+                title="Database Timeout Management in Go",
+                content="Wrap every database call in context.WithTimeout and handle DeadlineExceeded.",
+            )
         if "supersedes" in system:
             return '{"supersedes": false, "confidence": "low", "reason": null}'
         return '{"reasoning": "same advice", "contradicts": false, "confidence": 0.1, "explanation": ""}'

@@ -67,7 +67,10 @@ def assert_merged(memories: list[Memory]) -> Memory:
     return merged
 
 
-def test_an_llm_error_on_the_first_cluster_is_recorded_and_the_second_cluster_still_merges(cast, agent, two_clusters):
+def test_an_llm_error_on_the_first_cluster_is_recorded_and_the_second_cluster_still_merges(
+    cast, agent, two_clusters, settings
+):
+    settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS = 1  # a call per cluster (batched: test_synthesis_batch.py)
     first, second = two_clusters
 
     def synthesis(prompt: str) -> str:
@@ -121,7 +124,8 @@ def test_an_exception_inside_one_clusters_merge_rolls_that_cluster_back_while_th
     assert not set(run.result["archived_memories"]) & first_ids
 
 
-def test_an_unparseable_synthesis_reply_is_recorded_and_nothing_is_half_stored(cast, agent, two_clusters):
+def test_an_unparseable_synthesis_reply_is_recorded_and_nothing_is_half_stored(cast, agent, two_clusters, settings):
+    settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS = 1  # a call per cluster (batched: test_synthesis_batch.py)
     first, second = two_clusters
     memories_before, links_before = Memory.objects.count(), MemoryLink.objects.count()
     llm = cycle_llm(synthesis="Sure! These memories are all about resilience. Hope that helps.")

@@ -33,7 +33,12 @@ def summary_prompts(llm) -> list[str]:
     return [prompt for system, prompt in llm.calls if system == SUMMARY_SYSTEM_PROMPT]
 
 
-def test_a_synthesised_cluster_leaves_a_summary_linked_to_its_consolidated_memory_and_sources(cast, agent, cluster):
+def test_a_synthesised_cluster_leaves_a_summary_linked_to_its_consolidated_memory_and_sources(
+    cast, agent, cluster, settings
+):
+    # a call per cluster and one per summary: the summary prompt's own path (the batched synthesis,
+    # which answers the summary with the memory, is tests/consolidation/test_synthesis_batch.py's)
+    settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS = 1
     llm = cycle_llm()
     run = run_cycle(agent, cast.project_a, llm)
 

@@ -38,7 +38,10 @@ from consolidation.prompts.judge import (
     parse_supersession,
 )
 from consolidation.prompts.judge_batch import JUDGE_BATCH_SYSTEM_PROMPT
-from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT
+from consolidation.prompts.reply import PromptParseError, SourceMemory
+from consolidation.prompts.summaries import SUMMARY_SYSTEM_PROMPT, build_summary_prompt
+from consolidation.prompts.synthesis import build_synthesis_prompt, parse_synthesis
+from consolidation.prompts.synthesis_batch import SYNTHESIS_BATCH_SYSTEM_PROMPT
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 from memories.models import Memory, MemoryLink
 from tests.factories import MemoryFactory, MemoryLinkFactory
@@ -253,6 +256,69 @@ def batch_from_single(supersession: Reply, contradiction: Reply) -> Callable[[st
     return answer
 
 
+_BATCH_CLUSTER = re.compile(r"^Cluster (C\d+) — members (.+):$", re.MULTILINE)
+_CLUSTER_SOURCE = re.compile(
+    r"^\[(M\d+)\](?: recorded (.+))?\nTitle: (.*)\nContent: (.*)\nTags: (.*)\nOutcome: (.*)\n"
+    r"Confidence: ([\d.]+), Usage: (\d+)$",
+    re.MULTILINE,
+)
+
+
+def batch_clusters(prompt: str) -> list[tuple[str, list[SourceMemory]]]:
+    """The clusters of a batched synthesis prompt: (cluster label, its sources as listed, each with its
+    short id ``M1`` as its id)."""
+    blocks = _BATCH_CLUSTER.split(prompt)[1:]
+    return [
+        (
+            label,
+            [
+                SourceMemory(
+                    id=mid, title=title, content=content, tags=tuple(t for t in tags.split(", ") if t),
+                    confidence=float(conf), usage_count=int(usage), outcome=outcome,
+                    created_at=datetime.fromisoformat(at) if at else None,
+                )
+                for mid, at, title, content, tags, outcome, conf, usage in _CLUSTER_SOURCE.findall(text)
+            ],
+        )
+        for label, _, text in zip(blocks[0::3], blocks[1::3], blocks[2::3], strict=True)
+    ]  # fmt: skip
+
+
+def synthesis_batch_from_single(synthesis: Reply, summary: Reply) -> Callable[[str], str]:
+    """A batched synthesis that answers each cluster as the single-cluster replies would: the synthesis
+    reply to that cluster's synthesis prompt, and the summary reply to its summary prompt (the sources
+    named by their short ids) — so the tests written for a call per cluster keep their meaning. A cluster
+    whose synthesis reply is unreadable is left out of the answer (as a model that skipped it); one whose
+    summary reply is unreadable or raises is answered without a summary."""
+
+    def answer(prompt: str) -> str:
+        items = []
+        for label, sources in batch_clusters(prompt):
+            try:
+                parsed = parse_synthesis(_answer(synthesis, build_synthesis_prompt(sources)))
+            except PromptParseError:
+                continue
+            item: dict[str, Any] = {
+                "cluster": label,
+                "members": [str(source.id) for source in sources],
+                "title": parsed.title,
+                "content": parsed.content,
+                "tags": list(parsed.tags),
+                "outcome": parsed.outcome,
+                "source_attribution": parsed.source_attribution,
+            }
+            try:
+                summarised = json.loads(_answer(summary, build_summary_prompt(sources)))
+            except Exception:  # any failure of the summary reply: the cluster goes without a summary
+                summarised = None
+            if isinstance(summarised, dict):
+                item |= {k: v for k, v in summarised.items() if k not in item}
+            items.append(item)
+        return json.dumps(items)
+
+    return answer
+
+
 def cycle_llm(
     *,
     synthesis: Reply = default_synthesis,
@@ -270,6 +336,8 @@ def cycle_llm(
             return _answer(synthesis, prompt)
         if system == JUDGE_BATCH_SYSTEM_PROMPT:
             return batch_from_single(supersession, contradiction)(prompt)
+        if system == SYNTHESIS_BATCH_SYSTEM_PROMPT:
+            return synthesis_batch_from_single(synthesis, summary)(prompt)
         if system == SUPERSESSION_SYSTEM_PROMPT:
             return _answer(supersession, prompt)
         if system == SUMMARY_SYSTEM_PROMPT:
@@ -284,7 +352,15 @@ def cycle_llm(
 
 
 def prompts_of(llm: ScriptedLLM, prefix: str) -> list[str]:
-    return [prompt for _, prompt in llm.calls if prompt.startswith(prefix)]
+    """The prompts of ``llm``'s calls starting with ``prefix``; a batched synthesis call counts as the
+    synthesis prompt of each of its clusters (what the tests on synthesis inputs read)."""
+    asked: list[str] = []
+    for system, prompt in llm.calls:
+        if system == SYNTHESIS_BATCH_SYSTEM_PROMPT:
+            asked += [build_synthesis_prompt(sources) for _, sources in batch_clusters(prompt)]
+        else:
+            asked.append(prompt)
+    return [prompt for prompt in asked if prompt.startswith(prefix)]
 
 
 # --- running the cycle -----------------------------------------------------------------------------

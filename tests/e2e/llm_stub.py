@@ -1,6 +1,7 @@
 """A loopback OpenAI-compatible LLM for the service under test: it answers ``POST /v1/chat/completions``
-with a well-formed reply for each prompt the product sends (distillation, synthesis, the judges, patterns),
-records every call, and can hold the calls of one kind to keep a worker busy mid-run.
+with a well-formed reply for each prompt the product sends (distillation, synthesis single and batched,
+the judges, patterns, summaries), records every call, and can hold the calls of one kind to keep a worker
+busy mid-run.
 
 No Django here, like the rest of the e2e harness: the product is seen only from outside."""
 
@@ -82,6 +83,39 @@ def batch_reply(prompt: str, verdict: str = "compatible") -> str:
     )  # fmt: skip
 
 
+_CLUSTER = re.compile(r"^Cluster (C\d+) — members (.+):$", re.MULTILINE)
+
+
+def synthesis_batch_reply(
+    prompt: str,
+    title: str = "",
+    content: str = "Wrap every database call in a context with a timeout and handle the deadline error.",
+) -> str:
+    """The batched synthesis's reply format (consolidation/prompts/synthesis_batch.py): per listed cluster,
+    its memory and its summary, naming the cluster and exactly its members. Without a ``title``, each
+    cluster's is "Consolidated <marker>" from the first E2E marker among its memories, as the single reply."""
+    answers = []
+    blocks = _CLUSTER.split(prompt)[1:]  # label, members, that cluster's text, label, …
+    for label, members, text in zip(blocks[0::3], blocks[1::3], blocks[2::3], strict=True):
+        markers = re.findall(r"E2E-[A-Za-z0-9-]+", text)
+        answers.append(
+            {
+                "cluster": label,
+                "members": [m.strip() for m in members.split(",")],
+                "title": title or f"Consolidated {markers[0] if markers else 'cluster'}",
+                "content": content,
+                "tags": ["e2e", "database", "timeout"],
+                "outcome": "success",
+                "source_attribution": "synthesised from near-identical memories recorded by the e2e suite",
+                "summary": "Wrap every database call in a context with a timeout.",
+                "key_facts": ["database calls need a deadline"],
+                "decisions": [],
+                "superseded_facts": [],
+            }
+        )
+    return json.dumps(answers)
+
+
 def llm_reply(system: str, prompt: str) -> tuple[str, str]:
     """(kind, reply) for one chat completion, dispatched on the product's own prompt texts."""
     if "You are analyzing a completed agent session" in prompt:
@@ -102,6 +136,8 @@ def llm_reply(system: str, prompt: str) -> tuple[str, str]:
         )
     if "Pairs (OLDER → NEWER):" in prompt:
         return "judge_batch", batch_reply(prompt)
+    if prompt.startswith("Consolidate each of these ") and "Cluster C1 — members" in prompt:
+        return "synthesize_batch", synthesis_batch_reply(prompt)
     if "supersede" in system.lower() or "supersede" in prompt.lower():
         return "supersession", '{"supersedes": false, "confidence": "low", "reason": null}'
     if "contradict each other" in prompt:

@@ -31,6 +31,7 @@ KINDS = [
     "reason",
     "search_rewrite",
     "synthesize",
+    "synthesize_batch",
     "supersede",
     "judge",
     "judge_batch",

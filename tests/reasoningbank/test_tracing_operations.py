@@ -128,7 +128,11 @@ def test_recording_over_rest_is_a_memory_record_span_inside_the_request(
 
 
 @pytest.mark.django_db(transaction=True)  # outside a transaction the LLM calls fan out over threads
-def test_a_consolidation_run_is_one_trace_of_its_phases_and_their_llm_calls(spans: Captured, cast: Any, agent: Any):
+def test_a_consolidation_run_is_one_trace_of_its_phases_and_their_llm_calls(
+    spans: Captured, cast: Any, agent: Any, settings: Any
+):
+    # a synthesis call and a summary call per cluster, so two calls of each fan out over threads
+    settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS = 1
     for hub, words in ((0, "quokka"), (20, "zanzibar")):
         for n, title in enumerate(("timeouts", "deadlines", "budgets"), 1):
             remember(
