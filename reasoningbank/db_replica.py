@@ -210,7 +210,7 @@ def _write_mark(context: RequestContext) -> None:
     _recent_writes[key] = time.monotonic()
     if len(_recent_writes) > 10_000:  # principals that stopped writing long ago go
         horizon = time.monotonic() - replica_sticky_seconds()
-        for stale in [k for k, at in _recent_writes.items() if at < horizon]:
+        for stale in [k for k, at in list(_recent_writes.items()) if at < horizon]:
             _recent_writes.pop(stale, None)
     token = _untracked.set(True)  # the mark's own write is not one to track
     try:
