@@ -8,13 +8,13 @@ It checks the routing the unit tests cannot reach (they run without pools) and m
 replica unset (the primary serves them), in the same fresh servers:
 
 1. record ``--memories`` memories through REST (the writer's token), wait for the standby to replay;
-2. ``--queries`` searches of a token that never wrote: with a replica, then with the service restarted
-   without one;
-3. with replay paused on the standby: a memory the writer records is found by the writer (its reads
+2. with replay paused on the standby: a memory the writer records is found by the writer (its reads
    stay on the primary for a while) and not by the reader (the replica's older state);
-4. the service's ``reasoningbank_replica_reads_total`` counters.
+3. ``--queries`` searches of a token that never wrote, ``--rounds`` times alternately with the service
+   started without the replica and with it (the replica's ``reasoningbank_replica_reads_total``
+   counters show where its reads went).
 
-    .venv/bin/python bench/replica.py [--memories 500] [--queries 200]
+    .venv/bin/python bench/replica.py [--memories 500] [--queries 200] [--rounds 2]
 
 The embedder is ``hashing`` (no model to load: the figures are the database's and the routing's).
 """
@@ -140,6 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--memories", type=int, default=500)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     import httpx2
 
@@ -167,15 +168,12 @@ def main() -> None:
         writer, reader = token("writer"), token("reader")
         queries = [text(i + 10_000, 4) for i in range(args.queries)]
         with uvicorn_server() as (base, _):
-            log(f"recording {args.memories} memories, then {args.queries} searches with the replica")
+            log(f"recording {args.memories} memories")
             with httpx2.Client(base_url=base, headers={"Authorization": f"Bearer {writer}"}, timeout=30) as client:
                 for i in range(args.memories):
                     record(client, f"Lesson {i}: {text(i, 3)}", text(i))
             replayed(primary, replica)
-            searches(base, reader, queries[:20])  # warm-up: connections, pools, caches
-            report["search_ms_replica"] = latency(searches(base, reader, queries))
             # what the replica cannot have yet: the writer finds it, the reader does not
-            primary_before = replica_counters(base)
             replica.psql("SELECT pg_wal_replay_pause()")
             try:
                 with httpx2.Client(base_url=base, headers={"Authorization": f"Bearer {writer}"}, timeout=30) as client:
@@ -187,13 +185,24 @@ def main() -> None:
                 }
             finally:
                 replica.psql("SELECT pg_wal_replay_resume()")
-            report["replica_reads_before_pause"] = primary_before
-            report["replica_reads"] = replica_counters(base)
-        del os.environ["DATABASE_REPLICA_URL"]
-        log(f"{args.queries} searches without the replica")
-        with uvicorn_server() as (base, _):
-            searches(base, reader, queries[:20])
-            report["search_ms_primary"] = latency(searches(base, reader, queries))
+            replayed(primary, replica)
+        # the same searches, alternately without and with the replica (a fresh server each time), so
+        # that the machine's other load weighs on both alike
+        samples: dict[str, list[float]] = {"primary": [], "replica": []}
+        for round_ in range(args.rounds):
+            for target in ("primary", "replica"):
+                if target == "replica":
+                    os.environ["DATABASE_REPLICA_URL"] = replica.url(DB)
+                else:
+                    os.environ.pop("DATABASE_REPLICA_URL", None)
+                log(f"round {round_ + 1}: {args.queries} searches, reads on the {target}")
+                with uvicorn_server() as (base, _):
+                    searches(base, reader, queries[:20])  # warm-up: connections, pools, caches
+                    samples[target] += searches(base, reader, queries)
+                    if target == "replica":
+                        report["replica_reads"] = replica_counters(base)
+        report["search_ms_primary"] = latency(samples["primary"])
+        report["search_ms_replica"] = latency(samples["replica"])
     finally:
         if replica is not None:
             replica.stop()
