@@ -12,8 +12,13 @@ class ReasoningBankConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.db.backends.signals import connection_created
         from django.utils import timezone
 
+        from reasoningbank.db_replica import write_tracking_install
+
+        # with a read replica, writes on the primary keep their request's reads there (read-your-writes)
+        connection_created.connect(write_tracking_install, dispatch_uid="reasoningbank.replica_write_tracking")
         # the worker heartbeat's grace period starts here (see reasoningbank.health.worker_health)
         self.booted_at = timezone.now()
         # every process that loads Django (uvicorn's web workers, qcluster before it forks, commands)

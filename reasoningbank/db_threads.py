@@ -7,13 +7,14 @@ saves) and when the caller holds no transaction (another connection could not se
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import connection, connections
 
 from reasoningbank.metrics import WRITE_BEHIND
 from reasoningbank.tracing import bind, span
@@ -45,12 +46,16 @@ def _on_own_connection(fn: Callable[..., T], *args: Any) -> T:
     try:
         return fn(*args)
     finally:
-        connection.close()  # this thread's connection goes back to the pool
+        for used in connections.all(initialized_only=True):
+            used.close()  # this thread's connections (the primary's, the replica's) go back to their pools
 
 
 def run_beside(fn: Callable[..., T], *args: Any) -> Future[T]:
-    """``fn(*args)`` on another thread and connection, now; the caller collects the result."""
-    return _parallel.submit(bind(_on_own_connection), fn, *args)  # bind: its spans stay in the caller's trace
+    """``fn(*args)`` on another thread and connection, now; the caller collects the result. It sees the
+    caller's context variables (a read on the replica stays on the replica: reasoningbank/db_replica.py)."""
+    context = contextvars.copy_context()
+    # bind: its spans stay in the caller's trace
+    return _parallel.submit(context.run, bind(_on_own_connection), fn, *args)
 
 
 def write_behind(fn: Callable[..., None], *args: Any) -> bool:

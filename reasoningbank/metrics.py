@@ -135,6 +135,12 @@ REQUEST_QUEUE_WAIT = Histogram(
 REQUEST_QUEUE_TIMEOUTS = Counter(
     f"{PREFIX}_request_queue_timeouts", "Requests answered 503 after waiting REQUEST_QUEUE_TIMEOUT for a slot"
 )
+# reads safe to serve stale (reasoningbank/db_replica.py): where they went, and why not to the replica
+REPLICA_READS = Counter(
+    f"{PREFIX}_replica_reads",
+    "Reads that may use the read replica, by where they went and why (ok, recent_write, lagging, ...)",
+    ["target", "reason"],
+)
 # per signal (one per memory a search used): written, or dropped once every retry failed
 USAGE_SIGNALS = Counter(f"{PREFIX}_usage_signals", "Usage signals of searches, by outcome", ["outcome"])
 USAGE_WRITE_RETRIES = Counter(

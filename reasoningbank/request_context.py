@@ -45,6 +45,10 @@ class RequestContext:
     org: str = ""  # the organization's slug, once authentication knows it
     token_prefix: str = ""  # the API token's display prefix (``rb_…``), never the token
     started: float = field(default_factory=time.perf_counter)
+    # it wrote to the database: its later reads stay on the primary (reasoningbank/db_replica.py)
+    wrote: bool = False
+    # its principal was found not to have written lately: asked once per request, not per read
+    no_recent_write: bool = False
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("rb_request_context", default=None)

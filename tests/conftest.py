@@ -54,6 +54,11 @@ def hashing_embedder(settings: Any) -> None:
 
 @pytest.fixture
 def cast(db: Any) -> Cast:
+    return cast_create()
+
+
+def cast_create() -> Cast:
+    """The cast in whichever database the test uses (the ``cast`` fixture's, or another server's)."""
     org_a = OrganizationFactory(slug="acme", name="Acme", plan="pro")
     org_b = OrganizationFactory(slug="globex", name="Globex", plan="pro")
     alice = UserFactory(email="alice@acme.test")

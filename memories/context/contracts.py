@@ -18,6 +18,7 @@ from django.utils import timezone
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
+from accounts.models import Project as ProjectModel
 from memories.context.block import ContextEntry, Decision, block_format, context_inject
 from memories.context.selectors import context_memories, summaries_for_context
 from memories.context.services import summaries_activate
@@ -28,6 +29,7 @@ from memories.models import Memory, MemorySummary
 from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.db_replica import replica_read
 from reasoningbank.metrics import injection_observe
 from reasoningbank.tracing import current_set, traced
 
@@ -167,24 +169,12 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
         org_id=principal.organization.id, project_id=project.id, context_length=len(args.context),
         task_length=len(args.task), max=args.max, token_budget=args.token_budget, prioritize=args.prioritize,
     )
-    summaries: list[MemorySummary] = []
-    memories: list[Memory] = []
     # the injection floor: nothing less trusted ever enters a session's context, whatever was asked
     # (docs/confidence.md#floors)
     min_confidence = max(args.min_confidence, settings.CONFIDENCE_MIN_FOR_INJECTION)
-    if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
-        vector = query_embed(args.task) if args.task and args.prioritize == "relevance" else None
-        choice = {"limit": args.max, "min_confidence": min_confidence, "prioritize": args.prioritize}
-        summaries = summaries_for_context(principal, project, task_vector=vector, **choice)  # type: ignore[arg-type]
-        if len(summaries) < args.max:
-            # the project's best procedural memories fill the places summaries leave (all of them
-            # until its first consolidation); a summarised memory is not shown twice
-            shown = {s.memory_id for s in summaries}
-            memories = [
-                m
-                for m in context_memories(principal, project, task=args.task, task_vector=vector, **choice)  # type: ignore[arg-type]
-                if m.id not in shown
-            ][: args.max - len(summaries)]
+    # the reads, from the read replica when there is one (docs/operations.md#a-read-replica); the writes
+    # below (activations, the session's ledger) go to the primary
+    summaries, memories = replica_read(_context_candidates, principal, args, project, min_confidence)
     entries = [_summary_entry(s) for s in summaries] + [
         ContextEntry(
             id=m.id,
@@ -223,6 +213,28 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
         min_confidence=min_confidence,
         project=project.slug,
     )
+
+
+def _context_candidates(
+    principal: Principal, args: ContextInput, project: ProjectModel, min_confidence: float
+) -> tuple[list[MemorySummary], list[Memory]]:
+    """The summaries and procedural memories a session-start context may hold, best first."""
+    summaries: list[MemorySummary] = []
+    memories: list[Memory] = []
+    if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
+        vector = query_embed(args.task) if args.task and args.prioritize == "relevance" else None
+        choice = {"limit": args.max, "min_confidence": min_confidence, "prioritize": args.prioritize}
+        summaries = summaries_for_context(principal, project, task_vector=vector, **choice)  # type: ignore[arg-type]
+        if len(summaries) < args.max:
+            # the project's best procedural memories fill the places summaries leave (all of them
+            # until its first consolidation); a summarised memory is not shown twice
+            shown = {s.memory_id for s in summaries}
+            memories = [
+                m
+                for m in context_memories(principal, project, task=args.task, task_vector=vector, **choice)  # type: ignore[arg-type]
+                if m.id not in shown
+            ][: args.max - len(summaries)]
+    return summaries, memories
 
 
 def _summary_entry(summary: MemorySummary) -> ContextEntry:

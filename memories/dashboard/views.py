@@ -44,6 +44,7 @@ from memories.sessions.services import session_retry
 from memories.signals.selectors import memory_signals
 from memories.validation import tags_clean
 from reasoningbank.ai.llm import llm_health_get
+from reasoningbank.db_replica import replica_reads
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
@@ -104,6 +105,7 @@ def _form_errors_text(form: forms.Form) -> list[str]:
 
 @org_view()
 @require_GET
+@replica_reads
 def overview_page(request: HttpRequest) -> HttpResponse:
     data = overview(request.principal)  # type: ignore[attr-defined]
     page_vars = _page_vars(
@@ -237,6 +239,7 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
 
 @org_view()
 @require_GET
+@replica_reads
 def memory_list_page(request: HttpRequest) -> HttpResponse:
     principal = request.principal  # type: ignore[attr-defined]
     projects = list(reachable_projects(principal).values_list("slug", flat=True))
@@ -286,6 +289,7 @@ def _lineage_groups(lineage: dict[str, Any]) -> list[dict[str, Any]]:
 
 @org_view()
 @require_GET
+@replica_reads
 def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
     principal = request.principal  # type: ignore[attr-defined]
     memory = _memory_or_404(request, memory_id)
@@ -415,6 +419,7 @@ def memory_unmerge_action(request: HttpRequest, memory_id: str) -> HttpResponse:
 
 @org_view()
 @require_GET
+@replica_reads
 def disputed_page(request: HttpRequest) -> HttpResponse:
     links = disputed_list(request.principal).select_related("target__project")  # type: ignore[attr-defined]
     page = Paginator(links, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -454,6 +459,7 @@ def disputed_resolve_action(request: HttpRequest, link_id: int) -> HttpResponse:
 
 @org_view()
 @require_GET
+@replica_reads
 def session_list_page(request: HttpRequest) -> HttpResponse:
     status_filter = request.GET.get("status") or ""
     errors: list[str] = []
@@ -489,6 +495,7 @@ def _retryable() -> tuple[str, ...]:
 
 @org_view()
 @require_GET
+@replica_reads
 def session_detail_page(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _session_or_404(request, session_id)
     uses = list(session_memory_uses(request.principal, session))  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from memories.sessions.selectors import session_seen_memory_ids
 from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
+from reasoningbank.db_replica import replica_read
 from reasoningbank.errors import Rejected
 from reasoningbank.metrics import search_observe
 from reasoningbank.tracing import current_set, traced
@@ -280,7 +281,8 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     current_set(project_id=result.project.id if result.project else None, result_count=len(result.hits),
                 total_found=result.total_found, tokens_used=result.tokens_used)
     summaries = (
-        summaries_search(
+        replica_read(  # like the memories, from the read replica when there is one
+            summaries_search,
             principal, query_vector=result.query_vector, project=result.project, scope=args.scope,
             limit=args.limit // 2, min_similarity=max(settings.SEARCH_MIN_SIMILARITY, args.min_similarity or 0.0),
             min_confidence=float(args.min_confidence),

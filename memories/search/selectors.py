@@ -34,6 +34,7 @@ from memories.search.ranking import (
 from memories.search.rewrite import QueryRewrite
 from memories.search.statistics import query_terms, sql_rows, tsquery_or
 from memories.search.temporal import QueryTime, query_time, time_adjusted, time_match
+from reasoningbank.db_replica import read_alias
 from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.tracing import span
 
@@ -275,7 +276,8 @@ def memory_search_rank(
     both = "+".join((["vector"] if any(query_vector) else []) + (["lexical"] if terms.selective else []))
     ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
     if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
-        with transaction.atomic():
+        # (in a transaction of the connection the legs read from: the replica's, when they read there)
+        with transaction.atomic(using=read_alias()):
             sql_rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
             rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
     elif len(legs) == 2 and _legs_in_parallel():

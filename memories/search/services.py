@@ -12,6 +12,7 @@ from memories.embedding import query_embed
 from memories.search.selectors import SearchQuery, SearchResult, memory_search
 from memories.search.services_deep import memory_search_deep
 from memories.signals.services import memories_mark_used
+from reasoningbank.db_replica import replica_read, writes_untracked
 
 
 def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
@@ -20,15 +21,16 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     started = time.perf_counter()
     vector = query_embed(search.query)
     embedding_ms = (time.perf_counter() - started) * 1000
-    # a deep search may rewrite the question through the LLM (docs/search.md#deep-search-rewriting-the-question)
-    if search.mode == "deep":
-        result = memory_search_deep(principal, search, query_vector=vector)
-    else:
-        result = memory_search(principal, search, query_vector=vector)
+    # a deep search may rewrite the question through the LLM (docs/search.md#deep-search-rewriting-the-question);
+    # either reads from the read replica when there is one (docs/operations.md#a-read-replica)
+    read = memory_search_deep if search.mode == "deep" else memory_search
+    result = replica_read(read, principal, search, query_vector=vector)
     # only results an agent plausibly used: ranking noise below the floor must not feed confidence
     floor = settings.SEARCH_USAGE_MIN_RELEVANCE
     # (an archived memory an exhaustive search surfaced is shown, not used)
     used = [hit.memory for hit in result.hits if hit.breakdown.relevance >= floor and hit.memory.state == "active"]
-    memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
+    # on the primary, like every write; a search's own usage signals keep no later read off the replica
+    with writes_untracked():
+        memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
     result.embedding_ms = embedding_ms
     return result

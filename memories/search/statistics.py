@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connections
 
 from memories.search.ranking import bm25_idf
+from reasoningbank.db_replica import read_alias
 
 # memories sampled for BM25's mean document length
 BM25_LENGTH_SAMPLE = 200
@@ -20,7 +21,8 @@ TEXT_MATCH_CAP = 300
 
 
 def sql_rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]:
-    with connection.cursor() as cursor:
+    """A read's rows, from the read replica inside ``replica_read`` (reasoningbank/db_replica.py)."""
+    with connections[read_alias()].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 

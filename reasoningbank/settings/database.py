@@ -86,4 +86,29 @@ _options["options"] += f" -c hnsw.ef_search={SEARCH_HNSW_EF_SEARCH}"
 # Parallel test runs (e.g. several engineers on one machine) can pick their own test database.
 _db["TEST"] = {"NAME": f"test_{env_str('RB_TEST_DB_NAME', 'reasoningbank')}"}
 DATABASES = {"default": _db}
+
+# A streaming replica for the reads that may be a moment stale: searches, the session-start context, the
+# dashboard's pages (docs/operations.md#a-read-replica). Every write, and every read inside a transaction,
+# stays on the primary (reasoningbank/db_replica.py routes them). Unset: everything on the primary.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+# lag beyond this → the primary serves those reads until a later check finds the replica close again
+DATABASE_REPLICA_MAX_LAG = env_duration("DATABASE_REPLICA_MAX_LAG", "5s")
+# how often a web process asks the replica how far behind it is (never per query)
+DATABASE_REPLICA_CHECK_INTERVAL = env_duration("DATABASE_REPLICA_CHECK_INTERVAL", "5s")
+if DATABASE_REPLICA_URL:
+    try:
+        _replica_url = dj_database_url.parse(DATABASE_REPLICA_URL)
+    except Exception as exc:  # the library raises several types for malformed URLs
+        raise ImproperlyConfigured(f"DATABASE_REPLICA_URL is not a valid database URL: {exc}") from exc
+    if _replica_url.get("ENGINE") != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URL must point at PostgreSQL (postgres://...)")
+# the same pool, timeouts and search options as the primary; only where to connect differs. Not in a
+# test run: the suite's database has no replica (tests/reasoningbank/test_db_replica.py makes its own)
+if DATABASE_REPLICA_URL and not TESTING:
+    DATABASES["replica"] = {
+        **_db,
+        **{key: _replica_url[key] for key in ("NAME", "USER", "PASSWORD", "HOST", "PORT") if key in _replica_url},
+        "OPTIONS": {**_db["OPTIONS"], **({"pool": dict(_db["OPTIONS"]["pool"])} if "pool" in _db["OPTIONS"] else {})},
+    }
+DATABASE_ROUTERS = ["reasoningbank.db_replica.PrimaryReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

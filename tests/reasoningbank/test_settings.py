@@ -33,12 +33,15 @@ print(json.dumps({
     "session_cookie_secure": settings.SESSION_COOKIE_SECURE,
     "csrf_cookie_secure": settings.CSRF_COOKIE_SECURE,
     "site_url": settings.SITE_URL,
-}))
+    "default": {k: settings.DATABASES["default"][k] for k in ("HOST", "OPTIONS")},
+    "replica": settings.DATABASES.get("replica"),
+    "routers": settings.DATABASE_ROUTERS,
+}, default=str))
 """
 WEB = ["/app/.venv/bin/uvicorn", "reasoningbank.asgi:application"]
 WORKER = ["manage.py", "qcluster"]
 KEY = {"SECRET_KEY": "s" * 50}  # for the probes about something else
-_OURS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "SITE_URL", "RB_TESTING", "RB_DATA_DIR")
+_OURS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "DATABASE_REPLICA_URL", "SITE_URL", "RB_TESTING", "RB_DATA_DIR")
 
 
 def probe(tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
@@ -71,6 +74,27 @@ def test_the_forking_worker_gets_plain_connections_not_the_pool(tmp_path):
     # a pool shared by qcluster's forked processes broke the pusher at the first schedule tick
     assert probed(tmp_path, WORKER, **KEY)["pool"] is None
     assert probed(tmp_path, WORKER, DB_POOL="true", **KEY)["pool"] is None
+
+
+def test_a_replica_url_adds_a_replica_with_the_primarys_pool_timeouts_and_search_options(tmp_path):
+    seen = probed(tmp_path, DATABASE_REPLICA_URL="postgres://reader:pw@replica.internal:5433/rb", **KEY)
+    replica = seen["replica"]
+    assert (replica["HOST"], replica["PORT"], replica["NAME"], replica["USER"]) == (
+        "replica.internal", 5433, "rb", "reader"
+    )
+    assert replica["OPTIONS"] == seen["default"]["OPTIONS"]  # the pool, connect_timeout, hnsw options
+    assert replica["OPTIONS"]["pool"]["max_size"] == 20
+    assert seen["routers"] == ["reasoningbank.db_replica.PrimaryReplicaRouter"]
+
+
+def test_without_a_replica_url_there_is_only_the_primary(tmp_path):
+    assert probed(tmp_path, **KEY)["replica"] is None
+
+
+def test_a_replica_url_that_is_not_postgresql_is_refused_at_start(tmp_path):
+    finished = probe(tmp_path, WEB, DATABASE_REPLICA_URL="mysql://reader@replica.internal/rb", **KEY)
+    assert finished.returncode != 0
+    assert "DATABASE_REPLICA_URL must point at PostgreSQL" in finished.stderr
 
 
 def test_every_local_process_reads_one_generated_secret_key(tmp_path):
