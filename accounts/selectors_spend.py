@@ -17,6 +17,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter
+from reasoningbank.ai.batch_providers import BATCH_PRICE_FACTOR
 from reasoningbank.ai.purposes import purpose_label
 from reasoningbank.models import LlmCall, LlmPrice
 
@@ -43,11 +44,27 @@ class PriceTable:
     def of(self, provider: str, model: str) -> Price | None:
         return self.prices.get((provider, model)) or self.prices.get((provider, ""))
 
-    def cost(self, provider: str, model: str, input_tokens: int, output_tokens: int) -> tuple[Decimal, str] | None:
+    def cost(
+        self,
+        provider: str,
+        model: str,
+        input_tokens: int,
+        output_tokens: int,
+        *,
+        batch_input_tokens: int = 0,
+        batch_output_tokens: int = 0,
+    ) -> tuple[Decimal, str] | None:
+        """What the tokens cost; those of them answered through a batch API (``batch_*``, counted in the
+        totals too) at the providers' batch discount (docs/llm-spend.md#batch-mode)."""
         price = self.of(provider, model)
         if price is None:
             return None
-        amount = (input_tokens * price.input_per_million + output_tokens * price.output_per_million) / MILLION
+
+        def priced(inputs: int, outputs: int) -> Decimal:
+            return inputs * price.input_per_million + outputs * price.output_per_million
+
+        batched = priced(batch_input_tokens, batch_output_tokens)
+        amount = (priced(input_tokens, output_tokens) - batched + batched * BATCH_PRICE_FACTOR) / MILLION
         return amount.quantize(Decimal("0.000001")), price.currency
 
 
@@ -106,6 +123,9 @@ def _aggregate(calls: Any, since: date, until: date) -> Any:
         .annotate(day=TruncDate("created_at", tzinfo=UTC))
         .values("day", "purpose", "provider", "model")
         .annotate(
+            # before the totals, whose names then stand for the aggregates rather than the columns
+            batch_input_tokens=Sum("input_tokens", filter=Q(batch=True)),
+            batch_output_tokens=Sum("output_tokens", filter=Q(batch=True)),
             calls=Count("id"),
             failed=Count("id", filter=Q(outcome=LlmCall.OUTCOME_ERROR)),
             input_tokens=Sum("input_tokens"),
@@ -125,7 +145,14 @@ def spend_of(principal: Principal, *, days: int = 30, now: datetime | None = Non
     )
     for row in _aggregate(access_filter(LlmCall, principal), since, until):
         input_tokens, output_tokens = row["input_tokens"] or 0, row["output_tokens"] or 0
-        cost = prices.cost(row["provider"], row["model"], input_tokens, output_tokens)
+        cost = prices.cost(
+            row["provider"],
+            row["model"],
+            input_tokens,
+            output_tokens,
+            batch_input_tokens=row["batch_input_tokens"] or 0,
+            batch_output_tokens=row["batch_output_tokens"] or 0,
+        )
         spend.rows.append(
             SpendRow(
                 day=row["day"],

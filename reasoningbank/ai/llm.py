@@ -176,6 +176,7 @@ class _RetryingLLM:
     _sdk_error: type[Exception]
     _status_error: type[Exception]
     _connection_error: type[Exception]
+    _client: Any
 
     def __init__(
         self,
@@ -207,6 +208,11 @@ class _RetryingLLM:
     def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> None:
         """Import the provider's SDK, name its errors and build its client (each subclass)."""
         raise NotImplementedError
+
+    @property
+    def sdk_client(self) -> Any:
+        """The provider SDK's client, for its batch API (reasoningbank/ai/batch_providers.py)."""
+        return self._client
 
     @contextmanager
     def _slot(self) -> Iterator[None]:
