@@ -121,6 +121,8 @@ def consolidation_request(
         )
         if active is not None and active.status == ConsolidationRun.STATUS_WAITING and active.resume_at:
             waiting = f"; it goes on at {active.resume_at:%Y-%m-%d %H:%M} UTC, or once the LLM caps are raised"
+        if active is not None and active.status == ConsolidationRun.STATUS_WAITING_BATCH:
+            waiting = "; it goes on once the LLM provider answered its batch, within a day"
         raise Conflict(
             f"a consolidation run for {project.slug!r} is already {active.status if active else 'active'}"
             + (f" ({active.id}{waiting})" if active else ""),

@@ -16,9 +16,10 @@ import respx
 from django.utils import timezone
 
 from consolidation.models import ConsolidationRun
-from consolidation.runs import consolidation_execute, run_options_validate
+from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate
 from consolidation.tasks import llm_batches_poll
-from reasoningbank.ai.batch_services import batches_poll
+from reasoningbank.ai.batch_services import LLMDeferred, batch_session, batches_poll
+from reasoningbank.errors import Conflict
 from reasoningbank.models import LlmBatch, LlmBatchRequest, LlmBudget, LlmBudgetPeriod, LlmCall
 from tests.batch_api_stub import BatchApiStub, batch_api_served
 from tests.consolidation.test_cycle_failures import RETRY_TITLES, TIMEOUT_TITLES, assert_merged, assert_untouched
@@ -94,10 +95,18 @@ def test_a_scheduled_run_sends_its_calls_as_a_batch_and_waits_for_it(cast, agent
     assert run.status == "waiting_for_batch" and not run.errors
     assert stub.direct == [] and len(stub.batches) == 1 and stub.requests()
     assert any("sent to the" in w and "batch API" in w for w in run.warnings)
+    assert not any("failed" in w for w in run.warnings)  # a deferred call is no failure
     assert_untouched(two_clusters[0] + two_clusters[1])
     (batch,) = LlmBatch.objects.all()
     assert batch.status == "submitted" and batch.request_count == len(stub.requests())
     assert (batch.subject_type, batch.subject_id) == ("consolidation.consolidationrun", run.id)
+
+
+def test_a_run_waiting_for_its_batch_holds_its_project_s_place(cast, agent, two_clusters, stub):
+    execute(scheduled_run(cast))
+
+    with pytest.raises(Conflict, match=r"already waiting_for_batch .*once the LLM provider answered its batch"):
+        consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
 
 
 def test_the_poll_leaves_the_run_waiting_while_its_batch_is_in_progress(
@@ -128,8 +137,9 @@ def test_once_the_batch_ended_the_poll_queues_the_run_again_and_it_completes_fro
 
     assert finished.status == "completed", finished.warnings + finished.errors
     assert stub.direct == []  # every answer came from a batch
-    assert len(stub.batches) == passes  # one batch per pass that asked something new, the last asked nothing
-    print("PASSES", passes, [len(b) for b in stub.batches.values()], finished.warnings, finished.llm_calls)
+    # one batch per pass that asked something new (the judge, the syntheses, the summaries); the last asked nothing
+    assert [len(batch) for batch in stub.batches.values()] == [1, 2, 2] and passes == 3
+    assert finished.warnings == [] and finished.llm_calls == 5
     assert_merged(first)
     assert_merged(second)
 
@@ -147,16 +157,12 @@ def test_batched_calls_are_metered_with_their_flag_and_their_reservation_settles
 
     calls = LlmCall.objects.for_subject(run)
     assert calls.count() == batch.request_count and all(c.batch and c.outcome == "ok" for c in calls)
-    assert {c.provider for c in calls} == {stub_provider(batch)}
+    assert {(c.provider, c.purpose) for c in calls} == {(batch.provider, "judge")}
     spent = sum(c.input_tokens + c.output_tokens for c in calls)
     assert spent > 0
     day.refresh_from_db()
     assert (day.reserved_tokens, day.used_tokens) == (0, spent)
     assert all(c.created_at == batch.reserved_at for c in calls)  # the day that reserved counts them
-
-
-def stub_provider(batch: LlmBatch) -> str:
-    return batch.provider
 
 
 def test_an_expired_batch_fails_over_to_direct_calls_and_the_run_completes(
@@ -253,3 +259,23 @@ def test_an_openai_compatible_local_server_without_a_batch_api_gets_direct_calls
     assert run.status == "completed", run.warnings + run.errors
     assert server.requests and not LlmBatch.objects.exists()
     assert_merged(two_clusters[0])
+
+
+def test_a_run_reads_only_its_own_batches_answers_never_another_run_s_or_organization_s(
+    cast, agent, two_clusters, stub, django_capture_on_commit_callbacks
+):
+    mine = execute(scheduled_run(cast))
+    stub.end()
+    poll(django_capture_on_commit_callbacks)
+    (system, prompt, max_tokens) = stub.requests()[0][1:]
+    theirs = ConsolidationRunFactory(project=cast.project_b, trigger=ConsolidationRun.TRIGGER_SCHEDULED)
+    api = LlmBatch.objects.get().provider
+
+    own = batch_session(organization=cast.org_a, subject=ConsolidationRun.objects.get(pk=mine.pk))
+    other_org = batch_session(organization=cast.org_b, subject=theirs)
+    assert own is not None and other_org is not None and own.api.provider == api
+
+    # the same request: answered for the run that asked, deferred (asked anew) for another organization's run
+    assert isinstance(own.answer(purpose="judge", system=system, prompt=prompt, max_tokens=max_tokens), str)
+    deferred = other_org.answer(purpose="judge", system=system, prompt=prompt, max_tokens=max_tokens)
+    assert isinstance(deferred, LLMDeferred)
