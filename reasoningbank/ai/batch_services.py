@@ -44,6 +44,9 @@ BATCH_ROUNDS_MAX = 4
 # Both providers end a batch within 24 hours (its unanswered requests expire); one still open an hour
 # after that is failed here, so its subject never waits forever on a provider that lost it
 BATCH_WAIT_MAX = timedelta(hours=25)
+# An ended batch's answers are needed only until its subject's next pass read them: a run waits at most
+# ``BATCH_ROUNDS_MAX`` batches of a day each. Kept a week, then deleted with their replies (tenant text).
+BATCH_KEEP = timedelta(days=7)
 
 
 class LLMDeferred(LLMUnavailable):
@@ -187,9 +190,13 @@ def _submit_one(session: BatchSession, recorded: Sequence[_Recorded]) -> LlmBatc
 
 def batches_poll(*, api: BatchApi | None = None, now: datetime | None = None) -> dict[str, int]:
     """Every few minutes (``rb:llm-batches-poll``): read each open batch's state, and store the answers of
-    those that ended. A provider that does not answer now is asked again at the next poll."""
+    those that ended. A provider that does not answer now is asked again at the next poll. Batches that
+    ended more than ``BATCH_KEEP`` ago are deleted (``deleted`` counts their rows and their requests')."""
     now = now or timezone.now()
     counts = {"open": 0, "ended": 0, "failed": 0}
+    counts["deleted"], _ = (
+        LlmBatch.objects.exclude(status=LlmBatch.STATUS_SUBMITTED).filter(ended_at__lt=now - BATCH_KEEP).delete()
+    )
     for batch in LlmBatch.objects.filter(status=LlmBatch.STATUS_SUBMITTED).select_related("organization"):
         batch_api_for = api or batch_api(llm_from_settings())
         if batch_api_for is None or (batch_api_for.provider, batch_api_for.model) != (batch.provider, batch.model):

@@ -116,7 +116,7 @@ def test_the_poll_leaves_the_run_waiting_while_its_batch_is_in_progress(
 
     counts = poll(django_capture_on_commit_callbacks)
 
-    assert counts == {"open": 1, "ended": 0, "failed": 0, "resumed": 0}
+    assert counts == {"open": 1, "ended": 0, "failed": 0, "deleted": 0, "resumed": 0}
     assert stub.polls == 1 and stub.downloads == 0
     assert ConsolidationRun.objects.get(pk=run.pk).status == "waiting_for_batch"
 
@@ -279,3 +279,17 @@ def test_a_run_reads_only_its_own_batches_answers_never_another_run_s_or_organiz
     assert isinstance(own.answer(purpose="judge", system=system, prompt=prompt, max_tokens=max_tokens), str)
     deferred = other_org.answer(purpose="judge", system=system, prompt=prompt, max_tokens=max_tokens)
     assert isinstance(deferred, LLMDeferred)
+
+
+def test_a_batch_s_answers_are_deleted_a_week_after_it_ended(
+    cast, agent, two_clusters, stub, django_capture_on_commit_callbacks
+):
+    execute(scheduled_run(cast))
+    stub.end()
+    poll(django_capture_on_commit_callbacks)
+
+    assert batches_poll(now=timezone.now() + timedelta(days=6))["deleted"] == 0
+    assert batches_poll(now=timezone.now() + timedelta(days=8))["deleted"] > 0
+
+    assert not LlmBatch.objects.exists() and not LlmBatchRequest.objects.exists()
+    assert LlmCall.objects.filter(batch=True).exists()  # the metered calls stay: they are the spend
