@@ -17,6 +17,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter
+from reasoningbank.ai.batch_providers import BATCH_PRICE_FACTOR
 from reasoningbank.ai.purposes import purpose_label
 from reasoningbank.models import LlmCall, LlmPrice
 
@@ -60,9 +61,14 @@ class PriceTable:
         output_tokens: int,
         cached_input_tokens: int = 0,
         cache_write_tokens: int = 0,
+        *,
+        batch_input_tokens: int = 0,
+        batch_output_tokens: int = 0,
     ) -> tuple[Decimal, str] | None:
         """What the tokens cost: ``input_tokens`` counts every prompt token, the cached ones included, so
-        those read from or written to the prompt cache are taken out and priced at their own rates."""
+        those read from or written to the prompt cache are taken out and priced at their own rates; those
+        answered through a batch API (``batch_*``, counted in the totals too) at the providers' batch
+        discount (docs/llm-spend.md#batch-mode)."""
         price = self.of(provider, model)
         if price is None:
             return None
@@ -73,12 +79,14 @@ class PriceTable:
             price.input_per_million if price.cache_write_per_million is None else price.cache_write_per_million
         )
         uncached = max(0, input_tokens - cached_input_tokens - cache_write_tokens)
-        amount = (
+        full = (
             uncached * price.input_per_million
             + cached_input_tokens * read_price
             + cache_write_tokens * write_price
             + output_tokens * price.output_per_million
-        ) / MILLION
+        )
+        batched = batch_input_tokens * price.input_per_million + batch_output_tokens * price.output_per_million
+        amount = (full - batched + batched * BATCH_PRICE_FACTOR) / MILLION
         return amount.quantize(Decimal("0.000001")), price.currency
 
 
@@ -141,6 +149,9 @@ def _aggregate(calls: Any, since: date, until: date) -> Any:
         .annotate(day=TruncDate("created_at", tzinfo=UTC))
         .values("day", "purpose", "provider", "model")
         .annotate(
+            # before the totals, whose names then stand for the aggregates rather than the columns
+            batch_input_tokens=Sum("input_tokens", filter=Q(batch=True)),
+            batch_output_tokens=Sum("output_tokens", filter=Q(batch=True)),
             calls=Count("id"),
             failed=Count("id", filter=Q(outcome=LlmCall.OUTCOME_ERROR)),
             input_tokens=Sum("input_tokens"),
@@ -162,7 +173,16 @@ def spend_of(principal: Principal, *, days: int = 30, now: datetime | None = Non
     for row in _aggregate(access_filter(LlmCall, principal), since, until):
         input_tokens, output_tokens = row["input_tokens"] or 0, row["output_tokens"] or 0
         cached, written = row["cached_input_tokens"] or 0, row["cache_write_tokens"] or 0
-        cost = prices.cost(row["provider"], row["model"], input_tokens, output_tokens, cached, written)
+        cost = prices.cost(
+            row["provider"],
+            row["model"],
+            input_tokens,
+            output_tokens,
+            cached,
+            written,
+            batch_input_tokens=row["batch_input_tokens"] or 0,
+            batch_output_tokens=row["batch_output_tokens"] or 0,
+        )
         spend.rows.append(
             SpendRow(
                 day=row["day"],

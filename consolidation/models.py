@@ -29,6 +29,9 @@ class ConsolidationRun(models.Model):
     # the run holds its project's place and is queued again at ``resume_at`` (the period's turn) or when
     # the caps move. Without any LLM a run does not wait: it completes and leaves the LLM's work for later.
     STATUS_FAILED, STATUS_SKIPPED, STATUS_WAITING = "failed", "skipped", "waiting_for_budget"
+    # waiting for its LLM batch (docs/llm-spend.md#batch-mode): a scheduled run in batch mode sent the calls
+    # it could not answer yet to the provider's batch API; it is queued again once the batch ended
+    STATUS_WAITING_BATCH = "waiting_for_batch"
     STATUS_CHOICES = [
         (STATUS_QUEUED, "Queued"),
         (STATUS_RUNNING, "Running"),
@@ -36,9 +39,10 @@ class ConsolidationRun(models.Model):
         (STATUS_FAILED, "Failed"),
         (STATUS_SKIPPED, "Skipped"),
         (STATUS_WAITING, "Waiting for LLM budget"),
+        (STATUS_WAITING_BATCH, "Waiting for its LLM batch"),
     ]
     # the statuses that hold the project's one place: a second run is refused while one of these exists
-    STATUSES_ACTIVE = (STATUS_QUEUED, STATUS_RUNNING, STATUS_WAITING)
+    STATUSES_ACTIVE = (STATUS_QUEUED, STATUS_RUNNING, STATUS_WAITING, STATUS_WAITING_BATCH)
 
     id = models.CharField(primary_key=True, max_length=40, default=new_run_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="consolidation_runs")
@@ -83,7 +87,7 @@ class ConsolidationRun(models.Model):
             # a project never runs twice at once: at most one queued/running/waiting run per project
             models.UniqueConstraint(
                 fields=["project"],
-                condition=models.Q(status__in=["queued", "running", "waiting_for_budget"]),
+                condition=models.Q(status__in=["queued", "running", "waiting_for_budget", "waiting_for_batch"]),
                 name="run_one_active_per_project",
             )
         ]

@@ -26,6 +26,7 @@ from consolidation.selectors import Edge, ScannedMemory
 from memories.core.services import MemoryDraft, memory_gate, memory_rejection_record
 from memories.models import Memory, MemoryLink
 from memories.moderation.services import memories_archive
+from reasoningbank.ai.batch_services import BatchSession, LLMDeferred
 from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMError, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
@@ -130,6 +131,9 @@ class RunState:
     # is left for the run's resumption, which waits for the latest refusal's period to turn
     budget_refusals: int = 0
     budget_refused: LLMBudgetExceeded | None = None
+    # batch mode (docs/llm-spend.md#batch-mode): the session that answers the run's calls from its batches'
+    # stored answers and records the others for the batch sent at the end of the pass (None: direct calls)
+    batch: BatchSession | None = None
 
     @property
     def dry(self) -> bool:
@@ -190,10 +194,17 @@ def link_add(ctx: RunState, source: str, target: str, kind: str, weight: float, 
 def llm_map(
     ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, system: str, max_tokens: int = 2048
 ) -> list[str | Exception]:
-    """Call the LLM for each prompt, at most CONSOLIDATION_LLM_CONCURRENCY at a time."""
+    """Call the LLM for each prompt, at most CONSOLIDATION_LLM_CONCURRENCY at a time. In batch mode, a
+    prompt its batch answered gets that answer, one never asked is deferred to the next batch (the phase
+    leaves its work for the run's next pass, as for a call the budget refused), and one the batch did not
+    answer (expired, cancelled) is called directly."""
     org, run = ctx.run.organization, ctx.run
 
     def one(prompt: str) -> str | Exception:
+        if ctx.batch is not None:
+            stored = ctx.batch.answer(purpose=purpose, system=system, prompt=prompt, max_tokens=max_tokens)
+            if stored is not None:
+                return stored
         try:
             return llm_complete(
                 organization=org, purpose=purpose, system=system, prompt=prompt, llm=llm, subject=run,
@@ -237,9 +248,9 @@ def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], A
 
 
 def budget_refused(reply: str | Exception) -> bool:
-    """Whether ``reply`` is a call the organization's LLM budget refused (its work waits for the run's
-    resumption; ``llm_map`` counted it)."""
-    return isinstance(reply, LLMBudgetExceeded)
+    """Whether ``reply`` is a call whose work waits for the run's next pass: one the organization's LLM
+    budget refused (``llm_map`` counted it), or one deferred to the run's LLM batch."""
+    return isinstance(reply, LLMBudgetExceeded | LLMDeferred)
 
 
 def prompt_source(memory: Memory) -> SourceMemory:

@@ -27,10 +27,12 @@ from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_S
 from accounts.services import audit_record
 from consolidation import events
 from consolidation.backoff import failure_backoff
+from consolidation.batch_mode import run_batch_send, run_batch_session
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.phases.registry import Phase, phases
 from consolidation.run_state import RunOptions, RunState, RunTimeout
 from consolidation.validation import feature_require
+from reasoningbank.ai.batch_services import batches_open
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.models import LlmCall
 from reasoningbank.tracing import current_set, span, task_carrier, traced
@@ -119,6 +121,8 @@ def consolidation_request(
         )
         if active is not None and active.status == ConsolidationRun.STATUS_WAITING and active.resume_at:
             waiting = f"; it goes on at {active.resume_at:%Y-%m-%d %H:%M} UTC, or once the LLM caps are raised"
+        if active is not None and active.status == ConsolidationRun.STATUS_WAITING_BATCH:
+            waiting = "; it goes on once the LLM provider answered its batch, within a day"
         raise Conflict(
             f"a consolidation run for {project.slug!r} is already {active.status if active else 'active'}"
             + (f" ({active.id}{waiting})" if active else ""),
@@ -220,9 +224,10 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     )
     status = ConsolidationRun.STATUS_COMPLETED
     try:
+        ctx.batch = run_batch_session(run, llm)
         for phase in phases():
             phase_run(ctx, phase)
-        status = _status_after_budget(ctx)
+        status = run_batch_send(ctx, _status_after_budget(ctx))
     except RunTimeout as exc:
         status = ConsolidationRun.STATUS_FAILED
         ctx.errors.append(str(exc))
@@ -273,6 +278,25 @@ def runs_resume_budget() -> int:
     for run in due.select_related("organization", "project"):
         # conditional: a second resumer (another worker's tick) finds it queued and leaves it
         if ConsolidationRun.objects.filter(pk=run.pk, status=ConsolidationRun.STATUS_WAITING).update(
+            status=ConsolidationRun.STATUS_QUEUED, resume_at=now, finished_at=None
+        ):
+            resumed += 1
+            consolidation_enqueue(run)
+    return resumed
+
+
+def runs_resume_batch() -> int:
+    """Periodic (``rb:llm-batches-poll``, after the poll): runs waiting for their LLM batch are queued again
+    once none of their batches is still with the provider (docs/llm-spend.md#batch-mode)."""
+    now = timezone.now()
+    resumed = 0
+    for run in ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_WAITING_BATCH).select_related(
+        "organization", "project"
+    ):
+        if batches_open(run):
+            continue
+        # conditional: a second resumer finds it queued and leaves it
+        if ConsolidationRun.objects.filter(pk=run.pk, status=ConsolidationRun.STATUS_WAITING_BATCH).update(
             status=ConsolidationRun.STATUS_QUEUED, resume_at=now, finished_at=None
         ):
             resumed += 1

@@ -8,9 +8,10 @@ from accounts.access import system_principal
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.selectors import organizations_with_feature
 from consolidation.promotion.services import promotions_propose
-from consolidation.runs import consolidation_execute, runs_recover_stale, runs_resume_budget
+from consolidation.runs import consolidation_execute, runs_recover_stale, runs_resume_batch, runs_resume_budget
 from consolidation.triggers import consolidation_schedule_due
 from memories.sessions.services import sessions_recover_stale, sessions_release_idle
+from reasoningbank.ai.batch_services import batches_poll
 from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger("consolidation")
@@ -29,6 +30,14 @@ def consolidation_scheduler_tick() -> int:
     runs_recover_stale()
     runs_resume_budget()
     return len(consolidation_schedule_due())
+
+
+def llm_batches_poll() -> dict[str, int]:
+    """Every two minutes: store the answers of the LLM batches that ended, then queue again the runs that
+    waited for them (docs/llm-spend.md#batch-mode)."""
+    counts = batches_poll()
+    counts["resumed"] = runs_resume_batch()
+    return counts
 
 
 def work_sweep() -> dict[str, int]:

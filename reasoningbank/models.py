@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from reasoningbank.ai.budget_rules import DEFAULT_ALERT_PERCENT
 from reasoningbank.ai.purposes import UnknownPurpose, purpose_label, purpose_require
+from reasoningbank.ids import new_id
 
 
 def purpose_validate(value: str) -> None:
@@ -47,6 +48,8 @@ class LlmCall(models.Model):
     # it (Anthropic bills writes above the input price) (docs/llm.md#prompt-caching)
     cached_input_tokens = models.PositiveIntegerField(default=0)
     cache_write_tokens = models.PositiveIntegerField(default=0)
+    # answered through a provider's batch API (docs/llm-spend.md#batch-mode): billed at about half price
+    batch = models.BooleanField(default=False)
     latency_ms = models.FloatField(default=0.0)
     attempts = models.PositiveSmallIntegerField(default=1)
     outcome = models.CharField(max_length=10, default=OUTCOME_OK)
@@ -153,3 +156,79 @@ class LlmPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.model or '*'} {self.input_per_million}/{self.output_per_million} per M"
+
+
+def new_batch_id() -> str:
+    return new_id("llmb")
+
+
+class LlmBatch(models.Model):
+    """Requests sent together through a provider's batch API on behalf of one subject (a scheduled
+    consolidation run: docs/llm-spend.md#batch-mode). It holds the tokens it reserved against its
+    organization's budget until its results are stored and metered."""
+
+    STATUS_SUBMITTED, STATUS_ENDED, STATUS_FAILED = "submitted", "ended", "failed"
+    STATUS_CHOICES = [
+        (STATUS_SUBMITTED, "With the provider"),
+        (STATUS_ENDED, "Results stored"),
+        (STATUS_FAILED, "Failed: its requests are made directly"),
+    ]
+
+    id = models.CharField(primary_key=True, max_length=40, default=new_batch_id, editable=False)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=20)
+    model = models.CharField(max_length=100)
+    provider_batch_id = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_SUBMITTED)
+    provider_status = models.CharField(max_length=20, blank=True, help_text="what the provider said last")
+    error = models.TextField(blank=True)
+    request_count = models.PositiveIntegerField(default=0)
+    # the budget reservation it holds (reasoningbank.ai.budget.Reservation): tokens, when, on which counters
+    reserved_tokens = models.PositiveBigIntegerField(default=0)
+    reserved_at = models.DateTimeField(null=True, blank=True)
+    reserved_period_ids = models.JSONField(default=list, blank=True)
+    subject_type = models.CharField(max_length=100, blank=True)
+    subject_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    polled_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["subject_type", "subject_id"], name="llmbatch_subject"),
+            models.Index(fields=["status"], name="llmbatch_status", condition=models.Q(status="submitted")),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.provider}:{self.model} {self.status} ({self.request_count} requests)"
+
+
+class LlmBatchRequest(models.Model):
+    """One request of a batch, named by ``key`` (a hash of model, system prompt, prompt and max_tokens:
+    ``reasoningbank.ai.batch_services.request_key``), and its answer once the batch ended. Neither prompt
+    nor reply text is kept beyond what the run that asked needs: the reply only."""
+
+    OUTCOME_PENDING, OUTCOME_OK, OUTCOME_ERROR, OUTCOME_LOST = "pending", "ok", "error", "lost"
+    OUTCOME_CHOICES = [
+        (OUTCOME_PENDING, "Waiting for the batch"),
+        (OUTCOME_OK, "Answered"),
+        (OUTCOME_ERROR, "Refused by the provider"),
+        # expired, cancelled, or failed in a way worth trying again: the run makes the call directly
+        (OUTCOME_LOST, "Not answered: made directly"),
+    ]
+
+    batch = models.ForeignKey(LlmBatch, on_delete=models.CASCADE, related_name="requests")
+    key = models.CharField(max_length=64, help_text="also the request's custom_id at the provider")
+    purpose = models.CharField(max_length=20, validators=[purpose_validate])
+    outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES, default=OUTCOME_PENDING)
+    text = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["batch", "key"], name="llmbatchrequest_once_per_batch")]
+
+    def __str__(self) -> str:
+        return f"{self.batch_id}/{self.key[:12]} {self.purpose} {self.outcome}"

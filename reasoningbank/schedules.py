@@ -52,6 +52,13 @@ def schedule_specs() -> list[ScheduleSpec]:
             "runs that waited for their organization's LLM budget",
         ),
         ScheduleSpec(
+            name="rb:llm-batches-poll",
+            func="consolidation.tasks.llm_batches_poll",
+            minutes=2,
+            description="store the answers of LLM batches that ended (batch mode); queue again the consolidation "
+            "runs that waited for them",
+        ),
+        ScheduleSpec(
             name="rb:institutional-promotion",
             func="consolidation.tasks.promotions_institutional_daily",
             minutes=24 * 60,

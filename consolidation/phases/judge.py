@@ -47,6 +47,7 @@ from consolidation.prompts.judge_batch import (
 )
 from consolidation.run_state import (
     RunState,
+    budget_refused,
     contradiction_band,
     link_add,
     llm_map,
@@ -285,6 +286,8 @@ def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory,
         )
         unanswered: list[int] = []
         for batch, (_, asked), reply in zip(batches, built, replies, strict=True):
+            if budget_refused(reply):  # waits for the run's next pass (the budget, its LLM batch): no failure
+                continue
             if isinstance(reply, Exception):  # the provider failed (after its own retries): next run
                 ctx.warnings.append(f"batched judge of {len(batch)} pairs failed: {reply}")
                 continue

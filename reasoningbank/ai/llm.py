@@ -183,6 +183,7 @@ class _RetryingLLM:
     _sdk_error: type[Exception]
     _status_error: type[Exception]
     _connection_error: type[Exception]
+    _client: Any
 
     def __init__(
         self,
@@ -217,6 +218,11 @@ class _RetryingLLM:
     def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> None:
         """Import the provider's SDK, name its errors and build its client (each subclass)."""
         raise NotImplementedError
+
+    @property
+    def sdk_client(self) -> Any:
+        """The provider SDK's client, for its batch API (reasoningbank/ai/batch_providers.py)."""
+        return self._client
 
     @contextmanager
     def _slot(self) -> Iterator[None]:
@@ -339,6 +345,16 @@ class _RetryingLLM:
         return min(self.backoff_max, max(backoff, retry_after))
 
 
+def anthropic_system(system: str, *, cached: bool) -> str | list[dict[str, Any]]:
+    """Anthropic's ``system`` parameter. The system prompt is the stable part of every prompt kind:
+    marked as the end of a cacheable prefix, calls of the same kind within five minutes read it from the
+    cache at a tenth of the input price. Below the model's minimum (1,024 to 4,096 tokens) the API caches
+    nothing and charges as usual (docs/llm.md#prompt-caching)."""
+    if not cached:
+        return system
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+
+
 class AnthropicLLM(_RetryingLLM):
     provider = "anthropic"
 
@@ -356,15 +372,7 @@ class AnthropicLLM(_RetryingLLM):
         )
 
     def _send(self, *, system: str, prompt: str, max_tokens: int, temperature: float) -> _Reply:
-        kwargs: dict[str, Any] = {}
-        if system and self.prompt_cache:
-            # The system prompt is the stable part of every prompt kind: marked as the end of a cacheable
-            # prefix, calls of the same kind within five minutes read it from the cache at a tenth of the
-            # input price. Below the model's minimum (1,024 to 4,096 tokens) the API caches nothing and
-            # charges as usual (docs/llm.md#prompt-caching).
-            kwargs["system"] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        elif system:
-            kwargs["system"] = system
+        kwargs: dict[str, Any] = {"system": anthropic_system(system, cached=self.prompt_cache)} if system else {}
         # temperature is deliberately not sent: SDK 2.x speaks API version
         # 2026-10-21, which rejects sampling parameters outright (400 even for
         # temperature=1), and the SDK no longer accepts the argument.

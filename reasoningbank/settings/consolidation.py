@@ -65,6 +65,9 @@ if CONSOLIDATION_FAILURE_BACKOFF_MAX < CONSOLIDATION_FAILURE_BACKOFF:
     raise ImproperlyConfigured("CONSOLIDATION_FAILURE_BACKOFF_MAX must be at least CONSOLIDATION_FAILURE_BACKOFF")
 CONSOLIDATION_ON_DEMAND_THRESHOLD = env_int("CONSOLIDATION_ON_DEMAND_THRESHOLD", 20, minimum=1)
 CONSOLIDATION_LLM_CONCURRENCY = env_int("CONSOLIDATION_LLM_CONCURRENCY", 10, minimum=1, maximum=64)
+# scheduled runs send their LLM calls through the provider's batch API (about half the price) and wait for
+# it, up to a day (docs/llm-spend.md#batch-mode); off: every run calls directly
+CONSOLIDATION_LLM_BATCH = env_bool("CONSOLIDATION_LLM_BATCH", False)
 # consolidated memories without a summary (older ones, failed calls) summarised per run, besides the new
 CONSOLIDATION_SUMMARY_CATCH_UP = env_int("CONSOLIDATION_SUMMARY_CATCH_UP", 20, minimum=0, maximum=500)
 # The promotion ladder (docs/consolidation.md#the-promotion-ladder, consolidation/ladder.py): its criteria.

@@ -196,6 +196,19 @@ def test_cached_tokens_without_a_cache_price_cost_the_input_price(admin_client, 
     assert body["rows"][0]["cached_input_tokens"] == 600_000
 
 
+def test_calls_answered_through_a_batch_api_are_priced_at_half(admin_client, cast):
+    # both providers bill their batch APIs at 50 % (docs/llm-spend.md#batch-mode)
+    LlmPrice.objects.create(provider="anthropic", model="", input_per_million="1", output_per_million="5")
+    common = {"provider": "anthropic", "model": "claude-haiku-4-5", "purpose": "synthesize"}
+    metered(cast.org_a, **common, input_tokens=1_000_000, output_tokens=100_000)
+    metered(cast.org_a, **common, input_tokens=1_000_000, output_tokens=100_000, batch=True)
+    body = admin_client.get(SPEND).json()
+    # direct: 1 + 0.5 = 1.5; batched: half of that, 0.75
+    (row,) = body["rows"]
+    assert Decimal(row["estimated_cost"]) == pytest.approx(Decimal("2.25"), abs=Decimal("0.000001"))
+    assert (row["calls"], row["input_tokens"], row["output_tokens"]) == (2, 2_000_000, 200_000)
+
+
 @pytest.mark.parametrize("days", ["0", "93", "week"])
 def test_a_window_outside_1_to_92_days_is_a_400(admin_client, days):
     _error(admin_client.get(SPEND, {"days": days}), 400)

@@ -2354,9 +2354,10 @@ export interface components {
          *     * `failed` - failed
          *     * `skipped` - skipped
          *     * `waiting_for_budget` - waiting_for_budget
+         *     * `waiting_for_batch` - waiting_for_batch
          * @enum {string}
          */
-        RunStatusEnum: "queued" | "running" | "completed" | "failed" | "skipped" | "waiting_for_budget";
+        RunStatusEnum: "queued" | "running" | "completed" | "failed" | "skipped" | "waiting_for_budget" | "waiting_for_batch";
         /**
          * @description * `team` - team
          *     * `org` - org
