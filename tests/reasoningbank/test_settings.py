@@ -33,12 +33,15 @@ print(json.dumps({
     "session_cookie_secure": settings.SESSION_COOKIE_SECURE,
     "csrf_cookie_secure": settings.CSRF_COOKIE_SECURE,
     "site_url": settings.SITE_URL,
+    "startup_options": options.get("options"),
+    "prepare_threshold": options.get("prepare_threshold", "unset"),
+    "server_side_cursors_off": settings.DATABASES["default"].get("DISABLE_SERVER_SIDE_CURSORS", False),
 }))
 """
 WEB = ["/app/.venv/bin/uvicorn", "reasoningbank.asgi:application"]
 WORKER = ["manage.py", "qcluster"]
 KEY = {"SECRET_KEY": "s" * 50}  # for the probes about something else
-_OURS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "SITE_URL", "RB_TESTING", "RB_DATA_DIR")
+_OURS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "DATABASE_POOLER", "SITE_URL", "RB_TESTING", "RB_DATA_DIR")
 
 
 def probe(tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
@@ -50,7 +53,11 @@ def probe(tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedPr
     environment.update({"RB_DATA_DIR": str(tmp_path / "data"), **env})
     return subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(argv)],
-        cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=60,
+        cwd=BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -71,6 +78,28 @@ def test_the_forking_worker_gets_plain_connections_not_the_pool(tmp_path):
     # a pool shared by qcluster's forked processes broke the pusher at the first schedule tick
     assert probed(tmp_path, WORKER, **KEY)["pool"] is None
     assert probed(tmp_path, WORKER, DB_POOL="true", **KEY)["pool"] is None
+
+
+def test_without_a_pooler_each_connection_asks_for_search_s_hnsw_settings_at_its_start(tmp_path):
+    seen = probed(tmp_path, **KEY)
+    assert seen["startup_options"] == "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=40"
+    assert seen["server_side_cursors_off"] is False
+
+
+@pytest.mark.parametrize("argv", [WEB, WORKER])
+def test_behind_a_transaction_pooler_no_connection_state_outlives_a_transaction(tmp_path, argv):
+    """PgBouncer refuses startup options; a WITH HOLD cursor or a prepared statement would stay on a server
+    connection another client gets next (docs/operations.md#pgbouncer-in-transaction-pooling)."""
+    seen = probed(tmp_path, argv, DATABASE_POOLER="transaction", **KEY)
+    assert seen["startup_options"] is None
+    assert seen["server_side_cursors_off"] is True
+    assert seen["prepare_threshold"] is None
+
+
+def test_an_unknown_pooler_is_refused_at_start(tmp_path):
+    finished = probe(tmp_path, WEB, DATABASE_POOLER="session", **KEY)
+    assert finished.returncode != 0
+    assert "DATABASE_POOLER" in finished.stderr
 
 
 def test_every_local_process_reads_one_generated_secret_key(tmp_path):
