@@ -25,10 +25,12 @@ from reasoningbank.health import (
     Backlog,
     QueueHealth,
     RunningHealth,
+    WorkerBeat,
     WorkerHealth,
     backlog,
     queue_health,
     running_health,
+    worker_beat,
     worker_health,
 )
 from reasoningbank.work_heartbeat import database_now, worker_is_gone
@@ -63,6 +65,20 @@ def worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
     if health.down and not Schedule.objects.filter(name=HEARTBEAT_SCHEDULE).exists():
         health = replace(health, scheduled=False)  # starting a worker alone would not bring a beat
     return health
+
+
+def worker_beats_get(*, now: datetime | None = None) -> list[WorkerBeat]:
+    """Every worker seen lately, each by its own heartbeat (reasoningbank/worker_beats.py), by host and pid."""
+    from reasoningbank.models import WorkerHeartbeat
+    from reasoningbank.services import WORKER_BEAT_SEPARATOR, cluster_name
+
+    now = now or timezone.now()
+    rows = WorkerHeartbeat.objects.filter(cluster__startswith=f"{cluster_name()}{WORKER_BEAT_SEPARATOR}")
+    stale_after = float(settings.WORKER_HEARTBEAT_STALE_AFTER)
+    return [
+        worker_beat(now=now, beat_at=row.beat_at, host=row.host, pid=row.pid, stale_after=stale_after)
+        for row in rows.order_by("host", "pid")
+    ]
 
 
 def queue_health_get(*, now: datetime | None = None) -> QueueHealth:

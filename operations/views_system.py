@@ -25,7 +25,7 @@ from accounts.selectors_spend import top_spenders
 from consolidation.models import ConsolidationRun
 from consolidation.phases.registry import phase_names
 from consolidation.timeline import phase_legend, phase_timeline
-from operations.selectors import queue_health_cached, worker_health_cached
+from operations.selectors import queue_health_cached, worker_beats_get, worker_health_cached
 from operations.selectors_system import (
     SystemFailure,
     SystemScope,
@@ -133,6 +133,7 @@ def _health(scope: SystemScope) -> dict[str, Any]:
         "worker_age": _age(worker.last_heartbeat_age),
         "worker_stale_after": age_text(worker.stale_after),
         "worker_fix": worker_banner(worker),
+        "worker_beats": [(beat, _age(beat.age)) for beat in worker_beats_get()],
         "queue": queue,
         "queue_rows": rows,
         "queue_stalled_after": age_text(stalled_after),

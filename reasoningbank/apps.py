@@ -1,6 +1,9 @@
+import sys
 from datetime import datetime
 
 from django.apps import AppConfig
+
+from reasoningbank.processes import process_role_from_argv
 
 
 class ReasoningBankConfig(AppConfig):
@@ -21,6 +24,10 @@ class ReasoningBankConfig(AppConfig):
         connection_created.connect(write_tracking_install, dispatch_uid="reasoningbank.replica_write_tracking")
         # the worker heartbeat's grace period starts here (see reasoningbank.health.worker_health)
         self.booted_at = timezone.now()
+        if process_role_from_argv(sys.argv) == "worker":
+            from reasoningbank.worker_beats import scheduler_beat_install
+
+            scheduler_beat_install()  # each worker's own heartbeat, from its sentinel (inherited by the fork)
         # every process that loads Django (uvicorn's web workers, qcluster before it forks, commands)
         if settings.TRACING_ENABLED:
             from reasoningbank.tracing import setup

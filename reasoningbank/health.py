@@ -68,6 +68,24 @@ def worker_health(
 
 
 @dataclass(frozen=True)
+class WorkerBeat:
+    """One worker (a ``qcluster`` on some machine) as its own heartbeat tells (reasoningbank/worker_beats.py)."""
+
+    host: str
+    pid: int | None
+    age: float  # seconds since its last beat
+    stale_after: float
+
+    @property
+    def alive(self) -> bool:
+        return self.age <= self.stale_after
+
+
+def worker_beat(*, now: datetime, beat_at: datetime, host: str, pid: int | None, stale_after: float) -> WorkerBeat:
+    return WorkerBeat(host, pid, max(0.0, (now - beat_at).total_seconds()), stale_after)
+
+
+@dataclass(frozen=True)
 class Backlog:
     """How many items wait in one place and since when (``oldest_age`` in seconds)."""
 
@@ -173,8 +191,12 @@ def worker_banner(worker: WorkerHealth) -> Banner | None:
             "sessions, consolidations and scheduled jobs wait."
         )
     if not worker.scheduled:
-        return Banner("worker", message, "Create the schedules, then start the worker:",
-                      f"{SCHEDULES_COMMAND} && {WORKER_COMMAND}")
+        return Banner(
+            "worker",
+            message,
+            "Create the schedules, then start the worker:",
+            f"{SCHEDULES_COMMAND} && {WORKER_COMMAND}",
+        )
     return Banner("worker", message, "Start the worker:", WORKER_COMMAND)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from reasoningbank.env import env_bool, env_duration, env_int, env_str
+from reasoningbank.env import env_bool, env_choice, env_duration, env_int, env_str
 from reasoningbank.processes import process_role_from_argv
 from reasoningbank.settings.base import DATA_DIR, DATABASE_URL, TESTING
 
@@ -80,9 +80,22 @@ REQUEST_QUEUE_TIMEOUT = env_duration("REQUEST_QUEUE_TIMEOUT", "30s")
 SEARCH_HNSW_EF_SEARCH = env_int("SEARCH_HNSW_EF_SEARCH", 40, minimum=10, maximum=1000)
 # Search's HNSW settings for every session (pgvector ≥ 0.8; placeholders until the extension loads):
 # iterative scans keep walking the graph until enough rows pass the tenant filters.
+DATABASE_SESSION_SETTINGS = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": str(SEARCH_HNSW_EF_SEARCH)}
+# A transaction pooler (PgBouncer's pool_mode = transaction) hands each transaction whichever server
+# connection is free, so nothing may outlive a transaction (docs/operations.md#pgbouncer-in-transaction-pooling):
+# * no startup options: PgBouncer refuses them ("unsupported startup parameter: options"), and one told to
+#   ignore them would drop search's settings without a word; prepare_service stores them as this role's
+#   defaults in the database instead (reasoningbank/db_session.py), which every server connection gets;
+# * no server-side cursors: ``.iterator()`` declares a WITH HOLD cursor that lives on after its transaction;
+# * no prepared statements: Django already turns psycopg's off (prepare_threshold None), kept off here.
+DATABASE_POOLER = env_choice("DATABASE_POOLER", "none", ("none", "transaction"))
 _options = _db.setdefault("OPTIONS", {})
-_options["options"] = f"{_options.get('options', '')} -c hnsw.iterative_scan=relaxed_order".strip()
-_options["options"] += f" -c hnsw.ef_search={SEARCH_HNSW_EF_SEARCH}"
+if DATABASE_POOLER == "transaction":
+    _db["DISABLE_SERVER_SIDE_CURSORS"] = True
+    _options["prepare_threshold"] = None
+else:
+    _startup = " ".join(f"-c {name}={value}" for name, value in DATABASE_SESSION_SETTINGS.items())
+    _options["options"] = f"{_options.get('options', '')} {_startup}".strip()
 # Parallel test runs (e.g. several engineers on one machine) can pick their own test database.
 _db["TEST"] = {"NAME": f"test_{env_str('RB_TEST_DB_NAME', 'reasoningbank')}"}
 DATABASES = {"default": _db}

@@ -225,7 +225,9 @@ class Service:
 
     # -- start / stop --
 
-    def start(self, timeout: float = 240) -> None:
+    def start(self, timeout: float = 240, *, wait: bool = True) -> None:
+        """run.sh, then (``wait``) until /readyz says it serves. Call it from the main thread: run.sh gets
+        SIGTERM when the thread that started it ends (PR_SET_PDEATHSIG follows the thread, not the process)."""
         assert self.proc is None or self.proc.poll() is not None, "already running"
         self.starts += 1
         with open(self.log_path, "ab") as log:
@@ -243,7 +245,8 @@ class Service:
                 start_new_session=True,  # its own process group, like a terminal's foreground job
                 preexec_fn=_die_with_parent,
             )
-        self.wait_healthy(timeout)
+        if wait:
+            self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout

@@ -223,6 +223,19 @@ def test_a_dead_worker_shows_as_down_with_the_fix_command(client, cast):
     assert "Start the worker: <code>.venv/bin/python manage.py qcluster</code>" in worker.group(0)
 
 
+def test_each_worker_is_listed_with_its_own_heartbeat_alive_or_down(client, cast):
+    """Two workers on two machines: the page shows both, each by its own beat (reasoningbank/worker_beats.py)."""
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(cluster="reasoningbank@machine-a/11", beat_at=now, host="machine-a", pid=11)
+    WorkerHeartbeat.objects.create(
+        cluster="reasoningbank@machine-b/22", beat_at=now - timedelta(minutes=10), host="machine-b", pid=22
+    )
+    client.force_login(cast.alice)
+    rows = re.findall(r"<tr data-alive[^>]*>(.*?)</tr>", text(client.get(URL)), re.S)
+    page = [" ".join(re.sub(r"<[^>]+>", " ", row).split()) for row in rows]
+    assert page == ["machine-a/11 Alive 0 seconds ago", "machine-b/22 Down 10 minutes ago"]
+
+
 def test_a_live_worker_and_a_configured_llm_show_no_fix(client, cast, settings):
     WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now() - timedelta(seconds=40))
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "sk-test"

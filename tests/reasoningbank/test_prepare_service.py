@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import io
 import os
+import threading
+import time
 from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
+from reasoningbank.db_locks import lock_held
 from reasoningbank.management.commands import prepare_service
 from reasoningbank.startup import migrations_unapplied, static_files_stale
 
@@ -119,3 +123,57 @@ def test_a_bank_embedded_by_minilm_is_re_embedded_for_the_default_minilm_onnx_wi
     assert after.embedding_model == "minilm-onnx-int8:all-MiniLM-L6-v2"
     # int8 weights move the vector a little (cosine 0.92-0.98 on single texts), never to another meaning
     assert 0.9 < float(np.dot(before.embedding, after.embedding)) < 0.9999
+
+
+def _advisory_lock_waiters() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_second_machine_starting_at_once_waits_for_the_first_to_finish_preparing(
+    commands_run, static_root, monkeypatch
+):
+    """Two run.sh on two machines against one database: the second must not apply the migrations the first
+    is applying (a duplicate table, a failed start); it waits, then finds nothing left to do."""
+    looked: list[str] = []
+    monkeypatch.setattr(prepare_service, "migrations_unapplied", lambda: looked.append("looked") or [])
+    errors: list[BaseException] = []
+
+    def second_machine() -> None:
+        try:
+            call_command("prepare_service", stdout=io.StringIO())
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    with lock_held(prepare_service.PREPARE_LOCK):  # the first machine, preparing
+        machine = threading.Thread(target=second_machine)
+        machine.start()
+        deadline = time.monotonic() + 30
+        while _advisory_lock_waiters() == 0 and machine.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _advisory_lock_waiters() == 1, "the second machine did not wait for the first"
+        assert looked == []
+    machine.join(120)
+
+    assert errors == []
+    assert looked == ["looked"]
+
+
+@pytest.mark.django_db
+def test_behind_a_transaction_pooler_search_s_settings_are_stored_as_the_role_s_defaults(
+    commands_run, static_root, settings, monkeypatch
+):
+    stored: list[str] = []
+    monkeypatch.setattr(prepare_service, "session_defaults_store", lambda: stored.append("stored") or {"a.b": "1"})
+    call_command("prepare_service", stdout=io.StringIO())
+    assert stored == []  # no pooler: each connection asks for them at its start
+
+    settings.DATABASE_POOLER = "transaction"
+    out = io.StringIO()
+    call_command("prepare_service", stdout=out)
+    assert stored == ["stored"]
+    assert "pooler       a.b stored as the role's defaults" in out.getvalue()

@@ -36,12 +36,24 @@ print(json.dumps({
     "default": {k: settings.DATABASES["default"][k] for k in ("HOST", "OPTIONS")},
     "replica": settings.DATABASES.get("replica"),
     "routers": settings.DATABASE_ROUTERS,
+    "startup_options": options.get("options"),
+    "prepare_threshold": options.get("prepare_threshold", "unset"),
+    "server_side_cursors_off": settings.DATABASES["default"].get("DISABLE_SERVER_SIDE_CURSORS", False),
 }, default=str))
 """
 WEB = ["/app/.venv/bin/uvicorn", "reasoningbank.asgi:application"]
 WORKER = ["manage.py", "qcluster"]
 KEY = {"SECRET_KEY": "s" * 50}  # for the probes about something else
-_OURS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "DATABASE_REPLICA_URL", "SITE_URL", "RB_TESTING", "RB_DATA_DIR")
+_OURS = (
+    "DEBUG",
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "DATABASE_REPLICA_URL",
+    "DATABASE_POOLER",
+    "SITE_URL",
+    "RB_TESTING",
+    "RB_DATA_DIR",
+)
 
 
 def probe(tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
@@ -53,7 +65,11 @@ def probe(tmp_path: Path, argv: list[str], **env: str) -> subprocess.CompletedPr
     environment.update({"RB_DATA_DIR": str(tmp_path / "data"), **env})
     return subprocess.run(
         [sys.executable, "-c", PROBE, json.dumps(argv)],
-        cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=60,
+        cwd=BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -80,7 +96,10 @@ def test_a_replica_url_adds_a_replica_with_the_primarys_pool_timeouts_and_search
     seen = probed(tmp_path, DATABASE_REPLICA_URL="postgres://reader:pw@replica.internal:5433/rb", **KEY)
     replica = seen["replica"]
     assert (replica["HOST"], replica["PORT"], replica["NAME"], replica["USER"]) == (
-        "replica.internal", 5433, "rb", "reader"
+        "replica.internal",
+        5433,
+        "rb",
+        "reader",
     )
     assert replica["OPTIONS"] == seen["default"]["OPTIONS"]  # the pool, connect_timeout, hnsw options
     assert replica["OPTIONS"]["pool"]["max_size"] == 20
@@ -95,6 +114,28 @@ def test_a_replica_url_that_is_not_postgresql_is_refused_at_start(tmp_path):
     finished = probe(tmp_path, WEB, DATABASE_REPLICA_URL="mysql://reader@replica.internal/rb", **KEY)
     assert finished.returncode != 0
     assert "DATABASE_REPLICA_URL must point at PostgreSQL" in finished.stderr
+
+
+def test_without_a_pooler_each_connection_asks_for_search_s_hnsw_settings_at_its_start(tmp_path):
+    seen = probed(tmp_path, **KEY)
+    assert seen["startup_options"] == "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=40"
+    assert seen["server_side_cursors_off"] is False
+
+
+@pytest.mark.parametrize("argv", [WEB, WORKER])
+def test_behind_a_transaction_pooler_no_connection_state_outlives_a_transaction(tmp_path, argv):
+    """PgBouncer refuses startup options; a WITH HOLD cursor or a prepared statement would stay on a server
+    connection another client gets next (docs/operations.md#pgbouncer-in-transaction-pooling)."""
+    seen = probed(tmp_path, argv, DATABASE_POOLER="transaction", **KEY)
+    assert seen["startup_options"] is None
+    assert seen["server_side_cursors_off"] is True
+    assert seen["prepare_threshold"] is None
+
+
+def test_an_unknown_pooler_is_refused_at_start(tmp_path):
+    finished = probe(tmp_path, WEB, DATABASE_POOLER="session", **KEY)
+    assert finished.returncode != 0
+    assert "DATABASE_POOLER" in finished.stderr
 
 
 def test_every_local_process_reads_one_generated_secret_key(tmp_path):

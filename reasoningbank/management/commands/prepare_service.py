@@ -7,7 +7,13 @@ the work that is not done yet (docs/operations.md#what-happens-at-start):
 * memories and summaries embedded by another model than the configured one, re-embedded;
 * static files, collected when one is missing from ``STATIC_ROOT`` or older than its source (the
   compression of every file otherwise runs again at each start);
-* the periodic jobs, created or updated (idempotent, a few rows).
+* the periodic jobs, created or updated (idempotent, a few rows);
+* behind a transaction pooler (``DATABASE_POOLER=transaction``), search's session settings stored as
+  the role's defaults (``reasoningbank/db_session.py``).
+
+Several machines may start at once against one database (docs/operations.md#several-machines-on-one-database):
+the steps run under a lock in PostgreSQL, so the second machine waits, then finds the work done instead of
+applying the same migration at the same time (a duplicate table, a failed start).
 
 One line per step, with its time. The embedded PostgreSQL is left running for web and worker.
 """
@@ -18,13 +24,18 @@ import io
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from memories.context.services import summaries_reembed
 from memories.core.services import memories_reembed
+from reasoningbank.db_locks import lock_held
+from reasoningbank.db_session import session_defaults_store
 from reasoningbank.embedded_db import server_keep_running
 from reasoningbank.startup import migrations_unapplied, process_age_seconds, static_files_stale
+
+PREPARE_LOCK = "prepare-service"
 
 
 class Command(BaseCommand):
@@ -35,6 +46,16 @@ class Command(BaseCommand):
         if setup is not None:
             self.step("set-up", "Python, Django and the database connection", setup)
 
+        began = time.monotonic()
+        with lock_held(PREPARE_LOCK):
+            waited = time.monotonic() - began
+            if waited >= 1:
+                self.step("lock", "another process was preparing the same database", waited)
+            self.prepare()
+        # web and worker attach next: a stop and a start of the server in between would cost seconds
+        server_keep_running()
+
+    def prepare(self) -> None:
         began = time.monotonic()
         unapplied = migrations_unapplied()
         if unapplied:
@@ -67,8 +88,11 @@ class Command(BaseCommand):
         call_command("setup_schedules", stdout=out)
         placed = out.getvalue().strip().splitlines()[-1].replace(" schedules ", " ", 1)  # "7 in place, 0 removed"
         self.step("schedules", placed, time.monotonic() - began)
-        # web and worker attach next: a stop and a start of the server in between would cost seconds
-        server_keep_running()
+
+        if settings.DATABASE_POOLER == "transaction":
+            began = time.monotonic()
+            stored = session_defaults_store()
+            self.step("pooler", f"{', '.join(stored)} stored as the role's defaults", time.monotonic() - began)
 
     def step(self, name: str, what: str, seconds: float) -> None:
         self.stdout.write(f"    {name:<12} {what} ({seconds:.1f} s)")
