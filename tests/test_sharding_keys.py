@@ -111,8 +111,8 @@ def unique_indexes(table: str) -> list[tuple[str, bool, list[str]]]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT ic.relname, i.indisprimary, "
-            "ARRAY(SELECT a.attname FROM unnest(i.indkey[0:i.indnkeyatts - 1]) AS k(attnum) "
-            "      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) "
+            "ARRAY(SELECT a.attname FROM unnest(i.indkey[0:i.indnkeyatts - 1]) WITH ORDINALITY AS k(attnum, n) "
+            "      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum ORDER BY k.n) "
             "FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
             "WHERE i.indrelid = %s::regclass AND i.indisunique ORDER BY 1",
             [table],
