@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from accounts.plans import PLAN_CHOICES, PLAN_FREE, plan_get
+from reasoningbank.sharding import SameOrganization
 
 SCOPE_MEMORIES_READ = "memories:read"
 SCOPE_MEMORIES_WRITE = "memories:write"
@@ -73,7 +74,10 @@ class Team(models.Model):
 
 class Project(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="projects")
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, null=True, blank=True, related_name="projects")
+    # the database checks it with project_team_same_org (reasoningbank/sharding.py)
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, null=True, blank=True, related_name="projects", db_constraint=False
+    )
     slug = models.SlugField(max_length=50)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
@@ -83,6 +87,7 @@ class Project(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["organization", "slug"], name="project_slug_unique_in_org"),
             models.UniqueConstraint(fields=["id", "organization"], name="project_id_org_unique"),
+            SameOrganization(field="team", name="project_team_same_org"),
         ]
 
     def __str__(self) -> str:
@@ -127,10 +132,16 @@ class ApiToken(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="api_tokens")
     label = models.CharField(max_length=100)
     prefix = models.CharField(max_length=16, help_text="First characters of the token, for display")
-    digest = models.CharField(max_length=64, unique=True)
+    # unique with the organization (apitoken_digest_unique): the index a token's lookup uses
+    digest = models.CharField(max_length=64)
     scopes = ArrayField(models.CharField(max_length=32), default=list)
-    projects = models.ManyToManyField(Project, blank=True, related_name="api_tokens")
-    teams = models.ManyToManyField(Team, blank=True, related_name="api_tokens")
+    # the restriction's rows repeat the org so PostgreSQL keeps them inside it (ApiTokenProject)
+    projects: models.ManyToManyField[Project, ApiTokenProject] = models.ManyToManyField(
+        Project, blank=True, related_name="api_tokens", through="ApiTokenProject"
+    )
+    teams: models.ManyToManyField[Team, ApiTokenTeam] = models.ManyToManyField(
+        Team, blank=True, related_name="api_tokens", through="ApiTokenTeam"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -141,6 +152,12 @@ class ApiToken(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # digest first: a token is looked up by its digest alone, before its organization is known. A
+            # SHA-256 of 32 random bytes does not collide, so unique within the org is unique everywhere.
+            models.UniqueConstraint(fields=["digest", "organization"], name="apitoken_digest_unique"),
+            models.UniqueConstraint(fields=["id", "organization"], name="apitoken_id_org_unique"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.label})"
@@ -150,13 +167,59 @@ class ApiToken(models.Model):
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
 
+class ApiTokenProject(models.Model):
+    """A project a token is restricted to. ``organization`` is the token's, and composite foreign keys
+    make PostgreSQL refuse a row whose token or project is of another org (reasoningbank/sharding.py).
+    Write with ``through_defaults={"organization": ...}``."""
+
+    token = models.ForeignKey(
+        ApiToken, on_delete=models.CASCADE, db_column="apitoken_id", related_name="+", db_constraint=False
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "accounts_apitoken_projects"  # the table the plain many-to-many had
+        unique_together = [("token", "project", "organization")]
+        constraints = [
+            SameOrganization(field="token", name="apitoken_project_token_same_org"),
+            SameOrganization(field="project", name="apitoken_project_same_org"),
+        ]
+
+    def __str__(self) -> str:
+        return f"token {self.token_id} → project {self.project_id}"
+
+
+class ApiTokenTeam(models.Model):
+    """A team a token is restricted to; kept inside the org as ``ApiTokenProject``."""
+
+    token = models.ForeignKey(
+        ApiToken, on_delete=models.CASCADE, db_column="apitoken_id", related_name="+", db_constraint=False
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "accounts_apitoken_teams"
+        unique_together = [("token", "team", "organization")]
+        constraints = [
+            SameOrganization(field="token", name="apitoken_team_token_same_org"),
+            SameOrganization(field="team", name="apitoken_team_same_org"),
+        ]
+
+    def __str__(self) -> str:
+        return f"token {self.token_id} → team {self.team_id}"
+
+
 class AuditEvent(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="audit_events")
     actor = models.CharField(max_length=200, help_text="who acted: user email, token prefix or 'system'")
     actor_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    actor_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    actor_token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     verb = models.CharField(max_length=64)
     target_type = models.CharField(max_length=64, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
@@ -169,6 +232,7 @@ class AuditEvent(models.Model):
             models.Index(fields=["organization", "-created_at"], name="audit_org_time"),
             models.Index(fields=["organization", "target_type", "target_id"], name="audit_org_target"),
         ]
+        constraints = [SameOrganization(field="actor_token", name="audit_actor_token_same_org")]
 
     def __str__(self) -> str:
         return f"{self.verb} {self.target_type}:{self.target_id} by {self.actor}"
@@ -262,14 +326,22 @@ class OAuthConnectionProject(models.Model):
     org reach another org's project. Write with ``through_defaults={"organization": ...}``."""
 
     connection = models.ForeignKey(
-        OAuthConnection, on_delete=models.CASCADE, db_column="oauthconnection_id", related_name="+"
+        OAuthConnection,
+        on_delete=models.CASCADE,
+        db_column="oauthconnection_id",
+        related_name="+",
+        db_constraint=False,
     )
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
         db_table = "accounts_oauthconnection_projects"  # the table the plain many-to-many had
-        unique_together = [("connection", "project")]
+        unique_together = [("connection", "project", "organization")]
+        constraints = [
+            SameOrganization(field="connection", name="oauth_connection_project_connection_same_org"),
+            SameOrganization(field="project", name="oauth_connection_project_same_org"),
+        ]
 
     def __str__(self) -> str:
         return f"connection {self.connection_id} → project {self.project_id}"
@@ -279,14 +351,22 @@ class OAuthConnectionTeam(models.Model):
     """A team a connected app is restricted to; kept inside the org as ``OAuthConnectionProject``."""
 
     connection = models.ForeignKey(
-        OAuthConnection, on_delete=models.CASCADE, db_column="oauthconnection_id", related_name="+"
+        OAuthConnection,
+        on_delete=models.CASCADE,
+        db_column="oauthconnection_id",
+        related_name="+",
+        db_constraint=False,
     )
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
         db_table = "accounts_oauthconnection_teams"
-        unique_together = [("connection", "team")]
+        unique_together = [("connection", "team", "organization")]
+        constraints = [
+            SameOrganization(field="connection", name="oauth_connection_team_connection_same_org"),
+            SameOrganization(field="team", name="oauth_connection_team_same_org"),
+        ]
 
     def __str__(self) -> str:
         return f"connection {self.connection_id} → team {self.team_id}"
@@ -298,7 +378,11 @@ class OAuthGrantLink(models.Model):
     grant = models.OneToOneField(
         "oauth2_provider.Grant", on_delete=models.CASCADE, primary_key=True, related_name="rb_link"
     )
-    connection = models.ForeignKey(OAuthConnection, on_delete=models.CASCADE, related_name="+")
+    connection = models.ForeignKey(OAuthConnection, on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")  # the connection's
+
+    class Meta:
+        constraints = [SameOrganization(field="connection", name="oauth_grant_link_same_org")]
 
     def __str__(self) -> str:
         return f"grant {self.pk} → {self.connection_id}"
@@ -310,7 +394,13 @@ class OAuthTokenLink(models.Model):
     access_token = models.OneToOneField(
         "oauth2_provider.AccessToken", on_delete=models.CASCADE, primary_key=True, related_name="rb_link"
     )
-    connection = models.ForeignKey(OAuthConnection, on_delete=models.CASCADE, related_name="token_links")
+    connection = models.ForeignKey(
+        OAuthConnection, on_delete=models.CASCADE, related_name="token_links", db_constraint=False
+    )
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")  # the connection's
+
+    class Meta:
+        constraints = [SameOrganization(field="connection", name="oauth_token_link_same_org")]
 
     def __str__(self) -> str:
         return f"access token {self.pk} → {self.connection_id}"

@@ -52,7 +52,7 @@ class OAuthValidator(OAuth2Validator):
         if connection is None:  # only the consent page issues codes, and it always names one
             raise errors.AccessDeniedError(description="no consent for this authorization", request=request)
         grant = super()._create_authorization_code(request, code, expires)
-        OAuthGrantLink.objects.create(grant=grant, connection=connection)
+        OAuthGrantLink.objects.create(grant=grant, connection=connection, organization_id=connection.organization_id)
         return grant
 
     def validate_code(self, client_id: str, code: str, client: Any, request: Any, *args: Any, **kwargs: Any) -> bool:
@@ -80,6 +80,8 @@ class OAuthValidator(OAuth2Validator):
         access_token = super()._create_access_token(expires, request, token, source_refresh_token)
         connection = getattr(request, "rb_connection", None)
         if connection is not None:
-            OAuthTokenLink.objects.create(access_token=access_token, connection=connection)
+            OAuthTokenLink.objects.create(
+                access_token=access_token, connection=connection, organization_id=connection.organization_id
+            )
             OAuthConnection.objects.filter(pk=connection.pk).update(last_used_at=timezone.now())
         return access_token

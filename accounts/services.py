@@ -305,10 +305,11 @@ def token_create(
         created_by=created_by,
         expires_at=expires_at,
     )
+    # the restriction rows carry the token's org: PostgreSQL refuses one of another org (reasoningbank/sharding.py)
     if projects:
-        token.projects.set(projects)
+        token.projects.set(projects, through_defaults={"organization": organization})
     if teams:
-        token.teams.set(teams)
+        token.teams.set(teams, through_defaults={"organization": organization})
     audit_record(
         organization=organization, actor=actor, verb="token.create", target=token,
         data={"label": label, "scopes": scope_list, "projects": [p.slug for p in projects],

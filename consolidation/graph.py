@@ -121,7 +121,10 @@ def neighbour_graph_store(
             cursor.execute(
                 "INSERT INTO consolidation_neighbouredge (organization_id, project_id, source, target, similarity) "
                 "SELECT %s, %s, v.s, v.t, v.w FROM unnest(%s::text[], %s::text[], %s::float8[]) AS v(s, t, w) "
-                "ON CONFLICT (project_id, source, target) DO UPDATE SET similarity = EXCLUDED.similarity",
+                # the columns of neighbouredge_pair_once, whose key includes the organization
+                # (docs/operations.md#distributed-by-organization)
+                "ON CONFLICT (project_id, source, target, organization_id) "
+                "DO UPDATE SET similarity = EXCLUDED.similarity",
                 [ctx.run.organization_id, ctx.project.id, sources, targets, similarities],
             )
         NeighbourGraph.objects.update_or_create(

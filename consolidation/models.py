@@ -9,6 +9,7 @@ from django.utils import timezone
 from accounts.models import ApiToken, Organization, Project
 from consolidation.phases.registry import counters_empty
 from reasoningbank.ids import new_id
+from reasoningbank.sharding import SameOrganization
 
 
 def new_run_id() -> str:
@@ -46,8 +47,9 @@ class ConsolidationRun(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_run_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="consolidation_runs")
+    # references to other tenant rows are checked with the organization (SameOrganization, reasoningbank/sharding.py)
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="consolidation_runs"
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="consolidation_runs", db_constraint=False
     )
     trigger = models.CharField(max_length=10, choices=TRIGGER_CHOICES, default=TRIGGER_MANUAL)
     options = models.JSONField(default=dict, blank=True)
@@ -67,7 +69,9 @@ class ConsolidationRun(models.Model):
     llm_calls = models.PositiveIntegerField(default=0)
     llm_input_tokens = models.PositiveIntegerField(default=0)
     llm_output_tokens = models.PositiveIntegerField(default=0)
-    requested_by_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    requested_by_token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     requested_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -86,10 +90,13 @@ class ConsolidationRun(models.Model):
         constraints = [
             # a project never runs twice at once: at most one queued/running/waiting run per project
             models.UniqueConstraint(
-                fields=["project"],
+                fields=["project", "organization"],
                 condition=models.Q(status__in=["queued", "running", "waiting_for_budget", "waiting_for_batch"]),
-                name="run_one_active_per_project",
-            )
+                name="run_one_active_in_project",
+            ),
+            models.UniqueConstraint(fields=["id", "organization"], name="run_id_org_unique"),
+            SameOrganization(field="project", name="run_project_same_org"),
+            SameOrganization(field="requested_by_token", name="run_requested_by_token_same_org"),
         ]
 
     def __str__(self) -> str:
@@ -105,7 +112,9 @@ class ConsolidationRun(models.Model):
 class ProjectConsolidationSettings(models.Model):
     """Per-project schedule (Teams plan and above) and defaults for its runs."""
 
-    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="consolidation")
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="consolidation", db_constraint=False
+    )
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     scheduled = models.BooleanField(default=True, help_text="run automatically (needs the Teams plan)")
     interval_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="empty = the server default")
@@ -118,6 +127,9 @@ class ProjectConsolidationSettings(models.Model):
     last_failed_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
 
+    class Meta:
+        constraints = [SameOrganization(field="project", name="consolidation_settings_project_same_org")]
+
     def __str__(self) -> str:
         return f"consolidation settings for {self.project_id}"
 
@@ -129,7 +141,9 @@ class NeighbourGraph(models.Model):
     the first run, a lower similarity floor, a bigger k or new embedding models rebuild it whole.
     A cache of the index, not data: dropping it only makes the next run probe every memory."""
 
-    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, primary_key=True, related_name="+", db_constraint=False
+    )
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     built_at = models.DateTimeField(help_text="start of the run that last updated the graph")
     rebuilt_at = models.DateTimeField(help_text="start of the run that last probed every memory")
@@ -140,6 +154,9 @@ class NeighbourGraph(models.Model):
     slices_probed_at = models.JSONField(
         default=list, blank=True, help_text="when each slice of memories was last probed (ISO times)"
     )
+
+    class Meta:
+        constraints = [SameOrganization(field="project", name="neighbour_graph_project_same_org")]
 
     def __str__(self) -> str:
         return f"neighbour graph of {self.project_id} ({self.edge_count} edges)"
@@ -164,7 +181,9 @@ class NeighbourEdge(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "source", "target"], name="neighbouredge_project_pair"),
+            models.UniqueConstraint(
+                fields=["project", "source", "target", "organization"], name="neighbouredge_pair_once"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -206,12 +225,14 @@ class ReviewItem(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     # empty for a promotion: it belongs to a team or the whole org (its ``first`` memory says which)
     project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="review_items"
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="review_items", db_constraint=False
     )
     kind = models.CharField(max_length=10, choices=KIND_CHOICES, default=KIND_CONFLICT)
     # the pair, older first; for a promotion, ``first`` is the proposed memory and there is no second
-    first = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+")
-    second = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    first = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    second = models.ForeignKey(
+        "memories.Memory", on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_constraint=False
+    )
     # promotions: sha256 of the sorted source memory ids (consolidation.promotion.rules.source_set_key)
     source_key = models.CharField(max_length=64, blank=True, default="")
     similarity = models.FloatField()
@@ -219,14 +240,16 @@ class ReviewItem(models.Model):
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=STATUS_PENDING)
     decided_by = models.CharField(max_length=200, blank=True, help_text="'judge' or who decided")
     reason = models.TextField(blank=True, max_length=2000)
-    run = models.ForeignKey(ConsolidationRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    run = models.ForeignKey(
+        ConsolidationRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["first", "second"], name="reviewitem_pair_once"),
+            models.UniqueConstraint(fields=["first", "second", "organization"], name="reviewitem_pair_once_in_org"),
             # a source set is proposed for promotion once: rejected, it is not proposed again
             models.UniqueConstraint(
                 fields=["organization", "source_key"],
@@ -241,6 +264,10 @@ class ReviewItem(models.Model):
                 | (~models.Q(kind="promotion") & models.Q(project__isnull=False, second__isnull=False)),
                 name="reviewitem_kind_shape",
             ),
+            SameOrganization(field="project", name="reviewitem_project_same_org"),
+            SameOrganization(field="first", name="reviewitem_first_same_org"),
+            SameOrganization(field="second", name="reviewitem_second_same_org"),
+            SameOrganization(field="run", name="reviewitem_run_same_org"),
         ]
         indexes = [models.Index(fields=["organization", "project", "status"], name="reviewitem_org_project_status")]
 

@@ -14,6 +14,7 @@ from pgvector.django import HnswIndex, VectorField
 
 from accounts.models import ApiToken, Organization, Project, Team
 from reasoningbank.ids import new_id
+from reasoningbank.sharding import SameOrganization
 
 
 def new_memory_id() -> str:
@@ -82,8 +83,14 @@ class Memory(models.Model):
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
     # place: scope is derived from which of project / team is set
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memories")
-    team = models.ForeignKey(Team, on_delete=models.PROTECT, null=True, blank=True, related_name="memories")
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, null=True, blank=True, related_name="memories")
+    # every reference to another tenant row is checked by the database with the organization
+    # (SameOrganization in Meta, reasoningbank/sharding.py), not by Django's single-column key
+    team = models.ForeignKey(
+        Team, on_delete=models.PROTECT, null=True, blank=True, related_name="memories", db_constraint=False
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, null=True, blank=True, related_name="memories", db_constraint=False
+    )
     # content
     title = models.CharField(max_length=200)
     description = models.TextField(max_length=2000)
@@ -96,7 +103,12 @@ class Memory(models.Model):
     archived_reason = models.CharField(max_length=15, choices=ARCHIVED_REASON_CHOICES, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
     consolidated_into = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="consolidated_sources"
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="consolidated_sources",
+        db_constraint=False,
     )
     tier = models.CharField(max_length=10, choices=TIER_CHOICES, default="hot")
     retention = models.FloatField(default=1.0)
@@ -129,9 +141,16 @@ class Memory(models.Model):
     # provenance
     origin = models.CharField(max_length=15, choices=ORIGIN_CHOICES, default=ORIGIN_RECORDED)
     source_session = models.ForeignKey(
-        "memories.AgentSession", on_delete=models.SET_NULL, null=True, blank=True, related_name="memories"
+        "memories.AgentSession",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="memories",
+        db_constraint=False,
     )
-    created_by_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by_token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     created_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -153,6 +172,12 @@ class Memory(models.Model):
             models.CheckConstraint(
                 condition=Q(state="active", archived_reason="") | ~Q(state="active"), name="memory_active_not_archived"
             ),
+            models.UniqueConstraint(fields=["id", "organization"], name="memory_id_org_unique"),
+            SameOrganization(field="project", name="memory_project_same_org"),
+            SameOrganization(field="team", name="memory_team_same_org"),
+            SameOrganization(field="consolidated_into", name="memory_consolidated_into_same_org"),
+            SameOrganization(field="source_session", name="memory_source_session_same_org"),
+            SameOrganization(field="created_by_token", name="memory_created_by_token_same_org"),
         ]
         indexes = [
             HnswIndex(
@@ -209,13 +234,19 @@ class MemoryLink(models.Model):
     ]
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out")
-    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in")
+    source = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_out", db_constraint=False)
+    target = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="links_in", db_constraint=False)
     kind = models.CharField(max_length=15, choices=KIND_CHOICES)
     weight = models.FloatField(default=1.0)
     reason = models.TextField(blank=True)
+    # checked by consolidation's memorylink_run_same_org: its target's key is made in that app's migrations
     run = models.ForeignKey(
-        "consolidation.ConsolidationRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="links"
+        "consolidation.ConsolidationRun",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="links",
+        db_constraint=False,
     )
     resolved_at = models.DateTimeField(null=True, blank=True, help_text="contradictions: when a moderator resolved it")
     created_at = models.DateTimeField(default=timezone.now)
@@ -223,8 +254,11 @@ class MemoryLink(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["source", "target", "kind"], name="memorylink_unique"),
+            models.UniqueConstraint(fields=["source", "target", "kind", "organization"], name="memorylink_once"),
             models.CheckConstraint(condition=~Q(source=models.F("target")), name="memorylink_not_self"),
+            SameOrganization(field="source", name="memorylink_source_same_org"),
+            SameOrganization(field="target", name="memorylink_target_same_org"),
+            SameOrganization(field="run", name="memorylink_run_same_org"),
         ]
         indexes = [models.Index(fields=["organization", "kind"], name="memorylink_org_kind")]
 
@@ -245,8 +279,10 @@ class MemorySignal(models.Model):
     ]
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="signals")
-    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="signals", db_constraint=False)
+    project = models.ForeignKey(
+        Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     type = models.CharField(max_length=10, choices=TYPE_CHOICES)
     positive = models.BooleanField()
     session_id = models.CharField(max_length=200, blank=True)
@@ -260,6 +296,10 @@ class MemorySignal(models.Model):
         indexes = [
             models.Index(fields=["memory", "created_at"], name="signal_memory_time"),
             models.Index(fields=["created_at"], name="signal_time"),
+        ]
+        constraints = [
+            SameOrganization(field="memory", name="signal_memory_same_org"),
+            SameOrganization(field="project", name="signal_project_same_org"),
         ]
 
     def __str__(self) -> str:
@@ -277,7 +317,7 @@ class SessionMemoryUse(models.Model):
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     session_key = models.CharField(max_length=200, help_text="the agent's own session id")
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="session_uses")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="session_uses", db_constraint=False)
     via = models.CharField(max_length=10, choices=VIA_CHOICES)
     created_at = models.DateTimeField(default=timezone.now)
     # the session's outcome once it reached this memory ("success" / "failure"; empty until then)
@@ -290,7 +330,8 @@ class SessionMemoryUse(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["organization", "session_key", "memory"], name="session_use_once")
+            models.UniqueConstraint(fields=["organization", "session_key", "memory"], name="session_use_once"),
+            SameOrganization(field="memory", name="session_use_memory_same_org"),
         ]
 
     def __str__(self) -> str:
@@ -329,7 +370,9 @@ class SessionCommit(models.Model):
 class MemorySignalAggregate(models.Model):
     """Rolled-up counts of signal events older than the event log keeps."""
 
-    memory = models.OneToOneField(Memory, on_delete=models.CASCADE, primary_key=True, related_name="signal_aggregate")
+    memory = models.OneToOneField(
+        Memory, on_delete=models.CASCADE, primary_key=True, related_name="signal_aggregate", db_constraint=False
+    )
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     explicit_pos = models.PositiveIntegerField(default=0)
     explicit_neg = models.PositiveIntegerField(default=0)
@@ -357,6 +400,9 @@ class MemorySignalAggregate(models.Model):
     # that day decays nothing and a missed day is caught up by the next one
     decayed_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        constraints = [SameOrganization(field="memory", name="signal_aggregate_memory_same_org")]
+
     def __str__(self) -> str:
         return f"aggregate {self.memory_id}"
 
@@ -366,7 +412,9 @@ class ProjectSignalWeights(models.Model):
     org-wide weights, used for team- and org-scoped memories."""
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+", db_constraint=False
+    )
     explicit_alpha = models.FloatField(default=7.0)
     explicit_beta = models.FloatField(default=3.0)
     usage_alpha = models.FloatField(default=5.0)
@@ -381,7 +429,8 @@ class ProjectSignalWeights(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["organization", "project"], name="weights_unique_per_project", nulls_distinct=False
-            )
+            ),
+            SameOrganization(field="project", name="weights_project_same_org"),
         ]
 
     def __str__(self) -> str:
@@ -408,7 +457,7 @@ class AgentSession(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_session_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="sessions")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sessions", db_constraint=False)
     external_id = models.CharField(max_length=200)
     outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES, default="unknown")
     trace = models.TextField()
@@ -420,7 +469,9 @@ class AgentSession(models.Model):
     warnings = models.JSONField(
         default=list, blank=True, help_text="what distillation left out and why (the write gate's rejections)"
     )
-    submitted_by_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    submitted_by_token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -435,7 +486,12 @@ class AgentSession(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "external_id"], name="session_external_id_unique_in_project")
+            models.UniqueConstraint(
+                fields=["project", "external_id", "organization"], name="session_external_id_once_in_project"
+            ),
+            models.UniqueConstraint(fields=["id", "organization"], name="session_id_org_unique"),
+            SameOrganization(field="project", name="session_project_same_org"),
+            SameOrganization(field="submitted_by_token", name="session_submitted_by_token_same_org"),
         ]
         indexes = [models.Index(fields=["organization", "status", "-created_at"], name="session_org_status")]
 
@@ -460,9 +516,19 @@ class MemorySummary(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_summary_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memory_summaries")
-    # the consolidated memory; its state and live confidence decide whether the summary is still served
-    memory = models.OneToOneField(Memory, on_delete=models.CASCADE, related_name="summary")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memory_summaries", db_constraint=False)
+    # the consolidated memory; its state and live confidence decide whether the summary is still served.
+    # One per memory (summary_once_per_memory): a foreign key, not a one-to-one, because the uniqueness
+    # must include the organization (docs/operations.md#distributed-by-organization); that index serves
+    # the lookups by memory too.
+    memory = models.ForeignKey(
+        Memory,
+        on_delete=models.CASCADE,
+        related_name="summaries",
+        related_query_name="summary",
+        db_constraint=False,
+        db_index=False,
+    )
     source_memory_ids = ArrayField(models.CharField(max_length=40), default=list)
     # a plain id, not a foreign key: memories never depend on the consolidation app
     # (docs/architecture.md#the-never-arrows)
@@ -496,6 +562,11 @@ class MemorySummary(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "organization"], name="summary_once_per_memory"),
+            SameOrganization(field="project", name="summary_project_same_org"),
+            SameOrganization(field="memory", name="summary_memory_same_org"),
         ]
 
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ from django.utils import timezone
 from reasoningbank.ai.budget_rules import DEFAULT_ALERT_PERCENT
 from reasoningbank.ai.purposes import UnknownPurpose, purpose_label, purpose_require
 from reasoningbank.ids import new_id
+from reasoningbank.sharding import SameOrganization
 
 
 def purpose_validate(value: str) -> None:
@@ -199,6 +200,7 @@ class LlmBatch(models.Model):
             models.Index(fields=["subject_type", "subject_id"], name="llmbatch_subject"),
             models.Index(fields=["status"], name="llmbatch_status", condition=models.Q(status="submitted")),
         ]
+        constraints = [models.UniqueConstraint(fields=["id", "organization"], name="llmbatch_id_org_unique")]
 
     def __str__(self) -> str:
         return f"{self.id} {self.provider}:{self.model} {self.status} ({self.request_count} requests)"
@@ -218,7 +220,9 @@ class LlmBatchRequest(models.Model):
         (OUTCOME_LOST, "Not answered: made directly"),
     ]
 
-    batch = models.ForeignKey(LlmBatch, on_delete=models.CASCADE, related_name="requests")
+    # the batch's; the database checks both together (SameOrganization, reasoningbank/sharding.py)
+    organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
+    batch = models.ForeignKey(LlmBatch, on_delete=models.CASCADE, related_name="requests", db_constraint=False)
     key = models.CharField(max_length=64, help_text="also the request's custom_id at the provider")
     purpose = models.CharField(max_length=20, validators=[purpose_validate])
     outcome = models.CharField(max_length=10, choices=OUTCOME_CHOICES, default=OUTCOME_PENDING)
@@ -228,7 +232,10 @@ class LlmBatchRequest(models.Model):
     error = models.TextField(blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["batch", "key"], name="llmbatchrequest_once_per_batch")]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "key", "organization"], name="llmbatchrequest_once_per_batch"),
+            SameOrganization(field="batch", name="llmbatchrequest_batch_same_org"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.batch_id}/{self.key[:12]} {self.purpose} {self.outcome}"

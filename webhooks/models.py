@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from reasoningbank.ids import new_id
+from reasoningbank.sharding import SameOrganization
 
 
 def new_subscription_id() -> str:
@@ -43,6 +44,7 @@ class WebhookSubscription(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["organization", "enabled"], name="webhooksub_org_enabled")]
+        constraints = [models.UniqueConstraint(fields=["id", "organization"], name="webhooksub_id_org_unique")]
 
     def __str__(self) -> str:
         return f"{self.id} {self.url}"
@@ -58,7 +60,10 @@ class WebhookDelivery(models.Model):
 
     id = models.CharField(primary_key=True, max_length=40, default=new_delivery_id, editable=False)
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
-    subscription = models.ForeignKey(WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries")
+    # both references are checked with the organization (SameOrganization, reasoningbank/sharding.py)
+    subscription = models.ForeignKey(
+        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries", db_constraint=False
+    )
     event_id = models.CharField(max_length=40, default=new_event_id)  # the same for a redelivery
     event_type = models.CharField(max_length=40)
     payload = models.JSONField()  # the body sent, scrubbed of secrets
@@ -68,7 +73,9 @@ class WebhookDelivery(models.Model):
     response_code = models.PositiveSmallIntegerField(null=True, blank=True)  # the last attempt's
     latency_ms = models.PositiveIntegerField(null=True, blank=True)  # the last attempt's
     error = models.CharField(max_length=500, blank=True, default="")  # the last attempt's
-    redelivery_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    redelivery_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -77,6 +84,11 @@ class WebhookDelivery(models.Model):
             models.Index(fields=["organization", "-created_at"], name="webhookdel_org_created"),
             models.Index(fields=["subscription", "-created_at"], name="webhookdel_sub_created"),
             models.Index(fields=["status", "next_attempt_at"], name="webhookdel_status_next"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["id", "organization"], name="webhookdel_id_org_unique"),
+            SameOrganization(field="subscription", name="webhookdel_subscription_same_org"),
+            SameOrganization(field="redelivery_of", name="webhookdel_redelivery_same_org"),
         ]
 
     def __str__(self) -> str:

@@ -177,6 +177,7 @@ def _submit_one(session: BatchSession, recorded: Sequence[_Recorded]) -> LlmBatc
         )
         LlmBatchRequest.objects.bulk_create(
             LlmBatchRequest(
+                organization_id=batch.organization_id,
                 batch=batch,
                 key=r.key,
                 purpose=r.purpose,
