@@ -38,7 +38,7 @@ _REWRITTEN = {"id", "organization_id", "project_id", "team_id", "content", "embe
 _GENERATED = {"search_vector"}
 
 
-def _columns() -> list[str]:
+def memory_columns() -> list[str]:
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -188,7 +188,7 @@ def dataset_scale(
     if bench_have <= BASE_N:  # the real-vector base first (the vector cache makes it an insert, no embedding)
         base_info = dataset_ensure(BASE_N, log=log)
         base_info.pop("orgs", None)
-    columns = _columns()
+    columns = memory_columns()
     targets = {
         BENCH_ORG: (n, BASE_N),
         **{s: (int(n * NOISE_FRACTION), int(BASE_N * NOISE_FRACTION)) for s in NOISE_ORGS},

@@ -117,12 +117,12 @@ def record_calls(count: int, seed: int) -> list[dict[str, Any]]:
 
 
 def memories_add_new(project: Any, fraction: float, sigma: float) -> int:
-    """``fraction`` of the project's active memories again as new ones (created now, text and vector
-    varied as ``_scale_data`` derives variants): what a day of recording adds before the next run."""
-    from _scale_data import _columns
+    """``fraction`` of the project's memories (active ones picked at random) again as new ones (created
+    now, text and vector varied as ``_scale_data`` derives variants): a day of recording before a run."""
+    from _scale_data import memory_columns
     from django.db import connection, transaction
 
-    columns = _columns()
+    columns = memory_columns()
     values = {
         "id": "'mem_new_' || substr(md5(m.id || clock_timestamp()::text), 1, 20)",
         "content": "m.content || ' Seen again today.'",
@@ -138,7 +138,9 @@ def memories_add_new(project: Any, fraction: float, sigma: float) -> int:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO memories_memory ({', '.join(columns)}) SELECT {select} FROM memories_memory m "
-            "WHERE m.project_id = %(project)s AND m.state = 'active' AND random() < %(fraction)s",
+            "WHERE m.id IN (SELECT id FROM memories_memory WHERE project_id = %(project)s AND state = 'active' "
+            "ORDER BY random() LIMIT (SELECT round(count(*) * %(fraction)s) FROM memories_memory "
+            "WHERE project_id = %(project)s))",
             {"project": project.id, "fraction": fraction, "sigma": sigma},
         )
         added = cursor.rowcount
@@ -168,8 +170,13 @@ def consolidation_runs(project: Any, *, fraction: float, sigma: float) -> dict[s
     no LLM, then again with the bench's scripted LLM (every prompt answered at once, ``consolidate.py``)."""
     from consolidate import FakeLLM, run_once
 
+    from consolidation.models import ConsolidationRun
     from reasoningbank.ai.llm import NoLLM
 
+    # runs that on-demand consolidation queued while the record leg wrote (no worker serves the bench)
+    ConsolidationRun.objects.filter(
+        project=project, status__in=[ConsolidationRun.STATUS_QUEUED, ConsolidationRun.STATUS_WAITING]
+    ).update(status=ConsolidationRun.STATUS_SKIPPED)
     out: dict[str, Any] = {}
     log("  consolidation: settling run (no LLM; the first run probes every memory of the project) …")
     out["settle_no_llm"] = run_once(project, NoLLM())
