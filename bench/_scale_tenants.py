@@ -21,8 +21,10 @@ Reported per tenant kind and setting: latency p50/p95/p99 (ms, the statement alo
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 VARIANTS = {
@@ -32,6 +34,34 @@ VARIANTS = {
     "exact": ["SET LOCAL enable_indexscan = off"],
 }
 TOKEN_LABEL = "bench-scale-tenants"
+
+
+@contextlib.contextmanager
+def partial_index(org_slug: str, *, log: Any = print) -> Iterator[dict[str, Any]]:
+    """A partial HNSW index of one organisation's memories (the model's HNSW parameters), built
+    concurrently as an operator would, dropped afterwards so the data stays what ``load`` made."""
+    from django.db import connection
+
+    from accounts.models import Organization
+
+    org = Organization.objects.get(slug=org_slug)
+    name = f"bench_hnsw_org{org.id}"
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '512MB'")
+        t0 = time.perf_counter()
+        cursor.execute(
+            f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON memories_memory USING hnsw "
+            f"(embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64) WHERE organization_id = {int(org.id)}"
+        )
+        seconds = time.perf_counter() - t0
+        cursor.execute("RESET maintenance_work_mem")
+        cursor.execute("ANALYZE memories_memory")
+    log(f"  partial HNSW index {name} for {org_slug} built in {seconds:.1f} s")
+    try:
+        yield {"name": name, "organization": org_slug, "build_seconds": round(seconds, 1)}
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
 
 
 def _principal(org: Any, project_slug: str) -> Any:

@@ -145,9 +145,13 @@ def cmd_export(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_tenants(args: argparse.Namespace) -> dict[str, Any]:
-    from _scale_tenants import tenants_experiment
+    from _scale_tenants import partial_index, tenants_experiment
 
-    return {"tenants": tenants_experiment(queries=_queries(args.queries, args.seed), small=args.small, log=log)}
+    queries = _queries(args.queries, args.seed)
+    if not args.partial_index_for:
+        return {"tenants": tenants_experiment(queries=queries, small=args.small, log=log)}
+    with partial_index(args.partial_index_for, log=log) as built:
+        return {"tenants": tenants_experiment(queries=queries, small=args.small, log=log), "partial_index": built}
 
 
 def _more_legs() -> dict[str, Any]:
@@ -178,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     tenants.add_argument("--queries", type=int, default=50)
     tenants.add_argument("--small", type=int, default=20, help="small organisations sampled")
     tenants.add_argument("--seed", type=int, default=None)
+    tenants.add_argument(
+        "--partial-index-for", metavar="ORG", help="measure with a partial HNSW index of this org (dropped after)"
+    )
     args = parser.parse_args(argv)
     if getattr(args, "seed", 0) is None:  # queries new to every server: a fresh seed unless one is given
         import time
