@@ -173,6 +173,27 @@ def _text_leg_sql(base: str, terms: int) -> str:
     )
 
 
+def _filter_sql(search: SearchQuery, places: str) -> str:
+    """The search's filter over alias ``m``: the organization, the mode's states and tiers, ``places`` (SQL:
+    the reach, or less where the rows are known to be in it), confidence, outcome, the session's memories."""
+    tiers = RETRIEVAL_MODES[search.mode]
+    if tiers is None:  # exhaustive: archived memories too, never a promotion proposal awaiting review
+        sql = f"m.organization_id = %(org)s AND m.state <> 'proposed' AND ({places})"
+    else:
+        sql = f"m.organization_id = %(org)s AND m.state = 'active' AND ({places}) AND m.tier = ANY(%(tiers)s)"
+    sql += " AND m.confidence >= %(min_confidence)s"
+    if search.outcome != "all":
+        sql += " AND m.outcome = %(outcome)s"
+    if search.exclude_session:
+        # in each leg's WHERE, so the next best take the place of what the session already has (the
+        # ledger's unique index on organization, session key and memory answers it)
+        sql += (
+            " AND NOT EXISTS (SELECT 1 FROM memories_sessionmemoryuse u WHERE u.organization_id = %(org)s"
+            " AND u.session_key = %(exclude_session)s AND u.memory_id = m.id)"
+        )
+    return sql
+
+
 def _leg_rows(leg: str, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """A leg's candidate rows (``vector``, ``lexical``, or both as one statement ``vector+lexical``)
     in its own span, the ``memory.search.<leg>`` of the trace."""
@@ -232,20 +253,7 @@ def memory_search_rank(
     k = max(search.limit * CANDIDATE_FACTOR, MIN_CANDIDATES)
     in_reach = f"m.organization_id = %(org)s AND m.state = 'active' AND ({_reach_sql(reach, search.scope)})"
     tiers = RETRIEVAL_MODES[search.mode]
-    if tiers is None:  # exhaustive: archived memories too, never a promotion proposal awaiting review
-        base = f"m.organization_id = %(org)s AND m.state <> 'proposed' AND ({_reach_sql(reach, search.scope)})"
-    else:
-        base = f"{in_reach} AND m.tier = ANY(%(tiers)s)"
-    base += " AND m.confidence >= %(min_confidence)s"
-    if search.outcome != "all":
-        base += " AND m.outcome = %(outcome)s"
-    if search.exclude_session:
-        # in each leg's WHERE, so the next best take the place of what the session already has (the
-        # ledger's unique index on organization, session key and memory answers it)
-        base += (
-            " AND NOT EXISTS (SELECT 1 FROM memories_sessionmemoryuse u WHERE u.organization_id = %(org)s"
-            " AND u.session_key = %(exclude_session)s AND u.memory_id = m.id)"
-        )
+    base = _filter_sql(search, _reach_sql(reach, search.scope))
     df_cap = int(_setting("SEARCH_TERM_DF_CAP"))
     params: dict[str, Any] = {
         "org": principal.organization.id,
@@ -296,7 +304,15 @@ def memory_search_rank(
     if _setting("SEARCH_NEIGHBOURS") and hits:
         with span("memory.search.neighbours", parents=min(len(hits), NEIGHBOUR_PARENTS)) as neighbours_span:
             hits = _with_neighbours(
-                hits, rows, base, params, now=now, min_similarity=search.min_similarity, time=query_time(search.query)
+                hits,
+                rows,
+                # a neighbour shares its hit's project, which is in reach: a filter naming every place in
+                # reach made PostgreSQL read the whole project through a bitmap for each hit (docs/search.md#neighbours)
+                _filter_sql(search, "m.project_id IS NOT NULL"),
+                params,
+                now=now,
+                min_similarity=search.min_similarity,
+                time=query_time(search.query),
             )
             neighbours_span.set_attribute("kept", len(hits))
     return RankedCandidates(hits=hits, project=project)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import AuditEvent
@@ -357,6 +358,33 @@ def test_recompute_all_re_weighs_old_evidence_with_the_current_weights(cast, tok
     assert after.confidence == pytest.approx((1.6 + w_explicit) / (2.0 + w_explicit))
     assert after.confidence > before
     assert after.alpha == pytest.approx(1.6 + w_explicit)
+
+
+def row_locations(*memories):
+    """Where each memory's row version sits (its ``ctid``): PostgreSQL writes a new version, at a new
+    place, whenever a row is updated, even to the values it already held."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, ctid::text FROM memories_memory WHERE id = ANY(%s)", [[m.pk for m in memories]])
+        return dict(cursor.fetchall())
+
+
+def test_recompute_all_rewrites_only_the_memories_whose_confidence_changed(cast, token, memory):
+    untouched = record(token, title="Pin the base image by digest", content="Use the sha256 digest in FROM.")
+    memory_feedback(principal=token, memory=memory, helpful=True)
+    confidence_recompute_all()
+    before = row_locations(memory, untouched)
+    untouched_confidence = Memory.objects.get(pk=untouched.pk).confidence
+    # new weights change the confidence of the memory with evidence, not that of the one without
+    ProjectSignalWeights.objects.filter(organization=cast.org_a, project=cast.project_a).update(
+        explicit_alpha=9, explicit_beta=1
+    )
+
+    assert confidence_recompute_all() == 2
+
+    after = row_locations(memory, untouched)
+    assert after[memory.pk] != before[memory.pk]
+    assert after[untouched.pk] == before[untouched.pk]
+    assert Memory.objects.get(pk=untouched.pk).confidence == pytest.approx(untouched_confidence)
 
 
 def test_recompute_all_covers_memories_of_every_org(cast, make_token, token, memory):
