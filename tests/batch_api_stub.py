@@ -17,7 +17,7 @@ from typing import Any, Literal
 import httpx
 import respx
 
-from tests.reasoningbank.test_llm import anthropic_system
+from tests.reasoningbank.test_llm import anthropic_message, anthropic_system
 from tests.respx_httpx2 import serve_httpx2_from
 
 ANTHROPIC = "https://api.anthropic.com"
@@ -211,19 +211,6 @@ def batch_api_served(stub: BatchApiStub) -> Iterator[BatchApiStub]:
     with respx.mock(assert_all_called=False) as router, serve_httpx2_from(router):
         stub.install(router)
         yield stub
-
-
-def anthropic_message(text: str, *, input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    return {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-haiku-4-5",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-    }
 
 
 def openai_completion(text: str, *, input_tokens: int, output_tokens: int) -> dict[str, Any]:

@@ -30,22 +30,24 @@ from tests.respx_httpx2 import serve_httpx2_from
 # ------------------------------------------------------------------ canned replies
 
 
+def anthropic_message(text: str, *, input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """A Messages API reply body (also a batch result's ``message``: tests/batch_api_stub.py)."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-haiku-4-5",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
+
+
 def anthropic_reply(
     text: str = "Use context.WithTimeout.", input_tokens: int = 12, output_tokens: int = 5
 ) -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-haiku-4-5",
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-        },
-    )
+    return httpx.Response(200, json=anthropic_message(text, input_tokens=input_tokens, output_tokens=output_tokens))
 
 
 def anthropic_system(body: dict[str, Any]) -> str:
