@@ -10,6 +10,7 @@ whatever connection it ran on.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -17,6 +18,8 @@ from django.db import connection, transaction
 
 # the first key of hashtextextended: names of this module's locks stay apart from other advisory locks
 _SEED = 0x5242  # "RB"
+# how often a process waiting for ``lock_held`` asks again
+LOCK_POLL_SECONDS = 0.5
 
 
 def lock_in_transaction(name: str) -> None:
@@ -26,6 +29,15 @@ def lock_in_transaction(name: str) -> None:
         raise RuntimeError("lock_in_transaction needs a transaction (transaction.atomic)")
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", [name, _SEED])
+
+
+def lock_try_in_transaction(name: str) -> bool:
+    """``lock_in_transaction`` without the wait: True when taken (until the transaction ends)."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("lock_try_in_transaction needs a transaction (transaction.atomic)")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, %s))", [name, _SEED])
+        return bool(cursor.fetchone()[0])
 
 
 @contextmanager
@@ -40,10 +52,17 @@ def lock_held(name: str) -> Iterator[None]:
 
     def hold() -> None:
         try:
-            with transaction.atomic():
-                lock_in_transaction(name)
-                acquired.set()
-                release.wait()
+            # Asked again every LOCK_POLL_SECONDS rather than waited for in one statement: a statement
+            # blocked on the lock holds a snapshot, and the holder's migrations that build an index
+            # CONCURRENTLY wait for every older snapshot to end — both machines would wait for each other
+            # through a cycle PostgreSQL cannot see (two run.sh started at once hung in their migrations).
+            while True:
+                with transaction.atomic():
+                    if lock_try_in_transaction(name):
+                        acquired.set()
+                        release.wait()
+                        return
+                time.sleep(LOCK_POLL_SECONDS)
         except BaseException as exc:  # reported in the caller's thread
             failure.append(exc)
         finally:
