@@ -79,14 +79,9 @@ class SameOrganization(BaseConstraint):
         return hash((self.name, self.field))
 
 
-def _not_in_transaction(schema_editor: BaseDatabaseSchemaEditor, what: str) -> None:
-    if schema_editor.connection.in_atomic_block:
-        raise ValueError(f"{what} needs a migration with atomic = False (each step commits on its own)")
-
-
-class SameOrganizationAddWithoutLock(AddConstraint):
-    """Adds a ``SameOrganization`` key as NOT VALID (a moment's lock), then validates it in a second
-    statement, which scans the table while reads and writes go on (SHARE UPDATE EXCLUSIVE)."""
+class _AddWithoutLock(AddConstraint):
+    """An ``AddConstraint`` built in steps that each commit on their own (``add``), so that no step holds
+    a write lock for the length of a table scan."""
 
     model_name: str  # set by AddConstraint (the stubs do not declare them)
     constraint: BaseConstraint
@@ -97,7 +92,21 @@ class SameOrganizationAddWithoutLock(AddConstraint):
         model = to_state.apps.get_model(app_label, self.model_name)
         if not self.allow_migrate_model(schema_editor.connection.alias, model):
             return
-        _not_in_transaction(schema_editor, "SameOrganizationAddWithoutLock")
+        if schema_editor.connection.in_atomic_block:
+            raise ValueError(
+                f"{type(self).__name__} needs a migration with atomic = False (each step commits on its own)"
+            )
+        self.add(model, schema_editor)
+
+    def add(self, model: Any, schema_editor: BaseDatabaseSchemaEditor) -> None:  # a historical model
+        raise NotImplementedError
+
+
+class SameOrganizationAddWithoutLock(_AddWithoutLock):
+    """Adds a ``SameOrganization`` key as NOT VALID (a moment's lock), then validates it in a second
+    statement, which scans the table while reads and writes go on (SHARE UPDATE EXCLUSIVE)."""
+
+    def add(self, model: Any, schema_editor: BaseDatabaseSchemaEditor) -> None:  # a historical model
         quote = schema_editor.quote_name
         schema_editor.execute(self.constraint.create_sql(model, schema_editor) + " NOT VALID")
         schema_editor.execute(
@@ -105,20 +114,11 @@ class SameOrganizationAddWithoutLock(AddConstraint):
         )
 
 
-class UniqueAddWithoutLock(AddConstraint):
+class UniqueAddWithoutLock(_AddWithoutLock):
     """Adds an unconditional ``UniqueConstraint`` by building its index CONCURRENTLY (reads and writes go
     on), then turning the index into the constraint (a moment's lock)."""
 
-    model_name: str  # set by AddConstraint (the stubs do not declare them)
-    constraint: BaseConstraint
-
-    def database_forwards(
-        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
-    ) -> None:
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
-            return
-        _not_in_transaction(schema_editor, "UniqueAddWithoutLock")
+    def add(self, model: Any, schema_editor: BaseDatabaseSchemaEditor) -> None:  # a historical model
         constraint = self.constraint
         assert isinstance(constraint, models.UniqueConstraint) and constraint.fields and constraint.condition is None
         quote = schema_editor.quote_name
