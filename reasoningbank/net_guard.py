@@ -208,11 +208,14 @@ def _embedding(address: ipaddress.IPv6Address) -> Embedding | None:
 
 
 def _ipv6_verdict(address: ipaddress.IPv6Address) -> Verdict:
+    if address.scope_id:  # judged without the zone, then at least internal: a zone names an interface here
+        verdict = _ipv6_verdict(ipaddress.IPv6Address(int(address)))
+        if verdict.severity == NEVER:
+            return verdict
+        return Verdict(INTERNAL, f"a zone id (%{address.scope_id}) names a network interface of this machine")
     never = _most_specific(address, _NEVER_V6)
     if never is not None:
         return Verdict(NEVER, _described(never))
-    if address.scope_id:
-        return Verdict(INTERNAL, f"a zone id (%{address.scope_id}) names a local network interface")
     form = _embedding(address)
     if form is not None:
         embedded_addresses = [ipaddress.IPv4Address(value) for value in form.extract(int(address))]

@@ -234,6 +234,8 @@ def test_a_zone_id_names_a_local_interface_and_is_refused() -> None:
     assert not address_allowed("fe80::1%eth0", allow_private=False)
     assert not address_allowed("2606:2800:220:1:248:1893:25c8:1946%eth0", allow_private=False)
     assert address_allowed("fe80::1%eth0", allow_private=True)
+    assert not address_allowed("::ffff:0.0.0.0%eth0", allow_private=True)  # the zone hides nothing
+    assert not address_allowed("ff02::1%eth0", allow_private=True)
 
 
 # --- literal hosts in URLs -------------------------------------------------------------------------
