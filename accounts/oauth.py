@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from reasoningbank import net_guard
 
 # the scopes an app can be granted (never ``admin``)
 OAUTH_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN)
@@ -178,18 +179,51 @@ def redirect_uri_problem(uri: str) -> str | None:
 
 # --- client metadata (Dynamic Client Registration, client metadata documents) -----------------------
 
-# RFC 7591 section 2: URLs of web pages and keys about the client. Nothing here renders them today,
+# one client has a few callbacks (a native app's loopback and private-use scheme, a web app's pages);
+# registration is open to anyone, so the list is bounded like every other list the service stores
+REDIRECT_URIS_MAX = 10
+CLIENT_URI_MAX_LENGTH = 2000
+
+# RFC 7591 section 2: URLs of web pages and keys about the client. Nothing fetches or shows them today,
 # but a registration is a promise about the client, and a ``javascript:`` or ``data:`` "home page" is
-# never one a consent page or an admin should be handed: https only, with a host.
+# never one a consent page or an admin should be handed, nor a page or key set on the service's own
+# network, which a later fetch or an admin's browser would reach from inside: https, and a host on
+# public addresses (docs/security/address-guard.md).
 CLIENT_METADATA_URI_FIELDS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
 
 
-def metadata_uri_problem(uri: Any) -> str | None:
-    """Why ``uri`` may not be one of the client's web page URLs, or None when it may (https, a host)."""
+def redirect_uris_problem(uris: Any) -> str | None:
+    """Why the list of redirect URIs is too long, or one of them too long, as a sentence, or None."""
+    if not isinstance(uris, list):
+        return None  # the library refuses a value that is not a list
+    if len(uris) > REDIRECT_URIS_MAX:
+        return f"redirect_uris: at most {REDIRECT_URIS_MAX} redirect URIs per client (got {len(uris)})"
+    if any(isinstance(uri, str) and len(uri) > CLIENT_URI_MAX_LENGTH for uri in uris):
+        return f"redirect_uris: a redirect URI has at most {CLIENT_URI_MAX_LENGTH} characters"
+    return None
+
+
+def _host_problem(hostname: str, port: int) -> str | None:
+    try:
+        net_guard.host_addresses_checked(
+            hostname, port, allow_private=bool(settings.OAUTH_CIMD_ALLOW_PRIVATE_ADDRESSES)
+        )
+    except net_guard.AddressRefused as exc:
+        return f"must name a host on public addresses ({exc})"
+    return None
+
+
+def metadata_uri_problem(uri: Any, *, hosts_checked: dict[tuple[str, int], str | None] | None = None) -> str | None:
+    """Why ``uri`` may not be one of the client's web page URLs, or None when it may: https, a host
+    that is (or resolves to) public addresses only. ``hosts_checked`` keeps the answers of one
+    registration, so that five URLs on one host are resolved once."""
     if not isinstance(uri, str):
         return "must be a string"
+    if len(uri) > CLIENT_URI_MAX_LENGTH:
+        return f"must have at most {CLIENT_URI_MAX_LENGTH} characters"
     try:
         parts = urlsplit(uri)
+        port = parts.port or 443
     except ValueError:
         return "is not a URI"
     if parts.scheme.lower() != "https":
@@ -198,14 +232,19 @@ def metadata_uri_problem(uri: Any) -> str | None:
         return "must be an https URL with a host"
     if parts.username or parts.password:
         return "must not hold a user name or password"
-    return None
+    checked = {} if hosts_checked is None else hosts_checked
+    key = (parts.hostname, port)
+    if key not in checked:
+        checked[key] = _host_problem(parts.hostname, port)
+    return checked[key]
 
 
 def client_metadata_uris_problem(data: dict[str, Any]) -> str | None:
     """The first web page URL of the metadata this server refuses, as a sentence, or None."""
+    hosts_checked: dict[tuple[str, int], str | None] = {}
     for name in CLIENT_METADATA_URI_FIELDS:
         if name in data and data[name] is not None:
-            problem = metadata_uri_problem(data[name])
+            problem = metadata_uri_problem(data[name], hosts_checked=hosts_checked)
             if problem:
                 return f"{name}: {problem}"
     return None
@@ -213,8 +252,9 @@ def client_metadata_uris_problem(data: dict[str, Any]) -> str | None:
 
 def client_metadata_problem(data: dict[str, Any]) -> tuple[str, str] | None:
     """(RFC 7591 error code, description) for registration metadata this server refuses, or None:
-    only the authorization code grant (and refresh tokens) and the ``code`` response type, redirect
-    URIs under ``redirect_uri_problem``, web page URLs under ``metadata_uri_problem``."""
+    only the authorization code grant (and refresh tokens) and the ``code`` response type, at most
+    ``REDIRECT_URIS_MAX`` redirect URIs, each under ``redirect_uri_problem``, web page URLs under
+    ``metadata_uri_problem``."""
     grant_types = data.get("grant_types", ["authorization_code"])
     if isinstance(grant_types, list) and any(
         grant not in ("authorization_code", "refresh_token") for grant in grant_types
@@ -224,6 +264,9 @@ def client_metadata_problem(data: dict[str, Any]) -> tuple[str, str] | None:
     if isinstance(response_types, list) and any(kind != "code" for kind in response_types):
         return "invalid_client_metadata", "response_types: only code is supported"
     uris = data.get("redirect_uris")
+    too_many = redirect_uris_problem(uris)
+    if too_many:
+        return "invalid_redirect_uri", too_many
     if isinstance(uris, list):
         for uri in uris:
             problem = redirect_uri_problem(uri) if isinstance(uri, str) else "is not a string"

@@ -30,7 +30,7 @@ from django.core.cache import cache
 from oauth2_provider import cimd
 from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher
 
-from accounts.oauth import client_metadata_uris_problem
+from accounts.oauth import client_metadata_uris_problem, redirect_uris_problem
 from reasoningbank import net_guard
 from reasoningbank.json_limits import json_depth_exceeds, json_nul_field
 
@@ -77,7 +77,8 @@ class RestrictedMetadataFetcher(SafeMetadataFetcher):
     """``CIMD_METADATA_FETCHER``: django-oauth-toolkit's hardened fetch, with this service's
     development switches (http, internal addresses) and its own size and time limits. The document is
     held to the registration policy too: nested no deeper than ``JSON_MAX_DEPTH``, no NUL anywhere
-    (PostgreSQL cannot store it), web page URLs https only (``accounts.oauth.client_metadata_uris_problem``)."""
+    (PostgreSQL cannot store it), at most ``REDIRECT_URIS_MAX`` redirect URIs, web page URLs https on
+    public addresses (``accounts.oauth.client_metadata_uris_problem``)."""
 
     def _read_document(self, response: Any) -> tuple[dict[str, Any], int]:
         try:
@@ -88,7 +89,7 @@ class RestrictedMetadataFetcher(SafeMetadataFetcher):
             raise CIMDError("client_id document is nested too deeply")
         if json_nul_field(document) is not None:
             raise CIMDError("client_id document holds a NUL character")
-        problem = client_metadata_uris_problem(document)
+        problem = redirect_uris_problem(document.get("redirect_uris")) or client_metadata_uris_problem(document)
         if problem:
             raise CIMDError(f"client_id document: {problem}")
         return document, max_age

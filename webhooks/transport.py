@@ -30,7 +30,8 @@ class Attempt:
 
 def _address_url(url: str, ip: str) -> str:
     parts = urlsplit(url)
-    host = f"[{ip}]" if ":" in ip else ip
+    # an IPv6 zone id (development only: internal addresses) is written %25 in a URL
+    host = f"[{ip.replace('%', '%25')}]" if ":" in ip else ip
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
 

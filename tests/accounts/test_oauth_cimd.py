@@ -4,6 +4,7 @@ loopback and http are development switches, off by default."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections.abc import Iterator
@@ -11,10 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+import urllib3
 from django.test import Client
+from oauth2_provider.cimd import CIMDError
 from oauth2_provider.models import Application
 
 from accounts.models import OAuthConnection
+from accounts.oauth_cimd import RestrictedMetadataFetcher
 from tests.accounts.oauth_flow import REDIRECT_URI, Flow
 
 pytestmark = pytest.mark.django_db
@@ -142,6 +146,14 @@ def test_a_document_with_a_secret_is_refused(
     [
         ("javascript-logo", {"logo_uri": "javascript:alert(1)"}),
         ("nul-name", {"client_name": "Metadata\x00client"}),
+        # the limits of Dynamic Client Registration hold here too (test_oauth_registration_limits.py);
+        # the development switch is on, so only what is never a destination stands for the addresses
+        (
+            "eleven-redirect-uris",
+            {"redirect_uris": [REDIRECT_URI, *(f"http://127.0.0.1:{n}/cb" for n in range(1, 11))]},
+        ),
+        ("unspecified-logo", {"logo_uri": "https://0.0.0.0/logo.png"}),
+        ("mapped-unspecified-keys", {"jwks_uri": "https://[::ffff:0.0.0.0]/jwks.json"}),
     ],
 )
 def test_a_document_breaking_the_registration_policy_is_refused_quietly(
@@ -163,3 +175,26 @@ def test_a_document_nested_too_deeply_is_refused_quietly(
     assert alice_web.get(Flow(url).authorize_url()).status_code in (400, 401)
     assert not Application.objects.filter(client_id=url).exists()
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
+
+
+@pytest.mark.parametrize(
+    ("field", "uri"),
+    [
+        ("logo_uri", "https://169.254.169.254/logo.png"),
+        ("jwks_uri", "https://[::169.254.169.254]/jwks.json"),
+        ("client_uri", "https://[64:ff9b:1::a9fe:a9fe]/"),
+        ("policy_uri", "https://2130706433/privacy"),
+        ("tos_uri", "https://[fec0::1]/terms"),
+    ],
+)
+def test_a_fetched_document_naming_a_url_on_an_internal_address_is_refused(field: str, uri: str) -> None:
+    """The document as the fetch reads it, with the switches off (as deployed)."""
+    document = {"client_id": "https://agent.example/client.json", "redirect_uris": [REDIRECT_URI], field: uri}
+    response = urllib3.HTTPResponse(
+        body=io.BytesIO(json.dumps(document).encode()),
+        headers={"Content-Type": "application/json"},
+        status=200,
+        preload_content=False,
+    )
+    with pytest.raises(CIMDError, match=f"{field}: must name a host on public addresses"):
+        RestrictedMetadataFetcher()._read_document(response)

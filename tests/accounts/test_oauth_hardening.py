@@ -113,7 +113,7 @@ def test_registrations_from_one_address_are_limited_with_429_and_retry_after(set
     assert register(Client(REMOTE_ADDR="203.0.113.9")).status_code == 201
 
 
-# --- client metadata: web page URLs are https ------------------------------------------------------
+# --- client metadata: web page URLs are https (their addresses: test_oauth_registration_limits.py) ---
 
 
 @pytest.mark.parametrize("field", ["client_uri", "logo_uri", "tos_uri", "policy_uri"])
@@ -126,17 +126,6 @@ def test_registration_refuses_web_page_urls_that_are_not_https(field: str, uri: 
     assert response.json()["error"] == "invalid_client_metadata"
     assert response.json()["error_description"] == f"{field}: must be an https URL"
     assert not Application.objects.exists()
-
-
-def test_registration_accepts_https_web_page_urls() -> None:
-    response = register(
-        Client(),
-        client_uri="https://agent.example/",
-        logo_uri="https://agent.example/logo.png",
-        tos_uri="https://agent.example/terms",
-        policy_uri="https://agent.example/privacy",
-    )
-    assert response.status_code == 201
 
 
 def test_an_update_of_a_registration_is_held_to_the_same_policy() -> None:

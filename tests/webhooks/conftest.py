@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import respx
 
+from tests.dns_table import DnsTable
 from tests.respx_httpx2 import serve_httpx2_from
 from webhooks import services
 from webhooks.models import WebhookSubscription
@@ -22,21 +23,11 @@ RECEIVER_URL = f"https://{RECEIVER_HOST}/rb"
 RECEIVER_ADDRESS_URL = f"https://{RECEIVER_IP}/rb"
 
 
-class Resolver:
-    """``socket.getaddrinfo`` answered from a table; a name that is not in it does not resolve."""
+class Resolver(DnsTable):
+    """The receiver's name resolves to its public address; add names to ``names``."""
 
     def __init__(self) -> None:
-        self.names: dict[str, list[str]] = {RECEIVER_HOST: [RECEIVER_IP]}
-        self.asked: list[str] = []
-
-    def __call__(self, host: str, port: Any, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
-        self.asked.append(host)
-        if host not in self.names:
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return [
-            (socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))
-            for ip in self.names[host]
-        ]
+        super().__init__({RECEIVER_HOST: [RECEIVER_IP]})
 
 
 @pytest.fixture

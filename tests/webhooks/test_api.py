@@ -84,6 +84,48 @@ def test_a_url_resolving_to_a_private_address_is_a_400(admin_client, resolver):
     assert "non-public address" in error["errors"]["url"][0]
 
 
+# the IPv6 forms that carried internal IPv4 addresses past the old guard, and IPv4 literals in the
+# spellings a resolver accepts (docs/security/address-guard.md)
+INTERNAL_URLS = [
+    "https://[::127.0.0.1]/rb",
+    "https://[::169.254.169.254]/rb",
+    "https://[::10.0.0.1]/rb",
+    "https://[::ffff:0:169.254.169.254]/rb",
+    "https://[64:ff9b:1::a9fe:a9fe]/rb",
+    "https://[fec0::1]/rb",
+    "https://[::ffff:169.254.169.254]/rb",
+    "https://[2002:a9fe:a9fe::1]/rb",
+    "https://[fe80::1%25eth0]/rb",
+    "https://2130706433/rb",
+    "https://0x7f.1/rb",
+    "https://017700000001/rb",
+    "https://169.254.169.254./rb",
+]
+
+
+@pytest.mark.parametrize("url", INTERNAL_URLS)
+def test_a_url_on_an_internal_address_in_any_spelling_is_a_400_naming_url(admin_client, resolver, url):
+    error = _error(admin_client.post(WEBHOOKS, {"url": url, "events": ["memory.created"]}, format="json"), 400, "url")
+    assert "non-public address" in error["errors"]["url"][0]
+    assert not WebhookSubscription.objects.exists()
+    assert resolver.asked == []  # a literal is read, never handed to the resolver
+
+
+def test_a_name_whose_aaaa_record_embeds_the_metadata_address_is_a_400(admin_client, resolver):
+    resolver.names["aaaa.example.com"] = ["2606:2800:220:1:248:1893:25c8:1946", "::ffff:0:a9fe:a9fe"]
+    body = {"url": "https://aaaa.example.com/rb", "events": ["memory.created"]}
+    error = _error(admin_client.post(WEBHOOKS, body, format="json"), 400, "url")
+    assert "169.254.169.254" in error["errors"]["url"][0]
+
+
+def test_a_changed_url_on_an_internal_address_is_a_400_and_the_old_url_stays(admin_client, subscribe):
+    subscription = subscribe(["memory.created"])
+    response = admin_client.patch(f"{WEBHOOKS}/{subscription.id}", {"url": "https://[::10.0.0.1]/rb"}, format="json")
+    _error(response, 400, "url")
+    subscription.refresh_from_db()
+    assert subscription.url == RECEIVER_URL
+
+
 def test_a_token_without_the_admin_scope_gets_403_and_the_list_is_not_shown(cast, token_client, subscribe):
     subscribe(["memory.created"])
     reader = token_client(cast.org_a, scopes=["memories:read", "memories:write"])
@@ -169,8 +211,10 @@ def test_another_organizations_subscription_is_a_404_and_absent_from_the_list(ad
     _error(admin_client.post(f"{WEBHOOKS}/{theirs.id}/rotate-secret"), 404)
     _error(admin_client.get(f"{WEBHOOKS}/{theirs.id}/deliveries"), 404)
     _error(admin_client.delete(f"{WEBHOOKS}/{theirs.id}"), 404)
+    # an internal URL gets the same 404: the address check never runs on, nor reveals, their subscription
+    _error(admin_client.patch(f"{WEBHOOKS}/{theirs.id}", {"url": "https://[::127.0.0.1]/x"}, format="json"), 404)
     theirs.refresh_from_db()
-    assert theirs.enabled and theirs.secret == secret
+    assert theirs.enabled and theirs.secret == secret and theirs.url == RECEIVER_URL
 
 
 @pytest.mark.cross_tenant("api-webhook-delivery", "api-webhook-redeliver")

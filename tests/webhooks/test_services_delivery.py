@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from reasoningbank.errors import Conflict
-from tests.webhooks.conftest import RECEIVER_ADDRESS_URL, RECEIVER_HOST
+from tests.webhooks.conftest import RECEIVER_ADDRESS_URL, RECEIVER_HOST, RECEIVER_IP
 from webhooks.models import WebhookDelivery, WebhookSubscription
 from webhooks.services import deliveries_sweep, delivery_attempt, delivery_redeliver, webhook_event_publish
 from webhooks.signing import SIGNATURE_HEADER, signature_verify
@@ -95,6 +95,20 @@ def test_a_host_that_now_resolves_inside_is_refused_at_delivery_time(delivery, r
     attempt = delivery_attempt(delivery.id)
     assert attempt is not None and attempt.status == WebhookDelivery.STATUS_PENDING
     assert "non-public address (10.1.2.3)" in attempt.error
+    assert not route.called and len(receiver.calls) == 0
+
+
+@pytest.mark.parametrize(
+    "answer", ["::ffff:0:169.254.169.254", "::169.254.169.254", "64:ff9b:1::a9fe:a9fe", "2002:a9fe:a9fe::1", "fec0::1"]
+)
+def test_a_host_rebound_to_an_ipv6_form_of_an_internal_address_is_refused_at_delivery_time(
+    delivery, receiver, resolver, enqueued, answer
+):
+    route = receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(200))
+    resolver.names[RECEIVER_HOST] = [RECEIVER_IP, answer]  # the AAAA record now carries the metadata address
+    attempt = delivery_attempt(delivery.id)
+    assert attempt is not None and attempt.status == WebhookDelivery.STATUS_PENDING
+    assert f"non-public address ({answer})" in attempt.error
     assert not route.called and len(receiver.calls) == 0
 
 

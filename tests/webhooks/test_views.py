@@ -46,6 +46,14 @@ def test_a_refused_url_is_shown_on_the_form_with_the_reason(client, cast, resolv
     assert not WebhookSubscription.objects.exists()
 
 
+def test_a_url_on_an_ipv6_form_of_an_internal_address_is_refused_on_the_form(client, cast, resolver):
+    client.force_login(cast.alice)
+    form = {"url": "https://[::169.254.169.254]/rb", "events": ["memory.created"]}
+    response = client.post("/settings/webhooks/", form)
+    assert response.status_code == 400 and "non-public address" in text(response)
+    assert not WebhookSubscription.objects.exists()
+
+
 @pytest.mark.parametrize("path", ["/settings/webhooks/", "/settings/webhooks/{id}/"])
 def test_a_viewer_gets_403_on_the_webhook_pages(client, cast, subscribe, path):
     subscription = subscribe(["memory.created"])
