@@ -13,7 +13,8 @@ Gemini CLI gives the event as JSON on stdin (``session_id``, ``transcript_path``
 ``hookSpecificOutput.additionalContext`` back from SessionStart and BeforeAgent: recall is the Claude
 Code plugin's code, imported from integrations/claude-code/hooks/reasoningbank_hook.py (same settings,
 same caps). The recording is one JSON object, not JSON Lines: a long one is cut to its first message
-(the task) and as many of its last messages as fit, and sent as a valid object.
+(the task) and as many of its last messages as fit, and sent as a valid object. Of a recording longer
+than the shared hook's read bound only the two ends are read (docs/security/hooks.md).
 
 Python's standard library only; on any error one line on stderr, nothing on stdout (Gemini CLI parses
 stdout as JSON), exit 0.
@@ -23,27 +24,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 NAME = "reasoningbank-gemini"
 SHARED = Path(__file__).resolve().parents[1] / "claude-code" / "hooks"
-READ_MAX = 64 * 1024 * 1024  # a recording larger than this is not read at all
 CONVERSATION = ("user", "gemini")  # info, error and warning messages are the CLI's, not the session's
+MESSAGE_TYPES = (*CONVERSATION, "info", "error", "warning")  # every message a recording holds
+SESSION_ID = re.compile(r'"sessionId"\s*:\s*("(?:[^"\\]|\\.)*")')
 DROPPED_KEYS = ("thoughts", "tokens")  # bulk the service never reads
 
 
 def recording(hook: Any, path: str, limit: int) -> tuple[str, int]:
     """The chat recording as JSON within ``limit`` bytes, and how many conversation messages it has."""
+    head, body = hook.file_read_bounded(path, tail=hook.TAIL_FACTOR * limit, what="chat recording")
     try:
-        if os.path.getsize(path) > READ_MAX:
-            raise hook.HookError(f"the chat recording is larger than {READ_MAX // 1024 // 1024} MB")
-        with open(path, encoding="utf-8", errors="replace") as file:
-            record = json.load(file)
-    except OSError as exc:
-        raise hook.HookError(f"cannot read the chat recording: {exc.strerror or exc}") from None
-    except ValueError:
+        record = recording_ends(hook, head, body) if head else json.loads(body.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
         raise hook.HookError("the chat recording is not JSON") from None
     found = record.get("messages") if isinstance(record, dict) else None
     if not isinstance(found, list):
@@ -64,6 +63,39 @@ def recording(hook: Any, path: str, limit: int) -> tuple[str, int]:
         room -= cost
     body = {"sessionId": record.get("sessionId"), "messages": kept + tail[::-1]}
     return json.dumps(body, ensure_ascii=False), len(messages)
+
+
+def recording_ends(hook: Any, head: bytes, tail: bytes) -> dict[str, Any]:
+    """A recording too long to read whole, rebuilt from its two ends: the session id and the first
+    message from the head, and every message the tail holds whole."""
+    opening = head.decode("utf-8", "replace")
+    session = SESSION_ID.search(opening)
+    start = opening.find('"messages"')
+    first = messages_whole(hook, opening, start, most=1) if start >= 0 else []
+    return {
+        "sessionId": json.loads(session.group(1)) if session else None,
+        "messages": first + messages_whole(hook, tail.decode("utf-8", "replace"), 0),
+    }
+
+
+def messages_whole(hook: Any, text: str, start: int, most: int = 0) -> list[dict[str, Any]]:
+    """The messages that parse whole in a cut of the recording, in order (at most ``most`` of them when
+    it is not 0): the objects found from each ``{`` on that have a message's ``type`` and ``id``. A ``{``
+    inside a string cannot start one (a string's quotes are escaped), and an object that is not a
+    message is skipped whole, so a cut mid-message costs only the scan of that message."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    position = text.find("{", start)
+    while position >= 0 and not (most and len(found) >= most):
+        hook.deadline_check("chat recording")
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            value, end = None, position + 1
+        if isinstance(value, dict) and value.get("type") in MESSAGE_TYPES and "id" in value:
+            found.append(value)
+        position = text.find("{", end)
+    return found
 
 
 def capture(hook: Any, event: dict[str, Any]) -> None:

@@ -11,14 +11,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.agent_hook_events import codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,106 +25,6 @@ SCRIPTS = {
     "gemini": REPO / "integrations" / "gemini-cli" / "reasoningbank_gemini.py",
     "cursor": REPO / "integrations" / "cursor" / "reasoningbank_cursor.py",
 }
-START_BLOCK = "<memory_consolidated_summaries>\nBuild carts per test.\n</memory_consolidated_summaries>"
-MEMORY = {
-    "id": "mem_1",
-    "title": "Build the cart per test",
-    "description": "a shared fixture leaks",
-    "content": "Use make_cart().",
-    "confidence": 0.7,
-}
-
-
-# --- the events each client documents ----------------------------------------------------------------
-
-
-def codex_event(name: str, **extra: Any) -> dict[str, Any]:
-    """Codex's hook input (codex-rs/hooks/schema: session_id, transcript_path, cwd, hook_event_name,
-    model, permission_mode, turn_id; prompt, or stop_hook_active and last_assistant_message)."""
-    base = {
-        "session_id": "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5",
-        "transcript_path": None,
-        "cwd": "/home/dev/shop",
-        "hook_event_name": name,
-        "model": "gpt-5-codex",
-        "permission_mode": "default",
-    }
-    if name != "SessionStart":
-        base["turn_id"] = "019a2d7a-c7fa-72d2-b6fd-78878bfe34e4"
-    return {**base, **extra}
-
-
-def gemini_event(name: str, **extra: Any) -> dict[str, Any]:
-    """Gemini CLI's hook input (hooks reference: session_id, transcript_path, cwd, hook_event_name,
-    timestamp; source, prompt, prompt_response and stop_hook_active, or reason, per event)."""
-    base = {
-        "session_id": "2b1f9c3e-gemini",
-        "transcript_path": "/nowhere.json",
-        "cwd": "/home/dev/shop",
-        "hook_event_name": name,
-        "timestamp": "2026-11-27T09:00:00.000Z",
-    }
-    return {**base, **extra}
-
-
-def cursor_event(name: str, **extra: Any) -> dict[str, Any]:
-    """Cursor's hook input (conversation_id, generation_id, model, hook_event_name, cursor_version,
-    workspace_roots, user_email, transcript_path; session_id on sessionStart/sessionEnd, status and
-    loop_count on stop, reason on sessionEnd)."""
-    base = {
-        "conversation_id": "c0ffee00-cursor",
-        "generation_id": "gen-7",
-        "model": "claude-4.5-sonnet",
-        "hook_event_name": name,
-        "cursor_version": "2.1.0",
-        "workspace_roots": ["/home/dev/shop"],
-        "user_email": "dev@example.com",
-        "transcript_path": None,
-    }
-    return {**base, **extra}
-
-
-# --- a stand-in for the service ----------------------------------------------------------------------
-
-
-class Stand:
-    def __init__(self, status: int = 200) -> None:
-        self.status = status
-        self.requests: list[tuple[str, dict[str, Any], str]] = []
-
-
-@pytest.fixture
-def stand() -> Iterator[tuple[Stand, str]]:
-    state = Stand()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append((self.path, body, self.headers.get("Authorization", "")))
-            if state.status != 200:
-                answer: dict[str, Any] = {"detail": "Invalid token."}
-            elif self.path.endswith("/memories/search"):
-                answer = {"memories": [MEMORY]}
-            elif self.path.endswith("/memories/context"):
-                answer = {"context_block": START_BLOCK}
-            else:
-                answer = {"session_id": body.get("session_id"), "status": "queued"}
-            data = json.dumps(answer).encode()
-            self.send_response(state.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 def closed_port() -> int:
