@@ -120,11 +120,11 @@ def _apply(org: Organization, findings: list[SummaryFinding]) -> None:
             continue  # removed meanwhile (its memory was)
         fixed = _repaired(row)
         # on the consolidated memory, where its page's activity shows it (the summary may be gone)
-        audit = {"organization": org, "actor": None, "target": Memory(pk=row["memory_id"])}
+        memory = Memory(pk=row["memory_id"])
         data = {"summary": row["id"], "problems": finding.problems, "command": "repair_summaries"}
         if fixed is None:
             access_filter(MemorySummary, org).filter(pk=row["id"]).delete()
-            audit_record(**audit, verb=REMOVE_VERB, data=data)
+            audit_record(organization=org, actor=None, verb=REMOVE_VERB, target=memory, data=data)
             continue
         update = {name: fixed[name] for name in ("summary", "key_facts", "decisions", "superseded_facts")}
         if row["status"] == MemorySummary.STATUS_READY and (
@@ -134,4 +134,4 @@ def _apply(org: Organization, findings: list[SummaryFinding]) -> None:
             (vector,), model = embed_texts([summary_embedding_text(fixed["summary"], fixed["key_facts"])])
             update |= {"embedding": vector, "embedding_model": model}
         access_filter(MemorySummary, org).filter(pk=row["id"]).update(**update)
-        audit_record(**audit, verb=REPAIR_VERB, data=data)
+        audit_record(organization=org, actor=None, verb=REPAIR_VERB, target=memory, data=data)

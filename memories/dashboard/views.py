@@ -312,7 +312,7 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
         sources=sources,
         audit=activity_rows(principal, memory_audit_trail(principal, memory)),
         archive_reasons=Memory.ARCHIVED_REASON_CHOICES,
-        summary=(summaries_usable(summaries_list(principal, memory=memory.id)[:1], read="dashboard") or [None])[0],
+        summary=next(iter(summaries_usable(summaries_list(principal, memory=memory.id)[:1], read="dashboard")), None),
     )
     return render(request, "memories/detail.html", page_vars)
 

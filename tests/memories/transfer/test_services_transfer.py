@@ -291,15 +291,14 @@ def test_a_summary_whose_parts_a_read_could_not_render_is_refused_and_nothing_is
     exported = records(export_text(system_principal(cast.org_a)))
     number = next(n for n, record in enumerate(exported, start=1) if record["type"] == "summary")
     exported[number - 1][part] = value
-    before = (Memory.objects.count(), MemorySummary.objects.count(), Project.objects.count(), AuditEvent.objects.count())
+    before = [model.objects.count() for model in (Memory, MemorySummary, Project, AuditEvent)]
 
     with pytest.raises(ImportInvalid) as caught:
         bank_import(principal=system_principal(empty_org), source="\n".join(json.dumps(r) for r in exported))
 
     assert [(e.where, e.field) for e in caught.value.errors] == [(f"line {number}", part)]
     assert message in caught.value.errors[0].message
-    after = (Memory.objects.count(), MemorySummary.objects.count(), Project.objects.count(), AuditEvent.objects.count())
-    assert after == before
+    assert [model.objects.count() for model in (Memory, MemorySummary, Project, AuditEvent)] == before
 
 
 def test_a_failure_while_writing_leaves_nothing_behind(cast, bank, empty_org, monkeypatch):
