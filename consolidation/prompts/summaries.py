@@ -10,11 +10,11 @@ from typing import Any, Final, Literal
 from consolidation.prompts.reply import (
     PromptParseError,
     SourceMemory,
-    as_list,
     as_text,
     json_object_with,
     timestamp_text,
 )
+from memories.context.summary_parts import summary_parts_repair
 
 SUMMARY_SYSTEM_PROMPT: Final = """You are a memory consolidation agent. Create a concise summary of related memories from a software project.
 
@@ -34,11 +34,6 @@ Output JSON:
 }
 """  # noqa: E501 (a fixed text, pinned by its golden test)
 
-# Ours: what one summary may hold. A summary is read at every session start, so it stays short;
-# longer text is cut, not rejected (the model's content is still good).
-SUMMARY_MAX_LENGTH: Final = 4000
-SUMMARY_ITEM_MAX_LENGTH: Final = 1000
-SUMMARY_MAX_ITEMS: Final = 20
 DecisionConfidence = Literal["high", "medium", "low"]
 
 
@@ -110,53 +105,23 @@ def parse_summary(text: str, source_ids: Sequence[str]) -> ClusterSummary:
 
 def summary_from_object(data: dict[str, Any], source_ids: Sequence[str], raw: str) -> ClusterSummary:
     """A summary from an already decoded JSON object (the summary reply's, or one cluster's answer in
-    the batched synthesis, docs/consolidation.md#batched-synthesis); the same repairs and limits.
-    Raises :class:`PromptParseError` (``raw`` kept) without a non-empty ``summary``."""
+    the batched synthesis, docs/consolidation.md#batched-synthesis); the repairs and limits of every
+    stored summary (``memories.context.summary_parts``: a single string where a list belongs, a
+    decision's confidence in another case, over-long text cut). Raises :class:`PromptParseError`
+    (``raw`` kept) without a non-empty ``summary``."""
     summary = as_text(data.get("summary"))
     if not summary:
         raise PromptParseError("summary reply has an empty 'summary'", raw)
-
-    key_facts = tuple(
-        fact[:SUMMARY_ITEM_MAX_LENGTH] for fact in (as_text(item) for item in as_list(data.get("key_facts"))) if fact
-    )[:SUMMARY_MAX_ITEMS]
-
-    decisions: list[SummaryDecision] = []
-    for item in as_list(data.get("decisions")):
-        if isinstance(item, str):
-            item = {"decision": item}
-        if not isinstance(item, dict) or not as_text(item.get("decision")):
-            continue
-        level = as_text(item.get("confidence")).lower()
-        outcome = as_text(item.get("outcome"))
-        decisions.append(
-            SummaryDecision(
-                decision=as_text(item["decision"])[:SUMMARY_ITEM_MAX_LENGTH],
-                rationale=as_text(item.get("rationale"))[:SUMMARY_ITEM_MAX_LENGTH],
-                outcome=outcome[:SUMMARY_ITEM_MAX_LENGTH] or None,
-                # the prompt asks for high|medium|low; anything else is not a judgement we can use
-                confidence=level if level in ("high", "medium", "low") else "low",  # type: ignore[arg-type]
-            )
-        )
-
-    allowed = {str(source_id) for source_id in source_ids}
-    superseded: list[SupersededFact] = []
-    for item in as_list(data.get("superseded_facts")):
-        if not isinstance(item, dict):
-            continue
-        original, newer = as_text(item.get("original_fact")), as_text(item.get("superseded_by"))
-        if not (original and newer):
-            continue
-        source = as_text(item.get("source_memory_id"))
-        superseded.append(
-            SupersededFact(
-                original_fact=original[:SUMMARY_ITEM_MAX_LENGTH],
-                superseded_by=newer[:SUMMARY_ITEM_MAX_LENGTH],
-                source_memory_id=source if source in allowed else "",
-            )
-        )
+    parts = summary_parts_repair(
+        summary=summary,
+        key_facts=data.get("key_facts"),
+        decisions=data.get("decisions"),
+        superseded_facts=data.get("superseded_facts"),
+        source_ids=source_ids,
+    )
     return ClusterSummary(
-        summary=summary[:SUMMARY_MAX_LENGTH],
-        key_facts=key_facts,
-        decisions=tuple(decisions[:SUMMARY_MAX_ITEMS]),
-        superseded_facts=tuple(superseded[:SUMMARY_MAX_ITEMS]),
+        summary=parts.summary,
+        key_facts=tuple(parts.key_facts),
+        decisions=tuple(SummaryDecision(**decision) for decision in parts.decisions),
+        superseded_facts=tuple(SupersededFact(**fact) for fact in parts.superseded_facts),
     )

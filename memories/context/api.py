@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ
 from memories.context.contracts import ContextInput, ContextOutput, SummaryOut, memory_context_run
-from memories.context.selectors import summaries_list, summary_get
+from memories.context.selectors import summaries_list, summaries_usable, summary_get
 from memories.core.api import ERRORS_WRITE, READ, MemoryAPIView, contract_render
 from memories.core.api import TAGS as MEMORY_TAGS
 from memories.models import MemorySummary
@@ -76,7 +76,9 @@ class SummaryListView(OrgAPIView):
         qs = summaries_list(self.principal, **params.validated_data)
         paginator = Pagination()
         page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response([SummaryOut.of(s).model_dump(mode="json") for s in page])
+        # a row no read can render is left out of its page and logged (docs/security/imports.md)
+        usable = summaries_usable(page, read="list")
+        return paginator.get_paginated_response([SummaryOut.of(s).model_dump(mode="json") for s in usable])
 
 
 class SummaryDetailView(OrgAPIView):

@@ -8,24 +8,59 @@ that memory is now — its live confidence, not the value when it was written.
 The memories a session starts with besides the summaries, and instead of them until a project's first
 consolidation (``context_memories``): a project's highest-confidence procedural memories — active, in
 the caller's reach of that project (its own, its team's, the organization's) — chosen by relevance to
-the task, recency or activation."""
+the task, recency or activation.
+
+A stored summary that no read can render (``summary_parts_problems``: parts of the wrong shape, which
+only an older import or a hand edit could store) is skipped by every read here — search, session
+context, the list, the dashboard — and logged, never a server error for the whole answer
+(docs/security/imports.md#reads-survive-a-bad-row); ``manage.py repair_summaries`` repairs it."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
 from pgvector.django import CosineDistance
+from prometheus_client import Counter
 
 from accounts.access import Principal, access_filter
 from accounts.models import Project
+from memories.context.summary_parts import summary_parts_problems
 from memories.core.selectors import project_resolve, reach_for
 from memories.models import Memory, MemorySummary
 from memories.search.selectors import SearchQuery, memory_search
 from reasoningbank.errors import NotFound
+from reasoningbank.metrics import PREFIX
+
+logger = logging.getLogger(__name__)
 
 SUMMARY_ID_MAX = 40
+SUMMARIES_UNREADABLE = Counter(
+    f"{PREFIX}_summaries_unreadable", "Stored summaries a read skipped: they cannot be rendered", ["read"]
+)
+
+
+def summary_usable(summary: MemorySummary, *, read: str) -> bool:
+    """Whether every read can render ``summary``; if not, the skip is logged (with the row's problems,
+    never its text) and counted under ``read`` (search, context, list, get, dashboard)."""
+    problems = summary_parts_problems(summary)
+    if not problems:
+        return True
+    SUMMARIES_UNREADABLE.labels(read=read).inc()
+    logger.warning(
+        "summary %s skipped: it cannot be read (%s); manage.py repair_summaries repairs it",
+        summary.id,
+        "; ".join(problems),
+        extra={"summary_id": summary.id, "org_id": summary.organization_id, "read": read, "problems": problems},
+    )
+    return False
+
+
+def summaries_usable(summaries: Iterable[MemorySummary], *, read: str) -> list[MemorySummary]:
+    return [summary for summary in summaries if summary_usable(summary, read=read)]
 
 
 def summaries_readable(principal: Principal, *, project: Project | None = None) -> QuerySet[MemorySummary]:
@@ -54,6 +89,9 @@ def summary_get(principal: Principal, summary_id: str) -> MemorySummary:
     found = qs.filter(pk=summary_id).first() if valid else None
     if found is None:
         raise NotFound(f"summary {summary_id!r} not found", field="summary_id")
+    if not summary_usable(found, read="get"):
+        # as a list skips it: an operator repairs it (manage.py repair_summaries), nobody can read it now
+        raise NotFound(f"summary {summary_id!r} cannot be read: its stored parts are damaged", field="summary_id")
     return found
 
 
@@ -83,16 +121,17 @@ def summaries_for_context(
     a task), recency or activation."""
     qs = summaries_served(principal, project=project).filter(memory__confidence__gte=min_confidence)
     if prioritize == "relevance" and task_vector is not None:
-        return list(
-            qs.annotate(distance=CosineDistance("embedding", task_vector)).order_by(
-                "distance", "-memory__confidence", "pk"
-            )[:limit]
+        qs = qs.annotate(distance=CosineDistance("embedding", task_vector)).order_by(
+            "distance", "-memory__confidence", "pk"
         )
-    order = {
-        "recency": ("-temporal_end", "-created_at"),
-        "activation": ("-activation_count", "-memory__confidence"),
-    }.get(prioritize, ("-memory__confidence", "-created_at"))
-    return list(qs.order_by(*order, "pk")[:limit])
+    else:
+        order = {
+            "recency": ("-temporal_end", "-created_at"),
+            "activation": ("-activation_count", "-memory__confidence"),
+        }.get(prioritize, ("-memory__confidence", "-created_at"))
+        qs = qs.order_by(*order, "pk")
+    # a skipped row leaves its place to the project's procedural memories, as any place summaries leave
+    return summaries_usable(qs[:limit], read="context")
 
 
 @dataclass(frozen=True)
@@ -153,7 +192,11 @@ def summaries_search(
         "limit": limit,
     }
     rows = MemorySummary.objects.raw(sql, params)
-    return [SummaryHit(row, round(1.0 - float(getattr(row, "distance")), 4)) for row in rows]  # noqa: B009
+    return [
+        SummaryHit(row, round(1.0 - float(getattr(row, "distance")), 4))  # noqa: B009
+        for row in rows
+        if summary_usable(row, read="search")
+    ]
 
 
 def context_memories(

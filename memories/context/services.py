@@ -4,33 +4,60 @@ injected into a session or returned by a search."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from memories.context.summary_parts import (
+    SUMMARY_ERROR_MAX,
+    SummaryParts,
+    SummaryPartsInvalid,
+    summary_parts_check,
+    summary_parts_repair,
+)
 from memories.embedding import embed_texts, summary_embedding_text
 from memories.models import Memory, MemorySummary
 from reasoningbank.ai.embedders import embedder_from_settings
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
+from reasoningbank.errors import InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
 
 RAW_REPLY_MAX = 20_000  # characters of an unparseable reply kept for moderators
 
 
-def _scrubbed(value: Any) -> Any:
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
     """Every string inside ``value`` with secrets redacted (the model may echo one a source held
     before scrubbing existed)."""
     if isinstance(value, str):
-        return scrub_secrets(value).text
+        return scrub(value)
     if isinstance(value, list):
-        return [_scrubbed(item) for item in value]
+        return [_scrubbed(item, scrub) for item in value]
     if isinstance(value, dict):
-        return {key: _scrubbed(item) for key, item in value.items()}
+        return {key: _scrubbed(item, scrub) for key, item in value.items()}
     return value
+
+
+def summary_parts_stored(
+    parts: SummaryParts, *, source_ids: Sequence[str], scrub: Callable[[str], str] | None = None
+) -> SummaryParts:
+    """Checked parts as they are stored: every string with its secrets redacted (by ``scrub``, else
+    ``scrub_secrets``), then cut back to the contract's limits (a redaction marker can be longer than
+    the short secret it replaces), so that every stored summary keeps the contract an import checks
+    (docs/security/imports.md). Also a bank import's way to store a summary's parts."""
+    scrubbed = _scrubbed(
+        {
+            "summary": parts.summary,
+            "key_facts": parts.key_facts,
+            "decisions": parts.decisions,
+            "superseded_facts": parts.superseded_facts,
+        },
+        scrub or (lambda text: scrub_secrets(text).text),
+    )
+    return summary_parts_repair(**scrubbed, source_ids=source_ids)
 
 
 def summary_store(
@@ -47,13 +74,27 @@ def summary_store(
 ) -> MemorySummary:
     """The summary of the cluster that became ``memory`` — ``ready`` when ``summary`` is given, else
     ``rejected`` with ``error`` and the reply kept. One per consolidated memory: a later run replaces
-    a rejected one (a retry), never a ready one."""
+    a rejected one (a retry), never a ready one. The parts keep the contract of a stored summary
+    (``memories.context.summary_parts``, the one a bank import checks too): an ``InvalidInput`` names
+    the part at fault."""
     assert memory.project_id is not None, "summaries belong to a project's consolidated memory"
+    source_ids = [m.id for m in sources]
+    try:
+        parts = summary_parts_check(
+            summary=summary,
+            key_facts=list(key_facts),
+            decisions=list(decisions),
+            superseded_facts=list(superseded_facts),
+            status=MemorySummary.STATUS_READY if summary else MemorySummary.STATUS_REJECTED,
+            source_ids=source_ids,
+        )
+    except SummaryPartsInvalid as exc:
+        raise InvalidInput(str(exc), field=exc.field) from None
     starts = [m.created_at for m in sources] or [memory.created_at]
     fields: dict[str, Any] = {
         "organization_id": memory.organization_id,
         "project_id": memory.project_id,
-        "source_memory_ids": [m.id for m in sources],
+        "source_memory_ids": source_ids,
         "consolidation_run_id": run_id,
         "confidence": memory.confidence,
         "temporal_start": min(starts),
@@ -61,14 +102,14 @@ def summary_store(
         "created_at": timezone.now(),
     }
     if summary:
-        texts = _scrubbed({"summary": summary, "key_facts": list(key_facts)})
-        (vector,), model = embed_texts([summary_embedding_text(texts["summary"], texts["key_facts"])])
+        stored = summary_parts_stored(parts, source_ids=source_ids)
+        (vector,), model = embed_texts([summary_embedding_text(stored.summary, stored.key_facts)])
         fields |= {
             "status": MemorySummary.STATUS_READY,
-            "summary": texts["summary"],
-            "key_facts": texts["key_facts"],
-            "decisions": _scrubbed(list(decisions)),
-            "superseded_facts": _scrubbed(list(superseded_facts)),
+            "summary": stored.summary,
+            "key_facts": stored.key_facts,
+            "decisions": stored.decisions,
+            "superseded_facts": stored.superseded_facts,
             "error": "",
             "raw_reply": "",
             "embedding": vector,
@@ -77,11 +118,11 @@ def summary_store(
     else:
         fields |= {
             "status": MemorySummary.STATUS_REJECTED,
-            "error": error[:2000],
+            "error": error[:SUMMARY_ERROR_MAX],
             "raw_reply": scrub_secrets(raw_reply[:RAW_REPLY_MAX]).text,
         }
-    stored, _ = MemorySummary.objects.update_or_create(memory=memory, defaults=fields)
-    return stored
+    row, _ = MemorySummary.objects.update_or_create(memory=memory, defaults=fields)
+    return row
 
 
 def summaries_activate(summary_ids: Sequence[str], *, write_behind: bool = False) -> None:

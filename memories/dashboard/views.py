@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.access import access_filter, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
-from memories.context.selectors import summaries_list
+from memories.context.selectors import summaries_list, summaries_usable
 from memories.core.selectors import MemoryFilters, memory_get, memory_lineage, memory_list
 from memories.core.services import memory_update
 from memories.dashboard.charts import bar_chart, confidence_chart
@@ -312,7 +312,7 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
         sources=sources,
         audit=activity_rows(principal, memory_audit_trail(principal, memory)),
         archive_reasons=Memory.ARCHIVED_REASON_CHOICES,
-        summary=summaries_list(principal, memory=memory.id).first(),
+        summary=next(iter(summaries_usable(summaries_list(principal, memory=memory.id)[:1], read="dashboard")), None),
     )
     return render(request, "memories/detail.html", page_vars)
 

@@ -16,7 +16,6 @@ The choices of enumerated fields (kinds, states, link kinds …) come from the m
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -24,6 +23,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memories.context.summary_parts import (
+    SUMMARY_ERROR_MAX,
+    SUMMARY_MAX_LENGTH,
+    SummaryPartsInvalid,
+    summary_decisions_check,
+    summary_key_facts_check,
+    summary_superseded_facts_check,
+)
 from reasoningbank.scrubbing import scrub_secrets
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
@@ -45,8 +52,8 @@ DESCRIPTION_MAX = 2000
 CONTENT_MAX = 20000
 TAG_MAX = 50
 TAGS_MAX = 100
-TEXT_MAX = 20000  # link reasons, summary errors and raw replies
-SUMMARY_MAX = 4000
+TEXT_MAX = 20000  # a summary's raw reply
+LINK_REASON_MAX = 2000  # every writer of a link keeps at most this much of its reason
 SESSION_KEY_MAX = 200
 COMMENT_MAX = 2000
 ACTOR_MAX = 200
@@ -259,13 +266,17 @@ def _list(item: Check, maximum: int) -> Check:
     return check
 
 
-def _json_objects(value: Any) -> list[dict[str, Any]]:
-    """A list of JSON objects (a summary's decisions and superseded facts), kept as they are."""
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise Bad("must be a list of objects")
-    if len(json.dumps(value)) > TEXT_MAX * 2:
-        raise Bad("is too long")
-    return value
+def _summary_part(check: Callable[[Any], Any]) -> Check:
+    """A part of a summary checked by the contract every stored summary keeps (``summary_store``'s:
+    ``memories/context/summary_parts.py``), so that an import cannot store what a read cannot render."""
+
+    def checked(value: Any) -> Any:
+        try:
+            return check(value)
+        except SummaryPartsInvalid as exc:
+            raise Bad(exc.message) from None
+
+    return checked
 
 
 def _count_map(value: Any) -> dict[str, int]:
@@ -392,8 +403,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "source": _f(_local_id),
         "target": _f(_local_id),
         "kind": _c(_choice("link_kinds")),
-        "weight": _f(_number(), 1.0),
-        "reason": _f(_text(TEXT_MAX), ""),
+        "weight": _f(_number(0.0, 1.0), 1.0),  # a similarity or a judge's confidence, as every writer sets it
+        "reason": _f(_text(LINK_REASON_MAX), ""),
         "resolved_at": _OPTIONAL_TIME,
         "created_at": _TIME,
     },
@@ -413,14 +424,15 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "memory": _f(_local_id),
         "source_memory_ids": _f(_list(_local_id, 10_000), []),
         "status": _c(_choice("summary_statuses"), "ready"),
-        "summary": _f(_text(SUMMARY_MAX), ""),
-        "key_facts": _f(_list(_text(TEXT_MAX), 1000), []),
-        "decisions": _f(_json_objects, []),
-        "superseded_facts": _f(_json_objects, []),
+        "summary": _f(_text(SUMMARY_MAX_LENGTH), ""),  # a ready summary has one (lines.record_parse)
+        "key_facts": _f(_summary_part(summary_key_facts_check), []),
+        "decisions": _f(_summary_part(summary_decisions_check), []),
+        # a fact's source outside the summary's sources is forgotten on import (import_checks.summary_remap)
+        "superseded_facts": _f(_summary_part(summary_superseded_facts_check), []),
         "confidence": _f(_number(0.0, 1.0), 0.5),
         "temporal_start": _TIME,
         "temporal_end": _TIME,
-        "error": _f(_text(TEXT_MAX), ""),
+        "error": _f(_text(SUMMARY_ERROR_MAX), ""),
         "raw_reply": _f(_text(TEXT_MAX), ""),
         "activation_count": _f(_count, 0),
         "last_activated_at": _OPTIONAL_TIME,

@@ -64,12 +64,13 @@ def memory_ref_remap(record: dict[str, Any], ids: IdMap) -> dict[str, Any]:
 
 
 def summary_remap(record: dict[str, Any], ids: IdMap) -> dict[str, Any]:
-    """A summary: its id, its memory, its sources and the sources its superseded facts name (a fact
-    naming an id that is not one of the file's memories keeps it: it is the model's text)."""
+    """A summary: its id, its memory, its sources and the sources its superseded facts name. A fact
+    naming a memory that is not one of the summary's sources (a project's export leaves out sources in
+    other projects) names none, as consolidation stores a fact whose source it was not shown
+    (``memories/context/summary_parts.py``)."""
+    sources = set(record["source_memory_ids"])
     facts = [
-        {**fact, "source_memory_id": ids.memories.get(fact["source_memory_id"], fact["source_memory_id"])}
-        if isinstance(fact.get("source_memory_id"), str)
-        else fact
+        {**fact, "source_memory_id": ids.memories[old] if (old := fact["source_memory_id"]) in sources else ""}
         for fact in record["superseded_facts"]
     ]
     return {

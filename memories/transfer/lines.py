@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+from memories.context.summary_parts import SummaryPartsInvalid, summary_text_check
 from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from memories.signals.confidence import INITIAL_EXPLICIT, confidence_prior
 from memories.transfer.export_format import (
@@ -60,6 +61,11 @@ def record_parse(data: Any, vocab: Vocabulary, *, now: datetime) -> dict[str, An
         _memory_complete(record, vocab)
         if record["signal_aggregate"] is not None and record["signal_aggregate"]["last_rollup"] is None:
             record["signal_aggregate"]["last_rollup"] = now
+    if kind == "summary":
+        try:  # the fields that go together, as summary_store has them (memories/context/summary_parts.py)
+            summary_text_check(record["summary"], status=record["status"])
+        except SummaryPartsInvalid as exc:
+            raise Bad(exc.message, exc.field) from None
     return record
 
 
@@ -108,8 +114,6 @@ def line_parse(where: str, text: str, vocab: Vocabulary, *, now: datetime) -> di
         return record_parse(data, vocab, now=now)
     except Bad as exc:
         raise LineErrorRaised(LineError(where, exc.field, exc.message)) from None
-
-
 
 
 def lines_split(text: str) -> Iterator[tuple[int, str]]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from accounts.access import Principal, access_filter
 from accounts.models import Membership, Project, Team
+from memories.context.services import summary_parts_stored
+from memories.context.summary_parts import SummaryParts
 from memories.core.fingerprint import memory_content_hash
 from memories.embedding import embed_texts, memory_embedding_text, summary_embedding_text
 from memories.models import (
@@ -82,16 +84,6 @@ def texts_scrubbed(record: dict[str, Any]) -> dict[str, Any]:
         "content": _scrub(record["content"]),
         "tags": [_scrub(tag)[: ef.TAG_MAX] for tag in record["tags"]],
     }
-
-
-def _scrubbed_json(value: Any) -> Any:
-    if isinstance(value, str):
-        return _scrub(value)
-    if isinstance(value, list):
-        return [_scrubbed_json(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _scrubbed_json(item) for key, item in value.items()}
-    return value
 
 
 class ImportWriter:
@@ -243,16 +235,20 @@ class ImportWriter:
         if not self.summaries:
             return
         batch, self.summaries = self.summaries, []
-        texts: list[dict[str, Any]] = [
-            {"summary": _scrub(r["summary"]), "key_facts": [_scrub(f) for f in r["key_facts"]]} for r, _ in batch
+        # scrubbed, then cut back to the contract's limits, as summary_store stores consolidation's parts
+        texts = [
+            summary_parts_stored(
+                SummaryParts(r["summary"], r["key_facts"], r["decisions"], r["superseded_facts"]),
+                source_ids=r["source_memory_ids"],
+                scrub=_scrub,
+            )
+            for r, _ in batch
         ]
         ready = [
-            bool(r["status"] == MemorySummary.STATUS_READY and t["summary"])
+            bool(r["status"] == MemorySummary.STATUS_READY and t.summary)
             for (r, _), t in zip(batch, texts, strict=True)
         ]
-        to_embed = [
-            summary_embedding_text(t["summary"], t["key_facts"]) for t, ok in zip(texts, ready, strict=True) if ok
-        ]
+        to_embed = [summary_embedding_text(t.summary, t.key_facts) for t, ok in zip(texts, ready, strict=True) if ok]
         vectors = iter(embed_texts(to_embed)[0] if to_embed else [])
         MemorySummary.objects.bulk_create(
             [
@@ -264,10 +260,10 @@ class ImportWriter:
                     source_memory_ids=record["source_memory_ids"],
                     consolidation_run_id="",  # runs are not exported
                     status=record["status"],
-                    summary=text["summary"],
-                    key_facts=text["key_facts"],
-                    decisions=_scrubbed_json(record["decisions"]),
-                    superseded_facts=_scrubbed_json(record["superseded_facts"]),
+                    summary=text.summary,
+                    key_facts=text.key_facts,
+                    decisions=text.decisions,
+                    superseded_facts=text.superseded_facts,
                     confidence=record["confidence"],
                     temporal_start=record["temporal_start"],
                     temporal_end=record["temporal_end"],

@@ -163,6 +163,27 @@ def test_a_bad_file_is_a_400_naming_each_line_and_field(cast, token_client):
     assert not Memory.objects.exists()
 
 
+def test_a_summary_with_a_malformed_decision_is_a_400_naming_line_field_and_item(cast, token_client):
+    text = "\n".join(
+        json.dumps(record)
+        for record in [
+            {"type": "header", "format": "reasoningbank-export", "version": 1},
+            {"type": "memory", "id": "m1", "project": "web-app", "title": "Retry webhooks", "content": "With backoff"},
+            {"type": "summary", "id": "s1", "memory": "m1", "summary": "Retry with backoff.",
+             "decisions": [{"decision": "Retry", "confidence": 3}]},
+            {"type": "end"},
+        ]
+    )  # fmt: skip
+
+    response = token_client(cast.org_a, scopes=ADMIN).post("/api/v1/import", {"text": text}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["errors"]["line 3"] == [
+        "field decisions: item 1: lacks the key 'rationale' (a decision has decision, rationale, outcome, confidence)"
+    ]
+    assert not Memory.objects.exists()
+
+
 def test_a_claude_md_dry_run_reports_without_writing(cast, token_client):
     response = token_client(cast.org_a, scopes=ADMIN).post(
         "/api/v1/import",

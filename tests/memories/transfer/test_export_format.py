@@ -128,7 +128,7 @@ def test_a_valid_file_counts_what_it_holds_and_gives_every_memory_a_new_id():
         memory("m2", state="archived", archived_reason="consolidated", consolidated_into="m1"),
         {"type": "link", "source": "m1", "target": "m2", "kind": "consolidates"},
         {"type": "signal", "memory": "m1", "signal": "explicit", "positive": True},
-        {"type": "summary", "id": "s1", "memory": "m1", "source_memory_ids": ["m2"]},
+        {"type": "summary", "id": "s1", "memory": "m1", "source_memory_ids": ["m2"], "summary": "Seeds pinned."},
         {"type": "session_use", "memory": "m1", "session_key": "abc", "via": "search"},
         {"type": "end", "counts": {"memory": 2, "link": 1, "signal": 1, "summary": 1, "session_use": 1}},
     )
@@ -186,7 +186,8 @@ def test_an_unsupported_version_is_refused():
 
 
 def test_a_summary_needs_a_project_memory_unless_everything_goes_into_one_project():
-    lines = (HEADER, memory("m1", project=None), {"type": "summary", "id": "s1", "memory": "m1"}, END)
+    summary = {"type": "summary", "id": "s1", "memory": "m1", "summary": "Seeds pinned."}
+    lines = (HEADER, memory("m1", project=None), summary, END)
 
     assert [(e.where, e.field) for e in check(*lines)[1]] == [("line 3", "memory")]
     assert check(*lines, into_project=True)[1] == []
@@ -199,7 +200,7 @@ def test_errors_stop_at_the_limit():
 
 
 def test_remapping_rewrites_every_reference_consistently():
-    checker, _ = check(HEADER, memory("m1"), memory("m2", consolidated_into="m1"), END)
+    checker, _ = check(HEADER, memory("m1"), memory("m2", consolidated_into="m1"), memory("m3"), END)
     new = checker.ids.memories
     m2 = lines.record_parse(memory("m2", consolidated_into="m1"), VOCAB, now=NOW)
     summary = lines.record_parse(
@@ -208,7 +209,12 @@ def test_remapping_rewrites_every_reference_consistently():
             "id": "s1",
             "memory": "m1",
             "source_memory_ids": ["m2"],
-            "superseded_facts": [{"original_fact": "x", "superseded_by": "y", "source_memory_id": "m2"}, {"a": 1}],
+            "summary": "Seeds pinned.",
+            "superseded_facts": [
+                {"original_fact": "x", "superseded_by": "y", "source_memory_id": "m2"},
+                {"original_fact": "u", "superseded_by": "v", "source_memory_id": "m3"},  # not a source of s1
+                {"original_fact": "p", "superseded_by": "q", "source_memory_id": "elsewhere"},  # not in the file
+            ],
         },
         VOCAB,
         now=NOW,
@@ -222,7 +228,8 @@ def test_remapping_rewrites_every_reference_consistently():
     remapped = checks.summary_remap(summary, checker.ids)
     assert remapped["memory"] == new["m1"] and remapped["source_memory_ids"] == [new["m2"]]
     assert remapped["superseded_facts"][0]["source_memory_id"] == new["m2"]
-    assert remapped["superseded_facts"][1] == {"a": 1}
+    # a fact naming no source of the summary names none, as consolidation stores it
+    assert [fact["source_memory_id"] for fact in remapped["superseded_facts"][1:]] == ["", ""]
     assert checks.memory_ref_remap({"memory": "m2"}, checker.ids)["memory"] == new["m2"]
 
 
@@ -239,3 +246,96 @@ def test_timestamps_read_back_as_they_were_written():
 
     assert ef.when_parse(ef.when_dump(moment)) == moment
     assert ef.when_parse("2026-01-31T09:30:15Z") == moment.replace(microsecond=0)
+
+
+# --- a summary's parts keep the contract summary_store keeps (memories/context/summary_parts.py) --------
+
+DECISION = {"decision": "Use FastAPI", "rationale": "native async", "outcome": None, "confidence": "high"}
+FACT = {"original_fact": "Flask", "superseded_by": "FastAPI", "source_memory_id": "m1"}
+
+
+def summary_line(**fields: Any) -> dict[str, Any]:
+    return {"type": "summary", "id": "s1", "memory": "m1", "source_memory_ids": ["m1"], "summary": "S.", **fields}
+
+
+def without(item: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != key}
+
+
+def decision(**fields: Any) -> dict[str, Any]:
+    return {**DECISION, **fields}
+
+
+def fact(**fields: Any) -> dict[str, Any]:
+    return {**FACT, **fields}
+
+
+P = pytest.param
+MALFORMED_SUMMARIES = [
+    P({"decisions": [without(DECISION, "outcome")]}, "decisions", "item 1: lacks the key 'outcome'", id="no-outcome"),
+    P({"decisions": [{"decision": "Use it"}]}, "decisions", "item 1: lacks the key 'rationale'", id="text-only"),
+    P({"decisions": [DECISION, decision(decision=42)]}, "decisions", "item 2: decision must be a string (got int)",
+      id="decision-a-number"),
+    P({"decisions": [decision(rationale=None)]}, "decisions", "rationale must be a string (got NoneType)",
+      id="rationale-null"),
+    P({"decisions": [decision(outcome=["x"])]}, "decisions", "outcome must be a string (got list)", id="outcome-list"),
+    P({"decisions": [decision(confidence="sure")]}, "decisions", "must be one of high, medium, low", id="confidence"),
+    P({"decisions": [decision(why="x")]}, "decisions", "item 1: has an unknown key 'why'", id="unknown-key"),
+    P({"decisions": [decision(decision="  ")]}, "decisions", "decision must not be empty", id="decision-blank"),
+    P({"decisions": [decision(decision="x" * 1001)]}, "decisions", "too long (1001 characters", id="too-long"),
+    P({"decisions": [DECISION] * 21}, "decisions", "has 21 items; at most 20", id="too-many"),
+    P({"decisions": ["Use it"]}, "decisions", "item 1: must be an object {decision, rationale", id="a-string"),
+    P({"decisions": DECISION}, "decisions", "must be a list (got dict)", id="decisions-an-object"),
+    P({"superseded_facts": [without(FACT, "source_memory_id")]}, "superseded_facts",
+      "item 1: lacks the key 'source_memory_id'", id="fact-without-source"),
+    P({"superseded_facts": [fact(original_fact=5)]}, "superseded_facts", "original_fact must be a string (got int)",
+      id="original-a-number"),
+    P({"superseded_facts": [fact(superseded_by={"t": 1})]}, "superseded_facts", "superseded_by must be a string",
+      id="superseded-by-an-object"),
+    P({"superseded_facts": [fact(source_memory_id=None)]}, "superseded_facts", "source_memory_id must be a string",
+      id="source-null"),
+    P({"superseded_facts": [fact(superseded_by="")]}, "superseded_facts", "superseded_by must not be empty",
+      id="superseded-by-empty"),
+    P({"superseded_facts": [[]]}, "superseded_facts", "item 1: must be an object", id="fact-a-list"),
+    P({"key_facts": ["ok", 7]}, "key_facts", "item 2: the fact must be a string (got int)", id="key-fact-a-number"),
+    P({"key_facts": [""]}, "key_facts", "item 1: the fact must not be empty", id="key-fact-empty"),
+    P({"key_facts": ["fact"] * 21}, "key_facts", "has 21 items; at most 20", id="too-many-key-facts"),
+    P({"key_facts": ["x" * 1001]}, "key_facts", "too long (1001 characters; at most 1000)", id="key-fact-too-long"),
+    P({"summary": ""}, "summary", "a ready summary has a text", id="ready-without-text"),
+    P({"status": "rejected", "error": "x" * 2001}, "error", "at most 2000", id="error-too-long"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fields", "field", "message"), MALFORMED_SUMMARIES)
+def test_a_summary_whose_parts_break_the_stored_contract_is_refused_naming_line_field_and_item(fields, field, message):
+    _, errors = check(HEADER, memory("m1"), summary_line(**fields), END)
+
+    assert [(e.where, e.field) for e in errors] == [("line 3", field)]
+    assert message in errors[0].message
+
+
+def test_a_summary_as_consolidation_stores_it_is_accepted():
+    fields = {"key_facts": ["FastAPI is the framework"], "decisions": [DECISION, {**DECISION, "outcome": "3x"}],
+              "superseded_facts": [FACT, {**FACT, "source_memory_id": ""}]}  # fmt: skip
+
+    assert check(HEADER, memory("m1"), summary_line(**fields), END)[1] == []
+    assert check(HEADER, memory("m1"), summary_line(status="rejected", summary="", error="no JSON"), END)[1] == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [({"weight": 5.0}, "weight"), ({"weight": -0.5}, "weight"), ({"reason": "x" * 2001}, "reason")],
+    ids=["weight-above-one", "weight-below-zero", "reason-too-long"],
+)
+def test_a_link_is_held_to_what_every_writer_of_a_link_stores(fields, field):
+    link = {"type": "link", "source": "m1", "target": "m2", "kind": "references", **fields}
+
+    _, errors = check(HEADER, memory("m1"), memory("m2"), link, END)
+
+    assert [(e.where, e.field) for e in errors] == [("line 4", field)]
+
+
+def test_a_promotion_proposal_is_no_line_of_the_format():
+    _, errors = check(HEADER, memory("m1"), {"type": "proposal", "memory": "m1"}, END)
+
+    assert [(e.where, e.field) for e in errors] == [("line 3", "type")]

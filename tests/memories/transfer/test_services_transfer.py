@@ -275,6 +275,32 @@ def test_a_bad_line_is_reported_by_number_and_nothing_is_written(cast, bank, emp
     assert (Memory.objects.count(), Project.objects.count(), AuditEvent.objects.count()) == before
 
 
+@pytest.mark.parametrize(
+    ("part", "value", "message"),
+    [
+        ("decisions", [{"decision": "Retry with backoff"}], "item 1: lacks the key 'rationale'"),
+        ("decisions", [{"decision": 7, "rationale": "", "outcome": None, "confidence": "high"}], "must be a string"),
+        ("superseded_facts", [{"original_fact": "retry 3 times"}], "item 1: lacks the key 'superseded_by'"),
+        ("superseded_facts", [{"original_fact": ["a"], "superseded_by": "b", "source_memory_id": ""}], "a string"),
+    ],
+    ids=["decision-lacking-keys", "decision-of-the-wrong-type", "fact-lacking-keys", "fact-of-the-wrong-type"],
+)
+def test_a_summary_whose_parts_a_read_could_not_render_is_refused_and_nothing_is_written(
+    cast, bank, empty_org, part, value, message
+):
+    exported = records(export_text(system_principal(cast.org_a)))
+    number = next(n for n, record in enumerate(exported, start=1) if record["type"] == "summary")
+    exported[number - 1][part] = value
+    before = [model.objects.count() for model in (Memory, MemorySummary, Project, AuditEvent)]
+
+    with pytest.raises(ImportInvalid) as caught:
+        bank_import(principal=system_principal(empty_org), source="\n".join(json.dumps(r) for r in exported))
+
+    assert [(e.where, e.field) for e in caught.value.errors] == [(f"line {number}", part)]
+    assert message in caught.value.errors[0].message
+    assert [model.objects.count() for model in (Memory, MemorySummary, Project, AuditEvent)] == before
+
+
 def test_a_failure_while_writing_leaves_nothing_behind(cast, bank, empty_org, monkeypatch):
     from memories.transfer import writer
 
