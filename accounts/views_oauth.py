@@ -45,7 +45,7 @@ from accounts.models import SCOPE_HELP, Membership, OAuthConnection, Project
 from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
 from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
 from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
-from accounts.throttling import registration_throttled, request_client_address
+from accounts.throttling import grant_failure, registration_throttled, request_client_address
 from accounts.views import settings_context
 from reasoningbank.errors import ServiceError
 from reasoningbank.http_errors import oauth_error_body
@@ -227,16 +227,41 @@ class ConsentView(AuthorizationView):
 # --- the token endpoint ----------------------------------------------------------------------------
 
 
+# the refusals that mean a credential was wrong (a code, refresh token, PKCE verifier or client id),
+# as opposed to a malformed request: counted per address like failed bearer tokens
+_GRANT_FAILURES = frozenset({"invalid_grant", "invalid_client"})
+
+
 class JsonTokenView(TokenView):
     """The library's token endpoint; its errors raised from inside the validator (``invalid_target``)
-    come back without a JSON content type, which strict clients refuse to parse."""
+    come back without a JSON content type, which strict clients refuse to parse. A refused grant
+    counts towards the address's failed-grant limit (``accounts/throttling.py``): past it, a refusal
+    is a 429; a good grant is served whatever the address did before."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = super().post(request, *args, **kwargs)
         if response.get("Content-Type", "").startswith("text/html") and response.content[:1] == b"{":
             response["Content-Type"] = "application/json"
         response.setdefault("Cache-Control", "no-store")
+        if response.status_code in (400, 401) and _oauth_error(response) in _GRANT_FAILURES:
+            throttled = grant_failure(request_client_address(request))
+            if throttled is not None:
+                body = oauth_error_body("too_many_requests", throttled.message, code="throttled")
+                limited = JsonResponse(body, status=429)
+                limited["Retry-After"] = str(throttled.retry_after)
+                limited["Cache-Control"] = "no-store"
+                return limited
         return response
+
+
+def _oauth_error(response: HttpResponse) -> str | None:
+    """The RFC 6749 ``error`` of a JSON error answer, or None."""
+    try:
+        data = json.loads(response.content) if response.content[:1] == b"{" else None
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, str) else None
 
 
 # --- dynamic client registration -------------------------------------------------------------------
