@@ -95,8 +95,9 @@ class BearerTokenMiddleware:
     ``error="invalid_token"``; with an error, the reason as ``error_description``, and always in the
     JSON body (docs/agent-api.md#authentication-errors). A failed token once the
     client's address (or the token's prefix) has failed too often → 429 with ``Retry-After``
-    (``accounts/throttling.py``, the same counters as REST); a valid token is served all the same. An authenticated GET (the optional standalone SSE stream) is 405:
-    this stateless JSON server never pushes anything.
+    (``accounts/throttling.py``, the same counters as REST); a valid token is served all the same.
+    An authenticated GET (the optional standalone SSE stream) is 405: this stateless JSON server
+    never pushes anything.
     """
 
     def __init__(self, app: ASGIApp) -> None:

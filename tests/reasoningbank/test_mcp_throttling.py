@@ -9,7 +9,6 @@ from typing import Any
 import httpx2
 import pytest
 from django.db import connection
-
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
