@@ -1,7 +1,8 @@
 """Bearer-token authentication for the REST API (the MCP endpoint reuses ``bearer_authenticate``): an
 org API token (``rb_...``) or an OAuth access token of a connected app (``rbo_...``,
 docs/oauth.md#tokens) resolve to the same ``Principal``. Failed tokens are throttled by client address
-and token prefix (``accounts/throttling.py``), answered 429 with ``Retry-After``."""
+and token prefix (``accounts/throttling.py``), answered 429 with ``Retry-After``; a valid token is
+always served."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rest_framework.request import Request
 from accounts.access import Principal, principal_for_token
 from accounts.oauth import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
 from accounts.throttling import Throttled as ThrottledAnswer
-from accounts.throttling import bearer_blocked, bearer_failure, request_client_address, token_authenticate_throttled
+from accounts.throttling import bearer_failure, request_client_address, token_authenticate_throttled
 from reasoningbank.http_errors import MISSING_BEARER_TOKEN
 from reasoningbank.request_context import request_principal_note
 
@@ -94,16 +95,13 @@ def invalid_token_message(raw: str) -> str:
 
 
 def bearer_authenticate(raw: str, *, address: str, resource: str) -> Principal | ThrottledAnswer | BearerRefusal:
-    """A bearer token → its ``Principal``; a ``Throttled`` answer once the address (or the token's
-    prefix) has failed too often; else a ``BearerRefusal`` with the reason (an unknown, revoked or
-    expired token; an OAuth token minted for another resource). API tokens are not bound to a
-    resource."""
+    """A bearer token → its ``Principal``, whatever other tokens from the same address did; a token
+    that opens nothing → a ``Throttled`` answer once the address (or the token's prefix) has failed
+    too often, else a ``BearerRefusal`` with the reason (an unknown, revoked or expired token; an
+    OAuth token minted for another resource). API tokens are not bound to a resource."""
     from accounts.services_oauth import oauth_authenticate
 
     if raw.startswith(ACCESS_TOKEN_PREFIX):
-        blocked = bearer_blocked(address)
-        if blocked is not None:
-            return blocked
         result = oauth_authenticate(raw, resource=resource)
         if isinstance(result, Principal):
             # the same display prefix the MCP tools see for an OAuth token (accounts/mcp_auth.py)

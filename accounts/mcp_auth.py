@@ -93,10 +93,11 @@ class BearerTokenMiddleware:
     discovers the authorization server); a malformed ``Bearer`` header → the same with
     ``error="invalid_request"``; invalid, expired, revoked or minted for another resource →
     ``error="invalid_token"``; with an error, the reason as ``error_description``, and always in the
-    JSON body (docs/agent-api.md#authentication-errors). Too many failures from the
-    client's address (or with one token prefix) → 429 with ``Retry-After`` (``accounts/throttling.py``,
-    the same counters as REST). An authenticated GET (the optional standalone SSE stream) is 405:
-    this stateless JSON server never pushes anything.
+    JSON body (docs/agent-api.md#authentication-errors). A failed token once the
+    client's address (or the token's prefix) has failed too often → 429 with ``Retry-After``
+    (``accounts/throttling.py``, the same counters as REST); a valid token is served all the same.
+    An authenticated GET (the optional standalone SSE stream) is 405: this stateless JSON server
+    never pushes anything.
     """
 
     def __init__(self, app: ASGIApp) -> None:

@@ -6,19 +6,22 @@ one atomic ``INSERT … ON CONFLICT DO UPDATE``, so several web worker processes
 concurrent failures are all counted. Signups and allauth's own per-address limits use allauth's
 rate limiter on the shared database cache instead (``reasoningbank/cache.py``).
 
-Bearer tokens
-    * By client address: after ``AUTH_THROTTLE_FAILURES`` failed tokens within
-      ``AUTH_THROTTLE_WINDOW`` the address is blocked for ``AUTH_THROTTLE_BLOCK``: every bearer
-      request from it is answered 429 with ``Retry-After`` *before* its token is looked up (even a
-      good one: a blocked client learns nothing about the tokens it tries).
+Bearer tokens (REST and MCP) and grants at the OAuth token endpoint
+    * A valid credential is always served: it is checked first, and only a *failed* one is counted
+      or refused. Other clients' failures never lock it out — a misconfigured agent behind a
+      shared NAT or CI runner must not take its team down with it.
+    * By client address: after ``AUTH_THROTTLE_FAILURES`` failures within ``AUTH_THROTTLE_WINDOW``
+      the address is blocked for ``AUTH_THROTTLE_BLOCK``: every further *failure* from it is
+      answered 429 with ``Retry-After`` (and no reason: no "expired on", no second lookup), and
+      extends the block while it lasts. Failed grants at the token endpoint have their own count.
     * By token prefix (the first characters, the part the dashboard shows): after
       ``AUTH_THROTTLE_PREFIX_FAILURES`` failures with one prefix, from any number of addresses,
       further *failures* with that prefix are answered 429 for ``AUTH_THROTTLE_BLOCK``. The real
       token with that prefix keeps working: the prefix is shown to every member of the org, and
-      knowing it must not be enough to lock an agent out. (Guessing the rest of a token is out of
-      reach anyway: 32 random bytes.)
-    * Successful requests cost nothing: each process remembers the addresses it has seen fail
-      recently and only asks the table about those.
+      knowing it must not be enough to lock an agent out.
+    * Successful requests cost nothing: the table is only touched by a failure.
+    * What this does and does not protect against (a blocked address still learns whether a token
+      it sends is valid, since a valid one is served): docs/security/http-hardening.md#failed-tokens.
 
 Dynamic Client Registration (``accounts/views_oauth.py``)
     * Per address: at most ``OAUTH_DCR_RATE_LIMIT`` registrations within ``OAUTH_DCR_RATE_WINDOW``;
@@ -40,14 +43,16 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 import math
 import random
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
+
+logger = logging.getLogger(__name__)
 
 TABLE = "rb_throttle"
 LOGIN_BACKOFF_BASE = 30.0  # seconds: the first wait of an address failing on an attacked account
@@ -157,25 +162,6 @@ def _digest(value: str) -> str:
 
 # --- bearer tokens --------------------------------------------------------------------------------
 
-# Addresses this process has seen fail, with when to forget them (monotonic seconds). Only their
-# requests ask the table whether they are blocked, so a healthy client's request costs no query.
-_failing_here: dict[str, float] = {}
-_FAILING_HERE_MAX = 10_000
-
-
-def local_memory_clear() -> None:
-    """Forget the addresses this process has seen fail (tests)."""
-    _failing_here.clear()
-
-
-def _remember_failing(address: str) -> None:
-    if len(_failing_here) >= _FAILING_HERE_MAX:
-        now = time.monotonic()
-        for stale in [a for a, until in _failing_here.items() if until <= now] or list(_failing_here):
-            del _failing_here[stale]
-    _failing_here[address] = time.monotonic() + float(settings.AUTH_THROTTLE_WINDOW + settings.AUTH_THROTTLE_BLOCK)
-
-
 def _address_key(address: str) -> str:
     return f"bearer:addr:{address}"
 
@@ -197,30 +183,26 @@ def _address_throttled(seconds: float) -> Throttled:
     )
 
 
-def bearer_blocked(address: str) -> Throttled | None:
-    """Before a token is looked up: is this address blocked? Asks the table only for addresses this
-    process has seen fail recently (see ``_failing_here``)."""
-    until = _failing_here.get(address)
-    if until is None:
-        return None
-    if until <= time.monotonic():
-        _failing_here.pop(address, None)
-        return None
-    _, blocked = counter_read(_address_key(address))
+def _address_failure(key: str, address: str) -> Throttled | None:
+    """Count one failure under an address key: a 429 answer once the address is over
+    ``AUTH_THROTTLE_FAILURES`` within the window (or still blocked), else None."""
+    window, block = float(settings.AUTH_THROTTLE_WINDOW), float(settings.AUTH_THROTTLE_BLOCK)
+    failures, blocked = counter_hit(key, window=window)
+    limit = int(settings.AUTH_THROTTLE_FAILURES)
+    if failures >= limit:
+        if failures == limit:  # once per window: the moment the address goes over, for operators
+            logger.warning("auth throttle: %s blocked after %s failures (%s)", address, failures, key.split(":")[0])
+        blocked = counter_block(key, seconds=block)
     return _address_throttled(blocked) if blocked > 0 else None
 
 
 def bearer_failure(address: str, raw: str) -> Throttled | None:
     """After a token failed: count it for the address and for the token's prefix. A 429 answer if
-    either is now over its limit, else None (the caller answers 401)."""
-    _remember_failing(address)
+    either is now over its limit, else None (the caller answers 401 with the reason)."""
+    throttled = _address_failure(_address_key(address), address)
+    if throttled is not None:
+        return throttled
     window, block = float(settings.AUTH_THROTTLE_WINDOW), float(settings.AUTH_THROTTLE_BLOCK)
-    address_key = _address_key(address)
-    failures, blocked = counter_hit(address_key, window=window)
-    if blocked > 0:  # blocked while this process had not seen the address fail yet
-        return _address_throttled(blocked)
-    if failures >= int(settings.AUTH_THROTTLE_FAILURES):
-        return _address_throttled(counter_block(address_key, seconds=block))
     prefix_key = _prefix_key(raw)
     _, prefix_blocked = counter_read(prefix_key)
     if prefix_blocked <= 0 and counter_hit(prefix_key, window=window)[0] >= int(settings.AUTH_THROTTLE_PREFIX_FAILURES):
@@ -232,17 +214,23 @@ def bearer_failure(address: str, raw: str) -> Throttled | None:
 
 
 def token_authenticate_throttled(raw: str, *, address: str) -> Any:
-    """``token_authenticate`` behind the limits: the active ``ApiToken``, a ``Throttled`` answer,
-    or None (an invalid token, not yet over any limit)."""
+    """``token_authenticate`` behind the limits: the active ``ApiToken`` (whatever the address has
+    failed before), a ``Throttled`` answer, or None (an invalid token, not yet over any limit)."""
     from accounts.services import token_authenticate
 
-    blocked = bearer_blocked(address)
-    if blocked is not None:
-        return blocked
     token = token_authenticate(raw)
     if token is not None:
         return token
     return bearer_failure(address, raw)
+
+
+def grant_failure(address: str) -> Throttled | None:
+    """After the token endpoint refused a grant (a wrong code, refresh token or PKCE verifier; an
+    unknown client): counted for the address, on its own key; a 429 answer once over the limit."""
+    throttled = _address_failure(f"grant:addr:{address}", address)
+    if throttled is None:
+        return None
+    return Throttled(throttled.retry_after, "Too many failed grants from this address.")
 
 
 # --- Dynamic Client Registration ------------------------------------------------------------------

@@ -45,7 +45,7 @@ from accounts.models import SCOPE_HELP, Membership, OAuthConnection, Project
 from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
 from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
 from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
-from accounts.throttling import registration_throttled, request_client_address
+from accounts.throttling import grant_failure, registration_throttled, request_client_address
 from accounts.views import settings_context
 from reasoningbank.errors import ServiceError
 from reasoningbank.http_errors import oauth_error_body
@@ -227,16 +227,50 @@ class ConsentView(AuthorizationView):
 # --- the token endpoint ----------------------------------------------------------------------------
 
 
+TOKEN_BODY_MESSAGE = (
+    "The token endpoint reads a form: send 'Content-Type: application/x-www-form-urlencoded' (RFC 6749 section 4.1.3)."
+)
+# the refusals that mean a credential was wrong (a code, refresh token, PKCE verifier or client id),
+# as opposed to a malformed request: counted per address like failed bearer tokens
+_GRANT_FAILURES = frozenset({"invalid_grant", "invalid_client"})
+
+
 class JsonTokenView(TokenView):
     """The library's token endpoint; its errors raised from inside the validator (``invalid_target``)
-    come back without a JSON content type, which strict clients refuse to parse."""
+    come back without a JSON content type, which strict clients refuse to parse. A refused grant
+    counts towards the address's failed-grant limit (``accounts/throttling.py``): past it, a refusal
+    is a 429; a good grant is served whatever the address did before."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            # the library reads no other body (Django parses both form encodings) and would answer
+            # "unsupported_grant_type", which sends a client looking in the wrong place
+            refusal = JsonResponse(oauth_error_body("invalid_request", TOKEN_BODY_MESSAGE), status=400)
+            refusal["Cache-Control"] = "no-store"
+            return refusal
         response = super().post(request, *args, **kwargs)
         if response.get("Content-Type", "").startswith("text/html") and response.content[:1] == b"{":
             response["Content-Type"] = "application/json"
         response.setdefault("Cache-Control", "no-store")
+        if response.status_code in (400, 401) and _oauth_error(response) in _GRANT_FAILURES:
+            throttled = grant_failure(request_client_address(request))
+            if throttled is not None:
+                body = oauth_error_body("too_many_requests", throttled.message, code="throttled")
+                limited = JsonResponse(body, status=429)
+                limited["Retry-After"] = str(throttled.retry_after)
+                limited["Cache-Control"] = "no-store"
+                return limited
         return response
+
+
+def _oauth_error(response: HttpResponse) -> str | None:
+    """The RFC 6749 ``error`` of a JSON error answer, or None."""
+    try:
+        data = json.loads(response.content) if response.content[:1] == b"{" else None
+    except ValueError:
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, str) else None
 
 
 # --- dynamic client registration -------------------------------------------------------------------
@@ -287,7 +321,13 @@ def _registration_error(error: str, description: str, status: int = 400) -> Json
 
 # --- one error shape --------------------------------------------------------------------------------
 
-_STATUS_ERRORS = {401: "invalid_client", 404: "not_found", 405: "invalid_request", 429: "too_many_requests"}
+# status → (RFC 6749's ``error``, the shape's ``code``) for an error the library answered without a body
+_STATUS_ERRORS = {
+    401: ("invalid_client", "invalid_client"),
+    404: ("not_found", "not_found"),
+    405: ("invalid_request", "method_not_allowed"),
+    429: ("too_many_requests", "throttled"),
+}
 
 
 def oauth_json_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -311,8 +351,11 @@ def oauth_json_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
             # the library's members (state, ...) as they are, the shape's three keys added
             body = {**oauth_error_body(data["error"], str(data.get("error_description") or data["error"])), **data}
         else:
-            error = _STATUS_ERRORS.get(response.status_code, "invalid_request")
-            body = oauth_error_body(error, response.reason_phrase or error)
+            error, code = _STATUS_ERRORS.get(response.status_code, ("invalid_request", "invalid_request"))
+            description = response.reason_phrase or error
+            if response.status_code == 405 and response.get("Allow"):
+                description = f"Method {request.method} is not allowed here (allowed: {response['Allow']})."
+            body = oauth_error_body(error, description, code=code)
         shaped = JsonResponse(body, status=response.status_code)
         for header, value in response.items():
             if header.lower() not in ("content-type", "content-length"):
@@ -323,7 +366,8 @@ def oauth_json_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 
 def oauth_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-    """Any other URL under ``/oauth/``: a JSON 404 in the error shape rather than the HTML page."""
+    """Any other URL under ``/oauth/`` or ``/.well-known/``: a JSON 404 in the error shape rather than
+    the HTML page (a client probing for ``openid-configuration`` reads why)."""
     return JsonResponse(oauth_error_body("not_found", f"No OAuth endpoint at {request.path!r}."), status=404)
 
 

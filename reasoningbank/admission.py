@@ -8,8 +8,9 @@ searches. Without a limit, fifty agents at once meant forty threads asking a poo
 connection: those still waiting after ``DB_CONNECT_TIMEOUT`` failed with a 503 or a tool error.
 Admitted here, a request finds a connection at once; a request waits here instead, for as long
 as ``REQUEST_QUEUE_TIMEOUT``, and only then is answered 503 ``database_unavailable`` with
-``Retry-After`` (the REST error shape under ``/api/``, the same JSON on ``/mcp``, a small page
-elsewhere). A database that is really gone still fails fast inside the admitted request.
+``Retry-After`` (the error shape under ``/api/``, ``/oauth/``, ``/.well-known/`` and ``/mcp``, in
+each one's flavour; a line of text elsewhere). A database that is really gone still fails fast
+inside the admitted request.
 
 Health checks and metrics are never queued: a load balancer must see a busy service as alive.
 """
@@ -22,6 +23,7 @@ import time
 
 import anyio
 
+from reasoningbank.http_errors import refusal_body
 from reasoningbank.metrics import REQUEST_QUEUE_TIMEOUTS, REQUEST_QUEUE_WAIT
 from reasoningbank.request_context import ASGIApp, Receive, Scope, Send
 
@@ -74,12 +76,13 @@ class RequestAdmission:
             slots.release()
 
     async def _busy(self, scope: Scope, send: Send) -> None:
-        """503 with ``Retry-After``: ``database_unavailable`` in the REST error shape (JSON for the API
-        and MCP, whose clients read JSON; a line of text for a browser)."""
+        """503 with ``Retry-After``: ``database_unavailable`` in the error shape for the machine paths,
+        whose clients read JSON (``http_errors.refusal_body``); a line of text for a browser."""
         detail = BUSY_DETAIL.format(wait=self.timeout, retry=self.retry_after)
         path = str(scope.get("path", ""))
-        if path.startswith(("/api/", "/mcp", "/oauth/")):
-            body = json.dumps({"detail": detail, "code": "database_unavailable", "errors": {}}).encode()
+        shaped = refusal_body(path, detail, "database_unavailable", oauth_error="temporarily_unavailable")
+        if shaped is not None:  # the machine paths: the error shape in their flavour
+            body = json.dumps(shaped).encode()
             content_type = b"application/json"
         else:
             body = f"Service busy. {detail}\n".encode()

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import csrf as csrf_views
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse
@@ -83,6 +84,39 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if body is None:
         return defaults.bad_request(request, exception)
     return JsonResponse(body, status=400)
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler404``: a URL nothing serves under ``/mcp/…`` (``/api/``, ``/oauth/`` and
+    ``/.well-known/`` have catch-all routes of their own), or an ``Http404`` a view raised under any
+    of the machine paths: a JSON 404 in the error shape; elsewhere Django's page."""
+    detail = f"Nothing is served at {request.path!r}."
+    body = refusal_body(request.path_info, detail, "not_found", oauth_error="not_found")
+    if body is None:
+        return defaults.page_not_found(request, exception)
+    return JsonResponse(body, status=404)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler403``: a ``PermissionDenied`` raised by a view or library under the machine paths."""
+    body = refusal_body(request.path_info, "Forbidden.", "permission_denied", oauth_error="access_denied")
+    if body is None:
+        return defaults.permission_denied(request, exception)
+    return JsonResponse(body, status=403)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """``CSRF_FAILURE_VIEW``: a POST that carries a session cookie but no CSRF token. Under the
+    machine paths (which take tokens, never cookies) a JSON 403 saying so; on the dashboard Django's
+    page, which tells a person to reload the form."""
+    detail = (
+        f"CSRF verification failed ({reason.rstrip('.')}): this endpoint authenticates by token, not by "
+        "cookie; send the request without the session cookie."
+    )
+    body = refusal_body(request.path_info, detail, "csrf_failed", oauth_error="invalid_request")
+    if body is None:
+        return csrf_views.csrf_failure(request, reason)
+    return JsonResponse(body, status=403)
 
 
 def field_errors(data: Any) -> dict[str, list[str]]:

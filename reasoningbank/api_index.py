@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
 # the main resources, by URL route name (the schema at /api/schema/ lists every operation)
@@ -22,6 +23,7 @@ RESOURCES = {
 }
 
 
+@csrf_exempt  # like every API view: a POST here is a 405, not the CSRF page
 @require_safe
 def api_index(request: HttpRequest) -> JsonResponse:
     return JsonResponse(

@@ -8,7 +8,9 @@
 
 all of it behind ``TrustedProxyASGI`` (the client's address, from ``X-Forwarded-For`` only behind
 ``TRUSTED_PROXIES``) and ``BodyLimitASGI`` (413 before an over-size body is read; a chunked body
-read and handed on with its length), ``reasoningbank/asgi_guards.py``.
+read and handed on with its length), ``reasoningbank/asgi_guards.py``; and outermost
+``JsonErrorsASGI`` (every error under ``/api/``, ``/oauth/``, ``/.well-known/`` and ``/mcp`` is JSON in
+the one error shape, whoever answered it), ``reasoningbank/asgi_errors.py``.
 
 ``build_application()`` returns a fresh one (a session manager runs once per instance, so tests
 build one each); ``application`` is the instance uvicorn serves (``reasoningbank.asgi:application``).
@@ -27,6 +29,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
 _django_app = get_asgi_application()  # sets Django up before the MCP server imports models
 
 from reasoningbank.admission import RequestAdmission  # noqa: E402
+from reasoningbank.asgi_errors import JsonErrorsASGI  # noqa: E402
 from reasoningbank.asgi_guards import BodyLimitASGI, TrustedProxyASGI  # noqa: E402
 from reasoningbank.mcp_server import MCP_PATH, build_mcp_app  # noqa: E402
 from reasoningbank.middleware import RETRY_AFTER_SECONDS  # noqa: E402
@@ -120,7 +123,7 @@ def build_application() -> Any:
         timeout=settings.REQUEST_QUEUE_TIMEOUT,
         retry_after=RETRY_AFTER_SECONDS,
     )
-    return TrustedProxyASGI(BodyLimitASGI(queued))
+    return JsonErrorsASGI(TrustedProxyASGI(BodyLimitASGI(queued)))
 
 
 application = build_application()

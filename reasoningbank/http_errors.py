@@ -4,12 +4,14 @@ The REST API has always answered its errors so (``reasoningbank/api_errors.py``)
 machine-facing areas speak protocols with error members of their own, so their answers carry the
 same three keys *and* what their clients read:
 
-* ``/oauth/`` (token, revocation, registration; RFC 6749 section 5.2, RFC 7591 section 3.2.2): ``error`` and
-  ``error_description`` too (``oauth_error_body``);
+* ``/oauth/`` (token, revocation, registration; RFC 6749 section 5.2, RFC 7591 section 3.2.2) and
+  ``/.well-known/`` (the OAuth metadata documents): ``error`` and ``error_description`` too
+  (``oauth_error_body``);
 * ``/mcp``, refusals made before the MCP SDK sees the request (too large, too deeply nested, no
   length): a JSON-RPC error envelope too (``jsonrpc_error_body``), which the SDK's client surfaces
   as the call's error; its 401/429 are OAuth-style (``oauth_error_body``) like every MCP server's.
-  Errors the SDK itself answers (a malformed message, an unknown method) stay JSON-RPC.
+  Errors the SDK itself answers (a malformed message, an unknown method) stay JSON-RPC, with the
+  shape's keys added on the way out (``reasoningbank/asgi_errors.py``).
 
 ``refusal_body`` picks the flavour from the request path; dashboard pages (``page``) get HTML from
 their callers instead. No Django here: the ASGI guards use it before Django runs.
@@ -25,7 +27,8 @@ Area = Literal["api", "oauth", "mcp", "page"]
 
 API_PREFIX = "/api/"
 OAUTH_PREFIX = "/oauth/"
-OAUTH_METADATA_PREFIX = "/.well-known/oauth-"
+# the OAuth metadata documents, and whatever else a client looks for there (RFC 8615)
+WELL_KNOWN_PREFIX = "/.well-known/"
 MCP_PATH = "/mcp"
 # the authorization endpoint is a page the user's browser navigates to (sign-in, consent), not an API
 OAUTH_PAGE_PREFIX = "/oauth/authorize/"
@@ -36,17 +39,25 @@ MISSING_BEARER_TOKEN = "Missing bearer token: send 'Authorization: Bearer <token
 # JSON-RPC 2.0 error codes for the refusals made before the SDK parses a message
 JSONRPC_PARSE_ERROR = -32700
 JSONRPC_INVALID_REQUEST = -32600
+JSONRPC_INTERNAL_ERROR = -32603
+
+
+def _under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or below it (``/api`` and ``/api/...``, never ``/apiary``)."""
+    return path.startswith(prefix) or path == prefix.rstrip("/")
 
 
 def area_for_path(path: str) -> Area:
-    """Which kind of client a path serves, hence which error flavour it answers with."""
-    if path.startswith(API_PREFIX):
+    """Which kind of client a path serves, hence which error flavour it answers with: everything under
+    ``/api/``, ``/mcp``, ``/oauth/`` and ``/.well-known/`` is for programs (JSON errors), except the
+    authorization page; the rest is the dashboard's (HTML)."""
+    if _under(path, API_PREFIX):
         return "api"
-    if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+    if _under(path, MCP_PATH + "/"):
         return "mcp"
     if path.startswith(OAUTH_PAGE_PREFIX):
         return "page"
-    if path.startswith((OAUTH_PREFIX, OAUTH_METADATA_PREFIX)):
+    if _under(path, OAUTH_PREFIX) or _under(path, WELL_KNOWN_PREFIX):
         return "oauth"
     return "page"
 

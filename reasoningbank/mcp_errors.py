@@ -6,7 +6,9 @@
 * ``JsonRpcIdMiddleware`` answers a JSON-RPC message whose ``id`` is null, an object, an array, a
   boolean or a fraction with ``-32600 Invalid Request`` (HTTP 400). The SDK's 2025 transport reads
   such a message as a notification (no valid id) and answers 202 with an empty body, so the
-  caller waits for a reply that never comes; MCP requires a string or integer id.
+  caller waits for a reply that never comes; MCP requires a string or integer id. A POST whose
+  ``Content-Type`` is not ``application/json`` is a 415 in the error shape, as on the REST API
+  (the SDK answered a plain-text 400).
 """
 
 from __future__ import annotations
@@ -149,8 +151,19 @@ def jsonrpc_id_problem(body: bytes) -> str | None:
     return f"Invalid Request: 'id' must be a string or an integer, not {kind}."
 
 
+def content_type_problem(headers: Sequence[tuple[bytes, bytes]]) -> str | None:
+    """Why a POST with these headers is not a JSON-RPC message, judged by its ``Content-Type``, or None."""
+    value = next((v.decode("latin-1") for k, v in headers if k.lower() == b"content-type"), "")
+    media = value.split(";", 1)[0].strip().lower()
+    if media == "application/json":
+        return None
+    shown = repr(media[:60]) if media else "none"
+    return f"Unsupported Content-Type {shown}: send a JSON-RPC message as 'Content-Type: application/json'."
+
+
 class JsonRpcIdMiddleware:
-    """Reads a POST's body once, answers a malformed id itself, and replays the body otherwise."""
+    """Reads a POST's body once, answers a wrong content type or a malformed id itself, and replays
+    the body otherwise."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -159,20 +172,27 @@ class JsonRpcIdMiddleware:
         if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        body = await body_read(receive)
+        body = await body_read(receive)  # read even when refused: the connection is left clean for the next request
         if body is None:  # the client went away
+            return
+        wrong_type = content_type_problem(scope.get("headers", ()))
+        if wrong_type is not None:
+            await _send_json(send, 415, jsonrpc_error_body(INVALID_REQUEST, wrong_type, "unsupported_media_type"))
             return
         problem = jsonrpc_id_problem(body)
         if problem is not None:
-            payload = jsonrpc_error_body(INVALID_REQUEST, problem, "invalid")
-            data = json.dumps(payload).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 400,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
-                }
-            )
-            await send({"type": "http.response.body", "body": data})
+            await _send_json(send, 400, jsonrpc_error_body(INVALID_REQUEST, problem, "invalid"))
             return
         await self.app(scope, body_replay(body, receive), send)
+
+
+async def _send_json(send: Send, status: int, payload: Any) -> None:
+    data = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})

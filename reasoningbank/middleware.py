@@ -2,8 +2,9 @@
 
 With PostgreSQL gone, a request fails within ``DB_CONNECT_TIMEOUT`` (settings: libpq's connect
 timeout and the pool's wait) and is answered ``503`` with ``Retry-After``: JSON
-``{"detail", "code": "database_unavailable", "errors": {}}`` under ``/api/`` (the REST error shape)
-and a small plain page for the dashboard. ``accounts/mcp_auth.py`` answers ``/mcp`` with the same
+``{"detail", "code": "database_unavailable", "errors": {}}`` under ``/api/``, ``/oauth/`` and
+``/.well-known/`` (the error shape; OAuth's ``temporarily_unavailable`` too) and a small plain page
+for the dashboard. ``accounts/mcp_auth.py`` answers ``/mcp`` with the same
 JSON when the token cannot be checked, and a tool whose own work finds no connection answers
 ``DATABASE_UNAVAILABLE_TOOL_TEXT`` (``reasoningbank/mcp_registry.py``). Nothing needs restarting:
 the next request after the database is back reconnects.
@@ -27,6 +28,7 @@ from django.core.signals import got_request_exception
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from reasoningbank.http_errors import refusal_body
 from reasoningbank.request_context import (
     REQUEST_ID_HEADER,
     access_log,
@@ -72,8 +74,14 @@ def database_unavailable(exc: BaseException) -> bool:
 
 def database_unavailable_response(request: HttpRequest) -> HttpResponse:
     response: HttpResponse
-    if request.path.startswith("/api/"):
-        response = JsonResponse(DATABASE_UNAVAILABLE_BODY, status=503)
+    body = refusal_body(
+        request.path_info,
+        DATABASE_UNAVAILABLE_BODY["detail"],
+        DATABASE_UNAVAILABLE_BODY["code"],
+        oauth_error="temporarily_unavailable",
+    )
+    if body is not None:  # /api/, /oauth/, /.well-known/: JSON in the area's flavour of the error shape
+        response = JsonResponse(body, status=503)
     else:
         response = HttpResponse(_PAGE, status=503, content_type="text/html; charset=utf-8")
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -37,6 +37,9 @@ urlpatterns = [
     path("", include("webhooks.urls_dashboard")),
 ]
 
-# a 500 or a suspicious request under /api/, /oauth/ or /mcp answers JSON in the error shape
+# a 500, a suspicious request, an unknown URL or a refusal under /api/, /oauth/, /.well-known/ or /mcp
+# answers JSON in the error shape (docs/security/http-hardening.md#one-error-shape); pages keep Django's
 handler500 = "reasoningbank.api_errors.server_error"
 handler400 = "reasoningbank.api_errors.bad_request"
+handler404 = "reasoningbank.api_errors.not_found"
+handler403 = "reasoningbank.api_errors.permission_denied"

@@ -42,6 +42,8 @@ EXEMPT_ROUTES: dict[str, str] = {
     "oauth2_provider:dcr-register": "RFC 7591: registers a new OAuth client; clients belong to no org",
     "oauth2_provider:dcr-register-management": "RFC 7592: a client reads/updates its own registration (its token)",
     "oauth2_provider:oauth-not-found": "the catch-all under /oauth/: a JSON 404 for every unknown path, reads nothing",
+    "oauth2_provider:well-known-not-found": "the catch-all under /.well-known/: a JSON 404 for every unknown path, "
+    "reads nothing",
 }
 # URL namespaces whose routes are not ours to guard with the tenant filter
 EXEMPT_NAMESPACES: dict[str, str] = {

@@ -142,3 +142,6 @@ JSON_MAX_DEPTH = env_int("JSON_MAX_DEPTH", JSON_MAX_DEPTH_DEFAULT, minimum=8, ma
 _SITE_IS_HTTPS = SITE_URL.lower().startswith("https://")
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _SITE_IS_HTTPS)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _SITE_IS_HTTPS)
+# a CSRF refusal under /api/, /oauth/, /.well-known/ or /mcp is JSON in the error shape; pages keep
+# Django's page (docs/security/http-hardening.md#one-error-shape)
+CSRF_FAILURE_VIEW = "reasoningbank.api_errors.csrf_failure"

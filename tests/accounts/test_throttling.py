@@ -26,7 +26,6 @@ def small_limits(settings: Any) -> None:
     settings.AUTH_THROTTLE_PREFIX_FAILURES = 4
     settings.AUTH_THROTTLE_WINDOW = 60.0
     settings.AUTH_THROTTLE_BLOCK = 300.0
-    throttling.local_memory_clear()
 
 
 def bearer(raw: str) -> APIClient:
@@ -53,11 +52,60 @@ def test_bad_tokens_from_one_address_are_answered_429_with_retry_after_once_over
     assert "too many failed authentications from this address" in body["detail"].lower()
 
 
-def test_while_an_address_is_blocked_even_a_good_token_from_it_waits(cast, make_token):
+def test_a_valid_token_is_served_from_an_address_that_just_sent_50_bad_ones(cast, make_token, settings):
+    from accounts.services import token_revoke
+
+    settings.AUTH_THROTTLE_FAILURES = 20  # the defaults: one misconfigured agent behind a shared NAT
+    settings.AUTH_THROTTLE_PREFIX_FAILURES = 10
     raw, _ = make_token(cast.org_a)
+    revoked, revoked_principal = make_token(cast.org_a, label="old")
+    token_revoke(token=revoked_principal.token, actor=None)
+    bad = [revoked, expired_token(cast, make_token)] + [bad_token(n) for n in range(48)]
+
+    codes = [bearer(b).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code for b in bad]
+    assert codes[:19] == [401] * 19 and set(codes[19:]) == {429}
+
+    served = bearer(raw).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    assert served.status_code == 200 and served.json()["organization"]["slug"] == cast.org_a.slug
+    # the address is still blocked for what fails: the bad ones stay 429, the revoked one too
+    assert bearer(bad_token(99)).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
+    assert bearer(revoked).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
+    assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 200
+
+
+def expired_token(cast, make_token) -> str:
+    from datetime import timedelta as delta
+
+    from django.utils import timezone
+
+    raw, principal = make_token(cast.org_a, label="expired")
+    principal.token.expires_at = timezone.now() - delta(minutes=1)
+    principal.token.save(update_fields=["expires_at"])
+    return raw
+
+
+def test_a_blocked_address_is_told_no_reason_for_a_failure(cast, make_token):
+    # an unblocked client is told when its token expired; a blocked one learns only "not accepted"
+    expired = expired_token(cast, make_token)
+    assert "expired on" in bearer(expired).get("/api/v1/me", REMOTE_ADDR=USER).json()["detail"]
     for n in range(5):
         bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
-    assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
+    refused = bearer(expired).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    assert refused.status_code == 429 and "expired" not in refused.json()["detail"]
+
+
+def test_a_valid_oauth_access_token_is_served_from_a_blocked_address(cast):
+    from django.test import Client
+
+    from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+
+    web = Client(REMOTE_ADDR=ATTACKER)
+    web.force_login(cast.alice)
+    access = Flow(dcr_client(web), resources=[API_RESOURCE]).tokens(web, org=cast.org_a.slug)["access_token"]
+    for n in range(8):
+        bearer(f"rbo_{n:04d}" + "x" * 40).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    assert bearer("rbo_nope" + "x" * 40).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
+    assert bearer(access).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 200
 
 
 def test_a_good_token_from_another_address_still_works_during_an_attack(cast, make_token):
@@ -77,18 +125,17 @@ def test_guesses_at_one_token_prefix_from_many_addresses_are_throttled_but_the_t
     assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=OTHER).status_code == 200
 
 
-def test_another_worker_process_sees_the_block_on_its_first_failure_from_that_address(db):
+def test_a_failure_after_the_counting_window_is_still_429_while_the_block_lasts(db):
     for n in range(5):
         bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
-    # two minutes later (the counting window is over, the block is not), in a process that has not
-    # served this address yet
+    # two minutes later: the counting window is over, the block is not (the counters are rows every
+    # web process shares, so this holds in a process that has not served the address yet)
     from django.utils import timezone
 
     from accounts.models import ThrottleCounter
 
     window_over = timezone.now() - timedelta(seconds=1)
     ThrottleCounter.objects.filter(key__startswith="bearer:addr:").update(window_ends_at=window_over)
-    throttling.local_memory_clear()
     assert bearer(bad_token(9)).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 429
 
 
@@ -97,15 +144,50 @@ def test_ipv6_clients_are_counted_by_their_64_bit_network(db):
     assert answers[-1].status_code == 429
 
 
-def test_a_client_that_has_not_been_failing_costs_no_throttle_query(cast, make_token):
+def test_a_valid_token_costs_no_throttle_query_even_from_a_failing_address(cast, make_token):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     raw, _ = make_token(cast.org_a)
-    bearer(bad_token(1)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)  # another address fails meanwhile
+    for n in range(6):
+        bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
     with CaptureQueriesContext(connection) as captured:
-        assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=USER).status_code == 200
+        assert bearer(raw).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 200
     assert captured.captured_queries and not [q for q in captured.captured_queries if "rb_throttle" in q["sql"]]
+
+
+def test_an_address_going_over_the_limit_is_logged_once(db, caplog):
+    with caplog.at_level("WARNING", logger="accounts.throttling"):
+        for n in range(9):
+            bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
+    blocked = [r.getMessage() for r in caplog.records if "blocked after" in r.getMessage()]
+    assert blocked == [f"auth throttle: {ATTACKER} blocked after 5 failures (bearer)"]
+
+
+# --- grants at the OAuth token endpoint -----------------------------------------------------------
+
+
+def test_failed_grants_from_one_address_are_429_but_a_good_code_is_exchanged(cast):
+    from django.test import Client
+
+    from tests.accounts.oauth_flow import Flow, dcr_client
+
+    web = Client(REMOTE_ADDR=ATTACKER)
+    web.force_login(cast.alice)
+    flow = Flow(dcr_client(web))
+    code = flow.code_from(flow.consent(web, org=cast.org_a.slug))
+
+    answers = [flow.exchange(web, f"guessed-code-{n}") for n in range(7)]
+    assert [a.status_code for a in answers] == [400] * 4 + [429] * 3
+    limited = answers[-1]
+    assert limited.json()["error"] == "too_many_requests" and limited.json()["code"] == "throttled"
+    assert 250 <= int(limited["Retry-After"]) <= 300
+
+    exchanged = flow.exchange(web, code)
+    assert exchanged.status_code == 200 and exchanged.json()["access_token"].startswith("rbo_")
+    assert flow.exchange(web, "guessed-code-again").status_code == 429
+    # failed grants are a count of their own: a bad bearer token from the address is still a 401
+    assert bearer(bad_token(1)).get("/api/v1/me", REMOTE_ADDR=ATTACKER).status_code == 401
 
 
 # --- logins ---------------------------------------------------------------------------------------

@@ -30,10 +30,7 @@ LESSON = {
 def _setup(monkeypatch: pytest.MonkeyPatch) -> None:
     from django.db import connection
 
-    from accounts import throttling
-
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)  # the app's threads close theirs
-    throttling.local_memory_clear()
 
 
 async def _chunks(*parts: bytes) -> Any:

@@ -1,6 +1,6 @@
 """Failed bearer tokens on ``/mcp`` are throttled by client address
 (docs/tenancy.md#failed-tokens-are-throttled), like REST: 429 with ``Retry-After`` and a JSON body, while
-a good token from another address still works."""
+a good token still works — from another address, and from the failing address itself."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from typing import Any
 import httpx2
 import pytest
 from django.db import connection
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from accounts import throttling
-from tests.mcp_harness import BASE_URL, MCP_HEADERS, initialize_body
+from tests.mcp_harness import BASE_URL, MCP_HEADERS, MCP_URL, initialize_body
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -22,7 +23,6 @@ def _setup(monkeypatch: pytest.MonkeyPatch, settings: Any) -> None:
     settings.AUTH_THROTTLE_FAILURES = 5
     settings.AUTH_THROTTLE_PREFIX_FAILURES = 50
     settings.AUTH_THROTTLE_BLOCK = 120.0
-    throttling.local_memory_clear()
 
 
 @pytest.fixture
@@ -55,8 +55,20 @@ async def test_bad_tokens_are_429_with_retry_after_and_a_good_token_from_elsewhe
     assert body["error"] == "too_many_requests"
     assert "too many failed authentications from this address" in body["error_description"].lower()
 
-    assert (await post(app, "203.0.113.7", good_token)).status_code == 429  # the address waits
     assert (await post(app, "198.51.100.20", good_token)).status_code == 200
+
+
+async def test_a_valid_token_is_served_from_an_address_that_just_sent_50_bad_ones(app, good_token, settings):
+    settings.AUTH_THROTTLE_FAILURES = 20  # the default
+    codes = [(await post(app, "203.0.113.7", f"rb_nat{n:03d}" + "z" * 40)).status_code for n in range(50)]
+    assert codes[:19] == [401] * 19 and set(codes[19:]) == {429}
+
+    # the official SDK client, from the same address, with the team's valid token
+    async with from_address(app, "203.0.113.7", good_token) as http:
+        async with Client(streamable_http_client(MCP_URL, http_client=http), mode="2026-07-28") as client:
+            tools = await client.list_tools()
+    assert "memory_search" in {tool.name for tool in tools.tools}
+    assert (await post(app, "203.0.113.7", "rb_nat999" + "z" * 40)).status_code == 429
 
 
 async def test_rest_and_mcp_failures_from_one_address_add_up(app, good_token):
