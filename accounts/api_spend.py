@@ -60,8 +60,14 @@ class CapSerializer(serializers.Serializer):
         help_text="`organization`: set by its admins; `plan`: the plan's `llm_tokens_per_month`",
     )
     limit = serializers.IntegerField(source="cap.limit")
-    used = serializers.IntegerField(help_text="tokens spent in the current period")
-    reserved = serializers.IntegerField(help_text="tokens held for calls in flight")
+    used = serializers.IntegerField(
+        help_text="tokens spent in the current period: what providers reported, each call at most its ceiling"
+    )
+    reserved = serializers.IntegerField(help_text="tokens held for calls in flight: their likely costs")
+    over_reported = serializers.IntegerField(
+        help_text="tokens providers reported in the current period beyond what their calls could spend (prompt "
+        "and max_tokens): in the spend's figures, not in `used`"
+    )
     remaining = serializers.IntegerField()
     percent = serializers.FloatField(help_text="used, as a percentage of the cap")
     period_start = serializers.DateField()

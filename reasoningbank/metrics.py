@@ -82,6 +82,12 @@ LLM_BUDGET_REFUSALS = Counter(
     "LLM calls refused because they would cross a cap (the work waits), by cap (daily, monthly) and its source",
     ["cap", "source"],
 )
+LLM_BUDGET_HOLDS = Counter(
+    f"{PREFIX}_llm_budget_holds",
+    "LLM calls held back near a cap while the calls in flight could fill it (they wait for them to settle), "
+    "by cap (daily, monthly) and its source",
+    ["cap", "source"],
+)
 LLM_BUDGET_ALERTS = Counter(
     f"{PREFIX}_llm_budget_alerts",
     "Budget alerts sent (once per organization, cap and period), by cap (daily, monthly) and its source",

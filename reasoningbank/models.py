@@ -115,15 +115,19 @@ class LlmBudget(models.Model):
 
 
 class LlmBudgetPeriod(models.Model):
-    """The tokens one organization spent (``used_tokens``) and holds for calls in flight
-    (``reserved_tokens``) in one UTC day or month: the counter every LLM call reserves against under a
-    row lock, so concurrent workers never spend past a cap (``reasoningbank.ai.budget``)."""
+    """The tokens one organization spent (``used_tokens``) and holds for calls in flight (their likely
+    costs in ``reserved_tokens``, the most they can cost in ``ceiling_tokens``) in one UTC day or month:
+    the counter every LLM call is admitted against under a row lock, so concurrent workers never spend
+    past a cap by more than one call (``reasoningbank.ai.budget``). ``over_reported_tokens``: what
+    providers reported beyond what their calls could spend, shown but not charged."""
 
     organization = models.ForeignKey("accounts.Organization", on_delete=models.CASCADE, related_name="+")
     period = models.CharField(max_length=5)  # "day" or "month" (reasoningbank.ai.budget_rules)
     start = models.DateField()
     used_tokens = models.BigIntegerField(default=0)
     reserved_tokens = models.BigIntegerField(default=0)
+    ceiling_tokens = models.BigIntegerField(default=0)
+    over_reported_tokens = models.BigIntegerField(default=0)
     alerted_at = models.DateTimeField(null=True, blank=True)  # the soft alert, sent once per period
     reached_at = models.DateTimeField(null=True, blank=True)  # a call first waited at the cap
 

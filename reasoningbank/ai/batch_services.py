@@ -25,7 +25,8 @@ from django.db.models import Model
 from django.utils import timezone
 
 from reasoningbank.ai.batch_providers import BatchAnswer, BatchApi, BatchItem, batch_api
-from reasoningbank.ai.budget import Reservation, budget_caps, budget_reserve, budget_settle, call_estimate
+from reasoningbank.ai.budget import Reservation, budget_caps, budget_reserve, budget_settle, call_ceiling
+from reasoningbank.ai.budget_rules import CallCost
 from reasoningbank.ai.llm import LLM, LLMError, LLMPermanentError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import Organization
 from reasoningbank.ai.purposes import purpose_require
@@ -148,8 +149,10 @@ def batch_submit(session: BatchSession) -> list[LlmBatch]:
 
 def _submit_one(session: BatchSession, recorded: Sequence[_Recorded]) -> LlmBatch:
     api, organization = session.api, session.organization
-    estimate = sum(call_estimate(system=r.system, prompt=r.prompt, max_tokens=r.max_tokens) for r in recorded)
-    reservation = budget_reserve(organization, estimate)  # raises LLMBudgetExceeded: the work waits
+    # a batch holds its calls' ceilings (it stays in flight for hours, and its replies come back at once,
+    # so there is no running average to learn from in between); raises LLMBudgetExceeded: the work waits
+    ceiling = sum(call_ceiling(system=r.system, prompt=r.prompt, max_tokens=r.max_tokens) for r in recorded)
+    reservation = budget_reserve(organization, CallCost(likely=ceiling, ceiling=ceiling))
     error, provider_batch_id = "", ""
     try:
         provider_batch_id = api.submit([BatchItem(r.key, r.system, r.prompt, r.max_tokens) for r in recorded])
@@ -232,6 +235,7 @@ def _reservation(batch: LlmBatch) -> Reservation:
     return Reservation(
         organization_id=batch.organization_id,
         tokens=batch.reserved_tokens,
+        ceiling=batch.reserved_tokens,  # a batch holds its ceiling (_submit_one)
         at=batch.reserved_at or batch.created_at,
         period_ids=list(batch.reserved_period_ids),
         caps=caps,

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from django.db.models import Model, Sum
 from django.utils import timezone
 
-from reasoningbank.ai.budget import LLMBudgetExceeded, budget_reserve, budget_settle, call_estimate
+from reasoningbank.ai.budget import LLMBudgetExceeded, budget_reserve, budget_settle, call_cost_of
 from reasoningbank.ai.llm import (
     LLM,
     LLMError,
@@ -84,8 +84,12 @@ def llm_complete(
     llm = llm or llm_from_settings()
     if llm.provider == "none":
         llm.complete(system=system, prompt=prompt, max_tokens=max_tokens)  # raises LLMUnavailable
-    # raises LLMBudgetExceeded (an LLMUnavailable: the work waits) when the call would cross a cap
-    reservation = budget_reserve(organization, call_estimate(system=system, prompt=prompt, max_tokens=max_tokens))
+    # holds the call's likely cost (its ceiling beside it), or raises LLMBudgetExceeded (an LLMUnavailable:
+    # the work waits) at a cap: docs/llm-spend.md#how-a-cap-is-kept
+    reservation = budget_reserve(
+        organization,
+        lambda: call_cost_of(organization.pk, purpose=purpose, system=system, prompt=prompt, max_tokens=max_tokens),
+    )
     labels = {"provider": llm.provider, "model": llm.model, "purpose": purpose}
     if logger.isEnabledFor(TRACE):  # bodies only at TRACE, scrubbed and truncated (docs/observability.md#logs)
         logger.log(TRACE, "LLM prompt", extra={**labels, "prompt": log_body(prompt)})

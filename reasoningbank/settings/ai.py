@@ -48,6 +48,9 @@ LLM_MAX_CONCURRENCY = env_int("LLM_MAX_CONCURRENCY", 0, minimum=0, maximum=256)
 LLM_PROMPT_CACHE = env_bool("LLM_PROMPT_CACHE", True)
 
 # --- LLM budgets (docs/llm-spend.md) -----------------------------------------------------------
-# a call reserves its prompt's UTF-8 bytes divided by this, plus its max_tokens, before it is made:
+# the most a call can cost (its ceiling): its prompt's UTF-8 bytes divided by this, plus its max_tokens.
 # 1 is a strict upper bound; prose and code run 3.5-4.5 bytes a token, so 2 keeps a factor-two margin
 LLM_BUDGET_BYTES_PER_TOKEN = env_float("LLM_BUDGET_BYTES_PER_TOKEN", 2.0, minimum=1.0, maximum=8.0)
+# near a cap, a call the calls in flight could crowd out waits this long for them to settle before it
+# is refused (docs/llm-spend.md#how-a-cap-is-kept)
+LLM_BUDGET_WAIT_SECONDS = env_float("LLM_BUDGET_WAIT_SECONDS", 15.0, minimum=0.0, maximum=300.0)

@@ -31,6 +31,23 @@ def test_the_owner_gets_the_budget_form_and_the_viewer_reads_the_caps(client, ca
     assert 'data-cap="daily"' in viewer and 'data-cap="monthly"' in viewer
 
 
+def test_a_cap_shows_the_tokens_a_provider_over_reported_this_period(client, cast):
+    from django.utils import timezone
+
+    from reasoningbank.models import LlmBudgetPeriod
+
+    LlmBudget.objects.create(organization=cast.org_a, daily_tokens=40_000, alert_percent=None)
+    LlmBudgetPeriod.objects.create(
+        organization=cast.org_a, period="day", start=timezone.now().date(), used_tokens=3_000,
+        over_reported_tokens=45_104,
+    )  # fmt: skip
+    client.force_login(cast.bob)
+    page = text(client.get(PAGE))
+    daily = page[page.index('data-cap="daily"') : page.index('data-cap="monthly"')]
+    assert "3,000" in daily and "45,104 over-reported" in daily
+    assert "over-reported" not in page[page.index('data-cap="monthly"') :]  # the month's row has none
+
+
 def test_the_owner_saves_caps_with_an_audit_row(client, cast):
     client.force_login(cast.alice)
     response = client.post(FORM, {"daily_tokens": "25,000", "monthly_tokens": "", "alert_percent": "90"})

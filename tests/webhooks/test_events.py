@@ -278,7 +278,14 @@ def test_an_llm_spend_past_the_alert_threshold_publishes_llm_budget_alert_once_t
     for _ in range(4):  # 400 tokens each: the third call takes the day to 1,200, past 1,000
         with committed():
             llm_complete(
-                organization=cast.org_a, purpose="distill", system="s", prompt="p", max_tokens=100, llm=Spending()
+                # a prompt and a reply bound that can spend the 400 tokens reported (a call is charged at
+                # most what it could spend: docs/llm-spend.md#over-reports)
+                organization=cast.org_a,
+                purpose="distill",
+                system="s",
+                prompt="p" * 600,
+                max_tokens=200,
+                llm=Spending(),
             )
     (delivery,) = sent("llm.budget_alert")
     assert delivery.organization == cast.org_a and delivery.subscription != globex

@@ -934,10 +934,12 @@ export interface components {
              */
             source: components["schemas"]["CapSourceEnum"];
             limit: number;
-            /** @description tokens spent in the current period */
+            /** @description tokens spent in the current period: what providers reported, each call at most its ceiling */
             used: number;
-            /** @description tokens held for calls in flight */
+            /** @description tokens held for calls in flight: their likely costs */
             reserved: number;
+            /** @description tokens providers reported in the current period beyond what their calls could spend (prompt and max_tokens): in the spend's figures, not in `used` */
+            over_reported: number;
             remaining: number;
             /**
              * Format: double
