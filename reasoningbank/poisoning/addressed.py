@@ -42,6 +42,12 @@ _OVERRIDE = [
     # ignore all previous instructions / disregard your system prompt / forget the above context
     re.compile(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_QUALIFIER}{SEP}{words_upto(2)}{_STRONG_NOUN}\b", I),
     re.compile(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_STRONG_QUALIFIER}{SEP}{words_upto(1)}{_WEAK_NOUN}\b", I),
+    # stop following the instructions in your system prompt
+    re.compile(
+        rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}(?:{_STRONG_NOUN}|{_WEAK_NOUN}){SEP}(?:in|of|from|given in|given by)"
+        rf"{SEP}(?:your|the system|the developer)\b",
+        I,
+    ),
     # forget everything you were told / disregard everything above
     re.compile(
         rf"\b(?:ignore|disregard|forget){SEP}(?:everything|all(?: of)?(?: that| this| the above)?|whatever)"
@@ -100,10 +106,12 @@ _ROLE_MARKUP = [
         r"DIRECTIVE|PROMPT|ALERT|COMMAND|MODE|UPDATE))? ?:"
     ),
     # chat turns: "\n\nHuman: … \n\nAssistant:"
-    re.compile(r"(?:^|\n)(?:human|assistant|user|system) ?: ?[^\n]{0,200}\n(?:human|assistant) ?:", I),
+    re.compile(r"\b(?:human|user|system) ?: ?[^\n]{0,200}\n(?:assistant|ai) ?:", I),
 ]
 _MARKUP_TALK = re.compile(
-    rf"^{SEP}?(?:tags?|tokens?|markers?|format|formats|delimiters?|elements?|blocks?|sections?|headers?|wrappers?)\b", I
+    r"[^\n]{0,40}?\b(?:tags?|tokens?|markers?|strings?|format|formats|delimiters?|elements?|blocks?|sections?|"
+    r"headers?|wrappers?|template|syntax)\b",
+    I,
 )
 
 _AI_NOUN = any_of(
@@ -152,10 +160,15 @@ _TELL_VERB = any_of(
 _THE_USER = any_of(
     r"(?:the|your|this)\s(?:user|human|operator|developer|requester|person)s?", r"users", r"the person you\S* (?:help|work)\w*"
 )
+# what follows "do not tell the user" in an order to hide something (not "a wrong ETA")
+_TELL_TAIL = (
+    r"(?=\s?(?:[.,;:!)\n\u2014-]|$|about|that|what|anything|any|this|these|you|of|it|how|where|when|why|unless|"
+    r"until|or|and|yet|either|before|after|if|see|know|find|notice|learn|read|be))"
+)
 _SECRECY = [
     re.compile(
         rf"\b(?:do not|don'?t|dont|never|must not|mustn'?t|should not|shouldn'?t|without){SEP}{words_upto(1)}"
-        rf"{_TELL_VERB}{SEP}{words_upto(4)}{_THE_USER}\b",
+        rf"{_TELL_VERB}{SEP}{words_upto(4)}{_THE_USER}\b{_TELL_TAIL}",
         I,
     ),
     re.compile(rf"\b(?:keep|hide|conceal){SEP}{words_upto(4)}(?:secret |hidden )?from{SEP}{_THE_USER}\b", I),
@@ -170,6 +183,7 @@ _SECRECY = [
 ]
 
 _ADDRESSED = [
+    re.compile(rf"\b(?:attention|note|notice|dear|hey|hello|warning)[,:]?{SEP}{_STRICT_AI}\s?[:,!]", I),
     re.compile(
         rf"\b(?:note|message|notice|attention|instructions?|reminder|warning|memo){SEP}(?:to|for){SEP}"
         rf"(?:the{SEP}|any{SEP}|all{SEP})?{_STRICT_AI}\b",
@@ -201,37 +215,57 @@ _LEAK = re.compile(
 )
 
 
+# Substrings one of which each group needs: a cheap test (``in`` on the lower-cased text) that skips
+# most groups for most texts before any pattern runs.
+_ANCHORS_OVERRIDE = (
+    "ignor", "disregard", "forget", "overrid", "bypass", "overrul", "abandon", "aside", "throw out", "pay no", "follow",
+    "obey", "your ", "supersed", "precedence", "priority", "replace", "outrank", "from now on",
+)  # fmt: skip
+_ANCHORS_MARKUP = ("<", "[", "#", "system", "admin", "developer", "assistant", "human", "user")
+_ANCHORS_PERSONA = ("you are", "you're", "act", "behav", "respond", "operat", "role", "pretend", "imagin", " mode", "anything now")
+_ANCHORS_SECRECY = (
+    "user", "human", "operator", "tell", "inform", "notif", "alert", "mention", "reveal", "disclos", "warn", "let", "report", "show", "explain", "keep",
+    "hide", "conceal", "without", "secret", "covert", "stealth", "surreptitious",
+)  # fmt: skip
+_ANCHORS_ADDRESSED = (
+    " ai", "ai ", "ai,", "ai:", "a.i", "llm", "language model", "chatbot", "claude", "chatgpt", "copilot", "gemini", "codex",
+    "assistant", "agent", "model",
+)  # fmt: skip
+
+
 def hits(text: str) -> Iterator[Hit]:
-    for pattern in _OVERRIDE:
+    lowered = text.lower()
+    for pattern in _OVERRIDE if any(a in lowered for a in _ANCHORS_OVERRIDE) else ():
         for match in pattern.finditer(text):
             start, end = match.span()
             if negated(text, start) or quoted_mention(text, start, end) or _DOC_TARGET.match(text, end):
                 continue
             yield "override_instructions", start, end
-    for pattern in _ROLE_MARKUP:
+    for pattern in _ROLE_MARKUP if any(a in lowered for a in _ANCHORS_MARKUP) else ():
         for match in pattern.finditer(text):
             start, end = match.span()
-            if in_code_span(text, start, end) or _MARKUP_TALK.match(text[end : end + 20]):
+            if in_code_span(text, start, end) or _MARKUP_TALK.match(text, end):
                 continue
             yield "role_markup", start, end
-    for pattern in _PERSONA:
-        for match in pattern.finditer(text):
-            if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
-                yield "persona_switch", *match.span()
-    for match in _MODE.finditer(text):
-        start, end = match.span()
-        if _MODE_SWITCH.search(text[max(0, start - 60) : end + 60]) and _MODE_AI_CUE.search(
-            text[max(0, start - 200) : end + 200]
-        ):
-            yield "persona_switch", start, end
-    for pattern in _SECRECY:
+    if any(a in lowered for a in _ANCHORS_PERSONA):
+        for pattern in _PERSONA:
+            for match in pattern.finditer(text):
+                if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
+                    yield "persona_switch", *match.span()
+        for match in _MODE.finditer(text):
+            start, end = match.span()
+            if _MODE_SWITCH.search(text[max(0, start - 60) : end + 60]) and _MODE_AI_CUE.search(
+                text[max(0, start - 200) : end + 200]
+            ):
+                yield "persona_switch", start, end
+    for pattern in _SECRECY if any(a in lowered for a in _ANCHORS_SECRECY) else ():
         for match in pattern.finditer(text):
             if not quoted_mention(text, *match.span()):
                 yield "secrecy_from_user", *match.span()
-    for pattern in _ADDRESSED:
+    for pattern in _ADDRESSED if any(a in lowered for a in _ANCHORS_ADDRESSED) else ():
         for match in pattern.finditer(text):
             if not quoted_mention(text, *match.span()):
                 yield "addressed_to_ai", *match.span()
-    for match in _LEAK.finditer(text):
+    for match in _LEAK.finditer(text) if "your" in lowered else ():
         if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
             yield "prompt_leak", *match.span()

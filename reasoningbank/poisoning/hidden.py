@@ -52,6 +52,8 @@ WATCHED_WORDS = frozenset(
 
 
 def invisible_hits(raw: str) -> Iterator[Hit]:
+    if raw.isascii():
+        return
     for match in _ZERO_WIDTH.finditer(raw):
         start, end = match.span()
         before, after = raw[start - 1 : start], raw[end : end + 1]
@@ -71,7 +73,7 @@ def invisible_hits(raw: str) -> Iterator[Hit]:
 
 
 def bidi_hits(raw: str) -> Iterator[Hit]:
-    if _RTL.search(raw):
+    if raw.isascii() or not _BIDI.search(raw) or _RTL.search(raw):
         return
     for match in _BIDI.finditer(raw):
         yield "bidi_controls", *match.span()
@@ -99,7 +101,7 @@ _REVERSE_CUE = re.compile(
     re.IGNORECASE,
 )
 _LEET_WORD = re.compile(
-    r"(?<![\w@$!|])(?=[a-z0-9@$!|]{0,29}[a-z])(?=[a-z0-9@$!|]{0,29}[0134579@$!|])[a-z0-9@$!|]{3,30}(?![\w@$!|])",
+    r"(?<![\w@$!|])(?=[a-z0-9@$!|]{0,29}[a-z])(?=[a-z0-9@$!|]{0,29}[0134579@$!|])[a-z0-9@$!|]{2,30}(?![\w@$!|])",
     re.IGNORECASE,
 )
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "9": "g", "@": "a", "$": "s", "!": "i", "|": "l"})

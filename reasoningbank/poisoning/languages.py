@@ -145,14 +145,39 @@ _CJK_PERSONA = [
 ]
 
 
+_ANCHORS_OVERRIDE = (
+    "ignor", "olvid", "descart", "omit", "caso omiso", "no sigas", "deja de", "no hagas", "oubli", "tenez pas",
+    "tiens pas", "abstraction", "obei", "vergiss", "vergesst", "vergessen", "missacht", "uberschreib", "befolge",
+    "esquec", "desconsider", "despreze", "nao siga", "pare de", "dimentic", "non seguire", "trascura", "negeer",
+    "vergeet", "vergeten", "zignoruj", "zapomnij", "pomin",
+)  # fmt: skip
+_ANCHORS_SECRECY = (
+    "usuari", "utilisat", "usager", "humain", "humano", "benutzer", "nutzer", "anwender", "user", "utente", "gebruiker",
+    "uzytkown", "użytkown", "utilizador",
+)  # fmt: skip
+_ANCHORS_PERSONA = (
+    "eres", "seras", "actua", "tu es", "vous etes", "maintenant", "du bist", "ab jetzt", "ab sofort", "voce", "a partir de",
+    "ora sei", "adesso sei", "da ora", "je bent", "vanaf nu", "modo ", "mode ", "entwicklermodus",
+)  # fmt: skip
+
+
+def _flagged(text: str, patterns: list[re.Pattern[str]], rule: str, *, check: bool) -> Iterator[Hit]:
+    for pattern in patterns:
+        for match in pattern.finditer(text):
+            if not check or (not negated(text, match.start()) and not quoted_mention(text, *match.span())):
+                yield rule, *match.span()
+
+
 def hits(text: str) -> Iterator[Hit]:
-    for pattern in (*_LATIN_OVERRIDE, *_CJK):
-        for match in pattern.finditer(text):
-            if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
-                yield "override_instructions", *match.span()
-    for pattern in (*_LATIN_SECRECY, *_CJK_SECRECY):
-        for match in pattern.finditer(text):
-            yield "secrecy_from_user", *match.span()
-    for pattern in (*_LATIN_PERSONA, *_CJK_PERSONA):
-        for match in pattern.finditer(text):
-            yield "persona_switch", *match.span()
+    lowered = text.lower()
+    if any(a in lowered for a in _ANCHORS_OVERRIDE):
+        yield from _flagged(text, _LATIN_OVERRIDE, "override_instructions", check=True)
+    if any(a in lowered for a in _ANCHORS_SECRECY):
+        yield from _flagged(text, _LATIN_SECRECY, "secrecy_from_user", check=False)
+    if any(a in lowered for a in _ANCHORS_PERSONA):
+        yield from _flagged(text, _LATIN_PERSONA, "persona_switch", check=False)
+    if text.isascii():  # the Cyrillic and CJK phrases need their own letters
+        return
+    yield from _flagged(text, _CJK, "override_instructions", check=True)
+    yield from _flagged(text, _CJK_SECRECY, "secrecy_from_user", check=False)
+    yield from _flagged(text, _CJK_PERSONA, "persona_switch", check=False)

@@ -107,13 +107,18 @@ def _fetch_is_allowed(command: str, allowed_hosts: Collection[str]) -> bool:
     return bool(hosts) and all(host_allowed(host, path, allowed_hosts) for host, path in hosts)
 
 
+_ANCHORS_FETCH = ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "http", "xh ", "iex", "webclient")
+_ANCHORS_DECODE = ("base64", "xxd", "openssl", "uudecode", "eval", "exec", "powershell", "pwsh", "frombase64")
+
+
 def hits(text: str, allowed_hosts: Collection[str] = ()) -> Iterator[Hit]:
-    for pattern in _FETCH_AND_RUN:
+    lowered = text.lower()
+    for pattern in _FETCH_AND_RUN if any(a in lowered for a in _ANCHORS_FETCH) else ():
         for match in pattern.finditer(text):
             start, end = match.span()
             if negated(text, start, window=24) or _fetch_is_allowed(match.group(), allowed_hosts):
                 continue
             yield "remote_script", start, end
-    for pattern in _ENCODED_RUN:
+    for pattern in _ENCODED_RUN if any(a in lowered for a in _ANCHORS_DECODE) else ():
         for match in pattern.finditer(text):
             yield "encoded_shell", *match.span()
