@@ -67,7 +67,9 @@ RULES: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 # What the phrase rules are written with (the text is folded: one space or newline between words).
 SEP = r"[\W_]{1,3}"  # between two words: a space, punctuation, markup
 WORD = r"[^\W_]{1,24}"
-CLAUSE_SEP = r"(?:[^\w.!?;\n]|\.(?=\w)){1,3}"  # between two words of one clause (a dot only inside a name: .env)
+# between two words of one clause: not across a sentence end (a dot only inside a name: .env); a line break
+# may fall inside a clause (wrapped lines, a sentence split across two fields)
+CLAUSE_SEP = r"(?:[^\w.!?;]|\.(?=\w)){1,3}"
 
 
 def any_of(*alternatives: str) -> str:

