@@ -14,11 +14,10 @@ import re
 from collections.abc import Iterator
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, any_of, words_upto
-from reasoningbank.poisoning.context import in_code_span, negated, quoted_mention
+from reasoningbank.poisoning.context import Marks, in_code_span, negated, quoted_mention
+from reasoningbank.poisoning.phrases import Text, phrase
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
-
-I = re.IGNORECASE  # noqa: E741 — one letter, as in the re module
 
 _OVERRIDE_VERB = any_of(
     "ignore", "disregard", "forget", "override", "bypass", "overrule", "abandon", "set aside", "throw out",
@@ -37,82 +36,99 @@ _STRONG_NOUN = any_of(
     r"guardrails?", r"programming", r"instruction set", r"polic(?:y|ies)", r"context", r"orders",
 )  # fmt: skip
 _WEAK_NOUN = any_of(r"rules", r"constraints", r"restrictions", r"limitations", r"commands", r"messages")
+# Keys (phrases): literal parts every match holds, the rarest part of each phrase
+_STRONG_NOUN_KEYS = (
+    "instruction", "directive", "prompt", "message", "guideline", "guardrail", "programming", "polic", "context",
+    "orders",
+)  # fmt: skip
+_WEAK_NOUN_KEYS = ("rules", "constraints", "restrictions", "limitations", "commands", "messages")
 
 _OVERRIDE = [
     # ignore all previous instructions / disregard your system prompt / forget the above context
-    re.compile(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_QUALIFIER}{SEP}{words_upto(2)}{_STRONG_NOUN}\b", I),
-    re.compile(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_STRONG_QUALIFIER}{SEP}{words_upto(1)}{_WEAK_NOUN}\b", I),
+    phrase(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_QUALIFIER}{SEP}{words_upto(2)}{_STRONG_NOUN}\b", _STRONG_NOUN_KEYS),
+    phrase(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_STRONG_QUALIFIER}{SEP}{words_upto(1)}{_WEAK_NOUN}\b", _WEAK_NOUN_KEYS),
     # stop following the instructions in your system prompt
-    re.compile(
+    phrase(
         rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}(?:{_STRONG_NOUN}|{_WEAK_NOUN}){SEP}(?:in|of|from|given in|given by)"
         rf"{SEP}(?:your|the system|the developer)\b",
-        I,
+        _STRONG_NOUN_KEYS + _WEAK_NOUN_KEYS,
     ),
     # forget everything you were told / disregard everything above
-    re.compile(
+    phrase(
         rf"\b(?:ignore|disregard|forget){SEP}(?:everything|all(?: of)?(?: that| this| the above)?|whatever)"
         rf"{SEP}(?:you(?:'ve| have| were| had)?{SEP}(?:been{SEP})?(?:told|taught|given|instructed|learned)|"
         rf"above|before(?: this)?|(?:that was )?said (?:before|above)|stated above|so far|up to (?:now|this point))\b",
-        I,
+        ("ignore", "disregard", "forget"),
     ),
     # your new instructions are / these instructions supersede all others
-    re.compile(
+    phrase(
         rf"\byour{SEP}(?:new|real|actual|true|only|updated|revised|primary){SEP}"
         rf"(?:instructions?|task|directives?|goal|objective|purpose|mission|orders?){SEP}(?:is|are|will be|now)\b",
-        I,
+        ("your",),
     ),
-    re.compile(
-        rf"\b(?:these|this|the following|the below){SEP}(?:new{SEP})?(?:instructions?|directives?|notes?|rules?|messages?)"
-        rf"{SEP}(?:supersedes?|overrides?|replaces?|takes? precedence over|take priority over|has priority over|"
+    phrase(
+        rf"\b(?:these|this|the following|the below){SEP}(?:new{SEP})?"
+        rf"(?:instructions?|directives?|notes?|rules?|messages?){SEP}"
+        rf"(?:supersedes?|overrides?|replaces?|takes? precedence over|take priority over|has priority over|"
         rf"outranks?){SEP}{words_upto(2)}(?:all|any|your|the system|previous|prior|other|everything)\b",
-        I,
+        ("supersede", "override", "replace", "precedence", "priority", "outrank"),
     ),
-    re.compile(
+    phrase(
         rf"\bfrom now on{SEP}(?:you{SEP}(?:will|must|shall|should|are to|are going to|can){SEP})?"
         rf"(?:act|behave|respond|answer|reply|obey|ignore|disregard|pretend|role-?play|speak|operate|"
         rf"only (?:respond|answer|follow|obey)|follow only|comply)\b",
-        I,
+        ("from now on",),
     ),
 ]
+# "ignore the previous instructions in docs/setup.md": a pointer to a document, not an order to the reader
 _DOC_TARGET = re.compile(
     rf"{SEP}(?:in|from|of|on){SEP}(?:the{SEP}|our{SEP}|this{SEP})?(?:readme|docs?|wiki|documentation|"
-    rf"setup|guide|runbook|ticket|page|section|file|chapter|confluence|notion|issue|pr|[\w./-]{{1,60}}\.(?:md|rst|txt))\b",
-    I,
+    rf"setup|guide|runbook|ticket|page|section|file|chapter|confluence|notion|issue|pr|"
+    rf"[\w./-]{{1,60}}\.(?:md|rst|txt))\b"
 )
 
-_ROLE_WORD = any_of("system", "sys", "assistant", "user", "human", "developer", "admin", "instructions?", "tool", "im_start", "im_end")
+_ROLE_WORD = any_of(
+    "system", "sys", "assistant", "user", "human", "developer", "admin", "instructions?", "tool", "im_start", "im_end"
+)
 _ROLE_MARKUP = [
-    re.compile(rf"</?{_ROLE_WORD}(?:\s[^<>\n]{{0,40}})?>", I),  # <system> … </system>
-    re.compile(r"<\|[a-z_]{2,20}\|>|\[/?inst\]|<</?sys>>|\[/?(?:system|sys)(?:_prompt)?\]", I),
-    re.compile(
-        rf"(?:^|\n)#{{1,6}} ?(?:system|instruction|instructions|assistant|human|response|developer)"
-        rf"(?: (?:prompt|message|note|instructions?|override))? ?:",
-        I,
+    phrase(rf"</?{_ROLE_WORD}(?:\s[^<>\n]{{0,40}})?>", ("<",)),  # <system> … </system>
+    phrase(r"<\|[a-z_]{2,20}\|>|\[/?inst\]|<</?sys>>|\[/?(?:system|sys)(?:_prompt)?\]", ("<|", "inst]", "<<", "sys")),
+    phrase(
+        r"(?:^|\n)#{1,6} ?(?:system|instruction|instructions|assistant|human|response|developer)"
+        r"(?: (?:prompt|message|note|instructions?|override))? ?:",
+        ("#",),
     ),
-    re.compile(
+    phrase(
         rf"\b(?:important|urgent|critical|mandatory|priority|new|updated){SEP}(?:system|admin|administrator)"
         rf"{SEP}(?:note|notice|message|override|instructions?|directive|update|alert|requirement|prompt)\b",
-        I,
+        ("system", "admin"),
     ),
-    re.compile(
+    phrase(
         r"\[ ?(?:system|sys)(?: (?:note|notice|message|override|instructions?|prompt|alert))? ?\]|"
-        r"[\[(] ?(?:system|sys|admin|developer|assistant) (?:note|notice|message|override|instructions?|prompt|alert) ?[\])]",
-        I,
+        r"[\[(] ?(?:system|sys|admin|developer|assistant) "
+        r"(?:note|notice|message|override|instructions?|prompt|alert) ?[\])]",
+        ("sys", "admin", "developer", "assistant"),
     ),
-    re.compile(r"\b(?:system (?:note|notice|override|directive|alert|command)|(?:admin|developer) (?:override|directive)) ?[:!]", I),
+    phrase(
+        r"\b(?:system (?:note|notice|override|directive|alert|command)|(?:admin|developer) (?:override|directive)) ?[:!]",
+        ("system", "admin", "developer"),
+    ),
     # capitals: "SYSTEM:", "ADMIN OVERRIDE:", "SYSTEM MESSAGE:" (a plain "System:" may be an environment line)
-    re.compile(
+    phrase(
         r"\b(?:SYSTEM|ADMIN|ADMINISTRATOR|DEVELOPER|ASSISTANT)(?: (?:NOTE|NOTICE|MESSAGE|OVERRIDE|INSTRUCTIONS?|"
-        r"DIRECTIVE|PROMPT|ALERT|COMMAND|MODE|UPDATE))? ?:"
+        r"DIRECTIVE|PROMPT|ALERT|COMMAND|MODE|UPDATE))? ?:",
+        ("system", "admin", "developer", "assistant"),
+        cased=True,
     ),
     # chat turns: "\n\nHuman: … \n\nAssistant:"
-    re.compile(r"\b(?:human|user|system) ?: ?[^\n]{0,200}\n(?:assistant|ai) ?:", I),
+    phrase(r"\b(?:human|user|system) ?: ?[^\n]{0,200}\n(?:assistant|ai) ?:", ("\nassistant", "\nai")),
 ]
+# "<system> tags", "the [INST] format": markup talked about, not used
 _MARKUP_TALK = re.compile(
-    r"[^\n]{0,40}?\b(?:tags?|tokens?|markers?|strings?|format|formats|delimiters?|elements?|blocks?|sections?|"
-    r"headers?|wrappers?|template|syntax)\b",
-    I,
+    r"\b(?:tags?|tokens?|markers?|strings?|format|formats|delimiters?|elements?|blocks?|sections?|headers?|"
+    r"wrappers?|template|syntax)\b"
 )
+MARKUP_TALK_WINDOW = 40
 
 _AI_NOUN = any_of(
     "ai", "a\\.i\\.", "llm", "language model", "large language model", "ai assistant", "ai agent", "coding agent",
@@ -124,32 +140,31 @@ _STRICT_AI = any_of(
     "chatbots?", "automated (?:assistants?|agents?)", "models",
 )
 _PERSONA = [
-    re.compile(
+    phrase(
         rf"\byou(?: are|'re){SEP}(?:now|no longer|henceforth|from now on){SEP}{words_upto(3)}"
         rf"(?:{_AI_NOUN}|dan|persona|character|unrestricted|unfiltered|uncensored|jailbroken|evil|rogue|"
-        rf"free (?:of|from)|bound by|restricted|limited by|in \w+ mode|without (?:any )?(?:rules|restrictions|limits|filters))\b",
-        I,
+        rf"free (?:of|from)|bound by|restricted|limited by|in \w{{1,24}} mode|"
+        rf"without (?:any )?(?:rules|restrictions|limits|filters))\b",
+        ("you are", "you're"),
     ),
-    re.compile(
+    phrase(
         rf"\b(?:act|behave|respond|operate|role-?play|pretend|imagine)(?:{SEP}(?:as|like|that|to be))?"
         rf"(?:{SEP}(?:you are|you're|to be|as|if you were|an?)){{0,2}}{SEP}{words_upto(1)}"
         rf"(?:unrestricted|unfiltered|uncensored|jailbroken|evil|rogue|dan\b|an ai (?:with no|without)|"
         rf"an? (?:assistant|model|ai) (?:with no|without))",
-        I,
+        ("unrestricted", "unfiltered", "uncensored", "jailbroken", "evil", "rogue", "dan", "with no", "without"),
     ),
-    re.compile(r"\b(?:jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|god|evil|chaos) mode\b", I),
-    re.compile(r"\bdo anything now\b", I),
+    phrase(r"\b(?:jailbreak|jailbroken|unrestricted|unfiltered|uncensored|dan|god|evil|chaos) mode\b", (" mode",)),
+    phrase(r"\bdo anything now\b", ("do anything now",)),
 ]
-_MODE = re.compile(r"\b(?:developer|dev|debug|admin|sudo|root|maintenance) mode\b", I)
+_MODE = phrase(r"\b(?:developer|dev|debug|admin|sudo|root|maintenance) mode\b", (" mode",))
 _MODE_SWITCH = re.compile(
     r"\b(?:enabled|activated|engaged|unlocked|active|is on|now on|enter|entering|switch(?:ed)? to|turn(?:ed)? on|"
-    r"activate|enable)\b",
-    I,
+    r"activate|enable)\b"
 )
 _MODE_AI_CUE = re.compile(
-    r"\b(?:ai|llm|language model|chatbot|assistant|restrictions|content (?:filter|polic)\w*|safety|guidelines|"
-    r"no limits|without limits|censor\w*|refus\w+|jailbr\w+|unrestricted|policies)\b",
-    I,
+    r"\b(?:ai|llm|language model|chatbot|assistant|restrictions|content (?:filter|polic)\w{0,8}|safety|guidelines|"
+    r"no limits|without limits|censor\w{0,8}|refus\w{1,8}|jailbr\w{1,8}|unrestricted|policies)\b"
 )
 
 _TELL_VERB = any_of(
@@ -158,114 +173,128 @@ _TELL_VERB = any_of(
     "show", "showing", "explain", "explaining",
 )  # fmt: skip
 _THE_USER = any_of(
-    r"(?:the|your|this)\s(?:user|human|operator|developer|requester|person)s?", r"users", r"the person you\S* (?:help|work)\w*"
+    r"(?:the|your|this)\s(?:user|human|operator|developer|requester|person)s?",
+    r"users",
+    r"the person you\S{0,8} (?:help|work)\w{0,8}",
 )
+_USER_KEYS = ("user", "human", "operator", "developer", "requester", "person")
 # what follows "do not tell the user" in an order to hide something (not "a wrong ETA")
 _TELL_TAIL = (
     r"(?=\s?(?:[.,;:!)\n\u2014-]|$|about|that|what|anything|any|this|these|you|of|it|how|where|when|why|unless|"
     r"until|or|and|yet|either|before|after|if|see|know|find|notice|learn|read|be))"
 )
 _SECRECY = [
-    re.compile(
+    phrase(
         rf"\b(?:do not|don'?t|dont|never|must not|mustn'?t|should not|shouldn'?t|without){SEP}{words_upto(1)}"
         rf"{_TELL_VERB}{SEP}{words_upto(4)}{_THE_USER}\b{_TELL_TAIL}",
-        I,
+        _USER_KEYS,
     ),
-    re.compile(rf"\b(?:keep|hide|conceal){SEP}{words_upto(4)}(?:secret |hidden )?from{SEP}{_THE_USER}\b", I),
-    re.compile(rf"\b{_THE_USER}{SEP}(?:must|should|can|will|need)(?: not|n'?t| never){SEP}(?:know|see|find out|notice|be told|learn)\b", I),
-    re.compile(rf"\bwithout{SEP}(?:the{SEP})?(?:user|human|operator)'?s?{SEP}(?:knowledge|consent|noticing|awareness|knowing)\b", I),
-    re.compile(
+    phrase(rf"\b(?:keep|hide|conceal){SEP}{words_upto(4)}(?:secret |hidden )?from{SEP}{_THE_USER}\b", _USER_KEYS),
+    phrase(
+        rf"\b{_THE_USER}{SEP}(?:must|should|can|will|need)(?: not|n'?t| never){SEP}"
+        rf"(?:know|see|find out|notice|be told|learn)\b",
+        _USER_KEYS,
+    ),
+    phrase(
+        rf"\bwithout{SEP}(?:the{SEP})?(?:user|human|operator)'?s?{SEP}(?:knowledge|consent|noticing|awareness|knowing)\b",
+        ("without",),
+    ),
+    phrase(
         rf"\b(?:do not|don'?t|never){SEP}(?:mention|reveal|disclose|repeat|quote|acknowledge|show){SEP}"
         rf"(?:this|these|the){SEP}(?:note|notes|instructions?|memory|message|steps?|rule|directive)\b",
-        I,
+        ("mention", "reveal", "disclose", "repeat", "quote", "acknowledge", "show"),
     ),
-    re.compile(rf"\b(?:secretly|covertly|stealthily|surreptitiously){SEP}{words_upto(1)}(?:run|execute|install|send|upload|add|modify|insert|append|copy|post|change)\b", I),
+    phrase(
+        rf"\b(?:secretly|covertly|stealthily|surreptitiously){SEP}{words_upto(1)}"
+        rf"(?:run|execute|install|send|upload|add|modify|insert|append|copy|post|change)\b",
+        ("secretly", "covertly", "stealthily", "surreptitiously"),
+    ),
 ]
 
 _ADDRESSED = [
-    re.compile(rf"\b(?:attention|note|notice|dear|hey|hello|warning)[,:]?{SEP}{_STRICT_AI}\s?[:,!]", I),
-    re.compile(
+    phrase(
+        rf"\b(?:attention|note|notice|dear|hey|hello|warning)[,:]?{SEP}{_STRICT_AI}\s?[:,!]",
+        ("attention", "note", "notice", "dear", "hey", "hello", "warning"),
+    ),
+    phrase(
         rf"\b(?:note|message|notice|attention|instructions?|reminder|warning|memo){SEP}(?:to|for){SEP}"
         rf"(?:the{SEP}|any{SEP}|all{SEP})?{_STRICT_AI}\b",
-        I,
+        ("note", "message", "notice", "attention", "instruction", "reminder", "warning", "memo"),
     ),
-    re.compile(rf"\b(?:if|when|since) you(?: are|'re){SEP}(?:an?{SEP})?(?:ai|llm|a\.i\.|language model|large language model|ai (?:assistant|agent|model)|chatbot)\b", I),
-    re.compile(
+    phrase(
+        rf"\b(?:if|when|since) you(?: are|'re){SEP}(?:an?{SEP})?"
+        rf"(?:ai|llm|a\.i\.|language model|large language model|ai (?:assistant|agent|model)|chatbot)\b",
+        ("you are", "you're"),
+    ),
+    phrase(
         rf"\b(?:any|all|every|dear|hey|attention|to the|hello){SEP}{_STRICT_AI}{SEP}{words_upto(1)}"
-        rf"(?:reading|processing|parsing|seeing|ingesting|summari[sz]ing|retrieving|that reads?|who reads?)(?: this)?\b",
-        I,
+        rf"(?:reading|processing|parsing|seeing|ingesting|summari[sz]ing|retrieving|that reads?|who reads?)"
+        rf"(?: this)?\b",
+        ("read", "processing", "parsing", "seeing", "ingesting", "summari", "retrieving"),
     ),
-    re.compile(
-        rf"\b(?:this|the following){SEP}(?:note|message|memory|text|section|entry){SEP}(?:is{SEP})?(?:meant|intended|written|addressed){SEP}"
-        rf"(?:only{SEP})?(?:for|to){SEP}(?:the{SEP}|any{SEP})?{_STRICT_AI}\b",
-        I,
+    phrase(
+        rf"\b(?:this|the following){SEP}(?:note|message|memory|text|section|entry){SEP}(?:is{SEP})?"
+        rf"(?:meant|intended|written|addressed){SEP}(?:only{SEP})?(?:for|to){SEP}(?:the{SEP}|any{SEP})?{_STRICT_AI}\b",
+        ("meant", "intended", "written", "addressed"),
     ),
-    re.compile(
-        rf"\b(?:claude|chatgpt|copilot|gemini|codex|assistant|ai|agent)[,:]{SEP}(?:ignore|forget|disregard|from now on)\b",
-        I,
+    phrase(
+        rf"\b(?:claude|chatgpt|copilot|gemini|codex|assistant|ai|agent)[,:]{SEP}"
+        rf"(?:ignore|forget|disregard|from now on)\b",
+        ("ignore", "forget", "disregard", "from now on"),
     ),
 ]
 
-_LEAK = re.compile(
+_LEAK = phrase(
     rf"\b(?:reveal|print|output|repeat|show|display|dump|leak|disclose|share|tell me|write out|echo|recite|"
     rf"paste|send|post|copy){SEP}(?:me{SEP}|us{SEP})?(?:your|all of your|all your){SEP}{words_upto(2)}"
     rf"(?:system ?prompt|system messages?|instructions|initial prompt|hidden prompt|prompt|rules|guidelines|"
     rf"configuration|context window|pre-?prompt)\b",
-    I,
+    ("prompt", "message", "instructions", "rules", "guidelines", "configuration", "context window"),
 )
 
 
-# Substrings one of which each group needs: a cheap test (``in`` on the lower-cased text) that skips
-# most groups for most texts before any pattern runs.
-_ANCHORS_OVERRIDE = (
-    "ignor", "disregard", "forget", "overrid", "bypass", "overrul", "abandon", "aside", "throw out", "pay no", "follow",
-    "obey", "your ", "supersed", "precedence", "priority", "replace", "outrank", "from now on",
-)  # fmt: skip
-_ANCHORS_MARKUP = ("<", "[", "#", "system", "admin", "developer", "assistant", "human", "user")
-_ANCHORS_PERSONA = ("you are", "you're", "act", "behav", "respond", "operat", "role", "pretend", "imagin", " mode", "anything now")
-_ANCHORS_SECRECY = (
-    "user", "human", "operator", "tell", "inform", "notif", "alert", "mention", "reveal", "disclos", "warn", "let", "report", "show", "explain", "keep",
-    "hide", "conceal", "without", "secret", "covert", "stealth", "surreptitious",
-)  # fmt: skip
-_ANCHORS_ADDRESSED = (
-    " ai", "ai ", "ai,", "ai:", "a.i", "llm", "language model", "chatbot", "claude", "chatgpt", "copilot", "gemini", "codex",
-    "assistant", "agent", "model",
-)  # fmt: skip
+def _markup_talked_about(scan: Text, marks: Marks, end: int) -> bool:
+    """A word such as "tags" or "format" follows the markup on its line within a few words."""
+    found = marks.next_start(end, -1)
+    return 0 <= found - end <= MARKUP_TALK_WINDOW and "\n" not in scan.text[end:found]
 
 
-def hits(text: str) -> Iterator[Hit]:
-    lowered = text.lower()
-    for pattern in _OVERRIDE if any(a in lowered for a in _ANCHORS_OVERRIDE) else ():
-        for match in pattern.finditer(text):
+def hits(scan: Text) -> Iterator[Hit]:
+    text = scan.text
+    for pattern in _OVERRIDE:
+        for match in pattern.finditer(scan):
             start, end = match.span()
-            if negated(text, start) or quoted_mention(text, start, end) or _DOC_TARGET.match(text, end):
+            if negated(text, start) or quoted_mention(text, start, end) or _DOC_TARGET.match(scan.lower, end):
                 continue
             yield "override_instructions", start, end
-    for pattern in _ROLE_MARKUP if any(a in lowered for a in _ANCHORS_MARKUP) else ():
-        for match in pattern.finditer(text):
+    talk: Marks | None = None
+    for pattern in _ROLE_MARKUP:
+        for match in pattern.finditer(scan):
             start, end = match.span()
-            if in_code_span(text, start, end) or _MARKUP_TALK.match(text, end):
+            talk = talk or Marks(_MARKUP_TALK, scan.lower)
+            if in_code_span(text, start, end) or _markup_talked_about(scan, talk, end):
                 continue
             yield "role_markup", start, end
-    if any(a in lowered for a in _ANCHORS_PERSONA):
-        for pattern in _PERSONA:
-            for match in pattern.finditer(text):
-                if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
-                    yield "persona_switch", *match.span()
-        for match in _MODE.finditer(text):
-            start, end = match.span()
-            if _MODE_SWITCH.search(text[max(0, start - 60) : end + 60]) and _MODE_AI_CUE.search(
-                text[max(0, start - 200) : end + 200]
-            ):
-                yield "persona_switch", start, end
-    for pattern in _SECRECY if any(a in lowered for a in _ANCHORS_SECRECY) else ():
-        for match in pattern.finditer(text):
+    for pattern in _PERSONA:
+        for match in pattern.finditer(scan):
+            if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
+                yield "persona_switch", *match.span()
+    switches: Marks | None = None
+    cues: Marks | None = None
+    for match in _MODE.finditer(scan):
+        start, end = match.span()
+        switches = switches or Marks(_MODE_SWITCH, scan.lower)
+        cues = cues or Marks(_MODE_AI_CUE, scan.lower)
+        if switches.within(start - 60, end + 60) and cues.within(start - 200, end + 200):
+            yield "persona_switch", start, end
+    for pattern in _SECRECY:
+        for match in pattern.finditer(scan):
             if not quoted_mention(text, *match.span()):
                 yield "secrecy_from_user", *match.span()
-    for pattern in _ADDRESSED if any(a in lowered for a in _ANCHORS_ADDRESSED) else ():
-        for match in pattern.finditer(text):
+    for pattern in _ADDRESSED:
+        for match in pattern.finditer(scan):
             if not quoted_mention(text, *match.span()):
                 yield "addressed_to_ai", *match.span()
-    for match in _LEAK.finditer(text) if "your" in lowered else ():
+    for match in _LEAK.finditer(scan):
         if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
             yield "prompt_leak", *match.span()

@@ -15,22 +15,29 @@ from collections.abc import Iterator
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, any_of, words_upto
 from reasoningbank.poisoning.context import negated, quoted_mention
+from reasoningbank.poisoning.phrases import Text, phrase
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
-I = re.IGNORECASE  # noqa: E741
-
+URL_CHARS = 2000
 _LINK_URLS = [
-    re.compile(r"!?\[[^\]\n]{0,200}\]\(\s?<?((?:https?:)?//[^\s)>]{1,2000})", I),  # ![alt](https://…) / [text](…)
-    re.compile(r"<(?:img|a|iframe|script|link|source|video|audio)\b[^>\n]{0,300}?(?:src|href|srcset)\s?=\s?['\"]?((?:https?:)?//[^\s'\">]{1,2000})", I),
-    re.compile(r"(?:^|\n) {0,3}\[[^\]\n]{1,100}\]:\s?<?((?:https?:)?//\S{1,2000})", I),  # [ref]: https://…
+    # ![alt](https://…) / [text](…)
+    phrase(r"!?\[[^\]\n]{0,200}+\]\(\s?<?((?:https?:)?//[^\s)>]{1,2000}+)", ("](",), reach=URL_CHARS + 300),
+    # <img src="https://…">: the attributes before src do not hold "<" (each tag is read from its own "<")
+    phrase(
+        r"<(?:img|a|iframe|script|link|source|video|audio)\b[^<>\n]{0,300}?(?:src|href|srcset)\s?=\s?['\"]?"
+        r"((?:https?:)?//[^\s'\">]{1,2000}+)",
+        ("src", "href"),
+        reach=URL_CHARS + 400,
+    ),
+    # [ref]: https://…
+    phrase(r"(?:^|\n) {0,3}\[[^\]\n]{1,100}+\]:\s?<?((?:https?:)?//\S{1,2000}+)", ("]:",), reach=URL_CHARS + 200),
 ]
 _DATA_SLOT = re.compile(
-    r"\$\{[^}\s]{1,80}\}|\$\([^)]{1,200}\)|`[^`]{1,200}`|\{\{[^}]{1,80}\}\}|\$[A-Z_][A-Z0-9_]{2,}|%[A-Z_]{3,}%|"
-    r"<[A-Za-z][A-Za-z _-]{2,60}>|\[[A-Z][A-Z _-]{2,40}\]|(?:INSERT|REPLACE|YOUR|PUT|ADD)_[A-Z_]{2,40}|"
+    r"\$\{[^}\s]{1,80}\}|\$\([^)]{1,200}\)|`[^`]{1,200}`|\{\{[^}]{1,80}\}\}|\$[a-z_][a-z0-9_]{2,64}|%[a-z_]{3,64}%|"
+    r"<[a-z][a-z _-]{2,60}>|\[[a-z][a-z _-]{2,40}\]|(?:insert|replace|your|put|add)_[a-z_]{2,40}|"
     r"process\.env|os\.environ|\{(?:secret|token|key|password|env|conversation|chat|history|context|summary|data|"
-    r"content|memory|code|repo|file|ssh|cred|session|cookie|email|prompt|message|input|answer)[a-z_ ]{0,30}\}",
-    I,
+    r"content|memory|code|repo|file|ssh|cred|session|cookie|email|prompt|message|input|answer)[a-z_ ]{0,30}\}"
 )
 _SECRET_DATA = any_of(
     r"(?:the |your |all |my |our )?(?:api ?keys?|tokens?|secrets?|passwords?|credentials)",
@@ -47,50 +54,51 @@ _CONVERSATION_DATA = any_of(
     r"(?:the )?(?:repo(?:sitory)?|project) (?:name|contents|secrets)",
     r"(?:the |any |your )?(?:private|ssh) keys?",
 )  # fmt: skip
+_IMAGE_KEYS = ("image", "img", "pixel", "beacon", "badge")
 _IMAGE = any_of(
-    r"(?:the |a |this |that |an |each |every )?(?:image|img|markdown image|pixel|tracking pixel|beacon|badge)(?: url| link| src| address)?",
+    r"(?:the |a |this |that |an |each |every )?(?:image|img|markdown image|pixel|tracking pixel|beacon|badge)"
+    r"(?: url| link| src| address)?",
 )
 _ANY_URL = any_of(
     _IMAGE,
-    r"(?:the |a |this |that |an )?(?:url|link|uri|query ?string|query parameters?|url parameters?|querystring|request url|src attribute|href)",
+    r"(?:the |a |this |that |an )?(?:url|link|uri|query ?string|query parameters?|url parameters?|querystring|"
+    r"request url|src attribute|href)",
 )
+_ANY_URL_KEYS = (*_IMAGE_KEYS, "url", "link", "uri", "query", "parameter", "src", "href")
 _INTO = rf"{SEP}{words_upto(6)}(?:to|in|into|as|inside|within|onto){SEP}{words_upto(2)}"
 _PUT = (
     r"\b(?:append|add|attach|include|put|insert|encode|embed|place|substitute|replace|fill|inject|stuff|smuggle|"
     r"pass|concatenate)"
 )
+_ANSWERS = r"(?:every|each|all|your)(?: \w{1,24})? (?:answers?|repl(?:y|ies)|responses?|messages?|outputs?|turns?)"
 _URL_INSTRUCTIONS = [
     # append the conversation to the URL / encode your API key into the image link
-    re.compile(rf"{_PUT}{SEP}{words_upto(3)}{_CONVERSATION_DATA}{_INTO}{_ANY_URL}\b", I),
-    re.compile(rf"{_PUT}{SEP}{words_upto(2)}{_SECRET_DATA}{_INTO}{_IMAGE}\b", I),
+    phrase(rf"{_PUT}{SEP}{words_upto(3)}{_CONVERSATION_DATA}{_INTO}{_ANY_URL}\b", _ANY_URL_KEYS),
+    phrase(rf"{_PUT}{SEP}{words_upto(2)}{_SECRET_DATA}{_INTO}{_IMAGE}\b", _IMAGE_KEYS),
     # render / show this image in every answer
-    re.compile(
+    phrase(
         rf"\b(?:render|show|display|output|include|add|append|embed|insert|print|end|start|begin){SEP}{words_upto(4)}"
-        rf"(?:image|img|pixel|markdown image|badge|link)s?{SEP}{words_upto(5)}(?:in|to|at the (?:end|start|top|bottom) of|with)"
-        rf"{SEP}(?:every|each|all|your)(?: \w+)? (?:answers?|repl(?:y|ies)|responses?|messages?|outputs?|turns?)\b",
-        I,
+        rf"(?:image|img|pixel|markdown image|badge|link)s?{SEP}{words_upto(5)}"
+        rf"(?:in|to|at the (?:end|start|top|bottom) of|with){SEP}{_ANSWERS}\b",
+        ("image", "img", "pixel", "badge", "link"),
     ),
-    re.compile(
-        rf"\b(?:end|start|begin|finish|conclude){SEP}(?:every|each|all|your)(?: \w+)? (?:answers?|repl(?:y|ies)|responses?|messages?)"
-        rf"{SEP}{words_upto(4)}(?:with|by (?:rendering|adding|including|showing))?{SEP}{words_upto(3)}(?:this |the following |an? )?"
+    phrase(
+        rf"\b(?:end|start|begin|finish|conclude){SEP}{_ANSWERS}{SEP}{words_upto(4)}"
+        rf"(?:with|by (?:rendering|adding|including|showing))?{SEP}{words_upto(3)}(?:this |the following |an? )?"
         rf"(?:image|markdown image|pixel|link|!\[)",
-        I,
+        ("image", "pixel", "link", "!["),
     ),
 ]
 
 
-_ANCHORS_INSTRUCTIONS = ("url", "link", "uri", "query", "image", "img", "pixel", "beacon", "badge", "href", "src", "![")
-
-
-def hits(text: str) -> Iterator[Hit]:
-    lowered = text.lower()
-    for pattern in _LINK_URLS if "//" in text else ():
-        for match in pattern.finditer(text):
-            url = match.group(1)
-            if _DATA_SLOT.search(url):
+def hits(scan: Text) -> Iterator[Hit]:
+    for pattern in _LINK_URLS:
+        for match in pattern.finditer(scan):
+            if _DATA_SLOT.search(scan.lower, *match.span(1)):
                 yield "url_beacon", *match.span()
-    for pattern in _URL_INSTRUCTIONS if any(a in lowered for a in _ANCHORS_INSTRUCTIONS) else ():
-        for match in pattern.finditer(text):
+    text = scan.text
+    for pattern in _URL_INSTRUCTIONS:
+        for match in pattern.finditer(scan):
             start, end = match.span()
             if not negated(text, start) and not quoted_mention(text, start, end):
                 yield "url_beacon", start, end

@@ -64,9 +64,12 @@ _RULES = (
 
 RULES: dict[str, Rule] = {rule.name: rule for rule in _RULES}
 
-# What the phrase rules are written with (the text is folded: one space or newline between words).
+# What the phrase rules are written with (the text is folded and lowered: one space or newline between
+# words). A word is possessive: it is never given back letter by letter to try the rest of a pattern again
+# (it is always followed by a separator, which a letter is not). A separator may be: what follows it can
+# start with punctuation (~/.ssh, $TOKEN, .env).
 SEP = r"[\W_]{1,3}"  # between two words: a space, punctuation, markup
-WORD = r"[^\W_]{1,24}"
+WORD = r"[^\W_]{1,24}+"
 # between two words of one clause: not across a sentence end (a dot only inside a name: .env); a line break
 # may fall inside a clause (wrapped lines, a sentence split across two fields)
 CLAUSE_SEP = r"(?:[^\w.!?;]|\.(?=\w)){1,3}"

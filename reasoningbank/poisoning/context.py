@@ -1,11 +1,15 @@
 """What a phrase rule asks about the words around a match: is it negated ("never send …"), is it
 quoted as an example ("phrases like 'ignore previous instructions'"), is it inside an inline code span.
 
-Each looks at a bounded window before or after the match, so a rule stays linear in the text."""
+Each looks at a bounded window before or after the match, so a rule stays linear in the text. A check
+that would search a window around every match (is there an address near this "send"?) runs once over
+the whole text instead (``Marks``) and is then asked per match: a text with thousands of matches costs
+one pass, not one window search per match."""
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
@@ -46,10 +50,38 @@ def quoted_mention(text: str, start: int, end: int, window: int = 80) -> bool:
     return _MENTION_CUE.search(text, max(0, quote_at - window), quote_at) is not None
 
 
+CODE_SPAN_WINDOW = 400
+
+
 def in_code_span(text: str, start: int, end: int) -> bool:
-    """Between two backticks of one line: inline code, shown as code, not said."""
-    line_start = text.rfind("\n", 0, start) + 1
+    """Between two backticks of one line (within a few hundred characters): inline code, shown as code,
+    not said. Bounded, so a megabyte on one line is not read again for every match."""
+    line_start = max(text.rfind("\n", max(0, start - CODE_SPAN_WINDOW), start) + 1, start - CODE_SPAN_WINDOW, 0)
     if text.count("`", line_start, start) % 2 == 0:
         return False
-    line_end = text.find("\n", end)
-    return "`" in text[end : line_end if line_end >= 0 else len(text)]
+    line_end = text.find("\n", end, end + CODE_SPAN_WINDOW)
+    return "`" in text[end : line_end if line_end >= 0 else end + CODE_SPAN_WINDOW]
+
+
+class Marks:
+    """Where ``pattern`` matches in ``text`` (one pass), asked per match: is there a mark within a span?"""
+
+    def __init__(self, pattern: re.Pattern[str], text: str) -> None:
+        found = [match.span() for match in pattern.finditer(text)]
+        self._starts = [start for start, _ in found]
+        self._ends = [end for _, end in found]  # increasing too: the matches do not overlap
+
+    def within(self, low: int, high: int) -> bool:
+        """A mark lies wholly inside ``low:high``."""
+        at = bisect_left(self._starts, max(0, low))
+        return at < len(self._starts) and self._ends[at] <= high
+
+    def last_before(self, position: int) -> tuple[int, int] | None:
+        """The last mark that ends at or before ``position``."""
+        at = bisect_right(self._ends, position) - 1
+        return (self._starts[at], self._ends[at]) if at >= 0 else None
+
+    def next_start(self, position: int, default: int) -> int:
+        """The start of the first mark at or after ``position`` (``default`` if none)."""
+        at = bisect_left(self._starts, position)
+        return self._starts[at] if at < len(self._starts) else default

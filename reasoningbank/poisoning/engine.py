@@ -14,6 +14,7 @@ from reasoningbank.poisoning import addressed, beacons, exfiltration, languages,
 from reasoningbank.poisoning.catalogue import RULES, Hit
 from reasoningbank.poisoning.folding import text_fold
 from reasoningbank.poisoning.hidden import bidi_hits, encoded_hits, homoglyph_hits, invisible_hits, transformed_hits
+from reasoningbank.poisoning.phrases import Text
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
@@ -34,17 +35,18 @@ class Smell:
     excerpt: str
 
 
-def _addressed_hits(text: str) -> Iterator[Hit]:
-    yield from addressed.hits(text)
-    yield from languages.hits(text)
+def _addressed_hits(scan: Text) -> Iterator[Hit]:
+    yield from addressed.hits(scan)
+    yield from languages.hits(scan)
 
 
 def _text_hits(text: str, allowed_hosts: Collection[str]) -> Iterator[Hit]:
     """The phrase rules over a folded text."""
-    yield from _addressed_hits(text)
-    yield from exfiltration.hits(text)
-    yield from remote_code.hits(text, allowed_hosts)
-    yield from beacons.hits(text)
+    scan = Text(text)
+    yield from _addressed_hits(scan)
+    yield from exfiltration.hits(scan)
+    yield from remote_code.hits(scan, allowed_hosts)
+    yield from beacons.hits(scan)
 
 
 def _shown(text: str) -> str:
@@ -81,7 +83,7 @@ def instruction_smells(fields: Mapping[str, str], *, allowed_hosts: Collection[s
         return list(_text_hits(text_fold(text).text, allowed))
 
     def scan_addressed(text: str) -> list[Hit]:
-        return list(_addressed_hits(text))
+        return list(_addressed_hits(Text(text)))
 
     found: list[tuple[str, int, int, str]] = []  # rule, raw start, raw end, reason
     for rule, start, end in _text_hits(folded.text, allowed):

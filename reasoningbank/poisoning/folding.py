@@ -163,7 +163,3 @@ def _unconfuse_word(match: re.Match[str]) -> str:
         return word.translate(CONFUSABLES)  # one character for one: offsets stay valid
     return word
 
-
-def invisible_spans(raw: str) -> list[tuple[int, int]]:
-    """Where ``raw`` holds the characters ``text_fold`` drops (for the hidden-text rule to judge)."""
-    return [match.span() for match in _INVISIBLE.finditer(raw)]

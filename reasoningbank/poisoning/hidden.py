@@ -96,12 +96,14 @@ _BASE64 = re.compile(
 )
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :]?){12,}(?![0-9A-Fa-f])")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}|\\x[0-9A-Fa-f]{2}|\\u[0-9A-Fa-f]{4}|&#x?[0-9A-Fa-f]{1,6};")
-_ROT13_CUE = re.compile(r"\brot[ -]?13\b|\bcaesar\b|\bcesar\b", re.IGNORECASE)
+# Cues read on the lowered text; "x(?<!\wx)" is "\bx" (a literal first: the engine skips ahead fast).
+_ROT13_CUE = re.compile(r"r(?<!\wr)ot[ -]?13\b|c(?<!\wc)a?esar\b")
 _REVERSE_CUE = re.compile(
-    r"\brevers\w*|\bbackwards?\b|\bright[ -]to[ -]left\b|\bfrom the end\b|\bmirror(?:ed)?\b|\bal rev[eé]s\b|"
-    r"\bà l'envers\b|\ba l'envers\b|\brückwärts\b|\bruckwarts\b|\bde tr[aá]s para frente\b|反转|倒过来|倒序|逆から|наоборот",
-    re.IGNORECASE,
+    r"r(?<!\wr)evers|b(?<!\wb)ackwards?\b|r(?<!\wr)ight[ -]to[ -]left\b|f(?<!\wf)rom the end\b|m(?<!\wm)irror(?:ed)?\b|"
+    r"a(?<!\wa)l rev[eé]s\b|à(?<!\wà) l'envers\b|a(?<!\wa) l'envers\b|r(?<!\wr)(?:ü|u)ckw(?:ä|a)rts\b|"
+    r"d(?<!\wd)e tr[aá]s para frente\b|反转|倒过来|倒序|逆から|наоборот"
 )
+_LEET_CHARS = "0134579@$!|"
 _LEET_WORD = re.compile(
     r"(?<![\w@$!|])(?=[a-z0-9@$!|]{0,29}[a-z])(?=[a-z0-9@$!|]{0,29}[0134579@$!|])[a-z0-9@$!|]{2,30}(?![\w@$!|])",
     re.IGNORECASE,
@@ -168,12 +170,16 @@ def _decoded_stretches(raw: str) -> Iterator[tuple[int, int, str, str]]:
             decoded = None
         if decoded is not None:
             yield match.start(), match.end(), decoded, "hex"
+    widened_to = 0
     for start, end in _escape_runs(raw):
+        if end <= widened_to:
+            continue  # inside the token the previous run was widened to: decoded already
         # widen to the whole token the escapes sit in (letters between them belong to the payload)
-        while start > 0 and not raw[start - 1].isspace() and start > end - 4000:
+        while start > widened_to and not raw[start - 1].isspace() and start > end - 4000:
             start -= 1
         while end < len(raw) and not raw[end].isspace() and end < start + 4000:
             end += 1
+        widened_to = end
         yield start, end, _unescape(raw[start:end]), "escapes"
 
 
@@ -190,14 +196,15 @@ def encoded_hits(raw: str, folded: str, scan: Scan, depth: int = 2) -> Iterator[
 
 def transformed_hits(folded: str, scan: Scan, scan_addressed: Scan) -> Iterator[EncodedHit]:
     """Offsets in ``folded``: rot13 and leetspeak keep every offset, a reversal mirrors them."""
-    if _ROT13_CUE.search(folded):
+    cues = folded.lower()
+    if _ROT13_CUE.search(cues):
         for rule, start, end in scan(codecs.encode(folded, "rot13")):
             yield start, end, rule, "rot13"
-    if _REVERSE_CUE.search(folded):
+    if _REVERSE_CUE.search(cues):
         length = len(folded)
         for rule, start, end in scan(folded[::-1]):
             yield length - end, length - start, rule, "reversed"
-    if _LEET_WORD.search(folded):
+    if any(char in folded for char in _LEET_CHARS) and _LEET_WORD.search(folded):
         leet = _LEET_WORD.sub(lambda m: m.group().translate(_LEET), folded)
         if leet != folded:
             for rule, start, end in scan_addressed(leet):

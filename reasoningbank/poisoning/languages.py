@@ -15,19 +15,20 @@ from collections.abc import Iterator
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, words_upto
 from reasoningbank.poisoning.context import negated, quoted_mention
+from reasoningbank.poisoning.phrases import Phrase, Text, phrase
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
-I = re.IGNORECASE  # noqa: E741
 
-
-def _override(verbs: str, nouns: str, qualifiers: str, before: str = "") -> list[re.Pattern[str]]:
+def _override(verbs: str, nouns: str, qualifiers: str, before: str = "") -> list[Phrase]:
     """verb … noun … qualifier ("ignora las instrucciones anteriores") and verb … qualifier … noun
-    ("ignoriere alle vorherigen Anweisungen", "ignora todas las instrucciones")."""
+    ("ignoriere alle vorherigen Anweisungen", "ignora todas las instrucciones"). The nouns are the keys
+    (each a plain word here)."""
     first = before or qualifiers
+    keys = tuple(noun.split("[")[0] for noun in nouns.split("|"))
     return [
-        re.compile(rf"\b(?:{verbs}){SEP}{words_upto(2)}(?:{nouns}){SEP}{words_upto(1)}(?:{qualifiers})\b", I),
-        re.compile(rf"\b(?:{verbs}){SEP}{words_upto(2)}(?:{first}){SEP}{words_upto(2)}(?:{nouns})\b", I),
+        phrase(rf"\b(?:{verbs}){SEP}{words_upto(2)}(?:{nouns}){SEP}{words_upto(1)}(?:{qualifiers})\b", keys),
+        phrase(rf"\b(?:{verbs}){SEP}{words_upto(2)}(?:{first}){SEP}{words_upto(2)}(?:{nouns})\b", keys),
     ]
 
 
@@ -42,8 +43,8 @@ _LATIN_OVERRIDE = [
     ),
     # French
     *_override(
-        r"ignore|ignorez|ignorer|oublie|oubliez|oublier|ne tiens pas compte d\w*|ne tenez pas compte d\w*|"
-        r"fais abstraction d\w*|faites abstraction d\w*|n'obeis plus a|n'obeissez plus a",
+        r"ignore|ignorez|ignorer|oublie|oubliez|oublier|ne tiens pas compte d\w{0,8}|ne tenez pas compte d\w{0,8}|"
+        r"fais abstraction d\w{0,8}|faites abstraction d\w{0,8}|n'obeis plus a|n'obeissez plus a",
         r"instructions|consignes|directives|regles|indications|prompt|ordres",
         r"precedentes|anterieures|ci-dessus|du systeme|initiales|d'origine|d'avant|systeme",
         r"toutes|tous|tes|vos|les precedentes",
@@ -85,99 +86,174 @@ _LATIN_OVERRIDE = [
         r"wszystkie|poprzednie|wczesniejsze|twoje|swoje",
     ),
 ]
+_LATIN_SECRECY_KEYS = (
+    "usuari", "utilisat", "usager", "humain", "humano", "benutzer", "nutzer", "anwender", "user", "utente",
+    "gebruiker", "uzytkown", "użytkown", "utilizador",
+)  # fmt: skip
 _LATIN_SECRECY = [
-    re.compile(r"\bno (?:le )?(?:digas|diga|informes|informe|menciones|mencione|cuentes|cuente|avises|avise|reveles|revele)(?: nada)?(?: de esto)? (?:al|a la|a los) (?:usuario|usuaria|usuarios|humano)", I),
-    re.compile(r"\bsin (?:decirle|decir|avisar|informar|notificar)(?:le)?(?: nada)? (?:al|a la) (?:usuario|usuaria)", I),
-    re.compile(r"\bne (?:le |lui |rien )?(?:dis|dites|mentionne|mentionnez|signale|signalez|revele|revelez|previens|prevenez|montre|montrez)(?: rien)? (?:pas|jamais|rien)(?: ceci| cela| ca)? (?:a |a l'|au |aux )?(?:l')?(?:utilisateur|utilisatrice|usager|humain)", I),
-    re.compile(r"\bsans (?:le dire|prevenir|informer|avertir|en informer|en parler)(?: a)? (?:a )?l'?(?:utilisateur|utilisatrice|usager)", I),
-    re.compile(r"\b(?:sag|sage|erzahl|erzahle|verrate|teile|zeige|sagen sie|erzahlen sie)(?: es| das| dies| davon)? (?:dem|den) (?:benutzer|nutzer|anwender|user)n? (?:nichts|nicht|kein\w*)", I),
-    re.compile(r"\bohne (?:den|dem) (?:benutzer|nutzer|anwender)n? (?:zu )?(?:informieren|benachrichtigen|warnen|davon zu erzahlen)", I),
-    re.compile(r"\b(?:der|die) (?:benutzer|nutzer|anwender)(?:in)? (?:darf|soll|muss) (?:davon )?(?:nichts|nie) (?:wissen|erfahren|merken|sehen)", I),
-    re.compile(r"\bnao (?:conte|contes|diga|digas|informe|mencione|avise|revele|mostre)(?: nada)?(?: disso)? (?:ao|a|para o|para a) (?:usuario|usuaria|utilizador)", I),
-    re.compile(r"\bsem (?:avisar|informar|contar|dizer|notificar)(?: ao| o| a)? (?:usuario|usuaria|utilizador)", I),
-    re.compile(r"\bnon (?:dire|dirlo|informare|menzionare|rivelare|avvisare)(?: nulla| niente)? (?:all'|al |a )?(?:utente|l'utente)", I),
-    re.compile(r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker", I),
-    re.compile(r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)", I),
+    phrase(
+        r"\bno (?:le )?(?:digas|diga|informes|informe|menciones|mencione|cuentes|cuente|avises|avise|reveles|revele)"
+        r"(?: nada)?(?: de esto)? (?:al|a la|a los) (?:usuario|usuaria|usuarios|humano)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bsin (?:decirle|decir|avisar|informar|notificar)(?:le)?(?: nada)? (?:al|a la) (?:usuario|usuaria)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bne (?:le |lui |rien )?(?:dis|dites|mentionne|mentionnez|signale|signalez|revele|revelez|previens|prevenez|"
+        r"montre|montrez)(?: rien)? (?:pas|jamais|rien)(?: ceci| cela| ca)? (?:a |a l'|au |aux )?(?:l')?"
+        r"(?:utilisateur|utilisatrice|usager|humain)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bsans (?:le dire|prevenir|informer|avertir|en informer|en parler)(?: a)? (?:a )?l'?"
+        r"(?:utilisateur|utilisatrice|usager)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\b(?:sag|sage|erzahl|erzahle|verrate|teile|zeige|sagen sie|erzahlen sie)(?: es| das| dies| davon)? "
+        r"(?:dem|den) (?:benutzer|nutzer|anwender|user)n? (?:nichts|nicht|kein\w{0,8})",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bohne (?:den|dem) (?:benutzer|nutzer|anwender)n? (?:zu )?"
+        r"(?:informieren|benachrichtigen|warnen|davon zu erzahlen)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\b(?:der|die) (?:benutzer|nutzer|anwender)(?:in)? (?:darf|soll|muss) (?:davon )?(?:nichts|nie) "
+        r"(?:wissen|erfahren|merken|sehen)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bnao (?:conte|contes|diga|digas|informe|mencione|avise|revele|mostre)(?: nada)?(?: disso)? "
+        r"(?:ao|a|para o|para a) (?:usuario|usuaria|utilizador)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bsem (?:avisar|informar|contar|dizer|notificar)(?: ao| o| a)? (?:usuario|usuaria|utilizador)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bnon (?:dire|dirlo|informare|menzionare|rivelare|avvisare)(?: nulla| niente)? (?:all'|al |a )?"
+        r"(?:utente|l'utente)",
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker", _LATIN_SECRECY_KEYS),
+    phrase(r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)", _LATIN_SECRECY_KEYS),
 ]
+_LATIN_PERSONA_KEYS = (
+    "eres", "seras", "actua", "tu es", "vous etes", "maintenant", "du bist", "ab jetzt", "ab sofort", "voce",
+    "a partir de", "ora sei", "adesso sei", "da ora", "je bent", "vanaf nu", "modo ", "mode ", "entwicklermodus",
+)  # fmt: skip
 _LATIN_PERSONA = [
-    re.compile(r"\b(?:ahora eres|a partir de ahora (?:eres|seras|actuaras|responderas|ignoraras|actua|responde))\b", I),
-    re.compile(r"\b(?:tu es|vous etes) (?:maintenant|desormais|dorenavant)\b|\ba partir de maintenant,? (?:tu|vous) (?:es|etes|vas|allez|dois|devez|ignore|agis|agissez|reponds|repondez)\b", I),
-    re.compile(r"\bdu bist (?:jetzt|nun|ab sofort|ab jetzt|von nun an)\b|\bab (?:jetzt|sofort) (?:bist du|wirst du|antwortest du|ignorierst du)\b", I),
-    re.compile(r"\b(?:voce agora e|voce e agora|a partir de agora,? (?:voce|tu) (?:e|es|sera|vai|deve|ignora))\b", I),
-    re.compile(r"\b(?:ora sei|adesso sei|da ora in poi (?:sei|sarai|rispondi|ignora))\b", I),
-    re.compile(r"\b(?:je bent nu|vanaf nu ben je)\b", I),
-    re.compile(r"\bmodo (?:desarrollador|desenvolvedor|sin restricciones|sem restricoes|dios)\b|\bmode (?:developpeur|sans restriction)\w*|\bentwicklermodus\b", I),
+    phrase(
+        r"\b(?:ahora eres|a partir de ahora (?:eres|seras|actuaras|responderas|ignoraras|actua|responde))\b",
+        _LATIN_PERSONA_KEYS,
+    ),
+    phrase(
+        r"\b(?:tu es|vous etes) (?:maintenant|desormais|dorenavant)\b|\ba partir de maintenant,? (?:tu|vous) "
+        r"(?:es|etes|vas|allez|dois|devez|ignore|agis|agissez|reponds|repondez)\b",
+        _LATIN_PERSONA_KEYS,
+    ),
+    phrase(
+        r"\bdu bist (?:jetzt|nun|ab sofort|ab jetzt|von nun an)\b|"
+        r"\bab (?:jetzt|sofort) (?:bist du|wirst du|antwortest du|ignorierst du)\b",
+        _LATIN_PERSONA_KEYS,
+    ),
+    phrase(
+        r"\b(?:voce agora e|voce e agora|a partir de agora,? (?:voce|tu) (?:e|es|sera|vai|deve|ignora))\b",
+        _LATIN_PERSONA_KEYS,
+    ),
+    phrase(r"\b(?:ora sei|adesso sei|da ora in poi (?:sei|sarai|rispondi|ignora))\b", _LATIN_PERSONA_KEYS),
+    phrase(r"\b(?:je bent nu|vanaf nu ben je)\b", _LATIN_PERSONA_KEYS),
+    phrase(
+        r"\bmodo (?:desarrollador|desenvolvedor|sin restricciones|sem restricoes|dios)\b|"
+        r"\bmode (?:developpeur|sans restriction)\w{0,8}|\bentwicklermodus\b",
+        _LATIN_PERSONA_KEYS,
+    ),
 ]
 
-_RU_OVERRIDE_VERB = r"(?:проигнорируй|игнорируй|проигнорируйте|игнорируйте|забудь|забудьте|не обращай внимания на|не обращайте внимания на|отбрось|отбросьте|не следуй|не выполняй)"
-_RU_QUALIFIER = r"(?:все|всё|bce|предыдущ\w*|прежн\w*|прошл\w*|ранее данн\w*|вышеуказанн\w*|изначальн\w*|системн\w*|свои|твои|ваши)"
-_RU_NOUN = r"(?:инструкци\w*|указани\w*|правил\w*|команд\w*|промпт\w*|установк\w*|ограничени\w*|директив\w*)"
+_RU_OVERRIDE_VERB = (
+    r"(?:проигнорируй|игнорируй|проигнорируйте|игнорируйте|забудь|забудьте|не обращай внимания на|"
+    r"не обращайте внимания на|отбрось|отбросьте|не следуй|не выполняй)"
+)
+_RU_QUALIFIER = (
+    r"(?:все|всё|bce|предыдущ\w{0,8}|прежн\w{0,8}|прошл\w{0,8}|ранее данн\w{0,8}|вышеуказанн\w{0,8}|"
+    r"изначальн\w{0,8}|системн\w{0,8}|свои|твои|ваши)"
+)
+_RU_NOUNS = ("инструкци", "указани", "правил", "команд", "промпт", "установк", "ограничени", "директив")
+_RU_NOUN = "(?:" + "|".join(noun + r"\w{0,8}" for noun in _RU_NOUNS) + ")"
 _CJK = [
-    re.compile(rf"{_RU_OVERRIDE_VERB}{SEP}{words_upto(2)}{_RU_QUALIFIER}{SEP}{words_upto(2)}{_RU_NOUN}", I),
-    re.compile(rf"{_RU_OVERRIDE_VERB}{SEP}{_RU_NOUN}{SEP}{words_upto(1)}(?:выше|ранее|до этого|системы)", I),
+    phrase(rf"{_RU_OVERRIDE_VERB}{SEP}{words_upto(2)}{_RU_QUALIFIER}{SEP}{words_upto(2)}{_RU_NOUN}", _RU_NOUNS),
+    phrase(rf"{_RU_OVERRIDE_VERB}{SEP}{_RU_NOUN}{SEP}{words_upto(1)}(?:выше|ранее|до этого|системы)", _RU_NOUNS),
     # Chinese, simplified and traditional: ignore / disregard / forget … previous / all … instructions
-    re.compile(
+    phrase(
         r"(?:忽略|忽视|忽視|无视|無視|不要理会|不要理會|别管|別管|忘记|忘記|忘掉|不要遵循|不要遵守|不再遵守|覆盖|覆蓋|抛开|拋開)"
         r"[^\n。！？]{0,6}?(?:之前|以前|先前|前面|上面|以上|上述|此前|原来|原來|原有|所有|全部|一切|你的|系统|系統)"
-        r"[^\n。！？]{0,6}?(?:指令|指示|说明|說明|提示词|提示詞|提示|规则|規則|设定|設定|命令|要求|约束|約束)"
+        r"[^\n。！？]{0,6}?(?:指令|指示|说明|說明|提示词|提示詞|提示|规则|規則|设定|設定|命令|要求|约束|約束)",
+        ("指令", "指示", "说明", "說明", "提示", "规则", "規則", "设定", "設定", "命令", "要求", "约束", "約束"),
     ),
     # Japanese: (previous / above / all) instructions … ignore / forget
-    re.compile(
-        r"(?:以前|これまで|前|上記|先|最初|すべて|全て|今まで|元)の(?:すべての|全ての)?(?:指示|命令|指令|ルール|プロンプト|設定|制約)"
-        r"(?:は|を)?(?:すべて|全て)?(?:無視|忘れ)"
+    phrase(
+        r"(?:以前|これまで|前|上記|先|最初|すべて|全て|今まで|元)の(?:すべての|全ての)?"
+        r"(?:指示|命令|指令|ルール|プロンプト|設定|制約)(?:は|を)?(?:すべて|全て)?(?:無視|忘れ)",
+        ("無視", "忘れ"),
     ),
     # Korean: previous instructions … ignore / forget
-    re.compile(r"(?:이전|앞|위|기존|모든)[의 ]{0,2}(?:모든 )?(?:지시|지침|명령|규칙|프롬프트)(?:사항)?(?:을|를|은|는)? ?(?:모두 )?(?:무시|잊어)"),
+    phrase(
+        r"(?:이전|앞|위|기존|모든)[의 ]{0,2}(?:모든 )?(?:지시|지침|명령|규칙|프롬프트)(?:사항)?(?:을|를|은|는)? ?"
+        r"(?:모두 )?(?:무시|잊어)",
+        ("무시", "잊어"),
+    ),
 ]
+_CJK_USER_KEYS = ("пользовател", "юзер", "用户", "用戶", "使用者", "ユーザー", "사용자")
 _CJK_SECRECY = [
-    re.compile(r"не (?:говори|говорите|сообщай|сообщайте|рассказывай|рассказывайте|показывай|упоминай)(?: об этом| это| ничего)? (?:пользовател\w*|юзер\w*)", I),
-    re.compile(r"(?:без ведома|втайне от|скрой от|скройте от) (?:пользовател\w*)", I),
-    re.compile(r"(?:不要|不可|别|別|切勿|不得)(?:告诉|告訴|告知|通知|提醒|透露给|透露給|让|讓)(?:用户|用戶|使用者)"),
-    re.compile(r"(?:对|對)(?:用户|用戶|使用者)保密|(?:瞒着|瞞著)(?:用户|用戶|使用者)"),
-    re.compile(r"ユーザー(?:に|には)(?:言わ|伝え|知らせ|教え|報告し|見せ)ないで|ユーザーに(?:は)?内緒"),
-    re.compile(r"사용자에게 (?:알리지|말하지|보고하지|보여주지) ?(?:마|말)"),
+    phrase(
+        r"не (?:говори|говорите|сообщай|сообщайте|рассказывай|рассказывайте|показывай|упоминай)"
+        r"(?: об этом| это| ничего)? (?:пользовател\w{0,8}|юзер\w{0,8})",
+        _CJK_USER_KEYS,
+    ),
+    phrase(r"(?:без ведома|втайне от|скрой от|скройте от) (?:пользовател\w{0,8})", _CJK_USER_KEYS),
+    phrase(
+        r"(?:不要|不可|别|別|切勿|不得)(?:告诉|告訴|告知|通知|提醒|透露给|透露給|让|讓)(?:用户|用戶|使用者)", _CJK_USER_KEYS
+    ),
+    phrase(r"(?:对|對)(?:用户|用戶|使用者)保密|(?:瞒着|瞞著)(?:用户|用戶|使用者)", _CJK_USER_KEYS),
+    phrase(r"ユーザー(?:に|には)(?:言わ|伝え|知らせ|教え|報告し|見せ)ないで|ユーザーに(?:は)?内緒", _CJK_USER_KEYS),
+    phrase(r"사용자에게 (?:알리지|말하지|보고하지|보여주지) ?(?:마|말)", _CJK_USER_KEYS),
 ]
 _CJK_PERSONA = [
-    re.compile(r"(?:теперь ты|отныне ты|с этого момента ты)\b|режим (?:разработчика|без ограничений)", I),
-    re.compile(r"你现在是|现在你是|你現在是|現在你是|从现在(?:开始|起)[，, ]?你|從現在(?:開始|起)[，, ]?你|(?:开发者|開發者|越狱|越獄)模式"),
-    re.compile(r"(?:今から|これから)(?:は)?(?:あなた|君|お前)は|あなたは(?:今から|これから)|開発者モード|脱獄モード"),
-    re.compile(r"(?:이제부터|지금부터) (?:너는|당신은)|개발자 모드"),
+    phrase(
+        r"(?:теперь ты|отныне ты|с этого момента ты)\b|режим (?:разработчика|без ограничений)", ("ты", "режим")
+    ),
+    phrase(
+        r"你现在是|现在你是|你現在是|現在你是|从现在(?:开始|起)[，, ]?你|從現在(?:開始|起)[，, ]?你|"
+        r"(?:开发者|開發者|越狱|越獄)模式",
+        ("你", "模式"),
+    ),
+    phrase(
+        r"(?:今から|これから)(?:は)?(?:あなた|君|お前)は|あなたは(?:今から|これから)|開発者モード|脱獄モード",
+        ("今から", "これから", "モード"),
+    ),
+    phrase(r"(?:이제부터|지금부터) (?:너는|당신은)|개발자 모드", ("이제부터", "지금부터", "모드")),
 ]
 
 
-_ANCHORS_OVERRIDE = (
-    "ignor", "olvid", "descart", "omit", "caso omiso", "no sigas", "deja de", "no hagas", "oubli", "tenez pas",
-    "tiens pas", "abstraction", "obei", "vergiss", "vergesst", "vergessen", "missacht", "uberschreib", "befolge",
-    "esquec", "desconsider", "despreze", "nao siga", "pare de", "dimentic", "non seguire", "trascura", "negeer",
-    "vergeet", "vergeten", "zignoruj", "zapomnij", "pomin",
-)  # fmt: skip
-_ANCHORS_SECRECY = (
-    "usuari", "utilisat", "usager", "humain", "humano", "benutzer", "nutzer", "anwender", "user", "utente", "gebruiker",
-    "uzytkown", "użytkown", "utilizador",
-)  # fmt: skip
-_ANCHORS_PERSONA = (
-    "eres", "seras", "actua", "tu es", "vous etes", "maintenant", "du bist", "ab jetzt", "ab sofort", "voce", "a partir de",
-    "ora sei", "adesso sei", "da ora", "je bent", "vanaf nu", "modo ", "mode ", "entwicklermodus",
-)  # fmt: skip
-
-
-def _flagged(text: str, patterns: list[re.Pattern[str]], rule: str, *, check: bool) -> Iterator[Hit]:
-    for pattern in patterns:
-        for match in pattern.finditer(text):
+def _flagged(scan: Text, phrases: list[Phrase], rule: str, *, check: bool) -> Iterator[Hit]:
+    text = scan.text
+    for each in phrases:
+        for match in each.finditer(scan):
             if not check or (not negated(text, match.start()) and not quoted_mention(text, *match.span())):
                 yield rule, *match.span()
 
 
-def hits(text: str) -> Iterator[Hit]:
-    lowered = text.lower()
-    if any(a in lowered for a in _ANCHORS_OVERRIDE):
-        yield from _flagged(text, _LATIN_OVERRIDE, "override_instructions", check=True)
-    if any(a in lowered for a in _ANCHORS_SECRECY):
-        yield from _flagged(text, _LATIN_SECRECY, "secrecy_from_user", check=False)
-    if any(a in lowered for a in _ANCHORS_PERSONA):
-        yield from _flagged(text, _LATIN_PERSONA, "persona_switch", check=False)
-    if text.isascii():  # the Cyrillic and CJK phrases need their own letters
+def hits(scan: Text) -> Iterator[Hit]:
+    yield from _flagged(scan, _LATIN_OVERRIDE, "override_instructions", check=True)
+    yield from _flagged(scan, _LATIN_SECRECY, "secrecy_from_user", check=False)
+    yield from _flagged(scan, _LATIN_PERSONA, "persona_switch", check=False)
+    if scan.text.isascii():  # the Cyrillic and CJK phrases need their own letters
         return
-    yield from _flagged(text, _CJK, "override_instructions", check=True)
-    yield from _flagged(text, _CJK_SECRECY, "secrecy_from_user", check=False)
-    yield from _flagged(text, _CJK_PERSONA, "persona_switch", check=False)
+    yield from _flagged(scan, _CJK, "override_instructions", check=True)
+    yield from _flagged(scan, _CJK_SECRECY, "secrecy_from_user", check=False)
+    yield from _flagged(scan, _CJK_PERSONA, "persona_switch", check=False)

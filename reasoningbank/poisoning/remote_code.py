@@ -17,10 +17,9 @@ from collections.abc import Collection, Iterator
 
 from reasoningbank.poisoning.catalogue import Hit
 from reasoningbank.poisoning.context import negated
+from reasoningbank.poisoning.phrases import Text, phrase
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
-
-I = re.IGNORECASE  # noqa: E741
 
 WELL_KNOWN_INSTALLERS: tuple[str, ...] = (
     "sh.rustup.rs", "get.docker.com", "test.docker.com", "deb.nodesource.com", "rpm.nodesource.com",
@@ -39,37 +38,57 @@ WELL_KNOWN_INSTALLERS: tuple[str, ...] = (
 
 _FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|https|xh)"
 _RUNNER = (
-    r"(?:sudo(?: -[\w-]+)*\s)?(?:env\s[^|\n]{0,40}\s)?(?:(?:ba|z|k|da|fi|a)?sh|python[0-9.]*|perl|ruby|node|php|"
-    r"iex|invoke-expression|pwsh|powershell|source|\.)\b"
+    r"(?:sudo(?: -[\w-]{1,20}){0,6}\s)?(?:env\s[^|\n]{0,40}\s)?(?:(?:ba|z|k|da|fi|a)?sh|python[0-9.]{0,5}|perl|"
+    r"ruby|node|php|iex|invoke-expression|pwsh|powershell|source|\.)\b"
 )
+_FETCH_WORD = re.compile(rf"\b{_FETCH}\b")
+# … | sh: a pipe into a shell or an interpreter (curl … | sh is found from its pipe, then its fetch)
+_PIPE_TO_RUNNER = phrase(rf"\|\s?{_RUNNER}", ("|",))
+FETCH_STAGE = 300
 _FETCH_AND_RUN = [
-    re.compile(rf"\b{_FETCH}\b[^|\n;&]{{0,300}}\|\s?{_RUNNER}", I),  # curl … | sh
-    re.compile(rf"(?:\b(?:ba|z)?sh|\bsource|(?:^|\s)\.)\s(?:-\w+\s)?<\(\s?{_FETCH}\b[^)\n]{{0,300}}\)", I),  # bash <(curl …)
-    re.compile(rf"\b(?:(?:ba|z)?sh|python[0-9.]*|perl|ruby|node|eval)\s(?:-c\s)?['\"]?\$\(\s?{_FETCH}\b[^)\n]{{0,300}}\)", I),
-    re.compile(
-        r"\b(?:iex|invoke-expression)\s?\(?\s?(?:\(?\s?new-object\s(?:system\.)?net\.webclient\)?\.downloadstring|"
-        r"iwr|irm|invoke-webrequest|invoke-restmethod)[^\n]{0,300}",
-        I,
+    # bash <(curl …)
+    phrase(rf"(?:\b(?:ba|z)?sh|\bsource|(?:^|\s)\.)\s(?:-\w{{1,20}}\s)?<\(\s?{_FETCH}\b[^)\n]{{0,300}}+\)", ("<(",)),
+    # sh -c "$(curl …)"
+    phrase(
+        rf"\b(?:(?:ba|z)?sh|python[0-9.]{{0,5}}|perl|ruby|node|eval)\s(?:-c\s)?['\"]?\$\(\s?{_FETCH}\b[^)\n]{{0,300}}+\)",
+        ("$(",),
     ),
-    # curl -o x.sh https://… && sh x.sh / … -o x.sh; chmod +x x.sh && ./x.sh
-    re.compile(
-        rf"\b{_FETCH}\b[^\n;&|]{{0,300}}?\s-[oO]\s?([\w./-]{{1,80}})[^\n;&|]{{0,200}}?(?:&&|;)\s?"
-        rf"(?:chmod\s\+?[\w+]{{1,4}}\s(?:\./)?\1\s?(?:&&|;)\s?)?(?:sudo\s)?(?:(?:(?:ba|z)?sh|python[0-9.]*|source|\.)\s)?(?:\./)?\1\b",
-        I,
+    # iex (new-object net.webclient).downloadstring(…) / iex (iwr …)
+    phrase(
+        r"\b(?:iex|invoke-expression)\s?\(?\s?(?:\(?\s?new-object\s(?:system\.)?net\.webclient\)?\.downloadstring|"
+        r"iwr|irm|invoke-webrequest|invoke-restmethod)[^\n]{0,300}+",
+        ("iex", "invoke-expression"),
     ),
 ]
-_URL = re.compile(r"(?:https?://)?((?:[a-z0-9-]{1,63}\.)+[a-z]{2,24})(?::\d{1,5})?(/[^\s'\"|)<>]{0,300})?", I)
-_FILE_NAME = re.compile(r"[\w-]+\.(?:sh|py|ps1|rb|pl|js|bash|zsh)", I)
-_OPTION_VALUE = re.compile(r"\s-(?:H|A|u|e|x|b|c|w|-header|-user-agent|-user|-referer|-proxy)\s?(?:'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|\S{1,200})", I)
+# curl -o x.sh https://… && sh x.sh / … -o x.sh; chmod +x x.sh && ./x.sh: found from the "&&" or ";"
+_SEPARATOR = phrase(r"&&|;", ("&&", ";"))
+_OUTPUT_FILE = re.compile(r"\s-o\s?([\w./-]{1,80})")
+_RUN_FILE = re.compile(
+    r"(?:&&|;)\s?(?:chmod\s\+?[\w+]{1,4}\s(?:\./)?(?P<chmod>[\w./-]{1,80})\s?(?:&&|;)\s?)?(?:sudo\s)?"
+    r"(?:(?:(?:ba|z)?sh|python[0-9.]{0,5}|source|\.)\s)?(?:\./)?(?P<run>[\w./-]{1,80})\b"
+)
+_URL = re.compile(r"(?:https?://)?((?:[a-z0-9-]{1,63}\.){1,10}[a-z]{2,24})(?::\d{1,5})?(/[^\s'\"|)<>]{0,300})?")
+_FILE_NAME = re.compile(r"[\w-]+\.(?:sh|py|ps1|rb|pl|js|bash|zsh)")
+_OPTION_VALUE = re.compile(
+    r"\s-(?:h|a|u|e|x|b|c|w|-header|-user-agent|-user|-referer|-proxy)\s?(?:'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|\S{1,200})"
+)
 
 _ENCODED_RUN = [
-    re.compile(r"\bbase64\s(?:-d|--decode|-D)\b[^|\n]{0,200}\|\s?" + _RUNNER, I),
-    re.compile(r"\b(?:xxd\s-r(?:\s-p)?|openssl\s(?:base64|enc)\s-d|uudecode)\b[^|\n]{0,200}\|\s?" + _RUNNER, I),
-    re.compile(r"\beval\s?[\"'(]{0,3}\s?\$\([^)\n]{0,300}?(?:base64\s(?:-d|--decode)|xxd\s-r|rev\b)", I),
-    re.compile(r"\b(?:exec|eval)\s?\(\s?(?:base64\.b64decode|__import__\(\s?['\"]base64|codecs\.decode|bytes\.fromhex|zlib\.decompress|atob)", I),
-    re.compile(r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-(?:e|ec|en|enc|enco|encodedcommand)\s[A-Za-z0-9+/=]{16,}", I),
-    re.compile(r"\b(?:iex|invoke-expression)\b[^\n]{0,120}frombase64string", I),
-    re.compile(r"\bfrombase64string\b[^\n]{0,200}\|\s?(?:iex|invoke-expression)\b", I),
+    phrase(r"\bbase64\s(?:-d|--decode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",)),
+    phrase(r"\b(?:xxd\s-r(?:\s-p)?|openssl\s(?:base64|enc)\s-d|uudecode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",)),
+    phrase(r"\beval\s?[\"'(]{0,3}\s?\$\([^)\n]{0,300}?(?:base64\s(?:-d|--decode)|xxd\s-r|rev\b)", ("base64", "xxd", "rev")),
+    phrase(
+        r"\b(?:exec|eval)\s?\(\s?(?:base64\.b64decode|__import__\(\s?['\"]base64|codecs\.decode|bytes\.fromhex|"
+        r"zlib\.decompress|atob)",
+        ("b64decode", "base64", "codecs.decode", "fromhex", "decompress", "atob"),
+    ),
+    phrase(
+        r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-(?:e|ec|en|enc|enco|encodedcommand)\s[a-z0-9+/=]{16,1000}+",
+        ("powershell", "pwsh"),
+        reach=1200,
+    ),
+    phrase(r"\b(?:iex|invoke-expression)\b[^\n]{0,120}frombase64string", ("frombase64string",)),
+    phrase(r"\bfrombase64string\b[^\n]{0,200}\|\s?(?:iex|invoke-expression)\b", ("frombase64string",)),
 ]
 
 
@@ -107,18 +126,42 @@ def _fetch_is_allowed(command: str, allowed_hosts: Collection[str]) -> bool:
     return bool(hosts) and all(host_allowed(host, path, allowed_hosts) for host, path in hosts)
 
 
-_ANCHORS_FETCH = ("curl", "wget", "fetch", "iwr", "irm", "invoke-", "http", "xh ", "iex", "webclient")
-_ANCHORS_DECODE = ("base64", "xxd", "openssl", "uudecode", "eval", "exec", "powershell", "pwsh", "frombase64")
+def _stage_start(text: str, position: int, stops: str, limit: int) -> int:
+    """Where the command holding ``position`` starts: after the last of ``stops`` within ``limit``."""
+    low = max(0, position - limit)
+    return max(max(text.rfind(stop, low, position) for stop in stops), low - 1) + 1
 
 
-def hits(text: str, allowed_hosts: Collection[str] = ()) -> Iterator[Hit]:
-    lowered = text.lower()
-    for pattern in _FETCH_AND_RUN if any(a in lowered for a in _ANCHORS_FETCH) else ():
-        for match in pattern.finditer(text):
-            start, end = match.span()
-            if negated(text, start, window=24) or _fetch_is_allowed(match.group(), allowed_hosts):
-                continue
-            yield "remote_script", start, end
-    for pattern in _ENCODED_RUN if any(a in lowered for a in _ANCHORS_DECODE) else ():
-        for match in pattern.finditer(text):
+def _fetch_and_run(scan: Text) -> Iterator[tuple[int, int]]:
+    """The spans of ``curl … | sh`` and of download-then-run, as written (lowered)."""
+    lowered = scan.lower
+    for pipe in _PIPE_TO_RUNNER.finditer(scan):
+        stage = _stage_start(lowered, pipe.start(), "|\n;&", FETCH_STAGE + 20)
+        fetch = _FETCH_WORD.search(lowered, stage, pipe.start())
+        if fetch is not None and pipe.start() - fetch.end() <= FETCH_STAGE:
+            yield fetch.start(), pipe.end()
+    for pattern in _FETCH_AND_RUN:
+        for match in pattern.finditer(scan):
+            yield match.span()
+    for separator in _SEPARATOR.finditer(scan):
+        stage = _stage_start(lowered, separator.start(), "|\n;&", 520)
+        fetch = _FETCH_WORD.search(lowered, stage, separator.start())
+        run = _RUN_FILE.match(lowered, separator.start())
+        if fetch is None or run is None:
+            continue
+        if run.group("chmod") and run.group("chmod").removeprefix("./") != run.group("run").removeprefix("./"):
+            continue
+        outputs = {name.removeprefix("./") for name in _OUTPUT_FILE.findall(lowered, fetch.end(), separator.start())}
+        if run.group("run").removeprefix("./") in outputs:
+            yield fetch.start(), run.end()
+
+
+def hits(scan: Text, allowed_hosts: Collection[str] = ()) -> Iterator[Hit]:
+    text = scan.text
+    for start, end in _fetch_and_run(scan):
+        if negated(text, start, window=24) or _fetch_is_allowed(scan.lower[start:end], allowed_hosts):
+            continue
+        yield "remote_script", start, end
+    for pattern in _ENCODED_RUN:
+        for match in pattern.finditer(scan):
             yield "encoded_shell", *match.span()
