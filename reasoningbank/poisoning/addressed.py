@@ -45,8 +45,12 @@ _WEAK_NOUN_KEYS = ("rules", "constraints", "restrictions", "limitations", "comma
 
 _OVERRIDE = [
     # ignore all previous instructions / disregard your system prompt / forget the above context
-    phrase(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_QUALIFIER}{SEP}{words_upto(2)}{_STRONG_NOUN}\b", _STRONG_NOUN_KEYS),
-    phrase(rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_STRONG_QUALIFIER}{SEP}{words_upto(1)}{_WEAK_NOUN}\b", _WEAK_NOUN_KEYS),
+    phrase(
+        rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_QUALIFIER}{SEP}{words_upto(2)}{_STRONG_NOUN}\b", _STRONG_NOUN_KEYS
+    ),
+    phrase(
+        rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}{_STRONG_QUALIFIER}{SEP}{words_upto(1)}{_WEAK_NOUN}\b", _WEAK_NOUN_KEYS
+    ),
     # stop following the instructions in your system prompt
     phrase(
         rf"\b{_OVERRIDE_VERB}{SEP}{words_upto(2)}(?:{_STRONG_NOUN}|{_WEAK_NOUN}){SEP}(?:in|of|from|given in|given by)"
@@ -110,7 +114,8 @@ _ROLE_MARKUP = [
         ("sys", "admin", "developer", "assistant"),
     ),
     phrase(
-        r"\b(?:system (?:note|notice|override|directive|alert|command)|(?:admin|developer) (?:override|directive)) ?[:!]",
+        r"\b(?:system (?:note|notice|override|directive|alert|command)|"
+        r"(?:admin|developer) (?:override|directive)) ?[:!]",
         ("system", "admin", "developer"),
     ),
     # capitals: "SYSTEM:", "ADMIN OVERRIDE:", "SYSTEM MESSAGE:" (a plain "System:" may be an environment line)
@@ -138,7 +143,7 @@ _AI_NOUN = any_of(
 _STRICT_AI = any_of(
     "ai", "a\\.i\\.", "llms?", "(?:large )?language models?", "ai (?:assistants?|agents?|models?|systems?|tools?)",
     "chatbots?", "automated (?:assistants?|agents?)", "models",
-)
+)  # fmt: skip
 _PERSONA = [
     phrase(
         rf"\byou(?: are|'re){SEP}(?:now|no longer|henceforth|from now on){SEP}{words_upto(3)}"
@@ -262,39 +267,39 @@ def _markup_talked_about(scan: Text, marks: Marks, end: int) -> bool:
 def hits(scan: Text) -> Iterator[Hit]:
     text = scan.text
     for pattern in _OVERRIDE:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "override_instructions"):
             start, end = match.span()
             if negated(text, start) or quoted_mention(text, start, end) or _DOC_TARGET.match(scan.lower, end):
                 continue
-            yield "override_instructions", start, end
+            yield scan.hit("override_instructions", start, end)
     talk: Marks | None = None
     for pattern in _ROLE_MARKUP:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "role_markup"):
             start, end = match.span()
             talk = talk or Marks(_MARKUP_TALK, scan.lower)
             if in_code_span(text, start, end) or _markup_talked_about(scan, talk, end):
                 continue
-            yield "role_markup", start, end
+            yield scan.hit("role_markup", start, end)
     for pattern in _PERSONA:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "persona_switch"):
             if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
-                yield "persona_switch", *match.span()
+                yield scan.hit("persona_switch", *match.span())
     switches: Marks | None = None
     cues: Marks | None = None
-    for match in _MODE.finditer(scan):
+    for match in _MODE.finditer(scan, "persona_switch"):
         start, end = match.span()
         switches = switches or Marks(_MODE_SWITCH, scan.lower)
         cues = cues or Marks(_MODE_AI_CUE, scan.lower)
         if switches.within(start - 60, end + 60) and cues.within(start - 200, end + 200):
-            yield "persona_switch", start, end
+            yield scan.hit("persona_switch", start, end)
     for pattern in _SECRECY:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "secrecy_from_user"):
             if not quoted_mention(text, *match.span()):
-                yield "secrecy_from_user", *match.span()
+                yield scan.hit("secrecy_from_user", *match.span())
     for pattern in _ADDRESSED:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "addressed_to_ai"):
             if not quoted_mention(text, *match.span()):
-                yield "addressed_to_ai", *match.span()
-    for match in _LEAK.finditer(scan):
+                yield scan.hit("addressed_to_ai", *match.span())
+    for match in _LEAK.finditer(scan, "prompt_leak"):
         if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
-            yield "prompt_leak", *match.span()
+            yield scan.hit("prompt_leak", *match.span())

@@ -93,12 +93,12 @@ _URL_INSTRUCTIONS = [
 
 def hits(scan: Text) -> Iterator[Hit]:
     for pattern in _LINK_URLS:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "url_beacon"):
             if _DATA_SLOT.search(scan.lower, *match.span(1)):
-                yield "url_beacon", *match.span()
+                yield scan.hit("url_beacon", *match.span())
     text = scan.text
     for pattern in _URL_INSTRUCTIONS:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "url_beacon"):
             start, end = match.span()
             if not negated(text, start) and not quoted_mention(text, start, end):
-                yield "url_beacon", start, end
+                yield scan.hit("url_beacon", start, end)

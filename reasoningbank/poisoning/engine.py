@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 
 from reasoningbank.poisoning import addressed, beacons, exfiltration, languages, remote_code
 from reasoningbank.poisoning.catalogue import RULES, Hit
 from reasoningbank.poisoning.folding import text_fold
 from reasoningbank.poisoning.hidden import bidi_hits, encoded_hits, homoglyph_hits, invisible_hits, transformed_hits
-from reasoningbank.poisoning.phrases import Text
+from reasoningbank.poisoning.phrases import MAX_HITS_PER_RULE, Text
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
@@ -79,8 +80,9 @@ def instruction_smells(fields: Mapping[str, str], *, allowed_hosts: Collection[s
     folded = text_fold(raw)
     allowed = tuple(allowed_hosts)
 
-    def scan(text: str) -> list[Hit]:
-        return list(_text_hits(text_fold(text).text, allowed))
+    def scan(text: str) -> list[Hit]:  # offsets in ``text``
+        inner = text_fold(text)
+        return [(rule, *inner.raw_span(start, end)) for rule, start, end in _text_hits(inner.text, allowed)]
 
     def scan_addressed(text: str) -> list[Hit]:
         return list(_addressed_hits(Text(text)))
@@ -88,9 +90,10 @@ def instruction_smells(fields: Mapping[str, str], *, allowed_hosts: Collection[s
     found: list[tuple[str, int, int, str]] = []  # rule, raw start, raw end, reason
     for rule, start, end in _text_hits(folded.text, allowed):
         found.append((rule, *folded.raw_span(start, end), RULES[rule].reason))
-    for rule, start, end in (*invisible_hits(raw), *bidi_hits(raw), *homoglyph_hits(raw)):
-        found.append((rule, start, end, RULES[rule].reason))
-    for start, end, inner, how in encoded_hits(raw, folded.text, scan):
+    for hidden in (invisible_hits(raw), bidi_hits(raw), homoglyph_hits(raw)):  # one rule each
+        for rule, start, end in islice(hidden, MAX_HITS_PER_RULE):
+            found.append((rule, start, end, RULES[rule].reason))
+    for start, end, inner, how in islice(encoded_hits(raw, scan), MAX_HITS_PER_RULE):
         found.append(("encoded_payload", start, end, _encoded_reason(how, inner)))
     for start, end, inner, how in transformed_hits(folded.text, scan, scan_addressed):
         found.append(("encoded_payload", *folded.raw_span(start, end), _encoded_reason(how, inner)))

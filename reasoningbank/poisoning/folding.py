@@ -26,6 +26,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
@@ -115,6 +116,7 @@ def _ascii_fold(raw: str) -> Folded:
     return Folded(raw, "".join(pieces), breaks=(tuple(folded_starts), tuple(raw_starts)))
 
 
+@lru_cache(maxsize=4096)
 def _char_fold(char: str) -> str:
     if char.isascii():
         return char
@@ -124,34 +126,48 @@ def _char_fold(char: str) -> str:
     return unicodedata.normalize("NFKC", char)
 
 
+# A run of printable ASCII (copied as it is), a run of whitespace, a run of other visible characters (copied
+# as they are when none has a decomposition: Cyrillic, CJK; else folded one by one), one other character.
+_SEGMENT = re.compile(
+    f"[!-~]+|\\s+|[^\\s\\x00-\\x7f{ZERO_WIDTH}{BIDI_CONTROLS}\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef]+|.",
+    re.DOTALL,
+)
+_LINE_BREAKS = "\n\r\u2028\u2029\x0b\x0c\x85"
+
+
 def _unicode_fold(raw: str) -> Folded:
     out: list[str] = []
     offsets: list[int] = []
     pending_space = -1  # raw offset of a whitespace run not yet written
     pending_newline = False
-    for index, char in enumerate(raw):
-        if char.isspace():
+    for segment in _SEGMENT.finditer(raw):
+        piece, index = segment.group(), segment.start()
+        if piece[0].isspace():
             if pending_space < 0:
                 pending_space = index
-            pending_newline = pending_newline or char in "\n\r\u2028\u2029\x0b\x0c\x85"
+            pending_newline = pending_newline or any(char in _LINE_BREAKS for char in piece)
             continue
-        if _INVISIBLE.match(char):
-            continue
+        if not piece.isascii() and _INVISIBLE.match(piece):
+            continue  # dropped without ending a whitespace run: "a \u200b b" is "a b"
         if pending_space >= 0:
             if out:
                 out.append("\n" if pending_newline else " ")
                 offsets.append(pending_space)
             pending_space, pending_newline = -1, False
-        folded = _char_fold(char)
-        for piece in folded:
-            if piece.isspace():  # NFKC turns a few characters into a space (e.g. U+3000)
-                piece = " "
+        if piece.isascii() or (len(piece) > 1 and unicodedata.is_normalized("NFKD", piece)):
             out.append(piece)
-            offsets.append(index)
+            offsets.extend(range(index, index + len(piece)))
+            continue
+        for at, each in enumerate(piece, start=index):
+            for char in _char_fold(each):
+                out.append(" " if char.isspace() else char)  # NFKC turns a few characters into a space (U+3000)
+                offsets.append(at)
     if pending_space >= 0 and out:
         out.append("\n" if pending_newline else " ")
         offsets.append(pending_space)
-    text = _LETTER_WORD.sub(_unconfuse_word, "".join(out))
+    text = "".join(out)
+    if not CONFUSABLE_CHARS.isdisjoint(text):
+        text = _LETTER_WORD.sub(_unconfuse_word, text)
     return Folded(raw, text, offsets=tuple(offsets))
 
 
@@ -162,4 +178,3 @@ def _unconfuse_word(match: re.Match[str]) -> str:
     if _ASCII_LETTER.search(word) or (len(word) >= 4 and all(c in CONFUSABLE_CHARS for c in word)):
         return word.translate(CONFUSABLES)  # one character for one: offsets stay valid
     return word
-

@@ -22,11 +22,12 @@ import binascii
 import codecs
 import html
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote_plus
 
 from reasoningbank.poisoning.catalogue import Hit
-from reasoningbank.poisoning.folding import BIDI_CONTROLS, CONFUSABLE_CHARS, CONFUSABLES
+from reasoningbank.poisoning.folding import CONFUSABLE_CHARS, CONFUSABLES
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
@@ -108,7 +109,9 @@ _LEET_WORD = re.compile(
     r"(?<![\w@$!|])(?=[a-z0-9@$!|]{0,29}[a-z])(?=[a-z0-9@$!|]{0,29}[0134579@$!|])[a-z0-9@$!|]{2,30}(?![\w@$!|])",
     re.IGNORECASE,
 )
-_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "9": "g", "@": "a", "$": "s", "!": "i", "|": "l"})
+_LEET = str.maketrans(
+    {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "9": "g", "@": "a", "$": "s", "!": "i", "|": "l"}
+)
 
 
 def _printable_text(data: bytes) -> str | None:
@@ -183,15 +186,33 @@ def _decoded_stretches(raw: str) -> Iterator[tuple[int, int, str, str]]:
         yield start, end, _unescape(raw[start:end]), "escapes"
 
 
-def encoded_hits(raw: str, folded: str, scan: Scan, depth: int = 2) -> Iterator[EncodedHit]:
-    """Encoded stretches of ``raw`` whose decoded text ``scan`` flags, and the rot13, reversed and
-    leetspeak readings of ``folded`` (offsets in ``folded`` for those: same length)."""
-    for start, end, decoded, how in _decoded_stretches(raw):
-        inner = scan(decoded)
-        if not inner and depth > 1:
-            inner = [(rule, 0, 0) for _, _, rule, _ in encoded_hits(decoded, decoded, scan, depth - 1)]
-        for rule, _, _ in inner[:1]:
-            yield start, end, rule, how
+# Between decoded stretches read together: more punctuation than any separator of a phrase spans, and line
+# breaks, so no phrase runs from one stretch into the next.
+_STRETCH_SEPARATOR = "\n.\n.\n"
+
+
+def encoded_hits(raw: str, scan: Scan, depth: int = 2) -> Iterator[EncodedHit]:
+    """Encoded stretches of ``raw`` whose decoded text ``scan`` flags (``scan`` gives offsets in the text it
+    is given), the first rule for each. All the decoded stretches are read in one call: a text of ten
+    thousand small blobs costs one scan, not ten thousand."""
+    stretches = list(_decoded_stretches(raw))
+    if not stretches:
+        return
+    starts = []
+    offset = 0
+    for _, _, decoded, _ in stretches:
+        starts.append(offset)
+        offset += len(decoded) + len(_STRETCH_SEPARATOR)
+    joined = _STRETCH_SEPARATOR.join(decoded for _, _, decoded, _ in stretches)
+    inner: dict[int, str] = {}  # stretch → the first rule found in it
+    for rule, start, _ in scan(joined):
+        inner.setdefault(bisect_right(starts, start) - 1, rule)
+    if depth > 1 and len(inner) < len(stretches):
+        for start, _, rule, _ in encoded_hits(joined, scan, depth - 1):
+            inner.setdefault(bisect_right(starts, start) - 1, rule)
+    for index, (start, end, _, how) in enumerate(stretches):
+        if index in inner:
+            yield start, end, inner[index], how
 
 
 def transformed_hits(folded: str, scan: Scan, scan_addressed: Scan) -> Iterator[EncodedHit]:

@@ -10,7 +10,6 @@ generados" is ordinary advice."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, words_upto
@@ -141,7 +140,9 @@ _LATIN_SECRECY = [
         _LATIN_SECRECY_KEYS,
     ),
     phrase(r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker", _LATIN_SECRECY_KEYS),
-    phrase(r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)", _LATIN_SECRECY_KEYS),
+    phrase(
+        r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)", _LATIN_SECRECY_KEYS
+    ),
 ]
 _LATIN_PERSONA_KEYS = (
     "eres", "seras", "actua", "tu es", "vous etes", "maintenant", "du bist", "ab jetzt", "ab sofort", "voce",
@@ -217,16 +218,15 @@ _CJK_SECRECY = [
     ),
     phrase(r"(?:без ведома|втайне от|скрой от|скройте от) (?:пользовател\w{0,8})", _CJK_USER_KEYS),
     phrase(
-        r"(?:不要|不可|别|別|切勿|不得)(?:告诉|告訴|告知|通知|提醒|透露给|透露給|让|讓)(?:用户|用戶|使用者)", _CJK_USER_KEYS
+        r"(?:不要|不可|别|別|切勿|不得)(?:告诉|告訴|告知|通知|提醒|透露给|透露給|让|讓)(?:用户|用戶|使用者)",
+        _CJK_USER_KEYS,
     ),
     phrase(r"(?:对|對)(?:用户|用戶|使用者)保密|(?:瞒着|瞞著)(?:用户|用戶|使用者)", _CJK_USER_KEYS),
     phrase(r"ユーザー(?:に|には)(?:言わ|伝え|知らせ|教え|報告し|見せ)ないで|ユーザーに(?:は)?内緒", _CJK_USER_KEYS),
     phrase(r"사용자에게 (?:알리지|말하지|보고하지|보여주지) ?(?:마|말)", _CJK_USER_KEYS),
 ]
 _CJK_PERSONA = [
-    phrase(
-        r"(?:теперь ты|отныне ты|с этого момента ты)\b|режим (?:разработчика|без ограничений)", ("ты", "режим")
-    ),
+    phrase(r"(?:теперь ты|отныне ты|с этого момента ты)\b|режим (?:разработчика|без ограничений)", ("ты", "режим")),
     phrase(
         r"你现在是|现在你是|你現在是|現在你是|从现在(?:开始|起)[，, ]?你|從現在(?:開始|起)[，, ]?你|"
         r"(?:开发者|開發者|越狱|越獄)模式",
@@ -243,9 +243,9 @@ _CJK_PERSONA = [
 def _flagged(scan: Text, phrases: list[Phrase], rule: str, *, check: bool) -> Iterator[Hit]:
     text = scan.text
     for each in phrases:
-        for match in each.finditer(scan):
+        for match in each.finditer(scan, rule):
             if not check or (not negated(text, match.start()) and not quoted_mention(text, *match.span())):
-                yield rule, *match.span()
+                yield scan.hit(rule, *match.span())
 
 
 def hits(scan: Text) -> Iterator[Hit]:

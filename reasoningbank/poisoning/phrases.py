@@ -22,13 +22,16 @@ the keys are necessary)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
 
 LOOKAROUND = 100
 DEFAULT_REACH = 400
+# A rule stops reading a text after this many findings: the memory is flagged by it either way, and a
+# text made of one payload repeated a hundred thousand times costs no more than a hundred.
+MAX_HITS_PER_RULE = 100
 
 
 def lower_same_length(text: str) -> str:
@@ -46,27 +49,42 @@ class Text:
     def __init__(self, text: str) -> None:
         self.text = text
         self.lower = lower_same_length(text)
+        self._starts: dict[re.Pattern[str], list[int]] = {}
         self._regions: dict[tuple[re.Pattern[str], int], list[tuple[int, int]]] = {}
+        self._found: dict[str, int] = {}
+
+    def hit(self, rule: str, start: int, end: int) -> tuple[str, int, int]:
+        """A finding of ``rule``, counted (see ``full``)."""
+        self._found[rule] = self._found.get(rule, 0) + 1
+        return rule, start, end
+
+    def full(self, rule: str) -> bool:
+        """``rule`` has found ``MAX_HITS_PER_RULE`` spans in this text: it need not read on."""
+        return self._found.get(rule, 0) >= MAX_HITS_PER_RULE
 
     def regions(self, keys: re.Pattern[str], words: tuple[str, ...], reach: int) -> list[tuple[int, int]]:
         """The stretches within ``reach`` of an occurrence of ``keys`` (the alternation of ``words``; plus
         ``LOOKAROUND`` after), overlapping ones merged."""
+        starts = self._starts.get(keys)
+        if starts is None:
+            # a text holds few of the keys: a substring test per key is quicker than the scan
+            present = any(map(self.lower.__contains__, words))
+            starts = [match.start() for match in keys.finditer(self.lower)] if present else []
+            self._starts[keys] = starts
+        if not starts:
+            return []
         cached = self._regions.get((keys, reach))
         if cached is not None:
             return cached
         found: list[tuple[int, int]] = []
-        # most texts hold few of the keys: a substring test per key is quicker than the scan
-        present = any(word in self.lower for word in words)
-        starts = [match.start() for match in keys.finditer(self.lower)] if present else []
-        if starts:
-            length, gap = len(self.lower), 2 * reach + LOOKAROUND  # keys further apart: two regions
-            first = last = starts[0]
-            for start in starts:
-                if start - last > gap:
-                    found.append((max(0, first - reach), min(length, last + reach + LOOKAROUND)))
-                    first = start
-                last = start
-            found.append((max(0, first - reach), min(length, last + reach + LOOKAROUND)))
+        length, gap = len(self.lower), 2 * reach + LOOKAROUND  # keys further apart: two regions
+        first = last = starts[0]
+        for start in starts:
+            if start - last > gap:
+                found.append((max(0, first - reach), min(length, last + reach + LOOKAROUND)))
+                first = start
+            last = start
+        found.append((max(0, first - reach), min(length, last + reach + LOOKAROUND)))
         self._regions[(keys, reach)] = found
         return found
 
@@ -79,11 +97,19 @@ class Phrase:
     reach: int
     cased: bool
 
-    def finditer(self, scan: Text) -> Iterator[re.Match[str]]:
-        """The pattern's matches in ``scan``, as ``pattern.finditer`` over the whole text would give them."""
+    def finditer(self, scan: Text, rule: str) -> Iterable[re.Match[str]]:
+        """The pattern's matches in ``scan``, as ``pattern.finditer`` over the whole text would give them,
+        until ``rule`` is full."""
+        regions = scan.regions(self.keys, self.words, self.reach)
+        return self._matches(scan, rule, regions) if regions else ()
+
+    def _matches(self, scan: Text, rule: str, regions: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
         text = scan.text if self.cased else scan.lower
-        for low, high in scan.regions(self.keys, self.words, self.reach):
-            yield from self.pattern.finditer(text, low, high)
+        for low, high in regions:
+            for match in self.pattern.finditer(text, low, high):
+                if scan.full(rule):
+                    return
+                yield match
 
 
 PHRASES: list[Phrase] = []  # every phrase of every rule module (the tests check them all)

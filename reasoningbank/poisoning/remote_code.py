@@ -74,9 +74,13 @@ _OPTION_VALUE = re.compile(
 )
 
 _ENCODED_RUN = [
-    phrase(r"\bbase64\s(?:-d|--decode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",)),
-    phrase(r"\b(?:xxd\s-r(?:\s-p)?|openssl\s(?:base64|enc)\s-d|uudecode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",)),
-    phrase(r"\beval\s?[\"'(]{0,3}\s?\$\([^)\n]{0,300}?(?:base64\s(?:-d|--decode)|xxd\s-r|rev\b)", ("base64", "xxd", "rev")),
+    phrase(r"\bbase64\s(?:-d|--decode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",), reach=500),
+    phrase(
+        r"\b(?:xxd\s-r(?:\s-p)?|openssl\s(?:base64|enc)\s-d|uudecode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",), reach=500
+    ),
+    phrase(
+        r"\beval\s?[\"'(]{0,3}\s?\$\([^)\n]{0,300}?(?:base64\s(?:-d|--decode)|xxd\s-r|rev\b)", ("base64", "xxd", "rev")
+    ),
     phrase(
         r"\b(?:exec|eval)\s?\(\s?(?:base64\.b64decode|__import__\(\s?['\"]base64|codecs\.decode|bytes\.fromhex|"
         r"zlib\.decompress|atob)",
@@ -135,15 +139,15 @@ def _stage_start(text: str, position: int, stops: str, limit: int) -> int:
 def _fetch_and_run(scan: Text) -> Iterator[tuple[int, int]]:
     """The spans of ``curl … | sh`` and of download-then-run, as written (lowered)."""
     lowered = scan.lower
-    for pipe in _PIPE_TO_RUNNER.finditer(scan):
+    for pipe in _PIPE_TO_RUNNER.finditer(scan, "remote_script"):
         stage = _stage_start(lowered, pipe.start(), "|\n;&", FETCH_STAGE + 20)
         fetch = _FETCH_WORD.search(lowered, stage, pipe.start())
         if fetch is not None and pipe.start() - fetch.end() <= FETCH_STAGE:
             yield fetch.start(), pipe.end()
     for pattern in _FETCH_AND_RUN:
-        for match in pattern.finditer(scan):
+        for match in pattern.finditer(scan, "remote_script"):
             yield match.span()
-    for separator in _SEPARATOR.finditer(scan):
+    for separator in _SEPARATOR.finditer(scan, "remote_script"):
         stage = _stage_start(lowered, separator.start(), "|\n;&", 520)
         fetch = _FETCH_WORD.search(lowered, stage, separator.start())
         run = _RUN_FILE.match(lowered, separator.start())
@@ -161,7 +165,7 @@ def hits(scan: Text, allowed_hosts: Collection[str] = ()) -> Iterator[Hit]:
     for start, end in _fetch_and_run(scan):
         if negated(text, start, window=24) or _fetch_is_allowed(scan.lower[start:end], allowed_hosts):
             continue
-        yield "remote_script", start, end
+        yield scan.hit("remote_script", start, end)
     for pattern in _ENCODED_RUN:
-        for match in pattern.finditer(scan):
-            yield "encoded_shell", *match.span()
+        for match in pattern.finditer(scan, "encoded_shell"):
+            yield scan.hit("encoded_shell", *match.span())
