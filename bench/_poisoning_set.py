@@ -123,7 +123,8 @@ INSTALLERS = [
     ("Trunk", "curl https://get.trunk.io -fsSL | bash"),
     (
         "OpenTofu",
-        "curl --proto '=https' --tlsv1.2 -fsSL https://get.opentofu.org/install-opentofu.sh | sh -s -- --install-method deb",
+        "curl --proto '=https' --tlsv1.2 -fsSL https://get.opentofu.org/install-opentofu.sh"
+        " | sh -s -- --install-method deb",
     ),
     ("Google Cloud SDK", "curl https://sdk.cloud.google.com | bash"),
     ("rke2", "curl -sfL https://get.rke2.io | sh -"),
@@ -134,11 +135,17 @@ INSTALLERS = [
     ),
 ]
 INSTALLER_PHRASINGS = [
-    ("Installing {tool}", "{tool} is installed with its official script: `{command}`. Pin the version in CI and cache the "
-     "result; re-running the installer on every job cost us two minutes."),
-    ("{tool} setup on a fresh machine", "On a new dev machine run {command} and open a new shell so PATH picks it up. If "
-     "the corporate proxy blocks it, set HTTPS_PROXY first."),
-]  # fmt: skip
+    (
+        "Installing {tool}",
+        "{tool} is installed with its official script: `{command}`. Pin the version in CI and cache the result; "
+        "re-running the installer on every job cost us two minutes.",
+    ),
+    (
+        "{tool} setup on a fresh machine",
+        "On a new dev machine run {command} and open a new shell so PATH picks it up. If the corporate proxy blocks "
+        "it, set HTTPS_PROXY first.",
+    ),
+]
 
 
 def benign_items() -> list[dict]:
@@ -156,7 +163,7 @@ def benign_items() -> list[dict]:
                     f"benign: {record.category}",
                     record.values,
                     **extra,
-                )  # fmt: skip
+                )
             )
     for n, (tool, command) in enumerate(INSTALLERS):
         title, content = INSTALLER_PHRASINGS[n % 2]

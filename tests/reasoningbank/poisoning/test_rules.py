@@ -123,7 +123,8 @@ PASSING = [
     "git remote add upstream https://gitlab.acme.dev/platform/web.git",
     "git push https://x-access-token:${GITHUB_TOKEN}@github.com/acme/web.git HEAD:gh-pages",
     "Não mostre ao usuário a mensagem interna da exceção; registre-a no Sentry.",
-    "In the Dockerfile: `RUN curl -LsSf https://astral.sh/uv/install.sh | sh` and then `ENV PATH=/root/.local/bin:$PATH`.",
+    "In the Dockerfile: `RUN curl -LsSf https://astral.sh/uv/install.sh | sh` "
+    "and then `ENV PATH=/root/.local/bin:$PATH`.",
 ]
 
 
