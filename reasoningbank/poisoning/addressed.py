@@ -84,7 +84,7 @@ _OVERRIDE = [
         ("from now on",),
     ),
 ]
-# "ignore the previous instructions in docs/setup.md": a pointer to a document, not an order to the reader
+# "ignore the previous instructions in infra/setup.md": a pointer to a document, not an order to the reader
 _DOC_TARGET = re.compile(
     rf"{SEP}(?:in|from|of|on){SEP}(?:the{SEP}|our{SEP}|this{SEP})?(?:readme|docs?|wiki|documentation|"
     rf"setup|guide|runbook|ticket|page|section|file|chapter|confluence|notion|issue|pr|"
