@@ -213,7 +213,6 @@ _COMMANDS = [
         SECRET_FILE_KEYS,
     ),
 ]
-_SECRET_FILES = phrase(rf"(?P<secret>{SECRET_FILE})", SECRET_FILE_KEYS)
 _UPLOADS = phrase(_UPLOAD_OPTION.pattern, SECRET_FILE_KEYS)
 _POWERSHELL_READS = phrase(_POWERSHELL_READ.pattern, SECRET_FILE_KEYS)
 _SECRET_LABELS = phrase(_SECRET_LABEL.pattern, ("token", "secret", "key", "pass", "credential"))
