@@ -107,7 +107,8 @@ def _health_body() -> dict[str, Any]:
         try:
             body["webhook_worker"] = _webhook_worker_part(webhook_worker_health_cached())
         except DatabaseError as exc:
-            body["webhook_worker"] = {"status": "unknown", "detail": f"cannot read its heartbeat ({type(exc).__name__})"}
+            unread = f"cannot read its heartbeat ({type(exc).__name__})"
+            body["webhook_worker"] = {"status": "unknown", "detail": unread}
         try:
             body["queue"] = _queue_part(queue_health_cached())
         except DatabaseError as exc:

@@ -296,9 +296,7 @@ def _claim(delivery_id: str) -> WebhookDelivery | None:
     and the delivery leased for the attempt's deadline, so a second task for it (a sweep, a duplicate)
     does nothing meanwhile; under the organization's lock, so two workers cannot both take its last slot.
     """
-    organization_id = (
-        WebhookDelivery.objects.filter(pk=delivery_id).values_list("organization_id", flat=True).first()
-    )
+    organization_id = WebhookDelivery.objects.filter(pk=delivery_id).values_list("organization_id", flat=True).first()
     if organization_id is None:
         return None
     with transaction.atomic():
@@ -386,7 +384,13 @@ def _finish(delivery: WebhookDelivery, *, succeeded: bool, error: str) -> Webhoo
         delivery.leased_until = None
         delivery.save(
             update_fields=[
-                "status", "error", "finished_at", "next_attempt_at", "leased_until", "response_code", "latency_ms"
+                "status",
+                "error",
+                "finished_at",
+                "next_attempt_at",
+                "leased_until",
+                "response_code",
+                "latency_ms",
             ]
         )
         subscription = WebhookSubscription.objects.select_for_update().get(pk=delivery.subscription_id)
@@ -459,9 +463,7 @@ def deliveries_sweep() -> int:
         .filter(_not_in_flight(now))
         .filter(Q(next_attempt_at__lte=stale) | Q(next_attempt_at__isnull=True, created_at__lte=stale))
     )
-    organizations = list(
-        waiting.values("organization_id").annotate(oldest=Min("created_at")).order_by("oldest")[:500]
-    )
+    organizations = list(waiting.values("organization_id").annotate(oldest=Min("created_at")).order_by("oldest")[:500])
     cap = int(settings.WEBHOOK_ORG_CONCURRENCY)
     queued = 0
     for row in organizations:

@@ -11,6 +11,8 @@ receiver that sends a byte every two seconds never trips a five-second read time
 delivery (and a worker slot) busy for minutes. Here the name lookup, the connection, the TLS handshake,
 the request and the answer's status line and headers all run under one ``asyncio.timeout``; the
 answer's body is never read, and closing it does not wait for it (docs/security/worker-fairness.md).
+When the deadline cuts an attempt, every connection it opened is closed then and there: a handshake
+cancelled half-way would otherwise keep its socket until the garbage collector found it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import functools
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from reasoningbank import net_guard
@@ -30,6 +33,21 @@ USER_AGENT = "ReasoningBank-Webhooks/1"
 # is left to finish on its own in this pool while the attempt fails on time. Not asyncio's default
 # executor: asyncio.run waits for that one's threads when it ends, and so would the attempt.
 _RESOLVERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-dns")
+
+
+class _AttemptLoop(asyncio.SelectorEventLoop):
+    """An event loop that remembers the connections it made, so that the attempt can close them all at
+    its end, whatever state the deadline left them in (the HTTP library closes what it finishes, not
+    what a cancellation interrupts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transports: list[asyncio.BaseTransport] = []
+
+    async def create_connection(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        transport, protocol = await super().create_connection(*args, **kwargs)
+        self.transports.append(transport)
+        return transport, protocol
 
 
 class DeliveryFailed(Exception):
@@ -55,9 +73,15 @@ def delivery_post(
     """POST ``body`` to ``url``; the answer's status and the time it took, or ``DeliveryFailed`` —
     at the latest ``timeout_seconds`` after the call, whatever the receiver does."""
     started = time.monotonic()
+    loop = _AttemptLoop()
     try:
         # a worker task is plain synchronous code: its own short-lived event loop, per attempt
-        status_code = asyncio.run(_post_within(url, body, headers, timeout_seconds, allow_private))
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            try:
+                status_code = runner.run(_post_within(url, body, headers, timeout_seconds, allow_private))
+            finally:
+                for transport in loop.transports:
+                    transport.abort()  # closed now; a no-op for one the HTTP library closed already
     except TimeoutError:
         raise DeliveryFailed(
             f"no answer within the {timeout_seconds:g} s deadline (name lookup, connection, request and the "

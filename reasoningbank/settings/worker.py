@@ -41,6 +41,11 @@ if env_str("REDIS_URL"):
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = env_str("REDIS_URL")
 
+# Each organization's share of the worker (reasoningbank/fair_share.py): at most this many slow tasks (a
+# session's distillation, a consolidation run) of one organization run at once while another organization
+# has such work waiting; alone, an organization may use every slot. docs/security/worker-fairness.md
+WORKER_ORG_CONCURRENCY = env_int("WORKER_ORG_CONCURRENCY", 1, minimum=1, maximum=256)
+
 # /readyz and the dashboard banner (reasoningbank/health.py): the worker beats every minute
 # (rb:worker-heartbeat); a beat older than this means it is down. Right after a start a missing or
 # stale beat reads "starting" for the grace period. Work waiting longer than QUEUE_STALLED_AFTER

@@ -207,7 +207,9 @@ def test_a_webhook_worker_never_seen_fails_readyz_worker_with_the_command_that_s
 def test_a_restarted_webhook_worker_is_ok_while_any_of_its_processes_beat_lately(client, db, settings):
     settings.WORKER_HEARTBEAT_STALE_AFTER = 60
     beat(10, webhook_worker_ago=300)  # the killed one's last beat
-    WorkerHeartbeat.objects.create(cluster="reasoningbank-webhooks@host/43", beat_at=timezone.now(), host="host", pid=43)
+    WorkerHeartbeat.objects.create(
+        cluster="reasoningbank-webhooks@host/43", beat_at=timezone.now(), host="host", pid=43
+    )  # its replacement
     response = client.get("/readyz/worker")
     assert response.status_code == 200 and response.json()["webhook_worker"]["status"] == "ok"
     health_cache_clear()

@@ -1,0 +1,123 @@
+"""No organization holds more than its share of the worker (reasoningbank/fair_share.py,
+docs/security/worker-fairness.md): a slow task (a session's distillation, a consolidation run) of an
+organization at WORKER_ORG_CONCURRENCY does not start while another organization's work waits — it is
+deferred, its slot freed at once, its work kept queued — and a finished task hands its slot on."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from consolidation.models import ConsolidationRun
+from consolidation.runs import consolidation_execute, runs_recover_stale
+from consolidation.tasks import work_sweep
+from memories.models import AgentSession
+from memories.sessions.services import session_process
+from reasoningbank import fair_share
+from tests.factories import AgentSessionFactory, ConsolidationRunFactory, ProjectFactory
+from tests.fakes import ScriptedLLM, memory_block
+
+ONE_MEMORY = memory_block(1, "Seed the RNG in flaky tests", "When a test fails at random", "Call random.seed(0).")
+
+
+@pytest.fixture
+def handed_on(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """(kind, id) of every task the hand-on queues, instead of queuing it."""
+    queued: list[tuple[str, str]] = []
+    for kind, work in list(fair_share._KINDS.items()):
+        monkeypatch.setitem(
+            fair_share._KINDS, kind, dataclasses.replace(work, enqueue=lambda pk, k=kind: queued.append((k, pk)))
+        )
+    return queued
+
+
+@pytest.fixture
+def share_of_one(settings) -> None:
+    settings.WORKER_ORG_CONCURRENCY = 1
+
+
+def running_session(project) -> AgentSession:
+    now = timezone.now()
+    return AgentSessionFactory(project=project, status="running", started_at=now, heartbeat_at=now)
+
+
+def test_an_organization_at_its_share_is_deferred_while_another_organizations_session_waits(
+    cast, share_of_one, handed_on
+):
+    running_session(cast.project_a)
+    theirs = AgentSessionFactory(project=cast.project_b)
+    deferred = AgentSessionFactory(project=cast.project_a)
+
+    llm = ScriptedLLM([])
+    assert session_process(deferred.id, llm=llm) is None
+    assert llm.calls == []  # the slot was given back at once, nothing was asked of the LLM
+    deferred.refresh_from_db()
+    assert deferred.status == "queued" and deferred.attempts == 0  # not lost, not counted as a failure
+
+    assert session_process(theirs.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
+
+
+def test_alone_an_organization_uses_every_free_slot(cast, share_of_one, handed_on):
+    running_session(cast.project_a)
+    second = AgentSessionFactory(project=cast.project_a)
+    assert session_process(second.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
+
+
+def test_a_running_consolidation_run_counts_toward_the_organizations_share(cast, share_of_one, handed_on):
+    at = timezone.now()
+    ConsolidationRunFactory(project=cast.project_a, status="running", started_at=at, heartbeat_at=at)
+    AgentSessionFactory(project=cast.project_b)
+    session = AgentSessionFactory(project=cast.project_a)
+    assert session_process(session.id, llm=ScriptedLLM([])) is None
+
+
+def test_a_consolidation_run_beyond_the_share_is_deferred_and_stays_queued(cast, share_of_one, handed_on):
+    running_session(cast.project_a)
+    AgentSessionFactory(project=cast.project_b)
+    run = ConsolidationRunFactory(project=ProjectFactory(organization=cast.org_a))
+    assert consolidation_execute(run.id) is None
+    run.refresh_from_db()
+    assert run.status == ConsolidationRun.STATUS_QUEUED
+
+
+def test_a_finished_distillation_hands_its_slot_to_the_organization_running_the_least(
+    cast, share_of_one, handed_on
+):
+    mine = AgentSessionFactory(project=cast.project_a)
+    AgentSessionFactory(project=cast.project_a)  # the same organization's next: it has had its turn
+    theirs = AgentSessionFactory(project=cast.project_b)
+    assert session_process(mine.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
+    assert handed_on == [("session", theirs.id)]
+
+
+def test_the_sweep_hands_on_deferred_work_that_waited_over_a_minute(cast, share_of_one, handed_on):
+    long_ago = timezone.now() - timedelta(minutes=5)
+    deferred = AgentSessionFactory(project=cast.project_a)
+    AgentSession.objects.filter(pk=deferred.pk).update(created_at=long_ago)
+    AgentSessionFactory(project=cast.project_b)  # fresh: its own task is on its way
+    assert work_sweep()["handed_on"] == 1
+    assert handed_on == [("session", deferred.id)]
+
+
+def test_a_session_still_being_handed_in_is_not_work_waiting_for_a_slot(cast, share_of_one, handed_on):
+    """Sessions submitted while they went on wait to be idle (docs/claude-code.md#capture); the idle
+    release queues them, not the hand-on."""
+    AgentSessionFactory(project=cast.project_a, next_attempt_at=timezone.now() - timedelta(seconds=1), attempts=0)
+    assert fair_share.slow_work_hand_on() == 0
+
+
+def test_a_queued_run_waiting_for_its_organizations_turn_is_not_failed_as_unclaimed(cast, settings):
+    settings.CONSOLIDATION_QUEUE_TIMEOUT = 600
+    long_ago = timezone.now() - timedelta(minutes=20)
+    running_session(cast.project_a)
+    waiting_its_turn = ConsolidationRunFactory(project=cast.project_a)
+    unclaimed = ConsolidationRunFactory(project=cast.project_b)
+    ConsolidationRun.objects.filter(pk__in=[waiting_its_turn.pk, unclaimed.pk]).update(created_at=long_ago)
+    assert runs_recover_stale() == 1
+    waiting_its_turn.refresh_from_db()
+    unclaimed.refresh_from_db()
+    assert waiting_its_turn.status == ConsolidationRun.STATUS_QUEUED
+    assert unclaimed.status == ConsolidationRun.STATUS_FAILED
