@@ -143,7 +143,11 @@ def run_enqueue(run_id: str, *, carrier: dict[str, Any] | None = None) -> None:
     from django_q.tasks import async_task
 
     async_task(
-        "consolidation.tasks.consolidation_run_task", run_id, task_name=f"consolidate {run_id}", **(carrier or {})
+        "consolidation.tasks.consolidation_run_task",
+        run_id,
+        task_name=f"consolidate {run_id}",
+        cluster=settings.Q_CLUSTER["name"],  # the worker's queue, whichever process queues it
+        **(carrier or {}),
     )
 
 

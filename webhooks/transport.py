@@ -42,7 +42,7 @@ class _AttemptLoop(asyncio.SelectorEventLoop):
 
     def __init__(self) -> None:
         super().__init__()
-        self.transports: list[asyncio.BaseTransport] = []
+        self.transports: list[asyncio.Transport] = []
 
     async def create_connection(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         transport, protocol = await super().create_connection(*args, **kwargs)

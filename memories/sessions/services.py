@@ -258,9 +258,9 @@ def session_enqueue(session_id: str, *, delay_seconds: float = 0) -> None:
     from django_q.models import Schedule
     from django_q.tasks import async_task
 
-    if delay_seconds <= 0:
-        # task_carrier: the distillation's trace continues the request's that submitted it
-        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}", **task_carrier())
+    if delay_seconds <= 0:  # its trace continues the request's; the worker's queue, even from the webhook worker's
+        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}",
+                   cluster=settings.Q_CLUSTER["name"], **task_carrier())  # fmt: skip
     else:
         Schedule.objects.create(
             func="memories.tasks.session_distill",

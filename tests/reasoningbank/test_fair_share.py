@@ -121,3 +121,36 @@ def test_a_queued_run_waiting_for_its_organizations_turn_is_not_failed_as_unclai
     unclaimed.refresh_from_db()
     assert waiting_its_turn.status == ConsolidationRun.STATUS_QUEUED
     assert unclaimed.status == ConsolidationRun.STATUS_FAILED
+
+
+def test_distillations_and_runs_are_queued_on_the_workers_queue_whichever_process_queues_them(
+    db, monkeypatch, settings
+):
+    """The webhook worker's processes default to their own queue: a session or a run they queued (a sweep,
+    a hand-on) must still go to the worker, never sit among the deliveries."""
+    from django_q import tasks
+
+    from consolidation.runs import run_enqueue
+    from memories.sessions.services import session_enqueue
+
+    sent: list[dict] = []
+    monkeypatch.setattr(tasks, "async_task", lambda func, *args, **kwargs: sent.append({"func": func, **kwargs}))
+    session_enqueue("ses_1")
+    run_enqueue("run_1")
+    assert [(s["func"], s["cluster"]) for s in sent] == [
+        ("memories.tasks.session_distill", settings.Q_CLUSTER["name"]),
+        ("consolidation.tasks.consolidation_run_task", settings.Q_CLUSTER["name"]),
+    ]
+
+
+def test_a_webhook_worker_process_that_starts_leaves_the_sweep_to_the_worker(monkeypatch, settings):
+    from consolidation import receivers
+
+    swept: list[str] = []
+    monkeypatch.setattr(receivers, "work_sweep", lambda: swept.append("swept") or {})
+    monkeypatch.setattr(receivers, "cluster_name", lambda: settings.WEBHOOKS_CLUSTER)
+    receivers.on_worker_spawned(None, proc_name="Process-1")
+    assert swept == []
+    monkeypatch.setattr(receivers, "cluster_name", lambda: settings.Q_CLUSTER["name"])
+    receivers.on_worker_spawned(None, proc_name="Process-2")
+    assert swept == ["swept"]
