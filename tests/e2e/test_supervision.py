@@ -133,58 +133,6 @@ def test_a_killed_webhook_worker_group_is_restarted_and_nothing_else_is(service:
     assert "==> webhooks killed by SIGKILL" in log and "restarting it in 1s" in log, log[-3000:]
 
 
-def test_web_stays_ready_while_a_worker_killed_mid_session_is_restarted(
-    service: Service, acme: Setup, llm_stub: LLMStub
-) -> None:
-    """The red team's case: the worker group killed under load left its session "running" for a dead
-    process until the new worker's sweep, and /readyz answered 503 for about 10 s — a load balancer would
-    have dropped a healthy web. Now /readyz answers 200 throughout; /readyz/worker carries the worker's state."""
-    marker = unique()
-    llm_stub.hold("distill")
-    try:
-        with rest(service, acme.project_token) as http:
-            submitted = http.post("/api/v1/sessions", json={
-                "session_id": marker, "outcome": "success",
-                "trace": f"user: the cache test is flaky ({marker})\nassistant: cleared the shared cache; green.",
-            })  # fmt: skip
-            assert submitted.status_code in (200, 201, 202), submitted.text[:500]
-            wait_for(
-                "the distillation asked the LLM (and waits for it)",
-                lambda: any(marker in call.prompt for call in llm_stub.calls_of("distill")),
-                90,
-                service,
-            )
-            worker, _ = run_pids(service)
-            os.killpg(worker, signal.SIGKILL)
-            statuses: list[int] = []
-            seen_background: set[str] = set()
-            until = time.monotonic() + 20  # the restart (1 s), the new worker's sweep, the 10 s cache
-            while time.monotonic() < until:
-                ready = httpx2.get(f"{service.url}/readyz", timeout=10)
-                statuses.append(ready.status_code)
-                seen_background.update(ready.json()["background"]["failing"])
-                time.sleep(0.2)
-            assert set(statuses) == {200}, f"/readyz was not 200 throughout: {statuses}"
-            llm_stub.release("distill")
-            done = wait_for(
-                "the session distilled by the new worker",
-                lambda: http.get(f"/api/v1/sessions/{marker}").json()["status"] == "done",
-                120,
-                service,
-            )
-            assert done
-        # once the sweep queued the session again and it ran, the background is whole again
-        worker_ready = wait_for(
-            "/readyz/worker ok",
-            lambda: httpx2.get(f"{service.url}/readyz/worker", timeout=10).status_code == 200,
-            BACK_WITHIN,
-            service,
-        )
-        assert worker_ready, seen_background
-    finally:
-        llm_stub.release("distill")
-
-
 # one strategy said three ways (as in test_mcp_agent): the judge reads their pairs, so the run calls the LLM
 NEAR_DUPLICATES = [
     ("Wrap database calls with a timeout", "so slow queries cannot hang the request"),
@@ -259,6 +207,59 @@ def test_a_run_whose_worker_process_is_killed_is_failed_within_a_minute_and_the_
         assert finished["status"] == "completed", finished["errors"]
     health = httpx2.get(f"{service.url}/readyz", timeout=10).json()
     assert health["running"]["status"] == "ok", health["running"]
+
+
+def test_web_stays_ready_while_a_worker_killed_mid_session_is_restarted(
+    service: Service, acme: Setup, llm_stub: LLMStub
+) -> None:
+    """The red team's case: the worker group killed under load left its session "running" for a dead
+    process until the new worker's sweep, and /readyz answered 503 for about 10 s — a load balancer would
+    have dropped a healthy web. Now /readyz answers 200 throughout; /readyz/worker carries the worker's state.
+    After the run test: the distillation leaves a worker connected to the LLM stub, which that test counts."""
+    marker = unique()
+    llm_stub.hold("distill")
+    try:
+        with rest(service, acme.project_token) as http:
+            submitted = http.post("/api/v1/sessions", json={
+                "session_id": marker, "outcome": "success",
+                "trace": f"user: the cache test is flaky ({marker})\nassistant: cleared the shared cache; green.",
+            })  # fmt: skip
+            assert submitted.status_code in (200, 201, 202), submitted.text[:500]
+            wait_for(
+                "the distillation asked the LLM (and waits for it)",
+                lambda: any(marker in call.prompt for call in llm_stub.calls_of("distill")),
+                90,
+                service,
+            )
+            worker, _ = run_pids(service)
+            os.killpg(worker, signal.SIGKILL)
+            statuses: list[int] = []
+            seen_background: set[str] = set()
+            until = time.monotonic() + 20  # the restart (1 s), the new worker's sweep, the 10 s cache
+            while time.monotonic() < until:
+                ready = httpx2.get(f"{service.url}/readyz", timeout=10)
+                statuses.append(ready.status_code)
+                seen_background.update(ready.json()["background"]["failing"])
+                time.sleep(0.2)
+            assert set(statuses) == {200}, f"/readyz was not 200 throughout: {statuses}"
+            llm_stub.release("distill")
+            done = wait_for(
+                "the session distilled by the new worker",
+                lambda: http.get(f"/api/v1/sessions/{marker}").json()["status"] == "done",
+                120,
+                service,
+            )
+            assert done
+        # once the sweep queued the session again and it ran, the background is whole again
+        worker_ready = wait_for(
+            "/readyz/worker ok",
+            lambda: httpx2.get(f"{service.url}/readyz/worker", timeout=10).status_code == 200,
+            BACK_WITHIN,
+            service,
+        )
+        assert worker_ready, seen_background
+    finally:
+        llm_stub.release("distill")
 
 
 def test_a_killed_postgresql_is_started_again_and_the_api_answers_again(service: Service, acme: Setup) -> None:
