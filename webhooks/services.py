@@ -8,13 +8,13 @@ import functools
 import json
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Min, Q
+from django.db.models import F, Min, Q, QuerySet
 from django.utils import timezone
 
 from accounts.access import Principal
@@ -269,19 +269,19 @@ def delivery_enqueue(delivery_id: str, *, delay_seconds: float = 0) -> None:
 # --- delivering (the webhook worker) ---------------------------------------------------------------
 
 
-def _pending(organization_id: int) -> Any:
+def _pending(organization_id: int) -> QuerySet[WebhookDelivery]:
     return WebhookDelivery.objects.filter(organization_id=organization_id, status=WebhookDelivery.STATUS_PENDING)
 
 
-def _not_in_flight(now: Any) -> Q:
+def _not_in_flight(now: datetime) -> Q:
     return Q(leased_until__isnull=True) | Q(leased_until__lte=now)
 
 
-def _due(now: Any) -> Q:
+def _due(now: datetime) -> Q:
     return Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
 
 
-def _waiting_in_order(organization_id: int, now: Any) -> Any:
+def _waiting_in_order(organization_id: int, now: datetime) -> QuerySet[WebhookDelivery]:
     """The organization's deliveries that wait for an attempt, oldest first: the order they go out in."""
     return _pending(organization_id).filter(_not_in_flight(now)).filter(_due(now)).order_by("created_at", "id")
 
