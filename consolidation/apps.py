@@ -36,7 +36,8 @@ class ConsolidationConfig(AppConfig):
         from reasoningbank.fair_share import SlowWork, slow_work_register
 
         # a run is slow work: each organization gets its share of the worker for it (with its sessions)
-        slow_work_register(SlowWork("consolidation_run", runs_running, runs_waiting, "created_at", run_enqueue))
+        task = "consolidation.tasks.consolidation_run_task"
+        slow_work_register(SlowWork("consolidation_run", runs_running, runs_waiting, task, run_enqueue))
 
         from consolidation import events, receivers
         from memories.events import memories_added

@@ -174,7 +174,7 @@ def run_claim(run_id: str) -> ConsolidationRun | None:
         phase=phases()[0].name,
         worker=worker_identity(),
     )
-    if organization_id is None or not slow_work_claim(organization_id, claim):
+    if organization_id is None or not slow_work_claim("consolidation_run", run_id, organization_id, claim):
         return None
     return ConsolidationRun.objects.select_related("organization", "project", "requested_by_token").get(pk=run_id)
 

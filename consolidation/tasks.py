@@ -12,11 +12,9 @@ from consolidation.runs import consolidation_execute, runs_recover_stale, runs_r
 from consolidation.triggers import consolidation_schedule_due
 from memories.sessions.services import sessions_recover_stale, sessions_release_idle
 from reasoningbank.ai.batch_services import batches_poll
-from reasoningbank.fair_share import slow_work_hand_on
 from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger("consolidation")
-SWEEP_HAND_ON_MAX = 50  # organizations whose waiting work one sweep queues a task for
 
 
 @task_traced("task.consolidation_run")  # a child of the request that queued it (its trace_context)
@@ -45,16 +43,12 @@ def llm_batches_poll() -> dict[str, int]:
 def work_sweep() -> dict[str, int]:
     """Every minute (``rb:work-sweep``) and whenever a worker process starts: work whose worker died
     is released — a consolidation run is failed (its project may run again), a session is queued
-    again (docs/operations.md) — sessions handed in while they went on are queued once idle
-    (docs/claude-code.md#capture: every minute, so none looks stalled while it waits for the sweep), and
-    slow work that waited over a minute for its organization's share is handed on again
-    (docs/security/worker-fairness.md)."""
+    again (docs/operations.md) — and sessions handed in while they went on are queued once idle
+    (docs/claude-code.md#capture: every minute, so none looks stalled while it waits for the sweep)."""
     return {
         "runs": runs_recover_stale(),
         "sessions": sessions_recover_stale(),
         "idle_sessions": sessions_release_idle(),
-        # work deferred by its organization's share whose hand-on was lost (a worker that died)
-        "handed_on": slow_work_hand_on(limit=SWEEP_HAND_ON_MAX, waited_at_least=60),
     }
 
 

@@ -17,7 +17,8 @@ class MemoriesConfig(AppConfig):
 
         usage_counter_register("memories", memories_active_count)
         # a session's distillation is slow work: each organization gets its share of the worker for it
-        slow_work_register(SlowWork("session", sessions_running, sessions_waiting, "created_at", session_enqueue))
+        distill = "memories.tasks.session_distill"
+        slow_work_register(SlowWork("session", sessions_running, sessions_waiting, distill, session_enqueue))
         # what this app calls an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
         purpose_register("distill", "Distill session")
         purpose_register("reason", "Reasoned answer (memory_ask)")

@@ -8,14 +8,16 @@ kernel knows no app), and its claim goes through ``slow_work_claim``:
 
 * under the organization's lock, the share (``fair_share_policy.share_admits``, ``WORKER_ORG_CONCURRENCY``)
   decides whether the task starts; if not, the claim does nothing and the work stays queued — the
-  task gives its slot back at once instead of holding it while it waits;
-* when a slow task ends it hands the slot on (``slow_work_hand_on``): the next in line, fairly, is
-  queued — usually another organization's, or the deferred work of the one that just finished;
-* the work sweep (every minute) hands on whatever waited more than a minute, so deferred work is never
-  lost even if the task that should have handed it on died.
+  task gives its slot back at once instead of holding it while it waits — and the deferral is written
+  down as a django-q2 schedule that queues the task again in ``DEFER_SECONDS``;
+* when a slow task ends it hands the slot on (``slow_work_hand_on``): the next deferred item in line,
+  fairly, has its schedule taken and its task queued at once;
+* a deferred item whose hand-on never came (the task that should have handed it on died) is queued by
+  its own schedule: nothing deferred is lost.
 
-A task that started runs to its end: nothing is preempted, so another organization's work waits at most
-for the first running task to end (a distillation: seconds; a consolidation run: up to its timeout).
+Only deferred items are handed on: an item whose task is still in the queue will be reached by it, and
+a second task would only find it taken. A task that started runs to its end: nothing is preempted, so
+another organization's work waits at most for the first running task to end.
 """
 
 from __future__ import annotations
@@ -37,18 +39,20 @@ from reasoningbank.fair_share_policy import Waiting, next_in_line, share_admits
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-WAITING_READ_MAX = 2000  # waiting items read per hand-on: enough to find every waiting organization's oldest
+DEFER_SECONDS = 60  # a deferred item's own schedule: the hand-on normally comes long before
+DEFERRED_PREFIX = "deferred "  # the schedules' names: "deferred <kind> <organization id> <item id>"
+DEFERRED_READ_MAX = 2000  # deferred items read per hand-on
 
 
 @dataclass(frozen=True)
 class SlowWork:
-    """One kind of slow task: its rows running now, its rows waiting for a worker (queued and due, with
-    the field that orders them), and how to queue a task for one of them."""
+    """One kind of slow task: its rows running now, its rows waiting for a worker (queued and due), the
+    task that works on one (its dotted path) and how to queue it now."""
 
     kind: str
     running: Callable[[], Any]  # () -> QuerySet with organization_id
-    waiting: Callable[[datetime], Any]  # (now) -> QuerySet with organization_id, pk and ``since``
-    since: str
+    waiting: Callable[[datetime], Any]  # (now) -> QuerySet with organization_id
+    task: str
     enqueue: Callable[[str], None]
 
 
@@ -80,10 +84,17 @@ def _waiting_organizations(now: datetime) -> set[int]:
     return found
 
 
-def slow_work_claim(organization_id: int, claim: Callable[[], T | None]) -> T | None:
+def _deferred_name(kind: str, organization_id: int, item_id: str) -> str:
+    return f"{DEFERRED_PREFIX}{kind} {organization_id} {item_id}"
+
+
+def slow_work_claim(kind: str, item_id: str, organization_id: int, claim: Callable[[], T | None]) -> T | None:
     """``claim()`` — the kind's own conditional update to "running" — if the organization's share lets
-    a task start now; None (deferred: the work stays queued) if not. Under the organization's lock, so
-    that two workers cannot both start its last allowed task."""
+    a task start now; None (deferred: the work stays queued, its deferral written down) if not. Under
+    the organization's lock, so that two workers cannot both start its last allowed task."""
+    from django_q.models import Schedule
+
+    name = _deferred_name(kind, organization_id, item_id)
     with transaction.atomic():
         lock_in_transaction(f"worker-share-{organization_id}")
         admitted = share_admits(
@@ -92,28 +103,41 @@ def slow_work_claim(organization_id: int, claim: Callable[[], T | None]) -> T | 
             waiting=_waiting_organizations(timezone.now()),
             cap=int(settings.WORKER_ORG_CONCURRENCY),
         )
-        if not admitted:
-            logger.info("deferred: organization %s has its share of the worker while others wait", organization_id)
-            return None
-        return claim()
+        if admitted:
+            claimed = claim()
+            if claimed:
+                Schedule.objects.filter(name=name).delete()  # it got its turn another way
+            return claimed
+        Schedule.objects.update_or_create(
+            name=name,
+            defaults={
+                "func": _KINDS[kind].task,
+                "args": repr((item_id,)),
+                "schedule_type": Schedule.ONCE,
+                "next_run": timezone.now() + timedelta(seconds=DEFER_SECONDS),
+                "cluster": settings.Q_CLUSTER["name"],
+            },
+        )
+    logger.info("deferred %s %s: organization %s has its share of the worker while others wait", kind, item_id,
+                organization_id)  # fmt: skip
+    return None
 
 
-def slow_work_hand_on(*, limit: int = 1, waited_at_least: float = 0, after: int | None = None) -> int:
-    """Queue the next ``limit`` items in line (one per organization, fair order: ``after`` is the
-    organization whose task just ended, served last among equals); only items that have waited
-    ``waited_at_least`` seconds (the sweep's safety net leaves the fresh ones to their own task).
-    A task for an item that already has one does nothing (claims are conditional). Never raises: a
-    failed hand-on is made good by the sweep."""
+def slow_work_hand_on(*, limit: int = 1, after: int | None = None) -> int:
+    """Queue the next ``limit`` deferred items in line now (one per organization, fair order: ``after``
+    is the organization whose task just ended, served last among equals). Never raises: an item whose
+    hand-on fails is queued by its own schedule."""
+    from django_q.models import Schedule
+
     try:
-        now = timezone.now()
-        cutoff = now - timedelta(seconds=waited_at_least)
+        deferred: dict[str, int] = {}
         waiting: list[Waiting] = []
-        for work in _KINDS.values():
-            rows = work.waiting(now).filter(**{f"{work.since}__lte": cutoff}).order_by(work.since)
-            for pk, organization_id, since in rows.values_list("pk", "organization_id", work.since)[:WAITING_READ_MAX]:
-                waiting.append(Waiting(organization_id, since, work.kind, str(pk)))
-        if not waiting:
-            return 0
+        rows = Schedule.objects.filter(name__startswith=DEFERRED_PREFIX).order_by("next_run", "id")
+        for pk, name, next_run in rows.values_list("pk", "name", "next_run")[:DEFERRED_READ_MAX]:
+            kind, organization_id, item_id = name.removeprefix(DEFERRED_PREFIX).split(" ")
+            if kind in _KINDS:
+                deferred[name] = pk
+                waiting.append(Waiting(int(organization_id), next_run, kind, item_id))
         chosen = next_in_line(
             waiting,
             running=_running_by_organization(),
@@ -121,9 +145,13 @@ def slow_work_hand_on(*, limit: int = 1, waited_at_least: float = 0, after: int 
             limit=limit,
             just_served=after,
         )
+        handed = 0
         for item in chosen:
-            _KINDS[item.kind].enqueue(item.item_id)
-        return len(chosen)
+            name = _deferred_name(item.kind, item.organization_id, item.item_id)
+            if Schedule.objects.filter(pk=deferred[name]).delete()[0]:  # taken here, not by a second hand-on
+                _KINDS[item.kind].enqueue(item.item_id)
+                handed += 1
+        return handed
     except DatabaseError as exc:
-        logger.warning("the next slow task was not handed on (the sweep will): %s", exc)
+        logger.warning("the next deferred task was not handed on (its own schedule will queue it): %s", exc)
         return 0

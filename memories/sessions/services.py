@@ -281,7 +281,7 @@ def session_claim(session_id: str) -> AgentSession | None:
     organization_id, now = rows.values_list("organization_id", flat=True).first(), timezone.now()
     claim = functools.partial(rows.update, status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now,
                               heartbeat_at=Now(), worker=worker_identity())  # fmt: skip
-    if organization_id is None or not slow_work_claim(organization_id, claim):
+    if organization_id is None or not slow_work_claim("session", session_id, organization_id, claim):
         return None
     return AgentSession.objects.select_related("organization", "project", "submitted_by_token").get(pk=session_id)
 

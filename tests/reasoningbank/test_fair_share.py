@@ -1,7 +1,8 @@
 """No organization holds more than its share of the worker (reasoningbank/fair_share.py,
 docs/security/worker-fairness.md): a slow task (a session's distillation, a consolidation run) of an
 organization at WORKER_ORG_CONCURRENCY does not start while another organization's work waits — it is
-deferred, its slot freed at once, its work kept queued — and a finished task hands its slot on."""
+deferred, its slot freed at once, its work kept queued and its deferral written down as a schedule — and
+a finished task hands its slot to the deferred work next in line."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django_q.models import Schedule
 
 from consolidation.models import ConsolidationRun
 from consolidation.runs import consolidation_execute, runs_recover_stale
-from consolidation.tasks import work_sweep
 from memories.models import AgentSession
 from memories.sessions.services import session_process
 from reasoningbank import fair_share
-from tests.factories import AgentSessionFactory, ConsolidationRunFactory, ProjectFactory
+from tests.factories import AgentSessionFactory, ConsolidationRunFactory, OrganizationFactory, ProjectFactory
 from tests.fakes import ScriptedLLM, memory_block
 
 ONE_MEMORY = memory_block(1, "Seed the RNG in flaky tests", "When a test fails at random", "Call random.seed(0).")
@@ -39,6 +40,10 @@ def share_of_one(settings) -> None:
     settings.WORKER_ORG_CONCURRENCY = 1
 
 
+def deferred_names() -> list[str]:
+    return sorted(Schedule.objects.filter(name__startswith="deferred ").values_list("name", flat=True))
+
+
 def running_session(project) -> AgentSession:
     now = timezone.now()
     return AgentSessionFactory(project=project, status="running", started_at=now, heartbeat_at=now)
@@ -56,6 +61,13 @@ def test_an_organization_at_its_share_is_deferred_while_another_organizations_se
     assert llm.calls == []  # the slot was given back at once, nothing was asked of the LLM
     deferred.refresh_from_db()
     assert deferred.status == "queued" and deferred.attempts == 0  # not lost, not counted as a failure
+    # written down: queued again by its own schedule, on the worker's queue, if no hand-on comes first
+    schedule = Schedule.objects.get(name=f"deferred session {cast.org_a.pk} {deferred.id}")
+    assert (schedule.func, schedule.args, schedule.schedule_type) == (
+        "memories.tasks.session_distill", repr((deferred.id,)), Schedule.ONCE
+    )  # fmt: skip
+    assert schedule.cluster == "reasoningbank"
+    assert 50 <= (schedule.next_run - timezone.now()).total_seconds() <= 61
 
     assert session_process(theirs.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
 
@@ -83,30 +95,50 @@ def test_a_consolidation_run_beyond_the_share_is_deferred_and_stays_queued(cast,
     assert run.status == ConsolidationRun.STATUS_QUEUED
 
 
-def test_a_finished_distillation_hands_its_slot_to_the_organization_running_the_least(
+def test_a_finished_distillation_hands_its_slot_to_the_deferred_work_of_the_organization_running_the_least(
     cast, share_of_one, handed_on
 ):
+    org_c = OrganizationFactory(slug="initech", plan="pro")
+    for _ in range(2):
+        running_session(cast.project_a)
+    running_session(cast.project_b)
+    a_deferred = AgentSessionFactory(project=cast.project_a)
+    b_deferred = AgentSessionFactory(project=cast.project_b)
+    c_waiting = AgentSessionFactory(project=ProjectFactory(organization=org_c))
+    assert session_process(a_deferred.id, llm=ScriptedLLM([])) is None
+    assert session_process(b_deferred.id, llm=ScriptedLLM([])) is None
+    assert len(deferred_names()) == 2
+
+    assert session_process(c_waiting.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
+
+    assert handed_on == [("session", b_deferred.id)]  # globex runs one, acme two: globex's turn
+    assert deferred_names() == [f"deferred session {cast.org_a.pk} {a_deferred.id}"]
+
+
+def test_work_whose_task_is_still_queued_is_not_handed_on_a_second_task(cast, share_of_one, handed_on):
     mine = AgentSessionFactory(project=cast.project_a)
-    AgentSessionFactory(project=cast.project_a)  # the same organization's next: it has had its turn
-    theirs = AgentSessionFactory(project=cast.project_b)
+    AgentSessionFactory(project=cast.project_b)  # its own task is in the queue
     assert session_process(mine.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
-    assert handed_on == [("session", theirs.id)]
+    assert handed_on == []
 
 
-def test_the_sweep_hands_on_deferred_work_that_waited_over_a_minute(cast, share_of_one, handed_on):
-    long_ago = timezone.now() - timedelta(minutes=5)
+def test_a_deferred_session_that_gets_its_turn_loses_its_schedule(cast, share_of_one, handed_on):
+    busy = running_session(cast.project_a)
+    AgentSessionFactory(project=cast.project_b)
     deferred = AgentSessionFactory(project=cast.project_a)
-    AgentSession.objects.filter(pk=deferred.pk).update(created_at=long_ago)
-    AgentSessionFactory(project=cast.project_b)  # fresh: its own task is on its way
-    assert work_sweep()["handed_on"] == 1
-    assert handed_on == [("session", deferred.id)]
+    assert session_process(deferred.id, llm=ScriptedLLM([])) is None
+    AgentSession.objects.filter(pk=busy.pk).update(status="done")
+    assert session_process(deferred.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
+    assert deferred_names() == []
 
 
 def test_a_session_still_being_handed_in_is_not_work_waiting_for_a_slot(cast, share_of_one, handed_on):
-    """Sessions submitted while they went on wait to be idle (docs/claude-code.md#capture); the idle
-    release queues them, not the hand-on."""
-    AgentSessionFactory(project=cast.project_a, next_attempt_at=timezone.now() - timedelta(seconds=1), attempts=0)
-    assert fair_share.slow_work_hand_on() == 0
+    """Sessions submitted while they went on wait to be idle (docs/claude-code.md#capture), not for a
+    worker: they hold nobody back."""
+    running_session(cast.project_a)
+    AgentSessionFactory(project=cast.project_b, next_attempt_at=timezone.now() - timedelta(seconds=1), attempts=0)
+    second = AgentSessionFactory(project=cast.project_a)
+    assert session_process(second.id, llm=ScriptedLLM([ONE_MEMORY])).status == "done"
 
 
 def test_a_queued_run_waiting_for_its_organizations_turn_is_not_failed_as_unclaimed(cast, settings):
