@@ -31,6 +31,14 @@ class ConsolidationConfig(AppConfig):
         # first: a run's counters, the metrics and every page read the phases from the registry
         phases_discover()
 
+        from consolidation.runs import run_enqueue
+        from consolidation.selectors import runs_running, runs_waiting
+        from reasoningbank.fair_share import SlowWork, slow_work_register
+
+        # a run is slow work: each organization gets its share of the worker for it (with its sessions)
+        task = "consolidation.tasks.consolidation_run_task"
+        slow_work_register(SlowWork("consolidation_run", runs_running, runs_waiting, task, run_enqueue))
+
         from consolidation import events, receivers
         from memories.events import memories_added
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 
 from consolidation.metrics import consolidation_run_observe
 from consolidation.tasks import work_sweep
 from consolidation.triggers import consolidation_on_demand
 from reasoningbank.logging_json import TRACE, log_body
+from reasoningbank.services import cluster_name
 
 logger = logging.getLogger("consolidation")
 
@@ -24,7 +26,10 @@ def on_worker_spawned(sender: Any, proc_name: str = "", **kwargs: Any) -> None:
     """A django-q2 worker process started — at the cluster's start, or in place of one that died
     (killed, out of memory, timed out): release at once the work of any worker of this host that is
     gone, instead of waiting for its heartbeat to go stale (docs/operations.md). Never stops the
-    worker from starting."""
+    worker from starting. Not in the webhook worker (docs/security/worker-fairness.md): its processes
+    take deliveries only, and the worker's own processes sweep."""
+    if cluster_name() == settings.WEBHOOKS_CLUSTER:
+        return
     try:
         released = work_sweep()
     except Exception:  # the database may be the reason the last worker died; the minute's sweep retries

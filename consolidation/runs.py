@@ -10,6 +10,7 @@ Nothing is ever deleted.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from datetime import datetime, timedelta
@@ -34,6 +35,7 @@ from consolidation.run_state import RunOptions, RunState, RunTimeout
 from consolidation.validation import feature_require
 from reasoningbank.ai.batch_services import batches_open
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
+from reasoningbank.fair_share import slow_work_claim, slow_work_hand_on, slow_work_running_organizations
 from reasoningbank.models import LlmCall
 from reasoningbank.tracing import current_set, span, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
@@ -132,13 +134,20 @@ def consolidation_request(
 
 
 def consolidation_enqueue(run: ConsolidationRun) -> None:
+    carrier = task_carrier()  # the run's trace continues the request's (or the tick's) that asked for it
+    transaction.on_commit(lambda: run_enqueue(run.id, carrier=carrier))
+
+
+def run_enqueue(run_id: str, *, carrier: dict[str, Any] | None = None) -> None:
+    """A task for a queued run, now (the hand-on of a freed worker slot calls this too)."""
     from django_q.tasks import async_task
 
-    carrier = task_carrier()  # the run's trace continues the request's (or the tick's) that asked for it
-    transaction.on_commit(
-        lambda: async_task(
-            "consolidation.tasks.consolidation_run_task", run.id, task_name=f"consolidate {run.id}", **carrier
-        )
+    async_task(
+        "consolidation.tasks.consolidation_run_task",
+        run_id,
+        task_name=f"consolidate {run_id}",
+        cluster=settings.Q_CLUSTER["name"],  # the worker's queue, whichever process queues it
+        **(carrier or {}),
     )
 
 
@@ -151,15 +160,21 @@ def last_completed_run(project: Project) -> ConsolidationRun | None:
 
 
 def run_claim(run_id: str) -> ConsolidationRun | None:
+    """Queued → running, when the organization's share of the worker admits it now
+    (reasoningbank/fair_share.py); None when another worker has it, or it was deferred (it stays queued
+    and is handed on when a slot frees)."""
+    rows = ConsolidationRun.objects.filter(pk=run_id, status=ConsolidationRun.STATUS_QUEUED)
+    organization_id = rows.values_list("organization_id", flat=True).first()
     now = timezone.now()
-    claimed = ConsolidationRun.objects.filter(pk=run_id, status=ConsolidationRun.STATUS_QUEUED).update(
+    claim = functools.partial(
+        rows.update,
         status=ConsolidationRun.STATUS_RUNNING,
         started_at=now,
         heartbeat_at=Now(),  # the database's clock, as every later beat (reasoningbank.work_heartbeat)
         phase=phases()[0].name,
         worker=worker_identity(),
     )
-    if not claimed:
+    if organization_id is None or not slow_work_claim("consolidation_run", run_id, organization_id, claim):
         return None
     return ConsolidationRun.objects.select_related("organization", "project", "requested_by_token").get(pk=run_id)
 
@@ -183,9 +198,12 @@ def consolidation_execute(run_id: str, *, llm: Any = None) -> ConsolidationRun |
     run = run_claim(run_id)
     if run is None:
         return None
-    with WorkHeartbeat(ConsolidationRun, run.id, interval=settings.WORK_HEARTBEAT_INTERVAL) as heartbeat:
-        finished = _run_execute(run, llm=llm, heartbeat=heartbeat)
-    project_backoff_record(finished)
+    try:
+        with WorkHeartbeat(ConsolidationRun, run.id, interval=settings.WORK_HEARTBEAT_INTERVAL) as heartbeat:
+            finished = _run_execute(run, llm=llm, heartbeat=heartbeat)
+        project_backoff_record(finished)
+    finally:
+        slow_work_hand_on(after=run.organization_id)  # the slot this run held goes to the next in line
     return finished
 
 
@@ -404,10 +422,11 @@ def runs_recover_stale(*, project: Project | None = None, stale_after: timedelta
     )
     queued_before = now - timedelta(seconds=queue_timeout)
     unclaimed = runs_fail(
-        # a run queued again after waiting for the LLM budget counts from then (resume_at)
-        runs.filter(status=ConsolidationRun.STATUS_QUEUED).filter(
-            Q(resume_at__isnull=True, created_at__lt=queued_before) | Q(resume_at__lt=queued_before)
-        ),
+        # a run queued again after waiting for the LLM budget counts from then (resume_at); one whose
+        # organization has slow work running is waiting its turn (its share of the worker), not unclaimed
+        runs.filter(status=ConsolidationRun.STATUS_QUEUED)
+        .filter(Q(resume_at__isnull=True, created_at__lt=queued_before) | Q(resume_at__lt=queued_before))
+        .exclude(organization_id__in=slow_work_running_organizations()),
         unclaimed_error,
         now=now,
     )

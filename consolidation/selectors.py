@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -170,3 +171,15 @@ def run_list(principal: Principal, *, project: Any = None) -> QuerySet[Consolida
     if project is not None:
         qs = qs.filter(project=project)
     return qs.select_related("project").order_by("-created_at")
+
+
+# --- the worker's share (reasoningbank/fair_share.py): every organization's, no principal ------------
+
+
+def runs_running() -> QuerySet[ConsolidationRun]:
+    return ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_RUNNING)
+
+
+def runs_waiting(now: datetime) -> QuerySet[ConsolidationRun]:
+    """Queued for a worker (a run waiting for the LLM budget or a batch is not queued)."""
+    return ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_QUEUED)

@@ -9,10 +9,16 @@ class MemoriesConfig(AppConfig):
         from accounts.plans import usage_counter_register
         from memories.core.selectors import memories_active_count
         from memories.prompt_examples import distill_example, reason_example, search_rewrite_example
+        from memories.sessions.selectors import sessions_running, sessions_waiting
+        from memories.sessions.services import session_enqueue
         from reasoningbank.ai.prompt_kinds import prompt_kind_register
         from reasoningbank.ai.purposes import purpose_register
+        from reasoningbank.fair_share import SlowWork, slow_work_register
 
         usage_counter_register("memories", memories_active_count)
+        # a session's distillation is slow work: each organization gets its share of the worker for it
+        distill = "memories.tasks.session_distill"
+        slow_work_register(SlowWork("session", sessions_running, sessions_waiting, distill, session_enqueue))
         # what this app calls an LLM for (LlmCall.purpose, the usage page, the LLM metrics' label)
         purpose_register("distill", "Distill session")
         purpose_register("reason", "Reasoned answer (memory_ask)")

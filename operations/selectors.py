@@ -17,7 +17,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -37,6 +37,7 @@ from reasoningbank.work_heartbeat import database_now, worker_is_gone
 
 CACHE_SECONDS = 10
 _WORKER_KEY, _QUEUE_KEY, _RUNNING_KEY = "rb:health:worker", "rb:health:queue", "rb:health:running"
+_WEBHOOK_WORKER_KEY = "rb:health:webhook-worker"
 
 
 def process_booted_at() -> datetime:
@@ -67,6 +68,27 @@ def worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
     return health
 
 
+def webhook_worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
+    """The webhook worker (the qcluster on WEBHOOKS_CLUSTER's queue) from its processes' own heartbeats
+    (reasoningbank/worker_beats.py): alive while any of them beat lately. A restarted one is "ok" at once
+    (the dead one's last beat is still fresh) and "starting" for the grace after web's own start."""
+    from django_q.conf import Conf
+
+    from reasoningbank.models import WorkerHeartbeat
+    from reasoningbank.services import WORKER_BEAT_SEPARATOR
+
+    now = now or timezone.now()
+    rows = WorkerHeartbeat.objects.filter(cluster__startswith=f"{settings.WEBHOOKS_CLUSTER}{WORKER_BEAT_SEPARATOR}")
+    return worker_health(
+        now=now,
+        beat_at=rows.aggregate(newest=Max("beat_at"))["newest"],
+        booted_at=process_booted_at(),
+        stale_after=float(settings.WORKER_HEARTBEAT_STALE_AFTER),
+        grace=float(settings.WORKER_STARTUP_GRACE),
+        inline=bool(Conf.SYNC),
+    )
+
+
 def worker_beats_get(*, now: datetime | None = None) -> list[WorkerBeat]:
     """Every worker seen lately, each by its own heartbeat (reasoningbank/worker_beats.py), by host and pid."""
     from reasoningbank.models import WorkerHeartbeat
@@ -87,6 +109,7 @@ def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
 
     now = now or timezone.now()
     tasks: Backlog | None = None
+    webhook_tasks: Backlog | None = None
     from django_q.conf import Conf
 
     orm_alias = Conf.ORM
@@ -96,12 +119,13 @@ def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
         from reasoningbank.services import cluster_name
 
         # waiting = not locked by a pusher (a pulled task's lock is in the future until it is acked)
-        row = (
-            OrmQ.objects.using(orm_alias)
-            .filter(key=cluster_name(), lock__lte=now)
-            .aggregate(n=Count("id"), oldest=Min("lock"))
-        )
+        waiting = OrmQ.objects.using(orm_alias).filter(lock__lte=now)
+        row = waiting.filter(key=cluster_name()).aggregate(n=Count("id"), oldest=Min("lock"))
         tasks = backlog(now=now, count=row["n"], oldest=row["oldest"])
+        # the webhook worker's queue: its tasks end within WEBHOOK_TIMEOUT, or at once when their
+        # organization's deliveries are all in flight, so only a webhook worker that is gone lets it age
+        row = waiting.filter(key=settings.WEBHOOKS_CLUSTER).aggregate(n=Count("id"), oldest=Min("lock"))
+        webhook_tasks = backlog(now=now, count=row["n"], oldest=row["oldest"])
     runs = ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_QUEUED).aggregate(
         n=Count("id"), oldest=Min("created_at")
     )
@@ -117,6 +141,7 @@ def queue_health_get(*, now: datetime | None = None) -> QueueHealth:
         runs=backlog(now=now, count=runs["n"], oldest=runs["oldest"]),
         sessions=backlog(now=now, count=sessions["n"], oldest=sessions["oldest"]),
         stalled_after=float(settings.QUEUE_STALLED_AFTER),
+        webhook_tasks=webhook_tasks,
     )
 
 
@@ -159,6 +184,10 @@ def worker_health_cached() -> WorkerHealth:
     return _cached(_WORKER_KEY, WorkerHealth, worker_health_get, CACHE_SECONDS)
 
 
+def webhook_worker_health_cached() -> WorkerHealth:
+    return _cached(_WEBHOOK_WORKER_KEY, WorkerHealth, webhook_worker_health_get, CACHE_SECONDS)
+
+
 def queue_health_cached() -> QueueHealth:
     return _cached(_QUEUE_KEY, QueueHealth, queue_health_get, CACHE_SECONDS)
 
@@ -168,7 +197,9 @@ def running_health_cached() -> RunningHealth:
 
 
 def health_cache_clear() -> None:
-    cache.delete_many([_WORKER_KEY, _QUEUE_KEY, _RUNNING_KEY, _TIERS_KEY, _WAITING_KEY, _MIGRATIONS_KEY])
+    cache.delete_many(
+        [_WORKER_KEY, _WEBHOOK_WORKER_KEY, _QUEUE_KEY, _RUNNING_KEY, _TIERS_KEY, _WAITING_KEY, _MIGRATIONS_KEY]
+    )
 
 
 # --- state for /metrics' gauges, /readyz and the system page (all orgs: operator views) ---------------------

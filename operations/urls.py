@@ -3,13 +3,14 @@ the dashboard's system page (org admins, staff)."""
 
 from django.urls import path
 
-from operations.views import healthz, metrics, readyz
+from operations.views import healthz, metrics, readyz, readyz_worker
 from operations.views_llm_check import system_llm_check
 from operations.views_system import system_page
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
+    path("readyz/worker", readyz_worker, name="readyz-worker"),
     path("metrics", metrics, name="metrics"),
     path("system/", system_page, name="system-status"),
     path("system/llm-check/", system_llm_check, name="system-llm-check"),

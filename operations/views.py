@@ -18,6 +18,7 @@ from operations.selectors import (
     migrations_unapplied_cached,
     queue_health_cached,
     running_health_cached,
+    webhook_worker_health_cached,
     worker_health_cached,
 )
 from reasoningbank.ai.llm import llm_health_get
@@ -33,11 +34,14 @@ from reasoningbank.health import (
 from reasoningbank.metrics import metrics_render, multiproc_dir
 
 MIGRATE_COMMAND = ".venv/bin/python manage.py migrate"
-# the parts whose failure makes /readyz 503, and the statuses that pass; the LLM is only reported
-READY_STATUSES = {
-    "database": {"ok"},
-    "migrations": {"ok"},
+WEBHOOK_WORKER_COMMAND = "Q_CLUSTER_NAME={cluster} .venv/bin/python manage.py qcluster"
+# The parts whose failure makes /readyz 503 — this web process cannot serve — and the statuses that pass
+WEB_READY_STATUSES = {"database": {"ok"}, "migrations": {"ok"}}
+# The background work's parts: reported by /readyz without failing it (a load balancer must not take a
+# healthy web out of rotation because a worker is down or restarting), and failing /readyz/worker
+WORKER_READY_STATUSES = {
     "worker": {"ok", "starting", "inline"},
+    "webhook_worker": {"ok", "starting", "inline"},
     "queue": {"ok"},
     "running": {"ok"},
 }
@@ -52,15 +56,39 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
-    """Readiness: 200 when every fatal part passes, else 503 naming them in ``failing``. Each part
-    has a ``status`` and a ``detail``: ``database`` (SELECT 1), ``migrations`` (none unapplied),
-    ``worker`` (its heartbeat is fresh; ``starting`` and ``inline`` pass), ``queue`` (nothing waited
+    """Readiness of this web process, for a load balancer: 200 when ``database`` (SELECT 1) and
+    ``migrations`` (none unapplied) pass, else 503 naming them in ``failing``. The background work is
+    reported in the same body and summed up in ``background`` (``ok`` or ``degraded`` with its
+    ``failing`` parts), never fatal here: ``worker`` (its heartbeat is fresh; ``starting`` and
+    ``inline`` pass), ``webhook_worker`` (the same for the webhook worker), ``queue`` (nothing waited
     longer than ``QUEUE_STALLED_AFTER``), ``running`` (no consolidation run or session is left
-    "running" by a dead worker: its own heartbeat older than ``WORK_HEARTBEAT_STALE_AFTER``), and
-    ``llm`` (configured or not: reported, never fatal). No auth, no tenant data: counts and ages
-    across the service."""
+    "running" by a dead worker), and ``llm`` (configured or not). No auth, no tenant data: counts and
+    ages across the service."""
+    body = _health_body()
+    return _verdict(body, WEB_READY_STATUSES)
+
+
+@never_cache
+def readyz_worker(request: HttpRequest) -> JsonResponse:
+    """The background work's readiness, for monitoring: the same body as ``/readyz``, 503 when any
+    part of the web's or of the workers' fails (``failing`` names them)."""
+    body = _health_body()
+    return _verdict(body, {**WEB_READY_STATUSES, **WORKER_READY_STATUSES})
+
+
+def _failing(body: dict[str, Any], statuses: dict[str, set[str]]) -> list[str]:
+    return [name for name, ok in statuses.items() if body.get(name, {}).get("status") not in ok]
+
+
+def _verdict(body: dict[str, Any], statuses: dict[str, set[str]]) -> JsonResponse:
+    failing = _failing(body, statuses)
+    answer = {"status": "error" if failing else "ok", "failing": failing, **body}
+    return JsonResponse(answer, status=503 if failing else 200)
+
+
+def _health_body() -> dict[str, Any]:
     started = time.perf_counter()
-    body: dict[str, Any] = {"status": "ok", "failing": []}
+    body: dict[str, Any] = {}
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -77,6 +105,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
         except DatabaseError as exc:  # e.g. migrations not applied yet: say so, the database itself answered
             body["worker"] = {"status": "unknown", "detail": f"cannot read the heartbeat ({type(exc).__name__})"}
         try:
+            body["webhook_worker"] = _webhook_worker_part(webhook_worker_health_cached())
+        except DatabaseError as exc:
+            unread = f"cannot read its heartbeat ({type(exc).__name__})"
+            body["webhook_worker"] = {"status": "unknown", "detail": unread}
+        try:
             body["queue"] = _queue_part(queue_health_cached())
         except DatabaseError as exc:
             body["queue"] = {"status": "unknown", "detail": f"cannot read the queue ({type(exc).__name__})"}
@@ -85,10 +118,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
         except DatabaseError as exc:
             body["running"] = {"status": "unknown", "detail": f"cannot read the running work ({type(exc).__name__})"}
     body["llm"] = _llm_part(llm_health_get())
-    body["failing"] = [name for name, ok in READY_STATUSES.items() if body.get(name, {}).get("status") not in ok]
-    if body["failing"]:
-        body["status"] = "error"
-    return JsonResponse(body, status=503 if body["failing"] else 200)
+    background = _failing(body, WORKER_READY_STATUSES)
+    # first in the body, after the verdict: what a person reading the probe's answer looks for
+    return {"background": {"status": "degraded" if background else "ok", "failing": background}, **body}
 
 
 def _migrations_part() -> dict[str, Any]:
@@ -136,12 +168,30 @@ def _worker_part(worker: WorkerHealth) -> dict[str, Any]:
     return part
 
 
+def _webhook_worker_part(worker: WorkerHealth) -> dict[str, Any]:
+    part: dict[str, Any] = {
+        "status": worker.status,
+        "detail": _worker_detail(worker),
+        "last_heartbeat_age_seconds": _age(worker.last_heartbeat_age),
+        "stale_after_seconds": worker.stale_after,
+    }
+    if worker.down:
+        command = WEBHOOK_WORKER_COMMAND.format(cluster=settings.WEBHOOKS_CLUSTER)
+        part["fix"] = f"Start the webhook worker (scripts/run.sh starts it): {command}"
+    return part
+
+
 def _backlog_part(backlog: Backlog) -> dict[str, Any]:
     return {"depth": backlog.count, "oldest_age_seconds": _age(backlog.oldest_age)}
 
 
 def _queue_part(queue: QueueHealth) -> dict[str, Any]:
-    parts = {"tasks": queue.tasks, "consolidation_runs": queue.runs, "sessions": queue.sessions}
+    parts = {
+        "tasks": queue.tasks,
+        "consolidation_runs": queue.runs,
+        "sessions": queue.sessions,
+        "webhook_tasks": queue.webhook_tasks,
+    }
     measured = [b for b in parts.values() if b is not None]
     ages = [b.oldest_age for b in measured if b.oldest_age is not None]
     oldest = max(ages, default=None)
@@ -152,7 +202,8 @@ def _queue_part(queue: QueueHealth) -> dict[str, Any]:
         "depth": sum(b.count for b in measured),
         "oldest_age_seconds": _age(oldest),
         "stalled_after_seconds": queue.stalled_after,
-        # tasks: django-q2's ORM broker queue (null with another broker); runs and sessions still queued
+        # tasks, webhook_tasks: the two django-q2 queues (ORM broker; null with another broker); runs and
+        # sessions still queued
         **{name: None if b is None else _backlog_part(b) for name, b in parts.items()},
     }
 

@@ -10,6 +10,12 @@ banner, from timestamps the selectors read (no Django here, so every edge is uni
 * running work is orphaned when a consolidation run or a session is "running" but its own heartbeat
   (stamped by the process executing it) went stale or that process is gone: a worker was killed;
 * the LLM is reported, never fatal: without one, sessions and consolidations wait.
+
+``/readyz`` answers a load balancer's question — may this web process get traffic? — from the
+database and the migrations alone: a worker that is down or restarting does not stop web from
+serving, and a probe that said so would take healthy webs out of rotation. The worker's parts are
+reported in the same body, apart, and ``/readyz/worker`` answers 503 on them for whoever watches the
+background work (docs/observability.md#health).
 """
 
 from __future__ import annotations
@@ -100,6 +106,7 @@ class QueueHealth:
     runs: Backlog  # consolidation runs still "queued"
     sessions: Backlog  # sessions "queued" and due (not those waiting out a retry backoff)
     stalled_after: float
+    webhook_tasks: Backlog | None = None  # the webhook worker's queue (ORM broker only, like ``tasks``)
 
 
 def backlog(*, now: datetime, count: int, oldest: datetime | None) -> Backlog:
@@ -107,10 +114,18 @@ def backlog(*, now: datetime, count: int, oldest: datetime | None) -> Backlog:
     return Backlog(count, max(0.0, (now - oldest).total_seconds()) if oldest is not None and count else None)
 
 
-def queue_health(*, tasks: Backlog | None, runs: Backlog, sessions: Backlog, stalled_after: float) -> QueueHealth:
-    ages = [b.oldest_age for b in (tasks, runs, sessions) if b is not None and b.oldest_age is not None]
+def queue_health(
+    *,
+    tasks: Backlog | None,
+    runs: Backlog,
+    sessions: Backlog,
+    stalled_after: float,
+    webhook_tasks: Backlog | None = None,
+) -> QueueHealth:
+    backlogs = (tasks, runs, sessions, webhook_tasks)
+    ages = [b.oldest_age for b in backlogs if b is not None and b.oldest_age is not None]
     status: QueueStatus = "stalled" if any(age > stalled_after for age in ages) else "ok"
-    return QueueHealth(status, tasks, runs, sessions, stalled_after)
+    return QueueHealth(status, tasks, runs, sessions, stalled_after, webhook_tasks)
 
 
 RunningStatus = Literal["ok", "orphaned"]

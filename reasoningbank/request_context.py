@@ -33,7 +33,7 @@ REQUEST_ID_HEADER = "X-Request-ID"
 # else (too long, spaces, quotes, control characters: log injection) is replaced by our own
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+=-]{0,127}")
 # operator probes and scrapes arrive every few seconds: their access lines are DEBUG, not INFO
-PROBE_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+PROBE_PATHS = frozenset({"/healthz", "/readyz", "/readyz/worker", "/metrics"})
 
 access_logger = logging.getLogger("reasoningbank.access")
 

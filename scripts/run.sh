@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs ReasoningBank: web (uvicorn, ASGI: dashboard + REST + MCP) and a django-q2 worker, on the
-# embedded PostgreSQL unless DATABASE_URL is set. Ctrl-C (or SIGTERM) stops all of it: web, worker
-# and the embedded PostgreSQL of RB_DATA_DIR.
+# Runs ReasoningBank: web (uvicorn, ASGI: dashboard + REST + MCP), a django-q2 worker and the webhook
+# worker (a second django-q2 cluster with its own queue: slow webhook receivers never hold the slots
+# sessions and consolidation runs need, docs/security/worker-fairness.md), on the embedded PostgreSQL
+# unless DATABASE_URL is set. Ctrl-C (or SIGTERM) stops all of it: web, both workers and the embedded
+# PostgreSQL of RB_DATA_DIR.
 #
 # It supervises them: a web or worker process that dies, or the embedded PostgreSQL, is started
 # again after 1 s, 2 s, 4 s ... (at most RB_RESTART_DELAY_MAX), one log line each time, the others
@@ -70,6 +72,7 @@ step_run() {
 
 web=""
 worker=""
+webhooks=""
 step=""
 stopping=""
 stop() {
@@ -82,12 +85,14 @@ stop() {
   # the group leaders first: uvicorn closes its connections, qcluster lets the running task finish
   [ -n "$web" ] && kill -TERM "$web" 2>/dev/null || true
   [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null || true
+  [ -n "$webhooks" ] && kill -TERM "$webhooks" 2>/dev/null || true
   local waited=0
-  while group_alive "$web" || group_alive "$worker"; do
-    if [ "$waited" -ge 200 ]; then  # 20 s: whatever is left of either group is killed
+  while group_alive "$web" || group_alive "$worker" || group_alive "$webhooks"; do
+    if [ "$waited" -ge 200 ]; then  # 20 s: whatever is left of any group is killed
       echo "==> still running after 20 s: killing"
       [ -n "$web" ] && kill -KILL -- "-$web" 2>/dev/null || true
       [ -n "$worker" ] && kill -KILL -- "-$worker" 2>/dev/null || true
+      [ -n "$webhooks" ] && kill -KILL -- "-$webhooks" 2>/dev/null || true
       sleep 0.5
       break
     fi
@@ -143,6 +148,13 @@ start_worker() {
   spawn_group .venv/bin/python manage.py qcluster
   worker=$!
 }
+# The webhook worker: the same command on the queue django-q2 names by Q_CLUSTER_NAME (WEBHOOKS_CLUSTER in
+# reasoningbank/settings/webhooks.py; its processes: WEBHOOK_WORKERS). Deliveries are queued there only.
+WEBHOOKS_CLUSTER=reasoningbank-webhooks
+start_webhooks() {
+  Q_CLUSTER_NAME="$WEBHOOKS_CLUSTER" spawn_group .venv/bin/python manage.py qcluster
+  webhooks=$!
+}
 start_web() {
   # uvicorn's own lines in the same format as the app's (JSON unless DEBUG or LOG_FORMAT=plain); the
   # app writes one access line per request itself, with its request id, org and token prefix. No proxy
@@ -153,8 +165,9 @@ start_web() {
   web=$!
 }
 pids_write() {
-  # whole or not at all (a rename): the file is read while a restart rewrites it
-  printf '%s\n%s\n' "$worker" "$web" > "$PIDS_FILE.new"
+  # whole or not at all (a rename): the file is read while a restart rewrites it. One process group a
+  # line: worker, web, webhook worker (docs/operations.md)
+  printf '%s\n%s\n%s\n' "$worker" "$web" "$webhooks" > "$PIDS_FILE.new"
   mv -f "$PIDS_FILE.new" "$PIDS_FILE"
 }
 
@@ -170,11 +183,12 @@ start_web
 pids_write
 echo "==> preparing: migrations, embeddings, static files, schedules"
 step_run .venv/bin/python manage.py prepare_service
-echo "==> starting the worker"
+echo "==> starting the worker and the webhook worker"
 start_worker
-pids_write  # before web listens: whoever reaches the service finds both in run.pids
+start_webhooks
+pids_write  # before web listens: whoever reaches the service finds every group in run.pids
 touch "$start_gate"
-declare -A started_at=([worker]=$SECONDS [web]=$SECONDS [postgres]=$SECONDS) fast_failures=()
+declare -A started_at=([worker]=$SECONDS [web]=$SECONDS [webhooks]=$SECONDS [postgres]=$SECONDS) fast_failures=()
 
 commands_env=""
 [ "$DATA_DIR" != "$PWD/.data" ] && commands_env="RB_DATA_DIR=$DATA_DIR "
@@ -261,7 +275,7 @@ group_clear() {
   kill -KILL -- "-$1" 2>/dev/null || true
 }
 
-# $1 (web, worker, postgres) died ($2 says how): one line, then a restart after the backoff; after
+# $1 (web, worker, webhooks, postgres) died ($2 says how): one line, then a restart after the backoff; after
 # RESTART_MAX_FAST_FAILURES deaths in a row, each within RESTART_STABLE_SECONDS of its start, stop.
 restart() {
   local name="$1" how="$2" ran delay failures
@@ -280,6 +294,7 @@ restart() {
   started_at[$name]=$SECONDS
   case "$name" in
     worker) group_clear "$worker"; start_worker; pids_write ;;
+    webhooks) group_clear "$webhooks"; start_webhooks; pids_write ;;
     web) group_clear "$web"; start_web; pids_write ;;
     postgres) start_postgres || true ;;  # not up yet: the next round sees it and backs off further
   esac
@@ -296,7 +311,7 @@ while :; do
     restart postgres "stopped"  # first: web and worker cannot work without it
     continue
   fi
-  for name in worker web; do
+  for name in worker web webhooks; do
     pid="${!name}"
     kill -0 "$pid" 2>/dev/null && continue
     status=0

@@ -1,5 +1,6 @@
-"""respx for the LLM SDKs: they are built on ``httpx2``, which respx (written for ``httpx``) does
-not patch. ``serve_httpx2_from`` routes httpx2 traffic through a respx router."""
+"""respx for the LLM SDKs and webhook deliveries: they are built on ``httpx2``, which respx (written for
+``httpx``) does not patch. ``serve_httpx2_from`` routes httpx2 traffic, sync and async, through a respx
+router."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ def serve_httpx2_from(router: respx.MockRouter) -> Iterator[None]:
 
     def handle_request(self: httpx2.HTTPTransport, request: httpx2.Request) -> httpx2.Response:
         request.read()
+        return answer(request)
+
+    async def handle_async_request(self: httpx2.AsyncHTTPTransport, request: httpx2.Request) -> httpx2.Response:
+        await request.aread()
+        return answer(request)
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
         outgoing = httpx.Request(
             request.method, str(request.url), headers=list(request.headers.raw), content=request.content
         )
@@ -35,5 +43,8 @@ def serve_httpx2_from(router: respx.MockRouter) -> Iterator[None]:
             reply.status_code, headers=list(reply.headers.raw), content=reply.content, request=request
         )
 
-    with mock.patch.object(httpx2.HTTPTransport, "handle_request", handle_request):
+    with (
+        mock.patch.object(httpx2.HTTPTransport, "handle_request", handle_request),
+        mock.patch.object(httpx2.AsyncHTTPTransport, "handle_async_request", handle_async_request),
+    ):
         yield

@@ -28,6 +28,7 @@ MARKER = "cross_tenant"
 EXEMPT_ROUTES: dict[str, str] = {
     "healthz": "operator liveness probe without auth: answers that the process runs, reads nothing",
     "readyz": "operator probe without auth: database/migrations/worker/queue/LLM status, no tenant rows",
+    "readyz-worker": "operator probe without auth: the same service-wide body as readyz, no tenant rows",
     "metrics": "operator endpoint (allowed networks or METRICS_TOKEN): service-wide counters and gauges, no org ids",
     "api-index": "the public front door of /api/v1/: links to the docs, the schema and the resources, reads nothing",
     "api-schema": "the public OpenAPI document, the same for everybody",

@@ -69,7 +69,11 @@ class WebhookDelivery(models.Model):
     payload = models.JSONField()  # the body sent, scrubbed of secrets
     status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)  # a retry's time; None: due now
+    # in flight until then: set when a worker takes it for an attempt, cleared when the attempt ends; a
+    # worker that died leaves it to expire. The organization's in-flight cap counts these
+    # (WEBHOOK_ORG_CONCURRENCY, docs/security/worker-fairness.md)
+    leased_until = models.DateTimeField(null=True, blank=True)
     response_code = models.PositiveSmallIntegerField(null=True, blank=True)  # the last attempt's
     latency_ms = models.PositiveIntegerField(null=True, blank=True)  # the last attempt's
     error = models.CharField(max_length=500, blank=True, default="")  # the last attempt's
@@ -84,6 +88,12 @@ class WebhookDelivery(models.Model):
             models.Index(fields=["organization", "-created_at"], name="webhookdel_org_created"),
             models.Index(fields=["subscription", "-created_at"], name="webhookdel_sub_created"),
             models.Index(fields=["status", "next_attempt_at"], name="webhookdel_status_next"),
+            # an organization's pending deliveries, oldest first: the in-flight count and the next in line
+            models.Index(
+                fields=["organization", "created_at"],
+                name="webhookdel_org_pending",
+                condition=models.Q(status="pending"),
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["id", "organization"], name="webhookdel_id_org_unique"),

@@ -8,19 +8,20 @@ import functools
 import json
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Min, Q, QuerySet
 from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.models import SCOPE_ADMIN, Organization
 from accounts.services import audit_record
 from reasoningbank import net_guard
+from reasoningbank.db_locks import lock_in_transaction
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from reasoningbank.scrubbing import scrub_secrets
 from reasoningbank.tracing import task_carrier
@@ -240,12 +241,20 @@ def webhook_event_publish(
 
 
 def delivery_enqueue(delivery_id: str, *, delay_seconds: float = 0) -> None:
-    """Hand a delivery to the worker, now or after a delay (a retry)."""
+    """Hand a delivery to the webhook worker (its own queue, ``WEBHOOKS_CLUSTER``), now or after a
+    delay (a retry): never to the worker that distils sessions and runs consolidation."""
     from django_q.models import Schedule
     from django_q.tasks import async_task
 
+    cluster = settings.WEBHOOKS_CLUSTER
     if delay_seconds <= 0:
-        async_task("webhooks.tasks.webhook_deliver", delivery_id, task_name=f"webhook {delivery_id}", **task_carrier())
+        async_task(
+            "webhooks.tasks.webhook_deliver",
+            delivery_id,
+            task_name=f"webhook {delivery_id}",
+            cluster=cluster,
+            **task_carrier(),
+        )
     else:
         Schedule.objects.create(
             func="webhooks.tasks.webhook_deliver",
@@ -253,34 +262,80 @@ def delivery_enqueue(delivery_id: str, *, delay_seconds: float = 0) -> None:
             schedule_type=Schedule.ONCE,
             next_run=timezone.now() + timedelta(seconds=delay_seconds),
             name=f"webhook {delivery_id} {timezone.now().timestamp():.0f}",
+            cluster=cluster,  # created by the webhook worker's scheduler, into its own queue
         )
 
 
-# --- delivering (the worker) -----------------------------------------------------------------------
+# --- delivering (the webhook worker) ---------------------------------------------------------------
+
+
+def _pending(organization_id: int) -> QuerySet[WebhookDelivery]:
+    return WebhookDelivery.objects.filter(organization_id=organization_id, status=WebhookDelivery.STATUS_PENDING)
+
+
+def _not_in_flight(now: datetime) -> Q:
+    return Q(leased_until__isnull=True) | Q(leased_until__lte=now)
+
+
+def _due(now: datetime) -> Q:
+    return Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
+
+
+def _waiting_in_order(organization_id: int, now: datetime) -> QuerySet[WebhookDelivery]:
+    """The organization's deliveries that wait for an attempt, oldest first: the order they go out in."""
+    return _pending(organization_id).filter(_not_in_flight(now)).filter(_due(now)).order_by("created_at", "id")
 
 
 def _claim(delivery_id: str) -> WebhookDelivery | None:
-    """Take a due delivery for one attempt, or None when it is not due, done, or another worker has
-    it: the attempt is counted and the delivery leased for the attempt's deadline, so a second task
-    for the same delivery (a sweep, a duplicate) does nothing meanwhile."""
-    now = timezone.now()
-    lease = now + timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) + 60)
-    claimed = (
-        WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.STATUS_PENDING)
-        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-        .update(attempts=F("attempts") + 1, next_attempt_at=lease)
-    )
-    if not claimed:
+    """Take the next delivery of ``delivery_id``'s organization for one attempt, or None when there is
+    nothing to do: its organization already has ``WEBHOOK_ORG_CONCURRENCY`` deliveries in flight (the
+    delivery waits; the attempt that ends first hands the slot on), or nothing of it is due.
+
+    The next delivery is the organization's oldest waiting one — usually ``delivery_id`` itself — so
+    deliveries held back by the cap go out in the order their events happened. The attempt is counted
+    and the delivery leased for the attempt's deadline, so a second task for it (a sweep, a duplicate)
+    does nothing meanwhile; under the organization's lock, so two workers cannot both take its last slot.
+    """
+    organization_id = WebhookDelivery.objects.filter(pk=delivery_id).values_list("organization_id", flat=True).first()
+    if organization_id is None:
         return None
-    return WebhookDelivery.objects.select_related("subscription").get(pk=delivery_id)
+    with transaction.atomic():
+        lock_in_transaction(f"webhooks-org-{organization_id}")
+        now = timezone.now()
+        in_flight = _pending(organization_id).filter(leased_until__gt=now).count()
+        if in_flight >= int(settings.WEBHOOK_ORG_CONCURRENCY):
+            return None
+        pick = _waiting_in_order(organization_id, now).values_list("pk", flat=True).first()
+        if pick is None:
+            return None
+        lease = now + timedelta(seconds=float(settings.WEBHOOK_TIMEOUT) + 60)
+        WebhookDelivery.objects.filter(pk=pick).update(
+            attempts=F("attempts") + 1, leased_until=lease, next_attempt_at=None
+        )
+    return WebhookDelivery.objects.select_related("subscription").get(pk=pick)
+
+
+def _hand_on(organization_id: int) -> None:
+    """An attempt of this organization ended: its next waiting delivery, if any, takes the freed slot."""
+    following = _waiting_in_order(organization_id, timezone.now()).values_list("pk", flat=True).first()
+    if following is not None:
+        delivery_enqueue(following)
 
 
 def delivery_attempt(delivery_id: str) -> WebhookDelivery | None:
-    """One attempt: sign, post, record; a retry scheduled with backoff on failure, the delivery failed
-    after ``WEBHOOK_MAX_ATTEMPTS``. None when there was nothing to do."""
+    """One attempt of the organization's next delivery (``_claim``): sign, post, record; a retry
+    scheduled with backoff on failure, the delivery failed after ``WEBHOOK_MAX_ATTEMPTS``. None when
+    there was nothing to do."""
     delivery = _claim(delivery_id)
     if delivery is None:
         return None
+    try:
+        return _attempt(delivery)
+    finally:
+        _hand_on(delivery.organization_id)
+
+
+def _attempt(delivery: WebhookDelivery) -> WebhookDelivery:
     subscription = delivery.subscription
     if not subscription.enabled:
         return _finish(delivery, succeeded=False, error="the subscription is disabled")
@@ -315,7 +370,8 @@ def _after_failure(delivery: WebhookDelivery, error: str) -> WebhookDelivery:
     delay = policy.retry_delay_seconds(delivery.attempts, base_seconds=float(settings.WEBHOOK_RETRY_BASE))
     delivery.error = error[:500]
     delivery.next_attempt_at = timezone.now() + timedelta(seconds=delay)
-    delivery.save(update_fields=["error", "next_attempt_at", "response_code", "latency_ms"])
+    delivery.leased_until = None  # no longer in flight: the slot is free for the next one
+    delivery.save(update_fields=["error", "next_attempt_at", "leased_until", "response_code", "latency_ms"])
     delivery_enqueue(delivery.id, delay_seconds=delay)
     return delivery
 
@@ -325,8 +381,17 @@ def _finish(delivery: WebhookDelivery, *, succeeded: bool, error: str) -> Webhoo
     with transaction.atomic():
         delivery.status = WebhookDelivery.STATUS_SUCCEEDED if succeeded else WebhookDelivery.STATUS_FAILED
         delivery.error, delivery.finished_at, delivery.next_attempt_at = error[:500], now, None
+        delivery.leased_until = None
         delivery.save(
-            update_fields=["status", "error", "finished_at", "next_attempt_at", "response_code", "latency_ms"]
+            update_fields=[
+                "status",
+                "error",
+                "finished_at",
+                "next_attempt_at",
+                "leased_until",
+                "response_code",
+                "latency_ms",
+            ]
         )
         subscription = WebhookSubscription.objects.select_for_update().get(pk=delivery.subscription_id)
         if succeeded:
@@ -387,14 +452,26 @@ def delivery_redeliver(*, principal: Principal, delivery: WebhookDelivery) -> We
 
 
 def deliveries_sweep() -> int:
-    """Queue again the deliveries whose task was lost (a worker that died mid-attempt, a schedule row
-    gone): pending and due for more than a minute."""
-    stale = timezone.now() - timedelta(minutes=1)
-    due = list(
+    """Queue again the deliveries whose task was lost (a worker that died mid-attempt and left its lease
+    to expire, a schedule row gone): waiting and due for more than a minute. Per organization, only as
+    many as it has free slots, oldest first: a backlog held back by the in-flight cap is not a lost one,
+    and queuing all of it every minute would only make tasks that find the cap full."""
+    now = timezone.now()
+    stale = now - timedelta(minutes=1)
+    waiting = (
         WebhookDelivery.objects.filter(status=WebhookDelivery.STATUS_PENDING)
+        .filter(_not_in_flight(now))
         .filter(Q(next_attempt_at__lte=stale) | Q(next_attempt_at__isnull=True, created_at__lte=stale))
-        .values_list("pk", flat=True)[:500]
     )
-    for pk in due:
-        delivery_enqueue(pk)
-    return len(due)
+    organizations = list(waiting.values("organization_id").annotate(oldest=Min("created_at")).order_by("oldest")[:500])
+    cap = int(settings.WEBHOOK_ORG_CONCURRENCY)
+    queued = 0
+    for row in organizations:
+        organization_id = row["organization_id"]
+        free = cap - _pending(organization_id).filter(leased_until__gt=now).count()
+        if free <= 0:
+            continue
+        for pk in _waiting_in_order(organization_id, now).values_list("pk", flat=True)[:free]:
+            delivery_enqueue(pk)
+            queued += 1
+    return queued

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from datetime import datetime
+
+from django.db.models import Q, QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
 from memories.core.selectors import project_resolve
@@ -82,3 +84,17 @@ def session_seen_memory_ids(principal: Principal, session_key: str, memory_ids: 
         .filter(session_key=session_key, memory_id__in=memory_ids)
         .values_list("memory_id", flat=True)
     )
+
+
+# --- the worker's share (reasoningbank/fair_share.py): every organization's, no principal ------------
+
+
+def sessions_running() -> QuerySet[AgentSession]:
+    return AgentSession.objects.filter(status=AgentSession.STATUS_RUNNING)
+
+
+def sessions_waiting(now: datetime) -> QuerySet[AgentSession]:
+    """Queued and due for a worker: not waiting out a retry's backoff, and not a session still being
+    handed in (attempts 0 with a time set: the idle release queues it, docs/claude-code.md#capture)."""
+    due = Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now, attempts__gt=0)
+    return AgentSession.objects.filter(status=AgentSession.STATUS_QUEUED).filter(due)

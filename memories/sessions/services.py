@@ -52,6 +52,7 @@ from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, Rejected
+from reasoningbank.fair_share import slow_work_claim, slow_work_hand_on
 from reasoningbank.scrubbing import ScrubResult, scrub_secrets
 from reasoningbank.tracing import current_set, task_carrier, traced
 from reasoningbank.work_heartbeat import WorkHeartbeat, database_now, worker_identity, worker_is_gone
@@ -257,9 +258,9 @@ def session_enqueue(session_id: str, *, delay_seconds: float = 0) -> None:
     from django_q.models import Schedule
     from django_q.tasks import async_task
 
-    if delay_seconds <= 0:
-        # task_carrier: the distillation's trace continues the request's that submitted it
-        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}", **task_carrier())
+    if delay_seconds <= 0:  # its trace continues the request's; the worker's queue, even from the webhook worker's
+        async_task("memories.tasks.session_distill", session_id, task_name=f"distill {session_id}",
+                   cluster=settings.Q_CLUSTER["name"], **task_carrier())  # fmt: skip
     else:
         Schedule.objects.create(
             func="memories.tasks.session_distill",
@@ -274,14 +275,13 @@ def session_enqueue(session_id: str, *, delay_seconds: float = 0) -> None:
 
 
 def session_claim(session_id: str) -> AgentSession | None:
-    """Move a queued/waiting session to running; None if another worker already has it."""
-    now = timezone.now()
-    claimed = AgentSession.objects.filter(
-        pk=session_id, status__in=[AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING]
-    ).update(
-        status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now, heartbeat_at=Now(), worker=worker_identity()
-    )
-    if not claimed:
+    """Queued/waiting → running when its organization's share of the worker admits it (fair_share.py), else None."""
+    claimable = [AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING]
+    rows = AgentSession.objects.filter(pk=session_id, status__in=claimable)
+    organization_id, now = rows.values_list("organization_id", flat=True).first(), timezone.now()
+    claim = functools.partial(rows.update, status=AgentSession.STATUS_RUNNING, started_at=now, updated_at=now,
+                              heartbeat_at=Now(), worker=worker_identity())  # fmt: skip
+    if organization_id is None or not slow_work_claim("session", session_id, organization_id, claim):
         return None
     return AgentSession.objects.select_related("organization", "project", "submitted_by_token").get(pk=session_id)
 
@@ -297,8 +297,11 @@ def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
     session = session_claim(session_id)
     if session is None:
         return None
-    with WorkHeartbeat(AgentSession, session.id, interval=settings.WORK_HEARTBEAT_INTERVAL):
-        return _session_distill(session, llm)
+    try:
+        with WorkHeartbeat(AgentSession, session.id, interval=settings.WORK_HEARTBEAT_INTERVAL):
+            return _session_distill(session, llm)
+    finally:
+        slow_work_hand_on(after=session.organization_id)  # this slot goes to the next in line
 
 
 def _session_distill(session: AgentSession, llm: Any) -> AgentSession:

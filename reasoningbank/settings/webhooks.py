@@ -8,8 +8,15 @@ from reasoningbank.env import env_bool, env_duration, env_int
 # development only: deliveries to private, loopback and link-local addresses (a receiver on
 # localhost); in production they would let a tenant make the service post into its own network
 WEBHOOKS_ALLOW_PRIVATE_ADDRESSES = env_bool("WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", False)
-# one deadline per attempt (connect + send + the answer's status line): a slow receiver holds a worker
+# one deadline for the whole attempt (name lookup, connect, TLS, send, the answer's status and headers),
+# not per read: a receiver that dribbles a byte a second is cut here (docs/security/worker-fairness.md)
 WEBHOOK_TIMEOUT = env_duration("WEBHOOK_TIMEOUT", "5s")
+# deliveries run on a worker of their own (a second django-q2 cluster, started by scripts/run.sh), so
+# that slow receivers never hold the slots sessions and consolidation runs need; one organization has at
+# most WEBHOOK_ORG_CONCURRENCY deliveries in flight, the others wait their turn in order
+WEBHOOKS_CLUSTER = "reasoningbank-webhooks"  # its queue's name; Q_CLUSTER_NAME of its qcluster
+WEBHOOK_WORKERS = env_int("WEBHOOK_WORKERS", 4, minimum=1, maximum=64)
+WEBHOOK_ORG_CONCURRENCY = env_int("WEBHOOK_ORG_CONCURRENCY", 2, minimum=1, maximum=64)
 # attempts per delivery, the first included; the n-th retry waits WEBHOOK_RETRY_BASE × 4^(n-1)
 # (30 s, 2 min, 8 min, 32 min, ~2 h with the defaults)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1, maximum=10)

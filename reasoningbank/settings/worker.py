@@ -7,6 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from reasoningbank.env import env_bool, env_duration, env_float, env_int, env_str
 from reasoningbank.settings.consolidation import CONSOLIDATION_RUN_TIMEOUT
+from reasoningbank.settings.webhooks import WEBHOOK_TIMEOUT, WEBHOOK_WORKERS, WEBHOOKS_CLUSTER
 
 # --- Background work (django-q2, ORM broker by default) --------------------------------------
 Q_CLUSTER = {
@@ -25,10 +26,25 @@ Q_CLUSTER = {
     # distillations and consolidations out of the last save_limit (250) rows
     "save_limit_per": "func",
     "sync": env_bool("Q_SYNC", False),
+    # The webhook worker: the same broker, its own queue and processes (Q_CLUSTER_NAME=WEBHOOKS_CLUSTER,
+    # started by scripts/run.sh beside the worker). A delivery attempt ends by WEBHOOK_TIMEOUT; its task
+    # limit is a backstop well under the main worker's, which is sized for a consolidation run.
+    "ALT_CLUSTERS": {
+        WEBHOOKS_CLUSTER: {
+            "workers": WEBHOOK_WORKERS,
+            "timeout": int(WEBHOOK_TIMEOUT) + 60,
+            "retry": int(WEBHOOK_TIMEOUT) + 120,
+        }
+    },
 }
 if env_str("REDIS_URL"):
     Q_CLUSTER.pop("orm")
     Q_CLUSTER["redis"] = env_str("REDIS_URL")
+
+# Each organization's share of the worker (reasoningbank/fair_share.py): at most this many slow tasks (a
+# session's distillation, a consolidation run) of one organization run at once while another organization
+# has such work waiting; alone, an organization may use every slot. docs/security/worker-fairness.md
+WORKER_ORG_CONCURRENCY = env_int("WORKER_ORG_CONCURRENCY", 1, minimum=1, maximum=256)
 
 # /readyz and the dashboard banner (reasoningbank/health.py): the worker beats every minute
 # (rb:worker-heartbeat); a beat older than this means it is down. Right after a start a missing or

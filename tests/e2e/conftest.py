@@ -41,6 +41,7 @@ _ORDER = [
     "test_sdks.py",
     "test_load.py",
     "test_load_agents.py",
+    "test_worker_fairness.py",
     "test_supervision.py",
     "test_stop_and_restart.py",
 ]

@@ -32,8 +32,13 @@ RUNS = "/api/v1/consolidation/runs"
 
 def run_pids(service: Service) -> tuple[int, int]:
     """(worker group, web group) as run.sh last wrote them."""
-    worker, web = (Path(service.data_dir) / "run.pids").read_text().split()
+    worker, web, _ = (Path(service.data_dir) / "run.pids").read_text().split()
     return int(worker), int(web)
+
+
+def webhook_worker_pid(service: Service) -> int:
+    """The webhook worker's group: run.pids' third line."""
+    return int((Path(service.data_dir) / "run.pids").read_text().split()[2])
 
 
 def cmdline(pid: int) -> str:
@@ -104,6 +109,28 @@ def test_a_killed_worker_group_is_restarted_while_the_web_keeps_answering(servic
         run_id = response.json()["run_id"]
         done = wait_for("the run completed", lambda: run_status(http, run_id)["status"] == "completed", 90, service)
     assert done and "qcluster" in cmdline(new_worker)
+
+
+def test_a_killed_webhook_worker_group_is_restarted_and_nothing_else_is(service: Service) -> None:
+    worker, web = run_pids(service)
+    webhooks = webhook_worker_pid(service)
+    assert "qcluster" in cmdline(webhooks)
+    offset = len(service.log_text())
+
+    os.killpg(webhooks, signal.SIGKILL)
+
+    new = wait_for(
+        "a new webhook worker",
+        lambda: (pid := webhook_worker_pid(service)) != webhooks and "qcluster" in cmdline(pid) and pid,
+        BACK_WITHIN,
+        service,
+        interval=0.2,
+    )
+    environ = Path(f"/proc/{new}/environ").read_bytes().split(b"\0")
+    assert b"Q_CLUSTER_NAME=reasoningbank-webhooks" in environ  # the webhook worker again, on its queue
+    assert run_pids(service) == (worker, web), "web or worker restarted for the webhook worker"
+    log = log_since(service, offset)
+    assert "==> webhooks killed by SIGKILL" in log and "restarting it in 1s" in log, log[-3000:]
 
 
 # one strategy said three ways (as in test_mcp_agent): the judge reads their pairs, so the run calls the LLM
@@ -180,6 +207,59 @@ def test_a_run_whose_worker_process_is_killed_is_failed_within_a_minute_and_the_
         assert finished["status"] == "completed", finished["errors"]
     health = httpx2.get(f"{service.url}/readyz", timeout=10).json()
     assert health["running"]["status"] == "ok", health["running"]
+
+
+def test_web_stays_ready_while_a_worker_killed_mid_session_is_restarted(
+    service: Service, acme: Setup, llm_stub: LLMStub
+) -> None:
+    """The red team's case: the worker group killed under load left its session "running" for a dead
+    process until the new worker's sweep, and /readyz answered 503 for about 10 s — a load balancer would
+    have dropped a healthy web. Now /readyz answers 200 throughout; /readyz/worker carries the worker's state.
+    After the run test: the distillation leaves a worker connected to the LLM stub, which that test counts."""
+    marker = unique()
+    llm_stub.hold("distill")
+    try:
+        with rest(service, acme.project_token) as http:
+            submitted = http.post("/api/v1/sessions", json={
+                "session_id": marker, "outcome": "success",
+                "trace": f"user: the cache test is flaky ({marker})\nassistant: cleared the shared cache; green.",
+            })  # fmt: skip
+            assert submitted.status_code in (200, 201, 202), submitted.text[:500]
+            wait_for(
+                "the distillation asked the LLM (and waits for it)",
+                lambda: any(marker in call.prompt for call in llm_stub.calls_of("distill")),
+                90,
+                service,
+            )
+            worker, _ = run_pids(service)
+            os.killpg(worker, signal.SIGKILL)
+            statuses: list[int] = []
+            seen_background: set[str] = set()
+            until = time.monotonic() + 20  # the restart (1 s), the new worker's sweep, the 10 s cache
+            while time.monotonic() < until:
+                ready = httpx2.get(f"{service.url}/readyz", timeout=10)
+                statuses.append(ready.status_code)
+                seen_background.update(ready.json()["background"]["failing"])
+                time.sleep(0.2)
+            assert set(statuses) == {200}, f"/readyz was not 200 throughout: {statuses}"
+            llm_stub.release("distill")
+            done = wait_for(
+                "the session distilled by the new worker",
+                lambda: http.get(f"/api/v1/sessions/{marker}").json()["status"] == "done",
+                120,
+                service,
+            )
+            assert done
+        # once the sweep queued the session again and it ran, the background is whole again
+        worker_ready = wait_for(
+            "/readyz/worker ok",
+            lambda: httpx2.get(f"{service.url}/readyz/worker", timeout=10).status_code == 200,
+            BACK_WITHIN,
+            service,
+        )
+        assert worker_ready, seen_background
+    finally:
+        llm_stub.release("distill")
 
 
 def test_a_killed_postgresql_is_started_again_and_the_api_answers_again(service: Service, acme: Setup) -> None:

@@ -1,5 +1,7 @@
-"""/readyz: the service can do its work — database, migrations, worker heartbeat, queue — and the LLM is
-reported, never fatal (docs/observability.md#health)."""
+"""/readyz: this web process can serve — database, migrations — and the background work (worker and
+webhook worker heartbeats, queue, running work) is reported apart, failing /readyz/worker but never
+/readyz: a worker that is down or restarting must not take a healthy web out of a load balancer's
+rotation. The LLM is reported, never fatal (docs/observability.md#health)."""
 
 from datetime import timedelta
 from types import SimpleNamespace
@@ -26,10 +28,25 @@ def just_booted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("operations.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=5))
 
 
-def beat(seconds_ago: float) -> None:
+def beat(seconds_ago: float, *, webhook_worker_ago: float = 10) -> None:
+    """The worker's heartbeat, and the webhook worker's process's own (reasoningbank/worker_beats.py)."""
     WorkerHeartbeat.objects.update_or_create(
         cluster="reasoningbank", defaults={"beat_at": timezone.now() - timedelta(seconds=seconds_ago)}
     )
+    WorkerHeartbeat.objects.update_or_create(
+        cluster="reasoningbank-webhooks@host/42",
+        defaults={"beat_at": timezone.now() - timedelta(seconds=webhook_worker_ago), "host": "host", "pid": 42},
+    )
+
+
+def web_ready_worker_not(client, *, failing: list[str]) -> dict:
+    """/readyz 200 with the background ``degraded``; /readyz/worker 503 naming ``failing``."""
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["failing"] == []
+    assert ready.json()["background"] == {"status": "degraded", "failing": failing}
+    response = client.get("/readyz/worker")
+    assert response.status_code == 503 and response.json()["failing"] == failing
+    return dict(response.json())
 
 
 def test_readyz_is_200_when_every_fatal_part_passes_and_names_each_part(client, db):
@@ -38,8 +55,10 @@ def test_readyz_is_200_when_every_fatal_part_passes_and_names_each_part(client, 
     body = response.json()
     assert response.status_code == 200
     assert body["status"] == "ok" and body["failing"] == []
-    assert {"database", "migrations", "worker", "queue", "running", "llm"} <= set(body)
-    for part in ("database", "migrations", "worker", "queue", "running", "llm"):
+    assert body["background"] == {"status": "ok", "failing": []}
+    parts = ("database", "migrations", "worker", "webhook_worker", "queue", "running", "llm")
+    assert set(parts) <= set(body)
+    for part in parts:
         assert body[part]["status"] and body[part]["detail"], part
     assert body["database"]["status"] == "ok" and body["migrations"] == {
         "status": "ok",
@@ -47,6 +66,27 @@ def test_readyz_is_200_when_every_fatal_part_passes_and_names_each_part(client, 
         "unapplied": 0,
     }
     assert "no-store" in response["Cache-Control"]
+    worker = client.get("/readyz/worker")
+    assert worker.status_code == 200 and worker.json()["failing"] == [] and "no-store" in worker["Cache-Control"]
+
+
+def test_a_worker_killed_mid_session_leaves_web_ready_and_says_so_apart(client, cast):
+    """After the worker group is killed under load, its session is "running" for a dead process until
+    the new worker's sweep: the background is degraded, web stays in rotation."""
+    import socket
+    import subprocess
+    import sys
+
+    beat(10)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    AgentSessionFactory(
+        project=cast.project_a, status="running", started_at=timezone.now(), heartbeat_at=timezone.now(),
+        worker=f"{socket.gethostname()}/{child.pid}",
+    )  # fmt: skip
+    body = web_ready_worker_not(client, failing=["running"])
+    assert body["running"]["sessions_without_worker"] == 1
+    assert body["database"]["status"] == "ok" and body["worker"]["status"] == "ok"
 
 
 def test_readyz_is_503_when_the_database_is_down(client, db):
@@ -54,7 +94,8 @@ def test_readyz_is_503_when_the_database_is_down(client, db):
         response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 503
-    assert body["status"] == "error" and body["failing"] == ["database", "migrations", "worker", "queue", "running"]
+    assert body["status"] == "error" and body["failing"] == ["database", "migrations"]
+    assert body["background"]["failing"] == ["worker", "webhook_worker", "queue", "running"]
     assert body["database"] == {"status": "error", "detail": "the database does not answer (OperationalError)"}
     assert body["llm"]["status"] == "none"
 
@@ -88,11 +129,12 @@ def test_the_migration_check_is_cached_briefly(client, db):
 # --- worker ----------------------------------------------------------------------------------------
 
 
-def test_a_worker_never_seen_turns_readyz_red_with_the_fix(client, db):
+def test_a_worker_never_seen_turns_readyz_worker_red_with_the_fix(client, db):
     Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
-    response = client.get("/readyz")
-    assert response.status_code == 503 and response.json()["failing"] == ["worker"]
-    assert response.json()["worker"] == {
+    beat(10)
+    WorkerHeartbeat.objects.filter(cluster="reasoningbank").delete()
+    body = web_ready_worker_not(client, failing=["worker"])
+    assert body["worker"] == {
         "status": "never_seen",
         "detail": "no heartbeat was ever recorded",
         "last_heartbeat_age_seconds": None,
@@ -101,16 +143,14 @@ def test_a_worker_never_seen_turns_readyz_red_with_the_fix(client, db):
     }
 
 
-def test_a_stale_heartbeat_turns_readyz_red(client, db, settings):
+def test_a_stale_heartbeat_turns_readyz_worker_red(client, db, settings):
     Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
     settings.WORKER_HEARTBEAT_STALE_AFTER = 60
     beat(50)  # well inside the limit: on a loaded machine seconds pass before /readyz reads it
-    assert client.get("/readyz").status_code == 200
+    assert client.get("/readyz/worker").status_code == 200
     health_cache_clear()
     beat(61)
-    response = client.get("/readyz")
-    worker = response.json()["worker"]
-    assert response.status_code == 503 and response.json()["failing"] == ["worker"]
+    worker = web_ready_worker_not(client, failing=["worker"])["worker"]
     assert worker["status"] == "stale" and worker["stale_after_seconds"] == 60
     assert worker["detail"] == "last heartbeat 1 minute ago (stale after 1 minute)"
 
@@ -148,8 +188,40 @@ def test_with_inline_tasks_there_is_no_worker_to_wait_for(client, db, monkeypatc
     from django_q.conf import Conf
 
     monkeypatch.setattr(Conf, "SYNC", True)
-    response = client.get("/readyz")
+    response = client.get("/readyz/worker")
     assert response.status_code == 200 and response.json()["worker"]["status"] == "inline"
+    assert response.json()["webhook_worker"]["status"] == "inline"
+
+
+# --- the webhook worker ----------------------------------------------------------------------------------
+
+
+def test_a_webhook_worker_never_seen_fails_readyz_worker_with_the_command_that_starts_it(client, db):
+    beat(10)
+    WorkerHeartbeat.objects.filter(cluster__startswith="reasoningbank-webhooks@").delete()
+    part = web_ready_worker_not(client, failing=["webhook_worker"])["webhook_worker"]
+    assert part["status"] == "never_seen"
+    assert part["fix"].endswith("Q_CLUSTER_NAME=reasoningbank-webhooks .venv/bin/python manage.py qcluster")
+
+
+def test_a_restarted_webhook_worker_is_ok_while_any_of_its_processes_beat_lately(client, db, settings):
+    settings.WORKER_HEARTBEAT_STALE_AFTER = 60
+    beat(10, webhook_worker_ago=300)  # the killed one's last beat
+    WorkerHeartbeat.objects.create(
+        cluster="reasoningbank-webhooks@host/43", beat_at=timezone.now(), host="host", pid=43
+    )  # its replacement
+    response = client.get("/readyz/worker")
+    assert response.status_code == 200 and response.json()["webhook_worker"]["status"] == "ok"
+    health_cache_clear()
+    WorkerHeartbeat.objects.filter(pid=43).delete()
+    assert web_ready_worker_not(client, failing=["webhook_worker"])["webhook_worker"]["status"] == "stale"
+
+
+def test_the_webhook_workers_queue_waiting_past_the_threshold_stalls_the_queue(client, db):
+    beat(10)
+    OrmQ.objects.create(key="reasoningbank-webhooks", payload="x", lock=timezone.now() - timedelta(minutes=6))
+    queue = web_ready_worker_not(client, failing=["queue"])["queue"]
+    assert queue["webhook_tasks"]["depth"] == 1 and queue["tasks"]["depth"] == 0
 
 
 def test_setup_schedules_makes_the_worker_beat_every_minute(db):
@@ -225,6 +297,7 @@ def test_an_empty_queue_is_ok(client, db):
         "tasks": {"depth": 0, "oldest_age_seconds": None},
         "consolidation_runs": {"depth": 0, "oldest_age_seconds": None},
         "sessions": {"depth": 0, "oldest_age_seconds": None},
+        "webhook_tasks": {"depth": 0, "oldest_age_seconds": None},
     }
 
 
@@ -235,9 +308,7 @@ def test_a_broker_task_waiting_past_the_threshold_stalls_the_queue_and_readyz(cl
     OrmQ.objects.create(key="reasoningbank", payload="y", lock=now - timedelta(seconds=10))
     # pulled by a pusher (locked until its retry time): not waiting
     OrmQ.objects.create(key="reasoningbank", payload="z", lock=now + timedelta(minutes=10))
-    response = client.get("/readyz")
-    queue = response.json()["queue"]
-    assert response.status_code == 503 and response.json()["failing"] == ["queue"]
+    queue = web_ready_worker_not(client, failing=["queue"])["queue"]
     assert queue["status"] == "stalled" and queue["depth"] == 2
     assert queue["tasks"]["depth"] == 2 and 355 < queue["tasks"]["oldest_age_seconds"] < 370
     assert queue["detail"] == "oldest waiting item: 6 minutes (stalled after 5 minutes)"
@@ -284,7 +355,9 @@ def test_a_session_waiting_out_its_retry_backoff_is_not_stalled_work(client, cas
 # --- running work without a live worker -------------------------------------------------------------------
 
 
-def test_a_run_left_running_by_a_dead_worker_turns_readyz_red_while_the_worker_itself_beats(client, cast, settings):
+def test_a_run_left_running_by_a_dead_worker_turns_readyz_worker_red_while_the_worker_itself_beats(
+    client, cast, settings
+):
     """The red-team's case: the busy worker process was killed, django-q2 started another one (the
     cluster's heartbeat is fresh, nothing waits in the queue), and the run it had stayed "running"."""
     settings.WORK_HEARTBEAT_STALE_AFTER = 45
@@ -292,17 +365,15 @@ def test_a_run_left_running_by_a_dead_worker_turns_readyz_red_while_the_worker_i
     at = timezone.now() - timedelta(seconds=90)
     ConsolidationRunFactory(project=cast.project_a, status="running", started_at=at, heartbeat_at=at)
 
-    response = client.get("/readyz")
+    body = web_ready_worker_not(client, failing=["running"])
 
-    body = response.json()
-    assert response.status_code == 503 and body["failing"] == ["running"]
     assert body["worker"]["status"] == "ok" and body["queue"]["status"] == "ok"
     running = body["running"]
     assert (running["status"], running["runs_without_worker"], running["sessions_without_worker"]) == ("orphaned", 1, 0)
     assert "without a live worker" in running["detail"] and "within a minute" in running["detail"]
 
 
-def test_a_running_session_whose_worker_process_is_gone_turns_readyz_red_at_once(client, cast):
+def test_a_running_session_whose_worker_process_is_gone_turns_readyz_worker_red_at_once(client, cast):
     import socket
     import subprocess
     import sys
@@ -315,7 +386,7 @@ def test_a_running_session_whose_worker_process_is_gone_turns_readyz_red_at_once
         worker=f"{socket.gethostname()}/{child.pid}",
     )  # fmt: skip
 
-    body = client.get("/readyz").json()
+    body = client.get("/readyz/worker").json()
 
     assert body["failing"] == ["running"] and body["running"]["sessions_without_worker"] == 1
 
@@ -338,12 +409,11 @@ def test_health_reads_are_cached_briefly(client, db, django_assert_max_num_queri
 
 
 def test_readyz_says_unknown_and_fails_when_the_health_tables_cannot_be_read(client, db):
+    beat(10)
     with mock.patch("operations.views.worker_health_cached", side_effect=OperationalError("no table")):
-        response = client.get("/readyz")
-    body = response.json()
-    assert response.status_code == 503 and body["worker"]["status"] == "unknown"
+        body = web_ready_worker_not(client, failing=["worker"])
+    assert body["worker"]["status"] == "unknown"
     assert body["worker"]["detail"] == "cannot read the heartbeat (OperationalError)"
-    assert "worker" in body["failing"]
 
 
 # --- llm --------------------------------------------------------------------------------------------
@@ -382,5 +452,6 @@ def test_the_llm_part_names_the_provider_and_is_never_fatal(client, db, settings
 
 def test_readyz_reveals_no_tenant_data(client, cast):
     AgentSessionFactory(project=cast.project_a, external_id="secret-run")
-    text = client.get("/readyz").content.decode()
-    assert "secret-run" not in text and "acme" not in text and "web-app" not in text
+    for path in ("/readyz", "/readyz/worker"):
+        text = client.get(path).content.decode()
+        assert "secret-run" not in text and "acme" not in text and "web-app" not in text
