@@ -28,6 +28,7 @@ from reasoningbank.ai.batch_providers import BatchAnswer, BatchApi, BatchItem, b
 from reasoningbank.ai.budget import Reservation, budget_caps, budget_reserve, budget_settle, call_estimate
 from reasoningbank.ai.llm import LLM, LLMError, LLMPermanentError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import Organization
+from reasoningbank.ai.outbound import outbound_text
 from reasoningbank.ai.purposes import purpose_require
 from reasoningbank.metrics import LLM_REQUESTS, LLM_TOKENS
 from reasoningbank.models import LlmBatch, LlmBatchRequest, LlmCall
@@ -152,7 +153,9 @@ def _submit_one(session: BatchSession, recorded: Sequence[_Recorded]) -> LlmBatc
     reservation = budget_reserve(organization, estimate)  # raises LLMBudgetExceeded: the work waits
     error, provider_batch_id = "", ""
     try:
-        provider_batch_id = api.submit([BatchItem(r.key, r.system, r.prompt, r.max_tokens) for r in recorded])
+        # a batched call's texts leave here, scrubbed like a direct call's (reasoningbank/ai/outbound.py)
+        items = [BatchItem(r.key, outbound_text(r.system), outbound_text(r.prompt), r.max_tokens) for r in recorded]
+        provider_batch_id = api.submit(items)
     except LLMError as exc:
         budget_settle(reservation, 0)
         error = str(exc)[:2000]
