@@ -355,7 +355,9 @@ def azure_identifiable_key() -> str:
 
 def url_encoded_signature() -> str:
     """base64 of a 32-byte HMAC, URL-encoded as Azure prints it ("%2B", "%2F", "%3D")."""
-    return b64(bytes(_rng.randrange(256) for _ in range(32))).replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+    return (
+        b64(bytes(_rng.randrange(256) for _ in range(32))).replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+    )
 
 
 SPLIT_HEAD, SPLIT_TAIL = mixed(ALNUM, 18), mixed(ALNUM, 18)
@@ -417,7 +419,7 @@ SECRETS += [
     Secret("base64 of a github token", "echo ", b64(("ghp_" + mixed(ALNUM, 36)).encode()), " | base64 -d > ~/.token",
            "base64_encoded_secret"),
     Secret("base64 of an env file", "SECRETS_B64=",
-           b64(("AWS_ACCESS_KEY_ID=AKIA" + rand(UPPER_ALNUM, 16) + "\nAWS_SECRET_ACCESS_KEY=" + mixed(B64, 40)).encode()),
+           b64(f"AWS_ACCESS_KEY_ID=AKIA{rand(UPPER_ALNUM, 16)}\nAWS_SECRET_ACCESS_KEY={mixed(B64, 40)}".encode()),
            "", "base64_encoded_secret"),
     Secret("base64 of a database url in a kubernetes secret", "data:\n  DATABASE_URL: ",
            b64(("postgres://app:" + mixed(ALNUM, 16) + "@db:5432/app").encode()), "\n", "base64_encoded_secret"),
@@ -490,6 +492,12 @@ RED_TEAM_NAMES = (
     "slack refresh token", "google oauth client secret", "telegram bot token",
     "twilio auth token after the account sid", "unsigned jwt", "aws secret key of 39 characters",
     "aws secret key of 44 characters", "aws secret key in prose",
+    # the second run's (docs/security/secret-scrubbing.md#the-format-table-and-the-evaluation)
+    "webhook signing secret", "twilio api key sid", "bitbucket app password", "azure client secret", "azure sas url",
+    "okta api token", "firebase server key", "terraform cloud token", "discord bot token",
+    "discord webhook with an api version", "mailchimp key", "docker login -p", "password stated in prose",
+    "pw: in prose", "base64 of a github token", "token split by a line continuation",
+    "token split by a zero-width space",
 )  # fmt: skip
 RED_TEAM = [row for row in SECRETS if row.name in RED_TEAM_NAMES]
 assert len(RED_TEAM) == len(RED_TEAM_NAMES)

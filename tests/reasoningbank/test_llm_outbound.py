@@ -27,8 +27,8 @@ from reasoningbank.ai.metered import llm_complete
 from reasoningbank.ai.prompt_kinds import PromptExample, PromptKind, prompt_kinds
 from reasoningbank.scrubbing import scrub_secrets
 from tests.batch_api_stub import BatchApiStub, batch_api_served
-from tests.repo_files import REPO, python_modules
 from tests.reasoningbank.test_llm import anthropic_reply, anthropic_system, openai_reply
+from tests.repo_files import REPO, python_modules
 from tests.respx_httpx2 import serve_httpx2_from
 
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
@@ -47,7 +47,8 @@ class Provider:
         route.side_effect = self.answer
 
     def answer(self, request: httpx.Request) -> httpx.Response:
-        return (anthropic_reply if self.name == "anthropic" else openai_reply)("Done.", input_tokens=50, output_tokens=2)
+        reply = anthropic_reply if self.name == "anthropic" else openai_reply
+        return reply("Done.", input_tokens=50, output_tokens=2)
 
     def sent(self) -> list[tuple[str, str]]:
         """(system, prompt) of every request, read from the HTTP bodies."""
@@ -148,11 +149,9 @@ def test_a_batched_call_is_scrubbed_when_the_batch_is_submitted(name, cast):
 
 def test_a_remote_embedders_inputs_are_scrubbed():
     with respx.mock(base_url="https://api.openai.com/v1") as router, serve_httpx2_from(router):
+        vector = {"object": "embedding", "index": 0, "embedding": [1.0, 0.0]}
         route = router.post("/embeddings").mock(
-            return_value=httpx.Response(
-                200,
-                json={"object": "list", "model": "m", "data": [{"object": "embedding", "index": 0, "embedding": [1.0, 0.0]}]},
-            )
+            return_value=httpx.Response(200, json={"object": "list", "model": "m", "data": [vector]})
         )
         OpenAIEmbedder("m", 2, api_key="sk-test", base_url=None).embed([PROMPT])
 

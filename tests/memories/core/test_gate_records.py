@@ -81,7 +81,8 @@ def test_real_knowledge_that_quotes_a_placeholder_is_recorded_and_a_bare_templat
     assert recorded.status_code == 201, recorded.json()
     assert Memory.objects.get().content == quoting["content"]
 
-    template = alice.post(MEMORIES, {**GOOD, "content": "token = <your-token-here>, then <insert the steps>"}, format="json")
+    bare = {**GOOD, "content": "token = <your-token-here>, then <insert the steps>"}
+    template = alice.post(MEMORIES, bare, format="json")
     assert template.status_code == 422 and template.json()["code"] == "rejected_placeholder"
     assert Memory.objects.count() == 1
 
