@@ -36,8 +36,9 @@ from reasoningbank.scrubbing.primitives import (
 from reasoningbank.scrubbing.splits import splits_normalise
 from reasoningbank.scrubbing.tokens import OWN_TOKEN_KINDS, TOKEN_RULES
 
-# a private-use character in the text as given stands in for FILL in the working copy (same length)
-_FILL_STANDIN = "\ue001"
+# a NUL in the text as given is another control character in the working copy (same length), so that
+# only what was found is FILL
+_FILL_STANDIN = "\x01"
 
 
 @dataclass(frozen=True)
