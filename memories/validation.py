@@ -1,7 +1,7 @@
 """Input validation for memories: the limits of a memory's fields, the ``*_clean`` functions that turn
 a caller's value into a clean one or a 400 naming the field, the ``*_require`` checks of the caller's
 rights, and the one entry every text takes into the bank (``text_scrub``: secrets redacted, our own
-leaked tokens revoked).
+leaked credentials revoked).
 
 A leaf (it imports no memories service): the record, update, signal, session, code-report and import
 services all validate with these, and none of them has to import another service to do it.
@@ -14,9 +14,9 @@ from typing import Any
 
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE
-from accounts.services_leaks import leaked_tokens_revoke
 from memories.models import Memory
 from reasoningbank.errors import Forbidden, InvalidInput
+from reasoningbank.leaks import leaked_credentials_revoke
 from reasoningbank.scrubbing import ScrubResult, scrub_secrets
 
 TITLE_MAX = 200
@@ -52,11 +52,12 @@ def text_clean(value: Any, name: str, maximum: int, *, required: bool = True) ->
 
 
 def text_scrub_result(text: str, *, seen_in: str) -> ScrubResult:
-    """``text`` with its secrets redacted, and any of our own tokens in it revoked on sight: it
-    reached the bank, so it has leaked. ``seen_in`` names the operation for the audit row."""
+    """``text`` with its secrets redacted, and any of our own credentials in it (tokens, webhook signing
+    secrets) revoked on sight: it reached the bank, so it has leaked. ``seen_in`` names the operation
+    for the audit row."""
     result = scrub_secrets(text)
     if result.own_tokens:
-        leaked_tokens_revoke(result.own_tokens, seen_in=seen_in)
+        leaked_credentials_revoke(result.own_tokens, seen_in=seen_in)
     return result
 
 

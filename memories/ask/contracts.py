@@ -41,7 +41,7 @@ from memories.embedding import query_embed
 from memories.models import Memory
 from memories.search.selectors import SearchQuery, memory_search
 from memories.sessions.services_ledger import session_uses_record
-from memories.validation import QUERY_MAX, session_key_clean
+from memories.validation import QUERY_MAX, session_key_clean, text_scrub
 from reasoningbank.ai.llm import LLM, LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import LLMBudgetExceeded, llm_complete
 from reasoningbank.contracts import NUL_FREE, Contract
@@ -139,14 +139,17 @@ class AskOutput(Contract):
 def memory_ask_run(principal: Principal, args: AskInput) -> AskOutput:
     session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     llm = _llm_configured()  # before any work: without an LLM there is never an answer
+    # a secret pasted into the question reaches neither the embedder nor the LLM, and a token of ours
+    # in it is revoked, found or not (the LLM client scrubs every prompt again: reasoningbank/ai/outbound.py)
+    question = text_scrub(args.question, seen_in="memory.ask")
     search = SearchQuery(
-        query=args.question,
+        query=question,
         limit=args.limit,
         min_confidence=float(args.min_confidence),
         project=args.project or None,
         mode=args.mode,
     )
-    hits = memory_search(principal, search, query_vector=query_embed(args.question)).hits
+    hits = memory_search(principal, search, query_vector=query_embed(question)).hits
     memories = [
         ReasoningMemory(
             id=hit.memory.id,
@@ -172,7 +175,7 @@ def memory_ask_run(principal: Principal, args: AskInput) -> AskOutput:
             llm_called=False,
             warnings=[],
         )
-    prompt = build_reasoning_prompt(args.question, memories, asked_at=timezone.now())
+    prompt = build_reasoning_prompt(question, memories, asked_at=timezone.now())
     text = _complete(principal.organization, prompt, llm)
     try:
         reply = parse_reasoned_answer(text, memory_count=len(memories))

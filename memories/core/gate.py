@@ -7,8 +7,10 @@ distillation, consolidation's synthesis and pattern extraction — asks ``gate_c
 ``Rejection`` naming the field and the reason:
 
 - ``empty``: a field with no letters or digits at all (only punctuation, only ``[REDACTED:…]``);
-- ``placeholder``: template or placeholder text — "TODO", "TBD", "N/A", "lorem ipsum",
-  "<insert …>", a field that is one ``<…>`` / ``{{…}}`` slot, an echoed ``NO_EXTRACTIONS``;
+- ``placeholder``: template or placeholder text — "TODO", "TBD", "N/A", a field that is one ``<…>`` /
+  ``{{…}}`` slot, an echoed ``NO_EXTRACTIONS``, or a field made mostly of "lorem ipsum", "<insert …>",
+  "<your …>" (quoted inside a field that says enough of its own, a placeholder is part of real
+  knowledge: "put token = <your-token-here> in ~/.config/acme.toml, then run acme login");
 - ``repeated_characters``: one character, or one short run of characters, over and over;
 - ``too_short``: content shorter than ``min_content_chars`` once secrets are removed;
 - ``restates_title``: content whose words are all the title's;
@@ -55,12 +57,25 @@ PLACEHOLDER_WORDS: Final = frozenset(
         "ditto", "no extractions", "insert here", "your text here", "enter text",
     }
 )  # fmt: skip
-# placeholders anywhere in a field
-_PLACEHOLDER_ANYWHERE = re.compile(
-    r"lorem\s+ipsum|<\s*(?:insert|your|enter|add|put|fill)\b[^<>]*>|\[\s*(?:insert|your|enter|fill)\b[^\[\]]*\]"
-    r"|\b" + re.escape(NO_EXTRACTIONS) + r"\b",
+# placeholders inside a field: an instruction to fill something in ("<insert the steps here>", "[your
+# description]", "<your-token-here>"), or filler text ("lorem ipsum dolor sit amet…", its usual words
+# taken with it). Quoted in a field that says enough of its own ("put token = <your-token-here> in
+# ~/.config/acme.toml, then run acme login") it is part of real knowledge; a field made mostly of them is
+# a template (``is_placeholder``).
+_LOREM_WORDS = (
+    "dolor|sit|amet|consectetur|adipiscing|elit|sed|do|eiusmod|tempor|incididunt|ut|labore|et|dolore|magna|"
+    "aliqua|enim|ad|minim|veniam|quis|nostrud|exercitation|ullamco|laboris|nisi|aliquip|ex|ea|commodo|consequat"
+)
+_PLACEHOLDER_SPAN = re.compile(
+    r"lorem\s+ipsum(?:[\s,.;:]+(?:" + _LOREM_WORDS + r")\b)*"
+    r"|<\s*(?:insert|your|enter|add|put|fill)\b[^<>]*>|\[\s*(?:insert|your|enter|fill)\b[^\[\]]*\]",
     re.IGNORECASE,
 )
+# our distillation's "nothing to extract" answer echoed into a field: never knowledge, wherever it stands
+_ECHOED_ANSWER = re.compile(r"\b" + re.escape(NO_EXTRACTIONS) + r"\b")
+# a field needs this many words of its own, and twice as many as its placeholders hold, to be more than
+# a template
+OWN_WORDS_MIN: Final = 3
 # a whole field that is one template slot: "<concise title>", "{{trace}}", "[description here]"
 _SLOT = re.compile(r"^\s*(?:<[^<>]{1,120}>|\{\{[^{}]{1,120}\}\}|\{[a-z_ ]{1,60}\}|\[[^\[\]]{1,120}\])\s*$", re.I)
 _REDACTION = re.compile(r"\[REDACTED:[^\]]*\]")
@@ -104,9 +119,19 @@ def without_secrets(text: str) -> str:
 
 
 def is_placeholder(text: str) -> bool:
-    """A whole field that is template or placeholder text (or an echoed template slot)."""
+    """A field that is template or placeholder text: a placeholder word or one template slot on its own,
+    an echoed ``NO_EXTRACTIONS``, or placeholders with too few words of the field's own around them
+    (fewer than ``OWN_WORDS_MIN``, or than twice the placeholders' words). A placeholder quoted in a
+    field that says enough of its own is not one."""
     words = normalise(text)
-    return words in PLACEHOLDER_WORDS or bool(_SLOT.match(text)) or bool(_PLACEHOLDER_ANYWHERE.search(text))
+    if words in PLACEHOLDER_WORDS or _SLOT.match(text) or _ECHOED_ANSWER.search(text):
+        return True
+    quoted = _PLACEHOLDER_SPAN.findall(text)
+    if not quoted:
+        return False
+    placeholder_words = sum(len(normalise(span).split()) for span in quoted)
+    own_words = len(normalise(_PLACEHOLDER_SPAN.sub(" ", text)).split())
+    return own_words < max(OWN_WORDS_MIN, 2 * placeholder_words)
 
 
 def is_repetition(text: str) -> bool:

@@ -29,6 +29,7 @@ from reasoningbank.ai.budget import Reservation, budget_caps, budget_reserve, bu
 from reasoningbank.ai.budget_rules import CallCost
 from reasoningbank.ai.llm import LLM, LLMError, LLMPermanentError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import Organization
+from reasoningbank.ai.outbound import outbound_text
 from reasoningbank.ai.purposes import purpose_require
 from reasoningbank.metrics import LLM_REQUESTS, LLM_TOKENS
 from reasoningbank.models import LlmBatch, LlmBatchRequest, LlmCall
@@ -155,7 +156,9 @@ def _submit_one(session: BatchSession, recorded: Sequence[_Recorded]) -> LlmBatc
     reservation = budget_reserve(organization, CallCost(likely=ceiling, ceiling=ceiling))
     error, provider_batch_id = "", ""
     try:
-        provider_batch_id = api.submit([BatchItem(r.key, r.system, r.prompt, r.max_tokens) for r in recorded])
+        # a batched call's texts leave here, scrubbed like a direct call's (reasoningbank/ai/outbound.py)
+        items = [BatchItem(r.key, outbound_text(r.system), outbound_text(r.prompt), r.max_tokens) for r in recorded]
+        provider_batch_id = api.submit(items)
     except LLMError as exc:
         budget_settle(reservation, 0)
         error = str(exc)[:2000]

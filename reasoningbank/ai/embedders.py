@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from reasoningbank.ai.outbound import EMBEDDING, outbound_text
+
 if TYPE_CHECKING:
     import openai
 
@@ -193,6 +195,8 @@ class OpenAIEmbedder:
 
     def _embed_batch(self, batch: list[str]) -> list[Vector]:
         # Plain floats, not the SDK's default base64: every compatible server speaks floats.
+        # texts leave for a remote server here: scrubbed as an LLM's prompt is (a search query is no stored text)
+        batch = [outbound_text(text, seen_in=EMBEDDING) for text in batch]
         kwargs: dict[str, Any] = {"model": self.model, "input": batch, "encoding_format": "float"}
         if self.send_dimensions:
             kwargs["dimensions"] = self.dimensions

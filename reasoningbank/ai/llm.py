@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from reasoningbank.ai.outbound import outbound_text
 from reasoningbank.health import LlmHealth, llm_health
 
 LLM_PROVIDERS = ("none", "anthropic", "openai")
@@ -278,6 +279,8 @@ class _RetryingLLM:
         temperature: float = 0.0,
     ) -> LLMResult:
         started = time.perf_counter()
+        # the one place a direct call's texts leave for the provider: scrubbed, whoever built them
+        system, prompt = outbound_text(system), outbound_text(prompt)
         attempt = 0
         while True:
             attempt += 1

@@ -234,6 +234,19 @@ ASSIGNMENT_RULES: tuple[Rule, ...] = (
         ),
         keep_prefix,
     ),
+    # Signed URLs: whoever holds one may do what it grants until it expires. Azure SAS ("?sv=...&sig=",
+    # a Service Bus "SharedAccessSignature sr=...&sig="), S3 and GCS presigned ("X-Amz-Signature=",
+    # "X-Goog-Signature=", the older "&Signature="), and an S3 URL's session token. The signature goes;
+    # the URL's path and other parameters stay readable.
+    Rule(
+        "signed_url_signature",
+        ("sig=", "signature=", "x-amz-signature=", "x-goog-signature=", "x-amz-security-token="),
+        re.compile(
+            r"(?P<prefix>(?<=[?&;])(?i:sig|signature|x-amz-signature|x-goog-signature|x-amz-security-token)=)"
+            r"(?P<value>[A-Za-z0-9%+/=_.~-]{16,}+)"
+        ),
+        _keep_prefix_unless_placeholder,
+    ),
     # scheme://user:PASSWORD@host -> scheme://user:[REDACTED:url_password]@host. The password
     # may itself contain "@" (unencoded); the bounded greedy class backtracks to the last one.
     Rule(

@@ -9,7 +9,7 @@ import math
 import re
 from collections import Counter
 
-from reasoningbank.scrubbing.primitives import TOKEN_START, anchor_positions, not_after, redaction_marker, spans_redact
+from reasoningbank.scrubbing.primitives import TOKEN_START, Finding, anchor_positions, findings, not_after
 
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _DIGITS = frozenset("0123456789")
@@ -26,10 +26,9 @@ def _starts_token(text: str, index: int) -> bool:
 _TELEGRAM_SECRET_RE = re.compile(r":A[A-Za-z0-9_-]{34}(?![A-Za-z0-9_-])")
 
 
-def scrub_telegram(text: str) -> tuple[str, int]:
-    marker = redaction_marker("telegram_bot_token")
-    out: list[str] = []
-    done = count = 0
+def telegram_find(text: str) -> list[Finding]:
+    found: list[Finding] = []
+    done = 0
     index = text.find(":A")
     while index != -1:
         start = index
@@ -42,22 +41,18 @@ def scrub_telegram(text: str) -> tuple[str, int]:
             and (_starts_token(text, start) or text[max(0, start - 3) : start] == "bot")
             and (secret := _TELEGRAM_SECRET_RE.match(text, index)) is not None
         ):
-            out.append(text[done:start])
-            out.append(marker)
+            found.append(Finding(start, secret.end(), "telegram_bot_token"))
             done = secret.end()
-            count += 1
         index = text.find(":A", max(index + 2, done))
-    if not count:
-        return text, 0
-    out.append(text[done:])
-    return "".join(out), count
+    return found
 
 
 # Twilio: an auth token is 32 lower-case hex digits, which is also what an MD5 digest looks like;
 # it is taken only on the same line after an Account SID ("AC" + 32 hex), an API key SID ("SK" +
 # 32 hex, whose secret is 32 letters and digits) or the word "twilio" — the shape of
 # Client("AC...", "<token>"), TwilioRestClient(sid, token) and "twilio token: ...". Each part of
-# the text is searched once: a window starts where the previous one ended.
+# the text is searched once: a window starts where the previous one ended. The API key's SID goes
+# too (an account SID alone names an account, an API key's SID is half of a credential pair).
 _TWILIO_SID_RE = re.compile(r"(?:AC|SK)[0-9a-f]{32}(?![A-Za-z0-9])")
 _TWILIO_SECRET_RE = re.compile(
     TOKEN_START + r"(?:[0-9a-f]{32}|(?=[a-z0-9]{0,31}[A-Z])[A-Za-z0-9]{32})(?![A-Za-z0-9_-])"
@@ -82,16 +77,15 @@ def _twilio_anchors(text: str, lowered: str) -> list[tuple[int, int]]:
     return sorted(found)
 
 
-def scrub_twilio(text: str, lowered: str) -> tuple[str, int]:
+def twilio_find(text: str, lowered: str) -> list[Finding]:
     if "twilio" not in lowered and "AC" not in text and "SK" not in text:
-        return text, 0
+        return []
     anchors = _twilio_anchors(text, lowered)
-    if not anchors:
-        return text, 0
-    marker = redaction_marker("twilio_auth_token")
-    spans: list[tuple[int, int]] = []
+    found: list[Finding] = []
     searched = 0
-    for _, anchor_end in anchors:
+    for anchor_start, anchor_end in anchors:
+        if text.startswith("SK", anchor_start):
+            found.append(Finding(anchor_start, anchor_end, "twilio_api_key"))
         start = max(anchor_end, searched)
         limit = min(len(text), anchor_end + _TWILIO_WINDOW)
         line_end = _LINE_END_RE.search(text, start, limit)
@@ -101,9 +95,9 @@ def scrub_twilio(text: str, lowered: str) -> tuple[str, int]:
                 after = text[secret.end() : secret.end() + 1]
                 if after and after in _TOKEN_CHARS:
                     continue  # cut by the window: part of a longer word
-                spans.append(secret.span())
+                found.append(Finding(*secret.span(), "twilio_auth_token"))
         searched = max(searched, end)
-    return spans_redact(text, spans, marker)
+    return sorted(found)
 
 
 # Keys in prose: "the AWS secret is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY". No key name, no
@@ -121,7 +115,7 @@ def scrub_twilio(text: str, lowered: str) -> tuple[str, int]:
 # * not after a digest's name ("sha256:", "sha512-", "md5:") or a digest word nearby (hash,
 #   digest, checksum, integrity, fingerprint, commit).
 # * not part of a file name or host ("a.b", "x/y" is inside the run and judged by its words).
-_PROSE_CONTEXT = ("key", "secret", "token", "passw", "credential", "aws")
+PROSE_CONTEXT = ("key", "secret", "token", "passw", "credential", "aws")
 _PROSE_BEFORE, _PROSE_AFTER = 48, 72  # characters around a context word where a run is taken
 _PROSE_RUN_RE = re.compile(not_after("A-Za-z0-9+/_.-") + r"[A-Za-z0-9+/_-]{24,}+={0,2}(?![A-Za-z0-9+/_=-])")
 _PROSE_WORD_RE = re.compile(r"[A-Z]?[a-z]{3,}")
@@ -190,11 +184,12 @@ def _prose_windows(positions: list[int], size: int) -> list[tuple[int, int]]:
     return windows
 
 
-def scrub_prose_keys(text: str, lowered: str) -> tuple[str, int]:
-    positions = anchor_positions(lowered, _PROSE_CONTEXT)
+def prose_keys_find(text: str, lowered: str, context: list[int]) -> list[Finding]:
+    """``context``: more positions that count as a context word: where a secret of a kind that names
+    one was found (a secret key's id announces its secret as the word "key" would)."""
+    positions = sorted({*anchor_positions(lowered, PROSE_CONTEXT), *context})
     if not positions:
-        return text, 0
-    marker = redaction_marker("high_entropy_secret")
+        return []
     spans: list[tuple[int, int]] = []
     for start, end in _prose_windows(positions, len(text)):
         # endpos a run's length past the window, so that a run starting inside it is seen whole
@@ -203,4 +198,4 @@ def scrub_prose_keys(text: str, lowered: str) -> tuple[str, int]:
                 break
             if (not spans or run.start() >= spans[-1][1]) and _prose_candidate(text, run):
                 spans.append(run.span())
-    return spans_redact(text, spans, marker)
+    return findings(spans, "high_entropy_secret")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from reasoningbank.scrubbing.primitives import redaction_marker
+from reasoningbank.scrubbing.primitives import Finding
 
 _PEM_BEGIN_RE = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -24,23 +24,20 @@ _PEM_TAIL_RE = re.compile(
 )
 
 
-def scrub_pem(text: str) -> tuple[str, int]:
-    """Replace PEM private key blocks; linear in ``len(text)``.
+def pem_find(text: str) -> list[Finding]:
+    """PEM private key blocks; linear in ``len(text)``.
 
     Each search for an END marker starts after the previous block, and its result is reused
     for every BEGIN before it, so no part of the text is scanned twice however many BEGIN
     markers an adversarial trace contains.
     """
     if "PRIVATE KEY" not in text:  # fast path: almost every trace
-        return text, 0
-    marker = redaction_marker("private_key")
-    out: list[str] = []
-    pos = count = 0
+        return []
+    found: list[Finding] = []
+    pos = 0
     next_end: re.Match[str] | None = None
     no_more_ends = False
     while (begin := _PEM_BEGIN_RE.search(text, pos)) is not None:
-        out.append(text[pos : begin.start()])
-        count += 1
         if not no_more_ends and (next_end is None or next_end.start() < begin.end()):
             next_end = _PEM_END_RE.search(text, begin.end())
             no_more_ends = next_end is None
@@ -50,9 +47,8 @@ def scrub_pem(text: str) -> tuple[str, int]:
         else:
             tail = _PEM_TAIL_RE.match(text, begin.end())
             pos = tail.end() if tail else begin.end()
-        out.append(marker)
-    out.append(text[pos:])
-    return "".join(out), count
+        found.append(Finding(begin.start(), pos, "private_key"))
+    return found
 
 
 # PuTTY private key files (.ppk): a header line, then "Name: value" lines and base64 lines up to
@@ -68,16 +64,14 @@ _PUTTY_LINE_RE = re.compile(
 _PUTTY_LAST = ("Private-MAC", "Private-Hash")
 
 
-def scrub_putty(text: str) -> tuple[str, int]:
+def putty_find(text: str) -> list[Finding]:
     if _PUTTY_HEADER not in text:
-        return text, 0
-    marker = redaction_marker("private_key")
-    out: list[str] = []
-    pos = count = 0
+        return []
+    found: list[Finding] = []
+    pos = 0
     while (start := text.find(_PUTTY_HEADER, pos)) != -1:
         header = _PUTTY_HEADER_RE.match(text, start)
         if header is None:
-            out.append(text[pos : start + len(_PUTTY_HEADER)])
             pos = start + len(_PUTTY_HEADER)
             continue
         end = header.end()
@@ -88,9 +82,6 @@ def scrub_putty(text: str) -> tuple[str, int]:
             end = line.end()
             if line.group("name") in _PUTTY_LAST:
                 break
-        out.append(text[pos:start])
-        out.append(marker)
-        count += 1
+        found.append(Finding(start, end, "private_key"))
         pos = end
-    out.append(text[pos:])
-    return "".join(out), count
+    return found

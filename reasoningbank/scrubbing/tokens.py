@@ -1,16 +1,30 @@
-"""Tokens with a prefix of their own: ours ("rb_", "rbo_", "rbr_") and the well-known formats of the
-services an agent's tools talk to ("sk-ant-", "ghp_", "xoxb-", "AKIA", JWTs, webhook URLs)."""
+"""Tokens with a prefix of their own: ours ("rb_", "rbo_", "rbr_", the webhook signing secret
+"whsec_") and the well-known formats of the services an agent's tools talk to ("sk-ant-", "ghp_",
+"xoxb-", "AKIA", JWTs, webhook URLs), and a few found by a fixed part inside them (".atlasv1.",
+":APA91b", "Q~", "JQQJ9")."""
 
 from __future__ import annotations
 
 import re
 
-from reasoningbank.scrubbing.primitives import OWN_START, PREFIX_START, TOKEN_START, WORD_START, Rule, keep_prefix
+from reasoningbank.scrubbing.primitives import (
+    OWN_START,
+    PREFIX_START,
+    TOKEN_START,
+    WORD_START,
+    Rule,
+    keep_prefix,
+    not_after,
+)
 
 # ReasoningBank's own credentials: API tokens ("rb_"), OAuth access ("rbo_") and refresh ("rbr_")
-# tokens. Their raw values are handed back (``ScrubResult.own_tokens``) so that the service that
-# scrubbed a text can revoke them: a token that reached the bank has leaked (docs/security/secret-scrubbing.md).
-OWN_TOKEN_KINDS = ("reasoningbank_oauth_token", "reasoningbank_token")
+# tokens, and webhook signing secrets ("whsec_", webhooks/signing.py; Stripe's and Svix's share the
+# prefix). Their raw values are handed back (``ScrubResult.own_tokens``) so that the service that
+# scrubbed a text can revoke them: a credential that reached the bank has leaked; only an exact match
+# of a live one is revoked (docs/security/secret-scrubbing.md).
+OWN_TOKEN_KINDS = ("reasoningbank_oauth_token", "reasoningbank_token", "webhook_signing_secret")
+# not after a character of a token (a dash, tilde and dot included: Azure's secrets hold them)
+_AZURE_START = not_after("A-Za-z0-9_~.-")
 
 TOKEN_RULES: tuple[Rule, ...] = (
     # Our own tokens first, so that "Authorization: Bearer rbo_..." or "password=rb_..." reports
@@ -35,6 +49,9 @@ TOKEN_RULES: tuple[Rule, ...] = (
             r"[A-Za-z0-9_-]{20,}+"
         ),
     ),
+    # Our webhook signing secret: "whsec_" + secrets.token_urlsafe(32); Stripe's (32 letters and digits)
+    # and Svix's (base64) have the same prefix and are secrets all the same.
+    Rule("webhook_signing_secret", ("whsec_",), re.compile(PREFIX_START + r"whsec_[A-Za-z0-9+/=_-]{24,}+")),
     # Anthropic: sk-ant-api03-..., sk-ant-admin01-..., sk-ant-oat01-...
     Rule("anthropic_key", ("sk-ant-",), re.compile(PREFIX_START + r"sk-ant-[A-Za-z0-9_-]{20,}+")),
     # OpenAI: sk-<48>, sk-proj-..., sk-svcacct-..., sk-admin-... The digit requirement keeps
@@ -129,7 +146,13 @@ TOKEN_RULES: tuple[Rule, ...] = (
             r"[A-Za-z0-9]{43}(?![A-Za-z0-9_-]))"
         ),
     ),
-    Rule("atlassian_token", ("atatt3",), re.compile(PREFIX_START + r"ATATT3[A-Za-z0-9_=-]{60,}+")),
+    # Atlassian API tokens (ATATT3...) and Bitbucket access tokens (ATCTT3...); Bitbucket app passwords
+    Rule("atlassian_token", ("atatt3", "atctt3"), re.compile(PREFIX_START + r"AT[AC]TT3[A-Za-z0-9_=-]{60,}+")),
+    Rule(
+        "bitbucket_app_password",
+        ("atbb",),
+        re.compile(PREFIX_START + r"ATBB[A-Za-z0-9_=.-]{24,}+"),
+    ),
     Rule(
         "mailgun_key",
         ("key-",),
@@ -201,6 +224,86 @@ TOKEN_RULES: tuple[Rule, ...] = (
         re.compile(PREFIX_START + r"hv[sbr]\.[A-Za-z0-9_-]{24,}+"),
     ),
     Rule("docker_token", ("dckr_pat_",), re.compile(PREFIX_START + r"dckr_pat_[A-Za-z0-9_-]{27,}+")),
+    # Okta API tokens travel as "Authorization: SSWS <token>" (the authorization rule knows no such scheme)
+    Rule(
+        "okta_token",
+        ("ssws",),
+        re.compile(r"(?P<prefix>" + WORD_START + r"SSWS[ \t]{1,16})[A-Za-z0-9_-]{20,}+"),
+        keep_prefix,
+    ),
+    Rule("heroku_key", ("hrku-",), re.compile(PREFIX_START + r"HRKU-[A-Za-z0-9_-]{40,}+")),
+    Rule(
+        "planetscale_token",
+        ("pscale_tkn_", "pscale_pw_", "pscale_oauth_"),
+        re.compile(PREFIX_START + r"pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_=.-]{32,}+"),
+    ),
+    Rule(
+        "flyio_token",
+        ("fo1_", "fm1a_", "fm1r_", "fm2_"),
+        re.compile(PREFIX_START + r"(?:fo1_[A-Za-z0-9_-]{40,}+|fm(?:1[ar]|2)_[A-Za-z0-9+/]{60,}+={0,3})"),
+    ),
+    Rule("onepassword_token", ("ops_eyj",), re.compile(PREFIX_START + r"ops_eyJ[A-Za-z0-9+/_-]{100,}+={0,3}")),
+    Rule(
+        "sourcegraph_token",
+        ("sgp_",),
+        re.compile(PREFIX_START + r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}(?![A-Za-z0-9])"),
+    ),
+    Rule(
+        "brevo_key",
+        ("xkeysib-", "xsmtpsib-"),
+        re.compile(PREFIX_START + r"x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}(?![A-Za-z0-9])"),
+    ),
+    Rule("rubygems_token", ("rubygems_",), re.compile(PREFIX_START + r"rubygems_[a-f0-9]{48}(?![A-Za-z0-9])")),
+    Rule(
+        "dynatrace_token",
+        ("dt0c01.",),
+        re.compile(PREFIX_START + r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}(?![A-Za-z0-9])"),
+    ),
+    Rule(
+        "alibaba_access_key_id",
+        ("ltai",),
+        re.compile(WORD_START + r"LTAI[A-Za-z0-9]{12,20}(?![A-Za-z0-9])"),
+    ),
+    Rule("artifactory_key", ("akcp",), re.compile(WORD_START + r"AKCp[A-Za-z0-9]{60,}+")),
+    # --- found by a fixed part inside them (``offset``: where the match starts before it) ------------
+    # Terraform Cloud / Enterprise API tokens: 14 characters, ".atlasv1.", 60-70 more
+    Rule(
+        "terraform_token",
+        (".atlasv1.",),
+        re.compile(TOKEN_START + r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}+"),
+        offset=14,
+    ),
+    # Firebase Cloud Messaging legacy server keys: "AAAA" + 7, ":APA91b", 134 more
+    Rule(
+        "firebase_server_key",
+        (":apa91b",),
+        re.compile(TOKEN_START + r"AAAA[A-Za-z0-9_-]{7}:APA91b[A-Za-z0-9_-]{100,}+"),
+        offset=11,
+    ),
+    # Azure AD (Entra) client secrets: 3 characters, a digit, "Q~", 31-34 more ("abc8Q~...")
+    Rule(
+        "azure_client_secret",
+        ("q~",),
+        re.compile(_AZURE_START + r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"),
+        offset=4,
+    ),
+    # Microsoft's identifiable keys (Azure DevOps PATs, and others): 52 characters, then "JQQJ9"
+    Rule(
+        "azure_key",
+        ("jqqj9",),
+        re.compile(
+            TOKEN_START + r"[A-Za-z0-9]{52}JQQJ9[9DH][A-Za-z0-9][A-L][A-Za-z0-9]{16}[A-Za-z][A-Za-z0-9]{7}"
+            r"(?:[A-Za-z0-9]{2}==)?(?![A-Za-z0-9])"
+        ),
+        offset=52,
+    ),
+    # Mailchimp: 32 hex digits, then the data center ("-us12")
+    Rule(
+        "mailchimp_key",
+        ("-us",),
+        re.compile(TOKEN_START + r"[0-9a-f]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"),
+        offset=32,
+    ),
     Rule(
         "databricks_token",
         ("dapi",),
@@ -208,13 +311,15 @@ TOKEN_RULES: tuple[Rule, ...] = (
     ),
     # Incoming-webhook URLs are bearer credentials: whoever has one can post as the integration.
     # The host and path stay readable, the secret part goes.
+    # Discord's may name an API version ("/api/v10/webhooks/"); Microsoft Teams' incoming webhooks
+    # ("<tenant>.webhook.office.com/webhookb2/<ids>/IncomingWebhook/<secret>/<id>").
     Rule(
         "webhook_url",
-        ("hooks.slack.com/", "discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
+        ("hooks.slack.com/", "discord.com/api/", "discordapp.com/api/", "webhook.office.com/webhookb2/"),
         re.compile(
             r"(?P<prefix>(?:hooks\.slack\.com/(?:services|workflows|triggers)/"
-            r"|(?:discord|discordapp)\.com/api/webhooks/))"
-            r"(?=[A-Za-z0-9/_-]{20})[A-Za-z0-9/_-]++"
+            r"|(?:discord|discordapp)\.com/api/(?:v[0-9]{1,2}/)?webhooks/|webhook\.office\.com/webhookb2/))"
+            r"(?=[A-Za-z0-9/_@-]{20})[A-Za-z0-9/_@-]++"
         ),
         keep_prefix,
     ),

@@ -191,7 +191,7 @@ SECRETS: list[Secret] = [
     Secret("twilio auth token after the account sid", f'client = Client("{TWILIO_SID}", "', rand(HEX, 32), '")',
            "twilio_auth_token"),
     Secret("twilio auth token in prose", "the twilio auth token is ", rand(HEX, 32), "", "twilio_auth_token"),
-    Secret("twilio api key secret", "SK" + rand(HEX, 32) + ":", mixed(ALNUM, 32), "", "twilio_auth_token"),
+    Secret("twilio api key secret", "twilio api secret: ", mixed(ALNUM, 32), "", "twilio_auth_token"),
     Secret("sendgrid key", "SENDGRID_API_KEY=", "SG." + mixed(URLSAFE, 22) + "." + mixed(URLSAFE, 43), "",
            "sendgrid_key"),
     Secret("mailgun key", "api:", "key-" + rand(LOWER_ALNUM, 31) + "7", "", "mailgun_key"),
@@ -331,6 +331,157 @@ LOOK_ALIKES: list[LookAlike] = [
 ]  # fmt: skip
 
 
+# --- the second red-team run's families and their neighbours -------------------------------------------
+# Appended after the first table so that the values above (drawn from the same seed) stay as they were.
+
+
+def discord_bot_token() -> str:
+    bot_id = str(_rng.randrange(10**18, 10**19))  # a Discord id of 19 digits
+    first = base64.urlsafe_b64encode(bot_id.encode()).decode().rstrip("=")
+    return f"{first}.{mixed(URLSAFE, 6)}.{mixed(URLSAFE, 38)}"
+
+
+def uuid4() -> str:
+    return "-".join(rand(HEX, n) for n in (8, 4, 4, 4, 12))
+
+
+def azure_client_secret() -> str:
+    return rand(ALNUM, 3) + "8Q~" + mixed(ALNUM + "_~.-", 33) + rand(ALNUM, 1)
+
+
+def azure_identifiable_key() -> str:
+    return rand(ALNUM, 52) + "JQQJ99" + rand(ALNUM, 1) + "C" + rand(ALNUM, 16) + "A" + rand(ALNUM, 7)
+
+
+def url_encoded_signature() -> str:
+    """base64 of a 32-byte HMAC, URL-encoded as Azure prints it ("%2B", "%2F", "%3D")."""
+    return (
+        b64(bytes(_rng.randrange(256) for _ in range(32))).replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+    )
+
+
+SPLIT_HEAD, SPLIT_TAIL = mixed(ALNUM, 18), mixed(ALNUM, 18)
+
+SECRETS += [
+    # ours and the formats that share its prefix
+    Secret("webhook signing secret", "RB_WEBHOOK_SECRET=", "whsec_" + mixed(URLSAFE, 43), "", "webhook_signing_secret"),
+    Secret("stripe webhook secret in prose", "verify the events with ", "whsec_" + mixed(ALNUM, 32), " from Stripe",
+           "webhook_signing_secret"),
+    # Twilio, Bitbucket and Atlassian
+    Secret("twilio api key sid", "TWILIO_API_KEY=", "SK" + rand(HEX, 32), "", "twilio_api_key"),
+    Secret("bitbucket app password", "git clone https://bob:", "ATBB" + mixed(ALNUM, 32),
+           "@bitbucket.org/acme/app.git", "bitbucket_app_password"),
+    Secret("bitbucket access token", "BITBUCKET_TOKEN=", "ATCTT3xFfGN0" + mixed(URLSAFE, 170) + "=" + rand(HEX, 8),
+           "", "atlassian_token"),
+    # Azure and the signed URLs of every cloud
+    Secret("azure client secret", "AZURE_CLIENT_SECRET=", azure_client_secret(), "", "azure_client_secret"),
+    Secret("azure client secret in json", '{"clientSecret": "', azure_client_secret(), '"}', "azure_client_secret"),
+    Secret("azure devops personal access token", "AZURE_DEVOPS_EXT_PAT=", azure_identifiable_key(), "", "azure_key"),
+    Secret("azure sas url", "https://acme.blob.core.windows.net/backups/db.bak?sv=2022-11-02&ss=b&srt=o&sp=r"
+           "&se=2026-07-01T00:00:00Z&spr=https&sig=", url_encoded_signature(), "", "signed_url_signature"),
+    Secret("azure service bus sas token", "SharedAccessSignature sr=acme.servicebus.windows.net&sig=",
+           url_encoded_signature(), "&se=1780000000&skn=RootManageSharedAccessKey", "signed_url_signature"),
+    Secret("s3 presigned url", "https://acme.s3.amazonaws.com/report.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+           "&X-Amz-Date=20260611T103000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Signature=",
+           rand(HEX, 64), "", "signed_url_signature"),
+    Secret("gcs signed url", "https://storage.googleapis.com/acme/report.pdf?X-Goog-Algorithm=GOOG4-RSA-SHA256"
+           "&X-Goog-Expires=900&X-Goog-Signature=", rand(HEX, 512), "", "signed_url_signature"),
+    # Okta, Firebase, Terraform Cloud, Discord, Mailchimp
+    Secret("okta api token", "Authorization: SSWS ", "00" + mixed(URLSAFE, 40), "", "okta_token"),
+    Secret("okta api token in curl", 'curl -H "Authorization: SSWS ', "00" + mixed(URLSAFE, 40),
+           '" https://acme.okta.com/api/v1/users', "okta_token"),
+    Secret("firebase server key", "FCM_SERVER_KEY=", "AAAA" + rand(URLSAFE, 7) + ":APA91b" + mixed(URLSAFE, 134), "",
+           "firebase_server_key"),
+    Secret("firebase server key in a header", "Authorization: key=",
+           "AAAA" + rand(URLSAFE, 7) + ":APA91b" + mixed(URLSAFE, 134), "", "firebase_server_key"),
+    Secret("terraform cloud token", '{"credentials": {"app.terraform.io": {"token": "',
+           rand(ALNUM, 14) + ".atlasv1." + mixed(URLSAFE, 67), '"}}}', "terraform_token"),
+    Secret("terraform token in the environment", "TF_TOKEN_app_terraform_io=",
+           rand(ALNUM, 14) + ".atlasv1." + mixed(URLSAFE, 67), "", "terraform_token"),
+    Secret("discord bot token", 'client.run("', discord_bot_token(), '")', "discord_bot_token"),
+    Secret("discord bot authorization header", "Authorization: Bot ", discord_bot_token(), "", "discord_bot_token"),
+    Secret("discord webhook with an api version", "https://discord.com/api/v10/webhooks/",
+           "123456789012345678/" + mixed(URLSAFE, 68), "", "webhook_url"),
+    Secret("microsoft teams webhook", "https://acme.webhook.office.com/webhookb2/",
+           f"{uuid4()}@{uuid4()}/IncomingWebhook/{rand(HEX, 32)}/{uuid4()}", "", "webhook_url"),
+    Secret("mailchimp key", "MAILCHIMP_API_KEY=", rand(HEX, 32) + "-us12", "", "mailchimp_key"),
+    Secret("mailchimp key in prose", "the mailchimp key ", rand(HEX, 32) + "-us6", " expired", "mailchimp_key"),
+    # passwords on a command line and in prose
+    Secret("docker login -p", "docker login -u bob -p ", mixed(ALNUM, 14), " registry.example.com", "cli_password"),
+    Secret("helm registry login -p", "helm registry login ghcr.io -u bob -p ", mixed(ALNUM, 14), "",
+           "cli_password"),
+    Secret("password stated in prose", "the password is ", mixed(ALNUM, 9) + "!", "", "password_in_prose"),
+    Secret("pw: in prose", "log in as admin, pw: ", mixed(ALNUM, 9) + "#", " then change it", "password_in_prose"),
+    Secret("password of a named thing in prose", "the password for the staging db was changed to ",
+           mixed(ALNUM, 12), ".", "password_in_prose"),
+    Secret("quoted password in prose", 'the admin password is "', mixed(ALNUM, 10), '" for now', "password_in_prose"),
+    # wrapped and split
+    Secret("base64 of a github token", "echo ", b64(("ghp_" + mixed(ALNUM, 36)).encode()), " | base64 -d > ~/.token",
+           "base64_encoded_secret"),
+    Secret("base64 of an env file", "SECRETS_B64=",
+           b64(f"AWS_ACCESS_KEY_ID=AKIA{rand(UPPER_ALNUM, 16)}\nAWS_SECRET_ACCESS_KEY={mixed(B64, 40)}".encode()),
+           "", "base64_encoded_secret"),
+    Secret("base64 of a database url in a kubernetes secret", "data:\n  DATABASE_URL: ",
+           b64(("postgres://app:" + mixed(ALNUM, 16) + "@db:5432/app").encode()), "\n", "base64_encoded_secret"),
+    Secret("token split by a zero-width space", "GH_TOKEN=", "ghp_" + SPLIT_HEAD + "\u200b" + SPLIT_TAIL, "",
+           "github_token"),
+    Secret("key split by a soft hyphen", "the key ", "sk-proj-" + mixed(ALNUM, 30) + "\u00ad" + mixed(ALNUM, 30),
+           " works", "openai_key"),
+    Secret("token split by a line continuation", "export GITHUB_TOKEN=",
+           "ghp_" + mixed(ALNUM, 20) + "\\\n" + mixed(ALNUM, 16), "", "github_token"),
+    # neighbours: more providers' prefixed tokens
+    Secret("heroku api key", "HEROKU_API_KEY=", "HRKU-AA" + mixed(URLSAFE, 58), "", "heroku_key"),
+    Secret("planetscale password", "PSCALE_PASSWORD=", "pscale_pw_" + mixed(URLSAFE, 43), "", "planetscale_token"),
+    Secret("fly.io token", "FLY_API_TOKEN=", "fo1_" + mixed(URLSAFE, 43), "", "flyio_token"),
+    Secret("1password service account token", "OP_SERVICE_ACCOUNT_TOKEN=", "ops_eyJ" + mixed(B64, 300), "",
+           "onepassword_token"),
+    Secret("sourcegraph token", "SRC_ACCESS_TOKEN=", "sgp_" + rand(HEX, 16) + "_" + rand(HEX, 40), "",
+           "sourcegraph_token"),
+    Secret("brevo key", "BREVO_API_KEY=", "xkeysib-" + rand(HEX, 64) + "-" + mixed(ALNUM, 16), "", "brevo_key"),
+    Secret("rubygems token", ":rubygems_api_key: ", "rubygems_" + rand(HEX, 48), "", "rubygems_token"),
+    Secret("dynatrace token", "DT_API_TOKEN=", "dt0c01." + rand(UPPER_ALNUM, 24) + "." + rand(UPPER_ALNUM, 64), "",
+           "dynatrace_token"),
+    Secret("alibaba access key id", "access key id ", "LTAI" + mixed(ALNUM, 20), " for oss", "alibaba_access_key_id"),
+    Secret("artifactory api key", "X-JFrog-Art-Api: ", "AKCp" + mixed(ALNUM, 69), "", "artifactory_key"),
+]  # fmt: skip
+
+LOOK_ALIKES += [
+    LookAlike("webhook secret hint", "the dashboard shows whsec_Ab3dE9… for this endpoint; rotate it there"),
+    LookAlike("sku codes", "SKU12345 and SKUabcdef are in stock; the SK prefix is also Slovakia's"),
+    LookAlike("twilio sid with one character too many", "log id SK" + "0123456789abcdef" * 2 + "x in the audit trail"),
+    LookAlike("bitbucket prefix in prose", "Bitbucket app passwords start with ATBB and are shown once"),
+    LookAlike("home paths and a short q~", "cd ~/src && ls x8Q~ -la; see ~/.config/app.toml"),
+    LookAlike("azure client id", "AZURE_CLIENT_ID=123e4567-e89b-12d3-a456-426614174000"),
+    LookAlike("short signature parameter", "GET /verify?sig=abc123&v=2 and pgp sig=verified"),
+    LookAlike("signature placeholder", "https://acme.blob.core.windows.net/c/b?sv=2022-11-02&sig=${SAS_SIGNATURE}"),
+    LookAlike("s3 url without a signature",
+              "https://acme.s3.amazonaws.com/report.pdf?X-Amz-Expires=3600&X-Amz-SignedHeaders=host"),
+    LookAlike("okta scheme in docs", "Okta tokens travel as Authorization: SSWS <token>, never as Bearer"),
+    LookAlike("atlasv1 in prose", "Terraform Cloud tokens have .atlasv1. in the middle"),
+    LookAlike("discord snowflake", "channel 123456789012345678 posted in guild 876543210987654321"),
+    LookAlike("fcm device registration token",
+              "device dJfzR3x8Q2eK7pLm4nVb9c:APA91bHun4MxP5egoKMwt2KZFBaFUH-1RYqx is registered for push"),
+    LookAlike("dotted base64 that is no discord token",
+              "TWFueSBoYW5kcyBtYWtlIGxp.ghijkl.abcdefghijklmnopqrstuvwxyz0123456789ABCD"),
+    LookAlike("md5 before a file name", "d41d8cd98f00b204e9800998ecf8427e-users.csv and -us-east-1 buckets"),
+    LookAlike("docker run ports", "docker run -p 8080:80 -p 5432:5432 -e POSTGRES_DB=app postgres:16"),
+    LookAlike("docker login from stdin", "echo $REGISTRY_TOKEN | docker login -u bob --password-stdin ghcr.io"),
+    LookAlike("docker login with a variable", 'docker login -u "$USER" -p "$REGISTRY_PASSWORD" ghcr.io'),
+    LookAlike("password stored elsewhere", "the password is stored in Vault and rotated every 90 days"),
+    LookAlike("password rules", "the password is 12-characters long, case-sensitive and hashed with argon2id"),
+    LookAlike("password location", "the password for the db is in ~/.pgpass; pw: see the team vault"),
+    LookAlike("password in code", "password = sha256(salt + raw)  # never store the raw pw: only its digest"),
+    LookAlike("password as a setting", "the password is settings.DB_PASSWORD or the env var DB_PASSWORD_FILE"),
+    LookAlike("base64 of a sentence", "note " + b64(b"Configure the cache before starting the server")),
+    LookAlike("base64 of a placeholder config", "CONFIG_B64=" + b64(b"password=${DB_PASSWORD}\nhost=db")),
+    LookAlike("base64 jpeg", "data:image/jpeg;base64,/9j/4AAQSkZJRgABAQEASABIAAD/2wBDAAMCAgMCAgMDAwMEAwMEBQgFBQQE"),
+    LookAlike("base64 of random bytes", "nonce " + b64(bytes(range(200, 248)))),
+    LookAlike("zero-width characters in prose", "zero\u200bwidth joiners stay\u200d here, and soft\u00adhyphens too"),
+    LookAlike("line continuations in a script", "docker run \\\n  -e FOO=bar \\\n  -v data:/data \\\n  app:latest"),
+    LookAlike("alibaba prefix in prose", "Alibaba key ids start with LTAI; ours is in the vault"),
+]  # fmt: skip
+
+
 # The formats an outside red-team run found surviving the scrubber (docs/security/secret-scrubbing.md):
 # every entry path's regression test sends these.
 RED_TEAM_NAMES = (
@@ -341,6 +492,12 @@ RED_TEAM_NAMES = (
     "slack refresh token", "google oauth client secret", "telegram bot token",
     "twilio auth token after the account sid", "unsigned jwt", "aws secret key of 39 characters",
     "aws secret key of 44 characters", "aws secret key in prose",
+    # the second run's (docs/security/secret-scrubbing.md#the-format-table-and-the-evaluation)
+    "webhook signing secret", "twilio api key sid", "bitbucket app password", "azure client secret", "azure sas url",
+    "okta api token", "firebase server key", "terraform cloud token", "discord bot token",
+    "discord webhook with an api version", "mailchimp key", "docker login -p", "password stated in prose",
+    "pw: in prose", "base64 of a github token", "token split by a line continuation",
+    "token split by a zero-width space",
 )  # fmt: skip
 RED_TEAM = [row for row in SECRETS if row.name in RED_TEAM_NAMES]
 assert len(RED_TEAM) == len(RED_TEAM_NAMES)

@@ -14,7 +14,8 @@ import httpx
 import pytest
 import respx
 
-from accounts.models import Organization
+from accounts.models import AuditEvent, Organization
+from accounts.services import token_authenticate, token_create
 from memories.ask.contracts import NOTHING_FOUND
 from memories.ask.reasoning import REASONING_SYSTEM_PROMPT
 from memories.models import SessionMemoryUse
@@ -27,6 +28,22 @@ from tests.respx_httpx2 import serve_httpx2_from
 ASK = "/api/v1/memories/ask"
 RECORDED = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)  # a Monday afternoon
 QUESTION = "When did Caroline go to the support group?"
+# secrets pasted into a question, assembled from pieces so that secret scanners do not flag this file
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+GITHUB_TOKEN = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+PEM_BODY = "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"
+PEM = f"-----BEGIN RSA {'PRIVATE'} KEY-----\n{PEM_BODY}\n-----END RSA {'PRIVATE'} KEY-----"
+
+
+def question_with_secrets(raw_token: str) -> str:
+    return f"{QUESTION} I deployed with {AWS_KEY} and {GITHUB_TOKEN} as token {raw_token}, signed with\n{PEM}"
+
+
+def assert_sent_scrubbed(system: str, prompt: str, raw_token: str) -> None:
+    for secret in (AWS_KEY, GITHUB_TOKEN, PEM_BODY, raw_token):
+        assert secret not in system and secret not in prompt
+    for kind in ("aws_access_key_id", "github_token", "reasoningbank_token", "private_key"):
+        assert f"[REDACTED:{kind}]" in prompt
 
 
 @dataclass
@@ -136,6 +153,32 @@ def test_the_llm_gets_the_fixed_prompt_and_timestamped_memories_and_its_answer_c
          "confidence": 0.95, "source": "llm", "agrees": True, "corrected_from": None, "memory_id": caroline.id}
     ]
     assert body["warnings"] == []
+
+
+def test_a_secret_in_the_question_never_reaches_the_provider_and_a_token_of_ours_in_it_is_revoked(
+    cast, alice, caroline, llm
+):
+    _, raw = token_create(organization=cast.org_a, label="laptop")
+    llm.answers(answer_json())
+
+    body = ask(alice, question=question_with_secrets(raw))
+
+    system, prompt = llm.sent()
+    assert_sent_scrubbed(system, prompt, raw)
+    assert prompt.startswith(f"Question: {QUESTION} I deployed with [REDACTED:aws_access_key_id] and ")
+    assert body["source_memory_ids"] == [caroline.id]  # the scrubbed question still finds the memory
+    assert token_authenticate(raw) is None
+    (row,) = AuditEvent.objects.filter(organization=cast.org_a, verb="token.revoke")
+    assert row.data["seen_in"] == "memory.ask" and raw not in str(row.data)
+
+
+def test_a_token_of_ours_in_a_question_is_revoked_even_when_nothing_is_found_to_ask_about(cast, alice, claude):
+    _, raw = token_create(organization=cast.org_a, label="laptop")
+
+    body = ask(alice, question=question_with_secrets(raw))
+
+    assert body["llm_called"] is False and claude.route.call_count == 0
+    assert token_authenticate(raw) is None
 
 
 def test_each_call_is_metered_with_its_provider_model_and_tokens(cast, alice, caroline, llm):
@@ -327,6 +370,34 @@ async def test_the_mcp_tool_answers_the_same_and_keeps_to_its_tokens_org(app, ca
     assert mine.id not in json.dumps(foreign.structured_content)
     assert named.is_error and "not found" in named.content[0].text
     assert await in_thread(lambda: LlmCall.objects.filter(organization=cast.org_b).count()) == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_over_mcp_the_question_reaches_the_provider_scrubbed_and_a_token_in_it_is_revoked(
+    app, cast, make_token, monkeypatch, settings
+):
+    from django.db import connection
+
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    raw, principal = await in_thread(lambda: make_token(cast.org_a, projects=[cast.project_a]))
+    _, leaked = await in_thread(lambda: token_create(organization=cast.org_a, label="laptop"))
+    await in_thread(
+        lambda: MemoryFactory(
+            principal=principal, title="Caroline's support group",
+            content="Caroline said she went to the support group yesterday", created_at=RECORDED,
+        )
+    )
+    with mocked_llm(settings, "openai") as gpt:
+        gpt.answers(answer_json())
+        async with mcp_client(app, raw, "2026-07-28") as client:
+            result = await client.call_tool("memory_ask", {"question": question_with_secrets(leaked)})
+        system, prompt = gpt.sent()
+
+    assert not result.is_error, result.content[0].text
+    assert_sent_scrubbed(system, prompt, leaked)
+    assert await in_thread(lambda: token_authenticate(leaked)) is None
+    assert await in_thread(lambda: token_authenticate(raw)) is not None  # the asking token is not the leaked one
 
 
 @pytest.mark.anyio

@@ -113,6 +113,37 @@ def test_ordinary_words_and_markup_are_not_placeholders(text):
     assert not is_placeholder(text)
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Configure the CLI: put token = <your-token-here> in ~/.config/acme.toml, then run acme login; the CLI "
+        "refuses the file when it is world-readable.",
+        "Set API_KEY=<your-api-key> and API_SECRET=<your-api-secret> in .env, then run make deploy from the repo root.",
+        "In the PR template, replace [insert ticket id] with the Jira key before merging, or the check fails.",
+        "Seed the fixtures with lorem ipsum text from faker so the layout tests see long paragraphs.",
+    ],
+)
+def test_a_placeholder_quoted_inside_real_knowledge_passes_the_gate(content):
+    assert not is_placeholder(content)
+    assert check(content=content) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"content": "token = <your-token-here>"}, "content"),
+        ({"content": "Steps: <insert steps>. Reason: <insert the reason>."}, "content"),
+        ({"content": "[your description here] and then [insert the steps]"}, "content"),
+        ({"description": "<your description here>, when needed"}, "description"),
+        ({"content": "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor."}, "content"),
+        ({"content": "NO_EXTRACTIONS: nothing reusable was found in this trace at all."}, "content"),
+    ],
+)
+def test_a_field_made_mostly_of_placeholders_is_still_a_template(fields, field):
+    rejection = check(**fields)
+    assert rejection is not None and (rejection.field, rejection.reason) == (field, PLACEHOLDER)
+
+
 # --- near copies: where two very similar texts may still disagree ------------------------------------------
 
 

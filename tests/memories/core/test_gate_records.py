@@ -70,6 +70,23 @@ def test_junk_is_a_422_naming_the_field_with_the_reason_and_nothing_is_stored(al
     assert event.data["source"] == "record" and event.data["field"] == field
 
 
+def test_real_knowledge_that_quotes_a_placeholder_is_recorded_and_a_bare_template_is_not(alice):
+    quoting = {
+        **GOOD,
+        "title": "Log the CLI in with a config file",
+        "content": "Put token = <your-token-here> in ~/.config/acme.toml, then run acme login; the CLI refuses "
+        "the file when it is world-readable, so chmod 600 it first.",
+    }
+    recorded = alice.post(MEMORIES, quoting, format="json")
+    assert recorded.status_code == 201, recorded.json()
+    assert Memory.objects.get().content == quoting["content"]
+
+    bare = {**GOOD, "content": "token = <your-token-here>, then <insert the steps>"}
+    template = alice.post(MEMORIES, bare, format="json")
+    assert template.status_code == 422 and template.json()["code"] == "rejected_placeholder"
+    assert Memory.objects.count() == 1
+
+
 def test_the_minimum_content_length_is_a_setting(alice, settings):
     short = {**GOOD, "content": "Wrap them all."}
     assert alice.post(MEMORIES, short, format="json").status_code == 422

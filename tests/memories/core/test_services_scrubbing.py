@@ -8,6 +8,7 @@ The secrets are assembled from pieces so that secret scanners do not flag this f
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -243,6 +244,58 @@ def test_an_imported_bank_is_scrubbed_and_a_token_in_it_revoked(cast, token_clie
     assert red_team_left(stored) == [] and raw not in stored
     assert token_authenticate(raw) is None
     assert AuditEvent.objects.filter(verb="token.revoke", data__seen_in="bank.import").exists()
+
+
+# --- our own tokens hidden in a text: split or encoded ---------------------------------------------------
+
+
+def hidden(raw: str, form: str) -> str:
+    """``raw`` as a paste or a script hides it: split by a zero-width space or a shell line
+    continuation, or base64-encoded."""
+    if form == "base64":
+        return base64.b64encode(raw.encode()).decode()
+    return raw[:20] + ("\u200b" if form == "zero-width space" else "\\\n") + raw[20:]
+
+
+@pytest.mark.parametrize("form", ["zero-width space", "line continuation", "base64"])
+def test_a_token_split_or_base64_encoded_is_found_and_revoked_on_every_way_in(
+    cast, agent, token_client, settings, monkeypatch, form
+):
+    settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
+    monkeypatch.setattr(services_sessions, "session_enqueue", lambda *a, **k: None)
+    raws = {
+        way: token_create(organization=cast.org_a, label=way)[1] for way in ("record", "feedback", "trace", "import")
+    }
+
+    content = f"Deploy with {hidden(raws['record'], form)} from the release branch"
+    memory = memory_record(principal=agent, title="Deploy", description="d", content=content, outcome="success")
+    memory_feedback(principal=agent, memory=memory, helpful=True, comment=f"worked: {hidden(raws['feedback'], form)}")
+    session_submit(
+        principal=agent, session_id="s-2", outcome="success", trace=f"$ env\nT={hidden(raws['trace'], form)}"
+    )
+    lines = [
+        {"type": "header", "format": "reasoningbank-export", "version": 1},
+        {"type": "memory", "id": "m1", "project": "web-app", "title": "Deploy credentials",
+         "content": f"Deploy with {hidden(raws['import'], form)} from CI"},
+        {"type": "end"},
+    ]  # fmt: skip
+    imported = token_client(cast.org_a, scopes=["admin"]).post(
+        "/api/v1/import", {"text": "\n".join(json.dumps(line) for line in lines)}, format="json"
+    )
+
+    assert imported.status_code == 200, imported.json()
+    stored = " ".join(
+        [
+            *Memory.objects.values_list("content", flat=True),
+            MemorySignal.objects.get().comment,
+            AgentSession.objects.get().trace,
+        ]
+    )
+    for raw in raws.values():
+        assert raw not in stored and hidden(raw, form) not in stored and raw[20:] not in stored
+        assert token_authenticate(raw) is None
+    seen = set(AuditEvent.objects.filter(verb="token.revoke").values_list("data__seen_in", flat=True))
+    assert seen == {"memory", "memory.feedback", "session.submit", "bank.import"}
 
 
 @pytest.mark.anyio
