@@ -317,8 +317,8 @@ class ReasoningBank:
                 if line.strip():
                     yield parse_line(line)
         except httpx.TransportError as exc:
-            request_id = response.headers.get(REQUEST_ID_HEADER)
-            raise connection_failed(exc, response.request.url, request_id=request_id or "", attempts=1) from exc
+            request_id = response.headers.get(REQUEST_ID_HEADER) or response.request.headers[REQUEST_ID_HEADER]
+            raise connection_failed(exc, response.request.url, request_id=request_id, attempts=1) from exc
         finally:
             response.close()
 
@@ -493,8 +493,8 @@ class AsyncReasoningBank:
                 if line.strip():
                     yield parse_line(line)
         except httpx.TransportError as exc:
-            request_id = response.headers.get(REQUEST_ID_HEADER)
-            raise connection_failed(exc, response.request.url, request_id=request_id or "", attempts=1) from exc
+            request_id = response.headers.get(REQUEST_ID_HEADER) or response.request.headers[REQUEST_ID_HEADER]
+            raise connection_failed(exc, response.request.url, request_id=request_id, attempts=1) from exc
         finally:
             await response.aclose()
 
