@@ -376,12 +376,13 @@ def _attempt(delivery: WebhookDelivery) -> WebhookDelivery:
 HEALTH_FIELDS = ["failing_since", "failed_attempts", "last_error", "last_failure_at", "updated_at"]
 
 
-def _failure_mark(subscription: WebhookSubscription, error: str, now: datetime) -> None:
+def _failure_mark(subscription: WebhookSubscription, error: str, now: datetime) -> datetime:
     """An attempt failed: the subscription is failing from its first failed attempt since the last
-    success, whether or not the delivery will be retried (docs/webhooks.md#health)."""
-    subscription.failing_since = subscription.failing_since or now
+    success, whether or not the delivery will be retried (docs/webhooks.md#health). Returns since when."""
+    since = subscription.failing_since = subscription.failing_since or now
     subscription.failed_attempts += 1
     subscription.last_error, subscription.last_failure_at = error[:500], now
+    return since
 
 
 def _after_failure(delivery: WebhookDelivery, error: str) -> WebhookDelivery:
@@ -424,20 +425,18 @@ def _finish(delivery: WebhookDelivery, *, succeeded: bool, error: str) -> Webhoo
             _health_reset(subscription)
             subscription.last_success_at = now
         elif subscription.enabled:
-            _failure_mark(subscription, error, now)
+            since = _failure_mark(subscription, error, now)
             subscription.consecutive_failures += 1
             # asked only here, when a delivery has failed every attempt: a receiver that fails now and
             # then but takes its retries is never switched off
-            if policy.subscription_is_failing_too_long(
-                subscription.failing_since, now, after_seconds=float(settings.WEBHOOK_DISABLE_AFTER)
-            ):
+            if policy.subscription_is_failing_too_long(since, now, after_seconds=float(settings.WEBHOOK_DISABLE_AFTER)):
                 subscription.enabled = False
                 subscription.disabled_reason = WebhookSubscription.DISABLED_FAILING
                 logger.warning(
                     "webhook %s of %s switched off: failing since %s",
                     subscription.id,
                     subscription.organization_id,
-                    subscription.failing_since.isoformat(),
+                    since.isoformat(),
                 )
         subscription.save(
             update_fields=[*HEALTH_FIELDS, "consecutive_failures", "last_success_at", "enabled", "disabled_reason"]

@@ -1,7 +1,7 @@
-"""Deliveries to an https receiver whose certificate comes from a development CA (docs/webhooks.md#trying-
-webhooks-locally): refused until the CA is trusted through WEBHOOKS_CA_BUNDLE, SSL_CERT_FILE or
-SSL_CERT_DIR, then delivered — the certificate still checked against the host name, and proxies of
-the environment still ignored. A real TLS server on loopback with a CA made in the test."""
+"""Deliveries to an https receiver whose certificate comes from a development CA
+(docs/webhooks.md#trying-webhooks-locally): refused until the CA is trusted through WEBHOOKS_CA_BUNDLE,
+SSL_CERT_FILE or SSL_CERT_DIR, then delivered — the certificate still checked against the host name,
+and proxies of the environment still ignored. A real TLS server on loopback with a CA made in the test."""
 
 from __future__ import annotations
 
