@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 MERGED_REASONS = (Memory.ARCHIVED_CONSOLIDATED, Memory.ARCHIVED_DUPLICATE)
 RUN_FINISHED = (ConsolidationRun.STATUS_COMPLETED, ConsolidationRun.STATUS_SKIPPED)
+LINK_QUERY_IDS = 5000  # ids per query when reading the links of a merge
 
 
 def event_publish_on_commit(organization_id: int, event_type: str, data: Callable[[], dict[str, Any] | None]) -> None:
@@ -99,14 +101,15 @@ def survivors_by_link(organization_id: int, memory_ids: list[str], kind: str, ru
     writer made in the same transaction (``duplicates``: the kept memory → the duplicate; ``supersedes``:
     the newer → the older). A memory merged, restored and merged again has several: this run's link,
     else the newest."""
-    links = (
-        MemoryLink.objects.filter(organization_id=organization_id, kind=kind, target_id__in=memory_ids)
-        .order_by("created_at", "pk")
-        .values_list("target_id", "source_id", "run_id")
-    )
+    links: list[tuple[str, str, str | None, datetime, int]] = []
+    for start in range(0, len(memory_ids), LINK_QUERY_IDS):  # a run may merge more ids than a query may bind
+        links += MemoryLink.objects.filter(
+            organization_id=organization_id, kind=kind, target_id__in=memory_ids[start : start + LINK_QUERY_IDS]
+        ).values_list("target_id", "source_id", "run_id", "created_at", "pk")
+    links.sort(key=lambda link: (link[3], link[4]))
     found: dict[str, str] = {}
     of_this_run: set[str] = set()
-    for target, source, link_run in links:
+    for target, source, link_run, *_ in links:
         if target in of_this_run:
             continue
         found[target] = source

@@ -104,7 +104,10 @@ def test_a_merge_publishes_memory_merged_with_the_memory_they_went_into(cast, ag
     assert not sent("memory.superseded")
 
 
-def test_duplicates_merged_by_a_run_say_which_survivor_each_went_into(cast, agent, subscribe, committed):
+def test_duplicates_merged_by_a_run_say_which_survivor_each_went_into(cast, agent, subscribe, committed, monkeypatch):
+    from webhooks import receivers
+
+    monkeypatch.setattr(receivers, "LINK_QUERY_IDS", 2)  # the links read in several queries, as for a large run
     subscribe(["memory.merged"])
     # two groups of near-identical memories on two axes; the most confident of each group stays
     kept_cache = remember(agent, "Cache the Docker build layers", spoke(0, 1, 0.97), confidence=0.9)
