@@ -72,7 +72,7 @@ def capture(hook: Any, event: dict[str, Any]) -> None:
     if messages < hook.env_number("REASONINGBANK_CAPTURE_MIN_MESSAGES", 4, low=1, high=1000):
         return
     body = {"session_id": key, "trace": "\n".join(lines) + "\n", "trace_format": "codex-rollout-jsonl", "partial": True}
-    hook.call("/api/v1/sessions", body)
+    hook.hand_off(body)  # queued; the detached sender posts it
 
 
 def main(argv: list[str]) -> int:

@@ -113,8 +113,8 @@ def capture(hook: Any, event: dict[str, Any]) -> None:
     if messages < hook.env_number("REASONINGBANK_CAPTURE_MIN_MESSAGES", 4, low=1, high=1000):
         return
     partial = event.get("hook_event_name") != "SessionEnd"
-    hook.call(
-        "/api/v1/sessions", {"session_id": key, "trace": trace, "trace_format": "gemini-cli-json", "partial": partial}
+    hook.hand_off(  # queued; the detached sender posts it
+        {"session_id": key, "trace": trace, "trace_format": "gemini-cli-json", "partial": partial}
     )
 
 

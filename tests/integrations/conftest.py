@@ -1,12 +1,20 @@
-"""A stand-in for the service that the hooks under integrations/ talk to: it records what each hook sent
-and answers as the service does (or with ``status``, when a test sets another one)."""
+"""A stand-in for the service that the hooks under integrations/ talk to: it records what each hook (or the
+detached sender a capture hook starts) sent and answers as the service does — or with ``status``, or
+with the statuses of ``script`` one after the other, or not until ``gate`` is opened, when a test sets
+them. And the hooks' state directory (the queue, the sender's lock), one per test, with any sender
+still running at its end stopped."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,12 +27,30 @@ MEMORY = {
     "content": "Use make_cart().",
     "confidence": 0.7,
 }
+DELIVERY_WAIT = 30.0  # seconds a test waits for the detached sender: generous, a busy two-core machine
 
 
 class Stand:
     def __init__(self, status: int = 200) -> None:
         self.status = status
-        self.requests: list[tuple[str, dict[str, Any], str]] = []
+        self.script: list[int] = []  # statuses for the next requests, first to last; then ``status``
+        self.retry_after: str | None = None  # sent with a 429 or 503
+        self.gate: threading.Event | None = None  # when set: no answer before it is opened
+        self.requests: list[tuple[str, dict[str, Any], str]] = []  # as they arrive
+        self.arrived: list[float] = []  # time.monotonic() of each arrival
+        self.answered = 0
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.lock = threading.Lock()
+
+    def wait_for(self, count: int, what: str = "requests") -> list[tuple[str, dict[str, Any], str]]:
+        """The requests once ``count`` have arrived (or been answered, ``what="answered"``); fails the
+        test after DELIVERY_WAIT seconds."""
+        deadline = time.monotonic() + DELIVERY_WAIT
+        while (len(self.requests) if what == "requests" else self.answered) < count:
+            assert time.monotonic() < deadline, f"{len(self.requests)} request(s), {self.answered} answered"
+            time.sleep(0.05)
+        return list(self.requests)
 
 
 @pytest.fixture
@@ -34,9 +60,24 @@ def stand() -> Iterator[tuple[Stand, str]]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append((self.path, body, self.headers.get("Authorization", "")))
-            if state.status != 200:
-                answer: dict[str, Any] = {"detail": "Invalid token."}
+            with state.lock:
+                state.requests.append((self.path, body, self.headers.get("Authorization", "")))
+                state.arrived.append(time.monotonic())
+                status = state.script.pop(0) if state.script else state.status
+                state.in_flight += 1
+                state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            try:
+                if state.gate is not None:
+                    state.gate.wait(DELIVERY_WAIT * 2)
+                self.answer(status, body)
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+                    state.answered += 1
+
+        def answer(self, status: int, body: dict[str, Any]) -> None:
+            if status != 200:
+                answer: dict[str, Any] = {"detail": "Invalid token." if status in (401, 403) else f"status {status}"}
             elif self.path.endswith("/memories/search"):
                 answer = {"memories": [MEMORY]}
             elif self.path.endswith("/memories/context"):
@@ -44,9 +85,11 @@ def stand() -> Iterator[tuple[Stand, str]]:
             else:
                 answer = {"session_id": body.get("session_id"), "status": "queued"}
             data = json.dumps(answer).encode()
-            self.send_response(state.status)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            if state.retry_after is not None and status in (429, 503):
+                self.send_header("Retry-After", state.retry_after)
             self.end_headers()
             self.wfile.write(data)
 
@@ -57,5 +100,68 @@ def stand() -> Iterator[tuple[Stand, str]]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    if state.gate is not None:
+        state.gate.set()
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The hooks' state directory (``REASONINGBANK_STATE_DIR``, which ``base_env`` passes on) for one
+    test: never the user's own. A sender still running at the end (one retrying a service that is not
+    there) is stopped: its id is in its lock file, and only while the lock is still held is it that
+    sender."""
+    folder = tmp_path / "state"
+    monkeypatch.setenv("REASONINGBANK_STATE_DIR", str(folder))
+    yield folder
+    for lock in folder.glob("sender-*.lock"):
+        senders_stop(lock)
+
+
+def senders_stop(lock: Path) -> None:
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        deadline = time.monotonic() + DELIVERY_WAIT
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return  # nobody holds it: no sender runs
+            except OSError:
+                pass
+            pid = int(os.pread(fd, 32, 0).decode().strip() or 0)
+            if pid and sender_is(pid):
+                os.kill(pid, signal.SIGTERM)
+            time.sleep(0.05)
+    finally:
+        os.close(fd)
+
+
+def sender_is(pid: int) -> bool:
+    """True if ``pid`` is a sender (the lock file may still name the one before)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(part.endswith(b"reasoningbank_spool.py") for part in command) and b"send" in command
+
+
+def base_env(**extra: str) -> dict[str, str]:
+    """The environment a hook runs in here: the PATH, the test's state directory, and ``extra``."""
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "REASONINGBANK_STATE_DIR": os.environ["REASONINGBANK_STATE_DIR"],
+        **extra,
+    }
+
+
+def queue_files(state_dir: Path) -> list[Path]:
+    """The submissions waiting in the queue, oldest first."""
+    return sorted((state_dir / "spool").glob("*.json"))
+
+
+def queue_empty_wait(state_dir: Path) -> None:
+    deadline = time.monotonic() + DELIVERY_WAIT
+    while queue_files(state_dir):
+        assert time.monotonic() < deadline, f"still queued: {queue_files(state_dir)}"
+        time.sleep(0.05)
