@@ -111,26 +111,45 @@ OPERATIONS = [
     ("memory_search", {"query": "webhook retries", "limit": 1, "outcome": "success"}),
     (
         "memory_record",
-        {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo", "outcome": "mixed",
-         "tags": ["node"], "kind": "semantic"},
+        {
+            "title": "Pin Node 20",
+            "description": "Builds",
+            "content": "Use .nvmrc in every repo",
+            "outcome": "mixed",
+            "tags": ["node"],
+            "kind": "semantic",
+        },
     ),
-    ("memory_record", {"title": "Set HTTP client timeouts", "description": "When dealing with set http client "
-                       "timeouts", "content": "Always set connect and read timeouts", "outcome": "success"}),
+    (
+        "memory_record",
+        {
+            "title": "Set HTTP client timeouts",
+            "description": "When dealing with set http client timeouts",
+            "content": "Always set connect and read timeouts",
+            "outcome": "success",
+        },
+    ),
     ("memory_get", {"memory_title": "Retry webhooks with backoff"}),
     ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "helpful": True, "comment": "worked"}),
     ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": False, "session_id": "s-1"}),
     ("session_submit", {"session_id": "s-42", "outcome": "success", "trace": "user: fix it\nagent: fixed"}),
     ("memory_consolidate", {"dry_run": True, "force": True}),
     ("memory_context", {"context": "You are a coding agent.", "min_confidence": 0.5}),
-    ("session_code_report", {"session_id": "s-7", "commit": "3f786850e387550fdab836ed7e6dc881de23001b",
-                             "status": "committed"}),
+    (
+        "session_code_report",
+        {"session_id": "s-7", "commit": "3f786850e387550fdab836ed7e6dc881de23001b", "status": "committed"},
+    ),
     # a revert may tie a new commit at once (kept may not: below)
-    ("session_code_report", {"session_id": "s-7", "commit": "3F786850E387550FDAB836ED7E6DC881DE23001B",
-                             "status": "reverted"}),
+    (
+        "session_code_report",
+        {"session_id": "s-7", "commit": "3F786850E387550FDAB836ED7E6DC881DE23001B", "status": "reverted"},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("operation", "arguments"), OPERATIONS, ids=[f"{o}-{i}" for i, (o, _) in enumerate(OPERATIONS)])  # noqa: E501
+@pytest.mark.parametrize(
+    ("operation", "arguments"), OPERATIONS, ids=[f"{o}-{i}" for i, (o, _) in enumerate(OPERATIONS)]
+)  # noqa: E501
 async def test_rest_and_mcp_answer_the_same_body_for_the_same_input(app, orgs, operation, arguments):
     method, path, body = rest_call(operation, orgs["rest"]["ids"], arguments)
     status, rest_body = await over_rest(app, orgs["rest"]["token"], method, path, body)
@@ -147,16 +166,30 @@ INVALID = [
     ("memory_search", {"query": "   "}, "query"),
     ("memory_search", {"query": "x", "limit": 500}, "limit"),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "maybe"}, "outcome"),
-    ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": ["x" * 51]},
-     "tags"),
+    (
+        "memory_record",
+        {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": ["x" * 51]},
+        "tags",
+    ),
     # the write gate: junk is refused with the reason, naming the field (REST: a 422)
-    ("memory_record", {"title": "TODO", "description": "d", "content": "Seed the RNG in the test setup",
-                       "outcome": "success"}, "title", 422),
-    ("memory_record", {"title": "Seed the RNG", "description": "d", "content": "Seed it", "outcome": "success"},
-     "content", 422),
+    (
+        "memory_record",
+        {"title": "TODO", "description": "d", "content": "Seed the RNG in the test setup", "outcome": "success"},
+        "title",
+        422,
+    ),
+    (
+        "memory_record",
+        {"title": "Seed the RNG", "description": "d", "content": "Seed it", "outcome": "success"},
+        "content",
+        422,
+    ),
     ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "comment": "no verdict"}, "helpful"),
-    ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": True, "session_id": "s" * 201},
-     "session_id"),
+    (
+        "memory_outcome",
+        {"memory_title": "Set HTTP client timeouts", "succeeded": True, "session_id": "s" * 201},
+        "session_id",
+    ),
     ("session_submit", {"session_id": "s-1", "outcome": "won", "trace": "agent: done"}, "outcome"),
     ("memory_consolidate", {"similarity_threshold": 0.2}, "similarity_threshold"),
     ("memory_consolidate", {"project": "web-app", "project_id": "other"}, "project"),
@@ -175,18 +208,36 @@ INVALID = [
     # nearest known name where one is close
     ("memory_search", {"query": "HTTP timeouts", "bogus_arg": 1}, "bogus_arg"),
     ("memory_search", {"query": "HTTP timeouts", "confidance": 0.9}, "confidance"),
-    ("memory_record", {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
-                       "outcome": "success", "confidance": 0.9}, "confidance"),
+    (
+        "memory_record",
+        {
+            "title": "Pin Node 20",
+            "description": "Builds",
+            "content": "Use .nvmrc in every repo",
+            "outcome": "success",
+            "confidance": 0.9,
+        },
+        "confidance",
+    ),
     ("memory_context", {"existing_context": "You are a coding agent."}, "existing_context"),
     ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "helpful": True, "coment": "ok"}, "coment"),
-    ("memory_outcome", {"memory_title": "Set HTTP client timeouts", "succeeded": True, "sesion_id": "s-1"},
-     "sesion_id"),
-    ("session_submit", {"session_id": "s-9", "outcome": "success", "trace": "agent: done", "transcript": "x"},
-     "transcript"),
+    (
+        "memory_outcome",
+        {"memory_title": "Set HTTP client timeouts", "succeeded": True, "sesion_id": "s-1"},
+        "sesion_id",
+    ),
+    (
+        "session_submit",
+        {"session_id": "s-9", "outcome": "success", "trace": "agent: done", "transcript": "x"},
+        "transcript",
+    ),
     ("memory_consolidate", {"projectid": "web-app", "dry_run": True}, "projectid"),
     ("memory_ask", {"question": "when?", "limt": 3}, "limt"),
-    ("session_code_report", {"session_id": "s-7", "status": "committed",
-                             "comit": "3f786850e387550fdab836ed7e6dc881de23001b"}, "comit"),
+    (
+        "session_code_report",
+        {"session_id": "s-7", "status": "committed", "comit": "3f786850e387550fdab836ed7e6dc881de23001b"},
+        "comit",
+    ),
 ]
 
 NEAREST = re.compile(r"\(did you mean '([a-z_]+)'\?\)")

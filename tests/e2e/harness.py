@@ -36,8 +36,22 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 # DJANGO_SETTINGS_MODULE, PYTEST_*): the subprocess must run on the product's defaults.
 # OPENBLAS_CORETYPE and GLIBC_TUNABLES too: they try another CPU's rounding on this one, the service and
 # its PostgreSQL included (docs/contributing.md#portable-tests)
-_PASSED_THROUGH = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL",
-                   "XDG_RUNTIME_DIR", "PYTHON", "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+_PASSED_THROUGH = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "SHELL",
+    "XDG_RUNTIME_DIR",
+    "PYTHON",
+    "OPENBLAS_CORETYPE",
+    "GLIBC_TUNABLES",
+)
 _PR_SET_PDEATHSIG = 1
 
 

@@ -27,12 +27,15 @@ def run_hook(service: Service, token: str, session_id: str = "abc123") -> subpro
 def test_the_hook_prints_the_projects_memory_as_additional_context(service: Service, acme: Setup) -> None:
     marker = unique()
     with rest(service, acme.project_token) as http:
-        response = http.post("/api/v1/memories", json={
-            "title": f"Run database migrations before deploying {marker}",
-            "description": "Deploys with schema changes",
-            "content": "Apply migrations in a separate step, then roll out the code that needs them.",
-            "outcome": "success",
-        })
+        response = http.post(
+            "/api/v1/memories",
+            json={
+                "title": f"Run database migrations before deploying {marker}",
+                "description": "Deploys with schema changes",
+                "content": "Apply migrations in a separate step, then roll out the code that needs them.",
+                "outcome": "success",
+            },
+        )
         assert response.status_code == 201, response.text
 
     done = run_hook(service, acme.project_token)
@@ -60,10 +63,15 @@ def test_the_outcome_of_a_session_the_hook_started_reaches_every_memory_it_was_g
     marker = unique()
     with rest(service, acme.project_token) as http:
         ids = [
-            http.post("/api/v1/memories", json={
-                "title": f"{title} {marker}", "description": "Deploys", "content": f"{title}, always.",
-                "outcome": "success",
-            }).json()["id"]
+            http.post(
+                "/api/v1/memories",
+                json={
+                    "title": f"{title} {marker}",
+                    "description": "Deploys",
+                    "content": f"{title}, always.",
+                    "outcome": "success",
+                },
+            ).json()["id"]
             for title in ("Tag releases before deploying", "Announce deploys in the team channel")
         ]
         before = {mid: http.get(f"/api/v1/memories/{mid}").json()["confidence"] for mid in ids}

@@ -19,7 +19,7 @@ import pytest
 
 from tests.agent_hook_events import codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
-from tests.integrations.conftest import base_env, queue_empty_wait, queue_files
+from tests.hook_state import hook_env, queue_empty_wait, queue_files
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -38,7 +38,7 @@ def closed_port() -> int:
 def run(
     client: str, action: str, event: dict[str, Any], url: str, token: str = "rb_test"
 ) -> subprocess.CompletedProcess[str]:
-    env = base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=token)
+    env = hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=token)
     return subprocess.run(
         [sys.executable, str(SCRIPTS[client]), action],
         input=json.dumps(event),
@@ -138,7 +138,7 @@ def test_a_broken_event_or_an_unknown_action_never_fails_the_session(client, sta
             capture_output=True,
             text=True,
             timeout=30,
-            env=base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t"),
+            env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t"),
         )
         assert (done.returncode, done.stdout) == (0, "") and len(done.stderr.splitlines()) == 1
 
@@ -228,7 +228,7 @@ def test_a_long_gemini_recording_is_sent_as_valid_json_with_its_task_and_the_end
         capture_output=True,
         text=True,
         timeout=30,
-        env=base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t", REASONINGBANK_TRACE_MAX_BYTES="20000"),
+        env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t", REASONINGBANK_TRACE_MAX_BYTES="20000"),
     )
     assert done.stderr == ""
     trace = state.wait_for(1)[0][1]["trace"]
@@ -265,7 +265,7 @@ def test_cursor_without_a_transcript_path_says_so_and_sends_nothing(stand, state
 def test_a_session_shorter_than_the_threshold_is_not_sent(client, stand, tmp_path, state_dir):
     state, url = stand
     event = with_transcript(client, dict(CASES[{"codex": 2, "gemini": 5, "cursor": 7}[client]][2]), tmp_path)
-    env = base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t", REASONINGBANK_CAPTURE_MIN_MESSAGES="50")
+    env = hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t", REASONINGBANK_CAPTURE_MIN_MESSAGES="50")
     done = subprocess.run(
         [sys.executable, str(SCRIPTS[client]), "capture"],
         input=json.dumps(event),

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.claude_code_transcript import transcript_records, transcript_text
-from tests.integrations.conftest import base_env, queue_files
+from tests.hook_state import hook_env, queue_files
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -60,7 +60,7 @@ def closed_port() -> int:
 
 
 def run(action: str, event: dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
-    environment = base_env(**env)
+    environment = hook_env(**env)
     return subprocess.run(
         [sys.executable, str(HOOK), action],
         input=json.dumps(event),
@@ -176,7 +176,7 @@ def test_a_broken_event_or_an_unknown_action_never_fails_the_session():
             capture_output=True,
             text=True,
             timeout=30,
-            env=base_env(REASONINGBANK_TOKEN="rb_x"),
+            env=hook_env(REASONINGBANK_TOKEN="rb_x"),
         )
         assert (done.returncode, done.stdout) == (0, "") and done.stderr.count("\n") == 1, (action, done)
 

@@ -31,7 +31,7 @@ import pytest
 from tests.agent_hook_events import claude_code_event, codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import transcript_text
-from tests.integrations.conftest import DELIVERY_WAIT, base_env, queue_empty_wait, queue_files
+from tests.hook_state import DELIVERY_WAIT, hook_env, queue_empty_wait, queue_files
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -86,7 +86,7 @@ def capture(
     return subprocess.run(
         [sys.executable, str(SCRIPTS[client]), "capture"],
         input=json.dumps({**event, "transcript_path": str(transcript)}),
-        env=base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=TOKEN, **env),
+        env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=TOKEN, **env),
         capture_output=True,
         text=True,
         timeout=HOOK_TIMEOUT,
@@ -225,7 +225,7 @@ def test_a_sender_that_gives_up_leaves_the_submission_for_the_next_hook_which_se
     asked = subprocess.run(
         [sys.executable, str(SCRIPTS["claude-code"]), "prompt"],
         input=json.dumps(prompt),
-        env=base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=TOKEN),
+        env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=TOKEN),
         capture_output=True,
         text=True,
         timeout=HOOK_TIMEOUT,

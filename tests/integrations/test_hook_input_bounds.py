@@ -27,10 +27,11 @@ from typing import Any
 
 import pytest
 
+from tests import hook_state
 from tests.agent_hook_events import claude_code_event, codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import transcript_text
-from tests.integrations.conftest import base_env, queue_files
+from tests.hook_state import queue_files
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -84,7 +85,7 @@ def memory_limited() -> None:
 
 
 def hook_env(url: str, **extra: str) -> dict[str, str]:
-    return base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="rb_test", **extra)
+    return hook_state.hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="rb_test", **extra)
 
 
 def capture_run(client: str, path: str, url: str) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.agent_hook_events import claude_code_event, codex_event, cursor_event, gemini_event
 from tests.claude_code_transcript import transcript_text
-from tests.integrations.conftest import base_env, queue_empty_wait
+from tests.hook_state import hook_env, queue_empty_wait
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -44,7 +44,7 @@ def hook(
     done = subprocess.run(
         [sys.executable, str(SCRIPTS[client]), action],
         input=json.dumps(event),
-        env=base_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=token, **env),
+        env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=token, **env),
         capture_output=True,
         text=True,
         timeout=5,

@@ -23,16 +23,27 @@ NOW = datetime(2025, 1, 20, 10, 30, tzinfo=UTC)
 
 def entry(n: int, body: str = "Selected FastAPI as the primary web framework.", **kwargs: object) -> ContextEntry:
     return ContextEntry(
-        id=f"mem_{n}", title=f"Decisions {n}", body=body,
-        start=datetime(2025, 1, 10, tzinfo=UTC), end=datetime(2025, 1, 17, tzinfo=UTC), **kwargs,  # type: ignore[arg-type]
+        id=f"mem_{n}",
+        title=f"Decisions {n}",
+        body=body,
+        start=datetime(2025, 1, 10, tzinfo=UTC),
+        end=datetime(2025, 1, 17, tzinfo=UTC),
+        **kwargs,  # type: ignore[arg-type]
     )
 
 
 def test_the_block_has_its_element_header_and_sections():
     block = block_format(
-        [entry(1, key_facts=["FastAPI selected"], decisions=[Decision("Use FastAPI over Flask", "Native async")],
-               superseded=[("Initial estimate of 2x improvement", "Measured 3x improvement")])],
-        token_budget=2000, generated_at=NOW,
+        [
+            entry(
+                1,
+                key_facts=["FastAPI selected"],
+                decisions=[Decision("Use FastAPI over Flask", "Native async")],
+                superseded=[("Initial estimate of 2x improvement", "Measured 3x improvement")],
+            )
+        ],
+        token_budget=2000,
+        generated_at=NOW,
     )
     lines = block.text.splitlines()
     assert lines[0].startswith('<memory_consolidated_summaries version="') and lines[0].endswith(
