@@ -8,17 +8,21 @@ converted, and its prompt hook recalls what another session taught."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import SECRET
 from tests.e2e.conftest import Setup, manage_ok
 from tests.e2e.harness import Service, rest, token_from, unique
 from tests.e2e.test_claude_code_plugin import wait_for_distillation
+from tests.hook_state import hook_env, queue_empty_wait
+
+pytestmark = pytest.mark.usefixtures("hook_state_dir")
 
 INTEGRATIONS = Path(__file__).resolve().parents[2] / "integrations"
 SCRIPTS = {
@@ -31,7 +35,7 @@ SCRIPTS = {
 def run(
     client: str, action: str, event: dict[str, Any], service: Service, token: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": service.url, "REASONINGBANK_TOKEN": token}
+    env = hook_env(REASONINGBANK_URL=service.url, REASONINGBANK_TOKEN=token)
     done = subprocess.run(
         [sys.executable, str(SCRIPTS[client]), action],
         input=json.dumps(event),
@@ -131,7 +135,7 @@ def test_cursor_hands_a_conversation_in_at_its_end_and_the_next_one_starts_with_
 
 
 def test_codex_hands_the_rollout_in_at_each_stop_held_until_idle_and_recalls_per_prompt(
-    service: Service, acme: Setup, tmp_path: Path
+    service: Service, acme: Setup, tmp_path: Path, hook_state_dir: Path
 ) -> None:
     marker, session_id = unique(), unique("cx")
     rollout = tmp_path / f"rollout-2026-11-27T09-00-00-{session_id}.jsonl"
@@ -147,6 +151,7 @@ def test_codex_hands_the_rollout_in_at_each_stop_held_until_idle_and_recalls_per
     stop = {**common, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Fixed."}
 
     run("codex", "capture", stop, service, acme.project_token)
+    queue_empty_wait(hook_state_dir)  # the sender has posted it
     with rest(service, acme.project_token) as http:
         held = http.get(f"/api/v1/sessions/{session_id}").json()
     assert held["status"] == "queued" and held["next_attempt_at"]  # held until the session is idle
