@@ -264,6 +264,16 @@ def test_a_full_queue_drops_its_oldest_submissions_and_counts_them(tmp_path, sta
     assert json.loads((state_dir / "dropped.json").read_text())["dropped"] == 1
 
 
+def test_without_a_state_directory_to_write_the_hook_posts_the_submission_itself(stand, tmp_path):
+    state, url = stand
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # where the state directory should be: nothing can be made under it
+    done = capture("claude-code", tmp_path, url, REASONINGBANK_STATE_DIR=str(blocked / "state"))
+    assert done.returncode == 0 and "sent directly" in done.stderr and len(done.stderr.splitlines()) == 1
+    ((path, body, _),) = state.requests  # posted before the hook exited: no sender, nothing waits
+    assert path == "/api/v1/sessions" and body["trace_format"] == "claude-code-jsonl" and state.answered == 1
+
+
 def test_the_queue_keeps_within_its_megabytes(tmp_path, monkeypatch):
     spool = spool_module()
     monkeypatch.setenv("REASONINGBANK_SPOOL_MAX_MB", "1")

@@ -321,9 +321,17 @@ def hand_off(body: dict[str, Any]) -> None:
         body["project"] = os.environ["REASONINGBANK_PROJECT"]
     try:
         dropped = spool.spool_write("/api/v1/sessions", body, str(body["session_id"]), who)
+    except OSError as exc:
+        # no queue on this machine (a state directory that cannot be written): posted within the hook's
+        # budget instead, as before the hand-off, rather than lost
+        call("/api/v1/sessions", body)
+        raise HookError(f"cannot queue in {spool.state_dir()} ({exc.strerror or exc}): sent directly") from None
+    try:
         spool.sender_start(who)
     except OSError as exc:
-        raise HookError(f"cannot queue the session in {spool.state_dir()}: {exc.strerror or exc}") from None
+        raise HookError(
+            f"queued, but the sender did not start ({exc.strerror or exc}): the next hook starts it"
+        ) from None
     if dropped:
         raise HookError(f"the local queue was full: dropped the oldest {dropped} submission(s) to queue this one")
 
