@@ -31,7 +31,7 @@ MEMORY = {
 class Stand:
     def __init__(self, status: int = 200) -> None:
         self.status = status
-        self.script: list[int] = []  # statuses for the next requests, first to last; then ``status``
+        self.script: list[int] = []  # statuses for the next requests, first to last (0: none); then ``status``
         self.retry_after: str | None = None  # sent with a 429 or 503
         self.gate: threading.Event | None = None  # when set: no answer before it is opened
         self.requests: list[tuple[str, dict[str, Any], str]] = []  # as they arrive
@@ -74,6 +74,9 @@ def stand() -> Iterator[tuple[Stand, str]]:
                     state.answered += 1
 
         def answer(self, status: int, body: dict[str, Any]) -> None:
+            if status == 0:  # no answer at all: the connection is closed on the request
+                self.close_connection = True
+                return
             if status != 200:
                 answer: dict[str, Any] = {"detail": "Invalid token." if status in (401, 403) else f"status {status}"}
             elif self.path.endswith("/memories/search"):

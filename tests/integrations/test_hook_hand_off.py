@@ -165,7 +165,7 @@ def test_a_newer_capture_of_a_session_supersedes_the_one_still_queued(tmp_path, 
 # --- retries -----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [503, 429, 408, 500])
+@pytest.mark.parametrize("status", [503, 429, 408, 500, 0], ids=["503", "429", "408", "500", "no-answer"])
 def test_a_submission_the_service_cannot_take_now_is_sent_again_until_it_is_accepted(
     status, stand, tmp_path, state_dir
 ):

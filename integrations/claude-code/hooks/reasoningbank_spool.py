@@ -371,7 +371,8 @@ def sender_start(who: Credential) -> bool:
 
 
 def post(record: dict[str, Any], who: Credential, timeout: float) -> Attempt:
-    import urllib.error  # the sender's alone: a hook that only queues does not pay for the import
+    import http.client  # the sender's alone: a hook that only queues does not pay for the import
+    import urllib.error
     import urllib.request
 
     request = urllib.request.Request(
@@ -394,8 +395,9 @@ def post(record: dict[str, Any], who: Credential, timeout: float) -> Attempt:
         except (ValueError, AttributeError, OSError):
             detail = ""
         return Attempt(exc.code, retry_after_seconds(exc.headers.get("Retry-After")), f"answered {exc.code} {detail}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return Attempt(None, None, f"could not reach {who.url}: {getattr(exc, 'reason', exc)}")
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+        # no answer, or half of one (a connection cut mid-reply): the service may not have it
+        return Attempt(None, None, f"could not reach {who.url}: {getattr(exc, 'reason', exc) or type(exc).__name__}")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -479,8 +481,17 @@ def sender_run() -> int:
     return 0
 
 
+def main() -> int:
+    """The sender's entry point: its output goes nowhere, so what ends it unexpectedly goes to its log."""
+    try:
+        return sender_run()
+    except Exception as exc:  # the files stay queued: the next hook starts another sender
+        log(f"the sender stopped: unexpected {type(exc).__name__}: {exc}")
+        return 1
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["send"]:
-        sys.exit(sender_run())
+        sys.exit(main())
     print("usage: reasoningbank_spool.py send", file=sys.stderr)
     sys.exit(2)
