@@ -109,6 +109,7 @@ def test_a_gemini_cli_061_recording_reads_as_its_conversation_each_turn_once():
 
 def test_what_the_cli_and_the_hooks_added_to_a_gemini_recording_is_not_the_users_words():
     trace = gemini_lines().trace
+    assert trace.startswith("[user] Fix the flaky checkout test") and "[user] Thanks, that works now." in trace
     # the environment the CLI sends first, the memories the hooks injected (escaped, inside the user's
     # turn), the model's thoughts and the CLI's framing of a tool's output
     for added in ("session_context", "hook_context", "reasoningbank_memories", "Use make_cart().", "**Planning**"):
