@@ -1,8 +1,9 @@
 """What the Gemini CLI hook (integrations/gemini-cli/reasoningbank_gemini.py) makes of a chat recording:
 the JSON Lines Gemini CLI writes since 0.39 (the real 0.61.0 recording, tests/agent_transcripts.py) and
 the single object it wrote before, read within the hook's bounds and sent as the one object every
-release of the service reads. The reading is called in the hook's own process here; the hook run as
-Gemini CLI runs it, against a stand-in for the service, is tests/integrations/test_agent_hooks.py."""
+release of the service reads. The reading is called in the hook's own process (tests/hook_modules.py),
+and the hook is run once as Gemini CLI 0.61.0 ran it, with the AfterAgent input that CLI gave, against
+a stand-in for the service (tests/integrations/conftest.py)."""
 
 from __future__ import annotations
 
