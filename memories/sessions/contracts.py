@@ -41,7 +41,8 @@ class SessionSubmitInput(Contract):
                 "What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the "
                 "service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; "
                 "send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI "
-                "rollout file), `gemini-cli-json` (a Gemini CLI chat recording, one JSON object) or "
+                "rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON "
+                "object of releases before 0.39) or "
                 "`cursor-jsonl` (a Cursor agent transcript)"
             )
         ),

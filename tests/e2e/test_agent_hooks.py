@@ -1,9 +1,10 @@
 """The Gemini CLI, Cursor and Codex CLI hooks (integrations/, docs/connecting-agents.md#other-agents),
 each run as its client runs it — a process given the event's documented JSON on stdin — against the
 live service and its worker: a session file in the client's format is handed in, the worker distils it
-through the stub LLM, and a later session gets the distilled memory. Codex has no session-end event,
-so its capture is held until the session is idle (ten minutes): here it is checked as held and
-converted, and its prompt hook recalls what another session taught."""
+through the stub LLM, and a later session gets the distilled memory. A Codex capture at Stop is held
+until the session is idle (ten minutes) and its SessionEnd hands it in as final: here it is checked as
+held and converted, then distilled at SessionEnd, and its prompt hook recalls what another session
+taught."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
+from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_recording_text
 from tests.claude_code_transcript import SECRET
 from tests.e2e.conftest import Setup, manage_ok
 from tests.e2e.harness import Service, rest, token_from, unique
@@ -62,8 +63,8 @@ def test_gemini_cli_hands_a_session_in_at_its_end_and_recalls_it_once_in_the_nex
     service: Service, acme: Setup, tmp_path: Path
 ) -> None:
     marker, first, second = unique(), unique("gm"), unique("gm")
-    recording = tmp_path / "session.json"
-    recording.write_text(gemini_session_text(session_id=first, marker=marker))
+    recording = tmp_path / "session-2026-12-02T08-55-45731ba3.jsonl"  # Gemini CLI 0.61.0's own recording
+    recording.write_text(gemini_recording_text(session_id=first, marker=marker))
     base = {"cwd": str(tmp_path), "timestamp": "2026-11-27T09:00:00.000Z"}
     end = {
         **base,
@@ -134,7 +135,7 @@ def test_cursor_hands_a_conversation_in_at_its_end_and_the_next_one_starts_with_
     assert block.startswith("<memory_consolidated_summaries") and memory["title"] in block
 
 
-def test_codex_hands_the_rollout_in_at_each_stop_held_until_idle_and_recalls_per_prompt(
+def test_codex_hands_the_rollout_in_at_each_stop_held_then_at_session_end_and_recalls_per_prompt(
     service: Service, acme: Setup, tmp_path: Path, hook_state_dir: Path
 ) -> None:
     marker, session_id = unique(), unique("cx")
@@ -156,6 +157,16 @@ def test_codex_hands_the_rollout_in_at_each_stop_held_until_idle_and_recalls_per
         held = http.get(f"/api/v1/sessions/{session_id}").json()
     assert held["status"] == "queued" and held["next_attempt_at"]  # held until the session is idle
     assert held["trace"].startswith(f"[user] Fix the flaky checkout test ({marker})") and SECRET not in held["trace"]
+
+    end = {  # Codex 0.171.0's SessionEnd input: no model, permission mode or turn
+        "session_id": session_id,
+        "transcript_path": str(rollout),
+        "cwd": str(tmp_path),
+        "hook_event_name": "SessionEnd",
+        "reason": "other",
+    }
+    run("codex", "capture", end, service, acme.project_token)
+    distilled_memory(service, acme.project_token, session_id, marker)  # now, not once idle
 
     with rest(service, acme.project_token) as http:
         http.post(

@@ -189,6 +189,21 @@ def test_codex_hands_in_the_rollout_at_each_stop_without_its_reasoning_or_its_ow
     assert '"event_msg"' not in body["trace"] and "Fix the flaky checkout test" in body["trace"].splitlines()[0]
 
 
+def test_codex_hands_in_the_rollout_as_final_at_session_end_with_its_real_input(stand, tmp_path):
+    state, url = stand
+    end = with_transcript("codex", codex_event("SessionEnd"), tmp_path)  # Codex 0.171.0's SessionEnd input
+    assert set(end) == {"session_id", "transcript_path", "cwd", "hook_event_name", "reason"}
+    assert run("codex", "capture", end, url).stderr == ""
+    ((path, body, _),) = state.wait_for(1)
+    assert (path, body["trace_format"], body["partial"], body["session_id"]) == (
+        "/api/v1/sessions",
+        "codex-rollout-jsonl",
+        False,
+        end["session_id"],
+    )
+    assert "Fix the flaky checkout test" in body["trace"]
+
+
 def test_codex_does_not_capture_a_stop_it_is_continuing_from(stand, tmp_path, state_dir):
     state, url = stand
     event = with_transcript("codex", codex_event("Stop", stop_hook_active=True, last_assistant_message="x"), tmp_path)
@@ -294,7 +309,7 @@ def test_each_clients_hook_configuration_runs_its_script_with_a_known_action_on_
     gemini = commands(json.loads((REPO / "integrations/gemini-cli/settings.json").read_text()))
     cursor_config = json.loads((REPO / "integrations/cursor/hooks.json").read_text())
     cursor = commands(cursor_config)
-    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
     assert set(gemini) == {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"}
     assert set(cursor) == {"sessionStart", "stop", "sessionEnd"} and cursor_config["version"] == 1
     for found, script in (
