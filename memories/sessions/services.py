@@ -47,7 +47,7 @@ from memories.sessions.services_ledger import session_outcome_attribute
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
-from memories.trust.services import session_screened
+from memories.trust.services import session_held
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
@@ -461,9 +461,9 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
             )
         if reinforced:
             memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)
-        held, flagged = session_screened(created)  # the detector's findings: held for review, or flagged
+        held = session_held(created)  # what the detector found in the memories it holds for review
         status = AgentSession.STATUS_HELD if held else AgentSession.STATUS_DONE
-        finished = _session_finish(session, status, warnings=warnings + flagged, held=held)
+        finished = _session_finish(session, status, warnings=warnings, held=held)
     if created:
         memories_added_notify(session.project, len(created))
     current_set(memories_created=len(created), memories_reinforced=len(reinforced))  # on session.distill

@@ -9,6 +9,8 @@ the principal's reach, so another organization's memory or summary is a ``NotFou
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import QuerySet
 
 from accounts.access import Principal
@@ -19,6 +21,7 @@ from memories.models import Memory, MemorySummary
 from reasoningbank.errors import Forbidden, NotFound
 
 ID_MAX = 40
+SHOWN = 25  # on the review queue's page, oldest first: the rest are listed over REST
 
 
 def quarantine_admin_require(principal: Principal, action: str = "reviewing the quarantine") -> None:
@@ -94,3 +97,19 @@ def memory_written_by(memory: Memory) -> str:
         token = memory.created_by_token
         return f"{memory.origin} with token {token.prefix} ({token.label})"
     return f"{memory.origin} by the service (consolidation or an import)"
+
+
+def quarantine_context(principal: Principal) -> dict[str, Any]:
+    """What the review queue's page shows of the quarantine (for admins): the oldest held memories (each
+    with who wrote it) and summaries, and how many there are."""
+    memories = quarantine_list(principal)
+    summaries = summaries_held(principal)
+    shown = list(memories[:SHOWN])
+    for memory in shown:
+        memory.written_by = memory_written_by(memory)  # type: ignore[attr-defined]
+    return {
+        "quarantine": shown,
+        "quarantine_total": memories.count(),
+        "held_summaries": list(summaries[:SHOWN]),
+        "held_total": summaries.count(),
+    }

@@ -141,21 +141,13 @@ def exceptions_learn(
 HELD_KEYS = ("rule", "reason", "field", "start", "end", "excerpt")
 
 
-def session_screened(memories: Sequence[Memory]) -> tuple[list[dict[str, Any]], list[str]]:
-    """What the detector found in a session's distilled memories: the findings that hold the session for
-    review (those of its quarantined memories, each naming its memory: the session's ``held``), and one
-    warning per memory stored active with flags (the ``flag`` policy)."""
-    held: list[dict[str, Any]] = []
-    flagged: list[str] = []
-    for memory in memories:
-        if memory.state == Memory.STATE_QUARANTINED:
-            held += [
-                {"memory": memory.id, "title": memory.title[:200], **{key: finding.get(key) for key in HELD_KEYS}}
-                for finding in memory.flags
-            ]
-        elif memory.flags:
-            flagged.append(
-                f"flagged “{memory.title[:80]}” ({memory.id}) for {', '.join(rules_named(memory.flags))}: "
-                "stored active with its flags"
-            )
-    return held, flagged
+def session_held(memories: Sequence[Memory]) -> list[dict[str, Any]]:
+    """The findings that hold a session for review: those of its distilled memories the detector put in
+    quarantine, each naming its memory (the session's ``held``). A memory only flagged (the ``flag``
+    policy) carries its own ``flags`` and holds nothing."""
+    return [
+        {"memory": memory.id, "title": memory.title[:200], **{key: finding.get(key) for key in HELD_KEYS}}
+        for memory in memories
+        if memory.state == Memory.STATE_QUARANTINED
+        for finding in memory.flags
+    ]
