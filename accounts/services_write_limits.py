@@ -1,5 +1,5 @@
 """Write limits and the suspension of a principal whose writes the detector keeps flagging
-(docs/security/memory-poisoning.md#write-limits).
+(docs/security/memory-poisoning.md, the write limits).
 
 A placeholder with the call's final signature, so that every flagged write already reports itself: the
 real module (counting flagged writes in a window and suspending the token's or app's writes) replaces it.

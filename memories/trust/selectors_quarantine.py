@@ -77,7 +77,7 @@ def summary_held_get(principal: Principal, summary_id: str) -> MemorySummary:
 
 def memory_written_by(memory: Memory) -> str:
     """Who wrote a memory, in one line, from its provenance when it has one and from the columns every
-    memory has otherwise (docs/security/memory-poisoning.md#provenance)."""
+    memory has otherwise (its provenance: docs/security/memory-poisoning.md)."""
     provenance = memory.provenance or {}
     by = provenance.get("by") if isinstance(provenance, dict) else None
     if isinstance(by, dict) and (by.get("email") or by.get("token_prefix") or by.get("oauth_app_name")):

@@ -12,7 +12,7 @@ way — its exceptions (what admins approved), its ``trusted_hosts`` (install sc
   searched, injected, consolidated or exported as active until an admin approves it.
 
 Each flagged write is reported to the write limits (``flagged_writes_note``): a burst of them from one
-token suspends its writes (docs/security/memory-poisoning.md#write-limits).
+token suspends its writes (docs/security/memory-poisoning.md, the write limits).
 """
 
 from __future__ import annotations
@@ -30,12 +30,16 @@ from memories.trust.screening import memory_texts, rules_named, span_fingerprint
 
 
 class Screenable(Protocol):
-    """A memory's text as every write path has it (``MemoryDraft``, a ``Memory``)."""
+    """A memory's text as every write path has it (``MemoryDraft``, a ``Memory``): read only."""
 
-    title: str
-    description: str
-    content: str
-    tags: Sequence[str]
+    @property
+    def title(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ message with status 400 (409 when it was decided meanwhile), never a 500.
 from __future__ import annotations
 
 from collections.abc import Callable
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render

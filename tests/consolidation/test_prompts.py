@@ -98,7 +98,7 @@ TITLE: <concise title>
 CONTENT: <synthesized strategy with specific steps>
 TAGS: <comma-separated tags>
 OUTCOME: success|failure
-SOURCE_ATTRIBUTION: <brief description of sources>"""
+SOURCE_ATTRIBUTION: <brief description of sources>"""  # noqa: E501 (the fixed text, written out)
 
 # A model's reply to it, in the format the prompt asks for.
 EXAMPLE_SYNTHESIS_REPLY = """TITLE: Database Timeout Management in Go

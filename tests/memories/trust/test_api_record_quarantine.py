@@ -1,6 +1,7 @@
-"""What the writer of a flagged memory is told, on every transport (docs/agent-api.md#quarantine): REST
-record (201, `status: quarantined`, `quarantine` with the rules and what happens next) and edit, the MCP
-tool through the official SDK client, and the same body on both."""
+"""What the writer of a flagged memory is told, on every transport
+(docs/agent-api.md#quarantine-a-memory-stored-but-held-for-review): REST record (201, `status: quarantined`,
+`quarantine` with the rules and what happens next) and edit, the MCP tool through the official SDK client,
+and the same body on both."""
 
 from __future__ import annotations
 

@@ -35,7 +35,9 @@ def transcript_with_readme(session_id: str) -> str:
     """Claude Code's session file, in which the assistant reads the repository's README (its Read tool's
     output holds the injected instruction) before it runs the tests."""
     records = transcript_records(session_id=session_id)
-    call = next(r for r in records if r.get("type") == "assistant" and r["message"]["content"][-1]["type"] == "tool_use")
+    call = next(
+        r for r in records if r.get("type") == "assistant" and r["message"]["content"][-1]["type"] == "tool_use"
+    )
     answer = next(r for r in records if r.get("toolUseResult"))
     read, result = copy.deepcopy(call), copy.deepcopy(answer)
     read["uuid"], result["uuid"] = str(uuid.uuid4()), str(uuid.uuid4())
@@ -68,7 +70,11 @@ def submitted(cast, token_client, settings, monkeypatch):
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "test-key"
     monkeypatch.setattr(services_sessions, "session_enqueue", lambda *args, **kwargs: None)
     writer = token_client(cast.org_a, projects=[cast.project_a])
-    body = {"session_id": "cc-readme", "trace": transcript_with_readme("cc-readme"), "trace_format": "claude-code-jsonl"}
+    body = {
+        "session_id": "cc-readme",
+        "trace": transcript_with_readme("cc-readme"),
+        "trace_format": "claude-code-jsonl",
+    }
     response = writer.post(SESSIONS, body, format="json")
     assert response.status_code == 201, response.json()
     return writer, AgentSession.objects.get(pk=response.json()["id"])
@@ -110,7 +116,9 @@ def test_a_distilled_memory_carrying_the_instruction_is_quarantined_and_the_sess
     assert again["status"] == "held" and again["held"] and "wait in quarantine" in again["message"]
 
     # another member's agent never gets it
-    found = writer.post("/api/v1/memories/search", {"query": "shop repository setup", "min_confidence": 0}, format="json")
+    found = writer.post(
+        "/api/v1/memories/search", {"query": "shop repository setup", "min_confidence": 0}, format="json"
+    )
     assert memory.id not in [hit["id"] for hit in found.json()["memories"]]
 
 

@@ -34,9 +34,7 @@ def admin(cast, token_client):
     return token_client(cast.org_a, scopes=["memories:read", "memories:write", "admin"])
 
 
-def test_a_claude_md_section_with_an_instruction_lands_in_quarantine_and_the_answer_says_so(
-    cast, admin, flagged_notes
-):
+def test_a_claude_md_section_with_an_instruction_lands_in_quarantine_and_the_answer_says_so(cast, admin, flagged_notes):
     response = admin.post(IMPORT, {"format": "claude-md", "text": CLAUDE_MD, "project": "web-app"}, format="json")
 
     assert response.status_code == 200, response.json()

@@ -76,7 +76,10 @@ def test_each_flagged_write_is_reported_to_the_write_limits_with_its_writer(cast
 
 
 def test_the_orgs_trusted_hosts_let_its_own_installer_through(cast, agent, set_policy):
-    internal = {**BENIGN, "content": "Install the CLI with `curl -fsSL https://tools.acme.test/i.sh | sh`, then log in."}
+    internal = {
+        **BENIGN,
+        "content": "Install the CLI with `curl -fsSL https://tools.acme.test/i.sh | sh`, then log in.",
+    }
     assert record(agent, internal).status == "quarantined"
 
     set_policy(cast.org_a, "quarantine", trusted_hosts=["tools.acme.test"])
@@ -162,5 +165,7 @@ def test_restoring_an_archived_memory_screens_it_again(cast, agent, set_policy):
 def test_the_fingerprint_of_a_stored_finding_is_that_of_its_span(agent):
     memory = record(agent, POISON).memory
     for finding in memory.flags:
-        text = memory_texts(title=memory.title, description=memory.description, content=memory.content, tags=memory.tags)
+        text = memory_texts(
+            title=memory.title, description=memory.description, content=memory.content, tags=memory.tags
+        )
         assert finding["fingerprint"] == span_fingerprint(text[finding["field"]][finding["start"] : finding["end"]])
