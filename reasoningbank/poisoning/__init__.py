@@ -17,13 +17,16 @@ Design rules, each with a reason:
 * The text a model reads, not the bytes: rules run on a folded copy (``folding``) without invisible
   characters, with look-alike letters and full-width forms mapped to Latin, accents dropped, whitespace
   runs made one; the hidden-text rules report the disguise itself.
-* Linear time: a memory is up to ~20 KB and fully attacker-controlled. Every repetition is bounded or
-  over a character class disjoint from what follows; context checks look at fixed windows; decoding
-  happens once per candidate stretch.
+* Linear time with a small constant: a memory is up to ~20 KB and fully attacker-controlled, and the
+  detector runs on every write. Phrases run only near their keywords, on a lowered copy (``phrases``);
+  commands are found from their rare middle; every repetition is bounded; context checks look at fixed
+  windows or at marks found once per text; decoded stretches are read in one scan; a rule stops after
+  100 findings in a text.
 * Stdlib only, no Django: runs in a view, the worker, the bench, a CLI.
 
-The modules: ``catalogue`` (the rule table and what patterns are built from), ``folding``, ``context``
-(negation, quoted examples, code spans), one module per family — ``addressed`` and ``languages``,
+The modules: ``catalogue`` (the rule table and what patterns are built from), ``phrases`` (how a phrase
+runs: keys, regions, the lowered text), ``folding``, ``context`` (negation, quoted examples, code spans,
+error handling), one module per family — ``addressed`` and ``languages``,
 ``exfiltration``, ``remote_code``, ``hidden``, ``beacons`` — and ``engine``, which runs them.
 """
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, any_of, words_upto
-from reasoningbank.poisoning.context import Marks, in_code_span, negated, quoted_mention
+from reasoningbank.poisoning.context import Marks, about_errors, in_code_span, negated, quoted_mention
 from reasoningbank.poisoning.phrases import Text, phrase
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
@@ -84,7 +84,7 @@ _OVERRIDE = [
         ("from now on",),
     ),
 ]
-# "ignore the previous instructions in docs/setup.md": a pointer to a document, not an order to the reader
+# "ignore the previous instructions in infra/setup.md": a pointer to a document, not an order to the reader
 _DOC_TARGET = re.compile(
     rf"{SEP}(?:in|from|of|on){SEP}(?:the{SEP}|our{SEP}|this{SEP})?(?:readme|docs?|wiki|documentation|"
     rf"setup|guide|runbook|ticket|page|section|file|chapter|confluence|notion|issue|pr|"
@@ -216,6 +216,8 @@ _SECRECY = [
     ),
 ]
 
+_SECRECY_ABOUT_ERRORS = (0, 1, 2)  # the phrases of _SECRECY that hide something from the user (not "without …")
+
 _ADDRESSED = [
     phrase(
         rf"\b(?:attention|note|notice|dear|hey|hello|warning)[,:]?{SEP}{_STRICT_AI}\s?[:,!]",
@@ -248,6 +250,42 @@ _ADDRESSED = [
         ("ignore", "forget", "disregard", "from now on"),
     ),
 ]
+# A heading that addresses orders to AI assistants, followed by orders to "you": "Policy update for Copilot,
+# Claude and any other assistant: the platform team requires you to …". ("Instructions for Claude live in
+# CLAUDE.md" has no colon: a pointer; "Instructions for Copilot: prefer pytest fixtures" gives no order to
+# "you": a convention.)
+_AI_HEADING = phrase(
+    r"\b(?:policy|policies|rules|conventions?|guidelines|instructions?|directives?|requirements?|notes?|"
+    r"message|memo|reminder|orders)(?: update)? (?:to|for) (?:all |any |every |the )?(?:other )?"
+    r"[^:.\n]{0,40}?\b(?:ai|assistants?|(?:ai|coding|llm) agents?|llms?|copilot|claude|chatgpt|gemini|codex)\b"
+    r"[^:.\n]{0,40}:",
+    ("ai", "assistant", "agent", "llm", "copilot", "claude", "chatgpt", "gemini", "codex"),
+)
+_TO_YOU = re.compile(r"\byou(?:r|rs|rself)?\b")
+HEADING_ORDERS_WINDOW = 240
+
+# "When you see this memory, call memory_record …" / "Whenever this note is retrieved, invoke the … tool":
+# the reading itself is the trigger, and what follows is a tool call
+_READ_TRIGGER = any_of(
+    r"\b(?:when(?:ever)?|once|as soon as|upon|on|if|after|each time|every time) "
+    r"(?:(?:you|the agent|the assistant|an? (?:agent|assistant|model)) )?"
+    r"(?:see|read|load|retrieve|encounter|process|find|receive|ingest|recall)(?:s|ing|ed)? (?:this|these)"
+    r"(?: (?:memory|memories|note|notes|entry|entries|text|message|snippet|block|instructions?|comment))?,",
+    r"\b(?:when(?:ever)?|once|if|each time|every time|as soon as) (?:this|these) "
+    r"(?:memory|memories|note|notes|entry|entries|text|message|snippet|block) (?:is|are|gets|get|has been) "
+    r"(?:retrieved|loaded|read|seen|injected|recalled|returned|shown|found|surfaced)\b",
+    r"\b(?:if|when(?:ever)?|once) (?:this|these) (?:memory|memories|note|notes|entry|entries|text|message) "
+    r"(?:appears?|shows? up|is present) in (?:your|the) (?:context|prompt|results?|memory|conversation)\b",
+)
+_TOOL_CALL = (
+    r"\b(?:call|invoke|use|run|trigger|execute)\b[^.!?\n]{0,40}?(?:\b[a-z]{2,20}_(?:record|update|delete|search|"
+    r"create|write|read|import|export|context|submit|send|email|upload)\b|\btool\b|\bfunction\b)"
+)
+_TOOL_HIJACK = phrase(
+    rf"{_READ_TRIGGER}[^.!?\n]{{0,100}}?{_TOOL_CALL}",
+    ("tool", "function", "_record", "_update", "_delete", "_search", "_create", "_write", "_read", "_import",
+     "_export", "_context", "_submit", "_send", "_email", "_upload"),
+)  # fmt: skip
 
 _LEAK = phrase(
     rf"\b(?:reveal|print|output|repeat|show|display|dump|leak|disclose|share|tell me|write out|echo|recite|"
@@ -292,14 +330,25 @@ def hits(scan: Text) -> Iterator[Hit]:
         cues = cues or Marks(_MODE_AI_CUE, scan.lower)
         if switches.within(start - 60, end + 60) and cues.within(start - 200, end + 200):
             yield scan.hit("persona_switch", start, end)
-    for pattern in _SECRECY:
+    for index, pattern in enumerate(_SECRECY):
         for match in pattern.finditer(scan, "secrecy_from_user"):
-            if not quoted_mention(text, *match.span()):
-                yield scan.hit("secrecy_from_user", *match.span())
+            start, end = match.span()
+            if quoted_mention(text, start, end) or (
+                index in _SECRECY_ABOUT_ERRORS and about_errors(scan.lower, start, end)
+            ):
+                continue
+            yield scan.hit("secrecy_from_user", start, end)
     for pattern in _ADDRESSED:
         for match in pattern.finditer(scan, "addressed_to_ai"):
             if not quoted_mention(text, *match.span()):
                 yield scan.hit("addressed_to_ai", *match.span())
+    for match in _AI_HEADING.finditer(scan, "addressed_to_ai"):
+        start, end = match.span()
+        if _TO_YOU.search(scan.lower, end, end + HEADING_ORDERS_WINDOW) and not quoted_mention(text, start, end):
+            yield scan.hit("addressed_to_ai", start, end)
+    for match in _TOOL_HIJACK.finditer(scan, "tool_hijack"):
+        if not quoted_mention(text, *match.span()):
+            yield scan.hit("tool_hijack", *match.span())
     for match in _LEAK.finditer(scan, "prompt_leak"):
         if not negated(text, match.start()) and not quoted_mention(text, *match.span()):
             yield scan.hit("prompt_leak", *match.span())

@@ -33,12 +33,24 @@ _LINK_URLS = [
     # [ref]: https://…
     phrase(r"(?:^|\n) {0,3}\[[^\]\n]{1,100}+\]:\s?<?((?:https?:)?//\S{1,2000}+)", ("]:",), reach=URL_CHARS + 200),
 ]
-_DATA_SLOT = re.compile(
-    r"\$\{[^}\s]{1,80}\}|\$\([^)]{1,200}\)|`[^`]{1,200}`|\{\{[^}]{1,80}\}\}|\$[a-z_][a-z0-9_]{2,64}|%[a-z_]{3,64}%|"
-    r"<[a-z][a-z _-]{2,60}>|\[[a-z][a-z _-]{2,40}\]|(?:insert|replace|your|put|add)_[a-z_]{2,40}|"
-    r"process\.env|os\.environ|\{(?:secret|token|key|password|env|conversation|chat|history|context|summary|data|"
-    r"content|memory|code|repo|file|ssh|cred|session|cookie|email|prompt|message|input|answer)[a-z_ ]{0,30}\}"
+_REFERENCE_DEFINITIONS = 2  # the index in _LINK_URLS
+# Auto-loaded: a client fetches these by itself when it shows the text (a link waits for a click).
+_LOADED_TAGS = ("<img", "<iframe", "<script", "<link", "<source", "<video", "<audio")
+# A command run to fill the URL: always a beacon.
+_COMMAND_SLOT = re.compile(r"\$\([^)]{1,200}\)|`[^`]{1,200}`|process\.env|os\.environ")
+# A slot a shell, a template or the model fills in; its name says with what.
+_NAMED_SLOT = re.compile(
+    r"\$\{(?P<a>[^}\s]{1,80})\}|\{\{(?P<b>[^}]{1,80})\}\}|\$(?P<c>[a-z_][a-z0-9_]{2,64})|%(?P<d>[a-z_]{3,64})%|"
+    r"<(?P<e>[a-z][a-z _-]{2,60})>|\[(?P<f>[a-z][a-z _-]{2,40})\]|\{(?P<g>[a-z][a-z_ ]{1,40})\}|"
+    r"(?P<h>(?:insert|replace|your|put|add)_[a-z_]{2,40})"
 )
+# what a model would fill in from what it read: the conversation, the user's data, the code
+_READ_DATA_NAME = re.compile(
+    r"conversation|chat|history|context|summary|prompt|message|input|answer|question|memor|transcript|user|"
+    r"email|code|repo|file|data|content"
+)
+# what a shell or a model would fill in from the machine: a secret (an image fetches it at once)
+_SECRET_NAME = re.compile(r"token|secret|key|passw|pwd|cred|auth|session|cookie|env|ssh|private|api")
 _SECRET_DATA = any_of(
     r"(?:the |your |all |my |our )?(?:api ?keys?|tokens?|secrets?|passwords?|credentials)",
     r"(?:it|them|this data|that data|the data|the result|the output|the answer)",
@@ -91,10 +103,26 @@ _URL_INSTRUCTIONS = [
 ]
 
 
+def _carries_data(url: str, loaded: bool) -> bool:
+    """The URL holds a slot that, filled in, sends data away: a command; a slot named for what the reader
+    read (the conversation, the user's e-mail); in an image, a slot named for a secret. "${VERSION}" in a
+    badge or "<org-slug>" in a docs link is a template, not a beacon."""
+    if _COMMAND_SLOT.search(url):
+        return True
+    for slot in _NAMED_SLOT.finditer(url):
+        name = next(group for group in slot.groups() if group)
+        if _READ_DATA_NAME.search(name) or (loaded and _SECRET_NAME.search(name)):
+            return True
+    return False
+
+
 def hits(scan: Text) -> Iterator[Hit]:
-    for pattern in _LINK_URLS:
+    for kind, pattern in enumerate(_LINK_URLS):
         for match in pattern.finditer(scan, "url_beacon"):
-            if _DATA_SLOT.search(scan.lower, *match.span(1)):
+            head = scan.lower[match.start() : match.start() + 8]
+            # a Markdown image, an auto-loaded tag, or a reference definition (an image may use it)
+            loaded = head.startswith(("!", *_LOADED_TAGS)) or kind == _REFERENCE_DEFINITIONS
+            if _carries_data(scan.lower[match.start(1) : match.end(1)], loaded):
                 yield scan.hit("url_beacon", *match.span())
     text = scan.text
     for pattern in _URL_INSTRUCTIONS:

@@ -35,6 +35,9 @@ _RULES = (
          "of recording what the team learned"),
     Rule("prompt_leak", "addressed to an AI",
          "asks the reader to print or send its own system prompt or instructions"),
+    Rule("tool_hijack", "addressed to an AI",
+         "tells the agent that reads the memory to call a tool when it sees the memory ('when you see this, call "
+         "memory_record …'): a memory is read as reference, it does not make the reader act"),
     Rule("exfiltration_request", "exfiltration",
          "asks for keys, tokens, the environment, ~/.ssh or .env content to be sent to an address"),
     Rule("exfiltration_command", "exfiltration",

@@ -50,7 +50,24 @@ def quoted_mention(text: str, start: int, end: int, window: int = 80) -> bool:
     return _MENTION_CUE.search(text, max(0, quote_at - window), quote_at) is not None
 
 
+# What error handling keeps from users ("don't tell the user about the upstream timeout; log it"): an error
+# hidden from the user is practice, an action hidden from the user is the smell. In the languages the
+# secrecy rules read; the Latin-script words are matched at a word start.
+_ERROR_DETAIL = re.compile(
+    r"\b(?:errors?|exceptions?|time ?outs?|timed out|stack ?traces?|tracebacks?|failures?|failed|sql|internal|"
+    r"upstream|crash(?:es|ed)?|status codes?|quotas?|root cause|decline (?:codes?|reasons?)|error codes?|"
+    r"erreur|fehler|ausnahme|excepci|excec|eccezion|errore?|erro\b|interne?|interno|interna)|"
+    r"ошибк|исключени|错误|錯誤|异常|異常|エラー|例外|오류|에러|예외"
+)
+ERROR_DETAIL_WINDOW = 60
 CODE_SPAN_WINDOW = 400
+
+
+def about_errors(lowered: str, start: int, end: int) -> bool:
+    """What a secrecy phrase at ``start:end`` keeps from the user (the phrase and the rest of its clause)
+    is an error or an internal detail."""
+    clause = re.split(r"[.;!?\n。；]", lowered[end : end + ERROR_DETAIL_WINDOW], maxsplit=1)[0]
+    return _ERROR_DETAIL.search(lowered[start:end] + " " + clause) is not None
 
 
 def in_code_span(text: str, start: int, end: int) -> bool:

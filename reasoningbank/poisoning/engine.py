@@ -45,7 +45,7 @@ def _text_hits(text: str, allowed_hosts: Collection[str]) -> Iterator[Hit]:
     """The phrase rules over a folded text."""
     scan = Text(text)
     yield from _addressed_hits(scan)
-    yield from exfiltration.hits(scan)
+    yield from exfiltration.hits(scan, allowed_hosts)
     yield from remote_code.hits(scan, allowed_hosts)
     yield from beacons.hits(scan)
 

@@ -132,7 +132,17 @@ _SEGMENT = re.compile(
     f"[!-~]+|\\s+|[^\\s\\x00-\\x7f{ZERO_WIDTH}{BIDI_CONTROLS}\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef]+|.",
     re.DOTALL,
 )
-_LINE_BREAKS = "\n\r\u2028\u2029\x0b\x0c\x85"
+_LINE_BREAK = re.compile("[\n\r\u2028\u2029\x0b\x0c\x85]")
+
+
+# Letters whose decomposition starts with an ASCII letter (é, ñ, ǆ, ḿ): they lose their accents.
+_ACCENTED_LATIN = re.compile("[\u00c0-\u024f\u1e00-\u1eff]")
+
+
+def _folds_to_itself(run: str) -> bool:
+    """Each character of ``run`` folds to itself (``_char_fold``): NFKC leaves it alone and it is not an
+    accented Latin letter. Cyrillic, Greek and CJK text: checked per run, not per character."""
+    return _ACCENTED_LATIN.search(run) is None and unicodedata.is_normalized("NFKC", run)
 
 
 def _unicode_fold(raw: str) -> Folded:
@@ -145,7 +155,7 @@ def _unicode_fold(raw: str) -> Folded:
         if piece[0].isspace():
             if pending_space < 0:
                 pending_space = index
-            pending_newline = pending_newline or any(char in _LINE_BREAKS for char in piece)
+            pending_newline = pending_newline or (piece != " " and _LINE_BREAK.search(piece) is not None)
             continue
         if not piece.isascii() and _INVISIBLE.match(piece):
             continue  # dropped without ending a whitespace run: "a \u200b b" is "a b"
@@ -154,7 +164,7 @@ def _unicode_fold(raw: str) -> Folded:
                 out.append("\n" if pending_newline else " ")
                 offsets.append(pending_space)
             pending_space, pending_newline = -1, False
-        if piece.isascii() or (len(piece) > 1 and unicodedata.is_normalized("NFKD", piece)):
+        if piece.isascii() or (len(piece) > 1 and _folds_to_itself(piece)):
             out.append(piece)
             offsets.extend(range(index, index + len(piece)))
             continue
@@ -173,7 +183,7 @@ def _unicode_fold(raw: str) -> Folded:
 
 def _unconfuse_word(match: re.Match[str]) -> str:
     word = match.group()
-    if word.isascii() or not any(c in CONFUSABLE_CHARS for c in word):
+    if word.isascii() or CONFUSABLE_CHARS.isdisjoint(word):
         return word
     if _ASCII_LETTER.search(word) or (len(word) >= 4 and all(c in CONFUSABLE_CHARS for c in word)):
         return word.translate(CONFUSABLES)  # one character for one: offsets stay valid

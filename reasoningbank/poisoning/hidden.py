@@ -85,7 +85,7 @@ def homoglyph_hits(raw: str) -> Iterator[Hit]:
         return
     for match in _LETTER_WORD.finditer(raw):
         word = match.group()
-        if word.isascii() or not any(c in CONFUSABLE_CHARS for c in word):
+        if word.isascii() or CONFUSABLE_CHARS.isdisjoint(word):
             continue
         mixed = _LATIN.search(word) is not None and len(word) >= 3
         if mixed or word.translate(CONFUSABLES).lower() in WATCHED_WORDS:

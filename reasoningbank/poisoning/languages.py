@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from reasoningbank.poisoning.catalogue import SEP, Hit, words_upto
-from reasoningbank.poisoning.context import negated, quoted_mention
+from reasoningbank.poisoning.context import about_errors, negated, quoted_mention
 from reasoningbank.poisoning.phrases import Phrase, Text, phrase
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
@@ -89,25 +89,33 @@ _LATIN_SECRECY_KEYS = (
     "usuari", "utilisat", "usager", "humain", "humano", "benutzer", "nutzer", "anwender", "user", "utente",
     "gebruiker", "uzytkown", "użytkown", "utilizador",
 )  # fmt: skip
+# What follows "no le digas al usuario" in an order to hide something (not "… al usuario la excepción"):
+# an end of clause, or words such as "que", "sobre", "nada", "rien"
+_LATIN_TELL_TAIL = (
+    r"(?=\s?(?:[.,;:!)\n\u2014-]|$|(?:que|sobre|de (?:esto|eso|isso|isto|cela|ca)|disso|disto|nada|rien|niente|"
+    r"nulla|niets|esto|eso|isso|isto|cela|ca|ce|di (?:questo|cio)|dat|wat|hiervan|o tym|ze|że|co|nic|about|this|"
+    r"that)\b))"
+)
 _LATIN_SECRECY = [
     phrase(
         r"\bno (?:le )?(?:digas|diga|informes|informe|menciones|mencione|cuentes|cuente|avises|avise|reveles|revele)"
-        r"(?: nada)?(?: de esto)? (?:al|a la|a los) (?:usuario|usuaria|usuarios|humano)",
+        r"(?: nada)?(?: de esto)? (?:al|a la|a los) (?:usuario|usuaria|usuarios|humano)" + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
-        r"\bsin (?:decirle|decir|avisar|informar|notificar)(?:le)?(?: nada)? (?:al|a la) (?:usuario|usuaria)",
+        r"\bsin (?:decirle|decir|avisar|informar|notificar)(?:le)?(?: nada)? (?:al|a la) (?:usuario|usuaria)"
+        + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
         r"\bne (?:le |lui |rien )?(?:dis|dites|mentionne|mentionnez|signale|signalez|revele|revelez|previens|prevenez|"
         r"montre|montrez)(?: rien)? (?:pas|jamais|rien)(?: ceci| cela| ca)? (?:a |a l'|au |aux )?(?:l')?"
-        r"(?:utilisateur|utilisatrice|usager|humain)",
+        r"(?:utilisateur|utilisatrice|usager|humain)" + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
         r"\bsans (?:le dire|prevenir|informer|avertir|en informer|en parler)(?: a)? (?:a )?l'?"
-        r"(?:utilisateur|utilisatrice|usager)",
+        r"(?:utilisateur|utilisatrice|usager)" + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
@@ -127,21 +135,26 @@ _LATIN_SECRECY = [
     ),
     phrase(
         r"\bnao (?:conte|contes|diga|digas|informe|mencione|avise|revele|mostre)(?: nada)?(?: disso)? "
-        r"(?:ao|a|para o|para a) (?:usuario|usuaria|utilizador)",
+        r"(?:ao|a|para o|para a) (?:usuario|usuaria|utilizador)" + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
-        r"\bsem (?:avisar|informar|contar|dizer|notificar)(?: ao| o| a)? (?:usuario|usuaria|utilizador)",
+        r"\bsem (?:avisar|informar|contar|dizer|notificar)(?: ao| o| a)? (?:usuario|usuaria|utilizador)"
+        + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
     phrase(
         r"\bnon (?:dire|dirlo|informare|menzionare|rivelare|avvisare)(?: nulla| niente)? (?:all'|al |a )?"
-        r"(?:utente|l'utente)",
+        r"(?:utente|l'utente)" + _LATIN_TELL_TAIL,
         _LATIN_SECRECY_KEYS,
     ),
-    phrase(r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker", _LATIN_SECRECY_KEYS),
     phrase(
-        r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)", _LATIN_SECRECY_KEYS
+        r"\b(?:zeg|vertel|meld)(?: dit| het)? (?:niets|niet) (?:tegen|aan) de gebruiker" + _LATIN_TELL_TAIL,
+        _LATIN_SECRECY_KEYS,
+    ),
+    phrase(
+        r"\bnie (?:mow|informuj|wspominaj|mówi|mowi)(?: o tym)? (?:uzytkownikowi|użytkownikowi)" + _LATIN_TELL_TAIL,
+        _LATIN_SECRECY_KEYS,
     ),
 ]
 _LATIN_PERSONA_KEYS = (
@@ -244,8 +257,12 @@ def _flagged(scan: Text, phrases: list[Phrase], rule: str, *, check: bool) -> It
     text = scan.text
     for each in phrases:
         for match in each.finditer(scan, rule):
-            if not check or (not negated(text, match.start()) and not quoted_mention(text, *match.span())):
-                yield scan.hit(rule, *match.span())
+            start, end = match.span()
+            if check and (negated(text, start) or quoted_mention(text, start, end)):
+                continue
+            if rule == "secrecy_from_user" and about_errors(scan.lower, start, end):
+                continue  # "zeige dem Benutzer nicht die interne Fehlermeldung": error handling
+            yield scan.hit(rule, start, end)
 
 
 def hits(scan: Text) -> Iterator[Hit]:

@@ -6,10 +6,10 @@ such as "send, up to six words, a secret" tried from every position of a text ma
 the …" explores six words and a dozen secret spellings from each "send": linear, but at ~2 µs a
 character, and a hundred patterns add up. So each ``Phrase`` names ``keys``: literal strings one of
 which every match contains, chosen among its rarest parts (the secret, not the verb). The keys are
-found first (a literal alternation, which the regex engine skips through fast), and the pattern runs
-only in the regions within ``reach`` characters of a key. A text without the keys costs one fast scan
-per key set (shared by the phrases that name the same keys); a text dense with keys costs the pattern
-over those regions only.
+found first (a substring test per key, then a literal alternation the regex engine skips through fast,
+once per key set and text, shared by the phrases that name the same keys), and the pattern runs only in
+the regions within ``reach`` characters of a key. A text without the keys costs the substring tests; a
+text dense with keys costs the pattern over those regions only.
 
 Patterns read the *lowered* copy of the folded text (``Text.lower``, same length, same offsets) and are
 written in lower case without ``re.IGNORECASE``: case-insensitive matching defeats the engine's

