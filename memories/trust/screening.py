@@ -32,7 +32,6 @@ QUARANTINE_NEXT = (
     "exported as active."
 )
 FLAG_NEXT = "It was stored active with a visible flag, as this organization's policy says."
-SUMMARY_FIELDS = ("summary", "key_facts", "decisions", "superseded_facts")
 FLAGS_MAX = 50  # findings kept per text: a hostile text can hold thousands, the reviewer needs the first few
 
 
@@ -95,10 +94,6 @@ def texts_findings(
         if len(findings) >= FLAGS_MAX:
             break
     return findings
-
-
-def findings_fingerprints(findings: Iterable[Mapping[str, Any]]) -> set[str]:
-    return {str(f.get("fingerprint", "")) for f in findings if f.get("fingerprint")}
 
 
 def findings_shown(findings: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
