@@ -195,18 +195,17 @@ def memories_create(
     initial_confidence: float = conf.INITIAL_EXPLICIT,
     source_session: Any = None,
     vectors: Sequence[list[float]] | None = None,
-    screenings: Sequence[Screening] | None = None,
 ) -> list[Memory]:
     """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction.
 
-    Every draft passes the instruction-smell detector here (``memories.trust.services.drafts_screen``,
-    unless the caller already screened them: ``screenings``), so no path that makes memories skips it:
+    Every draft passes the instruction-smell detector here (``memories.trust.services.drafts_screen``),
+    so no path that makes memories skips it:
     under the organization's ``quarantine`` policy a flagged draft is stored ``quarantined`` (the caller
     sees it in ``state``), under ``flag`` active with its ``flags``
     (docs/security/memory-poisoning.md#quarantine). A quarantined memory is not counted against the
     plan's active memories until an admin approves it."""
     org = principal.organization
-    screenings = list(screenings) if screenings is not None else drafts_screen(org, drafts)
+    screenings = drafts_screen(org, drafts)
     memory_limit_check(org, adding=sum(1 for screening in screenings if not screening.quarantined))
     embedder_name = ""
     if vectors is None:
