@@ -12,6 +12,7 @@ from memories.search import api as search_api
 from memories.sessions import api as sessions_api
 from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
+from memories.trust import api_quarantine as quarantine_api
 
 
 class ClientIdConverter:
@@ -44,6 +45,25 @@ urlpatterns = [
     path("memories/<str:memory_id>/signals", signals_api.MemorySignalsView.as_view(), name="api-memory-signals"),
     path("summaries", context_api.SummaryListView.as_view(), name="api-summaries"),
     path("summaries/<str:summary_id>", context_api.SummaryDetailView.as_view(), name="api-summary"),
+    # what the instruction-smell detector held for an admin's review (the summaries' routes first)
+    path("quarantine", quarantine_api.QuarantineListView.as_view(), name="api-quarantine"),
+    path("quarantine/summaries", quarantine_api.HeldSummaryListView.as_view(), name="api-quarantine-summaries"),
+    path(
+        "quarantine/summaries/<str:summary_id>",
+        quarantine_api.HeldSummaryView.as_view(),
+        name="api-quarantine-summary",
+    ),
+    path(
+        "quarantine/summaries/<str:summary_id>/approve",
+        quarantine_api.HeldSummaryApproveView.as_view(),
+        name="api-quarantine-summary-approve",
+    ),
+    path("quarantine/<str:memory_id>", quarantine_api.QuarantineMemoryView.as_view(), name="api-quarantine-memory"),
+    path(
+        "quarantine/<str:memory_id>/approve",
+        quarantine_api.QuarantineApproveView.as_view(),
+        name="api-quarantine-approve",
+    ),
     path("export", transfer_api.ExportView.as_view(), name="api-export"),
     path("import", transfer_api.ImportView.as_view(), name="api-import"),
     path("sessions", sessions_api.SessionListCreateView.as_view(), name="api-sessions"),

@@ -240,6 +240,14 @@ def _merge_cluster(
             initial_confidence=min(0.99, max(0.01, confidence.final)),
             vectors=[vector],
         )
+        if merged.state == Memory.STATE_QUARANTINED:
+            # the synthesis carries text the detector holds for review: it waits in quarantine and its
+            # sources stay active, unmerged (docs/security/memory-poisoning.md#quarantine)
+            ctx.warnings.append(
+                f"synthesis: the instruction-smell detector held “{merged.title[:80]}” ({merged.id}) for review; "
+                f"its {len(sources)} sources stay active"
+            )
+            return None
         merged.usage_count = sum(m.usage_count for m in sources)
         merged.save(update_fields=["usage_count"])
         run_archive(ctx, [source.id for source in sources], Memory.ARCHIVED_CONSOLIDATED, into=merged)

@@ -136,6 +136,11 @@ def patterns_extract(ctx: RunState) -> None:
             )
             for episode in episodes:
                 link_add(ctx, memory.id, episode.id, MemoryLink.KIND_REFERENCES, 1.0, "pattern source")
+        if memory.state == Memory.STATE_QUARANTINED:
+            ctx.warnings.append(
+                f"patterns: the instruction-smell detector held “{memory.title[:80]}” ({memory.id}) for review"
+            )
+            continue
         ctx.created.append(memory.id)
         ctx.counters["patterns"] += 1
         events.pattern_extracted.send(sender=ConsolidationRun, run=ctx.run, memory=memory, source_count=len(episodes))

@@ -58,6 +58,7 @@ from consolidation.validation import NOTE_MAX, feature_require, review_note_clea
 from memories.core.selectors import memory_is_writable
 from memories.core.services import MemoryDraft, memories_create, memory_limit_check
 from memories.models import Memory, MemoryLink
+from memories.trust.services import drafts_screen
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
 logger = logging.getLogger("consolidation")
@@ -242,6 +243,12 @@ def _propose(
         tags=tags_lenient([tag for m in [representative, *sources] for tag in m.tags]),
         kind=Memory.KIND_PROCEDURAL,
     )
+    (screening,) = drafts_screen(principal.organization, [draft])
+    if screening.quarantined:
+        # the text would be held for review: spreading it to a team or the organization is not proposed
+        # (its sources stay where they are; docs/security/memory-poisoning.md#quarantine)
+        _skip(report, "flagged_by_detector")
+        return
     try:
         with transaction.atomic():
             item = _proposal_create(principal, draft, sources, group, key, team, confidence, centroid, places, trigger)

@@ -1,7 +1,8 @@
 """The review queue's dashboard page (docs/consolidation.md#the-review-queue-and-disputes): a moderator
 decides in one click whether two memories consolidation set aside contradict or agree, and accepts or
 rejects promotion proposals (a lesson that holds in several projects proposed for its team or the org);
-an org admin can look for promotions at once.
+an org admin can look for promotions at once, and decides what the instruction-smell detector held in
+quarantine (``memories.trust.views_quarantine``: docs/security/memory-poisoning.md#quarantine).
 
 Everyone in the org reads; deciding needs the member role (a viewer's POST is a 403 and changes
 nothing). Rows come only through selectors taking ``request.principal``, so another organization's
@@ -29,6 +30,7 @@ from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
 from consolidation.review.selectors import promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
+from memories.trust.selectors_quarantine import quarantine_context
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
@@ -66,6 +68,8 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "can_write": principal.has_scope(SCOPE_MEMORIES_WRITE),
         "can_admin": principal.has_scope(SCOPE_ADMIN),
     }
+    if context["can_admin"]:  # what the instruction-smell detector held: an admin's to decide
+        context |= quarantine_context(principal)
     return render(request, "consolidation/reviews.html", context)
 
 

@@ -85,7 +85,9 @@ def summaries_served(principal: Principal, *, project: Project | None = None) ->
 
 def summary_get(principal: Principal, summary_id: str) -> MemorySummary:
     valid = isinstance(summary_id, str) and len(summary_id) <= SUMMARY_ID_MAX and "\x00" not in summary_id
-    qs = summaries_readable(principal).select_related("memory", "project")
+    # a summary held by the instruction-smell detector is never returned (its admins decide it in the
+    # review queue: memories.trust.selectors_quarantine)
+    qs = summaries_readable(principal).exclude(status=MemorySummary.STATUS_HELD).select_related("memory", "project")
     found = qs.filter(pk=summary_id).first() if valid else None
     if found is None:
         raise NotFound(f"summary {summary_id!r} not found", field="summary_id")
@@ -100,6 +102,7 @@ def summaries_list(
 ) -> QuerySet[MemorySummary]:
     """Newest first, optionally of one project (by slug), one status, one consolidated memory."""
     qs = summaries_readable(principal, project=project_resolve(principal, project) if project else None)
+    qs = qs.exclude(status=MemorySummary.STATUS_HELD)  # never returned: its admins decide it in the review queue
     if status:
         qs = qs.filter(status=status)
     if memory:

@@ -66,6 +66,15 @@ __all__ = ["ErrorSerializer"]  # re-exported: the views document their errors wi
 # --- memories ----------------------------------------------------------------------------------
 
 
+class FindingSerializer(serializers.Serializer):
+    """One finding of the instruction-smell detector: the rule that fired, why, and what it read."""
+
+    rule = serializers.CharField(help_text="the detector's rule, e.g. `override_instructions`, `remote_script`")
+    reason = serializers.CharField(help_text="why the rule holds such text for review, in one sentence")
+    field = serializers.CharField(help_text="the field the text is in (`title`, `description`, `content`, `tags`)")
+    excerpt = serializers.CharField(help_text="the text that fired the rule (invisible characters shown as escapes)")
+
+
 class MemorySerializer(serializers.Serializer):
     """A whole memory (never its embedding)."""
 
@@ -79,7 +88,12 @@ class MemorySerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=WRITE_SCOPES)
     project = serializers.CharField(source="project.slug", allow_null=True, default=None, help_text="project slug")
     team = serializers.CharField(source="team.slug", allow_null=True, default=None, help_text="team slug")
-    state = serializers.ChoiceField(choices=[s for s, _ in Memory.STATE_CHOICES])
+    state = serializers.ChoiceField(
+        choices=[s for s, _ in Memory.STATE_CHOICES],
+        help_text="`quarantined`: held for an admin's review (the instruction-smell detector flagged it); "
+        "`proposed`: a promotion proposal awaiting review",
+    )
+    flags = FindingSerializer(many=True, help_text="what the instruction-smell detector found in it (empty: nothing)")
     archived_reason = serializers.ChoiceField(
         choices=ARCHIVE_REASON_CHOICES, allow_blank=True, help_text="why it was archived; empty while active"
     )
@@ -106,6 +120,21 @@ class MemorySerializer(serializers.Serializer):
     last_signal_at = serializers.DateTimeField(allow_null=True, help_text="the last feedback, outcome or usage")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+class QuarantineNoteSerializer(serializers.Serializer):
+    """Why a memory was held for review, and what happens next."""
+
+    rules = FindingSerializer(many=True, help_text="what the detector found")
+    message = serializers.CharField(help_text="what happens next")
+
+
+class MemoryUpdatedSerializer(MemorySerializer):
+    """The memory as edited; an edit the instruction-smell detector flags puts it in quarantine."""
+
+    quarantine = QuarantineNoteSerializer(
+        allow_null=True, help_text="when the edit put the memory in quarantine: what fired and what happens next"
+    )
 
 
 class MemoryListQuerySerializer(StrictQuerySerializer):

@@ -177,8 +177,10 @@ def _filter_sql(search: SearchQuery, places: str) -> str:
     """The search's filter over alias ``m``: the organization, the mode's states and tiers, ``places`` (SQL:
     the reach, or less where the rows are known to be in it), confidence, outcome, the session's memories."""
     tiers = RETRIEVAL_MODES[search.mode]
-    if tiers is None:  # exhaustive: archived memories too, never a promotion proposal awaiting review
-        sql = f"m.organization_id = %(org)s AND m.state <> 'proposed' AND ({places})"
+    if tiers is None:
+        # exhaustive: archived memories too; never a promotion proposal awaiting review, nor a memory held
+        # in quarantine (docs/security/memory-poisoning.md#quarantine)
+        sql = f"m.organization_id = %(org)s AND m.state IN ('active', 'archived') AND ({places})"
     else:
         sql = f"m.organization_id = %(org)s AND m.state = 'active' AND ({places}) AND m.tier = ANY(%(tiers)s)"
     sql += " AND m.confidence >= %(min_confidence)s"

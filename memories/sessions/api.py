@@ -49,6 +49,10 @@ class SessionSerializer(serializers.Serializer):
     )
     redactions = serializers.IntegerField(help_text="how many secrets were redacted from the trace")
     memories = serializers.SerializerMethodField(help_text="the memories distilled from this session")
+    held = serializers.SerializerMethodField(
+        help_text="a `held` session's findings: what the instruction-smell detector found in its distilled memories "
+        "(they wait in quarantine for an admin's review), span by span; empty otherwise"
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -58,6 +62,10 @@ class SessionSerializer(serializers.Serializer):
     @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/SessionMemory"}})
     def get_memories(self, obj) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
         return [{"id": m.id, "title": m.title} for m in obj.memories.all()]
+
+    @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/HeldFinding"}})
+    def get_held(self, obj) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+        return [c.HeldFinding(**finding).model_dump(mode="json") for finding in obj.held]
 
 
 class SessionDetailSerializer(SessionSerializer):
@@ -131,8 +139,10 @@ class SessionDetailView(SessionAPIView):
         summary="Get a session",
         description=(
             "A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, "
-            "`waiting_for_budget`, `failed`, `done`), its error if any, the memories it produced and its "
-            "redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token "
+            "`waiting_for_budget`, `failed`, `done`, or `held`: the instruction-smell detector flagged what it "
+            "produced, and `held` lists what fired, span by span, while those memories wait in quarantine for an "
+            "admin's review), its error if any, the memories it produced and its redacted trace. Address it by "
+            "the `session_id` you submitted or by its `ses_…` id. When the token "
             "reaches several projects that each have a session with this `session_id`, the answer is a 400 "
             "listing their `ses_…` ids. Needs `memories:read`."
         ),

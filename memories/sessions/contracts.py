@@ -63,6 +63,19 @@ class SessionMemory(Contract):
     title: str
 
 
+class HeldFinding(Contract):
+    """What the instruction-smell detector found in a memory distilled from the session (held for review)."""
+
+    memory: str = Field(description="the distilled memory, waiting in quarantine")
+    title: str
+    rule: str = Field(description="the detector's rule that fired")
+    reason: str = Field(description="why such text is held for review")
+    field: str = Field(description="the memory's field the text is in")
+    start: int = Field(description="where the text starts in that field")
+    end: int = Field(description="where it ends")
+    excerpt: str = Field(description="the text that fired the rule")
+
+
 SESSION_MESSAGES = {
     "queued": "Session queued for distillation",
     "waiting_for_llm": "Session stored; it waits until an LLM provider is configured",
@@ -70,6 +83,11 @@ SESSION_MESSAGES = {
     "running": "Session is being distilled",
     "done": "Session distilled",
     "failed": "Session distillation failed; a moderator can retry it",
+    "held": (
+        "Session distilled, but the instruction-smell detector flagged what it produced (see held): those "
+        "memories wait in quarantine until an admin reviews them in the review queue; until then they are not "
+        "searched or injected"
+    ),
 }
 
 
@@ -80,7 +98,9 @@ class SessionSubmitOutput(Contract):
     session_id: str = Field(description="the id you submitted it with")
     project: str
     outcome: str
-    status: Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done"]
+    status: Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done", "held"] = Field(
+        description="`held`: distilled, but memories it produced wait in quarantine for an admin's review (`held`)"
+    )
     created: bool = Field(description="false when this session_id had been submitted before")
     replaced: bool = Field(
         default=False, description="true when this submission's trace replaced an earlier one not yet distilled"
@@ -89,6 +109,11 @@ class SessionSubmitOutput(Contract):
     error: str = Field(description="why the last distillation attempt failed, if it did")
     redactions: int = Field(description="how many secrets were redacted from the trace")
     memories: list[SessionMemory] = Field(description="the memories distilled from this session")
+    held: list[HeldFinding] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="only on a held session: what the detector found in its distilled memories, span by span",
+    )
     message: str
     created_at: str
     updated_at: str
@@ -120,6 +145,7 @@ def session_submit_run(principal: Principal, args: SessionSubmitInput) -> Sessio
         error=session.error,
         redactions=session.redactions,
         memories=[SessionMemory(id=m.id, title=m.title) for m in session.memories.all()],
+        held=[HeldFinding(**finding) for finding in session.held],
         message=SESSION_MESSAGES.get(session.status, session.status)
         + ("" if result.created else " (trace replaced)" if result.replaced else " (already submitted)")
         + (" once the session has been idle a while" if _held(session) else ""),

@@ -47,6 +47,7 @@ from memories.sessions.services_ledger import session_outcome_attribute
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
+from memories.trust.services import session_held
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
@@ -63,6 +64,7 @@ SESSION_OUTCOMES = ("success", "failure", "unknown")
 MAX_ATTEMPTS = 3  # transient LLM failures are retried this many times with exponential backoff
 RETRY_BASE_SECONDS = 30
 DUPLICATE_SIMILARITY = 0.95  # an extraction this close to an existing memory only reinforces it
+FINISHED = (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED, AgentSession.STATUS_HELD)  # distillation is over
 _MEMORY_ID_RE = re.compile(r"\bmem_[0-9a-z]{26}\b")
 
 
@@ -291,9 +293,9 @@ def session_claim(session_id: str) -> AgentSession | None:
     result=lambda s: {"claimed": False} if s is None else {"status": s.status, "attempts": s.attempts},
 )
 def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
-    """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, waiting_for_budget, queued again after a
-    transient LLM failure (with backoff), or failed with the error (and raw reply) kept. While it runs
-    its heartbeat is stamped, so a session whose worker dies is queued again (``sessions_recover_stale``)."""
+    """Distil one session. Outcomes: done (0-3 memories), held (some wait in quarantine), waiting_for_llm,
+    waiting_for_budget, queued again after a transient LLM failure (with backoff), or failed with the error kept.
+    While it runs its heartbeat is stamped: a session whose worker dies is queued again (sessions_recover_stale)."""
     session = session_claim(session_id)
     if session is None:
         return None
@@ -364,10 +366,9 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
 
 
 def _complete(org: Organization, session: AgentSession, prompt: str, llm: Any) -> str:
-    result = llm_complete(
+    return llm_complete(
         organization=org, purpose="distill", system=DISTILL_SYSTEM_PROMPT, prompt=prompt, llm=llm, subject=session
-    )
-    return result.text
+    ).text
 
 
 def _injected_memories(session: AgentSession) -> list[Memory]:
@@ -463,7 +464,9 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
             )
         if reinforced:
             memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)
-        finished = _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
+        held = session_held(created)  # what the detector found in the memories it holds for review
+        status = AgentSession.STATUS_HELD if held else AgentSession.STATUS_DONE
+        finished = _session_finish(session, status, warnings=warnings, held=held)
     if created:
         memories_added_notify(session.project, len(created))
     current_set(memories_created=len(created), memories_reinforced=len(reinforced))  # on session.distill
@@ -501,7 +504,7 @@ def _session_finish(
     session.error = scrub_secrets(error).text[:4000]
     session.raw_reply = scrub_secrets(raw_reply).text[:20000]
     session.updated_at = now
-    session.finished_at = now if status in (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED) else None
+    session.finished_at = now if status in FINISHED else None
     if status != AgentSession.STATUS_QUEUED:
         session.next_attempt_at = None
     for name, value in fields.items():

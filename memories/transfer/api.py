@@ -219,6 +219,14 @@ class ImportResultSerializer(serializers.Serializer):
     memory_ids = serializers.DictField(
         child=serializers.CharField(), help_text="each memory id of the file → the id of the memory it became"
     )
+    quarantined = serializers.IntegerField(
+        help_text="memories that landed in quarantine: the instruction-smell detector flagged them (or the file "
+        "held them so); they wait for an admin's review and are not searched or injected until then (0 in a dry run)"
+    )
+    held_summaries = serializers.IntegerField(help_text="summaries held for review the same way")
+    flagged = serializers.IntegerField(
+        help_text="memories stored active with the detector's flags (the organization flags instead of quarantining)"
+    )
 
 
 def _import_arguments(request: Request) -> dict[str, Any]:
@@ -258,8 +266,10 @@ class ImportView(OrgAPIView):
             "mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose "
             "`errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file "
             "is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) "
-            "with every reference rewritten, and re-embedded with the configured embedder. `dry_run` checks "
-            "only. The import is audited. Needs `admin`.\n\n"
+            "with every reference rewritten, and re-embedded with the configured embedder. Every text passes the "
+            "instruction-smell detector as a recorded one does: what it flags lands in quarantine (`quarantined`, "
+            "`held_summaries`; the file's own quarantined memories stay there) for an admin's review. `dry_run` "
+            "checks only. The import is audited. Needs `admin`.\n\n"
             "Two forms of the same request: a JSON body (`text` holds the file, the options beside it), or "
             f"the exported file itself as the body with `Content-Type: {MEDIA_TYPE}` and the options as query "
             "parameters (`curl --data-binary @bank.jsonl -H 'Content-Type: application/x-ndjson' "

@@ -31,6 +31,7 @@ from memories.context.summary_parts import (
     summary_key_facts_check,
     summary_superseded_facts_check,
 )
+from memories.trust.screening import flags_clean
 from reasoningbank.scrubbing import scrub_secrets
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
@@ -279,6 +280,15 @@ def _summary_part(check: Callable[[Any], Any]) -> Check:
     return checked
 
 
+def _flags(value: Any) -> list[dict[str, Any]]:
+    """The instruction-smell detector's findings on a memory or summary (docs/security/memory-poisoning.md):
+    informative only — an import screens every text itself — so a finding of an unknown rule or shape is
+    dropped rather than refused."""
+    if not isinstance(value, list):
+        raise Bad("must be a list of findings")
+    return flags_clean(value)
+
+
 def _count_map(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         raise Bad("must be an object of counts")
@@ -392,6 +402,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "promoted_from": _c(_choice("kinds", blank=True), ""),
         "promoted_at": _OPTIONAL_TIME,
         "promotion_reason": _f(_text(PROMOTION_REASON_MAX), ""),
+        # what the instruction-smell detector found when it was written (a quarantined memory's reasons)
+        "flags": _f(_flags, []),
         "created_by_user": _f(_nullable(_text(254)), None),
         "created_at": _TIME,
         "updated_at": _f(_nullable(when_parse), None),
@@ -436,6 +448,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "raw_reply": _f(_text(TEXT_MAX), ""),
         "activation_count": _f(_count, 0),
         "last_activated_at": _OPTIONAL_TIME,
+        "flags": _f(_flags, []),  # a held summary's findings
         "created_at": _TIME,
     },
     "session_use": {

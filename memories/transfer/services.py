@@ -30,6 +30,7 @@ from accounts.access import Principal, access_filter
 from accounts.models import Project, Team
 from accounts.plans import FEATURE_TEAMS, plan_required
 from accounts.services import audit_record, project_create, team_create
+from accounts.services_write_limits import flagged_write_note
 from memories.core import gate
 from memories.core.fingerprint import memory_content_hash
 from memories.core.selectors import project_target
@@ -383,6 +384,15 @@ def _source_filter(
 
 
 def _import_audit(principal: Principal, result: ImportResult) -> None:
+    held = result.quarantined + result.held_summaries
+    if held:
+        result.warnings.append(
+            f"{result.quarantined} memories and {result.held_summaries} summaries wait in quarantine: the "
+            "instruction-smell detector flagged them (or the file held them so); an admin reviews them in the "
+            "review queue, until then they are not searched or injected"
+        )
+    if held or result.flagged:
+        flagged_write_note(principal)  # an import is one write of its admin, however many it flagged
     audit_record(
         organization=principal.organization,
         actor=principal,
@@ -394,5 +404,8 @@ def _import_audit(principal: Principal, result: ImportResult) -> None:
             "projects_created": result.projects_created,
             "teams_created": result.teams_created,
             "skipped": len(result.skipped),
+            "quarantined": result.quarantined,
+            "held_summaries": result.held_summaries,
+            "flagged": result.flagged,
         },
     )

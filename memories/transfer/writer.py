@@ -2,7 +2,13 @@
 file in batches, inside the import's one transaction — memories embedded by the configured embedder in
 batches (a file's own vectors kept when that embedder made them), every text scrubbed of secrets on
 its way in, learned weights brought along only where the organization has none — counted in the
-import's ``ImportResult``."""
+import's ``ImportResult``.
+
+Every memory and summary text passes the instruction-smell detector on its way in, as a recorded one does
+(``memories.trust.services``; the file's own ``flags`` are never trusted): under the ``quarantine`` policy a
+flagged active memory lands ``quarantined`` and a flagged ready summary ``held``; a memory or summary the
+file says is held stays held, whatever the detector says now (an export → import round trip keeps the
+queue); an archived one keeps its state with its findings (restoring it screens it again)."""
 
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ from memories.models import (
 )
 from memories.transfer import export_format as ef
 from memories.transfer import import_checks as checks
+from memories.trust.screening import memory_texts, summary_texts
+from memories.trust.services import Screening, texts_screen
 from memories.validation import text_scrub
 from reasoningbank.ai.embedders import embedder_from_settings
 
@@ -47,6 +55,11 @@ class ImportResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     memory_ids: dict[str, str] = field(default_factory=dict)  # the file's ids → the new ones
+    # what the instruction-smell detector held for review (memories quarantined, summaries held) and what
+    # it only flagged (stored active with their flags), docs/security/memory-poisoning.md#quarantine
+    quarantined: int = 0
+    held_summaries: int = 0
+    flagged: int = 0
 
 
 @dataclass
@@ -169,10 +182,19 @@ class ImportWriter:
             if not r
         ]
         vectors: Iterator[list[float]] = iter(embed_texts(to_embed)[0] if to_embed else [])
+        screenings = texts_screen(
+            self.org,
+            [
+                memory_texts(title=t["title"], description=t["description"], content=t["content"], tags=t["tags"])
+                for t in texts
+            ],
+        )
         memories = []
         aggregates = []
-        for record, text, reused in zip(batch, texts, reuse, strict=True):
-            memories.append(self._memory(record, text, record["embedding"] if reused else next(vectors)))
+        for record, text, reused, screening in zip(batch, texts, reuse, screenings, strict=True):
+            memory = self._memory(record, text, record["embedding"] if reused else next(vectors))
+            self._screening_apply(memory, record, screening)
+            memories.append(memory)
             aggregate = record["signal_aggregate"]
             if aggregate is not None:
                 aggregates.append(MemorySignalAggregate(memory_id=record["id"], organization=self.org, **aggregate))
@@ -229,6 +251,18 @@ class ImportWriter:
             updated_at=record["updated_at"],
         )
 
+    def _screening_apply(self, memory: Memory, record: dict[str, Any], screening: Screening) -> None:
+        """The detector's verdict on an imported memory: an active one flagged under ``quarantine`` lands
+        quarantined; a quarantined one stays so, with the file's findings when the detector has none now
+        (an exception of the exporting organization)."""
+        if memory.state == Memory.STATE_ACTIVE and screening.quarantined:
+            memory.state = Memory.STATE_QUARANTINED
+        memory.flags = screening.flags or (record["flags"] if memory.state == Memory.STATE_QUARANTINED else [])
+        if memory.state == Memory.STATE_QUARANTINED:
+            self.result.quarantined += 1
+        elif memory.state == Memory.STATE_ACTIVE and memory.flags:
+            self.result.flagged += 1
+
     # summaries
 
     def _summaries_flush(self) -> None:
@@ -244,9 +278,19 @@ class ImportWriter:
             )
             for r, _ in batch
         ]
+        screenings = texts_screen(
+            self.org,
+            [
+                summary_texts(
+                    summary=t.summary, key_facts=t.key_facts, decisions=t.decisions, superseded_facts=t.superseded_facts
+                )
+                for t in texts
+            ],
+        )
+        statuses = [self._summary_status(r, s) for (r, _), s in zip(batch, screenings, strict=True)]
         ready = [
-            bool(r["status"] == MemorySummary.STATUS_READY and t.summary)
-            for (r, _), t in zip(batch, texts, strict=True)
+            bool(status in (MemorySummary.STATUS_READY, MemorySummary.STATUS_HELD) and t.summary)
+            for status, t in zip(statuses, texts, strict=True)
         ]
         to_embed = [summary_embedding_text(t.summary, t.key_facts) for t, ok in zip(texts, ready, strict=True) if ok]
         vectors = iter(embed_texts(to_embed)[0] if to_embed else [])
@@ -259,7 +303,8 @@ class ImportWriter:
                     memory_id=record["memory"],
                     source_memory_ids=record["source_memory_ids"],
                     consolidation_run_id="",  # runs are not exported
-                    status=record["status"],
+                    status=status,
+                    flags=screening.flags or (record["flags"] if status == MemorySummary.STATUS_HELD else []),
                     summary=text.summary,
                     key_facts=text.key_facts,
                     decisions=text.decisions,
@@ -275,9 +320,19 @@ class ImportWriter:
                     last_activated_at=record["last_activated_at"],
                     created_at=record["created_at"],
                 )
-                for (record, project), text, ok in zip(batch, texts, ready, strict=True)
+                for (record, project), text, ok, status, screening in zip(
+                    batch, texts, ready, statuses, screenings, strict=True
+                )
             ]
         )
+
+    def _summary_status(self, record: dict[str, Any], screening: Screening) -> str:
+        status = str(record["status"])
+        if status == MemorySummary.STATUS_READY and screening.quarantined:
+            status = MemorySummary.STATUS_HELD
+        if status == MemorySummary.STATUS_HELD:
+            self.result.held_summaries += 1
+        return status
 
     # the rest
 

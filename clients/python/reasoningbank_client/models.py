@@ -158,10 +158,22 @@ class RecordRequest(TypedDict):
     scope: NotRequired[MemoryScopeEnum]
 
 
+RecordResponseStatusEnum = Literal["recorded", "flagged", "quarantined", "duplicate"]
+
+
 KindAa5Enum = Literal["working", "episodic", "semantic", "procedural"]
 
 
-StateCa5Enum = Literal["active", "archived", "proposed"]
+StateB04Enum = Literal["active", "archived", "proposed", "quarantined"]
+
+
+class Finding(TypedDict):
+    """One finding of the instruction-smell detector: the rule that fired, why, and what it read."""
+
+    rule: str
+    reason: str
+    field: str
+    excerpt: str
 
 
 class MemoryOut(TypedDict):
@@ -177,7 +189,8 @@ class MemoryOut(TypedDict):
     scope: MemoryScopeEnum
     project: str | None
     team: str | None
-    state: StateCa5Enum
+    state: StateB04Enum
+    flags: list[Finding]
     archived_reason: str
     consolidated_into: str | None
     tier: str
@@ -198,11 +211,20 @@ class MemoryOut(TypedDict):
     updated_at: str
 
 
+class QuarantineNote(TypedDict):
+    """Why a memory was held for review, and what happens next."""
+
+    rules: list[Finding]
+    message: str
+
+
 class RecordResponse(TypedDict):
     id: str
+    status: RecordResponseStatusEnum
     message: str
     initial_confidence: float
     memory: MemoryOut
+    quarantine: NotRequired[QuarantineNote | None]
     duplicate_of: NotRequired[str | None]
     duplicate_reason: NotRequired[Literal["identical", "near_copy"] | None]
     similarity: NotRequired[float | None]
@@ -318,12 +340,25 @@ class SessionSubmitRequest(TypedDict):
     partial: NotRequired[bool]
 
 
-SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]
 
 
 class SessionMemory(TypedDict):
     id: str
     title: str
+
+
+class HeldFinding(TypedDict):
+    """What the instruction-smell detector found in a memory distilled from the session (held for review)."""
+
+    memory: str
+    title: str
+    rule: str
+    reason: str
+    field: str
+    start: int
+    end: int
+    excerpt: str
 
 
 class SessionSubmitResponse(TypedDict):
@@ -340,6 +375,7 @@ class SessionSubmitResponse(TypedDict):
     error: str
     redactions: int
     memories: list[SessionMemory]
+    held: NotRequired[list[HeldFinding]]
     message: str
     created_at: str
     updated_at: str
@@ -360,6 +396,7 @@ class SessionDetail(TypedDict):
     warnings: list[str]
     redactions: int
     memories: list[SessionMemory]
+    held: list[HeldFinding]
     created_at: str
     updated_at: str
     finished_at: str | None
@@ -457,6 +494,9 @@ class ImportResult(TypedDict):
     skipped: list[ImportSkipped]
     warnings: list[str]
     memory_ids: dict[str, str]
+    quarantined: int
+    held_summaries: int
+    flagged: int
 
 
 class Error(TypedDict):

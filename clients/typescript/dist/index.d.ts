@@ -1,4 +1,4 @@
-import type { operations } from "./schema.js";
+import type { components, operations } from "./schema.js";
 export * from "./errors.js";
 export type { components, operations, paths } from "./schema.js";
 type JsonBody<Op extends keyof operations> = NonNullable<operations[Op] extends {
@@ -29,6 +29,15 @@ export type SearchRequest = JsonBody<"memories_search">;
 export type SearchResponse = Ok<"memories_search">;
 export type RecordRequest = JsonBody<"memories_create">;
 export type RecordResponse = Ok<"memories_create">;
+/** `recorded`, `duplicate`, or — the instruction-smell detector flagged it — `quarantined` (held for an
+ * admin's review, `quarantine` says why) or `flagged` (stored active with its `flags`). */
+export type RecordStatus = RecordResponse["status"];
+/** Why a memory was held for review, and what happens next (docs/security/memory-poisoning.md). */
+export type QuarantineNote = components["schemas"]["QuarantineNote"];
+/** One finding of the instruction-smell detector: rule, reason, field, excerpt. */
+export type Finding = components["schemas"]["Finding"];
+/** A held session's finding: the distilled memory it is in, with its span. */
+export type HeldFinding = components["schemas"]["HeldFinding"];
 export type Memory = Ok<"memories_retrieve">;
 export type FeedbackRequest = JsonBody<"memories_feedback">;
 export type FeedbackResponse = Ok<"memories_feedback">;

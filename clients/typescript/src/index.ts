@@ -1,7 +1,7 @@
 // A thin, typed client for the ReasoningBank REST API (docs/sdks.md). Every body type comes from
 // schema.d.ts, generated from the service's OpenAPI schema by openapi-typescript, through the
 // operation's id: a renamed operation or a changed field fails `tsc`.
-import type { operations } from "./schema.js";
+import type { components, operations } from "./schema.js";
 import { ConnectionFailed, errorFrom } from "./errors.js";
 
 export * from "./errors.js";
@@ -21,6 +21,15 @@ export type SearchRequest = JsonBody<"memories_search">;
 export type SearchResponse = Ok<"memories_search">;
 export type RecordRequest = JsonBody<"memories_create">;
 export type RecordResponse = Ok<"memories_create">;
+/** `recorded`, `duplicate`, or — the instruction-smell detector flagged it — `quarantined` (held for an
+ * admin's review, `quarantine` says why) or `flagged` (stored active with its `flags`). */
+export type RecordStatus = RecordResponse["status"];
+/** Why a memory was held for review, and what happens next (docs/security/memory-poisoning.md). */
+export type QuarantineNote = components["schemas"]["QuarantineNote"];
+/** One finding of the instruction-smell detector: rule, reason, field, excerpt. */
+export type Finding = components["schemas"]["Finding"];
+/** A held session's finding: the distilled memory it is in, with its span. */
+export type HeldFinding = components["schemas"]["HeldFinding"];
 export type Memory = Ok<"memories_retrieve">;
 export type FeedbackRequest = JsonBody<"memories_feedback">;
 export type FeedbackResponse = Ok<"memories_feedback">;

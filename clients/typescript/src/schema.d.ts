@@ -179,7 +179,7 @@ export interface paths {
         put?: never;
         /**
          * Import a memory bank
-         * @description Bring memories in: a ReasoningBank export (`format` reasoningbank), a CLAUDE.md or memory markdown file (claude-md: each section, or each item of a section that is one list, becomes a memory) or a mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose `errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) with every reference rewritten, and re-embedded with the configured embedder. `dry_run` checks only. The import is audited. Needs `admin`.
+         * @description Bring memories in: a ReasoningBank export (`format` reasoningbank), a CLAUDE.md or memory markdown file (claude-md: each section, or each item of a section that is one list, becomes a memory) or a mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose `errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) with every reference rewritten, and re-embedded with the configured embedder. Every text passes the instruction-smell detector as a recorded one does: what it flags lands in quarantine (`quarantined`, `held_summaries`; the file's own quarantined memories stay there) for an admin's review. `dry_run` checks only. The import is audited. Needs `admin`.
          *
          *     Two forms of the same request: a JSON body (`text` holds the file, the options beside it), or the exported file itself as the body with `Content-Type: application/x-ndjson` and the options as query parameters (`curl --data-binary @bank.jsonl -H 'Content-Type: application/x-ndjson' '…/api/v1/import?dry_run=true'`). Both are checked, limited and answered the same way.
          */
@@ -263,13 +263,13 @@ export interface paths {
         };
         /**
          * List memories
-         * @description The memories the token can reach, newest first unless `ordering` says otherwise, one page at a time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the promotion proposals awaiting review in the review queue, which no other value includes. Every filter is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown parameter is a 400 naming it. Needs `memories:read`.
+         * @description The memories the token can reach, newest first unless `ordering` says otherwise, one page at a time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the promotion proposals awaiting review in the review queue, which no other value includes (memories held in quarantine are listed for admins by `GET /api/v1/quarantine`). Every filter is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown parameter is a 400 naming it. Needs `memories:read`.
          */
         get: operations["memories_list"];
         put?: never;
         /**
          * Record a memory
-         * @description Store something an agent learned: a title, when it applies (`description`), the lesson itself (`content`) and whether it came from a success or a failure. `project` is the project's slug; it may be left out when the token reaches a single project. `scope` says who can find it: the project (default), its team or the whole organization. Secrets in the text are redacted before storing. Answers 201 with the new memory's id and initial confidence. Recording it again where an active memory already has the same title, description and content (case and whitespace ignored), outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`; a near copy of an active memory (embeddings this alike, the same numbers, no negation or opposite word between them) is answered the same way with `duplicate_reason: near_copy` and its `similarity`. Text without reusable value (empty, placeholder or template text, a character repeated, content shorter than the minimum or only restating the title, our own prompt echoed) is a 422 naming the field, with the code `rejected_<reason>`. Needs `memories:write`.
+         * @description Store something an agent learned: a title, when it applies (`description`), the lesson itself (`content`) and whether it came from a success or a failure. `project` is the project's slug; it may be left out when the token reaches a single project. `scope` says who can find it: the project (default), its team or the whole organization. Secrets in the text are redacted before storing. Answers 201 with the new memory's id and initial confidence, and `status` `recorded`. Text addressed to the AI that would read it (override phrases, role tags, requests to send keys or pipe a script from an unknown host into a shell, hidden text, data-carrying image links) is flagged by the instruction-smell detector: when the organization quarantines (the default) the memory is still stored, 201 with `status: quarantined` and `quarantine` (the rules, what fired, and what happens next: an admin reviews it; until then it is not searched or injected); when it only flags, `status: flagged` and the memory's `flags`. Recording it again where an active memory already has the same title, description and content (case and whitespace ignored), outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`; a near copy of an active memory (embeddings this alike, the same numbers, no negation or opposite word between them) is answered the same way with `duplicate_reason: near_copy` and its `similarity`. Text without reusable value (empty, placeholder or template text, a character repeated, content shorter than the minimum or only restating the title, our own prompt echoed) is a 422 naming the field, with the code `rejected_<reason>`. Needs `memories:write`.
          */
         post: operations["memories_create"];
         delete?: never;
@@ -297,7 +297,7 @@ export interface paths {
         head?: never;
         /**
          * Edit a memory
-         * @description Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out keep their value. A changed text is re-embedded, so search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing reusable). Needs `memories:write` and a token that reaches the memory's project.
+         * @description Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out keep their value. A changed text is re-embedded, so search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing reusable). A changed text or tags pass the instruction-smell detector as a new memory does: when the organization quarantines, a flagged edit answers 200 with `state: quarantined` and `quarantine` (the rules that fired, what happens next), and a clean edit of a quarantined memory makes it active again. Needs `memories:write` and a token that reaches the memory's project.
          */
         patch: operations["memories_update"];
         trace?: never;
@@ -542,6 +542,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List memories held in quarantine
+         * @description The memories the instruction-smell detector held for review because their text speaks to the AI that would read them (override phrases, role tags, secrecy towards the user, sending keys or environment, scripts piped into a shell from a host the organization has not allowed, hidden text, data-carrying links), oldest first, one page at a time: each with the findings (rule, reason, field and span), who wrote it and how (`written_by`, `provenance`). None of them is searched, injected, consolidated or counted as active until approved. Needs `admin`.
+         */
+        get: operations["quarantine_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a quarantined memory
+         * @description Delete a memory held in quarantine for good (its links and signals with it). Answers 204. Audited (`memory.quarantine_delete`, with its title and the rules that held it). Only a memory in quarantine can be deleted here (anything else is a 404). Needs `admin`.
+         */
+        delete: operations["quarantine_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/{memory_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a quarantined memory
+         * @description The memory becomes active (searched and injected like any other), trusted, and reviewed by you; the detector learns each of its findings as an exception of the organization, so the same text recorded again is not held (nothing else is exempted). No body (or `{}`). Audited (`memory.quarantine_approve`). A memory no longer in quarantine is a 409 (another in its stead: a 404); at the plan's limit of active memories a 403. Needs `admin`.
+         */
+        post: operations["quarantine_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/summaries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List summaries held for review
+         * @description Consolidated summaries the instruction-smell detector held (`status: held`), oldest first, with the findings: never served to a session or a search until approved. Needs `admin`.
+         */
+        get: operations["quarantine_summaries_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/summaries/{summary_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a held summary
+         * @description Delete a held summary (a later consolidation run may summarise the cluster again). Answers 204. Audited (`summary.quarantine_delete`). Needs `admin`.
+         */
+        delete: operations["quarantine_summaries_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/summaries/{summary_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a held summary
+         * @description The summary becomes ready (served with its consolidated memory); its findings become exceptions of the organization. No body (or `{}`). Audited (`summary.quarantine_approve`). Needs `admin`.
+         */
+        post: operations["quarantine_summaries_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sessions": {
         parameters: {
             query?: never;
@@ -575,7 +695,7 @@ export interface paths {
         };
         /**
          * Get a session
-         * @description A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `waiting_for_budget`, `failed`, `done`), its error if any, the memories it produced and its redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. Needs `memories:read`.
+         * @description A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `waiting_for_budget`, `failed`, `done`, or `held`: the instruction-smell detector flagged what it produced, and `held` lists what fired, span by span, while those memories wait in quarantine for an admin's review), its error if any, the memories it produced and its redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. Needs `memories:read`.
          */
         get: operations["sessions_retrieve"];
         put?: never;
@@ -1381,6 +1501,32 @@ export interface components {
             /** Message */
             message: string;
         };
+        /** @description One finding of the instruction-smell detector: the rule that fired, why, and what it read. */
+        Finding: {
+            /** @description the detector's rule, e.g. `override_instructions`, `remote_script` */
+            rule: string;
+            /** @description why the rule holds such text for review, in one sentence */
+            reason: string;
+            /** @description the field the text is in (`title`, `description`, `content`, `tags`) */
+            field: string;
+            /** @description the text that fired the rule (invisible characters shown as escapes) */
+            excerpt: string;
+        };
+        /** @description One finding of the instruction-smell detector, with its span. */
+        Flag: {
+            /** @description the detector's rule, e.g. `override_instructions` */
+            rule: string;
+            /** @description why such text is held for review */
+            reason: string;
+            /** @description the field the text is in */
+            field: string;
+            /** @description where the text starts in that field (characters) */
+            start: number;
+            /** @description where it ends */
+            end: number;
+            /** @description the text that fired the rule (invisible characters shown as escapes) */
+            excerpt: string;
+        };
         /**
          * @description * `reasoningbank` - reasoningbank
          *     * `claude-md` - claude-md
@@ -1388,6 +1534,72 @@ export interface components {
          * @enum {string}
          */
         FormatEnum: "reasoningbank" | "claude-md" | "mem0";
+        /**
+         * HeldFinding
+         * @description What the instruction-smell detector found in a memory distilled from the session (held for review).
+         */
+        HeldFinding: {
+            /**
+             * Memory
+             * @description the distilled memory, waiting in quarantine
+             */
+            memory: string;
+            /** Title */
+            title: string;
+            /**
+             * Rule
+             * @description the detector's rule that fired
+             */
+            rule: string;
+            /**
+             * Reason
+             * @description why such text is held for review
+             */
+            reason: string;
+            /**
+             * Field
+             * @description the memory's field the text is in
+             */
+            field: string;
+            /**
+             * Start
+             * @description where the text starts in that field
+             */
+            start: number;
+            /**
+             * End
+             * @description where it ends
+             */
+            end: number;
+            /**
+             * Excerpt
+             * @description the text that fired the rule
+             */
+            excerpt: string;
+        };
+        /** @description A consolidated summary held for review. */
+        HeldSummary: {
+            id: string;
+            /** @description the consolidated memory it summarises */
+            memory: string;
+            project: string;
+            /** @description `held`; `ready` once approved */
+            status: string;
+            summary: string;
+            key_facts: string[];
+            decisions: {
+                [key: string]: unknown;
+            }[];
+            superseded_facts: {
+                [key: string]: unknown;
+            }[];
+            /** @description what the detector found, span by span */
+            flags: components["schemas"]["Flag"][];
+            /** @description the run that wrote it */
+            consolidation_run: string;
+            /** Format: date-time */
+            created_at: string;
+        };
         ImportRequestRequest: {
             /**
              * @description reasoningbank (this server's export), claude-md (a CLAUDE.md or memory markdown file) or mem0 (a mem0 export)
@@ -1431,6 +1643,12 @@ export interface components {
             memory_ids: {
                 [key: string]: string;
             };
+            /** @description memories that landed in quarantine: the instruction-smell detector flagged them (or the file held them so); they wait for an admin's review and are not searched or injected until then (0 in a dry run) */
+            quarantined: number;
+            /** @description summaries held for review the same way */
+            held_summaries: number;
+            /** @description memories stored active with the detector's flags (the organization flags instead of quarantining) */
+            flagged: number;
         };
         ImportSkipped: {
             /** @description the entry's line or item */
@@ -1529,7 +1747,17 @@ export interface components {
             project?: string | null;
             /** @description team slug */
             team?: string | null;
-            state: components["schemas"]["StateCa5Enum"];
+            /**
+             * @description `quarantined`: held for an admin's review (the instruction-smell detector flagged it); `proposed`: a promotion proposal awaiting review
+             *
+             *     * `active` - active
+             *     * `archived` - archived
+             *     * `proposed` - proposed
+             *     * `quarantined` - quarantined
+             */
+            state: components["schemas"]["StateB04Enum"];
+            /** @description what the instruction-smell detector found in it (empty: nothing) */
+            flags: components["schemas"]["Finding"][];
             /**
              * @description why it was archived; empty while active
              *
@@ -1629,9 +1857,14 @@ export interface components {
             team: string | null;
             /**
              * State
-             * @description proposed: a promotion proposal awaiting review in the review queue (never searched)
+             * @description proposed: a promotion proposal awaiting review in the review queue (never searched); quarantined: held for an admin's review because the instruction-smell detector flagged it (never searched or injected)
              */
-            state: components["schemas"]["StateCa5Enum"];
+            state: components["schemas"]["StateB04Enum"];
+            /**
+             * Flags
+             * @description what the instruction-smell detector found in it when it was written (empty when nothing)
+             */
+            flags: components["schemas"]["Finding"][];
             /**
              * Archived Reason
              * @description why it was archived; empty while active
@@ -1698,6 +1931,85 @@ export interface components {
          * @enum {string}
          */
         MemoryScopeEnum: "project" | "team" | "org";
+        /** @description The memory as edited; an edit the instruction-smell detector flags puts it in quarantine. */
+        MemoryUpdated: {
+            id: string;
+            title: string;
+            description: string;
+            content: string;
+            outcome: components["schemas"]["MemoryOutcomeEnum"];
+            tags: string[];
+            kind: components["schemas"]["KindAa5Enum"];
+            scope: components["schemas"]["MemoryScopeEnum"];
+            /** @description project slug */
+            project?: string | null;
+            /** @description team slug */
+            team?: string | null;
+            /**
+             * @description `quarantined`: held for an admin's review (the instruction-smell detector flagged it); `proposed`: a promotion proposal awaiting review
+             *
+             *     * `active` - active
+             *     * `archived` - archived
+             *     * `proposed` - proposed
+             *     * `quarantined` - quarantined
+             */
+            state: components["schemas"]["StateB04Enum"];
+            /** @description what the instruction-smell detector found in it (empty: nothing) */
+            flags: components["schemas"]["Finding"][];
+            /**
+             * @description why it was archived; empty while active
+             *
+             *     * `manual` - archived by hand (the default)
+             *     * `stale` - no longer true or no longer useful
+             *     * `superseded` - replaced by a newer or better memory
+             *     * `duplicate` - says the same as another memory
+             *     * `consolidated` - merged into a consolidated memory (set by consolidation runs)
+             *     * `low_confidence` - confidence stayed below the prune threshold (set by the daily rollup)
+             */
+            archived_reason: components["schemas"]["ArchiveReasonEnum"] | components["schemas"]["BlankEnum"];
+            /** @description the consolidated memory it was merged into */
+            consolidated_into: string | null;
+            tier: components["schemas"]["TierEnum"];
+            /** Format: double */
+            retention: number;
+            /** Format: double */
+            importance: number;
+            /** Format: double */
+            confidence: number;
+            /** Format: double */
+            alpha: number;
+            /** Format: double */
+            beta: number;
+            usage_count: number;
+            /** Format: date-time */
+            last_used_at: string | null;
+            origin: components["schemas"]["OriginEnum"];
+            source_session: string | null;
+            /**
+             * @description the kind consolidation's promotion ladder raised it from; empty if never
+             *
+             *     * `working` - working
+             *     * `episodic` - episodic
+             *     * `semantic` - semantic
+             *     * `procedural` - procedural
+             */
+            promoted_from: components["schemas"]["PromotedFromEnum"] | components["schemas"]["BlankEnum"];
+            /** Format: date-time */
+            promoted_at: string | null;
+            /** @description which ladder criterion, with its figures */
+            promotion_reason: string;
+            /**
+             * Format: date-time
+             * @description the last feedback, outcome or usage
+             */
+            last_signal_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description when the edit put the memory in quarantine: what fired and what happens next */
+            quarantine: components["schemas"]["QuarantineNote"] | null;
+        };
         /** @enum {string} */
         ModeEnum: "reflexive" | "standard" | "deep" | "exhaustive";
         /**
@@ -1771,6 +2083,26 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Dispute"][];
         };
+        PaginatedHeldSummaryList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["HeldSummary"][];
+        };
         PaginatedMemoryList: {
             /**
              * @description how many results there are over all pages
@@ -1810,6 +2142,26 @@ export interface components {
              */
             previous: string | null;
             results: components["schemas"]["Project"][];
+        };
+        PaginatedQuarantinedMemoryList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["QuarantinedMemory"][];
         };
         PaginatedReviewList: {
             /**
@@ -1980,7 +2332,7 @@ export interface components {
             proposed: components["schemas"]["Proposal"][];
             /** @description proposals accepted at once (automatic promotion) */
             accepted: number;
-            /** @description groups not proposed, by reason: `already_proposed`: this set of sources was proposed before (pending, promoted or rejected); `overlaps_a_proposal`: a source is already in a pending or accepted proposal for the same place; `known_at_scope`: an active memory at that scope already says it */
+            /** @description groups not proposed, by reason: `already_proposed`: this set of sources was proposed before (pending, promoted or rejected); `overlaps_a_proposal`: a source is already in a pending or accepted proposal for the same place; `known_at_scope`: an active memory at that scope already says it; `flagged_by_detector`: the instruction-smell detector flags its text: it would wait in quarantine */
             skipped: {
                 [key: string]: number;
             };
@@ -2132,6 +2484,57 @@ export interface components {
             reviews: number;
         };
         /**
+         * QuarantineNote
+         * @description Why a memory was held for review, and what happens next.
+         */
+        QuarantineNote: {
+            /**
+             * Rules
+             * @description what the detector found
+             */
+            rules: components["schemas"]["Finding"][];
+            /**
+             * Message
+             * @description what happens next: an admin reviews it in the review queue; until then it is not searched or injected
+             */
+            message: string;
+        };
+        /** @description A memory held for review (or, in an approval's answer, just approved). */
+        QuarantinedMemory: {
+            id: string;
+            title: string;
+            description: string;
+            content: string;
+            tags: string[];
+            outcome: string;
+            kind: string;
+            scope: string;
+            /** @description project slug */
+            project?: string | null;
+            /** @description team slug */
+            team?: string | null;
+            /** @description `quarantined`; `active` once approved */
+            state: string;
+            /** @description recorded, distilled (from a session), consolidated or extracted */
+            origin: string;
+            /** @description what the detector found, span by span */
+            flags: components["schemas"]["Flag"][];
+            /** @description who wrote it, how and through which token or session */
+            readonly written_by: string;
+            /** @description its full provenance, as recorded when it was written */
+            provenance: unknown;
+            /** @description the session it was distilled from */
+            source_session: string | null;
+            /** @description `trusted` once an admin approved it */
+            trust: string;
+            /** @description the admin who approved it (email), or null */
+            readonly reviewed_by: string | null;
+            /** Format: date-time */
+            reviewed_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
          * QueryRewriteOut
          * @description What a deep search made of its question (docs/search.md#deep-search-rewriting-the-question):
          *     rewritten by the configured LLM into focused queries, each searched and the results fused; or
@@ -2213,11 +2616,21 @@ export interface components {
         RecordResponse: {
             /** Id */
             id: string;
+            /**
+             * Status
+             * @description `recorded`; `quarantined`: stored, but held for an admin's review because the instruction-smell detector found text addressed to the AI that would read it (`quarantine` says what and what happens next); `flagged`: stored active with the detector's `flags` (the organization flags instead of quarantining); `duplicate`: nothing was recorded (`duplicate_of`)
+             */
+            status: components["schemas"]["RecordResponseStatusEnum"];
             /** Message */
             message: string;
             /** Initial Confidence */
             initial_confidence: number;
             memory: components["schemas"]["MemoryOut"];
+            /**
+             * @description Only when `status` is `quarantined`: the rules that fired and what happens next
+             * @default null
+             */
+            quarantine?: components["schemas"]["QuarantineNote"] | null;
             /**
              * Duplicate Of
              * @description Only when nothing was recorded: an active memory in the same place already has this title, description and content (case and whitespace ignored), outcome and kind, or a near copy of them (`duplicate_reason`); its id, the same as `id`.
@@ -2237,6 +2650,8 @@ export interface components {
              */
             similarity?: number | null;
         };
+        /** @enum {string} */
+        RecordResponseStatusEnum: "recorded" | "flagged" | "quarantined" | "duplicate";
         /**
          * @description * `keep_first` - keep the first memory; the second is archived as superseded
          *     * `keep_second` - keep the second memory; the first is archived as superseded
@@ -2620,6 +3035,8 @@ export interface components {
             redactions: number;
             /** @description the memories distilled from this session */
             readonly memories: components["schemas"]["SessionMemory"][];
+            /** @description a `held` session's findings: what the instruction-smell detector found in its distilled memories (they wait in quarantine for an admin's review), span by span; empty otherwise */
+            readonly held: components["schemas"]["HeldFinding"][];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2647,6 +3064,8 @@ export interface components {
             redactions: number;
             /** @description the memories distilled from this session */
             readonly memories: components["schemas"]["SessionMemory"][];
+            /** @description a `held` session's findings: what the instruction-smell detector found in its distilled memories (they wait in quarantine for an admin's review), span by span; empty otherwise */
+            readonly held: components["schemas"]["HeldFinding"][];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2673,9 +3092,10 @@ export interface components {
          *     * `failed` - failed
          *     * `waiting_for_llm` - waiting_for_llm
          *     * `waiting_for_budget` - waiting_for_budget
+         *     * `held` - held
          * @enum {string}
          */
-        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
+        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget" | "held";
         /** SessionSubmitInput */
         SessionSubmitRequest: {
             /**
@@ -2732,7 +3152,10 @@ export interface components {
             project: string;
             /** Outcome */
             outcome: string;
-            /** Status */
+            /**
+             * Status
+             * @description `held`: distilled, but memories it produced wait in quarantine for an admin's review (`held`)
+             */
             status: components["schemas"]["SessionStatusEnum"];
             /**
              * Created
@@ -2762,6 +3185,11 @@ export interface components {
              * @description the memories distilled from this session
              */
             memories: components["schemas"]["SessionMemory"][];
+            /**
+             * Held
+             * @description only on a held session: what the detector found in its distilled memories, span by span
+             */
+            held?: components["schemas"]["HeldFinding"][];
             /** Message */
             message: string;
             /** Created At */
@@ -2835,9 +3263,10 @@ export interface components {
          * @description * `active` - active
          *     * `archived` - archived
          *     * `proposed` - proposed
+         *     * `quarantined` - quarantined
          * @enum {string}
          */
-        StateCa5Enum: "active" | "archived" | "proposed";
+        StateB04Enum: "active" | "archived" | "proposed" | "quarantined";
         /** @enum {string} */
         Status1beEnum: "ready" | "rejected";
         /** @enum {string} */
@@ -4645,7 +5074,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Memory"];
+                    "application/json": components["schemas"]["MemoryUpdated"];
                 };
             };
             /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
@@ -5758,6 +6187,540 @@ export interface operations {
             };
         };
     };
+    quarantine_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+                /** @description only what this project holds (with its team's and the organization's memories) */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedQuarantinedMemoryList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the memory's id (`mem_…`) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the memory's id (`mem_…`) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuarantinedMemory"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_summaries_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+                /** @description only what this project holds (with its team's and the organization's memories) */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedHeldSummaryList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_summaries_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the summary's id (`sum_…`) */
+                summary_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_summaries_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the summary's id (`sum_…`) */
+                summary_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldSummary"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     sessions_list: {
         parameters: {
             query?: {
@@ -5776,8 +6739,9 @@ export interface operations {
                  *     * `failed` - failed
                  *     * `waiting_for_llm` - waiting_for_llm
                  *     * `waiting_for_budget` - waiting_for_budget
+                 *     * `held` - held
                  */
-                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
+                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget" | "held";
             };
             header?: never;
             path?: never;

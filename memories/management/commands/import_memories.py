@@ -74,4 +74,9 @@ class Command(BaseCommand):
         extra = f"; created {', '.join(created)}" if created else ""
         verb = "would import" if result.dry_run else "imported"
         into = f"{org.slug}/{result.project}" if result.project else org.slug
-        self.stdout.write(f"{verb} {made} into {into}{extra}")
+        held = (
+            f"; {result.quarantined} memories and {result.held_summaries} summaries held in quarantine"
+            if (result.quarantined or result.held_summaries)
+            else ""
+        )
+        self.stdout.write(f"{verb} {made} into {into}{extra}{held}")
