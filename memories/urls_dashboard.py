@@ -3,6 +3,7 @@
 from django.urls import path
 
 from memories.dashboard import views
+from memories.trust import views_injection
 
 urlpatterns = [
     path("", views.overview_page, name="dashboard-overview"),
@@ -12,6 +13,12 @@ urlpatterns = [
     path("memories/<str:memory_id>/archive/", views.memory_archive_action, name="memory-archive"),
     path("memories/<str:memory_id>/restore/", views.memory_restore_action, name="memory-restore"),
     path("memories/<str:memory_id>/unmerge/", views.memory_unmerge_action, name="memory-unmerge"),
+    path(
+        "memories/<str:memory_id>/clear-for-injection/",
+        views_injection.memory_injection_clear_action,
+        name="memory-injection-clear",
+    ),
+    path("settings/trust/", views_injection.settings_trust, name="settings-trust"),
     path("disputed/", views.disputed_page, name="disputed-list"),
     path("disputed/<int:link_id>/resolve/", views.disputed_resolve_action, name="disputed-resolve"),
     path("sessions/", views.session_list_page, name="session-list"),

@@ -29,6 +29,7 @@ from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
 from consolidation.review.selectors import promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
+from memories.trust.views_injection import injection_review_context
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
@@ -65,6 +66,8 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "promotion_plan": plan_get(minimum_plan_for(FEATURE_INSTITUTIONAL_PROMOTION) or "teams").label,
         "can_write": principal.has_scope(SCOPE_MEMORIES_WRITE),
         "can_admin": principal.has_scope(SCOPE_ADMIN),
+        # memories waiting for review before injection (docs/security/memory-poisoning.md#injection-policy)
+        **injection_review_context(principal),
     }
     return render(request, "consolidation/reviews.html", context)
 

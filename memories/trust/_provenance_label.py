@@ -25,8 +25,8 @@ def label(memory: Any) -> str:
 
 
 def _from_provenance(provenance: dict[str, Any], created_at: datetime | None) -> str:
-    by = provenance.get("by") if isinstance(provenance.get("by"), dict) else {}
-    client = provenance.get("client") if isinstance(provenance.get("client"), dict) else {}
+    by = _mapping(provenance.get("by"))
+    client = _mapping(provenance.get("client"))
     parts = [str(provenance["how"])]
     who = _who(by)
     if who:
@@ -37,6 +37,10 @@ def _from_provenance(provenance: dict[str, Any], created_at: datetime | None) ->
         parts.append(f"via {name} {version}".rstrip())
     when = str(provenance.get("at") or "")[:10] or (f"{created_at:%Y-%m-%d}" if created_at else "")
     return " ".join(parts) + (f" · {when}" if when else "")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _who(by: dict[str, Any]) -> str:
@@ -54,10 +58,10 @@ def _from_columns(memory: Any) -> str:
     how = HOW_WORDS.get(str(getattr(memory, "origin", "") or ""), "recorded")
     user = getattr(memory, "created_by_user", None)
     token = getattr(memory, "created_by_token", None)
-    if user is not None and getattr(user, "email", ""):
+    if user is not None and user.email:
         who = f" by {user.email}"
     elif token is not None:
-        who = f" by token {token.prefix}" + (f" ({token.label})" if getattr(token, "label", "") else "")
+        who = f" by token {token.prefix}" + (f" ({token.label})" if token.label else "")
     elif how == "synthesised":
         who = " by consolidation"
     else:

@@ -74,6 +74,11 @@ def injection_labels(principal: Principal, memory_ids: list[str]) -> dict[str, s
     return {memory.id: label(memory) for memory in rows}
 
 
+def memory_label(memory: Memory) -> str:
+    """One memory's source label (its creator columns loaded with it, as ``injection_pending_list`` does)."""
+    return label(memory)
+
+
 def injection_pending_list(principal: Principal) -> QuerySet[Memory]:
     """Active memories waiting for a person's review before they are injected (``trust`` pending), in
     the principal's reach, oldest first: the review queue's "Cleared for injection" list."""
