@@ -28,6 +28,7 @@ class SearchRequest(TypedDict):
     exclude_seen: NotRequired[bool]
     token_budget: NotRequired[int | None]
     min_similarity: NotRequired[float | None]
+    inject: NotRequired[bool]
 
 
 SearchHitOutStateEnum = Literal["active", "archived"]
@@ -139,6 +140,7 @@ class SearchResponse(TypedDict):
     tokens_used: int
     summaries: NotRequired[list[SummaryHitOut]]
     query_rewrite: NotRequired[QueryRewriteOut | None]
+    injection_block: NotRequired[str | None]
 
 
 MemoryOutcomeEnum = Literal["success", "failure", "mixed"]
@@ -161,7 +163,7 @@ class RecordRequest(TypedDict):
 KindAa5Enum = Literal["working", "episodic", "semantic", "procedural"]
 
 
-StateCa5Enum = Literal["active", "archived", "proposed"]
+MemoryOutStateEnum = Literal["active", "archived", "proposed"]
 
 
 class MemoryOut(TypedDict):
@@ -177,7 +179,7 @@ class MemoryOut(TypedDict):
     scope: MemoryScopeEnum
     project: str | None
     team: str | None
-    state: StateCa5Enum
+    state: MemoryOutStateEnum
     archived_reason: str
     consolidated_into: str | None
     tier: str
@@ -318,7 +320,7 @@ class SessionSubmitRequest(TypedDict):
     partial: NotRequired[bool]
 
 
-SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
+SessionSubmitResponseStatusEnum = Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done"]
 
 
 class SessionMemory(TypedDict):
@@ -333,7 +335,7 @@ class SessionSubmitResponse(TypedDict):
     session_id: str
     project: str
     outcome: str
-    status: SessionStatusEnum
+    status: SessionSubmitResponseStatusEnum
     created: bool
     replaced: bool
     attempts: int
@@ -345,6 +347,9 @@ class SessionSubmitResponse(TypedDict):
     updated_at: str
     finished_at: str | None
     next_attempt_at: str | None
+
+
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]
 
 
 class SessionDetail(TypedDict):
