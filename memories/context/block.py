@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memories.trust.framing import FRAMING_RULES, NOTE_TAG, note_text_safe, note_wrap
+from memories.trust.framing import FRAMING_RULES, note_text_safe, note_wrap
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -28,8 +28,8 @@ HEADER = (
     "<!-- Memory Consolidation Context - Auto-generated, do not edit -->\n"
     "<!-- This block is replaced on each session start -->\n\n"
     "## Project Memory Context\n\n"
-    "Notes from your team's memory bank (ReasoningBank): key decisions, learnings and context from this "
-    f"project's history, each in a <{NOTE_TAG}> element naming its source. {FRAMING_RULES}\n"
+    "Notes from your team's memory bank (ReasoningBank) on key decisions, learnings and context from this "
+    f"project's history: {FRAMING_RULES}\n"
 )
 
 
