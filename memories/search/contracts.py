@@ -23,6 +23,8 @@ from memories.search.ranking import estimate_tokens
 from memories.search.rewrite import QueryRewrite, SkipReason
 from memories.search.selectors import SearchHit, SearchQuery, hit_tokens, within_budget
 from memories.search.services import memory_search_use
+from memories.sessions.selectors import session_seen_memory_ids
+from memories.sessions.services_ledger import session_uses_record
 from memories.trust.framing import (
     PROMPT_FIXED_TOKENS,
     PROMPT_NOTE_OVERHEAD_TOKENS,
@@ -31,8 +33,6 @@ from memories.trust.framing import (
     prompt_block_format,
 )
 from memories.trust.selectors_injection import injection_labels, injection_policy_of
-from memories.sessions.selectors import session_seen_memory_ids
-from memories.sessions.services_ledger import session_uses_record
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
 from reasoningbank.db_replica import replica_read
@@ -347,7 +347,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         block = _injection_block(principal, result.hits, summaries, args.token_budget)
         result.hits = [hit for hit in result.hits if hit.memory.id in block.ids]
         shown = {hit.memory.id for hit in result.hits}
-        summaries = [hit for hit in summaries if hit.summary.memory_id in block.ids and hit.summary.memory_id not in shown]
+        summaries = [hit for hit in summaries if hit.summary.memory_id in set(block.ids) - shown]
         result.tokens_used = sum(hit_tokens(hit) for hit in result.hits)
     summaries_activate([hit.summary.id for hit in summaries], write_behind=True)
     if args.session_id:
@@ -398,7 +398,8 @@ def _injection_block(
     notes = [
         PromptNote(
             id=hit.memory.id, title=hit.memory.title, confidence=hit.memory.confidence,
-            text=f"{hit.memory.description.strip()}\n{hit.memory.content.strip()}", label=labels.get(hit.memory.id, ""),
+            text=f"{hit.memory.description.strip()}\n{hit.memory.content.strip()}",
+            label=labels.get(hit.memory.id, ""),
         )
         for hit in hits
     ] + [

@@ -1,5 +1,5 @@
 """A memory's one-line source label for the injected blocks ("recorded by alice@acme.test via claude-code
-2.1 · 2026-11-30"), read from its provenance (docs/security/memory-poisoning.md#provenance) and, for a
+2.1 · 2026-11-30"), read from its provenance (docs/security/memory-poisoning.md, its provenance section) and, for a
 memory older than provenance (``{}``), from the columns that said where it came from before: ``origin``,
 ``created_by_user``, ``created_by_token`` and ``created_at``.
 

@@ -55,7 +55,10 @@ def test_search_posts_its_keyword_arguments_as_the_json_body_with_the_bearer_tok
 
 
 def test_an_injection_search_sends_inject_and_returns_the_services_framed_block(bank):
-    block = '<reasoningbank_memories>\nNotes…\n<memory id="mem_1" source="recorded by alice">\n…\n</memory>\n</reasoningbank_memories>'
+    block = (
+        '<reasoningbank_memories>\nNotes…\n<memory id="mem_1" source="recorded by alice">\n…\n</memory>\n'
+        "</reasoningbank_memories>"
+    )
     with respx.mock(base_url=URL) as mock:
         route = mock.post("/api/v1/memories/search").respond(
             200, json={"memories": [{"id": "mem_1"}], "total_found": 1, "tokens_used": 9, "injection_block": block}

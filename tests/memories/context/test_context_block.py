@@ -147,9 +147,8 @@ def test_each_entry_is_one_memory_element_with_its_source_label():
         token_budget=2000,
         generated_at=NOW,
     )
-    assert '<memory id="mem_1" source="recorded by alice@acme.test via claude-code 2.1 · 2026-11-30">\n### Decisions 1' in (
-        block.text
-    )
+    label = 'source="recorded by alice@acme.test via claude-code 2.1 · 2026-11-30"'
+    assert f'<memory id="mem_1" {label}>\n### Decisions 1' in block.text
     assert '<memory id="mem_2">\n### Decisions 2' in block.text
     assert block.text.count("</memory>\n") == 2
 

@@ -31,7 +31,9 @@ HOSTILE = (
 )
 
 
-def note(n: int, text: str = "a shared fixture leaks\nUse make_cart().", label: str = "recorded by alice@acme.test") -> PromptNote:
+def note(
+    n: int, text: str = "a shared fixture leaks\nUse make_cart().", label: str = "recorded by alice@acme.test"
+) -> PromptNote:
     return PromptNote(id=f"mem_{n}", title=f"Build the cart per test {n}", text=text, confidence=0.7, label=label)
 
 
@@ -45,7 +47,8 @@ def test_the_prompt_block_opens_with_the_preamble_that_says_the_notes_are_data_n
 
 
 def test_each_note_is_one_element_with_its_id_confidence_and_source_label():
-    block = prompt_block_format([note(1), note(2, label="distilled by token rb_ab12 (laptop) · 2026-11-30")], token_budget=900)
+    second = note(2, label="distilled by token rb_ab12 (laptop) · 2026-11-30")
+    block = prompt_block_format([note(1), second], token_budget=900)
     assert block.ids == ["mem_1", "mem_2"]
     assert '<memory id="mem_1" confidence="0.70" source="recorded by alice@acme.test">' in block.text
     assert 'source="distilled by token rb_ab12 (laptop) · 2026-11-30"' in block.text

@@ -42,6 +42,7 @@ def test_a_memory_older_than_provenance_is_described_from_its_columns():
     user = SimpleNamespace(email="bob@acme.test")
     token = SimpleNamespace(prefix="rb_cd34", label="laptop")
     assert label(memory(created_by_user=user)) == "recorded by bob@acme.test · 2026-11-30"
-    assert label(memory(origin="distilled", created_by_token=token)) == "distilled by token rb_cd34 (laptop) · 2026-11-30"
+    distilled = memory(origin="distilled", created_by_token=token)
+    assert label(distilled) == "distilled by token rb_cd34 (laptop) · 2026-11-30"
     assert label(memory(origin="consolidated")) == "synthesised by consolidation · 2026-11-30"
     assert label(memory(provenance={"by": "not a mapping"})) == "recorded · 2026-11-30"
