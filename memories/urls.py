@@ -13,6 +13,7 @@ from memories.sessions import api as sessions_api
 from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
 from memories.trust import api_quarantine as quarantine_api
+from memories.trust import api_injection as injection_api
 
 
 class ClientIdConverter:
@@ -80,4 +81,12 @@ urlpatterns = [
         name="api-dispute-resolve",
     ),
     path("memories/<str:memory_id>/unmerge", moderation_api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
+    # the review for injection and the injection policy (docs/security/memory-poisoning.md#injection-policy)
+    path(
+        "memories/<str:memory_id>/clear-for-injection",
+        injection_api.MemoryInjectionClearView.as_view(),
+        name="api-memory-injection-clear",
+    ),
+    path("trust/injection-pending", injection_api.InjectionPendingListView.as_view(), name="api-injection-pending"),
+    path("trust/injection-policy", injection_api.InjectionPolicyView.as_view(), name="api-injection-policy"),
 ]

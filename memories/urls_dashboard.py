@@ -4,6 +4,7 @@ from django.urls import path
 
 from memories.dashboard import views
 from memories.trust import views_quarantine as quarantine
+from memories.trust import views_injection
 
 urlpatterns = [
     path("", views.overview_page, name="dashboard-overview"),
@@ -26,6 +27,12 @@ urlpatterns = [
         quarantine.summary_held_delete_action,
         name="quarantine-summary-delete",
     ),
+    path(
+        "memories/<str:memory_id>/clear-for-injection/",
+        views_injection.memory_injection_clear_action,
+        name="memory-injection-clear",
+    ),
+    path("settings/trust/", views_injection.settings_trust, name="settings-trust"),
     path("disputed/", views.disputed_page, name="disputed-list"),
     path("disputed/<int:link_id>/resolve/", views.disputed_resolve_action, name="disputed-resolve"),
     path("sessions/", views.session_list_page, name="session-list"),

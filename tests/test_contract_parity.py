@@ -28,6 +28,8 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+(Z|[+-]\d\d:\d\d)?$")
 TIMINGS = {"duration_seconds", "phase_durations"}
 # memory_context's block: its version hashes the (generated) ids it holds, and it is stamped
 BLOCK_STAMP = re.compile(r'version="[0-9a-f]{8}" generated_at="[^"]+"')
+# an injected note's source label names its writer: each org's own token (docs/security/memory-poisoning.md#framing)
+SOURCE_TOKEN = re.compile(r"\btoken rb_[A-Za-z0-9_-]+")
 
 
 def normalised(value: Any, *, approx: bool = False) -> Any:
@@ -42,7 +44,9 @@ def normalised(value: Any, *, approx: bool = False) -> Any:
     if isinstance(value, list):
         return [normalised(v, approx=approx) for v in value]
     if isinstance(value, str):
-        return "<time>" if TIMESTAMP.match(value) else BLOCK_STAMP.sub("<stamp>", GENERATED.sub("<id>", value))
+        if TIMESTAMP.match(value):
+            return "<time>"
+        return SOURCE_TOKEN.sub("token <id>", BLOCK_STAMP.sub("<stamp>", GENERATED.sub("<id>", value)))
     if approx and isinstance(value, float):
         return pytest.approx(value, rel=1e-9, abs=1e-12)
     return value
@@ -109,6 +113,8 @@ def mcp_arguments(ids: dict[str, str], arguments: dict[str, Any]) -> dict[str, A
 OPERATIONS = [
     ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "explain": True}),
     ("memory_search", {"query": "webhook retries", "limit": 1, "outcome": "success"}),
+    # an injection: the framed block built by the service (docs/search.md#searching-for-injection)
+    ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "inject": True, "token_budget": 400}),
     (
         "memory_record",
         {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo", "outcome": "mixed",
@@ -150,6 +156,7 @@ async def test_rest_and_mcp_answer_the_same_body_for_the_same_input(app, orgs, o
 INVALID = [
     ("memory_search", {"query": "   "}, "query"),
     ("memory_search", {"query": "x", "limit": 500}, "limit"),
+    ("memory_search", {"query": "x", "inject": True, "token_budget": 100}, "token_budget", 422),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "maybe"}, "outcome"),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": ["x" * 51]},
      "tags"),

@@ -31,6 +31,7 @@ from consolidation.promotion.services import promotions_propose
 from consolidation.review.selectors import promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
 from memories.trust.selectors_quarantine import quarantine_context
+from memories.trust.views_injection import injection_review_context
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
@@ -67,6 +68,8 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "promotion_plan": plan_get(minimum_plan_for(FEATURE_INSTITUTIONAL_PROMOTION) or "teams").label,
         "can_write": principal.has_scope(SCOPE_MEMORIES_WRITE),
         "can_admin": principal.has_scope(SCOPE_ADMIN),
+        # memories waiting for review before injection (docs/security/memory-poisoning.md#injection-policy)
+        **injection_review_context(principal),
     }
     if context["can_admin"]:  # what the instruction-smell detector held: an admin's to decide
         context |= quarantine_context(principal)

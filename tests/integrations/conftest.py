@@ -19,12 +19,19 @@ MEMORY = {
     "content": "Use make_cart().",
     "confidence": 0.7,
 }
+# what the service frames for an injection (memories/trust/framing.py): the hooks hand it on as it is
+PROMPT_BLOCK = (
+    "<reasoningbank_memories>\nNotes from your team's memory bank (ReasoningBank).\n"
+    '<memory id="mem_1" confidence="0.70" source="recorded by alice@acme.test · 2026-11-30">\n'
+    "## Build the cart per test\na shared fixture leaks\nUse make_cart().\n</memory>\n</reasoningbank_memories>"
+)
 
 
 class Stand:
     def __init__(self, status: int = 200) -> None:
         self.status = status
         self.requests: list[tuple[str, dict[str, Any], str]] = []
+        self.injection_block = PROMPT_BLOCK
 
 
 @pytest.fixture
@@ -38,7 +45,9 @@ def stand() -> Iterator[tuple[Stand, str]]:
             if state.status != 200:
                 answer: dict[str, Any] = {"detail": "Invalid token."}
             elif self.path.endswith("/memories/search"):
-                answer = {"memories": [MEMORY]}
+                answer = {"memories": [MEMORY], "tokens_used": 12, "total_found": 1}
+                if body.get("inject"):
+                    answer["injection_block"] = state.injection_block
             elif self.path.endswith("/memories/context"):
                 answer = {"context_block": START_BLOCK}
             else:

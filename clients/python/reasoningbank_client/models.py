@@ -28,6 +28,7 @@ class SearchRequest(TypedDict):
     exclude_seen: NotRequired[bool]
     token_budget: NotRequired[int | None]
     min_similarity: NotRequired[float | None]
+    inject: NotRequired[bool]
 
 
 SearchHitOutStateEnum = Literal["active", "archived"]
@@ -139,6 +140,7 @@ class SearchResponse(TypedDict):
     tokens_used: int
     summaries: NotRequired[list[SummaryHitOut]]
     query_rewrite: NotRequired[QueryRewriteOut | None]
+    injection_block: NotRequired[str | None]
 
 
 MemoryOutcomeEnum = Literal["success", "failure", "mixed"]

@@ -322,6 +322,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memories/{memory_id}/clear-for-injection": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear a memory for injection
+         * @description An admin's review: the memory (active, `trust: pending`) becomes `trusted`, so the hooks and memory_context may inject it; the reviewer and the time are kept on it and the change is audited (`memory.injection_clear`). No body (or `{}`). A memory already trusted, quarantined (approve it in the quarantine review) or archived is a 409. Needs `admin`.
+         */
+        post: operations["trust_injection_clear"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memories/{memory_id}/feedback": {
         parameters: {
             query?: never;
@@ -784,6 +804,50 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/trust/injection-pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Memories waiting for review before injection
+         * @description Active memories the hooks and memory_context do not inject until an admin clears them (`trust: pending`: written by an OAuth app the organization does not trust, a read-only token, or imported), oldest first, one page at a time, each with its source. An explicit search still finds them. Needs `admin`.
+         */
+        get: operations["trust_injection_pending_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/trust/injection-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The injection policy
+         * @description What the organization's hooks and memory_context inject automatically. Needs `memories:read`.
+         */
+        get: operations["trust_injection_policy_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set the injection policy
+         * @description Change what the organization's hooks and memory_context inject automatically: `trusted` (the default), `reviewed` or `all`. An explicit search is not affected. Audited (`organization.injection_policy`). Needs `admin`.
+         */
+        patch: operations["trust_injection_policy_update"];
         trace?: never;
     };
     "/api/v1/webhooks": {
@@ -1657,6 +1721,53 @@ export interface components {
             reason: string;
             message: string;
         };
+        InjectionPolicy: {
+            /**
+             * @description what the hooks and memory_context inject automatically: `trusted` (active memories written by a member or above, or cleared by an admin), `reviewed` (only those a person reviewed), `all` (every active memory)
+             *
+             *     * `trusted` - trusted
+             *     * `reviewed` - reviewed
+             *     * `all` - all
+             */
+            injection_policy: components["schemas"]["InjectionPolicyEnum"];
+        };
+        /**
+         * @description * `trusted` - trusted
+         *     * `reviewed` - reviewed
+         *     * `all` - all
+         * @enum {string}
+         */
+        InjectionPolicyEnum: "trusted" | "reviewed" | "all";
+        /**
+         * @description A memory as the review for injection shows it: its text, where it is, where it came from, and
+         *     whether it may be injected automatically.
+         */
+        InjectionReview: {
+            id: string;
+            title: string;
+            description: string;
+            content: string;
+            /** @description project slug */
+            project?: string | null;
+            /** @description team slug */
+            team?: string | null;
+            state: components["schemas"]["StateB04Enum"];
+            /**
+             * @description `trusted`: the hooks and memory_context may inject it; `pending`: it waits for an admin's review
+             *
+             *     * `trusted` - trusted
+             *     * `pending` - pending
+             */
+            trust: components["schemas"]["TrustEnum"];
+            /** @description who wrote it, how, through which client and when */
+            readonly source: string;
+            /** Format: email */
+            reviewed_by?: string | null;
+            /** Format: date-time */
+            reviewed_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
         /**
          * @description * `working` - working
          *     * `episodic` - episodic
@@ -2103,6 +2214,26 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["HeldSummary"][];
         };
+        PaginatedInjectionReviewList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["InjectionReview"][];
+        };
         PaginatedMemoryList: {
             /**
              * @description how many results there are over all pages
@@ -2270,6 +2401,9 @@ export interface components {
             monthly_tokens?: number | null;
             /** @description warn (banner, audit row, `llm.budget_alert` webhook) at this share of a cap, once per period; null: no warning */
             alert_percent?: number | null;
+        };
+        PatchedInjectionPolicyUpdateRequest: {
+            injection_policy?: components["schemas"]["InjectionPolicyEnum"];
         };
         PatchedMemoryUpdateRequest: {
             title?: string;
@@ -2995,6 +3129,12 @@ export interface components {
              * @default null
              */
             min_similarity?: number | null;
+            /**
+             * Inject
+             * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 191)
+             * @default false
+             */
+            inject?: boolean;
         };
         /** SearchOutput */
         SearchResponse: {
@@ -3014,6 +3154,12 @@ export interface components {
              * @default null
              */
             query_rewrite?: components["schemas"]["QueryRewriteOut"] | null;
+            /**
+             * Injection Block
+             * @description with inject only: the `<reasoningbank_memories>` block to put in the agent's context as it is — the results framed as reference material, each in a `<memory>` element with its source label; empty when nothing qualifies
+             * @default null
+             */
+            injection_block?: string | null;
         };
         /** @enum {string} */
         SearchScopeEnum: "project" | "team" | "org" | "all";
@@ -3547,6 +3693,12 @@ export interface components {
          * @enum {string}
          */
         TriggerEnum: "manual" | "scheduled" | "on_demand";
+        /**
+         * @description * `trusted` - trusted
+         *     * `pending` - pending
+         * @enum {string}
+         */
+        TrustEnum: "trusted" | "pending";
         /**
          * @description * `explicit` - Explicit
          *     * `usage` - Usage
@@ -5204,6 +5356,100 @@ export interface operations {
             };
             /** @description No such object within the token's reach (another organization's objects are reported the same way). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_injection_clear: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the memory's id (`mem_…`) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InjectionReview"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The memory has nothing to clear. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7310,6 +7556,207 @@ export interface operations {
             };
             /** @description No such object within the token's reach (another organization's objects are reported the same way). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_injection_pending_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedInjectionReviewList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_injection_policy_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InjectionPolicy"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_injection_policy_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedInjectionPolicyUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InjectionPolicy"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
