@@ -62,7 +62,8 @@ class OrgAPIView(APIView):
         # a request that writes to the bank is charged to the token's and the organization's write limits
         # here, at the door, before its body is read or anything is written; a suspended token's writes end
         # here too (docs/security/memory-poisoning.md#write-limits)
-        if request.method not in SAFE_METHODS and self.required_scopes.get(request.method or "") == SCOPE_MEMORIES_WRITE:
+        method = request.method or ""
+        if method not in SAFE_METHODS and self.required_scopes.get(method) == SCOPE_MEMORIES_WRITE:
             write_admit(self.principal)
 
     def handle_exception(self, exc: Exception) -> Response:

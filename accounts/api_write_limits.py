@@ -84,7 +84,8 @@ class WriteSuspensionListView(WriteLimitsAPIView):
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
         paginator = Pagination()
         page = paginator.paginate_queryset(write_suspensions(self.principal.organization), request, view=self) or []
-        return paginator.get_paginated_response(SuspensionSerializer([suspension_describe(r) for r in page], many=True).data)
+        rows = [suspension_describe(row) for row in page]
+        return paginator.get_paginated_response(SuspensionSerializer(rows, many=True).data)
 
 
 LIFT_DESCRIPTION = (

@@ -225,9 +225,8 @@ def write_admit(principal: Principal) -> None:
         return
     _give_back(counted, order=list(keys.values()))
     refusing = max(over, key=lambda row: row.seconds_left)
-    raise RateLimited(
-        _limited_message(refusing, writer, organization), retry_after=math.ceil(refusing.seconds_left), code=WRITE_LIMITED
-    )
+    message = _limited_message(refusing, writer, organization)
+    raise RateLimited(message, retry_after=math.ceil(refusing.seconds_left), code=WRITE_LIMITED)
 
 
 def _give_back(counted: list[_Counted], *, order: list[str]) -> None:

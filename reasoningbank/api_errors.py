@@ -167,8 +167,8 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(
         help_text="stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, "
         "permission_denied, plan_required, limit_exceeded, write_suspended, not_found, conflict, method_not_allowed, "
-        "unsupported_media_type, throttled, write_limited, too_large, length_required, database_unavailable; for operations "
-        "that ask an LLM: "
+        "unsupported_media_type, throttled, write_limited, too_large, length_required, database_unavailable; for "
+        "operations that ask an LLM: "
         "llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502)"
     )
     errors = serializers.DictField(
@@ -181,7 +181,10 @@ class ErrorSerializer(serializers.Serializer):
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names every field or query parameter at fault (unknown ones included).",
     401: "The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`).",
-    403: "The token lacks the scope this operation needs, or the organization's plan lacks the feature.",
+    403: (
+        "The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, "
+        "the token's writes may be suspended (`write_suspended`)."
+    ),
     404: "No such object within the token's reach (another organization's objects are reported the same way).",
     409: "The request conflicts with the object's current state.",
     413: "The body (or the file in it) is larger than this endpoint accepts (`code` `too_large`).",

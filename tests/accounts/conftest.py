@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
+
 import pytest
 from django.db import connection
 
-MINUTE_ROOM_SECONDS = 20.0
+MINUTE_ROOM_SECONDS = 10.0
 
 
 @pytest.fixture

@@ -13,15 +13,22 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.test import APIClient
 
+from accounts.access import principal_for_token
 from accounts.api_base import OrgAPIView
-from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, ApiToken, AuditEvent, OAuthConnection
+from accounts.models import (
+    SCOPE_ADMIN,
+    SCOPE_MEMORIES_READ,
+    SCOPE_MEMORIES_WRITE,
+    ApiToken,
+    AuditEvent,
+    OAuthConnection,
+)
 from accounts.services import token_create
 from accounts.services_write_limits import flagged_write_note, write_admit
-from accounts.access import principal_for_token
 from memories.models import AgentSession, Memory
 from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minute_room")]
+pytestmark = pytest.mark.django_db
 
 MEMORY = {
     "title": "Pin the base image by digest",
@@ -88,6 +95,7 @@ def test_the_write_routes_found_are_the_banks_writes():
     assert "api-memory-search" not in names  # a search needs memories:read only
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_every_write_route_answers_429_with_retry_after_once_the_token_is_over_its_limit(cast, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 1
     client, token = make(cast.org_a)
@@ -103,6 +111,7 @@ def test_every_write_route_answers_429_with_retry_after_once_the_token_is_over_i
     assert AuditEvent.objects.count() == audits
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_a_record_over_the_limit_writes_nothing_and_one_within_it_is_stored(cast, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 2
     client, _ = make(cast.org_a, projects=[cast.project_a])
@@ -114,6 +123,7 @@ def test_a_record_over_the_limit_writes_nothing_and_one_within_it_is_stored(cast
     assert "Nothing was written" in third.json()["detail"]
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_the_organizations_limit_names_the_plan_and_where_it_changes(cast, settings, monkeypatch):
     from accounts.plans import PLANS
 
@@ -157,6 +167,7 @@ def test_a_suspended_tokens_writes_are_403_naming_why_and_who_lifts_it_and_its_r
     assert client.get("/api/v1/memories").status_code == 200
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_an_import_counts_as_one_write_and_a_suspended_admin_token_cannot_import(cast, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 1
     client, token = make(cast.org_a, scopes=ADMIN_SCOPES)

@@ -15,7 +15,7 @@ from accounts.services_write_limits import flagged_write_note
 from memories.models import Memory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 
-pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("minute_room")]
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 MEMORY = {
     "title": "Pin the base image by digest",
@@ -53,6 +53,7 @@ async def test_the_write_tools_tested_here_are_every_tool_that_changes_the_bank(
     assert writing - {"memory_consolidate"} == set(WRITE_TOOLS)
 
 
+@pytest.mark.usefixtures("minute_room")
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_write_tool_over_the_limit_is_an_error_naming_the_limit_and_when_to_retry(
     app, agent_token, settings, mode

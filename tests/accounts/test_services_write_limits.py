@@ -26,7 +26,7 @@ from accounts.services_write_limits import (
 )
 from reasoningbank.errors import Conflict, Forbidden, RateLimited
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("minute_room")]
+pytestmark = pytest.mark.django_db
 
 
 def counts(prefix: str) -> dict[str, int]:
@@ -85,6 +85,7 @@ def test_a_setting_replaces_the_plans_limit_for_every_organization_and_zero_lift
     assert not by_name["token_writes_per_day"].from_setting
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_a_token_over_its_minute_limit_is_refused_with_the_limit_the_plan_and_when_to_retry(cast, agent, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = None  # the pro plan's
     plan_limit = PLANS["pro"].limits["token_writes_per_minute"]
@@ -100,6 +101,7 @@ def test_a_token_over_its_minute_limit_is_refused_with_the_limit_the_plan_and_wh
     assert "Nothing was written" in error.message and "/settings/plan/" in error.message
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_refused_writes_take_nothing_from_the_token_or_the_organization(cast, agent, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 3
     assert writes(agent, 10) == ["ok"] * 3 + ["write_limited"] * 7
@@ -109,6 +111,7 @@ def test_refused_writes_take_nothing_from_the_token_or_the_organization(cast, ag
     assert org == {f"write:org:{cast.org_a.pk}:minute": 3, f"write:org:{cast.org_a.pk}:day": 3}
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_a_flooding_token_leaves_the_organizations_room_to_its_other_writers(cast, make_token, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 5
     settings.WRITE_LIMIT_ORG_PER_MINUTE = 8
@@ -133,6 +136,7 @@ def test_the_day_limit_refuses_until_utc_midnight(cast, agent, settings):
     assert "writes today (UTC)" in refused.value.message
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_a_window_that_has_ended_starts_its_count_again(cast, agent, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 2
     assert writes(agent, 3) == ["ok", "ok", "write_limited"]
@@ -144,6 +148,7 @@ def test_a_window_that_has_ended_starts_its_count_again(cast, agent, settings):
     assert writes(agent, 3) == ["ok", "ok", "write_limited"]
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_organizations_and_writers_are_counted_apart(cast, make_token, settings):
     settings.WRITE_LIMIT_ORG_PER_MINUTE = 2
     _, acme = make_token(cast.org_a)
@@ -152,6 +157,7 @@ def test_organizations_and_writers_are_counted_apart(cast, make_token, settings)
     assert writes(globex, 2) == ["ok", "ok"]
 
 
+@pytest.mark.usefixtures("minute_room")
 def test_members_on_the_dashboard_count_toward_their_own_and_the_organizations_limits(cast, agent, settings):
     settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 2
     settings.WRITE_LIMIT_ORG_PER_MINUTE = 3
@@ -169,6 +175,43 @@ def test_the_services_own_work_is_not_charged(cast, settings):
     settings.WRITE_LIMIT_ORG_PER_MINUTE = 1
     assert writes(system_principal(cast.org_a), 5) == ["ok"] * 5
     assert counts("write:") == {}
+
+
+@pytest.mark.usefixtures("minute_room")
+@pytest.mark.django_db(transaction=True)
+def test_writes_at_once_from_many_connections_are_admitted_exactly_up_to_the_limit(cast, make_token, settings):
+    """Eight threads, each with its own database connection (as several web processes would have), write
+    at once through two tokens: exactly the organization's limit is admitted, every count is exact."""
+    import threading
+
+    from django.db import close_old_connections
+
+    settings.WRITE_LIMIT_TOKEN_PER_MINUTE = 25
+    settings.WRITE_LIMIT_ORG_PER_MINUTE = 40
+    _, first = make_token(cast.org_a, label="first")
+    _, second = make_token(cast.org_a, label="second")
+    answers: list[str] = []
+    lock, start = threading.Lock(), threading.Barrier(8)
+
+    def writer(principal: Principal) -> None:
+        try:
+            start.wait()
+            mine = writes(principal, 10)
+            with lock:
+                answers.extend(mine)
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=writer, args=(first if n % 2 else second,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 80 and answers.count("ok") == 40
+    minute = {key.rsplit(":", 1)[0]: n for key, n in counts("write:").items() if key.endswith(":minute")}
+    assert minute[f"write:org:{cast.org_a.pk}"] == 40
+    assert minute[f"write:token:{first.token.pk}"] + minute[f"write:token:{second.token.pk}"] == 40
+    assert max(minute[f"write:token:{first.token.pk}"], minute[f"write:token:{second.token.pk}"]) <= 25
 
 
 def test_an_admitted_write_costs_one_statement(cast, agent, django_assert_num_queries):
@@ -279,5 +322,6 @@ def test_the_suspension_reason_fits_its_column_and_names_no_secret(cast, agent, 
     flagged_write_note(agent)
     agent.token.refresh_from_db()
     reason = agent.token.write_suspended_reason
-    assert len(reason) <= 300 and re.fullmatch(r"1 write flagged by the instruction-smell detector within 3 days", reason)
+    assert len(reason) <= 300
+    assert re.fullmatch(r"1 write flagged by the instruction-smell detector within 3 days", reason)
     assert limits.WRITE_SUSPENDED == "write_suspended"
