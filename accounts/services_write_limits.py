@@ -42,7 +42,7 @@ from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.events import write_suspended
-from accounts.models import SCOPE_ADMIN, ApiToken, Membership, OAuthConnection, Organization
+from accounts.models import SCOPE_ADMIN, ApiToken, OAuthConnection, Organization
 from accounts.plans import plan_change_hint, plan_get
 from accounts.services import audit_record
 from accounts.throttling import TABLE, counter_clear, counter_hit
@@ -396,7 +396,3 @@ def oauth_connection_write_unsuspend(*, connection: OAuthConnection, actor: Prin
     result: OAuthConnection = _unsuspend(connection, actor)
     return result
 
-
-def membership_may_lift(membership: Membership) -> bool:
-    """Whether a member sees the dashboard's lift buttons and the suspension banner."""
-    return membership.has_role(Membership.ROLE_ADMIN)
