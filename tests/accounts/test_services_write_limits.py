@@ -123,6 +123,9 @@ def test_a_flooding_token_leaves_the_organizations_room_to_its_other_writers(cas
         write_admit(colleague)
     assert "organization 'acme' has made 8 writes this minute" in refused.value.message
     assert "WRITE_LIMIT_ORG_PER_MINUTE" in refused.value.message
+    # what was refused was given back: the colleague's three and the organization's eight stand
+    assert counts(f"write:token:{colleague.token.pk}:minute") == {f"write:token:{colleague.token.pk}:minute": 3}
+    assert counts(f"write:org:{cast.org_a.pk}:minute") == {f"write:org:{cast.org_a.pk}:minute": 8}
 
 
 def test_the_day_limit_refuses_until_utc_midnight(cast, agent, settings):

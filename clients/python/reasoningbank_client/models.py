@@ -161,7 +161,7 @@ class RecordRequest(TypedDict):
 KindAa5Enum = Literal["working", "episodic", "semantic", "procedural"]
 
 
-StateCa5Enum = Literal["active", "archived", "proposed"]
+MemoryOutStateEnum = Literal["active", "archived", "proposed"]
 
 
 class MemoryOut(TypedDict):
@@ -177,7 +177,7 @@ class MemoryOut(TypedDict):
     scope: MemoryScopeEnum
     project: str | None
     team: str | None
-    state: StateCa5Enum
+    state: MemoryOutStateEnum
     archived_reason: str
     consolidated_into: str | None
     tier: str
@@ -318,7 +318,7 @@ class SessionSubmitRequest(TypedDict):
     partial: NotRequired[bool]
 
 
-SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
+SessionSubmitResponseStatusEnum = Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done"]
 
 
 class SessionMemory(TypedDict):
@@ -333,7 +333,7 @@ class SessionSubmitResponse(TypedDict):
     session_id: str
     project: str
     outcome: str
-    status: SessionStatusEnum
+    status: SessionSubmitResponseStatusEnum
     created: bool
     replaced: bool
     attempts: int
@@ -345,6 +345,9 @@ class SessionSubmitResponse(TypedDict):
     updated_at: str
     finished_at: str | None
     next_attempt_at: str | None
+
+
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]
 
 
 class SessionDetail(TypedDict):

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/connected-apps/{connection_id}/unsuspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a connected app's write suspension
+         * @description Give a suspended connected app its write rights back, after reviewing what it wrote (the review queue). Its writes are accepted again at once and its flagged count starts from nothing; audited as `token.write_unsuspend`. One that is not suspended → 409. A token whose own writes are suspended cannot lift any. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        post: operations["connected_app_unsuspend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/consolidation/disputes": {
         parameters: {
             query?: never;
@@ -666,6 +686,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tokens/{token_id}/unsuspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a token's write suspension
+         * @description Give a suspended API token its write rights back, after reviewing what it wrote (the review queue). Its writes are accepted again at once and its flagged count starts from nothing; audited as `token.write_unsuspend`. One that is not suspended → 409. A token whose own writes are suspended cannot lift any. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        post: operations["token_unsuspend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks": {
         parameters: {
             query?: never;
@@ -792,6 +832,26 @@ export interface paths {
          * @description The same event (same `event_id` and payload, signed anew) as a new delivery with fresh attempts. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
          */
         post: operations["webhooks_delivery_redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/write-suspensions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Suspended tokens and connected apps
+         * @description The organization's tokens and connected apps whose writes are suspended after a burst of writes the instruction-smell detector flagged, most recent first: why, since when, and the request that lifts it. Revoked ones are left out. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        get: operations["write_suspensions_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1351,7 +1411,7 @@ export interface components {
         Error: {
             /** @description one sentence saying what is wrong */
             detail: string;
-            /** @description stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, unsupported_media_type, throttled, too_large, length_required, database_unavailable; for operations that ask an LLM: llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502) */
+            /** @description stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, permission_denied, plan_required, limit_exceeded, write_suspended, not_found, conflict, method_not_allowed, unsupported_media_type, throttled, write_limited, too_large, length_required, database_unavailable; for operations that ask an LLM: llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502) */
             code: string;
             /** @description the fields at fault, each with its messages; empty when no field is at fault (non_field_errors for the body as a whole) */
             errors: {
@@ -1529,7 +1589,7 @@ export interface components {
             project?: string | null;
             /** @description team slug */
             team?: string | null;
-            state: components["schemas"]["StateCa5Enum"];
+            state: components["schemas"]["MemoryStateEnum"];
             /**
              * @description why it was archived; empty while active
              *
@@ -1631,7 +1691,7 @@ export interface components {
              * State
              * @description proposed: a promotion proposal awaiting review in the review queue (never searched)
              */
-            state: components["schemas"]["StateCa5Enum"];
+            state: components["schemas"]["MemoryOutStateEnum"];
             /**
              * Archived Reason
              * @description why it was archived; empty while active
@@ -1684,6 +1744,8 @@ export interface components {
             /** Updated At */
             updated_at: string;
         };
+        /** @enum {string} */
+        MemoryOutStateEnum: "active" | "archived" | "proposed";
         /**
          * @description * `success` - success
          *     * `failure` - failure
@@ -1698,6 +1760,14 @@ export interface components {
          * @enum {string}
          */
         MemoryScopeEnum: "project" | "team" | "org";
+        /**
+         * @description * `active` - active
+         *     * `archived` - archived
+         *     * `proposed` - proposed
+         *     * `quarantined` - quarantined
+         * @enum {string}
+         */
+        MemoryStateEnum: "active" | "archived" | "proposed" | "quarantined";
         /** @enum {string} */
         ModeEnum: "reflexive" | "standard" | "deep" | "exhaustive";
         /**
@@ -1911,6 +1981,26 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Subscription"][];
         };
+        PaginatedSuspensionList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["Suspension"][];
+        };
         PatchedBudgetUpdateRequest: {
             /** @description tokens per UTC day; null: no daily cap. At most the plan's monthly budget */
             daily_tokens?: number | null;
@@ -1929,7 +2019,7 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
@@ -2673,9 +2763,10 @@ export interface components {
          *     * `failed` - failed
          *     * `waiting_for_llm` - waiting_for_llm
          *     * `waiting_for_budget` - waiting_for_budget
+         *     * `held` - held
          * @enum {string}
          */
-        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
+        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget" | "held";
         /** SessionSubmitInput */
         SessionSubmitRequest: {
             /**
@@ -2733,7 +2824,7 @@ export interface components {
             /** Outcome */
             outcome: string;
             /** Status */
-            status: components["schemas"]["SessionStatusEnum"];
+            status: components["schemas"]["SessionSubmitResponseStatusEnum"];
             /**
              * Created
              * @description false when this session_id had been submitted before
@@ -2773,6 +2864,8 @@ export interface components {
             /** Next Attempt At */
             next_attempt_at: string | null;
         };
+        /** @enum {string} */
+        SessionSubmitResponseStatusEnum: "queued" | "running" | "waiting_for_llm" | "waiting_for_budget" | "failed" | "done";
         /** @description One confidence signal: feedback, an outcome report, a use by a search or a code-stability report. */
         Signal: {
             type: components["schemas"]["TypeEnum"];
@@ -2831,13 +2924,6 @@ export interface components {
             estimated_cost: string | null;
             currency: string | null;
         };
-        /**
-         * @description * `active` - active
-         *     * `archived` - archived
-         *     * `proposed` - proposed
-         * @enum {string}
-         */
-        StateCa5Enum: "active" | "archived" | "proposed";
         /** @enum {string} */
         Status1beEnum: "ready" | "rejected";
         /** @enum {string} */
@@ -2869,7 +2955,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -3056,6 +3142,30 @@ export interface components {
              */
             source_memory_id: string;
         };
+        Suspension: {
+            /** @description `token` (an API token) or `connected_app` (an OAuth client a member connected) */
+            kind: string;
+            /** @description the token's or the connected app's id (the dashboard shows it too) */
+            id: number;
+            /** @description one line naming it: the token's prefix and label, or the app and its user */
+            label: string;
+            /** @description a token's display prefix */
+            prefix?: string;
+            /** @description a token's label */
+            token_label?: string;
+            /** @description a connected app's OAuth client id */
+            client_id?: string;
+            /** @description a connected app's name */
+            app_name?: string;
+            /** @description the member who connected the app */
+            user?: string;
+            /** Format: date-time */
+            suspended_at: string | null;
+            /** @description why: how many flagged writes within which window */
+            reason: string;
+            /** @description the request that lifts it */
+            unsuspend: string;
+        };
         /**
          * TemporalResolution
          * @description A relative date of a memory and the absolute date it means.
@@ -3132,6 +3242,13 @@ export interface components {
             /** @description its sources, active again */
             restored: string[];
         };
+        Unsuspend: {
+            /** @description `token` (an API token) or `connected_app` (an OAuth client a member connected) */
+            kind: string;
+            id: number;
+            label: string;
+            message: string;
+        };
         /**
          * @description * `pending` - pending
          *     * `succeeded` - succeeded
@@ -3152,9 +3269,10 @@ export interface components {
          *     * `session.distilled` - session.distilled
          *     * `session.failed` - session.failed
          *     * `llm.budget_alert` - llm.budget_alert
+         *     * `security.token_suspended` - security.token_suspended
          * @enum {string}
          */
-        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert";
+        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
     };
     responses: never;
     parameters: never;
@@ -3164,6 +3282,91 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    connected_app_unsuspend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the connected app's id */
+                connection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unsuspend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     consolidation_disputes_list: {
         parameters: {
             query?: {
@@ -3204,7 +3407,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3222,7 +3425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3284,7 +3487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3320,7 +3523,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3379,7 +3582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3397,7 +3600,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3478,7 +3681,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3496,7 +3699,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3558,7 +3761,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3594,7 +3797,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3656,7 +3859,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3674,7 +3877,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3741,7 +3944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3777,7 +3980,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3826,7 +4029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3844,7 +4047,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3905,7 +4108,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3923,7 +4126,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3998,7 +4201,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4034,7 +4237,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4080,7 +4283,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4089,7 +4292,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4148,7 +4351,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4166,7 +4369,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4224,7 +4427,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4233,7 +4436,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4279,7 +4482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4288,7 +4491,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4407,7 +4610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4425,7 +4628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4492,7 +4695,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4537,7 +4740,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4586,7 +4789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4604,7 +4807,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4666,7 +4869,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4702,7 +4905,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4764,7 +4967,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4791,7 +4994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4853,7 +5056,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4880,7 +5083,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4929,7 +5132,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4947,7 +5150,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5009,7 +5212,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5036,7 +5239,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5094,7 +5297,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5130,7 +5333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5193,7 +5396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5211,7 +5414,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5269,7 +5472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5305,7 +5508,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5391,7 +5594,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5459,7 +5662,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5486,7 +5689,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5545,7 +5748,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5581,7 +5784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5641,7 +5844,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5659,7 +5862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5720,7 +5923,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5738,7 +5941,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5776,8 +5979,9 @@ export interface operations {
                  *     * `failed` - failed
                  *     * `waiting_for_llm` - waiting_for_llm
                  *     * `waiting_for_budget` - waiting_for_budget
+                 *     * `held` - held
                  */
-                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
+                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget" | "held";
             };
             header?: never;
             path?: never;
@@ -5811,7 +6015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5829,7 +6033,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5896,7 +6100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5932,7 +6136,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5990,7 +6194,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6008,7 +6212,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6066,7 +6270,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6102,7 +6306,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6161,7 +6365,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6197,7 +6401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6268,7 +6472,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6286,7 +6490,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6335,7 +6539,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6353,7 +6557,92 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    token_unsuspend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the token's id */
+                token_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unsuspend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6413,7 +6702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6431,7 +6720,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6490,7 +6779,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6508,7 +6797,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6557,7 +6846,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6575,7 +6864,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6623,7 +6912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6641,7 +6930,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6703,7 +6992,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6730,7 +7019,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6799,7 +7088,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6817,7 +7106,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6875,7 +7164,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6902,7 +7191,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6951,7 +7240,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6969,7 +7258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7027,7 +7316,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7063,7 +7352,85 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    write_suspensions_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSuspensionList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
