@@ -22,8 +22,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.access import Principal
 from accounts.authentication import BearerRefusal, bearer_authenticate, bearer_header_refusal, bearer_token_from_header
-from accounts.models import ApiToken
+from accounts.models import SCOPE_MEMORIES_WRITE, ApiToken
 from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
+from accounts.services_write_limits import write_admit
 from accounts.throttling import Throttled, scope_client_address
 from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body, oauth_error_body
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
@@ -214,4 +215,8 @@ def tool_principal(required_scope: str) -> Principal:
         raise ToolError("not authenticated: send 'Authorization: Bearer <API token>'")
     if required_scope not in principal.scopes:
         raise ToolError(f"this token lacks the '{required_scope}' scope")
+    if required_scope == SCOPE_MEMORIES_WRITE:
+        # a write tool's call is charged to the write limits before it does anything (a suspended token's
+        # writes end here): docs/security/memory-poisoning.md#write-limits
+        write_admit(principal)
     return principal

@@ -265,8 +265,9 @@ class AuditEvent(models.Model):
 
 class ThrottleCounter(models.Model):
     """Failed-authentication counters every web worker process shares (``accounts/throttling.py``
-    hits them with atomic upserts). Not tenant data: keys are client addresses, hashed logins
-    and hashed token prefixes."""
+    hits them with atomic upserts), and the write limits' counters (``accounts/services_write_limits.py``).
+    Not tenant data: keys are client addresses, hashed logins, hashed token prefixes, and the ids of
+    tokens, connected apps, members and organizations."""
 
     key = models.CharField(max_length=200, primary_key=True)
     count = models.IntegerField()

@@ -18,6 +18,10 @@ EVENT_TYPES: dict[str, str] = {
     "session.distilled": "a submitted session was distilled into memories",
     "session.failed": "a submitted session could not be distilled",
     "llm.budget_alert": "the organization's LLM spend reached its alert threshold of a daily or monthly cap",
+    "security.token_suspended": (
+        "a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell "
+        "detector flagged; an admin lifts it"
+    ),
 }
 
 

@@ -12,6 +12,7 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 | consolidation.run_finished / run_failed | ``consolidation.events.run_completed`` |
 | session.distilled / session.failed | ``post_save`` of an ``AgentSession`` that reached ``done`` / ``failed`` |
 | llm.budget_alert | ``reasoningbank.ai.budget.llm_budget_alert`` (once per period and cap) |
+| security.token_suspended | ``accounts.events.write_suspended`` (once per suspension) |
 
 Each receiver only registers a callback for after the commit (a rolled back write sends nothing),
 which builds the payload and creates the deliveries when the organization subscribed; a failure
@@ -27,6 +28,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models.signals import post_save
 
+from accounts import events as accounts_events
 from consolidation import events as consolidation_events
 from consolidation.models import ConsolidationRun, ReviewItem
 from memories import events as memories_events
@@ -229,6 +231,10 @@ def on_llm_budget_alert(sender: Any, organization_id: int, data: dict[str, Any],
     event_publish_on_commit(organization_id, "llm.budget_alert", lambda: {"budget": dict(data)})
 
 
+def on_write_suspended(sender: Any, organization_id: int, data: dict[str, Any], **kwargs: Any) -> None:
+    event_publish_on_commit(organization_id, "security.token_suspended", lambda: {"suspension": dict(data)})
+
+
 def receivers_connect() -> None:
     uid = "webhooks"
     post_save.connect(on_memory_saved, sender=Memory, dispatch_uid=f"{uid}.memory")
@@ -239,3 +245,4 @@ def receivers_connect() -> None:
     consolidation_events.contradiction_detected.connect(on_contradiction_detected, dispatch_uid=f"{uid}.contradiction")
     consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
     llm_budget_alert.connect(on_llm_budget_alert, dispatch_uid=f"{uid}.llm_budget_alert")
+    accounts_events.write_suspended.connect(on_write_suspended, dispatch_uid=f"{uid}.write_suspended")

@@ -25,6 +25,7 @@ from accounts.access import access_project, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
+from accounts.services_write_limits import write_admit
 from consolidation.models import ReviewItem
 from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
@@ -86,6 +87,7 @@ def review_decide_action(request: HttpRequest, review_id: int) -> HttpResponse:
         raise Http404("Not found.") from None
     decision = request.POST.get("decision", "")
     try:
+        write_admit(principal)
         item = review_decide(principal=principal, item=item, decision=decision, note=request.POST.get("note", ""))
     except ServiceError as exc:
         message, error = exc.message, True

@@ -26,6 +26,7 @@ from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_ADMIN
+from accounts.services_write_limits import write_admit
 from memories.transfer.export_format import MEDIA_TYPE, VERSION
 from memories.transfer.selectors import export_lines, export_scope
 from memories.transfer.services import FORMATS, ImportInvalid, bank_export_record, bank_import
@@ -281,6 +282,8 @@ class ImportView(OrgAPIView):
     )
     def post(self, request: Request) -> Response:
         args = _import_arguments(request)
+        if not args["dry_run"]:  # one write for the write limits, whatever the file holds (the plan bounds memories)
+            write_admit(self.principal)
         try:
             result = bank_import(
                 principal=self.principal,

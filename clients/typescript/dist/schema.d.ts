@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/connected-apps/{connection_id}/unsuspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a connected app's write suspension
+         * @description Give a suspended connected app its write rights back, after reviewing what it wrote (the review queue). Its writes are accepted again at once and its flagged count starts from nothing; audited as `token.write_unsuspend`. One that is not suspended → 409. A token whose own writes are suspended cannot lift any. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        post: operations["connected_app_unsuspend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/consolidation/disputes": {
         parameters: {
             query?: never;
@@ -806,6 +826,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tokens/{token_id}/unsuspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a token's write suspension
+         * @description Give a suspended API token its write rights back, after reviewing what it wrote (the review queue). Its writes are accepted again at once and its flagged count starts from nothing; audited as `token.write_unsuspend`. One that is not suspended → 409. A token whose own writes are suspended cannot lift any. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        post: operations["token_unsuspend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/trust/injection-pending": {
         parameters: {
             query?: never;
@@ -976,6 +1016,26 @@ export interface paths {
          * @description The same event (same `event_id` and payload, signed anew) as a new delivery with fresh attempts. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
          */
         post: operations["webhooks_delivery_redeliver"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/write-suspensions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Suspended tokens and connected apps
+         * @description The organization's tokens and connected apps whose writes are suspended after a burst of writes the instruction-smell detector flagged, most recent first: why, since when, and the request that lifts it. Revoked ones are left out. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        get: operations["write_suspensions_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1535,7 +1595,7 @@ export interface components {
         Error: {
             /** @description one sentence saying what is wrong */
             detail: string;
-            /** @description stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, unsupported_media_type, throttled, too_large, length_required, database_unavailable; for operations that ask an LLM: llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502) */
+            /** @description stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, permission_denied, plan_required, limit_exceeded, write_suspended, not_found, conflict, method_not_allowed, unsupported_media_type, throttled, write_limited, too_large, length_required, database_unavailable; for operations that ask an LLM: llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502) */
             code: string;
             /** @description the fields at fault, each with its messages; empty when no field is at fault (non_field_errors for the body as a whole) */
             errors: {
@@ -2394,6 +2454,26 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Subscription"][];
         };
+        PaginatedSuspensionList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["Suspension"][];
+        };
         PatchedBudgetUpdateRequest: {
             /** @description tokens per UTC day; null: no daily cap. At most the plan's monthly budget */
             daily_tokens?: number | null;
@@ -2415,7 +2495,7 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
@@ -3444,7 +3524,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -3631,6 +3711,30 @@ export interface components {
              */
             source_memory_id: string;
         };
+        Suspension: {
+            /** @description `token` (an API token) or `connected_app` (an OAuth client a member connected) */
+            kind: string;
+            /** @description the token's or the connected app's id (the dashboard shows it too) */
+            id: number;
+            /** @description one line naming it: the token's prefix and label, or the app and its user */
+            label: string;
+            /** @description a token's display prefix */
+            prefix?: string;
+            /** @description a token's label */
+            token_label?: string;
+            /** @description a connected app's OAuth client id */
+            client_id?: string;
+            /** @description a connected app's name */
+            app_name?: string;
+            /** @description the member who connected the app */
+            user?: string;
+            /** Format: date-time */
+            suspended_at: string | null;
+            /** @description why: how many flagged writes within which window */
+            reason: string;
+            /** @description the request that lifts it */
+            unsuspend: string;
+        };
         /**
          * TemporalResolution
          * @description A relative date of a memory and the absolute date it means.
@@ -3713,6 +3817,13 @@ export interface components {
             /** @description its sources, active again */
             restored: string[];
         };
+        Unsuspend: {
+            /** @description `token` (an API token) or `connected_app` (an OAuth client a member connected) */
+            kind: string;
+            id: number;
+            label: string;
+            message: string;
+        };
         /**
          * @description * `pending` - pending
          *     * `succeeded` - succeeded
@@ -3733,9 +3844,10 @@ export interface components {
          *     * `session.distilled` - session.distilled
          *     * `session.failed` - session.failed
          *     * `llm.budget_alert` - llm.budget_alert
+         *     * `security.token_suspended` - security.token_suspended
          * @enum {string}
          */
-        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert";
+        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
     };
     responses: never;
     parameters: never;
@@ -3745,6 +3857,91 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    connected_app_unsuspend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the connected app's id */
+                connection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unsuspend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     consolidation_disputes_list: {
         parameters: {
             query?: {
@@ -3785,7 +3982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3803,7 +4000,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3865,7 +4062,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3901,7 +4098,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3960,7 +4157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3978,7 +4175,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4059,7 +4256,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4077,7 +4274,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4139,7 +4336,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4175,7 +4372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4237,7 +4434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4255,7 +4452,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4322,7 +4519,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4358,7 +4555,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4407,7 +4604,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4425,7 +4622,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4486,7 +4683,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4504,7 +4701,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4579,7 +4776,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4615,7 +4812,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4661,7 +4858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4670,7 +4867,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4729,7 +4926,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4747,7 +4944,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4805,7 +5002,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4814,7 +5011,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4860,7 +5057,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4869,7 +5066,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4988,7 +5185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5006,7 +5203,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5073,7 +5270,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5118,7 +5315,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5167,7 +5364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5185,7 +5382,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5247,7 +5444,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5283,7 +5480,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5345,7 +5542,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5372,7 +5569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5430,7 +5627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5466,7 +5663,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5528,7 +5725,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5555,7 +5752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5604,7 +5801,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5622,7 +5819,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5684,7 +5881,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5711,7 +5908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5769,7 +5966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5805,7 +6002,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5868,7 +6065,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5886,7 +6083,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5944,7 +6141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5980,7 +6177,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6066,7 +6263,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6134,7 +6331,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6161,7 +6358,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6220,7 +6417,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6256,7 +6453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6316,7 +6513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6334,7 +6531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6395,7 +6592,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6413,7 +6610,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6475,7 +6672,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6493,7 +6690,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6550,7 +6747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6586,7 +6783,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6644,7 +6841,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6680,7 +6877,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6742,7 +6939,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6760,7 +6957,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6817,7 +7014,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6853,7 +7050,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6911,7 +7108,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6947,7 +7144,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7021,7 +7218,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7039,7 +7236,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7106,7 +7303,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7142,7 +7339,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7200,7 +7397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7218,7 +7415,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7276,7 +7473,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7312,7 +7509,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7371,7 +7568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7407,7 +7604,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7478,7 +7675,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7496,7 +7693,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7545,7 +7742,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7563,7 +7760,92 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    token_unsuspend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the token's id */
+                token_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unsuspend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7623,7 +7905,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7632,7 +7914,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7678,7 +7960,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7687,7 +7969,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7746,7 +8028,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7764,7 +8046,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7824,7 +8106,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7842,7 +8124,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7901,7 +8183,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7919,7 +8201,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7968,7 +8250,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7986,7 +8268,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8034,7 +8316,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8052,7 +8334,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8114,7 +8396,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8141,7 +8423,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8210,7 +8492,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8228,7 +8510,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8286,7 +8568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8313,7 +8595,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8362,7 +8644,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8380,7 +8662,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8438,7 +8720,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8474,7 +8756,85 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    write_suspensions_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSuspensionList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
