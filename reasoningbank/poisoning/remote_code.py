@@ -1,0 +1,171 @@
+"""Remote code run unseen: a script fetched over the network and piped straight into a shell or an
+interpreter (``curl … | sh``, ``bash <(wget …)``, ``iwr … | iex``), and a blob decoded and run
+(``echo … | base64 -d | sh``, ``powershell -enc …``).
+
+``curl -fsSL https://sh.rustup.rs | sh`` is how half the toolchains install, and memories say so. A
+fetch-and-run is therefore flagged only when one of its hosts is neither on ``WELL_KNOWN_INSTALLERS``
+(the documented one-line installers of widely used tools) nor on the organization's own allowed hosts.
+An entry is a host (``get.docker.com``), a host with a path prefix for hosts that serve anyone's files
+(``raw.githubusercontent.com/Homebrew/``), or a domain with a leading dot for all its subdomains
+(``.example.com``). A fetch whose host cannot be read (``curl "$URL" | sh``) is flagged: nobody can
+check it. A decoded blob run as code is always flagged: there is nothing to allow."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator
+
+from reasoningbank.poisoning.catalogue import Hit
+from reasoningbank.poisoning.context import negated
+from reasoningbank.poisoning.phrases import Text, phrase
+
+__pure__ = True  # Django-free (tests/test_import_contracts.py)
+
+WELL_KNOWN_INSTALLERS: tuple[str, ...] = (
+    "sh.rustup.rs", "get.docker.com", "test.docker.com", "deb.nodesource.com", "rpm.nodesource.com",
+    "install.python-poetry.org", "astral.sh", "bun.sh", "deno.land", "get.pnpm.io", "pyenv.run", "get.sdkman.io",
+    "install.determinate.systems", "nixos.org", "get.k3s.io", "starship.rs", "tailscale.com", "fly.io",
+    "get.rvm.io", "get.volta.sh", "dot.net", "ollama.com", "get.helm.sh", "get-ghcup.haskell.org",
+    "install.julialang.org", "sh.vector.dev", "get.jetify.com", "cli.doppler.com", "get.trunk.io", "mise.run",
+    "get.chezmoi.io", "micro.mamba.pm", "pixi.sh", "get.opentofu.org", "sdk.cloud.google.com", "get.rke2.io",
+    "raw.githubusercontent.com/Homebrew/", "raw.githubusercontent.com/nvm-sh/", "raw.githubusercontent.com/ohmyzsh/",
+    "raw.githubusercontent.com/helm/", "raw.githubusercontent.com/pyenv/", "raw.githubusercontent.com/golangci/",
+    "raw.githubusercontent.com/ocaml/", "raw.githubusercontent.com/rbenv/", "raw.githubusercontent.com/creationix/",
+    "raw.githubusercontent.com/kubernetes/", "raw.githubusercontent.com/kubernetes-sigs/",
+    "raw.githubusercontent.com/git-lfs/", "github.com/rbenv/", "packagecloud.io/", "install.terraform.io",
+    "cli.github.com", "get.scoop.sh", "community.chocolatey.org", "aka.ms/install-azd", "aka.ms/InstallAzureCLIDeb",
+)  # fmt: skip
+
+_FETCH = r"(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|https|xh)"
+_RUNNER = (
+    r"(?:sudo(?: -[\w-]{1,20}){0,6}\s)?(?:env\s[^|\n]{0,40}\s)?(?:(?:ba|z|k|da|fi|a)?sh|python[0-9.]{0,5}|perl|"
+    r"ruby|node|php|iex|invoke-expression|pwsh|powershell|source|\.)\b"
+)
+_FETCH_WORD = re.compile(rf"\b{_FETCH}\b")
+# … | sh: a pipe into a shell or an interpreter (curl … | sh is found from its pipe, then its fetch)
+_PIPE_TO_RUNNER = phrase(rf"\|\s?{_RUNNER}", ("|",))
+FETCH_STAGE = 300
+_FETCH_AND_RUN = [
+    # bash <(curl …)
+    phrase(rf"(?:\b(?:ba|z)?sh|\bsource|(?:^|\s)\.)\s(?:-\w{{1,20}}\s)?<\(\s?{_FETCH}\b[^)\n]{{0,300}}+\)", ("<(",)),
+    # sh -c "$(curl …)"
+    phrase(
+        rf"\b(?:(?:ba|z)?sh|python[0-9.]{{0,5}}|perl|ruby|node|eval)\s(?:-c\s)?['\"]?\$\(\s?{_FETCH}\b[^)\n]{{0,300}}+\)",
+        ("$(",),
+    ),
+    # iex (new-object net.webclient).downloadstring(…) / iex (iwr …)
+    phrase(
+        r"\b(?:iex|invoke-expression)\s?\(?\s?(?:\(?\s?new-object\s(?:system\.)?net\.webclient\)?\.downloadstring|"
+        r"iwr|irm|invoke-webrequest|invoke-restmethod)[^\n]{0,300}+",
+        ("iex", "invoke-expression"),
+    ),
+]
+# curl -o x.sh https://… && sh x.sh / … -o x.sh; chmod +x x.sh && ./x.sh: found from the "&&" or ";"
+_SEPARATOR = phrase(r"&&|;", ("&&", ";"))
+_OUTPUT_FILE = re.compile(r"\s-o\s?([\w./-]{1,80})")
+_RUN_FILE = re.compile(
+    r"(?:&&|;)\s?(?:chmod\s\+?[\w+]{1,4}\s(?:\./)?(?P<chmod>[\w./-]{1,80})\s?(?:&&|;)\s?)?(?:sudo\s)?"
+    r"(?:(?:(?:ba|z)?sh|python[0-9.]{0,5}|source|\.)\s)?(?:\./)?(?P<run>[\w./-]{1,80})\b"
+)
+_URL = re.compile(r"(?:https?://)?((?:[a-z0-9-]{1,63}\.){1,10}[a-z]{2,24})(?::\d{1,5})?(/[^\s'\"|)<>]{0,300})?")
+_FILE_NAME = re.compile(r"[\w-]+\.(?:sh|py|ps1|rb|pl|js|bash|zsh)")
+_OPTION_VALUE = re.compile(
+    r"\s-(?:h|a|u|e|x|b|c|w|-header|-user-agent|-user|-referer|-proxy)\s?(?:'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|\S{1,200})"
+)
+
+_ENCODED_RUN = [
+    phrase(r"\bbase64\s(?:-d|--decode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",), reach=500),
+    phrase(
+        r"\b(?:xxd\s-r(?:\s-p)?|openssl\s(?:base64|enc)\s-d|uudecode)\b[^|\n]{0,200}+\|\s?" + _RUNNER, ("|",), reach=500
+    ),
+    phrase(
+        r"\beval\s?[\"'(]{0,3}\s?\$\([^)\n]{0,300}?(?:base64\s(?:-d|--decode)|xxd\s-r|rev\b)", ("base64", "xxd", "rev")
+    ),
+    phrase(
+        r"\b(?:exec|eval)\s?\(\s?(?:base64\.b64decode|__import__\(\s?['\"]base64|codecs\.decode|bytes\.fromhex|"
+        r"zlib\.decompress|atob)",
+        ("b64decode", "base64", "codecs.decode", "fromhex", "decompress", "atob"),
+    ),
+    phrase(
+        r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-(?:e|ec|en|enc|enco|encodedcommand)\s[a-z0-9+/=]{16,1000}+",
+        ("powershell", "pwsh"),
+        reach=1200,
+    ),
+    phrase(r"\b(?:iex|invoke-expression)\b[^\n]{0,120}frombase64string", ("frombase64string",)),
+    phrase(r"\bfrombase64string\b[^\n]{0,200}\|\s?(?:iex|invoke-expression)\b", ("frombase64string",)),
+]
+
+
+def host_allowed(host: str, path: str, allowed_hosts: Collection[str]) -> bool:
+    """``host`` + ``path`` is covered by a well-known installer or by one of ``allowed_hosts``."""
+    host = host.lower().rstrip(".")
+    for entry in (*WELL_KNOWN_INSTALLERS, *allowed_hosts):
+        entry = entry.strip().lower()
+        if not entry:
+            continue
+        if "://" in entry:
+            entry = entry.split("://", 1)[1]
+        entry_host, _, entry_path = entry.partition("/")
+        if entry_host.startswith("*."):
+            entry_host = entry_host[1:]
+        if entry_host.startswith("."):
+            matches_host = host == entry_host[1:] or host.endswith(entry_host)
+        else:
+            matches_host = host == entry_host
+        if matches_host and (not entry_path or path.lower().lstrip("/").startswith(entry_path)):
+            return True
+    return False
+
+
+def _fetch_is_allowed(command: str, allowed_hosts: Collection[str]) -> bool:
+    """Every URL of the fetch part of ``command`` is allowed, and there is at least one."""
+    fetch_part = _OPTION_VALUE.sub(" ", command.split("|", 1)[0] if "|" in command else command)
+    found = list(_URL.finditer(fetch_part))
+    with_scheme = [match for match in found if "://" in match.group()]
+    if with_scheme:
+        found = with_scheme
+    else:  # a bare "install.sh" is a file name, "bun.sh/install" a host
+        found = [match for match in found if match.group(2) or not _FILE_NAME.fullmatch(match.group(1))]
+    hosts = [(match.group(1), match.group(2) or "") for match in found]
+    return bool(hosts) and all(host_allowed(host, path, allowed_hosts) for host, path in hosts)
+
+
+def _stage_start(text: str, position: int, stops: str, limit: int) -> int:
+    """Where the command holding ``position`` starts: after the last of ``stops`` within ``limit``."""
+    low = max(0, position - limit)
+    return max(max(text.rfind(stop, low, position) for stop in stops), low - 1) + 1
+
+
+def _fetch_and_run(scan: Text) -> Iterator[tuple[int, int]]:
+    """The spans of ``curl … | sh`` and of download-then-run, as written (lowered)."""
+    lowered = scan.lower
+    for pipe in _PIPE_TO_RUNNER.finditer(scan, "remote_script"):
+        stage = _stage_start(lowered, pipe.start(), "|\n;&", FETCH_STAGE + 20)
+        fetch = _FETCH_WORD.search(lowered, stage, pipe.start())
+        if fetch is not None and pipe.start() - fetch.end() <= FETCH_STAGE:
+            yield fetch.start(), pipe.end()
+    for pattern in _FETCH_AND_RUN:
+        for match in pattern.finditer(scan, "remote_script"):
+            yield match.span()
+    for separator in _SEPARATOR.finditer(scan, "remote_script"):
+        stage = _stage_start(lowered, separator.start(), "|\n;&", 520)
+        fetch = _FETCH_WORD.search(lowered, stage, separator.start())
+        run = _RUN_FILE.match(lowered, separator.start())
+        if fetch is None or run is None:
+            continue
+        if run.group("chmod") and run.group("chmod").removeprefix("./") != run.group("run").removeprefix("./"):
+            continue
+        outputs = {name.removeprefix("./") for name in _OUTPUT_FILE.findall(lowered, fetch.end(), separator.start())}
+        if run.group("run").removeprefix("./") in outputs:
+            yield fetch.start(), run.end()
+
+
+def hits(scan: Text, allowed_hosts: Collection[str] = ()) -> Iterator[Hit]:
+    text = scan.text
+    for start, end in _fetch_and_run(scan):
+        if negated(text, start, window=24) or _fetch_is_allowed(scan.lower[start:end], allowed_hosts):
+            continue
+        yield scan.hit("remote_script", start, end)
+    for pattern in _ENCODED_RUN:
+        for match in pattern.finditer(scan, "encoded_shell"):
+            yield scan.hit("encoded_shell", *match.span())
