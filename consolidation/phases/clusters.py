@@ -41,6 +41,8 @@ from consolidation.selectors import (
 )
 from consolidation.validation import tags_lenient
 from memories.core.services import MemoryDraft, memories_create
+from memories.trust.provenance import HOW_SYNTHESISED
+from memories.trust.provenance_facts import ProvenanceInput
 from memories.embedding import embed_texts, memory_embedding_text
 from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
@@ -239,6 +241,7 @@ def _merge_cluster(
             origin=Memory.ORIGIN_CONSOLIDATED,
             initial_confidence=min(0.99, max(0.01, confidence.final)),
             vectors=[vector],
+            provenance=ProvenanceInput(how=HOW_SYNTHESISED, run_id=ctx.run.id, sources=sources),
         )
         merged.usage_count = sum(m.usage_count for m in sources)
         merged.save(update_fields=["usage_count"])

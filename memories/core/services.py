@@ -31,6 +31,7 @@ from memories.embedding import embed_texts, memory_embedding_text
 from memories.events import memories_added
 from memories.models import Memory
 from memories.signals import confidence as conf
+from memories.trust.provenance_facts import ProvenanceInput, memory_provenance
 from memories.validation import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -193,8 +194,13 @@ def memories_create(
     initial_confidence: float = conf.INITIAL_EXPLICIT,
     source_session: Any = None,
     vectors: Sequence[list[float]] | None = None,
+    provenance: ProvenanceInput | None = None,
 ) -> list[Memory]:
-    """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction."""
+    """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction.
+
+    Each memory gets its provenance — who (``principal``), through which client (the request's), how
+    (``provenance``: recorded unless the caller says otherwise, with its session, run, sources or import) —
+    and the trust decided from it (docs/security/memory-poisoning.md#provenance)."""
     org = principal.organization
     memory_limit_check(org, adding=len(drafts))
     embedder_name = ""
@@ -204,6 +210,7 @@ def memories_create(
         embedder_name = embedder_from_settings().name
     prior_alpha, prior_beta = conf.confidence_prior(initial_confidence)
     now = timezone.now()
+    written, trust = memory_provenance(principal, provenance or ProvenanceInput(), at=now)
     memories = [
         Memory(
             organization=org,
@@ -229,6 +236,8 @@ def memories_create(
             source_session=source_session,
             created_by_token=principal.token,
             created_by_user=principal.user,
+            provenance=written,
+            trust=trust,
             created_at=now,
             updated_at=now,
         )

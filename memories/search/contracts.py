@@ -21,6 +21,8 @@ from memories.search.selectors import SearchHit, SearchQuery, within_budget
 from memories.search.services import memory_search_use
 from memories.sessions.selectors import session_seen_memory_ids
 from memories.sessions.services_ledger import session_uses_record
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
 from reasoningbank.db_replica import replica_read
@@ -208,6 +210,7 @@ class SearchHitOut(Contract):
         description="near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)",
     )
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
 
 
 class SummaryHitOut(SummaryOut):
@@ -302,6 +305,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE]
             + [hit.summary.memory_id for hit in summaries],
         )
+    sources = replica_read(memory_sources, [hit.memory for hit in result.hits])  # one query for every hit
     hits = [
         SearchHitOut(
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
@@ -310,6 +314,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             state=hit.memory.state,  # type: ignore[arg-type]
             duplicates=list(hit.duplicates),
             explain=SearchExplanation.of(hit, result.found_by.get(hit.memory.id, ())) if args.explain else None,
+            source=SourceOut.of(sources[hit.memory.id]),
         )
         for hit in result.hits
     ]
