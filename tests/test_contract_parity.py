@@ -30,11 +30,18 @@ TIMINGS = {"duration_seconds", "phase_durations"}
 BLOCK_STAMP = re.compile(r'version="[0-9a-f]{8}" generated_at="[^"]+"')
 
 
+SOURCE_KEYS = {"how", "by", "via", "at", "trust", "reviewed_by", "label"}
+
+
 def normalised(value: Any, *, approx: bool = False) -> Any:
     """Generated ids → ``<id>``, timestamps → ``<time>``, run timings → 0, a context block's version and
-    stamp → ``<stamp>`` (all differ by construction). With ``approx`` every float compares to 1e-9:
-    scores and confidences are computed once per org, and the bodies must not need their last bits to
-    agree, which another CPU's rounding may not give."""
+    stamp → ``<stamp>``, the client a memory's ``source`` names (``via``: the REST client's User-Agent, the
+    MCP client's clientInfo) → ``<via>`` (all differ by construction). With ``approx`` every float compares
+    to 1e-9: scores and confidences are computed once per org, and the bodies must not need their last bits
+    to agree, which another CPU's rounding may not give."""
+    if isinstance(value, dict) and set(value) == SOURCE_KEYS and value["via"]:
+        via = value["via"]
+        value = {**value, "via": "<via>", "label": value["label"].replace(f" via {via}", " via <via>")}
     if isinstance(value, dict):
         return {
             GENERATED.sub("<id>", k): (0 if k in TIMINGS else normalised(v, approx=approx)) for k, v in value.items()

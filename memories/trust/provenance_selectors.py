@@ -47,8 +47,21 @@ def _rows(memories: Iterable[Any]) -> list[dict[str, Any]]:
         by_org.setdefault(memory.organization_id, []).append(memory.id)
     rows: list[dict[str, Any]] = []
     for org_id, ids in by_org.items():  # one organization in every request; consolidation's too
-        rows += list(Memory.objects.filter(organization_id=org_id, pk__in=ids).values(*_COLUMNS))
+        rows += _rows_of(org_id, ids)
     return rows
+
+
+def _rows_of(organization_id: int, ids: Sequence[str]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    return list(Memory.objects.filter(organization_id=organization_id, pk__in=list(ids)).values(*_COLUMNS))
+
+
+def _sources(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        row["id"]: p.source_compact(_described(row), trust=row["trust"], reviewed_by=row["reviewed_by__email"])
+        for row in rows
+    }
 
 
 def memories_provenance(memories: Iterable[Any]) -> dict[str, dict[str, Any]]:
@@ -58,10 +71,12 @@ def memories_provenance(memories: Iterable[Any]) -> dict[str, dict[str, Any]]:
 
 def memory_sources(memories: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Each memory's compact ``source`` (``{how, by, via, at, trust, reviewed_by, label}``), by id."""
-    return {
-        row["id"]: p.source_compact(_described(row), trust=row["trust"], reviewed_by=row["reviewed_by__email"])
-        for row in _rows(memories)
-    }
+    return _sources(_rows(memories))
+
+
+def memory_sources_of(organization_id: int, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``memory_sources`` of the memories of this organization with these ids (others are left out)."""
+    return _sources(_rows_of(organization_id, ids))
 
 
 def memory_source(memory: Memory) -> dict[str, Any]:
@@ -85,8 +100,3 @@ def memory_provenance_detail(memory: Memory) -> dict[str, Any]:
         "reviewed_at": row["reviewed_at"],
         "described": bool(provenance.get("described")),
     }
-
-
-def sources_in_order(ids: Sequence[str], sources: dict[str, dict[str, Any]]) -> list[dict[str, Any] | None]:
-    """The ``source`` of each id, in order (None for an id that is not a memory of the caller's org)."""
-    return [sources.get(memory_id) for memory_id in ids]
