@@ -12,6 +12,7 @@ from memories.search import api as search_api
 from memories.sessions import api as sessions_api
 from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
+from memories.trust import provenance_api
 
 
 class ClientIdConverter:
@@ -60,4 +61,9 @@ urlpatterns = [
         name="api-dispute-resolve",
     ),
     path("memories/<str:memory_id>/unmerge", moderation_api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
+    path(
+        "oauth-clients/trusted",
+        provenance_api.TrustedOAuthClientsView.as_view(),
+        name="api-oauth-clients-trusted",
+    ),
 ]

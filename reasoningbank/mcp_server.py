@@ -9,7 +9,8 @@
   ``JsonDepthASGI`` (a body nested deeper than ``JSON_MAX_DEPTH`` is a 400) → the SDK's
   ``AuthContextMiddleware`` → ``JsonRpcIdMiddleware`` (malformed ids; notes the ``clientInfo``) →
   ``McpClientMemoryMiddleware`` (an ``initialize``'s client kept for the credential) → the SDK's
-  Streamable HTTP app (stateless, JSON responses, both protocol eras). Its lifespan runs the SDK session manager, once per instance.
+  Streamable HTTP app (stateless, JSON responses, both protocol eras). Its lifespan runs the SDK session
+  manager, once per instance.
 * This module is the composition: the tools live in their apps (``memories/mcp_tools.py``,
   ``consolidation/mcp_tools.py``, and any feature package's ``mcp_tools.py``), the registry, its
   discovery and ``service_errors`` in the kernel (``reasoningbank/mcp_registry.py``), bearer

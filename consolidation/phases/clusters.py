@@ -41,11 +41,11 @@ from consolidation.selectors import (
 )
 from consolidation.validation import tags_lenient
 from memories.core.services import MemoryDraft, memories_create
-from memories.trust.provenance import HOW_SYNTHESISED
-from memories.trust.provenance_facts import ProvenanceInput
 from memories.embedding import embed_texts, memory_embedding_text
 from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
+from memories.trust.provenance import HOW_SYNTHESISED
+from memories.trust.provenance_facts import ProvenanceInput
 
 logger = logging.getLogger("consolidation")
 

@@ -30,11 +30,11 @@ from consolidation.run_state import (
     run_llm,
 )
 from memories.core.services import MemoryDraft, memories_create
-from memories.trust.provenance import HOW_PATTERN
-from memories.trust.provenance_facts import ProvenanceInput
 from memories.embedding import embed_texts
 from memories.models import Memory, MemoryLink
 from memories.signals import confidence as conf
+from memories.trust.provenance import HOW_PATTERN
+from memories.trust.provenance_facts import ProvenanceInput
 
 logger = logging.getLogger("consolidation")
 

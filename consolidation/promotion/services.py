@@ -57,9 +57,9 @@ from consolidation.promotion.selectors import (
 from consolidation.validation import NOTE_MAX, feature_require, review_note_clean, tags_lenient
 from memories.core.selectors import memory_is_writable
 from memories.core.services import MemoryDraft, memories_create, memory_limit_check
+from memories.models import Memory, MemoryLink
 from memories.trust.provenance import HOW_PROMOTED
 from memories.trust.provenance_facts import ProvenanceInput
-from memories.models import Memory, MemoryLink
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
 logger = logging.getLogger("consolidation")

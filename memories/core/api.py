@@ -37,8 +37,8 @@ from memories.core.serializers import (
     MemoryUpdateSerializer,
 )
 from memories.core.services import memory_update
-from memories.trust.provenance_selectors import memory_sources
 from memories.models import Memory
+from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination

@@ -31,13 +31,16 @@ from memories.context.summary_parts import (
     summary_key_facts_check,
     summary_superseded_facts_check,
 )
+from memories.trust.provenance import PENDING, TRUSTED, flags_validate, provenance_validate
 from reasoningbank.scrubbing import scrub_secrets
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 FORMAT = "reasoningbank-export"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+# 2: a memory carries its provenance, trust, flags and review (docs/export-import.md#version-2); a version 1
+# file reads as before, its memories described from their origin and creator
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 MEDIA_TYPE = "application/x-ndjson"
 
 LINE_TYPES = ("header", "weights", "memory", "link", "signal", "summary", "session_use", "end")
@@ -293,6 +296,20 @@ def _embedding(value: Any) -> list[float]:
     return [float(x) for x in value]
 
 
+def _claimed_provenance(value: Any) -> dict[str, Any]:
+    """A memory's provenance as the file states it: an object, reduced to what the format knows (a claim
+    the import keeps as such, never as this organization's own record)."""
+    if not isinstance(value, dict):
+        raise Bad("must be an object (the memory's provenance as exported)")
+    return provenance_validate(value)
+
+
+def _claimed_flags(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise Bad("must be a list of objects ({rule, reason, field, start, end, excerpt})")
+    return flags_validate(value)
+
+
 def _object(schema: Mapping[str, Field]) -> Check:
     def check(value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -393,6 +410,13 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "promoted_at": _OPTIONAL_TIME,
         "promotion_reason": _f(_text(PROMOTION_REASON_MAX), ""),
         "created_by_user": _f(_nullable(_text(254)), None),
+        # version 2: who wrote it, how and through which client; whether it was trusted for injection; what
+        # the instruction-smell detector found; who reviewed it. All read as claims (docs/export-import.md)
+        "provenance": _f(_claimed_provenance, {}),
+        "trust": _f(_nullable(_fixed_choice((TRUSTED, PENDING))), None),
+        "flags": _f(_claimed_flags, []),
+        "reviewed_by": _f(_nullable(_text(254)), None),
+        "reviewed_at": _OPTIONAL_TIME,
         "created_at": _TIME,
         "updated_at": _f(_nullable(when_parse), None),
         "signal_aggregate": _f(_nullable(_object(AGGREGATE)), None),

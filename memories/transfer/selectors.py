@@ -47,6 +47,7 @@ MEMORY_COLUMNS = (
     "importance", "expires_at", "prior_alpha", "prior_beta", "alpha", "beta", "confidence", "usage_count",
     "last_used_at", "last_signal_at", "origin", "promoted_from", "promoted_at", "promotion_reason",
     "created_by_user__email", "created_at", "updated_at", "embedding_model",
+    "provenance", "trust", "flags", "reviewed_by__email", "reviewed_at",
     "signal_aggregate__memory_id", "signal_aggregate__last_rollup", "signal_aggregate__decayed_at",
     *(f"signal_aggregate__{name}" for name in (*ef.AGGREGATE_COUNTS, *ef.AGGREGATE_KEPT)),
 )  # fmt: skip
@@ -289,6 +290,11 @@ def _memory_line(
         "promoted_at": ef.when_dump(row["promoted_at"]),
         "promotion_reason": row["promotion_reason"],
         "created_by_user": row["created_by_user__email"] or None,
+        "provenance": row["provenance"] or {},  # {}: older than provenance; an import describes it from the above
+        "trust": row["trust"],
+        "flags": list(row["flags"] or []),
+        "reviewed_by": row["reviewed_by__email"] or None,
+        "reviewed_at": ef.when_dump(row["reviewed_at"]),
         "created_at": ef.when_dump(row["created_at"]),
         "updated_at": ef.when_dump(row["updated_at"]),
         "signal_aggregate": aggregate,

@@ -201,19 +201,35 @@ def provenance_build(
 
 
 def import_facts(
-    *, file: str = "", fmt: str = "", organization: str = "", exported_at: str = "", claimed: Mapping[str, Any]
+    *,
+    file: str = "",
+    fmt: str = "",
+    organization: str = "",
+    exported_at: str = "",
+    claimed: Mapping[str, Any] | None = None,
+    claimed_trust: str | None = None,
+    claimed_review: Mapping[str, Any] | None = None,
+    claimed_flags: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """Where an imported memory came from: the file, its format, the organization and time its header
-    names, and what the file claimed about the memory (``provenance_validate``d: a claim, never trusted)."""
+    names, and what the file claimed about the memory — its provenance (``provenance_validate``d), its trust,
+    who reviewed it, what the detector found. Claims, kept for a reviewer to read, never trusted."""
     out = _compact(
         {
             "file": text_capped(file),
             "format": text_capped(fmt, 40),
             "organization": text_capped(organization, 50),
             "exported_at": text_capped(exported_at, 40),
+            "claimed_trust": _choice(claimed_trust, (TRUSTED, PENDING)),
         }
     )
-    out["claimed"] = dict(claimed)
+    if claimed:
+        out["claimed"] = dict(claimed)
+    review = _compact(dict(claimed_review or {}))
+    if review:
+        out["claimed_review"] = review
+    if claimed_flags:
+        out["claimed_flags"] = [dict(flag) for flag in claimed_flags]
     return out
 
 

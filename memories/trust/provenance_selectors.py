@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from accounts.access import Principal
 from memories.models import Memory
 from memories.trust import provenance as p
 
@@ -94,9 +95,25 @@ def memory_provenance_detail(memory: Memory) -> dict[str, Any]:
         return {}
     row = rows[0]
     provenance = _described(row)
+    claimed = (provenance.get("import") or {}).get("claimed") or {}
+    sources = provenance.get("sources") or []
     return {
         "provenance": provenance,
         "source": p.source_compact(provenance, trust=row["trust"], reviewed_by=row["reviewed_by__email"]),
         "reviewed_at": row["reviewed_at"],
         "described": bool(provenance.get("described")),
+        "claimed_label": p.provenance_label(claimed) if claimed else "",
+        "sources_more": max(0, int(provenance.get("sources_total") or 0) - len(sources)),
     }
+
+
+def oauth_clients_trusted(principal: Principal) -> list[dict[str, str]]:
+    """The organization's trusted OAuth clients: each ``client_id`` with its app's name ("" when no client
+    of that id is registered any more)."""
+    from oauth2_provider.models import get_application_model
+
+    clients = list(principal.organization.trusted_oauth_clients or ())
+    names = dict(
+        get_application_model().objects.filter(client_id__in=clients).values_list("client_id", "name")
+    )
+    return [{"client_id": client_id, "name": names.get(client_id, "")} for client_id in clients]
