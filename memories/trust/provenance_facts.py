@@ -8,16 +8,17 @@ provenance and the ``trust`` decision (``memories/trust/provenance.py``, pure).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from accounts.access import Principal
 from accounts.mcp_auth import mcp_client_recall
-from accounts.models import Membership
+from accounts.models import SCOPE_MEMORIES_WRITE, Membership
 from memories.models import AgentSession, Memory
 from memories.trust import provenance as p
+from memories.trust.provenance_selectors import memories_provenance
 from reasoningbank.request_context import request_client
 
 
@@ -25,16 +26,14 @@ from reasoningbank.request_context import request_client
 class ProvenanceInput:
     """How a write came about, as its caller knows it: ``memories_create`` adds who and through which
     client. Recording needs nothing more than ``how``; distillation names the session and the model;
-    consolidation the run and the sources; an import the file's facts and claim (``import_facts``)."""
+    consolidation the run and the sources. (An import writes its rows itself: ``memories/transfer/writer.py``
+    builds their provenance from the same parts.)"""
 
     how: str = p.HOW_RECORDED
     session: AgentSession | None = None
     model: str = ""
     run_id: str = ""
     sources: Sequence[Memory] = ()
-    imported: Mapping[str, Any] | None = None
-    reviewed_import: bool = False  # the importing admin stated they reviewed the file
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _role_of(organization_id: int, user_id: int | None) -> str | None:
@@ -91,12 +90,6 @@ def writer_client(principal: Principal) -> dict[str, Any]:
     return p.client_facts(client.transport, name=name, version=version, user_agent=client.user_agent)
 
 
-def writer_can_write(principal: Principal) -> bool:
-    from accounts.models import SCOPE_MEMORIES_WRITE
-
-    return principal.has_scope(SCOPE_MEMORIES_WRITE)
-
-
 def submitted_provenance(principal: Principal, *, at: datetime) -> dict[str, Any]:
     """Who handed a session in, and through which client: stored on the session at submission
     (``AgentSession.submitted_provenance``); the memories distilled from it inherit it."""
@@ -125,12 +118,10 @@ def _session_submitter(session: AgentSession) -> tuple[dict[str, Any], dict[str,
     return by, p.client_facts("internal")
 
 
-def memory_provenance(
-    principal: Principal, written: ProvenanceInput, *, at: datetime, sources_described: Mapping[str, Any] | None = None
-) -> tuple[dict[str, Any], str]:
+def memory_provenance(principal: Principal, written: ProvenanceInput, *, at: datetime) -> tuple[dict[str, Any], str]:
     """The provenance of a memory written now by ``principal`` as ``written`` says, and its trust."""
     org = principal.organization
-    trusted_clients = list(getattr(org, "trusted_oauth_clients", None) or ())
+    trusted_clients = list(org.trusted_oauth_clients or ())
     how = written.how
     if how == p.HOW_DISTILLED and written.session is not None:
         by, client = _session_submitter(written.session)
@@ -139,29 +130,23 @@ def memory_provenance(
         )
         provenance = p.provenance_build(how=how, at=at, by=by, client=client, session=session)
         return provenance, p.memory_trust_decide(how=how, by=by, trusted_oauth_clients=trusted_clients)
-    by = writer_by(principal)
-    client = writer_client(principal)
     if how in p.DERIVED:
-        from memories.trust.provenance_selectors import memories_provenance
-
-        described = sources_described if sources_described is not None else memories_provenance(written.sources)
-        sources = [
-            p.source_facts(
-                memory_id=m.pk,
-                how=str(described.get(m.pk, {}).get("how") or p.HOW_RECORDED),
-                by=p.by_label(described.get(m.pk, {}).get("by"), how=str(described.get(m.pk, {}).get("how") or "")),
-            )
-            for m in written.sources
-        ]
+        # consolidation wrote it, whoever asked for the run (the run names them): the service, from sources
+        described = memories_provenance(written.sources)
+        sources = []
+        for memory in written.sources:
+            source = described.get(memory.pk, {})
+            source_how = str(source.get("how") or p.HOW_RECORDED)
+            by_text = p.by_label(source.get("by"), how=source_how)
+            sources.append(p.source_facts(memory_id=memory.pk, how=source_how, by=by_text))
+        by, client = p.by_facts(p.BY_SYSTEM), p.client_facts("internal")
         provenance = p.provenance_build(how=how, at=at, by=by, client=client, run=written.run_id, sources=sources)
         trust = p.memory_trust_decide(how=how, by=by, source_trusts=[m.trust for m in written.sources])
         return provenance, trust
-    provenance = p.provenance_build(how=how, at=at, by=by, client=client, imported=written.imported)
+    by = writer_by(principal)
+    client = writer_client(principal)
+    provenance = p.provenance_build(how=how, at=at, by=by, client=client)
     trust = p.memory_trust_decide(
-        how=how,
-        by=by,
-        can_write=writer_can_write(principal),
-        trusted_oauth_clients=trusted_clients,
-        reviewed_import=written.reviewed_import,
+        how=how, by=by, can_write=principal.has_scope(SCOPE_MEMORIES_WRITE), trusted_oauth_clients=trusted_clients
     )
     return provenance, trust

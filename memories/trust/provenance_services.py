@@ -35,7 +35,9 @@ class ClientTrustChange:
 
 def _client_id_clean(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput("client_id is required: the OAuth client's id (Settings → Connected apps)", field="client_id")
+        raise InvalidInput(
+            "client_id is required: the OAuth client's id (Settings → Connected apps)", field="client_id"
+        )
     value = value.strip()
     if len(value) > CLIENT_ID_MAX or "\x00" in value:
         raise InvalidInput(f"client_id must be at most {CLIENT_ID_MAX} characters, without NUL", field="client_id")
