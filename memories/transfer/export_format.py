@@ -5,7 +5,7 @@ One JSON object per line, each with a ``type``:
 ``header`` (first line) → ``weights``* → ``memory``* → ``link``* → ``signal``* → ``summary``* →
 ``session_use``* → ``end`` (last line).
 
-docs/export-import.md#the-format-version-1 is the format's specification for users; this module is its
+docs/export-import.md#the-format-version-2 is the format's specification for users; this module is its
 executable form: the schema of every line (``SCHEMAS``) and the checks of its fields. Reading and
 writing one line is ``memories/transfer/lines.py``'s; what only a whole file shows, and the new ids an
 import gives, ``memories/transfer/import_checks.py``'s.

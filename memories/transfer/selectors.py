@@ -1,6 +1,6 @@
 """The export of a memory bank (docs/export-import.md): every memory of an organization, or of one of
 its projects, with its links, lineage, signals, summaries and session ledger, as the lines of the
-ReasoningBank format (``memories.transfer.export_format``; docs/export-import.md#the-format-version-1).
+ReasoningBank format (``memories.transfer.export_format``; docs/export-import.md#the-format-version-2).
 
 ``export_scope`` checks the request at once (scope, project); ``export_lines`` generates the lines. The
 generator reads in keyset batches (constant memory whatever the bank's size) inside one read-only

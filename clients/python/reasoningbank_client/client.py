@@ -145,7 +145,7 @@ class ReasoningBank:
 
     def export(self, *, project: str | None = None, embeddings: bool = False) -> Iterator[dict[str, Any]]:
         """The bank as it streams, one record (a JSON Lines line) at a time: the header first, then the
-        projects, memories, links… (docs/export-import.md#the-format-version-1)."""
+        projects, memories, links… (docs/export-import.md#the-format-version-2)."""
         call = export_call(project, embeddings)
         try:
             with self.http.stream(

@@ -116,7 +116,7 @@ def ndjson_call(content: str | bytes | Iterable[bytes], options: Mapping[str, An
 
 
 def parse_line(line: str) -> dict[str, Any]:
-    """One line of the export stream (docs/export-import.md#the-format-version-1)."""
+    """One line of the export stream (docs/export-import.md#the-format-version-2)."""
     record = json.loads(line)
     if not isinstance(record, dict):
         raise ValueError(f"an export line is not a JSON object: {line[:80]!r}")

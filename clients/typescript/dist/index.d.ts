@@ -87,6 +87,6 @@ export declare class ReasoningBank {
     importBank(body: ImportRequest): Promise<ImportResult>;
     /** Import an export file as it is (JSON Lines). */
     importNdjson(content: string | Uint8Array, options?: Omit<ImportOptions, "format">): Promise<ImportResult>;
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-1). */
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2). */
     export(options?: ExportOptions): AsyncGenerator<Record<string, unknown>>;
 }

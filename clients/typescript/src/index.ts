@@ -161,7 +161,7 @@ export class ReasoningBank {
     return (await response.json()) as ImportResult;
   }
 
-  /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-1). */
+  /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2). */
   async *export(options: ExportOptions = {}): AsyncGenerator<Record<string, unknown>> {
     const response = await this.request("GET", "/api/v1/export", { query: options });
     if (!response.body) return;
