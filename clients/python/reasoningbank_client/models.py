@@ -61,6 +61,24 @@ class SearchExplanation(TypedDict):
     found_by: NotRequired[list[str]]
 
 
+HowEnum = Literal["recorded", "distilled", "synthesised", "pattern", "promoted", "imported", "extracted"]
+
+
+TrustEnum = Literal["trusted", "pending"]
+
+
+class SourceOut(TypedDict):
+    """Who wrote this memory, how and through which client: ask before you act on what it says."""
+
+    how: HowEnum
+    by: str
+    via: str | None
+    at: str
+    trust: TrustEnum
+    reviewed_by: str | None
+    label: str
+
+
 class SearchHitOut(TypedDict):
     """One result. `confidence` and `usage_count` already count this search as a use (when its
     relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
@@ -78,6 +96,7 @@ class SearchHitOut(TypedDict):
     state: NotRequired[SearchHitOutStateEnum]
     duplicates: NotRequired[list[str]]
     explain: NotRequired[SearchExplanation | None]
+    source: SourceOut
 
 
 ConfidenceEnum = Literal["high", "medium", "low"]
@@ -161,7 +180,7 @@ class RecordRequest(TypedDict):
 KindAa5Enum = Literal["working", "episodic", "semantic", "procedural"]
 
 
-StateCa5Enum = Literal["active", "archived", "proposed"]
+MemoryOutStateEnum = Literal["active", "archived", "proposed"]
 
 
 class MemoryOut(TypedDict):
@@ -177,7 +196,7 @@ class MemoryOut(TypedDict):
     scope: MemoryScopeEnum
     project: str | None
     team: str | None
-    state: StateCa5Enum
+    state: MemoryOutStateEnum
     archived_reason: str
     consolidated_into: str | None
     tier: str
@@ -196,6 +215,7 @@ class MemoryOut(TypedDict):
     last_signal_at: str | None
     created_at: str
     updated_at: str
+    source: SourceOut
 
 
 class RecordResponse(TypedDict):
@@ -256,6 +276,7 @@ class ContextResponse(TypedDict):
     source: ContextResponseSourceEnum
     memory_ids: list[str]
     summary_ids: list[str]
+    memory_sources: list[SourceOut]
     min_confidence: float
     project: str
 
@@ -292,6 +313,7 @@ class AskMemory(TypedDict):
     title: str
     recorded_at: str
     cited: bool
+    source: SourceOut
 
 
 class AskResponse(TypedDict):
@@ -318,12 +340,13 @@ class SessionSubmitRequest(TypedDict):
     partial: NotRequired[bool]
 
 
-SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
+SessionSubmitResponseStatusEnum = Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done"]
 
 
 class SessionMemory(TypedDict):
     id: str
     title: str
+    source: SourceOut
 
 
 class SessionSubmitResponse(TypedDict):
@@ -333,7 +356,7 @@ class SessionSubmitResponse(TypedDict):
     session_id: str
     project: str
     outcome: str
-    status: SessionStatusEnum
+    status: SessionSubmitResponseStatusEnum
     created: bool
     replaced: bool
     attempts: int
@@ -345,6 +368,9 @@ class SessionSubmitResponse(TypedDict):
     updated_at: str
     finished_at: str | None
     next_attempt_at: str | None
+
+
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]
 
 
 class SessionDetail(TypedDict):
@@ -439,6 +465,7 @@ class ImportRequestRequest(TypedDict):
     project: NotRequired[str]
     dry_run: NotRequired[bool]
     source_name: NotRequired[str]
+    reviewed: NotRequired[bool]
 
 
 class ImportSkipped(TypedDict):
@@ -457,6 +484,7 @@ class ImportResult(TypedDict):
     skipped: list[ImportSkipped]
     warnings: list[str]
     memory_ids: dict[str, str]
+    trust: TrustEnum
 
 
 class Error(TypedDict):

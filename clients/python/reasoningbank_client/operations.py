@@ -53,7 +53,7 @@ OPERATIONS: dict[str, Operation] = {
     "export": Operation("bank_export", "GET", "/api/v1/export", None, None, ("project", "embeddings")),
     "import_bank": Operation("bank_import", "POST", "/api/v1/import", "ImportRequestRequest", "ImportResult"),
     "import_ndjson": Operation(
-        "bank_import", "POST", "/api/v1/import", None, "ImportResult", ("project", "dry_run", "source_name")
+        "bank_import", "POST", "/api/v1/import", None, "ImportResult", ("project", "dry_run", "source_name", "reviewed")
     ),
 }
 

@@ -22,6 +22,8 @@ export type SearchResponse = Ok<"memories_search">;
 export type RecordRequest = JsonBody<"memories_create">;
 export type RecordResponse = Ok<"memories_create">;
 export type Memory = Ok<"memories_retrieve">;
+/** Who wrote a memory, how, through which client, when, and whether it is trusted for injection. */
+export type MemorySource = Memory["source"];
 export type FeedbackRequest = JsonBody<"memories_feedback">;
 export type FeedbackResponse = Ok<"memories_feedback">;
 export type OutcomeRequest = JsonBody<"memories_outcome">;
