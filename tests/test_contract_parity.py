@@ -308,7 +308,8 @@ async def test_memory_ask_without_an_llm_is_the_same_error_over_rest_and_mcp(app
 async def test_every_memory_result_carries_its_source_naming_the_client_over_rest_and_mcp(app, orgs):
     cursor = Implementation(name="cursor", version="1.7.3")
     search = {"query": "Node nvmrc", "min_confidence": 0}
-    record = {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in repos", "outcome": "mixed"}
+    record = {"title": "Pin Node 20", "description": "Builds", "outcome": "mixed",
+              "content": "Use .nvmrc in every repo"}  # fmt: skip
     async with http_client(app, orgs["rest"]["token"], **{"User-Agent": "reasoningbank-client-python/0.4.1"}) as http:
         recorded = (await http.post("/api/v1/memories", json=record)).json()
         searched = (await http.post("/api/v1/memories/search", json=search)).json()

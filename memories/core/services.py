@@ -31,6 +31,7 @@ from memories.embedding import embed_texts, memory_embedding_text
 from memories.events import memories_added
 from memories.models import Memory
 from memories.signals import confidence as conf
+from memories.trust.provenance import HOW_DISTILLED
 from memories.trust.provenance_facts import ProvenanceInput, memory_provenance
 from memories.validation import (
     CONTENT_MAX,
@@ -210,7 +211,10 @@ def memories_create(
         embedder_name = embedder_from_settings().name
     prior_alpha, prior_beta = conf.confidence_prior(initial_confidence)
     now = timezone.now()
-    written, trust = memory_provenance(principal, provenance or ProvenanceInput(), at=now)
+    if provenance is None:  # recorded; distilled from ``source_session`` when that is the origin
+        distilled = origin == Memory.ORIGIN_DISTILLED and source_session is not None
+        provenance = ProvenanceInput(how=HOW_DISTILLED, session=source_session) if distilled else ProvenanceInput()
+    written, trust = memory_provenance(principal, provenance, at=now)
     memories = [
         Memory(
             organization=org,

@@ -47,11 +47,10 @@ from memories.sessions.services_ledger import session_outcome_attribute
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
-from memories.trust.provenance import HOW_DISTILLED
-from memories.trust.provenance_facts import ProvenanceInput, submitted_provenance
+from memories.trust.provenance_facts import submitted_provenance
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.budget import LLMBudgetExceeded
-from reasoningbank.ai.llm import LLMPermanentError, LLMResult, LLMTransientError, LLMUnavailable, llm_from_settings
+from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, Rejected
 from reasoningbank.scrubbing import ScrubResult, scrub_secrets
@@ -145,7 +144,6 @@ def session_submit(
                 "status": AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
                 "error": _NO_LLM_MESSAGE if waiting else "",
                 "submitted_by_token": principal.token,
-                # who handed it in, how and through which client: its distilled memories inherit it
                 "submitted_provenance": submitted_provenance(principal, at=timezone.now()),
                 "next_attempt_at": hold_until,
             },
@@ -207,14 +205,12 @@ def _session_replace(
     session meanwhile (the update is conditional on its state, as the claim is)."""
     budget_wait = session.status == AgentSession.STATUS_WAITING_BUDGET  # next_attempt_at: the period's turn
     held = session.next_attempt_at is not None and session.attempts == 0 and not budget_wait
-    now = timezone.now()
     fields: dict[str, Any] = {
         "trace": trace,
         "redactions": redactions,
         "outcome": outcome,
-        # whoever handed in the trace that is distilled is who its memories are from
-        "submitted_provenance": submitted_provenance(principal, at=now),
-        "updated_at": now,
+        "submitted_provenance": submitted_provenance(principal, at=timezone.now()),  # who its memories are from
+        "updated_at": timezone.now(),
     }
     if hold_until is not None and (held or session.status == AgentSession.STATUS_WAITING):
         fields["next_attempt_at"] = hold_until  # the session goes on: the idle wait starts again
@@ -323,14 +319,12 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
         outcome=session.outcome, trace=session.trace, injected=[(m.title, m.description) for m in injected]
     )
     try:
-        completed = _complete(org, session, prompt, llm)
-        reply = completed.text
+        reply = _complete(org, session, prompt, llm)
         try:
             extracted = parse_extractions(reply)
         except ExtractionParseError as first_error:
             repair = build_repair_prompt(prompt, reply, first_error)
-            completed = _complete(org, session, repair, llm)
-            reply = completed.text
+            reply = _complete(org, session, repair, llm)
             try:
                 extracted = parse_extractions(reply)
             except ExtractionParseError as second_error:
@@ -366,13 +360,14 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
     except LLMPermanentError as exc:
         return _session_finish(session, AgentSession.STATUS_FAILED, error=f"LLM error: {exc}")
     current_set(extracted=len(extracted))
-    return _session_store(session, extracted, injected, model=completed.model)
+    return _session_store(session, extracted, injected)
 
 
-def _complete(org: Organization, session: AgentSession, prompt: str, llm: Any) -> LLMResult:
-    return llm_complete(
+def _complete(org: Organization, session: AgentSession, prompt: str, llm: Any) -> str:
+    result = llm_complete(
         organization=org, purpose="distill", system=DISTILL_SYSTEM_PROMPT, prompt=prompt, llm=llm, subject=session
     )
+    return result.text
 
 
 def _injected_memories(session: AgentSession) -> list[Memory]:
@@ -434,11 +429,8 @@ def _session_gate(
     return passed, warnings
 
 
-def _session_store(
-    session: AgentSession, extracted: list[ExtractedMemory], injected: list[Memory], *, model: str
-) -> AgentSession:
-    """Gate, embed, drop restatements of existing (or injected) memories, store the rest — atomically. The
-    memories' provenance is the session's submitter's, with the session and the distilling ``model``."""
+def _session_store(session: AgentSession, extracted: list[ExtractedMemory], injected: list[Memory]) -> AgentSession:
+    """Gate, embed, drop restatements of existing (or injected) memories, store the rest — atomically."""
     principal = _session_principal(session)
     passed, warnings = _session_gate(session, extracted)
     if not passed:
@@ -468,7 +460,6 @@ def _session_store(
                 initial_confidence=initial,
                 source_session=session,
                 vectors=[vector],
-                provenance=ProvenanceInput(how=HOW_DISTILLED, session=session, model=model),
             )
         if reinforced:
             memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)

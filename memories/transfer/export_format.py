@@ -37,7 +37,7 @@ from reasoningbank.scrubbing import scrub_secrets
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 FORMAT = "reasoningbank-export"
-# 2: a memory carries its provenance, trust, flags and review (docs/export-import.md#version-2); a version 1
+# 2: a memory carries its provenance, trust, flags and review (docs/export-import.md#the-format-version-2); a version 1
 # file reads as before, its memories described from their origin and creator
 VERSION = 2
 SUPPORTED_VERSIONS = (1, 2)

@@ -19,19 +19,19 @@ from accounts.models import SCOPE_MEMORIES_WRITE, Membership
 from memories.models import AgentSession, Memory
 from memories.trust import provenance as p
 from memories.trust.provenance_selectors import memories_provenance
+from reasoningbank.models import LlmCall
 from reasoningbank.request_context import request_client
 
 
 @dataclass(frozen=True)
 class ProvenanceInput:
     """How a write came about, as its caller knows it: ``memories_create`` adds who and through which
-    client. Recording needs nothing more than ``how``; distillation names the session and the model;
-    consolidation the run and the sources. (An import writes its rows itself: ``memories/transfer/writer.py``
-    builds their provenance from the same parts.)"""
+    client. Recording needs nothing more than ``how``; distillation names the session (whose LLM call
+    names the model); consolidation the run and the sources. (An import writes its rows itself:
+    ``memories/transfer/writer.py`` builds their provenance from the same parts.)"""
 
     how: str = p.HOW_RECORDED
     session: AgentSession | None = None
-    model: str = ""
     run_id: str = ""
     sources: Sequence[Memory] = ()
 
@@ -118,6 +118,19 @@ def _session_submitter(session: AgentSession) -> tuple[dict[str, Any], dict[str,
     return by, p.client_facts("internal")
 
 
+def _distilling_model(session: AgentSession) -> str:
+    """The model whose reply the session's memories were distilled from: its latest successful distillation
+    call (``llm_complete`` records every call, for the session)."""
+    model = (
+        LlmCall.objects.for_subject(session)
+        .filter(purpose="distill", outcome=LlmCall.OUTCOME_OK)
+        .order_by("-created_at", "-id")
+        .values_list("model", flat=True)
+        .first()
+    )
+    return model or ""
+
+
 def memory_provenance(principal: Principal, written: ProvenanceInput, *, at: datetime) -> tuple[dict[str, Any], str]:
     """The provenance of a memory written now by ``principal`` as ``written`` says, and its trust."""
     org = principal.organization
@@ -126,7 +139,7 @@ def memory_provenance(principal: Principal, written: ProvenanceInput, *, at: dat
     if how == p.HOW_DISTILLED and written.session is not None:
         by, client = _session_submitter(written.session)
         session = p.session_facts(
-            session_id=written.session.pk, key=written.session.external_id, model=written.model
+            session_id=written.session.pk, key=written.session.external_id, model=_distilling_model(written.session)
         )
         provenance = p.provenance_build(how=how, at=at, by=by, client=client, session=session)
         return provenance, p.memory_trust_decide(how=how, by=by, trusted_oauth_clients=trusted_clients)
