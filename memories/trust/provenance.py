@@ -323,10 +323,9 @@ def provenance_validate(value: Any, *, depth: int = 0) -> dict[str, Any]:
                 part["claimed"] = claimed
         elif imported.get("claimed"):
             part["claims_dropped"] = True  # deeper claims than we keep
-        for key in ("claimed_trust",):
-            trust = _choice(imported.get(key), (TRUSTED, PENDING))
-            if trust:
-                part[key] = trust
+        trust = _choice(imported.get("claimed_trust"), (TRUSTED, PENDING))
+        if trust:
+            part["claimed_trust"] = trust
         review = _object_clean(imported.get("claimed_review"), {"by": lambda v: text_capped(v, EMAIL_MAX),
                                                                 "at": _time_text})
         if review:
@@ -336,6 +335,8 @@ def provenance_validate(value: Any, *, depth: int = 0) -> dict[str, Any]:
             part["claimed_flags"] = flags
         if part:
             out["import"] = part
+    if value.get("described") is True:  # told from older columns, not recorded at the time
+        out["described"] = True
     return out if out.get("how") else {}
 
 
