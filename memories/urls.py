@@ -12,8 +12,9 @@ from memories.search import api as search_api
 from memories.sessions import api as sessions_api
 from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
-from memories.trust import api_quarantine as quarantine_api
 from memories.trust import api_injection as injection_api
+from memories.trust import api_quarantine as quarantine_api
+from memories.trust import provenance_api
 
 
 class ClientIdConverter:
@@ -89,4 +90,9 @@ urlpatterns = [
     ),
     path("trust/injection-pending", injection_api.InjectionPendingListView.as_view(), name="api-injection-pending"),
     path("trust/injection-policy", injection_api.InjectionPolicyView.as_view(), name="api-injection-policy"),
+    path(
+        "oauth-clients/trusted",
+        provenance_api.TrustedOAuthClientsView.as_view(),
+        name="api-oauth-clients-trusted",
+    ),
 ]

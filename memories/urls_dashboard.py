@@ -3,8 +3,8 @@
 from django.urls import path
 
 from memories.dashboard import views
+from memories.trust import provenance_views, views_injection
 from memories.trust import views_quarantine as quarantine
-from memories.trust import views_injection
 
 urlpatterns = [
     path("", views.overview_page, name="dashboard-overview"),
@@ -38,4 +38,10 @@ urlpatterns = [
     path("sessions/", views.session_list_page, name="session-list"),
     path("sessions/<str:session_id>/", views.session_detail_page, name="session-detail"),
     path("sessions/<str:session_id>/retry/", views.session_retry_action, name="session-retry"),
+    # Settings → Connected apps (the accounts app's page): trusting an app clears its waiting memories
+    path(
+        "settings/connected-apps/trust/",
+        provenance_views.oauth_client_trust_action,
+        name="settings-oauth-client-trust",
+    ),
 ]

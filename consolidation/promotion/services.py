@@ -58,6 +58,8 @@ from consolidation.validation import NOTE_MAX, feature_require, review_note_clea
 from memories.core.selectors import memory_is_writable
 from memories.core.services import MemoryDraft, memories_create, memory_limit_check
 from memories.models import Memory, MemoryLink
+from memories.trust.provenance import HOW_PROMOTED
+from memories.trust.provenance_facts import ProvenanceInput
 from memories.trust.services import drafts_screen
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
@@ -300,6 +302,7 @@ def _proposal_create(
         origin=Memory.ORIGIN_CONSOLIDATED,
         initial_confidence=min(0.99, max(0.01, confidence.final)),
         vectors=[centroid],
+        provenance=ProvenanceInput(how=HOW_PROMOTED, sources=sources),
     )
     # proposed, not yet promoted, until a moderator decides it. The tier "archived" too: no tier-based
     # read (every retrieval mode but exhaustive, which filters the state) can ever reach it

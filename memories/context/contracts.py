@@ -28,6 +28,8 @@ from memories.core.selectors import project_target
 from memories.embedding import query_embed
 from memories.models import Memory, MemorySummary
 from memories.sessions.services_ledger import session_uses_record
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources_of
 from memories.trust.selectors_injection import injection_labels
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
@@ -151,6 +153,9 @@ class ContextOutput(Contract):
         description="the memories behind the entries, in order (for a summary, its consolidated memory)"
     )
     summary_ids: list[str] = Field(description="the summaries among the entries, in order")
+    memory_sources: list[SourceOut] = Field(
+        description="the source of each memory of memory_ids, in the same order: who wrote it, how, when, its trust"
+    )
     min_confidence: float = Field(
         description="the confidence floor applied: the asked min_confidence, raised to the injection floor"
     )
@@ -193,6 +198,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     memory_ids = [behind.get(entry, entry) for entry in block.entries]
     summary_ids = [entry for entry in block.entries if entry in behind]
     summaries_activate(summary_ids)
+    sources = memory_sources_of(principal.organization.pk, memory_ids)
     if args.session_id:
         session_uses_record(
             principal=principal, session_key=args.session_id, memory_ids=memory_ids, via="context"
@@ -213,6 +219,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
         source=source,  # type: ignore[arg-type]
         memory_ids=memory_ids,
         summary_ids=summary_ids,
+        memory_sources=[SourceOut.of(sources[memory_id]) for memory_id in memory_ids if memory_id in sources],
         min_confidence=min_confidence,
         project=project.slug,
     )

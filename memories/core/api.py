@@ -39,6 +39,7 @@ from memories.core.serializers import (
 )
 from memories.core.services import memory_update
 from memories.models import Memory
+from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination
@@ -114,7 +115,8 @@ class MemoryListView(MemoryAPIView):
         )
         paginator = Pagination()
         page = paginator.paginate_queryset(memory_list(self.principal, filters), request, view=self)
-        return paginator.get_paginated_response(MemorySerializer(page, many=True).data)
+        sources = memory_sources(page or [])  # one query for the page
+        return paginator.get_paginated_response(MemorySerializer(page, many=True, context={"sources": sources}).data)
 
     @extend_schema(
         tags=TAGS,

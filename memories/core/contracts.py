@@ -10,7 +10,7 @@ Names are the MCP tools' published ones; where REST spelled something else first
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -18,6 +18,8 @@ from accounts.access import Principal
 from memories.core.selectors import memory_get
 from memories.core.services import memory_record_or_duplicate
 from memories.models import Memory
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_source
 from memories.trust.screening import findings_shown, quarantine_message
 from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX
 from reasoningbank.contracts import NUL_FREE, Contract
@@ -149,9 +151,12 @@ class MemoryOut(Contract):
     last_signal_at: str | None = Field(description="the last feedback, outcome or usage")
     created_at: str
     updated_at: str
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
 
     @classmethod
-    def of(cls, memory: Memory) -> MemoryOut:
+    def of(cls, memory: Memory, source: dict[str, Any] | None = None) -> MemoryOut:
+        """``source``: the memory's compact provenance when the caller read it with others (one query for
+        a page of memories); read here otherwise."""
         return cls(
             id=memory.id, title=memory.title, description=memory.description, content=memory.content,
             outcome=memory.outcome, tags=list(memory.tags), kind=memory.kind, scope=memory.scope,  # type: ignore[arg-type]
@@ -166,6 +171,7 @@ class MemoryOut(Contract):
             promoted_at=iso_or_none(memory.promoted_at), promotion_reason=memory.promotion_reason,
             last_signal_at=iso_or_none(memory.last_signal_at), created_at=memory.created_at.isoformat(),
             updated_at=memory.updated_at.isoformat(),
+            source=SourceOut.of(source if source is not None else memory_source(memory)),
         )
 
 

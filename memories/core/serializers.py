@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.core.selectors import MEMORY_ORDERINGS, SEARCH_SCOPES
 from memories.models import Memory, MemorySignal
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_source
 from memories.validation import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -120,6 +123,15 @@ class MemorySerializer(serializers.Serializer):
     last_signal_at = serializers.DateTimeField(allow_null=True, help_text="the last feedback, outcome or usage")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    source = serializers.SerializerMethodField(
+        help_text="who wrote it, how, through which client, when; and whether it is trusted"
+    )
+
+    @extend_schema_field(SourceOut)
+    def get_source(self, memory: Memory) -> dict[str, Any]:
+        # a page of memories reads every source in one query (``sources`` in the context); one alone here
+        sources = self.context.get("sources") or {}
+        return sources[memory.id] if memory.id in sources else memory_source(memory)
 
 
 class QuarantineNoteSerializer(serializers.Serializer):

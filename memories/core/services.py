@@ -31,6 +31,8 @@ from memories.embedding import embed_texts, memory_embedding_text
 from memories.events import memories_added
 from memories.models import Memory
 from memories.signals import confidence as conf
+from memories.trust.provenance import HOW_DISTILLED
+from memories.trust.provenance_facts import ProvenanceInput, memory_provenance
 from memories.trust.screening import flag_message, quarantine_message, rules_named
 from memories.trust.services import Screening, drafts_screen, flagged_writes_note, memories_flagged_audit
 from memories.validation import (
@@ -195,6 +197,7 @@ def memories_create(
     initial_confidence: float = conf.INITIAL_EXPLICIT,
     source_session: Any = None,
     vectors: Sequence[list[float]] | None = None,
+    provenance: ProvenanceInput | None = None,
 ) -> list[Memory]:
     """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction.
 
@@ -203,7 +206,11 @@ def memories_create(
     under the organization's ``quarantine`` policy a flagged draft is stored ``quarantined`` (the caller
     sees it in ``state``), under ``flag`` active with its ``flags``
     (docs/security/memory-poisoning.md#quarantine). A quarantined memory is not counted against the
-    plan's active memories until an admin approves it."""
+    plan's active memories until an admin approves it.
+
+    Each memory gets its provenance — who (``principal``), through which client (the request's), how
+    (``provenance``: recorded unless the caller says otherwise, with its session, run, sources or import) —
+    and the trust decided from it (docs/security/memory-poisoning.md#provenance)."""
     org = principal.organization
     screenings = drafts_screen(org, drafts)
     memory_limit_check(org, adding=sum(1 for screening in screenings if not screening.quarantined))
@@ -214,6 +221,10 @@ def memories_create(
         embedder_name = embedder_from_settings().name
     prior_alpha, prior_beta = conf.confidence_prior(initial_confidence)
     now = timezone.now()
+    if provenance is None:  # recorded; distilled from ``source_session`` when that is the origin
+        distilled = origin == Memory.ORIGIN_DISTILLED and source_session is not None
+        provenance = ProvenanceInput(how=HOW_DISTILLED, session=source_session) if distilled else ProvenanceInput()
+    written, trust = memory_provenance(principal, provenance, at=now)
     memories = [
         Memory(
             organization=org,
@@ -241,6 +252,8 @@ def memories_create(
             created_by_user=principal.user,
             state=Memory.STATE_QUARANTINED if screening.quarantined else Memory.STATE_ACTIVE,
             flags=screening.flags,
+            provenance=written,
+            trust=trust,
             created_at=now,
             updated_at=now,
         )

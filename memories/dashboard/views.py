@@ -45,6 +45,7 @@ from memories.search.selectors import SearchHit, SearchQuery, memory_search
 from memories.sessions.selectors import session_commits, session_get, session_list, session_memory_uses
 from memories.sessions.services import session_retry
 from memories.signals.selectors import memory_signals
+from memories.trust.provenance_selectors import memory_provenance_detail, memory_sources
 from memories.validation import tags_clean
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.db_replica import replica_reads
@@ -177,6 +178,7 @@ class MemoryFilterForm(forms.Form):
 class Row:
     memory: Memory
     hit: SearchHit | None = None
+    source: dict[str, Any] | None = None  # who wrote it, how (its one-line label under the title)
 
 
 def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str, str]:
@@ -201,7 +203,8 @@ def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str,
     )
     notice = "Ranked search covers active memories; archived ones are matched by title and description." if q else ""
     page = Paginator(memory_list(principal, filters), PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = [Row(m) for m in page.object_list]  # type: ignore[misc]  # the template renders Rows
+    sources = memory_sources(page.object_list)  # one query for the page
+    page.object_list = [Row(m, source=sources.get(m.id)) for m in page.object_list]  # type: ignore[misc]
     return page, "list", notice
 
 
@@ -225,7 +228,8 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
     hits = memory_search(principal, search, query_vector=vector).hits
     # the search loads only the columns it ranks on; the table shows more, so load the rows in one go
     full = memory_list(principal, MemoryFilters(state=None)).in_bulk([h.memory.pk for h in hits])
-    rows = [Row(full[h.memory.pk], h) for h in hits if h.memory.pk in full]
+    sources = memory_sources(list(full.values()))
+    rows = [Row(full[h.memory.pk], h, sources.get(h.memory.pk)) for h in hits if h.memory.pk in full]
     # the search has no kind / tier / tag / max-confidence / "mixed" filters: apply them to its hits
     if outcome == Memory.OUTCOME_MIXED:
         rows = [r for r in rows if r.memory.outcome == outcome]
@@ -316,6 +320,7 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
         audit=activity_rows(principal, memory_audit_trail(principal, memory)),
         archive_reasons=Memory.ARCHIVED_REASON_CHOICES,
         summary=next(iter(summaries_usable(summaries_list(principal, memory=memory.id)[:1], read="dashboard")), None),
+        provenance=memory_provenance_detail(memory),
     )
     return render(request, "memories/detail.html", page_vars)
 

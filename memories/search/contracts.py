@@ -32,6 +32,8 @@ from memories.trust.framing import (
     PromptNote,
     prompt_block_format,
 )
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources
 from memories.trust.selectors_injection import injection_labels, injection_policy_of
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
@@ -239,6 +241,7 @@ class SearchHitOut(Contract):
         description="near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)",
     )
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
 
 
 class SummaryHitOut(SummaryOut):
@@ -356,6 +359,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE]
             + [hit.summary.memory_id for hit in summaries],
         )
+    sources = replica_read(memory_sources, [hit.memory for hit in result.hits])  # one query for every hit
     hits = [
         SearchHitOut(
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
@@ -364,6 +368,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             state=hit.memory.state,  # type: ignore[arg-type]
             duplicates=list(hit.duplicates),
             explain=SearchExplanation.of(hit, result.found_by.get(hit.memory.id, ())) if args.explain else None,
+            source=SourceOut.of(sources[hit.memory.id]),
         )
         for hit in result.hits
     ]

@@ -8,6 +8,8 @@ API documentation, written for API users (no class docstrings: they would be pub
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -60,8 +62,8 @@ class SessionSerializer(serializers.Serializer):
 
     # the contract's component (``memories.sessions.contracts.SessionMemory``, registered by the submit operation)
     @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/SessionMemory"}})
-    def get_memories(self, obj) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
-        return [{"id": m.id, "title": m.title} for m in obj.memories.all()]
+    def get_memories(self, obj) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+        return [memory.model_dump(mode="json") for memory in c.session_memories(obj)]
 
     @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/HeldFinding"}})
     def get_held(self, obj) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]

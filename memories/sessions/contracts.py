@@ -13,6 +13,8 @@ from memories.core.contracts import Project, iso_or_none, required_text
 from memories.models import AgentSession
 from memories.sessions.services import session_submit
 from memories.sessions.services_ledger import session_outcome_attribute
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.contracts import Contract
 
 
@@ -61,6 +63,14 @@ class SessionSubmitInput(Contract):
 class SessionMemory(Contract):
     id: str
     title: str
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
+
+
+def session_memories(session: AgentSession) -> list[SessionMemory]:
+    """The memories distilled from ``session``, each with its source (one query for all of them)."""
+    memories = list(session.memories.all())
+    sources = memory_sources(memories)
+    return [SessionMemory(id=m.id, title=m.title, source=SourceOut.of(sources[m.id])) for m in memories]
 
 
 class HeldFinding(Contract):
@@ -144,7 +154,7 @@ def session_submit_run(principal: Principal, args: SessionSubmitInput) -> Sessio
         attempts=session.attempts,
         error=session.error,
         redactions=session.redactions,
-        memories=[SessionMemory(id=m.id, title=m.title) for m in session.memories.all()],
+        memories=session_memories(session),
         held=[HeldFinding(**finding) for finding in session.held],
         message=SESSION_MESSAGES.get(session.status, session.status)
         + ("" if result.created else " (trace replaced)" if result.replaced else " (already submitted)")

@@ -47,6 +47,7 @@ from memories.sessions.services_ledger import session_outcome_attribute
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
+from memories.trust.provenance_facts import submitted_provenance
 from memories.trust.services import session_held
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.budget import LLMBudgetExceeded
@@ -146,6 +147,7 @@ def session_submit(
                 "status": AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
                 "error": _NO_LLM_MESSAGE if waiting else "",
                 "submitted_by_token": principal.token,
+                "submitted_provenance": submitted_provenance(principal, at=timezone.now()),
                 "next_attempt_at": hold_until,
             },
         )
@@ -210,6 +212,7 @@ def _session_replace(
         "trace": trace,
         "redactions": redactions,
         "outcome": outcome,
+        "submitted_provenance": submitted_provenance(principal, at=timezone.now()),  # who its memories are from
         "updated_at": timezone.now(),
     }
     if hold_until is not None and (held or session.status == AgentSession.STATUS_WAITING):

@@ -158,7 +158,16 @@ class ImportRequestSerializer(StrictSerializer):
     )
     dry_run = StrictBooleanField(required=False, default=False, help_text="check everything, write nothing")
     source_name = StrictCharField(
-        required=False, max_length=100, help_text="claude-md: the file's name, used in the memories' descriptions"
+        required=False,
+        max_length=100,
+        help_text="the file's name: kept in every imported memory's provenance (claude-md: also used in the "
+        "memories' descriptions)",
+    )
+    reviewed = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="you read the file and vouch for it: its memories are trusted for automatic injection at once "
+        "(audited). Without it they are imported pending: searchable, but not injected until a person reviews them",
     )
 
 
@@ -180,6 +189,9 @@ class ImportQuerySerializer(StrictQuerySerializer):
     )
     source_name = serializers.CharField(
         required=False, max_length=100, help_text="with an application/x-ndjson body: as in the JSON form"
+    )
+    reviewed = serializers.BooleanField(
+        required=False, default=False, help_text="with an application/x-ndjson body: as in the JSON form"
     )
 
 
@@ -227,6 +239,11 @@ class ImportResultSerializer(serializers.Serializer):
     held_summaries = serializers.IntegerField(help_text="summaries held for review the same way")
     flagged = serializers.IntegerField(
         help_text="memories stored active with the detector's flags (the organization flags instead of quarantining)"
+    )
+    trust = serializers.ChoiceField(
+        choices=["trusted", "pending"],
+        help_text="the imported memories' trust: pending (not injected until a person reviews them) unless the "
+        "import said `reviewed`",
     )
 
 
@@ -293,6 +310,8 @@ class ImportView(OrgAPIView):
                 dry_run=args["dry_run"],
                 max_bytes=settings.IMPORT_MAX_BYTES,
                 source_name=args.get("source_name") or "CLAUDE.md",
+                file_name=args.get("source_name") or "",
+                reviewed=args["reviewed"],
             )
         except ImportInvalid as exc:
             return Response(error_body(exc.message, exc.code, exc.by_place()), status=exc.status)

@@ -1,6 +1,6 @@
 """The export of a memory bank (docs/export-import.md): every memory of an organization, or of one of
 its projects, with its links, lineage, signals, summaries and session ledger, as the lines of the
-ReasoningBank format (``memories.transfer.export_format``; docs/export-import.md#the-format-version-1).
+ReasoningBank format (``memories.transfer.export_format``; docs/export-import.md#the-format-version-2).
 
 ``export_scope`` checks the request at once (scope, project); ``export_lines`` generates the lines. The
 generator reads in keyset batches (constant memory whatever the bank's size) inside one read-only
@@ -52,6 +52,7 @@ MEMORY_COLUMNS = (
     "importance", "expires_at", "prior_alpha", "prior_beta", "alpha", "beta", "confidence", "usage_count",
     "last_used_at", "last_signal_at", "origin", "promoted_from", "promoted_at", "promotion_reason", "flags",
     "created_by_user__email", "created_at", "updated_at", "embedding_model",
+    "provenance", "trust", "reviewed_by__email", "reviewed_at",
     "signal_aggregate__memory_id", "signal_aggregate__last_rollup", "signal_aggregate__decayed_at",
     *(f"signal_aggregate__{name}" for name in (*ef.AGGREGATE_COUNTS, *ef.AGGREGATE_KEPT)),
 )  # fmt: skip
@@ -293,6 +294,10 @@ def _memory_line(
         "promotion_reason": row["promotion_reason"],
         "flags": row["flags"],
         "created_by_user": row["created_by_user__email"] or None,
+        "provenance": row["provenance"] or {},  # {}: older than provenance; an import describes it from the above
+        "trust": row["trust"],
+        "reviewed_by": row["reviewed_by__email"] or None,
+        "reviewed_at": ef.when_dump(row["reviewed_at"]),
         "created_at": ef.when_dump(row["created_at"]),
         "updated_at": ef.when_dump(row["updated_at"]),
         "signal_aggregate": aggregate,

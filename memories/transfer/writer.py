@@ -2,7 +2,10 @@
 file in batches, inside the import's one transaction — memories embedded by the configured embedder in
 batches (a file's own vectors kept when that embedder made them), every text scrubbed of secrets on
 its way in, learned weights brought along only where the organization has none — counted in the
-import's ``ImportResult``.
+import's ``ImportResult``. Every memory's provenance says it was imported, by whom, from which file; what the
+file said about it (its provenance, trust, review) is kept inside as a claim, never as this organization's
+record, and its trust is pending unless the importing admin stated they reviewed the file
+(docs/export-import.md#provenance).
 
 Every memory and summary text passes the instruction-smell detector on its way in, as a recorded one does
 (``memories.trust.services``; the file's own ``flags`` are never trusted): under the ``quarantine`` policy a
@@ -14,7 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import Membership, Project, Team
@@ -33,6 +39,8 @@ from memories.models import (
 )
 from memories.transfer import export_format as ef
 from memories.transfer import import_checks as checks
+from memories.trust import provenance as p
+from memories.trust.provenance_facts import writer_by, writer_client
 from memories.trust.screening import memory_texts, summary_texts
 from memories.trust.services import Screening, texts_screen
 from memories.validation import text_scrub
@@ -60,6 +68,22 @@ class ImportResult:
     quarantined: int = 0
     held_summaries: int = 0
     flagged: int = 0
+
+    # the imported memories' trust: pending (they wait for review before automatic injection) unless the
+    # importing admin stated they reviewed the file
+    trust: str = p.PENDING
+
+
+@dataclass(frozen=True)
+class ImportOrigin:
+    """Where an import's memories come from, for their provenance: the file's name and format, the
+    organization and time its header names, and whether the importing admin stated they reviewed it."""
+
+    file: str = ""
+    fmt: str = "reasoningbank"
+    organization: str = ""
+    exported_at: datetime | None = None
+    reviewed: bool = False
 
 
 @dataclass
@@ -111,6 +135,7 @@ class ImportWriter:
         total_memories: int,
         progress: Progress | None,
         result: ImportResult,
+        origin: ImportOrigin | None = None,
     ) -> None:
         self.principal = principal
         self.org = principal.organization
@@ -129,6 +154,15 @@ class ImportWriter:
             project_id
             for project_id in access_filter(ProjectSignalWeights, self.org).values_list("project_id", flat=True)
         }
+        self.origin = origin or ImportOrigin()
+        self.at = timezone.now()
+        self.by = writer_by(principal)
+        self.client = writer_client(principal)
+        self.trust = p.memory_trust_decide(how=p.HOW_IMPORTED, by=self.by, reviewed_import=self.origin.reviewed)
+        result.trust = self.trust
+        # "reviewed": a person vouched for the file; the reviewer is the importing user, or the token's creator
+        token = principal.token
+        self.reviewer = principal.user or (token.created_by if token is not None and token.created_by_id else None)
         self.memories: list[dict[str, Any]] = []
         self.summaries: list[tuple[dict[str, Any], Project | None]] = []
         self.rows: dict[type, list[Any]] = {MemoryLink: [], MemorySignal: [], SessionMemoryUse: []}
@@ -247,6 +281,10 @@ class ImportWriter:
             promoted_at=record["promoted_at"],
             promotion_reason=_scrub(record["promotion_reason"])[: ef.PROMOTION_REASON_MAX],
             created_by_user=self.users.get(email) if email else None,
+            provenance=self._provenance(record),
+            trust=self.trust,
+            reviewed_by=self.reviewer if self.origin.reviewed else None,
+            reviewed_at=self.at if self.origin.reviewed else None,
             created_at=record["created_at"],
             updated_at=record["updated_at"],
         )
@@ -262,6 +300,34 @@ class ImportWriter:
             self.result.quarantined += 1
         elif memory.state == Memory.STATE_ACTIVE and memory.flags:
             self.result.flagged += 1
+
+    def _provenance(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Imported by this principal now; what the file said about the memory kept as its claim. A file
+        without a provenance for it (version 1, or a memory older than provenance) claims what its origin
+        and creator say; the sources a claim lists are renamed to their new ids when the file held them."""
+        claimed = dict(record.get("provenance") or {})
+        if not claimed and self.origin.fmt == "reasoningbank":
+            claimed = p.provenance_described(
+                origin=record["origin"], at=record["created_at"], user_email=record["created_by_user"] or "",
+                promoted_from=record["promoted_from"],
+            )  # fmt: skip
+        if claimed.get("sources"):
+            claimed["sources"] = [
+                {**source, "id": self.ids.memories.get(source.get("id", ""), source.get("id", ""))}
+                for source in claimed["sources"]
+            ]
+        review = {"by": record.get("reviewed_by") or "", "at": p.text_capped(ef.when_dump(record.get("reviewed_at")))}
+        imported = p.import_facts(
+            file=self.origin.file,
+            fmt=self.origin.fmt,
+            organization=self.origin.organization,
+            exported_at=ef.when_dump(self.origin.exported_at) or "",
+            claimed=claimed,
+            claimed_trust=record.get("trust"),
+            claimed_review=review,
+            claimed_flags=record.get("flags") or (),
+        )
+        return p.provenance_build(how=p.HOW_IMPORTED, at=self.at, by=self.by, client=self.client, imported=imported)
 
     # summaries
 

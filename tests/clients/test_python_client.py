@@ -184,11 +184,13 @@ def test_import_ndjson_sends_the_file_as_it_is_with_its_options_as_query_paramet
     text = "".join(json.dumps(line) + "\n" for line in EXPORT_LINES)
     with respx.mock(base_url=URL) as mock:
         route = mock.post("/api/v1/import").respond(200, json={"created": {"memories": 1}})
-        bank.import_ndjson(text, project="web-app", dry_run=True)
+        bank.import_ndjson(text, project="web-app", dry_run=True, reviewed=True, source_name="acme.jsonl")
     request = route.calls.last.request
     assert request.headers["Content-Type"] == "application/x-ndjson"
     assert request.content.decode() == text
-    assert dict(request.url.params) == {"project": "web-app", "dry_run": "true"}
+    assert dict(request.url.params) == {
+        "project": "web-app", "dry_run": "true", "reviewed": "true", "source_name": "acme.jsonl",
+    }  # fmt: skip
 
 
 def test_import_bank_sends_a_json_body(bank):

@@ -138,14 +138,17 @@ class ReasoningBank:
         project: str | None = None,
         dry_run: bool | None = None,
         source_name: str | None = None,
+        reviewed: bool | None = None,
     ) -> models.ImportResult:
-        """Import an export file as it is (JSON Lines, streamed from an iterable of bytes if you like)."""
-        options = {"project": project, "dry_run": dry_run, "source_name": source_name}
+        """Import an export file as it is (JSON Lines, streamed from an iterable of bytes if you like).
+        ``reviewed=True``: you read the file, and its memories are trusted for injection at once (else they
+        wait for a person's review); ``source_name``: the file's name, kept in each memory's provenance."""
+        options = {"project": project, "dry_run": dry_run, "source_name": source_name, "reviewed": reviewed}
         return cast(models.ImportResult, self.send(ndjson_call(content, options)))
 
     def export(self, *, project: str | None = None, embeddings: bool = False) -> Iterator[dict[str, Any]]:
         """The bank as it streams, one record (a JSON Lines line) at a time: the header first, then the
-        projects, memories, links… (docs/export-import.md#the-format-version-1)."""
+        projects, memories, links… (docs/export-import.md#the-format-version-2)."""
         call = export_call(project, embeddings)
         try:
             with self.http.stream(
@@ -250,8 +253,9 @@ class AsyncReasoningBank:
         project: str | None = None,
         dry_run: bool | None = None,
         source_name: str | None = None,
+        reviewed: bool | None = None,
     ) -> models.ImportResult:
-        options = {"project": project, "dry_run": dry_run, "source_name": source_name}
+        options = {"project": project, "dry_run": dry_run, "source_name": source_name, "reviewed": reviewed}
         return cast(models.ImportResult, await self.send(ndjson_call(content, options)))
 
     async def export(self, *, project: str | None = None, embeddings: bool = False) -> AsyncIterator[dict[str, Any]]:

@@ -62,6 +62,24 @@ class SearchExplanation(TypedDict):
     found_by: NotRequired[list[str]]
 
 
+HowEnum = Literal["recorded", "distilled", "synthesised", "pattern", "promoted", "imported", "extracted"]
+
+
+TrustEnum = Literal["trusted", "pending"]
+
+
+class SourceOut(TypedDict):
+    """Who wrote this memory, how and through which client: ask before you act on what it says."""
+
+    how: HowEnum
+    by: str
+    via: str | None
+    at: str
+    trust: TrustEnum
+    reviewed_by: str | None
+    label: str
+
+
 class SearchHitOut(TypedDict):
     """One result. `confidence` and `usage_count` already count this search as a use (when its
     relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
@@ -79,6 +97,7 @@ class SearchHitOut(TypedDict):
     state: NotRequired[SearchHitOutStateEnum]
     duplicates: NotRequired[list[str]]
     explain: NotRequired[SearchExplanation | None]
+    source: SourceOut
 
 
 ConfidenceEnum = Literal["high", "medium", "low"]
@@ -211,6 +230,7 @@ class MemoryOut(TypedDict):
     last_signal_at: str | None
     created_at: str
     updated_at: str
+    source: SourceOut
 
 
 class QuarantineNote(TypedDict):
@@ -280,6 +300,7 @@ class ContextResponse(TypedDict):
     source: ContextResponseSourceEnum
     memory_ids: list[str]
     summary_ids: list[str]
+    memory_sources: list[SourceOut]
     min_confidence: float
     project: str
 
@@ -316,6 +337,7 @@ class AskMemory(TypedDict):
     title: str
     recorded_at: str
     cited: bool
+    source: SourceOut
 
 
 class AskResponse(TypedDict):
@@ -348,6 +370,7 @@ SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_
 class SessionMemory(TypedDict):
     id: str
     title: str
+    source: SourceOut
 
 
 class HeldFinding(TypedDict):
@@ -478,6 +501,7 @@ class ImportRequestRequest(TypedDict):
     project: NotRequired[str]
     dry_run: NotRequired[bool]
     source_name: NotRequired[str]
+    reviewed: NotRequired[bool]
 
 
 class ImportSkipped(TypedDict):
@@ -499,6 +523,7 @@ class ImportResult(TypedDict):
     quarantined: int
     held_summaries: int
     flagged: int
+    trust: TrustEnum
 
 
 class Error(TypedDict):

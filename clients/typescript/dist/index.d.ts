@@ -39,6 +39,8 @@ export type Finding = components["schemas"]["Finding"];
 /** A held session's finding: the distilled memory it is in, with its span. */
 export type HeldFinding = components["schemas"]["HeldFinding"];
 export type Memory = Ok<"memories_retrieve">;
+/** Who wrote a memory, how, through which client, when, and whether it is trusted for injection. */
+export type MemorySource = Memory["source"];
 export type FeedbackRequest = JsonBody<"memories_feedback">;
 export type FeedbackResponse = Ok<"memories_feedback">;
 export type OutcomeRequest = JsonBody<"memories_outcome">;
@@ -96,6 +98,6 @@ export declare class ReasoningBank {
     importBank(body: ImportRequest): Promise<ImportResult>;
     /** Import an export file as it is (JSON Lines). */
     importNdjson(content: string | Uint8Array, options?: Omit<ImportOptions, "format">): Promise<ImportResult>;
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-1). */
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2). */
     export(options?: ExportOptions): AsyncGenerator<Record<string, unknown>>;
 }

@@ -96,7 +96,7 @@ export class ReasoningBank {
         const response = await this.request("POST", "/api/v1/import", { query: options, body, contentType: "application/x-ndjson" });
         return (await response.json());
     }
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-1). */
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2). */
     async *export(options = {}) {
         const response = await this.request("GET", "/api/v1/export", { query: options });
         if (!response.body)

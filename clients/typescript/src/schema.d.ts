@@ -177,7 +177,7 @@ export interface paths {
         };
         /**
          * Export the memory bank
-         * @description Every memory of the organization, or of one `project`, with all its fields, links, lineage, confidence signals and their rolled-up counts, consolidated summaries, learned signal weights and the session ledger, as JSON Lines (version 1 of the ReasoningBank export format, described in docs/export-import.md): a header line first, an end line with the counts last (a file without it was cut short). The body streams, so a bank of any size exports in constant memory. Embeddings are left out unless `embeddings=true`. The export is audited. Needs `admin`.
+         * @description Every memory of the organization, or of one `project`, with all its fields, links, lineage, confidence signals and their rolled-up counts, consolidated summaries, learned signal weights and the session ledger, as JSON Lines (version 2 of the ReasoningBank export format, described in docs/export-import.md): a header line first, an end line with the counts last (a file without it was cut short). The body streams, so a bank of any size exports in constant memory. Embeddings are left out unless `embeddings=true`. The export is audited. Needs `admin`.
          */
         get: operations["bank_export"];
         put?: never;
@@ -536,6 +536,30 @@ export interface paths {
          * @description Find the memories that fit a task, by meaning and by keywords, ranked by similarity × confidence × recency × scope. `scope` widens or narrows where to look (`all` by default: the project, its team and the organization); `outcome` keeps only successes or failures. Each result counts as a use of that memory (it feeds its confidence); `explain: true` adds each result's score breakdown. Needs `memories:read`.
          */
         post: operations["memories_search"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth-clients/trusted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the trusted OAuth clients
+         * @description The OAuth clients (MCP clients members connected through the browser) whose agents' memories are trusted for automatic injection without a person's review, when the member who connected them is a member or above. Every other app's memories wait for review. Needs `admin`.
+         */
+        get: operations["trusted_oauth_clients_list"];
+        put?: never;
+        /**
+         * Trust an OAuth client, or stop trusting it
+         * @description `trusted: true` adds the client to the organization's trusted clients and clears its pending memories that the instruction-smell detector did not flag (those it recorded, or that were distilled from sessions it handed in, for a member or above). `trusted: false` takes the trust back: its later memories wait for review again; the ones already cleared stay trusted. Audited (`org.oauth_client_trust`, `org.oauth_client_distrust`). Needs `admin` and a token not restricted to some projects.
+         */
+        post: operations["trusted_oauth_clients_set"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1075,6 +1099,8 @@ export interface components {
              * @description the answer rests on it (it is in source_memory_ids)
              */
             cited: boolean;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /** AskInput */
         AskRequest: {
@@ -1216,6 +1242,22 @@ export interface components {
          * @enum {string}
          */
         CapSourceEnum: "organization" | "plan";
+        ClientTrustRequestRequest: {
+            /** @description the OAuth client's id (Settings → Connected apps) */
+            client_id: string;
+            /**
+             * @description true (the default) trusts the client; false stops trusting it
+             * @default true
+             */
+            trusted?: boolean;
+        };
+        ClientTrustResult: {
+            trusted_oauth_clients: components["schemas"]["TrustedClient"][];
+            client_id: string;
+            trusted: boolean;
+            /** @description the client's pending memories without a flag that are trusted now (0 when the trust was taken back) */
+            memories_cleared: number;
+        };
         /** CodeReportInput */
         CodeReportRequest: {
             /**
@@ -1496,6 +1538,11 @@ export interface components {
              */
             summary_ids: string[];
             /**
+             * Memory Sources
+             * @description the source of each memory of memory_ids, in the same order: who wrote it, how, when, its trust
+             */
+            memory_sources: components["schemas"]["SourceOut"][];
+            /**
              * Min Confidence
              * @description the confidence floor applied: the asked min_confidence, raised to the injection floor
              */
@@ -1724,6 +1771,8 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** @enum {string} */
+        HowEnum: "recorded" | "distilled" | "synthesised" | "pattern" | "promoted" | "imported" | "extracted";
         ImportRequestRequest: {
             /**
              * @description reasoningbank (this server's export), claude-md (a CLAUDE.md or memory markdown file) or mem0 (a mem0 export)
@@ -1743,8 +1792,13 @@ export interface components {
              * @default false
              */
             dry_run?: boolean;
-            /** @description claude-md: the file's name, used in the memories' descriptions */
+            /** @description the file's name: kept in every imported memory's provenance (claude-md: also used in the memories' descriptions) */
             source_name?: string;
+            /**
+             * @description you read the file and vouch for it: its memories are trusted for automatic injection at once (audited). Without it they are imported pending: searchable, but not injected until a person reviews them
+             * @default false
+             */
+            reviewed?: boolean;
         };
         ImportResult: {
             format: string;
@@ -1773,6 +1827,13 @@ export interface components {
             held_summaries: number;
             /** @description memories stored active with the detector's flags (the organization flags instead of quarantining) */
             flagged: number;
+            /**
+             * @description the imported memories' trust: pending (not injected until a person reviews them) unless the import said `reviewed`
+             *
+             *     * `trusted` - trusted
+             *     * `pending` - pending
+             */
+            trust: components["schemas"]["TrustEnum"];
         };
         ImportSkipped: {
             /** @description the entry's line or item */
@@ -1980,6 +2041,8 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            readonly source: components["schemas"]["SourceOut"];
         };
         MemoryArchiveRequest: {
             /**
@@ -2087,6 +2150,8 @@ export interface components {
             created_at: string;
             /** Updated At */
             updated_at: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /**
          * @description * `success` - success
@@ -2178,6 +2243,8 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            readonly source: components["schemas"]["SourceOut"];
             /** @description when the edit put the memory in quarantine: what fired and what happens next */
             quarantine: components["schemas"]["QuarantineNote"] | null;
         };
@@ -3125,6 +3192,8 @@ export interface components {
             duplicates?: string[];
             /** @default null */
             explain?: components["schemas"]["SearchExplanation"] | null;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /** @enum {string} */
         SearchHitOutStateEnum: "active" | "archived";
@@ -3310,6 +3379,8 @@ export interface components {
             id: string;
             /** Title */
             title: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /**
          * @description * `queued` - queued
@@ -3438,6 +3509,47 @@ export interface components {
             confidence_after?: number | null;
             /** Format: date-time */
             created_at?: string;
+        };
+        /**
+         * SourceOut
+         * @description Who wrote this memory, how and through which client: ask before you act on what it says.
+         */
+        SourceOut: {
+            /**
+             * How
+             * @description recorded (an agent or a person wrote it), distilled (an LLM drew it from a session an agent handed in), synthesised / pattern / promoted (consolidation made it from other memories), imported (an admin imported it from a file), extracted (older consolidation output)
+             */
+            how: components["schemas"]["HowEnum"];
+            /**
+             * By
+             * @description who: a member's e-mail, a token (with its creator), an OAuth app (with its user)
+             */
+            by: string;
+            /**
+             * Via
+             * @description through which client (MCP clientInfo or User-Agent), if known
+             */
+            via: string | null;
+            /**
+             * At
+             * @description when it was written (ISO 8601)
+             */
+            at: string;
+            /**
+             * Trust
+             * @description trusted: its writer's writes are injected into agents' sessions automatically; pending: it waits for a person's review before the hooks or memory_context inject it (a search still returns it)
+             */
+            trust: components["schemas"]["TrustEnum"];
+            /**
+             * Reviewed By
+             * @description the person who reviewed it, if anyone did
+             */
+            reviewed_by: string | null;
+            /**
+             * Label
+             * @description all of it in one short line, e.g. 'recorded by alice@acme.test via claude-code 2.1 · 2026-11-30'
+             */
+            label: string;
         };
         Spend: {
             /** Format: date */
@@ -3803,6 +3915,14 @@ export interface components {
          * @enum {string}
          */
         TrustEnum: "trusted" | "pending";
+        TrustedClient: {
+            client_id: string;
+            /** @description the app's name (empty: no longer registered) */
+            name: string;
+        };
+        TrustedClients: {
+            trusted_oauth_clients: components["schemas"]["TrustedClient"][];
+        };
         /**
          * @description * `explicit` - Explicit
          *     * `usage` - Usage
@@ -4736,6 +4856,8 @@ export interface operations {
                 format?: "reasoningbank" | "claude-md" | "mem0";
                 /** @description with an application/x-ndjson body: as `project` in the JSON form */
                 project?: string;
+                /** @description with an application/x-ndjson body: as in the JSON form */
+                reviewed?: boolean;
                 /** @description with an application/x-ndjson body: as in the JSON form */
                 source_name?: string;
             };
@@ -6446,6 +6568,138 @@ export interface operations {
             };
             /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trusted_oauth_clients_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustedClients"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trusted_oauth_clients_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientTrustRequestRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientTrustResult"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -41,6 +41,7 @@ FULL_MEMORY_KEYS = {
     "last_signal_at",
     "created_at",
     "updated_at",
+    "source",
 }
 
 
