@@ -22,7 +22,7 @@ from accounts.access import Principal, access_filter
 from accounts.models import Organization
 from memories.core.selectors import reach_for
 from memories.models import Memory
-from memories.trust._provenance_label import label
+from memories.trust.provenance_selectors import memory_source, memory_sources
 
 INJECTION_POLICIES = tuple(policy for policy, _ in Organization.INJECTION_CHOICES)
 # the policy's condition on a memory row beside "active", as SQL over a memory alias (no parameters)
@@ -59,24 +59,17 @@ def injection_sql(policy: str, *, alias: str = "m") -> str:
 
 
 def injection_labels(principal: Principal, memory_ids: list[str]) -> dict[str, str]:
-    """Each memory's one-line source label, by id (only the principal's org's memories)."""
+    """Each memory's one-line source label (``recorded by alice@acme.test via claude-code 2.1 · 2026-11-30``),
+    by id (only the memories the principal reaches)."""
     if not memory_ids:
         return {}
-    rows = (
-        access_filter(Memory, principal)
-        .filter(pk__in=memory_ids)
-        .select_related("created_by_user", "created_by_token")
-        .only(
-            "id", "provenance", "origin", "created_at", "created_by_user__email", "created_by_token__prefix",
-            "created_by_token__label",
-        )
-    )
-    return {memory.id: label(memory) for memory in rows}
+    reached = access_filter(Memory, principal).filter(pk__in=memory_ids).only("id", "organization_id")
+    return {memory_id: source["label"] for memory_id, source in memory_sources(reached).items()}
 
 
 def memory_label(memory: Memory) -> str:
-    """One memory's source label (its creator columns loaded with it, as ``injection_pending_list`` does)."""
-    return label(memory)
+    """One memory's source label."""
+    return str(memory_source(memory)["label"])
 
 
 def injection_pending_list(principal: Principal) -> QuerySet[Memory]:

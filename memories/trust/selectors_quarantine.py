@@ -18,6 +18,7 @@ from accounts.models import SCOPE_ADMIN, Project
 from memories.context.selectors import summaries_readable
 from memories.core.selectors import memories_readable, reach_for
 from memories.models import Memory, MemorySummary
+from memories.trust.provenance_selectors import memory_source, memory_sources
 from reasoningbank.errors import Forbidden, NotFound
 
 ID_MAX = 40
@@ -76,27 +77,9 @@ def summary_held_get(principal: Principal, summary_id: str) -> MemorySummary:
 
 
 def memory_written_by(memory: Memory) -> str:
-    """Who wrote a memory, in one line, from its provenance when it has one and from the columns every
-    memory has otherwise (its provenance: docs/security/memory-poisoning.md)."""
-    provenance = memory.provenance or {}
-    by = provenance.get("by") if isinstance(provenance, dict) else None
-    if isinstance(by, dict) and (by.get("email") or by.get("token_prefix") or by.get("oauth_app_name")):
-        who = str(by.get("email") or by.get("oauth_app_name") or "")
-        if by.get("token_prefix"):
-            who = f"{who} with token {by['token_prefix']}".strip()
-        how = str(provenance.get("how") or memory.origin)
-        return f"{how} by {who}"
-    if memory.source_session_id:
-        token = memory.created_by_token
-        return f"distilled from session {memory.source_session_id}" + (
-            f" handed in with token {token.prefix} ({token.label})" if token is not None else ""
-        )
-    if memory.created_by_user is not None:
-        return f"{memory.origin} by {memory.created_by_user.email}"
-    if memory.created_by_token is not None:
-        token = memory.created_by_token
-        return f"{memory.origin} with token {token.prefix} ({token.label})"
-    return f"{memory.origin} by the service (consolidation or an import)"
+    """Who wrote a memory, how, through which client and when, in one line (its provenance's label:
+    docs/security/memory-poisoning.md#provenance)."""
+    return str(memory_source(memory)["label"])
 
 
 def quarantine_context(principal: Principal) -> dict[str, Any]:
@@ -105,8 +88,9 @@ def quarantine_context(principal: Principal) -> dict[str, Any]:
     memories = quarantine_list(principal)
     summaries = summaries_held(principal)
     shown = list(memories[:SHOWN])
+    sources = memory_sources(shown)
     for memory in shown:
-        memory.written_by = memory_written_by(memory)  # type: ignore[attr-defined]
+        memory.written_by = sources[memory.id]["label"]  # type: ignore[attr-defined]
     return {
         "quarantine": shown,
         "quarantine_total": memories.count(),

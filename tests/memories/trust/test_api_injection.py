@@ -50,7 +50,7 @@ def test_an_admin_lists_the_active_memories_waiting_for_review_oldest_first_with
     rows = response.json()["results"]
     assert [row["id"] for row in rows] == [first.id, second.id]
     assert rows[0]["trust"] == "pending" and rows[0]["project"] == "web-app"
-    assert rows[0]["source"].startswith(f"recorded by token {agent.token.prefix}")
+    assert rows[0]["source"].startswith(f"recorded by token {agent.token.label}")
 
 
 def test_clearing_makes_the_memory_trusted_keeps_the_reviewer_and_is_audited(cast, agent):

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from django.db import connection
+
 from memories.models import Memory, SessionMemoryUse
 from memories.search.contracts import INJECT_BUDGET_MIN
 from memories.trust.framing import PROMPT_BLOCK_OPEN
@@ -40,14 +42,25 @@ def lesson(principal: Any, n: int, content: str = "", **fields: Any) -> Memory:
     )
 
 
+def provenance_rewrite(memory: Memory, provenance: dict[str, Any]) -> None:
+    """Set a memory's provenance past the trigger that keeps it immutable (the test's transaction undoes
+    it): a row as another client wrote it, or as the bank held it before provenance (``{}``)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # no deferred check may be pending for the ALTER
+        cursor.execute("ALTER TABLE memories_memory DISABLE TRIGGER memory_provenance_immutable")
+        Memory.objects.filter(pk=memory.pk).update(provenance=provenance)
+        cursor.execute("ALTER TABLE memories_memory ENABLE TRIGGER memory_provenance_immutable")
+
+
 def test_the_block_frames_each_memory_as_a_note_with_its_source_label(cast, alice, agent):
     memory = lesson(agent, 1)
-    Memory.objects.filter(pk=memory.pk).update(
-        provenance={
+    provenance_rewrite(
+        memory,
+        {
             "v": 1, "how": "recorded", "at": "2026-11-30T10:00:00Z",
-            "by": {"kind": "token", "email": "alice@acme.test", "token_prefix": "rb_ab12"},
+            "by": {"kind": "user", "email": "alice@acme.test"},
             "client": {"transport": "mcp", "name": "claude-code", "version": "2.1.197"},
-        }
+        },
     )
     body = inject(alice)
     block, (hit,) = body["injection_block"], body["memories"]
@@ -61,12 +74,13 @@ def test_the_block_frames_each_memory_as_a_note_with_its_source_label(cast, alic
 
 def test_a_memory_older_than_provenance_is_labelled_from_who_recorded_it(cast, alice, agent):
     memory = lesson(agent, 1)
-    token = agent.token
+    provenance_rewrite(memory, {})
     block = inject(alice)["injection_block"]
-    assert f'source="recorded by token {token.prefix} (test) · {memory.created_at:%Y-%m-%d}"' in block
+    assert f'source="recorded by token {agent.token.label} · {memory.created_at:%Y-%m-%d}"' in block
 
 
-def test_a_memory_whose_text_tries_to_close_its_note_or_the_block_stays_inside_both(cast, alice, agent):
+def test_a_memory_whose_text_tries_to_close_its_note_or_the_block_stays_inside_both(cast, alice, agent, set_policy):
+    set_policy(cast.org_a, "off")  # the detector would hold this text back; the framing is what is tried here
     hostile = lesson(
         agent,
         1,

@@ -36,7 +36,7 @@ def logged_in(client: Any, user: Any) -> Any:
 def test_an_admin_sees_the_memories_waiting_for_review_in_the_review_queue_with_their_source(client, cast, pending):
     page = logged_in(client, cast.alice).get(REVIEWS).content.decode()
     section = page.split('id="injection-review"', 1)[1].split("Pairs that may disagree", 1)[0]
-    assert TITLE in section and f"recorded by token {pending.created_by_token.prefix}" in section
+    assert TITLE in section and f"recorded by token {pending.created_by_token.label}" in section
     assert f'action="{clear_url(pending)}"' in section
 
 
