@@ -29,7 +29,7 @@ from reasoningbank.serializers import (
 )
 from webhooks.event_types import EVENT_TYPES
 from webhooks.models import WebhookDelivery, WebhookSubscription
-from webhooks.policy import URL_MAX_LENGTH
+from webhooks.policy import HEALTHS, URL_MAX_LENGTH
 from webhooks.selectors import delivery_get, delivery_list, subscription_get, subscription_list
 from webhooks.services import (
     DESCRIPTION_MAX,
@@ -80,17 +80,28 @@ class SubscriptionSerializer(serializers.Serializer):
     url = serializers.CharField()
     description = serializers.CharField()
     events = serializers.ListField(child=serializers.CharField())
-    enabled = serializers.BooleanField()
+    enabled = serializers.BooleanField(
+        help_text="whether it gets events (switched on); how its deliveries fare is `health`"
+    )
     disabled_reason = serializers.CharField(
         help_text="empty while enabled; `manual`: an admin switched it off; `failing`: its deliveries failed for "
         "`WEBHOOK_DISABLE_AFTER` without a success"
     )
-    failing_since = serializers.DateTimeField(
-        allow_null=True, help_text="the first delivery that failed since the last success"
+    health = serializers.ChoiceField(
+        choices=list(HEALTHS),
+        help_text="`failing` from its first failed attempt since the last success (retries pending or not), "
+        "`healthy` after a success, `untried` before any attempt ended; a success, or switching it on again, "
+        "clears the failure fields",
     )
+    failing_since = serializers.DateTimeField(
+        allow_null=True, help_text="the first failed attempt since the last success; null while not failing"
+    )
+    failed_attempts = serializers.IntegerField(help_text="attempts failed since the last success, of any delivery")
     consecutive_failures = serializers.IntegerField(
         help_text="deliveries that failed every attempt since the last success"
     )
+    last_error = serializers.CharField(help_text="why the last failed attempt failed; empty while not failing")
+    last_failure_at = serializers.DateTimeField(allow_null=True, help_text="when the last failed attempt ended")
     last_success_at = serializers.DateTimeField(allow_null=True)
     secret_hint = serializers.CharField(help_text="the secret's first characters, to tell secrets apart")
     created_at = serializers.DateTimeField()
@@ -124,7 +135,11 @@ class DeliverySerializer(serializers.Serializer):
 
 
 class DeliveryDetailSerializer(DeliverySerializer):
-    payload = serializers.JSONField(help_text="the body sent (scrubbed of secrets)")
+    payload = serializers.JSONField(help_text="the body sent, parsed (scrubbed of secrets)")
+    body = serializers.CharField(
+        help_text="the body exactly as posted, the bytes the signature covers (UTF-8 JSON text): "
+        "HMAC-SHA256 of `<t>.<body>` with the secret gives the `v1` of its `ReasoningBank-Signature`"
+    )
 
 
 class WebhookAPIView(OrgAPIView):
@@ -276,7 +291,8 @@ class DeliveryDetailView(WebhookAPIView):
         tags=TAGS,
         operation_id="webhooks_delivery_get",
         summary="A webhook delivery",
-        description="One delivery with the payload it sent." + ADMIN_ONLY,
+        description="One delivery with the payload it sent: parsed (`payload`) and as the exact bytes posted and "
+        "signed (`body`)." + ADMIN_ONLY,
         parameters=[DELIVERY_ID],
         responses={200: DeliveryDetailSerializer, **error_responses(401, 403, 404)},
     )

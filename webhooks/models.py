@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 
 from reasoningbank.ids import new_id
 from reasoningbank.sharding import SameOrganization
+from webhooks.policy import subscription_health
+from webhooks.signing import payload_body
 
 
 def new_subscription_id() -> str:
@@ -34,9 +38,14 @@ class WebhookSubscription(models.Model):
     secret = models.CharField(max_length=100)
     enabled = models.BooleanField(default=True)
     disabled_reason = models.CharField(max_length=10, choices=DISABLED_CHOICES, blank=True, default="")
-    # set by the first delivery that failed every attempt; cleared by a success
-    failing_since = models.DateTimeField(null=True, blank=True)
-    consecutive_failures = models.PositiveIntegerField(default=0)
+    # Its health, apart from whether it is switched on (``enabled``): marked from the first failed
+    # attempt, so a receiver that refuses everything shows at once and not hours later when a delivery
+    # has used up its retries; all cleared by a success, or by switching it on again (docs/webhooks.md#health)
+    failing_since = models.DateTimeField(null=True, blank=True)  # the first failed attempt since the last success
+    failed_attempts = models.PositiveIntegerField(default=0)  # attempts failed since then, of any delivery
+    consecutive_failures = models.PositiveIntegerField(default=0)  # deliveries that failed every attempt
+    last_error = models.CharField(max_length=500, blank=True, default="")  # the last failed attempt's
+    last_failure_at = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -52,6 +61,10 @@ class WebhookSubscription(models.Model):
     @property
     def secret_hint(self) -> str:
         return self.secret[:10] + "…"
+
+    @property
+    def health(self) -> str:
+        return subscription_health(self.failing_since, self.last_success_at)
 
 
 class WebhookDelivery(models.Model):
@@ -103,3 +116,13 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} {self.event_type} {self.status}"
+
+    @property
+    def body(self) -> str:
+        """The JSON text posted and signed, exactly (a retry or a redelivery sends the same)."""
+        return payload_body(self.payload).decode("utf-8")
+
+    @property
+    def body_pretty(self) -> str:
+        """The same JSON, indented for reading; keys in the order they were sent."""
+        return json.dumps(self.payload, indent=2, ensure_ascii=False)

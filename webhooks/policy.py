@@ -23,8 +23,22 @@ def retry_delay_seconds(attempts_made: int, *, base_seconds: float) -> float:
 
 
 def subscription_is_failing_too_long(failing_since: datetime | None, now: datetime, *, after_seconds: float) -> bool:
-    """Switch the subscription off: it has failed without a success in between for ``after_seconds``."""
+    """Switch the subscription off: it has failed without a success in between for ``after_seconds``
+    (asked only when a delivery has failed every attempt, so one attempt never switches it off)."""
     return failing_since is not None and (now - failing_since).total_seconds() >= after_seconds
+
+
+HEALTH_UNTRIED, HEALTH_HEALTHY, HEALTH_FAILING = "untried", "healthy", "failing"
+HEALTHS = (HEALTH_UNTRIED, HEALTH_HEALTHY, HEALTH_FAILING)
+
+
+def subscription_health(failing_since: datetime | None, last_success_at: datetime | None) -> str:
+    """How a subscription's deliveries fare, whether or not it is switched on: ``failing`` from its first
+    failed attempt since the last success (not only once a delivery has used up its retries, hours
+    later), ``healthy`` after a success, ``untried`` before any attempt ended."""
+    if failing_since is not None:
+        return HEALTH_FAILING
+    return HEALTH_HEALTHY if last_success_at is not None else HEALTH_UNTRIED
 
 
 def url_problem(url: str) -> str | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 MERGED_REASONS = (Memory.ARCHIVED_CONSOLIDATED, Memory.ARCHIVED_DUPLICATE)
 RUN_FINISHED = (ConsolidationRun.STATUS_COMPLETED, ConsolidationRun.STATUS_SKIPPED)
+LINK_QUERY_IDS = 5000  # ids per query when reading the links of a merge
 
 
 def event_publish_on_commit(organization_id: int, event_type: str, data: Callable[[], dict[str, Any] | None]) -> None:
@@ -96,6 +98,37 @@ def on_memory_saved(sender: Any, instance: Memory, created: bool = False, raw: b
         )
 
 
+def survivors_by_link(organization_id: int, memory_ids: list[str], kind: str, run: str | None) -> dict[str, str]:
+    """The memory each of ``memory_ids`` was archived in favour of, read from the links the archive's
+    writer made in the same transaction (``duplicates``: the kept memory → the duplicate; ``supersedes``:
+    the newer → the older). A memory merged, restored and merged again has several: this run's link,
+    else the newest."""
+    links: list[tuple[str, str, str | None, datetime, int]] = []
+    for start in range(0, len(memory_ids), LINK_QUERY_IDS):  # a run may merge more ids than a query may bind
+        links += MemoryLink.objects.filter(
+            organization_id=organization_id, kind=kind, target_id__in=memory_ids[start : start + LINK_QUERY_IDS]
+        ).values_list("target_id", "source_id", "run_id", "created_at", "pk")
+    links.sort(key=lambda link: (link[3], link[4]))
+    found: dict[str, str] = {}
+    of_this_run: set[str] = set()
+    for target, source, link_run, *_ in links:
+        if target in of_this_run:
+            continue
+        found[target] = source
+        if run is not None and link_run == run:
+            of_this_run.add(target)
+    return found
+
+
+def merges_group(memory_ids: list[str], survivors: dict[str, str]) -> list[dict[str, Any]]:
+    """``[{"into": survivor, "memory_ids": [...]}]``, survivors in the order their first memory comes;
+    memories whose survivor is unknown (archived as duplicates by hand) under ``"into": null``."""
+    groups: dict[str | None, list[str]] = {}
+    for memory_id in memory_ids:
+        groups.setdefault(survivors.get(memory_id), []).append(memory_id)
+    return [{"into": into, "memory_ids": ids} for into, ids in groups.items()]
+
+
 def on_memories_archived(
     sender: Any,
     organization: Any,
@@ -106,16 +139,32 @@ def on_memories_archived(
     **kwargs: Any,
 ) -> None:
     details = data or {}
+    ids, run = list(memory_ids), details.get("run")
     if reason in MERGED_REASONS:
-        event_type = "memory.merged"
-        body = {"memory_ids": list(memory_ids), "reason": reason, "into": into.id if into else None}
+
+        def merged() -> dict[str, Any]:
+            # a consolidation merges into the one memory it writes; duplicates go each into the strongest of
+            # its own group, several groups in one archive (one event per run, not one per group: a run
+            # over a large bank merges thousands, and the organization's deliveries go out in order)
+            if into is not None:
+                survivors = {memory_id: into.id for memory_id in ids}
+            else:
+                survivors = survivors_by_link(organization.id, ids, MemoryLink.KIND_DUPLICATES, run)
+            merges = merges_group(ids, survivors)
+            single = merges[0]["into"] if len(merges) == 1 else None
+            return {"memory_ids": ids, "reason": reason, "into": single, "merges": merges, "run": run}
+
+        event_publish_on_commit(organization.id, "memory.merged", merged)
     elif reason == Memory.ARCHIVED_SUPERSEDED:
-        event_type = "memory.superseded"
-        body = {"memory_ids": list(memory_ids), "by": into.id if into else details.get("kept")}
-    else:
-        return
-    body["run"] = details.get("run")
-    event_publish_on_commit(organization.id, event_type, lambda: body)
+
+        def superseded() -> dict[str, Any]:
+            by = into.id if into else details.get("kept")
+            if by is None:  # the judge supersedes an older memory by a newer one, linked in the same write
+                found = set(survivors_by_link(organization.id, ids, MemoryLink.KIND_SUPERSEDES, run).values())
+                by = found.pop() if len(found) == 1 else None
+            return {"memory_ids": ids, "by": by, "run": run}
+
+        event_publish_on_commit(organization.id, "memory.superseded", superseded)
 
 
 def on_contradiction_detected(

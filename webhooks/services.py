@@ -5,8 +5,8 @@ and failure bookkeeping (docs/webhooks.md)."""
 from __future__ import annotations
 
 import functools
-import json
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -138,7 +138,7 @@ def subscription_update(
             setattr(subscription, name, value)
         if enabled is True and not subscription.enabled:
             subscription.enabled, subscription.disabled_reason = True, ""
-            subscription.failing_since, subscription.consecutive_failures = None, 0
+            _health_reset(subscription)  # a fresh start: the switch-off clock starts again at its next failure
             changed["enabled"] = True
         elif enabled is False and subscription.enabled:
             subscription.enabled, subscription.disabled_reason = False, WebhookSubscription.DISABLED_MANUAL
@@ -335,11 +335,19 @@ def delivery_attempt(delivery_id: str) -> WebhookDelivery | None:
         _hand_on(delivery.organization_id)
 
 
+def webhook_ca_locations() -> tuple[str, ...]:
+    """The CA certificates a receiver's certificate may chain to besides the system's, from the settings
+    (docs/webhooks.md#trying-webhooks-locally). SSL_CERT_DIR may name several directories, as OpenSSL's."""
+    directories = [item for item in str(settings.WEBHOOKS_SSL_CERT_DIR or "").split(os.pathsep) if item]
+    named = [settings.WEBHOOKS_CA_BUNDLE, settings.WEBHOOKS_SSL_CERT_FILE, *directories]
+    return tuple(dict.fromkeys(str(location) for location in named if location))
+
+
 def _attempt(delivery: WebhookDelivery) -> WebhookDelivery:
     subscription = delivery.subscription
     if not subscription.enabled:
         return _finish(delivery, succeeded=False, error="the subscription is disabled")
-    body = json.dumps(delivery.payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    body = signing.payload_body(delivery.payload)
     timestamp = int(timezone.now().timestamp())
     headers = {
         signing.SIGNATURE_HEADER: signing.signature_header(subscription.secret, timestamp, body),
@@ -354,6 +362,7 @@ def _attempt(delivery: WebhookDelivery) -> WebhookDelivery:
             headers,
             timeout_seconds=float(settings.WEBHOOK_TIMEOUT),
             allow_private=bool(settings.WEBHOOKS_ALLOW_PRIVATE_ADDRESSES),
+            ca_locations=webhook_ca_locations(),
         )
     except DeliveryFailed as exc:
         delivery.response_code, delivery.latency_ms = None, None
@@ -364,14 +373,32 @@ def _attempt(delivery: WebhookDelivery) -> WebhookDelivery:
     return _after_failure(delivery, f"the receiver answered HTTP {attempt.status_code}")
 
 
+HEALTH_FIELDS = ["failing_since", "failed_attempts", "last_error", "last_failure_at", "updated_at"]
+
+
+def _failure_mark(subscription: WebhookSubscription, error: str, now: datetime) -> datetime:
+    """An attempt failed: the subscription is failing from its first failed attempt since the last
+    success, whether or not the delivery will be retried (docs/webhooks.md#health). Returns since when."""
+    since = subscription.failing_since = subscription.failing_since or now
+    subscription.failed_attempts += 1
+    subscription.last_error, subscription.last_failure_at = error[:500], now
+    return since
+
+
 def _after_failure(delivery: WebhookDelivery, error: str) -> WebhookDelivery:
     if delivery.attempts >= int(settings.WEBHOOK_MAX_ATTEMPTS):
         return _finish(delivery, succeeded=False, error=error)
     delay = policy.retry_delay_seconds(delivery.attempts, base_seconds=float(settings.WEBHOOK_RETRY_BASE))
-    delivery.error = error[:500]
-    delivery.next_attempt_at = timezone.now() + timedelta(seconds=delay)
-    delivery.leased_until = None  # no longer in flight: the slot is free for the next one
-    delivery.save(update_fields=["error", "next_attempt_at", "leased_until", "response_code", "latency_ms"])
+    now = timezone.now()
+    with transaction.atomic():
+        delivery.error = error[:500]
+        delivery.next_attempt_at = now + timedelta(seconds=delay)
+        delivery.leased_until = None  # no longer in flight: the slot is free for the next one
+        delivery.save(update_fields=["error", "next_attempt_at", "leased_until", "response_code", "latency_ms"])
+        subscription = WebhookSubscription.objects.select_for_update().get(pk=delivery.subscription_id)
+        if subscription.enabled:
+            _failure_mark(subscription, error, now)
+            subscription.save(update_fields=HEALTH_FIELDS)
     delivery_enqueue(delivery.id, delay_seconds=delay)
     return delivery
 
@@ -395,33 +422,31 @@ def _finish(delivery: WebhookDelivery, *, succeeded: bool, error: str) -> Webhoo
         )
         subscription = WebhookSubscription.objects.select_for_update().get(pk=delivery.subscription_id)
         if succeeded:
-            subscription.failing_since, subscription.consecutive_failures = None, 0
+            _health_reset(subscription)
             subscription.last_success_at = now
         elif subscription.enabled:
+            since = _failure_mark(subscription, error, now)
             subscription.consecutive_failures += 1
-            subscription.failing_since = subscription.failing_since or now
-            if policy.subscription_is_failing_too_long(
-                subscription.failing_since, now, after_seconds=float(settings.WEBHOOK_DISABLE_AFTER)
-            ):
+            # asked only here, when a delivery has failed every attempt: a receiver that fails now and
+            # then but takes its retries is never switched off
+            if policy.subscription_is_failing_too_long(since, now, after_seconds=float(settings.WEBHOOK_DISABLE_AFTER)):
                 subscription.enabled = False
                 subscription.disabled_reason = WebhookSubscription.DISABLED_FAILING
                 logger.warning(
                     "webhook %s of %s switched off: failing since %s",
                     subscription.id,
                     subscription.organization_id,
-                    subscription.failing_since.isoformat(),
+                    since.isoformat(),
                 )
         subscription.save(
-            update_fields=[
-                "failing_since",
-                "consecutive_failures",
-                "last_success_at",
-                "enabled",
-                "disabled_reason",
-                "updated_at",
-            ]
+            update_fields=[*HEALTH_FIELDS, "consecutive_failures", "last_success_at", "enabled", "disabled_reason"]
         )
     return delivery
+
+
+def _health_reset(subscription: WebhookSubscription) -> None:
+    subscription.failing_since, subscription.failed_attempts, subscription.consecutive_failures = None, 0, 0
+    subscription.last_error, subscription.last_failure_at = "", None
 
 
 def delivery_redeliver(*, principal: Principal, delivery: WebhookDelivery) -> WebhookDelivery:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 import time
+from typing import Any
 
 __pure__ = True
 
@@ -23,6 +25,12 @@ SIGNATURE_HEADER = "ReasoningBank-Signature"
 SIGNATURE_VERSION = "v1"
 SECRET_PREFIX = "whsec_"
 DEFAULT_TOLERANCE_SECONDS = 300
+
+
+def payload_body(payload: Any) -> bytes:
+    """The exact bytes a delivery posts, and signs, for ``payload``: compact JSON in UTF-8. The one
+    serialisation: the attempt sends it, the delivery log shows it (docs/webhooks.md#the-delivery-log)."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 class SignatureInvalid(ValueError):

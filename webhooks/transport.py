@@ -13,12 +13,19 @@ the request and the answer's status line and headers all run under one ``asyncio
 answer's body is never read, and closing it does not wait for it (docs/security/worker-fairness.md).
 When the deadline cuts an attempt, every connection it opened is closed then and there: a handshake
 cancelled half-way would otherwise keep its socket until the garbage collector found it.
+
+The receiver's certificate is checked against the system's CAs plus the ``ca_locations`` the caller
+names (``WEBHOOKS_CA_BUNDLE``, ``SSL_CERT_FILE``, ``SSL_CERT_DIR``): the client itself reads nothing from
+the environment, since with ``trust_env`` it would also take a proxy from it
+(docs/webhooks.md#trying-webhooks-locally).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import os
+import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -68,18 +75,59 @@ def _address_url(url: str, ip: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
 
 
+def _location_stamp(location: str) -> float:
+    try:
+        return os.stat(location).st_mtime
+    except OSError as exc:
+        raise DeliveryFailed(f"the CA certificates at {location} cannot be read: {exc.strerror or exc}") from None
+
+
+@functools.lru_cache(maxsize=8)
+def _ssl_context_cached(locations: tuple[tuple[str, float], ...]) -> ssl.SSLContext:
+    import httpx2
+
+    context = httpx2.create_ssl_context(trust_env=False)  # the system's CAs, verifying host names
+    for location, _ in locations:
+        try:
+            if os.path.isdir(location):
+                context.load_verify_locations(capath=location)
+            else:
+                context.load_verify_locations(cafile=location)
+        except (OSError, ssl.SSLError) as exc:
+            raise DeliveryFailed(
+                f"the CA certificates at {location} cannot be loaded (a PEM file of certificates, or a directory "
+                f"prepared with `openssl rehash`): {exc}"
+            ) from None
+    return context
+
+
+def ssl_context_for(ca_locations: tuple[str, ...]) -> ssl.SSLContext:
+    """The context that checks a receiver's certificate: the system's CAs and those of ``ca_locations``
+    (PEM files, or directories of hashed names), host names verified. One per set of locations while
+    their files stay unchanged: loading a bundle costs more than the rest of a quick attempt."""
+    return _ssl_context_cached(tuple((location, _location_stamp(location)) for location in ca_locations))
+
+
 def delivery_post(
-    url: str, body: bytes, headers: dict[str, str], *, timeout_seconds: float, allow_private: bool
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    timeout_seconds: float,
+    allow_private: bool,
+    ca_locations: tuple[str, ...] = (),
 ) -> Attempt:
     """POST ``body`` to ``url``; the answer's status and the time it took, or ``DeliveryFailed`` —
-    at the latest ``timeout_seconds`` after the call, whatever the receiver does."""
+    at the latest ``timeout_seconds`` after the call, whatever the receiver does. ``ca_locations``:
+    CA certificates trusted besides the system's."""
     started = time.monotonic()
+    context = ssl_context_for(ca_locations)
     loop = _AttemptLoop()
     try:
         # a worker task is plain synchronous code: its own short-lived event loop, per attempt
         with asyncio.Runner(loop_factory=lambda: loop) as runner:
             try:
-                status_code = runner.run(_post_within(url, body, headers, timeout_seconds, allow_private))
+                status_code = runner.run(_post_within(url, body, headers, timeout_seconds, allow_private, context))
             finally:
                 for transport in loop.transports:
                     transport.abort()  # closed now; a no-op for one the HTTP library closed already
@@ -92,13 +140,25 @@ def delivery_post(
 
 
 async def _post_within(
-    url: str, body: bytes, headers: dict[str, str], timeout_seconds: float, allow_private: bool
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout_seconds: float,
+    allow_private: bool,
+    context: ssl.SSLContext,
 ) -> int:
     async with asyncio.timeout(timeout_seconds):
-        return await _post(url, body, headers, timeout_seconds, allow_private)
+        return await _post(url, body, headers, timeout_seconds, allow_private, context)
 
 
-async def _post(url: str, body: bytes, headers: dict[str, str], timeout_seconds: float, allow_private: bool) -> int:
+async def _post(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout_seconds: float,
+    allow_private: bool,
+    context: ssl.SSLContext,
+) -> int:
     import httpx2  # here, not at module level: every manage.py command sets Django up (docs/commands.md#start-up)
 
     parts = urlsplit(url)
@@ -116,9 +176,12 @@ async def _post(url: str, body: bytes, headers: dict[str, str], timeout_seconds:
         "User-Agent": USER_AGENT,
     }
     last_error = "no address answered"
-    # trust_env=False: an HTTP(S)_PROXY of the environment would connect by name, past the check. The
-    # client's own timeout stays as a bound per step; the attempt's deadline is the one around this call.
-    async with httpx2.AsyncClient(timeout=timeout_seconds, follow_redirects=False, trust_env=False) as client:
+    # trust_env=False: an HTTP(S)_PROXY of the environment would connect by name, past the check (the CA
+    # variables it would also read come in ``context``). The client's own timeout stays as a bound per
+    # step; the attempt's deadline is the one around this call.
+    async with httpx2.AsyncClient(
+        timeout=timeout_seconds, follow_redirects=False, trust_env=False, verify=context
+    ) as client:
         for ip in ips:
             try:
                 # streamed and closed unread: only the status matters, and a receiver's body may be huge

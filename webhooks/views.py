@@ -5,8 +5,10 @@ Thin: read through selectors, write through services, render."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
@@ -71,10 +73,16 @@ def _detail_page(request: HttpRequest, subscription: WebhookSubscription, **extr
     status_filter = wanted if wanted in dict(WebhookDelivery.STATUS_CHOICES) else None
     deliveries = delivery_list(principal, subscription=subscription, status=status_filter)
     page = Paginator(deliveries, DELIVERIES_PER_PAGE).get_page(request.GET.get("page"))
+    switch_off_at = (
+        subscription.failing_since + timedelta(seconds=float(settings.WEBHOOK_DISABLE_AFTER))
+        if subscription.failing_since
+        else None
+    )
     context = settings_context(
         request,
         "webhooks",
         subscription=subscription,
+        switch_off_at=switch_off_at,
         page=page,
         status_filter=status_filter or "",
         status_choices=WebhookDelivery.STATUS_CHOICES,

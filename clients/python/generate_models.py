@@ -71,10 +71,38 @@ def type_of(node: dict[str, Any]) -> str:
     return text
 
 
-def render(schema: dict[str, Any], roots: list[str]) -> str:
-    """models.py for these component names and every component they refer to, dependencies first."""
+def query_parameters(schema: dict[str, Any], operation_id: str) -> dict[str, dict[str, Any]]:
+    """The query parameters of one operation of the schema: name → its schema."""
+    for item in schema["paths"].values():
+        for operation in item.values():
+            if isinstance(operation, dict) and operation.get("operationId") == operation_id:
+                return {
+                    parameter["name"]: parameter.get("schema", {})
+                    for parameter in operation.get("parameters", [])
+                    if parameter.get("in") == "query"
+                }
+    raise KeyError(f"no operation {operation_id!r} in the schema")
+
+
+def render_query(name: str, operation_id: str, parameters: dict[str, dict[str, Any]]) -> str:
+    """A TypedDict of a list's query parameters, every one optional."""
+    lines = [f"class {name}(TypedDict, total=False):", f'    """The query parameters of ``{operation_id}``."""', ""]
+    for field, value in parameters.items():
+        annotation = type_of(value)
+        if len(f"    {field}: {annotation}") > 120 and annotation.startswith("Literal[") and annotation.endswith("]"):
+            # wrapped the way ruff's formatter wraps it (the file stays as the formatter leaves it)
+            annotation = "Literal[\n        " + annotation[len("Literal[") : -1] + "\n    ]"
+        lines.append(f"    {field}: {annotation}")
+    return "\n".join(lines) + "\n"
+
+
+def render(schema: dict[str, Any], roots: list[str], queries: dict[str, str] | None = None) -> str:
+    """models.py for these component names and every component they refer to, dependencies first; then a
+    TypedDict of query parameters for each ``queries`` entry (its name → the operation's id)."""
     components = schema["components"]["schemas"]
     order: list[str] = []
+    query_blocks = {name: query_parameters(schema, operation_id) for name, operation_id in (queries or {}).items()}
+    roots = roots + [ref for parameters in query_blocks.values() for ref in referenced(parameters)]
 
     def visit(name: str) -> None:
         if name in order:
@@ -106,17 +134,19 @@ def render(schema: dict[str, Any], roots: list[str]) -> str:
         if not properties:
             lines.append("    pass")
         blocks.append("\n".join(lines) + "\n")
+    for name, parameters in query_blocks.items():
+        blocks.append(render_query(name, (queries or {})[name], parameters))
     # the blank lines ruff's formatter and import sorter want: one after the imports before an assignment
     gap = "\n\n" if blocks and blocks[0].startswith("class ") else "\n"
     return HEADER + gap + "\n\n".join(blocks)
 
 
 def main() -> None:
-    from reasoningbank_client.operations import MODEL_ROOTS
+    from reasoningbank_client.operations import MODEL_ROOTS, QUERY_MODELS
 
     with open(sys.argv[1], encoding="utf-8") as handle:
         schema = json.load(handle)
-    sys.stdout.write(render(schema, list(MODEL_ROOTS)))
+    sys.stdout.write(render(schema, list(MODEL_ROOTS), QUERY_MODELS))
 
 
 if __name__ == "__main__":

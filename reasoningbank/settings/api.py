@@ -43,6 +43,7 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "consolidation.api.RUN_STATUSES",
         "WebhookDeliveryStatusEnum": "webhooks.api.DELIVERY_STATUSES",
         "WebhookEventEnum": "webhooks.api.EVENT_NAMES",
+        "WebhookHealthEnum": "webhooks.policy.HEALTHS",
     },
     "TAGS": [
         {"name": "memories", "description": "Record, search, rate, edit, archive and restore memories."},

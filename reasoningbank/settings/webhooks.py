@@ -3,7 +3,11 @@ subscription that keeps failing is switched off (docs/webhooks.md)."""
 
 from __future__ import annotations
 
-from reasoningbank.env import env_bool, env_duration, env_int
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+from reasoningbank.env import env_bool, env_duration, env_int, env_str
 
 # development only: deliveries to private, loopback and link-local addresses (a receiver on
 # localhost); in production they would let a tenant make the service post into its own network
@@ -24,3 +28,18 @@ WEBHOOK_RETRY_BASE = env_duration("WEBHOOK_RETRY_BASE", "30s")
 # a subscription whose deliveries have failed (every attempt) for this long, without a success
 # between, is switched off and marked "failing"; an admin re-enables it
 WEBHOOK_DISABLE_AFTER = env_duration("WEBHOOK_DISABLE_AFTER", "3d")
+# The CA certificates a receiver's TLS certificate may chain to, besides the system's: a development CA
+# for a receiver on https://localhost (docs/webhooks.md#trying-webhooks-locally). The sender's HTTP
+# client ignores the environment (trust_env=False: a proxy variable would connect by name, past the
+# address guard), so OpenSSL's SSL_CERT_FILE / SSL_CERT_DIR are read here, explicitly, and nothing else
+# of the environment is. All of them add to the system's CAs rather than replace them: the same sender
+# also posts to public receivers. WEBHOOKS_CA_BUNDLE (ours, deliveries only) must exist at start-up;
+# OpenSSL's two are checked when a delivery loads them (a wrong one fails the attempt, naming it).
+WEBHOOKS_CA_BUNDLE = os.path.expanduser(env_str("WEBHOOKS_CA_BUNDLE"))
+if WEBHOOKS_CA_BUNDLE and not os.path.exists(WEBHOOKS_CA_BUNDLE):
+    raise ImproperlyConfigured(
+        f"WEBHOOKS_CA_BUNDLE must be a PEM file of CA certificates or a directory of them prepared with "
+        f"`openssl rehash`; {WEBHOOKS_CA_BUNDLE!r} does not exist"
+    )
+WEBHOOKS_SSL_CERT_FILE = env_str("SSL_CERT_FILE")
+WEBHOOKS_SSL_CERT_DIR = env_str("SSL_CERT_DIR")

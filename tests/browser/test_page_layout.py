@@ -142,8 +142,10 @@ def samples(cast, agent) -> dict[str, str]:
         organization=org, user=cast.alice, application=application, scopes=["memories:read"]
     )
     subscription = WebhookSubscription.objects.create(
-        organization=org, url=f"https://hooks.example.com/{LONG_WORD}", events=["memory.created"], secret="whsec_x"
-    )
+        organization=org, url=f"https://hooks.example.com/{LONG_WORD}", events=["memory.created"], secret="whsec_x",
+        failing_since=timezone.now(), failed_attempts=3, last_error=f"ConnectError: {LONG_URL}",
+        last_failure_at=timezone.now(),
+    )  # fmt: skip
     delivery = WebhookDelivery.objects.create(
         organization=org, subscription=subscription, event_type="memory.created",
         payload={"type": "memory.created"}, status=WebhookDelivery.STATUS_FAILED, error=f"ConnectError: {LONG_URL}",

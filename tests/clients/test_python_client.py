@@ -230,3 +230,50 @@ async def test_the_async_export_streams_records_and_import_ndjson_streams_chunks
             await client.import_ndjson(iter([line.encode() + b"\n" for line in text.splitlines()]))
     assert records == EXPORT_LINES
     assert route.calls.last.request.content.decode() == text
+
+
+def memory_page(ids: list[str], *, last: bool) -> dict[str, Any]:
+    return {
+        "count": 5,
+        "next": None if last else "http://internal:8000/api/v1/memories?page=9",
+        "previous": None,
+        "results": [{"id": memory_id} for memory_id in ids],
+    }
+
+
+PAGES = [memory_page(["m1", "m2"], last=False), memory_page(["m3", "m4"], last=False), memory_page(["m5"], last=True)]
+
+
+def test_a_list_is_iterated_item_by_item_over_every_page_with_its_filters(bank):
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/memories").mock(side_effect=[httpx.Response(200, json=page) for page in PAGES])
+        listing = bank.memory_list(project="web-app", tag=["ci", "build"], page_size=2)
+        assert route.call_count == 0  # nothing is fetched before it is needed
+        ids = [memory["id"] for memory in listing]
+    assert ids == ["m1", "m2", "m3", "m4", "m5"]
+    # the page number is counted, never `next` followed (it names the service's own idea of its host)
+    assert [call.request.url.params.get_list("page") for call in route.calls] == [["1"], ["2"], ["3"]]
+    assert [call.request.url.host for call in route.calls] == ["memory.example.com"] * 3
+    first = route.calls[0].request.url.params
+    assert first.get_list("tag") == ["ci", "build"] and first["project"] == "web-app" and first["page_size"] == "2"
+
+
+def test_a_list_gives_its_pages_and_starts_at_the_page_asked_for(bank):
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/sessions").mock(side_effect=[httpx.Response(200, json=page) for page in PAGES[1:]])
+        pages = list(bank.session_list(status="failed", page=2).pages())
+    assert [len(page["results"]) for page in pages] == [2, 1]
+    assert [call.request.url.params["page"] for call in route.calls] == ["2", "3"]
+    assert route.calls[0].request.url.params["status"] == "failed"
+
+
+async def test_the_async_client_lists_with_async_for_over_items_and_pages():
+    async with AsyncReasoningBank(URL, TOKEN) as client:
+        with respx.mock(base_url=URL) as mock:
+            route = mock.get("/api/v1/memories").mock(
+                side_effect=[httpx.Response(200, json=page) for page in PAGES + PAGES]
+            )
+            ids = [memory["id"] async for memory in client.memory_list(state="any")]
+            sizes = [page["count"] async for page in client.memory_list().pages()]
+    assert ids == ["m1", "m2", "m3", "m4", "m5"] and sizes == [5, 5, 5]
+    assert route.call_count == 6 and route.calls[0].request.url.params["state"] == "any"

@@ -1,14 +1,16 @@
 """The client SDKs (docs/sdks.md) against the live service started by scripts/run.sh: every agent
 operation, the export and both import forms with the sync and the async Python client, the typed
-errors (a wrong token; another organization's memory is a 404), and the TypeScript client under Node
-(record → search → get)."""
+errors (a wrong token; another organization's memory is a 404), the TypeScript client under Node
+(record → search → get), and every code example of docs/sdks.md as written but for its address and tokens."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,7 +18,15 @@ import anyio
 import pytest
 from reasoningbank_client import AsyncReasoningBank, AuthenticationError, NotFound, ReasoningBank
 
-from tests.clients.drift import TS_CLIENT, node_missing
+from tests.clients.doc_examples import (
+    module_name,
+    node_binary,
+    sdk_examples,
+    tsc,
+    typescript_workspace,
+    with_service,
+)
+from tests.clients.drift import PYTHON_CLIENT, TS_CLIENT, node_missing
 from tests.e2e.conftest import Setup, manage_ok
 from tests.e2e.harness import Service, token_from, unique
 
@@ -175,3 +185,41 @@ def test_the_typescript_client_records_searches_and_gets_under_node(service, adm
     answer = json.loads(result.stdout.strip().splitlines()[-1])
     assert answer["id"] in answer["found"] and answer["title"].endswith(marker)
     assert answer["missing"] == "not_found"
+
+
+PYTHON_EXAMPLES = sdk_examples("python")
+TYPESCRIPT_EXAMPLES = sdk_examples("typescript")
+
+
+@pytest.mark.parametrize("block", PYTHON_EXAMPLES, ids=module_name)
+def test_each_python_example_of_the_sdk_docs_runs_against_the_live_service(service, acme, admin_token, block, tmp_path):
+    """`rb_…` is acme's project token (default scopes: it needs no more), `rb_admin_…` a token with `admin`."""
+    script = tmp_path / "example.py"
+    script.write_text(with_service(block.code, service.url, acme.project_token, admin_token))
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_CLIENT)}
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, f"docs/sdks.md:{block.line}\n{result.stdout}{result.stderr}"
+
+
+@pytest.mark.parametrize("block", TYPESCRIPT_EXAMPLES, ids=module_name)
+def test_each_typescript_example_of_the_sdk_docs_runs_under_node_against_the_live_service(
+    service, acme, admin_token, block, tmp_path
+):
+    if node_missing():
+        pytest.skip("node is not installed: the TypeScript examples need it (docs/sdks.md)")
+    replace = {"http://127.0.0.1:8000": service.url, '"rb_admin_…"': f'"{admin_token}"'}
+    replace['"rb_…"'] = f'"{acme.project_token}"'
+    files = typescript_workspace(tmp_path, [block], replace)
+    compiled = tsc(tmp_path, files, emit=True)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    result = subprocess.run(
+        [node_binary(), files[0].with_suffix(".mjs").name],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, f"docs/sdks.md:{block.line}\n{result.stdout}{result.stderr}"

@@ -30,6 +30,7 @@ ARGUMENTS = {
     "import_memories": ["acme", "{bank}"],
     "promote_institutional": ["--org", "acme", "--dry-run"],
     "reembed_memories": [],
+    "repair_summaries": [],
     "requeue_sessions": [],
     "rollup_signals": [],
     "set_plan": ["acme", "pro"],

@@ -3,11 +3,14 @@ API's error shape, another organization's subscription or delivery a 404."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
-from tests.webhooks.conftest import RECEIVER_URL
+from tests.webhooks.conftest import RECEIVER_ADDRESS_URL, RECEIVER_URL
 from webhooks.event_types import EVENT_TYPES
 from webhooks.models import WebhookDelivery, WebhookSubscription
+from webhooks.services import delivery_attempt
+from webhooks.signing import SIGNATURE_HEADER, signature_verify
 
 WEBHOOKS = "/api/v1/webhooks"
 
@@ -168,7 +171,53 @@ def test_the_delivery_log_lists_status_attempts_code_latency_and_error(admin_cli
     ]
     detail = admin_client.get(f"{WEBHOOKS}/deliveries/{failed.id}").json()
     assert detail["payload"] == {"type": "memory.created", "data": {}}
+    assert detail["body"] == '{"data":{},"type":"memory.created"}'  # the bytes posted: compact, jsonb's key order
     _error(admin_client.get(f"{WEBHOOKS}/{subscription.id}/deliveries", {"status": "lost"}), 400, "status")
+
+
+def test_a_delivery_shows_the_body_it_posted_byte_for_byte_the_one_the_signature_covers(
+    admin_client, subscribe, receiver, enqueued
+):
+    subscription = subscribe(["memory.created"])
+    delivery = _delivery(subscription)
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        payload={"type": "memory.created", "data": {"memory": {"title": "Café «naïve» 10 µs", "confidence": 0.7}}}
+    )
+    route = receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(204))
+    delivery_attempt(delivery.id)
+    posted = route.calls.last.request
+    detail = admin_client.get(f"{WEBHOOKS}/deliveries/{delivery.id}").json()
+    assert detail["body"].encode("utf-8") == posted.content
+    assert "Café «naïve» 10 µs" in detail["body"]  # UTF-8 as sent, not \u escapes nor a Python repr
+    assert signature_verify(subscription.secret, posted.headers[SIGNATURE_HEADER], detail["body"].encode())
+
+
+def test_a_subscription_shows_its_health_from_the_first_failed_attempt(admin_client, subscribe, receiver, enqueued):
+    subscription = subscribe(["memory.created"])
+    shown = admin_client.get(f"{WEBHOOKS}/{subscription.id}").json()
+    assert (shown["enabled"], shown["health"], shown["failing_since"], shown["failed_attempts"]) == (
+        True,
+        "untried",
+        None,
+        0,
+    )
+    receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(502))
+    delivery_attempt(_delivery(subscription).id)  # its first attempt; five retries to come
+    shown = admin_client.get(f"{WEBHOOKS}/{subscription.id}").json()
+    assert shown["enabled"] is True and shown["health"] == "failing" and shown["failing_since"] is not None
+    assert (shown["failed_attempts"], shown["consecutive_failures"]) == (1, 0)
+    assert shown["last_error"] == "the receiver answered HTTP 502" and shown["last_failure_at"] is not None
+    listed = admin_client.get(WEBHOOKS).json()["results"]
+    assert [(item["id"], item["health"]) for item in listed] == [(subscription.id, "failing")]
+    receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(200))
+    delivery_attempt(_delivery(subscription).id)
+    shown = admin_client.get(f"{WEBHOOKS}/{subscription.id}").json()
+    assert (shown["health"], shown["failing_since"], shown["failed_attempts"], shown["last_error"]) == (
+        "healthy",
+        None,
+        0,
+        "",
+    )
 
 
 def test_redelivery_queues_a_new_delivery_of_the_same_event(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from consolidation import events as consolidation_events
 from consolidation import runs as consolidation_runs
@@ -13,17 +14,26 @@ from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.promotion.services import promotions_propose
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate, runs_recover_stale
 from memories.models import Memory, MemoryLink
-from memories.moderation.services import contradiction_resolve, memories_archive
+from memories.moderation.services import contradiction_resolve, memories_archive, memory_archive
 from memories.sessions import services as session_services
 from memories.sessions.services import session_process, session_submit
 from reasoningbank.ai.llm import NoLLM
 from tests.consolidation.promotion_setup import lesson, teams_setup
+from tests.consolidation.vectors import (
+    contradiction_reply,
+    cycle_llm,
+    remember,
+    run_cycle,
+    spoke,
+    supersession_reply,
+)
 from tests.factories import MemoryFactory
 from tests.fakes import ScriptedLLM, memory_block
 from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_event_publish
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+DAY = timedelta(days=1)
 
 
 @pytest.fixture
@@ -84,8 +94,80 @@ def test_a_merge_publishes_memory_merged_with_the_memory_they_went_into(cast, ag
             data={"run": "run_x"},
         )
     (delivery,) = sent("memory.merged")
-    assert delivery.payload["data"] == {"memory_ids": [dupe.id], "reason": "duplicate", "into": kept.id, "run": "run_x"}
+    assert delivery.payload["data"] == {
+        "memory_ids": [dupe.id],
+        "reason": "duplicate",
+        "into": kept.id,
+        "merges": [{"into": kept.id, "memory_ids": [dupe.id]}],
+        "run": "run_x",
+    }
     assert not sent("memory.superseded")
+
+
+def test_duplicates_merged_by_a_run_say_which_survivor_each_went_into(cast, agent, subscribe, committed, monkeypatch):
+    from webhooks import receivers
+
+    monkeypatch.setattr(receivers, "LINK_QUERY_IDS", 2)  # the links read in several queries, as for a large run
+    subscribe(["memory.merged"])
+    # two groups of near-identical memories on two axes; the most confident of each group stays
+    kept_cache = remember(agent, "Cache the Docker build layers", spoke(0, 1, 0.97), confidence=0.9)
+    cache = remember(agent, "Cache Docker build layers in CI", spoke(0, 2, 0.97), confidence=0.6)
+    caching = remember(agent, "Docker layer caching speeds up CI", spoke(0, 3, 0.97), confidence=0.5)
+    kept_go = remember(agent, "Services are written in Go", spoke(10, 11, 0.97), confidence=0.9)
+    golang = remember(agent, "Services use Golang", spoke(10, 12, 0.97), confidence=0.4)
+    with committed():
+        run = run_cycle(agent, cast.project_a, ScriptedLLM())
+    assert run.status == ConsolidationRun.STATUS_COMPLETED and run.counters["duplicates_merged"] == 3, run.errors
+    (delivery,) = sent("memory.merged")  # one event for the run's duplicates, not one per group
+    data = delivery.payload["data"]
+    survivor_of = {memory_id: merge["into"] for merge in data["merges"] for memory_id in merge["memory_ids"]}
+    assert survivor_of == {cache.id: kept_cache.id, caching.id: kept_cache.id, golang.id: kept_go.id}
+    assert sorted(data["memory_ids"]) == sorted(survivor_of)  # the key receivers read before, unchanged
+    assert data["into"] is None and data["reason"] == "duplicate" and data["run"] == run.id  # several survivors
+
+
+def test_a_memory_merged_restored_and_merged_again_is_reported_with_this_runs_survivor(
+    cast, agent, subscribe, committed
+):
+    subscribe(["memory.merged"])
+    first, second = (MemoryFactory(principal=agent, title=f"Lesson {n}") for n in (1, 2))
+    dupe = MemoryFactory(principal=agent, title="Lesson 1 again")
+    runs = []
+    for _ in range(2):  # one queued run per project at a time: the first is over before the second
+        runs.append(consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate()))
+        ConsolidationRun.objects.filter(pk=runs[-1].pk).update(status=ConsolidationRun.STATUS_COMPLETED)
+    run_a, run_b = runs
+    for kept, run in ((first, run_a), (second, run_b)):
+        MemoryLink.objects.create(
+            organization=cast.org_a, source=kept, target=dupe, kind=MemoryLink.KIND_DUPLICATES, run=run
+        )
+    with committed():
+        memories_archive(
+            organization=cast.org_a, memory_ids=[dupe.id], reason=Memory.ARCHIVED_DUPLICATE, data={"run": run_a.id}
+        )
+    assert sent("memory.merged")[-1].payload["data"]["merges"] == [{"into": first.id, "memory_ids": [dupe.id]}]
+
+
+def test_a_memory_archived_as_a_duplicate_by_hand_has_no_survivor_to_name(cast, agent, subscribe, committed):
+    subscribe(["memory.merged"])
+    dupe = MemoryFactory(principal=agent, title="Said twice")
+    with committed():
+        memory_archive(principal=cast.principal(cast.alice), memory=dupe, reason=Memory.ARCHIVED_DUPLICATE)
+    (delivery,) = sent("memory.merged")
+    data = delivery.payload["data"]
+    assert (data["into"], data["merges"]) == (None, [{"into": None, "memory_ids": [dupe.id]}])
+
+
+def test_a_memory_the_judge_superseded_names_the_newer_memory_that_replaced_it(cast, agent, subscribe, committed):
+    subscribe(["memory.superseded"])
+    older = remember(agent, "Deploys run on Jenkins", spoke(0, 1, 0.75), created_at=timezone.now() - DAY)
+    newer = remember(agent, "Deploys moved to GitHub Actions", spoke(0, 2, 0.75))
+    llm = cycle_llm(supersession=supersession_reply(True), contradiction=contradiction_reply(False))
+    with committed():
+        run = run_cycle(agent, cast.project_a, llm)
+    assert run.status == ConsolidationRun.STATUS_COMPLETED and run.counters["supersessions"] == 1, run.errors
+    (delivery,) = sent("memory.superseded")
+    assert delivery.payload["data"] == {"memory_ids": [older.id], "by": newer.id, "run": run.id}
 
 
 def test_opening_and_resolving_a_dispute_publish_their_events_and_the_superseded_memory(

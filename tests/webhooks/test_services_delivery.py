@@ -32,6 +32,16 @@ def delivery(subscribe, enqueued, django_capture_on_commit_callbacks) -> Webhook
     return made
 
 
+def test_the_delivery_log_shows_the_exact_bytes_that_were_posted_and_signed(delivery, receiver, enqueued):
+    route = receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(204))
+    delivery_attempt(delivery.id)
+    sent = route.calls.last.request
+    logged = WebhookDelivery.objects.get(pk=delivery.id)
+    assert logged.body.encode("utf-8") == sent.content
+    assert signature_verify(delivery.subscription.secret, sent.headers[SIGNATURE_HEADER], logged.body.encode()) > 0
+    assert json.loads(logged.body_pretty) == json.loads(sent.content) and "\n  " in logged.body_pretty
+
+
 def test_a_delivery_posts_the_payload_signed_with_the_subscriptions_secret(delivery, receiver, enqueued, settings):
     route = receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(204))
     done = delivery_attempt(delivery.id)
@@ -142,13 +152,60 @@ def test_a_subscription_failing_for_longer_than_the_setting_is_switched_off_and_
     assert subscription.consecutive_failures == 2
 
 
+def test_a_subscription_is_failing_from_its_first_failed_attempt_with_the_error_while_retries_wait(
+    delivery, receiver, enqueued
+):
+    assert WebhookSubscription.objects.get().health == "untried"
+    receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(503))
+    first = delivery_attempt(delivery.id)
+    assert first is not None and first.status == WebhookDelivery.STATUS_PENDING  # a retry is scheduled
+    subscription = WebhookSubscription.objects.get()
+    assert subscription.health == "failing" and subscription.enabled
+    assert subscription.failing_since is not None and subscription.last_failure_at is not None
+    assert (subscription.failed_attempts, subscription.consecutive_failures) == (1, 0)  # no delivery used up yet
+    assert subscription.last_error == "the receiver answered HTTP 503"
+    since = subscription.failing_since
+    WebhookDelivery.objects.filter(pk=delivery.id).update(next_attempt_at=timezone.now())
+    receiver.post(RECEIVER_ADDRESS_URL).mock(side_effect=httpx.ConnectError("connection refused"))
+    delivery_attempt(delivery.id)
+    subscription.refresh_from_db()
+    assert subscription.failing_since == since and subscription.failed_attempts == 2  # since the first one
+    assert "ConnectError" in subscription.last_error
+
+
+def test_one_failed_attempt_never_switches_a_subscription_off_however_old_its_failing_mark(
+    delivery, receiver, enqueued, settings
+):
+    # the switch-off is asked only when a delivery has failed every attempt (docs/webhooks.md#health)
+    settings.WEBHOOK_DISABLE_AFTER = 3600
+    WebhookSubscription.objects.update(failing_since=timezone.now() - timedelta(days=5), failed_attempts=40)
+    receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(500))
+    assert delivery_attempt(delivery.id).status == WebhookDelivery.STATUS_PENDING
+    subscription = WebhookSubscription.objects.get()
+    assert subscription.enabled and subscription.failed_attempts == 41
+
+
+def test_a_switched_off_subscription_gains_no_failure_marks(delivery, receiver, enqueued):
+    WebhookSubscription.objects.update(enabled=False, disabled_reason=WebhookSubscription.DISABLED_MANUAL)
+    delivery_attempt(delivery.id)
+    subscription = WebhookSubscription.objects.get()
+    assert (subscription.health, subscription.failed_attempts, subscription.last_error) == ("untried", 0, "")
+
+
 def test_a_success_clears_the_failure_marks(delivery, receiver, enqueued):
-    WebhookSubscription.objects.update(failing_since=timezone.now() - timedelta(hours=1), consecutive_failures=4)
+    WebhookSubscription.objects.update(
+        failing_since=timezone.now() - timedelta(hours=1),
+        consecutive_failures=4,
+        failed_attempts=9,
+        last_error="the receiver answered HTTP 500",
+        last_failure_at=timezone.now(),
+    )
     receiver.post(RECEIVER_ADDRESS_URL).mock(return_value=httpx.Response(200))
     delivery_attempt(delivery.id)
     subscription = WebhookSubscription.objects.get()
     assert subscription.failing_since is None and subscription.consecutive_failures == 0
-    assert subscription.last_success_at is not None
+    assert (subscription.failed_attempts, subscription.last_error, subscription.last_failure_at) == (0, "", None)
+    assert subscription.last_success_at is not None and subscription.health == "healthy"
 
 
 def test_a_delivery_of_a_switched_off_subscription_is_not_sent(delivery, receiver, enqueued):

@@ -4,8 +4,10 @@ once, the delivery log with redelivery, another organization's subscription or d
 from __future__ import annotations
 
 import html
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from tests.webhooks.conftest import RECEIVER_URL
 from webhooks.models import WebhookDelivery, WebhookSubscription
@@ -85,6 +87,33 @@ def test_the_subscription_page_logs_every_delivery_and_another_orgs_is_a_404(cli
     assert client.post(f"/settings/webhooks/{theirs.id}/", {"events": ["dispute.opened"]}).status_code == 404
     theirs.refresh_from_db()
     assert theirs.events == ["memory.created"]
+
+
+def test_the_delivery_log_shows_the_payload_as_the_json_sent_indented_not_a_python_repr(client, cast, subscribe):
+    delivery = _delivery(subscribe(["memory.created"]), status="succeeded", attempts=1)
+    client.force_login(cast.alice)
+    page = text(client.get(f"/settings/webhooks/{delivery.subscription_id}/"))
+    assert '"title": "Pin the linter"' in page and "'title'" not in page  # JSON, indented
+    assert '{"data":{"memory":{"title":"Pin the linter"}},"type":"memory.created"}' in page  # the signed bytes
+
+
+def test_a_subscription_failing_since_its_first_attempt_shows_so_on_the_list_and_its_page(client, cast, subscribe):
+    ours = subscribe(["memory.created"])
+    healthy = subscribe(["memory.created"])
+    WebhookSubscription.objects.filter(pk=healthy.pk).update(last_success_at=timezone.now())
+    WebhookSubscription.objects.filter(pk=ours.pk).update(
+        failing_since=timezone.now() - timedelta(minutes=30),
+        failed_attempts=2,
+        last_error="ConnectError: [Errno 111] Connection refused",
+        last_failure_at=timezone.now(),
+    )
+    client.force_login(cast.alice)
+    listing = text(client.get("/settings/webhooks/"))
+    assert listing.count("failing since") == 1 and "2 failed attempts" in listing
+    assert "Connection refused" in listing and listing.count(">active<") == 1
+    page = text(client.get(f"/settings/webhooks/{ours.id}/"))
+    assert "failing since" in page and "ConnectError: [Errno 111] Connection refused" in page
+    assert "the next delivery to fail every attempt after then switches the subscription off" in page
 
 
 @pytest.mark.cross_tenant("settings-webhook-redeliver")

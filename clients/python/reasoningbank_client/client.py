@@ -1,22 +1,37 @@
 """``ReasoningBank`` (sync) and ``AsyncReasoningBank``: one typed method per agent operation of the REST API
 (docs/sdks.md). Bodies are the API's own (``models.py``, generated from its OpenAPI schema), passed as
-keyword arguments and checked by a type checker; errors are the typed exceptions of ``errors.py``."""
+keyword arguments and checked by a type checker; errors are the typed exceptions of ``errors.py``. Calls that
+may be repeated are retried on 429, 503 and connection failures (``retrying.py``)."""
 
 from __future__ import annotations
 
 import os
+import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Unpack, cast
 
+import anyio
 import httpx
 
 from reasoningbank_client import models
-from reasoningbank_client.errors import ConnectionFailed, error_from
-from reasoningbank_client.operations import Call, call_for, export_call, ndjson_call, parse_line
+from reasoningbank_client.errors import REQUEST_ID_HEADER, ReasoningBankError, connection_failed, error_from
+from reasoningbank_client.operations import Call, call_for, export_call, ndjson_call, page_call, parse_line
+from reasoningbank_client.pagination import AsyncPages, Pages
+from reasoningbank_client.retrying import (
+    DEFAULT_BACKOFF_BASE,
+    DEFAULT_BACKOFF_CAP,
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    RequestOptions,
+    RetryPolicy,
+    status_retryable,
+)
+from reasoningbank_client.version import __version__
 
-__version__ = "0.1.0"
 USER_AGENT = f"reasoningbank-client-python/{__version__}"
-DEFAULT_TIMEOUT = 60.0
 
 TokenSource = str | Callable[[], str]
 
@@ -46,14 +61,89 @@ def settings_from(base_url: str | None, token: TokenSource | None) -> tuple[str,
     return url.rstrip("/"), found
 
 
-def json_of(response: httpx.Response) -> Any:
-    if response.is_error:
-        raise error_from(response)
-    return response.json()
+def retry_sleep(seconds: float) -> None:
+    """The sync client's wait between attempts (a name of its own so that a test can count the waits)."""
+    time.sleep(seconds)
+
+
+async def retry_sleep_async(seconds: float) -> None:
+    await anyio.sleep(seconds)  # httpx's own async layer: asyncio and trio alike
+
+
+@dataclass
+class Attempts:
+    """One call's attempts: the request id they share (``X-Request-ID``: the service logs it, and echoes
+    it), their timeouts, and after each failure whether and when to try again."""
+
+    call: Call
+    policy: RetryPolicy
+    timeout: httpx.Timeout
+    request_id: str
+    made: int = 0
+
+    def headers(self) -> dict[str, str]:
+        return {"User-Agent": USER_AGENT, REQUEST_ID_HEADER: self.request_id, **self.call.headers}
+
+    def wait_after(self, error: ReasoningBankError | None) -> float | None:
+        """Seconds to wait before the next attempt, or ``None`` to give up; ``error`` is the error answer,
+        ``None`` when there was no answer (the connection failed or timed out)."""
+        if error is not None and not status_retryable(error.status, error.code):
+            return None
+        return self.policy.wait(self.made, error.retry_after if error is not None else None)
+
+
+class ClientSettings:
+    """What both clients share: the service's address, the token, timeouts and the retry policy."""
+
+    def __init__(
+        self,
+        base_url: str | None,
+        token: TokenSource | None,
+        *,
+        timeout: float,
+        connect_timeout: float,
+        max_retries: int,
+        backoff_base: float,
+        backoff_cap: float,
+    ) -> None:
+        url, found = settings_from(base_url, token)
+        self.base_url = url
+        self.auth = BearerAuth(found)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_cap=backoff_cap)
+
+    def attempts(self, call: Call, options: RequestOptions | None) -> Attempts:
+        given = options or {}
+        retried = given.get("idempotent", call.idempotent) and call.replayable
+        retries = given.get("max_retries", self.policy.max_retries) if retried else 0
+        policy = RetryPolicy(retries, self.policy.backoff_base, self.policy.backoff_cap)
+        # the read timeout also bounds a write and the wait for a pooled connection, as httpx's one number did
+        timeout = httpx.Timeout(
+            given.get("timeout", self.timeout), connect=given.get("connect_timeout", self.connect_timeout)
+        )
+        return Attempts(call, policy, timeout, uuid.uuid4().hex)
+
+    def build(self, http: httpx.Client | httpx.AsyncClient, attempts: Attempts, content: Any) -> httpx.Request:
+        attempts.made += 1
+        call = attempts.call
+        return http.build_request(
+            call.method,
+            self.base_url + call.path,
+            json=call.json,
+            params=call.params,
+            content=content,
+            headers=attempts.headers(),
+            timeout=attempts.timeout,
+        )
 
 
 class ReasoningBank:
-    """The synchronous client. ``with ReasoningBank(url, token) as bank: bank.search(query="…")``."""
+    """The synchronous client. ``with ReasoningBank(url, token) as bank: bank.search(query="…")``.
+
+    ``timeout`` (seconds without a byte from the service) and ``connect_timeout`` apply to every request,
+    ``max_retries``, ``backoff_base`` and ``backoff_cap`` to the calls that may be repeated
+    (docs/sdks.md#retries-and-timeouts); ``request_options=`` on any method overrides them for that call."""
 
     def __init__(
         self,
@@ -61,12 +151,23 @@ class ReasoningBank:
         token: TokenSource | None = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
         http_client: httpx.Client | None = None,
     ) -> None:
-        url, found = settings_from(base_url, token)
-        self.http = http_client or httpx.Client(timeout=timeout)
-        self.base_url = url
-        self.auth = BearerAuth(found)
+        self.settings = ClientSettings(
+            base_url,
+            token,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+        )
+        self.http = http_client or httpx.Client()
+        self.base_url = self.settings.base_url
 
     def __enter__(self) -> ReasoningBank:
         return self
@@ -77,59 +178,97 @@ class ReasoningBank:
     def close(self) -> None:
         self.http.close()
 
-    def request(self, call: Call) -> httpx.Response:
-        try:
-            return self.http.request(
-                call.method,
-                self.base_url + call.path,
-                json=call.json,
-                params=call.params,
-                content=call.content,
-                headers={"User-Agent": USER_AGENT, **call.headers},
-                auth=self.auth,
-            )
-        except httpx.TransportError as exc:
-            raise ConnectionFailed(str(exc) or type(exc).__name__, status=0, code="connection_failed") from exc
+    def request(self, call: Call, options: RequestOptions | None = None, *, stream: bool = False) -> httpx.Response:
+        """One call, tried again while the policy allows; an error answer raises its typed error. A streamed
+        answer is the caller's to close."""
+        attempts = self.settings.attempts(call, options)
+        while True:
+            request = self.settings.build(self.http, attempts, call.content)
+            try:
+                response = self.http.send(request, auth=self.settings.auth, stream=stream)
+            except httpx.TransportError as exc:
+                wait = attempts.wait_after(None)
+                if wait is None:
+                    raise connection_failed(
+                        exc, request.url, request_id=attempts.request_id, attempts=attempts.made
+                    ) from exc
+            else:
+                if not response.is_error:
+                    return response
+                try:
+                    response.read()
+                finally:
+                    response.close()
+                error = error_from(response, request_id=attempts.request_id, attempts=attempts.made)
+                wait = attempts.wait_after(error)
+                if wait is None:
+                    raise error
+            retry_sleep(wait)
 
-    def send(self, call: Call) -> Any:
-        return json_of(self.request(call))
+    def send(self, call: Call, options: RequestOptions | None = None) -> Any:
+        return self.request(call, options).json()
 
-    def search(self, **body: Unpack[models.SearchRequest]) -> models.SearchResponse:
-        return cast(models.SearchResponse, self.send(call_for("search", body)))
+    def search(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.SearchRequest]
+    ) -> models.SearchResponse:
+        return cast(models.SearchResponse, self.send(call_for("search", body), request_options))
 
-    def record(self, **body: Unpack[models.RecordRequest]) -> models.RecordResponse:
-        return cast(models.RecordResponse, self.send(call_for("record", body)))
+    def record(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.RecordRequest]
+    ) -> models.RecordResponse:
+        """Record a memory. Retried like a read: an identical active memory is never written twice, so a
+        retry whose first attempt was written answers with that memory's id (and ``duplicate_of``)."""
+        return cast(models.RecordResponse, self.send(call_for("record", body), request_options))
 
-    def get(self, memory_id: str) -> models.MemoryOut:
-        return cast(models.MemoryOut, self.send(call_for("get", memory_id=memory_id)))
+    def get(self, memory_id: str, *, request_options: RequestOptions | None = None) -> models.MemoryOut:
+        return cast(models.MemoryOut, self.send(call_for("get", memory_id=memory_id), request_options))
 
-    def feedback(self, memory_id: str, **body: Unpack[models.FeedbackRequest]) -> models.FeedbackResponse:
-        return cast(models.FeedbackResponse, self.send(call_for("feedback", body, memory_id=memory_id)))
+    def feedback(
+        self, memory_id: str, *, request_options: RequestOptions | None = None, **body: Unpack[models.FeedbackRequest]
+    ) -> models.FeedbackResponse:
+        call = call_for("feedback", body, memory_id=memory_id)
+        return cast(models.FeedbackResponse, self.send(call, request_options))
 
-    def outcome(self, memory_id: str, **body: Unpack[models.OutcomeRequest]) -> models.OutcomeResponse:
-        return cast(models.OutcomeResponse, self.send(call_for("outcome", body, memory_id=memory_id)))
+    def outcome(
+        self, memory_id: str, *, request_options: RequestOptions | None = None, **body: Unpack[models.OutcomeRequest]
+    ) -> models.OutcomeResponse:
+        call = call_for("outcome", body, memory_id=memory_id)
+        return cast(models.OutcomeResponse, self.send(call, request_options))
 
-    def context(self, **body: Unpack[models.ContextRequest]) -> models.ContextResponse:
-        return cast(models.ContextResponse, self.send(call_for("context", body)))
+    def context(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ContextRequest]
+    ) -> models.ContextResponse:
+        return cast(models.ContextResponse, self.send(call_for("context", body), request_options))
 
-    def ask(self, **body: Unpack[models.AskRequest]) -> models.AskResponse:
-        return cast(models.AskResponse, self.send(call_for("ask", body)))
+    def ask(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.AskRequest]
+    ) -> models.AskResponse:
+        return cast(models.AskResponse, self.send(call_for("ask", body), request_options))
 
-    def session_submit(self, **body: Unpack[models.SessionSubmitRequest]) -> models.SessionSubmitResponse:
-        return cast(models.SessionSubmitResponse, self.send(call_for("session_submit", body)))
+    def session_submit(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.SessionSubmitRequest]
+    ) -> models.SessionSubmitResponse:
+        return cast(models.SessionSubmitResponse, self.send(call_for("session_submit", body), request_options))
 
-    def session_get(self, session_id: str) -> models.SessionDetail:
-        return cast(models.SessionDetail, self.send(call_for("session_get", session_id=session_id)))
+    def session_get(self, session_id: str, *, request_options: RequestOptions | None = None) -> models.SessionDetail:
+        call = call_for("session_get", session_id=session_id)
+        return cast(models.SessionDetail, self.send(call, request_options))
 
-    def session_code_report(self, **body: Unpack[models.CodeReportRequest]) -> models.CodeReportResponse:
-        return cast(models.CodeReportResponse, self.send(call_for("session_code_report", body)))
+    def session_code_report(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.CodeReportRequest]
+    ) -> models.CodeReportResponse:
+        return cast(models.CodeReportResponse, self.send(call_for("session_code_report", body), request_options))
 
-    def consolidate(self, **body: Unpack[models.ConsolidateRestRequest]) -> models.ConsolidateResponse:
-        return cast(models.ConsolidateResponse, self.send(call_for("consolidate", body)))
+    def consolidate(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ConsolidateRestRequest]
+    ) -> models.ConsolidateResponse:
+        return cast(models.ConsolidateResponse, self.send(call_for("consolidate", body), request_options))
 
-    def import_bank(self, **body: Unpack[models.ImportRequestRequest]) -> models.ImportResult:
+    def import_bank(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ImportRequestRequest]
+    ) -> models.ImportResult:
         """Import from text: a ReasoningBank export, a CLAUDE.md (``format="claude-md"``) or a mem0 export."""
-        return cast(models.ImportResult, self.send(call_for("import_bank", body)))
+        return cast(models.ImportResult, self.send(call_for("import_bank", body), request_options))
 
     def import_ndjson(
         self,
@@ -139,37 +278,57 @@ class ReasoningBank:
         dry_run: bool | None = None,
         source_name: str | None = None,
         reviewed: bool | None = None,
+        request_options: RequestOptions | None = None,
     ) -> models.ImportResult:
         """Import an export file as it is (JSON Lines, streamed from an iterable of bytes if you like).
         ``reviewed=True``: you read the file, and its memories are trusted for injection at once (else they
         wait for a person's review); ``source_name``: the file's name, kept in each memory's provenance."""
         options = {"project": project, "dry_run": dry_run, "source_name": source_name, "reviewed": reviewed}
-        return cast(models.ImportResult, self.send(ndjson_call(content, options)))
+        return cast(models.ImportResult, self.send(ndjson_call(content, options), request_options))
 
-    def export(self, *, project: str | None = None, embeddings: bool = False) -> Iterator[dict[str, Any]]:
+    def memory_list(
+        self, *, request_options: RequestOptions | None = None, **query: Unpack[models.MemoriesListQuery]
+    ) -> Pages[models.Memory, models.PaginatedMemoryList]:
+        """The memories in reach, filtered (``project``, ``tag``, ``state``, ``q``, …), page after page:
+        ``for memory in bank.memory_list(project="web-app")``; ``.pages()`` for the pages."""
+
+        def fetch(page: int) -> models.PaginatedMemoryList:
+            return cast(models.PaginatedMemoryList, self.send(page_call("memory_list", query, page), request_options))
+
+        return Pages(fetch, query.get("page", 1))
+
+    def session_list(
+        self, *, request_options: RequestOptions | None = None, **query: Unpack[models.SessionsListQuery]
+    ) -> Pages[models.Session, models.PaginatedSessionList]:
+        """The submitted sessions (``status``, ``project``), page after page."""
+
+        def fetch(page: int) -> models.PaginatedSessionList:
+            call = page_call("session_list", query, page)
+            return cast(models.PaginatedSessionList, self.send(call, request_options))
+
+        return Pages(fetch, query.get("page", 1))
+
+    def export(
+        self, *, project: str | None = None, embeddings: bool = False, request_options: RequestOptions | None = None
+    ) -> Iterator[dict[str, Any]]:
         """The bank as it streams, one record (a JSON Lines line) at a time: the header first, then the
-        projects, memories, links… (docs/export-import.md#the-format-version-2)."""
-        call = export_call(project, embeddings)
+        projects, memories, links… (docs/export-import.md#the-format-version-2). Needs a token with the
+        ``admin`` scope. Retried until the stream starts, never in the middle of it."""
+        response = self.request(export_call(project, embeddings), request_options, stream=True)
         try:
-            with self.http.stream(
-                call.method,
-                self.base_url + call.path,
-                params=call.params,
-                headers={"User-Agent": USER_AGENT},
-                auth=self.auth,
-            ) as response:
-                if response.is_error:
-                    response.read()
-                    raise error_from(response)
-                for line in response.iter_lines():
-                    if line.strip():
-                        yield parse_line(line)
+            for line in response.iter_lines():
+                if line.strip():
+                    yield parse_line(line)
         except httpx.TransportError as exc:
-            raise ConnectionFailed(str(exc) or type(exc).__name__, status=0, code="connection_failed") from exc
+            request_id = response.headers.get(REQUEST_ID_HEADER) or response.request.headers[REQUEST_ID_HEADER]
+            raise connection_failed(exc, response.request.url, request_id=request_id, attempts=1) from exc
+        finally:
+            response.close()
 
 
 class AsyncReasoningBank:
-    """The asynchronous client: the same methods as :class:`ReasoningBank`, awaited."""
+    """The asynchronous client: the same methods as :class:`ReasoningBank`, awaited; the lists are
+    ``async for`` iterables."""
 
     def __init__(
         self,
@@ -177,12 +336,23 @@ class AsyncReasoningBank:
         token: TokenSource | None = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff_base: float = DEFAULT_BACKOFF_BASE,
+        backoff_cap: float = DEFAULT_BACKOFF_CAP,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        url, found = settings_from(base_url, token)
-        self.http = http_client or httpx.AsyncClient(timeout=timeout)
-        self.base_url = url
-        self.auth = BearerAuth(found)
+        self.settings = ClientSettings(
+            base_url,
+            token,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_retries=max_retries,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+        )
+        self.http = http_client or httpx.AsyncClient()
+        self.base_url = self.settings.base_url
 
     async def __aenter__(self) -> AsyncReasoningBank:
         return self
@@ -193,58 +363,97 @@ class AsyncReasoningBank:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def request(self, call: Call) -> httpx.Response:
-        try:
-            return await self.http.request(
-                call.method,
-                self.base_url + call.path,
-                json=call.json,
-                params=call.params,
-                content=async_content(call.content),
-                headers={"User-Agent": USER_AGENT, **call.headers},
-                auth=self.auth,
-            )
-        except httpx.TransportError as exc:
-            raise ConnectionFailed(str(exc) or type(exc).__name__, status=0, code="connection_failed") from exc
+    async def request(
+        self, call: Call, options: RequestOptions | None = None, *, stream: bool = False
+    ) -> httpx.Response:
+        attempts = self.settings.attempts(call, options)
+        while True:
+            request = self.settings.build(self.http, attempts, async_content(call.content))
+            try:
+                response = await self.http.send(request, auth=self.settings.auth, stream=stream)
+            except httpx.TransportError as exc:
+                wait = attempts.wait_after(None)
+                if wait is None:
+                    raise connection_failed(
+                        exc, request.url, request_id=attempts.request_id, attempts=attempts.made
+                    ) from exc
+            else:
+                if not response.is_error:
+                    return response
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                error = error_from(response, request_id=attempts.request_id, attempts=attempts.made)
+                wait = attempts.wait_after(error)
+                if wait is None:
+                    raise error
+            await retry_sleep_async(wait)
 
-    async def send(self, call: Call) -> Any:
-        return json_of(await self.request(call))
+    async def send(self, call: Call, options: RequestOptions | None = None) -> Any:
+        return (await self.request(call, options)).json()
 
-    async def search(self, **body: Unpack[models.SearchRequest]) -> models.SearchResponse:
-        return cast(models.SearchResponse, await self.send(call_for("search", body)))
+    async def search(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.SearchRequest]
+    ) -> models.SearchResponse:
+        return cast(models.SearchResponse, await self.send(call_for("search", body), request_options))
 
-    async def record(self, **body: Unpack[models.RecordRequest]) -> models.RecordResponse:
-        return cast(models.RecordResponse, await self.send(call_for("record", body)))
+    async def record(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.RecordRequest]
+    ) -> models.RecordResponse:
+        return cast(models.RecordResponse, await self.send(call_for("record", body), request_options))
 
-    async def get(self, memory_id: str) -> models.MemoryOut:
-        return cast(models.MemoryOut, await self.send(call_for("get", memory_id=memory_id)))
+    async def get(self, memory_id: str, *, request_options: RequestOptions | None = None) -> models.MemoryOut:
+        return cast(models.MemoryOut, await self.send(call_for("get", memory_id=memory_id), request_options))
 
-    async def feedback(self, memory_id: str, **body: Unpack[models.FeedbackRequest]) -> models.FeedbackResponse:
-        return cast(models.FeedbackResponse, await self.send(call_for("feedback", body, memory_id=memory_id)))
+    async def feedback(
+        self, memory_id: str, *, request_options: RequestOptions | None = None, **body: Unpack[models.FeedbackRequest]
+    ) -> models.FeedbackResponse:
+        call = call_for("feedback", body, memory_id=memory_id)
+        return cast(models.FeedbackResponse, await self.send(call, request_options))
 
-    async def outcome(self, memory_id: str, **body: Unpack[models.OutcomeRequest]) -> models.OutcomeResponse:
-        return cast(models.OutcomeResponse, await self.send(call_for("outcome", body, memory_id=memory_id)))
+    async def outcome(
+        self, memory_id: str, *, request_options: RequestOptions | None = None, **body: Unpack[models.OutcomeRequest]
+    ) -> models.OutcomeResponse:
+        call = call_for("outcome", body, memory_id=memory_id)
+        return cast(models.OutcomeResponse, await self.send(call, request_options))
 
-    async def context(self, **body: Unpack[models.ContextRequest]) -> models.ContextResponse:
-        return cast(models.ContextResponse, await self.send(call_for("context", body)))
+    async def context(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ContextRequest]
+    ) -> models.ContextResponse:
+        return cast(models.ContextResponse, await self.send(call_for("context", body), request_options))
 
-    async def ask(self, **body: Unpack[models.AskRequest]) -> models.AskResponse:
-        return cast(models.AskResponse, await self.send(call_for("ask", body)))
+    async def ask(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.AskRequest]
+    ) -> models.AskResponse:
+        return cast(models.AskResponse, await self.send(call_for("ask", body), request_options))
 
-    async def session_submit(self, **body: Unpack[models.SessionSubmitRequest]) -> models.SessionSubmitResponse:
-        return cast(models.SessionSubmitResponse, await self.send(call_for("session_submit", body)))
+    async def session_submit(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.SessionSubmitRequest]
+    ) -> models.SessionSubmitResponse:
+        return cast(models.SessionSubmitResponse, await self.send(call_for("session_submit", body), request_options))
 
-    async def session_get(self, session_id: str) -> models.SessionDetail:
-        return cast(models.SessionDetail, await self.send(call_for("session_get", session_id=session_id)))
+    async def session_get(
+        self, session_id: str, *, request_options: RequestOptions | None = None
+    ) -> models.SessionDetail:
+        call = call_for("session_get", session_id=session_id)
+        return cast(models.SessionDetail, await self.send(call, request_options))
 
-    async def session_code_report(self, **body: Unpack[models.CodeReportRequest]) -> models.CodeReportResponse:
-        return cast(models.CodeReportResponse, await self.send(call_for("session_code_report", body)))
+    async def session_code_report(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.CodeReportRequest]
+    ) -> models.CodeReportResponse:
+        call = call_for("session_code_report", body)
+        return cast(models.CodeReportResponse, await self.send(call, request_options))
 
-    async def consolidate(self, **body: Unpack[models.ConsolidateRestRequest]) -> models.ConsolidateResponse:
-        return cast(models.ConsolidateResponse, await self.send(call_for("consolidate", body)))
+    async def consolidate(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ConsolidateRestRequest]
+    ) -> models.ConsolidateResponse:
+        return cast(models.ConsolidateResponse, await self.send(call_for("consolidate", body), request_options))
 
-    async def import_bank(self, **body: Unpack[models.ImportRequestRequest]) -> models.ImportResult:
-        return cast(models.ImportResult, await self.send(call_for("import_bank", body)))
+    async def import_bank(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ImportRequestRequest]
+    ) -> models.ImportResult:
+        return cast(models.ImportResult, await self.send(call_for("import_bank", body), request_options))
 
     async def import_ndjson(
         self,
@@ -254,28 +463,44 @@ class AsyncReasoningBank:
         dry_run: bool | None = None,
         source_name: str | None = None,
         reviewed: bool | None = None,
+        request_options: RequestOptions | None = None,
     ) -> models.ImportResult:
         options = {"project": project, "dry_run": dry_run, "source_name": source_name, "reviewed": reviewed}
-        return cast(models.ImportResult, await self.send(ndjson_call(content, options)))
+        return cast(models.ImportResult, await self.send(ndjson_call(content, options), request_options))
 
-    async def export(self, *, project: str | None = None, embeddings: bool = False) -> AsyncIterator[dict[str, Any]]:
-        call = export_call(project, embeddings)
+    def memory_list(
+        self, *, request_options: RequestOptions | None = None, **query: Unpack[models.MemoriesListQuery]
+    ) -> AsyncPages[models.Memory, models.PaginatedMemoryList]:
+        """``async for memory in bank.memory_list(project="web-app")``; ``.pages()`` for the pages."""
+
+        async def fetch(page: int) -> models.PaginatedMemoryList:
+            call = page_call("memory_list", query, page)
+            return cast(models.PaginatedMemoryList, await self.send(call, request_options))
+
+        return AsyncPages(fetch, query.get("page", 1))
+
+    def session_list(
+        self, *, request_options: RequestOptions | None = None, **query: Unpack[models.SessionsListQuery]
+    ) -> AsyncPages[models.Session, models.PaginatedSessionList]:
+        async def fetch(page: int) -> models.PaginatedSessionList:
+            call = page_call("session_list", query, page)
+            return cast(models.PaginatedSessionList, await self.send(call, request_options))
+
+        return AsyncPages(fetch, query.get("page", 1))
+
+    async def export(
+        self, *, project: str | None = None, embeddings: bool = False, request_options: RequestOptions | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        response = await self.request(export_call(project, embeddings), request_options, stream=True)
         try:
-            async with self.http.stream(
-                call.method,
-                self.base_url + call.path,
-                params=call.params,
-                headers={"User-Agent": USER_AGENT},
-                auth=self.auth,
-            ) as response:
-                if response.is_error:
-                    await response.aread()
-                    raise error_from(response)
-                async for line in response.aiter_lines():
-                    if line.strip():
-                        yield parse_line(line)
+            async for line in response.aiter_lines():
+                if line.strip():
+                    yield parse_line(line)
         except httpx.TransportError as exc:
-            raise ConnectionFailed(str(exc) or type(exc).__name__, status=0, code="connection_failed") from exc
+            request_id = response.headers.get(REQUEST_ID_HEADER) or response.request.headers[REQUEST_ID_HEADER]
+            raise connection_failed(exc, response.request.url, request_id=request_id, attempts=1) from exc
+        finally:
+            await response.aclose()
 
 
 def async_content(content: bytes | Iterable[bytes] | None) -> bytes | AsyncIterator[bytes] | None:

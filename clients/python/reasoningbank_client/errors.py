@@ -1,12 +1,17 @@
 """Typed exceptions for the API's one error shape, ``{"detail", "code", "errors"}`` (docs/api.md#conventions):
 one class per family of HTTP status, each carrying the status, the machine-readable ``code``, the sentence
-``detail`` and the per-field ``errors``."""
+``detail``, the per-field ``errors`` and the request's id (the service's ``X-Request-ID``, which its logs
+carry: quote it when you report a failure)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import httpx
+
+from reasoningbank_client.retrying import retry_after_parse
+
+REQUEST_ID_HEADER = "X-Request-ID"
 
 
 class ReasoningBankError(Exception):
@@ -21,14 +26,24 @@ class ReasoningBankError(Exception):
         errors: dict[str, list[str]] | None = None,
         retry_after: float | None = None,
         response: httpx.Response | None = None,
+        request_id: str | None = None,
+        attempts: int = 1,
     ) -> None:
-        super().__init__(f"{status} {code}: {detail}" if status else f"{code}: {detail}")
+        said = f"{status} {code}: {detail}" if status else f"{code}: {detail}"
+        about = [f"request id {request_id}"] if request_id else []
+        if attempts > 1:
+            about.append(f"after {attempts} attempts")
+        super().__init__(f"{said} ({', '.join(about)})" if about else said)
         self.detail = detail
         self.status = status
         self.code = code
         self.errors: dict[str, list[str]] = errors or {}
         self.retry_after = retry_after
         self.response = response
+        # the service's id of the request (its logs carry it); for a request that got no answer, the id the
+        # client sent, which the service logs too if the request reached it
+        self.request_id = request_id
+        self.attempts = attempts
 
 
 class ValidationError(ReasoningBankError):
@@ -75,7 +90,8 @@ class ServiceUnavailable(ServerError):
 
 
 class ConnectionFailed(ReasoningBankError):
-    """The service did not answer (refused, timed out, broken connection); ``status`` is 0."""
+    """The service did not answer (refused, timed out, broken connection); ``status`` is 0. The message
+    names the host and the reason; the transport's own exception is ``__cause__``."""
 
 
 _BY_STATUS: dict[int, type[ReasoningBankError]] = {
@@ -99,16 +115,13 @@ def error_class_for(status: int) -> type[ReasoningBankError]:
 
 
 def retry_after_of(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:  # an HTTP date: the API sends seconds, a proxy might not
-        return None
+    return retry_after_parse(response.headers.get("Retry-After"))
 
 
-def error_from(response: httpx.Response) -> ReasoningBankError:
+def error_from(response: httpx.Response, *, request_id: str | None = None, attempts: int = 1) -> ReasoningBankError:
     """The typed exception for an error answer; a body not in the API's shape (a proxy's page) keeps its
-    text as ``detail`` and ``http_<status>`` as ``code``."""
+    text as ``detail`` and ``http_<status>`` as ``code``. The request id is the one the answer carries, else
+    ``request_id`` (the one sent: a proxy's answer may not echo it)."""
     body: Any
     try:
         body = response.json()
@@ -126,4 +139,20 @@ def error_from(response: httpx.Response) -> ReasoningBankError:
         errors=errors,
         retry_after=retry_after_of(response),
         response=response,
+        request_id=response.headers.get(REQUEST_ID_HEADER) or request_id,
+        attempts=attempts,
     )
+
+
+def connection_failed(exc: httpx.TransportError, url: httpx.URL, *, request_id: str, attempts: int) -> ConnectionFailed:
+    """The error for a request that got no answer, naming the host and why (httpx's own message often
+    names neither: "[Errno 111] Connection refused", "timed out"); raise it ``from exc``."""
+    host = f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
+    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+        what = f"cannot reach {host} ({reason})"
+    elif isinstance(exc, httpx.TimeoutException):
+        what = f"no answer from {host} in time ({reason})"
+    else:
+        what = f"the connection to {host} failed ({reason})"
+    return ConnectionFailed(what, status=0, code="connection_failed", request_id=request_id, attempts=attempts)

@@ -526,9 +526,124 @@ class ImportResult(TypedDict):
     trust: TrustEnum
 
 
+ArchiveReasonEnum = Literal["manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence"]
+
+
+BlankEnum = Literal[""]
+
+
+TierEnum = Literal["hot", "warm", "cold", "archived"]
+
+
+OriginEnum = Literal["recorded", "distilled", "consolidated", "extracted"]
+
+
+PromotedFromEnum = Literal["working", "episodic", "semantic", "procedural"]
+
+
+class Memory(TypedDict):
+    """A whole memory (never its embedding)."""
+
+    id: str
+    title: str
+    description: str
+    content: str
+    outcome: MemoryOutcomeEnum
+    tags: list[str]
+    kind: KindAa5Enum
+    scope: MemoryScopeEnum
+    project: NotRequired[str | None]
+    team: NotRequired[str | None]
+    state: StateB04Enum
+    flags: list[Finding]
+    archived_reason: ArchiveReasonEnum | BlankEnum
+    consolidated_into: str | None
+    tier: TierEnum
+    retention: float
+    importance: float
+    confidence: float
+    alpha: float
+    beta: float
+    usage_count: int
+    last_used_at: str | None
+    origin: OriginEnum
+    source_session: str | None
+    promoted_from: PromotedFromEnum | BlankEnum
+    promoted_at: str | None
+    promotion_reason: str
+    last_signal_at: str | None
+    created_at: str
+    updated_at: str
+    source: SourceOut
+
+
+class PaginatedMemoryList(TypedDict):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[Memory]
+
+
+class Session(TypedDict):
+    """A submitted agent session and what its distillation produced."""
+
+    id: str
+    session_id: str
+    project: str
+    outcome: str
+    status: SessionStatusEnum
+    attempts: int
+    error: str
+    warnings: list[str]
+    redactions: int
+    memories: list[SessionMemory]
+    held: list[HeldFinding]
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+    next_attempt_at: str | None
+
+
+class PaginatedSessionList(TypedDict):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[Session]
+
+
 class Error(TypedDict):
     """Documentation only: the body of every 4xx answer."""
 
     detail: str
     code: str
     errors: dict[str, list[str]]
+
+
+class MemoriesListQuery(TypedDict, total=False):
+    """The query parameters of ``memories_list``."""
+
+    kind: Literal["working", "episodic", "semantic", "procedural"]
+    max_confidence: float
+    min_confidence: float
+    ordering: Literal[
+        "-created_at", "created_at", "-confidence", "confidence", "-usage_count", "-last_used_at", "title"
+    ]
+    origin: Literal["recorded", "distilled", "consolidated", "extracted"]
+    outcome: Literal["success", "failure", "mixed"]
+    page: int
+    page_size: int
+    project: str
+    q: str
+    scope: Literal["project", "team", "org", "all"]
+    state: Literal["active", "archived", "any", "proposed"]
+    tag: list[str]
+    tier: Literal["hot", "warm", "cold", "archived"]
+
+
+class SessionsListQuery(TypedDict, total=False):
+    """The query parameters of ``sessions_list``."""
+
+    page: int
+    page_size: int
+    project: str
+    status: Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]

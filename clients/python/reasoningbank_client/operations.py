@@ -14,7 +14,10 @@ from urllib.parse import quote
 @dataclass(frozen=True)
 class Operation:
     """One REST operation: its OpenAPI ``operationId``, method, path template and the names of the
-    request and response body components (``None``: no JSON body / a stream)."""
+    request and response body components (``None``: no JSON body / a stream). ``idempotent``: repeating
+    it does no more than doing it once, so the clients retry it (docs/sdks.md#retries-and-timeouts).
+    ``paged``: a list (``page``, ``page_size`` → ``{count, next, previous, results}``) whose query
+    parameters are the generated ``<OperationId>Query`` model."""
 
     operation_id: str
     method: str
@@ -22,26 +25,60 @@ class Operation:
     request: str | None
     response: str | None
     query: tuple[str, ...] = ()
+    idempotent: bool = False
+    paged: bool = False
+
+    @property
+    def query_model(self) -> str | None:
+        """The name of the generated TypedDict of a list's query parameters (``MemoriesListQuery``)."""
+        if not self.paged:
+            return None
+        return "".join(part.capitalize() for part in self.operation_id.split("_")) + "Query"
+
+
+# Idempotent, and so retried: what is read (GET, and search, context and ask, reads sent as POST for their
+# bodies; the use a search counts and an ask's LLM call are its bookkeeping), and the writes the service
+# makes idempotent: a record identical to an active memory answers with that memory's id and writes
+# nothing, a session is idempotent on its session_id, a code report signals once. Not retried unless the
+# caller says so: feedback and outcome (each call is one more signal), consolidate (a second run), import.
 
 
 OPERATIONS: dict[str, Operation] = {
-    "search": Operation("memories_search", "POST", "/api/v1/memories/search", "SearchRequest", "SearchResponse"),
-    "record": Operation("memories_create", "POST", "/api/v1/memories", "RecordRequest", "RecordResponse"),
-    "get": Operation("memories_retrieve", "GET", "/api/v1/memories/{memory_id}", None, "MemoryOut"),
+    "search": Operation(
+        "memories_search", "POST", "/api/v1/memories/search", "SearchRequest", "SearchResponse", idempotent=True
+    ),
+    "record": Operation(
+        "memories_create", "POST", "/api/v1/memories", "RecordRequest", "RecordResponse", idempotent=True
+    ),
+    "get": Operation("memories_retrieve", "GET", "/api/v1/memories/{memory_id}", None, "MemoryOut", idempotent=True),
     "feedback": Operation(
         "memories_feedback", "POST", "/api/v1/memories/{memory_id}/feedback", "FeedbackRequest", "FeedbackResponse"
     ),
     "outcome": Operation(
         "memories_outcome", "POST", "/api/v1/memories/{memory_id}/outcome", "OutcomeRequest", "OutcomeResponse"
     ),
-    "context": Operation("memories_context", "POST", "/api/v1/memories/context", "ContextRequest", "ContextResponse"),
-    "ask": Operation("memories_ask", "POST", "/api/v1/memories/ask", "AskRequest", "AskResponse"),
-    "session_submit": Operation(
-        "sessions_submit", "POST", "/api/v1/sessions", "SessionSubmitRequest", "SessionSubmitResponse"
+    "context": Operation(
+        "memories_context", "POST", "/api/v1/memories/context", "ContextRequest", "ContextResponse", idempotent=True
     ),
-    "session_get": Operation("sessions_retrieve", "GET", "/api/v1/sessions/{session_id}", None, "SessionDetail"),
+    "ask": Operation("memories_ask", "POST", "/api/v1/memories/ask", "AskRequest", "AskResponse", idempotent=True),
+    "session_submit": Operation(
+        "sessions_submit",
+        "POST",
+        "/api/v1/sessions",
+        "SessionSubmitRequest",
+        "SessionSubmitResponse",
+        idempotent=True,
+    ),
+    "session_get": Operation(
+        "sessions_retrieve", "GET", "/api/v1/sessions/{session_id}", None, "SessionDetail", idempotent=True
+    ),
     "session_code_report": Operation(
-        "sessions_code_report", "POST", "/api/v1/sessions/code-report", "CodeReportRequest", "CodeReportResponse"
+        "sessions_code_report",
+        "POST",
+        "/api/v1/sessions/code-report",
+        "CodeReportRequest",
+        "CodeReportResponse",
+        idempotent=True,
     ),
     "consolidate": Operation(
         "consolidation_runs_create",
@@ -50,10 +87,16 @@ OPERATIONS: dict[str, Operation] = {
         "ConsolidateRestRequest",
         "ConsolidateResponse",
     ),
-    "export": Operation("bank_export", "GET", "/api/v1/export", None, None, ("project", "embeddings")),
+    "export": Operation("bank_export", "GET", "/api/v1/export", None, None, ("project", "embeddings"), idempotent=True),
     "import_bank": Operation("bank_import", "POST", "/api/v1/import", "ImportRequestRequest", "ImportResult"),
     "import_ndjson": Operation(
         "bank_import", "POST", "/api/v1/import", None, "ImportResult", ("project", "dry_run", "source_name", "reviewed")
+    ),
+    "memory_list": Operation(
+        "memories_list", "GET", "/api/v1/memories", None, "PaginatedMemoryList", idempotent=True, paged=True
+    ),
+    "session_list": Operation(
+        "sessions_list", "GET", "/api/v1/sessions", None, "PaginatedSessionList", idempotent=True, paged=True
     ),
 }
 
@@ -63,43 +106,73 @@ MODEL_ROOTS: tuple[str, ...] = tuple(
         [name for op in OPERATIONS.values() for name in (op.request, op.response) if name is not None] + ["Error"]
     )
 )
+# the TypedDicts of the lists' query parameters models.py has too: name → operationId
+QUERY_MODELS: dict[str, str] = {
+    op.query_model: op.operation_id for op in OPERATIONS.values() if op.query_model is not None
+}
+
+
+QueryValue = str | list[str]
 
 
 @dataclass
 class Call:
-    """One HTTP request, built the same way for both clients."""
+    """One HTTP request, built the same way for both clients; ``idempotent`` says whether it may be retried."""
 
     method: str
     path: str
     json: Mapping[str, Any] | None = None
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, QueryValue] = field(default_factory=dict)
     content: bytes | Iterable[bytes] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    idempotent: bool = False
+
+    @property
+    def replayable(self) -> bool:
+        """A body streamed from an iterable is gone once sent: such a call is never repeated."""
+        return self.content is None or isinstance(self.content, bytes)
 
 
 def call_for(name: str, body: Mapping[str, Any] | None = None, **path: str) -> Call:
     """The request for a JSON operation; path parameters are quoted (an id never escapes its segment)."""
     operation = OPERATIONS[name]
     url = operation.path.format(**{key: quote(value, safe="") for key, value in path.items()})
-    return Call(operation.method, url, json=dict(body) if body is not None else None)
+    return Call(operation.method, url, json=dict(body) if body is not None else None, idempotent=operation.idempotent)
 
 
-def query_for(name: str, options: Mapping[str, Any]) -> dict[str, str]:
+def query_value(value: Any) -> QueryValue:
+    """One query parameter as the API spells it: booleans ``true``/``false``, a list repeated (``tag=a&tag=b``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return [str(query_value(item)) for item in value]
+    return str(value)
+
+
+def page_call(name: str, query: Mapping[str, Any], page: int) -> Call:
+    """One page of a list: its filters (typed by the generated ``…Query`` model; the service refuses an
+    unknown one with a 400 naming it) and the page number, from 1."""
+    operation = OPERATIONS[name]
+    params = {key: query_value(value) for key, value in query.items() if value is not None and key != "page"}
+    params["page"] = str(page)
+    return Call("GET", operation.path, params=params, idempotent=operation.idempotent)
+
+
+def query_for(name: str, options: Mapping[str, Any]) -> dict[str, QueryValue]:
     """Query parameters of ``name`` from the options that are set (booleans as the API spells them)."""
     allowed = OPERATIONS[name].query
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TypeError(f"{name}() got unexpected options: {', '.join(unknown)}")
-    return {
-        key: ("true" if value else "false") if isinstance(value, bool) else str(value)
-        for key, value in options.items()
-        if value is not None
-    }
+    return {key: query_value(value) for key, value in options.items() if value is not None}
 
 
 def export_call(project: str | None, embeddings: bool) -> Call:
     return Call(
-        "GET", OPERATIONS["export"].path, params=query_for("export", {"project": project, "embeddings": embeddings})
+        "GET",
+        OPERATIONS["export"].path,
+        params=query_for("export", {"project": project, "embeddings": embeddings}),
+        idempotent=OPERATIONS["export"].idempotent,
     )
 
 

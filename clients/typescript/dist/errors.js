@@ -1,17 +1,25 @@
+import { retryAfterParse } from "./retry.js";
+export const REQUEST_ID_HEADER = "X-Request-ID";
 export class ReasoningBankError extends Error {
     status;
     code;
     detail;
     errors;
     retryAfter;
-    constructor(detail, status, code, errors = {}, retryAfter = null) {
-        super(status ? `${status} ${code}: ${detail}` : `${code}: ${detail}`);
+    requestId;
+    attempts;
+    constructor(detail, status, code, errors = {}, retryAfter = null, init = {}) {
+        const said = status ? `${status} ${code}: ${detail}` : `${code}: ${detail}`;
+        const about = [init.requestId ? `request id ${init.requestId}` : "", (init.attempts ?? 1) > 1 ? `after ${init.attempts} attempts` : ""].filter(Boolean);
+        super(about.length ? `${said} (${about.join(", ")})` : said, init.cause === undefined ? undefined : { cause: init.cause });
         this.name = new.target.name;
         this.status = status;
         this.code = code;
         this.detail = detail;
         this.errors = errors;
         this.retryAfter = retryAfter;
+        this.requestId = init.requestId ?? null;
+        this.attempts = init.attempts ?? 1;
     }
 }
 /** 400 or 422: a field is missing, unknown or invalid (`errors` names it), or the write gate refused a memory. */
@@ -44,7 +52,8 @@ export class ServerError extends ReasoningBankError {
 /** 503: the database or the LLM is unavailable or not configured. */
 export class ServiceUnavailable extends ServerError {
 }
-/** The service did not answer (refused, timed out); `status` is 0. */
+/** The service did not answer (refused, timed out); `status` is 0. The message names the host and the
+ * reason (`ECONNREFUSED`, a timeout); `cause` is the transport's own error. */
 export class ConnectionFailed extends ReasoningBankError {
 }
 const BY_STATUS = {
@@ -62,22 +71,26 @@ const BY_STATUS = {
 export function errorClassFor(status) {
     return BY_STATUS[status] ?? (status >= 500 ? ServerError : ReasoningBankError);
 }
-/** The typed error for an error answer; a body not in the API's shape keeps its text as `detail`. */
-export async function errorFrom(response) {
-    const text = await response.text();
-    let body = null;
+/**
+ * The typed error for an error answer; a body not in the API's shape keeps its text as `detail`. `text` is
+ * the body when the caller has read it already; the request id is the answer's, else `init.requestId` (the
+ * one sent: a proxy's answer may not echo it).
+ */
+export async function errorFrom(response, text, init = {}) {
+    const body = text ?? (await response.text());
+    let parsed = null;
     try {
-        body = JSON.parse(text);
+        parsed = JSON.parse(body);
     }
     catch {
-        body = null;
+        parsed = null;
     }
-    const header = response.headers.get("Retry-After");
-    const retryAfter = header !== null && !Number.isNaN(Number(header)) ? Number(header) : null;
+    const retryAfter = retryAfterParse(response.headers.get("Retry-After"));
     const Class = errorClassFor(response.status);
-    if (body !== null && typeof body === "object" && typeof body.detail === "string") {
-        const { detail, code, errors } = body;
-        return new Class(detail, response.status, code || `http_${response.status}`, errors ?? {}, retryAfter);
+    const context = { ...init, requestId: response.headers.get(REQUEST_ID_HEADER) ?? init.requestId ?? null };
+    if (parsed !== null && typeof parsed === "object" && typeof parsed.detail === "string") {
+        const { detail, code, errors } = parsed;
+        return new Class(detail, response.status, code || `http_${response.status}`, errors ?? {}, retryAfter, context);
     }
-    return new Class(text.slice(0, 500) || response.statusText, response.status, `http_${response.status}`, {}, retryAfter);
+    return new Class(body.slice(0, 500) || response.statusText, response.status, `http_${response.status}`, {}, retryAfter, context);
 }

@@ -1,5 +1,12 @@
 import type { components, operations } from "./schema.js";
+import type { ExportRecord } from "./export.js";
+import { Paginator } from "./pagination.js";
 export * from "./errors.js";
+export type * from "./export.js";
+export { Paginator, type Page } from "./pagination.js";
+export { DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_CAP_MS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, retryAfterParse, retryWaitMs } from "./retry.js";
+export type { RetryPolicy } from "./retry.js";
+export { VERSION } from "./version.js";
 export type { components, operations, paths } from "./schema.js";
 type JsonBody<Op extends keyof operations> = NonNullable<operations[Op] extends {
     requestBody?: infer R;
@@ -25,6 +32,11 @@ type Ok<Op extends keyof operations> = operations[Op] extends {
         };
     };
 } ? R : never;
+type Query<Op extends keyof operations> = NonNullable<operations[Op] extends {
+    parameters: {
+        query?: infer Q;
+    };
+} ? Q : never>;
 export type SearchRequest = JsonBody<"memories_search">;
 export type SearchResponse = Ok<"memories_search">;
 export type RecordRequest = JsonBody<"memories_create">;
@@ -60,44 +72,85 @@ export type ImportRequest = JsonBody<"bank_import">;
 export type ImportResult = Ok<"bank_import">;
 export type ExportOptions = NonNullable<operations["bank_export"]["parameters"]["query"]>;
 export type ImportOptions = NonNullable<operations["bank_import"]["parameters"]["query"]>;
+export type MemoryListQuery = Query<"memories_list">;
+export type MemoryPage = Ok<"memories_list">;
+export type SessionListQuery = Query<"sessions_list">;
+export type SessionPage = Ok<"sessions_list">;
 export interface ClientOptions {
     /** The service, e.g. https://memory.example.com (default: REASONINGBANK_URL). */
     baseUrl?: string;
     /** An API token (rb_…), an OAuth access token, or a function returning the current one. */
     token?: string | (() => string | Promise<string>);
-    /** Milliseconds before a request is abandoned (default 60 000). */
+    /** Milliseconds without a byte from the service before a request is abandoned (default 60 000, like the
+     * Python client's `timeout`); a long export is never cut while it streams. */
     timeoutMs?: number;
+    /** Milliseconds to open the connection (default 10 000, like the Python client's `connect_timeout`). */
+    connectTimeoutMs?: number;
+    /** Retries of a call that may be repeated (default 2; 0 turns retrying off). */
+    maxRetries?: number;
+    /** The wait before the first retry, doubled for each further one, with jitter (default 500). */
+    backoffBaseMs?: number;
+    /** The longest wait; a Retry-After beyond it is thrown at once instead (default 30 000). */
+    backoffCapMs?: number;
+    /** A fetch to send requests with (a test double, a proxy agent); it then owns its connections, and only
+     * the read timeout is the client's. Default: Node.js's http/https modules (fetch elsewhere). */
     fetch?: typeof fetch;
 }
+/** Per-call overrides, the last argument of every method. */
+export interface RequestOptions {
+    timeoutMs?: number;
+    connectTimeoutMs?: number;
+    maxRetries?: number;
+    /** `true` lets a call the client does not repeat (feedback, outcome, consolidate, import) be retried, when
+     * the caller knows repeating it is harmless; `false` never retries this call. */
+    idempotent?: boolean;
+}
+type QueryValue = string | number | boolean | readonly (string | number | boolean)[] | null | undefined;
 export declare class ReasoningBank {
     readonly baseUrl: string;
     private readonly token;
     private readonly timeoutMs;
-    private readonly fetchImpl;
+    private readonly connectTimeoutMs;
+    private readonly policy;
+    private readonly transport;
     constructor(options?: ClientOptions);
-    /** One request; an error answer throws its typed error. */
+    private url;
+    /** One call, tried again while the policy allows; an error answer throws its typed error. The answer's
+     * body is read already, unless `stream` (then it is the caller's to read, with `bodyChunks`). */
+    private open;
+    /** One request; an error answer throws its typed error. The answer's body is the caller's to read. */
     request(method: string, path: string, init?: {
         json?: unknown;
-        query?: Record<string, unknown>;
-        body?: BodyInit;
+        query?: Record<string, QueryValue>;
+        body?: string | Uint8Array;
         contentType?: string;
-    }): Promise<Response>;
+        idempotent?: boolean;
+    }, options?: RequestOptions): Promise<Response>;
     private json;
-    search(body: SearchRequest): Promise<SearchResponse>;
-    record(body: RecordRequest): Promise<RecordResponse>;
-    get(memoryId: string): Promise<Memory>;
-    feedback(memoryId: string, body: FeedbackRequest): Promise<FeedbackResponse>;
-    outcome(memoryId: string, body: OutcomeRequest): Promise<OutcomeResponse>;
-    context(body?: ContextRequest): Promise<ContextResponse>;
-    ask(body: AskRequest): Promise<AskResponse>;
-    sessionSubmit(body: SessionSubmitRequest): Promise<SessionSubmitResponse>;
-    sessionGet(sessionId: string): Promise<SessionDetail>;
-    sessionCodeReport(body: CodeReportRequest): Promise<CodeReportResponse>;
-    consolidate(body?: ConsolidateRequest): Promise<ConsolidateResponse>;
+    search(body: SearchRequest, options?: RequestOptions): Promise<SearchResponse>;
+    /** Record a memory. Retried like a read: an identical active memory is never written twice, so a retry
+     * whose first attempt was written answers with that memory's id (and `duplicate_of`). */
+    record(body: RecordRequest, options?: RequestOptions): Promise<RecordResponse>;
+    get(memoryId: string, options?: RequestOptions): Promise<Memory>;
+    feedback(memoryId: string, body: FeedbackRequest, options?: RequestOptions): Promise<FeedbackResponse>;
+    outcome(memoryId: string, body: OutcomeRequest, options?: RequestOptions): Promise<OutcomeResponse>;
+    context(body?: ContextRequest, options?: RequestOptions): Promise<ContextResponse>;
+    ask(body: AskRequest, options?: RequestOptions): Promise<AskResponse>;
+    sessionSubmit(body: SessionSubmitRequest, options?: RequestOptions): Promise<SessionSubmitResponse>;
+    sessionGet(sessionId: string, options?: RequestOptions): Promise<SessionDetail>;
+    sessionCodeReport(body: CodeReportRequest, options?: RequestOptions): Promise<CodeReportResponse>;
+    consolidate(body?: ConsolidateRequest, options?: RequestOptions): Promise<ConsolidateResponse>;
     /** Import from text: a ReasoningBank export, a CLAUDE.md (`format: "claude-md"`) or a mem0 export. */
-    importBank(body: ImportRequest): Promise<ImportResult>;
+    importBank(body: ImportRequest, options?: RequestOptions): Promise<ImportResult>;
     /** Import an export file as it is (JSON Lines). */
-    importNdjson(content: string | Uint8Array, options?: Omit<ImportOptions, "format">): Promise<ImportResult>;
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2). */
-    export(options?: ExportOptions): AsyncGenerator<Record<string, unknown>>;
+    importNdjson(content: string | Uint8Array, query?: Omit<ImportOptions, "format">, options?: RequestOptions): Promise<ImportResult>;
+    /** The memories in reach, filtered (`project`, `tag`, `state`, `q`, …), page after page:
+     * `for await (const memory of bank.memoryList({ project: "web-app" }))`; `.pages()` for the pages. */
+    memoryList(query?: MemoryListQuery, options?: RequestOptions): Paginator<MemoryPage["results"][number], MemoryPage>;
+    /** The submitted sessions (`status`, `project`), page after page. */
+    sessionList(query?: SessionListQuery, options?: RequestOptions): Paginator<SessionPage["results"][number], SessionPage>;
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2),
+     * narrowed on `record.type`. Needs a token with the `admin` scope. Retried until the stream starts, never
+     * in the middle of it. */
+    export(query?: ExportOptions, options?: RequestOptions): AsyncGenerator<ExportRecord, void, undefined>;
 }

@@ -1,15 +1,95 @@
-import { ConnectionFailed, errorFrom } from "./errors.js";
+import { ConnectionFailed, REQUEST_ID_HEADER, ReasoningBankError, errorFrom } from "./errors.js";
+import { Paginator } from "./pagination.js";
+import { DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_CAP_MS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, retryWaitMs, sleep, statusRetryable, } from "./retry.js";
+import { connectionFailureDetail, fetchTransport, nodeTransport } from "./transport.js";
+import { VERSION } from "./version.js";
 export * from "./errors.js";
-const USER_AGENT = "reasoningbank-client-typescript/0.1.0";
+export { Paginator } from "./pagination.js";
+export { DEFAULT_BACKOFF_BASE_MS, DEFAULT_BACKOFF_CAP_MS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_MS, retryAfterParse, retryWaitMs } from "./retry.js";
+export { VERSION } from "./version.js";
+const USER_AGENT = `reasoningbank-client-typescript/${VERSION}`;
 function env(name) {
     const proc = globalThis.process;
     return proc?.env?.[name];
+}
+function runsOnNode() {
+    const proc = globalThis.process;
+    return typeof proc?.versions?.node === "string";
+}
+/** The read timeout: it runs only while the client waits for the service (for the answer to begin, then for
+ * each chunk), never while the caller works through what came, so a slowly consumed export is not cut. */
+class ReadTimer {
+    ms;
+    controller;
+    timer;
+    expired = false;
+    constructor(ms, controller) {
+        this.ms = ms;
+        this.controller = controller;
+    }
+    arm() {
+        this.stop();
+        this.timer = setTimeout(() => {
+            this.expired = true;
+            this.controller.abort(new Error(`no answer within ${this.ms} ms`));
+        }, this.ms);
+    }
+    stop() {
+        if (this.timer !== undefined)
+            clearTimeout(this.timer);
+        this.timer = undefined;
+    }
+}
+function connectionFailed(error, opened) {
+    const detail = connectionFailureDetail(error, opened.url, opened.timer.expired ? opened.timer.ms : null);
+    return new ConnectionFailed(detail, 0, "connection_failed", {}, null, { requestId: opened.requestId, attempts: opened.attempts, cause: error });
+}
+/** The answer's body chunk by chunk, the read timeout running while each is awaited; a failure midway is a
+ * `ConnectionFailed`. Leaving early cancels the rest (the connection is closed). */
+async function* bodyChunks(opened) {
+    if (!opened.response.body)
+        return;
+    const reader = opened.response.body.getReader();
+    let finished = false;
+    try {
+        for (;;) {
+            opened.timer.arm();
+            let chunk;
+            try {
+                chunk = await reader.read();
+            }
+            catch (error) {
+                throw connectionFailed(error, opened);
+            }
+            finally {
+                opened.timer.stop();
+            }
+            if (chunk.done) {
+                finished = true;
+                return;
+            }
+            yield chunk.value;
+        }
+    }
+    finally {
+        if (!finished)
+            await reader.cancel().catch(() => undefined);
+    }
+}
+async function bodyText(opened) {
+    const decoder = new TextDecoder();
+    let text = "";
+    for await (const chunk of bodyChunks(opened))
+        text += decoder.decode(chunk, { stream: true });
+    return text + decoder.decode();
 }
 export class ReasoningBank {
     baseUrl;
     token;
     timeoutMs;
-    fetchImpl;
+    connectTimeoutMs;
+    policy;
+    transport;
     constructor(options = {}) {
         const baseUrl = options.baseUrl ?? env("REASONINGBANK_URL");
         const token = options.token ?? env("REASONINGBANK_TOKEN");
@@ -19,91 +99,157 @@ export class ReasoningBank {
             throw new Error("no token: pass token (an API token or an OAuth access token) or set REASONINGBANK_TOKEN");
         this.baseUrl = baseUrl.replace(/\/+$/, "");
         this.token = token;
-        this.timeoutMs = options.timeoutMs ?? 60_000;
-        this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+        this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+        this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+        this.policy = {
+            maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+            backoffBaseMs: options.backoffBaseMs ?? DEFAULT_BACKOFF_BASE_MS,
+            backoffCapMs: options.backoffCapMs ?? DEFAULT_BACKOFF_CAP_MS,
+        };
+        if (Object.values(this.policy).some((value) => !(value >= 0)))
+            throw new Error("maxRetries, backoffBaseMs and backoffCapMs must not be negative");
+        const given = options.fetch;
+        this.transport = given
+            ? Promise.resolve(fetchTransport(given))
+            : runsOnNode()
+                ? nodeTransport()
+                : Promise.resolve(fetchTransport(globalThis.fetch.bind(globalThis)));
     }
-    /** One request; an error answer throws its typed error. */
-    async request(method, path, init = {}) {
+    url(path, query = {}) {
         const url = new URL(this.baseUrl + path);
-        for (const [key, value] of Object.entries(init.query ?? {})) {
-            if (value !== undefined && value !== null)
+        for (const [key, value] of Object.entries(query)) {
+            if (value === undefined || value === null)
+                continue;
+            if (Array.isArray(value))
+                for (const item of value)
+                    url.searchParams.append(key, String(item));
+            else
                 url.searchParams.set(key, String(value));
         }
-        const token = typeof this.token === "function" ? await this.token() : this.token;
-        const headers = { Authorization: `Bearer ${token}`, "User-Agent": USER_AGENT, Accept: "application/json" };
-        let body = init.body;
-        if (init.json !== undefined) {
+        return url;
+    }
+    /** One call, tried again while the policy allows; an error answer throws its typed error. The answer's
+     * body is read already, unless `stream` (then it is the caller's to read, with `bodyChunks`). */
+    async open(spec, options = {}, stream = false) {
+        const transport = await this.transport;
+        const retried = options.idempotent ?? spec.idempotent;
+        const policy = { ...this.policy, maxRetries: retried ? (options.maxRetries ?? this.policy.maxRetries) : 0 };
+        const readMs = options.timeoutMs ?? this.timeoutMs;
+        const connectTimeoutMs = options.connectTimeoutMs ?? this.connectTimeoutMs;
+        // one id for the call's attempts: the service logs it (and echoes it), so a failure can be found
+        const requestId = globalThis.crypto.randomUUID().replace(/-/g, "");
+        const url = this.url(spec.path, spec.query);
+        let body = spec.body;
+        const headers = { "User-Agent": USER_AGENT, Accept: "application/json", [REQUEST_ID_HEADER]: requestId };
+        if (spec.json !== undefined) {
             headers["Content-Type"] = "application/json";
-            body = JSON.stringify(init.json);
+            body = JSON.stringify(spec.json);
         }
-        else if (init.contentType) {
-            headers["Content-Type"] = init.contentType;
+        else if (spec.contentType) {
+            headers["Content-Type"] = spec.contentType;
         }
-        let response;
-        try {
-            response = await this.fetchImpl(url, { method, headers, body, signal: AbortSignal.timeout(this.timeoutMs) });
+        for (let attempts = 1;; attempts++) {
+            const token = typeof this.token === "function" ? await this.token() : this.token;
+            const controller = new AbortController();
+            const opened = { url, requestId, attempts, timer: new ReadTimer(readMs, controller) };
+            let failure;
+            let wait;
+            try {
+                const response = await transport(url, {
+                    method: spec.method,
+                    headers: { ...headers, Authorization: `Bearer ${token}` },
+                    body,
+                    signal: controller.signal,
+                    connectTimeoutMs,
+                    onConnect: () => opened.timer.arm(),
+                });
+                opened.timer.stop();
+                const answer = { ...opened, response };
+                if (response.ok)
+                    return { ...answer, text: stream ? "" : await bodyText(answer) };
+                failure = await errorFrom(response, await bodyText(answer), { requestId, attempts });
+                wait = statusRetryable(failure.status, failure.code) ? retryWaitMs(policy, attempts, failure.retryAfter) : null;
+            }
+            catch (error) {
+                opened.timer.stop();
+                failure = error instanceof ReasoningBankError ? error : connectionFailed(error, opened);
+                wait = failure instanceof ConnectionFailed ? retryWaitMs(policy, attempts, null) : null;
+            }
+            if (wait === null)
+                throw failure;
+            await sleep(wait);
         }
-        catch (error) {
-            throw new ConnectionFailed(error instanceof Error ? error.message : String(error), 0, "connection_failed");
-        }
-        if (!response.ok)
-            throw await errorFrom(response);
-        return response;
     }
-    async json(method, path, json) {
-        return (await (await this.request(method, path, { json })).json());
+    /** One request; an error answer throws its typed error. The answer's body is the caller's to read. */
+    async request(method, path, init = {}, options = {}) {
+        const { idempotent, ...rest } = init;
+        const opened = await this.open({ method, path, ...rest, idempotent: idempotent ?? method === "GET" }, options);
+        const { status, statusText, headers } = opened.response;
+        return new Response([101, 204, 205, 304].includes(status) ? null : opened.text, { status, statusText, headers });
     }
-    search(body) {
-        return this.json("POST", "/api/v1/memories/search", body);
+    async json(spec, options) {
+        return JSON.parse((await this.open(spec, options)).text);
     }
-    record(body) {
-        return this.json("POST", "/api/v1/memories", body);
+    search(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/memories/search", json: body, idempotent: true }, options);
     }
-    get(memoryId) {
-        return this.json("GET", `/api/v1/memories/${encodeURIComponent(memoryId)}`);
+    /** Record a memory. Retried like a read: an identical active memory is never written twice, so a retry
+     * whose first attempt was written answers with that memory's id (and `duplicate_of`). */
+    record(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/memories", json: body, idempotent: true }, options);
     }
-    feedback(memoryId, body) {
-        return this.json("POST", `/api/v1/memories/${encodeURIComponent(memoryId)}/feedback`, body);
+    get(memoryId, options) {
+        return this.json({ method: "GET", path: `/api/v1/memories/${encodeURIComponent(memoryId)}`, idempotent: true }, options);
     }
-    outcome(memoryId, body) {
-        return this.json("POST", `/api/v1/memories/${encodeURIComponent(memoryId)}/outcome`, body);
+    feedback(memoryId, body, options) {
+        return this.json({ method: "POST", path: `/api/v1/memories/${encodeURIComponent(memoryId)}/feedback`, json: body, idempotent: false }, options);
     }
-    context(body = {}) {
-        return this.json("POST", "/api/v1/memories/context", body);
+    outcome(memoryId, body, options) {
+        return this.json({ method: "POST", path: `/api/v1/memories/${encodeURIComponent(memoryId)}/outcome`, json: body, idempotent: false }, options);
     }
-    ask(body) {
-        return this.json("POST", "/api/v1/memories/ask", body);
+    context(body = {}, options) {
+        return this.json({ method: "POST", path: "/api/v1/memories/context", json: body, idempotent: true }, options);
     }
-    sessionSubmit(body) {
-        return this.json("POST", "/api/v1/sessions", body);
+    ask(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/memories/ask", json: body, idempotent: true }, options);
     }
-    sessionGet(sessionId) {
-        return this.json("GET", `/api/v1/sessions/${encodeURIComponent(sessionId)}`);
+    sessionSubmit(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/sessions", json: body, idempotent: true }, options);
     }
-    sessionCodeReport(body) {
-        return this.json("POST", "/api/v1/sessions/code-report", body);
+    sessionGet(sessionId, options) {
+        return this.json({ method: "GET", path: `/api/v1/sessions/${encodeURIComponent(sessionId)}`, idempotent: true }, options);
     }
-    consolidate(body = {}) {
-        return this.json("POST", "/api/v1/consolidation/runs", body);
+    sessionCodeReport(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/sessions/code-report", json: body, idempotent: true }, options);
+    }
+    consolidate(body = {}, options) {
+        return this.json({ method: "POST", path: "/api/v1/consolidation/runs", json: body, idempotent: false }, options);
     }
     /** Import from text: a ReasoningBank export, a CLAUDE.md (`format: "claude-md"`) or a mem0 export. */
-    importBank(body) {
-        return this.json("POST", "/api/v1/import", body);
+    importBank(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/import", json: body, idempotent: false }, options);
     }
     /** Import an export file as it is (JSON Lines). */
-    async importNdjson(content, options = {}) {
-        const body = typeof content === "string" ? content : new Blob([content]);
-        const response = await this.request("POST", "/api/v1/import", { query: options, body, contentType: "application/x-ndjson" });
-        return (await response.json());
+    importNdjson(content, query = {}, options) {
+        return this.json({ method: "POST", path: "/api/v1/import", query, body: content, contentType: "application/x-ndjson", idempotent: false }, options);
     }
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2). */
-    async *export(options = {}) {
-        const response = await this.request("GET", "/api/v1/export", { query: options });
-        if (!response.body)
-            return;
+    /** The memories in reach, filtered (`project`, `tag`, `state`, `q`, …), page after page:
+     * `for await (const memory of bank.memoryList({ project: "web-app" }))`; `.pages()` for the pages. */
+    memoryList(query = {}, options) {
+        return new Paginator((page) => this.json({ method: "GET", path: "/api/v1/memories", query: { ...query, page }, idempotent: true }, options), query.page ?? 1);
+    }
+    /** The submitted sessions (`status`, `project`), page after page. */
+    sessionList(query = {}, options) {
+        return new Paginator((page) => this.json({ method: "GET", path: "/api/v1/sessions", query: { ...query, page }, idempotent: true }, options), query.page ?? 1);
+    }
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2),
+     * narrowed on `record.type`. Needs a token with the `admin` scope. Retried until the stream starts, never
+     * in the middle of it. */
+    async *export(query = {}, options) {
+        const opened = await this.open({ method: "GET", path: "/api/v1/export", query, idempotent: true }, options, true);
         const decoder = new TextDecoder();
         let pending = "";
-        for await (const chunk of response.body) {
+        for await (const chunk of bodyChunks(opened)) {
             pending += decoder.decode(chunk, { stream: true });
             const lines = pending.split("\n");
             pending = lines.pop() ?? "";

@@ -1015,7 +1015,7 @@ export interface paths {
         };
         /**
          * A webhook delivery
-         * @description One delivery with the payload it sent. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         * @description One delivery with the payload it sent: parsed (`payload`) and as the exact bytes posted and signed (`body`). Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
          */
         get: operations["webhooks_delivery_get"];
         put?: never;
@@ -1603,8 +1603,10 @@ export interface components {
             /** Format: date-time */
             finished_at: string | null;
             redelivery_of: string | null;
-            /** @description the body sent (scrubbed of secrets) */
+            /** @description the body sent, parsed (scrubbed of secrets) */
             payload: unknown;
+            /** @description the body exactly as posted, the bytes the signature covers (UTF-8 JSON text): HMAC-SHA256 of `<t>.<body>` with the secret gives the `v1` of its `ReasoningBank-Signature` */
+            body: string;
         };
         /** @description Two memories that contradict each other, as judged during consolidation. */
         Dispute: {
@@ -3614,16 +3616,34 @@ export interface components {
             url: string;
             description: string;
             events: string[];
+            /** @description whether it gets events (switched on); how its deliveries fare is `health` */
             enabled: boolean;
             /** @description empty while enabled; `manual`: an admin switched it off; `failing`: its deliveries failed for `WEBHOOK_DISABLE_AFTER` without a success */
             disabled_reason: string;
             /**
+             * @description `failing` from its first failed attempt since the last success (retries pending or not), `healthy` after a success, `untried` before any attempt ended; a success, or switching it on again, clears the failure fields
+             *
+             *     * `untried` - untried
+             *     * `healthy` - healthy
+             *     * `failing` - failing
+             */
+            health: components["schemas"]["WebhookHealthEnum"];
+            /**
              * Format: date-time
-             * @description the first delivery that failed since the last success
+             * @description the first failed attempt since the last success; null while not failing
              */
             failing_since: string | null;
+            /** @description attempts failed since the last success, of any delivery */
+            failed_attempts: number;
             /** @description deliveries that failed every attempt since the last success */
             consecutive_failures: number;
+            /** @description why the last failed attempt failed; empty while not failing */
+            last_error: string;
+            /**
+             * Format: date-time
+             * @description when the last failed attempt ended
+             */
+            last_failure_at: string | null;
             /** Format: date-time */
             last_success_at: string | null;
             /** @description the secret's first characters, to tell secrets apart */
@@ -3646,16 +3666,34 @@ export interface components {
             url: string;
             description: string;
             events: string[];
+            /** @description whether it gets events (switched on); how its deliveries fare is `health` */
             enabled: boolean;
             /** @description empty while enabled; `manual`: an admin switched it off; `failing`: its deliveries failed for `WEBHOOK_DISABLE_AFTER` without a success */
             disabled_reason: string;
             /**
+             * @description `failing` from its first failed attempt since the last success (retries pending or not), `healthy` after a success, `untried` before any attempt ended; a success, or switching it on again, clears the failure fields
+             *
+             *     * `untried` - untried
+             *     * `healthy` - healthy
+             *     * `failing` - failing
+             */
+            health: components["schemas"]["WebhookHealthEnum"];
+            /**
              * Format: date-time
-             * @description the first delivery that failed since the last success
+             * @description the first failed attempt since the last success; null while not failing
              */
             failing_since: string | null;
+            /** @description attempts failed since the last success, of any delivery */
+            failed_attempts: number;
             /** @description deliveries that failed every attempt since the last success */
             consecutive_failures: number;
+            /** @description why the last failed attempt failed; empty while not failing */
+            last_error: string;
+            /**
+             * Format: date-time
+             * @description when the last failed attempt ended
+             */
+            last_failure_at: string | null;
             /** Format: date-time */
             last_success_at: string | null;
             /** @description the secret's first characters, to tell secrets apart */
@@ -3968,6 +4006,13 @@ export interface components {
          * @enum {string}
          */
         WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
+        /**
+         * @description * `untried` - untried
+         *     * `healthy` - healthy
+         *     * `failing` - failing
+         * @enum {string}
+         */
+        WebhookHealthEnum: "untried" | "healthy" | "failing";
     };
     responses: never;
     parameters: never;

@@ -1,9 +1,21 @@
 // Typed errors for the API's one error shape, {detail, code, errors} (docs/api.md#conventions): one class
-// per family of HTTP status, each carrying the status, the machine-readable code, the sentence and the
-// per-field errors.
+// per family of HTTP status, each carrying the status, the machine-readable code, the sentence, the
+// per-field errors and the request's id (the service's X-Request-ID, which its logs carry).
 import type { components } from "./schema.js";
+import { retryAfterParse } from "./retry.js";
 
 export type ErrorBody = components["schemas"]["Error"];
+
+export const REQUEST_ID_HEADER = "X-Request-ID";
+
+export interface ErrorInit {
+  /** The service's id of the request; for a request that got no answer, the id the client sent. */
+  requestId?: string | null;
+  /** How many times the call was sent (retries included). */
+  attempts?: number;
+  /** What went wrong underneath: for `ConnectionFailed`, the transport's own error. */
+  cause?: unknown;
+}
 
 export class ReasoningBankError extends Error {
   readonly status: number;
@@ -11,15 +23,28 @@ export class ReasoningBankError extends Error {
   readonly detail: string;
   readonly errors: Record<string, string[]>;
   readonly retryAfter: number | null;
+  readonly requestId: string | null;
+  readonly attempts: number;
 
-  constructor(detail: string, status: number, code: string, errors: Record<string, string[]> = {}, retryAfter: number | null = null) {
-    super(status ? `${status} ${code}: ${detail}` : `${code}: ${detail}`);
+  constructor(
+    detail: string,
+    status: number,
+    code: string,
+    errors: Record<string, string[]> = {},
+    retryAfter: number | null = null,
+    init: ErrorInit = {},
+  ) {
+    const said = status ? `${status} ${code}: ${detail}` : `${code}: ${detail}`;
+    const about = [init.requestId ? `request id ${init.requestId}` : "", (init.attempts ?? 1) > 1 ? `after ${init.attempts} attempts` : ""].filter(Boolean);
+    super(about.length ? `${said} (${about.join(", ")})` : said, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
     this.status = status;
     this.code = code;
     this.detail = detail;
     this.errors = errors;
     this.retryAfter = retryAfter;
+    this.requestId = init.requestId ?? null;
+    this.attempts = init.attempts ?? 1;
   }
 }
 
@@ -43,7 +68,8 @@ export class RateLimited extends ReasoningBankError {}
 export class ServerError extends ReasoningBankError {}
 /** 503: the database or the LLM is unavailable or not configured. */
 export class ServiceUnavailable extends ServerError {}
-/** The service did not answer (refused, timed out); `status` is 0. */
+/** The service did not answer (refused, timed out); `status` is 0. The message names the host and the
+ * reason (`ECONNREFUSED`, a timeout); `cause` is the transport's own error. */
 export class ConnectionFailed extends ReasoningBankError {}
 
 const BY_STATUS: Record<number, typeof ReasoningBankError> = {
@@ -63,21 +89,25 @@ export function errorClassFor(status: number): typeof ReasoningBankError {
   return BY_STATUS[status] ?? (status >= 500 ? ServerError : ReasoningBankError);
 }
 
-/** The typed error for an error answer; a body not in the API's shape keeps its text as `detail`. */
-export async function errorFrom(response: Response): Promise<ReasoningBankError> {
-  const text = await response.text();
-  let body: unknown = null;
+/**
+ * The typed error for an error answer; a body not in the API's shape keeps its text as `detail`. `text` is
+ * the body when the caller has read it already; the request id is the answer's, else `init.requestId` (the
+ * one sent: a proxy's answer may not echo it).
+ */
+export async function errorFrom(response: Response, text?: string, init: ErrorInit = {}): Promise<ReasoningBankError> {
+  const body = text ?? (await response.text());
+  let parsed: unknown = null;
   try {
-    body = JSON.parse(text);
+    parsed = JSON.parse(body);
   } catch {
-    body = null;
+    parsed = null;
   }
-  const header = response.headers.get("Retry-After");
-  const retryAfter = header !== null && !Number.isNaN(Number(header)) ? Number(header) : null;
+  const retryAfter = retryAfterParse(response.headers.get("Retry-After"));
   const Class = errorClassFor(response.status);
-  if (body !== null && typeof body === "object" && typeof (body as ErrorBody).detail === "string") {
-    const { detail, code, errors } = body as ErrorBody;
-    return new Class(detail, response.status, code || `http_${response.status}`, errors ?? {}, retryAfter);
+  const context: ErrorInit = { ...init, requestId: response.headers.get(REQUEST_ID_HEADER) ?? init.requestId ?? null };
+  if (parsed !== null && typeof parsed === "object" && typeof (parsed as ErrorBody).detail === "string") {
+    const { detail, code, errors } = parsed as ErrorBody;
+    return new Class(detail, response.status, code || `http_${response.status}`, errors ?? {}, retryAfter, context);
   }
-  return new Class(text.slice(0, 500) || response.statusText, response.status, `http_${response.status}`, {}, retryAfter);
+  return new Class(body.slice(0, 500) || response.statusText, response.status, `http_${response.status}`, {}, retryAfter, context);
 }
