@@ -26,8 +26,10 @@ def transcript_records(
     marker: str = "E2E-fixture",
     verdict: str = "Thanks, that works now.",
     final_tests_pass: bool = True,
+    readme: str = "",
 ) -> list[dict[str, Any]]:
-    """The session's lines, first to last."""
+    """The session's lines, first to last; with ``readme``, the assistant also reads the project's README,
+    whose text (a tool's output the session did not write) is that."""
     lines: list[dict[str, Any]] = []
     parent: str | None = None
 
@@ -96,6 +98,12 @@ def transcript_records(
         "F." + "\n" + "E   AssertionError: cart total 30 != 20\n" + "trace line\n" * 400 + "1 failed, 1 passed in 0.4s"
     )
     tool_result("toolu_01run", failing, error=True)
+    if readme:
+        add(
+            "assistant",
+            [{"type": "tool_use", "id": "toolu_01read", "name": "Read", "input": {"file_path": f"{cwd}/README.md"}}],
+        )
+        tool_result("toolu_01read", readme)
     add(
         "assistant",
         [
