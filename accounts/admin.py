@@ -40,6 +40,9 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_filter = ("plan", "auto_promote_institutional")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)
+    # the trust policies change through their audited service (Settings → Trust, /api/v1/trust/…), never
+    # unaudited here (docs/security/memory-poisoning.md)
+    readonly_fields = ("poisoning_policy", "injection_policy", "trusted_hosts", "trusted_oauth_clients")
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         # a staff-made org starts on the same plan as any other new org unless staff pick another
