@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
 
 from accounts.models import AuditEvent, Membership, Organization
 from tests.factories import MembershipFactory, UserFactory
@@ -115,3 +117,18 @@ def test_an_owner_reads_and_changes_only_their_own_orgs_policy(client, cast):
 
     assert policy_of(cast.org_b) == ("quarantine", "all", ["tools.globex.test"])
     assert policy_of(cast.org_a) == ("quarantine", "trusted", ["tools.acme.test"])
+
+
+def test_the_operators_admin_shows_the_trust_policy_but_leaves_it_to_the_organization(client, cast):
+    root = get_user_model().objects.create_superuser(username="root", email="root@rb.test", password="x-long-pass")
+    client.force_login(root)
+    form = {
+        "slug": "acme", "name": "Acme", "plan": "pro", "created_at_0": "2026-01-01", "created_at_1": "00:00:00",
+        "memberships-TOTAL_FORMS": "0", "memberships-INITIAL_FORMS": "0",
+        "poisoning_policy": "off", "injection_policy": "all", "trusted_hosts": "10.0.0.5",
+    }  # fmt: skip
+
+    response = client.post(reverse("admin:accounts_organization_change", args=[cast.org_a.pk]), form)
+
+    assert response.status_code == 302
+    assert policy_of(cast.org_a) == ("quarantine", "trusted", [])
