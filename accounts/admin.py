@@ -40,8 +40,8 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_filter = ("plan", "auto_promote_institutional")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)
-    # the trust policies change through their audited service (Settings → Trust, /api/v1/trust/…), never
-    # unaudited here (docs/security/memory-poisoning.md)
+    # the trust settings are the organization's own: its admins change them on Settings → Trust (and
+    # Connected apps) through services that check and audit them (docs/security/memory-poisoning.md#the-trust-policy)
     readonly_fields = ("poisoning_policy", "injection_policy", "trusted_hosts", "trusted_oauth_clients")
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from memories.sessions import api as sessions_api
 from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
 from memories.trust import api_injection as injection_api
+from memories.trust import api_policy as policy_api
 from memories.trust import api_quarantine as quarantine_api
 from memories.trust import provenance_api
 
@@ -82,14 +83,15 @@ urlpatterns = [
         name="api-dispute-resolve",
     ),
     path("memories/<str:memory_id>/unmerge", moderation_api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
-    # the review for injection and the injection policy (docs/security/memory-poisoning.md#injection-policy)
+    # the review for injection (docs/security/memory-poisoning.md#injection-policy)
     path(
         "memories/<str:memory_id>/clear-for-injection",
         injection_api.MemoryInjectionClearView.as_view(),
         name="api-memory-injection-clear",
     ),
     path("trust/injection-pending", injection_api.InjectionPendingListView.as_view(), name="api-injection-pending"),
-    path("trust/injection-policy", injection_api.InjectionPolicyView.as_view(), name="api-injection-policy"),
+    # the organization's trust policy (docs/security/memory-poisoning.md#the-trust-policy)
+    path("trust/policy", policy_api.TrustPolicyView.as_view(), name="api-trust-policy"),
     path(
         "oauth-clients/trusted",
         provenance_api.TrustedOAuthClientsView.as_view(),

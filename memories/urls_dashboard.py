@@ -3,7 +3,7 @@
 from django.urls import path
 
 from memories.dashboard import views
-from memories.trust import provenance_views, views_injection
+from memories.trust import provenance_views, views_injection, views_policy
 from memories.trust import views_quarantine as quarantine
 
 urlpatterns = [
@@ -32,7 +32,7 @@ urlpatterns = [
         views_injection.memory_injection_clear_action,
         name="memory-injection-clear",
     ),
-    path("settings/trust/", views_injection.settings_trust, name="settings-trust"),
+    path("settings/trust/", views_policy.settings_trust, name="settings-trust"),
     path("disputed/", views.disputed_page, name="disputed-list"),
     path("disputed/<int:link_id>/resolve/", views.disputed_resolve_action, name="disputed-resolve"),
     path("sessions/", views.session_list_page, name="session-list"),

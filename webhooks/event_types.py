@@ -6,7 +6,14 @@ from __future__ import annotations
 __pure__ = True
 
 EVENT_TYPES: dict[str, str] = {
-    "memory.created": "a memory was recorded, distilled from a session or written by consolidation",
+    "memory.created": (
+        "a memory was recorded, distilled from a session or written by consolidation, or approved out of the "
+        "quarantine it was stored in"
+    ),
+    "memory.quarantined": (
+        "a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, "
+        "never its text"
+    ),
     "memory.merged": "memories were merged into another (consolidated or duplicate) and archived",
     "memory.superseded": "memories were superseded by another (a newer one, or a moderator's decision) and archived",
     "contradiction.found": "a consolidation run's judge found memories that contradict each other",

@@ -3,7 +3,8 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 
 | event | signal |
 |---|---|
-| memory.created | ``post_save`` of a new ``Memory`` (recorded, distilled, consolidated; not an import) |
+| memory.created | ``post_save`` of a new active ``Memory`` (not an import); ``memories.events.memory_approved`` |
+| memory.quarantined | ``post_save`` of a new quarantined ``Memory`` (its rules and source, never its text) |
 | memory.merged, memory.superseded | ``memories.events.memories_archived`` (by the archive reason) |
 | contradiction.found | ``consolidation.events.contradiction_detected`` (not for a dry run) |
 | dispute.opened | ``post_save`` of a new ``contradicts`` ``MemoryLink`` |
@@ -34,6 +35,8 @@ from consolidation import events as consolidation_events
 from consolidation.models import ConsolidationRun, ReviewItem
 from memories import events as memories_events
 from memories.models import AgentSession, Memory, MemoryLink
+from memories.trust.provenance_selectors import memory_source
+from memories.trust.screening import rules_named
 from reasoningbank.ai.budget import llm_budget_alert
 from webhooks.services import webhook_event_publish
 
@@ -91,11 +94,37 @@ def run_summary(run: ConsolidationRun) -> dict[str, Any]:
 # --- receivers ---------------------------------------------------------------------------------------
 
 
+def memory_quarantined_summary(memory: Memory) -> dict[str, Any]:
+    """What an admin's receiver needs to know that a memory waits for review, and nothing of its text: the
+    text was held because it may carry orders for an AI, and a receiver (a chat channel, an LLM triage bot)
+    would pass them on. The rules that fired (names only) and who wrote it; the review queue shows the rest."""
+    return {
+        "id": memory.id,
+        "project": memory.project.slug if memory.project is not None else None,
+        "team": memory.team.slug if memory.team is not None else None,
+        "origin": memory.origin,
+        "rules": rules_named(memory.flags or []),
+        "source": memory_source(memory)["label"],
+        "created_at": memory.created_at.isoformat() if memory.created_at else None,
+    }
+
+
 def on_memory_saved(sender: Any, instance: Memory, created: bool = False, raw: bool = False, **kwargs: Any) -> None:
-    if created and not raw:
+    if not created or raw:
+        return
+    if instance.state == Memory.STATE_QUARANTINED:  # memory.created waits for an admin's approval
         event_publish_on_commit(
-            instance.organization_id, "memory.created", lambda: {"memory": memory_summary(instance)}
+            instance.organization_id, "memory.quarantined", lambda: {"memory": memory_quarantined_summary(instance)}
         )
+        return
+    event_publish_on_commit(instance.organization_id, "memory.created", lambda: {"memory": memory_summary(instance)})
+
+
+def on_memory_approved(sender: Any, organization_id: int, memory: Memory, first_entry: bool, **kwargs: Any) -> None:
+    # it enters the bank now; one that was active before (an edit or a restore put it in quarantine) was
+    # announced when it was created
+    if first_entry:
+        event_publish_on_commit(organization_id, "memory.created", lambda: {"memory": memory_summary(memory)})
 
 
 def survivors_by_link(organization_id: int, memory_ids: list[str], kind: str, run: str | None) -> dict[str, str]:
@@ -291,6 +320,7 @@ def receivers_connect() -> None:
     post_save.connect(on_review_item_saved, sender=ReviewItem, dispatch_uid=f"{uid}.review")
     post_save.connect(on_session_saved, sender=AgentSession, dispatch_uid=f"{uid}.session")
     memories_events.memories_archived.connect(on_memories_archived, dispatch_uid=f"{uid}.archived")
+    memories_events.memory_approved.connect(on_memory_approved, dispatch_uid=f"{uid}.approved")
     consolidation_events.contradiction_detected.connect(on_contradiction_detected, dispatch_uid=f"{uid}.contradiction")
     consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
     llm_budget_alert.connect(on_llm_budget_alert, dispatch_uid=f"{uid}.llm_budget_alert")

@@ -1,24 +1,23 @@
-"""REST views of the injection policy (docs/security/memory-poisoning.md#injection-policy): the memories
-waiting for review before they are injected, clearing one, and the organization's policy — thin: parse,
-call a selector or service, serialize. Texts in ``extend_schema`` are the public API documentation."""
+"""REST views of the review for injection (docs/security/memory-poisoning.md#injection-policy): the
+memories waiting for review before they are injected, and clearing one (the policy itself is part of the
+trust policy, ``api_policy``) — thin: parse, call a selector or service, serialize. Texts in
+``extend_schema`` are the public API documentation."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_READ
+from accounts.models import SCOPE_ADMIN
 from memories.core.api import MEMORY_ID, MemoryAPIView, serializer_validate
 from memories.models import Memory
-from memories.trust.selectors_injection import INJECTION_POLICIES, injection_pending_list, memory_label
-from memories.trust.services_injection import injection_policy_set, memory_injection_clear
+from memories.trust.selectors_injection import injection_pending_list, memory_label
+from memories.trust.services_injection import memory_injection_clear
 from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
-from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer, StrictSerializer
+from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer
 
 TAGS = ["trust"]
 
@@ -95,53 +94,3 @@ class MemoryInjectionClearView(MemoryAPIView):
         serializer_validate(EmptyBodySerializer, request.data)
         cleared = memory_injection_clear(principal=self.principal, memory=memory)
         return Response(InjectionReviewSerializer(cleared).data)
-
-
-class InjectionPolicySerializer(serializers.Serializer):
-    injection_policy = serializers.ChoiceField(
-        choices=list(INJECTION_POLICIES),
-        help_text=(
-            "what the hooks and memory_context inject automatically: `trusted` (active memories written by a "
-            "member or above, or cleared by an admin), `reviewed` (only those a person reviewed), `all` (every "
-            "active memory)"
-        ),
-    )
-
-
-class InjectionPolicyUpdateSerializer(StrictSerializer):
-    injection_policy = serializers.ChoiceField(choices=list(INJECTION_POLICIES))
-
-
-class InjectionPolicyView(MemoryAPIView):
-    required_scopes = {"GET": SCOPE_MEMORIES_READ, "PATCH": SCOPE_ADMIN}
-
-    @extend_schema(
-        tags=TAGS,
-        operation_id="trust_injection_policy_retrieve",
-        summary="The injection policy",
-        description="What the organization's hooks and memory_context inject automatically. Needs `memories:read`.",
-        responses={200: InjectionPolicySerializer, **error_responses(401, 403)},
-    )
-    def get(self, request: Request) -> Response:
-        return Response(self.body(self.principal.organization.injection_policy))
-
-    @extend_schema(
-        tags=TAGS,
-        operation_id="trust_injection_policy_update",
-        summary="Set the injection policy",
-        description=(
-            "Change what the organization's hooks and memory_context inject automatically: `trusted` (the "
-            "default), `reviewed` or `all`. An explicit search is not affected. Audited "
-            "(`organization.injection_policy`). Needs `admin`."
-        ),
-        request=InjectionPolicyUpdateSerializer,
-        responses={200: InjectionPolicySerializer, **error_responses(400, 401, 403, 415)},
-    )
-    def patch(self, request: Request) -> Response:
-        policy = serializer_validate(InjectionPolicyUpdateSerializer, request.data)["injection_policy"]
-        organization = injection_policy_set(principal=self.principal, policy=policy)
-        return Response(self.body(organization.injection_policy))
-
-    @staticmethod
-    def body(policy: str) -> dict[str, Any]:
-        return dict(InjectionPolicySerializer({"injection_policy": policy}).data)

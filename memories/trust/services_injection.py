@@ -1,7 +1,7 @@
-"""Writes of the injection policy (docs/security/memory-poisoning.md#injection-policy): an admin clears a
-memory that waits for review (``trust`` pending) for automatic injection, and sets what the
-organization injects automatically. Both need the ``admin`` scope (an admin or owner on the dashboard,
-an admin token over REST) and are audited."""
+"""The review for injection (docs/security/memory-poisoning.md#injection-policy): an admin clears a
+memory that waits for review (``trust`` pending) for automatic injection. Needs the ``admin`` scope (an
+admin or owner on the dashboard, an admin token over REST) and is audited. The policy itself is set with
+the rest of the trust policy (``services_policy.trust_policy_set``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.access import Principal
-from accounts.models import SCOPE_ADMIN, Organization
+from accounts.models import SCOPE_ADMIN
 from accounts.services import audit_record
 from memories.core.selectors import memory_is_writable
 from memories.models import Memory
-from memories.trust.selectors_injection import INJECTION_POLICIES
-from reasoningbank.errors import Conflict, Forbidden, InvalidInput
+from reasoningbank.errors import Conflict, Forbidden
 
 
 def _admin_require(principal: Principal, what: str) -> None:
@@ -60,32 +59,3 @@ def memory_injection_clear(*, principal: Principal, memory: Memory) -> Memory:
         data={"was": Memory.TRUST_PENDING, "reviewed_by": getattr(memory.reviewed_by, "email", None)},
     )
     return memory
-
-
-@transaction.atomic
-def injection_policy_set(*, principal: Principal, policy: str) -> Organization:
-    """What the organization injects automatically: ``trusted``, ``reviewed`` or ``all``. Audited
-    ``organization.injection_policy`` with the old and the new value; setting the current one changes
-    nothing and writes no audit row."""
-    _admin_require(principal, "changing the injection policy")
-    if principal.is_restricted:  # the policy is the whole organization's
-        raise Forbidden("a token restricted to some projects cannot set the organization's injection policy")
-    if policy not in INJECTION_POLICIES:
-        raise InvalidInput(
-            f"injection_policy must be one of {', '.join(INJECTION_POLICIES)} (got {policy!r})",
-            field="injection_policy",
-        )
-    organization = Organization.objects.select_for_update().get(pk=principal.organization.pk)
-    previous = organization.injection_policy
-    if previous == policy:
-        return organization
-    organization.injection_policy = policy
-    organization.save(update_fields=["injection_policy"])
-    audit_record(
-        organization=organization,
-        actor=principal,
-        verb="organization.injection_policy",
-        target=organization,
-        data={"from": previous, "to": policy},
-    )
-    return organization

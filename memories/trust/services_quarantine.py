@@ -2,10 +2,11 @@
 approve a quarantined memory or a held summary, or delete it. Audited, in one transaction each.
 
 Approving makes the memory active and trusted, names the person who reviewed it (``reviewed_by`` /
-``reviewed_at``), and teaches the detector: one ``DetectorException`` per finding, so the same text is not
-flagged again in this organization — and nothing else is exempted (the exception is the rule and the
-fingerprint of the span that fired). Deleting removes the memory (its links, signals and summary with
-it): a quarantined memory was never served, so nothing depends on it.
+``reviewed_at``), tells the listeners (``memories.events.memory_approved``: webhooks send the
+``memory.created`` they held back while it waited), and teaches the detector: one ``DetectorException``
+per finding, so the same text is not flagged again in this organization — and nothing else is exempted
+(the exception is the rule and the fingerprint of the span that fired). Deleting removes the memory (its
+links, signals and summary with it): a quarantined memory was never served, so nothing depends on it.
 
 A session whose distilled memories were held (``held``) counts as done once none of them waits any more.
 """
@@ -18,9 +19,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.access import Principal
+from accounts.models import AuditEvent
 from accounts.services import audit_record
 from memories.core.services import memories_added_notify, memory_limit_check
 from memories.embedding import embed_texts, summary_embedding_text
+from memories.events import memory_approved
 from memories.models import AgentSession, Memory, MemorySummary
 from memories.trust.screening import memory_texts, rules_named, summary_texts
 from memories.trust.selectors_quarantine import quarantine_admin_require
@@ -53,6 +56,7 @@ def quarantine_approve(*, principal: Principal, memory: Memory) -> Memory:
     quarantine_admin_require(principal, "approving a quarantined memory")
     memory = _locked(memory)
     memory_limit_check(principal.organization, adding=1)
+    first_entry = _never_active(memory)
     reviewer = reviewer_of(principal)
     learned = exceptions_learn(
         organization=principal.organization,
@@ -79,7 +83,23 @@ def quarantine_approve(*, principal: Principal, memory: Memory) -> Memory:
     _session_release(memory.source_session_id)
     project = memory.project
     transaction.on_commit(lambda: memories_added_notify(project, 1))  # it counts as new for consolidation
+    memory_approved.send(sender=Memory, organization_id=memory.organization_id, memory=memory, first_entry=first_entry)
     return memory
+
+
+def _never_active(memory: Memory) -> bool:
+    """``memory`` was stored in quarantine when it was written (``memories_create`` audits that as
+    ``memory.quarantine``) and no admin approved it since — as opposed to an active memory that an edit
+    or a restore put in quarantine, or one imported in quarantine (an import announces no memory)."""
+    verbs = set(
+        AuditEvent.objects.filter(
+            organization_id=memory.organization_id,
+            target_type=Memory._meta.model_name,
+            target_id=memory.id,
+            verb__in=("memory.quarantine", "memory.quarantine_approve"),
+        ).values_list("verb", flat=True)
+    )
+    return verbs == {"memory.quarantine"}
 
 
 @transaction.atomic

@@ -1,7 +1,7 @@
-"""Dashboard views of the injection policy (docs/security/memory-poisoning.md#injection-policy): an admin
-clears a memory waiting for review for injection (from the review queue, where the list is shown:
-``injection_review_context``), and Settings → Trust shows the organization's policy, which admins and
-owners change. Thin: selectors to read, services to write, render."""
+"""Dashboard views of the review for injection (docs/security/memory-poisoning.md#injection-policy): an
+admin clears a memory waiting for review for injection (from the review queue, where the list is shown:
+``injection_review_context``); the policy itself is on Settings → Trust (``views_policy``). Thin:
+selectors to read, services to write, render."""
 
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import Principal
 from accounts.decorators import org_view
-from accounts.models import SCOPE_ADMIN, Membership, Organization
-from accounts.views import settings_context
+from accounts.models import SCOPE_ADMIN, Membership
 from memories.core.selectors import memory_get
 from memories.trust.selectors_injection import injection_pending_list, memory_label
-from memories.trust.services_injection import injection_policy_set, memory_injection_clear
+from memories.trust.services_injection import memory_injection_clear
 from reasoningbank.errors import NotFound, ServiceError
 
 ADMIN = Membership.ROLE_ADMIN
@@ -64,27 +63,3 @@ def memory_injection_clear_action(request: HttpRequest, memory_id: str) -> HttpR
     if not url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure()):
         target = reverse("consolidation-reviews")
     return HttpResponseRedirect(target + "#injection-review")
-
-
-@org_view()
-def settings_trust(request: HttpRequest) -> HttpResponse:
-    """Settings → Trust: the injection policy (everyone reads it; admins and owners change it)."""
-    principal = request.principal  # type: ignore[attr-defined]
-    status, errors = 200, {}
-    if request.method == "POST":
-        try:
-            injection_policy_set(principal=principal, policy=request.POST.get("injection_policy", ""))
-        except ServiceError as exc:
-            status, errors = exc.status, {exc.field or "form": exc.message}
-        else:
-            messages.success(request, "Injection policy saved.")
-            return HttpResponseRedirect(reverse("settings-trust"))
-    context = settings_context(
-        request,
-        "trust",
-        errors=errors,
-        injection_policy=principal.organization.injection_policy,
-        injection_choices=Organization.INJECTION_CHOICES,
-        injection_pending_total=injection_pending_list(principal).count() if principal.has_scope(SCOPE_ADMIN) else None,
-    )
-    return render(request, "memories/trust/settings_trust.html", context, status=status)

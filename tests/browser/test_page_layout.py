@@ -107,6 +107,8 @@ def samples(cast, agent) -> dict[str, str]:
     long_project = ProjectFactory(organization=org, slug=LONG_SLUG, name=f"Project {LONG_WORD}")
     TeamFactory(organization=org, slug="platform", name=f"Team {LONG_WORD}")
     token, _ = token_create(organization=org, label=LONG_WORD[:100], projects=[cast.project_a, long_project])
+    org.trusted_hosts = [f"raw.githubusercontent.com/{LONG_SLUG}/{LONG_WORD}/", f".{LONG_WORD[:63].lower()}.example"]
+    org.save(update_fields=["trusted_hosts"])  # Settings → Trust's hosts box
     first = record(
         agent,
         title=f"Retry webhooks {LONG_WORD}",

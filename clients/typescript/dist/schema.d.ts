@@ -890,7 +890,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/trust/injection-policy": {
+    "/api/v1/trust/policy": {
         parameters: {
             query?: never;
             header?: never;
@@ -898,20 +898,20 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The injection policy
-         * @description What the organization's hooks and memory_context inject automatically. Needs `memories:read`.
+         * The trust policy
+         * @description The organization's poisoning policy, injection policy and trusted hosts (docs/security/memory-poisoning.md). Needs `memories:read`.
          */
-        get: operations["trust_injection_policy_retrieve"];
+        get: operations["trust_policy_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /**
-         * Set the injection policy
-         * @description Change what the organization's hooks and memory_context inject automatically: `trusted` (the default), `reviewed` or `all`. An explicit search is not affected. Audited (`organization.injection_policy`). Needs `admin`.
+         * Change the trust policy
+         * @description Change any of `poisoning_policy`, `injection_policy` and `trusted_hosts`; the fields not given stay as they are, and nothing changes unless every given field is valid (a bad host is a 400 naming the entry). Each changed field is audited (`organization.<field>`, with `from` and `to`). Needs `admin` and a token for the whole organization (a token restricted to some projects is a 403).
          */
-        patch: operations["trust_injection_policy_update"];
+        patch: operations["trust_policy_update"];
         trace?: never;
     };
     "/api/v1/webhooks": {
@@ -1844,16 +1844,6 @@ export interface components {
             reason: string;
             message: string;
         };
-        InjectionPolicy: {
-            /**
-             * @description what the hooks and memory_context inject automatically: `trusted` (active memories written by a member or above, or cleared by an admin), `reviewed` (only those a person reviewed), `all` (every active memory)
-             *
-             *     * `trusted` - trusted
-             *     * `reviewed` - reviewed
-             *     * `all` - all
-             */
-            injection_policy: components["schemas"]["InjectionPolicyEnum"];
-        };
         /**
          * @description * `trusted` - trusted
          *     * `reviewed` - reviewed
@@ -2551,9 +2541,6 @@ export interface components {
             /** @description warn (banner, audit row, `llm.budget_alert` webhook) at this share of a cap, once per period; null: no warning */
             alert_percent?: number | null;
         };
-        PatchedInjectionPolicyUpdateRequest: {
-            injection_policy?: components["schemas"]["InjectionPolicyEnum"];
-        };
         PatchedMemoryUpdateRequest: {
             title?: string;
             description?: string;
@@ -2564,12 +2551,25 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
             enabled?: boolean;
         };
+        PatchedTrustPolicyUpdateRequest: {
+            poisoning_policy?: components["schemas"]["PoisoningPolicyEnum"];
+            injection_policy?: components["schemas"]["InjectionPolicyEnum"];
+            /** @description the whole list: it replaces the one kept (`[]` trusts no host of your own) */
+            trusted_hosts?: string[];
+        };
+        /**
+         * @description * `off` - off
+         *     * `flag` - flag
+         *     * `quarantine` - quarantine
+         * @enum {string}
+         */
+        PoisoningPolicyEnum: "off" | "flag" | "quarantine";
         /** @enum {string} */
         PrioritizeEnum: "relevance" | "recency" | "activation";
         /** @description A project the token can reach. */
@@ -3656,7 +3656,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -3953,6 +3953,26 @@ export interface components {
          * @enum {string}
          */
         TrustEnum: "trusted" | "pending";
+        TrustPolicy: {
+            /**
+             * @description what the instruction-smell detector does with a memory it flags: `quarantine` (the default: held for an admin's review, never served until approved), `flag` (stored active with its findings in `flags`), `off` (nothing is screened)
+             *
+             *     * `off` - off
+             *     * `flag` - flag
+             *     * `quarantine` - quarantine
+             */
+            poisoning_policy: components["schemas"]["PoisoningPolicyEnum"];
+            /**
+             * @description what the hooks and memory_context inject automatically: `trusted` (the default: active memories written by a member or above, or cleared by an admin), `reviewed` (only those a person reviewed), `all` (every active memory); an explicit search is not affected
+             *
+             *     * `trusted` - trusted
+             *     * `reviewed` - reviewed
+             *     * `all` - all
+             */
+            injection_policy: components["schemas"]["InjectionPolicyEnum"];
+            /** @description hosts a fetched script may be piped into a shell from without a flag, beside the well-known installers; at most 50, each a host (`tools.acme.dev`), a host and a path prefix (`raw.githubusercontent.com/acme/`) or a domain with a leading dot for its subdomains (`.acme.dev`); an http(s):// prefix is dropped, names are lowered (an internationalised one kept in its `xn--` form) and duplicates removed; IP addresses, ports and wildcards are refused */
+            trusted_hosts: string[];
+        };
         TrustedClient: {
             client_id: string;
             /** @description the app's name (empty: no longer registered) */
@@ -3991,6 +4011,7 @@ export interface components {
         WebhookDeliveryStatusEnum: "pending" | "succeeded" | "failed";
         /**
          * @description * `memory.created` - memory.created
+         *     * `memory.quarantined` - memory.quarantined
          *     * `memory.merged` - memory.merged
          *     * `memory.superseded` - memory.superseded
          *     * `contradiction.found` - contradiction.found
@@ -4005,7 +4026,7 @@ export interface components {
          *     * `security.token_suspended` - security.token_suspended
          * @enum {string}
          */
-        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
+        WebhookEventEnum: "memory.created" | "memory.quarantined" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
         /**
          * @description * `untried` - untried
          *     * `healthy` - healthy
@@ -8233,7 +8254,7 @@ export interface operations {
             };
         };
     };
-    trust_injection_policy_retrieve: {
+    trust_policy_retrieve: {
         parameters: {
             query?: never;
             header?: never;
@@ -8247,7 +8268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InjectionPolicy"];
+                    "application/json": components["schemas"]["TrustPolicy"];
                 };
             };
             /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
@@ -8288,7 +8309,7 @@ export interface operations {
             };
         };
     };
-    trust_injection_policy_update: {
+    trust_policy_update: {
         parameters: {
             query?: never;
             header?: never;
@@ -8297,7 +8318,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": components["schemas"]["PatchedInjectionPolicyUpdateRequest"];
+                "application/json": components["schemas"]["PatchedTrustPolicyUpdateRequest"];
             };
         };
         responses: {
@@ -8306,7 +8327,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InjectionPolicy"];
+                    "application/json": components["schemas"]["TrustPolicy"];
                 };
             };
             /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */

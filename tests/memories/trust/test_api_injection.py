@@ -1,7 +1,7 @@
-"""The review for injection and the injection policy over REST (memories/trust/api_injection.py;
+"""The review for injection over REST (memories/trust/api_injection.py;
 docs/security/memory-poisoning.md#injection-policy): an admin lists the memories waiting for review
-before injection and clears one (audited); anyone reads the policy, an admin sets it (audited). Other
-scopes are 403, another organization's memory a 404, and nothing changes on a refusal."""
+before injection and clears one (audited). Other scopes are 403, another organization's memory a 404,
+and nothing changes on a refusal. (The policy itself: test_api_policy.py.)"""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_READ, AuditEvent, Organization
+from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_READ, AuditEvent
 from accounts.services import token_create
 from memories.models import Memory
 from tests.factories import MemoryFactory, ProjectFactory
 
 PENDING = "/api/v1/trust/injection-pending"
-POLICY = "/api/v1/trust/injection-policy"
 ADMIN_SCOPES = [SCOPE_MEMORIES_READ, SCOPE_ADMIN]
 
 
@@ -116,42 +115,3 @@ def test_another_orgs_admin_neither_sees_nor_clears_a_pending_memory(cast, agent
     assert charlie.get(PENDING).json()["results"] == []
     assert charlie.post(clear_url(memory), format="json").status_code == 404
     assert Memory.objects.get(pk=memory.pk).trust == Memory.TRUST_PENDING
-
-
-# --- the policy -----------------------------------------------------------------------------------------
-
-
-def test_anyone_reads_the_policy_and_an_admin_sets_it_audited(cast, member, admin):
-    assert member.get(POLICY).json() == {"injection_policy": "trusted"}
-    response = admin.patch(POLICY, {"injection_policy": "reviewed"}, format="json")
-    assert response.status_code == 200 and response.json() == {"injection_policy": "reviewed"}
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "reviewed"
-    event = AuditEvent.objects.get(verb="organization.injection_policy")
-    assert event.data == {"from": "trusted", "to": "reviewed"}
-    admin.patch(POLICY, {"injection_policy": "reviewed"}, format="json")  # no change, no second row
-    assert AuditEvent.objects.filter(verb="organization.injection_policy").count() == 1
-
-
-@pytest.mark.parametrize(
-    "body", [{"injection_policy": "everything"}, {"injection_policy": "all", "extra": 1}, {}]
-)
-def test_a_bad_policy_is_a_400_naming_the_field_and_changes_nothing(cast, admin, body):
-    response = admin.patch(POLICY, body, format="json")
-    assert response.status_code == 400
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "trusted"
-
-
-def test_a_member_or_a_restricted_admin_token_cannot_set_the_policy(cast, member, token_client):
-    restricted = token_client(cast.org_a, scopes=ADMIN_SCOPES, projects=[cast.project_a])
-    assert member.patch(POLICY, {"injection_policy": "all"}, format="json").status_code == 403
-    response = restricted.patch(POLICY, {"injection_policy": "all"}, format="json")
-    assert response.status_code == 403 and "restricted" in response.json()["detail"]
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "trusted"
-
-
-@pytest.mark.cross_tenant("api-injection-policy")
-def test_an_admin_sets_only_their_own_orgs_policy(cast, token_client):
-    charlie = token_client(cast.org_b, scopes=ADMIN_SCOPES)
-    assert charlie.patch(POLICY, {"injection_policy": "all"}, format="json").json() == {"injection_policy": "all"}
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "trusted"
-    assert Organization.objects.get(pk=cast.org_b.pk).injection_policy == "all"

@@ -1,7 +1,7 @@
-"""The review for injection and the injection policy on the dashboard (memories/trust/views_injection.py,
-templates/memories/trust/): admins see the memories waiting for review before injection in the review
-queue, with their source, and clear them in one click; Settings → Trust shows the policy to everyone
-and lets admins and owners change it. Viewers change nothing; another organization's memory is a 404."""
+"""The review for injection on the dashboard (memories/trust/views_injection.py, templates/memories/trust/):
+admins see the memories waiting for review before injection in the review queue, with their source, and
+clear them in one click. Viewers change nothing; another organization's memory is a 404. (Settings →
+Trust: test_views_policy.py.)"""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from accounts.models import AuditEvent, Organization
+from accounts.models import AuditEvent
 from memories.models import Memory
 from tests.factories import MemoryFactory
 
 REVIEWS = "/consolidation/reviews/"
-SETTINGS = "/settings/trust/"
 HX = {"HTTP_HX_REQUEST": "true"}
 TITLE = "Deploy with the release script"
 
@@ -70,38 +69,3 @@ def test_another_orgs_admin_neither_sees_nor_clears_the_memory(client, cast, pen
     assert TITLE not in charlie.get(REVIEWS).content.decode()
     assert charlie.post(clear_url(pending)).status_code == 404
     assert Memory.objects.get(pk=pending.pk).trust == Memory.TRUST_PENDING
-
-
-# --- Settings → Trust ------------------------------------------------------------------------------------
-
-
-def test_an_owner_changes_the_injection_policy_in_settings_audited(client, cast):
-    owner = logged_in(client, cast.alice)
-    page = owner.get(SETTINGS).content.decode()
-    assert 'name="injection_policy" value="trusted" checked' in page
-    response = owner.post(SETTINGS, {"injection_policy": "reviewed"})
-    assert response.status_code == 302
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "reviewed"
-    assert AuditEvent.objects.get(verb="organization.injection_policy").data == {"from": "trusted", "to": "reviewed"}
-    assert 'value="reviewed" checked' in owner.get(SETTINGS).content.decode()
-
-
-def test_an_unknown_policy_is_a_400_with_the_reason_and_changes_nothing(client, cast):
-    response = logged_in(client, cast.alice).post(SETTINGS, {"injection_policy": "everything"})
-    assert response.status_code == 400 and "must be one of trusted, reviewed, all" in response.content.decode()
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "trusted"
-
-
-def test_a_viewer_reads_the_policy_but_cannot_change_it(client, cast):
-    viewer = logged_in(client, cast.bob)
-    page = viewer.get(SETTINGS).content.decode()
-    assert "Admins and owners change this." in page and 'name="injection_policy"' not in page
-    assert viewer.post(SETTINGS, {"injection_policy": "all"}).status_code == 403
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "trusted"
-
-
-@pytest.mark.cross_tenant("settings-trust")
-def test_an_owner_changes_only_their_own_orgs_policy(client, cast):
-    logged_in(client, cast.charlie).post(SETTINGS, {"injection_policy": "all"})
-    assert Organization.objects.get(pk=cast.org_b.pk).injection_policy == "all"
-    assert Organization.objects.get(pk=cast.org_a.pk).injection_policy == "trusted"
