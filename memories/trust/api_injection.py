@@ -60,7 +60,7 @@ class InjectionPendingListView(MemoryAPIView):
             "oldest first, one page at a time, each with its source. An explicit search still finds them. "
             "Needs `admin`."
         ),
-        responses={200: InjectionReviewSerializer(many=True), **error_responses(400, 401, 403)},
+        responses={200: InjectionReviewSerializer(many=True), **error_responses(400, 401, 403, 404)},
     )
     def get(self, request: Request) -> Response:
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)

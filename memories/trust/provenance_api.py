@@ -50,8 +50,8 @@ class TrustedOAuthClientsView(OrgAPIView):
 
     @extend_schema(
         tags=TAGS,
-        operation_id="trusted_oauth_clients_list",
-        summary="List the trusted OAuth clients",
+        operation_id="trusted_oauth_clients_retrieve",
+        summary="The trusted OAuth clients",
         description=(
             "The OAuth clients (MCP clients members connected through the browser) whose agents' memories are "
             "trusted for automatic injection without a person's review, when the member who connected them is a "

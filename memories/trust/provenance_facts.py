@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from accounts.access import Principal
-from accounts.mcp_auth import mcp_client_recall
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
 from memories.models import AgentSession, Memory
 from memories.trust import provenance as p
@@ -84,6 +83,10 @@ def writer_client(principal: Principal) -> dict[str, Any]:
     client = request_client()
     name, version = client.name, client.version
     if client.transport == "mcp" and not name:
+        # imported here: the MCP SDK is loaded by the MCP endpoint only, never at start-up
+        # (tests/reasoningbank/test_startup_imports.py)
+        from accounts.mcp_auth import mcp_client_recall
+
         recalled = mcp_client_recall(principal, client.user_agent)
         if recalled is not None:
             name, version = recalled

@@ -550,10 +550,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the trusted OAuth clients
+         * The trusted OAuth clients
          * @description The OAuth clients (MCP clients members connected through the browser) whose agents' memories are trusted for automatic injection without a person's review, when the member who connected them is a member or above. Every other app's memories wait for review. Needs `admin`.
          */
-        get: operations["trusted_oauth_clients_list"];
+        get: operations["trusted_oauth_clients_retrieve"];
         put?: never;
         /**
          * Trust an OAuth client, or stop trusting it
@@ -6661,7 +6661,7 @@ export interface operations {
             };
         };
     };
-    trusted_oauth_clients_list: {
+    trusted_oauth_clients_retrieve: {
         parameters: {
             query?: never;
             header?: never;
@@ -8227,6 +8227,15 @@ export interface operations {
             };
             /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
