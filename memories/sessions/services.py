@@ -1,9 +1,10 @@
 """Sessions and their distillation into memories (docs/memory-model.md#sessions-and-distillation).
 
 Services: ``session_submit`` (a client's transcript format converted, the trace scrubbed of secrets
-before it is stored, a later submission replacing it until distillation starts), ``session_process``
-(the worker: claim → prompt → LLM → parse → dedupe → store, all-or-nothing), ``session_retry`` /
-``sessions_requeue`` / ``sessions_release_idle``. The injection ledger: ``services_ledger.py``.
+before it is stored; a later submission of the same session: ``services_resubmit.py``),
+``session_process`` (the worker: claim → prompt → LLM → parse → dedupe → store, all-or-nothing, one
+round for what came since the last), ``session_retry`` / ``sessions_requeue`` / ``sessions_release_idle``.
+The injection ledger: ``services_ledger.py``.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def session_submit(
     """Accept a session for distillation. ``trace`` is in ``trace_format`` (a client's transcript
     format is converted to a compact trace, memories/sessions/transcripts.py); without an ``outcome``
     the one the transcript shows is taken. Submitting the same session id again replaces the trace
-    while the session still waits for distillation, and changes nothing once it has started.
+    while the session waits for its first distillation; once it was distilled, a trace that continues
+    it is distilled again for its new turns (``session_resubmit``).
     ``partial``: the session goes on, so distillation waits until no submission has come for
     ``SESSION_IDLE_SECONDS`` (a final submission queues it at once)."""
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):

@@ -109,7 +109,7 @@ async def distilled(session_id: str) -> None:
     await in_thread(mark)
 
 
-RESUMED = {**SESSION, "trace": SESSION["trace"] + "\nuser: and the docs?\nagent: updated docs/setup.md"}
+RESUMED = {**SESSION, "trace": SESSION["trace"] + "\nuser: and the docs?\nagent: updated the install notes"}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -138,4 +138,4 @@ async def test_another_orgs_session_with_the_same_id_is_never_continued_by_it(ap
     assert not theirs.is_error and theirs.structured_content["created"] is True, dump(theirs)
     assert theirs.structured_content["continued"] is False and theirs.structured_content["rounds"] == 0
     acme = await in_thread(lambda: AgentSession.objects.get(pk=ours.structured_content["id"]))
-    assert acme.status == "done" and "updated docs/setup.md" not in acme.trace
+    assert acme.status == "done" and "updated the install notes" not in acme.trace
