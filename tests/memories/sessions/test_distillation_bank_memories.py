@@ -98,7 +98,7 @@ def test_the_memories_the_hooks_injected_are_listed_as_already_in_the_bank(cast,
 def test_another_organizations_session_with_the_same_id_lends_its_memories_to_no_one(
     cast, agent, make_token, token_client, provider
 ):
-    globex_raw, globex = make_token(cast.org_b, projects=[cast.project_b])
+    _, globex = make_token(cast.org_b, projects=[cast.project_b])
     theirs = fixture_lesson(globex, title="Globex: copy the billing fixture per test")
     charlie = token_client(cast.org_b, projects=[cast.project_b])
     assert theirs.id in recall(charlie, "the checkout test is flaky: the cart fixture")["injection_block"]

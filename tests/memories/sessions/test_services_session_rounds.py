@@ -7,9 +7,7 @@ respx-mocked HTTP: the assertions are on the requests the provider was sent."""
 
 from __future__ import annotations
 
-import json
 import threading
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +18,13 @@ from accounts.models import AuditEvent
 from memories.models import AgentSession, Memory
 from memories.sessions import services as services_sessions
 from memories.sessions.services import session_process
-from tests.claude_code_transcript import transcript_records
+from tests.claude_code_transcript import (
+    RESUMED_PROMPT,
+    RESUMED_VERDICT,
+    records_text,
+    resumed_records,
+    transcript_records,
+)
 from tests.fakes import memory_block
 from tests.mocked_provider import Provider, provider_mocked
 
@@ -28,8 +32,8 @@ SESSIONS = "/api/v1/sessions"
 KEY = "0b9c8f4e-resumed"
 TURN_1 = "The checkout test is flaky again"  # the fixture's first prompt (its marker follows)
 TURN_2 = "Thanks, that works now."
-TURN_3 = "Now the promo test fails with a KeyError (TURN-3)"
-TURN_4 = "Great, the promo test passes too (TURN-4)"
+TURN_3 = RESUMED_PROMPT.format(marker="TURN-3")
+TURN_4 = RESUMED_VERDICT
 ROUND_1 = memory_block(
     1,
     "Copy shared fixtures per test",
@@ -44,42 +48,11 @@ ROUND_2 = memory_block(
 )
 
 
-# --- the session file, before and after the resume --------------------------------------------------------
-
-
-def resumed(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``records`` and what Claude Code appends to the same file when the session is resumed: a
-    bookkeeping line, then turns 3 (a prompt, a tool call and its result, an answer) and 4."""
-    later = [*records, {"type": "system", "subtype": "resume", "uuid": str(uuid.uuid4())}]
-    parent = next(r["uuid"] for r in reversed(records) if r.get("type") in ("user", "assistant"))
-    session_id = records[-2]["sessionId"]
-
-    def add(kind: str, content: Any) -> None:
-        nonlocal parent
-        record: dict[str, Any] = {"parentUuid": parent, "isSidechain": False, "userType": "external"}
-        record.update(cwd="/home/dev/shop", sessionId=session_id, version="2.1.332", type=kind, uuid=str(uuid.uuid4()))
-        message = {"role": kind, "content": content}
-        if kind == "assistant":
-            message.update(id=f"msg_r{len(later)}", type="message", model="claude-sonnet-4-5")
-        record["message"] = message
-        later.append(record)
-        parent = record["uuid"]
-
-    add("user", TURN_3)
-    add("assistant", [{"type": "tool_use", "id": "toolu_r1", "name": "Bash", "input": {"command": "pytest -q"}}])
-    add("user", [{"tool_use_id": "toolu_r1", "type": "tool_result", "content": "KeyError: 'SPRING'\n1 failed"}])
-    add("assistant", [{"type": "text", "text": "The promo lookup now defaults missing codes."}])
-    add("user", TURN_4)
-    add("assistant", [{"type": "text", "text": "Good."}])
-    return later
-
-
-def jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(record) + "\n" for record in records)
+# --- the session file, before and after the resume ---------------------------------------------------
 
 
 BEFORE = transcript_records(session_id=KEY)
-AFTER = resumed(BEFORE)
+AFTER = resumed_records(BEFORE, marker="TURN-3")
 
 
 @pytest.fixture(params=["anthropic", "openai"])
@@ -103,7 +76,8 @@ def hook(cast: Any, token_client: Any, django_capture_on_commit_callbacks: Any) 
     client = token_client(cast.org_a, projects=[cast.project_a])
 
     def capture(records: list[dict[str, Any]], *, partial: bool = False, key: str = KEY) -> Any:
-        body = {"session_id": key, "trace": jsonl(records), "trace_format": "claude-code-jsonl", "partial": partial}
+        trace = records_text(records)
+        body = {"session_id": key, "trace": trace, "trace_format": "claude-code-jsonl", "partial": partial}
         with django_capture_on_commit_callbacks(execute=True):
             return client.post(SESSIONS, body, format="json")
 
@@ -275,7 +249,7 @@ def test_two_resumed_captures_at_once_add_the_new_turns_once(cast, make_token, s
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
 
     def submit(records: list[dict[str, Any]]) -> Any:
-        trace = jsonl(records)
+        trace = records_text(records)
         return services_sessions.session_submit(
             principal=principal, session_id=KEY, outcome=None, trace=trace, trace_format="claude-code-jsonl"
         )
