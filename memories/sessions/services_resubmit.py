@@ -92,28 +92,28 @@ def _session_replace(
     principal: Principal, session: AgentSession, new: Resubmission, kept: int, tail: str, *, enqueue: Callable
 ) -> bool:
     """What is pending replaced by the new submission's (all of the trace before the first round), unless
-    the new one holds less of it: a capture arriving late never shortens what is kept."""
+    the new one holds no more of it — a capture arriving late never shortens what is kept, nor changes its
+    outcome — and the idle wait started again (the session goes on) or ended (it is over: distil it now)."""
     pending = session.trace[kept:]
-    if kept and pending.startswith(tail):
-        return False
+    stale = bool(kept) and pending.startswith(tail)
     held = session.next_attempt_at is not None and session.status == AgentSession.STATUS_QUEUED  # idle wait
-    fields: dict[str, Any] = {
-        "trace": session.trace[:kept] + tail,
-        "redactions": new.redactions if not kept else _redactions(session, pending, tail),
-        "outcome": new.outcome,
-        "submitted_provenance": submitted_provenance(principal, at=timezone.now()),  # who its memories are from
-        "updated_at": timezone.now(),
-    }
+    fields: dict[str, Any] = {"updated_at": timezone.now()}
+    if not stale:
+        trace, upto = distilled_trim(session.trace[:kept] + tail, kept, keep=settings.SESSION_TRACE_MAX_BYTES)
+        fields.update(
+            trace=trace,
+            distilled_upto=upto,
+            redactions=new.redactions if not kept else _redactions(session, pending, tail),
+            outcome=new.outcome,
+            submitted_provenance=submitted_provenance(principal, at=timezone.now()),  # who its memories are from
+        )
     if new.hold_until is not None and (held or session.status == AgentSession.STATUS_WAITING):
         fields["next_attempt_at"] = new.hold_until  # the session goes on: the idle wait starts again
     elif new.hold_until is None and held:
         fields["next_attempt_at"] = None  # the session is over: distil it now
         transaction.on_commit(lambda: enqueue(session.id))
-    fields["trace"], fields["distilled_upto"] = distilled_trim(
-        fields["trace"], kept, keep=settings.SESSION_TRACE_MAX_BYTES
-    )
     AgentSession.objects.filter(pk=session.pk).update(**fields)
-    return True
+    return not stale
 
 
 def _session_continue(

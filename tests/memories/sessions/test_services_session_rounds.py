@@ -278,3 +278,15 @@ def test_two_resumed_captures_at_once_add_the_new_turns_once(cast, make_token, s
     assert sorted(result.continued for result in results) == [False, True]
     stored = AgentSession.objects.get(pk=session.pk)
     assert stored.trace.count(TURN_3) == 1 and stored.status == "queued" and enqueued == [session.pk]
+
+
+def test_a_final_capture_with_nothing_new_still_ends_the_idle_wait_of_a_continued_session(
+    hook, provider, queued, django_capture_on_commit_callbacks
+):
+    provider.answers(ROUND_1)
+    session_id = hook(BEFORE).json()["id"]
+    distil(session_id, django_capture_on_commit_callbacks)
+    waiting = hook(AFTER, partial=True).json()  # a Stop after the resumed turns: distilled once idle
+    assert waiting["continued"] and waiting["next_attempt_at"] is not None and queued == [session_id]
+    ended = hook(AFTER).json()  # SessionEnd with the same transcript: the session is over
+    assert ended["status"] == "queued" and ended["next_attempt_at"] is None and queued == [session_id, session_id]
