@@ -152,7 +152,9 @@ def register_memory_tools(server: MCPServer) -> None:
         name="session_submit",
         description=(
             "Submit a finished agent session so reusable strategies (success) or anti-patterns (failure) are "
-            "distilled from it into memories. Idempotent on session_id: resubmitting returns the session's status."
+            "distilled from it into memories. Keyed on session_id: resubmitting returns the session's status; a "
+            "session resumed after its distillation, handed in again with its transcript grown at the end, is "
+            "distilled again for its new turns only."
         ),
         annotations=_write("Submit a session", idempotent=True),
         input_model=sessions.SessionSubmitInput,

@@ -504,6 +504,10 @@ class AgentSession(models.Model):
     submitted_by_token = models.ForeignKey(
         ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
     )
+    # a session handed in again after its distillation is distilled again for what follows this offset in
+    # ``trace`` (characters), once per round (docs/memory-model.md#sessions-that-continue)
+    distilled_upto = models.PositiveIntegerField(default=0)
+    rounds = models.PositiveIntegerField(default=0, help_text="how many times it was distilled")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -22,7 +22,10 @@ EVENT_TYPES: dict[str, str] = {
     "promotion.proposed": "a memory was proposed for team or organization scope",
     "consolidation.run_finished": "a consolidation run finished (completed or skipped)",
     "consolidation.run_failed": "a consolidation run failed",
-    "session.distilled": "a submitted session was distilled into memories",
+    "session.distilled": (
+        "a submitted session was distilled into memories (once per round: a session handed in again after its "
+        "distillation is distilled again, for its new turns)"
+    ),
     "session.failed": "a submitted session could not be distilled",
     "llm.budget_alert": "the organization's LLM spend reached its alert threshold of a daily or monthly cap",
     "security.token_suspended": (

@@ -295,9 +295,13 @@ def on_session_saved(
             "outcome": instance.outcome,
             "status": instance.status,
             "attempts": instance.attempts,
+            "rounds": instance.rounds,  # a session handed in again after its distillation: one event per round
         }
         if instance.status == AgentSession.STATUS_DONE:
-            body["memory_ids"] = sorted(Memory.objects.filter(source_session=instance).values_list("id", flat=True))
+            distilled = Memory.objects.filter(source_session=instance)
+            body["memory_ids"] = sorted(distilled.values_list("id", flat=True))
+            this_round = distilled.filter(created_at__gte=instance.started_at) if instance.started_at else distilled
+            body["round_memory_ids"] = sorted(this_round.values_list("id", flat=True))
         else:
             body["error"] = instance.error[:2000]
         return {"session": body}

@@ -43,6 +43,13 @@ class SessionSerializer(serializers.Serializer):
     project = serializers.CharField(source="project.slug")
     outcome = serializers.CharField()
     status = serializers.ChoiceField(choices=STATUSES)
+    rounds = serializers.IntegerField(
+        help_text="how many times it was distilled: a session handed in again after its distillation (a resumed "
+        "conversation) is distilled again, for its new turns only"
+    )
+    distilled_upto = serializers.IntegerField(
+        help_text="how many characters of its trace were distilled; what follows waits for the next round"
+    )
     attempts = serializers.IntegerField()
     error = serializers.CharField(help_text="why the last distillation attempt failed, if it did")
     warnings = serializers.ListField(
@@ -115,14 +122,19 @@ class SessionListCreateView(SessionAPIView):
             "redacted before storing. `trace_format` names a client's own transcript format, which the "
             "service turns into a compact trace (a trace with no conversation in it is a 422). Submitting "
             "the same `session_id` to the same project again answers 200 with that session: its trace is "
-            "replaced while it waits for distillation, and kept once distillation began; a new one answers "
-            "201. Needs `memories:write`."
+            "replaced while it waits for its first distillation; once it was distilled (or while it is), a trace "
+            "that continues it (the same transcript grown at its end: a resumed conversation) adds its new turns "
+            "for another round that distils only them (`continued`), the same trace again changes nothing, and "
+            "one that does not continue it is a 409 (nothing changes). A new one answers 201. Needs "
+            "`memories:write`."
         ),
         request=c.SessionSubmitInput,
         responses={
             201: c.SessionSubmitOutput,
             200: c.SessionSubmitOutput,
-            **error_responses(400, 401, 403, 404, 415, 422),
+            **error_responses(
+                400, 401, 403, 404, 409, 415, 422, conflict="The trace does not continue the one the session holds."
+            ),
         },
     )
     def post(self, request: Request) -> Response:

@@ -13,6 +13,7 @@ from memories.core.contracts import Project, iso_or_none, required_text
 from memories.models import AgentSession
 from memories.sessions.services import session_submit
 from memories.sessions.services_ledger import session_outcome_attribute
+from memories.sessions.services_resubmit import SubmitResult
 from memories.trust.provenance_contracts import SourceOut
 from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.contracts import Contract
@@ -53,8 +54,8 @@ class SessionSubmitInput(Contract):
         Field(
             description=(
                 "True while the session goes on (a hook after each turn): the trace replaces the one sent "
-                "before, and distillation waits until no submission has come for a while. False (the "
-                "default): the session is over, distil it now"
+                "before (or, once the session was distilled, adds its new turns), and distillation waits until "
+                "no submission has come for a while. False (the default): the session is over, distil it now"
             )
         ),
     ] = False
@@ -115,6 +116,21 @@ class SessionSubmitOutput(Contract):
     replaced: bool = Field(
         default=False, description="true when this submission's trace replaced an earlier one not yet distilled"
     )
+    continued: bool = Field(
+        default=False,
+        description=(
+            "true when this submission continued a session distilled (or being distilled) before: the turns it "
+            "holds after that part were added to the trace, for another round that distils only them"
+        ),
+    )
+    rounds: int = Field(
+        description="how many times the session was distilled: a session handed in again after its distillation "
+        "(a resumed conversation) is distilled again, for its new turns only"
+    )
+    distilled_upto: int = Field(
+        description="how many characters of the session's stored trace were distilled; what follows waits for "
+        "the next round"
+    )
     attempts: int
     error: str = Field(description="why the last distillation attempt failed, if it did")
     redactions: int = Field(description="how many secrets were redacted from the trace")
@@ -135,11 +151,23 @@ def _held(session: AgentSession) -> bool:
     return session.status == "queued" and session.attempts == 0 and session.next_attempt_at is not None
 
 
+def _resubmission_note(result: SubmitResult, session: AgentSession) -> str:
+    if result.created:
+        return ""
+    if result.continued:
+        return " (continued: the turns since its last distillation were added)"
+    if result.replaced:
+        return " (trace replaced)"
+    return " (nothing new since its last distillation)" if session.rounds else " (already submitted)"
+
+
 def session_submit_run(principal: Principal, args: SessionSubmitInput) -> SessionSubmitOutput:
     result = session_submit(principal=principal, **args.model_dump())
     session: AgentSession = result.session
-    # once the session is over, the memories it was given learn how it went (each once: the ledger)
-    if (result.created or result.replaced) and not args.partial and session.outcome in ("success", "failure"):
+    # once the session is over, the memories it was given learn how it went (each once: the ledger, which
+    # spans every round of the session: those given after a resume learn the later outcome)
+    changed = result.created or result.replaced or result.continued
+    if changed and not args.partial and session.outcome in ("success", "failure"):
         session_outcome_attribute(
             principal=principal, session_key=args.session_id, succeeded=session.outcome == "success"
         )
@@ -151,13 +179,16 @@ def session_submit_run(principal: Principal, args: SessionSubmitInput) -> Sessio
         status=session.status,  # type: ignore[arg-type]
         created=result.created,
         replaced=result.replaced,
+        continued=result.continued,
+        rounds=session.rounds,
+        distilled_upto=session.distilled_upto,
         attempts=session.attempts,
         error=session.error,
         redactions=session.redactions,
         memories=session_memories(session),
         held=[HeldFinding(**finding) for finding in session.held],
         message=SESSION_MESSAGES.get(session.status, session.status)
-        + ("" if result.created else " (trace replaced)" if result.replaced else " (already submitted)")
+        + _resubmission_note(result, session)
         + (" once the session has been idle a while" if _held(session) else ""),
         created_at=session.created_at.isoformat(),
         updated_at=session.updated_at.isoformat(),

@@ -289,6 +289,30 @@ def test_a_distilled_session_publishes_session_distilled_with_its_memories(agent
     assert not sent("session.failed")
 
 
+def test_a_session_handed_in_again_after_its_distillation_publishes_session_distilled_once_per_round(
+    agent, subscribe, committed
+):
+    subscribe(["session.distilled"])
+    trace = "user: the checkout test hangs\nagent: added a timeout around the DB call"
+    with committed():
+        session = session_submit(principal=agent, session_id="s-3", outcome="success", trace=trace).session
+    first = memory_block(1, "Wrap DB calls in a timeout", "When tests hang on the DB", "Use context.WithTimeout.")
+    second = memory_block(1, "Default missing promo codes", "When a promo lookup fails", "Use PROMOS.get(code).")
+    with committed():
+        session_process(session.id, llm=ScriptedLLM([first]))
+    with committed():  # the session resumed: handed in again, grown at its end
+        session_submit(principal=agent, session_id="s-3", outcome="success", trace=trace + "\nuser: promo fails too")
+    with committed():
+        session_process(session.id, llm=ScriptedLLM([second]))
+
+    one, two = (delivery.payload["data"]["session"] for delivery in sent("session.distilled"))
+    titles = dict(Memory.objects.filter(source_session=session).values_list("id", "title"))
+    assert (one["rounds"], two["rounds"]) == (1, 2)
+    assert [titles[i] for i in one["round_memory_ids"]] == ["Wrap DB calls in a timeout"]
+    assert [titles[i] for i in two["round_memory_ids"]] == ["Default missing promo codes"]
+    assert two["memory_ids"] == sorted(titles)  # all the session's memories, every round's
+
+
 def test_a_session_that_cannot_be_distilled_publishes_session_failed(agent, subscribe, committed):
     subscribe(["session.distilled", "session.failed"])
     with committed():

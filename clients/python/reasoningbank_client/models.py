@@ -396,6 +396,9 @@ class SessionSubmitResponse(TypedDict):
     status: SessionStatusEnum
     created: bool
     replaced: bool
+    continued: bool
+    rounds: int
+    distilled_upto: int
     attempts: int
     error: str
     redactions: int
@@ -416,6 +419,8 @@ class SessionDetail(TypedDict):
     project: str
     outcome: str
     status: SessionStatusEnum
+    rounds: int
+    distilled_upto: int
     attempts: int
     error: str
     warnings: list[str]
@@ -592,6 +597,8 @@ class Session(TypedDict):
     project: str
     outcome: str
     status: SessionStatusEnum
+    rounds: int
+    distilled_upto: int
     attempts: int
     error: str
     warnings: list[str]

@@ -741,7 +741,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a finished session for distillation
-         * @description Hand in the transcript of a finished agent session; the service distills the lessons in it into memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are redacted before storing. `trace_format` names a client's own transcript format, which the service turns into a compact trace (a trace with no conversation in it is a 422). Submitting the same `session_id` to the same project again answers 200 with that session: its trace is replaced while it waits for distillation, and kept once distillation began; a new one answers 201. Needs `memories:write`.
+         * @description Hand in the transcript of a finished agent session; the service distills the lessons in it into memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are redacted before storing. `trace_format` names a client's own transcript format, which the service turns into a compact trace (a trace with no conversation in it is a 422). Submitting the same `session_id` to the same project again answers 200 with that session: its trace is replaced while it waits for its first distillation; once it was distilled (or while it is), a trace that continues it (the same transcript grown at its end: a resumed conversation) adds its new turns for another round that distils only them (`continued`), the same trace again changes nothing, and one that does not continue it is a 409 (nothing changes). A new one answers 201. Needs `memories:write`.
          */
         post: operations["sessions_submit"];
         delete?: never;
@@ -2551,7 +2551,7 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
@@ -3323,6 +3323,10 @@ export interface components {
             project: string;
             outcome: string;
             status: components["schemas"]["SessionStatusEnum"];
+            /** @description how many times it was distilled: a session handed in again after its distillation (a resumed conversation) is distilled again, for its new turns only */
+            rounds: number;
+            /** @description how many characters of its trace were distilled; what follows waits for the next round */
+            distilled_upto: number;
             attempts: number;
             /** @description why the last distillation attempt failed, if it did */
             error: string;
@@ -3352,6 +3356,10 @@ export interface components {
             project: string;
             outcome: string;
             status: components["schemas"]["SessionStatusEnum"];
+            /** @description how many times it was distilled: a session handed in again after its distillation (a resumed conversation) is distilled again, for its new turns only */
+            rounds: number;
+            /** @description how many characters of its trace were distilled; what follows waits for the next round */
+            distilled_upto: number;
             attempts: number;
             /** @description why the last distillation attempt failed, if it did */
             error: string;
@@ -3427,7 +3435,7 @@ export interface components {
             trace_format?: components["schemas"]["TraceFormatEnum"];
             /**
              * Partial
-             * @description True while the session goes on (a hook after each turn): the trace replaces the one sent before, and distillation waits until no submission has come for a while. False (the default): the session is over, distil it now
+             * @description True while the session goes on (a hook after each turn): the trace replaces the one sent before (or, once the session was distilled, adds its new turns), and distillation waits until no submission has come for a while. False (the default): the session is over, distil it now
              * @default false
              */
             partial?: boolean;
@@ -3467,6 +3475,22 @@ export interface components {
              * @default false
              */
             replaced: boolean;
+            /**
+             * Continued
+             * @description true when this submission continued a session distilled (or being distilled) before: the turns it holds after that part were added to the trace, for another round that distils only them
+             * @default false
+             */
+            continued: boolean;
+            /**
+             * Rounds
+             * @description how many times the session was distilled: a session handed in again after its distillation (a resumed conversation) is distilled again, for its new turns only
+             */
+            rounds: number;
+            /**
+             * Distilled Upto
+             * @description how many characters of the session's stored trace were distilled; what follows waits for the next round
+             */
+            distilled_upto: number;
             /** Attempts */
             attempts: number;
             /**
@@ -3656,7 +3680,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -7634,6 +7658,15 @@ export interface operations {
             };
             /** @description No such object within the token's reach (another organization's objects are reported the same way). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The trace does not continue the one the session holds. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
