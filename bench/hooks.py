@@ -7,7 +7,7 @@ Uses ``bench/search.py``'s dataset (org ``bench``, N memories; load it first wit
 times after 5 warm-up calls:
 
 - ``session-start``: ``POST /api/v1/memories/context`` with the session's id (a new session each call);
-- ``prompt``: ``POST /api/v1/memories/search`` for the prompt with ``exclude_seen``, the plugin's
+- ``prompt``: ``POST /api/v1/memories/search`` for the prompt with ``inject`` and ``exclude_seen``, the plugin's
   defaults (3 memories, 600 tokens, similarity ≥ 0.35), in sessions of ``--prompts`` prompts each;
   the tokens injected per prompt (four characters a token, the block as Claude Code receives it);
 - ``capture``: a Stop (``partial``) with a session file of ``--transcript-mb`` MB (the hook queues its

@@ -26,6 +26,12 @@ MEMORY = {
     "content": "Use make_cart().",
     "confidence": 0.7,
 }
+# what the service frames for an injection (memories/trust/framing.py): the hooks hand it on as it is
+PROMPT_BLOCK = (
+    "<reasoningbank_memories>\nNotes from your team's memory bank (ReasoningBank).\n"
+    '<memory id="mem_1" confidence="0.70" source="recorded by alice@acme.test · 2026-11-30">\n'
+    "## Build the cart per test\na shared fixture leaks\nUse make_cart().\n</memory>\n</reasoningbank_memories>"
+)
 
 
 class Stand:
@@ -35,6 +41,7 @@ class Stand:
         self.retry_after: str | None = None  # sent with a 429 or 503
         self.gate: threading.Event | None = None  # when set: no answer before it is opened
         self.requests: list[tuple[str, dict[str, Any], str]] = []  # as they arrive
+        self.injection_block = PROMPT_BLOCK
         self.arrived: list[float] = []  # time.monotonic() of each arrival
         self.answered = 0
         self.in_flight = 0
@@ -80,7 +87,9 @@ def stand() -> Iterator[tuple[Stand, str]]:
             if status != 200:
                 answer: dict[str, Any] = {"detail": "Invalid token." if status in (401, 403) else f"status {status}"}
             elif self.path.endswith("/memories/search"):
-                answer = {"memories": [MEMORY]}
+                answer = {"memories": [MEMORY], "tokens_used": 12, "total_found": 1}
+                if body.get("inject"):
+                    answer["injection_block"] = state.injection_block
             elif self.path.endswith("/memories/context"):
                 answer = {"context_block": START_BLOCK}
             else:

@@ -20,6 +20,7 @@ import pytest
 
 from tests.claude_code_transcript import transcript_records, transcript_text
 from tests.hook_state import hook_env, queue_files
+from tests.integrations.conftest import PROMPT_BLOCK
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -210,3 +211,39 @@ def test_a_long_transcript_is_sent_as_its_first_prompt_and_the_tail_that_fits(tm
     assert "Thanks, that works now." in kept[-2]  # the end
     assert all('"toolUseResult"' not in line and '"summary"' not in line for line in kept)
     assert messages > len(kept)
+
+
+# --- the per-prompt recall: the service frames the block (docs/security/memory-poisoning.md#framing) --------
+
+
+def prompt_run(url: str, **env: str) -> subprocess.CompletedProcess[str]:
+    event = {"session_id": "s-1", "hook_event_name": "UserPromptSubmit", "prompt": "Why is the checkout test flaky?"}
+    return run("prompt", event, REASONINGBANK_URL=url, REASONINGBANK_TOKEN="rb_x", **env)
+
+
+def test_the_prompt_hook_asks_the_service_for_an_injection_and_hands_on_its_block_as_it_is(stand):
+    state, url = stand
+    done = prompt_run(url, REASONINGBANK_PROMPT_TOKENS="450", REASONINGBANK_PROMPT_MEMORIES="2")
+
+    assert done.stderr == ""
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer == {"hookEventName": "UserPromptSubmit", "additionalContext": PROMPT_BLOCK}
+    ((path, body, _),) = state.requests
+    assert path == "/api/v1/memories/search"
+    assert body["inject"] is True and body["token_budget"] == 450 and body["limit"] == 2
+    assert (body["session_id"], body["exclude_seen"], body["include_summaries"]) == ("s-1", True, False)
+
+
+def test_the_prompt_hook_never_builds_a_block_of_its_own_from_the_results(stand):
+    state, url = stand
+    state.injection_block = ""  # nothing qualified for injection, though the results list a memory
+    done = prompt_run(url)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_a_block_over_the_cap_is_not_injected_and_the_hook_says_why(stand):
+    state, url = stand
+    state.injection_block = "<reasoningbank_memories>\n" + "x" * 2000 + "\n</reasoningbank_memories>"
+    done = prompt_run(url, REASONINGBANK_PROMPT_TOKENS="200")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "over REASONINGBANK_PROMPT_TOKENS=200" in done.stderr and len(done.stderr.splitlines()) == 1

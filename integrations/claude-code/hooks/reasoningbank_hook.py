@@ -41,14 +41,6 @@ import reasoningbank_spool as spool  # the queue and its sender
 STARTED = time.monotonic()
 NAME = "reasoningbank"
 QUERY_MAX = 2000  # the service's query limit (characters)
-# the framing of the prompt block, counted against the token cap before the memories are
-BLOCK_OPEN = (
-    "<reasoningbank_memories>\n"
-    "Lessons from this project's ReasoningBank that may help with this request "
-    "(rate one with memory_feedback if it helped or misled):\n"
-)
-BLOCK_CLOSE = "</reasoningbank_memories>"
-ENTRY_OVERHEAD_CHARS = 80  # "## <title> (mem_… · confidence 0.00)" and blank lines around an entry
 STRIPPED_KEYS = ("toolUseResult",)  # a tool result's copy beside the message: bulk the service never reads
 # What a hook reads of a transcript: at most its first HEAD_BYTES (for the first prompt, the task) and its
 # last TAIL_FACTOR x REASONINGBANK_TRACE_MAX_BYTES, the margin for the bulk each client writes beside the
@@ -239,48 +231,33 @@ def session_start(event: dict[str, Any]) -> str | None:
 
 
 def prompt_memories(event: dict[str, Any]) -> str | None:
-    """The memories that fit the prompt, new to this session, within the token cap; None when none
-    clears the similarity floor (the service leaves out what the session already has)."""
+    """The block of memories that fit the prompt, new to this session, within the token cap; None when
+    none qualifies. The service chooses and frames them (a search with ``inject``): only what the org's
+    injection policy lets be injected, each memory as a note marked as data with its source, the whole
+    block within the cap — the same block for every client's hook (docs/security/memory-poisoning.md)."""
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
         return None  # nothing to search for, or a slash command (Claude Code's, not a task)
     most = int(env_number("REASONINGBANK_PROMPT_MEMORIES", 3, low=1, high=20))
     cap = int(env_number("REASONINGBANK_PROMPT_TOKENS", 600, low=100, high=20000))
     floor = env_number("REASONINGBANK_PROMPT_MIN_SIMILARITY", 0.35, low=0.0, high=1.0)
-    budget = cap - tokens(BLOCK_OPEN + BLOCK_CLOSE) - most * tokens("x" * ENTRY_OVERHEAD_CHARS)
-    if budget < 50:
-        raise HookError(f"REASONINGBANK_PROMPT_TOKENS={cap} leaves no room for a memory")
     body: dict[str, Any] = {
         "query": prompt.strip()[:QUERY_MAX],
         "limit": most,
-        "token_budget": budget,
+        "token_budget": cap,
         "min_similarity": floor,
         "include_summaries": False,
         "mode": "standard",
+        "inject": True,
     }
     if session_key(event):
         body.update(session_id=session_key(event), exclude_seen=True)
-    found = call("/api/v1/memories/search", body).get("memories") or []
-    entries = [entry_text(memory) for memory in found if isinstance(memory, dict)]
-    while entries and tokens(block_text(entries)) > cap:  # the cap holds, whatever the service measured
-        entries.pop()
-    return block_text(entries) if entries else None
-
-
-def entry_text(memory: dict[str, Any]) -> str:
-    confidence = float(memory.get("confidence", 0))
-    heading = f"## {memory.get('title', '')} ({memory.get('id', '')} · confidence {confidence:.2f})"
-    parts = [heading, str(memory.get("description", "")).strip(), str(memory.get("content", "")).strip()]
-    # a memory is anyone's text: it must not close the block early or open another one
-    return (
-        "\n".join(p for p in parts if p)
-        .replace("<reasoningbank_memories", "&lt;reasoningbank_memories")
-        .replace("</reasoningbank_memories", "&lt;/reasoningbank_memories")
-    )
-
-
-def block_text(entries: list[str]) -> str:
-    return BLOCK_OPEN + "\n\n".join(entries) + "\n" + BLOCK_CLOSE
+    block = call("/api/v1/memories/search", body).get("injection_block")
+    if not isinstance(block, str) or not block:
+        return None
+    if tokens(block) > cap:  # the cap holds, whatever the service measured
+        raise HookError(f"the service's block is {tokens(block)} tokens, over REASONINGBANK_PROMPT_TOKENS={cap}")
+    return block
 
 
 # --- Stop, PreCompact, SessionEnd --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from memories.models import AgentSession
 from memories.sessions import services as services_sessions
 from memories.sessions.contracts import SessionSubmitInput, session_submit_run
 from memories.sessions.services import session_submit, sessions_release_idle
-from reasoningbank.errors import InvalidInput, Rejected
+from reasoningbank.errors import Conflict, InvalidInput, Rejected
 from tests.agent_transcripts import (
     GEMINI_RECORDING,
     codex_rollout_text,
@@ -128,8 +128,9 @@ def test_a_later_submission_replaces_the_trace_until_distillation_starts(agent, 
     assert AgentSession.objects.count() == 1
 
     AgentSession.objects.filter(pk=first.id).update(status="running")
-    third = submit(agent, trace=transcript_text(session_id="cc-1", verdict="It still fails."))
-    assert not third.replaced and "It still fails" not in AgentSession.objects.get(pk=first.id).trace
+    with pytest.raises(Conflict, match="does not continue"):  # a worker reads it: it may only grow at its end
+        submit(agent, trace=transcript_text(session_id="cc-1", verdict="It still fails."))
+    assert "It still fails" not in AgentSession.objects.get(pk=first.id).trace
 
 
 def test_a_partial_submission_waits_for_the_session_to_be_idle(agent, queued, settings):
