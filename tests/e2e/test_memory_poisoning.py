@@ -13,7 +13,6 @@ tests (tests/accounts/test_write_limits*.py)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import anyio
 from tests.claude_code_transcript import transcript_text
 from tests.e2e.conftest import Setup, manage_ok
 from tests.e2e.harness import Service, call, mcp_client, rest, token_from, unique
+from tests.hook_state import hook_env
 from tests.memories.trust.payloads import EXFILTRATION, POISON, ROLE_TAG
 
 HOOK = Path(__file__).resolve().parents[2] / "integrations" / "claude-code" / "hooks" / "reasoningbank_hook.py"
@@ -42,13 +42,7 @@ README = (
 
 def hook(service: Service, token: str, action: str, event: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     """The plugin's hook as Claude Code runs it: a process with the event on stdin."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "REASONINGBANK_URL": service.url,
-        "REASONINGBANK_TOKEN": token,
-        "REASONINGBANK_PROJECT": "web-app",
-    }
+    env = hook_env(REASONINGBANK_URL=service.url, REASONINGBANK_TOKEN=token, REASONINGBANK_PROJECT="web-app")
     return subprocess.run(
         [sys.executable, str(HOOK), action], input=json.dumps(event), env=env, capture_output=True, text=True,
         timeout=60,
@@ -82,7 +76,8 @@ def admin_token(service: Service, org: str) -> str:
 
 
 def held_session(service: Service, token: str, key: str) -> dict[str, Any]:
-    """The session once the worker has distilled it (and held what it found), polled over REST."""
+    """The session once the hook's sender has handed it in and the worker has distilled it (and held what
+    it found), polled over REST."""
     deadline = time.monotonic() + HELD_WITHIN
     with rest(service, token) as http:
         while True:
@@ -101,7 +96,7 @@ async def record_over_mcp(service: Service, token: str, payload: dict[str, Any])
 
 
 def test_poison_from_every_way_in_waits_for_review_and_reaches_no_teammate_until_approved(
-    service: Service, acme: Setup, tmp_path: Path
+    service: Service, acme: Setup, tmp_path: Path, hook_state_dir: Path
 ) -> None:
     marker = unique()
     admin = admin_token(service, "acme")
