@@ -1,8 +1,8 @@
 """A resumed Claude Code session against the live service and its worker
 (docs/memory-model.md#sessions-that-continue): the plugin's SessionEnd capture hands the session file in
-and the worker distils it; the session is resumed (``claude --resume``: the same file, grown at its end)
-and SessionEnd hands it in again; the worker distils the new turns only. The stub LLM records what it was
-sent."""
+(through its queue and sender) and the worker distils it; the session is resumed (``claude --resume``:
+the same file, grown at its end) and SessionEnd hands it in again; the worker distils the new turns
+only. The stub LLM records what it was sent."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.claude_code_transcript import RESUMED_PROMPT, records_text, resumed_records, transcript_records
 from tests.e2e.conftest import Setup
 from tests.e2e.harness import Service, rest, unique
 from tests.e2e.llm_stub import LLMStub
 from tests.e2e.test_claude_code_plugin import run_hook
 
+pytestmark = pytest.mark.usefixtures("hook_state_dir")  # the hooks' queue and sender, the test's own
 ROUND_WITHIN = 60  # seconds from a SessionEnd until the worker has distilled its round
 
 
