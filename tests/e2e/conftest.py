@@ -34,6 +34,8 @@ _ORDER = [
     "test_session_start_hook.py",
     "test_claude_code_plugin.py",
     "test_agent_hooks.py",
+    "test_claude_code_resume.py",
+    "test_memory_poisoning.py",
     "test_code_report_hook.py",
     "test_schedule.py",
     "test_dashboard_signup.py",
@@ -55,7 +57,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for i in ours:
         items[i].add_marker(pytest.mark.e2e)
     rank = {name: n for n, name in enumerate(_ORDER)}
-    ordered = sorted((items[i] for i in ours), key=lambda item: rank.get(Path(str(item.path)).name, len(rank)))
+    # a module not listed runs before the ones that stop the shared service (supervision, restarts)
+    unlisted = rank["test_supervision.py"] - 0.5
+    ordered = sorted((items[i] for i in ours), key=lambda item: rank.get(Path(str(item.path)).name, unlisted))
     for i, item in zip(ours, ordered, strict=True):
         items[i] = item
 

@@ -71,13 +71,16 @@ def stand() -> Iterator[tuple[Stand, str]]:
                 status = state.script.pop(0) if state.script else state.status
                 state.in_flight += 1
                 state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            if state.gate is not None:
+                state.gate.wait(DELIVERY_WAIT * 2)
+            # out of flight before the answer is written: once the client reads it, its next request may
+            # arrive before this thread runs again, and must not count as a second one at the same time
+            with state.lock:
+                state.in_flight -= 1
             try:
-                if state.gate is not None:
-                    state.gate.wait(DELIVERY_WAIT * 2)
                 self.answer(status, body)
             finally:
                 with state.lock:
-                    state.in_flight -= 1
                     state.answered += 1
 
         def answer(self, status: int, body: dict[str, Any]) -> None:
