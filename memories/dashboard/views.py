@@ -176,13 +176,15 @@ class Row:
     hit: SearchHit | None = None
 
 
-def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str, str]:
-    """(page of Rows, mode, notice). mode "search" = ranked hybrid search, "list" = filtered listing."""
+def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str, str, int | None]:
+    """(page of Rows, mode, notice, matches found). mode "search" = ranked hybrid search, with the number of
+    matches the search found (the API's ``total_found``); "list" = filtered listing, found None."""
     principal = request.principal  # type: ignore[attr-defined]
     state = data.get("state") or "active"
     q = data.get("q") or ""
     if q and state == "active":
-        return _search_rows(principal, data), "search", ""
+        page, found = _search_rows(principal, data)
+        return page, "search", "", found
     filters = MemoryFilters(
         project=data.get("project") or None,
         scope=data.get("scope") or "all",
@@ -199,10 +201,10 @@ def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str,
     notice = "Ranked search covers active memories; archived ones are matched by title and description." if q else ""
     page = Paginator(memory_list(principal, filters), PAGE_SIZE).get_page(request.GET.get("page"))
     page.object_list = [Row(m) for m in page.object_list]  # type: ignore[misc]  # the template renders Rows
-    return page, "list", notice
+    return page, "list", notice, None
 
 
-def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
+def _search_rows(principal: Any, data: dict[str, Any]) -> tuple[Page, int]:
     """The real hybrid search (docs/search.md), through the ``memory_search`` selector with the query
     embedded here — deliberately NOT ``memory_search_use``: a moderator browsing the dashboard is not
     an agent using a memory, so the search must not record usage signals (they would raise
@@ -219,7 +221,8 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
         mode="deep",  # moderators see every active memory, whatever its tier
     )
     vector = query_embed(search.query)
-    hits = memory_search(principal, search, query_vector=vector).hits
+    result = memory_search(principal, search, query_vector=vector)
+    hits = result.hits
     # the search loads only the columns it ranks on; the table shows more, so load the rows in one go
     full = memory_list(principal, MemoryFilters(state=None)).in_bulk([h.memory.pk for h in hits])
     rows = [Row(full[h.memory.pk], h) for h in hits if h.memory.pk in full]
@@ -234,7 +237,9 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
         rows = [r for r in rows if r.memory.confidence <= data["max_confidence"]]
     if data.get("tier"):
         rows = [r for r in rows if r.memory.tier == data["tier"]]
-    return Paginator(rows, SEARCH_LIMIT).get_page(1)
+    # the count the API answers (``total_found``: every match, near-identical ones folded into a row and those
+    # past the limit included), not the rows shown: the two said 3 and 4 for one search
+    return Paginator(rows, SEARCH_LIMIT).get_page(1), result.total_found
 
 
 @org_view()
@@ -245,15 +250,17 @@ def memory_list_page(request: HttpRequest) -> HttpResponse:
     projects = list(reachable_projects(principal).values_list("slug", flat=True))
     form = MemoryFilterForm(request.GET, projects=projects)
     errors: list[str] = []
-    page, mode, notice = None, "list", ""
+    page, mode, notice, found = None, "list", "", None
     if form.is_valid():
         try:
-            page, mode, notice = _memory_rows(request, form.cleaned_data)
+            page, mode, notice, found = _memory_rows(request, form.cleaned_data)
         except ServiceError as exc:
             errors.append(exc.message)
     else:
         errors = _form_errors_text(form)
-    page_vars = _page_vars(request, "memories", form=form, page=page, mode=mode, notice=notice, errors=errors)
+    page_vars = _page_vars(
+        request, "memories", form=form, page=page, mode=mode, notice=notice, errors=errors, found=found
+    )
     status = 400 if errors else 200
     template = "memories/list.html#results" if _is_partial(request) else "memories/list.html"
     return render(request, template, page_vars, status=status)
