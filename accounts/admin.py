@@ -40,6 +40,9 @@ class OrganizationAdmin(admin.ModelAdmin):
     list_filter = ("plan", "auto_promote_institutional")
     search_fields = ("slug", "name")
     inlines = (MembershipInline,)
+    # the trust settings are the organization's own: its admins change them on Settings → Trust (and
+    # Connected apps) through services that check and audit them (docs/security/memory-poisoning.md#the-trust-policy)
+    readonly_fields = ("poisoning_policy", "injection_policy", "trusted_hosts", "trusted_oauth_clients")
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
         # a staff-made org starts on the same plan as any other new org unless staff pick another

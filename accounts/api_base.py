@@ -1,7 +1,8 @@
 """The base of every token-authenticated REST view (part of the access layer, see ``access``).
 
 It authenticates tokens, enforces the scope declared per HTTP method (a view that forgets to
-declare one fails at import) and hands every handler the token's ``Principal``.
+declare one fails at import), charges every request that needs ``memories:write`` to the write limits
+(``accounts/services_write_limits.py``) and hands every handler the token's ``Principal``.
 """
 
 from __future__ import annotations
@@ -9,14 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.access import Principal
-from accounts.models import Organization
+from accounts.models import SCOPE_MEMORIES_WRITE, Organization
 from accounts.oauth import API_RESOURCE_PATH, bearer_challenge
+from accounts.services_write_limits import write_admit
 
 # the scope a request's token lacks, noted by ``HasRequiredScope`` for the 403's challenge
 MISSING_SCOPE_ATTRIBUTE = "rb_missing_scope"
@@ -54,6 +56,15 @@ class OrgAPIView(APIView):
 
     permission_classes = [HasRequiredScope]
     required_scopes: dict[str, str] = {}
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        # a request that writes to the bank is charged to the token's and the organization's write limits
+        # here, at the door, before its body is read or anything is written; a suspended token's writes end
+        # here too (docs/security/memory-poisoning.md#write-limits)
+        method = request.method or ""
+        if method not in SAFE_METHODS and self.required_scopes.get(method) == SCOPE_MEMORIES_WRITE:
+            write_admit(self.principal)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)

@@ -5,13 +5,19 @@ access token issued for this endpoint (``<issuer>/mcp``, docs/oauth.md#tokens) â
 (the same lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the tools
 through a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes from a tool
 argument.
+
+``McpClientMemoryMiddleware`` / ``mcp_client_recall``: which MCP client a credential's calls come from, in
+the 2025-11-25 era (docs/security/memory-poisoning.md#provenance).
 """
 
+import hashlib
 import json
+import logging
 from contextvars import ContextVar
 from typing import Any
 
 import anyio.to_thread
+from django.core.cache import caches
 from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -22,11 +28,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.access import Principal
 from accounts.authentication import BearerRefusal, bearer_authenticate, bearer_header_refusal, bearer_token_from_header
-from accounts.models import ApiToken
+from accounts.models import SCOPE_MEMORIES_WRITE, ApiToken
 from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
+from accounts.services_write_limits import write_admit
 from accounts.throttling import Throttled, scope_client_address
 from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body, oauth_error_body
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
+from reasoningbank.request_context import ClientFacts, request_client
+
+logger = logging.getLogger(__name__)
 
 # The principal of the request being served: set by BearerTokenMiddleware, copied (like the SDK's
 # own auth context) into the worker thread that runs the tool.
@@ -214,4 +224,69 @@ def tool_principal(required_scope: str) -> Principal:
         raise ToolError("not authenticated: send 'Authorization: Bearer <API token>'")
     if required_scope not in principal.scopes:
         raise ToolError(f"this token lacks the '{required_scope}' scope")
+    if required_scope == SCOPE_MEMORIES_WRITE:
+        # a write tool's call is charged to the write limits before it does anything (a suspended token's
+        # writes end here): docs/security/memory-poisoning.md#write-limits
+        write_admit(principal)
     return principal
+
+
+# --- which MCP client a credential's calls come from -----------------------------------------------------
+#
+# A 2026-07-28 request names its client in its own ``_meta`` envelope. A 2025-11-25 client names itself once,
+# in ``initialize``; this endpoint is stateless (any web worker serves any request, none keeps a session), so
+# the tool calls after it arrive without a name. The name is kept in the shared cache for the credential
+# (API token or OAuth connection) and the User-Agent it came with, and the calls after it are attributed to
+# that client. Two clients sharing one token and one User-Agent are told apart by their last initialize only.
+
+MCP_CLIENT_REMEMBER_SECONDS = 7 * 24 * 3600  # a long agent session initializes once
+
+
+def _client_key(principal: Principal, user_agent: str) -> str | None:
+    if principal.token is not None:
+        credential = f"t{principal.token.pk}"
+    elif principal.oauth_connection is not None:
+        credential = f"o{principal.oauth_connection.pk}"
+    else:
+        return None
+    agent = hashlib.sha256(user_agent.encode("utf-8")).hexdigest()[:16]
+    return f"mcp-client:{principal.organization.pk}:{credential}:{agent}"
+
+
+def _client_remember(principal: Principal, client: ClientFacts) -> None:
+    key = _client_key(principal, client.user_agent)
+    if key is None:
+        return
+    close_old_connections()
+    try:
+        caches["shared"].set(key, {"name": client.name, "version": client.version}, MCP_CLIENT_REMEMBER_SECONDS)
+    except Exception as exc:  # the handshake is served all the same: the calls after it go unnamed
+        logger.warning("the MCP client of %s could not be remembered: %s", principal.actor_label, exc)
+    finally:
+        close_old_connections()
+
+
+def mcp_client_recall(principal: Principal, user_agent: str) -> tuple[str, str] | None:
+    """The (name, version) the last ``initialize`` of this credential with this User-Agent gave, if any."""
+    key = _client_key(principal, user_agent)
+    remembered = caches["shared"].get(key) if key is not None else None
+    if not isinstance(remembered, dict) or not remembered.get("name"):
+        return None
+    return str(remembered["name"]), str(remembered.get("version") or "")
+
+
+class McpClientMemoryMiddleware:
+    """Inside ``BearerTokenMiddleware`` and the JSON-RPC reader (which notes the ``clientInfo``): an
+    ``initialize`` that named its client is remembered for the credential before it is answered, so the
+    client's next call finds it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            client = request_client()
+            principal = _request_principal.get()
+            if client.from_initialize and client.name and principal is not None:
+                await anyio.to_thread.run_sync(_client_remember, principal, client)
+        await self.app(scope, receive, send)

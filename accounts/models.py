@@ -38,6 +38,27 @@ class Organization(models.Model):
         default=False,
         help_text="accept institutional promotion proposals at once instead of waiting in the review queue",
     )
+    # memory poisoning (docs/security/memory-poisoning.md): what the instruction-smell detector does with
+    # a memory it flags, and what the hooks and memory_context inject automatically
+    POISONING_OFF, POISONING_FLAG, POISONING_QUARANTINE = "off", "flag", "quarantine"
+    POISONING_CHOICES = [
+        (POISONING_OFF, "Off — store flagged memories as they are"),
+        (POISONING_FLAG, "Flag — store them active, with a visible flag"),
+        (POISONING_QUARANTINE, "Quarantine — hold them for an admin's review"),
+    ]
+    poisoning_policy = models.CharField(max_length=12, choices=POISONING_CHOICES, default=POISONING_QUARANTINE)
+    INJECTION_TRUSTED, INJECTION_REVIEWED, INJECTION_ALL = "trusted", "reviewed", "all"
+    INJECTION_CHOICES = [
+        (INJECTION_TRUSTED, "Trusted — written by a member or above, or reviewed by a person"),
+        (INJECTION_REVIEWED, "Reviewed — only memories a person reviewed"),
+        (INJECTION_ALL, "All — every active memory"),
+    ]
+    injection_policy = models.CharField(max_length=12, choices=INJECTION_CHOICES, default=INJECTION_TRUSTED)
+    # hosts whose install scripts may be piped into a shell in a memory without a flag, beyond the
+    # detector's built-in list of well-known installers
+    trusted_hosts = ArrayField(models.CharField(max_length=253), default=list, blank=True)
+    # OAuth clients (client_id) an admin trusts: what their agents write is injected without a review
+    trusted_oauth_clients = ArrayField(models.CharField(max_length=100), default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -149,6 +170,10 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # a burst of flagged writes suspends the token's write rights until an admin lifts it; reads go on
+    # (docs/security/memory-poisoning.md)
+    write_suspended_at = models.DateTimeField(null=True, blank=True)
+    write_suspended_reason = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]
@@ -240,8 +265,9 @@ class AuditEvent(models.Model):
 
 class ThrottleCounter(models.Model):
     """Failed-authentication counters every web worker process shares (``accounts/throttling.py``
-    hits them with atomic upserts). Not tenant data: keys are client addresses, hashed logins
-    and hashed token prefixes."""
+    hits them with atomic upserts), and the write limits' counters (``accounts/services_write_limits.py``).
+    Not tenant data: keys are client addresses, hashed logins, hashed token prefixes, and the ids of
+    tokens, connected apps, members and organizations."""
 
     key = models.CharField(max_length=200, primary_key=True)
     count = models.IntegerField()
@@ -297,6 +323,9 @@ class OAuthConnection(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # as ApiToken's: a burst of flagged writes suspends the app's write rights in this org
+    write_suspended_at = models.DateTimeField(null=True, blank=True)
+    write_suspended_reason = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

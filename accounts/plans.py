@@ -6,6 +6,10 @@ automatic runs spend LLM tokens nobody asked for at the moment (docs/tenancy.md#
 Institutional promotion (a lesson that holds across projects proposed for team or org scope,
 docs/consolidation.md#institutional-promotion) needs Teams too: it only means something where several
 projects and teams share one org.
+Write limits (``token_writes_*`` for each token, connected app or member, ``org_writes_*`` for the
+organization as a whole) bound what one leaked token can write (docs/security/memory-poisoning.md#write-limits);
+the per-writer limits stay finite on every plan, below the organization's, so one writer alone never
+uses up the organization's room.
 """
 
 from __future__ import annotations
@@ -43,13 +47,31 @@ PLANS: dict[str, Plan] = {
         PLAN_FREE,
         "Free",
         frozenset(),
-        {"projects": 3, "memories": 2_000, "members": 3, "llm_tokens_per_month": 200_000},
+        {
+            "projects": 3,
+            "memories": 2_000,
+            "members": 3,
+            "llm_tokens_per_month": 200_000,
+            "token_writes_per_minute": 30,
+            "token_writes_per_day": 1_000,
+            "org_writes_per_minute": 60,
+            "org_writes_per_day": 2_000,
+        },
     ),
     PLAN_PRO: Plan(
         PLAN_PRO,
         "Pro",
         frozenset({FEATURE_CONSOLIDATION_MANUAL}),
-        {"projects": 25, "memories": 100_000, "members": 10, "llm_tokens_per_month": 5_000_000},
+        {
+            "projects": 25,
+            "memories": 100_000,
+            "members": 10,
+            "llm_tokens_per_month": 5_000_000,
+            "token_writes_per_minute": 60,
+            "token_writes_per_day": 5_000,
+            "org_writes_per_minute": 300,
+            "org_writes_per_day": 25_000,
+        },
     ),
     PLAN_TEAMS: Plan(
         PLAN_TEAMS,
@@ -62,7 +84,16 @@ PLANS: dict[str, Plan] = {
                 FEATURE_INSTITUTIONAL_PROMOTION,
             }
         ),
-        {"projects": 250, "memories": 1_000_000, "members": 250, "llm_tokens_per_month": 50_000_000},
+        {
+            "projects": 250,
+            "memories": 1_000_000,
+            "members": 250,
+            "llm_tokens_per_month": 50_000_000,
+            "token_writes_per_minute": 120,
+            "token_writes_per_day": 20_000,
+            "org_writes_per_minute": 1_200,
+            "org_writes_per_day": 250_000,
+        },
     ),
     PLAN_ENTERPRISE: Plan(
         PLAN_ENTERPRISE,
@@ -75,7 +106,17 @@ PLANS: dict[str, Plan] = {
                 FEATURE_INSTITUTIONAL_PROMOTION,
             }
         ),
-        {"projects": None, "memories": None, "members": None, "llm_tokens_per_month": None},
+        {
+            "projects": None,
+            "memories": None,
+            "members": None,
+            "llm_tokens_per_month": None,
+            # a leaked token is bounded on every plan; only the organization as a whole is not
+            "token_writes_per_minute": 300,
+            "token_writes_per_day": 100_000,
+            "org_writes_per_minute": None,
+            "org_writes_per_day": None,
+        },
     ),
 }
 

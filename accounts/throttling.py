@@ -1,5 +1,7 @@
 """Limits on failed authentication (docs/tenancy.md#failed-tokens-are-throttled): bearer tokens (REST
 and MCP) and dashboard logins; and on open OAuth client registration (docs/oauth.md#client-registration).
+The write limits and the flagged-write count that suspends a token keep their counters in the same table
+(``accounts/services_write_limits.py``).
 
 Counters live in one small table, ``rb_throttle`` (migration ``accounts/0003``), and every hit is
 one atomic ``INSERT … ON CONFLICT DO UPDATE``, so several web worker processes share them and
@@ -154,6 +156,12 @@ def counter_read(key: str) -> tuple[int, float]:
         cursor.execute(_READ_SQL, [key])
         row = cursor.fetchone()
     return (int(row[0]), float(row[1] or 0)) if row else (0, 0.0)
+
+
+def counter_clear(key: str) -> None:
+    """Forget ``key``'s count and block (a lifted write suspension starts its flagged count again)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {TABLE} WHERE key = %s", [key])
 
 
 def _digest(value: str) -> str:

@@ -65,6 +65,7 @@ SECTIONS = [
     ("projects", "Projects", "/settings/projects/"),
     ("tokens", "API tokens", "/settings/tokens/"),
     ("apps", "Connected apps", "/settings/connected-apps/"),
+    ("trust", "Trust", "/settings/trust/"),
     ("webhooks", "Webhooks", "/settings/webhooks/"),
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),

@@ -7,11 +7,12 @@ Uses ``bench/search.py``'s dataset (org ``bench``, N memories; load it first wit
 times after 5 warm-up calls:
 
 - ``session-start``: ``POST /api/v1/memories/context`` with the session's id (a new session each call);
-- ``prompt``: ``POST /api/v1/memories/search`` for the prompt with ``exclude_seen``, the plugin's
+- ``prompt``: ``POST /api/v1/memories/search`` for the prompt with ``inject`` and ``exclude_seen``, the plugin's
   defaults (3 memories, 600 tokens, similarity ≥ 0.35), in sessions of ``--prompts`` prompts each;
   the tokens injected per prompt (four characters a token, the block as Claude Code receives it);
-- ``capture``: a Stop (``partial``) with a session file of ``--transcript-mb`` MB (the hook sends its
-  first prompt and the tail that fits in 500 KB; the service converts and scrubs it).
+- ``capture``: a Stop (``partial``) with a session file of ``--transcript-mb`` MB (the hook queues its
+  first prompt and the tail that fits in 500 KB and returns; the detached sender it starts posts it,
+  and the service converts and scrubs it: bench/hook_hand_off.py measures that hand-off alone).
 
 The process start of Python itself is measured too (``python -c pass``): it is part of what a hook
 costs, and no hook can go below it.
@@ -144,7 +145,13 @@ def main() -> None:
     python_start = [hook_run_python() for _ in range(20)]
     results: dict[str, Any] = {"python_start": Latency.of(python_start).as_dict()}
     with uvicorn_server() as (base, _pid), tempfile.TemporaryDirectory() as tmp:
-        env = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": base, "REASONINGBANK_TOKEN": raw_token}
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "REASONINGBANK_URL": base,
+            "REASONINGBANK_TOKEN": raw_token,
+            "REASONINGBANK_STATE_DIR": str(Path(tmp) / "state"),  # the captures' queue: not the user's own
+            "REASONINGBANK_SEND_SECONDS": "60",  # a sender left when the server stops gives up soon after
+        }
 
         def series(action: str, events: list[dict[str, Any]]) -> tuple[list[float], list[str]]:
             for event in events[:5]:

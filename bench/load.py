@@ -51,7 +51,9 @@ SETTLE_WITHIN = 300  # seconds for the runs the load queued to finish
 
 class DefaultService(Service):
     """run.sh in the default configuration: none of the e2e suite's overrides (a smaller PostgreSQL
-    cache, the auth throttle out of reach), only the LLM stub and what ``--env`` sets (``extra_env``)."""
+    cache, the auth throttle out of reach), only the LLM stub and what ``--env`` sets (``extra_env``) —
+    but the write limits stay off, as in the e2e suite: fifty agents share one token here, where a team
+    gives each agent its own, and one token's limit would measure the limit rather than the service."""
 
     def env(self) -> dict[str, str]:
         env = super().env()

@@ -10,3 +10,9 @@ memories_added = Signal()
 # memory they were merged into, or None), data (the audit row's details: the run, the kept memory);
 # webhooks listen (memory.merged, memory.superseded)
 memories_archived = Signal()
+
+# sent after an admin approved a quarantined memory (memories.trust.services_quarantine.quarantine_approve):
+# kwargs organization_id, memory (active now), first_entry (True when it was stored in quarantine when it
+# was written and never approved before: it enters the bank now, rather than coming back after an edit or
+# a restore put it in quarantine); webhooks listen (memory.created)
+memory_approved = Signal()

@@ -41,10 +41,14 @@ class Memory(models.Model):
     # a promotion proposal (consolidation.promotion.services) until a moderator decides it in the review
     # queue: never served, counted, listed with the archived ones, restored or archived like a memory
     STATE_PROPOSED = "proposed"
+    # the instruction-smell detector flagged it and the org quarantines (docs/security/memory-poisoning.md):
+    # never searched, injected, consolidated or exported as active until an admin approves it
+    STATE_QUARANTINED = "quarantined"
     STATE_CHOICES = [
         (STATE_ACTIVE, "Active"),
         (STATE_ARCHIVED, "Archived"),
         (STATE_PROPOSED, "Proposed — awaiting review"),
+        (STATE_QUARANTINED, "Quarantined — awaiting review"),
     ]
     # the states of memories proper: every listing, count and export leaves proposals out
     SETTLED_STATES = (STATE_ACTIVE, STATE_ARCHIVED)
@@ -80,6 +84,12 @@ class Memory(models.Model):
 
     SCOPE_PROJECT, SCOPE_TEAM, SCOPE_ORG = "project", "team", "org"
 
+    # whether what the hooks and memory_context inject automatically may include it without a person's
+    # review (docs/security/memory-poisoning.md#injection-policy): decided from its provenance when it is
+    # written, "trusted" once a person reviewed it
+    TRUST_TRUSTED, TRUST_PENDING = "trusted", "pending"
+    TRUST_CHOICES = [(TRUST_TRUSTED, "Trusted"), (TRUST_PENDING, "Waiting for review before injection")]
+
     id = models.CharField(primary_key=True, max_length=40, default=new_memory_id, editable=False)
     # place: scope is derived from which of project / team is set
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memories")
@@ -99,7 +109,7 @@ class Memory(models.Model):
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
     kind = models.CharField(max_length=12, choices=KIND_CHOICES, default=KIND_PROCEDURAL)
     # life
-    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=STATE_ACTIVE)
+    state = models.CharField(max_length=12, choices=STATE_CHOICES, default=STATE_ACTIVE)
     archived_reason = models.CharField(max_length=15, choices=ARCHIVED_REASON_CHOICES, blank=True)
     archived_at = models.DateTimeField(null=True, blank=True)
     consolidated_into = models.ForeignKey(
@@ -160,6 +170,19 @@ class Memory(models.Model):
     promoted_from = models.CharField(max_length=12, choices=KIND_CHOICES, blank=True, default="")
     promoted_at = models.DateTimeField(null=True, blank=True)
     promotion_reason = models.CharField(max_length=500, blank=True, default="")
+    # who wrote it, how, through which client, when — written once at insert and never changed (a
+    # database trigger refuses a change); memories older than provenance hold {} and are described from
+    # the columns above (docs/security/memory-poisoning.md#provenance)
+    provenance = models.JSONField(default=dict, blank=True, editable=False)
+    trust = models.CharField(max_length=10, choices=TRUST_CHOICES, default=TRUST_TRUSTED)
+    # what the instruction-smell detector found when it was written: [{rule, reason, field, start, end,
+    # excerpt}]; non-empty on a quarantined memory, and on an active one under the "flag" policy
+    flags = models.JSONField(default=list, blank=True)
+    # the person who reviewed it (approved it out of quarantine, or cleared it for injection)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -445,6 +468,9 @@ class AgentSession(models.Model):
     # a call would cross one of the org's LLM caps: resumed when the period turns (next_attempt_at) or
     # the caps move (docs/llm-spend.md#what-waits)
     STATUS_WAITING_BUDGET = "waiting_for_budget"
+    # distilled, but its output tripped the instruction-smell detector: its memories wait in quarantine
+    # and ``held`` lists the spans that fired (docs/security/memory-poisoning.md#distillation)
+    STATUS_HELD = "held"
     STATUS_CHOICES = [
         (STATUS_QUEUED, "Queued"),
         (STATUS_RUNNING, "Running"),
@@ -452,6 +478,7 @@ class AgentSession(models.Model):
         (STATUS_FAILED, "Failed"),
         (STATUS_WAITING, "Waiting for LLM"),
         (STATUS_WAITING_BUDGET, "Waiting for LLM budget"),
+        (STATUS_HELD, "Held for review"),
     ]
     OUTCOME_CHOICES = [("success", "Success"), ("failure", "Failure"), ("unknown", "Unknown")]
 
@@ -469,9 +496,18 @@ class AgentSession(models.Model):
     warnings = models.JSONField(
         default=list, blank=True, help_text="what distillation left out and why (the write gate's rejections)"
     )
+    held = models.JSONField(
+        default=list, blank=True, help_text="the detector's findings on the distilled output that held it for review"
+    )
+    # who handed it in, how and through which client: the provenance its distilled memories inherit
+    submitted_provenance = models.JSONField(default=dict, blank=True, editable=False)
     submitted_by_token = models.ForeignKey(
         ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
     )
+    # a session handed in again after its distillation is distilled again for what follows this offset in
+    # ``trace`` (characters), once per round (docs/memory-model.md#sessions-that-continue)
+    distilled_upto = models.PositiveIntegerField(default=0)
+    rounds = models.PositiveIntegerField(default=0, help_text="how many times it was distilled")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -499,75 +535,31 @@ class AgentSession(models.Model):
         return f"{self.id} ({self.status})"
 
 
-def new_summary_id() -> str:
-    return new_id("sum")
+class DetectorException(models.Model):
+    """What an admin's approval taught the instruction-smell detector for one org: a finding of ``rule``
+    on text whose normalised excerpt has this ``fingerprint`` is not raised again
+    (docs/security/memory-poisoning.md#quarantine)."""
 
-
-class MemorySummary(models.Model):
-    """What a consolidation run learned from one cluster — a short summary, key facts, decisions and
-    superseded facts — kept beside the consolidated memory it produced, so a session can start with it
-    (``memory_context``) and search can return it (``include_summaries``).
-
-    A reply that cannot be parsed even after repair is kept as ``rejected`` with its error and the
-    raw text (as session distillation does), and never injected."""
-
-    STATUS_READY, STATUS_REJECTED = "ready", "rejected"
-    STATUS_CHOICES = [(STATUS_READY, "Ready"), (STATUS_REJECTED, "Rejected (unparseable reply)")]
-
-    id = models.CharField(primary_key=True, max_length=40, default=new_summary_id, editable=False)
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memory_summaries", db_constraint=False)
-    # the consolidated memory; its state and live confidence decide whether the summary is still served.
-    # One per memory (summary_once_per_memory): a foreign key, not a one-to-one, because the uniqueness
-    # must include the organization (docs/operations.md#distributed-by-organization); that index serves
-    # the lookups by memory too.
-    memory = models.ForeignKey(
-        Memory,
-        on_delete=models.CASCADE,
-        related_name="summaries",
-        related_query_name="summary",
-        db_constraint=False,
-        db_index=False,
+    rule = models.CharField(max_length=60)
+    fingerprint = models.CharField(max_length=64, help_text="sha256 of the finding's normalised excerpt")
+    excerpt = models.CharField(max_length=300, blank=True)
+    memory_id = models.CharField(max_length=40, blank=True, help_text="the approved memory that taught it")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    source_memory_ids = ArrayField(models.CharField(max_length=40), default=list)
-    # a plain id, not a foreign key: memories never depend on the consolidation app
-    # (docs/architecture.md#the-never-arrows)
-    consolidation_run_id = models.CharField(max_length=40, blank=True)
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default=STATUS_READY)
-    summary = models.TextField(max_length=4000, blank=True)
-    key_facts = models.JSONField(default=list, blank=True)
-    decisions = models.JSONField(default=list, blank=True)  # [{decision, rationale, outcome, confidence}]
-    superseded_facts = models.JSONField(default=list, blank=True)  # [{original_fact, superseded_by, source_memory_id}]
-    confidence = models.FloatField(default=0.5, help_text="the consolidated memory's confidence when written")
-    temporal_start = models.DateTimeField()
-    temporal_end = models.DateTimeField()
-    error = models.TextField(blank=True)
-    raw_reply = models.TextField(blank=True, help_text="the LLM's reply when it could not be parsed")
-    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
-    embedding_model = models.CharField(max_length=100, blank=True)
-    activation_count = models.PositiveIntegerField(default=0)
-    last_activated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [
-            models.Index(fields=["organization", "project", "-created_at"], name="summary_org_project"),
-            # every search ranks the summaries in reach by similarity (include_summaries): with the
-            # index that is a few hundred microseconds instead of a scan of the org's summaries
-            HnswIndex(
-                name="summary_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
-        ]
         constraints = [
-            models.UniqueConstraint(fields=["memory", "organization"], name="summary_once_per_memory"),
-            SameOrganization(field="project", name="summary_project_same_org"),
-            SameOrganization(field="memory", name="summary_memory_same_org"),
+            models.UniqueConstraint(fields=["organization", "rule", "fingerprint"], name="detector_exception_once"),
         ]
 
     def __str__(self) -> str:
-        return f"{self.id} of {self.memory_id}"
+        return f"{self.rule} {self.fingerprint[:12]} in {self.organization_id}"
+
+
+# consolidated summaries live in their own module (its size); imported here so the app registers the
+# model and ``memories.models`` stays the one place to import every model of the app from
+from memories.models_summary import MemorySummary, new_summary_id  # noqa: E402, F401

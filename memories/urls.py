@@ -12,6 +12,10 @@ from memories.search import api as search_api
 from memories.sessions import api as sessions_api
 from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
+from memories.trust import api_injection as injection_api
+from memories.trust import api_policy as policy_api
+from memories.trust import api_quarantine as quarantine_api
+from memories.trust import provenance_api
 
 
 class ClientIdConverter:
@@ -44,6 +48,25 @@ urlpatterns = [
     path("memories/<str:memory_id>/signals", signals_api.MemorySignalsView.as_view(), name="api-memory-signals"),
     path("summaries", context_api.SummaryListView.as_view(), name="api-summaries"),
     path("summaries/<str:summary_id>", context_api.SummaryDetailView.as_view(), name="api-summary"),
+    # what the instruction-smell detector held for an admin's review (the summaries' routes first)
+    path("quarantine", quarantine_api.QuarantineListView.as_view(), name="api-quarantine"),
+    path("quarantine/summaries", quarantine_api.HeldSummaryListView.as_view(), name="api-quarantine-summaries"),
+    path(
+        "quarantine/summaries/<str:summary_id>",
+        quarantine_api.HeldSummaryView.as_view(),
+        name="api-quarantine-summary",
+    ),
+    path(
+        "quarantine/summaries/<str:summary_id>/approve",
+        quarantine_api.HeldSummaryApproveView.as_view(),
+        name="api-quarantine-summary-approve",
+    ),
+    path("quarantine/<str:memory_id>", quarantine_api.QuarantineMemoryView.as_view(), name="api-quarantine-memory"),
+    path(
+        "quarantine/<str:memory_id>/approve",
+        quarantine_api.QuarantineApproveView.as_view(),
+        name="api-quarantine-approve",
+    ),
     path("export", transfer_api.ExportView.as_view(), name="api-export"),
     path("import", transfer_api.ImportView.as_view(), name="api-import"),
     path("sessions", sessions_api.SessionListCreateView.as_view(), name="api-sessions"),
@@ -60,4 +83,18 @@ urlpatterns = [
         name="api-dispute-resolve",
     ),
     path("memories/<str:memory_id>/unmerge", moderation_api.MemoryUnmergeView.as_view(), name="api-memory-unmerge"),
+    # the review for injection (docs/security/memory-poisoning.md#injection-policy)
+    path(
+        "memories/<str:memory_id>/clear-for-injection",
+        injection_api.MemoryInjectionClearView.as_view(),
+        name="api-memory-injection-clear",
+    ),
+    path("trust/injection-pending", injection_api.InjectionPendingListView.as_view(), name="api-injection-pending"),
+    # the organization's trust policy (docs/security/memory-poisoning.md#the-trust-policy)
+    path("trust/policy", policy_api.TrustPolicyView.as_view(), name="api-trust-policy"),
+    path(
+        "oauth-clients/trusted",
+        provenance_api.TrustedOAuthClientsView.as_view(),
+        name="api-oauth-clients-trusted",
+    ),
 ]

@@ -1,5 +1,6 @@
 """Template context for every dashboard page: product-level problems (a dead worker, no LLM, the
-organization's LLM budget past its alert threshold or reached), and
+organization's LLM budget past its alert threshold or reached; for its admins, a token suspended from
+writing), and
 whether the user may open the system page they link to.
 
 Lazy: the health read happens only when a template shows ``status_banners`` (the base layout
@@ -33,7 +34,7 @@ def _banners(request: HttpRequest) -> list[Banner]:
     except DatabaseError:  # a banner must never break a page (the database itself is /readyz's job)
         logger.warning("status banner: the worker heartbeat could not be read", exc_info=True)
         return []
-    return banners_for(worker=worker, llm=llm_health_get()) + _budget_banners(request)
+    return banners_for(worker=worker, llm=llm_health_get()) + _budget_banners(request) + _suspension_banners(request)
 
 
 def _budget_banners(request: HttpRequest) -> list[Banner]:
@@ -47,6 +48,18 @@ def _budget_banners(request: HttpRequest) -> list[Banner]:
         return budget_banners(budget_status(membership.organization))
     except DatabaseError:  # a banner must never break a page
         logger.warning("status banner: the LLM budget could not be read", exc_info=True)
+        return []
+
+
+def _suspension_banners(request: HttpRequest) -> list[Banner]:
+    """For the organization's owners and admins: a token or connected app suspended from writing
+    (docs/security/memory-poisoning.md#write-limits)."""
+    from accounts.selectors_write_limits import write_suspension_banners
+
+    try:
+        return write_suspension_banners(getattr(request, "membership", None))  # set by the dashboard's org_view
+    except DatabaseError:  # a banner must never break a page
+        logger.warning("status banner: the write suspensions could not be read", exc_info=True)
         return []
 
 

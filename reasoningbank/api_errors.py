@@ -22,7 +22,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from reasoningbank.errors import ServiceError
+from reasoningbank.errors import RateLimited, ServiceError
 from reasoningbank.http_errors import MISSING_BEARER_TOKEN, refusal_body
 from reasoningbank.http_errors import error_body as http_error_body
 from reasoningbank.request_context import request_context_get
@@ -33,7 +33,10 @@ NON_FIELD = "non_field_errors"
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ServiceError):
         errors = {exc.field: [exc.message]} if exc.field else {}
-        return Response(error_body(exc.message, exc.code, errors), status=exc.status)
+        response = Response(error_body(exc.message, exc.code, errors), status=exc.status)
+        if isinstance(exc, RateLimited):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(detail=exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     response = drf_exception_handler(exc, context)
@@ -169,9 +172,9 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="one sentence saying what is wrong")
     code = serializers.CharField(
         help_text="stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, "
-        "permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, "
-        "unsupported_media_type, throttled, too_large, length_required, database_unavailable; for operations "
-        "that ask an LLM: "
+        "permission_denied, plan_required, limit_exceeded, write_suspended, not_found, conflict, method_not_allowed, "
+        "unsupported_media_type, throttled, write_limited, too_large, length_required, database_unavailable; for "
+        "operations that ask an LLM: "
         "llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502)"
     )
     errors = serializers.DictField(
@@ -184,7 +187,10 @@ class ErrorSerializer(serializers.Serializer):
 ERROR_DESCRIPTIONS = {
     400: "Bad input: `errors` names every field or query parameter at fault (unknown ones included).",
     401: "The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`).",
-    403: "The token lacks the scope this operation needs, or the organization's plan lacks the feature.",
+    403: (
+        "The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, "
+        "the token's writes may be suspended (`write_suspended`)."
+    ),
     404: "No such object within the token's reach (another organization's objects are reported the same way).",
     409: "The request conflicts with the object's current state.",
     413: "The body (or the file in it) is larger than this endpoint accepts (`code` `too_large`).",
@@ -194,7 +200,10 @@ ERROR_DESCRIPTIONS = {
         "in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and "
         "`errors` names the field."
     ),
-    429: "Too many failed authentications from this address or with this token prefix: wait `Retry-After` s.",
+    429: (
+        "Too many failed authentications from this address or with this token prefix (`throttled`), or, for a "
+        "write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s."
+    ),
     503: "The database is unreachable for the moment: retry after `Retry-After` seconds.",
 }
 

@@ -63,6 +63,19 @@ class LimitExceeded(ServiceError):
     status = 403
 
 
+class RateLimited(ServiceError):
+    """Too many requests of one kind within a window (a token's or an organization's writes): 429, with
+    the seconds to wait as ``retry_after`` (REST's ``Retry-After`` header; the message says it too, for
+    MCP, whose tool errors carry only text)."""
+
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int, field: str | None = None, code: str | None = None) -> None:
+        super().__init__(message, field=field, code=code)
+        self.retry_after = max(1, int(retry_after))
+
+
 class Conflict(ServiceError):
     code = "conflict"
     status = 409

@@ -173,12 +173,15 @@ def llm_health(*, provider: str, has_key: bool, has_base_url: bool = False) -> L
 
 @dataclass(frozen=True)
 class Banner:
-    """One product-level problem with its one-line fix (``command`` shown as code when set)."""
+    """One product-level problem with its one-line fix (``command`` shown as code when set; ``link``, the
+    page where it is fixed, instead of the system page's)."""
 
-    kind: Literal["worker", "llm", "budget"]
+    kind: Literal["worker", "llm", "budget", "suspension"]
     message: str
     fix: str
     command: str = ""
+    link: str = ""
+    link_text: str = ""
 
     @property
     def text(self) -> str:

@@ -8,7 +8,8 @@
   such a message as a notification (no valid id) and answers 202 with an empty body, so the
   caller waits for a reply that never comes; MCP requires a string or integer id. A POST whose
   ``Content-Type`` is not ``application/json`` is a 415 in the error shape, as on the REST API
-  (the SDK answered a plain-text 400).
+  (the SDK answered a plain-text 400). It also notes the ``clientInfo`` the message carries in the
+  request context (``reasoningbank/request_context.py``: the provenance of what the call writes).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from reasoningbank.asgi_body import body_read, body_replay
 from reasoningbank.http_errors import jsonrpc_error_body
+from reasoningbank.request_context import mcp_client_info, request_client_note
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -124,12 +126,24 @@ def arguments_error_text(tool: str, errors: Sequence[Mapping[str, Any]]) -> str:
 INVALID_REQUEST = -32600
 
 
+_UNREADABLE = object()  # a body that is not JSON: the SDK answers it
+
+
+def _decoded(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return _UNREADABLE
+
+
 def jsonrpc_id_problem(body: bytes) -> str | None:
     """Why this POST body is not a JSON-RPC message MCP accepts, or None to let the SDK judge it
     (unparsable JSON and every other shape keep the SDK's own answers)."""
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
+    return _message_problem(_decoded(body))
+
+
+def _message_problem(decoded: Any) -> str | None:
+    if decoded is _UNREADABLE:
         return None
     if isinstance(decoded, list):
         return "Invalid Request: batches are not supported; send one JSON-RPC message per POST."
@@ -179,10 +193,14 @@ class JsonRpcIdMiddleware:
         if wrong_type is not None:
             await _send_json(send, 415, jsonrpc_error_body(INVALID_REQUEST, wrong_type, "unsupported_media_type"))
             return
-        problem = jsonrpc_id_problem(body)
+        decoded = _decoded(body)
+        problem = _message_problem(decoded)
         if problem is not None:
             await _send_json(send, 400, jsonrpc_error_body(INVALID_REQUEST, problem, "invalid"))
             return
+        client = mcp_client_info(decoded)  # read here, where the body is parsed anyway
+        if client is not None:
+            request_client_note(client[0], client[1], initialize=client[2])
         await self.app(scope, body_replay(body, receive), send)
 
 

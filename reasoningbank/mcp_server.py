@@ -7,8 +7,10 @@
 * ``build_mcp_app()`` returns the ASGI app for ``/mcp``: Host/Origin checks (the same hosts as
   Django's ``ALLOWED_HOSTS``) → ``BearerTokenMiddleware`` (``ApiToken`` lookup, 401 otherwise) →
   ``JsonDepthASGI`` (a body nested deeper than ``JSON_MAX_DEPTH`` is a 400) → the SDK's
-  ``AuthContextMiddleware`` → the SDK's Streamable HTTP app (stateless, JSON responses,
-  both protocol eras). Its lifespan runs the SDK session manager, once per instance.
+  ``AuthContextMiddleware`` → ``JsonRpcIdMiddleware`` (malformed ids; notes the ``clientInfo``) →
+  ``McpClientMemoryMiddleware`` (an ``initialize``'s client kept for the credential) → the SDK's
+  Streamable HTTP app (stateless, JSON responses, both protocol eras). Its lifespan runs the SDK session
+  manager, once per instance.
 * This module is the composition: the tools live in their apps (``memories/mcp_tools.py``,
   ``consolidation/mcp_tools.py``, and any feature package's ``mcp_tools.py``), the registry, its
   discovery and ``service_errors`` in the kernel (``reasoningbank/mcp_registry.py``), bearer
@@ -31,7 +33,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from accounts.mcp_auth import BearerTokenMiddleware
+from accounts.mcp_auth import BearerTokenMiddleware, McpClientMemoryMiddleware
 from reasoningbank.asgi_guards import JsonDepthASGI
 from reasoningbank.contracts import name_shown, unknown_name_errors
 from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body
@@ -251,9 +253,12 @@ def build_mcp_app(server: MCPServer | None = None) -> ASGIApp:
         transport_security=transport_security_settings(),
     )
     # JsonDepthASGI and JsonRpcIdMiddleware after authentication: an anonymous body is never parsed;
-    # the request context (request id, then the org and token prefix authentication notes) around everything
+    # the request context (request id, then the org and token prefix authentication notes) around everything;
+    # the JSON-RPC reader notes the client's clientInfo, remembered for the calls after an initialize
     return RequestContextASGI(
         HostOriginMiddleware(
-            BearerTokenMiddleware(JsonDepthASGI(AuthContextMiddleware(JsonRpcIdMiddleware(starlette_app))))
+            BearerTokenMiddleware(
+                JsonDepthASGI(AuthContextMiddleware(JsonRpcIdMiddleware(McpClientMemoryMiddleware(starlette_app))))
+            )
         )
     )

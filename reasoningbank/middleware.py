@@ -129,7 +129,11 @@ class RequestContextMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = request_id_accept(request.headers.get(REQUEST_ID_HEADER))
-        token = request_context_start(request_id=request_id, transport=transport_for_path(request.path))
+        token = request_context_start(
+            request_id=request_id,
+            transport=transport_for_path(request.path),
+            user_agent=request.headers.get("User-Agent", ""),
+        )
         context = request_context_get()
         assert context is not None
         status = 500

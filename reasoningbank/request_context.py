@@ -5,6 +5,12 @@ One ``RequestContext`` per request, in a context variable: set by ``RequestConte
 middleware never sees), then filled in by authentication (``request_principal_note``: the org's slug
 and the token's display prefix, never the token).
 
+It also says which client is calling, for the provenance of what the request writes
+(docs/security/memory-poisoning.md#provenance): the HTTP ``User-Agent`` (kept at the start of every
+request) and, on the MCP endpoint, the ``clientInfo`` the client sent (``mcp_client_info``: in the
+``initialize`` request of the 2025-11-25 era, in every request's ``_meta`` envelope in the 2026-07-28
+era). ``request_client`` hands both to the services, cleaned, so no transport has to pass them along.
+
 Why a context variable holding a mutable object: the app is ASGI, so requests interleave on one
 event loop and Django runs sync code on worker threads. A context variable is per request in both
 worlds (asgiref and anyio copy the context into the thread that runs sync code), and because the
@@ -25,6 +31,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
+
+from reasoningbank.scrubbing import scrub_secrets
+from reasoningbank.text_safety import text_neutralise
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -49,6 +58,13 @@ class RequestContext:
     wrote: bool = False
     # its principal was found not to have written lately: asked once per request, not per read
     no_recent_write: bool = False
+    # the calling client (docs/security/memory-poisoning.md#provenance): the HTTP User-Agent as sent (cut to
+    # USER_AGENT_KEPT characters; cleaned when read), and the MCP clientInfo; ``client_initialize``: it came
+    # in an ``initialize`` request, which the MCP endpoint remembers for the calls after it
+    user_agent: str = ""
+    client_name: str = ""
+    client_version: str = ""
+    client_initialize: bool = False
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("rb_request_context", default=None)
@@ -71,8 +87,12 @@ def request_id_accept(incoming: str | None) -> str:
     return uuid.uuid4().hex
 
 
-def request_context_start(*, request_id: str, transport: str) -> Token[RequestContext | None]:
-    return _current.set(RequestContext(request_id=request_id, transport=transport))
+def request_context_start(
+    *, request_id: str, transport: str, user_agent: str = ""
+) -> Token[RequestContext | None]:
+    return _current.set(
+        RequestContext(request_id=request_id, transport=transport, user_agent=user_agent[:USER_AGENT_KEPT])
+    )
 
 
 def request_context_end(token: Token[RequestContext | None]) -> None:
@@ -85,6 +105,75 @@ def request_principal_note(*, org: str, token_prefix: str = "") -> None:
     if context is not None:
         context.org = org
         context.token_prefix = token_prefix
+
+
+# --- the calling client ------------------------------------------------------------------------------------
+
+USER_AGENT_KEPT = 512  # of the header as sent; the provenance keeps less, cleaned
+CLIENT_FIELD_MAX = 100
+# where a 2026-07-28 request carries its client's identity (mcp_types.CLIENT_INFO_META_KEY)
+CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo"
+
+
+@dataclass(frozen=True)
+class ClientFacts:
+    """Which client is calling: the transport, the MCP ``clientInfo`` (name, version) and the User-Agent,
+    each one line of safe text (control and bidi characters dropped, secrets redacted, cut short)."""
+
+    transport: str
+    name: str = ""
+    version: str = ""
+    user_agent: str = ""
+    from_initialize: bool = False
+
+
+def _clean(value: str, maximum: int) -> str:
+    text = " ".join(text_neutralise(value.replace("\x00", "")).split())
+    return scrub_secrets(text[: maximum * 2]).text[:maximum].strip() if text else ""
+
+
+def request_client() -> ClientFacts:
+    """The current request's client; ``internal`` (and nothing else) outside a request."""
+    context = _current.get()
+    if context is None:
+        return ClientFacts(transport="internal")
+    return ClientFacts(
+        transport=context.transport,
+        name=_clean(context.client_name, CLIENT_FIELD_MAX),
+        version=_clean(context.client_version, 40),
+        user_agent=_clean(context.user_agent, 200),
+        from_initialize=context.client_initialize,
+    )
+
+
+def request_client_note(name: str, version: str, *, initialize: bool = False) -> None:
+    """The MCP client named itself (``clientInfo``) in this request."""
+    context = _current.get()
+    if context is not None:
+        context.client_name = name[:CLIENT_FIELD_MAX * 2]
+        context.client_version = version[:CLIENT_FIELD_MAX]
+        context.client_initialize = initialize
+
+
+def mcp_client_info(message: Any) -> tuple[str, str, bool] | None:
+    """The ``clientInfo`` a JSON-RPC message carries — (name, version, from ``initialize``) — or None: the
+    ``initialize`` request's ``params.clientInfo`` (2025-11-25), or any request's
+    ``params._meta["io.modelcontextprotocol/clientInfo"]`` (2026-07-28). A value of the wrong shape is
+    none at all."""
+    if not isinstance(message, dict):
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None
+    initialize = message.get("method") == "initialize"
+    info = params.get("clientInfo") if initialize else None
+    if info is None:
+        meta = params.get("_meta")
+        info = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str) or not info["name"].strip():
+        return None
+    version = info.get("version")
+    return info["name"], version if isinstance(version, str) else "", initialize
 
 
 def transport_for_path(path: str) -> str:
@@ -140,10 +229,12 @@ class RequestContextASGI:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = next(
-            (v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"x-request-id"), None
+        headers = scope.get("headers", ())
+        incoming = next((v.decode("latin-1") for k, v in headers if k.lower() == b"x-request-id"), None)
+        user_agent = next((v.decode("latin-1") for k, v in headers if k.lower() == b"user-agent"), "")
+        token = request_context_start(
+            request_id=request_id_accept(incoming), transport=self.transport, user_agent=user_agent
         )
-        token = request_context_start(request_id=request_id_accept(incoming), transport=self.transport)
         context = _current.get()
         assert context is not None
         status = 500  # what the client sees if the app fails before it starts a response

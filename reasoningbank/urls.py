@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from accounts.api import MeView, ProjectListView
 from accounts.api_spend import BudgetView, SpendView
+from accounts.api_write_limits import ConnectedAppUnsuspendView, TokenUnsuspendView, WriteSuspensionListView
 from reasoningbank.api_errors import api_not_found
 from reasoningbank.api_index import api_index
 
@@ -13,6 +14,13 @@ api_v1 = [
     path("projects", ProjectListView.as_view(), name="api-projects"),
     path("llm/budget", BudgetView.as_view(), name="api-llm-budget"),
     path("llm/spend", SpendView.as_view(), name="api-llm-spend"),
+    path("write-suspensions", WriteSuspensionListView.as_view(), name="api-write-suspensions"),
+    path("tokens/<str:token_id>/unsuspend", TokenUnsuspendView.as_view(), name="api-token-unsuspend"),
+    path(
+        "connected-apps/<str:connection_id>/unsuspend",
+        ConnectedAppUnsuspendView.as_view(),
+        name="api-connected-app-unsuspend",
+    ),
 ]
 
 urlpatterns = [

@@ -22,15 +22,18 @@ def claude_code_event(name: str, **extra: Any) -> dict[str, Any]:
 
 def codex_event(name: str, **extra: Any) -> dict[str, Any]:
     """Codex's hook input (codex-rs/hooks/schema: session_id, transcript_path, cwd, hook_event_name,
-    model, permission_mode, turn_id; prompt, or stop_hook_active and last_assistant_message)."""
+    model, permission_mode, turn_id; prompt, or stop_hook_active and last_assistant_message). SessionEnd's
+    is smaller, as Codex CLI 0.171.0 gave it (captured from the real CLI): session_id, transcript_path,
+    cwd, hook_event_name and ``reason`` ("other"), no model, permission mode or turn."""
     base = {
         "session_id": "019a2d7a-41c4-78b1-b7cc-a45d62a89cd5",
         "transcript_path": None,
         "cwd": "/home/dev/shop",
         "hook_event_name": name,
-        "model": "gpt-5-codex",
-        "permission_mode": "default",
     }
+    if name == "SessionEnd":
+        return {**base, "reason": "other", **extra}
+    base |= {"model": "gpt-5-codex", "permission_mode": "default"}
     if name != "SessionStart":
         base["turn_id"] = "019a2d7a-c7fa-72d2-b6fd-78878bfe34e4"
     return {**base, **extra}

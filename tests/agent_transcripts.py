@@ -7,6 +7,7 @@ a secret, runs the tests again (they pass) and the user says thanks. Plain data,
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from tests.claude_code_transcript import SECRET
@@ -103,7 +104,8 @@ def codex_rollout_text(
 def gemini_session_text(
     *, session_id: str, marker: str = "E2E-fixture", verdict: str = "Thanks, that works now."
 ) -> str:
-    """A Gemini CLI chat recording (``~/.gemini/tmp/<project hash>/chats/session-….json``)."""
+    """A Gemini CLI chat recording in the format before 0.39: one JSON object
+    (``~/.gemini/tmp/<project hash>/chats/session-….json``)."""
     stamp = "2026-11-27T09:00:00.000Z"
 
     def shell_call(call_id: str, command: str, output: str, code: int) -> dict[str, Any]:
@@ -185,6 +187,25 @@ def gemini_session_text(
         },
         indent=2,
     )
+
+
+# A chat recording written by the real Gemini CLI 0.61.0 (npm @google/gemini-cli) run headless against a
+# stand-in for the Gemini API on loopback, in a project whose .env holds SECRET, with the hooks of
+# integrations/gemini-cli/settings.json's shape answering SessionStart and BeforeAgent with a memory block:
+# the same session, then resumed (``--resume latest``) for the verdict. Only its paths were rewritten
+# (to /home/dev). It shows the current format as the CLI writes it: the metadata line, the ``$set``
+# checkpoints (the environment at start; the whole history again on resume), each model message written
+# again once its tool calls are done, the tool outputs as ``functionResponse`` user messages, thoughts,
+# token counts, and the hooks' context inside the user's turns.
+GEMINI_RECORDING = Path(__file__).resolve().parent / "transcripts" / "gemini-cli-0.61.0-session.jsonl"
+GEMINI_RECORDING_SESSION, GEMINI_RECORDING_MARKER = "45731ba3-3159-4299-b046-efb1103ef4b2", "MARKER"
+
+
+def gemini_recording_text(*, session_id: str = GEMINI_RECORDING_SESSION, marker: str = "E2E-fixture") -> str:
+    """The real Gemini CLI 0.61.0 recording (JSON Lines), under ``session_id`` and with ``marker`` in the
+    task and the final answer."""
+    text = GEMINI_RECORDING.read_text()
+    return text.replace(GEMINI_RECORDING_SESSION, session_id).replace(GEMINI_RECORDING_MARKER, marker)
 
 
 def cursor_transcript_text(*, marker: str = "E2E-fixture", verdict: str = "Thanks, that works now.") -> str:

@@ -1,7 +1,8 @@
 """A Claude Code session file written for the tests, in Claude Code's own format (JSON Lines: the
 ``user`` / ``assistant`` envelopes with ``uuid``, ``parentUuid``, ``sessionId``, ``isSidechain`` and an
 Anthropic Messages ``message``; bookkeeping lines around them), as ``~/.claude/projects/<cwd>/<id>.jsonl``
-holds it and as the hooks find it at ``transcript_path``.
+holds it and as the hooks find it at ``transcript_path`` — and the same file after the session was resumed
+(``resumed_records``).
 
 The session: the user asks to fix a flaky checkout test; the assistant runs the tests (they fail),
 sends a subagent (a sidechain) to look for the shared fixture, edits the test, prints an environment
@@ -26,8 +27,10 @@ def transcript_records(
     marker: str = "E2E-fixture",
     verdict: str = "Thanks, that works now.",
     final_tests_pass: bool = True,
+    readme: str = "",
 ) -> list[dict[str, Any]]:
-    """The session's lines, first to last."""
+    """The session's lines, first to last; with ``readme``, the assistant also reads the project's README,
+    whose text (a tool's output the session did not write) is that."""
     lines: list[dict[str, Any]] = []
     parent: str | None = None
 
@@ -96,6 +99,12 @@ def transcript_records(
         "F." + "\n" + "E   AssertionError: cart total 30 != 20\n" + "trace line\n" * 400 + "1 failed, 1 passed in 0.4s"
     )
     tool_result("toolu_01run", failing, error=True)
+    if readme:
+        add(
+            "assistant",
+            [{"type": "tool_use", "id": "toolu_01read", "name": "Read", "input": {"file_path": f"{cwd}/README.md"}}],
+        )
+        tool_result("toolu_01read", readme)
     add(
         "assistant",
         [
@@ -186,3 +195,39 @@ def transcript_records(
 
 def transcript_text(**kwargs: Any) -> str:
     return "".join(json.dumps(record) + "\n" for record in transcript_records(**kwargs))
+
+
+RESUMED_PROMPT = "Now the promo test fails with a KeyError ({marker})"
+RESUMED_VERDICT = "Great, the promo test passes too."
+
+
+def resumed_records(records: list[dict[str, Any]], *, marker: str = "E2E-resumed") -> list[dict[str, Any]]:
+    """``records`` and what Claude Code appends to the same file when the session is resumed
+    (``claude --resume``: the same session id, the file grown at its end): a bookkeeping line, then a third
+    turn (a prompt, a tool call and its result, an answer) and a fourth (the user's verdict, an answer)."""
+    later = [*records, {"type": "system", "subtype": "resume", "uuid": str(uuid.uuid4())}]
+    envelope = next(r for r in reversed(records) if r.get("type") in ("user", "assistant"))
+    parent = envelope["uuid"]
+
+    def add(kind: str, content: Any) -> None:
+        nonlocal parent
+        record: dict[str, Any] = {**{k: envelope[k] for k in ("isSidechain", "userType", "cwd", "sessionId")}}
+        record.update(parentUuid=parent, version="2.1.332", type=kind, uuid=str(uuid.uuid4()))
+        message: dict[str, Any] = {"role": kind, "content": content}
+        if kind == "assistant":
+            message.update(id=f"msg_r{len(later)}", type="message", model="claude-sonnet-4-5")
+        record["message"] = message
+        later.append(record)
+        parent = record["uuid"]
+
+    add("user", RESUMED_PROMPT.format(marker=marker))
+    add("assistant", [{"type": "tool_use", "id": "toolu_r1", "name": "Bash", "input": {"command": "pytest -q"}}])
+    add("user", [{"tool_use_id": "toolu_r1", "type": "tool_result", "content": "KeyError: 'SPRING'\n1 failed"}])
+    add("assistant", [{"type": "text", "text": "The promo lookup now defaults missing codes."}])
+    add("user", RESUMED_VERDICT)
+    add("assistant", [{"type": "text", "text": "Good."}])
+    return later
+
+
+def records_text(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(record) + "\n" for record in records)

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import httpx2
 from mcp import Client
+from mcp.types import Implementation
 from mcp.client.streamable_http import streamable_http_client
 
 BASE_URL = "http://testserver"
@@ -47,10 +48,14 @@ def http_client(app: Any, token: str | None = None, **headers: str) -> httpx2.As
 
 
 @asynccontextmanager
-async def mcp_client(app: Any, token: str, mode: str) -> AsyncIterator[Client]:
-    """The real SDK client, over Streamable HTTP, into the in-process app."""
-    async with http_client(app, token) as http:
-        async with Client(streamable_http_client(MCP_URL, http_client=http), mode=mode) as client:
+async def mcp_client(
+    app: Any, token: str, mode: str, *, client_info: Implementation | None = None, **headers: str
+) -> AsyncIterator[Client]:
+    """The real SDK client, over Streamable HTTP, into the in-process app; ``client_info`` is the
+    ``clientInfo`` it names itself with (the SDK's default otherwise), ``headers`` go on every request."""
+    async with http_client(app, token, **headers) as http:
+        transport = streamable_http_client(MCP_URL, http_client=http)
+        async with Client(transport, mode=mode, client_info=client_info) as client:
             yield client
 
 

@@ -6,7 +6,14 @@ from __future__ import annotations
 __pure__ = True
 
 EVENT_TYPES: dict[str, str] = {
-    "memory.created": "a memory was recorded, distilled from a session or written by consolidation",
+    "memory.created": (
+        "a memory was recorded, distilled from a session or written by consolidation, or approved out of the "
+        "quarantine it was stored in"
+    ),
+    "memory.quarantined": (
+        "a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, "
+        "never its text"
+    ),
     "memory.merged": "memories were merged into another (consolidated or duplicate) and archived",
     "memory.superseded": "memories were superseded by another (a newer one, or a moderator's decision) and archived",
     "contradiction.found": "a consolidation run's judge found memories that contradict each other",
@@ -15,9 +22,16 @@ EVENT_TYPES: dict[str, str] = {
     "promotion.proposed": "a memory was proposed for team or organization scope",
     "consolidation.run_finished": "a consolidation run finished (completed or skipped)",
     "consolidation.run_failed": "a consolidation run failed",
-    "session.distilled": "a submitted session was distilled into memories",
+    "session.distilled": (
+        "a submitted session was distilled into memories (once per round: a session handed in again after its "
+        "distillation is distilled again, for its new turns)"
+    ),
     "session.failed": "a submitted session could not be distilled",
     "llm.budget_alert": "the organization's LLM spend reached its alert threshold of a daily or monthly cap",
+    "security.token_suspended": (
+        "a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell "
+        "detector flagged; an admin lifts it"
+    ),
 }
 
 

@@ -3,7 +3,8 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 
 | event | signal |
 |---|---|
-| memory.created | ``post_save`` of a new ``Memory`` (recorded, distilled, consolidated; not an import) |
+| memory.created | ``post_save`` of a new active ``Memory`` (not an import); ``memories.events.memory_approved`` |
+| memory.quarantined | ``post_save`` of a new quarantined ``Memory`` (its rules and source, never its text) |
 | memory.merged, memory.superseded | ``memories.events.memories_archived`` (by the archive reason) |
 | contradiction.found | ``consolidation.events.contradiction_detected`` (not for a dry run) |
 | dispute.opened | ``post_save`` of a new ``contradicts`` ``MemoryLink`` |
@@ -12,6 +13,7 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 | consolidation.run_finished / run_failed | ``consolidation.events.run_completed`` |
 | session.distilled / session.failed | ``post_save`` of an ``AgentSession`` that reached ``done`` / ``failed`` |
 | llm.budget_alert | ``reasoningbank.ai.budget.llm_budget_alert`` (once per period and cap) |
+| security.token_suspended | ``accounts.events.write_suspended`` (once per suspension) |
 
 Each receiver only registers a callback for after the commit (a rolled back write sends nothing),
 which builds the payload and creates the deliveries when the organization subscribed; a failure
@@ -28,10 +30,13 @@ from typing import Any
 from django.db import transaction
 from django.db.models.signals import post_save
 
+from accounts import events as accounts_events
 from consolidation import events as consolidation_events
 from consolidation.models import ConsolidationRun, ReviewItem
 from memories import events as memories_events
 from memories.models import AgentSession, Memory, MemoryLink
+from memories.trust.provenance_selectors import memory_source
+from memories.trust.screening import rules_named
 from reasoningbank.ai.budget import llm_budget_alert
 from webhooks.services import webhook_event_publish
 
@@ -89,11 +94,37 @@ def run_summary(run: ConsolidationRun) -> dict[str, Any]:
 # --- receivers ---------------------------------------------------------------------------------------
 
 
+def memory_quarantined_summary(memory: Memory) -> dict[str, Any]:
+    """What an admin's receiver needs to know that a memory waits for review, and nothing of its text: the
+    text was held because it may carry orders for an AI, and a receiver (a chat channel, an LLM triage bot)
+    would pass them on. The rules that fired (names only) and who wrote it; the review queue shows the rest."""
+    return {
+        "id": memory.id,
+        "project": memory.project.slug if memory.project is not None else None,
+        "team": memory.team.slug if memory.team is not None else None,
+        "origin": memory.origin,
+        "rules": rules_named(memory.flags or []),
+        "source": memory_source(memory)["label"],
+        "created_at": memory.created_at.isoformat() if memory.created_at else None,
+    }
+
+
 def on_memory_saved(sender: Any, instance: Memory, created: bool = False, raw: bool = False, **kwargs: Any) -> None:
-    if created and not raw:
+    if not created or raw:
+        return
+    if instance.state == Memory.STATE_QUARANTINED:  # memory.created waits for an admin's approval
         event_publish_on_commit(
-            instance.organization_id, "memory.created", lambda: {"memory": memory_summary(instance)}
+            instance.organization_id, "memory.quarantined", lambda: {"memory": memory_quarantined_summary(instance)}
         )
+        return
+    event_publish_on_commit(instance.organization_id, "memory.created", lambda: {"memory": memory_summary(instance)})
+
+
+def on_memory_approved(sender: Any, organization_id: int, memory: Memory, first_entry: bool, **kwargs: Any) -> None:
+    # it enters the bank now; one that was active before (an edit or a restore put it in quarantine) was
+    # announced when it was created
+    if first_entry:
+        event_publish_on_commit(organization_id, "memory.created", lambda: {"memory": memory_summary(memory)})
 
 
 def survivors_by_link(organization_id: int, memory_ids: list[str], kind: str, run: str | None) -> dict[str, str]:
@@ -264,9 +295,13 @@ def on_session_saved(
             "outcome": instance.outcome,
             "status": instance.status,
             "attempts": instance.attempts,
+            "rounds": instance.rounds,  # a session handed in again after its distillation: one event per round
         }
         if instance.status == AgentSession.STATUS_DONE:
-            body["memory_ids"] = sorted(Memory.objects.filter(source_session=instance).values_list("id", flat=True))
+            distilled = Memory.objects.filter(source_session=instance)
+            body["memory_ids"] = sorted(distilled.values_list("id", flat=True))
+            this_round = distilled.filter(created_at__gte=instance.started_at) if instance.started_at else distilled
+            body["round_memory_ids"] = sorted(this_round.values_list("id", flat=True))
         else:
             body["error"] = instance.error[:2000]
         return {"session": body}
@@ -278,6 +313,10 @@ def on_llm_budget_alert(sender: Any, organization_id: int, data: dict[str, Any],
     event_publish_on_commit(organization_id, "llm.budget_alert", lambda: {"budget": dict(data)})
 
 
+def on_write_suspended(sender: Any, organization_id: int, data: dict[str, Any], **kwargs: Any) -> None:
+    event_publish_on_commit(organization_id, "security.token_suspended", lambda: {"suspension": dict(data)})
+
+
 def receivers_connect() -> None:
     uid = "webhooks"
     post_save.connect(on_memory_saved, sender=Memory, dispatch_uid=f"{uid}.memory")
@@ -285,6 +324,8 @@ def receivers_connect() -> None:
     post_save.connect(on_review_item_saved, sender=ReviewItem, dispatch_uid=f"{uid}.review")
     post_save.connect(on_session_saved, sender=AgentSession, dispatch_uid=f"{uid}.session")
     memories_events.memories_archived.connect(on_memories_archived, dispatch_uid=f"{uid}.archived")
+    memories_events.memory_approved.connect(on_memory_approved, dispatch_uid=f"{uid}.approved")
     consolidation_events.contradiction_detected.connect(on_contradiction_detected, dispatch_uid=f"{uid}.contradiction")
     consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
     llm_budget_alert.connect(on_llm_budget_alert, dispatch_uid=f"{uid}.llm_budget_alert")
+    accounts_events.write_suspended.connect(on_write_suspended, dispatch_uid=f"{uid}.write_suspended")

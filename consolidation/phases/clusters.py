@@ -44,6 +44,8 @@ from memories.core.services import MemoryDraft, memories_create
 from memories.embedding import embed_texts, memory_embedding_text
 from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
+from memories.trust.provenance import HOW_SYNTHESISED
+from memories.trust.provenance_facts import ProvenanceInput
 
 logger = logging.getLogger("consolidation")
 
@@ -239,7 +241,16 @@ def _merge_cluster(
             origin=Memory.ORIGIN_CONSOLIDATED,
             initial_confidence=min(0.99, max(0.01, confidence.final)),
             vectors=[vector],
+            provenance=ProvenanceInput(how=HOW_SYNTHESISED, run_id=ctx.run.id, sources=sources),
         )
+        if merged.state == Memory.STATE_QUARANTINED:
+            # the synthesis carries text the detector holds for review: it waits in quarantine and its
+            # sources stay active, unmerged (docs/security/memory-poisoning.md#quarantine)
+            ctx.warnings.append(
+                f"synthesis: the instruction-smell detector held “{merged.title[:80]}” ({merged.id}) for review; "
+                f"its {len(sources)} sources stay active"
+            )
+            return None
         merged.usage_count = sum(m.usage_count for m in sources)
         merged.save(update_fields=["usage_count"])
         run_archive(ctx, [source.id for source in sources], Memory.ARCHIVED_CONSOLIDATED, into=merged)

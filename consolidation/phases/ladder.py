@@ -37,6 +37,8 @@ from memories.core.services import MemoryDraft, memories_create
 from memories.embedding import embed_texts, memory_embedding_text
 from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
+from memories.trust.provenance import HOW_PROMOTED
+from memories.trust.provenance_facts import ProvenanceInput
 from reasoningbank.errors import LimitExceeded
 
 logger = logging.getLogger("consolidation")
@@ -102,6 +104,7 @@ class NewMemory:
     draft: MemoryDraft
     vector: list[float]
     confidence: float
+    members: list[Memory]  # the pattern's sources (its provenance lists them)
 
 
 def ladder_promote(ctx: RunState, edges: list[Edge]) -> None:
@@ -247,9 +250,9 @@ def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
             organization=ctx.run.organization,
             project=ctx.project,
             pk__in=[mid for p, _ in patterns for mid in p.member_ids],
-        ).only("id", "title", "content", "tags", "outcome", "confidence", "created_at")
+        ).only("id", "organization_id", "title", "content", "tags", "outcome", "confidence", "trust", "created_at")
     }
-    kept: list[tuple[ladder.Pattern, str, MemoryDraft, float]] = []
+    kept: list[tuple[ladder.Pattern, str, MemoryDraft, float, list[Memory]]] = []
     for pattern, from_kind in patterns:
         members = [sources[mid] for mid in pattern.member_ids if mid in sources]
         if len(members) != len(pattern.member_ids):
@@ -259,13 +262,13 @@ def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
         )
         if draft_refused(ctx, draft, source="ladder", prompts=()):
             continue
-        kept.append((pattern, from_kind, draft, confidence))
+        kept.append((pattern, from_kind, draft, confidence, members))
     if not kept:
         return []
-    vectors, _ = embed_texts([memory_embedding_text(d.title, d.description, d.content) for _, _, d, _ in kept])
+    vectors, _ = embed_texts([memory_embedding_text(d.title, d.description, d.content) for _, _, d, _, _ in kept])
     return [
-        NewMemory(pattern, from_kind, draft, vector, confidence)
-        for (pattern, from_kind, draft, confidence), vector in zip(kept, vectors, strict=True)
+        NewMemory(pattern, from_kind, draft, vector, confidence, members)
+        for (pattern, from_kind, draft, confidence, members), vector in zip(kept, vectors, strict=True)
     ]
 
 
@@ -346,6 +349,7 @@ def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied
                 origin=Memory.ORIGIN_EXTRACTED,
                 initial_confidence=min(max(new.confidence, 0.05), 0.95),
                 vectors=[new.vector],
+                provenance=ProvenanceInput(how=HOW_PROMOTED, run_id=ctx.run.id, sources=new.members),
             )
         except LimitExceeded as exc:  # a read: the transaction is intact, the promotions so far stand
             ctx.warnings.append(f"ladder: {exc.message}; the remaining patterns wait")

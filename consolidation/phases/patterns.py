@@ -33,6 +33,8 @@ from memories.core.services import MemoryDraft, memories_create
 from memories.embedding import embed_texts
 from memories.models import Memory, MemoryLink
 from memories.signals import confidence as conf
+from memories.trust.provenance import HOW_PATTERN
+from memories.trust.provenance_facts import ProvenanceInput
 
 logger = logging.getLogger("consolidation")
 
@@ -87,7 +89,9 @@ def patterns_extract(ctx: RunState) -> None:
     since = ctx.now - timedelta(days=PATTERN_WINDOW_DAYS)
     episodes_qs = base.filter(kind=Memory.KIND_EPISODIC, created_at__gte=max(since, ctx.since or since))
     episodes = list(
-        episodes_qs.order_by("created_at").only("id", "content", "created_at")[: PATTERN_EPISODE_LIMIT]
+        episodes_qs.order_by("created_at").only("id", "organization_id", "content", "trust", "created_at")[
+            :PATTERN_EPISODE_LIMIT
+        ]
     )
     if len(episodes) < MIN_EPISODES_FOR_PATTERNS:
         return
@@ -133,9 +137,15 @@ def patterns_extract(ctx: RunState) -> None:
                 origin=Memory.ORIGIN_EXTRACTED,
                 initial_confidence=conf.INITIAL_DEFAULT + 0.1,
                 vectors=[vector],
+                provenance=ProvenanceInput(how=HOW_PATTERN, run_id=ctx.run.id, sources=episodes),
             )
             for episode in episodes:
                 link_add(ctx, memory.id, episode.id, MemoryLink.KIND_REFERENCES, 1.0, "pattern source")
+        if memory.state == Memory.STATE_QUARANTINED:
+            ctx.warnings.append(
+                f"patterns: the instruction-smell detector held “{memory.title[:80]}” ({memory.id}) for review"
+            )
+            continue
         ctx.created.append(memory.id)
         ctx.counters["patterns"] += 1
         events.pattern_extracted.send(sender=ConsolidationRun, run=ctx.run, memory=memory, source_count=len(episodes))

@@ -15,6 +15,7 @@ SKIP_REASONS = {
     "already_proposed": "this set of sources was proposed before (pending, promoted or rejected)",
     "overlaps_a_proposal": "a source is already in a pending or accepted proposal for the same place",
     "known_at_scope": "an active memory at that scope already says it",
+    "flagged_by_detector": "the instruction-smell detector flags its text: it would wait in quarantine",
 }
 
 

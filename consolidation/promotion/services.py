@@ -58,6 +58,9 @@ from consolidation.validation import NOTE_MAX, feature_require, review_note_clea
 from memories.core.selectors import memory_is_writable
 from memories.core.services import MemoryDraft, memories_create, memory_limit_check
 from memories.models import Memory, MemoryLink
+from memories.trust.provenance import HOW_PROMOTED
+from memories.trust.provenance_facts import ProvenanceInput
+from memories.trust.services import drafts_screen
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
 logger = logging.getLogger("consolidation")
@@ -242,6 +245,12 @@ def _propose(
         tags=tags_lenient([tag for m in [representative, *sources] for tag in m.tags]),
         kind=Memory.KIND_PROCEDURAL,
     )
+    (screening,) = drafts_screen(principal.organization, [draft])
+    if screening.quarantined:
+        # the text would be held for review: spreading it to a team or the organization is not proposed
+        # (its sources stay where they are; docs/security/memory-poisoning.md#quarantine)
+        _skip(report, "flagged_by_detector")
+        return
     try:
         with transaction.atomic():
             item = _proposal_create(principal, draft, sources, group, key, team, confidence, centroid, places, trigger)
@@ -293,6 +302,7 @@ def _proposal_create(
         origin=Memory.ORIGIN_CONSOLIDATED,
         initial_confidence=min(0.99, max(0.01, confidence.final)),
         vectors=[centroid],
+        provenance=ProvenanceInput(how=HOW_PROMOTED, sources=sources),
     )
     # proposed, not yet promoted, until a moderator decides it. The tier "archived" too: no tier-based
     # read (every retrieval mode but exhaustive, which filters the state) can ever reach it

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
+from consolidation.prompts.fence import DATA_NOTE, SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_NOTE, fence_neutralise
 from consolidation.prompts.reply import PromptParseError, json_candidates
 
 # At most 20 episodes in the prompt, and no extraction below 3 episodes.
@@ -18,7 +19,9 @@ MAX_PATTERNS: Final = 10
 
 
 # sent as the system message with every pattern prompt
-PATTERN_SYSTEM_PROMPT: Final = "You extract durable facts and habits from an engineering team's episodic memories."
+PATTERN_SYSTEM_PROMPT: Final = (
+    f"You extract durable facts and habits from an engineering team's episodic memories. {SYSTEM_NOTE}"
+)
 
 # the prompt's lines around the episodes; the write gate refuses a pattern that echoes them (the example!)
 PATTERN_INSTRUCTIONS: Final = (
@@ -37,7 +40,8 @@ def build_pattern_prompt(episodes: Sequence[tuple[datetime, str]]) -> str:
         raise ValueError("a pattern prompt needs at least one episode")
     shown = episodes[:PATTERN_EPISODE_LIMIT]
     head, *tail = PATTERN_INSTRUCTIONS
-    lines = [head, "", *(f"- [{created_at:%Y-%m-%d}] {content}" for created_at, content in shown), "", *tail]
+    episodes_shown = (f"- [{created_at:%Y-%m-%d}] {fence_neutralise(content)}" for created_at, content in shown)
+    lines = [head, "", DATA_NOTE, "", SOURCES_OPEN, *episodes_shown, SOURCES_CLOSE, "", *tail]
     return "".join(line + "\n" for line in lines)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from consolidation.prompts.fence import DATA_NOTE, SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_NOTE, fence_neutralise
 from consolidation.prompts.reply import Outcome, PromptParseError, SourceMemory
 
 # ---------------------------------------------------------------------------------------------
@@ -21,13 +22,17 @@ TITLE_MAX_LENGTH: Final = 200
 
 # The template, split around the per-memory blocks. Kept as literal text so it reads as the model
 # sees it; the golden test pins it byte-for-byte (docs/consolidation.md#the-prompts).
-_SYNTHESIS_HEADER: Final = """You are consolidating similar memories into a single synthesized memory.
+_SYNTHESIS_HEADER: Final = f"""You are consolidating similar memories into a single synthesized memory.
+
+{DATA_NOTE}
 
 Source Memories:
+{SOURCES_OPEN}
 ---
 """
 
-_SYNTHESIS_FOOTER: Final = """---
+_SYNTHESIS_FOOTER: Final = f"""---
+{SOURCES_CLOSE}
 
 Your Task:
 1. Identify the common theme across these memories
@@ -43,7 +48,9 @@ OUTCOME: success|failure
 SOURCE_ATTRIBUTION: <brief description of sources>"""
 
 # sent as the system message with every synthesis prompt
-SYNTHESIS_SYSTEM_PROMPT: Final = "You consolidate an engineering team's memory bank. Follow the output format exactly."
+SYNTHESIS_SYSTEM_PROMPT: Final = (
+    f"You consolidate an engineering team's memory bank. {SYSTEM_NOTE} Follow the output format exactly."
+)
 
 # the synthesis prompt's own instructions (without the sources): the write gate refuses a reply that
 # only restates them (memories/core/gate.py)
@@ -67,9 +74,9 @@ def build_synthesis_prompt(sources: Sequence[SourceMemory]) -> str:
         raise ValueError("a synthesis prompt needs at least one source memory")
     blocks = [
         f"Memory {number}:\n"
-        f"Title: {source.title}\n"
-        f"Content: {source.content}\n"
-        f"Tags: {', '.join(source.tags)}\n"
+        f"Title: {fence_neutralise(source.title)}\n"
+        f"Content: {fence_neutralise(source.content)}\n"
+        f"Tags: {fence_neutralise(', '.join(source.tags))}\n"
         f"Confidence: {source.confidence:.2f}, Usage: {source.usage_count}\n"
         for number, source in enumerate(sources, start=1)
     ]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from consolidation.prompts.fence import DATA_NOTE, SOURCES_CLOSE, SOURCES_OPEN, SYSTEM_NOTE, fence_neutralise
 from consolidation.prompts.reply import (
     PromptParseError,
     SourceMemory,
@@ -41,7 +42,7 @@ def synthesis_batch_max_tokens(clusters: int) -> int:
 
 SYNTHESIS_BATCH_SYSTEM_PROMPT: Final = (
     "You consolidate an engineering team's memory bank: each cluster of similar memories becomes one "
-    "synthesized memory with a short summary. You answer with JSON only."
+    f"synthesized memory with a short summary. {SYSTEM_NOTE} You answer with JSON only."
 )
 
 SYNTHESIS_BATCH_INSTRUCTIONS: Final = (
@@ -99,6 +100,7 @@ def build_synthesis_batch_prompt(clusters: Sequence[BatchCluster]) -> str:
     if len(set(member_labels)) != len(member_labels):
         raise ValueError("two memories share a label")
     lines = [f"Consolidate each of these {len(clusters)} clusters of similar memories.", ""]
+    lines += [DATA_NOTE, "", SOURCES_OPEN]
     for cluster in clusters:
         if not cluster.members:
             raise ValueError(f"cluster {cluster.label} has no members")
@@ -111,14 +113,14 @@ def build_synthesis_batch_prompt(clusters: Sequence[BatchCluster]) -> str:
         for label, source in ordered:
             lines += [
                 f"[{label}]" + (f" recorded {timestamp_text(source.created_at)}" if source.created_at else ""),
-                f"Title: {source.title}",
-                f"Content: {source.content}",
-                f"Tags: {', '.join(source.tags)}",
+                f"Title: {fence_neutralise(source.title)}",
+                f"Content: {fence_neutralise(source.content)}",
+                f"Tags: {fence_neutralise(', '.join(source.tags))}",
                 f"Outcome: {source.outcome}",
                 f"Confidence: {source.confidence:.2f}, Usage: {source.usage_count}",
                 "",
             ]
-    return "\n".join([*lines, SYNTHESIS_BATCH_INSTRUCTIONS])
+    return "\n".join([*lines, SOURCES_CLOSE, "", SYNTHESIS_BATCH_INSTRUCTIONS])
 
 
 def parse_synthesis_batch(text: str, clusters: Sequence[BatchCluster]) -> dict[str, ClusterAnswer]:

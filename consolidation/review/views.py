@@ -1,7 +1,8 @@
 """The review queue's dashboard page (docs/consolidation.md#the-review-queue-and-disputes): a moderator
 decides in one click whether two memories consolidation set aside contradict or agree, and accepts or
 rejects promotion proposals (a lesson that holds in several projects proposed for its team or the org);
-an org admin can look for promotions at once.
+an org admin can look for promotions at once, and decides what the instruction-smell detector held in
+quarantine (``memories.trust.views_quarantine``: docs/security/memory-poisoning.md#quarantine).
 
 Everyone in the org reads; deciding needs the member role (a viewer's POST is a 403 and changes
 nothing). Rows come only through selectors taking ``request.principal``, so another organization's
@@ -24,11 +25,14 @@ from accounts.access import access_project, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership
 from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
+from accounts.services_write_limits import write_admit
 from consolidation.models import ReviewItem
 from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
 from consolidation.review.selectors import pairs_waiting_for_llm, promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
+from memories.trust.selectors_quarantine import quarantine_context
+from memories.trust.views_injection import injection_review_context
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER
@@ -69,7 +73,11 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
         "promotion_plan": plan_get(minimum_plan_for(FEATURE_INSTITUTIONAL_PROMOTION) or "teams").label,
         "can_write": principal.has_scope(SCOPE_MEMORIES_WRITE),
         "can_admin": principal.has_scope(SCOPE_ADMIN),
+        # memories waiting for review before injection (docs/security/memory-poisoning.md#injection-policy)
+        **injection_review_context(principal),
     }
+    if context["can_admin"]:  # what the instruction-smell detector held: an admin's to decide
+        context |= quarantine_context(principal)
     return render(request, "consolidation/reviews.html", context)
 
 
@@ -83,6 +91,7 @@ def review_decide_action(request: HttpRequest, review_id: int) -> HttpResponse:
         raise Http404("Not found.") from None
     decision = request.POST.get("decision", "")
     try:
+        write_admit(principal)
         item = review_decide(principal=principal, item=item, decision=decision, note=request.POST.get("note", ""))
     except ServiceError as exc:
         message, error = exc.message, True

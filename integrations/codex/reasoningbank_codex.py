@@ -4,15 +4,17 @@
     reasoningbank_codex.py session-start   SessionStart: the project's memory block (memory_context)
     reasoningbank_codex.py prompt          UserPromptSubmit: the few memories new to this session that fit
                                            the prompt (memory_search), within a token cap
-    reasoningbank_codex.py capture         Stop: the session's rollout file handed in for distillation
-                                           (session_submit, ``codex-rollout-jsonl``)
+    reasoningbank_codex.py capture         Stop, SessionEnd: the session's rollout file handed in for
+                                           distillation (session_submit, ``codex-rollout-jsonl``)
 
 Codex's hooks take Claude Code's shape — the event as JSON on stdin (``session_id``, ``transcript_path``,
 ``cwd``, ``hook_event_name``, ``model``, ``turn_id``, and ``prompt`` for UserPromptSubmit), context
 given back as ``hookSpecificOutput.additionalContext`` — so recall is the Claude Code plugin's own code,
-imported from integrations/claude-code/hooks/reasoningbank_hook.py (same settings, same caps). Codex has
-no session-end event: every Stop hands the session in as ``partial``, and the service distils it once no
-Stop has come for ``SESSION_IDLE_SECONDS``.
+imported from integrations/claude-code/hooks/reasoningbank_hook.py (same settings, same caps). Every
+Stop hands the session in as ``partial``; SessionEnd (Codex 0.171 fires it when the main thread ends:
+``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and ``reason``, no turn or model, and
+no more than 3 s to run) hands it in as final, so it is distilled at once. A Codex without SessionEnd
+leaves it to the service, which distils a session once no Stop has come for ``SESSION_IDLE_SECONDS``.
 
 Python's standard library only; on any error one line on stderr, nothing on stdout, exit 0.
 """
@@ -60,6 +62,7 @@ def conversation(raw_lines: list[str]) -> list[str]:
 
 
 def capture(hook: Any, event: dict[str, Any]) -> None:
+    """Stop: the session goes on (``partial``); SessionEnd: it is over."""
     if event.get("stop_hook_active"):
         return  # Codex is continuing because of a Stop hook: the next Stop will capture
     key = hook.session_key(event)
@@ -71,8 +74,14 @@ def capture(hook: Any, event: dict[str, Any]) -> None:
     messages = sum(1 for line in lines if '"type":"message"' in line)
     if messages < hook.env_number("REASONINGBANK_CAPTURE_MIN_MESSAGES", 4, low=1, high=1000):
         return
-    body = {"session_id": key, "trace": "\n".join(lines) + "\n", "trace_format": "codex-rollout-jsonl", "partial": True}
-    hook.call("/api/v1/sessions", body)
+    partial = event.get("hook_event_name") != "SessionEnd"
+    body = {
+        "session_id": key,
+        "trace": "\n".join(lines) + "\n",
+        "trace_format": "codex-rollout-jsonl",
+        "partial": partial,
+    }
+    hook.hand_off(body)  # queued; the detached sender posts it
 
 
 def main(argv: list[str]) -> int:

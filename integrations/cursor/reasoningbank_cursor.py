@@ -63,7 +63,7 @@ def capture(hook: Any, event: dict[str, Any]) -> None:
         return
     partial = event.get("hook_event_name") != "sessionEnd"
     body = {"session_id": key, "trace": "\n".join(lines) + "\n", "trace_format": "cursor-jsonl", "partial": partial}
-    hook.call("/api/v1/sessions", body)
+    hook.hand_off(body)  # queued; the detached sender posts it
 
 
 def main(argv: list[str]) -> int:

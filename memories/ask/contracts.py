@@ -41,6 +41,8 @@ from memories.embedding import query_embed
 from memories.models import Memory
 from memories.search.selectors import SearchQuery, memory_search
 from memories.sessions.services_ledger import session_uses_record
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources
 from memories.validation import QUERY_MAX, session_key_clean, text_scrub
 from reasoningbank.ai.llm import LLM, LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import LLMBudgetExceeded, llm_complete
@@ -94,6 +96,7 @@ class AskMemory(Contract):
     title: str
     recorded_at: str = Field(description="the timestamp its relative dates are resolved against")
     cited: bool = Field(description="the answer rests on it (it is in source_memory_ids)")
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
 
 
 class TemporalResolution(Contract):
@@ -191,6 +194,7 @@ def memory_ask_run(principal: Principal, args: AskInput) -> AskOutput:
         numbers = ", ".join(str(n) for n in reply.ignored_indices)
         warnings += (f"The LLM cited memory numbers that were not shown ({numbers}); they were left out.",)
     cited = [memories[n - 1].id for n in reply.source_memory_indices]
+    sources = memory_sources([hit.memory for hit in hits])
     if args.session_id:  # the memories the answer rests on, as memory_search notes what it returns
         active = {hit.memory.id for hit in hits if hit.memory.state == Memory.STATE_ACTIVE}
         session_uses_record(
@@ -207,7 +211,10 @@ def memory_ask_run(principal: Principal, args: AskInput) -> AskOutput:
         source_memory_ids=cited,
         requires_inference=reply.requires_inference,
         memories=[
-            AskMemory(id=m.id, title=m.title, recorded_at=m.recorded_at.isoformat(), cited=m.id in cited)
+            AskMemory(
+                id=m.id, title=m.title, recorded_at=m.recorded_at.isoformat(), cited=m.id in cited,
+                source=SourceOut.of(sources[m.id]),
+            )
             for m in memories
         ],
         llm_called=True,

@@ -3,9 +3,12 @@
 and replaced — never duplicated — in a context that already holds one (idempotent: any number of
 injections leave exactly one block).
 
-The entries' text is anyone's (a memory, an LLM's summary): it reaches the block without terminal
-escapes or bidi controls (``reasoningbank/text_safety.py``), and without the block's own tag, so that
-no memory can close the block early or open a second one (which would defeat the replacement)."""
+The entries' text is anyone's (a memory, an LLM's summary), so the block frames it as data
+(``memories/trust/framing.py``, docs/security/memory-poisoning.md#framing): its header says the notes
+are reference material, not instructions; each entry is one ``<memory id=… source=…>`` element naming
+where it came from; and an entry's text reaches it without terminal escapes or bidi controls and
+without any tag of the framing — its own element's or the block's — so that no memory can close its
+element or the block early, or open a second block (which would defeat the replacement)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from reasoningbank.text_safety import text_neutralise
+from memories.trust.framing import FRAMING_RULES, note_text_safe, note_wrap
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -25,7 +28,8 @@ HEADER = (
     "<!-- Memory Consolidation Context - Auto-generated, do not edit -->\n"
     "<!-- This block is replaced on each session start -->\n\n"
     "## Project Memory Context\n\n"
-    "The following summarizes key decisions, learnings, and context from this project's history:\n"
+    "Notes from your team's memory bank (ReasoningBank) on key decisions, learnings and context from this "
+    f"project's history: {FRAMING_RULES}\n"
 )
 
 
@@ -47,6 +51,7 @@ class ContextEntry:
     key_facts: Sequence[str] = field(default_factory=tuple)
     decisions: Sequence[Decision] = field(default_factory=tuple)
     superseded: Sequence[tuple[str, str]] = field(default_factory=tuple)  # (original, superseded by)
+    label: str = ""  # where it came from, one line (its provenance label)
 
 
 def tokens_estimate(text: str) -> int:
@@ -62,18 +67,10 @@ def block_remove(context: str | None) -> tuple[str, bool]:
     return cleaned.strip(), count > 0
 
 
-TAG_IN_TEXT = re.compile(r"<(/?)(memory_consolidated_summaries)", re.IGNORECASE)
-
-
-def entry_text_safe(text: str) -> str:
-    """An entry's text as the block may hold it: neutralised, and its tag no longer a tag."""
-    return TAG_IN_TEXT.sub(r"&lt;\1\2", text_neutralise(text))
-
-
 def _entry_text(entry: ContextEntry) -> str:
-    safe = entry_text_safe
+    safe = note_text_safe
     lines = [
-        f"\n### {safe(entry.title)} ({entry.start:%Y-%m-%d} - {entry.end:%Y-%m-%d})\n",
+        f"### {safe(entry.title)} ({entry.start:%Y-%m-%d} - {entry.end:%Y-%m-%d})\n",
         safe(entry.body.strip()),
         "",
     ]
@@ -89,7 +86,7 @@ def _entry_text(entry: ContextEntry) -> str:
     if entry.superseded:
         superseded = (f"- ~~{safe(old)}~~ → {safe(new)}" for old, new in entry.superseded)
         lines += ["**Note - superseded information:**", *superseded, ""]
-    return "\n".join(lines)
+    return "\n" + note_wrap(entry.id, entry.label, "\n".join(lines)) + "\n"
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ hook (docs/claude-code.md).
 
 Entries are the project's consolidated summaries (``MemorySummary``, written by consolidation's
 summarize phase), then — in the places they leave, and alone until the project's first consolidation —
-its highest-confidence procedural memories."""
+its highest-confidence procedural memories: only those the organization's injection policy lets be
+injected, each framed as a note with its source (docs/security/memory-poisoning.md#framing)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ from memories.core.selectors import project_target
 from memories.embedding import query_embed
 from memories.models import Memory, MemorySummary
 from memories.sessions.services_ledger import session_uses_record
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources_of
+from memories.trust.selectors_injection import injection_labels
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
 from reasoningbank.db_replica import replica_read
@@ -149,6 +153,9 @@ class ContextOutput(Contract):
         description="the memories behind the entries, in order (for a summary, its consolidated memory)"
     )
     summary_ids: list[str] = Field(description="the summaries among the entries, in order")
+    memory_sources: list[SourceOut] = Field(
+        description="the source of each memory of memory_ids, in the same order: who wrote it, how, when, its trust"
+    )
     min_confidence: float = Field(
         description="the confidence floor applied: the asked min_confidence, raised to the injection floor"
     )
@@ -174,14 +181,15 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     min_confidence = max(args.min_confidence, settings.CONFIDENCE_MIN_FOR_INJECTION)
     # the reads, from the read replica when there is one (docs/operations.md#a-read-replica); the writes
     # below (activations, the session's ledger) go to the primary
-    summaries, memories = replica_read(_context_candidates, principal, args, project, min_confidence)
-    entries = [_summary_entry(s) for s in summaries] + [
+    summaries, memories, labels = replica_read(_context_candidates, principal, args, project, min_confidence)
+    entries = [_summary_entry(s, labels.get(s.memory_id, "")) for s in summaries] + [
         ContextEntry(
             id=m.id,
             title=m.title,
             body=f"{m.description.strip()}\n\n{m.content.strip()}",
             start=m.created_at,
             end=m.updated_at,
+            label=labels.get(m.id, ""),
         )
         for m in memories
     ]
@@ -190,6 +198,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     memory_ids = [behind.get(entry, entry) for entry in block.entries]
     summary_ids = [entry for entry in block.entries if entry in behind]
     summaries_activate(summary_ids)
+    sources = memory_sources_of(principal.organization.pk, memory_ids)
     if args.session_id:
         session_uses_record(
             principal=principal, session_key=args.session_id, memory_ids=memory_ids, via="context"
@@ -210,6 +219,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
         source=source,  # type: ignore[arg-type]
         memory_ids=memory_ids,
         summary_ids=summary_ids,
+        memory_sources=[SourceOut.of(sources[memory_id]) for memory_id in memory_ids if memory_id in sources],
         min_confidence=min_confidence,
         project=project.slug,
     )
@@ -217,8 +227,10 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
 
 def _context_candidates(
     principal: Principal, args: ContextInput, project: ProjectModel, min_confidence: float
-) -> tuple[list[MemorySummary], list[Memory]]:
-    """The summaries and procedural memories a session-start context may hold, best first."""
+) -> tuple[list[MemorySummary], list[Memory], dict[str, str]]:
+    """The summaries and procedural memories a session-start context may hold, best first (those the
+    org's injection policy lets be injected: the selectors apply it), and the source label of each
+    memory behind them."""
     summaries: list[MemorySummary] = []
     memories: list[Memory] = []
     if settings.HOOK_SESSION_START_SUMMARIES_ENABLED:
@@ -234,11 +246,13 @@ def _context_candidates(
                 for m in context_memories(principal, project, task=args.task, task_vector=vector, **choice)  # type: ignore[arg-type]
                 if m.id not in shown
             ][: args.max - len(summaries)]
-    return summaries, memories
+    labels = injection_labels(principal, [s.memory_id for s in summaries] + [m.id for m in memories])
+    return summaries, memories, labels
 
 
-def _summary_entry(summary: MemorySummary) -> ContextEntry:
+def _summary_entry(summary: MemorySummary, label: str) -> ContextEntry:
     return ContextEntry(
+        label=label,
         id=summary.id,
         title=summary.memory.title,
         body=summary.summary,

@@ -10,6 +10,10 @@ consolidation (``context_memories``): a project's highest-confidence procedural 
 the caller's reach of that project (its own, its team's, the organization's) — chosen by relevance to
 the task, recency or activation.
 
+Both are injected without the agent asking, so both keep to the organization's injection policy
+(``memories/trust/selectors_injection.py``, docs/security/memory-poisoning.md#injection-policy): a
+summary only when its consolidated memory passes it, a memory only when it passes it.
+
 A stored summary that no read can render (``summary_parts_problems``: parts of the wrong shape, which
 only an older import or a hand edit could store) is skipped by every read here — search, session
 context, the list, the dashboard — and logged, never a server error for the whole answer
@@ -32,6 +36,7 @@ from memories.context.summary_parts import summary_parts_problems
 from memories.core.selectors import project_resolve, reach_for
 from memories.models import Memory, MemorySummary
 from memories.search.selectors import SearchQuery, memory_search
+from memories.trust.selectors_injection import injection_policy_of, injection_q, injection_sql
 from reasoningbank.errors import NotFound
 from reasoningbank.metrics import PREFIX
 
@@ -85,7 +90,9 @@ def summaries_served(principal: Principal, *, project: Project | None = None) ->
 
 def summary_get(principal: Principal, summary_id: str) -> MemorySummary:
     valid = isinstance(summary_id, str) and len(summary_id) <= SUMMARY_ID_MAX and "\x00" not in summary_id
-    qs = summaries_readable(principal).select_related("memory", "project")
+    # a summary held by the instruction-smell detector is never returned (its admins decide it in the
+    # review queue: memories.trust.selectors_quarantine)
+    qs = summaries_readable(principal).exclude(status=MemorySummary.STATUS_HELD).select_related("memory", "project")
     found = qs.filter(pk=summary_id).first() if valid else None
     if found is None:
         raise NotFound(f"summary {summary_id!r} not found", field="summary_id")
@@ -100,6 +107,7 @@ def summaries_list(
 ) -> QuerySet[MemorySummary]:
     """Newest first, optionally of one project (by slug), one status, one consolidated memory."""
     qs = summaries_readable(principal, project=project_resolve(principal, project) if project else None)
+    qs = qs.exclude(status=MemorySummary.STATUS_HELD)  # never returned: its admins decide it in the review queue
     if status:
         qs = qs.filter(status=status)
     if memory:
@@ -116,10 +124,13 @@ def summaries_for_context(
     prioritize: str,
     task_vector: list[float] | None = None,
 ) -> list[MemorySummary]:
-    """At most ``limit`` of the project's summaries whose memory is at
-    least ``min_confidence`` trusted, by relevance to the task (closest first; by confidence without
-    a task), recency or activation."""
-    qs = summaries_served(principal, project=project).filter(memory__confidence__gte=min_confidence)
+    """At most ``limit`` of the project's summaries whose memory is at least ``min_confidence`` trusted
+    and may be injected (the org's injection policy), by relevance to the task (closest first; by
+    confidence without a task), recency or activation. A held summary is never served (only ``ready``
+    ones are)."""
+    qs = summaries_served(principal, project=project).filter(
+        injection_q(principal.organization, prefix="memory__"), memory__confidence__gte=min_confidence
+    )
     if prioritize == "relevance" and task_vector is not None:
         qs = qs.annotate(distance=CosineDistance("embedding", task_vector)).order_by(
             "distance", "-memory__confidence", "pk"
@@ -149,9 +160,11 @@ def summaries_search(
     limit: int,
     min_similarity: float,
     min_confidence: float,
+    injection: bool = False,
 ) -> list[SummaryHit]:
     """The closest served summaries to the query, at least
-    ``min_similarity`` alike. Summaries belong to projects, so a team- or org-scoped search has none."""
+    ``min_similarity`` alike. Summaries belong to projects, so a team- or org-scoped search has none.
+    ``injection``: only those whose memory the org's injection policy lets be injected."""
     if limit <= 0 or scope not in ("all", "project"):
         return []
     # raw SQL, as the memory search: this runs on every agent search, and building the ORM query cost
@@ -164,11 +177,12 @@ def summaries_search(
         reach = reach_for(principal)
         place = "TRUE" if reach.project_ids is None else "s.project_id = ANY(%(projects)s)"
         params = {"projects": list(reach.project_ids or ())}
+    policy = injection_sql(injection_policy_of(principal.organization)) if injection else "TRUE"
     sql = f"""
         SELECT s.id, s.memory_id, s.project_id, s.source_memory_ids, s.consolidation_run_id, s.status,
                s.summary, s.key_facts, s.decisions, s.superseded_facts, s.temporal_start, s.temporal_end,
                s.created_at, s.activation_count, s.error, p.slug AS project_slug,
-               m.confidence AS memory_confidence, ranked.distance
+               m.confidence AS memory_confidence, m.title AS memory_title, ranked.distance
         FROM (
             SELECT s.id, s.embedding <=> %(vector)s::vector AS distance
             FROM memories_memorysummary s
@@ -179,7 +193,8 @@ def summaries_search(
         JOIN memories_memorysummary s ON s.id = ranked.id
         JOIN memories_memory m ON m.id = s.memory_id
         JOIN accounts_project p ON p.id = s.project_id
-        WHERE m.state = 'active' AND m.confidence >= %(min_confidence)s AND ranked.distance <= %(max_distance)s
+        WHERE m.state = 'active' AND {policy} AND m.confidence >= %(min_confidence)s
+          AND ranked.distance <= %(max_distance)s
         ORDER BY ranked.distance, s.id
         LIMIT %(limit)s
     """
@@ -209,16 +224,21 @@ def context_memories(
     task: str = "",
     task_vector: list[float] | None = None,
 ) -> list[Memory]:
-    """At most ``limit`` memories, best first. ``relevance`` ranks by the hybrid search of ``task``
-    (without a task: by confidence); ``recency`` by last change; ``activation`` by use."""
+    """At most ``limit`` memories the org's injection policy lets be injected, best first. ``relevance``
+    ranks by the hybrid search of ``task`` (without a task: by confidence); ``recency`` by last change;
+    ``activation`` by use."""
     memories = access_filter(Memory, principal).filter(
+        injection_q(principal.organization),
         reach_for(principal, project=project).memory_q(),
         state=Memory.STATE_ACTIVE,
         kind=Memory.KIND_PROCEDURAL,
         confidence__gte=min_confidence,
     )
     if prioritize == "relevance" and task and task_vector is not None:
-        search = SearchQuery(query=task, limit=20, min_confidence=min_confidence, project=project.slug, mode="deep")
+        search = SearchQuery(
+            query=task, limit=20, min_confidence=min_confidence, project=project.slug, mode="deep",
+            injection=injection_policy_of(principal.organization),
+        )
         ranked = [hit.memory.id for hit in memory_search(principal, search, query_vector=task_vector).hits]
         found = {m.id: m for m in memories.filter(pk__in=ranked)}
         chosen = [found[pk] for pk in ranked if pk in found][:limit]

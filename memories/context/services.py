@@ -20,6 +20,8 @@ from memories.context.summary_parts import (
 )
 from memories.embedding import embed_texts, summary_embedding_text
 from memories.models import Memory, MemorySummary
+from memories.trust.screening import summary_texts
+from memories.trust.services import texts_screen
 from reasoningbank.ai.embedders import embedder_from_settings
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
@@ -76,7 +78,11 @@ def summary_store(
     ``rejected`` with ``error`` and the reply kept. One per consolidated memory: a later run replaces
     a rejected one (a retry), never a ready one. The parts keep the contract of a stored summary
     (``memories.context.summary_parts``, the one a bank import checks too): an ``InvalidInput`` names
-    the part at fault."""
+    the part at fault.
+
+    A summary's text passes the instruction-smell detector like a memory's: under the organization's
+    ``quarantine`` policy a flagged one is stored ``held`` (never injected or returned until an admin
+    approves it), under ``flag`` ready with its ``flags`` (docs/security/memory-poisoning.md#quarantine)."""
     assert memory.project_id is not None, "summaries belong to a project's consolidated memory"
     source_ids = [m.id for m in sources]
     try:
@@ -103,9 +109,19 @@ def summary_store(
     }
     if summary:
         stored = summary_parts_stored(parts, source_ids=source_ids)
+        (screening,) = texts_screen(
+            memory.organization,
+            [
+                summary_texts(
+                    summary=stored.summary, key_facts=stored.key_facts, decisions=stored.decisions,
+                    superseded_facts=stored.superseded_facts,
+                )
+            ],
+        )  # fmt: skip
         (vector,), model = embed_texts([summary_embedding_text(stored.summary, stored.key_facts)])
         fields |= {
-            "status": MemorySummary.STATUS_READY,
+            "status": MemorySummary.STATUS_HELD if screening.quarantined else MemorySummary.STATUS_READY,
+            "flags": screening.flags,
             "summary": stored.summary,
             "key_facts": stored.key_facts,
             "decisions": stored.decisions,
@@ -118,6 +134,7 @@ def summary_store(
     else:
         fields |= {
             "status": MemorySummary.STATUS_REJECTED,
+            "flags": [],
             "error": error[:SUMMARY_ERROR_MAX],
             "raw_reply": scrub_secrets(raw_reply[:RAW_REPLY_MAX]).text,
         }

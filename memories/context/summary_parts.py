@@ -34,7 +34,8 @@ SUMMARY_MAX_LENGTH: Final = 4000
 SUMMARY_ITEM_MAX_LENGTH: Final = 1000
 SUMMARY_MAX_ITEMS: Final = 20
 SUMMARY_ERROR_MAX: Final = 2000  # why a reply was rejected
-SUMMARY_STATUSES: Final = ("ready", "rejected")
+# held: flagged by the instruction-smell detector, kept whole for an admin's review (a text, like a ready one)
+SUMMARY_STATUSES: Final = ("ready", "rejected", "held")
 DECISION_CONFIDENCES: Final = ("high", "medium", "low")
 DECISION_KEYS: Final = ("decision", "rationale", "outcome", "confidence")
 SUPERSEDED_FACT_KEYS: Final = ("original_fact", "superseded_by", "source_memory_id")
@@ -152,7 +153,7 @@ def summary_text_check(value: Any, *, status: str, full: bool = True) -> str:
         text = _text(value, "summary", full=full, maximum=SUMMARY_MAX_LENGTH)
     except ValueError as exc:
         raise SummaryPartsInvalid(str(exc).removeprefix("summary "), "summary") from None
-    if full and status == "ready" and not text.strip():
+    if full and status in ("ready", "held") and not text.strip():
         raise SummaryPartsInvalid("a ready summary has a text (a rejected one keeps the error instead)", "summary")
     return text
 

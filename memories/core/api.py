@@ -34,10 +34,12 @@ from memories.core.serializers import (
     LineageSerializer,
     MemoryListQuerySerializer,
     MemorySerializer,
+    MemoryUpdatedSerializer,
     MemoryUpdateSerializer,
 )
 from memories.core.services import memory_update
 from memories.models import Memory
+from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination
@@ -87,7 +89,8 @@ class MemoryListView(MemoryAPIView):
         description=(
             "The memories the token can reach, newest first unless `ordering` says otherwise, one page at a "
             "time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the "
-            "promotion proposals awaiting review in the review queue, which no other value includes. Every filter "
+            "promotion proposals awaiting review in the review queue, which no other value includes (memories "
+            "held in quarantine are listed for admins by `GET /api/v1/quarantine`). Every filter "
             "is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an "
             "unknown parameter is a 400 naming it. Needs `memories:read`."
         ),
@@ -112,7 +115,8 @@ class MemoryListView(MemoryAPIView):
         )
         paginator = Pagination()
         page = paginator.paginate_queryset(memory_list(self.principal, filters), request, view=self)
-        return paginator.get_paginated_response(MemorySerializer(page, many=True).data)
+        sources = memory_sources(page or [])  # one query for the page
+        return paginator.get_paginated_response(MemorySerializer(page, many=True, context={"sources": sources}).data)
 
     @extend_schema(
         tags=TAGS,
@@ -123,7 +127,13 @@ class MemoryListView(MemoryAPIView):
             "(`content`) and whether it came from a success or a failure. `project` is the project's slug; it "
             "may be left out when the token reaches a single project. `scope` says who can find it: the "
             "project (default), its team or the whole organization. Secrets in the text are redacted before "
-            "storing. Answers 201 with the new memory's id and initial confidence. Recording it again where an "
+            "storing. Answers 201 with the new memory's id and initial confidence, and `status` `recorded`. Text "
+            "addressed to the AI that would read it (override phrases, role tags, requests to send keys or pipe a "
+            "script from an unknown host into a shell, hidden text, data-carrying image links) is flagged by the "
+            "instruction-smell detector: when the organization quarantines (the default) the memory is still "
+            "stored, 201 with `status: quarantined` and `quarantine` (the rules, what fired, and what happens "
+            "next: an admin reviews it; until then it is not searched or injected); when it only flags, "
+            "`status: flagged` and the memory's `flags`. Recording it again where an "
             "active memory already has the same title, description and content (case and whitespace ignored), "
             "outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`; a near copy of an "
             "active memory (embeddings this alike, the same numbers, no negation or opposite word between them) "
@@ -171,18 +181,27 @@ class MemoryDetailView(MemoryAPIView):
         description=(
             "Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out "
             "keep their value. A changed text is re-embedded, so search finds the new wording, and passes the "
-            "write gate (a 422 naming the field when it holds nothing reusable). Needs `memories:write` and a "
-            "token that reaches the memory's project."
+            "write gate (a 422 naming the field when it holds nothing reusable). A changed text or tags pass the "
+            "instruction-smell detector as a new memory does: when the organization quarantines, a flagged edit "
+            "answers 200 with `state: quarantined` and `quarantine` (the rules that fired, what happens next), "
+            "and a clean edit of a quarantined memory makes it active again. Needs `memories:write` and a token "
+            "that reaches the memory's project."
         ),
         request=MemoryUpdateSerializer,
         parameters=[MEMORY_ID],
-        responses={200: MemorySerializer, **ERRORS_GATED},
+        responses={200: MemoryUpdatedSerializer, **ERRORS_GATED},
     )
     def patch(self, request: Request, memory_id: str) -> Response:
         memory = self.memory(memory_id)
         changes = serializer_validate(MemoryUpdateSerializer, request.data)
         memory = memory_update(principal=self.principal, memory=memory, changes=changes)
-        return Response(MemorySerializer(memory).data)
+        held = memory.state == Memory.STATE_QUARANTINED
+        return Response(
+            {
+                **MemorySerializer(memory).data,
+                "quarantine": c.QuarantineNote.of(memory).model_dump(mode="json") if held else None,
+            }
+        )
 
 
 class MemoryLineageView(MemoryAPIView):

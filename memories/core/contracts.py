@@ -10,7 +10,7 @@ Names are the MCP tools' published ones; where REST spelled something else first
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -18,6 +18,9 @@ from accounts.access import Principal
 from memories.core.selectors import memory_get
 from memories.core.services import memory_record_or_duplicate
 from memories.models import Memory
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_source
+from memories.trust.screening import findings_shown, quarantine_message
 from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX
 from reasoningbank.contracts import NUL_FREE, Contract
 
@@ -76,6 +79,36 @@ def iso_or_none(value: object) -> str | None:
     return value.isoformat() if value is not None else None  # type: ignore[attr-defined]
 
 
+# --- what the instruction-smell detector found (docs/security/memory-poisoning.md#quarantine) ------
+
+
+class Finding(Contract):
+    """One finding of the instruction-smell detector: the rule that fired, why, and what it read."""
+
+    rule: str = Field(description="the detector's rule, e.g. `override_instructions`, `remote_script`")
+    reason: str = Field(description="why the rule holds such text for review, in one sentence")
+    field: str = Field(description="the field the text is in (`title`, `description`, `content`, `tags`)")
+    excerpt: str = Field(description="the text that fired the rule (invisible characters shown as escapes)")
+
+
+def findings_out(flags: list[dict[str, object]]) -> list[Finding]:
+    return [Finding(**shown) for shown in findings_shown(flags)]
+
+
+class QuarantineNote(Contract):
+    """Why a memory was held for review, and what happens next."""
+
+    rules: list[Finding] = Field(description="what the detector found")
+    message: str = Field(
+        description="what happens next: an admin reviews it in the review queue; until then it is not searched "
+        "or injected"
+    )
+
+    @classmethod
+    def of(cls, memory: Memory) -> QuarantineNote:
+        return cls(rules=findings_out(memory.flags), message=quarantine_message(memory.flags))
+
+
 # --- memory_get ------------------------------------------------------------------------------------
 
 
@@ -92,8 +125,13 @@ class MemoryOut(Contract):
     scope: Literal["project", "team", "org"]
     project: str | None = Field(description="project slug")
     team: str | None = Field(description="team slug")
-    state: Literal["active", "archived", "proposed"] = Field(
-        description="proposed: a promotion proposal awaiting review in the review queue (never searched)"
+    state: Literal["active", "archived", "proposed", "quarantined"] = Field(
+        description="proposed: a promotion proposal awaiting review in the review queue (never searched); "
+        "quarantined: held for an admin's review because the instruction-smell detector flagged it (never "
+        "searched or injected)"
+    )
+    flags: list[Finding] = Field(
+        description="what the instruction-smell detector found in it when it was written (empty when nothing)"
     )
     archived_reason: str = Field(description="why it was archived; empty while active")
     consolidated_into: str | None = Field(description="the consolidated memory it was merged into")
@@ -113,15 +151,19 @@ class MemoryOut(Contract):
     last_signal_at: str | None = Field(description="the last feedback, outcome or usage")
     created_at: str
     updated_at: str
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
 
     @classmethod
-    def of(cls, memory: Memory) -> MemoryOut:
+    def of(cls, memory: Memory, source: dict[str, Any] | None = None) -> MemoryOut:
+        """``source``: the memory's compact provenance when the caller read it with others (one query for
+        a page of memories); read here otherwise."""
         return cls(
             id=memory.id, title=memory.title, description=memory.description, content=memory.content,
             outcome=memory.outcome, tags=list(memory.tags), kind=memory.kind, scope=memory.scope,  # type: ignore[arg-type]
             project=memory.project.slug if memory.project is not None else None,
             team=memory.team.slug if memory.team is not None else None,
-            state=memory.state, archived_reason=memory.archived_reason,  # type: ignore[arg-type]
+            state=memory.state, flags=findings_out(memory.flags),  # type: ignore[arg-type]
+            archived_reason=memory.archived_reason,
             consolidated_into=memory.consolidated_into_id, tier=memory.tier, retention=memory.retention,
             importance=memory.importance, confidence=memory.confidence, alpha=memory.alpha, beta=memory.beta,
             usage_count=memory.usage_count, last_used_at=iso_or_none(memory.last_used_at), origin=memory.origin,
@@ -129,6 +171,7 @@ class MemoryOut(Contract):
             promoted_at=iso_or_none(memory.promoted_at), promotion_reason=memory.promotion_reason,
             last_signal_at=iso_or_none(memory.last_signal_at), created_at=memory.created_at.isoformat(),
             updated_at=memory.updated_at.isoformat(),
+            source=SourceOut.of(source if source is not None else memory_source(memory)),
         )
 
 
@@ -167,9 +210,22 @@ class RecordInput(Contract):
 
 class RecordOutput(Contract):
     id: str
+    status: Literal["recorded", "flagged", "quarantined", "duplicate"] = Field(
+        description=(
+            "`recorded`; `quarantined`: stored, but held for an admin's review because the instruction-smell "
+            "detector found text addressed to the AI that would read it (`quarantine` says what and what "
+            "happens next); `flagged`: stored active with the detector's `flags` (the organization flags "
+            "instead of quarantining); `duplicate`: nothing was recorded (`duplicate_of`)"
+        )
+    )
     message: str
     initial_confidence: float
     memory: MemoryOut
+    quarantine: QuarantineNote | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Only when `status` is `quarantined`: the rules that fired and what happens next",
+    )
     duplicate_of: str | None = Field(
         default=None,
         exclude_if=lambda value: value is None,
@@ -200,8 +256,10 @@ def memory_record_run(principal: Principal, args: RecordInput) -> tuple[RecordOu
     result = memory_record_or_duplicate(principal=principal, **args.model_dump())
     memory = result.memory
     output = RecordOutput(
-        id=memory.id, message=result.message, initial_confidence=rounded(memory.confidence),
+        id=memory.id, status=result.status, message=result.message,  # type: ignore[arg-type]
+        initial_confidence=rounded(memory.confidence),
         memory=MemoryOut.of(memory),
+        quarantine=QuarantineNote.of(memory) if result.status == "quarantined" else None,
         duplicate_of=memory.id if result.duplicate else None,
         duplicate_reason=result.reason if result.duplicate else None,  # type: ignore[arg-type]
         similarity=rounded(result.similarity) if result.similarity is not None else None,

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.core.selectors import MEMORY_ORDERINGS, SEARCH_SCOPES
 from memories.models import Memory, MemorySignal
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_source
 from memories.validation import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -66,6 +69,15 @@ __all__ = ["ErrorSerializer"]  # re-exported: the views document their errors wi
 # --- memories ----------------------------------------------------------------------------------
 
 
+class FindingSerializer(serializers.Serializer):
+    """One finding of the instruction-smell detector: the rule that fired, why, and what it read."""
+
+    rule = serializers.CharField(help_text="the detector's rule, e.g. `override_instructions`, `remote_script`")
+    reason = serializers.CharField(help_text="why the rule holds such text for review, in one sentence")
+    field = serializers.CharField(help_text="the field the text is in (`title`, `description`, `content`, `tags`)")
+    excerpt = serializers.CharField(help_text="the text that fired the rule (invisible characters shown as escapes)")
+
+
 class MemorySerializer(serializers.Serializer):
     """A whole memory (never its embedding)."""
 
@@ -79,7 +91,12 @@ class MemorySerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=WRITE_SCOPES)
     project = serializers.CharField(source="project.slug", allow_null=True, default=None, help_text="project slug")
     team = serializers.CharField(source="team.slug", allow_null=True, default=None, help_text="team slug")
-    state = serializers.ChoiceField(choices=[s for s, _ in Memory.STATE_CHOICES])
+    state = serializers.ChoiceField(
+        choices=[s for s, _ in Memory.STATE_CHOICES],
+        help_text="`quarantined`: held for an admin's review (the instruction-smell detector flagged it); "
+        "`proposed`: a promotion proposal awaiting review",
+    )
+    flags = FindingSerializer(many=True, help_text="what the instruction-smell detector found in it (empty: nothing)")
     archived_reason = serializers.ChoiceField(
         choices=ARCHIVE_REASON_CHOICES, allow_blank=True, help_text="why it was archived; empty while active"
     )
@@ -106,6 +123,30 @@ class MemorySerializer(serializers.Serializer):
     last_signal_at = serializers.DateTimeField(allow_null=True, help_text="the last feedback, outcome or usage")
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    source = serializers.SerializerMethodField(
+        help_text="who wrote it, how, through which client, when; and whether it is trusted"
+    )
+
+    @extend_schema_field(SourceOut)
+    def get_source(self, memory: Memory) -> dict[str, Any]:
+        # a page of memories reads every source in one query (``sources`` in the context); one alone here
+        sources = self.context.get("sources") or {}
+        return sources[memory.id] if memory.id in sources else memory_source(memory)
+
+
+class QuarantineNoteSerializer(serializers.Serializer):
+    """Why a memory was held for review, and what happens next."""
+
+    rules = FindingSerializer(many=True, help_text="what the detector found")
+    message = serializers.CharField(help_text="what happens next")
+
+
+class MemoryUpdatedSerializer(MemorySerializer):
+    """The memory as edited; an edit the instruction-smell detector flags puts it in quarantine."""
+
+    quarantine = QuarantineNoteSerializer(
+        allow_null=True, help_text="when the edit put the memory in quarantine: what fired and what happens next"
+    )
 
 
 class MemoryListQuerySerializer(StrictQuerySerializer):

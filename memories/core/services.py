@@ -31,6 +31,10 @@ from memories.embedding import embed_texts, memory_embedding_text
 from memories.events import memories_added
 from memories.models import Memory
 from memories.signals import confidence as conf
+from memories.trust.provenance import HOW_DISTILLED
+from memories.trust.provenance_facts import ProvenanceInput, memory_provenance
+from memories.trust.screening import flag_message, quarantine_message, rules_named
+from memories.trust.services import Screening, drafts_screen, flagged_writes_note, memories_flagged_audit
 from memories.validation import (
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -193,10 +197,23 @@ def memories_create(
     initial_confidence: float = conf.INITIAL_EXPLICIT,
     source_session: Any = None,
     vectors: Sequence[list[float]] | None = None,
+    provenance: ProvenanceInput | None = None,
 ) -> list[Memory]:
-    """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction."""
+    """Insert validated drafts (embedding them unless vectors are given). Caller holds the transaction.
+
+    Every draft passes the instruction-smell detector here (``memories.trust.services.drafts_screen``),
+    so no path that makes memories skips it:
+    under the organization's ``quarantine`` policy a flagged draft is stored ``quarantined`` (the caller
+    sees it in ``state``), under ``flag`` active with its ``flags``
+    (docs/security/memory-poisoning.md#quarantine). A quarantined memory is not counted against the
+    plan's active memories until an admin approves it.
+
+    Each memory gets its provenance — who (``principal``), through which client (the request's), how
+    (``provenance``: recorded unless the caller says otherwise, with its session, run, sources or import) —
+    and the trust decided from it (docs/security/memory-poisoning.md#provenance)."""
     org = principal.organization
-    memory_limit_check(org, adding=len(drafts))
+    screenings = drafts_screen(org, drafts)
+    memory_limit_check(org, adding=sum(1 for screening in screenings if not screening.quarantined))
     embedder_name = ""
     if vectors is None:
         vectors, embedder_name = embed_texts([memory_embedding_text(d.title, d.description, d.content) for d in drafts])
@@ -204,6 +221,10 @@ def memories_create(
         embedder_name = embedder_from_settings().name
     prior_alpha, prior_beta = conf.confidence_prior(initial_confidence)
     now = timezone.now()
+    if provenance is None:  # recorded; distilled from ``source_session`` when that is the origin
+        distilled = origin == Memory.ORIGIN_DISTILLED and source_session is not None
+        provenance = ProvenanceInput(how=HOW_DISTILLED, session=source_session) if distilled else ProvenanceInput()
+    written, trust = memory_provenance(principal, provenance, at=now)
     memories = [
         Memory(
             organization=org,
@@ -229,13 +250,19 @@ def memories_create(
             source_session=source_session,
             created_by_token=principal.token,
             created_by_user=principal.user,
+            state=Memory.STATE_QUARANTINED if screening.quarantined else Memory.STATE_ACTIVE,
+            flags=screening.flags,
+            provenance=written,
+            trust=trust,
             created_at=now,
             updated_at=now,
         )
-        for d, vector in zip(drafts, vectors, strict=True)
+        for d, vector, screening in zip(drafts, vectors, screenings, strict=True)
     ]
     for memory in memories:
         memory.save(force_insert=True)
+    memories_flagged_audit(principal, memories)
+    flagged_writes_note(principal, screenings)
     return memories
 
 
@@ -263,6 +290,16 @@ class RecordResult:
     similarity: float | None = None
 
     @property
+    def status(self) -> str:
+        """``duplicate`` (nothing written), ``quarantined`` (stored, held for an admin's review),
+        ``flagged`` (stored active with the detector's flags) or ``recorded``."""
+        if self.duplicate:
+            return "duplicate"
+        if self.memory.state == Memory.STATE_QUARANTINED:
+            return "quarantined"
+        return "flagged" if self.memory.flags else "recorded"
+
+    @property
     def message(self) -> str:
         """The sentence REST and MCP answer with."""
         if self.duplicate and self.reason == gate.NEAR_COPY and self.similarity is not None:
@@ -272,6 +309,10 @@ class RecordResult:
                 f"An identical memory already exists ({self.memory.id}, same place, text, outcome and kind); "
                 "nothing was recorded"
             )
+        if self.status == "quarantined":
+            return quarantine_message(self.memory.flags)
+        if self.status == "flagged":
+            return flag_message(self.memory.flags)
         return "Memory recorded successfully"
 
 
@@ -441,7 +482,12 @@ UPDATABLE = ("title", "description", "content", "outcome", "tags", "kind")
 def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, Any]) -> Memory:
     """Change a memory's text, outcome, tags or kind. A changed text passes the write gate (a 400
     naming the field, audited as ``memory.rejected``); tags or kind alone never do, so a memory from
-    before the gate keeps its edits."""
+    before the gate keeps its edits.
+
+    A changed text or tags pass the instruction-smell detector as a new memory does: under the
+    ``quarantine`` policy a flagged edit puts an active memory in quarantine (until an admin approves
+    it), and a clean edit of a quarantined one makes it active again — what held it is gone. An archived
+    memory stays archived with its new ``flags`` (restoring it applies them)."""
     write_scope_require(principal)
     if not memory_is_writable(principal, memory):
         raise Forbidden("this token may not change this memory")
@@ -467,6 +513,10 @@ def _update(principal: Principal, memory: Memory, changes: dict[str, Any]) -> Me
         (memory.embedding,), memory.embedding_model = embed_texts(
             [memory_embedding_text(draft.title, draft.description, draft.content)]
         )
+    screening = None
+    if {"title", "description", "content", "tags"} & set(changes):
+        (screening,) = drafts_screen(principal.organization, [draft])
+        _screening_apply(memory, screening)
     memory.updated_at = timezone.now()
     memory.save()
     audit_record(
@@ -474,9 +524,25 @@ def _update(principal: Principal, memory: Memory, changes: dict[str, Any]) -> Me
         actor=principal,
         verb="memory.update",
         target=memory,
-        data={"fields": sorted(changes), "before": {k: v for k, v in before.items() if k != "content"}},
+        data={
+            "fields": sorted(changes),
+            "before": {k: v for k, v in before.items() if k != "content"},
+            **({"state": memory.state, "rules": rules_named(memory.flags)} if memory.flags else {}),
+        },
     )
+    if screening is not None:
+        flagged_writes_note(principal, [screening])
     return memory
+
+
+def _screening_apply(memory: Memory, screening: Screening) -> None:
+    """An edited text's verdict on the memory: its flags, and its state while it is not archived."""
+    if memory.state == Memory.STATE_ACTIVE and screening.quarantined:
+        memory.state = Memory.STATE_QUARANTINED
+    elif memory.state == Memory.STATE_QUARANTINED and not screening.quarantined:
+        memory_limit_check(memory.organization, adding=1)  # back among the active memories
+        memory.state = Memory.STATE_ACTIVE
+    memory.flags = screening.flags
 
 
 # --- re-embedding -------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Every view is wrapped in ``@org_view``: the tenant comes from the signed-in user's membership
 (``request.principal``), never from the URL. Rows are loaded only through selectors/services that
 take that principal, so another org's id is a 404 exactly like a missing one. Write endpoints need
-the member role (a viewer's POST is a 403 and changes nothing) and are POST-only.
+the member role (a viewer's POST is a 403 and changes nothing) and are POST-only; each is charged to
+the member's and the organization's write limits first (``write_admit``,
+docs/security/memory-poisoning.md#write-limits).
 
 htmx: list pages render the whole page normally and only their results partial
 (``template.html#results``) for an htmx request; writes answer an htmx request with the updated
@@ -29,6 +31,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.access import access_filter, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
+from accounts.services_write_limits import write_admit
 from memories.context.selectors import summaries_list, summaries_usable
 from memories.core.selectors import MemoryFilters, memory_get, memory_lineage, memory_list
 from memories.core.services import memory_update
@@ -42,6 +45,7 @@ from memories.search.selectors import SearchHit, SearchQuery, memory_search
 from memories.sessions.selectors import session_commits, session_get, session_list, session_memory_uses
 from memories.sessions.services import session_retry
 from memories.signals.selectors import memory_signals
+from memories.trust.provenance_selectors import memory_provenance_detail, memory_sources
 from memories.validation import tags_clean
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.db_replica import replica_reads
@@ -174,6 +178,7 @@ class MemoryFilterForm(forms.Form):
 class Row:
     memory: Memory
     hit: SearchHit | None = None
+    source: dict[str, Any] | None = None  # who wrote it, how (its one-line label under the title)
 
 
 def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str, str, int | None]:
@@ -200,7 +205,8 @@ def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str,
     )
     notice = "Ranked search covers active memories; archived ones are matched by title and description." if q else ""
     page = Paginator(memory_list(principal, filters), PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = [Row(m) for m in page.object_list]  # type: ignore[misc]  # the template renders Rows
+    sources = memory_sources(page.object_list)  # one query for the page
+    page.object_list = [Row(m, source=sources.get(m.id)) for m in page.object_list]  # type: ignore[misc]
     return page, "list", notice, None
 
 
@@ -225,7 +231,8 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> tuple[Page, int]:
     hits = result.hits
     # the search loads only the columns it ranks on; the table shows more, so load the rows in one go
     full = memory_list(principal, MemoryFilters(state=None)).in_bulk([h.memory.pk for h in hits])
-    rows = [Row(full[h.memory.pk], h) for h in hits if h.memory.pk in full]
+    sources = memory_sources(list(full.values()))
+    rows = [Row(full[h.memory.pk], h, sources.get(h.memory.pk)) for h in hits if h.memory.pk in full]
     # the search has no kind / tier / tag / max-confidence / "mixed" filters: apply them to its hits
     if outcome == Memory.OUTCOME_MIXED:
         rows = [r for r in rows if r.memory.outcome == outcome]
@@ -320,6 +327,7 @@ def memory_detail_page(request: HttpRequest, memory_id: str) -> HttpResponse:
         audit=activity_rows(principal, memory_audit_trail(principal, memory)),
         archive_reasons=Memory.ARCHIVED_REASON_CHOICES,
         summary=next(iter(summaries_usable(summaries_list(principal, memory=memory.id)[:1], read="dashboard")), None),
+        provenance=memory_provenance_detail(memory),
     )
     return render(request, "memories/detail.html", page_vars)
 
@@ -356,6 +364,7 @@ def memory_edit_page(request: HttpRequest, memory_id: str) -> HttpResponse:
                 messages.info(request, "Nothing changed.")
                 return redirect("memory-detail", memory_id=memory.id)
             try:
+                write_admit(request.principal)  # type: ignore[attr-defined]
                 memory_update(principal=request.principal, memory=memory, changes=changes)  # type: ignore[attr-defined]
             except ServiceError as exc:
                 form.add_error(exc.field if exc.field in form.fields else None, exc.message)
@@ -391,6 +400,7 @@ def memory_archive_action(request: HttpRequest, memory_id: str) -> HttpResponse:
     memory = _memory_or_404(request, memory_id)
     reason = request.POST.get("reason") or Memory.ARCHIVED_MANUAL
     try:
+        write_admit(request.principal)  # type: ignore[attr-defined]
         memory = memory_archive(principal=request.principal, memory=memory, reason=reason)  # type: ignore[attr-defined]
     except ServiceError as exc:
         return _status_response(request, memory, message=exc.message, error=True)
@@ -402,6 +412,7 @@ def memory_archive_action(request: HttpRequest, memory_id: str) -> HttpResponse:
 def memory_restore_action(request: HttpRequest, memory_id: str) -> HttpResponse:
     memory = _memory_or_404(request, memory_id)
     try:
+        write_admit(request.principal)  # type: ignore[attr-defined]
         memory = memory_restore(principal=request.principal, memory=memory)  # type: ignore[attr-defined]
     except ServiceError as exc:
         return _status_response(request, memory, message=exc.message, error=True)
@@ -413,6 +424,7 @@ def memory_restore_action(request: HttpRequest, memory_id: str) -> HttpResponse:
 def memory_unmerge_action(request: HttpRequest, memory_id: str) -> HttpResponse:
     memory = _memory_or_404(request, memory_id)
     try:
+        write_admit(request.principal)  # type: ignore[attr-defined]
         restored = memory_unmerge(principal=request.principal, memory=memory)  # type: ignore[attr-defined]
     except ServiceError as exc:
         messages.error(request, exc.message)
@@ -448,6 +460,7 @@ def disputed_resolve_action(request: HttpRequest, link_id: int) -> HttpResponse:
         raise Http404("Not found.")
     resolution = request.POST.get("resolution", "")
     try:
+        write_admit(request.principal)  # type: ignore[attr-defined]
         link = contradiction_resolve(principal=request.principal, link=link, resolution=resolution)  # type: ignore[attr-defined]
     except ServiceError as exc:
         message, error = exc.message, True
@@ -516,6 +529,7 @@ def session_detail_page(request: HttpRequest, session_id: str) -> HttpResponse:
 def session_retry_action(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _session_or_404(request, session_id)
     try:
+        write_admit(request.principal)  # type: ignore[attr-defined]
         session = session_retry(principal=request.principal, session=session)  # type: ignore[attr-defined]
     except ServiceError as exc:
         messages.error(request, exc.message)

@@ -26,6 +26,7 @@ from memories.events import memories_archived
 from memories.locks import memories_lock, memories_lock_active
 from memories.models import Memory, MemoryLink
 from memories.signals import confidence as conf
+from memories.trust.services import drafts_screen
 from memories.validation import choice_check, write_scope_require
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 
@@ -97,6 +98,9 @@ def memory_archive(*, principal: Principal, memory: Memory, reason: str = Memory
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     if memory.state == Memory.STATE_PROPOSED:
         raise Conflict(_proposal_refusal(memory, "archived"), field="memory_id")
+    if memory.state == Memory.STATE_QUARANTINED:
+        # archived, it could be restored past the review it waits for
+        raise Conflict(_quarantine_refusal(memory, "archived"), field="memory_id")
     if memory.state == Memory.STATE_ARCHIVED:
         return memory
     memories_archive(organization=principal.organization, memory_ids=memory.id, reason=reason, actor=principal)
@@ -106,7 +110,10 @@ def memory_archive(*, principal: Principal, memory: Memory, reason: str = Memory
 
 @transaction.atomic
 def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
-    """Back to active. Links (consolidates, supersedes, …) stay as history."""
+    """Back to active. Links (consolidates, supersedes, …) stay as history. Its text passes the
+    instruction-smell detector again, as a new memory's would: under the ``quarantine`` policy a flagged
+    one is restored into quarantine, to wait for an admin's review (an archived memory may predate the
+    detector, or have been edited while archived)."""
     write_scope_require(principal)
     if not memory_is_writable(principal, memory):
         raise Forbidden("this token may not change this memory")
@@ -117,21 +124,37 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
     if memory.state == Memory.STATE_PROPOSED:
         # restoring would promote it without the review the organization asked for
         raise Conflict(_proposal_refusal(memory, "restored"), field="memory_id")
-    memory_limit_check(principal.organization, adding=1)
+    if memory.state == Memory.STATE_QUARANTINED:
+        raise Conflict(_quarantine_refusal(memory, "restored"), field="memory_id")
+    (screening,) = drafts_screen(principal.organization, [memory])
+    if not screening.quarantined:
+        memory_limit_check(principal.organization, adding=1)
     previous = memory.archived_reason
-    memory.state, memory.archived_reason, memory.archived_at = Memory.STATE_ACTIVE, "", None
+    memory.state = Memory.STATE_QUARANTINED if screening.quarantined else Memory.STATE_ACTIVE
+    memory.archived_reason, memory.archived_at = "", None
+    memory.flags = screening.flags
     memory.consolidated_into = None
     memory.tier = "warm"
     memory.updated_at = timezone.now()
-    memory.save(update_fields=["state", "archived_reason", "archived_at", "consolidated_into", "tier", "updated_at"])
+    memory.save(
+        update_fields=["state", "archived_reason", "archived_at", "consolidated_into", "tier", "flags", "updated_at"]
+    )
     audit_record(
         organization=principal.organization,
         actor=principal,
         verb="memory.restore",
         target=memory,
-        data={"was": previous},
+        data={"was": previous, **({"state": memory.state} if screening.quarantined else {})},
     )
     return memory
+
+
+def _quarantine_refusal(memory: Memory, verb: str) -> str:
+    return (
+        f"memory {memory.id} is in quarantine, waiting for an admin's review: it cannot be {verb}; an admin "
+        "approves or deletes it in the review queue (Quality → Review queue, or POST "
+        f"/api/v1/quarantine/{memory.id}/approve)"
+    )
 
 
 def _proposal_refusal(memory: Memory, verb: str) -> str:
@@ -145,6 +168,8 @@ def _unmerge_refusal(memory: Memory) -> str | None:
     """Why this memory cannot be un-merged, saying what to do instead; None when it can be."""
     if memory.state == Memory.STATE_PROPOSED:
         return _proposal_refusal(memory, "un-merged")
+    if memory.state == Memory.STATE_QUARANTINED:
+        return _quarantine_refusal(memory, "un-merged")
     if memory.origin != Memory.ORIGIN_CONSOLIDATED:
         if memory.archived_reason == Memory.ARCHIVED_DUPLICATE:
             kept = (

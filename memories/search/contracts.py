@@ -1,5 +1,9 @@
 """The ``memory_search`` operation's contract (docs/search.md): one input model, one output model and
-``memory_search_run``, shared by the MCP tool and ``POST /api/v1/memories/search``."""
+``memory_search_run``, shared by the MCP tool and ``POST /api/v1/memories/search``.
+
+With ``inject`` the search is an injection (docs/search.md#searching-for-injection): only what the
+organization's injection policy lets be injected automatically, and the framed block the hooks hand
+their client, built here so that every client frames it the same way (``memories/trust/framing.py``)."""
 
 from __future__ import annotations
 
@@ -17,10 +21,20 @@ from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, opti
 from memories.models import Memory
 from memories.search.ranking import estimate_tokens
 from memories.search.rewrite import QueryRewrite, SkipReason
-from memories.search.selectors import SearchHit, SearchQuery, within_budget
+from memories.search.selectors import SearchHit, SearchQuery, hit_tokens, within_budget
 from memories.search.services import memory_search_use
 from memories.sessions.selectors import session_seen_memory_ids
 from memories.sessions.services_ledger import session_uses_record
+from memories.trust.framing import (
+    PROMPT_FIXED_TOKENS,
+    PROMPT_NOTE_OVERHEAD_TOKENS,
+    PromptBlock,
+    PromptNote,
+    prompt_block_format,
+)
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources
+from memories.trust.selectors_injection import injection_labels, injection_policy_of
 from memories.validation import QUERY_MAX, session_key_clean
 from reasoningbank.contracts import Contract
 from reasoningbank.db_replica import replica_read
@@ -29,6 +43,8 @@ from reasoningbank.metrics import search_observe
 from reasoningbank.tracing import current_set, traced
 
 TOKEN_BUDGET_MIN, TOKEN_BUDGET_MAX = 50, 20_000
+# with inject, the budget covers the block's framing and leaves at least this much for the notes
+INJECT_BUDGET_MIN = PROMPT_FIXED_TOKENS + PROMPT_NOTE_OVERHEAD_TOKENS + TOKEN_BUDGET_MIN
 
 
 class SearchInput(Contract):
@@ -106,12 +122,29 @@ class SearchInput(Contract):
         ),
     ] = None
 
-    def to_query(self) -> SearchQuery:
+    inject: Annotated[
+        bool,
+        Field(
+            description=(
+                "Search for an automatic injection (the agent hooks' per-prompt recall): only memories the "
+                "organization's injection policy lets be injected without a person's review, and "
+                "`injection_block`, the results framed as data (a preamble, each memory in its own element "
+                "with its source), as every hook injects them; with `token_budget`, the whole block, its "
+                f"framing included, stays within it (then at least {INJECT_BUDGET_MIN})"
+            )
+        ),
+    ] = False
+
+    def to_query(self, *, injection: str = "") -> SearchQuery:
+        budget = self.token_budget
+        if injection and budget is not None:  # the notes' share: the block's own lines come first
+            budget -= PROMPT_FIXED_TOKENS
         return SearchQuery(
             query=self.query, scope=self.scope, outcome=self.outcome, limit=self.limit,
             min_confidence=float(self.min_confidence), project=self.project or None, mode=self.mode,
-            exclude_session=self.session_id if self.exclude_seen else "", token_budget=self.token_budget,
-            min_similarity=self.min_similarity,
+            exclude_session=self.session_id if self.exclude_seen else "", token_budget=budget,
+            min_similarity=self.min_similarity, injection=injection,
+            entry_overhead=PROMPT_NOTE_OVERHEAD_TOKENS if injection else 0,
         )
 
 
@@ -208,6 +241,7 @@ class SearchHitOut(Contract):
         description="near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)",
     )
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
 
 
 class SummaryHitOut(SummaryOut):
@@ -254,6 +288,15 @@ class SearchOutput(Contract):
         exclude_if=lambda value: value is None,
         description="mode deep only: whether the configured LLM rewrote the question into focused queries, or why not",
     )
+    injection_block: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description=(
+            "with inject only: the `<reasoningbank_memories>` block to put in the agent's context as it is — "
+            "the results framed as reference material, each in a `<memory>` element with its source label; "
+            "empty when nothing qualifies"
+        ),
+    )
 
 
 def summary_tokens(hit: SummaryHit) -> int:
@@ -265,6 +308,12 @@ def summary_tokens(hit: SummaryHit) -> int:
 @traced("memory.search")
 def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
     session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
+    if args.inject and args.token_budget is not None and args.token_budget < INJECT_BUDGET_MIN:
+        raise Rejected(
+            f"with inject, token_budget covers the block's framing too: give at least {INJECT_BUDGET_MIN}",
+            field="token_budget",
+            code="rejected_budget_too_small",
+        )
     if args.exclude_seen and not args.session_id:
         # a rule between two fields the schema cannot state: the body had the right shape, so a 422
         raise Rejected(
@@ -277,7 +326,8 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
         include_summaries=args.include_summaries, org_id=principal.organization.id,
     )
-    result = memory_search_use(principal=principal, search=args.to_query())
+    injection = injection_policy_of(principal.organization) if args.inject else ""
+    result = memory_search_use(principal=principal, search=args.to_query(injection=injection))
     current_set(project_id=result.project.id if result.project else None, result_count=len(result.hits),
                 total_found=result.total_found, tokens_used=result.tokens_used)
     summaries = (
@@ -285,7 +335,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             summaries_search,
             principal, query_vector=result.query_vector, project=result.project, scope=args.scope,
             limit=args.limit // 2, min_similarity=max(settings.SEARCH_MIN_SIMILARITY, args.min_similarity or 0.0),
-            min_confidence=float(args.min_confidence),
+            min_confidence=float(args.min_confidence), injection=args.inject,
         )
         if args.include_summaries
         else []
@@ -294,7 +344,14 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         seen = session_seen_memory_ids(principal, args.session_id, [hit.summary.memory_id for hit in summaries])
         summaries = [hit for hit in summaries if hit.summary.memory_id not in seen]
     if summaries and args.token_budget is not None:  # what the memories left of the budget
-        summaries = within_budget(summaries, args.token_budget - result.tokens_used, cost=summary_tokens)
+        summaries = _summaries_within(summaries, args, result.tokens_used, len(result.hits))
+    block = None
+    if args.inject:  # only what the block holds is returned, noted in the ledger and activated
+        block = _injection_block(principal, result.hits, summaries, args.token_budget)
+        result.hits = [hit for hit in result.hits if hit.memory.id in block.ids]
+        shown = {hit.memory.id for hit in result.hits}
+        summaries = [hit for hit in summaries if hit.summary.memory_id in set(block.ids) - shown]
+        result.tokens_used = sum(hit_tokens(hit) for hit in result.hits)
     summaries_activate([hit.summary.id for hit in summaries], write_behind=True)
     if args.session_id:
         session_uses_record(
@@ -302,6 +359,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             memory_ids=[hit.memory.id for hit in result.hits if hit.memory.state == Memory.STATE_ACTIVE]
             + [hit.summary.memory_id for hit in summaries],
         )
+    sources = replica_read(memory_sources, [hit.memory for hit in result.hits])  # one query for every hit
     hits = [
         SearchHitOut(
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
@@ -310,6 +368,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             state=hit.memory.state,  # type: ignore[arg-type]
             duplicates=list(hit.duplicates),
             explain=SearchExplanation.of(hit, result.found_by.get(hit.memory.id, ())) if args.explain else None,
+            source=SourceOut.of(sources[hit.memory.id]),
         )
         for hit in result.hits
     ]
@@ -318,4 +377,43 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         memories=hits, total_found=result.total_found, tokens_used=result.tokens_used,
         summaries=[SummaryHitOut(**SummaryOut.of(h.summary).model_dump(), relevance=h.similarity) for h in summaries],
         query_rewrite=QueryRewriteOut.of(args.query, result.rewrite) if result.rewrite else None,
+        injection_block=block.text if block is not None else None,
     )
+
+
+def _summaries_within(summaries: list[SummaryHit], args: SearchInput, used: int, hits: int) -> list[SummaryHit]:
+    """The summaries that fit in what the memories left of the budget (with inject, each note's framing
+    and the block's own lines counted too)."""
+    assert args.token_budget is not None
+    if not args.inject:
+        return within_budget(summaries, args.token_budget - used, cost=summary_tokens)
+    left = args.token_budget - PROMPT_FIXED_TOKENS - used - hits * PROMPT_NOTE_OVERHEAD_TOKENS
+    return within_budget(summaries, left, cost=lambda hit: summary_tokens(hit) + PROMPT_NOTE_OVERHEAD_TOKENS)
+
+
+def _injection_block(
+    principal: Principal, hits: list[SearchHit], summaries: list[SummaryHit], token_budget: int | None
+) -> PromptBlock:
+    """The framed block of an injection: the memories, then the summaries of memories not among them,
+    each with its source label, within the budget (the search chose within it, so nothing is expected to
+    be left out here; the block is measured again all the same)."""
+    shown = {hit.memory.id for hit in hits}
+    summaries = [hit for hit in summaries if hit.summary.memory_id not in shown]
+    labels = injection_labels(principal, [*shown, *(hit.summary.memory_id for hit in summaries)])
+    notes = [
+        PromptNote(
+            id=hit.memory.id, title=hit.memory.title, confidence=hit.memory.confidence,
+            text=f"{hit.memory.description.strip()}\n{hit.memory.content.strip()}",
+            label=labels.get(hit.memory.id, ""),
+        )
+        for hit in hits
+    ] + [
+        PromptNote(
+            id=hit.summary.memory_id, title=getattr(hit.summary, "memory_title", "") or "Consolidated summary",
+            confidence=float(getattr(hit.summary, "memory_confidence", 0.0) or 0.0),
+            text="\n".join([hit.summary.summary.strip(), *(f"- {fact}" for fact in hit.summary.key_facts)]),
+            label=labels.get(hit.summary.memory_id, ""),
+        )
+        for hit in summaries
+    ]
+    return prompt_block_format(notes, token_budget=token_budget if token_budget is not None else TOKEN_BUDGET_MAX * 10)

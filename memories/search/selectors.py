@@ -34,6 +34,7 @@ from memories.search.ranking import (
 from memories.search.rewrite import QueryRewrite
 from memories.search.statistics import query_terms, sql_rows, tsquery_or
 from memories.search.temporal import QueryTime, query_time, time_adjusted, time_match
+from memories.trust.selectors_injection import injection_sql
 from reasoningbank.db_replica import read_alias
 from reasoningbank.db_threads import other_connections_usable, run_beside
 from reasoningbank.tracing import span
@@ -59,6 +60,11 @@ class SearchQuery:
     exclude_session: str = ""
     token_budget: int | None = None
     min_similarity: float | None = None
+    # an injection (docs/security/memory-poisoning.md#injection-policy): only memories this injection
+    # policy passes ("" = any the mode searches), and each result costs this many tokens more against the
+    # budget (its framing: the element it is injected in)
+    injection: str = ""
+    entry_overhead: int = 0
 
 
 @dataclass(slots=True)
@@ -166,7 +172,8 @@ def _text_leg_sql(base: str, terms: int) -> str:
         f"/* search:text */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'text' "
         "FROM memories_memory m WHERE m.id IN ("
         "SELECT t.id FROM (SELECT m.id, m.search_vector FROM ("
-        "SELECT id, search_vector, organization_id, project_id, team_id, state, tier, confidence, outcome "
+        "SELECT id, search_vector, organization_id, project_id, team_id, state, tier, confidence, outcome, trust, "
+        "reviewed_at "
         "FROM memories_memory WHERE search_vector @@ %(tsquery)s::tsquery OFFSET 0"
         f") AS m WHERE {base} LIMIT %(text_cap)s) AS t "
         f"ORDER BY {order or '0'} DESC LIMIT %(k)s)"
@@ -175,13 +182,18 @@ def _text_leg_sql(base: str, terms: int) -> str:
 
 def _filter_sql(search: SearchQuery, places: str) -> str:
     """The search's filter over alias ``m``: the organization, the mode's states and tiers, ``places`` (SQL:
-    the reach, or less where the rows are known to be in it), confidence, outcome, the session's memories."""
+    the reach, or less where the rows are known to be in it), confidence, outcome, the session's memories,
+    and for an injection the organization's injection policy."""
     tiers = RETRIEVAL_MODES[search.mode]
-    if tiers is None:  # exhaustive: archived memories too, never a promotion proposal awaiting review
-        sql = f"m.organization_id = %(org)s AND m.state <> 'proposed' AND ({places})"
+    if tiers is None:
+        # exhaustive: archived memories too; never a promotion proposal awaiting review, nor a memory held
+        # in quarantine (docs/security/memory-poisoning.md#quarantine)
+        sql = f"m.organization_id = %(org)s AND m.state IN ('active', 'archived') AND ({places})"
     else:
         sql = f"m.organization_id = %(org)s AND m.state = 'active' AND ({places}) AND m.tier = ANY(%(tiers)s)"
     sql += " AND m.confidence >= %(min_confidence)s"
+    if search.injection:
+        sql += f" AND {injection_sql(search.injection)}"
     if search.outcome != "all":
         sql += " AND m.outcome = %(outcome)s"
     if search.exclude_session:
@@ -327,7 +339,7 @@ def search_result_finish(
     with span("memory.search.collapse", hits=len(hits), limit=search.limit):
         top = _collapsed(hits, search.limit)
     if search.token_budget is not None:
-        top = within_budget(top, search.token_budget, cost=hit_tokens)
+        top = within_budget(top, search.token_budget, cost=lambda hit: hit_tokens(hit) + search.entry_overhead)
     tokens = sum(hit_tokens(h) for h in top)
     return SearchResult(
         hits=top, total_found=total_found, tokens_used=tokens, project=project, query_vector=query_vector

@@ -8,6 +8,8 @@ API documentation, written for API users (no class docstrings: they would be pub
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import JSONParser
@@ -41,6 +43,13 @@ class SessionSerializer(serializers.Serializer):
     project = serializers.CharField(source="project.slug")
     outcome = serializers.CharField()
     status = serializers.ChoiceField(choices=STATUSES)
+    rounds = serializers.IntegerField(
+        help_text="how many times it was distilled: a session handed in again after its distillation (a resumed "
+        "conversation) is distilled again, for its new turns only"
+    )
+    distilled_upto = serializers.IntegerField(
+        help_text="how many characters of its trace were distilled; what follows waits for the next round"
+    )
     attempts = serializers.IntegerField()
     error = serializers.CharField(help_text="why the last distillation attempt failed, if it did")
     warnings = serializers.ListField(
@@ -49,6 +58,10 @@ class SessionSerializer(serializers.Serializer):
     )
     redactions = serializers.IntegerField(help_text="how many secrets were redacted from the trace")
     memories = serializers.SerializerMethodField(help_text="the memories distilled from this session")
+    held = serializers.SerializerMethodField(
+        help_text="a `held` session's findings: what the instruction-smell detector found in its distilled memories "
+        "(they wait in quarantine for an admin's review), span by span; empty otherwise"
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -56,8 +69,12 @@ class SessionSerializer(serializers.Serializer):
 
     # the contract's component (``memories.sessions.contracts.SessionMemory``, registered by the submit operation)
     @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/SessionMemory"}})
-    def get_memories(self, obj) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
-        return [{"id": m.id, "title": m.title} for m in obj.memories.all()]
+    def get_memories(self, obj) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+        return [memory.model_dump(mode="json") for memory in c.session_memories(obj)]
+
+    @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/HeldFinding"}})
+    def get_held(self, obj) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+        return [c.HeldFinding(**finding).model_dump(mode="json") for finding in obj.held]
 
 
 class SessionDetailSerializer(SessionSerializer):
@@ -105,14 +122,19 @@ class SessionListCreateView(SessionAPIView):
             "redacted before storing. `trace_format` names a client's own transcript format, which the "
             "service turns into a compact trace (a trace with no conversation in it is a 422). Submitting "
             "the same `session_id` to the same project again answers 200 with that session: its trace is "
-            "replaced while it waits for distillation, and kept once distillation began; a new one answers "
-            "201. Needs `memories:write`."
+            "replaced while it waits for its first distillation; once it was distilled (or while it is), a trace "
+            "that continues it (the same transcript grown at its end: a resumed conversation) adds its new turns "
+            "for another round that distils only them (`continued`), the same trace again changes nothing, and "
+            "one that does not continue it is a 409 (nothing changes). A new one answers 201. Needs "
+            "`memories:write`."
         ),
         request=c.SessionSubmitInput,
         responses={
             201: c.SessionSubmitOutput,
             200: c.SessionSubmitOutput,
-            **error_responses(400, 401, 403, 404, 415, 422),
+            **error_responses(
+                400, 401, 403, 404, 409, 415, 422, conflict="The trace does not continue the one the session holds."
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -131,8 +153,10 @@ class SessionDetailView(SessionAPIView):
         summary="Get a session",
         description=(
             "A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, "
-            "`waiting_for_budget`, `failed`, `done`), its error if any, the memories it produced and its "
-            "redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token "
+            "`waiting_for_budget`, `failed`, `done`, or `held`: the instruction-smell detector flagged what it "
+            "produced, and `held` lists what fired, span by span, while those memories wait in quarantine for an "
+            "admin's review), its error if any, the memories it produced and its redacted trace. Address it by "
+            "the `session_id` you submitted or by its `ses_…` id. When the token "
             "reaches several projects that each have a session with this `session_id`, the answer is a 400 "
             "listing their `ses_…` ids. Needs `memories:read`."
         ),

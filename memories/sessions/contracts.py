@@ -13,6 +13,9 @@ from memories.core.contracts import Project, iso_or_none, required_text
 from memories.models import AgentSession
 from memories.sessions.services import session_submit
 from memories.sessions.services_ledger import session_outcome_attribute
+from memories.sessions.services_resubmit import SubmitResult
+from memories.trust.provenance_contracts import SourceOut
+from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.contracts import Contract
 
 
@@ -41,7 +44,8 @@ class SessionSubmitInput(Contract):
                 "What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the "
                 "service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; "
                 "send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI "
-                "rollout file), `gemini-cli-json` (a Gemini CLI chat recording, one JSON object) or "
+                "rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON "
+                "object of releases before 0.39) or "
                 "`cursor-jsonl` (a Cursor agent transcript)"
             )
         ),
@@ -51,8 +55,8 @@ class SessionSubmitInput(Contract):
         Field(
             description=(
                 "True while the session goes on (a hook after each turn): the trace replaces the one sent "
-                "before, and distillation waits until no submission has come for a while. False (the "
-                "default): the session is over, distil it now"
+                "before (or, once the session was distilled, adds its new turns), and distillation waits until "
+                "no submission has come for a while. False (the default): the session is over, distil it now"
             )
         ),
     ] = False
@@ -61,6 +65,27 @@ class SessionSubmitInput(Contract):
 class SessionMemory(Contract):
     id: str
     title: str
+    source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
+
+
+def session_memories(session: AgentSession) -> list[SessionMemory]:
+    """The memories distilled from ``session``, each with its source (one query for all of them)."""
+    memories = list(session.memories.all())
+    sources = memory_sources(memories)
+    return [SessionMemory(id=m.id, title=m.title, source=SourceOut.of(sources[m.id])) for m in memories]
+
+
+class HeldFinding(Contract):
+    """What the instruction-smell detector found in a memory distilled from the session (held for review)."""
+
+    memory: str = Field(description="the distilled memory, waiting in quarantine")
+    title: str
+    rule: str = Field(description="the detector's rule that fired")
+    reason: str = Field(description="why such text is held for review")
+    field: str = Field(description="the memory's field the text is in")
+    start: int = Field(description="where the text starts in that field")
+    end: int = Field(description="where it ends")
+    excerpt: str = Field(description="the text that fired the rule")
 
 
 SESSION_MESSAGES = {
@@ -70,6 +95,11 @@ SESSION_MESSAGES = {
     "running": "Session is being distilled",
     "done": "Session distilled",
     "failed": "Session distillation failed; a moderator can retry it",
+    "held": (
+        "Session distilled, but the instruction-smell detector flagged what it produced (see held): those "
+        "memories wait in quarantine until an admin reviews them in the review queue; until then they are not "
+        "searched or injected"
+    ),
 }
 
 
@@ -80,15 +110,37 @@ class SessionSubmitOutput(Contract):
     session_id: str = Field(description="the id you submitted it with")
     project: str
     outcome: str
-    status: Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done"]
+    status: Literal["queued", "running", "waiting_for_llm", "waiting_for_budget", "failed", "done", "held"] = Field(
+        description="`held`: distilled, but memories it produced wait in quarantine for an admin's review (`held`)"
+    )
     created: bool = Field(description="false when this session_id had been submitted before")
     replaced: bool = Field(
         default=False, description="true when this submission's trace replaced an earlier one not yet distilled"
+    )
+    continued: bool = Field(
+        default=False,
+        description=(
+            "true when this submission continued a session distilled (or being distilled) before: the turns it "
+            "holds after that part were added to the trace, for another round that distils only them"
+        ),
+    )
+    rounds: int = Field(
+        description="how many times the session was distilled: a session handed in again after its distillation "
+        "(a resumed conversation) is distilled again, for its new turns only"
+    )
+    distilled_upto: int = Field(
+        description="how many characters of the session's stored trace were distilled; what follows waits for "
+        "the next round"
     )
     attempts: int
     error: str = Field(description="why the last distillation attempt failed, if it did")
     redactions: int = Field(description="how many secrets were redacted from the trace")
     memories: list[SessionMemory] = Field(description="the memories distilled from this session")
+    held: list[HeldFinding] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="only on a held session: what the detector found in its distilled memories, span by span",
+    )
     message: str
     created_at: str
     updated_at: str
@@ -100,11 +152,23 @@ def _held(session: AgentSession) -> bool:
     return session.status == "queued" and session.attempts == 0 and session.next_attempt_at is not None
 
 
+def _resubmission_note(result: SubmitResult, session: AgentSession) -> str:
+    if result.created:
+        return ""
+    if result.continued:
+        return " (continued: the turns since its last distillation were added)"
+    if result.replaced:
+        return " (trace replaced)"
+    return " (nothing new since its last distillation)" if session.rounds else " (already submitted)"
+
+
 def session_submit_run(principal: Principal, args: SessionSubmitInput) -> SessionSubmitOutput:
     result = session_submit(principal=principal, **args.model_dump())
     session: AgentSession = result.session
-    # once the session is over, the memories it was given learn how it went (each once: the ledger)
-    if (result.created or result.replaced) and not args.partial and session.outcome in ("success", "failure"):
+    # once the session is over, the memories it was given learn how it went (each once: the ledger, which
+    # spans every round of the session: those given after a resume learn the later outcome)
+    changed = result.created or result.replaced or result.continued
+    if changed and not args.partial and session.outcome in ("success", "failure"):
         session_outcome_attribute(
             principal=principal, session_key=args.session_id, succeeded=session.outcome == "success"
         )
@@ -116,12 +180,16 @@ def session_submit_run(principal: Principal, args: SessionSubmitInput) -> Sessio
         status=session.status,  # type: ignore[arg-type]
         created=result.created,
         replaced=result.replaced,
+        continued=result.continued,
+        rounds=session.rounds,
+        distilled_upto=session.distilled_upto,
         attempts=session.attempts,
         error=session.error,
         redactions=session.redactions,
-        memories=[SessionMemory(id=m.id, title=m.title) for m in session.memories.all()],
+        memories=session_memories(session),
+        held=[HeldFinding(**finding) for finding in session.held],
         message=SESSION_MESSAGES.get(session.status, session.status)
-        + ("" if result.created else " (trace replaced)" if result.replaced else " (already submitted)")
+        + _resubmission_note(result, session)
         + (" once the session has been idle a while" if _held(session) else ""),
         created_at=session.created_at.isoformat(),
         updated_at=session.updated_at.isoformat(),

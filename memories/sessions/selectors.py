@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
-from memories.core.selectors import project_resolve
-from memories.models import AgentSession, SessionCommit, SessionMemoryUse
+from memories.core.selectors import project_resolve, reach_for
+from memories.models import AgentSession, Memory, MemorySignal, SessionCommit, SessionMemoryUse
 from reasoningbank.errors import InvalidInput, NotFound
 
 STATUSES = tuple(s for s, _ in AgentSession.STATUS_CHOICES)
 SESSION_ID_MAX = 200  # both ids fit: a client's session_id (≤ 200) and ses_… (≤ 40)
+BANK_MEMORIES_MAX = 100  # listed in a distillation prompt: the first ones the session met
+_MEMORY_ID_RE = re.compile(r"\bmem_[0-9a-z]{26}\b")
 
 
 def session_list(
@@ -68,6 +71,27 @@ def session_memory_uses(principal: Principal, session: AgentSession) -> QuerySet
         .select_related("memory")
         .order_by("created_at", "id")
     )
+
+
+def session_bank_memories(principal: Principal, session: AgentSession) -> list[Memory]:
+    """The memories already in the bank that the session met, for distillation not to extract again: those
+    its injection ledger says it was given (the hooks' session-start block and per-prompt recall, a search,
+    context or ask with its id), those its earlier rounds distilled, those whose ids its trace shows (tool
+    results carry them) and those given signals tagged with its id — the first ``BANK_MEMORIES_MAX`` of
+    them in that order, within the principal's reach for the session's project, none in quarantine."""
+    ids: dict[str, None] = dict.fromkeys(session_memory_uses(principal, session).values_list("memory_id", flat=True))
+    distilled = access_filter(Memory, principal).filter(source_session=session).order_by("created_at", "id")
+    ids.update(dict.fromkeys(distilled.values_list("id", flat=True)))
+    ids.update(dict.fromkeys(_MEMORY_ID_RE.findall(session.trace)))
+    signalled = access_filter(MemorySignal, principal).filter(session_id=session.external_id)
+    ids.update(dict.fromkeys(signalled.values_list("memory_id", flat=True)))
+    chosen = list(ids)[:BANK_MEMORIES_MAX]
+    if not chosen:
+        return []
+    reach = reach_for(principal, project=session.project)
+    found = access_filter(Memory, principal).filter(pk__in=chosen).filter(reach.memory_q())
+    by_id = {m.id: m for m in found.exclude(state=Memory.STATE_QUARANTINED)}
+    return [by_id[pk] for pk in chosen if pk in by_id]
 
 
 def session_commits(principal: Principal, session: AgentSession) -> QuerySet[SessionCommit]:

@@ -1,31 +1,30 @@
 """Sessions and their distillation into memories (docs/memory-model.md#sessions-and-distillation).
 
 Services: ``session_submit`` (a client's transcript format converted, the trace scrubbed of secrets
-before it is stored, a later submission replacing it until distillation starts), ``session_process``
-(the worker: claim → prompt → LLM → parse → dedupe → store, all-or-nothing), ``session_retry`` /
-``sessions_requeue`` / ``sessions_release_idle``. The injection ledger: ``services_ledger.py``.
+before it is stored; a later submission of the same session: ``services_resubmit.py``),
+``session_process`` (the worker: claim → prompt → LLM → parse → dedupe → store, all-or-nothing, one
+round for what came since the last), ``session_retry`` / ``sessions_requeue`` / ``sessions_release_idle``.
+The injection ledger: ``services_ledger.py``.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import re
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
-from django.db.models.functions import Now
+from django.db.models.functions import Length, Now
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Organization
 from accounts.services import audit_record
-from memories.core.selectors import project_target, reach_for
+from memories.core.selectors import project_target
 from memories.core.services import (
     MemoryDraft,
     memories_added_notify,
@@ -34,7 +33,8 @@ from memories.core.services import (
     memory_rejection_record,
 )
 from memories.embedding import embed_texts, memory_embedding_text
-from memories.models import AgentSession, Memory, MemorySignal
+from memories.models import AgentSession, Memory
+from memories.sessions.continuation import pending_start
 from memories.sessions.prompts import (
     DISTILL_SYSTEM_PROMPT,
     ExtractedMemory,
@@ -43,10 +43,14 @@ from memories.sessions.prompts import (
     build_repair_prompt,
     parse_extractions,
 )
+from memories.sessions.selectors import session_bank_memories
 from memories.sessions.services_ledger import session_outcome_attribute
+from memories.sessions.services_resubmit import NO_LLM_MESSAGE, Resubmission, SubmitResult, session_resubmit
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.signals import confidence as conf
 from memories.signals.services import memories_mark_used
+from memories.trust.provenance_facts import submitted_provenance
+from memories.trust.services import session_held
 from memories.validation import session_key_clean, text_scrub_result
 from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
@@ -63,18 +67,10 @@ SESSION_OUTCOMES = ("success", "failure", "unknown")
 MAX_ATTEMPTS = 3  # transient LLM failures are retried this many times with exponential backoff
 RETRY_BASE_SECONDS = 30
 DUPLICATE_SIMILARITY = 0.95  # an extraction this close to an existing memory only reinforces it
-_MEMORY_ID_RE = re.compile(r"\bmem_[0-9a-z]{26}\b")
+FINISHED = (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED, AgentSession.STATUS_HELD)  # distillation is over
 
 
 # --- submit ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SubmitResult:
-    session: AgentSession
-    created: bool
-    replaced: bool = False  # an earlier submission's trace, not yet distilled, was replaced
-    outcome_reason: str = ""  # why the outcome is what it is, when the trace was read for it
 
 
 def session_submit(
@@ -90,7 +86,8 @@ def session_submit(
     """Accept a session for distillation. ``trace`` is in ``trace_format`` (a client's transcript
     format is converted to a compact trace, memories/sessions/transcripts.py); without an ``outcome``
     the one the transcript shows is taken. Submitting the same session id again replaces the trace
-    while the session still waits for distillation, and changes nothing once it has started.
+    while the session waits for its first distillation; once it was distilled, a trace that continues
+    it is distilled again for its new turns (``session_resubmit``).
     ``partial``: the session goes on, so distillation waits until no submission has come for
     ``SESSION_IDLE_SECONDS`` (a final submission queues it at once)."""
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
@@ -116,22 +113,13 @@ def session_submit(
     target = project_target(principal, project)
     external_id = session_id.strip()
     existing = AgentSession.objects.filter(project=target, external_id=external_id).first()
-    if existing is not None and existing.status not in REPLACEABLE:
-        return SubmitResult(existing, False)
     scrubbed, converted = _trace_prepare(trace.replace("\x00", ""), trace_format)
     outcome = outcome if outcome is not None else converted.outcome
     waiting = llm_from_settings().provider == "none"
     hold_until = timezone.now() + timedelta(seconds=settings.SESSION_IDLE_SECONDS) if partial and not waiting else None
+    again = Resubmission(scrubbed.text, scrubbed.redactions, outcome, hold_until, waiting, converted.outcome_reason)
     if existing is not None:
-        return _session_replace(
-            principal,
-            existing,
-            trace=scrubbed.text,
-            redactions=scrubbed.redactions,
-            outcome=outcome,
-            hold_until=hold_until,
-            reason=converted.outcome_reason,
-        )
+        return session_resubmit(principal, existing, again, enqueue=session_enqueue)
     with transaction.atomic():
         session, created = AgentSession.objects.get_or_create(
             project=target,
@@ -142,8 +130,9 @@ def session_submit(
                 "trace": scrubbed.text,
                 "redactions": scrubbed.redactions,
                 "status": AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
-                "error": _NO_LLM_MESSAGE if waiting else "",
+                "error": NO_LLM_MESSAGE if waiting else "",
                 "submitted_by_token": principal.token,
+                "submitted_provenance": submitted_provenance(principal, at=timezone.now()),
                 "next_attempt_at": hold_until,
             },
         )
@@ -163,11 +152,11 @@ def session_submit(
             )
             if not waiting and hold_until is None:
                 transaction.on_commit(lambda: session_enqueue(session.id))
+    if not created:  # a submission of the same session at the same moment won: this one comes after it
+        return session_resubmit(principal, session, again, enqueue=session_enqueue)
     return SubmitResult(session, created, outcome_reason=converted.outcome_reason)
 
 
-# a session waiting for distillation, never distilled: a later submission may still replace its trace
-REPLACEABLE = (AgentSession.STATUS_QUEUED, AgentSession.STATUS_WAITING, AgentSession.STATUS_WAITING_BUDGET)
 # what a moderator (or the resume task) may queue again
 RETRYABLE = (AgentSession.STATUS_FAILED, AgentSession.STATUS_WAITING, AgentSession.STATUS_WAITING_BUDGET)
 
@@ -188,39 +177,6 @@ def _trace_prepare(trace: str, trace_format: str) -> tuple[ScrubResult, Converte
     scrubbed = text_scrub_result(converted.trace, seen_in="session.submit")
     total = raw.redactions + scrubbed.redactions
     return ScrubResult(scrubbed.text, total, scrubbed.kinds, scrubbed.own_tokens), converted
-
-
-def _session_replace(
-    principal: Principal,
-    session: AgentSession,
-    *,
-    trace: str,
-    redactions: int,
-    outcome: str,
-    hold_until: Any,
-    reason: str,
-) -> SubmitResult:
-    """The later submission's trace in place of the earlier one, unless a worker has claimed the
-    session meanwhile (the update is conditional on its state, as the claim is)."""
-    budget_wait = session.status == AgentSession.STATUS_WAITING_BUDGET  # next_attempt_at: the period's turn
-    held = session.next_attempt_at is not None and session.attempts == 0 and not budget_wait
-    fields: dict[str, Any] = {
-        "trace": trace,
-        "redactions": redactions,
-        "outcome": outcome,
-        "updated_at": timezone.now(),
-    }
-    if hold_until is not None and (held or session.status == AgentSession.STATUS_WAITING):
-        fields["next_attempt_at"] = hold_until  # the session goes on: the idle wait starts again
-    elif hold_until is None and held:
-        fields["next_attempt_at"] = None  # the session is over: distil it now
-    with transaction.atomic():
-        updated = AgentSession.objects.filter(pk=session.pk, status__in=REPLACEABLE, attempts=0).update(**fields)
-        if updated and held and fields.get("next_attempt_at", session.next_attempt_at) is None:
-            if session.status == AgentSession.STATUS_QUEUED:
-                transaction.on_commit(lambda: session_enqueue(session.id))
-    session.refresh_from_db()
-    return SubmitResult(session, False, replaced=bool(updated), outcome_reason=reason)
 
 
 def sessions_release_idle() -> int:
@@ -247,11 +203,6 @@ def sessions_release_idle() -> int:
                 transaction.on_commit(functools.partial(session_enqueue, session_id))
                 released += 1
     return released
-
-
-_NO_LLM_MESSAGE = (
-    "waiting: no LLM provider is configured (set LLM_PROVIDER); the session is kept and will be distilled then"
-)
 
 
 def session_enqueue(session_id: str, *, delay_seconds: float = 0) -> None:
@@ -291,9 +242,9 @@ def session_claim(session_id: str) -> AgentSession | None:
     result=lambda s: {"claimed": False} if s is None else {"status": s.status, "attempts": s.attempts},
 )
 def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
-    """Distil one session. Outcomes: done (0-3 memories), waiting_for_llm, waiting_for_budget, queued again after a
-    transient LLM failure (with backoff), or failed with the error (and raw reply) kept. While it runs
-    its heartbeat is stamped, so a session whose worker dies is queued again (``sessions_recover_stale``)."""
+    """Distil one session. Outcomes: done (0-3 memories), held (some wait in quarantine), waiting_for_llm,
+    waiting_for_budget, queued again after a transient LLM failure (with backoff), or failed with the error kept.
+    While it runs its heartbeat is stamped: a session whose worker dies is queued again (sessions_recover_stale)."""
     session = session_claim(session_id)
     if session is None:
         return None
@@ -305,18 +256,27 @@ def session_process(session_id: str, *, llm: Any = None) -> AgentSession | None:
 
 
 def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
+    """One round: what the session's trace holds after the part distilled before (all of it the first time)."""
     org = session.organization
-    injected = _injected_memories(session)
+    start = pending_start(session.trace, session.distilled_upto)
+    part = session.trace[start:]
+    if not part.strip():  # queued again with nothing new (a worker that died after its round's end)
+        return _session_round_end(session, warnings=session.warnings, counted=False)
+    injected = session_bank_memories(_session_principal(session), session)
     current_set(  # the trace's length, never the trace
         session_id=session.id,
         org_id=org.id,
         project_id=session.project_id,
         outcome=session.outcome,
-        trace_length=len(session.trace),
+        trace_length=len(part),
+        round=session.rounds + 1,
         injected_memories=len(injected),
     )
     prompt = build_extraction_prompt(
-        outcome=session.outcome, trace=session.trace, injected=[(m.title, m.description) for m in injected]
+        outcome=session.outcome,
+        trace=part,
+        injected=[(m.title, m.description) for m in injected],
+        continued=start > 0,
     )
     try:
         reply = _complete(org, session, prompt, llm)
@@ -364,26 +324,9 @@ def _session_distill(session: AgentSession, llm: Any) -> AgentSession:
 
 
 def _complete(org: Organization, session: AgentSession, prompt: str, llm: Any) -> str:
-    result = llm_complete(
+    return llm_complete(
         organization=org, purpose="distill", system=DISTILL_SYSTEM_PROMPT, prompt=prompt, llm=llm, subject=session
-    )
-    return result.text
-
-
-def _injected_memories(session: AgentSession) -> list[Memory]:
-    """Memories the agent got from the bank during this session: those whose ids appear in the
-    trace (tool results carry them) or that received signals tagged with this session id."""
-    ids = set(_MEMORY_ID_RE.findall(session.trace))
-    signalled = MemorySignal.objects.filter(
-        organization=session.organization, session_id=session.external_id
-    ).values_list("memory_id", flat=True)
-    ids.update(signalled)
-    if not ids:
-        return []
-    reach = reach_for(_session_principal(session), project=session.project)
-    return list(
-        Memory.objects.filter(organization=session.organization, pk__in=list(ids)[:100]).filter(reach.memory_q())
-    )
+    ).text
 
 
 def _session_principal(session: AgentSession) -> Principal:
@@ -434,7 +377,7 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
     principal = _session_principal(session)
     passed, warnings = _session_gate(session, extracted)
     if not passed:
-        return _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
+        return _session_round_end(session, warnings=warnings)
     vectors, _ = embed_texts([memory_embedding_text(d.title, d.description, d.content) for _, d in passed])
     with transaction.atomic():
         keep: list[tuple[ExtractedMemory, MemoryDraft, list[float]]] = []
@@ -463,7 +406,7 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
             )
         if reinforced:
             memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)
-        finished = _session_finish(session, AgentSession.STATUS_DONE, warnings=warnings)
+        finished = _session_round_end(session, warnings=warnings)
     if created:
         memories_added_notify(session.project, len(created))
     current_set(memories_created=len(created), memories_reinforced=len(reinforced))  # on session.distill
@@ -492,6 +435,38 @@ def _cosine(a: list[float], b: list[float]) -> float:
     return dot / norm if norm else 0.0
 
 
+def _session_round_end(session: AgentSession, *, warnings: list[str], counted: bool = True) -> AgentSession:
+    """A round over: the trace the worker read is distilled, and the session is done — or held while a
+    memory it produced (in any round) waits in quarantine. Turns a submission added meanwhile are queued
+    for the next round: at once, or once the session is idle when that submission said it goes on."""
+    read = len(session.trace)
+    with transaction.atomic():
+        length, hold = (
+            AgentSession.objects.select_for_update()
+            .filter(pk=session.pk)
+            .annotate(length=Length("trace"))
+            .values_list("length", "next_attempt_at")
+            .get()
+        )
+        quarantined = Memory.objects.filter(source_session=session, state=Memory.STATE_QUARANTINED)
+        held = session_held(list(quarantined.order_by("created_at", "id")))  # what the detector found in them
+        status = AgentSession.STATUS_HELD if held else AgentSession.STATUS_DONE
+        rounds = session.rounds + int(counted)
+        finished = _session_finish(session, status, warnings=warnings, held=held, distilled_upto=read, rounds=rounds)
+        if length <= read:
+            return finished
+        waiting = llm_from_settings().provider == "none"
+        AgentSession.objects.filter(pk=session.pk).update(  # the event above is the round's: the row goes on
+            status=AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
+            error=NO_LLM_MESSAGE if waiting else "",
+            finished_at=None,
+            next_attempt_at=None if waiting else hold,
+        )
+        if not waiting and hold is None:
+            transaction.on_commit(functools.partial(session_enqueue, session.id))
+    return AgentSession.objects.select_related("organization", "project").get(pk=session.pk)
+
+
 def _session_finish(
     session: AgentSession, status: str, *, error: str = "", raw_reply: str = "", **fields: Any
 ) -> AgentSession:
@@ -501,12 +476,14 @@ def _session_finish(
     session.error = scrub_secrets(error).text[:4000]
     session.raw_reply = scrub_secrets(raw_reply).text[:20000]
     session.updated_at = now
-    session.finished_at = now if status in (AgentSession.STATUS_DONE, AgentSession.STATUS_FAILED) else None
+    session.finished_at = now if status in FINISHED else None
     if status != AgentSession.STATUS_QUEUED:
         session.next_attempt_at = None
     for name, value in fields.items():
         setattr(session, name, value)
-    session.save()
+    # never the trace, outcome or submitter: a submission may have continued the session meanwhile
+    written = ["status", "error", "raw_reply", "updated_at", "finished_at", "next_attempt_at", *fields]
+    session.save(update_fields=list(dict.fromkeys(written)))
     return session
 
 
@@ -535,7 +512,7 @@ def sessions_requeue(queryset: Any) -> int:
     AgentSession.objects.filter(pk__in=ids).update(
         status=AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
         attempts=0,
-        error=_NO_LLM_MESSAGE if waiting else "",
+        error=NO_LLM_MESSAGE if waiting else "",
         warnings=[],
         next_attempt_at=None,
         updated_at=timezone.now(),

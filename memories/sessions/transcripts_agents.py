@@ -11,10 +11,21 @@ per client format, each filling the same ``Reading`` so the outcome is inferred 
   left; ``session_meta``, ``turn_context`` and ``event_msg`` (the UI's copy of the same messages) are
   bookkeeping. The user messages Codex adds itself (``<environment_context>``, ``<user_instructions>``,
   the AGENTS.md text) are not prompts.
-- ``gemini-cli-json``: a Gemini CLI chat recording, one JSON object (``sessionId``, ``messages``: each
-  with ``type`` ``user``/``gemini``/``info``/``error``/``warning``, ``content``, and on ``gemini``
-  messages ``toolCalls`` with ``name``, ``args``, ``status`` and ``result`` parts holding the
-  ``functionResponse``), as ``~/.gemini/tmp/<project hash>/chats/session-….json`` holds it.
+- ``gemini-cli-json``: a Gemini CLI chat recording (``~/.gemini/tmp/<project>/chats/session-….jsonl``),
+  in either of the CLI's two formats. Since 0.39 it is JSON Lines, appended as the session goes: a first
+  line of metadata (``sessionId``, ``projectHash``, ``startTime``, ``kind``), then each message as a line
+  of its own, written again whole each time it changes (its tool calls done, its token counts in), so
+  the last line with an ``id`` is the message as it ended; ``{"$set": {…}}`` lines update the metadata,
+  and one holding ``messages`` is a checkpoint the CLI writes at start, on resume, on a cancelled turn
+  and on compression; ``{"$rewindTo": id}`` drops that message and every later one (``/rewind``).
+  Before 0.39 it was one JSON object (``sessionId``, ``messages``). A message has ``type``
+  ``user``/``gemini``/``info``/``error``/``warning`` and ``content`` (a string or Gemini API parts, a
+  part with ``thought`` being the model's reasoning); a ``gemini`` message has ``toolCalls`` with
+  ``name``, ``args``, ``status`` and ``result`` parts holding the ``functionResponse``. Since 0.61 a
+  tool's output also comes back as a ``user`` message of ``functionResponse`` parts, the CLI records its
+  own environment as a ``user`` message opening ``<session_context>``, and a hook's
+  ``additionalContext`` is recorded inside the user's turn as ``<hook_context>…</hook_context>``: none of
+  them is the user's words (the memories a hook injected are the bank's, not the session's).
 - ``cursor-jsonl``: a Cursor agent transcript (``~/.cursor/projects/<project>/agent-transcripts/``),
   JSON Lines of ``{"role", "message": {"content": [blocks]}}`` with ``text`` and ``tool_use`` blocks;
   the user's words are wrapped in ``<user_query>``. Cursor does not write tool results into it, so a
@@ -56,6 +67,13 @@ SHELL_TOOLS = frozenset(
 CODEX_OWN_MESSAGE = re.compile(r"^\s*(<[a-z_]+>|# AGENTS\.md instructions|<INSTRUCTIONS>)")
 EXIT_CODE = re.compile(r"(?:exit(?:ed with)? code|Exit Code)\W+(-?\d+)", re.IGNORECASE)
 USER_QUERY = re.compile(r"<user_query>\s*(.*?)\s*</user_query>", re.DOTALL)
+# Gemini CLI's own text in a recording: a hook's context (added to the user's turn, escaped), the
+# environment it sends first, a compression's summary and the model's answer to it
+GEMINI_HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
+GEMINI_OWN_OPENINGS = ("<session_context>",)
+GEMINI_SNAPSHOT = "<state_snapshot>"
+GEMINI_ACKNOWLEDGEMENT = "Got it. Thanks for the additional context!"
+GEMINI_UNTRUSTED = re.compile(r"</?untrusted_context>")  # the CLI's framing of a tool's output (0.61)
 
 
 def _prompt(reading: Reading, words: str) -> None:
@@ -195,21 +213,18 @@ def _codex_output(raw: Any) -> tuple[str, bool]:
 
 
 def gemini_convert(text: str) -> Converted:
-    """A Gemini CLI chat recording as a compact trace."""
+    """A Gemini CLI chat recording, in either format, as a compact trace."""
     reading = Reading()
-    try:
-        record = json.loads(text)
-    except ValueError:
-        record = {}
-    messages = record.get("messages") if isinstance(record, dict) else None
-    for message in messages if isinstance(messages, list) else []:
-        if not isinstance(message, dict):
-            continue
-        words = _gemini_text(message.get("content"))
+    for message in gemini_messages(text):
         if message.get("type") == "user":
-            _prompt(reading, words)
+            words = _gemini_user_words(message)
+            if GEMINI_SNAPSHOT in words:
+                _summary(reading, words)  # a compression's summary: the CLI's, in a user turn
+            else:
+                _prompt(reading, words)
         elif message.get("type") == "gemini":
-            _assistant(reading, words)
+            words = _gemini_text(message.get("content"))
+            _assistant(reading, "" if words.strip() == GEMINI_ACKNOWLEDGEMENT else words)
             calls = message.get("toolCalls")
             for number, call in enumerate(calls if isinstance(calls, list) else []):
                 if isinstance(call, dict):
@@ -222,11 +237,75 @@ def gemini_convert(text: str) -> Converted:
     return reading_converted(reading)
 
 
+def gemini_messages(text: str) -> list[dict[str, Any]]:
+    """The messages of a recording as the session ended, in order: the old single object read whole,
+    the JSON Lines replayed as the CLI loads them — with one difference. A checkpoint (``$set`` of
+    ``messages``) replaces the CLI's list, so after a compression or a resume the CLI forgets the turns
+    it no longer sends the model; here they stay, the checkpoint updating the messages it still holds
+    and adding the ones it brings, except its copies of the turns it dropped. No turn is lost to
+    distillation because the model's context was cut."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    records = [whole] if isinstance(whole, dict) else list(json_lines(text))
+    messages: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if isinstance(record.get("$rewindTo"), str):
+            _gemini_rewind(messages, record["$rewindTo"])
+        elif isinstance(record.get("id"), str):
+            messages[record["id"]] = record  # a message, or its later state: it keeps its place
+        elif isinstance(record.get("$set"), dict) and isinstance(record["$set"].get("messages"), list):
+            _gemini_checkpoint(messages, record["$set"]["messages"])
+        elif isinstance(record.get("messages"), list):  # the old format, or a migrated one's first line
+            for message in record["messages"]:
+                if isinstance(message, dict):
+                    messages[str(message.get("id") or f"m-{len(messages)}")] = message
+    return list(messages.values())
+
+
+def _gemini_rewind(messages: dict[str, dict[str, Any]], message_id: str) -> None:
+    ids = list(messages)
+    drop = ids[ids.index(message_id) :] if message_id in messages else ids  # unknown: the CLI clears all
+    for key in drop:
+        del messages[key]
+
+
+def _gemini_checkpoint(messages: dict[str, dict[str, Any]], listed: list[Any]) -> None:
+    held = {str(message.get("id")) for message in listed if isinstance(message, dict)}
+    dropped = {_gemini_key(message) for key, message in messages.items() if key not in held}
+    for message in listed:
+        if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+            continue
+        if message["id"] in messages:  # what the checkpoint has of it (its parts) over what we read
+            messages[message["id"]] = {**messages[message["id"]], **message}
+        elif _gemini_key(message) not in dropped:
+            messages[message["id"]] = message
+
+
+def _gemini_key(message: dict[str, Any]) -> tuple[str, str]:
+    """A turn as the reader sees it: a compression's copy of a turn has a new id and the same words."""
+    words = _gemini_text(message.get("content")).strip()
+    return (str(message.get("type")), words or f"(no words) {message.get('id')}")
+
+
+def _gemini_user_words(message: dict[str, Any]) -> str:
+    """The user's own words in a user message: what they typed (``displayContent``) when the CLI kept it
+    apart from what it sent, without what hooks added and without the CLI's environment message."""
+    words = _gemini_text(message.get("displayContent")) or _gemini_text(message.get("content"))
+    words = GEMINI_HOOK_CONTEXT.sub("", words).strip()
+    return "" if words.startswith(GEMINI_OWN_OPENINGS) else words
+
+
 def _gemini_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # Gemini API parts
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("text"))
+    if isinstance(content, dict):
+        content = [content]
+    if isinstance(content, list):  # Gemini API parts; a thought part is the model's reasoning
+        return "\n".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("text") and not p.get("thought")
+        )
     return ""
 
 
@@ -244,7 +323,7 @@ def _gemini_result(call: dict[str, Any]) -> tuple[str, bool]:
                 outputs.append(str(response["output"]))
     if not outputs and isinstance(call.get("resultDisplay"), str):
         outputs.append(call["resultDisplay"])
-    output = "\n".join(outputs).strip()
+    output = GEMINI_UNTRUSTED.sub("", "\n".join(outputs)).strip()
     code = EXIT_CODE.search(output)
     return output, failed or bool(code and int(code.group(1)) != 0)
 

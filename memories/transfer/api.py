@@ -26,6 +26,7 @@ from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_ADMIN
+from accounts.services_write_limits import write_admit
 from memories.transfer.export_format import MEDIA_TYPE, VERSION
 from memories.transfer.selectors import export_lines, export_scope
 from memories.transfer.services import FORMATS, ImportInvalid, bank_export_record, bank_import
@@ -157,7 +158,16 @@ class ImportRequestSerializer(StrictSerializer):
     )
     dry_run = StrictBooleanField(required=False, default=False, help_text="check everything, write nothing")
     source_name = StrictCharField(
-        required=False, max_length=100, help_text="claude-md: the file's name, used in the memories' descriptions"
+        required=False,
+        max_length=100,
+        help_text="the file's name: kept in every imported memory's provenance (claude-md: also used in the "
+        "memories' descriptions)",
+    )
+    reviewed = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="you read the file and vouch for it: its memories are trusted for automatic injection at once "
+        "(audited). Without it they are imported pending: searchable, but not injected until a person reviews them",
     )
 
 
@@ -179,6 +189,9 @@ class ImportQuerySerializer(StrictQuerySerializer):
     )
     source_name = serializers.CharField(
         required=False, max_length=100, help_text="with an application/x-ndjson body: as in the JSON form"
+    )
+    reviewed = serializers.BooleanField(
+        required=False, default=False, help_text="with an application/x-ndjson body: as in the JSON form"
     )
 
 
@@ -219,6 +232,19 @@ class ImportResultSerializer(serializers.Serializer):
     memory_ids = serializers.DictField(
         child=serializers.CharField(), help_text="each memory id of the file → the id of the memory it became"
     )
+    quarantined = serializers.IntegerField(
+        help_text="memories that landed in quarantine: the instruction-smell detector flagged them (or the file "
+        "held them so); they wait for an admin's review and are not searched or injected until then (0 in a dry run)"
+    )
+    held_summaries = serializers.IntegerField(help_text="summaries held for review the same way")
+    flagged = serializers.IntegerField(
+        help_text="memories stored active with the detector's flags (the organization flags instead of quarantining)"
+    )
+    trust = serializers.ChoiceField(
+        choices=["trusted", "pending"],
+        help_text="the imported memories' trust: pending (not injected until a person reviews them) unless the "
+        "import said `reviewed`",
+    )
 
 
 def _import_arguments(request: Request) -> dict[str, Any]:
@@ -258,8 +284,10 @@ class ImportView(OrgAPIView):
             "mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose "
             "`errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file "
             "is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) "
-            "with every reference rewritten, and re-embedded with the configured embedder. `dry_run` checks "
-            "only. The import is audited. Needs `admin`.\n\n"
+            "with every reference rewritten, and re-embedded with the configured embedder. Every text passes the "
+            "instruction-smell detector as a recorded one does: what it flags lands in quarantine (`quarantined`, "
+            "`held_summaries`; the file's own quarantined memories stay there) for an admin's review. `dry_run` "
+            "checks only. The import is audited. Needs `admin`.\n\n"
             "Two forms of the same request: a JSON body (`text` holds the file, the options beside it), or "
             f"the exported file itself as the body with `Content-Type: {MEDIA_TYPE}` and the options as query "
             "parameters (`curl --data-binary @bank.jsonl -H 'Content-Type: application/x-ndjson' "
@@ -271,6 +299,8 @@ class ImportView(OrgAPIView):
     )
     def post(self, request: Request) -> Response:
         args = _import_arguments(request)
+        if not args["dry_run"]:  # one write for the write limits, whatever the file holds (the plan bounds memories)
+            write_admit(self.principal)
         try:
             result = bank_import(
                 principal=self.principal,
@@ -280,6 +310,8 @@ class ImportView(OrgAPIView):
                 dry_run=args["dry_run"],
                 max_bytes=settings.IMPORT_MAX_BYTES,
                 source_name=args.get("source_name") or "CLAUDE.md",
+                file_name=args.get("source_name") or "",
+                reviewed=args["reviewed"],
             )
         except ImportInvalid as exc:
             return Response(error_body(exc.message, exc.code, exc.by_place()), status=exc.status)

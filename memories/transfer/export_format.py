@@ -5,7 +5,7 @@ One JSON object per line, each with a ``type``:
 ``header`` (first line) → ``weights``* → ``memory``* → ``link``* → ``signal``* → ``summary``* →
 ``session_use``* → ``end`` (last line).
 
-docs/export-import.md#the-format-version-1 is the format's specification for users; this module is its
+docs/export-import.md#the-format-version-2 is the format's specification for users; this module is its
 executable form: the schema of every line (``SCHEMAS``) and the checks of its fields. Reading and
 writing one line is ``memories/transfer/lines.py``'s; what only a whole file shows, and the new ids an
 import gives, ``memories/transfer/import_checks.py``'s.
@@ -31,13 +31,17 @@ from memories.context.summary_parts import (
     summary_key_facts_check,
     summary_superseded_facts_check,
 )
+from memories.trust.provenance import PENDING, TRUSTED, provenance_validate
+from memories.trust.screening import flags_clean
 from reasoningbank.scrubbing import scrub_secrets
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 FORMAT = "reasoningbank-export"
-VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+# 2: a memory carries its provenance, trust, flags and review (docs/export-import.md#the-format-version-2); a version 1
+# file reads as before, its memories described from their origin and creator
+VERSION = 2
+SUPPORTED_VERSIONS = (1, 2)
 MEDIA_TYPE = "application/x-ndjson"
 
 LINE_TYPES = ("header", "weights", "memory", "link", "signal", "summary", "session_use", "end")
@@ -279,6 +283,15 @@ def _summary_part(check: Callable[[Any], Any]) -> Check:
     return checked
 
 
+def _flags(value: Any) -> list[dict[str, Any]]:
+    """The instruction-smell detector's findings on a memory or summary (docs/security/memory-poisoning.md):
+    informative only — an import screens every text itself — so a finding of an unknown rule or shape is
+    dropped rather than refused."""
+    if not isinstance(value, list):
+        raise Bad("must be a list of findings")
+    return flags_clean(value)
+
+
 def _count_map(value: Any) -> dict[str, int]:
     if not isinstance(value, dict):
         raise Bad("must be an object of counts")
@@ -291,6 +304,14 @@ def _embedding(value: Any) -> list[float]:
     if not all(not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) for x in value):
         raise Bad("must hold finite numbers only")
     return [float(x) for x in value]
+
+
+def _claimed_provenance(value: Any) -> dict[str, Any]:
+    """A memory's provenance as the file states it: an object, reduced to what the format knows (a claim
+    the import keeps as such, never as this organization's own record)."""
+    if not isinstance(value, dict):
+        raise Bad("must be an object (the memory's provenance as exported)")
+    return provenance_validate(value)
 
 
 def _object(schema: Mapping[str, Field]) -> Check:
@@ -392,7 +413,15 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "promoted_from": _c(_choice("kinds", blank=True), ""),
         "promoted_at": _OPTIONAL_TIME,
         "promotion_reason": _f(_text(PROMOTION_REASON_MAX), ""),
+        # what the instruction-smell detector found when it was written (a quarantined memory's reasons)
+        "flags": _f(_flags, []),
         "created_by_user": _f(_nullable(_text(254)), None),
+        # version 2: who wrote it, how and through which client; whether it was trusted for injection; who
+        # reviewed it. All read as claims (docs/export-import.md)
+        "provenance": _f(_claimed_provenance, {}),
+        "trust": _f(_nullable(_fixed_choice((TRUSTED, PENDING))), None),
+        "reviewed_by": _f(_nullable(_text(254)), None),
+        "reviewed_at": _OPTIONAL_TIME,
         "created_at": _TIME,
         "updated_at": _f(_nullable(when_parse), None),
         "signal_aggregate": _f(_nullable(_object(AGGREGATE)), None),
@@ -436,6 +465,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "raw_reply": _f(_text(TEXT_MAX), ""),
         "activation_count": _f(_count, 0),
         "last_activated_at": _OPTIONAL_TIME,
+        "flags": _f(_flags, []),  # a held summary's findings
         "created_at": _TIME,
     },
     "session_use": {

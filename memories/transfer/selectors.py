@@ -1,6 +1,6 @@
 """The export of a memory bank (docs/export-import.md): every memory of an organization, or of one of
 its projects, with its links, lineage, signals, summaries and session ledger, as the lines of the
-ReasoningBank format (``memories.transfer.export_format``; docs/export-import.md#the-format-version-1).
+ReasoningBank format (``memories.transfer.export_format``; docs/export-import.md#the-format-version-2).
 
 ``export_scope`` checks the request at once (scope, project); ``export_lines`` generates the lines. The
 generator reads in keyset batches (constant memory whatever the bank's size) inside one read-only
@@ -11,6 +11,8 @@ to a memory outside it (merged into a team-wide memory, a summary source elsewhe
 counted in the ``end`` line's ``dropped``. So are the promotion proposals awaiting review (``proposals``),
 with their links: no memory yet, and their review item (consolidation's) is not in the file, so imported
 they could never be decided; the importing organization's own promotion pass proposes them again.
+Memories held in quarantine are exported as they are, ``quarantined`` with their ``flags``: imported, they
+wait for review again (docs/security/memory-poisoning.md#quarantine).
 """
 
 from __future__ import annotations
@@ -40,13 +42,17 @@ from reasoningbank.ai.embedders import embedder_from_settings
 from reasoningbank.errors import Forbidden, InvalidInput
 
 BATCH = 500
+# memories proper, and those held in quarantine *as* quarantined (their state and flags exported), so that an
+# export → import round trip keeps them waiting for review instead of making them active
+EXPORTED_STATES = (*Memory.SETTLED_STATES, Memory.STATE_QUARANTINED)
 
 MEMORY_COLUMNS = (
     "id", "project_id", "team_id", "title", "description", "content", "outcome", "tags", "kind", "state",
     "archived_reason", "archived_at", "consolidated_into_id", "consolidated_into__project_id", "tier", "retention",
     "importance", "expires_at", "prior_alpha", "prior_beta", "alpha", "beta", "confidence", "usage_count",
-    "last_used_at", "last_signal_at", "origin", "promoted_from", "promoted_at", "promotion_reason",
+    "last_used_at", "last_signal_at", "origin", "promoted_from", "promoted_at", "promotion_reason", "flags",
     "created_by_user__email", "created_at", "updated_at", "embedding_model",
+    "provenance", "trust", "reviewed_by__email", "reviewed_at",
     "signal_aggregate__memory_id", "signal_aggregate__last_rollup", "signal_aggregate__decayed_at",
     *(f"signal_aggregate__{name}" for name in (*ef.AGGREGATE_COUNTS, *ef.AGGREGATE_KEPT)),
 )  # fmt: skip
@@ -61,14 +67,12 @@ class ExportScope:
     embeddings: bool
 
     def memories(self) -> QuerySet[Memory]:
-        qs = access_filter(Memory, self.principal).filter(state__in=Memory.SETTLED_STATES)
+        qs = access_filter(Memory, self.principal).filter(state__in=EXPORTED_STATES)
         return qs.filter(project=self.project) if self.project is not None else qs
 
     def of_memories(self, model: Any, *names: str) -> QuerySet[Any]:
         """Rows of ``model`` whose memory fields (``names``) all point into the export."""
-        qs = access_filter(model, self.principal).filter(
-            Q(**{f"{name}__state__in": Memory.SETTLED_STATES for name in names})
-        )
+        qs = access_filter(model, self.principal).filter(Q(**{f"{name}__state__in": EXPORTED_STATES for name in names}))
         if self.project is None:
             return qs
         return qs.filter(Q(**{f"{name}__project": self.project for name in names}))
@@ -221,7 +225,7 @@ def _export_snapshot(scope: ExportScope) -> Iterator[str]:
 _SUMMARY_COLUMNS = (
     "id", "memory_id", "source_memory_ids", "status", "summary", "key_facts", "decisions", "superseded_facts",
     "confidence", "temporal_start", "temporal_end", "error", "raw_reply", "activation_count", "last_activated_at",
-    "created_at",
+    "flags", "created_at",
 )  # fmt: skip
 
 
@@ -288,7 +292,12 @@ def _memory_line(
         "promoted_from": row["promoted_from"],
         "promoted_at": ef.when_dump(row["promoted_at"]),
         "promotion_reason": row["promotion_reason"],
+        "flags": row["flags"],
         "created_by_user": row["created_by_user__email"] or None,
+        "provenance": row["provenance"] or {},  # {}: older than provenance; an import describes it from the above
+        "trust": row["trust"],
+        "reviewed_by": row["reviewed_by__email"] or None,
+        "reviewed_at": ef.when_dump(row["reviewed_at"]),
         "created_at": ef.when_dump(row["created_at"]),
         "updated_at": ef.when_dump(row["updated_at"]),
         "signal_aggregate": aggregate,
@@ -321,5 +330,6 @@ def _summary_line(row: dict[str, Any], sources: list[str]) -> dict[str, Any]:
         "raw_reply": row["raw_reply"],
         "activation_count": row["activation_count"],
         "last_activated_at": ef.when_dump(row["last_activated_at"]),
+        "flags": row["flags"],
         "created_at": ef.when_dump(row["created_at"]),
     }

@@ -20,6 +20,7 @@ skipped, so importing the same file twice adds nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +31,7 @@ from accounts.access import Principal, access_filter
 from accounts.models import Project, Team
 from accounts.plans import FEATURE_TEAMS, plan_required
 from accounts.services import audit_record, project_create, team_create
+from accounts.services_write_limits import flagged_write_note
 from memories.core import gate
 from memories.core.fingerprint import memory_content_hash
 from memories.core.selectors import project_target
@@ -49,7 +51,8 @@ from memories.transfer import import_checks as checks
 from memories.transfer import lines
 from memories.transfer.import_sources import SOURCE_FORMATS, source_records, unique_ids
 from memories.transfer.selectors import transfer_admin_require
-from memories.transfer.writer import ImportPlaces, ImportResult, ImportWriter, Progress, texts_scrubbed
+from memories.transfer.writer import ImportOrigin, ImportPlaces, ImportResult, ImportWriter, Progress, texts_scrubbed
+from memories.trust.provenance import HOW_IMPORTED, memory_trust_decide
 from reasoningbank.errors import InvalidInput, LimitExceeded, TooLarge
 
 FORMATS = ("reasoningbank", *SOURCE_FORMATS)
@@ -155,12 +158,20 @@ def bank_import(
     progress: Progress | None = None,
     max_bytes: int | None = None,
     source_name: str = "CLAUDE.md",
+    file_name: str = "",
+    reviewed: bool = False,
 ) -> ImportResult:
     """Import ``source`` (the text, or a callable returning its lines afresh, e.g. opening a file) into
     the principal's organization — or, with ``project``, into that one project. ``dry_run`` checks
-    everything and writes nothing. ``ImportInvalid`` lists the problems of an invalid file."""
+    everything and writes nothing. ``ImportInvalid`` lists the problems of an invalid file.
+
+    Every memory's provenance says it was imported by the principal from ``file_name`` (the file's own
+    claims about it kept inside); it waits for review before automatic injection (trust ``pending``) unless
+    ``reviewed``: the importing admin states that they read the file (audited with the import)."""
     if fmt not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)} (got {fmt!r})", field="format")
+    if not isinstance(reviewed, bool):
+        raise InvalidInput("reviewed must be true or false", field="reviewed")
     target = transfer_admin_require(principal, project, action="import")
     if max_bytes is not None and isinstance(source, str) and len(source.encode("utf-8")) > max_bytes:
         raise TooLarge(
@@ -171,12 +182,15 @@ def bank_import(
     now = timezone.now()
     vocab = vocabulary()
     ids = checks.IdMap(new_memory_id=new_memory_id, new_summary_id=new_summary_id)
+    origin = ImportOrigin(file=file_name or (source_name if fmt != "reasoningbank" else ""), fmt=fmt, reviewed=reviewed)
     if fmt == "reasoningbank":
-        return _import_bank(principal, source, target, vocab, ids, now, dry_run=dry_run, progress=progress)
+        return _import_bank(
+            principal, source, target, vocab, ids, now, dry_run=dry_run, progress=progress, origin=origin
+        )
     target = target or project_target(principal, None)
     return _import_source(
         principal, _text(source), fmt, target, vocab, ids, now, dry_run=dry_run, progress=progress,
-        source_name=source_name,
+        source_name=source_name, origin=origin,
     )  # fmt: skip
 
 
@@ -275,9 +289,12 @@ def _import_bank(
     *,
     dry_run: bool,
     progress: Progress | None,
+    origin: ImportOrigin,
 ) -> ImportResult:
     checker = _check(source, vocab, ids, now, into_project=into is not None, progress=progress)
-    result = ImportResult(format="reasoningbank", dry_run=dry_run, project=into.slug if into else None)
+    result = ImportResult(
+        format="reasoningbank", dry_run=dry_run, project=into.slug if into else None, trust=_trust(origin)
+    )
     places = _places_plan(principal, checker, into, result)
     memory_limit_check(principal.organization, adding=checker.active_memories)
     if dry_run:
@@ -285,7 +302,9 @@ def _import_bank(
         return result
     with transaction.atomic():
         _places_create(principal, places, result)
-        writer = ImportWriter(principal, places, ids, checker.counts["memory"], progress, result)
+        header = checker.header or {}
+        origin = replace(origin, organization=header.get("organization") or "", exported_at=header.get("exported_at"))
+        writer = ImportWriter(principal, places, ids, checker.counts["memory"], progress, result, origin)
         for where, text in _lines(source):
             try:
                 record = lines.line_parse(where, text, vocab, now=now)
@@ -294,7 +313,7 @@ def _import_bank(
             writer.add(record, memory_projects=checker.memory_projects)
         writer.flush()
         result.memory_ids = dict(ids.memories)
-        _import_audit(principal, result)
+        _import_audit(principal, result, origin)
     return result
 
 
@@ -310,6 +329,7 @@ def _import_source(
     dry_run: bool,
     progress: Progress | None,
     source_name: str,
+    origin: ImportOrigin,
 ) -> ImportResult:
     converted = source_records(fmt, text, source_name=source_name)
     errors = list(converted.errors)
@@ -321,20 +341,20 @@ def _import_source(
             errors.append(ef.LineError(source.where, exc.field, exc.message))
     if errors:
         raise ImportInvalid(errors[: ef.MAX_ERRORS], truncated=len(errors) > ef.MAX_ERRORS)
-    result = ImportResult(format=fmt, dry_run=dry_run, project=into.slug)
+    result = ImportResult(format=fmt, dry_run=dry_run, project=into.slug, trust=_trust(origin))
     kept = _source_filter(principal, into, records, result)
     memory_limit_check(principal.organization, adding=len(kept))
     if dry_run:
         result.created["memory"] = len(kept)
         return result
     with transaction.atomic():
-        writer = ImportWriter(principal, ImportPlaces(into=into), ids, len(kept), progress, result)
+        writer = ImportWriter(principal, ImportPlaces(into=into), ids, len(kept), progress, result, origin)
         for _, record in kept:
             ids.memory_add(record["id"])
             writer.add(record, memory_projects={})
         writer.flush()
         result.memory_ids = dict(ids.memories)
-        _import_audit(principal, result)
+        _import_audit(principal, result, origin)
     if kept:
         memories_added.send(sender=Memory, project=into, count=len(kept))  # on-demand consolidation
     return result
@@ -382,17 +402,36 @@ def _source_filter(
     return kept
 
 
-def _import_audit(principal: Principal, result: ImportResult) -> None:
+def _trust(origin: ImportOrigin) -> str:
+    return memory_trust_decide(how=HOW_IMPORTED, by=None, reviewed_import=origin.reviewed)
+
+
+def _import_audit(principal: Principal, result: ImportResult, origin: ImportOrigin) -> None:
+    held = result.quarantined + result.held_summaries
+    if held:
+        result.warnings.append(
+            f"{result.quarantined} memories and {result.held_summaries} summaries wait in quarantine: the "
+            "instruction-smell detector flagged them (or the file held them so); an admin reviews them in the "
+            "review queue, until then they are not searched or injected"
+        )
+    if held or result.flagged:
+        flagged_write_note(principal)  # an import is one write of its admin, however many it flagged
     audit_record(
         organization=principal.organization,
         actor=principal,
         verb="bank.import",
         data={
+            "file": origin.file,
+            # the admin stated they read the file: its memories are trusted for injection at once
+            "reviewed": origin.reviewed,
             "format": result.format,
             "project": result.project,
             "created": result.created,
             "projects_created": result.projects_created,
             "teams_created": result.teams_created,
             "skipped": len(result.skipped),
+            "quarantined": result.quarantined,
+            "held_summaries": result.held_summaries,
+            "flagged": result.flagged,
         },
     )

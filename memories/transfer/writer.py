@@ -2,13 +2,25 @@
 file in batches, inside the import's one transaction — memories embedded by the configured embedder in
 batches (a file's own vectors kept when that embedder made them), every text scrubbed of secrets on
 its way in, learned weights brought along only where the organization has none — counted in the
-import's ``ImportResult``."""
+import's ``ImportResult``. Every memory's provenance says it was imported, by whom, from which file; what the
+file said about it (its provenance, trust, review) is kept inside as a claim, never as this organization's
+record, and its trust is pending unless the importing admin stated they reviewed the file
+(docs/export-import.md#provenance).
+
+Every memory and summary text passes the instruction-smell detector on its way in, as a recorded one does
+(``memories.trust.services``; the file's own ``flags`` are never trusted): under the ``quarantine`` policy a
+flagged active memory lands ``quarantined`` and a flagged ready summary ``held``; a memory or summary the
+file says is held stays held, whatever the detector says now (an export → import round trip keeps the
+queue); an archived one keeps its state with its findings (restoring it screens it again)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+
+from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import Membership, Project, Team
@@ -27,6 +39,10 @@ from memories.models import (
 )
 from memories.transfer import export_format as ef
 from memories.transfer import import_checks as checks
+from memories.trust import provenance as p
+from memories.trust.provenance_facts import writer_by, writer_client
+from memories.trust.screening import memory_texts, summary_texts
+from memories.trust.services import Screening, texts_screen
 from memories.validation import text_scrub
 from reasoningbank.ai.embedders import embedder_from_settings
 
@@ -47,6 +63,27 @@ class ImportResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     memory_ids: dict[str, str] = field(default_factory=dict)  # the file's ids → the new ones
+    # what the instruction-smell detector held for review (memories quarantined, summaries held) and what
+    # it only flagged (stored active with their flags), docs/security/memory-poisoning.md#quarantine
+    quarantined: int = 0
+    held_summaries: int = 0
+    flagged: int = 0
+
+    # the imported memories' trust: pending (they wait for review before automatic injection) unless the
+    # importing admin stated they reviewed the file
+    trust: str = p.PENDING
+
+
+@dataclass(frozen=True)
+class ImportOrigin:
+    """Where an import's memories come from, for their provenance: the file's name and format, the
+    organization and time its header names, and whether the importing admin stated they reviewed it."""
+
+    file: str = ""
+    fmt: str = "reasoningbank"
+    organization: str = ""
+    exported_at: datetime | None = None
+    reviewed: bool = False
 
 
 @dataclass
@@ -98,6 +135,7 @@ class ImportWriter:
         total_memories: int,
         progress: Progress | None,
         result: ImportResult,
+        origin: ImportOrigin | None = None,
     ) -> None:
         self.principal = principal
         self.org = principal.organization
@@ -116,6 +154,15 @@ class ImportWriter:
             project_id
             for project_id in access_filter(ProjectSignalWeights, self.org).values_list("project_id", flat=True)
         }
+        self.origin = origin or ImportOrigin()
+        self.at = timezone.now()
+        self.by = writer_by(principal)
+        self.client = writer_client(principal)
+        self.trust = p.memory_trust_decide(how=p.HOW_IMPORTED, by=self.by, reviewed_import=self.origin.reviewed)
+        result.trust = self.trust
+        # "reviewed": a person vouched for the file; the reviewer is the importing user, or the token's creator
+        token = principal.token
+        self.reviewer = principal.user or (token.created_by if token is not None and token.created_by_id else None)
         self.memories: list[dict[str, Any]] = []
         self.summaries: list[tuple[dict[str, Any], Project | None]] = []
         self.rows: dict[type, list[Any]] = {MemoryLink: [], MemorySignal: [], SessionMemoryUse: []}
@@ -169,10 +216,19 @@ class ImportWriter:
             if not r
         ]
         vectors: Iterator[list[float]] = iter(embed_texts(to_embed)[0] if to_embed else [])
+        screenings = texts_screen(
+            self.org,
+            [
+                memory_texts(title=t["title"], description=t["description"], content=t["content"], tags=t["tags"])
+                for t in texts
+            ],
+        )
         memories = []
         aggregates = []
-        for record, text, reused in zip(batch, texts, reuse, strict=True):
-            memories.append(self._memory(record, text, record["embedding"] if reused else next(vectors)))
+        for record, text, reused, screening in zip(batch, texts, reuse, screenings, strict=True):
+            memory = self._memory(record, text, record["embedding"] if reused else next(vectors))
+            self._screening_apply(memory, record, screening)
+            memories.append(memory)
             aggregate = record["signal_aggregate"]
             if aggregate is not None:
                 aggregates.append(MemorySignalAggregate(memory_id=record["id"], organization=self.org, **aggregate))
@@ -225,9 +281,53 @@ class ImportWriter:
             promoted_at=record["promoted_at"],
             promotion_reason=_scrub(record["promotion_reason"])[: ef.PROMOTION_REASON_MAX],
             created_by_user=self.users.get(email) if email else None,
+            provenance=self._provenance(record),
+            trust=self.trust,
+            reviewed_by=self.reviewer if self.origin.reviewed else None,
+            reviewed_at=self.at if self.origin.reviewed else None,
             created_at=record["created_at"],
             updated_at=record["updated_at"],
         )
+
+    def _screening_apply(self, memory: Memory, record: dict[str, Any], screening: Screening) -> None:
+        """The detector's verdict on an imported memory: an active one flagged under ``quarantine`` lands
+        quarantined; a quarantined one stays so, with the file's findings when the detector has none now
+        (an exception of the exporting organization)."""
+        if memory.state == Memory.STATE_ACTIVE and screening.quarantined:
+            memory.state = Memory.STATE_QUARANTINED
+        memory.flags = screening.flags or (record["flags"] if memory.state == Memory.STATE_QUARANTINED else [])
+        if memory.state == Memory.STATE_QUARANTINED:
+            self.result.quarantined += 1
+        elif memory.state == Memory.STATE_ACTIVE and memory.flags:
+            self.result.flagged += 1
+
+    def _provenance(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Imported by this principal now; what the file said about the memory kept as its claim. A file
+        without a provenance for it (version 1, or a memory older than provenance) claims what its origin
+        and creator say; the sources a claim lists are renamed to their new ids when the file held them."""
+        claimed = dict(record.get("provenance") or {})
+        if not claimed and self.origin.fmt == "reasoningbank":
+            claimed = p.provenance_described(
+                origin=record["origin"], at=record["created_at"], user_email=record["created_by_user"] or "",
+                promoted_from=record["promoted_from"],
+            )  # fmt: skip
+        if claimed.get("sources"):
+            claimed["sources"] = [
+                {**source, "id": self.ids.memories.get(source.get("id", ""), source.get("id", ""))}
+                for source in claimed["sources"]
+            ]
+        review = {"by": record.get("reviewed_by") or "", "at": p.text_capped(ef.when_dump(record.get("reviewed_at")))}
+        imported = p.import_facts(
+            file=self.origin.file,
+            fmt=self.origin.fmt,
+            organization=self.origin.organization,
+            exported_at=ef.when_dump(self.origin.exported_at) or "",
+            claimed=claimed,
+            claimed_trust=record.get("trust"),
+            claimed_review=review,
+            claimed_flags=record.get("flags") or (),
+        )
+        return p.provenance_build(how=p.HOW_IMPORTED, at=self.at, by=self.by, client=self.client, imported=imported)
 
     # summaries
 
@@ -244,9 +344,19 @@ class ImportWriter:
             )
             for r, _ in batch
         ]
+        screenings = texts_screen(
+            self.org,
+            [
+                summary_texts(
+                    summary=t.summary, key_facts=t.key_facts, decisions=t.decisions, superseded_facts=t.superseded_facts
+                )
+                for t in texts
+            ],
+        )
+        statuses = [self._summary_status(r, s) for (r, _), s in zip(batch, screenings, strict=True)]
         ready = [
-            bool(r["status"] == MemorySummary.STATUS_READY and t.summary)
-            for (r, _), t in zip(batch, texts, strict=True)
+            bool(status in (MemorySummary.STATUS_READY, MemorySummary.STATUS_HELD) and t.summary)
+            for status, t in zip(statuses, texts, strict=True)
         ]
         to_embed = [summary_embedding_text(t.summary, t.key_facts) for t, ok in zip(texts, ready, strict=True) if ok]
         vectors = iter(embed_texts(to_embed)[0] if to_embed else [])
@@ -259,7 +369,8 @@ class ImportWriter:
                     memory_id=record["memory"],
                     source_memory_ids=record["source_memory_ids"],
                     consolidation_run_id="",  # runs are not exported
-                    status=record["status"],
+                    status=status,
+                    flags=screening.flags or (record["flags"] if status == MemorySummary.STATUS_HELD else []),
                     summary=text.summary,
                     key_facts=text.key_facts,
                     decisions=text.decisions,
@@ -275,9 +386,19 @@ class ImportWriter:
                     last_activated_at=record["last_activated_at"],
                     created_at=record["created_at"],
                 )
-                for (record, project), text, ok in zip(batch, texts, ready, strict=True)
+                for (record, project), text, ok, status, screening in zip(
+                    batch, texts, ready, statuses, screenings, strict=True
+                )
             ]
         )
+
+    def _summary_status(self, record: dict[str, Any], screening: Screening) -> str:
+        status = str(record["status"])
+        if status == MemorySummary.STATUS_READY and screening.quarantined:
+            status = MemorySummary.STATUS_HELD
+        if status == MemorySummary.STATUS_HELD:
+            self.result.held_summaries += 1
+        return status
 
     # the rest
 

@@ -6,7 +6,8 @@
   Indic), a flag's tag sequence, one stray zero-width space between words (copied from a web page).
 * Bidi controls (overrides, embeddings, isolates) in a text with no right-to-left script.
 * Homoglyph words: Latin mixed with Cyrillic or Greek look-alikes ("ѕуѕtem"), or a word made only of
-  look-alikes that spells an English word the phrase rules care about.
+  look-alikes that spells an English word the phrase rules care about; and a dotted name (a host) that
+  mixes them ("ѕh.rustup.rs"): folded, it would pass for a well-known or trusted host.
 * Encoded payloads: base64 (standard, URL-safe, wrapped over lines), hex, ``\\xNN``/``\\uNNNN`` escapes,
   URL and HTML escapes — decoded and read by every phrase rule; and, when the text tells the reader to
   decode it (a rot13 or "reverse" cue), the rot13 or reversed text, read the same way. Leetspeak
@@ -43,6 +44,7 @@ _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]+")
 _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefe]")
 _LETTER_WORD = re.compile(r"[^\W\d_]+")
 _LATIN = re.compile("[A-Za-z]")
+_DOTTED_NAME = re.compile(r"(?<![\w.-])[\w-]+(?:\.[\w-]+)+")  # tried at word starts only: linear
 WATCHED_WORDS = frozenset(
     {
         "system", "assistant", "ignore", "instructions", "instruction", "prompt", "admin", "developer", "user",
@@ -89,6 +91,11 @@ def homoglyph_hits(raw: str) -> Iterator[Hit]:
             continue
         mixed = _LATIN.search(word) is not None and len(word) >= 3
         if mixed or word.translate(CONFUSABLES).lower() in WATCHED_WORDS:
+            yield "homoglyph_words", *match.span()
+    # a host's labels are short ("ѕh"): the words above miss them, and folding maps the host onto the real one
+    for match in _DOTTED_NAME.finditer(raw):
+        name = match.group()
+        if not name.isascii() and not CONFUSABLE_CHARS.isdisjoint(name) and _LATIN.search(name):
             yield "homoglyph_words", *match.span()
 
 

@@ -13,7 +13,7 @@ check it. A decoded blob run as code is always flagged: there is nothing to allo
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 from reasoningbank.poisoning.catalogue import Hit
 from reasoningbank.poisoning.context import negated
@@ -115,6 +115,92 @@ def host_allowed(host: str, path: str, allowed_hosts: Collection[str]) -> bool:
         if matches_host and (not entry_path or path.lower().lstrip("/").startswith(entry_path)):
             return True
     return False
+
+
+TRUSTED_HOSTS_MAX = 50  # entries an organization keeps: a list to read, not a second internet
+TRUSTED_HOST_MAX_LENGTH = 253  # the longest DNS name; an entry with a path prefix fits in it too
+_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_PATH_PREFIX = re.compile(r"/[a-z0-9._~!$&+,;=:@%/-]*")  # what the detector reads as a URL's path
+_IPV4 = re.compile(r"[0-9.]+")
+
+
+class TrustedHostInvalid(ValueError):
+    """An entry of an organization's trusted hosts that cannot be kept: ``entry`` as given, ``reason``
+    saying what to write instead."""
+
+    def __init__(self, entry: str, reason: str) -> None:
+        super().__init__(f"{entry!r}: {reason}")
+        self.entry, self.reason = entry, reason
+
+
+def trusted_host_clean(entry: str) -> str:
+    """One trusted-host entry as ``host_allowed`` reads it: lower case, without an http(s) scheme or a
+    trailing dot, the host in ASCII (an internationalised name becomes its ``xn--`` form). Its forms: a
+    host (``tools.acme.dev``), a host and a path prefix (``raw.githubusercontent.com/acme/``), or a domain
+    with a leading dot for all its subdomains (``.acme.dev``). Refused, each with the fix: another scheme,
+    a port, a user, a query, a wildcard other than that leading dot, an IP address (a script fetched from
+    a bare address is always flagged: nothing can vouch for whoever holds it), a name without a dot (the
+    detector reads only dotted names), a whole top-level domain (``.com``), more than 253 characters."""
+    raw = entry
+    text = entry.strip().lower()
+    if not text:
+        raise TrustedHostInvalid(raw, "an empty entry")
+    if any(ch.isspace() or not ch.isprintable() for ch in text):
+        raise TrustedHostInvalid(raw, "an entry is one host, without spaces or control characters")
+    scheme, separator, rest = text.partition("://")
+    if separator:
+        if scheme not in ("http", "https"):
+            raise TrustedHostInvalid(raw, "only an http:// or https:// prefix may be given (or none)")
+        text = rest
+    host, slash, path = text.partition("/")
+    path = slash + path
+    if "*" in text:
+        raise TrustedHostInvalid(raw, "no wildcards: write .example.com to trust every subdomain of example.com")
+    if "?" in path or "#" in path:
+        raise TrustedHostInvalid(raw, "a path prefix has no query or fragment (?, #)")
+    if "@" in host:
+        raise TrustedHostInvalid(raw, "no user name: give the host alone")
+    if host.startswith("[") or ":" in host:
+        reason = "an IP address cannot be trusted" if host.startswith("[") or host.count(":") > 1 else "no port"
+        raise TrustedHostInvalid(raw, f"{reason}: give the host name alone (it covers every port)")
+    subdomains = host.startswith(".")
+    name = host.removeprefix(".").rstrip(".")
+    try:
+        name = name.encode("idna").decode("ascii") if not name.isascii() else name
+    except UnicodeError:
+        raise TrustedHostInvalid(raw, "not a valid internationalised host name") from None
+    labels = name.split(".")
+    if not name or not all(_LABEL.fullmatch(label) for label in labels):
+        raise TrustedHostInvalid(
+            raw, "not a host name: letters, digits and hyphens between dots (tools.example.com), a leading dot "
+            "for subdomains (.example.com), then an optional path (/acme/)"
+        )  # fmt: skip
+    if _IPV4.fullmatch(name) or labels[-1].isdigit():
+        raise TrustedHostInvalid(raw, "an IP address cannot be trusted: a script fetched from one is always flagged")
+    if len(labels) < 2:
+        raise TrustedHostInvalid(
+            raw, "a leading dot needs a domain (.example.com), not a top-level domain" if subdomains
+            else "a host name with at least one dot (tools.example.com)"
+        )  # fmt: skip
+    if path and not _PATH_PREFIX.fullmatch(path):
+        raise TrustedHostInvalid(raw, "a path prefix of letters, digits and / . _ ~ - (e.g. example.com/acme/)")
+    cleaned = ("." if subdomains else "") + name + (path if path != "/" else "")
+    if len(cleaned) > TRUSTED_HOST_MAX_LENGTH:
+        raise TrustedHostInvalid(raw, f"longer than {TRUSTED_HOST_MAX_LENGTH} characters")
+    return cleaned
+
+
+def trusted_hosts_clean(entries: Iterable[str]) -> list[str]:
+    """An organization's trusted hosts as kept: each entry cleaned (``trusted_host_clean``), blank ones
+    (empty lines of a form) dropped, duplicates removed in the order given, at most ``TRUSTED_HOSTS_MAX``.
+    The first bad entry raises ``TrustedHostInvalid`` naming it."""
+    cleaned = list(dict.fromkeys(trusted_host_clean(entry) for entry in entries if entry.strip()))
+    if len(cleaned) > TRUSTED_HOSTS_MAX:
+        raise TrustedHostInvalid(
+            cleaned[TRUSTED_HOSTS_MAX], f"more than {TRUSTED_HOSTS_MAX} entries: use a leading dot (.example.com) to "
+            "trust a domain's subdomains in one entry"
+        )  # fmt: skip
+    return cleaned
 
 
 def _fetch_is_allowed(command: str, allowed_hosts: Collection[str]) -> bool:

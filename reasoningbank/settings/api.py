@@ -49,6 +49,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "memories", "description": "Record, search, rate, edit, archive and restore memories."},
         {"name": "sessions", "description": "Hand in finished agent sessions to distill memories from them."},
         {"name": "consolidation", "description": "Consolidation runs, contradictions awaiting a moderator, un-merge."},
+        {"name": "quarantine", "description": "Memories and summaries the instruction-smell detector held (admins)."},
         {"name": "account", "description": "The calling token and the projects it reaches."},
         {"name": "webhooks", "description": "Signed notifications of the bank's events to an https URL (admins)."},
     ],

@@ -120,6 +120,26 @@ CACHES = {
 # last_used_at is written at most this often so that busy agents do not turn every read into a write.
 TOKEN_LAST_USED_INTERVAL_SECONDS = env_int("TOKEN_LAST_USED_INTERVAL_SECONDS", 300, minimum=0)
 
+
+# --- Write limits and suspension (accounts/services_write_limits.py) --------------------------
+def _write_limit(name: str) -> int | None:
+    """A write limit for every organization instead of its plan's: unset, the plan's (None); 0, none."""
+    if env_str(name, "") == "":
+        return None
+    return env_int(name, 0, minimum=0)
+
+
+# writes per token (connected app, member) and per organization, per minute and per UTC day; the plan's
+# (accounts/plans.py) unless set (docs/security/memory-poisoning.md#write-limits)
+WRITE_LIMIT_TOKEN_PER_MINUTE = _write_limit("WRITE_LIMIT_TOKEN_PER_MINUTE")
+WRITE_LIMIT_TOKEN_PER_DAY = _write_limit("WRITE_LIMIT_TOKEN_PER_DAY")
+WRITE_LIMIT_ORG_PER_MINUTE = _write_limit("WRITE_LIMIT_ORG_PER_MINUTE")
+WRITE_LIMIT_ORG_PER_DAY = _write_limit("WRITE_LIMIT_ORG_PER_DAY")
+# this many writes the instruction-smell detector flags within the window suspend a token's (a connected
+# app's) write rights until an admin lifts it
+WRITE_SUSPEND_FLAGGED = env_int("WRITE_SUSPEND_FLAGGED", 3, minimum=1)
+WRITE_SUSPEND_WINDOW = env_duration("WRITE_SUSPEND_WINDOW", "10m")
+
 # --- Request limits (reasoningbank/middleware_guards.py, reasoningbank/asgi_guards.py) -----------------
 # A larger request body is answered 413 before it is read (JSON in the error shape under /api/, /oauth/
 # and /mcp); the import endpoint takes a whole file: room for IMPORT_MAX_BYTES of text and its JSON

@@ -28,6 +28,7 @@ PAGES = [
     "/settings/projects/",
     "/settings/tokens/",
     "/settings/connected-apps/",
+    "/settings/trust/",
     "/settings/usage/",
     "/settings/plan/",
     "/system/",

@@ -54,6 +54,22 @@ def test_search_posts_its_keyword_arguments_as_the_json_body_with_the_bearer_tok
     assert answer["total_found"] == 0
 
 
+def test_an_injection_search_sends_inject_and_returns_the_services_framed_block(bank):
+    block = (
+        '<reasoningbank_memories>\nNotes…\n<memory id="mem_1" source="recorded by alice">\n…\n</memory>\n'
+        "</reasoningbank_memories>"
+    )
+    with respx.mock(base_url=URL) as mock:
+        route = mock.post("/api/v1/memories/search").respond(
+            200, json={"memories": [{"id": "mem_1"}], "total_found": 1, "tokens_used": 9, "injection_block": block}
+        )
+        answer = bank.search(query="flaky test", inject=True, token_budget=600, session_id="s", exclude_seen=True)
+    assert json.loads(route.calls.last.request.content) == {
+        "query": "flaky test", "inject": True, "token_budget": 600, "session_id": "s", "exclude_seen": True
+    }
+    assert answer["injection_block"] == block
+
+
 def test_a_token_function_is_asked_on_every_request_so_a_refreshed_oauth_token_is_used():
     tokens = iter(["oauth_first", "oauth_second"])
     with ReasoningBank(URL, lambda: next(tokens)) as client, respx.mock(base_url=URL) as mock:
@@ -168,11 +184,13 @@ def test_import_ndjson_sends_the_file_as_it_is_with_its_options_as_query_paramet
     text = "".join(json.dumps(line) + "\n" for line in EXPORT_LINES)
     with respx.mock(base_url=URL) as mock:
         route = mock.post("/api/v1/import").respond(200, json={"created": {"memories": 1}})
-        bank.import_ndjson(text, project="web-app", dry_run=True)
+        bank.import_ndjson(text, project="web-app", dry_run=True, reviewed=True, source_name="acme.jsonl")
     request = route.calls.last.request
     assert request.headers["Content-Type"] == "application/x-ndjson"
     assert request.content.decode() == text
-    assert dict(request.url.params) == {"project": "web-app", "dry_run": "true"}
+    assert dict(request.url.params) == {
+        "project": "web-app", "dry_run": "true", "reviewed": "true", "source_name": "acme.jsonl",
+    }  # fmt: skip
 
 
 def test_import_bank_sends_a_json_body(bank):

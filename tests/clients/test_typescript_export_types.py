@@ -1,5 +1,5 @@
 """The TypeScript client's export types (clients/typescript/src/export.ts) are the export format the service
-writes (memories/transfer/export_format.py, docs/export-import.md#the-format-version-1): the same fields for
+writes (memories/transfer/export_format.py, docs/export-import.md#the-format-version-2): the same fields for
 every line type, the same enumerated values as the models' choices, and a real export of a bank with a bit
 of everything type-checks against ``ExportRecord[]`` under ``tsc --strict`` — while a wrong value does not,
 and neither does agent code that misreads a record."""

@@ -60,9 +60,7 @@ def enqueued(monkeypatch):
 
 
 def test_posting_a_run_with_wait_consolidates_now_and_answers_with_the_result(cast, token_client, cluster, fake_llm):
-    response = token_client(cast.org_a).post(
-        RUNS, {"project_id": "web-app", "wait": True}, format="json"
-    )
+    response = token_client(cast.org_a).post(RUNS, {"project_id": "web-app", "wait": True}, format="json")
 
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -80,8 +78,11 @@ def test_posting_a_run_with_wait_consolidates_now_and_answers_with_the_result(ca
 
 def test_a_request_seconds_after_an_automatic_run_runs_without_force(cast, token_client, cluster, fake_llm):
     ConsolidationRunFactory(
-        project=cast.project_a, trigger=ConsolidationRun.TRIGGER_SCHEDULED, status=ConsolidationRun.STATUS_COMPLETED,
-        started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now() - timedelta(seconds=2),
+        project=cast.project_a,
+        trigger=ConsolidationRun.TRIGGER_SCHEDULED,
+        status=ConsolidationRun.STATUS_COMPLETED,
+        started_at=timezone.now() - timedelta(seconds=5),
+        finished_at=timezone.now() - timedelta(seconds=2),
     )
 
     response = token_client(cast.org_a).post(RUNS, {"project_id": "web-app", "wait": True}, format="json")

@@ -77,8 +77,6 @@ def test_the_rest_api_reports_a_memorys_promotion_provenance(cast, agent, token_
     assert body["promotion_reason"] == "confidence 0.9 > 0.8 and age 3 h > 2 h" and body["promoted_at"]
 
 
-
-
 def test_a_confident_fact_older_than_two_hours_becomes_episodic_in_place_with_its_provenance(cast, agent):
     fact = confident_fact(agent, "The billing API paginates with cursors", 1)
     young = confident_fact(agent, "Deploys go through the release train", 2, age=HOUR)

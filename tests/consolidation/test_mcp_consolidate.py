@@ -94,9 +94,11 @@ async def test_a_plan_required_error_over_mcp_says_where_the_plan_is_changed(app
 async def test_a_request_seconds_after_an_automatic_run_runs_without_force(app, cast, seeded):
     def automatic_run_just_finished() -> None:
         ConsolidationRunFactory(
-            project=cast.project_a, trigger=ConsolidationRun.TRIGGER_SCHEDULED,
+            project=cast.project_a,
+            trigger=ConsolidationRun.TRIGGER_SCHEDULED,
             status=ConsolidationRun.STATUS_COMPLETED,
-            started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now() - timedelta(seconds=2),
+            started_at=timezone.now() - timedelta(seconds=5),
+            finished_at=timezone.now() - timedelta(seconds=2),
         )
 
     await in_thread(automatic_run_just_finished)

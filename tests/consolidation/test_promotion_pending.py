@@ -83,7 +83,7 @@ def test_a_pending_proposal_is_in_no_memory_list_but_its_own_and_in_no_count(ali
     assert listed(alice, Memory.STATE_PROPOSED) == {pending.first_id}
     assert memory_total(alice) == len(sources)
     counts = {name: {b.title: b.count for b in buckets} for name, buckets in memory_counts(alice).items()}
-    assert counts["state"] == {"active": 2, "archived": 0, "proposed": 1}
+    assert counts["state"] == {"active": 2, "archived": 0, "proposed": 1, "quarantined": 0}
     assert counts["tier"]["archived"] == 0 and sum(counts["kind"].values()) == 2
 
 

@@ -228,8 +228,11 @@ def test_apply_queues_a_real_run(client, cast, cluster, enqueued):
 def test_apply_seconds_after_an_automatic_run_runs(client, cast, cluster, enqueued, monkeypatch):
     monkeypatch.setattr("consolidation.run_state.llm_from_settings", cycle_llm)
     ConsolidationRunFactory(
-        project=cast.project_a, trigger=ConsolidationRun.TRIGGER_SCHEDULED, status=ConsolidationRun.STATUS_COMPLETED,
-        started_at=timezone.now() - timedelta(seconds=5), finished_at=timezone.now() - timedelta(seconds=2),
+        project=cast.project_a,
+        trigger=ConsolidationRun.TRIGGER_SCHEDULED,
+        status=ConsolidationRun.STATUS_COMPLETED,
+        started_at=timezone.now() - timedelta(seconds=5),
+        finished_at=timezone.now() - timedelta(seconds=2),
     )
     client.force_login(cast.alice)
 

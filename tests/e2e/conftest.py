@@ -20,6 +20,7 @@ import pytest
 
 from tests.e2e.harness import Service, completed_text, token_from
 from tests.e2e.llm_stub import LLMStub
+from tests.hook_state import state_dir_for_test
 
 _HERE = Path(__file__).resolve().parent
 # one INFO line per HTTP request would bury a failure's own messages
@@ -121,6 +122,12 @@ def acme(readme_setup: Setup) -> Setup:
         failed = "\n".join(readme_setup.failures)
         raise AssertionError(f"the commands run.sh prints failed, so there is no token:\n{failed}")
     return readme_setup
+
+
+@pytest.fixture
+def hook_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The state directory of the hooks under integrations/ for one test (tests/hook_state.py)."""
+    yield from state_dir_for_test(tmp_path, monkeypatch)
 
 
 def manage_ok(service: Service, *args: str) -> str:

@@ -36,8 +36,22 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 # DJANGO_SETTINGS_MODULE, PYTEST_*): the subprocess must run on the product's defaults.
 # OPENBLAS_CORETYPE and GLIBC_TUNABLES too: they try another CPU's rounding on this one, the service and
 # its PostgreSQL included (docs/contributing.md#portable-tests)
-_PASSED_THROUGH = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL",
-                   "XDG_RUNTIME_DIR", "PYTHON", "OPENBLAS_CORETYPE", "GLIBC_TUNABLES")
+_PASSED_THROUGH = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "SHELL",
+    "XDG_RUNTIME_DIR",
+    "PYTHON",
+    "OPENBLAS_CORETYPE",
+    "GLIBC_TUNABLES",
+)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -216,6 +230,14 @@ class Service:
             # tests (tests/accounts/test_throttling.py); here both limits are out of reach.
             AUTH_THROTTLE_FAILURES="1000000",
             AUTH_THROTTLE_PREFIX_FAILURES="1000000",
+            # the loads drive tens of agents through one token as fast as the machine allows, and
+            # schemathesis sends hundreds of writes with one token: the write limits
+            # (docs/security/memory-poisoning.md#write-limits) would refuse them by design. They have
+            # their own tests (tests/accounts/test_*write_limits.py); here they are off.
+            WRITE_LIMIT_TOKEN_PER_MINUTE="0",
+            WRITE_LIMIT_TOKEN_PER_DAY="0",
+            WRITE_LIMIT_ORG_PER_MINUTE="0",
+            WRITE_LIMIT_ORG_PER_DAY="0",
             **self.extra_env,
         )
 

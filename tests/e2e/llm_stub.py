@@ -35,6 +35,9 @@ _LESSONS = [
     ("an oversized docker image", "Build in a multi-stage Dockerfile and copy only the artefact."),
 ]
 _lesson_turn = iter(range(1 << 30))
+# a model fooled by what the session read: it carries a planted instruction from the trace (a tool's
+# output, e.g. a README) into the memory it writes, as the persistent prompt-injection attacks do
+_PLANTED = re.compile(r"IMPORTANT SYSTEM NOTE:[^\n\\\"]*")
 
 
 def _distillation_reply(prompt: str) -> str:
@@ -46,6 +49,9 @@ def _distillation_reply(prompt: str) -> str:
     marker = markers[0]
     outcome = "failure" if "Session Outcome: failure" in prompt else "success"
     topic, lesson = _LESSONS[next(_lesson_turn) % len(_LESSONS)]
+    planted = _PLANTED.search(prompt.split("<session_trace>", 1)[-1])
+    if planted:
+        lesson = f"{lesson} {planted.group().strip()}"
     return (
         "## Memory 1\n"
         f"**Title**: Distilled {marker}\n"

@@ -1,24 +1,29 @@
 """The Gemini CLI, Cursor and Codex CLI hooks (integrations/, docs/connecting-agents.md#other-agents),
 each run as its client runs it — a process given the event's documented JSON on stdin — against the
 live service and its worker: a session file in the client's format is handed in, the worker distils it
-through the stub LLM, and a later session gets the distilled memory. Codex has no session-end event,
-so its capture is held until the session is idle (ten minutes): here it is checked as held and
-converted, and its prompt hook recalls what another session taught."""
+through the stub LLM, and a later session gets the distilled memory. A Codex capture at Stop is held
+until the session is idle (ten minutes) and its SessionEnd hands it in as final: here it is checked as
+held and converted, then distilled at SessionEnd, and its prompt hook recalls what another session
+taught."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
+import pytest
+
+from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_recording_text
 from tests.claude_code_transcript import SECRET
 from tests.e2e.conftest import Setup, manage_ok
 from tests.e2e.harness import Service, rest, token_from, unique
 from tests.e2e.test_claude_code_plugin import wait_for_distillation
+from tests.hook_state import hook_env, queue_empty_wait
+
+pytestmark = pytest.mark.usefixtures("hook_state_dir")
 
 INTEGRATIONS = Path(__file__).resolve().parents[2] / "integrations"
 SCRIPTS = {
@@ -31,7 +36,7 @@ SCRIPTS = {
 def run(
     client: str, action: str, event: dict[str, Any], service: Service, token: str
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": service.url, "REASONINGBANK_TOKEN": token}
+    env = hook_env(REASONINGBANK_URL=service.url, REASONINGBANK_TOKEN=token)
     done = subprocess.run(
         [sys.executable, str(SCRIPTS[client]), action],
         input=json.dumps(event),
@@ -58,8 +63,8 @@ def test_gemini_cli_hands_a_session_in_at_its_end_and_recalls_it_once_in_the_nex
     service: Service, acme: Setup, tmp_path: Path
 ) -> None:
     marker, first, second = unique(), unique("gm"), unique("gm")
-    recording = tmp_path / "session.json"
-    recording.write_text(gemini_session_text(session_id=first, marker=marker))
+    recording = tmp_path / "session-2026-12-02T08-55-45731ba3.jsonl"  # Gemini CLI 0.61.0's own recording
+    recording.write_text(gemini_recording_text(session_id=first, marker=marker))
     base = {"cwd": str(tmp_path), "timestamp": "2026-11-27T09:00:00.000Z"}
     end = {
         **base,
@@ -130,8 +135,8 @@ def test_cursor_hands_a_conversation_in_at_its_end_and_the_next_one_starts_with_
     assert block.startswith("<memory_consolidated_summaries") and memory["title"] in block
 
 
-def test_codex_hands_the_rollout_in_at_each_stop_held_until_idle_and_recalls_per_prompt(
-    service: Service, acme: Setup, tmp_path: Path
+def test_codex_hands_the_rollout_in_at_each_stop_held_then_at_session_end_and_recalls_per_prompt(
+    service: Service, acme: Setup, tmp_path: Path, hook_state_dir: Path
 ) -> None:
     marker, session_id = unique(), unique("cx")
     rollout = tmp_path / f"rollout-2026-11-27T09-00-00-{session_id}.jsonl"
@@ -147,10 +152,21 @@ def test_codex_hands_the_rollout_in_at_each_stop_held_until_idle_and_recalls_per
     stop = {**common, "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Fixed."}
 
     run("codex", "capture", stop, service, acme.project_token)
+    queue_empty_wait(hook_state_dir)  # the sender has posted it
     with rest(service, acme.project_token) as http:
         held = http.get(f"/api/v1/sessions/{session_id}").json()
     assert held["status"] == "queued" and held["next_attempt_at"]  # held until the session is idle
     assert held["trace"].startswith(f"[user] Fix the flaky checkout test ({marker})") and SECRET not in held["trace"]
+
+    end = {  # Codex 0.171.0's SessionEnd input: no model, permission mode or turn
+        "session_id": session_id,
+        "transcript_path": str(rollout),
+        "cwd": str(tmp_path),
+        "hook_event_name": "SessionEnd",
+        "reason": "other",
+    }
+    run("codex", "capture", end, service, acme.project_token)
+    distilled_memory(service, acme.project_token, session_id, marker)  # now, not once idle
 
     with rest(service, acme.project_token) as http:
         http.post(

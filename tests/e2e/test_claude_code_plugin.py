@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.claude_code_transcript import SECRET, transcript_text
 from tests.e2e.conftest import Setup
 from tests.e2e.harness import Service, rest, unique
 from tests.e2e.llm_stub import LLMStub
+from tests.hook_state import hook_env, queue_empty_wait
+
+pytestmark = pytest.mark.usefixtures("hook_state_dir")
 
 HOOK = Path(__file__).resolve().parents[2] / "integrations" / "claude-code" / "hooks" / "reasoningbank_hook.py"
 DISTILL_WITHIN = 60  # seconds from SessionEnd until the worker has produced the session's memories
@@ -26,7 +30,7 @@ DISTILL_WITHIN = 60  # seconds from SessionEnd until the worker has produced the
 def run_hook(
     action: str, event: dict[str, Any], *, url: str, token: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    environment = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": url, "REASONINGBANK_TOKEN": token, **env}
+    environment = hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=token, **env)
     return subprocess.run(
         [sys.executable, str(HOOK), action],
         input=json.dumps(event),
@@ -180,15 +184,21 @@ def test_a_session_start_gets_the_projects_memory_block(service: Service, acme: 
     assert context.startswith("<memory_consolidated_summaries version=") and marker in context
 
 
-def test_with_a_wrong_token_every_hook_exits_0_printing_nothing(service: Service, tmp_path: Path) -> None:
+def test_with_a_wrong_token_every_hook_exits_0_and_the_session_is_told_once(
+    service: Service, tmp_path: Path, hook_state_dir: Path
+) -> None:
     transcript = tmp_path / "s.jsonl"
     transcript.write_text(transcript_text(session_id="s"))
-    events = {
-        "session-start": {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"},
-        "prompt": prompt_event("s", "How do I fix the flaky checkout test?", str(tmp_path)),
-        "capture": {"session_id": "s", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"},
-    }
-    for action, event in events.items():
-        done = run_hook(action, event, url=service.url, token="rb_not-a-real-token")
-        assert (done.returncode, done.stdout) == (0, ""), (action, done)
-        assert "401" in done.stderr and len(done.stderr.strip().splitlines()) == 1, (action, done.stderr)
+    wrong = {"url": service.url, "token": "rb_not-a-real-token"}
+    start = run_hook(
+        "session-start", {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}, **wrong
+    )
+    prompt = run_hook("prompt", prompt_event("s", "How do I fix the flaky checkout test?", str(tmp_path)), **wrong)
+    for done in (start, prompt):
+        assert done.returncode == 0 and "401" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
+    assert "refused the token (401" in json.loads(start.stdout)["systemMessage"] and prompt.stdout == ""
+    end = {"session_id": "s", "transcript_path": str(transcript), "hook_event_name": "SessionEnd"}
+    captured = run_hook("capture", end, **wrong)
+    assert (captured.returncode, captured.stdout, captured.stderr) == (0, "", "")  # queued; the sender is refused
+    queue_empty_wait(hook_state_dir)  # refused for good: dropped, not retried
+    assert "answered 401" in (hook_state_dir / "sender.log").read_text()

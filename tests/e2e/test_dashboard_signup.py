@@ -43,13 +43,17 @@ def test_a_new_user_signs_up_sets_up_the_org_and_connects_an_agent(service: Serv
 
     async def agent_records() -> dict[str, Any]:
         async with mcp_client(service, token, "legacy") as client:
-            return await call(client, "memory_record", {
-                "title": "First memory from the dashboard snippet",
-                "description": "Checks the copied token works",
-                "content": "Copied the snippet, recorded a memory.",
-                "outcome": "success",
-                "tags": [],
-            })
+            return await call(
+                client,
+                "memory_record",
+                {
+                    "title": "First memory from the dashboard snippet",
+                    "description": "Checks the copied token works",
+                    "content": "Copied the snippet, recorded a memory.",
+                    "outcome": "success",
+                    "tags": [],
+                },
+            )
 
     # Playwright's sync API keeps an event loop running on this thread: the agent gets its own
     with ThreadPoolExecutor(1) as pool:

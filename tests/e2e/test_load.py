@@ -19,9 +19,7 @@ RECORDS_EACH = 2
 pytestmark = pytest.mark.anyio
 
 
-async def test_thirty_concurrent_agents_search_and_record_without_a_single_error(
-    service: Service, acme: Setup
-) -> None:
+async def test_thirty_concurrent_agents_search_and_record_without_a_single_error(service: Service, acme: Setup) -> None:
     marker = unique()
     errors: list[str] = []
     calls = 0
@@ -32,21 +30,28 @@ async def test_thirty_concurrent_agents_search_and_record_without_a_single_error
         try:
             async with mcp_client(service, acme.project_token, mode) as client:
                 for i in range(RECORDS_EACH):
-                    result = await client.call_tool("memory_record", {
-                        "title": f"Load {marker} agent {n} note {i}",
-                        "description": "Recorded under concurrent load",
-                        "content": f"Agent {n} learned thing {i} about caching and retries ({marker}).",
-                        "outcome": "success",
-                        "tags": ["load"],
-                    })
+                    result = await client.call_tool(
+                        "memory_record",
+                        {
+                            "title": f"Load {marker} agent {n} note {i}",
+                            "description": "Recorded under concurrent load",
+                            "content": f"Agent {n} learned thing {i} about caching and retries ({marker}).",
+                            "outcome": "success",
+                            "tags": ["load"],
+                        },
+                    )
                     calls += 1
                     _check(result, f"agent {n} record {i}", errors)
                 for i in range(SEARCHES_EACH):
                     # the same popular queries from every agent: they hit (and count usage of) the same rows
-                    result = await client.call_tool("memory_search", {
-                        "query": ["caching and retries", "load note", "focused test before the suite"][i % 3],
-                        "min_confidence": 0.0, "limit": 10,
-                    })
+                    result = await client.call_tool(
+                        "memory_search",
+                        {
+                            "query": ["caching and retries", "load note", "focused test before the suite"][i % 3],
+                            "min_confidence": 0.0,
+                            "limit": 10,
+                        },
+                    )
                     calls += 1
                     _check(result, f"agent {n} search {i}", errors)
         except Exception as exc:  # a transport failure is an error like any other

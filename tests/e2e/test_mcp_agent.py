@@ -18,7 +18,12 @@ from tests.e2e.llm_stub import LLMStub
 
 MODES = ("legacy", "2026-07-28")  # the 2025-11-25 handshake era and the stateless 2026-07-28 era
 TOOLS = {
-    "memory_search", "memory_record", "memory_feedback", "memory_outcome", "memory_get", "session_submit",
+    "memory_search",
+    "memory_record",
+    "memory_feedback",
+    "memory_outcome",
+    "memory_get",
+    "session_submit",
     "memory_consolidate",
 }
 DISTILL_WITHIN = 60  # seconds from submission until the worker has produced the session's memories
@@ -32,31 +37,38 @@ async def test_an_agent_records_searches_rates_and_reads_a_memory(service: Servi
     async with mcp_client(service, acme.project_token, mode) as client:
         assert TOOLS <= {tool.name for tool in (await client.list_tools()).tools}
 
-        recorded = await call(client, "memory_record", {
-            "title": f"Run the focused test before the suite {marker}",
-            "description": "When a change touches one module and the whole suite is slow",
-            "content": f"Run pytest on the module first, then the whole suite ({marker}).",
-            "outcome": "success",
-            "tags": ["e2e", "testing"],
-        })
+        recorded = await call(
+            client,
+            "memory_record",
+            {
+                "title": f"Run the focused test before the suite {marker}",
+                "description": "When a change touches one module and the whole suite is slow",
+                "content": f"Run pytest on the module first, then the whole suite ({marker}).",
+                "outcome": "success",
+                "tags": ["e2e", "testing"],
+            },
+        )
         memory_id = recorded["id"]
         assert 0 < recorded["initial_confidence"] < 1
 
-        found = await call(client, "memory_search", {"query": f"focused test before the suite {marker}",
-                                                     "min_confidence": 0.0})
+        found = await call(
+            client, "memory_search", {"query": f"focused test before the suite {marker}", "min_confidence": 0.0}
+        )
         # the other protocol era's run recorded the same lesson with another marker: search may fold the
         # two near-identical memories into one result, listing this one under `duplicates`
         returned = [m["id"] for m in found["memories"]]
         returned += [folded for m in found["memories"] for folded in m.get("duplicates", [])]
         assert memory_id in returned, found
 
-        feedback = await call(client, "memory_feedback", {"memory_id": memory_id, "helpful": True,
-                                                          "comment": "saved me a slow run"})
+        feedback = await call(
+            client, "memory_feedback", {"memory_id": memory_id, "helpful": True, "comment": "saved me a slow run"}
+        )
         assert feedback["success"] is True
         assert feedback["new_confidence"] > recorded["initial_confidence"]
 
-        outcome = await call(client, "memory_outcome", {"memory_id": memory_id, "succeeded": True,
-                                                        "session_id": marker})
+        outcome = await call(
+            client, "memory_outcome", {"memory_id": memory_id, "succeeded": True, "session_id": marker}
+        )
         assert outcome["recorded"] is True
 
         detail = await call(client, "memory_get", {"memory_id": memory_id})
@@ -90,7 +102,7 @@ async def submit_and_wait_for_distillation(
         "session_id": marker,
         "outcome": "success",
         "trace": f"user: the checkout test is flaky\nassistant: ran the focused test first ({marker}), "
-                 "found the shared fixture, isolated it; the suite is green.",
+        "found the shared fixture, isolated it; the suite is green.",
     }
     if project:
         args["project"] = project
@@ -126,14 +138,20 @@ async def test_consolidation_previews_then_merges_near_duplicates_and_the_lineag
     manage_ok(service, "create_project", "acme", slug)
     async with mcp_client(service, acme.org_token, mode) as client:
         ids = [
-            (await call(client, "memory_record", {
-                "title": f"{title} {marker}",
-                "description": "When Go services call the database",
-                "content": f"Always wrap database queries in Go with context.WithTimeout {tail}",
-                "outcome": "success",
-                "tags": ["go", "database"],
-                "project": slug,
-            }))["id"]
+            (
+                await call(
+                    client,
+                    "memory_record",
+                    {
+                        "title": f"{title} {marker}",
+                        "description": "When Go services call the database",
+                        "content": f"Always wrap database queries in Go with context.WithTimeout {tail}",
+                        "outcome": "success",
+                        "tags": ["go", "database"],
+                        "project": slug,
+                    },
+                )
+            )["id"]
             for title, tail in NEAR_DUPLICATES
         ]
         project_arg = await _consolidate_project_argument(client)

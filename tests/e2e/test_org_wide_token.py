@@ -26,13 +26,17 @@ async def test_an_org_wide_token_of_a_one_project_org_records_and_submits_withou
 ) -> None:
     marker = unique()
     async with mcp_client(service, solo_token, mode) as client:
-        recorded = await call(client, "memory_record", {
-            "title": f"Pin the toolchain version {marker}",
-            "description": "When CI and laptops disagree",
-            "content": "Pin the toolchain in the repository so every machine builds alike.",
-            "outcome": "success",
-            "tags": ["ci"],
-        })
+        recorded = await call(
+            client,
+            "memory_record",
+            {
+                "title": f"Pin the toolchain version {marker}",
+                "description": "When CI and laptops disagree",
+                "content": "Pin the toolchain in the repository so every machine builds alike.",
+                "outcome": "success",
+                "tags": ["ci"],
+            },
+        )
         assert (await call(client, "memory_get", {"memory_id": recorded["id"]}))["project"] == "only-app"
         session = await submit_and_wait_for_distillation(client, marker, service)
         assert session["memories"], session

@@ -34,8 +34,9 @@ def test_every_scheduled_task_runs_and_succeeds_and_the_worker_survives_the_tick
     names = sorted(spec.name for spec in schedule_specs())
     assert sorted(r[0] for r in service.sql("SELECT name FROM django_q_schedule WHERE name LIKE 'rb:%%'")) == names
     # make every schedule due now, as if its interval had passed
-    since = service.sql("UPDATE django_q_schedule SET next_run = now() - interval '1 second' "
-                        "WHERE name LIKE 'rb:%%' RETURNING now()")[0][0]
+    since = service.sql(
+        "UPDATE django_q_schedule SET next_run = now() - interval '1 second' WHERE name LIKE 'rb:%%' RETURNING now()"
+    )[0][0]
     deadline = time.monotonic() + TICK_WITHIN
     done: dict[str, bool] = {}
     while time.monotonic() < deadline:
@@ -50,9 +51,7 @@ def test_every_scheduled_task_runs_and_succeeds_and_the_worker_survives_the_tick
         if set(done) >= set(names):
             break
         time.sleep(2)
-    assert set(done) >= set(names), (
-        f"within {TICK_WITHIN}s only {sorted(done)} of {names} ran\n{service.log_tail()}"
-    )
+    assert set(done) >= set(names), f"within {TICK_WITHIN}s only {sorted(done)} of {names} ran\n{service.log_tail()}"
     assert {"qcluster"} <= {p.kind for p in service.running()}
     assert not service.worker_crash_lines(), "\n".join(service.worker_crash_lines())
 

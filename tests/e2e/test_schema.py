@@ -25,18 +25,30 @@ def test_the_live_api_conforms_to_its_openapi_schema(service: Service, acme: Set
     shutil.rmtree(report, ignore_errors=True)
     command = [
         # the expected answers to schema-valid data: 422 is the write gate refusing what it holds
-        str(cli), "--config-file", str(Path(__file__).with_name("schemathesis.toml")),
-        "run", f"{service.url}/api/schema/",
-        "--checks", "all",
+        str(cli),
+        "--config-file",
+        str(Path(__file__).with_name("schemathesis.toml")),
+        "run",
+        f"{service.url}/api/schema/",
+        "--checks",
+        "all",
         # an agent's token for one project: with an org-wide token over several projects, a write
         # without `project` is rightly a 400 naming it, which no schema can say of an optional field
-        "--header", f"Authorization: Bearer {acme.project_token}",
-        "--max-examples", str(MAX_EXAMPLES),
-        "--seed", "20261111",  # the same cases every run: a red result is reproducible
-        "--workers", "2",
-        "--request-timeout", "30",
+        "--header",
+        f"Authorization: Bearer {acme.project_token}",
+        "--max-examples",
+        str(MAX_EXAMPLES),
+        "--seed",
+        "20261111",  # the same cases every run: a red result is reproducible
+        "--workers",
+        "2",
+        "--request-timeout",
+        "30",
         "--no-color",
-        "--report", "junit", "--report-dir", str(report),
+        "--report",
+        "junit",
+        "--report-dir",
+        str(report),
     ]
     try:
         result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=TIME_LIMIT, check=False)
@@ -45,7 +57,9 @@ def test_the_live_api_conforms_to_its_openapi_schema(service: Service, acme: Set
     (ARTIFACTS / "schemathesis.txt").write_text(result.stdout + result.stderr)
     assert result.returncode == 0, (
         f"schemathesis found problems (full report: {ARTIFACTS / 'schemathesis.txt'}):\n"
-        + digest(result.stdout) + "\n" + result.stderr[-2000:]
+        + digest(result.stdout)
+        + "\n"
+        + result.stderr[-2000:]
     )
 
 
@@ -58,5 +72,5 @@ def digest(output: str) -> str:
             lines.append(text.strip("_ "))
         elif text.startswith("- ST") and f"  {text}" not in lines:
             lines.append(f"  {text}")
-    summary = output[output.find("SUMMARY"):] if "SUMMARY" in output else output[-3000:]
+    summary = output[output.find("SUMMARY") :] if "SUMMARY" in output else output[-3000:]
     return "\n".join(lines) + "\n\n" + summary

@@ -18,13 +18,17 @@ def recorded_before_stop(service: Service, acme: Setup) -> dict[str, str]:
     async def record() -> dict[str, str]:
         marker = unique()
         async with mcp_client(service, acme.project_token, "legacy") as client:
-            result = await call(client, "memory_record", {
-                "title": f"Survives a restart {marker}",
-                "description": "Written before the service stopped",
-                "content": "Data in RB_DATA_DIR outlives the processes.",
-                "outcome": "success",
-                "tags": ["restart"],
-            })
+            result = await call(
+                client,
+                "memory_record",
+                {
+                    "title": f"Survives a restart {marker}",
+                    "description": "Written before the service stopped",
+                    "content": "Data in RB_DATA_DIR outlives the processes.",
+                    "outcome": "success",
+                    "tags": ["restart"],
+                },
+            )
         return {"id": result["id"], "marker": marker}
 
     return anyio.run(record)
@@ -52,8 +56,9 @@ def test_a_second_start_on_the_same_data_has_the_memories_and_the_token(
 
     async def search() -> list[str]:
         async with mcp_client(service, acme.project_token, "2026-07-28") as client:
-            found = await call(client, "memory_search", {"query": f"survives a restart {marker}",
-                                                         "min_confidence": 0.0})
+            found = await call(
+                client, "memory_search", {"query": f"survives a restart {marker}", "min_confidence": 0.0}
+            )
         return [m["id"] for m in found["memories"]]
 
     assert memory_id in anyio.run(search)

@@ -1,13 +1,14 @@
 """The Codex CLI, Gemini CLI and Cursor hooks (integrations/codex, integrations/gemini-cli,
 integrations/cursor), each run as its client runs it — a process given the event's documented JSON on
 stdin — against a stand-in for the service that records what it was sent and answers as the service
-does, or answers 401, or is not there at all. Against the live service: tests/e2e/test_agent_hooks.py."""
+does, or answers 401, or is not there at all. A capture is queued and posted by the detached sender the
+hook starts (tests/integrations/test_hook_hand_off.py), so what it sends is waited for. Against the live
+service: tests/e2e/test_agent_hooks.py."""
 
 from __future__ import annotations
 
 import ast
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 
 from tests.agent_hook_events import codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
+from tests.hook_state import hook_env, queue_empty_wait, queue_files
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -36,7 +38,7 @@ def closed_port() -> int:
 def run(
     client: str, action: str, event: dict[str, Any], url: str, token: str = "rb_test"
 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": url, "REASONINGBANK_TOKEN": token}
+    env = hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN=token)
     return subprocess.run(
         [sys.executable, str(SCRIPTS[client]), action],
         input=json.dumps(event),
@@ -76,21 +78,54 @@ def with_transcript(client: str, event: dict[str, Any], tmp_path: Path) -> dict[
     return {**event, "transcript_path": str(path)}
 
 
-@pytest.mark.parametrize(("client", "action", "event"), CASES)
-def test_with_the_service_out_of_reach_a_hook_exits_0_with_one_line_on_stderr_only(client, action, event, tmp_path):
-    done = run(client, action, with_transcript(client, event, tmp_path), f"http://127.0.0.1:{closed_port()}")
-    assert (done.returncode, done.stdout) == (0, "")
+ASKING = [case for case in CASES if case[1] != "capture"]
+CAPTURING = [case for case in CASES if case[1] == "capture"]
+
+
+def told(done: subprocess.CompletedProcess[str]) -> str:
+    """The systemMessage the hook printed (the user is told memory is off), or "" when it printed none."""
+    return str(json.loads(done.stdout)["systemMessage"]) if done.stdout.strip() else ""
+
+
+@pytest.mark.parametrize(("client", "action", "event"), ASKING)
+def test_with_the_service_out_of_reach_a_hook_exits_0_with_one_line_on_stderr(client, action, event):
+    done = run(client, action, event, f"http://127.0.0.1:{closed_port()}")
+    assert done.returncode == 0
     assert len(done.stderr.splitlines()) == 1 and "could not reach" in done.stderr
+    # Codex and Gemini CLI show a systemMessage (tests/integrations/test_hook_notice.py); Cursor has none
+    assert ("could not reach" in told(done)) == (client != "cursor")
 
 
-@pytest.mark.parametrize(("client", "action", "event"), CASES)
-def test_with_a_wrong_token_a_hook_exits_0_with_one_line_on_stderr_only(client, action, event, stand, tmp_path):
+@pytest.mark.parametrize(("client", "action", "event"), ASKING)
+def test_with_a_wrong_token_a_hook_exits_0_with_one_line_on_stderr(client, action, event, stand):
+    state, url = stand
+    state.status = 401
+    done = run(client, action, event, url, token="rb_wrong")
+    assert done.returncode == 0
+    assert len(done.stderr.splitlines()) == 1 and "answered 401" in done.stderr
+    assert ("refused the token" in told(done)) == (client != "cursor")
+    assert state.requests and state.requests[0][2] == "Bearer rb_wrong"
+
+
+@pytest.mark.parametrize(("client", "action", "event"), CAPTURING)
+def test_with_the_service_out_of_reach_a_capture_is_queued_without_a_word(client, action, event, tmp_path, state_dir):
+    done = run(client, action, with_transcript(client, event, tmp_path), f"http://127.0.0.1:{closed_port()}")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    (queued,) = queue_files(state_dir)
+    assert json.loads(queued.read_text())["body"]["session_id"] == event.get("session_id", event.get("conversation_id"))
+
+
+@pytest.mark.parametrize(("client", "action", "event"), CAPTURING)
+def test_with_a_wrong_token_a_capture_is_queued_then_refused_and_dropped(
+    client, action, event, stand, tmp_path, state_dir
+):
     state, url = stand
     state.status = 401
     done = run(client, action, with_transcript(client, event, tmp_path), url, token="rb_wrong")
-    assert (done.returncode, done.stdout) == (0, "")
-    assert len(done.stderr.splitlines()) == 1 and "answered 401" in done.stderr
-    assert state.requests and state.requests[0][2] == "Bearer rb_wrong"
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    ((path, _, authorization),) = state.wait_for(1)
+    assert path == "/api/v1/sessions" and authorization == "Bearer rb_wrong"
+    queue_empty_wait(state_dir)  # refused for good: not kept, not retried
 
 
 @pytest.mark.parametrize("client", ["codex", "gemini", "cursor"])
@@ -103,7 +138,7 @@ def test_a_broken_event_or_an_unknown_action_never_fails_the_session(client, sta
             capture_output=True,
             text=True,
             timeout=30,
-            env={"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": url, "REASONINGBANK_TOKEN": "t"},
+            env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t"),
         )
         assert (done.returncode, done.stdout) == (0, "") and len(done.stderr.splitlines()) == 1
 
@@ -143,7 +178,7 @@ def test_codex_hands_in_the_rollout_at_each_stop_without_its_reasoning_or_its_ow
         "codex", codex_event("Stop", stop_hook_active=False, last_assistant_message="Done."), tmp_path
     )
     assert run("codex", "capture", event, url).stderr == ""
-    ((path, body, _),) = state.requests
+    ((path, body, _),) = state.wait_for(1)
     assert path == "/api/v1/sessions"
     assert (body["trace_format"], body["partial"], body["session_id"]) == (
         "codex-rollout-jsonl",
@@ -154,10 +189,26 @@ def test_codex_hands_in_the_rollout_at_each_stop_without_its_reasoning_or_its_ow
     assert '"event_msg"' not in body["trace"] and "Fix the flaky checkout test" in body["trace"].splitlines()[0]
 
 
-def test_codex_does_not_capture_a_stop_it_is_continuing_from(stand, tmp_path):
+def test_codex_hands_in_the_rollout_as_final_at_session_end_with_its_real_input(stand, tmp_path):
+    state, url = stand
+    end = with_transcript("codex", codex_event("SessionEnd"), tmp_path)  # Codex 0.171.0's SessionEnd input
+    assert set(end) == {"session_id", "transcript_path", "cwd", "hook_event_name", "reason"}
+    assert run("codex", "capture", end, url).stderr == ""
+    ((path, body, _),) = state.wait_for(1)
+    assert (path, body["trace_format"], body["partial"], body["session_id"]) == (
+        "/api/v1/sessions",
+        "codex-rollout-jsonl",
+        False,
+        end["session_id"],
+    )
+    assert "Fix the flaky checkout test" in body["trace"]
+
+
+def test_codex_does_not_capture_a_stop_it_is_continuing_from(stand, tmp_path, state_dir):
     state, url = stand
     event = with_transcript("codex", codex_event("Stop", stop_hook_active=True, last_assistant_message="x"), tmp_path)
-    assert run("codex", "capture", event, url).returncode == 0 and state.requests == []
+    assert run("codex", "capture", event, url).returncode == 0
+    assert (state.requests, queue_files(state_dir)) == ([], [])
 
 
 def test_gemini_hands_in_each_turn_as_partial_and_the_session_end_as_final(stand, tmp_path):
@@ -167,8 +218,9 @@ def test_gemini_hands_in_each_turn_as_partial_and_the_session_end_as_final(stand
     )
     end = {**gemini_event("SessionEnd", reason="exit"), "transcript_path": after["transcript_path"]}
     run("gemini", "capture", after, url)
+    state.wait_for(1)  # else the end, queued before the turn is sent, supersedes it: one submission
     run("gemini", "capture", end, url)
-    assert [(b["trace_format"], b["partial"]) for _, b, _ in state.requests] == [
+    assert [(b["trace_format"], b["partial"]) for _, b, _ in state.wait_for(2)] == [
         ("gemini-cli-json", True),
         ("gemini-cli-json", False),
     ]
@@ -191,15 +243,10 @@ def test_a_long_gemini_recording_is_sent_as_valid_json_with_its_task_and_the_end
         capture_output=True,
         text=True,
         timeout=30,
-        env={
-            "PATH": os.environ.get("PATH", ""),
-            "REASONINGBANK_URL": url,
-            "REASONINGBANK_TOKEN": "t",
-            "REASONINGBANK_TRACE_MAX_BYTES": "20000",
-        },
+        env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t", REASONINGBANK_TRACE_MAX_BYTES="20000"),
     )
     assert done.stderr == ""
-    trace = state.requests[0][1]["trace"]
+    trace = state.wait_for(1)[0][1]["trace"]
     sent = json.loads(trace)["messages"]
     assert len(trace.encode()) <= 20000
     assert "E2E-long" in sent[0]["content"] and sent[-1]["content"] == "Thanks, that works now."
@@ -214,30 +261,26 @@ def test_cursor_hands_in_the_transcript_at_stop_and_session_end(stand, tmp_path)
         "transcript_path": stop["transcript_path"],
     }
     run("cursor", "capture", stop, url)
+    state.wait_for(1)  # else the end, queued before the stop is sent, supersedes it: one submission
     run("cursor", "capture", end, url)
-    assert [(b["trace_format"], b["partial"], b["session_id"]) for _, b, _ in state.requests] == [
+    assert [(b["trace_format"], b["partial"], b["session_id"]) for _, b, _ in state.wait_for(2)] == [
         ("cursor-jsonl", True, "c0ffee00-cursor"),
         ("cursor-jsonl", False, "c0ffee00-cursor"),
     ]
 
 
-def test_cursor_without_a_transcript_path_says_so_and_sends_nothing(stand):
+def test_cursor_without_a_transcript_path_says_so_and_sends_nothing(stand, state_dir):
     state, url = stand
     done = run("cursor", "capture", cursor_event("stop", status="completed", loop_count=0), url)
-    assert (done.returncode, done.stdout, state.requests) == (0, "", [])
+    assert (done.returncode, done.stdout, state.requests, queue_files(state_dir)) == (0, "", [], [])
     assert "no transcript_path" in done.stderr
 
 
 @pytest.mark.parametrize("client", ["codex", "gemini", "cursor"])
-def test_a_session_shorter_than_the_threshold_is_not_sent(client, stand, tmp_path):
+def test_a_session_shorter_than_the_threshold_is_not_sent(client, stand, tmp_path, state_dir):
     state, url = stand
     event = with_transcript(client, dict(CASES[{"codex": 2, "gemini": 5, "cursor": 7}[client]][2]), tmp_path)
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "REASONINGBANK_URL": url,
-        "REASONINGBANK_TOKEN": "t",
-        "REASONINGBANK_CAPTURE_MIN_MESSAGES": "50",
-    }
+    env = hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="t", REASONINGBANK_CAPTURE_MIN_MESSAGES="50")
     done = subprocess.run(
         [sys.executable, str(SCRIPTS[client]), "capture"],
         input=json.dumps(event),
@@ -246,7 +289,7 @@ def test_a_session_shorter_than_the_threshold_is_not_sent(client, stand, tmp_pat
         text=True,
         timeout=30,
     )
-    assert (done.returncode, done.stdout, done.stderr, state.requests) == (0, "", "", [])
+    assert (done.returncode, done.stdout, done.stderr, state.requests, queue_files(state_dir)) == (0, "", "", [], [])
 
 
 # --- the configuration files -----------------------------------------------------------------------
@@ -266,7 +309,7 @@ def test_each_clients_hook_configuration_runs_its_script_with_a_known_action_on_
     gemini = commands(json.loads((REPO / "integrations/gemini-cli/settings.json").read_text()))
     cursor_config = json.loads((REPO / "integrations/cursor/hooks.json").read_text())
     cursor = commands(cursor_config)
-    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
     assert set(gemini) == {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"}
     assert set(cursor) == {"sessionStart", "stop", "sessionEnd"} and cursor_config["version"] == 1
     for found, script in (

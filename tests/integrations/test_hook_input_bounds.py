@@ -27,9 +27,11 @@ from typing import Any
 
 import pytest
 
+from tests import hook_state
 from tests.agent_hook_events import claude_code_event, codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import transcript_text
+from tests.hook_state import queue_files
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = {
@@ -83,7 +85,7 @@ def memory_limited() -> None:
 
 
 def hook_env(url: str, **extra: str) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", ""), "REASONINGBANK_URL": url, "REASONINGBANK_TOKEN": "rb_test", **extra}
+    return hook_state.hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="rb_test", **extra)
 
 
 def capture_run(client: str, path: str, url: str) -> subprocess.CompletedProcess[str]:
@@ -137,24 +139,24 @@ REFUSALS = {
 @pytest.mark.parametrize("kind", list(REFUSALS))
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_transcript_path_that_is_no_regular_file_is_refused_in_time_with_one_line_and_nothing_sent(
-    client, kind, stand, tmp_path
+    client, kind, stand, tmp_path, state_dir
 ):
     state, url = stand
     with not_a_transcript(kind, tmp_path) as path:
         done = capture_run(client, path, url)
-    assert (done.returncode, done.stdout, state.requests) == (0, "", [])
+    assert (done.returncode, done.stdout, state.requests, queue_files(state_dir)) == (0, "", [], [])
     (line,) = done.stderr.splitlines()
     assert f"is {REFUSALS[kind]}, not a regular file: not read" in line, line
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_a_terabyte_sparse_file_is_read_in_time_at_its_two_ends_and_sends_nothing(client, stand, tmp_path):
+def test_a_terabyte_sparse_file_is_read_in_time_at_its_two_ends_and_sends_nothing(client, stand, tmp_path, state_dir):
     state, url = stand
     huge = tmp_path / "transcript.jsonl"
     with huge.open("wb") as file:
         file.truncate(TERABYTE)  # a terabyte of holes: no conversation in it
     done = capture_run(client, str(huge), url)
-    assert (done.returncode, done.stdout, done.stderr, state.requests) == (0, "", "", [])
+    assert (done.returncode, done.stdout, done.stderr, state.requests, queue_files(state_dir)) == (0, "", "", [], [])
 
 
 # --- the bytes read, counted ------------------------------------------------------------------------------
@@ -284,7 +286,7 @@ def test_a_whole_event_on_a_stdin_left_open_is_handled_without_waiting_for_the_e
     event = json.dumps({**CAPTURE_EVENTS[client], "transcript_path": str(transcript)}).encode()
     code, out, err = stdin_held_open(client, event, url)
     assert (code, out, err) == (0, "", "")
-    assert [body["trace_format"] for _, body, _ in state.requests] == [TRACE_FORMATS[client]]
+    assert [body["trace_format"] for _, body, _ in state.wait_for(1)] == [TRACE_FORMATS[client]]
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -315,7 +317,7 @@ def test_a_real_transcript_is_still_handed_in(client, stand, tmp_path):
     transcript.write_text(TRANSCRIPTS[client]())
     done = capture_run(client, str(transcript), url)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
-    ((path, body, _),) = state.requests
+    ((path, body, _),) = state.wait_for(1)
     assert path == "/api/v1/sessions" and body["trace_format"] == TRACE_FORMATS[client]
     assert "Thanks, that works now." in body["trace"]
 
@@ -340,7 +342,7 @@ def test_a_gemini_recording_too_long_to_read_whole_is_sent_from_its_two_ends(sta
         timeout=client_timeout("gemini"),
     )
     assert done.stderr == ""
-    trace = state.requests[0][1]["trace"]
+    trace = state.wait_for(1)[0][1]["trace"]
     sent = json.loads(trace)
     assert len(trace.encode()) <= limit and sent["sessionId"] == "g-long"
     assert "E2E-long" in sent["messages"][0]["content"] and sent["messages"][-1]["content"] == "Thanks, that works now."

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from accounts.models import Organization
 from tests.consolidation.vectors import remember, vec
 from tests.mcp_harness import MODES, dump, http_client, in_thread, mcp_client
 
@@ -27,6 +28,9 @@ SHOWN_CONTENT = "Use fmt.Errorf with %w so callers keep the cause 中文 👩\u2
 def hostile(cast: Any, make_token: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A memory as an import or an old write may hold it (nothing strips it on the way in), and a token."""
     monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    # an old write: the instruction-smell detector (which holds bidi tricks for review) was not there yet
+    cast.org_a.poisoning_policy = Organization.POISONING_OFF
+    cast.org_a.save(update_fields=["poisoning_policy"])
     scopes = ["memories:read", "memories:write", "admin"]
     raw, principal = make_token(cast.org_a, projects=[cast.project_a], scopes=scopes)
     memory = remember(

@@ -64,7 +64,9 @@ def _fake_postmaster(data_dir) -> int:
     )
     started = subprocess.run(
         ["sh", "-c", f'"{sys.executable}" -c "{code}" >/dev/null 2>&1 & echo $!'],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     pid = int(started.stdout)
     deadline = time.monotonic() + 30
@@ -155,7 +157,10 @@ def test_a_fresh_data_directory_is_created_and_serves_with_our_parameters(tmp_pa
     env = {**os.environ, "RB_PG_SHARED_BUFFERS": "48MB"}
     started = subprocess.run(
         [sys.executable, "-m", "reasoningbank.embedded_db", "start", str(data_dir)],
-        env=env, capture_output=True, text=True, timeout=180,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     try:
         assert started.returncode == 0, started.stderr
@@ -166,5 +171,6 @@ def test_a_fresh_data_directory_is_created_and_serves_with_our_parameters(tmp_pa
     finally:
         subprocess.run(
             [sys.executable, "-m", "reasoningbank.embedded_db", "stop", str(data_dir)],
-            capture_output=True, timeout=60,
+            capture_output=True,
+            timeout=60,
         )

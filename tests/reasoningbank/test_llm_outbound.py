@@ -133,8 +133,10 @@ def test_every_prompt_of_ours_passes_the_scrubber_unchanged():
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_a_batched_call_is_scrubbed_when_the_batch_is_submitted(name, cast):
-    llm = AnthropicLLM("claude-haiku-4-5", api_key="sk-test") if name == "anthropic" else OpenAILLM(
-        "gpt-4o-mini", api_key="sk-test"
+    llm = (
+        AnthropicLLM("claude-haiku-4-5", api_key="sk-test")
+        if name == "anthropic"
+        else OpenAILLM("gpt-4o-mini", api_key="sk-test")
     )
     with batch_api_served(BatchApiStub()) as stub:
         session = batch_session(organization=cast.org_a, subject=cast.project_a, llm=llm)

@@ -36,6 +36,7 @@ SEARCH_HIT_KEYS = {
     "usage_count",
     "relevance",
     "scope",
+    "source",  # who wrote it, how, and whether it is trusted for injection (docs/agent-api.md)
 }
 MEMORY_TOOLS = {"memory_search", "memory_record", "memory_feedback", "memory_outcome", "memory_get"}
 OUTCOME_DESCRIPTION = (
@@ -106,9 +107,9 @@ async def test_lists_the_memory_tools_with_their_schemas_and_hints(app: Any, tok
     assert (props["limit"]["minimum"], props["limit"]["maximum"]) == (1, 20)
     assert props["min_confidence"]["type"] == "number" and props["min_confidence"]["default"] == 0.5
     assert props["explain"]["default"] is False and "project" in props
-    # three keys; summaries only when a search found some, query_rewrite only in deep mode
-    # (docs/search.md#the-request)
-    outputs = {"memories", "total_found", "tokens_used", "summaries", "query_rewrite"}
+    # three keys; summaries only when a search found some, query_rewrite only in deep mode, injection_block
+    # only with inject (docs/search.md#the-request)
+    outputs = {"memories", "total_found", "tokens_used", "summaries", "query_rewrite", "injection_block"}
     assert set(search.output_schema["properties"]) == outputs
     assert set(search.output_schema["required"]) == {"memories", "total_found", "tokens_used"}
 

@@ -14,7 +14,7 @@ from django.test import modify_settings
 from reasoningbank.mcp_registry import tool_modules
 from reasoningbank.mcp_server import build_mcp_server
 
-PROBE_TOOLS = '''
+PROBE_TOOLS = """
 from reasoningbank.mcp_registry import register_tool_module
 
 
@@ -23,7 +23,7 @@ def register(server):
     @server.tool(name="{name}", description="a tool of a feature package, found by convention")
     def probe() -> str:
         return "pong"
-'''
+"""
 
 
 @pytest.fixture

@@ -100,9 +100,7 @@ def _server_errors(caplog) -> list[str]:
 
 
 @pytest.mark.parametrize("path", DEEP_PATHS)
-def test_json_nested_a_thousand_deep_is_a_json_400_in_the_error_shape_never_a_500(
-    cast, token_client, path, caplog
-):
+def test_json_nested_a_thousand_deep_is_a_json_400_in_the_error_shape_never_a_500(cast, token_client, path, caplog):
     client = token_client(cast.org_a, scopes=["memories:read", "memories:write", "admin"])
     response = client.post(path, DEEP, content_type="application/json")
     assert response.status_code == 400
@@ -127,9 +125,11 @@ def test_the_nesting_limit_is_a_setting(cast, token_client, settings):
     response = token_client(cast.org_a).post(
         "/api/v1/memories/search", '{"query": [[[[[[[[["x"]]]]]]]]]}', content_type="application/json"
     )
-    assert response.status_code == 400 and response.json()["code"] == "parse_error" and "8 levels" in response.json()[
-        "detail"
-    ]
+    assert (
+        response.status_code == 400
+        and response.json()["code"] == "parse_error"
+        and "8 levels" in response.json()["detail"]
+    )
 
 
 def test_a_nul_in_a_json_field_is_a_400_naming_the_field(cast, token_client):

@@ -110,8 +110,10 @@ def test_a_megabyte_of_image_data_is_not_decoded():
         ("the password is Tr0ub4dor&3", "the password is [REDACTED:password_in_prose]"),
         ("passcode: 48151623 for the door", "passcode: [REDACTED:password_in_prose] for the door"),
         ("log in as root, pwd: S3cure!pw, then sudo", "log in as root, pwd: [REDACTED:password_in_prose], then sudo"),
-        ('the password of the admin account is "letmein"',
-         'the password of the admin account is "[REDACTED:password_in_prose]"'),
+        (
+            'the password of the admin account is "letmein"',
+            'the password of the admin account is "[REDACTED:password_in_prose]"',
+        ),
         ("the password is now H4ppy-days. Log in.", "the password is now [REDACTED:password_in_prose]. Log in."),
     ],
 )
@@ -122,10 +124,17 @@ def test_a_password_stated_in_prose_is_redacted_and_the_sentence_kept(text, expe
 @pytest.mark.parametrize(
     "text",
     [
-        "the password is required", "the password is well-known", "for the vault, password: see 1Password",
-        "the password was reset by the admin", "the password is v2.1.0 compatible", "pw: ${PW}",
-        "the password is sha256-hashed", "pwd: /home/bob/project", "the password is 8 characters",
-        "the password is os.environ.get", "the password is DB_PASSWORD_FILE",
+        "the password is required",
+        "the password is well-known",
+        "for the vault, password: see 1Password",
+        "the password was reset by the admin",
+        "the password is v2.1.0 compatible",
+        "pw: ${PW}",
+        "the password is sha256-hashed",
+        "pwd: /home/bob/project",
+        "the password is 8 characters",
+        "the password is os.environ.get",
+        "the password is DB_PASSWORD_FILE",
     ],
 )
 def test_a_sentence_about_a_password_is_kept(text):
@@ -169,8 +178,18 @@ def test_a_discord_token_is_told_apart_by_its_decimal_id():
         "docker login " * 80_000,
     ],
     ids=[
-        "password is", "pw", "mailchimp anchors", "terraform anchors", "firebase anchors", "azure anchors",
-        "discord candidates", "zero-width", "continuations", "one long run", "signatures", "docker logins",
+        "password is",
+        "pw",
+        "mailchimp anchors",
+        "terraform anchors",
+        "firebase anchors",
+        "azure anchors",
+        "discord candidates",
+        "zero-width",
+        "continuations",
+        "one long run",
+        "signatures",
+        "docker logins",
     ],
 )
 def test_adversarial_inputs_are_scrubbed_in_linear_time(text):

@@ -289,6 +289,30 @@ def test_a_distilled_session_publishes_session_distilled_with_its_memories(agent
     assert not sent("session.failed")
 
 
+def test_a_session_handed_in_again_after_its_distillation_publishes_session_distilled_once_per_round(
+    agent, subscribe, committed
+):
+    subscribe(["session.distilled"])
+    trace = "user: the checkout test hangs\nagent: added a timeout around the DB call"
+    with committed():
+        session = session_submit(principal=agent, session_id="s-3", outcome="success", trace=trace).session
+    first = memory_block(1, "Wrap DB calls in a timeout", "When tests hang on the DB", "Use context.WithTimeout.")
+    second = memory_block(1, "Default missing promo codes", "When a promo lookup fails", "Use PROMOS.get(code).")
+    with committed():
+        session_process(session.id, llm=ScriptedLLM([first]))
+    with committed():  # the session resumed: handed in again, grown at its end
+        session_submit(principal=agent, session_id="s-3", outcome="success", trace=trace + "\nuser: promo fails too")
+    with committed():
+        session_process(session.id, llm=ScriptedLLM([second]))
+
+    one, two = (delivery.payload["data"]["session"] for delivery in sent("session.distilled"))
+    titles = dict(Memory.objects.filter(source_session=session).values_list("id", "title"))
+    assert (one["rounds"], two["rounds"]) == (1, 2)
+    assert [titles[i] for i in one["round_memory_ids"]] == ["Wrap DB calls in a timeout"]
+    assert [titles[i] for i in two["round_memory_ids"]] == ["Default missing promo codes"]
+    assert two["memory_ids"] == sorted(titles)  # all the session's memories, every round's
+
+
 def test_a_session_that_cannot_be_distilled_publishes_session_failed(agent, subscribe, committed):
     subscribe(["session.distilled", "session.failed"])
     with committed():
@@ -379,3 +403,49 @@ def test_an_llm_spend_past_the_alert_threshold_publishes_llm_budget_alert_once_t
         1_200,
         1_000,
     )
+
+
+def test_a_token_suspended_after_flagged_writes_publishes_security_token_suspended_once_to_its_organization(
+    cast, make_token, subscribe, committed, settings
+):
+    from accounts.services_write_limits import flagged_write_note
+
+    settings.WRITE_SUSPEND_FLAGGED = 2
+    subscribe(["security.token_suspended"])
+    globex = subscribe(["security.token_suspended"], org=cast.org_b)
+    _, leaked = make_token(cast.org_a, label="leaked laptop")
+    with committed():
+        flagged_write_note(leaked)
+        assert not sent("security.token_suspended")
+        flagged_write_note(leaked)
+        assert not sent("security.token_suspended")  # nothing before the commit
+    with committed():
+        flagged_write_note(leaked)  # already suspended: no second event
+    (delivery,) = sent("security.token_suspended")
+    assert delivery.organization == cast.org_a and delivery.subscription != globex
+    suspension = delivery.payload["data"]["suspension"]
+    assert suspension["kind"] == "token" and suspension["id"] == leaked.token.pk
+    assert suspension["prefix"] == leaked.token.prefix and suspension["token_label"] == "leaked laptop"
+    assert suspension["flagged_writes"] == 2 and suspension["window_seconds"] == 600
+    assert "instruction-smell detector" in suspension["reason"]
+    assert suspension["unsuspend"] == f"POST /api/v1/tokens/{leaked.token.pk}/unsuspend"
+
+
+def test_a_suspension_rolled_back_with_its_write_publishes_nothing(cast, make_token, subscribe, committed, settings):
+    from django.db import transaction
+
+    from accounts.services_write_limits import flagged_write_note
+
+    settings.WRITE_SUSPEND_FLAGGED = 1
+    subscribe(["security.token_suspended"])
+    _, leaked = make_token(cast.org_a)
+    with committed():
+        try:
+            with transaction.atomic():
+                flagged_write_note(leaked)
+                raise RuntimeError("the flagged write failed")
+        except RuntimeError:
+            pass
+    assert not sent("security.token_suspended")
+    leaked.token.refresh_from_db()
+    assert leaked.token.write_suspended_at is None

@@ -277,10 +277,13 @@ class ReasoningBank:
         project: str | None = None,
         dry_run: bool | None = None,
         source_name: str | None = None,
+        reviewed: bool | None = None,
         request_options: RequestOptions | None = None,
     ) -> models.ImportResult:
-        """Import an export file as it is (JSON Lines, streamed from an iterable of bytes if you like)."""
-        options = {"project": project, "dry_run": dry_run, "source_name": source_name}
+        """Import an export file as it is (JSON Lines, streamed from an iterable of bytes if you like).
+        ``reviewed=True``: you read the file, and its memories are trusted for injection at once (else they
+        wait for a person's review); ``source_name``: the file's name, kept in each memory's provenance."""
+        options = {"project": project, "dry_run": dry_run, "source_name": source_name, "reviewed": reviewed}
         return cast(models.ImportResult, self.send(ndjson_call(content, options), request_options))
 
     def memory_list(
@@ -309,7 +312,7 @@ class ReasoningBank:
         self, *, project: str | None = None, embeddings: bool = False, request_options: RequestOptions | None = None
     ) -> Iterator[dict[str, Any]]:
         """The bank as it streams, one record (a JSON Lines line) at a time: the header first, then the
-        projects, memories, links… (docs/export-import.md#the-format-version-1). Needs a token with the
+        projects, memories, links… (docs/export-import.md#the-format-version-2). Needs a token with the
         ``admin`` scope. Retried until the stream starts, never in the middle of it."""
         response = self.request(export_call(project, embeddings), request_options, stream=True)
         try:
@@ -459,9 +462,10 @@ class AsyncReasoningBank:
         project: str | None = None,
         dry_run: bool | None = None,
         source_name: str | None = None,
+        reviewed: bool | None = None,
         request_options: RequestOptions | None = None,
     ) -> models.ImportResult:
-        options = {"project": project, "dry_run": dry_run, "source_name": source_name}
+        options = {"project": project, "dry_run": dry_run, "source_name": source_name, "reviewed": reviewed}
         return cast(models.ImportResult, await self.send(ndjson_call(content, options), request_options))
 
     def memory_list(

@@ -28,6 +28,7 @@ class SearchRequest(TypedDict):
     exclude_seen: NotRequired[bool]
     token_budget: NotRequired[int | None]
     min_similarity: NotRequired[float | None]
+    inject: NotRequired[bool]
 
 
 SearchHitOutStateEnum = Literal["active", "archived"]
@@ -61,6 +62,24 @@ class SearchExplanation(TypedDict):
     found_by: NotRequired[list[str]]
 
 
+HowEnum = Literal["recorded", "distilled", "synthesised", "pattern", "promoted", "imported", "extracted"]
+
+
+TrustEnum = Literal["trusted", "pending"]
+
+
+class SourceOut(TypedDict):
+    """Who wrote this memory, how and through which client: ask before you act on what it says."""
+
+    how: HowEnum
+    by: str
+    via: str | None
+    at: str
+    trust: TrustEnum
+    reviewed_by: str | None
+    label: str
+
+
 class SearchHitOut(TypedDict):
     """One result. `confidence` and `usage_count` already count this search as a use (when its
     relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
@@ -78,6 +97,7 @@ class SearchHitOut(TypedDict):
     state: NotRequired[SearchHitOutStateEnum]
     duplicates: NotRequired[list[str]]
     explain: NotRequired[SearchExplanation | None]
+    source: SourceOut
 
 
 ConfidenceEnum = Literal["high", "medium", "low"]
@@ -139,6 +159,7 @@ class SearchResponse(TypedDict):
     tokens_used: int
     summaries: NotRequired[list[SummaryHitOut]]
     query_rewrite: NotRequired[QueryRewriteOut | None]
+    injection_block: NotRequired[str | None]
 
 
 MemoryOutcomeEnum = Literal["success", "failure", "mixed"]
@@ -158,10 +179,22 @@ class RecordRequest(TypedDict):
     scope: NotRequired[MemoryScopeEnum]
 
 
+RecordResponseStatusEnum = Literal["recorded", "flagged", "quarantined", "duplicate"]
+
+
 KindAa5Enum = Literal["working", "episodic", "semantic", "procedural"]
 
 
-StateCa5Enum = Literal["active", "archived", "proposed"]
+StateB04Enum = Literal["active", "archived", "proposed", "quarantined"]
+
+
+class Finding(TypedDict):
+    """One finding of the instruction-smell detector: the rule that fired, why, and what it read."""
+
+    rule: str
+    reason: str
+    field: str
+    excerpt: str
 
 
 class MemoryOut(TypedDict):
@@ -177,7 +210,8 @@ class MemoryOut(TypedDict):
     scope: MemoryScopeEnum
     project: str | None
     team: str | None
-    state: StateCa5Enum
+    state: StateB04Enum
+    flags: list[Finding]
     archived_reason: str
     consolidated_into: str | None
     tier: str
@@ -196,13 +230,23 @@ class MemoryOut(TypedDict):
     last_signal_at: str | None
     created_at: str
     updated_at: str
+    source: SourceOut
+
+
+class QuarantineNote(TypedDict):
+    """Why a memory was held for review, and what happens next."""
+
+    rules: list[Finding]
+    message: str
 
 
 class RecordResponse(TypedDict):
     id: str
+    status: RecordResponseStatusEnum
     message: str
     initial_confidence: float
     memory: MemoryOut
+    quarantine: NotRequired[QuarantineNote | None]
     duplicate_of: NotRequired[str | None]
     duplicate_reason: NotRequired[Literal["identical", "near_copy"] | None]
     similarity: NotRequired[float | None]
@@ -256,6 +300,7 @@ class ContextResponse(TypedDict):
     source: ContextResponseSourceEnum
     memory_ids: list[str]
     summary_ids: list[str]
+    memory_sources: list[SourceOut]
     min_confidence: float
     project: str
 
@@ -292,6 +337,7 @@ class AskMemory(TypedDict):
     title: str
     recorded_at: str
     cited: bool
+    source: SourceOut
 
 
 class AskResponse(TypedDict):
@@ -318,12 +364,26 @@ class SessionSubmitRequest(TypedDict):
     partial: NotRequired[bool]
 
 
-SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
+SessionStatusEnum = Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]
 
 
 class SessionMemory(TypedDict):
     id: str
     title: str
+    source: SourceOut
+
+
+class HeldFinding(TypedDict):
+    """What the instruction-smell detector found in a memory distilled from the session (held for review)."""
+
+    memory: str
+    title: str
+    rule: str
+    reason: str
+    field: str
+    start: int
+    end: int
+    excerpt: str
 
 
 class SessionSubmitResponse(TypedDict):
@@ -336,10 +396,14 @@ class SessionSubmitResponse(TypedDict):
     status: SessionStatusEnum
     created: bool
     replaced: bool
+    continued: bool
+    rounds: int
+    distilled_upto: int
     attempts: int
     error: str
     redactions: int
     memories: list[SessionMemory]
+    held: NotRequired[list[HeldFinding]]
     message: str
     created_at: str
     updated_at: str
@@ -355,11 +419,14 @@ class SessionDetail(TypedDict):
     project: str
     outcome: str
     status: SessionStatusEnum
+    rounds: int
+    distilled_upto: int
     attempts: int
     error: str
     warnings: list[str]
     redactions: int
     memories: list[SessionMemory]
+    held: list[HeldFinding]
     created_at: str
     updated_at: str
     finished_at: str | None
@@ -439,6 +506,7 @@ class ImportRequestRequest(TypedDict):
     project: NotRequired[str]
     dry_run: NotRequired[bool]
     source_name: NotRequired[str]
+    reviewed: NotRequired[bool]
 
 
 class ImportSkipped(TypedDict):
@@ -457,6 +525,10 @@ class ImportResult(TypedDict):
     skipped: list[ImportSkipped]
     warnings: list[str]
     memory_ids: dict[str, str]
+    quarantined: int
+    held_summaries: int
+    flagged: int
+    trust: TrustEnum
 
 
 ArchiveReasonEnum = Literal["manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence"]
@@ -487,7 +559,8 @@ class Memory(TypedDict):
     scope: MemoryScopeEnum
     project: NotRequired[str | None]
     team: NotRequired[str | None]
-    state: StateCa5Enum
+    state: StateB04Enum
+    flags: list[Finding]
     archived_reason: ArchiveReasonEnum | BlankEnum
     consolidated_into: str | None
     tier: TierEnum
@@ -506,6 +579,7 @@ class Memory(TypedDict):
     last_signal_at: str | None
     created_at: str
     updated_at: str
+    source: SourceOut
 
 
 class PaginatedMemoryList(TypedDict):
@@ -523,11 +597,14 @@ class Session(TypedDict):
     project: str
     outcome: str
     status: SessionStatusEnum
+    rounds: int
+    distilled_upto: int
     attempts: int
     error: str
     warnings: list[str]
     redactions: int
     memories: list[SessionMemory]
+    held: list[HeldFinding]
     created_at: str
     updated_at: str
     finished_at: str | None
@@ -576,4 +653,4 @@ class SessionsListQuery(TypedDict, total=False):
     page: int
     page_size: int
     project: str
-    status: Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget"]
+    status: Literal["queued", "running", "done", "failed", "waiting_for_llm", "waiting_for_budget", "held"]

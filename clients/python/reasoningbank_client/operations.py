@@ -90,7 +90,7 @@ OPERATIONS: dict[str, Operation] = {
     "export": Operation("bank_export", "GET", "/api/v1/export", None, None, ("project", "embeddings"), idempotent=True),
     "import_bank": Operation("bank_import", "POST", "/api/v1/import", "ImportRequestRequest", "ImportResult"),
     "import_ndjson": Operation(
-        "bank_import", "POST", "/api/v1/import", None, "ImportResult", ("project", "dry_run", "source_name")
+        "bank_import", "POST", "/api/v1/import", None, "ImportResult", ("project", "dry_run", "source_name", "reviewed")
     ),
     "memory_list": Operation(
         "memories_list", "GET", "/api/v1/memories", None, "PaginatedMemoryList", idempotent=True, paged=True
@@ -189,7 +189,7 @@ def ndjson_call(content: str | bytes | Iterable[bytes], options: Mapping[str, An
 
 
 def parse_line(line: str) -> dict[str, Any]:
-    """One line of the export stream (docs/export-import.md#the-format-version-1)."""
+    """One line of the export stream (docs/export-import.md#the-format-version-2)."""
     record = json.loads(line)
     if not isinstance(record, dict):
         raise ValueError(f"an export line is not a JSON object: {line[:80]!r}")

@@ -1,15 +1,25 @@
 export type ExportKind = "working" | "episodic" | "semantic" | "procedural";
 export type ExportOutcome = "success" | "failure" | "mixed";
-export type ExportState = "active" | "archived" | "proposed";
+export type ExportState = "active" | "archived" | "proposed" | "quarantined";
 export type ExportArchivedReason = "consolidated" | "superseded" | "duplicate" | "stale" | "manual" | "low_confidence";
 export type ExportTier = "hot" | "warm" | "cold" | "archived";
 export type ExportOrigin = "recorded" | "distilled" | "consolidated" | "extracted";
 export type ExportLinkKind = "consolidates" | "supersedes" | "contradicts" | "duplicates" | "references";
 export type ExportSignalType = "explicit" | "usage" | "outcome" | "stability";
-export type ExportSummaryStatus = "ready" | "rejected";
+export type ExportSummaryStatus = "ready" | "rejected" | "held";
 export type ExportSessionVia = "search" | "context";
 export type ExportScope = "project" | "team" | "org";
 export type ExportCountedType = "weights" | "memory" | "link" | "signal" | "summary" | "session_use";
+/** What the instruction-smell detector found in a text (docs/security/memory-poisoning.md). */
+export interface ExportFinding {
+    rule: string;
+    reason: string;
+    field: string;
+    start: number;
+    end: number;
+    excerpt: string;
+    fingerprint: string;
+}
 /** ISO 8601 with its UTC offset, e.g. "2026-01-31T09:30:00+00:00". */
 export type ExportTime = string;
 export interface ExportHeader {
@@ -101,8 +111,16 @@ export interface ExportMemory {
     promoted_from: ExportKind | "";
     promoted_at: ExportTime | null;
     promotion_reason: string;
+    /** what the detector found when it was written (informative: an import screens the text itself) */
+    flags: ExportFinding[];
     /** an e-mail */
     created_by_user: string | null;
+    /** who wrote it, how, through which client ({} for a memory older than provenance); a claim on import */
+    provenance: Record<string, unknown>;
+    trust: "trusted" | "pending" | null;
+    /** an e-mail */
+    reviewed_by: string | null;
+    reviewed_at: ExportTime | null;
     created_at: ExportTime;
     updated_at: ExportTime | null;
     signal_aggregate: ExportSignalAggregate | null;
@@ -162,6 +180,8 @@ export interface ExportSummary {
     raw_reply: string;
     activation_count: number;
     last_activated_at: ExportTime | null;
+    /** a held summary's findings */
+    flags: ExportFinding[];
     created_at: ExportTime;
 }
 /** The session ledger: which memory an agent session was given. */

@@ -1,4 +1,4 @@
-// The export format, version 1 (docs/export-import.md#the-format-version-1): one JSON object a line, each
+// The export format, version 2 (docs/export-import.md#the-format-version-2): one JSON object a line, each
 // with a `type`. The format's executable specification is the service's memories/transfer/export_format.py
 // (its SCHEMAS); the OpenAPI schema only says "application/x-ndjson". These types are the lines an export
 // writes, every field present (a hand-written import file may leave out the ones with defaults), and

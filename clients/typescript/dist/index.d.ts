@@ -1,4 +1,4 @@
-import type { operations } from "./schema.js";
+import type { components, operations } from "./schema.js";
 import type { ExportRecord } from "./export.js";
 import { Paginator } from "./pagination.js";
 export * from "./errors.js";
@@ -41,7 +41,18 @@ export type SearchRequest = JsonBody<"memories_search">;
 export type SearchResponse = Ok<"memories_search">;
 export type RecordRequest = JsonBody<"memories_create">;
 export type RecordResponse = Ok<"memories_create">;
+/** `recorded`, `duplicate`, or — the instruction-smell detector flagged it — `quarantined` (held for an
+ * admin's review, `quarantine` says why) or `flagged` (stored active with its `flags`). */
+export type RecordStatus = RecordResponse["status"];
+/** Why a memory was held for review, and what happens next (docs/security/memory-poisoning.md). */
+export type QuarantineNote = components["schemas"]["QuarantineNote"];
+/** One finding of the instruction-smell detector: rule, reason, field, excerpt. */
+export type Finding = components["schemas"]["Finding"];
+/** A held session's finding: the distilled memory it is in, with its span. */
+export type HeldFinding = components["schemas"]["HeldFinding"];
 export type Memory = Ok<"memories_retrieve">;
+/** Who wrote a memory, how, through which client, when, and whether it is trusted for injection. */
+export type MemorySource = Memory["source"];
 export type FeedbackRequest = JsonBody<"memories_feedback">;
 export type FeedbackResponse = Ok<"memories_feedback">;
 export type OutcomeRequest = JsonBody<"memories_outcome">;
@@ -138,7 +149,7 @@ export declare class ReasoningBank {
     memoryList(query?: MemoryListQuery, options?: RequestOptions): Paginator<MemoryPage["results"][number], MemoryPage>;
     /** The submitted sessions (`status`, `project`), page after page. */
     sessionList(query?: SessionListQuery, options?: RequestOptions): Paginator<SessionPage["results"][number], SessionPage>;
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-1),
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2),
      * narrowed on `record.type`. Needs a token with the `admin` scope. Retried until the stream starts, never
      * in the middle of it. */
     export(query?: ExportOptions, options?: RequestOptions): AsyncGenerator<ExportRecord, void, undefined>;

@@ -242,7 +242,7 @@ export class ReasoningBank {
     sessionList(query = {}, options) {
         return new Paginator((page) => this.json({ method: "GET", path: "/api/v1/sessions", query: { ...query, page }, idempotent: true }, options), query.page ?? 1);
     }
-    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-1),
+    /** The bank as it streams, one JSON Lines record at a time (docs/export-import.md#the-format-version-2),
      * narrowed on `record.type`. Needs a token with the `admin` scope. Retried until the stream starts, never
      * in the middle of it. */
     async *export(query = {}, options) {

@@ -1,4 +1,4 @@
-// The export format, version 1 (docs/export-import.md#the-format-version-1): one JSON object a line, each
+// The export format, version 2 (docs/export-import.md#the-format-version-2): one JSON object a line, each
 // with a `type`. The format's executable specification is the service's memories/transfer/export_format.py
 // (its SCHEMAS); the OpenAPI schema only says "application/x-ndjson". These types are the lines an export
 // writes, every field present (a hand-written import file may leave out the ones with defaults), and
@@ -8,17 +8,28 @@
 // The enumerated values are the service's model choices (export_format.Vocabulary).
 export type ExportKind = "working" | "episodic" | "semantic" | "procedural";
 export type ExportOutcome = "success" | "failure" | "mixed";
-export type ExportState = "active" | "archived" | "proposed";
+export type ExportState = "active" | "archived" | "proposed" | "quarantined";
 export type ExportArchivedReason = "consolidated" | "superseded" | "duplicate" | "stale" | "manual" | "low_confidence";
 export type ExportTier = "hot" | "warm" | "cold" | "archived";
 export type ExportOrigin = "recorded" | "distilled" | "consolidated" | "extracted";
 export type ExportLinkKind = "consolidates" | "supersedes" | "contradicts" | "duplicates" | "references";
 export type ExportSignalType = "explicit" | "usage" | "outcome" | "stability";
-export type ExportSummaryStatus = "ready" | "rejected";
+export type ExportSummaryStatus = "ready" | "rejected" | "held";
 export type ExportSessionVia = "search" | "context";
 // fixed by the format itself
 export type ExportScope = "project" | "team" | "org";
 export type ExportCountedType = "weights" | "memory" | "link" | "signal" | "summary" | "session_use";
+
+/** What the instruction-smell detector found in a text (docs/security/memory-poisoning.md). */
+export interface ExportFinding {
+  rule: string;
+  reason: string;
+  field: string;
+  start: number;
+  end: number;
+  excerpt: string;
+  fingerprint: string;
+}
 
 /** ISO 8601 with its UTC offset, e.g. "2026-01-31T09:30:00+00:00". */
 export type ExportTime = string;
@@ -108,8 +119,16 @@ export interface ExportMemory {
   promoted_from: ExportKind | "";
   promoted_at: ExportTime | null;
   promotion_reason: string;
+  /** what the detector found when it was written (informative: an import screens the text itself) */
+  flags: ExportFinding[];
   /** an e-mail */
   created_by_user: string | null;
+  /** who wrote it, how, through which client ({} for a memory older than provenance); a claim on import */
+  provenance: Record<string, unknown>;
+  trust: "trusted" | "pending" | null;
+  /** an e-mail */
+  reviewed_by: string | null;
+  reviewed_at: ExportTime | null;
   created_at: ExportTime;
   updated_at: ExportTime | null;
   signal_aggregate: ExportSignalAggregate | null;
@@ -174,6 +193,8 @@ export interface ExportSummary {
   raw_reply: string;
   activation_count: number;
   last_activated_at: ExportTime | null;
+  /** a held summary's findings */
+  flags: ExportFinding[];
   created_at: ExportTime;
 }
 

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/connected-apps/{connection_id}/unsuspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a connected app's write suspension
+         * @description Give a suspended connected app its write rights back, after reviewing what it wrote (the review queue). Its writes are accepted again at once and its flagged count starts from nothing; audited as `token.write_unsuspend`. One that is not suspended → 409. A token whose own writes are suspended cannot lift any. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        post: operations["connected_app_unsuspend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/consolidation/disputes": {
         parameters: {
             query?: never;
@@ -157,7 +177,7 @@ export interface paths {
         };
         /**
          * Export the memory bank
-         * @description Every memory of the organization, or of one `project`, with all its fields, links, lineage, confidence signals and their rolled-up counts, consolidated summaries, learned signal weights and the session ledger, as JSON Lines (version 1 of the ReasoningBank export format, described in docs/export-import.md): a header line first, an end line with the counts last (a file without it was cut short). The body streams, so a bank of any size exports in constant memory. Embeddings are left out unless `embeddings=true`. The export is audited. Needs `admin`.
+         * @description Every memory of the organization, or of one `project`, with all its fields, links, lineage, confidence signals and their rolled-up counts, consolidated summaries, learned signal weights and the session ledger, as JSON Lines (version 2 of the ReasoningBank export format, described in docs/export-import.md): a header line first, an end line with the counts last (a file without it was cut short). The body streams, so a bank of any size exports in constant memory. Embeddings are left out unless `embeddings=true`. The export is audited. Needs `admin`.
          */
         get: operations["bank_export"];
         put?: never;
@@ -179,7 +199,7 @@ export interface paths {
         put?: never;
         /**
          * Import a memory bank
-         * @description Bring memories in: a ReasoningBank export (`format` reasoningbank), a CLAUDE.md or memory markdown file (claude-md: each section, or each item of a section that is one list, becomes a memory) or a mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose `errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) with every reference rewritten, and re-embedded with the configured embedder. `dry_run` checks only. The import is audited. Needs `admin`.
+         * @description Bring memories in: a ReasoningBank export (`format` reasoningbank), a CLAUDE.md or memory markdown file (claude-md: each section, or each item of a section that is one list, becomes a memory) or a mem0 export (mem0). Every line is checked before anything is written: a bad file is a 400 whose `errors` name each line at fault (`line 12`) and the field, and nothing is imported. A valid file is written in one transaction, every memory and summary under a new id (`memory_ids` maps them) with every reference rewritten, and re-embedded with the configured embedder. Every text passes the instruction-smell detector as a recorded one does: what it flags lands in quarantine (`quarantined`, `held_summaries`; the file's own quarantined memories stay there) for an admin's review. `dry_run` checks only. The import is audited. Needs `admin`.
          *
          *     Two forms of the same request: a JSON body (`text` holds the file, the options beside it), or the exported file itself as the body with `Content-Type: application/x-ndjson` and the options as query parameters (`curl --data-binary @bank.jsonl -H 'Content-Type: application/x-ndjson' '…/api/v1/import?dry_run=true'`). Both are checked, limited and answered the same way.
          */
@@ -263,13 +283,13 @@ export interface paths {
         };
         /**
          * List memories
-         * @description The memories the token can reach, newest first unless `ordering` says otherwise, one page at a time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the promotion proposals awaiting review in the review queue, which no other value includes. Every filter is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown parameter is a 400 naming it. Needs `memories:read`.
+         * @description The memories the token can reach, newest first unless `ordering` says otherwise, one page at a time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the promotion proposals awaiting review in the review queue, which no other value includes (memories held in quarantine are listed for admins by `GET /api/v1/quarantine`). Every filter is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown parameter is a 400 naming it. Needs `memories:read`.
          */
         get: operations["memories_list"];
         put?: never;
         /**
          * Record a memory
-         * @description Store something an agent learned: a title, when it applies (`description`), the lesson itself (`content`) and whether it came from a success or a failure. `project` is the project's slug; it may be left out when the token reaches a single project. `scope` says who can find it: the project (default), its team or the whole organization. Secrets in the text are redacted before storing. Answers 201 with the new memory's id and initial confidence. Recording it again where an active memory already has the same title, description and content (case and whitespace ignored), outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`; a near copy of an active memory (embeddings this alike, the same numbers, no negation or opposite word between them) is answered the same way with `duplicate_reason: near_copy` and its `similarity`. Text without reusable value (empty, placeholder or template text, a character repeated, content shorter than the minimum or only restating the title, our own prompt echoed) is a 422 naming the field, with the code `rejected_<reason>`. Needs `memories:write`.
+         * @description Store something an agent learned: a title, when it applies (`description`), the lesson itself (`content`) and whether it came from a success or a failure. `project` is the project's slug; it may be left out when the token reaches a single project. `scope` says who can find it: the project (default), its team or the whole organization. Secrets in the text are redacted before storing. Answers 201 with the new memory's id and initial confidence, and `status` `recorded`. Text addressed to the AI that would read it (override phrases, role tags, requests to send keys or pipe a script from an unknown host into a shell, hidden text, data-carrying image links) is flagged by the instruction-smell detector: when the organization quarantines (the default) the memory is still stored, 201 with `status: quarantined` and `quarantine` (the rules, what fired, and what happens next: an admin reviews it; until then it is not searched or injected); when it only flags, `status: flagged` and the memory's `flags`. Recording it again where an active memory already has the same title, description and content (case and whitespace ignored), outcome and kind creates nothing: 200 with that memory's id, also as `duplicate_of`; a near copy of an active memory (embeddings this alike, the same numbers, no negation or opposite word between them) is answered the same way with `duplicate_reason: near_copy` and its `similarity`. Text without reusable value (empty, placeholder or template text, a character repeated, content shorter than the minimum or only restating the title, our own prompt echoed) is a 422 naming the field, with the code `rejected_<reason>`. Needs `memories:write`.
          */
         post: operations["memories_create"];
         delete?: never;
@@ -297,7 +317,7 @@ export interface paths {
         head?: never;
         /**
          * Edit a memory
-         * @description Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out keep their value. A changed text is re-embedded, so search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing reusable). Needs `memories:write` and a token that reaches the memory's project.
+         * @description Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out keep their value. A changed text is re-embedded, so search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing reusable). A changed text or tags pass the instruction-smell detector as a new memory does: when the organization quarantines, a flagged edit answers 200 with `state: quarantined` and `quarantine` (the rules that fired, what happens next), and a clean edit of a quarantined memory makes it active again. Needs `memories:write` and a token that reaches the memory's project.
          */
         patch: operations["memories_update"];
         trace?: never;
@@ -316,6 +336,26 @@ export interface paths {
          * @description Take a memory out of search without deleting it; `POST …/restore` brings it back. The optional `reason` is one of `manual` (default), `stale`, `superseded`, `duplicate` or `consolidated` (see `ArchiveReasonEnum`). Archiving an archived memory changes nothing and answers it as it is. Needs `memories:write`.
          */
         post: operations["memories_archive"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/memories/{memory_id}/clear-for-injection": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear a memory for injection
+         * @description An admin's review: the memory (active, `trust: pending`) becomes `trusted`, so the hooks and memory_context may inject it; the reviewer and the time are kept on it and the change is audited (`memory.injection_clear`). No body (or `{}`). A memory already trusted, quarantined (approve it in the quarantine review) or archived is a 409. Needs `admin`.
+         */
+        post: operations["trust_injection_clear"];
         delete?: never;
         options?: never;
         head?: never;
@@ -502,6 +542,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/oauth-clients/trusted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The trusted OAuth clients
+         * @description The OAuth clients (MCP clients members connected through the browser) whose agents' memories are trusted for automatic injection without a person's review, when the member who connected them is a member or above. Every other app's memories wait for review. Needs `admin`.
+         */
+        get: operations["trusted_oauth_clients_retrieve"];
+        put?: never;
+        /**
+         * Trust an OAuth client, or stop trusting it
+         * @description `trusted: true` adds the client to the organization's trusted clients and clears its pending memories that the instruction-smell detector did not flag (those it recorded, or that were distilled from sessions it handed in, for a member or above). `trusted: false` takes the trust back: its later memories wait for review again; the ones already cleared stay trusted. Audited (`org.oauth_client_trust`, `org.oauth_client_distrust`). Needs `admin` and a token not restricted to some projects.
+         */
+        post: operations["trusted_oauth_clients_set"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects": {
         parameters: {
             query?: never;
@@ -542,6 +606,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List memories held in quarantine
+         * @description The memories the instruction-smell detector held for review because their text speaks to the AI that would read them (override phrases, role tags, secrecy towards the user, sending keys or environment, scripts piped into a shell from a host the organization has not allowed, hidden text, data-carrying links), oldest first, one page at a time: each with the findings (rule, reason, field and span), who wrote it and how (`written_by`, `provenance`). None of them is searched, injected, consolidated or counted as active until approved. Needs `admin`.
+         */
+        get: operations["quarantine_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/{memory_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a quarantined memory
+         * @description Delete a memory held in quarantine for good (its links and signals with it). Answers 204. Audited (`memory.quarantine_delete`, with its title and the rules that held it). Only a memory in quarantine can be deleted here (anything else is a 404). Needs `admin`.
+         */
+        delete: operations["quarantine_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/{memory_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a quarantined memory
+         * @description The memory becomes active (searched and injected like any other), trusted, and reviewed by you; the detector learns each of its findings as an exception of the organization, so the same text recorded again is not held (nothing else is exempted). No body (or `{}`). Audited (`memory.quarantine_approve`). A memory no longer in quarantine is a 409 (another in its stead: a 404); at the plan's limit of active memories a 403. Needs `admin`.
+         */
+        post: operations["quarantine_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/summaries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List summaries held for review
+         * @description Consolidated summaries the instruction-smell detector held (`status: held`), oldest first, with the findings: never served to a session or a search until approved. Needs `admin`.
+         */
+        get: operations["quarantine_summaries_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/summaries/{summary_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a held summary
+         * @description Delete a held summary (a later consolidation run may summarise the cluster again). Answers 204. Audited (`summary.quarantine_delete`). Needs `admin`.
+         */
+        delete: operations["quarantine_summaries_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/summaries/{summary_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a held summary
+         * @description The summary becomes ready (served with its consolidated memory); its findings become exceptions of the organization. No body (or `{}`). Audited (`summary.quarantine_approve`). Needs `admin`.
+         */
+        post: operations["quarantine_summaries_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/sessions": {
         parameters: {
             query?: never;
@@ -557,7 +741,7 @@ export interface paths {
         put?: never;
         /**
          * Submit a finished session for distillation
-         * @description Hand in the transcript of a finished agent session; the service distills the lessons in it into memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are redacted before storing. `trace_format` names a client's own transcript format, which the service turns into a compact trace (a trace with no conversation in it is a 422). Submitting the same `session_id` to the same project again answers 200 with that session: its trace is replaced while it waits for distillation, and kept once distillation began; a new one answers 201. Needs `memories:write`.
+         * @description Hand in the transcript of a finished agent session; the service distills the lessons in it into memories in the background (poll `GET /api/v1/sessions/{session_id}`). Secrets in the trace are redacted before storing. `trace_format` names a client's own transcript format, which the service turns into a compact trace (a trace with no conversation in it is a 422). Submitting the same `session_id` to the same project again answers 200 with that session: its trace is replaced while it waits for its first distillation; once it was distilled (or while it is), a trace that continues it (the same transcript grown at its end: a resumed conversation) adds its new turns for another round that distils only them (`continued`), the same trace again changes nothing, and one that does not continue it is a 409 (nothing changes). A new one answers 201. Needs `memories:write`.
          */
         post: operations["sessions_submit"];
         delete?: never;
@@ -575,7 +759,7 @@ export interface paths {
         };
         /**
          * Get a session
-         * @description A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `waiting_for_budget`, `failed`, `done`), its error if any, the memories it produced and its redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. Needs `memories:read`.
+         * @description A submitted session's distillation status (`queued`, `running`, `waiting_for_llm`, `waiting_for_budget`, `failed`, `done`, or `held`: the instruction-smell detector flagged what it produced, and `held` lists what fired, span by span, while those memories wait in quarantine for an admin's review), its error if any, the memories it produced and its redacted trace. Address it by the `session_id` you submitted or by its `ses_…` id. When the token reaches several projects that each have a session with this `session_id`, the answer is a 400 listing their `ses_…` ids. Needs `memories:read`.
          */
         get: operations["sessions_retrieve"];
         put?: never;
@@ -664,6 +848,70 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tokens/{token_id}/unsuspend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lift a token's write suspension
+         * @description Give a suspended API token its write rights back, after reviewing what it wrote (the review queue). Its writes are accepted again at once and its flagged count starts from nothing; audited as `token.write_unsuspend`. One that is not suspended → 409. A token whose own writes are suspended cannot lift any. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        post: operations["token_unsuspend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/trust/injection-pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Memories waiting for review before injection
+         * @description Active memories the hooks and memory_context do not inject until an admin clears them (`trust: pending`: written by an OAuth app the organization does not trust, a read-only token, or imported), oldest first, one page at a time, each with its source. An explicit search still finds them. Needs `admin`.
+         */
+        get: operations["trust_injection_pending_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/trust/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The trust policy
+         * @description The organization's poisoning policy, injection policy and trusted hosts (docs/security/memory-poisoning.md). Needs `memories:read`.
+         */
+        get: operations["trust_policy_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the trust policy
+         * @description Change any of `poisoning_policy`, `injection_policy` and `trusted_hosts`; the fields not given stay as they are, and nothing changes unless every given field is valid (a bad host is a 400 naming the entry). Each changed field is audited (`organization.<field>`, with `from` and `to`). Needs `admin` and a token for the whole organization (a token restricted to some projects is a 403).
+         */
+        patch: operations["trust_policy_update"];
         trace?: never;
     };
     "/api/v1/webhooks": {
@@ -798,6 +1046,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/write-suspensions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Suspended tokens and connected apps
+         * @description The organization's tokens and connected apps whose writes are suspended after a burst of writes the instruction-smell detector flagged, most recent first: why, since when, and the request that lifts it. Revoked ones are left out. Needs the `admin` scope and a token for the whole organization (not restricted to some projects).
+         */
+        get: operations["write_suspensions_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -831,6 +1099,8 @@ export interface components {
              * @description the answer rests on it (it is in source_memory_ids)
              */
             cited: boolean;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /** AskInput */
         AskRequest: {
@@ -972,6 +1242,22 @@ export interface components {
          * @enum {string}
          */
         CapSourceEnum: "organization" | "plan";
+        ClientTrustRequestRequest: {
+            /** @description the OAuth client's id (Settings → Connected apps) */
+            client_id: string;
+            /**
+             * @description true (the default) trusts the client; false stops trusting it
+             * @default true
+             */
+            trusted?: boolean;
+        };
+        ClientTrustResult: {
+            trusted_oauth_clients: components["schemas"]["TrustedClient"][];
+            client_id: string;
+            trusted: boolean;
+            /** @description the client's pending memories without a flag that are trusted now (0 when the trust was taken back) */
+            memories_cleared: number;
+        };
         /** CodeReportInput */
         CodeReportRequest: {
             /**
@@ -1252,6 +1538,11 @@ export interface components {
              */
             summary_ids: string[];
             /**
+             * Memory Sources
+             * @description the source of each memory of memory_ids, in the same order: who wrote it, how, when, its trust
+             */
+            memory_sources: components["schemas"]["SourceOut"][];
+            /**
              * Min Confidence
              * @description the confidence floor applied: the asked min_confidence, raised to the injection floor
              */
@@ -1353,7 +1644,7 @@ export interface components {
         Error: {
             /** @description one sentence saying what is wrong */
             detail: string;
-            /** @description stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, permission_denied, plan_required, limit_exceeded, not_found, conflict, method_not_allowed, unsupported_media_type, throttled, too_large, length_required, database_unavailable; for operations that ask an LLM: llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502) */
+            /** @description stable machine-readable code: invalid, parse_error, not_authenticated, authentication_failed, permission_denied, plan_required, limit_exceeded, write_suspended, not_found, conflict, method_not_allowed, unsupported_media_type, throttled, write_limited, too_large, length_required, database_unavailable; for operations that ask an LLM: llm_not_configured, llm_unavailable (503), llm_error, llm_reply_invalid (502) */
             code: string;
             /** @description the fields at fault, each with its messages; empty when no field is at fault (non_field_errors for the body as a whole) */
             errors: {
@@ -1383,6 +1674,32 @@ export interface components {
             /** Message */
             message: string;
         };
+        /** @description One finding of the instruction-smell detector: the rule that fired, why, and what it read. */
+        Finding: {
+            /** @description the detector's rule, e.g. `override_instructions`, `remote_script` */
+            rule: string;
+            /** @description why the rule holds such text for review, in one sentence */
+            reason: string;
+            /** @description the field the text is in (`title`, `description`, `content`, `tags`) */
+            field: string;
+            /** @description the text that fired the rule (invisible characters shown as escapes) */
+            excerpt: string;
+        };
+        /** @description One finding of the instruction-smell detector, with its span. */
+        Flag: {
+            /** @description the detector's rule, e.g. `override_instructions` */
+            rule: string;
+            /** @description why such text is held for review */
+            reason: string;
+            /** @description the field the text is in */
+            field: string;
+            /** @description where the text starts in that field (characters) */
+            start: number;
+            /** @description where it ends */
+            end: number;
+            /** @description the text that fired the rule (invisible characters shown as escapes) */
+            excerpt: string;
+        };
         /**
          * @description * `reasoningbank` - reasoningbank
          *     * `claude-md` - claude-md
@@ -1390,6 +1707,74 @@ export interface components {
          * @enum {string}
          */
         FormatEnum: "reasoningbank" | "claude-md" | "mem0";
+        /**
+         * HeldFinding
+         * @description What the instruction-smell detector found in a memory distilled from the session (held for review).
+         */
+        HeldFinding: {
+            /**
+             * Memory
+             * @description the distilled memory, waiting in quarantine
+             */
+            memory: string;
+            /** Title */
+            title: string;
+            /**
+             * Rule
+             * @description the detector's rule that fired
+             */
+            rule: string;
+            /**
+             * Reason
+             * @description why such text is held for review
+             */
+            reason: string;
+            /**
+             * Field
+             * @description the memory's field the text is in
+             */
+            field: string;
+            /**
+             * Start
+             * @description where the text starts in that field
+             */
+            start: number;
+            /**
+             * End
+             * @description where it ends
+             */
+            end: number;
+            /**
+             * Excerpt
+             * @description the text that fired the rule
+             */
+            excerpt: string;
+        };
+        /** @description A consolidated summary held for review. */
+        HeldSummary: {
+            id: string;
+            /** @description the consolidated memory it summarises */
+            memory: string;
+            project: string;
+            /** @description `held`; `ready` once approved */
+            status: string;
+            summary: string;
+            key_facts: string[];
+            decisions: {
+                [key: string]: unknown;
+            }[];
+            superseded_facts: {
+                [key: string]: unknown;
+            }[];
+            /** @description what the detector found, span by span */
+            flags: components["schemas"]["Flag"][];
+            /** @description the run that wrote it */
+            consolidation_run: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** @enum {string} */
+        HowEnum: "recorded" | "distilled" | "synthesised" | "pattern" | "promoted" | "imported" | "extracted";
         ImportRequestRequest: {
             /**
              * @description reasoningbank (this server's export), claude-md (a CLAUDE.md or memory markdown file) or mem0 (a mem0 export)
@@ -1409,8 +1794,13 @@ export interface components {
              * @default false
              */
             dry_run?: boolean;
-            /** @description claude-md: the file's name, used in the memories' descriptions */
+            /** @description the file's name: kept in every imported memory's provenance (claude-md: also used in the memories' descriptions) */
             source_name?: string;
+            /**
+             * @description you read the file and vouch for it: its memories are trusted for automatic injection at once (audited). Without it they are imported pending: searchable, but not injected until a person reviews them
+             * @default false
+             */
+            reviewed?: boolean;
         };
         ImportResult: {
             format: string;
@@ -1433,6 +1823,19 @@ export interface components {
             memory_ids: {
                 [key: string]: string;
             };
+            /** @description memories that landed in quarantine: the instruction-smell detector flagged them (or the file held them so); they wait for an admin's review and are not searched or injected until then (0 in a dry run) */
+            quarantined: number;
+            /** @description summaries held for review the same way */
+            held_summaries: number;
+            /** @description memories stored active with the detector's flags (the organization flags instead of quarantining) */
+            flagged: number;
+            /**
+             * @description the imported memories' trust: pending (not injected until a person reviews them) unless the import said `reviewed`
+             *
+             *     * `trusted` - trusted
+             *     * `pending` - pending
+             */
+            trust: components["schemas"]["TrustEnum"];
         };
         ImportSkipped: {
             /** @description the entry's line or item */
@@ -1440,6 +1843,43 @@ export interface components {
             /** @description duplicate, or the write gate's reason (empty, placeholder, …) */
             reason: string;
             message: string;
+        };
+        /**
+         * @description * `trusted` - trusted
+         *     * `reviewed` - reviewed
+         *     * `all` - all
+         * @enum {string}
+         */
+        InjectionPolicyEnum: "trusted" | "reviewed" | "all";
+        /**
+         * @description A memory as the review for injection shows it: its text, where it is, where it came from, and
+         *     whether it may be injected automatically.
+         */
+        InjectionReview: {
+            id: string;
+            title: string;
+            description: string;
+            content: string;
+            /** @description project slug */
+            project?: string | null;
+            /** @description team slug */
+            team?: string | null;
+            state: components["schemas"]["StateB04Enum"];
+            /**
+             * @description `trusted`: the hooks and memory_context may inject it; `pending`: it waits for an admin's review
+             *
+             *     * `trusted` - trusted
+             *     * `pending` - pending
+             */
+            trust: components["schemas"]["TrustEnum"];
+            /** @description who wrote it, how, through which client and when */
+            readonly source: string;
+            /** Format: email */
+            reviewed_by?: string | null;
+            /** Format: date-time */
+            reviewed_at: string | null;
+            /** Format: date-time */
+            created_at: string;
         };
         /**
          * @description * `working` - working
@@ -1531,7 +1971,17 @@ export interface components {
             project?: string | null;
             /** @description team slug */
             team?: string | null;
-            state: components["schemas"]["StateCa5Enum"];
+            /**
+             * @description `quarantined`: held for an admin's review (the instruction-smell detector flagged it); `proposed`: a promotion proposal awaiting review
+             *
+             *     * `active` - active
+             *     * `archived` - archived
+             *     * `proposed` - proposed
+             *     * `quarantined` - quarantined
+             */
+            state: components["schemas"]["StateB04Enum"];
+            /** @description what the instruction-smell detector found in it (empty: nothing) */
+            flags: components["schemas"]["Finding"][];
             /**
              * @description why it was archived; empty while active
              *
@@ -1583,6 +2033,8 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            readonly source: components["schemas"]["SourceOut"];
         };
         MemoryArchiveRequest: {
             /**
@@ -1631,9 +2083,14 @@ export interface components {
             team: string | null;
             /**
              * State
-             * @description proposed: a promotion proposal awaiting review in the review queue (never searched)
+             * @description proposed: a promotion proposal awaiting review in the review queue (never searched); quarantined: held for an admin's review because the instruction-smell detector flagged it (never searched or injected)
              */
-            state: components["schemas"]["StateCa5Enum"];
+            state: components["schemas"]["StateB04Enum"];
+            /**
+             * Flags
+             * @description what the instruction-smell detector found in it when it was written (empty when nothing)
+             */
+            flags: components["schemas"]["Finding"][];
             /**
              * Archived Reason
              * @description why it was archived; empty while active
@@ -1685,6 +2142,8 @@ export interface components {
             created_at: string;
             /** Updated At */
             updated_at: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /**
          * @description * `success` - success
@@ -1700,6 +2159,87 @@ export interface components {
          * @enum {string}
          */
         MemoryScopeEnum: "project" | "team" | "org";
+        /** @description The memory as edited; an edit the instruction-smell detector flags puts it in quarantine. */
+        MemoryUpdated: {
+            id: string;
+            title: string;
+            description: string;
+            content: string;
+            outcome: components["schemas"]["MemoryOutcomeEnum"];
+            tags: string[];
+            kind: components["schemas"]["KindAa5Enum"];
+            scope: components["schemas"]["MemoryScopeEnum"];
+            /** @description project slug */
+            project?: string | null;
+            /** @description team slug */
+            team?: string | null;
+            /**
+             * @description `quarantined`: held for an admin's review (the instruction-smell detector flagged it); `proposed`: a promotion proposal awaiting review
+             *
+             *     * `active` - active
+             *     * `archived` - archived
+             *     * `proposed` - proposed
+             *     * `quarantined` - quarantined
+             */
+            state: components["schemas"]["StateB04Enum"];
+            /** @description what the instruction-smell detector found in it (empty: nothing) */
+            flags: components["schemas"]["Finding"][];
+            /**
+             * @description why it was archived; empty while active
+             *
+             *     * `manual` - archived by hand (the default)
+             *     * `stale` - no longer true or no longer useful
+             *     * `superseded` - replaced by a newer or better memory
+             *     * `duplicate` - says the same as another memory
+             *     * `consolidated` - merged into a consolidated memory (set by consolidation runs)
+             *     * `low_confidence` - confidence stayed below the prune threshold (set by the daily rollup)
+             */
+            archived_reason: components["schemas"]["ArchiveReasonEnum"] | components["schemas"]["BlankEnum"];
+            /** @description the consolidated memory it was merged into */
+            consolidated_into: string | null;
+            tier: components["schemas"]["TierEnum"];
+            /** Format: double */
+            retention: number;
+            /** Format: double */
+            importance: number;
+            /** Format: double */
+            confidence: number;
+            /** Format: double */
+            alpha: number;
+            /** Format: double */
+            beta: number;
+            usage_count: number;
+            /** Format: date-time */
+            last_used_at: string | null;
+            origin: components["schemas"]["OriginEnum"];
+            source_session: string | null;
+            /**
+             * @description the kind consolidation's promotion ladder raised it from; empty if never
+             *
+             *     * `working` - working
+             *     * `episodic` - episodic
+             *     * `semantic` - semantic
+             *     * `procedural` - procedural
+             */
+            promoted_from: components["schemas"]["PromotedFromEnum"] | components["schemas"]["BlankEnum"];
+            /** Format: date-time */
+            promoted_at: string | null;
+            /** @description which ladder criterion, with its figures */
+            promotion_reason: string;
+            /**
+             * Format: date-time
+             * @description the last feedback, outcome or usage
+             */
+            last_signal_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            readonly source: components["schemas"]["SourceOut"];
+            /** @description when the edit put the memory in quarantine: what fired and what happens next */
+            quarantine: components["schemas"]["QuarantineNote"] | null;
+        };
         /** @enum {string} */
         ModeEnum: "reflexive" | "standard" | "deep" | "exhaustive";
         /**
@@ -1773,6 +2313,46 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Dispute"][];
         };
+        PaginatedHeldSummaryList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["HeldSummary"][];
+        };
+        PaginatedInjectionReviewList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["InjectionReview"][];
+        };
         PaginatedMemoryList: {
             /**
              * @description how many results there are over all pages
@@ -1812,6 +2392,26 @@ export interface components {
              */
             previous: string | null;
             results: components["schemas"]["Project"][];
+        };
+        PaginatedQuarantinedMemoryList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["QuarantinedMemory"][];
         };
         PaginatedReviewList: {
             /**
@@ -1913,6 +2513,26 @@ export interface components {
             previous: string | null;
             results: components["schemas"]["Subscription"][];
         };
+        PaginatedSuspensionList: {
+            /**
+             * @description how many results there are over all pages
+             * @example 123
+             */
+            count: number;
+            /**
+             * Format: uri
+             * @description the URL of the next page, null on the last
+             * @example http://api.example.org/accounts/?page=4
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description the URL of the previous page, null on the first
+             * @example http://api.example.org/accounts/?page=2
+             */
+            previous: string | null;
+            results: components["schemas"]["Suspension"][];
+        };
         PatchedBudgetUpdateRequest: {
             /** @description tokens per UTC day; null: no daily cap. At most the plan's monthly budget */
             daily_tokens?: number | null;
@@ -1931,12 +2551,25 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
             enabled?: boolean;
         };
+        PatchedTrustPolicyUpdateRequest: {
+            poisoning_policy?: components["schemas"]["PoisoningPolicyEnum"];
+            injection_policy?: components["schemas"]["InjectionPolicyEnum"];
+            /** @description the whole list: it replaces the one kept (`[]` trusts no host of your own) */
+            trusted_hosts?: string[];
+        };
+        /**
+         * @description * `off` - off
+         *     * `flag` - flag
+         *     * `quarantine` - quarantine
+         * @enum {string}
+         */
+        PoisoningPolicyEnum: "off" | "flag" | "quarantine";
         /** @enum {string} */
         PrioritizeEnum: "relevance" | "recency" | "activation";
         /** @description A project the token can reach. */
@@ -1982,7 +2615,7 @@ export interface components {
             proposed: components["schemas"]["Proposal"][];
             /** @description proposals accepted at once (automatic promotion) */
             accepted: number;
-            /** @description groups not proposed, by reason: `already_proposed`: this set of sources was proposed before (pending, promoted or rejected); `overlaps_a_proposal`: a source is already in a pending or accepted proposal for the same place; `known_at_scope`: an active memory at that scope already says it */
+            /** @description groups not proposed, by reason: `already_proposed`: this set of sources was proposed before (pending, promoted or rejected); `overlaps_a_proposal`: a source is already in a pending or accepted proposal for the same place; `known_at_scope`: an active memory at that scope already says it; `flagged_by_detector`: the instruction-smell detector flags its text: it would wait in quarantine */
             skipped: {
                 [key: string]: number;
             };
@@ -2134,6 +2767,57 @@ export interface components {
             reviews: number;
         };
         /**
+         * QuarantineNote
+         * @description Why a memory was held for review, and what happens next.
+         */
+        QuarantineNote: {
+            /**
+             * Rules
+             * @description what the detector found
+             */
+            rules: components["schemas"]["Finding"][];
+            /**
+             * Message
+             * @description what happens next: an admin reviews it in the review queue; until then it is not searched or injected
+             */
+            message: string;
+        };
+        /** @description A memory held for review (or, in an approval's answer, just approved). */
+        QuarantinedMemory: {
+            id: string;
+            title: string;
+            description: string;
+            content: string;
+            tags: string[];
+            outcome: string;
+            kind: string;
+            scope: string;
+            /** @description project slug */
+            project?: string | null;
+            /** @description team slug */
+            team?: string | null;
+            /** @description `quarantined`; `active` once approved */
+            state: string;
+            /** @description recorded, distilled (from a session), consolidated or extracted */
+            origin: string;
+            /** @description what the detector found, span by span */
+            flags: components["schemas"]["Flag"][];
+            /** @description who wrote it, how and through which token or session */
+            readonly written_by: string;
+            /** @description its full provenance, as recorded when it was written */
+            provenance: unknown;
+            /** @description the session it was distilled from */
+            source_session: string | null;
+            /** @description `trusted` once an admin approved it */
+            trust: string;
+            /** @description the admin who approved it (email), or null */
+            readonly reviewed_by: string | null;
+            /** Format: date-time */
+            reviewed_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /**
          * QueryRewriteOut
          * @description What a deep search made of its question (docs/search.md#deep-search-rewriting-the-question):
          *     rewritten by the configured LLM into focused queries, each searched and the results fused; or
@@ -2215,11 +2899,21 @@ export interface components {
         RecordResponse: {
             /** Id */
             id: string;
+            /**
+             * Status
+             * @description `recorded`; `quarantined`: stored, but held for an admin's review because the instruction-smell detector found text addressed to the AI that would read it (`quarantine` says what and what happens next); `flagged`: stored active with the detector's `flags` (the organization flags instead of quarantining); `duplicate`: nothing was recorded (`duplicate_of`)
+             */
+            status: components["schemas"]["RecordResponseStatusEnum"];
             /** Message */
             message: string;
             /** Initial Confidence */
             initial_confidence: number;
             memory: components["schemas"]["MemoryOut"];
+            /**
+             * @description Only when `status` is `quarantined`: the rules that fired and what happens next
+             * @default null
+             */
+            quarantine?: components["schemas"]["QuarantineNote"] | null;
             /**
              * Duplicate Of
              * @description Only when nothing was recorded: an active memory in the same place already has this title, description and content (case and whitespace ignored), outcome and kind, or a near copy of them (`duplicate_reason`); its id, the same as `id`.
@@ -2239,6 +2933,8 @@ export interface components {
              */
             similarity?: number | null;
         };
+        /** @enum {string} */
+        RecordResponseStatusEnum: "recorded" | "flagged" | "quarantined" | "duplicate";
         /**
          * @description * `keep_first` - keep the first memory; the second is archived as superseded
          *     * `keep_second` - keep the second memory; the first is archived as superseded
@@ -2498,6 +3194,8 @@ export interface components {
             duplicates?: string[];
             /** @default null */
             explain?: components["schemas"]["SearchExplanation"] | null;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /** @enum {string} */
         SearchHitOutStateEnum: "active" | "archived";
@@ -2582,6 +3280,12 @@ export interface components {
              * @default null
              */
             min_similarity?: number | null;
+            /**
+             * Inject
+             * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 191)
+             * @default false
+             */
+            inject?: boolean;
         };
         /** SearchOutput */
         SearchResponse: {
@@ -2601,6 +3305,12 @@ export interface components {
              * @default null
              */
             query_rewrite?: components["schemas"]["QueryRewriteOut"] | null;
+            /**
+             * Injection Block
+             * @description with inject only: the `<reasoningbank_memories>` block to put in the agent's context as it is — the results framed as reference material, each in a `<memory>` element with its source label; empty when nothing qualifies
+             * @default null
+             */
+            injection_block?: string | null;
         };
         /** @enum {string} */
         SearchScopeEnum: "project" | "team" | "org" | "all";
@@ -2613,6 +3323,10 @@ export interface components {
             project: string;
             outcome: string;
             status: components["schemas"]["SessionStatusEnum"];
+            /** @description how many times it was distilled: a session handed in again after its distillation (a resumed conversation) is distilled again, for its new turns only */
+            rounds: number;
+            /** @description how many characters of its trace were distilled; what follows waits for the next round */
+            distilled_upto: number;
             attempts: number;
             /** @description why the last distillation attempt failed, if it did */
             error: string;
@@ -2622,6 +3336,8 @@ export interface components {
             redactions: number;
             /** @description the memories distilled from this session */
             readonly memories: components["schemas"]["SessionMemory"][];
+            /** @description a `held` session's findings: what the instruction-smell detector found in its distilled memories (they wait in quarantine for an admin's review), span by span; empty otherwise */
+            readonly held: components["schemas"]["HeldFinding"][];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2640,6 +3356,10 @@ export interface components {
             project: string;
             outcome: string;
             status: components["schemas"]["SessionStatusEnum"];
+            /** @description how many times it was distilled: a session handed in again after its distillation (a resumed conversation) is distilled again, for its new turns only */
+            rounds: number;
+            /** @description how many characters of its trace were distilled; what follows waits for the next round */
+            distilled_upto: number;
             attempts: number;
             /** @description why the last distillation attempt failed, if it did */
             error: string;
@@ -2649,6 +3369,8 @@ export interface components {
             redactions: number;
             /** @description the memories distilled from this session */
             readonly memories: components["schemas"]["SessionMemory"][];
+            /** @description a `held` session's findings: what the instruction-smell detector found in its distilled memories (they wait in quarantine for an admin's review), span by span; empty otherwise */
+            readonly held: components["schemas"]["HeldFinding"][];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2667,6 +3389,8 @@ export interface components {
             id: string;
             /** Title */
             title: string;
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
         };
         /**
          * @description * `queued` - queued
@@ -2675,9 +3399,10 @@ export interface components {
          *     * `failed` - failed
          *     * `waiting_for_llm` - waiting_for_llm
          *     * `waiting_for_budget` - waiting_for_budget
+         *     * `held` - held
          * @enum {string}
          */
-        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
+        SessionStatusEnum: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget" | "held";
         /** SessionSubmitInput */
         SessionSubmitRequest: {
             /**
@@ -2704,13 +3429,13 @@ export interface components {
             project?: string | null;
             /**
              * Trace Format
-             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI rollout file), `gemini-cli-json` (a Gemini CLI chat recording, one JSON object) or `cursor-jsonl` (a Cursor agent transcript)
+             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON object of releases before 0.39) or `cursor-jsonl` (a Cursor agent transcript)
              * @default plain
              */
             trace_format?: components["schemas"]["TraceFormatEnum"];
             /**
              * Partial
-             * @description True while the session goes on (a hook after each turn): the trace replaces the one sent before, and distillation waits until no submission has come for a while. False (the default): the session is over, distil it now
+             * @description True while the session goes on (a hook after each turn): the trace replaces the one sent before (or, once the session was distilled, adds its new turns), and distillation waits until no submission has come for a while. False (the default): the session is over, distil it now
              * @default false
              */
             partial?: boolean;
@@ -2734,7 +3459,10 @@ export interface components {
             project: string;
             /** Outcome */
             outcome: string;
-            /** Status */
+            /**
+             * Status
+             * @description `held`: distilled, but memories it produced wait in quarantine for an admin's review (`held`)
+             */
             status: components["schemas"]["SessionStatusEnum"];
             /**
              * Created
@@ -2747,6 +3475,22 @@ export interface components {
              * @default false
              */
             replaced: boolean;
+            /**
+             * Continued
+             * @description true when this submission continued a session distilled (or being distilled) before: the turns it holds after that part were added to the trace, for another round that distils only them
+             * @default false
+             */
+            continued: boolean;
+            /**
+             * Rounds
+             * @description how many times the session was distilled: a session handed in again after its distillation (a resumed conversation) is distilled again, for its new turns only
+             */
+            rounds: number;
+            /**
+             * Distilled Upto
+             * @description how many characters of the session's stored trace were distilled; what follows waits for the next round
+             */
+            distilled_upto: number;
             /** Attempts */
             attempts: number;
             /**
@@ -2764,6 +3508,11 @@ export interface components {
              * @description the memories distilled from this session
              */
             memories: components["schemas"]["SessionMemory"][];
+            /**
+             * Held
+             * @description only on a held session: what the detector found in its distilled memories, span by span
+             */
+            held?: components["schemas"]["HeldFinding"][];
             /** Message */
             message: string;
             /** Created At */
@@ -2786,6 +3535,47 @@ export interface components {
             confidence_after?: number | null;
             /** Format: date-time */
             created_at?: string;
+        };
+        /**
+         * SourceOut
+         * @description Who wrote this memory, how and through which client: ask before you act on what it says.
+         */
+        SourceOut: {
+            /**
+             * How
+             * @description recorded (an agent or a person wrote it), distilled (an LLM drew it from a session an agent handed in), synthesised / pattern / promoted (consolidation made it from other memories), imported (an admin imported it from a file), extracted (older consolidation output)
+             */
+            how: components["schemas"]["HowEnum"];
+            /**
+             * By
+             * @description who: a member's e-mail, a token (with its creator), an OAuth app (with its user)
+             */
+            by: string;
+            /**
+             * Via
+             * @description through which client (MCP clientInfo or User-Agent), if known
+             */
+            via: string | null;
+            /**
+             * At
+             * @description when it was written (ISO 8601)
+             */
+            at: string;
+            /**
+             * Trust
+             * @description trusted: its writer's writes are injected into agents' sessions automatically; pending: it waits for a person's review before the hooks or memory_context inject it (a search still returns it)
+             */
+            trust: components["schemas"]["TrustEnum"];
+            /**
+             * Reviewed By
+             * @description the person who reviewed it, if anyone did
+             */
+            reviewed_by: string | null;
+            /**
+             * Label
+             * @description all of it in one short line, e.g. 'recorded by alice@acme.test via claude-code 2.1 · 2026-11-30'
+             */
+            label: string;
         };
         Spend: {
             /** Format: date */
@@ -2837,9 +3627,10 @@ export interface components {
          * @description * `active` - active
          *     * `archived` - archived
          *     * `proposed` - proposed
+         *     * `quarantined` - quarantined
          * @enum {string}
          */
-        StateCa5Enum: "active" | "archived" | "proposed";
+        StateB04Enum: "active" | "archived" | "proposed" | "quarantined";
         /** @enum {string} */
         Status1beEnum: "ready" | "rejected";
         /** @enum {string} */
@@ -2889,7 +3680,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories; `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -3094,6 +3885,30 @@ export interface components {
              */
             source_memory_id: string;
         };
+        Suspension: {
+            /** @description `token` (an API token) or `connected_app` (an OAuth client a member connected) */
+            kind: string;
+            /** @description the token's or the connected app's id (the dashboard shows it too) */
+            id: number;
+            /** @description one line naming it: the token's prefix and label, or the app and its user */
+            label: string;
+            /** @description a token's display prefix */
+            prefix?: string;
+            /** @description a token's label */
+            token_label?: string;
+            /** @description a connected app's OAuth client id */
+            client_id?: string;
+            /** @description a connected app's name */
+            app_name?: string;
+            /** @description the member who connected the app */
+            user?: string;
+            /** Format: date-time */
+            suspended_at: string | null;
+            /** @description why: how many flagged writes within which window */
+            reason: string;
+            /** @description the request that lifts it */
+            unsuspend: string;
+        };
         /**
          * TemporalResolution
          * @description A relative date of a memory and the absolute date it means.
@@ -3157,6 +3972,40 @@ export interface components {
          */
         TriggerEnum: "manual" | "scheduled" | "on_demand";
         /**
+         * @description * `trusted` - trusted
+         *     * `pending` - pending
+         * @enum {string}
+         */
+        TrustEnum: "trusted" | "pending";
+        TrustPolicy: {
+            /**
+             * @description what the instruction-smell detector does with a memory it flags: `quarantine` (the default: held for an admin's review, never served until approved), `flag` (stored active with its findings in `flags`), `off` (nothing is screened)
+             *
+             *     * `off` - off
+             *     * `flag` - flag
+             *     * `quarantine` - quarantine
+             */
+            poisoning_policy: components["schemas"]["PoisoningPolicyEnum"];
+            /**
+             * @description what the hooks and memory_context inject automatically: `trusted` (the default: active memories written by a member or above, or cleared by an admin), `reviewed` (only those a person reviewed), `all` (every active memory); an explicit search is not affected
+             *
+             *     * `trusted` - trusted
+             *     * `reviewed` - reviewed
+             *     * `all` - all
+             */
+            injection_policy: components["schemas"]["InjectionPolicyEnum"];
+            /** @description hosts a fetched script may be piped into a shell from without a flag, beside the well-known installers; at most 50, each a host (`tools.acme.dev`), a host and a path prefix (`raw.githubusercontent.com/acme/`) or a domain with a leading dot for its subdomains (`.acme.dev`); an http(s):// prefix is dropped, names are lowered (an internationalised one kept in its `xn--` form) and duplicates removed; IP addresses, ports and wildcards are refused */
+            trusted_hosts: string[];
+        };
+        TrustedClient: {
+            client_id: string;
+            /** @description the app's name (empty: no longer registered) */
+            name: string;
+        };
+        TrustedClients: {
+            trusted_oauth_clients: components["schemas"]["TrustedClient"][];
+        };
+        /**
          * @description * `explicit` - Explicit
          *     * `usage` - Usage
          *     * `outcome` - Outcome
@@ -3170,6 +4019,13 @@ export interface components {
             /** @description its sources, active again */
             restored: string[];
         };
+        Unsuspend: {
+            /** @description `token` (an API token) or `connected_app` (an OAuth client a member connected) */
+            kind: string;
+            id: number;
+            label: string;
+            message: string;
+        };
         /**
          * @description * `pending` - pending
          *     * `succeeded` - succeeded
@@ -3179,6 +4035,7 @@ export interface components {
         WebhookDeliveryStatusEnum: "pending" | "succeeded" | "failed";
         /**
          * @description * `memory.created` - memory.created
+         *     * `memory.quarantined` - memory.quarantined
          *     * `memory.merged` - memory.merged
          *     * `memory.superseded` - memory.superseded
          *     * `contradiction.found` - contradiction.found
@@ -3190,9 +4047,10 @@ export interface components {
          *     * `session.distilled` - session.distilled
          *     * `session.failed` - session.failed
          *     * `llm.budget_alert` - llm.budget_alert
+         *     * `security.token_suspended` - security.token_suspended
          * @enum {string}
          */
-        WebhookEventEnum: "memory.created" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert";
+        WebhookEventEnum: "memory.created" | "memory.quarantined" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
         /**
          * @description * `untried` - untried
          *     * `healthy` - healthy
@@ -3209,6 +4067,91 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    connected_app_unsuspend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the connected app's id */
+                connection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unsuspend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     consolidation_disputes_list: {
         parameters: {
             query?: {
@@ -3249,7 +4192,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3267,7 +4210,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3329,7 +4272,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3365,7 +4308,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3424,7 +4367,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3442,7 +4385,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3523,7 +4466,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3541,7 +4484,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3603,7 +4546,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3639,7 +4582,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3701,7 +4644,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3719,7 +4662,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3786,7 +4729,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3822,7 +4765,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3871,7 +4814,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3889,7 +4832,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3950,7 +4893,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3968,7 +4911,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4003,6 +4946,8 @@ export interface operations {
                 format?: "reasoningbank" | "claude-md" | "mem0";
                 /** @description with an application/x-ndjson body: as `project` in the JSON form */
                 project?: string;
+                /** @description with an application/x-ndjson body: as in the JSON form */
+                reviewed?: boolean;
                 /** @description with an application/x-ndjson body: as in the JSON form */
                 source_name?: string;
             };
@@ -4043,7 +4988,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4079,7 +5024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4125,7 +5070,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4134,7 +5079,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4193,7 +5138,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4211,7 +5156,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4269,7 +5214,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4278,7 +5223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4324,7 +5269,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4333,7 +5278,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4452,7 +5397,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4470,7 +5415,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4537,7 +5482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4582,7 +5527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4631,7 +5576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4649,7 +5594,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4690,7 +5635,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Memory"];
+                    "application/json": components["schemas"]["MemoryUpdated"];
                 };
             };
             /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
@@ -4711,7 +5656,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4747,7 +5692,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4809,7 +5754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4836,7 +5781,101 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_injection_clear: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the memory's id (`mem_…`) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InjectionReview"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The memory has nothing to clear. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4898,7 +5937,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4925,7 +5964,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4974,7 +6013,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4992,7 +6031,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5054,7 +6093,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5081,7 +6120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5139,7 +6178,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5175,7 +6214,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5238,7 +6277,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5256,7 +6295,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5314,7 +6353,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5350,7 +6389,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5436,7 +6475,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5504,7 +6543,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5531,7 +6570,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5590,7 +6629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5626,7 +6665,139 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trusted_oauth_clients_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustedClients"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trusted_oauth_clients_set: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClientTrustRequestRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClientTrustResult"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5686,7 +6857,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5704,7 +6875,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5765,7 +6936,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5783,7 +6954,541 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+                /** @description only what this project holds (with its team's and the organization's memories) */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedQuarantinedMemoryList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the memory's id (`mem_…`) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the memory's id (`mem_…`) */
+                memory_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuarantinedMemory"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_summaries_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+                /** @description only what this project holds (with its team's and the organization's memories) */
+                project?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedHeldSummaryList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_summaries_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the summary's id (`sum_…`) */
+                summary_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    quarantine_summaries_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the summary's id (`sum_…`) */
+                summary_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HeldSummary"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description It was decided meanwhile: it is no longer held for review. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5821,8 +7526,9 @@ export interface operations {
                  *     * `failed` - failed
                  *     * `waiting_for_llm` - waiting_for_llm
                  *     * `waiting_for_budget` - waiting_for_budget
+                 *     * `held` - held
                  */
-                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget";
+                status?: "queued" | "running" | "done" | "failed" | "waiting_for_llm" | "waiting_for_budget" | "held";
             };
             header?: never;
             path?: never;
@@ -5856,7 +7562,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5874,7 +7580,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5941,7 +7647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5952,6 +7658,15 @@ export interface operations {
             };
             /** @description No such object within the token's reach (another organization's objects are reported the same way). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The trace does not continue the one the session holds. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5977,7 +7692,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6035,7 +7750,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6053,7 +7768,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6111,7 +7826,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6147,7 +7862,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6206,7 +7921,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6242,7 +7957,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6313,7 +8028,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6331,7 +8046,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6380,7 +8095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6398,7 +8113,302 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    token_unsuspend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the token's id */
+                token_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unsuspend"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_injection_pending_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedInjectionReviewList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_policy_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicy"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trust_policy_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedTrustPolicyUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TrustPolicy"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6458,7 +8468,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6476,7 +8486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6535,7 +8545,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6553,7 +8563,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6602,7 +8612,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6620,7 +8630,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6668,7 +8678,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6686,7 +8696,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6748,7 +8758,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6775,7 +8785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6844,7 +8854,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6862,7 +8872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6920,7 +8930,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6947,7 +8957,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6996,7 +9006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7014,7 +9024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -7072,7 +9082,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature. */
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7108,7 +9118,85 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Too many failed authentications from this address or with this token prefix: wait `Retry-After` s. */
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    write_suspensions_list: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedSuspensionList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
                     [name: string]: unknown;

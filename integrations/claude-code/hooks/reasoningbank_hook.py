@@ -4,8 +4,9 @@
     reasoningbank_hook.py session-start   SessionStart: the project's memory block (memory_context)
     reasoningbank_hook.py prompt          UserPromptSubmit: the few memories new to this session that fit
                                           the prompt (memory_search), within a token cap
-    reasoningbank_hook.py capture         Stop, PreCompact, SessionEnd: the transcript handed in for
-                                          distillation (session_submit, Claude Code's own format)
+    reasoningbank_hook.py capture         Stop, PreCompact, SessionEnd: the transcript queued for
+                                          distillation (session_submit, Claude Code's own format) and
+                                          handed to the detached sender (reasoningbank_spool.py)
 
 Claude Code gives the event as JSON on stdin (``session_id``, ``transcript_path``, ``cwd``,
 ``hook_event_name``, and ``prompt`` for UserPromptSubmit). Configuration comes from the environment:
@@ -13,9 +14,12 @@ Claude Code gives the event as JSON on stdin (``session_id``, ``transcript_path`
 ``REASONINGBANK_PROJECT`` (when the token reaches several projects) and the knobs below.
 
 Python's standard library only. A hook never blocks or fails the session: every hook finishes within
-its budget (``REASONINGBANK_TIMEOUT``, 2 s), and on any error it prints one line on stderr, nothing on
-stdout, and exits 0. What it reads is bounded (docs/security/hooks.md): the event on stdin and the
-transcript it names, in bytes and in time, and only a regular file is read at all.
+its budget (``REASONINGBANK_TIMEOUT``, 2 s), a capture makes no HTTP call at all (it queues the
+submission and returns), and on any error a hook prints one line on stderr and exits 0. When the token
+is refused or the service cannot be reached, the session's first start or prompt hook also tells the
+user, once, as a ``systemMessage``; otherwise nothing but the hook's answer goes to stdout. What a hook
+reads is bounded (docs/security/hooks.md): the event on stdin and the transcript it names, in bytes and
+in time, and only a regular file is read at all.
 """
 
 from __future__ import annotations
@@ -28,22 +32,15 @@ import stat
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling module, however this one is loaded
+import reasoningbank_spool as spool  # the queue and its sender
 
 STARTED = time.monotonic()
 NAME = "reasoningbank"
 QUERY_MAX = 2000  # the service's query limit (characters)
-# the framing of the prompt block, counted against the token cap before the memories are
-BLOCK_OPEN = (
-    "<reasoningbank_memories>\n"
-    "Lessons from this project's ReasoningBank that may help with this request "
-    "(rate one with memory_feedback if it helped or misled):\n"
-)
-BLOCK_CLOSE = "</reasoningbank_memories>"
-ENTRY_OVERHEAD_CHARS = 80  # "## <title> (mem_… · confidence 0.00)" and blank lines around an entry
 STRIPPED_KEYS = ("toolUseResult",)  # a tool result's copy beside the message: bulk the service never reads
 # What a hook reads of a transcript: at most its first HEAD_BYTES (for the first prompt, the task) and its
 # last TAIL_FACTOR x REASONINGBANK_TRACE_MAX_BYTES, the margin for the bulk each client writes beside the
@@ -62,7 +59,21 @@ FILE_KINDS = (
 
 
 class HookError(Exception):
-    """What went wrong, in one line for stderr."""
+    """What went wrong, in one line for stderr; ``notice`` when it means memory is off for the session
+    (the token refused or missing, the service out of reach): what the user is told, once a session."""
+
+    def __init__(self, message: str, notice: str = "") -> None:
+        super().__init__(message)
+        self.notice = notice
+
+
+NOTICE_HEAD = "ReasoningBank memory is off for this session: "
+FIX_TOKEN = (
+    "Check REASONINGBANK_TOKEN (an API token with the memories:read and memories:write scopes) and, when the "
+    "token reaches several projects, REASONINGBANK_PROJECT."
+)
+FIX_URL = "Check that the service runs and that REASONINGBANK_URL points at it; captured sessions wait on this machine"
+GATEWAY_DOWN = (502, 503, 504)  # a proxy in front of a service that is not there
 
 
 def env_number(name: str, default: float, *, low: float, high: float) -> float:
@@ -99,10 +110,11 @@ def deadline_check(what: str) -> None:
 
 def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
     """POST ``body`` to the service; the answer's JSON, or a HookError saying why not."""
-    url = os.environ.get("REASONINGBANK_URL", "http://127.0.0.1:8000").rstrip("/")
-    token = os.environ.get("REASONINGBANK_TOKEN", "").strip()
-    if not token:
-        raise HookError("set REASONINGBANK_TOKEN to an API token (docs/claude-code.md)")
+    import urllib.error  # here, not at the top: a capture never posts, and these cost it 20 ms to import
+    import urllib.request
+
+    who = credential_checked()
+    url, token = who.url, who.token
     if os.environ.get("REASONINGBANK_PROJECT"):
         body["project"] = os.environ["REASONINGBANK_PROJECT"]
     request = urllib.request.Request(
@@ -123,17 +135,77 @@ def call(path: str, body: dict[str, Any]) -> dict[str, Any]:
             detail = json.load(exc).get("detail", "")
         except (ValueError, AttributeError, OSError):
             detail = ""
-        raise HookError(f"{url}{path} answered {exc.code}: {str(detail)[:300]}") from None
+        said = f"{exc.code}: {str(detail)[:300]}"
+        notice = ""
+        if exc.code in (401, 403):
+            notice = f"{NOTICE_HEAD}{url} refused the token ({said.rstrip(': ')}). {FIX_TOKEN}"
+        elif exc.code in GATEWAY_DOWN:
+            notice = f"{NOTICE_HEAD}{url} answered {exc.code}. {FIX_URL} ({spool_state()})."
+        raise HookError(f"{url}{path} answered {said}", notice) from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise HookError(f"could not reach {url}: {getattr(exc, 'reason', exc)}") from None
+        reason = getattr(exc, "reason", exc)
+        notice = ""  # a slow answer is not memory off: the next prompt may get one
+        if not isinstance(reason, TimeoutError) and not isinstance(exc, TimeoutError):
+            notice = f"{NOTICE_HEAD}could not reach {url} ({reason}). {FIX_URL} ({spool_state()})."
+        raise HookError(f"could not reach {url}: {reason}", notice) from None
     if not isinstance(answer, dict):
         raise HookError(f"{url}{path} answered something else than a JSON object")
     return answer
 
 
-def context_print(event_name: str, text: str) -> None:
-    json.dump({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}, sys.stdout)
-    sys.stdout.write("\n")
+def credential_checked() -> spool.Credential:
+    """The service's URL and the token, or a HookError (with its notice) when no token is set."""
+    who = spool.credential()
+    if not who.token:
+        notice = (
+            f"{NOTICE_HEAD}REASONINGBANK_TOKEN is not set. Set it to an API token (the dashboard's "
+            '"Connect an agent" page) in the environment the agent starts from.'
+        )
+        raise HookError("set REASONINGBANK_TOKEN to an API token (docs/claude-code.md)", notice)
+    return who
+
+
+def spool_state() -> str:
+    """Where captured sessions wait and how many do, for a notice."""
+    waiting = len(spool.pending(spool.credential()))
+    said = f"{waiting} in {spool.state_dir() / 'spool'}, sent once it answers"
+    dropped = spool.dropped_count()
+    return f"{said}; {dropped} dropped from a full queue so far" if dropped else said
+
+
+def answer_print(answer: dict[str, Any]) -> None:
+    if answer:
+        json.dump(answer, sys.stdout)
+        sys.stdout.write("\n")
+
+
+def context_answer(event_name: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
+
+
+def notice_due(event: dict[str, Any], notice: str) -> str:
+    """``notice`` if this session has not been told that memory is off yet (it is remembered in the
+    state directory), else "". A session without an id is never told: it could not be told only once."""
+    key = session_key(event)
+    if not notice or not key:
+        return ""
+    try:
+        return "" if spool.told_before(key) else notice
+    except OSError:
+        return ""  # no state directory: better silent than told on every prompt
+
+
+def refusal_notice() -> str:
+    """What the sender last heard when the service refused a capture's token (a token that can read but
+    not write still gets its memories at start and per prompt, and never learns its sessions are lost)."""
+    who = spool.credential()
+    refused = spool.refusal(who)
+    if not refused:
+        return ""
+    return (
+        f"ReasoningBank is not saving your sessions: {who.url} refused the last one "
+        f"({str(refused.get('reason', ''))[:300].strip()}). {FIX_TOKEN}"
+    )
 
 
 def session_key(event: dict[str, Any]) -> str:
@@ -159,48 +231,33 @@ def session_start(event: dict[str, Any]) -> str | None:
 
 
 def prompt_memories(event: dict[str, Any]) -> str | None:
-    """The memories that fit the prompt, new to this session, within the token cap; None when none
-    clears the similarity floor (the service leaves out what the session already has)."""
+    """The block of memories that fit the prompt, new to this session, within the token cap; None when
+    none qualifies. The service chooses and frames them (a search with ``inject``): only what the org's
+    injection policy lets be injected, each memory as a note marked as data with its source, the whole
+    block within the cap — the same block for every client's hook (docs/security/memory-poisoning.md)."""
     prompt = event.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip() or prompt.lstrip().startswith("/"):
         return None  # nothing to search for, or a slash command (Claude Code's, not a task)
     most = int(env_number("REASONINGBANK_PROMPT_MEMORIES", 3, low=1, high=20))
     cap = int(env_number("REASONINGBANK_PROMPT_TOKENS", 600, low=100, high=20000))
     floor = env_number("REASONINGBANK_PROMPT_MIN_SIMILARITY", 0.35, low=0.0, high=1.0)
-    budget = cap - tokens(BLOCK_OPEN + BLOCK_CLOSE) - most * tokens("x" * ENTRY_OVERHEAD_CHARS)
-    if budget < 50:
-        raise HookError(f"REASONINGBANK_PROMPT_TOKENS={cap} leaves no room for a memory")
     body: dict[str, Any] = {
         "query": prompt.strip()[:QUERY_MAX],
         "limit": most,
-        "token_budget": budget,
+        "token_budget": cap,
         "min_similarity": floor,
         "include_summaries": False,
         "mode": "standard",
+        "inject": True,
     }
     if session_key(event):
         body.update(session_id=session_key(event), exclude_seen=True)
-    found = call("/api/v1/memories/search", body).get("memories") or []
-    entries = [entry_text(memory) for memory in found if isinstance(memory, dict)]
-    while entries and tokens(block_text(entries)) > cap:  # the cap holds, whatever the service measured
-        entries.pop()
-    return block_text(entries) if entries else None
-
-
-def entry_text(memory: dict[str, Any]) -> str:
-    confidence = float(memory.get("confidence", 0))
-    heading = f"## {memory.get('title', '')} ({memory.get('id', '')} · confidence {confidence:.2f})"
-    parts = [heading, str(memory.get("description", "")).strip(), str(memory.get("content", "")).strip()]
-    # a memory is anyone's text: it must not close the block early or open another one
-    return (
-        "\n".join(p for p in parts if p)
-        .replace("<reasoningbank_memories", "&lt;reasoningbank_memories")
-        .replace("</reasoningbank_memories", "&lt;/reasoningbank_memories")
-    )
-
-
-def block_text(entries: list[str]) -> str:
-    return BLOCK_OPEN + "\n\n".join(entries) + "\n" + BLOCK_CLOSE
+    block = call("/api/v1/memories/search", body).get("injection_block")
+    if not isinstance(block, str) or not block:
+        return None
+    if tokens(block) > cap:  # the cap holds, whatever the service measured
+        raise HookError(f"the service's block is {tokens(block)} tokens, over REASONINGBANK_PROMPT_TOKENS={cap}")
+    return block
 
 
 # --- Stop, PreCompact, SessionEnd --------------------------------------------------------------------------
@@ -210,7 +267,8 @@ def capture(event: dict[str, Any]) -> None:
     """Hand the transcript in (Claude Code's JSON Lines, converted by the service). Stop and PreCompact:
     the session goes on (``partial``: the trace replaces the last one, distillation waits until the
     session is idle); SessionEnd: the session is over. A session shorter than
-    ``REASONINGBANK_CAPTURE_MIN_MESSAGES`` messages is not sent."""
+    ``REASONINGBANK_CAPTURE_MIN_MESSAGES`` messages is not sent. The submission is queued, not posted
+    (``hand_off``)."""
     if event.get("stop_hook_active"):
         return  # Claude Code is continuing because of a Stop hook: the next Stop will capture
     key = session_key(event)
@@ -221,15 +279,38 @@ def capture(event: dict[str, Any]) -> None:
     lines, messages = transcript_lines(os.path.expanduser(path), limit)
     if messages < env_number("REASONINGBANK_CAPTURE_MIN_MESSAGES", 4, low=1, high=1000):
         return
-    call(
-        "/api/v1/sessions",
+    hand_off(
         {
             "session_id": key,
             "trace": "\n".join(lines) + "\n",
             "trace_format": "claude-code-jsonl",
             "partial": event.get("hook_event_name") != "SessionEnd",
-        },
+        }
     )
+
+
+def hand_off(body: dict[str, Any]) -> None:
+    """Queue a ``session_submit`` for the detached sender and start it (reasoningbank_spool.py): the hook
+    returns at once, whatever the service's speed, and a submission the service cannot take now is
+    posted later. Every client's capture hook ends here."""
+    who = credential_checked()
+    if os.environ.get("REASONINGBANK_PROJECT"):
+        body["project"] = os.environ["REASONINGBANK_PROJECT"]
+    try:
+        dropped = spool.spool_write("/api/v1/sessions", body, str(body["session_id"]), who)
+    except OSError as exc:
+        # no queue on this machine (a state directory that cannot be written): posted within the hook's
+        # budget instead, as before the hand-off, rather than lost
+        call("/api/v1/sessions", body)
+        raise HookError(f"cannot queue in {spool.state_dir()} ({exc.strerror or exc}): sent directly") from None
+    try:
+        spool.sender_start(who)
+    except OSError as exc:
+        raise HookError(
+            f"queued, but the sender did not start ({exc.strerror or exc}): the next hook starts it"
+        ) from None
+    if dropped:
+        raise HookError(f"the local queue was full: dropped the oldest {dropped} submission(s) to queue this one")
 
 
 def transcript_lines(
@@ -408,25 +489,48 @@ def action_run(
     prompt_event: str = "UserPromptSubmit",
 ) -> None:
     """The three actions of a client whose hooks add context as Claude Code's do (Codex and Gemini CLI
-    too): the start block, memories for a prompt (``prompt_event`` names the client's event), capture."""
-    if action == "session-start":
-        block = session_start(event)
-        if block:
-            context_print("SessionStart", block)
-    elif action == "prompt":
-        block = prompt_memories(event)
-        if block:
-            context_print(prompt_event, block)
-    elif action == "capture":
+    too): the start block, memories for a prompt (``prompt_event`` names the client's event), capture.
+    The start and prompt hooks tell the user once a session, as a ``systemMessage``, when memory is off
+    (their own call refused or out of reach, or the sender's last capture refused), and start the sender
+    when earlier captures still wait."""
+    if action == "capture":
         capture_run(event)
-    else:
+        return
+    if action not in ("session-start", "prompt"):
         raise HookError(f"unknown action {action!r}: session-start, prompt or capture")
+    answer: dict[str, Any] = {}
+    try:
+        block = session_start(event) if action == "session-start" else prompt_memories(event)
+    except HookError as exc:
+        answer_print({"systemMessage": told} if (told := notice_due(event, exc.notice)) else {})
+        raise
+    if block:
+        answer = context_answer("SessionStart" if action == "session-start" else prompt_event, block)
+    if told := notice_due(event, refusal_notice()):
+        answer["systemMessage"] = told
+    answer_print(answer)
+    sender_kick()
+
+
+def sender_kick() -> None:
+    """Start the sender if captures of this credential still wait (a sender that gave up, a client that
+    quit): the service answered this hook, so it may take them now."""
+    try:
+        spool.sender_start(spool.credential())
+    except OSError:
+        pass  # the queue is the capture hook's business; a start or prompt hook still answers
+
+
+RESUMED = ("resume", "fork")  # Claude Code keeps the context of the session it resumes or forks
 
 
 def main(argv: list[str]) -> int:
     action = argv[1] if len(argv) > 1 else ""
     try:
-        action_run(action, event_read(), capture_run=capture)
+        event = event_read()
+        if action == "session-start" and event.get("source") in RESUMED:
+            return 0  # the start block is already in the context: never twice (hooks.json matches it out too)
+        action_run(action, event, capture_run=capture)
     except HookError as exc:
         print(f"{NAME} {action}: {exc}", file=sys.stderr)
     except Exception as exc:  # a hook must never fail the session, whatever broke

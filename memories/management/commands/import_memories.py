@@ -28,6 +28,12 @@ class Command(BaseCommand):
         parser.add_argument("--format", dest="fmt", choices=FORMATS, default="reasoningbank")
         parser.add_argument("--dry-run", action="store_true", help="check the file and report, write nothing")
         parser.add_argument("--name", default=None, help="claude-md: the file's name in the descriptions")
+        parser.add_argument(
+            "--reviewed",
+            action="store_true",
+            help="you read the file and vouch for it: its memories are trusted for automatic injection at once "
+            "(audited); without it they wait for a person's review before they are injected",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         org = organization_by_slug(options["org_slug"])
@@ -55,6 +61,8 @@ class Command(BaseCommand):
                 dry_run=options["dry_run"],
                 progress=progress,
                 source_name=options["name"] or (Path(path).name if path != "-" else "CLAUDE.md"),
+                file_name=Path(path).name if path != "-" else "",
+                reviewed=options["reviewed"],
             )
         except ImportInvalid as exc:
             for error in exc.errors:
@@ -74,4 +82,14 @@ class Command(BaseCommand):
         extra = f"; created {', '.join(created)}" if created else ""
         verb = "would import" if result.dry_run else "imported"
         into = f"{org.slug}/{result.project}" if result.project else org.slug
-        self.stdout.write(f"{verb} {made} into {into}{extra}")
+        if result.created.get("memory"):
+            waits = "trusted for injection (--reviewed)" if result.trust == "trusted" else (
+                "pending: searchable, injected once a person reviews them (or import with --reviewed)"
+            )
+            self.stderr.write(f"  the imported memories are {waits}")
+        held = (
+            f"; {result.quarantined} memories and {result.held_summaries} summaries held in quarantine"
+            if (result.quarantined or result.held_summaries)
+            else ""
+        )
+        self.stdout.write(f"{verb} {made} into {into}{extra}{held}")

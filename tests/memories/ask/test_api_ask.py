@@ -100,8 +100,11 @@ def alice(cast, token_client):
 @pytest.fixture
 def caroline(agent):
     return MemoryFactory(
-        principal=agent, title="Caroline's support group", description="What Caroline told us at standup",
-        content="Caroline said she went to the support group yesterday", created_at=RECORDED,
+        principal=agent,
+        title="Caroline's support group",
+        description="What Caroline told us at standup",
+        content="Caroline said she went to the support group yesterday",
+        created_at=RECORDED,
     )
 
 
@@ -111,8 +114,12 @@ def answer_json(**fields: Any) -> str:
         "confidence": 0.9,
         "reasoning": "Memory 1 was recorded on 2023-05-08 and says 'yesterday', which is 2023-05-07.",
         "temporal_resolutions": [
-            {"original_text": "yesterday", "memory_timestamp": "2023-05-08 14:30:00", "resolved_date": "2023-05-07",
-             "confidence": 0.95}
+            {
+                "original_text": "yesterday",
+                "memory_timestamp": "2023-05-08 14:30:00",
+                "resolved_date": "2023-05-07",
+                "confidence": 0.95,
+            }
         ],
         "source_memory_indices": [1],
         "requires_inference": True,
@@ -144,13 +151,23 @@ def test_the_llm_gets_the_fixed_prompt_and_timestamped_memories_and_its_answer_c
     assert (body["confidence"], body["requires_inference"], body["llm_called"]) == (0.9, True, True)
     assert body["reasoning"].startswith("Memory 1 was recorded")
     assert body["source_memory_ids"] == [caroline.id]
-    assert body["memories"] == [
-        {"id": caroline.id, "title": "Caroline's support group", "recorded_at": "2023-05-08T14:30:00+00:00",
-         "cited": True}
-    ]
+    (shown,) = body["memories"]
+    assert {key: shown[key] for key in ("id", "title", "recorded_at", "cited")} == {
+        "id": caroline.id, "title": "Caroline's support group", "recorded_at": "2023-05-08T14:30:00+00:00",
+        "cited": True,
+    }
+    assert (shown["source"]["how"], shown["source"]["trust"]) == ("recorded", "trusted")  # who wrote it, with it
     assert body["temporal_resolutions"] == [
-        {"original_text": "yesterday", "memory_timestamp": "2023-05-08T14:30:00+00:00", "resolved_date": "2023-05-07",
-         "confidence": 0.95, "source": "llm", "agrees": True, "corrected_from": None, "memory_id": caroline.id}
+        {
+            "original_text": "yesterday",
+            "memory_timestamp": "2023-05-08T14:30:00+00:00",
+            "resolved_date": "2023-05-07",
+            "confidence": 0.95,
+            "source": "llm",
+            "agrees": True,
+            "corrected_from": None,
+            "memory_id": caroline.id,
+        }
     ]
     assert body["warnings"] == []
 
@@ -192,7 +209,9 @@ def test_each_call_is_metered_with_its_provider_model_and_tokens(cast, alice, ca
 
 def test_the_cited_numbers_become_the_ids_of_the_memories_shown_under_them(alice, agent, caroline, claude):
     other = MemoryFactory(
-        principal=agent, title="Caroline's support group schedule", content="The support group meets on Sundays",
+        principal=agent,
+        title="Caroline's support group schedule",
+        content="The support group meets on Sundays",
         created_at=datetime(2023, 4, 2, 10, 0, tzinfo=UTC),
     )
     claude.answers(answer_json(source_memory_indices=[2], temporal_resolutions=[]))
@@ -208,21 +227,33 @@ def test_the_cited_numbers_become_the_ids_of_the_memories_shown_under_them(alice
 
 def test_the_resolver_corrects_a_wrong_llm_date_and_adds_the_references_it_missed(alice, agent, claude):
     memory = MemoryFactory(
-        principal=agent, title="Caroline's support group",
+        principal=agent,
+        title="Caroline's support group",
         content="Caroline said she went to the support group yesterday; she had signed up two days ago",
         created_at=RECORDED,
     )
-    wrong = [{"original_text": "yesterday", "memory_timestamp": "2023-05-08 14:30:00", "resolved_date": "2023-05-06",
-              "confidence": 0.9}]
+    wrong = [
+        {
+            "original_text": "yesterday",
+            "memory_timestamp": "2023-05-08 14:30:00",
+            "resolved_date": "2023-05-06",
+            "confidence": 0.9,
+        }
+    ]
     claude.answers(answer_json(answer="On 2023-05-06.", temporal_resolutions=wrong))
     body = ask(alice)
 
     corrected, added = body["temporal_resolutions"]
     assert (corrected["resolved_date"], corrected["agrees"], corrected["corrected_from"]) == (
-        "2023-05-07", False, "2023-05-06",
+        "2023-05-07",
+        False,
+        "2023-05-06",
     )
     assert (added["original_text"], added["resolved_date"], added["source"], added["memory_id"]) == (
-        "two days ago", "2023-05-06", "resolver", memory.id,
+        "two days ago",
+        "2023-05-06",
+        "resolver",
+        memory.id,
     )
     (warning,) = body["warnings"]
     assert '"yesterday"' in warning and "2023-05-07, not 2023-05-06" in warning
@@ -290,9 +321,7 @@ def test_an_org_at_its_own_daily_cap_gets_limit_exceeded_naming_that_cap(cast, a
     assert claude.route.call_count == 0
 
 
-@pytest.mark.parametrize(
-    ("status", "code", "http_status"), [(529, "llm_unavailable", 503), (401, "llm_error", 502)]
-)
+@pytest.mark.parametrize(("status", "code", "http_status"), [(529, "llm_unavailable", 503), (401, "llm_error", 502)])
 def test_a_provider_failing_or_refusing_is_an_error_never_an_answer(alice, caroline, claude, status, code, http_status):
     claude.route.mock(return_value=anthropic_error(status))
     body = ask(alice, status=http_status)
@@ -305,9 +334,16 @@ def test_a_provider_failing_or_refusing_is_an_error_never_an_answer(alice, carol
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"question": "   "}, "question"), ({"limit": 0}, "limit"), ({"limit": 21}, "limit"),
-     ({"mode": "random"}, "mode"), ({"min_confidence": 2}, "min_confidence"), ({"session_id": "s" * 201}, "session_id"),
-     ({"question": "a\x00b"}, "question"), ({"extra": 1}, "extra")],
+    [
+        ({"question": "   "}, "question"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 21}, "limit"),
+        ({"mode": "random"}, "mode"),
+        ({"min_confidence": 2}, "min_confidence"),
+        ({"session_id": "s" * 201}, "session_id"),
+        ({"question": "a\x00b"}, "question"),
+        ({"extra": 1}, "extra"),
+    ],
 )
 def test_bad_input_is_a_400_naming_the_field(alice, claude, body, field):
     response = alice.post(ASK, {"question": QUESTION, **body}, format="json")
@@ -348,8 +384,10 @@ async def test_the_mcp_tool_answers_the_same_and_keeps_to_its_tokens_org(app, ca
     raw_b, _ = await in_thread(lambda: make_token(cast.org_b, projects=[cast.project_b]))
     mine = await in_thread(
         lambda: MemoryFactory(
-            principal=principal_a, title="Caroline's support group",
-            content="Caroline said she went to the support group yesterday", created_at=RECORDED,
+            principal=principal_a,
+            title="Caroline's support group",
+            content="Caroline said she went to the support group yesterday",
+            created_at=RECORDED,
         )
     )
     with mocked_llm(settings, "anthropic") as claude:
@@ -384,8 +422,10 @@ async def test_over_mcp_the_question_reaches_the_provider_scrubbed_and_a_token_i
     _, leaked = await in_thread(lambda: token_create(organization=cast.org_a, label="laptop"))
     await in_thread(
         lambda: MemoryFactory(
-            principal=principal, title="Caroline's support group",
-            content="Caroline said she went to the support group yesterday", created_at=RECORDED,
+            principal=principal,
+            title="Caroline's support group",
+            content="Caroline said she went to the support group yesterday",
+            created_at=RECORDED,
         )
     )
     with mocked_llm(settings, "openai") as gpt:

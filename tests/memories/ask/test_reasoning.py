@@ -43,11 +43,16 @@ Output JSON:
 RECORDED = datetime(2023, 5, 8, 14, 30, tzinfo=UTC)
 ASKED = datetime(2023, 6, 1, 9, 0, tzinfo=UTC)
 CAROLINE = ReasoningMemory(
-    id="mem_caroline", title="Caroline's support group", description="What Caroline told us",
-    content="Caroline said she went to the support group yesterday", recorded_at=RECORDED,
+    id="mem_caroline",
+    title="Caroline's support group",
+    description="What Caroline told us",
+    content="Caroline said she went to the support group yesterday",
+    recorded_at=RECORDED,
 )
 MELANIE = ReasoningMemory(
-    id="mem_melanie", title="Melanie's race", description="",
+    id="mem_melanie",
+    title="Melanie's race",
+    description="",
     content="Melanie ran a charity race two days ago, and painted last Friday",
     recorded_at=datetime(2023, 5, 25, 8, 0, tzinfo=UTC),
 )
@@ -60,8 +65,12 @@ def reply(**fields: Any) -> str:
         "confidence": 0.9,
         "reasoning": "Memory 1 was recorded on 2023-05-08 and says yesterday.",
         "temporal_resolutions": [
-            {"original_text": "yesterday", "memory_timestamp": "2023-05-08 14:30:00",
-             "resolved_date": "2023-05-07", "confidence": 0.95}
+            {
+                "original_text": "yesterday",
+                "memory_timestamp": "2023-05-08 14:30:00",
+                "resolved_date": "2023-05-07",
+                "confidence": 0.95,
+            }
         ],
         "source_memory_indices": [1],
         "requires_inference": True,
@@ -121,8 +130,13 @@ def test_what_models_commonly_get_wrong_is_repaired(text):
 
 def test_loose_values_are_read_the_way_they_were_meant():
     parsed = parse_reasoned_answer(
-        reply(confidence="85%", source_memory_indices=["1", "[2]", 2], requires_inference="false",
-              reasoning=["step one", "step two"], temporal_resolutions={"original_text": "yesterday"}),
+        reply(
+            confidence="85%",
+            source_memory_indices=["1", "[2]", 2],
+            requires_inference="false",
+            reasoning=["step one", "step two"],
+            temporal_resolutions={"original_text": "yesterday"},
+        ),
         memory_count=2,
     )
     assert parsed.confidence == 0.85 and parsed.source_memory_indices == (1, 2)
@@ -174,9 +188,7 @@ def test_a_wrong_date_for_an_unambiguous_phrase_is_corrected_and_said_so():
 
 
 def test_a_disputed_reading_of_an_ambiguous_weekday_is_kept_with_a_warning():
-    (item, *_), (warning,) = check(
-        [LLMResolution("last Friday", "2023-05-25 08:00:00", "2023-05-12", 0.7)], cited=(2,)
-    )
+    (item, *_), (warning,) = check([LLMResolution("last Friday", "2023-05-25 08:00:00", "2023-05-12", 0.7)], cited=(2,))
     assert (item.resolved_date, item.agrees, item.corrected_from, item.memory_index) == ("2023-05-12", False, None, 2)
     assert "2023-05-19" in warning and "ambiguous" in warning
 

@@ -91,7 +91,7 @@ def test_a_read_only_minds_the_shape_and_the_full_check_the_whole_contract():
     ]
     assert "not one of the summary's sources" in summary_parts_problems(foreign, full=True)[0]
     assert summary_parts_problems(row(status="done", key_facts="x", decisions=[1])) == [
-        "status: must be one of ready, rejected (got 'done')",
+        "status: must be one of ready, rejected, held (got 'done')",
         "key_facts: must be a list (got str)",
         "decisions: item 1: must be an object {decision, rationale, outcome, confidence} (got int)",
     ]

@@ -22,6 +22,7 @@ FULL_MEMORY_KEYS = {
     "project",
     "team",
     "state",
+    "flags",
     "archived_reason",
     "consolidated_into",
     "tier",
@@ -40,6 +41,7 @@ FULL_MEMORY_KEYS = {
     "last_signal_at",
     "created_at",
     "updated_at",
+    "source",
 }
 
 
@@ -74,6 +76,7 @@ def charlie(cast, token_client):
 def test_recording_a_memory_returns_id_message_and_initial_confidence_plus_the_full_memory(alice):
     body = record(alice)
     assert body["message"] == "Memory recorded successfully"
+    assert body["status"] == "recorded" and "quarantine" not in body
     assert body["initial_confidence"] == 0.8
     assert body["id"].startswith("mem_")
     memory = body["memory"]

@@ -101,7 +101,9 @@ def test_memories_per_week_covers_twelve_weeks_oldest_first(cast, agent):
 def test_memory_counts_list_every_choice_even_when_zero(cast, agent):
     record(agent)
     counts = memory_counts(cast.principal(cast.alice))
-    assert [(b.title, b.count) for b in counts["state"]] == [("active", 1), ("archived", 0), ("proposed", 0)]
+    assert [(b.title, b.count) for b in counts["state"]] == [
+        ("active", 1), ("archived", 0), ("proposed", 0), ("quarantined", 0)
+    ]
     assert {b.title: b.count for b in counts["kind"]}["procedural"] == 1
     assert memory_counts(cast.principal(cast.charlie))["state"][0].count == 0
 

@@ -101,6 +101,19 @@ def test_the_session_list_is_paginated(client, cast, agent):
     assert client.get("/sessions/?page=2").content.decode().count('href="/sessions/ses_') == 2
 
 
+def test_a_session_handed_in_again_after_its_distillation_says_how_often_it_was_distilled(client, cast, agent):
+    session = submit(agent)
+    client.force_login(cast.bob)
+    assert "<dt>Distilled</dt><dd>not yet</dd>" in client.get(f"/sessions/{session.id}/").content.decode()
+    session_process(session.id, llm=ScriptedLLM(["NO_EXTRACTIONS"]))
+    resumed = session.trace + "\nuser: the promo test fails too\nagent: defaulted missing promo codes"
+    session_submit(principal=agent, session_id="run-1", outcome="success", trace=resumed)
+    html = client.get(f"/sessions/{session.id}/").content.decode()
+    assert "<dt>Distilled</dt><dd>1 time · what came since waits for the next round</dd>" in html
+    session_process(session.id, llm=ScriptedLLM(["NO_EXTRACTIONS"]))
+    assert "<dt>Distilled</dt><dd>2 times</dd>" in client.get(f"/sessions/{session.id}/").content.decode()
+
+
 @pytest.mark.parametrize("who", ["alice", "bob"])
 def test_the_session_detail_shows_trace_raw_reply_and_error(client, cast, agent, who):
     session = failed(agent)

@@ -62,7 +62,11 @@ def test_the_cycles_synthesis_audits_every_source_it_archives_into_the_consolida
 def test_the_cycles_stale_archival_audits_each_stale_memory(cast, agent):
     now = timezone.now()
     stale = remember(
-        agent, "Old deploy trick", vec({1: 1.0}), importance=0.0, created_at=now - 120 * DAY,
+        agent,
+        "Old deploy trick",
+        vec({1: 1.0}),
+        importance=0.0,
+        created_at=now - 120 * DAY,
         last_used_at=now - 90 * DAY,
     )
 

@@ -10,7 +10,9 @@ from tests.factories import ProjectFactory, summary_make
 
 MEMORIES = "/api/v1/memories"
 SEARCH = "/api/v1/memories/search"
-HIT_KEYS = {"id", "title", "description", "content", "outcome", "confidence", "usage_count", "relevance", "scope"}
+HIT_KEYS = {
+    "id", "title", "description", "content", "outcome", "confidence", "usage_count", "relevance", "scope", "source",
+}  # fmt: skip
 SCORE_KEYS = {
     "relevance",
     "fused",

@@ -229,9 +229,6 @@ def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(
     assert signal.confidence_after == pytest.approx(hit.memory.confidence) and signal.project_id == cast.project_a.id
 
 
-
-
-
 # --- validation ----------------------------------------------------------------------------------
 
 
@@ -287,8 +284,6 @@ def test_a_memory_without_any_word_characters_does_not_break_search_for_the_proj
     Memory.objects.filter(pk=odd.pk).update(title="???", description="...", content="!!!")
     result = search(token)
     assert ids(result) == [good.id]
-
-
 
 
 # --- retrieval modes (docs/search.md#retrieval-modes) -----------------------------------------------
@@ -350,10 +345,18 @@ def test_an_unknown_mode_is_refused_naming_the_field(token):
 def test_a_when_question_ranks_the_memory_that_states_a_time_first(token, settings):
     record(token)  # off topic: the vector leg's min-max normalisation needs a floor
     # the undated memory matches the question's words more often: the legs alone put it first
-    undated = record(token, title="Support group", description="Caroline and the support group",
-                     content="Caroline went to the LGBTQ support group; the support group was powerful.")
-    dated = record(token, title="Support group", description="Caroline",
-                   content="Caroline went to the LGBTQ support group yesterday.")
+    undated = record(
+        token,
+        title="Support group",
+        description="Caroline and the support group",
+        content="Caroline went to the LGBTQ support group; the support group was powerful.",
+    )
+    dated = record(
+        token,
+        title="Support group",
+        description="Caroline",
+        content="Caroline went to the LGBTQ support group yesterday.",
+    )
     question = "When did Caroline go to the LGBTQ support group?"
     result = search(token, question, min_confidence=0, explain=True)  # the default configuration
     assert ids(result)[:2] == [dated.id, undated.id]
@@ -371,8 +374,12 @@ def test_a_when_question_ranks_the_memory_that_states_a_time_first(token, settin
 def test_a_query_naming_a_date_ranks_the_memory_recorded_that_day_first(token, settings):
     # near the topic only by the name: a floor for the vector leg's min-max normalisation
     record(token, title="Melanie", description="Melanie", content="Melanie fixed the flaky network retries.")
-    other_day = record(token, title="Painting", description="Melanie",
-                       content="What a painting Melanie shared: a painting she painted of the lake.")
+    other_day = record(
+        token,
+        title="Painting",
+        description="Melanie",
+        content="What a painting Melanie shared: a painting she painted of the lake.",
+    )
     that_day = record(token, title="Painting", description="Melanie", content="Melanie shared a painting of a horse.")
     Memory.objects.filter(pk=other_day.pk).update(created_at=datetime(2023, 7, 6, 18, 0, tzinfo=UTC))
     Memory.objects.filter(pk=that_day.pk).update(created_at=datetime(2023, 7, 7, 9, 30, tzinfo=UTC))

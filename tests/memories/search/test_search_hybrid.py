@@ -23,11 +23,17 @@ pytestmark = pytest.mark.usefixtures("every_memory_its_own_result")
 
 def test_a_question_that_shares_only_some_words_with_a_memory_finds_it_first(token):
     wanted = record(
-        token, title="Pin the Postgres major version in docker compose",
-        description="Upgrades broke local databases", content="Set image: postgres:16 explicitly, never latest.",
+        token,
+        title="Pin the Postgres major version in docker compose",
+        description="Upgrades broke local databases",
+        content="Set image: postgres:16 explicitly, never latest.",
     )
-    record(token, title="Use feature flags for risky frontend changes", description="Releases",
-           content="Wrap the new checkout UI in a flag and roll out gradually.")
+    record(
+        token,
+        title="Use feature flags for risky frontend changes",
+        description="Releases",
+        content="Wrap the new checkout UI in a flag and roll out gradually.",
+    )
     # most words of the question are in no memory: an AND of them would match nothing lexically
     result = search(token, "why did my local postgres database break after pulling the newest image?")
     assert ids(result)[0] == wanted.id
@@ -47,8 +53,12 @@ def test_a_rare_word_outweighs_a_word_every_memory_holds(token):
 
 def test_relevance_is_the_fusion_of_both_legs_and_ranks_by_the_ranking_formula(token, settings):
     record(token)
-    other = record(token, title="Jittered backoff for queue consumers", description="Workers",
-                   content="Consumers back off with jitter when the broker is down.")
+    other = record(
+        token,
+        title="Jittered backoff for queue consumers",
+        description="Workers",
+        content="Consumers back off with jitter when the broker is down.",
+    )
     settings.SEARCH_NEIGHBOURS = False  # fusion alone (the neighbour stage blends it: test_search_neighbours.py)
     settings.SEARCH_LEXICAL_WEIGHT = 1.0  # lexical only: the vector leg no longer counts
     lexical_only = {h.memory.id: h.breakdown for h in search(token, min_confidence=0).hits}
@@ -75,9 +85,13 @@ def test_identical_texts_in_several_places_fold_into_the_best_hit_which_lists_th
     settings.SEARCH_COLLAPSE_DUPLICATES = True
     first = record(token)
     twins = [
-        memories_create(principal=token, project=cast.project_a, drafts=[
-            memory_draft(title=TITLE.upper(), description=DESCRIPTION, content=CONTENT + "  ", outcome="success")
-        ])[0]
+        memories_create(
+            principal=token,
+            project=cast.project_a,
+            drafts=[
+                memory_draft(title=TITLE.upper(), description=DESCRIPTION, content=CONTENT + "  ", outcome="success")
+            ],
+        )[0]
         for _ in range(2)
     ]
     other = record(
@@ -95,8 +109,12 @@ def test_near_identical_embeddings_fold_too_but_different_memories_do_not(cast, 
     settings.SEARCH_COLLAPSE_DUPLICATES = True
     original = record(token)
     reworded = record(token, content=CONTENT + " Log each retry.")  # not the same text, nearly the same vector
-    different = record(token, title="Retry budget per request", description="Clients",
-                       content="Cap total retries per request at three across layers.")
+    different = record(
+        token,
+        title="Retry budget per request",
+        description="Clients",
+        content="Cap total retries per request at three across layers.",
+    )
     settings.SEARCH_COLLAPSE_SIMILARITY = 0.9
     result = search(token, min_confidence=0, limit=5)
     folded = {h.memory.id: h.duplicates for h in result.hits}
@@ -107,8 +125,12 @@ def test_near_identical_embeddings_fold_too_but_different_memories_do_not(cast, 
 
 def test_hits_below_the_relevance_floor_get_no_usage_signal(token, settings):
     strong = record(token)
-    weak = record(token, title="Jittered sleeps in integration tests", description="Tests",
-                  content="Sleep with jitter between polls.")
+    weak = record(
+        token,
+        title="Jittered sleeps in integration tests",
+        description="Tests",
+        content="Sleep with jitter between polls.",
+    )
     settings.SEARCH_USAGE_MIN_RELEVANCE = 0.99
     result = search(token, min_confidence=0, explain=True, limit=5)
     write_behind_wait()
@@ -150,11 +172,16 @@ def _limit_rows(node):
 
 def _many(principal, project, word: str, n: int) -> None:
     with transaction.atomic():
-        memories_create(principal=principal, project=project, drafts=[
-            memory_draft(title=f"{word.title()} policy {i}", description=word, content=f"{word} case {i}",
-                         outcome="success")
-            for i in range(n)
-        ])
+        memories_create(
+            principal=principal,
+            project=project,
+            drafts=[
+                memory_draft(
+                    title=f"{word.title()} policy {i}", description=word, content=f"{word} case {i}", outcome="success"
+                )
+                for i in range(n)
+            ],
+        )
 
 
 def test_a_one_word_query_over_many_matches_stays_bounded_by_its_caps(cast, token, settings, monkeypatch):

@@ -97,3 +97,45 @@ async def test_another_orgs_session_with_the_same_id_is_neither_returned_nor_tou
     assert ours.structured_content["id"] not in dump(theirs)
     acme_session = await in_thread(lambda: AgentSession.objects.get(pk=ours.structured_content["id"]))
     assert acme_session.organization_id == cast.org_a.pk and acme_session.outcome == "success"
+
+
+async def distilled(session_id: str) -> None:
+    """The session as a worker leaves it after its first round (the distillation itself: elsewhere)."""
+
+    def mark() -> None:
+        session = AgentSession.objects.get(pk=session_id)
+        AgentSession.objects.filter(pk=session_id).update(status="done", distilled_upto=len(session.trace), rounds=1)
+
+    await in_thread(mark)
+
+
+RESUMED = {**SESSION, "trace": SESSION["trace"] + "\nuser: and the docs?\nagent: updated the install notes"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_distilled_session_handed_in_again_is_continued_and_another_trace_is_refused(app, tokens, mode):
+    async with mcp_client(app, tokens["agent"], mode) as client:
+        first = await client.call_tool("session_submit", SESSION)
+        await distilled(first.structured_content["id"])
+        continued = await client.call_tool("session_submit", RESUMED)
+        refused = await client.call_tool("session_submit", {**SESSION, "trace": "user: another task\nagent: done"})
+    assert not continued.is_error, dump(continued)
+    out = continued.structured_content
+    assert out["continued"] is True and out["status"] == "queued" and out["rounds"] == 1
+    assert out["distilled_upto"] < len(await in_thread(lambda: AgentSession.objects.get().trace))
+    assert refused.is_error and "does not continue" in dump(refused) and "session_id of its own" in dump(refused)
+    assert "another task" not in await in_thread(lambda: AgentSession.objects.get().trace)
+
+
+@pytest.mark.cross_tenant("session_submit")
+async def test_another_orgs_session_with_the_same_id_is_never_continued_by_it(app, tokens, cast, make_token):
+    other = await in_thread(lambda: make_token(cast.org_b, projects=[cast.project_b])[0])
+    async with mcp_client(app, tokens["agent"], "2026-07-28") as client:
+        ours = await client.call_tool("session_submit", SESSION)
+    await distilled(ours.structured_content["id"])
+    async with mcp_client(app, other, "2026-07-28") as client:
+        theirs = await client.call_tool("session_submit", RESUMED)
+    assert not theirs.is_error and theirs.structured_content["created"] is True, dump(theirs)
+    assert theirs.structured_content["continued"] is False and theirs.structured_content["rounds"] == 0
+    acme = await in_thread(lambda: AgentSession.objects.get(pk=ours.structured_content["id"]))
+    assert acme.status == "done" and "updated the install notes" not in acme.trace

@@ -13,7 +13,7 @@ from django.utils import timezone
 from accounts.services_budget import llm_budget_set
 from memories.models import AgentSession, Memory
 from memories.sessions.services import session_process, session_submit, sessions_resume_waiting
-from reasoningbank.models import LlmBudget, LlmCall
+from reasoningbank.models import LlmBudget, LlmBudgetPeriod, LlmCall
 from tests.fakes import ScriptedLLM
 from tests.memories.sessions.test_services_sessions import TRACE, TWO_MEMORIES, queued  # noqa: F401 (fixture)
 
@@ -69,3 +69,25 @@ def test_another_organization_s_cap_change_does_not_resume_acme_s_session(agent,
     llm_budget_set(principal=cast.principal(cast.charlie), daily_tokens=50_000, monthly_tokens=None, alert_percent=80)
     assert sessions_resume_waiting() == 0
     assert AgentSession.objects.get(pk=session.pk).status == "waiting_for_budget"
+
+
+def test_a_continued_session_over_the_cap_waits_with_its_new_turns_and_distils_only_them_later(agent, cast):
+    session = session_submit(principal=agent, session_id="s-resumed", outcome="success", trace=TRACE).session
+    session_process(session.id, llm=ScriptedLLM(["NO_EXTRACTIONS"]))
+    resumed = TRACE + "\nuser: the promo test fails with a KeyError\nagent: defaulted missing promo codes"
+    session_submit(principal=agent, session_id="s-resumed", outcome="success", trace=resumed)
+    owner = cast.principal(cast.alice)
+    llm_budget_set(principal=owner, daily_tokens=DAILY_CAP, monthly_tokens=None, alert_percent=None)
+    LlmBudgetPeriod.objects.filter(organization=cast.org_a).update(used_tokens=DAILY_CAP)  # the day's spent since
+    refused = ScriptedLLM([])
+    waiting = session_process(session.id, llm=refused)
+    assert waiting.status == "waiting_for_budget" and refused.calls == []
+    assert waiting.rounds == 1 and waiting.trace[waiting.distilled_upto :].strip().startswith("user: the promo test")
+
+    llm_budget_set(principal=owner, daily_tokens=50_000, monthly_tokens=None, alert_percent=80)
+    assert sessions_resume_waiting() == 1
+    llm = ScriptedLLM(["NO_EXTRACTIONS"])
+    done = session_process(session.id, llm=llm)
+    assert done.status == "done" and done.rounds == 2
+    ((_, prompt),) = llm.calls
+    assert "the promo test fails" in prompt and "the tests hang" not in prompt

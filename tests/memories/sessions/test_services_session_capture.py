@@ -14,9 +14,16 @@ from memories.models import AgentSession
 from memories.sessions import services as services_sessions
 from memories.sessions.contracts import SessionSubmitInput, session_submit_run
 from memories.sessions.services import session_submit, sessions_release_idle
-from reasoningbank.errors import InvalidInput, Rejected
-from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
+from reasoningbank.errors import Conflict, InvalidInput, Rejected
+from tests.agent_transcripts import (
+    GEMINI_RECORDING,
+    codex_rollout_text,
+    cursor_transcript_text,
+    gemini_recording_text,
+    gemini_session_text,
+)
 from tests.claude_code_transcript import SECRET, transcript_text
+from tests.hook_modules import gemini_recording_read
 
 
 @pytest.fixture
@@ -61,6 +68,7 @@ def test_a_claude_code_transcript_is_stored_as_a_compact_trace_without_its_secre
     [
         ("codex-rollout-jsonl", codex_rollout_text(session_id="x-1", marker="E2E-agent")),
         ("gemini-cli-json", gemini_session_text(session_id="x-1", marker="E2E-agent")),
+        ("gemini-cli-json", gemini_recording_text(session_id="x-1", marker="E2E-agent")),
         ("cursor-jsonl", cursor_transcript_text(marker="E2E-agent")),
     ],
 )
@@ -72,6 +80,20 @@ def test_the_other_agents_transcripts_are_stored_as_the_same_compact_trace_witho
     assert session.trace.startswith("[user] Fix the flaky checkout test (E2E-agent)")
     assert SECRET not in session.trace and out.redactions >= 1
     assert out.outcome == "success" and out.status == "queued"
+
+
+def test_a_gemini_cli_061_session_handed_in_by_its_hook_is_stored_ready_to_distil(agent, queued, monkeypatch):
+    monkeypatch.setenv("REASONINGBANK_TIMEOUT", "30")
+    trace, _ = gemini_recording_read(GEMINI_RECORDING)  # what the hook sends at SessionEnd
+
+    out = submit(agent, session_id="g-061", trace=trace, trace_format="gemini-cli-json", partial=False)
+
+    session = AgentSession.objects.get(pk=out.id)
+    assert session.trace.startswith("[user] Fix the flaky checkout test (MARKER)")
+    assert session.trace.endswith("[user] Thanks, that works now.\n[assistant] Glad it works.")
+    assert SECRET not in session.trace and out.redactions >= 1
+    assert "reasoningbank_memories" not in session.trace  # the memories the hooks injected are not the session's
+    assert (out.outcome, out.status, queued) == ("success", "queued", [out.id])
 
 
 def test_without_an_outcome_the_one_the_transcript_shows_is_taken(agent, queued):
@@ -106,8 +128,9 @@ def test_a_later_submission_replaces_the_trace_until_distillation_starts(agent, 
     assert AgentSession.objects.count() == 1
 
     AgentSession.objects.filter(pk=first.id).update(status="running")
-    third = submit(agent, trace=transcript_text(session_id="cc-1", verdict="It still fails."))
-    assert not third.replaced and "It still fails" not in AgentSession.objects.get(pk=first.id).trace
+    with pytest.raises(Conflict, match="does not continue"):  # a worker reads it: it may only grow at its end
+        submit(agent, trace=transcript_text(session_id="cc-1", verdict="It still fails."))
+    assert "It still fails" not in AgentSession.objects.get(pk=first.id).trace
 
 
 def test_a_partial_submission_waits_for_the_session_to_be_idle(agent, queued, settings):

@@ -4,10 +4,17 @@ one registry of formats (``trace_convert``)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memories.sessions.transcripts import TRACE_FORMATS, trace_convert
-from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
+from tests.agent_transcripts import (
+    codex_rollout_text,
+    cursor_transcript_text,
+    gemini_recording_text,
+    gemini_session_text,
+)
 from tests.claude_code_transcript import SECRET
 
 
@@ -17,6 +24,26 @@ def codex(**kwargs):
 
 def gemini(**kwargs):
     return trace_convert(gemini_session_text(session_id="g-1", **kwargs), "gemini-cli-json")
+
+
+def gemini_lines(*extra: dict, **kwargs):
+    """The real Gemini CLI 0.61.0 recording, with ``extra`` records appended as the CLI appends them."""
+    text = gemini_recording_text(**kwargs) + "".join(json.dumps(record) + "\n" for record in extra)
+    return trace_convert(text, "gemini-cli-json")
+
+
+def recorded(predicate) -> dict:
+    """The first message of the real recording that ``predicate`` picks, as a line or a checkpoint has it."""
+    for line in gemini_recording_text().splitlines():
+        record = json.loads(line)
+        for message in [record, *record.get("$set", {}).get("messages", [])]:
+            if "id" in message and predicate(message):
+                return message
+    raise AssertionError("no such message in the recording")
+
+
+def thanks(message: dict) -> bool:
+    return message["type"] == "user" and "Thanks, that works now." in json.dumps(message["content"])
 
 
 def cursor(**kwargs):
@@ -59,6 +86,80 @@ def test_a_gemini_recording_keeps_prompts_answers_and_tool_calls_and_drops_info_
     assert lines[-1] == "[user] Thanks, that works now."
 
 
+def test_a_gemini_cli_061_recording_reads_as_its_conversation_each_turn_once():
+    converted = gemini_lines(marker="E2E-gl")
+    lines = converted.trace.splitlines()
+    assert lines[0] == "[user] Fix the flaky checkout test (E2E-gl): test_checkout_total fails one run in three."
+    assert lines.count("[assistant] Running the checkout tests first.") == 1  # written three times, read once
+    assert [line.split("]")[0] + "]" for line in lines if line.startswith("[tool ")] == [
+        "[tool run_shell_command]",
+        "[tool replace]",
+        "[tool run_shell_command]",
+        "[tool run_shell_command]",
+    ]
+    assert any(line.startswith("[run_shell_command error] Output: FAILED tests/") for line in lines)  # exit 1
+    assert "[run_shell_command ok] Output: 3 passed in 0.41s" in lines
+    assert lines[-3:] == [
+        "[assistant] The cart fixture was shared between tests; test_checkout_total now builds its own (E2E-gl).",
+        "[user] Thanks, that works now.",
+        "[assistant] Glad it works.",
+    ]
+    assert (converted.prompts, converted.tool_calls, converted.outcome) == (2, 4, "success")
+
+
+def test_what_the_cli_and_the_hooks_added_to_a_gemini_recording_is_not_the_users_words():
+    trace = gemini_lines().trace
+    assert trace.startswith("[user] Fix the flaky checkout test") and "[user] Thanks, that works now." in trace
+    # the environment the CLI sends first, the memories the hooks injected (escaped, inside the user's
+    # turn), the model's thoughts and the CLI's framing of a tool's output
+    for added in ("session_context", "hook_context", "reasoningbank_memories", "Use make_cart().", "**Planning**"):
+        assert added not in trace, added
+    assert "untrusted_context" not in trace
+
+
+def test_a_resumed_gemini_recording_keeps_the_turns_its_checkpoint_left_out():
+    # on resume Gemini CLI 0.61 wrote a checkpoint of the history without the first prompt (it opened
+    # with the hook's context) and without the tool calls' records: the prompt and the calls stay
+    trace = gemini_lines().trace
+    assert trace.count("Fix the flaky checkout test") == 1 and trace.count("[tool replace]") == 1
+
+
+def test_a_gemini_compression_keeps_the_turns_before_it_and_its_summary_once():
+    environment = recorded(lambda m: "<session_context>" in json.dumps(m))
+    verdict = recorded(thanks)
+    summary = "<state_snapshot>\n<overall_goal>Fix the flaky checkout test.</overall_goal>\n</state_snapshot>"
+    checkpoint = {
+        "$set": {
+            "messages": [  # as the CLI writes it: the environment, the summary, its answer, recent copies
+                environment,
+                {"id": "s-1", "timestamp": "t", "type": "user", "content": [{"text": summary}]},
+                {
+                    "id": "s-2",
+                    "timestamp": "t",
+                    "type": "gemini",
+                    "content": [{"text": "Got it. Thanks for the additional context!"}],
+                },
+                {"id": "s-3", "timestamp": "t", "type": "user", "content": verdict["content"]},
+            ],
+            "lastUpdated": "t",
+        }
+    }
+    later = {"id": "n-1", "timestamp": "t", "type": "user", "content": [{"text": "Now the empty cart."}]}
+    trace = gemini_lines(checkpoint, later).trace
+    assert trace.startswith("[user] Fix the flaky checkout test")  # the turns before are not lost
+    assert trace.count("[user] Thanks, that works now.") == 1  # the checkpoint's copy is not added again
+    assert trace.endswith(f"[summary of the conversation before] {summary}\n[user] Now the empty cart.")
+    assert "Got it." not in trace
+
+
+def test_a_gemini_rewind_drops_the_rewound_turn_and_what_followed():
+    verdict = recorded(thanks)
+    retry = {"id": "r-1", "timestamp": "t", "type": "user", "content": [{"text": "It still fails on CI."}]}
+    converted = gemini_lines({"$rewindTo": verdict["id"]}, retry)
+    assert "Thanks, that works now." not in converted.trace and "Glad it works." not in converted.trace
+    assert converted.trace.splitlines()[-1] == "[user] It still fails on CI." and converted.outcome == "failure"
+
+
 def test_a_cursor_transcript_unwraps_the_users_query_and_keeps_tool_calls_without_results():
     converted = cursor(marker="E2E-cu")
     lines = converted.trace.splitlines()
@@ -96,6 +197,11 @@ def test_a_cursor_session_without_a_verdict_is_unknown_since_cursor_keeps_no_tes
             '{"sessionId": "x", "messages": [{"type": "user"}, 7, {"type": "gemini", "toolCalls": "?"}]}',
         ),
         ("gemini-cli-json", '{"sessionId": "x", "messages": [ cut mid-file'),
+        (
+            "gemini-cli-json",
+            '{"sessionId": "x", "projectHash": "h"}\nnot json\n{"$set": 7}\n{"$rewindTo": 5}\n'
+            '{"id": 3, "type": "user"}\n{"$set": {"messages": [1, {"id": "m", "type": "user", "content": 5}]}}\n',
+        ),
         ("cursor-jsonl", '{"role": "user", "message": {"content": 3}}\n{"role": "tool"}\n'),
     ],
 )
@@ -107,3 +213,4 @@ def test_the_converters_keep_the_secret_for_the_service_to_scrub_around_them():
     # scrubbing is the service's (it scrubs the raw file before and the trace after): a converter that
     # dropped secrets would hide that the raw text held one
     assert SECRET in codex().trace and SECRET in gemini().trace and SECRET in cursor().trace
+    assert SECRET in gemini_lines().trace

@@ -350,8 +350,12 @@ EXAMPLE_EVIDENCE = SignalCounts(usage_pos=1, outcome_pos=1, explicit_pos=1)
 EXAMPLE_WEIGHTS = Weights(explicit=0.40, usage=0.33, outcome=0.33)
 
 
-def decayed(silent_days: int, prior: tuple[float, float] = (1.0, 1.0), counts: SignalCounts = EXAMPLE_EVIDENCE,
-            weights: Weights = EXAMPLE_WEIGHTS) -> ConfidenceState:
+def decayed(
+    silent_days: int,
+    prior: tuple[float, float] = (1.0, 1.0),
+    counts: SignalCounts = EXAMPLE_EVIDENCE,
+    weights: Weights = EXAMPLE_WEIGHTS,
+) -> ConfidenceState:
     return confidence_compute(*prior, counts, [], weights, evidence_factor=evidence_kept(silent_days))
 
 
@@ -386,16 +390,20 @@ def test_decay_moves_a_low_memory_up_toward_its_prior_and_leaves_a_memory_at_its
 
 
 def test_decay_never_lowers_alpha_or_beta_below_the_priors_pseudo_counts() -> None:
-    state = confidence_compute(1.6, 0.4, SignalCounts(usage_pos=3, explicit_neg=2), [], DEFAULT_WEIGHTS,
-                               evidence_factor=0.0)
+    state = confidence_compute(
+        1.6, 0.4, SignalCounts(usage_pos=3, explicit_neg=2), [], DEFAULT_WEIGHTS, evidence_factor=0.0
+    )
     assert (state.alpha, state.beta, state.score) == (1.6, 0.4, pytest.approx(0.8))
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"silent_days": 40, "per_day": 0.0}, "per_day"),
-    ({"silent_days": 40, "per_day": 1.5}, "per_day"),
-    ({"silent_days": 40, "grace_days": -1}, "grace_days"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"silent_days": 40, "per_day": 0.0}, "per_day"),
+        ({"silent_days": 40, "per_day": 1.5}, "per_day"),
+        ({"silent_days": 40, "grace_days": -1}, "grace_days"),
+    ],
+)
 def test_nonsense_decay_parameters_are_rejected(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         evidence_kept(**kwargs)
@@ -406,8 +414,14 @@ def test_an_evidence_factor_outside_zero_to_one_is_rejected() -> None:
         confidence_compute(1.0, 1.0, SignalCounts(), [], DEFAULT_WEIGHTS, evidence_factor=1.2)
 
 
-@given(initial_confidences, strengths, st.lists(signals, max_size=50), project_weights,
-       st.integers(0, 2000), st.integers(0, 2000))
+@given(
+    initial_confidences,
+    strengths,
+    st.lists(signals, max_size=50),
+    project_weights,
+    st.integers(0, 2000),
+    st.integers(0, 2000),
+)
 def test_decay_is_monotone_in_silence_and_stays_between_the_evidence_and_the_prior(
     initial: float, strength: float, history: list[Signal], pw: ProjectWeights, days_a: int, days_b: int
 ) -> None:
@@ -429,16 +443,22 @@ def test_decay_is_monotone_in_silence_and_stays_between_the_evidence_and_the_pri
 # --- pruning (docs/confidence.md#pruning) ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("confidence", "signals", "recent_positive", "prunable"), [
-    (0.29, 8, False, True),
-    (0.30, 8, False, False),  # strictly below the threshold
-    (0.29, 7, False, False),  # one signal short of the minimum
-    (0.29, 8, True, False),  # something found it useful lately
-    (0.05, 50, False, True),
-])
+@pytest.mark.parametrize(
+    ("confidence", "signals", "recent_positive", "prunable"),
+    [
+        (0.29, 8, False, True),
+        (0.30, 8, False, False),  # strictly below the threshold
+        (0.29, 7, False, False),  # one signal short of the minimum
+        (0.29, 8, True, False),  # something found it useful lately
+        (0.05, 50, False, True),
+    ],
+)
 def test_a_memory_is_prunable_only_below_the_threshold_after_enough_signals_and_no_recent_praise(
     confidence: float, signals: int, recent_positive: bool, prunable: bool
 ) -> None:
-    assert confidence_prunable(
-        confidence=confidence, signals=signals, recent_positive=recent_positive, threshold=0.3, min_signals=8
-    ) is prunable
+    assert (
+        confidence_prunable(
+            confidence=confidence, signals=signals, recent_positive=recent_positive, threshold=0.3, min_signals=8
+        )
+        is prunable
+    )

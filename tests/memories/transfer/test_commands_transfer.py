@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from accounts.models import Project
+from accounts.models import AuditEvent, Project
 from memories.models import Memory, MemoryLink
 from tests.factories import MemoryFactory, MemoryLinkFactory, OrganizationFactory
 
@@ -121,3 +121,20 @@ def test_unknown_org_file_or_project_is_a_clear_error(cast, tmp_path: Path):
         call_command("import_memories", "acme", str(tmp_path / "missing.jsonl"))
     with pytest.raises(CommandError, match="project 'billing' not found"):
         call_command("export_memories", "acme", "--project", "billing")
+
+
+def test_import_with_reviewed_trusts_the_memories_names_the_file_and_is_audited(cast, acme_bank, tmp_path: Path):
+    target = OrganizationFactory(slug="initech", plan="pro")
+    path = tmp_path / "acme.jsonl"
+    run("export_memories", "acme", "--output", str(path))
+
+    _, pending_note = run("import_memories", "initech", str(path))
+    _, reviewed_note = run("import_memories", "initech", str(path), "--reviewed")  # the same file again
+
+    memories = Memory.objects.filter(organization=target)
+    assert sorted(memories.values_list("trust", flat=True)) == ["pending"] * 3 + ["trusted"] * 3
+    assert {m.provenance["import"]["file"] for m in memories} == {"acme.jsonl"}
+    assert "pending: searchable, injected once a person reviews them" in pending_note
+    assert "trusted for injection (--reviewed)" in reviewed_note
+    audits = AuditEvent.objects.filter(organization=target, verb="bank.import").order_by("created_at", "id")
+    assert [a.data["reviewed"] for a in audits] == [False, True]

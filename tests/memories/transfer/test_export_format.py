@@ -180,7 +180,7 @@ def test_the_end_lines_counts_must_match_and_nothing_may_follow_it():
 
 
 def test_an_unsupported_version_is_refused():
-    _, errors = check({**HEADER, "version": 2}, END)
+    _, errors = check({**HEADER, "version": 3}, END)
 
     assert errors[0].field == "version" and "not supported" in errors[0].message
 

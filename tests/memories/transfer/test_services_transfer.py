@@ -111,9 +111,14 @@ def empty_org(cast: Any) -> Organization:
     return org
 
 
+# what an import writes anew: its own provenance (imported, by whom; the file's kept inside as a claim), its trust
+# and review (tests/memories/transfer/test_services_transfer_provenance.py)
+IMPORT_OWN = ("provenance", "trust", "reviewed_by", "reviewed_at")
+
+
 def normalised(text: str, memory_ids: dict[str, str] | None = None) -> dict[str, list[str]]:
     """The export's lines by type, sorted, with the header's time and org left out, old ids replaced by
-    the new ones (``memory_ids``) and summary ids by their memory's."""
+    the new ones (``memory_ids``), summary ids by their memory's, and what an import records anew left out."""
     ids = memory_ids or {}
     out: dict[str, list[str]] = {}
     for record in records(text):
@@ -121,6 +126,7 @@ def normalised(text: str, memory_ids: dict[str, str] | None = None) -> dict[str,
         if kind == "header":
             record = {**record, "exported_at": None, "organization": None}
         if kind == "memory":
+            record = {key: value for key, value in record.items() if key not in IMPORT_OWN}
             record["id"] = ids.get(record["id"], record["id"])
             record["consolidated_into"] = ids.get(record["consolidated_into"], record["consolidated_into"])
         if kind == "link":
