@@ -10,6 +10,10 @@ def main() -> None:
     from django.core.management import execute_from_command_line
     from django.db import DatabaseError
 
+    from reasoningbank.env import settings_load_or_exit
+
+    settings_load_or_exit()  # a refused setting: one line naming the valid values, not a traceback
+
     try:
         execute_from_command_line(sys.argv)
     except DatabaseError as exc:

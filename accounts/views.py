@@ -347,6 +347,9 @@ def _parse_expiry(value: str) -> datetime | None:
     return timezone.make_aware(datetime.combine(day + timedelta(days=1), time.min))
 
 
+# the one name of the token's environment variable, which every plugin, hook and SDK reads
+# (docs/connecting-agents.md)
+TOKEN_ENV = "REASONINGBANK_TOKEN"
 # the Claude Code plugin's install (docs/claude-code.md#install): its marketplace is a clone of this repository
 PLUGIN_COMMANDS = "/plugin marketplace add /path/to/reasoningbank\n/plugin install reasoningbank@reasoningbank"
 
@@ -359,19 +362,23 @@ def mcp_snippets(raw: str) -> dict[str, str]:
     url = site + "/mcp"
     header = {"Authorization": f"Bearer {raw}"}
     config = {"mcpServers": {"reasoningbank": {"type": "http", "url": url, "headers": header}}}
+    env_header = {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"}
+    cursor_header = {"Authorization": f"Bearer ${{env:{TOKEN_ENV}}}"}
     return {
         "mcp_url": url,
-        "plugin_env": f"export REASONINGBANK_URL={site}\nexport REASONINGBANK_TOKEN={raw}",
+        "plugin_env": f"export REASONINGBANK_URL={site}\nexport {TOKEN_ENV}={raw}",
         "plugin_commands": PLUGIN_COMMANDS,
         "claude_command": f'claude mcp add --transport http reasoningbank {url} --header "Authorization: Bearer {raw}"',
         "mcp_json": json.dumps(config, indent=2),
         # Codex reads the token from the environment by name: the file never holds it
         "codex_toml": (
-            f"export REASONINGBANK_TOKEN={raw}\n\n# ~/.codex/config.toml\n[mcp_servers.reasoningbank]\n"
-            f'url = "{url}"\nbearer_token_env_var = "REASONINGBANK_TOKEN"'
+            f"export {TOKEN_ENV}={raw}\n\n# ~/.codex/config.toml\n[mcp_servers.reasoningbank]\n"
+            f'url = "{url}"\nbearer_token_env_var = "{TOKEN_ENV}"'
         ),
-        "cursor_json": json.dumps({"mcpServers": {"reasoningbank": {"url": url, "headers": header}}}, indent=2),
-        "gemini_json": json.dumps({"mcpServers": {"reasoningbank": {"httpUrl": url, "headers": header}}}, indent=2),
+        # Cursor and Gemini CLI fill the token in from the environment (the plugin's export above): one
+        # variable name for every client, and a config file that never holds the secret
+        "cursor_json": json.dumps({"mcpServers": {"reasoningbank": {"url": url, "headers": cursor_header}}}, indent=2),
+        "gemini_json": json.dumps({"mcpServers": {"reasoningbank": {"httpUrl": url, "headers": env_header}}}, indent=2),
     }
 
 

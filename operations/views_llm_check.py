@@ -52,7 +52,8 @@ def system_llm_check(request: HttpRequest) -> HttpResponse:
     if not result.parsed:
         failed.append(kind.name)
     position = names.index(kind.name) + 1
-    following = names[position] if position < len(names) else None
+    # a provider out of reach would refuse every kind the same way: the check stops here, naming where it looked
+    following = names[position] if position < len(names) and not result.unreachable_url else None
     return render(
         request,
         f"{TEMPLATE}#result",
@@ -63,6 +64,7 @@ def system_llm_check(request: HttpRequest) -> HttpResponse:
             "total": len(names),
             "failed": failed,
             "failed_value": ",".join(failed),
+            "not_sent": len(names) - position if result.unreachable_url else 0,
         },
     )
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
+from django.template import loader
 from django.views import csrf as csrf_views
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
@@ -24,6 +25,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from reasoningbank.errors import RateLimited, ServiceError
 from reasoningbank.http_errors import MISSING_BEARER_TOKEN, refusal_body
 from reasoningbank.http_errors import error_body as http_error_body
+from reasoningbank.request_context import request_context_get
 
 NON_FIELD = "non_field_errors"
 
@@ -72,11 +74,15 @@ def error_body(detail: str, code: str, errors: dict[str, list[str]]) -> dict[str
 
 def server_error(request: HttpRequest) -> HttpResponse:
     """``handler500``: under ``/api/``, ``/oauth/`` and ``/mcp`` a JSON 500 in the error shape (an
-    API client cannot read Django's HTML page), elsewhere Django's page. The traceback is logged as
+    API client cannot read Django's HTML page), elsewhere the dashboard's page. The traceback is logged as
     always: a 500 is a bug to fix, never an answer to bad input."""
     body = refusal_body(request.path_info, "Internal server error.", "server_error", oauth_error="server_error")
     if body is None:
-        return defaults.server_error(request)
+        # the dashboard's page (templates/500.html) with the id the log lines carry; rendered without the
+        # request, as Django renders its own: no context processor touches what may have failed
+        current = request_context_get()
+        page = loader.render_to_string("500.html", {"request_id": current.request_id if current else ""})
+        return HttpResponseServerError(page)
     return JsonResponse(body, status=500)
 
 
@@ -92,7 +98,7 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """``handler404``: a URL nothing serves under ``/mcp/…`` (``/api/``, ``/oauth/`` and
     ``/.well-known/`` have catch-all routes of their own), or an ``Http404`` a view raised under any
-    of the machine paths: a JSON 404 in the error shape; elsewhere Django's page."""
+    of the machine paths: a JSON 404 in the error shape; elsewhere the dashboard's page (templates/404.html)."""
     detail = f"Nothing is served at {request.path!r}."
     body = refusal_body(request.path_info, detail, "not_found", oauth_error="not_found")
     if body is None:

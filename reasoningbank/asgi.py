@@ -25,7 +25,10 @@ from typing import Any
 import anyio
 from django.core.asgi import get_asgi_application
 
+from reasoningbank.env import settings_load_or_exit
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reasoningbank.settings")
+settings_load_or_exit()  # a refused setting: one line naming the valid values, not uvicorn's traceback
 _django_app = get_asgi_application()  # sets Django up before the MCP server imports models
 
 from reasoningbank.admission import RequestAdmission  # noqa: E402

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable
 
 from django.core.exceptions import ImproperlyConfigured
@@ -102,3 +103,17 @@ def _check_range(name: str, number: float, minimum: float | None, maximum: float
         raise ImproperlyConfigured(f"{name} must be >= {minimum}, got {number}")
     if maximum is not None and number > maximum:
         raise ImproperlyConfigured(f"{name} must be <= {maximum}, got {number}")
+
+
+def settings_load_or_exit() -> None:
+    """Load the Django settings now; a value they refuse ends the process with that one line, not a traceback.
+
+    For the entry points (``manage.py``, the ASGI app uvicorn imports): a wrong value such as
+    ``LLM_PROVIDER=claude`` is the operator's to fix, and the 46-line traceback through the settings
+    modules buried the one line that said how (which values are valid)."""
+    from django.conf import settings
+
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - reading one setting loads the whole module
+    except ImproperlyConfigured as exc:
+        sys.exit(f"Configuration error: {exc} (every setting: docs/configuration.md)")

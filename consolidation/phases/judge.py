@@ -192,9 +192,17 @@ def _wait_without_llm(ctx: RunState, pairs: list[tuple[str, str, float]]) -> Non
         if (conflict := ctx.conflicts.get(pair_key(older_id, newer_id))) is not None:
             item |= {"cues": list(conflict.cues), "then": "needs review (no LLM)"}
         ctx.note("judge_pairs", item)
-    ctx.warnings.append(f"{len(pairs)} pairs wait for an LLM to check for contradictions")
+    # the two counts are the review queue's two lists: "Waiting for an LLM" and the pairs a person decides
+    if waiting := len(pairs) - len(conflicts):
+        ctx.warnings.append(
+            f"{waiting} pairs wait for an LLM to check for contradictions (the review queue lists them under "
+            "“Waiting for an LLM”; nobody needs to decide them): not merged meanwhile, judged by the first run "
+            "with an LLM"
+        )
     if conflicts:
-        ctx.warnings.append(f"{len(conflicts)} pairs with conflict cues need review: they are never merged")
+        ctx.warnings.append(
+            f"{len(conflicts)} pairs with conflict cues need review (in the review queue): they are never merged"
+        )
     if not ctx.dry:
         for older_id, newer_id, _ in conflicts:
             review_note(ctx, older_id, newer_id, ReviewItem.STATUS_PENDING, "no LLM is configured to judge them")

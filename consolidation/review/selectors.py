@@ -9,13 +9,15 @@ a missing one.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
 from accounts.models import Project
-from consolidation.models import ReviewItem
+from consolidation.models import ConsolidationRun, ReviewItem
 from consolidation.promotion.selectors import promotion_reach_q
+from memories.models import Memory
 from reasoningbank.errors import InvalidInput, NotFound
 
 REVIEW_STATUSES = tuple(status for status, _ in ReviewItem.STATUS_CHOICES)
@@ -60,3 +62,51 @@ def review_get(principal: Principal, item_id: str | int) -> ReviewItem:
     if item is None:
         raise NotFound(f"review item {text!r} not found", field="review_id")
     return item
+
+
+# the pairs a run noted without a verdict because no LLM could judge them, as the judge phase notes them
+# (consolidation/phases/judge.py); those with conflict cues are review items already ("needs review")
+WAITING_SHOWN = 10  # pairs listed per project; the count says how many there are
+
+
+@dataclass(frozen=True)
+class PairsWaitingForLlm:
+    """The pairs of one project its latest run could not check for contradictions: no LLM was configured."""
+
+    run: ConsolidationRun
+    count: int
+    shown: list[tuple[Memory, Memory, float]]  # the first WAITING_SHOWN: older, newer, similarity
+
+
+def pairs_waiting_for_llm(principal: Principal, *, project: Project | None = None) -> list[PairsWaitingForLlm]:
+    """Per project in reach (or ``project``), the pairs its latest completed run left waiting for an LLM —
+    what a run's warning "N pairs wait for an LLM" counts, which no person is asked to decide. A later run
+    with an LLM judges them, and its own record has none waiting."""
+    projects = reachable_projects(principal) if project is None else [project]
+    latest = (
+        access_filter(ConsolidationRun, principal)
+        .filter(project__in=projects, dry_run=False, status=ConsolidationRun.STATUS_COMPLETED)
+        .order_by("project_id", "-finished_at", "-pk")
+        .distinct("project_id")
+        .select_related("project")
+        .only("id", "project", "preview", "finished_at")
+    )
+    waiting = [
+        (run, [p for p in (run.preview or {}).get("judge_pairs", []) if "verdict" not in p and "cues" not in p])
+        for run in latest
+    ]
+    waiting = [(run, pairs) for run, pairs in waiting if pairs]
+    ids = {p[side] for _, pairs in waiting for p in pairs[:WAITING_SHOWN] for side in ("older", "newer")}
+    memories = access_filter(Memory, principal).filter(state=Memory.STATE_ACTIVE).in_bulk(list(ids))
+    return [
+        PairsWaitingForLlm(
+            run=run,
+            count=len(pairs),
+            shown=[
+                (memories[p["older"]], memories[p["newer"]], float(p["similarity"]))
+                for p in pairs[:WAITING_SHOWN]
+                if p["older"] in memories and p["newer"] in memories
+            ],
+        )
+        for run, pairs in sorted(waiting, key=lambda w: w[0].project.slug if w[0].project else "")
+    ]

@@ -29,7 +29,7 @@ from accounts.services_write_limits import write_admit
 from consolidation.models import ReviewItem
 from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
-from consolidation.review.selectors import promotion_list, review_get, review_list
+from consolidation.review.selectors import pairs_waiting_for_llm, promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
 from memories.trust.selectors_quarantine import quarantine_context
 from memories.trust.views_injection import injection_review_context
@@ -57,7 +57,11 @@ def review_queue_page(request: HttpRequest) -> HttpResponse:
     items = review_list(principal, project=project, kinds=ReviewItem.PAIR_KINDS)
     page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
     promotions = promotion_list(principal)
+    # what runs said waits for an LLM: listed here too, so the queue never says "nothing waits" beside them
+    waiting = pairs_waiting_for_llm(principal, project=project)
     context = {
+        "llm_waiting": waiting,
+        "llm_waiting_total": sum(w.count for w in waiting),
         "nav": "quality",
         "projects": projects,
         "project": project,

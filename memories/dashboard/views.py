@@ -181,13 +181,15 @@ class Row:
     source: dict[str, Any] | None = None  # who wrote it, how (its one-line label under the title)
 
 
-def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str, str]:
-    """(page of Rows, mode, notice). mode "search" = ranked hybrid search, "list" = filtered listing."""
+def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str, str, int | None]:
+    """(page of Rows, mode, notice, matches found). mode "search" = ranked hybrid search, with the number of
+    matches the search found (the API's ``total_found``); "list" = filtered listing, found None."""
     principal = request.principal  # type: ignore[attr-defined]
     state = data.get("state") or "active"
     q = data.get("q") or ""
     if q and state == "active":
-        return _search_rows(principal, data), "search", ""
+        page, found = _search_rows(principal, data)
+        return page, "search", "", found
     filters = MemoryFilters(
         project=data.get("project") or None,
         scope=data.get("scope") or "all",
@@ -205,10 +207,10 @@ def _memory_rows(request: HttpRequest, data: dict[str, Any]) -> tuple[Page, str,
     page = Paginator(memory_list(principal, filters), PAGE_SIZE).get_page(request.GET.get("page"))
     sources = memory_sources(page.object_list)  # one query for the page
     page.object_list = [Row(m, source=sources.get(m.id)) for m in page.object_list]  # type: ignore[misc]
-    return page, "list", notice
+    return page, "list", notice, None
 
 
-def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
+def _search_rows(principal: Any, data: dict[str, Any]) -> tuple[Page, int]:
     """The real hybrid search (docs/search.md), through the ``memory_search`` selector with the query
     embedded here — deliberately NOT ``memory_search_use``: a moderator browsing the dashboard is not
     an agent using a memory, so the search must not record usage signals (they would raise
@@ -225,7 +227,8 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
         mode="deep",  # moderators see every active memory, whatever its tier
     )
     vector = query_embed(search.query)
-    hits = memory_search(principal, search, query_vector=vector).hits
+    result = memory_search(principal, search, query_vector=vector)
+    hits = result.hits
     # the search loads only the columns it ranks on; the table shows more, so load the rows in one go
     full = memory_list(principal, MemoryFilters(state=None)).in_bulk([h.memory.pk for h in hits])
     sources = memory_sources(list(full.values()))
@@ -241,7 +244,9 @@ def _search_rows(principal: Any, data: dict[str, Any]) -> Page:
         rows = [r for r in rows if r.memory.confidence <= data["max_confidence"]]
     if data.get("tier"):
         rows = [r for r in rows if r.memory.tier == data["tier"]]
-    return Paginator(rows, SEARCH_LIMIT).get_page(1)
+    # the count the API answers (``total_found``: every match, near-identical ones folded into a row and those
+    # past the limit included), not the rows shown: the two said 3 and 4 for one search
+    return Paginator(rows, SEARCH_LIMIT).get_page(1), result.total_found
 
 
 @org_view()
@@ -252,15 +257,17 @@ def memory_list_page(request: HttpRequest) -> HttpResponse:
     projects = list(reachable_projects(principal).values_list("slug", flat=True))
     form = MemoryFilterForm(request.GET, projects=projects)
     errors: list[str] = []
-    page, mode, notice = None, "list", ""
+    page, mode, notice, found = None, "list", "", None
     if form.is_valid():
         try:
-            page, mode, notice = _memory_rows(request, form.cleaned_data)
+            page, mode, notice, found = _memory_rows(request, form.cleaned_data)
         except ServiceError as exc:
             errors.append(exc.message)
     else:
         errors = _form_errors_text(form)
-    page_vars = _page_vars(request, "memories", form=form, page=page, mode=mode, notice=notice, errors=errors)
+    page_vars = _page_vars(
+        request, "memories", form=form, page=page, mode=mode, notice=notice, errors=errors, found=found
+    )
     status = 400 if errors else 200
     template = "memories/list.html#results" if _is_partial(request) else "memories/list.html"
     return render(request, template, page_vars, status=status)

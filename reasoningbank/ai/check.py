@@ -13,14 +13,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from reasoningbank.ai.llm import LLM, LLMError
+from reasoningbank.ai.llm import LLM, LLMError, LLMUnreachable
 from reasoningbank.ai.prompt_kinds import PromptKind, prompt_kinds
 
 logger = logging.getLogger("reasoningbank.llm")
 
 REPLY_SHOWN = 300  # characters of an unreadable reply kept in the result, enough to see what went wrong
 
-Stage = Literal["ok", "call", "parse"]
+# "skipped": not sent, because an earlier kind found the provider out of reach (each would wait for the same
+# refusal, with retries: ten kinds took 85 s to say one thing)
+Stage = Literal["ok", "call", "parse", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class KindCheck:
     tokens_estimated: bool
     attempts: int
     reply: str  # the head of a reply that did not parse, else ""
+    unreachable_url: str = ""  # where the provider was looked for, when it could not be reached at all
 
     @property
     def parsed(self) -> bool:
@@ -59,6 +62,7 @@ def llm_check_kind(llm: LLM, kind: PromptKind) -> KindCheck:
             tokens_estimated=False,
             attempts=exc.attempts or 1,
             reply="",
+            unreachable_url=exc.url if isinstance(exc, LLMUnreachable) else "",
         )
     else:
         error, reply = "", ""
@@ -87,6 +91,27 @@ def llm_check_kind(llm: LLM, kind: PromptKind) -> KindCheck:
     return check
 
 
+def llm_check_skipped(kind: PromptKind, url: str) -> KindCheck:
+    """``kind`` not sent: the provider at ``url`` was found out of reach by an earlier kind."""
+    return KindCheck(
+        kind=kind.name,
+        purpose=kind.purpose,
+        stage="skipped",
+        error=f"not sent: {url} could not be reached",
+        latency_ms=0.0,
+        input_tokens=None,
+        output_tokens=None,
+        tokens_estimated=False,
+        attempts=0,
+        reply="",
+    )
+
+
 def llm_check(llm: LLM, kinds: Iterable[PromptKind] | None = None) -> list[KindCheck]:
-    """Every kind (or those given) in turn: one after the other, so each latency is the provider's alone."""
-    return [llm_check_kind(llm, kind) for kind in (prompt_kinds() if kinds is None else kinds)]
+    """Every kind (or those given) in turn: one after the other, so each latency is the provider's alone.
+    Once one finds the provider out of reach, the rest are skipped, not sent."""
+    results: list[KindCheck] = []
+    for kind in prompt_kinds() if kinds is None else kinds:
+        url = next((r.unreachable_url for r in results if r.unreachable_url), "")
+        results.append(llm_check_skipped(kind, url) if url else llm_check_kind(llm, kind))
+    return results

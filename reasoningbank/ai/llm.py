@@ -94,6 +94,15 @@ class LLMTransientError(LLMError):
     """
 
 
+class LLMUnreachable(LLMTransientError):
+    """The provider's server could not be reached at all (refused, unknown host, no route; not a timeout):
+    ``url`` names where it was looked for, the first thing to check."""
+
+    def __init__(self, message: str, *, url: str, **known: Any) -> None:
+        super().__init__(message, **known)
+        self.url = url
+
+
 class LLMPermanentError(LLMError):
     """A request the provider will keep refusing (bad request, auth, unknown model) or bad config.
 
@@ -184,6 +193,7 @@ class _RetryingLLM:
     _sdk_error: type[Exception]
     _status_error: type[Exception]
     _connection_error: type[Exception]
+    _timeout_error: type[Exception]
     _client: Any
 
     def __init__(
@@ -198,8 +208,11 @@ class _RetryingLLM:
         backoff_max: float = 30.0,
         sleep: Sleep = time.sleep,
         prompt_cache: bool = True,
+        retry_unreachable: bool = True,
     ) -> None:
         self.model = model
+        # False for a check that must answer at once: a server out of reach is said after one attempt
+        self.retry_unreachable = retry_unreachable
         # mark the stable system prompt for the provider's prompt cache (Anthropic; OpenAI caches by itself)
         self.prompt_cache = prompt_cache
         self.timeout = timeout
@@ -296,6 +309,17 @@ class _RetryingLLM:
                         model=self.model,
                         attempts=attempt,
                     ) from exc
+                unreachable = isinstance(exc, self._connection_error) and not isinstance(exc, self._timeout_error)
+                if unreachable and (attempt > self.max_retries or not self.retry_unreachable):
+                    url = str(self._client.base_url)
+                    raise LLMUnreachable(
+                        f"{self.provider} {self.model}: cannot reach {url} ({exc.__cause__ or exc}) "
+                        f"after {attempt} attempt{'s' if attempt > 1 else ''}",
+                        url=url,
+                        provider=self.provider,
+                        model=self.model,
+                        attempts=attempt,
+                    ) from exc
                 if attempt > self.max_retries:
                     raise LLMTransientError(
                         f"{self.provider} {self.model} still failing after {attempt} attempts: {_server_message(exc)}",
@@ -367,6 +391,7 @@ class AnthropicLLM(_RetryingLLM):
         self._sdk_error = anthropic.AnthropicError
         self._status_error = anthropic.APIStatusError
         self._connection_error = anthropic.APIConnectionError
+        self._timeout_error = anthropic.APITimeoutError
         self._client = anthropic.Anthropic(
             api_key=self._require_key(api_key, base_url, "ANTHROPIC_API_KEY"),
             base_url=base_url,
@@ -410,6 +435,7 @@ class OpenAILLM(_RetryingLLM):
         self._sdk_error = openai.OpenAIError
         self._status_error = openai.APIStatusError
         self._connection_error = openai.APIConnectionError
+        self._timeout_error = openai.APITimeoutError
         self.base_url = base_url
         self._client = openai.OpenAI(
             api_key=self._require_key(api_key, base_url, "OPENAI_API_KEY"),
@@ -475,6 +501,7 @@ def _build_llm(
     max_retries: int,
     max_concurrency: int = 0,
     prompt_cache: bool = True,
+    retry_unreachable: bool = True,
 ) -> LLM:
     # Cached on the settings values so each process builds one SDK client (and
     # connection pool) per configuration, while a settings change still takes.
@@ -489,6 +516,7 @@ def _build_llm(
             max_retries=max_retries,
             max_concurrency=max_concurrency,
             prompt_cache=prompt_cache,
+            retry_unreachable=retry_unreachable,
         )
     if provider == "openai":
         return OpenAILLM(
@@ -498,6 +526,7 @@ def _build_llm(
             timeout=timeout,
             max_retries=max_retries,
             max_concurrency=max_concurrency,
+            retry_unreachable=retry_unreachable,
         )
     raise LLMPermanentError(
         f"Unknown LLM_PROVIDER {provider!r}; expected one of: {', '.join(LLM_PROVIDERS)}.",
@@ -507,10 +536,13 @@ def _build_llm(
     )
 
 
-def llm_from_settings(*, timeout: float | None = None, max_retries: int | None = None) -> LLM:
+def llm_from_settings(
+    *, timeout: float | None = None, max_retries: int | None = None, retry_unreachable: bool = True
+) -> LLM:
     """The LLM configured by Django settings (``NoLLM`` when nothing is set); ``timeout`` and
     ``max_retries`` instead of ``LLM_TIMEOUT_SECONDS`` and ``LLM_MAX_RETRIES`` for a caller that must
-    answer within one bounded call (the system page's check, a deep search's rewrite)."""
+    answer within one bounded call (the system page's check, a deep search's rewrite);
+    ``retry_unreachable=False`` gives up at once on a server out of reach (``manage.py llm_check``)."""
     from django.conf import settings
 
     provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
@@ -537,6 +569,7 @@ def llm_from_settings(*, timeout: float | None = None, max_retries: int | None =
         retries,
         max_concurrency,
         bool(getattr(settings, "LLM_PROMPT_CACHE", True)),
+        retry_unreachable,
     )
 
 

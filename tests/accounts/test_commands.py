@@ -1,3 +1,4 @@
+import re
 from io import StringIO
 
 import pytest
@@ -115,6 +116,23 @@ def test_the_link_sets_the_owners_password_once_and_then_they_sign_in(db, settin
     # one use: the same link no longer offers the form
     again = Client().get(path, follow=True)
     assert b'name="password1"' not in again.content
+
+
+def test_the_page_after_the_link_sets_the_password_leads_to_the_sign_in_page(db, settings):
+    settings.SITE_URL = "http://testserver"
+    link = _link_in(_output("create_org", "initech", "--owner-email", "peter@initech.test"))
+    browser = Client()
+    set_password_path = browser.get(link.removeprefix("http://testserver"), follow=True).redirect_chain[-1][0]
+    password = "tps-reports-in-triplicate"
+
+    done = browser.post(set_password_path, {"password1": password, "password2": password}, follow=True)
+
+    page = done.content.decode()
+    assert done.status_code == 200 and "Password set" in page
+    sign_in = re.search(r'<a [^>]*id="sign-in"[^>]*href="([^"]+)"', page)
+    assert sign_in is not None and sign_in.group(1) == "/accounts/login/"
+    signed_in = browser.post(sign_in.group(1), {"login": "peter@initech.test", "password": password})
+    assert signed_in.status_code == 302 and "/accounts/login/" not in signed_in["Location"]
 
 
 def test_create_org_reads_the_owners_password_from_stdin(db):

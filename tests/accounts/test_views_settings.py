@@ -257,9 +257,25 @@ def test_connecting_an_agent_offers_the_claude_code_plugin_first_then_the_other_
     cursor, gemini = json.loads(found["cursor"]), json.loads(found["gemini"])
     assert cursor["mcpServers"]["reasoningbank"] == {
         "url": f"{site}/mcp",
-        "headers": {"Authorization": f"Bearer {raw}"},
+        "headers": {"Authorization": "Bearer ${env:REASONINGBANK_TOKEN}"},
     }
-    assert gemini["mcpServers"]["reasoningbank"]["httpUrl"] == f"{site}/mcp"
+    assert gemini["mcpServers"]["reasoningbank"] == {
+        "httpUrl": f"{site}/mcp",
+        "headers": {"Authorization": "Bearer ${REASONINGBANK_TOKEN}"},
+    }
+
+
+def test_every_snippet_that_names_the_token_variable_names_reasoningbank_token_and_files_hold_no_token(client, cast):
+    """One variable name everywhere: the one the plugin, the hooks and the SDKs read."""
+    login(client, cast.alice)
+    body = text(client.post("/settings/tokens/", {"label": "laptop", "scopes": ["memories:read"]}))
+    raw = re.search(r"rb_[A-Za-z0-9_\-]{40,}", body).group(0)
+    found = dict(re.findall(r'<pre class="snippet" id="snippet-([a-z-]+)">(.*?)</pre>', body, re.S))
+    named = {name: set(re.findall(r"\b[A-Z][A-Z_]*TOKEN\b", html.unescape(snippet))) for name, snippet in found.items()}
+
+    assert set().union(*named.values()) == {"REASONINGBANK_TOKEN"}
+    assert {"plugin-env", "codex", "cursor", "gemini"} <= {name for name, names in named.items() if names}
+    assert raw not in found["cursor"] and raw not in found["gemini"]  # config files, often committed
 
 
 def test_token_list_never_contains_a_digest(client, cast):

@@ -3,9 +3,17 @@
 The pages come from the URL conf, so a page added later is visited without touching this file (a new
 URL parameter fails the test until a sample object for it is added to ``SAMPLES``). Each page has
 content, with the long unbroken strings real data carries (a token label, a project name, a URL in a
-memory), because an empty page never overflows. A page fits when the document is no wider than the
-window and no element reaches past it unless it sits in a box made to scroll sideways (a wide table
-in ``.table-scroll``, a code snippet)."""
+memory), because an empty page never overflows. A page fits when:
+
+* the document is no wider than the window and no element reaches past it unless it sits in a box made
+  to scroll sideways (a wide table in ``.table-scroll`` on a phone, a code snippet);
+* nothing is cut off: no table cell holds content wider than its box, no box that hides its overflow
+  hides some, and on a laptop no table scrolls sideways in its box (its last columns out of sight);
+* on a phone a table scrolls sideways only when it must: with the widths the style sheet forces on it
+  taken away it would still not fit, or would break words;
+* no word breaks inside (a title "Consolida-tion"); a token may (a string without spaces longer than
+  ``TOKEN_CHARS``: a long unbroken name, an id, a URL), and so may the lines of a code block;
+* on a phone the top bar and the status banners leave most of the screen to the page."""
 
 from __future__ import annotations
 
@@ -21,6 +29,8 @@ from oauth2_provider.models import Application
 from accounts.models import Membership, OAuthConnection
 from accounts.services import token_create
 from consolidation.models import ConsolidationRun, ReviewItem
+from operations.selectors import health_cache_clear
+from reasoningbank.models import LlmCall, LlmPrice, WorkerHeartbeat
 from tests.factories import (
     AgentSessionFactory,
     ConsolidationRunFactory,
@@ -80,6 +90,100 @@ CLIPPED_LABELS = """
   return box.width > 0 && (box.left < frame.left - 0.5 || box.right > frame.right + 0.5);
 }).map((text) => text.textContent)
 """
+
+
+# what is cut off: cells whose content is wider than their box, boxes hiding overflow they have, and tables
+# scrolled sideways in their box (on a laptop: none may; on a phone: only those that must, see NEEDLESS)
+CUT_OFF = """
+(narrow) => {
+  const describe = (el) => {
+    const classes = typeof el.className === "string" ? el.className.trim().split(/\\s+/).filter(Boolean).join(".") : "";
+    const text = (el.textContent || "").trim().replace(/\\s+/g, " ").slice(0, 40);
+    return el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (classes ? "." + classes : "") + " “" + text + "”";
+  };
+  const shown = (el) => el.getClientRects().length > 0;
+  const found = [];
+  for (const cell of document.querySelectorAll("td, th")) {
+    if (shown(cell) && cell.scrollWidth > cell.clientWidth + 1) {
+      found.push("cell wider than its box: " + describe(cell));
+    }
+  }
+  for (const el of document.body.querySelectorAll("*")) {
+    if (el instanceof SVGElement || el.matches(".visually-hidden, select, input, textarea, option")) continue;
+    const x = getComputedStyle(el).overflowX;
+    if ((x === "hidden" || x === "clip") && shown(el) && el.scrollWidth > el.clientWidth + 1) {
+      found.push("hides its overflow: " + describe(el));
+    }
+  }
+  for (const box of document.querySelectorAll(".table-scroll")) {
+    if (!shown(box) || box.scrollWidth <= box.clientWidth + 1) continue;
+    if (!narrow) { found.push("columns out of sight (scrolls sideways): " + describe(box)); continue; }
+    // on a phone: would it fit without the widths the style sheet forces? then it scrolls without need
+    const forced = [box, ...box.querySelectorAll("*")];
+    const saved = forced.map((el) => [el.style.minWidth, el.style.width]);
+    forced.forEach((el) => { el.style.minWidth = "0px"; if (el.tagName === "TABLE") el.style.width = "auto"; });
+    const fits = box.scrollWidth <= box.clientWidth + 1;
+    forced.forEach((el, i) => { el.style.minWidth = saved[i][0]; el.style.width = saved[i][1]; });
+    if (fits && !window.__brokenWords(box).length) found.push("scrolls sideways without need: " + describe(box));
+  }
+  return found.slice(0, 12);
+}
+"""
+
+# words broken inside: a run of letters and digits laid out on two lines. Not in a token (a string without
+# spaces longer than TOKEN_CHARS: a URL, an id, a long unbroken name), which breaks where it must
+TOKEN_CHARS = 24
+BROKEN_WORDS = """
+() => {
+  window.__brokenWords = (root) => {
+    const limit = document.documentElement.clientWidth - 40;
+    const broken = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const parent = node.parentElement;
+      // a code block (a snippet, a trace) wraps its lines where they end, like a terminal: not prose
+      const skipped = "svg, script, style, noscript, select, option, textarea, pre, .visually-hidden";
+      if (!parent || parent.closest(skipped)) continue;
+      if (parent.closest("details:not([open])") && !parent.closest("summary")) continue;  // not shown
+      for (const chunk of node.data.matchAll(/\\S+/gu)) {
+        if (chunk[0].length > TOKEN_CHARS_HERE) continue;
+        for (const word of chunk[0].matchAll(/[\\p{L}\\p{N}]{2,}/gu)) {
+          const range = document.createRange();
+          range.setStart(node, chunk.index + word.index);
+          range.setEnd(node, chunk.index + word.index + word[0].length);
+          const rects = Array.from(range.getClientRects()).filter((r) => r.width > 0);
+          const lines = new Set(rects.map((r) => Math.round(r.top)));
+          const wide = rects.reduce((sum, r) => sum + r.width, 0);
+          if (lines.size < 2 || wide > limit) continue;
+          const where = parent.closest("td, th, li, dd, h1, h2, h3, p, a, div") || parent;
+          broken.push(word[0] + " in " + where.tagName.toLowerCase() + (where.className ? "." + where.className : ""));
+        }
+      }
+    }
+    return broken;
+  };
+  return window.__brokenWords(document.body).slice(0, 12);
+}
+""".replace("TOKEN_CHARS_HERE", str(TOKEN_CHARS))
+
+# the height the top bar and the status banners take from the top of the page
+CHROME_HEIGHT = """
+() => {
+  const bar = document.querySelector("header.topbar"), banners = document.querySelector(".status-banners");
+  return (bar ? bar.getBoundingClientRect().height : 0) + (banners ? banners.getBoundingClientRect().height : 0);
+}
+"""
+# on a 390 x 844 phone, at most this much of the first screen for the top bar and one banner
+CHROME_MAX_HEIGHT_NARROW = 220
+
+
+@pytest.fixture(autouse=True)
+def _worker_alive(transactional_db: Any) -> None:
+    """The same banners on every run: the worker beat a moment ago (alone, a test's process is young
+    enough for "starting"; after the rest of the suite, a worker without a beat is down and a second
+    banner shows), and no verdict cached by an earlier test."""
+    health_cache_clear()
+    WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now())
 
 
 def dashboard_paths() -> list[str]:
@@ -148,6 +252,17 @@ def samples(cast, agent) -> dict[str, str]:
         failing_since=timezone.now(), failed_attempts=3, last_error=f"ConnectError: {LONG_URL}",
         last_failure_at=timezone.now(),
     )  # fmt: skip
+    # the system page's worker table (one process on a host with a long name) and the LLM spend page's
+    # tables with an estimated cost: the columns that were cut off at 1,280 px
+    now = timezone.now()
+    for pid, host in ((11, "worker-a"), (12, f"worker-{LONG_SLUG}.internal.example.com")):
+        WorkerHeartbeat.objects.create(cluster=f"reasoningbank@{host[:60]}/{pid}", beat_at=now, host=host, pid=pid)
+    LlmPrice.objects.create(provider="anthropic", model="", input_per_million=1, output_per_million=5)
+    for purpose in ("distill", "judge"):
+        LlmCall.objects.create(
+            organization=org, provider="anthropic", model="claude-haiku-4-5", purpose=purpose,
+            input_tokens=123_456, output_tokens=7_890, cached_input_tokens=100_000, cache_write_tokens=2_000,
+        )  # fmt: skip
     delivery = WebhookDelivery.objects.create(
         organization=org, subscription=subscription, event_type="memory.created",
         payload={"type": "memory.created"}, status=WebhookDelivery.STATUS_FAILED, error=f"ConnectError: {LONG_URL}",
@@ -178,13 +293,20 @@ def _fill(route: str, samples: dict[str, str]) -> str:
 
 
 def _overflow(page: Any, where: str) -> list[str]:
-    """``[]`` when the page fits and its charts' labels are whole, else what reaches past the window."""
+    """``[]`` when the page fits (the module's docstring says what that is), else what does not."""
     problems = []
     found = page.evaluate(OVERFLOW)
     if found["scrollWidth"] > found["width"] or found["wide"]:
         problems.append(f"{where}: document {found['scrollWidth']} px wide in {found['width']}; {found['wide']}")
     if clipped := page.evaluate(CLIPPED_LABELS):
         problems.append(f"{where}: chart labels cut off: {clipped}")
+    if broken := page.evaluate(BROKEN_WORDS):
+        problems.append(f"{where}: words broken inside: {broken}")
+    narrow = found["width"] < 720
+    if cut := page.evaluate(CUT_OFF, narrow):
+        problems.append(f"{where}: cut off: {cut}")
+    if narrow and (height := page.evaluate(CHROME_HEIGHT)) > CHROME_MAX_HEIGHT_NARROW:
+        problems.append(f"{where}: the top bar and banners take {height:.0f} px (at most {CHROME_MAX_HEIGHT_NARROW})")
     return problems
 
 

@@ -17,6 +17,7 @@ from consolidation.review.services import review_decide
 from consolidation.validation import NOTE_MAX
 from memories.models import Memory, MemoryLink
 from memories.moderation.selectors import disputed_list
+from reasoningbank.ai.llm import NoLLM
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke
 from tests.reasoningbank.secret_table import red_team_chunks, red_team_left
@@ -219,6 +220,47 @@ def test_the_queue_page_shows_both_memories_the_similarity_and_the_cues(client, 
     buttons = 'value="contradicts"' in html and 'value="compatible"' in html and "hx-post" in html
     assert buttons is (who == "alice")
     assert "csrfmiddlewaretoken" in html or who == "bob"
+
+
+def test_the_pairs_a_run_left_waiting_for_an_llm_are_listed_with_the_count_its_warning_gave(client, cast, agent):
+    similar = [
+        remember(agent, title, spoke(10, n, 0.87))
+        for n, title in enumerate(["Use connection pools", "Pool database connections", "Reuse DB connections"], 11)
+    ]
+    run = run_cycle(agent, cast.project_a, NoLLM())
+    warned = next(re.match(r"(\d+) pairs wait for an LLM", w) for w in run.warnings if "wait for an LLM to check" in w)
+    client.force_login(cast.bob)
+
+    html = client.get("/consolidation/reviews/").content.decode()
+
+    assert warned is not None and int(warned.group(1)) == 3  # each pair of the three
+    assert "Nothing waits for review" not in html and "No pair waits for a person's decision" in html
+    waiting = html.split('id="waiting-for-llm"', 1)[1].split("</section>", 1)[0]
+    assert f'data-waiting="{warned.group(1)}"' in waiting and f"/consolidation/runs/{run.id}/" in waiting
+    assert all(f"/memories/{memory.id}/" in waiting for memory in similar)
+
+
+def test_pairs_an_llm_has_judged_since_no_longer_wait_for_one(client, cast, agent):
+    for n, title in enumerate(["Use connection pools", "Pool database connections", "Reuse DB connections"], 11):
+        remember(agent, title, spoke(10, n, 0.87))
+    run_cycle(agent, cast.project_a, NoLLM())
+    run_cycle(agent, cast.project_a, cycle_llm())
+    client.force_login(cast.alice)
+
+    html = client.get("/consolidation/reviews/").content.decode()
+
+    assert 'id="waiting-for-llm"' not in html and "Nothing waits for review" in html
+
+
+def test_another_orgs_pairs_waiting_for_an_llm_are_not_listed(client, cast, agent):
+    for n, title in enumerate(["Use connection pools", "Pool database connections", "Reuse DB connections"], 11):
+        remember(agent, title, spoke(10, n, 0.87))
+    run_cycle(agent, cast.project_a, NoLLM())
+    client.force_login(cast.charlie)
+
+    html = client.get("/consolidation/reviews/").content.decode()
+
+    assert 'id="waiting-for-llm"' not in html and "Use connection pools" not in html
 
 
 def test_they_contradict_over_htmx_returns_the_decided_card(client, cast, pending):

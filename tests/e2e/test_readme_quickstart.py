@@ -158,7 +158,7 @@ def test_the_readme_sdk_example_names_the_reason_when_the_token_is_refused(servi
         done = subprocess.run(
             [str(PYTHON), str(path)],
             cwd=REPO,
-            env={**service.shell_env(), "RB_TOKEN": "rb_" + "x" * 43},
+            env={**service.shell_env(), "REASONINGBANK_TOKEN": "rb_" + "x" * 43},
             capture_output=True,
             text=True,
             timeout=120,

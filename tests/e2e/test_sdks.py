@@ -147,7 +147,7 @@ async def test_a_wrong_token_is_an_authentication_error_for_both_clients(service
 
 SMOKE = """
 import { ReasoningBank, NotFound } from "reasoningbank-client";
-const bank = new ReasoningBank({ baseUrl: process.env.RB_URL, token: process.env.RB_TOKEN });
+const bank = new ReasoningBank({ baseUrl: process.env.RB_URL, token: process.env.REASONINGBANK_TOKEN });
 const marker = process.env.RB_MARKER;
 const recorded = await bank.record({
   title: `Cache the dependency download ${marker}`, description: "When CI spends minutes on installs",
@@ -174,7 +174,7 @@ def test_the_typescript_client_records_searches_and_gets_under_node(service, adm
     env = {
         "PATH": "/usr/bin:/bin",
         "RB_URL": service.url,
-        "RB_TOKEN": admin_token,
+        "REASONINGBANK_TOKEN": admin_token,
         "RB_MARKER": marker,
         "RB_OTHER": other_orgs_memory,
     }

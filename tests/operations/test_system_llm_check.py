@@ -164,6 +164,21 @@ def test_each_kind_gets_one_attempt_so_a_request_waits_one_timeout_at_most(clien
     assert 'data-stage="call"' in body and "call failed" in body and "overloaded" in body
 
 
+def test_a_provider_out_of_reach_ends_the_check_at_the_first_kind_naming_where_it_was_looked_for(
+    client, staff, provider
+):
+    provider["route"].side_effect = httpx.ConnectError("[Errno 111] Connection refused")
+    client.force_login(staff)
+
+    bodies = run_all(client)
+
+    assert provider["route"].call_count == 1 and len(bodies) == 2  # the table, then the first kind's row
+    assert 'data-stage="call"' in bodies[1] and "Connection refused" in bodies[1]
+    verdict = bodies[1].split('id="llm-check-verdict"', 1)[1]
+    assert re.search(r"cannot be reached at <code>https://api.openai.com/v1/?</code>", verdict)
+    assert f"the other {len(KINDS) - 1} prompt kinds were not sent" in verdict and "LLM_BASE_URL" in verdict
+
+
 # --- bad input, no LLM -------------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from reasoningbank.ai.llm import (
     LLMResult,
     LLMTransientError,
     LLMUnavailable,
+    LLMUnreachable,
     NoLLM,
     OpenAILLM,
     _build_llm,
@@ -353,6 +354,33 @@ def test_a_connection_error_is_retried(api: Api) -> None:
     api.route.side_effect = [httpx.ConnectError("refused"), api.ok()]
 
     assert complete(api.llm()).attempts == 2
+
+
+def test_a_server_out_of_reach_is_reported_naming_where_it_was_looked_for(api: Api) -> None:
+    api.route.side_effect = httpx.ConnectError("[Errno 111] Connection refused")
+
+    with pytest.raises(LLMUnreachable) as caught:
+        complete(api.llm(max_retries=2))
+
+    where = "https://api.anthropic.com" if api.provider == "anthropic" else "https://api.openai.com/v1"
+    assert caught.value.url.startswith(where) and where in str(caught.value)
+    assert "Connection refused" in str(caught.value) and caught.value.attempts == 3
+    assert isinstance(caught.value, LLMTransientError)  # the worker's backoff takes it as before
+
+
+def test_a_check_that_must_answer_at_once_gives_up_on_a_server_out_of_reach_after_one_attempt(api: Api) -> None:
+    api.route.side_effect = httpx.ConnectError("[Errno -2] Name or service not known")
+
+    with pytest.raises(LLMUnreachable) as caught:
+        complete(api.llm(max_retries=3, retry_unreachable=False))
+
+    assert caught.value.attempts == 1 and api.route.call_count == 1 and api.sleeps == []
+
+
+def test_a_timeout_is_not_taken_for_a_server_out_of_reach(api: Api) -> None:
+    api.route.side_effect = [httpx.ReadTimeout("slow"), api.ok()]
+
+    assert complete(api.llm(retry_unreachable=False)).attempts == 2
 
 
 def test_zero_max_retries_means_a_single_attempt(api: Api) -> None:

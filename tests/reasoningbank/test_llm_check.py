@@ -210,6 +210,52 @@ def test_a_kind_the_provider_refuses_is_a_failed_call_with_the_providers_words(p
     assert "CALL FAILED" in kind_line(output, "summarize") and "prompt too long for this model" in line
 
 
+# ------------------------------------------------------------------ a provider out of reach
+
+
+def test_a_provider_out_of_reach_stops_the_check_after_one_call_naming_the_url_and_the_fix(provider, db):
+    provider.route.side_effect = httpx.ConnectError("[Errno 111] Connection refused")
+
+    output, error = run()
+
+    assert provider.route.call_count == 1  # not 10 kinds × 4 attempts
+    assert error is not None and error.returncode == 1
+    message = str(error)
+    where = "https://api.anthropic.com" if provider.name == "anthropic" else "https://api.openai.com/v1"
+    assert "\n" not in message and where in message and "Connection refused" in message
+    assert f"{len(KINDS) - 1} other prompt kinds were not sent" in message
+    assert "LLM_BASE_URL" in message  # the fix: where the URL comes from
+    assert "CALL FAILED" in kind_line(output, KINDS[0])
+    assert all(not line.split()[:1] == [kind] for line in output.splitlines() for kind in KINDS[1:])
+
+
+def test_a_local_server_that_is_not_running_is_named_with_its_setting(settings, db):
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = LOCAL_URL
+    settings.LLM_MODEL = "llama3.2"
+    settings.LLM_API_KEY = None
+    with respx.mock(base_url=LOCAL_URL) as router, serve_httpx2_from(router):
+        route = router.post("/chat/completions").mock(side_effect=httpx.ConnectError("[Errno 111] Connection refused"))
+
+        _, error = run()
+
+    assert route.call_count == 1
+    assert error is not None and LOCAL_URL in str(error)
+    assert "start the server LLM_BASE_URL names, or correct LLM_BASE_URL" in str(error)
+
+
+def test_json_output_marks_the_kinds_not_sent_to_a_provider_out_of_reach(provider, db):
+    provider.route.side_effect = httpx.ConnectError("[Errno 111] Connection refused")
+
+    output, error = run("--json")
+
+    assert error is not None and error.returncode == 1
+    results = json.loads(output)
+    assert [r["kind"] for r in results] == KINDS
+    assert [r["stage"] for r in results] == ["call"] + ["skipped"] * (len(KINDS) - 1)
+    assert results[0]["unreachable_url"] and not any(r["parsed"] for r in results)
+
+
 # ------------------------------------------------------------------ options
 
 

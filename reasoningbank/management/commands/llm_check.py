@@ -1,6 +1,7 @@
 """``manage.py llm_check``: one example of every prompt kind sent to the configured LLM, and per kind
 whether the reply parsed, its latency and tokens (docs/llm.md#checking-a-provider). Exit 0 when every kind
-parsed, 1 naming those that did not, 2 when no LLM is configured or its configuration is incomplete."""
+parsed, 1 naming those that did not (or, when the provider cannot be reached, naming where it was looked for:
+the other kinds are then not sent), 2 when no LLM is configured or its configuration is incomplete."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class Command(BaseCommand):
         except UnknownPromptKind as exc:
             raise CommandError(str(exc), returncode=EXIT_FAILED) from None
         try:
-            llm = llm_from_settings()
+            # a server out of reach is said after one attempt, not after every kind's retries (85 s for ten)
+            llm = llm_from_settings(retry_unreachable=False)
         except LLMPermanentError as exc:  # a provider without its key, an unknown provider
             raise CommandError(str(exc), returncode=EXIT_NOT_CONFIGURED) from None
         if llm.provider == "none":
@@ -59,7 +61,11 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps([{**asdict(r), "parsed": r.parsed} for r in results], indent=2))
         else:
             for result in results:
-                self.stdout.write(_line(result))
+                if result.stage != "skipped":
+                    self.stdout.write(_line(result))
+        unreachable = next((r for r in results if r.unreachable_url), None)
+        if unreachable is not None:
+            raise CommandError(_unreachable(unreachable, results), returncode=EXIT_FAILED)
         failed = [r.kind for r in results if not r.parsed]
         if failed:
             raise CommandError(
@@ -81,6 +87,22 @@ def _quiet(quiet: bool) -> Iterator[None]:
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
+
+
+def _unreachable(result: KindCheck, results: list[KindCheck]) -> str:
+    """One line: where the provider was looked for, what came back, and what to change."""
+    from django.conf import settings
+
+    skipped = sum(1 for r in results if r.stage == "skipped")
+    if getattr(settings, "LLM_BASE_URL", None):
+        fix = "start the server LLM_BASE_URL names, or correct LLM_BASE_URL"
+    else:
+        fix = "check that this machine can reach it, or set LLM_BASE_URL to a local OpenAI-compatible server"
+    return (
+        f"The LLM provider cannot be reached: {result.error}; "
+        f"{skipped} other prompt kind{'s were' if skipped != 1 else ' was'} not sent. "
+        f"Fix: {fix}, then run llm_check again (docs/llm.md#checking-a-provider)."
+    )
 
 
 def _line(result: KindCheck) -> str:

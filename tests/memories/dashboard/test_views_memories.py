@@ -3,6 +3,8 @@ member-only writes (edit, archive, restore, un-merge)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -61,9 +63,32 @@ def test_the_search_box_finds_a_recorded_memory_without_recording_usage(client, 
     wanted = record(agent, title="Pin flaky test seeds")
     record(agent, title="Cache docker layers", description="Slow CI builds", content="Order the Dockerfile well.")
     html = login(client, cast.alice).get("/memories/?q=flaky+seeds").content.decode()
-    assert wanted.title in html and "best match" in html and "Cache docker layers" not in html
+    assert wanted.title in html and "1 match for" in html and "Cache docker layers" not in html
     wanted.refresh_from_db()
     assert wanted.usage_count == 0 and not MemorySignal.objects.filter(memory=wanted).exists()
+
+
+def test_the_search_counts_its_matches_as_the_api_does_and_names_the_near_identical_ones_it_folded(
+    client, cast, agent, token_client
+):
+    """Two memories that say the same thing are one row (the other folded into it), as in the API's answer:
+    the count is still every match, the API's ``total_found``, not the rows shown."""
+    original = record(agent, title="Pin flaky test seeds")
+    # what the write gate lets through only from elsewhere (an import, another project): the same meaning
+    twin = record(agent, title="Seed the random generator of flaky tests", content="Make flaky test runs repeatable.")
+    Memory.objects.filter(pk=twin.pk).update(embedding=original.embedding)
+    record(agent, title="Retry flaky tests once", content="Retry a flaky test once in CI, then quarantine it.")
+    record(agent, title="Quarantine flaky tests", content="Move a flaky test to a quarantine job and file a bug.")
+    api = token_client(cast.org_a).post("/api/v1/memories/search", {"query": "flaky test"}, format="json").json()
+
+    html = login(client, cast.alice).get("/memories/?q=flaky+test").content.decode()
+
+    shown = re.search(r'id="search-count" data-found="(\d+)" data-shown="(\d+)">(\d+) matches for', html)
+    assert shown is not None and api["total_found"] == 4 and len(api["memories"]) == 3
+    assert [int(n) for n in shown.groups()] == [api["total_found"], len(api["memories"]), api["total_found"]]
+    folded = next(hit for hit in api["memories"] if hit.get("duplicates"))
+    assert {folded["id"], *folded["duplicates"]} == {original.id, twin.id}
+    assert f"/memories/{folded['duplicates'][0]}/" in html.split("data-duplicates", 1)[1].split("</div>", 1)[0]
 
 
 def test_search_respects_the_kind_filter_on_its_hits(client, cast, agent):

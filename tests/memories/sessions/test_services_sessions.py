@@ -194,6 +194,26 @@ def test_secrets_are_scrubbed_before_storage_and_before_the_llm_sees_them(agent,
     assert secret not in llm.calls[0][1]
 
 
+def test_a_distilled_memory_keeps_no_redaction_marker_of_the_trace(agent, queued):
+    secret = "ghp_" + "a1B2c3D4e5" * 4
+    session = _submit(agent, trace=f"agent: export GITHUB_TOKEN={secret}; gh release create failed: 401\nagent: done")
+    assert "[REDACTED:" in AgentSession.objects.get(pk=session.id).trace
+    copied = memory_block(
+        1,
+        "Refresh an expired GitHub token",
+        "When gh release create answers 401",
+        "The token [REDACTED:github_token] had expired: export GITHUB_TOKEN=[REDACTED:github_token] with a new "
+        "one, then run gh release create again.",
+        "github, release",
+    )
+
+    session = session_process(session.id, llm=ScriptedLLM([copied]))
+
+    memory = Memory.objects.get(source_session=session)
+    assert session.status == "done" and "[REDACTED" not in memory.content + memory.title + memory.description
+    assert memory.content.startswith("The token had expired: export GITHUB_TOKEN=<secret> with a new one")
+
+
 def test_submitting_the_same_session_twice_is_idempotent(agent, queued):
     first = session_submit(principal=agent, session_id="same", outcome="success", trace=TRACE)
     second = session_submit(principal=agent, session_id="same", outcome="failure", trace="other")
