@@ -100,26 +100,30 @@ def test_poison_from_every_way_in_waits_for_review_and_reaches_no_teammate_until
 ) -> None:
     marker = unique()
     admin = admin_token(service, "acme")
+    # the attacker's own ordinary project write token: its flagged writes suspend it (by design), which
+    # must not take the shared project token from the tests after this one
+    attacker = token_from(manage_ok(service, "create_token", "acme", "--label", unique("attacker"), "--project",
+                                    "web-app"))  # fmt: skip
 
     # the attacker: REST, an MCP agent, a distilled session, and (through an admin) an import
-    with rest(service, acme.project_token) as http:
+    with rest(service, attacker) as http:
         answer = http.post("/api/v1/memories", json=marked(POISON, marker))
     assert answer.status_code == 201, answer.text
     assert answer.json()["status"] == "quarantined" and answer.json()["quarantine"]["rules"]
     over_rest = answer.json()["id"]
 
-    over_mcp = anyio.run(record_over_mcp, service, acme.project_token, marked(EXFILTRATION, marker))
+    over_mcp = anyio.run(record_over_mcp, service, attacker, marked(EXFILTRATION, marker))
     assert over_mcp["status"] == "quarantined", over_mcp
 
     key = f"session-{marker}"
     transcript = tmp_path / f"{key}.jsonl"
     transcript.write_text(transcript_text(session_id=key, marker=marker, readme=README))
-    captured = hook(service, acme.project_token, "capture", {
+    captured = hook(service, attacker, "capture", {
         "session_id": key, "hook_event_name": "SessionEnd", "reason": "exit", "transcript_path": str(transcript),
         "cwd": "/home/dev/shop",
     })  # fmt: skip
     assert captured.returncode == 0, captured.stderr
-    session = held_session(service, acme.project_token, key)
+    session = held_session(service, admin, key)
     assert session["status"] == "held", session
     assert session["held"] and {"remote_script", "override_instructions"} & {f["rule"] for f in session["held"]}
 
