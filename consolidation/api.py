@@ -19,7 +19,7 @@ from accounts.models import SCOPE_CONSOLIDATION_RUN, SCOPE_MEMORIES_READ
 from consolidation.contracts import ConsolidateOutput, ConsolidateRestInput, memory_consolidate_run
 from consolidation.models import ConsolidationRun
 from consolidation.selectors import run_get, run_list
-from memories.core.selectors import project_resolve
+from memories.reads import project_resolve
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination

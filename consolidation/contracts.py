@@ -19,7 +19,7 @@ from consolidation.models import ConsolidationRun
 from consolidation.run_state import RunOptions
 from consolidation.runs import consolidation_enqueue, consolidation_execute, consolidation_request, project_argument
 from consolidation.selectors import run_get
-from memories.core.selectors import project_target
+from memories.reads import project_target
 from reasoningbank.contracts import NUL_FREE, Contract
 
 Slug = Annotated[str | None, StringConstraints(strip_whitespace=True, max_length=200, pattern=NUL_FREE)]

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # numpy is imported by the one function that needs it, not wh
     import numpy as np
     import numpy.typing as npt
 
-from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
+from memories.rules import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 

@@ -23,9 +23,8 @@ from consolidation import clustering
 from consolidation.models import ConsolidationRun, empty_counters
 from consolidation.prompts.reply import PromptParseError, SourceMemory
 from consolidation.selectors import Edge, ScannedMemory
-from memories.core.services import MemoryDraft, memory_gate, memory_rejection_record
 from memories.models import Memory, MemoryLink
-from memories.moderation.services import memories_archive
+from memories.writes import MemoryDraft, memories_archive, memory_gate, memory_rejection_record
 from reasoningbank.ai.batch_services import BatchSession, LLMDeferred
 from reasoningbank.ai.budget import LLMBudgetExceeded
 from reasoningbank.ai.llm import LLMError, llm_from_settings

@@ -10,7 +10,7 @@ from accounts.selectors import organizations_with_feature
 from consolidation.promotion.services import promotions_propose
 from consolidation.runs import consolidation_execute, runs_recover_stale, runs_resume_batch, runs_resume_budget
 from consolidation.triggers import consolidation_schedule_due
-from memories.sessions.services import sessions_recover_stale, sessions_release_idle
+from memories.writes import sessions_recover_stale, sessions_release_idle
 from reasoningbank.ai.batch_services import batches_poll
 from reasoningbank.tracing import task_traced
 

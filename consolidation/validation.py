@@ -13,7 +13,7 @@ from typing import Any
 
 from accounts.models import Organization
 from accounts.plans import plan_required
-from memories.validation import text_scrub
+from memories.writes import text_scrub
 from reasoningbank.errors import InvalidInput
 
 NOTE_MAX = 2000  # characters of a review note, and of the reason a review item keeps

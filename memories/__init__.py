@@ -19,3 +19,13 @@ Shared by all of them: ``models.py``, ``validation.py`` (input limits and cleani
 scrubbing), ``embedding.py``, ``locks.py``, ``events.py``; the app's entry points are ``urls.py``,
 ``urls_dashboard.py``, ``mcp_tools.py``, ``tasks.py``, ``admin.py`` and ``management/commands/``.
 """
+
+#: The modules other apps may import (docs/architecture.md#app-interfaces); everything else is private to memories.
+PUBLIC_MODULES: tuple[str, ...] = (
+    "memories.models",  # the rows
+    "memories.events",  # the signals other apps listen to (memories_added, memories_archived, …)
+    "memories.writes",  # the services other apps call, and the locks and embedding a write needs
+    "memories.reads",  # the selectors other apps call
+    "memories.rules",  # the pure rules other apps' logic follows (Django-free)
+    "memories.pages",  # what other apps' dashboard pages show of memories'
+)

@@ -6,3 +6,6 @@ It reads every app (queued runs and sessions, memories per tier, failed work) an
 but the composition (``reasoningbank/urls.py``, the settings' context processor), so the kernel and
 the apps never reach up to it.
 """
+
+#: The modules other apps may import (docs/architecture.md#app-interfaces); everything else is private to operations.
+PUBLIC_MODULES: tuple[str, ...] = ()  # nothing: the operator's app reads every app and only the composition reaches it

@@ -40,12 +40,16 @@ from consolidation.selectors import (
     ScannedMemory,
 )
 from consolidation.validation import tags_lenient
-from memories.core.services import MemoryDraft, memories_create
-from memories.embedding import embed_texts, memory_embedding_text
-from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
-from memories.trust.provenance import HOW_SYNTHESISED
-from memories.trust.provenance_facts import ProvenanceInput
+from memories.rules import HOW_SYNTHESISED
+from memories.writes import (
+    MemoryDraft,
+    ProvenanceInput,
+    embed_texts,
+    memories_create,
+    memories_lock_active,
+    memory_embedding_text,
+)
 
 logger = logging.getLogger("consolidation")
 

@@ -23,8 +23,8 @@ from consolidation.selectors import (
     Edge,
     ScannedMemory,
 )
-from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
+from memories.writes import memories_lock_active
 
 logger = logging.getLogger("consolidation")
 

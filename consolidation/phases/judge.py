@@ -57,8 +57,8 @@ from consolidation.run_state import (
     run_llm,
 )
 from consolidation.selectors import Edge, ScannedMemory
-from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink
+from memories.writes import memories_lock_active
 from reasoningbank.scrubbing import scrub_secrets
 
 logger = logging.getLogger("consolidation")

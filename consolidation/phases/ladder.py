@@ -33,12 +33,16 @@ from consolidation.retention import importance_for_kind
 from consolidation.run_state import RunState, draft_refused, link_add, pair_key
 from consolidation.selectors import Edge
 from consolidation.validation import tags_lenient
-from memories.core.services import MemoryDraft, memories_create
-from memories.embedding import embed_texts, memory_embedding_text
-from memories.locks import memories_lock_active
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
-from memories.trust.provenance import HOW_PROMOTED
-from memories.trust.provenance_facts import ProvenanceInput
+from memories.rules import HOW_PROMOTED
+from memories.writes import (
+    MemoryDraft,
+    ProvenanceInput,
+    embed_texts,
+    memories_create,
+    memories_lock_active,
+    memory_embedding_text,
+)
 from reasoningbank.errors import LimitExceeded
 
 logger = logging.getLogger("consolidation")

@@ -29,12 +29,9 @@ from consolidation.run_state import (
     reply_parsed,
     run_llm,
 )
-from memories.core.services import MemoryDraft, memories_create
-from memories.embedding import embed_texts
 from memories.models import Memory, MemoryLink
-from memories.signals import confidence as conf
-from memories.trust.provenance import HOW_PATTERN
-from memories.trust.provenance_facts import ProvenanceInput
+from memories.rules import HOW_PATTERN, INITIAL_CONFIDENCE
+from memories.writes import MemoryDraft, ProvenanceInput, embed_texts, memories_create
 
 logger = logging.getLogger("consolidation")
 
@@ -135,7 +132,7 @@ def patterns_extract(ctx: RunState) -> None:
                 drafts=[draft],
                 project=ctx.project,
                 origin=Memory.ORIGIN_EXTRACTED,
-                initial_confidence=conf.INITIAL_DEFAULT + 0.1,
+                initial_confidence=INITIAL_CONFIDENCE + 0.1,
                 vectors=[vector],
                 provenance=ProvenanceInput(how=HOW_PATTERN, run_id=ctx.run.id, sources=episodes),
             )

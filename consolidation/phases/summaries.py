@@ -21,8 +21,8 @@ from consolidation.prompts.summaries import (
     parse_summary,
 )
 from consolidation.run_state import RunState, budget_refused, llm_map, prompt_source, run_llm
-from memories.context.services import summary_store
 from memories.models import Memory, MemoryLink
+from memories.writes import summary_store
 from reasoningbank.ai.llm import LLMError
 
 logger = logging.getLogger("consolidation")

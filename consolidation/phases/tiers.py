@@ -13,8 +13,8 @@ from consolidation.run_state import RETENTION_WRITE_DELTA, RunState
 from consolidation.selectors import (
     ScannedMemory,
 )
-from memories.locks import memories_lock
 from memories.models import MemoryLink
+from memories.writes import memories_lock
 
 logger = logging.getLogger("consolidation")
 

@@ -17,8 +17,8 @@ from django.db.models import Q
 from accounts.access import Principal, access_filter
 from accounts.models import Organization
 from consolidation.models import ReviewItem
-from memories.core.selectors import memories_readable, reach_for
 from memories.models import Memory, MemoryLink
+from memories.reads import memories_readable, reach_for
 
 ORG_TARGET = "org"
 # the proposals whose sources are spoken for at their target: waiting for a decision, or promoted

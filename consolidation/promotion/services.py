@@ -55,12 +55,10 @@ from consolidation.promotion.selectors import (
     team_target,
 )
 from consolidation.validation import NOTE_MAX, feature_require, review_note_clean, tags_lenient
-from memories.core.selectors import memory_is_writable
-from memories.core.services import MemoryDraft, memories_create, memory_limit_check
 from memories.models import Memory, MemoryLink
-from memories.trust.provenance import HOW_PROMOTED
-from memories.trust.provenance_facts import ProvenanceInput
-from memories.trust.services import drafts_screen
+from memories.reads import memory_is_writable
+from memories.rules import HOW_PROMOTED
+from memories.writes import MemoryDraft, ProvenanceInput, drafts_screen, memories_create, memory_limit_check
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
 logger = logging.getLogger("consolidation")

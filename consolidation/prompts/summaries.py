@@ -15,7 +15,7 @@ from consolidation.prompts.reply import (
     json_object_with,
     timestamp_text,
 )
-from memories.context.summary_parts import summary_parts_repair
+from memories.rules import summary_parts_repair
 
 SUMMARY_SYSTEM_PROMPT: Final = """You are a memory consolidation agent. Create a concise summary of related memories from a software project.
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from accounts.models import SCOPE_MEMORIES_READ
 from consolidation.api import ConsolidationAPIView
 from consolidation.quality.selectors import REPORT_WEEKS, quality_report
-from memories.core.selectors import project_resolve
+from memories.reads import project_resolve
 from reasoningbank.api_errors import error_responses
 from reasoningbank.errors import NotFound
 from reasoningbank.serializers import StrictQuerySerializer

@@ -18,8 +18,7 @@ from accounts.access import access_project, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import Project
 from consolidation.quality.selectors import QualityReport, quality_report
-from memories.dashboard.charts import bar_chart  # the overview's chart geometry: one look for every bar chart
-from memories.dashboard.selectors import Bucket
+from memories.pages import Bucket, bar_chart  # the overview's chart geometry: one look for every bar chart
 
 # the report's weekly series, in the order the page draws them
 SERIES = (

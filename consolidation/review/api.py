@@ -21,7 +21,7 @@ from consolidation.promotion.services import PROMOTION_DECISIONS
 from consolidation.review.selectors import review_get, review_list
 from consolidation.review.services import DECISIONS, review_decide
 from consolidation.validation import NOTE_MAX
-from memories.core.selectors import project_resolve
+from memories.reads import project_resolve
 from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import StrictCharField, StrictQuerySerializer, StrictSerializer

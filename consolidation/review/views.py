@@ -31,8 +31,7 @@ from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose
 from consolidation.review.selectors import pairs_waiting_for_llm, promotion_list, review_get, review_list
 from consolidation.review.services import review_decide
-from memories.trust.selectors_quarantine import quarantine_context
-from memories.trust.views_injection import injection_review_context
+from memories.pages import injection_review_context, quarantine_context
 from reasoningbank.errors import NotFound, ServiceError
 
 MEMBER = Membership.ROLE_MEMBER

@@ -28,8 +28,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from memories.context.services import summaries_reembed
-from memories.core.services import memories_reembed
+from memories.writes import memories_reembed, summaries_reembed
 from reasoningbank.db_locks import lock_held
 from reasoningbank.db_session import session_defaults_store
 from reasoningbank.embedded_db import server_keep_running
