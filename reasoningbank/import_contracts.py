@@ -40,7 +40,8 @@ def declared_public_modules(source: str, app: str) -> tuple[str, ...] | None:
     it declares none. A name outside ``app``, or a value that is not a literal tuple of strings, is an
     error: the declaration must be readable without running the code."""
     for node in ast.parse(source).body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        targets: list[ast.expr]
+        if isinstance(node, ast.AnnAssign):
             targets, value = [node.target], node.value
         elif isinstance(node, ast.Assign):
             targets, value = list(node.targets), node.value
@@ -150,7 +151,8 @@ class AppInterfacesContract(Contract):
             path = package_init(app)
             declared[app] = declared_public_modules(path.read_text(encoding="utf-8"), app)
         result = interfaces_check(graph, declared)
-        awaiting = {str(app) for app in self.awaiting_declaration or []}
+        awaited: Any = self.awaiting_declaration or []
+        awaiting = {str(app) for app in awaited}
         result.undeclared = sorted(app for app, names in declared.items() if names is None and app not in awaiting)
         result.stale = sorted(app for app in awaiting if declared.get(app) is not None)
         warnings = [
