@@ -35,8 +35,7 @@ from consolidation import events as consolidation_events
 from consolidation.models import ConsolidationRun, ReviewItem
 from memories import events as memories_events
 from memories.models import AgentSession, Memory, MemoryLink
-from memories.reads import memory_source
-from memories.rules import rules_named
+from memories.reads import memory_source, rules_named
 from reasoningbank.ai.budget import llm_budget_alert
 from webhooks.services import webhook_event_publish
 

@@ -41,8 +41,8 @@ from consolidation.selectors import (
 )
 from consolidation.validation import tags_lenient
 from memories.models import Memory, MemoryLink
-from memories.rules import HOW_SYNTHESISED
 from memories.writes import (
+    HOW_SYNTHESISED,
     MemoryDraft,
     ProvenanceInput,
     embed_texts,

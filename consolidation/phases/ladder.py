@@ -34,8 +34,8 @@ from consolidation.run_state import RunState, draft_refused, link_add, pair_key
 from consolidation.selectors import Edge
 from consolidation.validation import tags_lenient
 from memories.models import Memory, MemoryLink, MemorySignal, MemorySignalAggregate
-from memories.rules import HOW_PROMOTED
 from memories.writes import (
+    HOW_PROMOTED,
     MemoryDraft,
     ProvenanceInput,
     embed_texts,

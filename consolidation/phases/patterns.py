@@ -30,8 +30,8 @@ from consolidation.run_state import (
     run_llm,
 )
 from memories.models import Memory, MemoryLink
-from memories.rules import HOW_PATTERN, INITIAL_CONFIDENCE
-from memories.writes import MemoryDraft, ProvenanceInput, embed_texts, memories_create
+from memories.rules import INITIAL_CONFIDENCE
+from memories.writes import HOW_PATTERN, MemoryDraft, ProvenanceInput, embed_texts, memories_create
 
 logger = logging.getLogger("consolidation")
 

@@ -57,8 +57,14 @@ from consolidation.promotion.selectors import (
 from consolidation.validation import NOTE_MAX, feature_require, review_note_clean, tags_lenient
 from memories.models import Memory, MemoryLink
 from memories.reads import memory_is_writable
-from memories.rules import HOW_PROMOTED
-from memories.writes import MemoryDraft, ProvenanceInput, drafts_screen, memories_create, memory_limit_check
+from memories.writes import (
+    HOW_PROMOTED,
+    MemoryDraft,
+    ProvenanceInput,
+    drafts_screen,
+    memories_create,
+    memory_limit_check,
+)
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, ServiceError
 
 logger = logging.getLogger("consolidation")

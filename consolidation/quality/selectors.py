@@ -19,8 +19,7 @@ from accounts.access import Principal, access_filter
 from accounts.models import AuditEvent, Project
 from consolidation.models import ReviewItem
 from memories.models import Memory, MemoryLink
-from memories.rules import NEAR_COPY
-from memories.writes import REJECTED_VERB
+from memories.writes import NEAR_COPY, REJECTED_VERB
 
 REPORT_WEEKS = 12
 UNMERGE_VERB = "memory.unmerge"  # memories.moderation.services.memory_unmerge's audit row
