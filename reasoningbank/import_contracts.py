@@ -120,8 +120,9 @@ def interfaces_check(graph: ImportGraph, declared: dict[str, tuple[str, ...] | N
 def fix_text(app: str, public: tuple[str, ...]) -> str:
     """The way out of a violation, named."""
     offered = ", ".join(public) if public else "none (nothing of it is for other apps)"
+    owner = f"{app}'" if app.endswith("s") else f"{app}'s"
     return (
-        f"import it through {app}'s public modules: {offered}; "
+        f"import it through {owner} public modules: {offered}; "
         f"or add it to {DECLARATION} in {app}/__init__.py (docs/architecture.md#app-interfaces)"
     )
 

@@ -25,6 +25,7 @@ import pytest
 from reasoningbank.import_contracts import (
     DeclarationError,
     declared_public_modules,
+    fix_text,
     interfaces_check,
     package_init,
 )
@@ -148,6 +149,14 @@ def test_a_declaration_is_read_from_the_literal_tuple() -> None:
 def test_a_declaration_that_cannot_be_read_as_names_of_the_app_is_an_error(source: str) -> None:
     with pytest.raises(DeclarationError):
         declared_public_modules(source, "alpha")
+
+
+def test_the_way_out_names_the_public_modules_and_the_declaration_to_edit() -> None:
+    assert fix_text("memories", ("memories.models", "memories.reads")) == (
+        "import it through memories' public modules: memories.models, memories.reads; "
+        "or add it to PUBLIC_MODULES in memories/__init__.py (docs/architecture.md#app-interfaces)"
+    )
+    assert fix_text("webhooks", ()).startswith("import it through webhooks' public modules: none")
 
 
 # --- the contract through the real lint-imports, on a small tree ------------------------------------------
