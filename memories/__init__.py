@@ -18,6 +18,10 @@ reads, ``contracts.py`` the agent operations shared by MCP and REST, ``api.py`` 
 Shared by all of them: ``models.py``, ``validation.py`` (input limits and cleaning, secret
 scrubbing), ``embedding.py``, ``locks.py``, ``events.py``; the app's entry points are ``urls.py``,
 ``urls_dashboard.py``, ``mcp_tools.py``, ``tasks.py``, ``admin.py`` and ``management/commands/``.
+
+Other apps see only ``PUBLIC_MODULES`` below: besides the models and the signals, four facades
+(``writes.py``, ``reads.py``, ``rules.py``, ``pages.py``) name what they may use of the feature packages,
+which stay private to the app (docs/architecture.md#app-interfaces).
 """
 
 #: The modules other apps may import (docs/architecture.md#app-interfaces); everything else is private to memories.
