@@ -46,9 +46,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
     dist = base / "dist"
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q"]
-        + ["--disable-pip-version-check", "-w", str(dist), str(source)],
+        [*pip_wheel, "-q", "--disable-pip-version-check", "-w", str(dist), str(source)],
         check=True,
         capture_output=True,
         timeout=240,
