@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -101,3 +102,10 @@ def test_django_starts_from_the_unpacked_wheel_alone_with_every_app_of_installed
     assert set(apps) <= set(loaded), f"apps not loaded from the wheel: {set(apps) - set(loaded)}"
     not_from_wheel = {app: loaded[app] for app in apps if not Path(loaded[app]).is_relative_to(site)}
     assert not not_from_wheel, f"these apps came from outside the wheel: {not_from_wheel}"
+
+
+def test_every_app_is_a_root_package_of_the_import_contracts() -> None:
+    """A new app is in the wheel by itself, but its import contracts start from ``root_packages``, the one
+    list of apps a new one must join in pyproject.toml (docs/contributing.md#what-is-found-and-what-is-listed)."""
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    assert set(contracts["root_packages"]) == {app.split(".")[0] for app in first_party_apps()}
