@@ -5,7 +5,11 @@ can miss, as webhooks once was.
 The wheel is built offline from a copy of the tree (``pip wheel --no-build-isolation``: the backend,
 setuptools, is a dev dependency), unpacked into a temporary directory, and Django is set up from there
 in a fresh interpreter whose only first-party code is the wheel's: its working directory is outside the
-repository and every app's module must come from the unpacked wheel, not from the editable install."""
+repository and every app's module must come from the unpacked wheel, not from the editable install.
+
+The project-level ``templates/`` and ``static/`` are not in the wheel: they belong to no package, and the
+settings find them beside the checkout (``BASE_DIR``), from which the service runs (scripts/run.sh, and the
+Docker image's editable install)."""
 
 from __future__ import annotations
 
