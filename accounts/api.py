@@ -16,7 +16,6 @@ from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ
 from accounts.selectors import principal_describe
 from reasoningbank.api_errors import error_responses
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyQuerySerializer
 
 TAGS = ["account"]
@@ -78,7 +77,6 @@ class MeView(OrgAPIView):
 
 class ProjectListView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -92,6 +90,5 @@ class ProjectListView(OrgAPIView):
     )
     def get(self, request: Request) -> Response:
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(reachable_projects(self.principal).order_by("slug"), request, view=self)
-        return paginator.get_paginated_response(ProjectSerializer(page, many=True).data)
+        page = self.paginate_queryset(reachable_projects(self.principal).order_by("slug"))
+        return self.get_paginated_response(ProjectSerializer(page, many=True).data)

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from accounts.access import Principal
@@ -54,8 +55,11 @@ class OrgAPIView(APIView):
     manager, and on any route without a cross-tenant test.
     """
 
-    permission_classes = [HasRequiredScope]
+    permission_classes = [HasRequiredScope]  # a scope per HTTP method, not only a signed-in token (IsAuthenticated)
     required_scopes: dict[str, str] = {}
+    # REST_FRAMEWORK's DEFAULT_PAGINATION_CLASS, read here because an APIView (unlike a GenericAPIView) does not;
+    # drf-spectacular shows a list response (``Serializer(many=True)``) as paged through it
+    pagination_class = api_settings.DEFAULT_PAGINATION_CLASS
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
@@ -91,10 +95,14 @@ class OrgAPIView(APIView):
                     f"{cls.__name__}.{method} has no entry in required_scopes; every handler must declare its scope"
                 )
 
-    def get_authenticators(self) -> list[Any]:
-        from accounts.authentication import ApiTokenAuthentication
+    def paginate_queryset(self, rows: Any) -> list[Any]:
+        """The page of ``rows`` the request asks for (``?page=&page_size=``, checked: a bad value is a 400, a
+        page past the end a 404); ``get_paginated_response`` then answers it with the count and links."""
+        self._paginator = self.pagination_class()
+        return self._paginator.paginate_queryset(rows, self.request, view=self) or []
 
-        return [ApiTokenAuthentication()]
+    def get_paginated_response(self, results: Any) -> Response:
+        return self._paginator.get_paginated_response(results)
 
     @property
     def principal(self) -> Principal:

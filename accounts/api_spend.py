@@ -11,7 +11,6 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -137,8 +136,6 @@ class SpendSerializer(serializers.Serializer):
 
 
 class LlmAPIView(OrgAPIView):
-    parser_classes = [JSONParser]
-
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if self.principal.is_restricted:  # before any read: the numbers are the whole organization's

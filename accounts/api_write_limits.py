@@ -10,7 +10,6 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -25,7 +24,6 @@ from accounts.services_write_limits import (
 )
 from reasoningbank.api_errors import error_responses
 from reasoningbank.errors import Forbidden
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer
 
 TAGS = ["write limits"]
@@ -57,8 +55,6 @@ class UnsuspendSerializer(serializers.Serializer):
 
 
 class WriteLimitsAPIView(OrgAPIView):
-    parser_classes = [JSONParser]
-
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if self.principal.is_restricted:  # before any read: suspensions are the whole organization's
@@ -67,7 +63,6 @@ class WriteLimitsAPIView(OrgAPIView):
 
 class WriteSuspensionListView(WriteLimitsAPIView):
     required_scopes = {"GET": SCOPE_ADMIN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -82,10 +77,9 @@ class WriteSuspensionListView(WriteLimitsAPIView):
     )
     def get(self, request: Request) -> Response:
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(write_suspensions(self.principal.organization), request, view=self) or []
+        page = self.paginate_queryset(write_suspensions(self.principal.organization))
         rows = [suspension_describe(row) for row in page]
-        return paginator.get_paginated_response(SuspensionSerializer(rows, many=True).data)
+        return self.get_paginated_response(SuspensionSerializer(rows, many=True).data)
 
 
 LIFT_DESCRIPTION = (

@@ -90,7 +90,7 @@ def write_limits(organization: Organization) -> tuple[WriteLimit, ...]:
     plan = plan_get(organization.plan)
     limits = []
     for name, setting, whose, seconds in _LIMITS:
-        override = getattr(settings, setting, None)
+        override = getattr(settings, setting)
         if override is None:
             limits.append(WriteLimit(name, setting, whose, seconds, plan.limits.get(name), False))
         else:

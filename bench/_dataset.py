@@ -59,19 +59,6 @@ def _vector_text(vector: Sequence[float]) -> str:
 _WORKER_CORPUS: dict[int, Corpus] = {}
 
 
-# what ``embedder_from_settings`` reads: a loader worker gets these values and nothing else of Django's
-EMBEDDER_SETTINGS = (
-    "EMBEDDER",
-    "EMBEDDING_DIMENSIONS",
-    "EMBEDDING_MODEL",
-    "EMBEDDING_BASE_URL",
-    "EMBEDDING_API_KEY",
-    "OPENAI_API_KEY",
-    "EMBEDDING_SEND_DIMENSIONS",
-    "EMBEDDING_MODEL_DIR",
-)
-
-
 def _worker_init(embedder_settings: dict[str, Any]) -> None:
     """A loader worker (a fresh interpreter: ``spawn``; a forked copy of the parent's ONNX Runtime
     session or BLAS pool is not safe to use) builds the configured embedder itself. It configures only
@@ -447,7 +434,10 @@ def dataset_ensure(n: int, *, reset: bool = False, log: Any = print) -> dict[str
         ctx = multiprocessing.get_context("spawn")
         from django.conf import settings
 
-        embedder_settings = {name: getattr(settings, name) for name in EMBEDDER_SETTINGS if hasattr(settings, name)}
+        from reasoningbank.ai.embedders import EMBEDDER_SETTINGS
+
+        # what ``embedder_from_settings`` reads: a loader worker gets these values and nothing else of Django's
+        embedder_settings = {name: getattr(settings, name) for name in EMBEDDER_SETTINGS}
         with ctx.Pool(processes=workers, initializer=_worker_init, initargs=(embedder_settings,)) as pool:
             for slug, (have, target) in plan.items():
                 if have >= target:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -22,7 +21,6 @@ from consolidation.selectors import run_get, run_list
 from memories.reads import project_resolve
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import (
     StrictQuerySerializer,
 )
@@ -60,14 +58,8 @@ class RunSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-class ConsolidationAPIView(OrgAPIView):
-    # JSON bodies only, as everywhere in the API
-    parser_classes = [JSONParser]
-
-
-class RunListCreateView(ConsolidationAPIView):
+class RunListCreateView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ, "POST": SCOPE_CONSOLIDATION_RUN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -85,9 +77,8 @@ class RunListCreateView(ConsolidationAPIView):
         query.is_valid(raise_exception=True)
         slug = query.validated_data.get("project")
         project = project_resolve(self.principal, slug) if slug else None
-        paginator = Pagination()
-        page = paginator.paginate_queryset(run_list(self.principal, project=project), request, view=self)
-        return paginator.get_paginated_response(RunSerializer(page, many=True).data)
+        page = self.paginate_queryset(run_list(self.principal, project=project))
+        return self.get_paginated_response(RunSerializer(page, many=True).data)
 
     @extend_schema(
         tags=TAGS,
@@ -120,7 +111,7 @@ class RunListCreateView(ConsolidationAPIView):
         )
 
 
-class RunDetailView(ConsolidationAPIView):
+class RunDetailView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
 
     @extend_schema(

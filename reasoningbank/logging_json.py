@@ -107,14 +107,19 @@ class PlainFormatter(logging.Formatter):
         return f"{head} [{suffix}]{sep}{rest}"
 
 
+def log_format_default(debug: bool) -> str:
+    """``LOG_FORMAT``'s default, for the settings (observability.py) and for uvicorn's log configuration alike:
+    plain text for a developer's terminal (``DEBUG``), JSON lines otherwise."""
+    return "plain" if debug else "json"
+
+
 def log_format_from_env() -> str:
-    """``LOG_FORMAT`` if set, else plain with ``DEBUG`` on and JSON without (settings/observability.py says the same
-    through its env readers; this copy serves uvicorn's log configuration, read before Django)."""
+    """``LOG_FORMAT`` if set, else its default: uvicorn's log configuration is read before Django and its
+    settings, so this reads the environment itself (the settings refuse a bad value at start-up)."""
     value = os.environ.get("LOG_FORMAT", "").strip().lower()
     if value:
-        return value if value in LOG_FORMATS else "json"  # the settings refuse a bad value at start-up
-    debug = os.environ.get("DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
-    return "plain" if debug else "json"
+        return value if value in LOG_FORMATS else "json"
+    return log_format_default(os.environ.get("DEBUG", "").strip().lower() in {"1", "true", "yes", "on"})
 
 
 def formatter(kind: str | None = None) -> logging.Formatter:

@@ -59,7 +59,7 @@ def _printable(name: str) -> str:
 def body_limit_for_path(path: str) -> int:
     """The most bytes a request body to ``path`` may have (``REQUEST_MAX_BYTES``, or the larger
     allowance of an endpoint named in ``REQUEST_MAX_BYTES_BY_PATH``)."""
-    by_path: dict[str, int] = getattr(settings, "REQUEST_MAX_BYTES_BY_PATH", {})
+    by_path: dict[str, int] = settings.REQUEST_MAX_BYTES_BY_PATH
     return int(by_path.get(path.rstrip("/"), settings.REQUEST_MAX_BYTES))
 
 

@@ -2,9 +2,11 @@
 
 Strict on purpose: ``page_size=null``, ``page=`` or ``page_size=500`` are a 400 naming the parameter
 rather than silently falling back to a default the caller did not ask for. A page past the end is
-a 404 saying how many pages there are. Views that paginate set ``pagination_class = Pagination``
-and declare ``Serializer(many=True)`` as their 200 response, so the OpenAPI schema shows the paged
-object (``Paginated…List``) and these two parameters with their bounds.
+a 404 saying how many pages there are. It is REST_FRAMEWORK's ``DEFAULT_PAGINATION_CLASS``, which every
+token-authenticated view has (``OrgAPIView.pagination_class``); a view that pages calls
+``self.paginate_queryset(rows)`` and ``self.get_paginated_response(data)`` and declares
+``Serializer(many=True)`` as its 200 response, so the OpenAPI schema shows the paged object
+(``Paginated…List``) and these two parameters with their bounds.
 """
 
 from __future__ import annotations

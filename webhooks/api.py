@@ -11,14 +11,12 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_ADMIN
 from reasoningbank.api_errors import error_responses
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import (
     EmptyBodySerializer,
     EmptyQuerySerializer,
@@ -143,8 +141,6 @@ class DeliveryDetailSerializer(DeliverySerializer):
 
 
 class WebhookAPIView(OrgAPIView):
-    parser_classes = [JSONParser]
-
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         webhooks_admin_require(self.principal)  # an admin token restricted to some projects: 403 before any read
@@ -155,7 +151,6 @@ class WebhookAPIView(OrgAPIView):
 
 class SubscriptionListView(WebhookAPIView):
     required_scopes = {"GET": SCOPE_ADMIN, "POST": SCOPE_ADMIN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -166,9 +161,8 @@ class SubscriptionListView(WebhookAPIView):
     )
     def get(self, request: Request) -> Response:
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(subscription_list(self.principal), request, view=self) or []
-        return paginator.get_paginated_response(SubscriptionSerializer(page, many=True).data)
+        page = self.paginate_queryset(subscription_list(self.principal))
+        return self.get_paginated_response(SubscriptionSerializer(page, many=True).data)
 
     @extend_schema(
         tags=TAGS,
@@ -261,7 +255,6 @@ class SubscriptionRotateSecretView(WebhookAPIView):
 
 class DeliveryListView(WebhookAPIView):
     required_scopes = {"GET": SCOPE_ADMIN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -279,9 +272,8 @@ class DeliveryListView(WebhookAPIView):
         query = DeliveryQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         deliveries = delivery_list(self.principal, subscription=subscription, status=query.validated_data.get("status"))
-        paginator = Pagination()
-        page = paginator.paginate_queryset(deliveries, request, view=self) or []
-        return paginator.get_paginated_response(DeliverySerializer(page, many=True).data)
+        page = self.paginate_queryset(deliveries)
+        return self.get_paginated_response(DeliverySerializer(page, many=True).data)
 
 
 class DeliveryDetailView(WebhookAPIView):

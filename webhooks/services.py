@@ -338,7 +338,7 @@ def delivery_attempt(delivery_id: str) -> WebhookDelivery | None:
 def webhook_ca_locations() -> tuple[str, ...]:
     """The CA certificates a receiver's certificate may chain to besides the system's, from the settings
     (docs/webhooks.md#trying-webhooks-locally). SSL_CERT_DIR may name several directories, as OpenSSL's."""
-    directories = [item for item in str(settings.WEBHOOKS_SSL_CERT_DIR or "").split(os.pathsep) if item]
+    directories = [item for item in settings.WEBHOOKS_SSL_CERT_DIR.split(os.pathsep) if item]
     named = [settings.WEBHOOKS_CA_BUNDLE, settings.WEBHOOKS_SSL_CERT_FILE, *directories]
     return tuple(dict.fromkeys(str(location) for location in named if location))
 

@@ -12,8 +12,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_ADMIN
-from consolidation.api import ConsolidationAPIView
 from consolidation.promotion.reports import SKIP_REASONS
 from consolidation.promotion.services import promotions_propose
 from reasoningbank.api_errors import error_responses
@@ -68,7 +68,7 @@ class PromotionReportSerializer(serializers.Serializer):
     )
 
 
-class PromotionRunView(ConsolidationAPIView):
+class PromotionRunView(OrgAPIView):
     required_scopes = {"POST": SCOPE_ADMIN}
 
     @extend_schema(

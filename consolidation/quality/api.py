@@ -11,8 +11,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ
-from consolidation.api import ConsolidationAPIView
 from consolidation.quality.selectors import REPORT_WEEKS, quality_report
 from memories.reads import project_resolve
 from reasoningbank.api_errors import error_responses
@@ -62,7 +62,7 @@ class QualityReportSerializer(serializers.Serializer):
     weeks = QualityWeekSerializer(many=True, help_text="oldest first, the current week last")
 
 
-class ProjectQualityView(ConsolidationAPIView):
+class ProjectQualityView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
 
     @extend_schema(

@@ -13,8 +13,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
-from consolidation.api import ConsolidationAPIView
 from consolidation.models import ReviewItem
 from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import PROMOTION_DECISIONS
@@ -23,7 +23,6 @@ from consolidation.review.services import DECISIONS, review_decide
 from consolidation.validation import NOTE_MAX
 from memories.reads import project_resolve
 from reasoningbank.api_errors import error_responses
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import StrictCharField, StrictQuerySerializer, StrictSerializer
 
 TAGS = ["consolidation"]
@@ -92,9 +91,8 @@ class ReviewSerializer(serializers.Serializer):
     decided_at = serializers.DateTimeField(allow_null=True)
 
 
-class ReviewListView(ConsolidationAPIView):
+class ReviewListView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -121,9 +119,8 @@ class ReviewListView(ConsolidationAPIView):
         items = review_list(
             self.principal, project=project, status=None if status == "any" else status, kinds=[kind] if kind else None
         )
-        paginator = Pagination()
-        page = promotions_attach(self.principal, paginator.paginate_queryset(items, request, view=self) or [])
-        return paginator.get_paginated_response(ReviewSerializer(page, many=True).data)
+        page = promotions_attach(self.principal, self.paginate_queryset(items))
+        return self.get_paginated_response(ReviewSerializer(page, many=True).data)
 
 
 class ReviewDecideSerializer(StrictSerializer):
@@ -148,7 +145,7 @@ assert {c for c, _ in ReviewDecideSerializer().fields["decision"].choices.items(
 }
 
 
-class ReviewDecideView(ConsolidationAPIView):
+class ReviewDecideView(OrgAPIView):
     required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
 
     @extend_schema(

@@ -5,7 +5,6 @@ MCP tool's)."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -19,7 +18,6 @@ TAGS = ["sessions"]
 
 
 class SessionCodeReportView(OrgAPIView):
-    parser_classes = [JSONParser]  # JSON bodies only, as everywhere in the API
     required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
 
     @extend_schema(

@@ -20,7 +20,7 @@ from memories.core.api import TAGS as MEMORY_TAGS
 from memories.models import MemorySummary
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import Contract, contract_parse
-from reasoningbank.pagination import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Pagination
+from reasoningbank.pagination import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from reasoningbank.serializers import StrictQuerySerializer
 
 TAGS = ["summaries"]
@@ -54,7 +54,6 @@ class SummaryPage(Contract):
 
 class SummaryListView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -74,11 +73,10 @@ class SummaryListView(OrgAPIView):
         params = SummaryListQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         qs = summaries_list(self.principal, **params.validated_data)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
+        page = self.paginate_queryset(qs)
         # a row no read can render is left out of its page and logged (docs/security/imports.md)
         usable = summaries_usable(page, read="list")
-        return paginator.get_paginated_response([SummaryOut.of(s).model_dump(mode="json") for s in usable])
+        return self.get_paginated_response([SummaryOut.of(s).model_dump(mode="json") for s in usable])
 
 
 class SummaryDetailView(OrgAPIView):

@@ -21,7 +21,6 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel
 from rest_framework import status
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
@@ -42,7 +41,6 @@ from memories.models import Memory
 from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
-from reasoningbank.pagination import Pagination
 
 READ = SCOPE_MEMORIES_READ
 WRITE = SCOPE_MEMORIES_WRITE
@@ -69,10 +67,7 @@ def serializer_validate(serializer_class: type[Serializer], data: Any) -> dict[s
 
 
 class MemoryAPIView(OrgAPIView):
-    # JSON bodies only: a form-encoded body is a 415, not a silently mis-typed boolean. (No class
-    # docstrings on these views: drf-spectacular would publish them as operation descriptions.)
-
-    parser_classes = [JSONParser]
+    # (No class docstrings on these views: drf-spectacular would publish them as operation descriptions.)
 
     def memory(self, memory_id: str) -> Memory:
         return memory_get(self.principal, memory_id)
@@ -80,7 +75,6 @@ class MemoryAPIView(OrgAPIView):
 
 class MemoryListView(MemoryAPIView):
     required_scopes = {"GET": READ, "POST": WRITE}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -113,10 +107,9 @@ class MemoryListView(MemoryAPIView):
             text=params.get("q") or None,
             ordering=params["ordering"],
         )
-        paginator = Pagination()
-        page = paginator.paginate_queryset(memory_list(self.principal, filters), request, view=self)
+        page = self.paginate_queryset(memory_list(self.principal, filters))
         sources = memory_sources(page or [])  # one query for the page
-        return paginator.get_paginated_response(MemorySerializer(page, many=True, context={"sources": sources}).data)
+        return self.get_paginated_response(MemorySerializer(page, many=True, context={"sources": sources}).data)
 
     @extend_schema(
         tags=TAGS,

@@ -22,7 +22,6 @@ from memories.moderation.services import (
 )
 from reasoningbank.api_errors import error_responses
 from reasoningbank.errors import NotFound
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer, StrictSerializer
 
 # disputes and un-merge were published with consolidation's runs: their docs stay in that section
@@ -98,7 +97,6 @@ class DisputeSerializer(serializers.Serializer):
 
 class DisputeListView(MemoryAPIView):
     required_scopes = {"GET": READ}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=CONSOLIDATION_TAGS,
@@ -112,9 +110,8 @@ class DisputeListView(MemoryAPIView):
     )
     def get(self, request: Request) -> Response:
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(disputed_list(self.principal), request, view=self)
-        return paginator.get_paginated_response(DisputeSerializer(page, many=True).data)
+        page = self.paginate_queryset(disputed_list(self.principal))
+        return self.get_paginated_response(DisputeSerializer(page, many=True).data)
 
 
 class DisputeResolveSerializer(StrictSerializer):

@@ -12,7 +12,6 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -23,7 +22,6 @@ from memories.sessions.selectors import STATUSES, session_get, session_list
 from memories.sessions.services import session_retry
 from reasoningbank.api_errors import error_responses
 from reasoningbank.contracts import contract_parse
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyBodySerializer, StrictQuerySerializer
 
 TAGS = ["sessions"]
@@ -84,14 +82,8 @@ class SessionDetailSerializer(SessionSerializer):
     raw_reply = serializers.CharField(help_text="the LLM's last reply when it could not be read, for diagnosis")
 
 
-class SessionAPIView(OrgAPIView):
-    # JSON bodies only, as everywhere in the API
-    parser_classes = [JSONParser]
-
-
-class SessionListCreateView(SessionAPIView):
+class SessionListCreateView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ, "POST": SCOPE_MEMORIES_WRITE}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -108,9 +100,8 @@ class SessionListCreateView(SessionAPIView):
         query = SessionListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         qs = session_list(self.principal, **query.validated_data)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(qs, request, view=self)
-        return paginator.get_paginated_response(SessionSerializer(page, many=True).data)
+        page = self.paginate_queryset(qs)
+        return self.get_paginated_response(SessionSerializer(page, many=True).data)
 
     @extend_schema(
         tags=TAGS,
@@ -144,7 +135,7 @@ class SessionListCreateView(SessionAPIView):
         )
 
 
-class SessionDetailView(SessionAPIView):
+class SessionDetailView(OrgAPIView):
     required_scopes = {"GET": SCOPE_MEMORIES_READ}
 
     @extend_schema(
@@ -167,7 +158,7 @@ class SessionDetailView(SessionAPIView):
         return Response(SessionDetailSerializer(session_get(self.principal, session_id)).data)
 
 
-class SessionRetryView(SessionAPIView):
+class SessionRetryView(OrgAPIView):
     required_scopes = {"POST": SCOPE_MEMORIES_WRITE}
 
     @extend_schema(

@@ -23,7 +23,6 @@ from memories.core.serializers import SignalSerializer
 from memories.signals import contracts as c
 from memories.signals.selectors import memory_signals
 from reasoningbank.contracts import contract_parse
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyQuerySerializer
 
 
@@ -71,7 +70,6 @@ class MemoryOutcomeView(MemoryAPIView):
 
 class MemorySignalsView(MemoryAPIView):
     required_scopes = {"GET": READ}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -88,6 +86,5 @@ class MemorySignalsView(MemoryAPIView):
     def get(self, request: Request, memory_id: str) -> Response:
         serializer_validate(EmptyQuerySerializer, request.query_params)
         memory = self.memory(memory_id)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(memory_signals(self.principal, memory), request, view=self)
-        return paginator.get_paginated_response(SignalSerializer(page, many=True).data)
+        page = self.paginate_queryset(memory_signals(self.principal, memory))
+        return self.get_paginated_response(SignalSerializer(page, many=True).data)

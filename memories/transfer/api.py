@@ -96,8 +96,10 @@ class ExportQuerySerializer(StrictQuerySerializer):
 
 class ExportView(OrgAPIView):
     required_scopes = {"GET": SCOPE_ADMIN}
+    # the body is the streamed JSON Lines file, written as it is; a renderer answers only an error, in plain
+    # JSON (no browsable page for a download)
     renderer_classes = [JSONRenderer]
-    content_negotiation_class = JSONErrorsOnly
+    content_negotiation_class = JSONErrorsOnly  # errors in JSON whatever the client accepts (JSONErrorsOnly says why)
 
     @extend_schema(
         tags=TAGS,
@@ -271,8 +273,10 @@ def _import_arguments(request: Request) -> dict[str, Any]:
 
 class ImportView(OrgAPIView):
     required_scopes = {"POST": SCOPE_ADMIN}
+    # the one endpoint that differs from the API's JSON-only default (REST_FRAMEWORK's DEFAULT_PARSER_CLASSES):
+    # a bank also comes as JSON Lines, one memory a line (docs/export-import.md)
     parser_classes = [JSONParser, JSONLinesParser]
-    content_negotiation_class = FormatIsAnOption
+    content_negotiation_class = FormatIsAnOption  # ?format= names the file's format (FormatIsAnOption says why)
 
     @extend_schema(
         tags=TAGS,

@@ -16,7 +16,6 @@ from memories.models import Memory
 from memories.trust.selectors_injection import injection_pending_list, memory_label
 from memories.trust.services_injection import memory_injection_clear
 from reasoningbank.api_errors import error_responses
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyBodySerializer, EmptyQuerySerializer
 
 TAGS = ["trust"]
@@ -48,7 +47,6 @@ class InjectionReviewSerializer(serializers.Serializer):
 
 class InjectionPendingListView(MemoryAPIView):
     required_scopes = {"GET": SCOPE_ADMIN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -64,9 +62,8 @@ class InjectionPendingListView(MemoryAPIView):
     )
     def get(self, request: Request) -> Response:
         EmptyQuerySerializer(data=request.query_params).is_valid(raise_exception=True)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(injection_pending_list(self.principal), request, view=self)
-        return paginator.get_paginated_response(InjectionReviewSerializer(page, many=True).data)
+        page = self.paginate_queryset(injection_pending_list(self.principal))
+        return self.get_paginated_response(InjectionReviewSerializer(page, many=True).data)
 
 
 class MemoryInjectionClearView(MemoryAPIView):

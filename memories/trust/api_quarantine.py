@@ -30,7 +30,6 @@ from memories.trust.services_quarantine import (
     summary_held_delete,
 )
 from reasoningbank.api_errors import error_responses
-from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyBodySerializer, StrictQuerySerializer
 
 TAGS = ["quarantine"]
@@ -115,7 +114,6 @@ class QuarantineAPIView(MemoryAPIView):
 
 class QuarantineListView(QuarantineAPIView):
     required_scopes = {"GET": SCOPE_ADMIN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -134,9 +132,8 @@ class QuarantineListView(QuarantineAPIView):
     )
     def get(self, request: Request) -> Response:
         project = self.project(request)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(quarantine_list(self.principal, project=project), request, view=self)
-        return paginator.get_paginated_response(QuarantinedMemorySerializer(page, many=True).data)
+        page = self.paginate_queryset(quarantine_list(self.principal, project=project))
+        return self.get_paginated_response(QuarantinedMemorySerializer(page, many=True).data)
 
 
 class QuarantineApproveView(QuarantineAPIView):
@@ -185,7 +182,6 @@ class QuarantineMemoryView(QuarantineAPIView):
 
 class HeldSummaryListView(QuarantineAPIView):
     required_scopes = {"GET": SCOPE_ADMIN}
-    pagination_class = Pagination
 
     @extend_schema(
         tags=TAGS,
@@ -200,9 +196,8 @@ class HeldSummaryListView(QuarantineAPIView):
     )
     def get(self, request: Request) -> Response:
         project = self.project(request)
-        paginator = Pagination()
-        page = paginator.paginate_queryset(summaries_held(self.principal, project=project), request, view=self)
-        return paginator.get_paginated_response(HeldSummarySerializer(page, many=True).data)
+        page = self.paginate_queryset(summaries_held(self.principal, project=project))
+        return self.get_paginated_response(HeldSummarySerializer(page, many=True).data)
 
 
 class HeldSummaryApproveView(QuarantineAPIView):

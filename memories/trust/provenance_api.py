@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -46,7 +45,6 @@ class ClientTrustResultSerializer(TrustedClientsSerializer):
 
 class TrustedOAuthClientsView(OrgAPIView):
     required_scopes = {"GET": SCOPE_ADMIN, "POST": SCOPE_ADMIN}
-    parser_classes = [JSONParser]
 
     @extend_schema(
         tags=TAGS,

@@ -383,24 +383,32 @@ def _build_embedder(
     raise EmbeddingError(f"Unknown EMBEDDER {kind!r}; expected one of: {', '.join(EMBEDDER_KINDS)}.")
 
 
+# what ``embedder_from_settings`` reads (bench/_dataset.py hands exactly these to its loader processes)
+EMBEDDER_SETTINGS = (
+    "EMBEDDER",
+    "EMBEDDING_DIMENSIONS",
+    "EMBEDDING_MODEL",
+    "EMBEDDING_BASE_URL",
+    "EMBEDDING_API_KEY",
+    "EMBEDDING_SEND_DIMENSIONS",
+    "EMBEDDING_MODEL_DIR",
+    "EMBEDDING_CACHE_DIR",
+)
+
+
 def embedder_from_settings() -> Embedder:
-    """The embedder configured by Django settings (``EMBEDDER``, ``minilm-onnx`` by default; ``hashing`` when
-    a settings module defines none)."""
+    """The embedder configured by Django settings (``EMBEDDER`` and the ``EMBEDDING_*`` settings of
+    ``EMBEDDER_SETTINGS``; their defaults live in reasoningbank/settings/ai.py only, which has validated them)."""
     from django.conf import settings
 
-    kind = str(getattr(settings, "EMBEDDER", "") or "hashing").strip().lower()
-    try:
-        dimensions = int(getattr(settings, "EMBEDDING_DIMENSIONS", 384))
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError("EMBEDDING_DIMENSIONS must be an integer.") from exc
     return _build_embedder(
-        kind,
-        dimensions,
+        settings.EMBEDDER,
+        settings.EMBEDDING_DIMENSIONS,
         # Empty strings (unset environment variables) mean "not configured".
-        getattr(settings, "EMBEDDING_MODEL", None) or None,
-        getattr(settings, "EMBEDDING_BASE_URL", None) or None,
-        getattr(settings, "EMBEDDING_API_KEY", None) or getattr(settings, "OPENAI_API_KEY", None) or None,
-        bool(getattr(settings, "EMBEDDING_SEND_DIMENSIONS", True)),
-        getattr(settings, "EMBEDDING_MODEL_DIR", None) or None,
-        getattr(settings, "EMBEDDING_CACHE_DIR", None) or None,
+        settings.EMBEDDING_MODEL or None,
+        settings.EMBEDDING_BASE_URL or None,
+        settings.EMBEDDING_API_KEY or None,
+        settings.EMBEDDING_SEND_DIMENSIONS,
+        settings.EMBEDDING_MODEL_DIR or None,
+        settings.EMBEDDING_CACHE_DIR or None,
     )

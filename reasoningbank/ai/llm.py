@@ -545,39 +545,35 @@ def llm_from_settings(
     ``retry_unreachable=False`` gives up at once on a server out of reach (``manage.py llm_check``)."""
     from django.conf import settings
 
-    provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
-    fallback_key_setting = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
-    api_key = getattr(settings, "LLM_API_KEY", None) or (
-        getattr(settings, fallback_key_setting, None) if fallback_key_setting else None
-    )
-    try:
-        timeout = float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0) if timeout is None else timeout)
-        retries = int(getattr(settings, "LLM_MAX_RETRIES", 3)) if max_retries is None else max_retries
-        max_concurrency = int(getattr(settings, "LLM_MAX_CONCURRENCY", 0))
-    except (TypeError, ValueError) as exc:
-        raise LLMPermanentError(
-            "LLM_TIMEOUT_SECONDS must be a number, LLM_MAX_RETRIES and LLM_MAX_CONCURRENCY integers.",
-            provider=provider,
-        ) from exc
+    # the defaults live in reasoningbank/settings/ai.py only, whose readers have validated every value
+    provider = settings.LLM_PROVIDER
     return _build_llm(
         provider,
         # Empty strings (unset environment variables) mean "not configured".
-        getattr(settings, "LLM_MODEL", None) or None,
-        getattr(settings, "LLM_BASE_URL", None) or None,
-        api_key or None,
-        timeout,
-        retries,
-        max_concurrency,
-        bool(getattr(settings, "LLM_PROMPT_CACHE", True)),
+        settings.LLM_MODEL or None,
+        settings.LLM_BASE_URL or None,
+        _api_key_from_settings(provider) or None,
+        settings.LLM_TIMEOUT_SECONDS if timeout is None else timeout,
+        settings.LLM_MAX_RETRIES if max_retries is None else max_retries,
+        settings.LLM_MAX_CONCURRENCY,
+        settings.LLM_PROMPT_CACHE,
         retry_unreachable,
     )
+
+
+def _api_key_from_settings(provider: str) -> str | None:
+    """``LLM_API_KEY``, else the provider's own key setting (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``)."""
+    from django.conf import settings
+
+    own = {"anthropic": settings.ANTHROPIC_API_KEY, "openai": settings.OPENAI_API_KEY}.get(provider)
+    return settings.LLM_API_KEY or own
 
 
 def llm_health_get() -> LlmHealth:
     """From settings alone (no call to the provider): the same rules the providers apply."""
     from django.conf import settings
 
-    provider = str(getattr(settings, "LLM_PROVIDER", "") or "none").strip().lower()
-    fallback = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}.get(provider)
-    has_key = bool(getattr(settings, "LLM_API_KEY", None) or (fallback and getattr(settings, fallback, None)))
-    return llm_health(provider=provider, has_key=has_key, has_base_url=bool(getattr(settings, "LLM_BASE_URL", None)))
+    provider = settings.LLM_PROVIDER
+    return llm_health(
+        provider=provider, has_key=bool(_api_key_from_settings(provider)), has_base_url=bool(settings.LLM_BASE_URL)
+    )

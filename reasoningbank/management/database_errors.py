@@ -21,7 +21,7 @@ def database_error_explain(exc: BaseException) -> str | None:
 
     if not isinstance(exc, DatabaseError):
         return None
-    if getattr(settings, "EMBEDDED_DATABASE_ABSENT", False):
+    if settings.EMBEDDED_DATABASE_ABSENT:
         return f"There is no database in {settings.DATA_DIR} yet: {RUN_ONCE}."
     cause = exc.__cause__
     if isinstance(cause, psycopg.errors.UndefinedTable):

@@ -7,7 +7,11 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # every REST list is paged this way (accounts/api_base.py's OrgAPIView reads it)
     "DEFAULT_PAGINATION_CLASS": "reasoningbank.pagination.Pagination",
+    # JSON bodies only: a form-encoded body is a 415, not a silently mis-typed boolean (the import endpoint
+    # alone takes JSON Lines too)
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "reasoningbank.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

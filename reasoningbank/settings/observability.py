@@ -8,7 +8,7 @@ import sys
 from django.core.exceptions import ImproperlyConfigured
 
 from reasoningbank.env import env_bool, env_choice, env_float, env_list, env_str
-from reasoningbank.logging_json import log_level_number
+from reasoningbank.logging_json import LOG_FORMATS, log_format_default, log_level_number
 from reasoningbank.processes import process_role_from_argv
 from reasoningbank.settings.base import DEBUG, TESTING
 
@@ -30,7 +30,7 @@ if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
 # Logs (reasoningbank/logging_json.py): JSON lines unless DEBUG (plain for a developer's terminal);
 # TRACE (below DEBUG) adds LLM request and response bodies, scrubbed and truncated.
 LOG_LEVEL = env_choice("LOG_LEVEL", "info", ["trace", "debug", "info", "warning", "error"])
-LOG_FORMAT = env_choice("LOG_FORMAT", "plain" if DEBUG else "json", ["json", "plain"])
+LOG_FORMAT = env_choice("LOG_FORMAT", log_format_default(DEBUG), LOG_FORMATS)
 # one line per request (method, path, status, duration, request id, org, token prefix) at INFO
 LOG_ACCESS = env_bool("LOG_ACCESS", True)
 LOGGING = {

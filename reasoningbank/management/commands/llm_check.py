@@ -94,7 +94,7 @@ def _unreachable(result: KindCheck, results: list[KindCheck]) -> str:
     from django.conf import settings
 
     skipped = sum(1 for r in results if r.stage == "skipped")
-    if getattr(settings, "LLM_BASE_URL", None):
+    if settings.LLM_BASE_URL:
         fix = "start the server LLM_BASE_URL names, or correct LLM_BASE_URL"
     else:
         fix = "check that this machine can reach it, or set LLM_BASE_URL to a local OpenAI-compatible server"
