@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # where the reasoningbank_hooks package is
 
-from reasoningbank_hooks.spool import main  # noqa: E402
+from reasoningbank_hooks.spool import main
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
