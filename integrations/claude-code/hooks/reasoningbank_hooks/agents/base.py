@@ -5,15 +5,13 @@ its transcript is read and sent. The handlers (handlers.py) do the rest the same
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # The handlers' names, as the clients' hook files pass them to the entry scripts
 SESSION_START, PROMPT, CAPTURE = "session-start", "prompt", "capture"
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What a handler did: the ``context`` to add to the agent's context, the ``notice`` to show the user
     (memory is off), and the ``failure`` to report on stderr once the answer is printed."""
 
@@ -27,9 +25,9 @@ def hook_specific_output(event_name: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
 
 
-@dataclass(frozen=True)
-class Adapter:
-    """One agent client's hooks.
+class Adapter(NamedTuple):
+    """One agent client's hooks (a NamedTuple, not a dataclass: ``dataclasses`` imports ``inspect``, which
+    costs every hook process several milliseconds before it has done anything).
 
     ``events``: each event the client's hook file registers, and the handler it runs (the same name the
     hook file's command passes); ``final_events``: those after which the session is over (a capture then
@@ -46,7 +44,7 @@ class Adapter:
     answer_context: Callable[[str, str], dict[str, Any]] = hook_specific_output
     shows_notices: bool = True  # the client shows a hook's ``systemMessage`` to the user
     session_fields: tuple[str, ...] = ("session_id",)
-    skipped_start_sources: frozenset[str] = field(default_factory=frozenset)
+    skipped_start_sources: frozenset[str] = frozenset()
     no_transcript_hint: str = ""  # said when an event comes without a transcript_path
 
     @property
