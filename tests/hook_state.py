@@ -1,5 +1,5 @@
 """The state directory of the hooks under integrations/ (their queue, the sender's lock, what a session was
-told: integrations/claude-code/hooks/reasoningbank_spool.py) as the tests that run the hooks use it: one
+told: integrations/claude-code/hooks/reasoningbank_hooks/spool.py) as the tests that run the hooks use it: one
 per test, never the user's own, with any sender still running at its end stopped. Plain helpers, no
 Django: the integration tests and the end-to-end tests both use them."""
 

@@ -52,7 +52,7 @@ def test_every_place_a_user_meets_the_token_variable_names_reasoningbank_token()
 
 def test_the_readme_exports_the_token_under_the_name_the_plugin_reads():
     readme = (REPO / "README.md").read_text()
-    hooks = "".join(path.read_text() for path in sorted((REPO / "integrations/claude-code/hooks").glob("*.py")))
+    hooks = "".join(path.read_text() for path in sorted((REPO / "integrations/claude-code/hooks").rglob("*.py")))
 
     assert f"export {NAME}=$(" in readme
     assert named(readme) == {NAME} and NAME in named(hooks)

@@ -41,6 +41,7 @@ class Stand:
         self.retry_after: str | None = None  # sent with a 429 or 503
         self.gate: threading.Event | None = None  # when set: no answer before it is opened
         self.requests: list[tuple[str, dict[str, Any], str]] = []  # as they arrive
+        self.user_agents: list[str] = []  # the User-Agent of each, in the same order
         self.injection_block = PROMPT_BLOCK
         self.arrived: list[float] = []  # time.monotonic() of each arrival
         self.answered = 0
@@ -67,6 +68,7 @@ def stand() -> Iterator[tuple[Stand, str]]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             with state.lock:
                 state.requests.append((self.path, body, self.headers.get("Authorization", "")))
+                state.user_agents.append(self.headers.get("User-Agent", ""))
                 state.arrived.append(time.monotonic())
                 status = state.script.pop(0) if state.script else state.status
                 state.in_flight += 1

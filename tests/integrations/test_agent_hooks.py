@@ -7,7 +7,6 @@ service: tests/e2e/test_agent_hooks.py."""
 
 from __future__ import annotations
 
-import ast
 import json
 import socket
 import subprocess
@@ -330,13 +329,3 @@ def test_the_mcp_entries_read_the_token_from_the_environment():
     assert gemini["headers"]["Authorization"] == "Bearer ${REASONINGBANK_TOKEN}" and gemini["httpUrl"].endswith("/mcp")
     assert cursor["headers"]["Authorization"] == "Bearer ${env:REASONINGBANK_TOKEN}" and cursor["url"].endswith("/mcp")
     assert 'bearer_token_env_var = "REASONINGBANK_TOKEN"' in codex and "rb_" not in codex
-
-
-@pytest.mark.parametrize("client", ["codex", "gemini", "cursor"])
-def test_the_hook_scripts_import_only_the_standard_library_and_the_shared_hook(client):
-    tree = ast.parse(SCRIPTS[client].read_text())
-    names = {
-        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
-    }
-    names |= {str(node.module).split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert names - {"reasoningbank_hook"} <= set(sys.stdlib_module_names) | {"__future__"}

@@ -12,7 +12,6 @@ sender's request has arrived and hangs, and only then is the service let answer)
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
 import os
 import socket
@@ -23,7 +22,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,6 +29,7 @@ import pytest
 from tests.agent_hook_events import claude_code_event, codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import transcript_text
+from tests.hook_modules import spool
 from tests.hook_state import DELIVERY_WAIT, hook_env, queue_empty_wait, queue_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +39,6 @@ SCRIPTS = {
     "gemini": REPO / "integrations" / "gemini-cli" / "reasoningbank_gemini.py",
     "cursor": REPO / "integrations" / "cursor" / "reasoningbank_cursor.py",
 }
-SPOOL = REPO / "integrations" / "claude-code" / "hooks" / "reasoningbank_spool.py"
 # each client's last capture of a session: the event its hook file runs the capture hook on
 ENDINGS: dict[str, dict[str, Any]] = {
     "claude-code": claude_code_event("SessionEnd", reason="prompt_input_exit"),
@@ -108,14 +106,6 @@ def sender_gone_wait(state_dir: Path) -> None:
                     time.sleep(0.05)
         finally:
             os.close(fd)
-
-
-def spool_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("reasoningbank_spool", SPOOL)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- the hand-off --------------------------------------------------------------------------------------
@@ -275,7 +265,6 @@ def test_without_a_state_directory_to_write_the_hook_posts_the_submission_itself
 
 
 def test_the_queue_keeps_within_its_megabytes(tmp_path, monkeypatch):
-    spool = spool_module()
     monkeypatch.setenv("REASONINGBANK_SPOOL_MAX_MB", "1")
     who = spool.Credential("http://127.0.0.1:1", TOKEN)
     for key in ("s1", "s2", "s3"):
@@ -285,7 +274,6 @@ def test_the_queue_keeps_within_its_megabytes(tmp_path, monkeypatch):
 
 
 def test_a_sender_posts_only_what_was_queued_with_its_own_service_and_token(tmp_path):
-    spool = spool_module()
     mine, other_token, other_service = (
         spool.Credential("http://127.0.0.1:1", TOKEN),
         spool.Credential("http://127.0.0.1:1", "rb_other"),
@@ -301,4 +289,4 @@ def test_a_sender_posts_only_what_was_queued_with_its_own_service_and_token(tmp_
     [("7", 7.0), ("0", 0.0), (None, None), ("soon", None), ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0)],
 )
 def test_retry_after_is_read_in_seconds_or_as_an_http_date(header, seconds):
-    assert spool_module().retry_after_seconds(header) == seconds
+    assert spool.retry_after_seconds(header) == seconds

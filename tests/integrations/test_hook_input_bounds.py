@@ -11,7 +11,6 @@ seconds instead of filling the machine's memory."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import resource
@@ -22,12 +21,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-from tests import hook_state
+from tests import hook_modules, hook_state
 from tests.agent_hook_events import claude_code_event, codex_event, cursor_event, gemini_event
 from tests.agent_transcripts import codex_rollout_text, cursor_transcript_text, gemini_session_text
 from tests.claude_code_transcript import transcript_text
@@ -41,6 +39,7 @@ SCRIPTS = {
     "cursor": REPO / "integrations" / "cursor" / "reasoningbank_cursor.py",
 }
 CLIENTS = list(SCRIPTS)
+AGENTS = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini-cli", "cursor": "cursor"}  # adapters
 # the event each client gives its capture hook (the hook that reads the transcript)
 CAPTURE_EVENTS = {
     "claude-code": claude_code_event("Stop", stop_hook_active=False),
@@ -162,23 +161,9 @@ def test_a_terabyte_sparse_file_is_read_in_time_at_its_two_ends_and_sends_nothin
 # --- the bytes read, counted ------------------------------------------------------------------------------
 
 
-def module_load(name: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def transcript_read(client: str, path: str, limit: int) -> int:
     """What the client's capture reads of ``path``: how many messages it found."""
-    hook = module_load("reasoningbank_hook", SCRIPTS["claude-code"])
-    if client == "claude-code":
-        return int(hook.transcript_lines(path, limit)[1])
-    own = module_load(f"reasoningbank_{client}", SCRIPTS[client])
-    if client == "gemini":
-        return int(own.recording(hook, path, limit)[1])
-    return int(hook.transcript_lines(path, limit, own.conversation)[1])
+    return hook_modules.transcript_read(AGENTS[client], path, limit)[1]
 
 
 @contextmanager
@@ -201,9 +186,8 @@ def bytes_counted() -> Iterator[list[int]]:
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_of_a_terabyte_file_a_hook_reads_no_more_than_its_bound(client, tmp_path):
-    hook = module_load("reasoningbank_hook", SCRIPTS["claude-code"])
     limit = 500_000
-    bound = hook.HEAD_BYTES + hook.TAIL_FACTOR * limit
+    bound = hook_modules.reading.HEAD_BYTES + hook_modules.reading.TAIL_FACTOR * limit
     huge = tmp_path / "transcript"
     with huge.open("wb") as file:
         file.write(TRANSCRIPTS[client]().encode())

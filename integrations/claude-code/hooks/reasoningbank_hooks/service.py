@@ -1,0 +1,145 @@
+"""The hooks' side of the service: one POST within the hook's budget, the submission handed to the local
+queue, and what the user is told when memory is off (docs/claude-code.md#when-memory-is-off).
+
+Configuration comes from the environment: ``REASONINGBANK_URL`` (default http://127.0.0.1:8000),
+``REASONINGBANK_TOKEN`` (an API token) and ``REASONINGBANK_PROJECT`` (when the token reaches several
+projects)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from . import spool
+from .budget import budget_left
+from .errors import HookError
+
+NOTICE_HEAD = "ReasoningBank memory is off for this session: "
+FIX_TOKEN = (
+    "Check REASONINGBANK_TOKEN (an API token with the memories:read and memories:write scopes) and, when the "
+    "token reaches several projects, REASONINGBANK_PROJECT."
+)
+FIX_URL = "Check that the service runs and that REASONINGBANK_URL points at it; captured sessions wait on this machine"
+GATEWAY_DOWN = (502, 503, 504)  # a proxy in front of a service that is not there
+
+
+def call(path: str, body: dict[str, Any], user_agent: str) -> dict[str, Any]:
+    """POST ``body`` to the service; the answer's JSON, or a HookError saying why not (with the notice
+    for the user when it means memory is off)."""
+    import urllib.error  # here, not at the top: a capture never posts, and these cost it 20 ms to import
+    import urllib.request
+
+    who = credential_checked()
+    url, token = who.url, who.token
+    if os.environ.get("REASONINGBANK_PROJECT"):
+        body["project"] = os.environ["REASONINGBANK_PROJECT"]
+    request = urllib.request.Request(
+        f"{url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", "User-Agent": user_agent},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=budget_left()) as reply:
+            answer = json.load(reply)
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.load(exc).get("detail", "")
+        except (ValueError, AttributeError, OSError):
+            detail = ""
+        said = f"{exc.code}: {str(detail)[:300]}"
+        notice = ""
+        if exc.code in (401, 403):
+            notice = f"{NOTICE_HEAD}{url} refused the token ({said.rstrip(': ')}). {FIX_TOKEN}"
+        elif exc.code in GATEWAY_DOWN:
+            notice = f"{NOTICE_HEAD}{url} answered {exc.code}. {FIX_URL} ({spool_state()})."
+        raise HookError(f"{url}{path} answered {said}", notice) from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        notice = ""  # a slow answer is not memory off: the next prompt may get one
+        if not isinstance(reason, TimeoutError) and not isinstance(exc, TimeoutError):
+            notice = f"{NOTICE_HEAD}could not reach {url} ({reason}). {FIX_URL} ({spool_state()})."
+        raise HookError(f"could not reach {url}: {reason}", notice) from None
+    if not isinstance(answer, dict):
+        raise HookError(f"{url}{path} answered something else than a JSON object")
+    return answer
+
+
+def credential_checked() -> spool.Credential:
+    """The service's URL and the token, or a HookError (with its notice) when no token is set."""
+    who = spool.credential()
+    if not who.token:
+        notice = (
+            f"{NOTICE_HEAD}REASONINGBANK_TOKEN is not set. Set it to an API token (the dashboard's "
+            '"Connect an agent" page) in the environment the agent starts from.'
+        )
+        raise HookError("set REASONINGBANK_TOKEN to an API token (docs/connecting-agents.md)", notice)
+    return who
+
+
+def hand_off(body: dict[str, Any], client: str, user_agent: str) -> None:
+    """Queue a ``session_submit`` for the detached sender and start it (spool.py): the hook returns at
+    once, whatever the service's speed, and a submission the service cannot take now is posted later."""
+    who = credential_checked()
+    if os.environ.get("REASONINGBANK_PROJECT"):
+        body["project"] = os.environ["REASONINGBANK_PROJECT"]
+    try:
+        dropped = spool.spool_write("/api/v1/sessions", body, str(body["session_id"]), who, client)
+    except OSError as exc:
+        # no queue on this machine (a state directory that cannot be written): posted within the hook's
+        # budget instead, rather than lost
+        call("/api/v1/sessions", body, user_agent)
+        raise HookError(f"cannot queue in {spool.state_dir()} ({exc.strerror or exc}): sent directly") from None
+    try:
+        spool.sender_start(who)
+    except OSError as exc:
+        raise HookError(
+            f"queued, but the sender did not start ({exc.strerror or exc}): the next hook starts it"
+        ) from None
+    if dropped:
+        raise HookError(f"the local queue was full: dropped the oldest {dropped} submission(s) to queue this one")
+
+
+def sender_kick() -> None:
+    """Start the sender if captures of this credential still wait (a sender that gave up, a client that
+    quit): the service answered this hook, so it may take them now."""
+    try:
+        spool.sender_start(spool.credential())
+    except OSError:
+        pass  # the queue is the capture hook's business; a start or prompt hook still answers
+
+
+# --- what the user is told -----------------------------------------------------------------------------------
+
+
+def spool_state() -> str:
+    """Where captured sessions wait and how many do, for a notice."""
+    waiting = len(spool.pending(spool.credential()))
+    said = f"{waiting} in {spool.state_dir() / 'spool'}, sent once it answers"
+    dropped = spool.dropped_count()
+    return f"{said}; {dropped} dropped from a full queue so far" if dropped else said
+
+
+def refusal_notice() -> str:
+    """What the sender last heard when the service refused a capture's token (a token that can read but
+    not write still gets its memories at start and per prompt, and never learns its sessions are lost)."""
+    who = spool.credential()
+    refused = spool.refusal(who)
+    if not refused:
+        return ""
+    return (
+        f"ReasoningBank is not saving your sessions: {who.url} refused the last one "
+        f"({str(refused.get('reason', ''))[:300].strip()}). {FIX_TOKEN}"
+    )
+
+
+def notice_due(session: str, notice: str) -> str:
+    """``notice`` if this session has not been told that memory is off yet (it is remembered in the
+    state directory), else "". A session without an id is never told: it could not be told only once."""
+    if not notice or not session:
+        return ""
+    try:
+        return "" if spool.told_before(session) else notice
+    except OSError:
+        return ""  # no state directory: better silent than told on every prompt
