@@ -29,10 +29,10 @@ from consolidation.run_state import (
     reply_parsed,
     run_llm,
 )
+from memories.confidence import bayes as conf
 from memories.core.services import MemoryDraft, memories_create
 from memories.embedding import embed_texts
 from memories.models import Memory, MemoryLink
-from memories.signals import confidence as conf
 from memories.trust.provenance import HOW_PATTERN
 from memories.trust.provenance_facts import ProvenanceInput
 

@@ -8,8 +8,8 @@ from django.db import connection
 from django_q.models import Schedule
 
 from memories.sessions.services import session_submit
-from operations.selectors import health_cache_clear
 from reasoningbank.tasks import worker_heartbeat
+from system.selectors import health_cache_clear
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

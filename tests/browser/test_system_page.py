@@ -13,8 +13,8 @@ from django_q.models import Schedule
 
 from consolidation.models import ConsolidationRun
 from memories.models import AgentSession
-from operations.selectors import health_cache_clear
 from reasoningbank.models import WorkerHeartbeat
+from system.selectors import health_cache_clear
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -22,8 +22,8 @@ from consolidation.phases.archival import stale_archive
 from consolidation.phases.tiers import tiers_update
 from consolidation.run_state import RunOptions, RunState
 from consolidation.selectors import memories_scan
+from memories.confidence import services as services_signals
 from memories.models import Memory, MemorySignal
-from memories.signals import services as services_signals
 from tests.factories import ConsolidationRunFactory, memory_recorder
 from tests.slow_updates import race, usage_arguments
 

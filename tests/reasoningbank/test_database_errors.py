@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management import get_commands
 
 BASE_DIR = Path(__file__).resolve().parents[2]
-OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank"}
+OUR_APPS = {"accounts", "memories", "consolidation", "system", "reasoningbank"}
 # arguments that get each command past its argument parsing to its first query
 ARGUMENTS = {
     "create_org": ["initech"],

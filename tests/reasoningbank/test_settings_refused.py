@@ -16,7 +16,7 @@ import pytest
 from django.core.management import get_commands
 
 BASE_DIR = Path(__file__).resolve().parents[2]
-OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank", "webhooks"}
+OUR_APPS = {"accounts", "memories", "consolidation", "system", "reasoningbank", "webhooks"}
 # Django's and django-q2's commands a newcomer types: the settings are refused before any of them runs
 THEIRS = ["createsuperuser", "migrate", "qcluster", "check"]
 

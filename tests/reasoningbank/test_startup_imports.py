@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 BASE_DIR = Path(__file__).resolve().parents[2]
-OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank"}
+OUR_APPS = {"accounts", "memories", "consolidation", "system", "reasoningbank"}
 PROBE = """
 import json, sys
 import django

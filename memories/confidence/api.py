@@ -1,5 +1,5 @@
 """REST views of a memory's confidence signals: feedback and outcome reports (their contracts,
-``memories/signals/contracts.py``: the same bodies as the MCP tools'), and the signals behind a
+``memories/confidence/contracts.py``: the same bodies as the MCP tools'), and the signals behind a
 memory's confidence, one page at a time."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memories.confidence import contracts as c
+from memories.confidence.selectors import memory_signals
 from memories.core.api import (
     ERRORS_LIST,
     ERRORS_WRITE,
@@ -20,8 +22,6 @@ from memories.core.api import (
     serializer_validate,
 )
 from memories.core.serializers import SignalSerializer
-from memories.signals import contracts as c
-from memories.signals.selectors import memory_signals
 from reasoningbank.contracts import contract_parse
 from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyQuerySerializer

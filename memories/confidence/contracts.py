@@ -9,10 +9,10 @@ from typing import Annotated
 from pydantic import Field
 
 from accounts.access import Principal
+from memories.confidence.services import memory_feedback, memory_outcome
 from memories.core.contracts import MemoryId, id_text, optional_text, rounded
 from memories.core.selectors import memory_get
 from memories.sessions.services_ledger import session_outcome_attribute
-from memories.signals.services import memory_feedback, memory_outcome
 from memories.validation import COMMENT_MAX, session_key_clean
 from reasoningbank.contracts import Contract
 

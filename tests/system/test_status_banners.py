@@ -1,4 +1,4 @@
-"""The dashboard banner for product-level problems (operations/context_processors.py)."""
+"""The dashboard banner for product-level problems (system/context_processors.py)."""
 
 from datetime import timedelta
 from typing import Any
@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.models import Schedule
 
-from operations.context_processors import status_banners
 from reasoningbank.models import WorkerHeartbeat
+from system.context_processors import status_banners
 
 PAGES = ["/", "/memories/", "/disputed/", "/consolidation/", "/sessions/", "/settings/"]
 WORKER_FIX = "Start the worker: <code>.venv/bin/python manage.py qcluster</code>"
@@ -67,7 +67,7 @@ def test_only_the_missing_llm_is_shown_when_the_worker_beats(client, cast):
 
 
 def test_a_worker_that_may_still_be_starting_gets_no_banner(client, cast, monkeypatch):
-    monkeypatch.setattr("operations.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=3))
+    monkeypatch.setattr("system.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=3))
     client.force_login(cast.alice)
     assert 'data-banner="worker"' not in client.get("/").content.decode()
 
@@ -96,7 +96,7 @@ def test_the_banner_costs_one_query_and_is_then_cached(client, cast, scheduled):
 
 def test_a_heartbeat_read_failure_never_breaks_a_page(client, cast):
     client.force_login(cast.alice)
-    with mock.patch("operations.selectors.worker_health_get", side_effect=OperationalError("gone")):
+    with mock.patch("system.selectors.worker_health_get", side_effect=OperationalError("gone")):
         response = client.get("/")
     assert response.status_code == 200 and 'data-banner="worker"' not in response.content.decode()
 
@@ -106,7 +106,7 @@ def test_the_context_processor_is_lazy(rf, cast):
     request.user = cast.alice
     from reasoningbank.health import WorkerHealth
 
-    with mock.patch("operations.selectors.worker_health_get", return_value=WorkerHealth("ok", 1.0, 180)) as read:
+    with mock.patch("system.selectors.worker_health_get", return_value=WorkerHealth("ok", 1.0, 180)) as read:
         context = status_banners(request)
         read.assert_not_called()
         assert [b.kind for b in context["status_banners"]] == ["llm"]

@@ -13,10 +13,10 @@ from django.db import IntegrityError, OperationalError, connection
 from prometheus_client import REGISTRY
 from psycopg_pool import PoolTimeout
 
+from memories.confidence import services
 from memories.models import Memory, MemorySignal
 from memories.search.contracts import SearchInput
 from memories.search.services import memory_search_use
-from memories.signals import services
 from tests.factories import memory_recorder
 from tests.slow_updates import slow_row_updates, usage_arguments
 

@@ -1,4 +1,4 @@
-"""Time decay in the daily rollup (``memories.signals.services.signals_decay``;
+"""Time decay in the daily rollup (``memories.confidence.services.signals_decay``;
 docs/confidence.md#time-decay): the Beta evidence of a memory without signals shrinks toward its prior —
 stored, so that a later signal adds to what is left — bounded, monotone, once per UTC day, missed days
 caught up."""
@@ -15,9 +15,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from memories.confidence import bayes as conf
+from memories.confidence.services import memories_mark_used, memory_feedback, memory_outcome, memory_stability
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.signals import confidence as conf
-from memories.signals.services import memories_mark_used, memory_feedback, memory_outcome, memory_stability
 from memories.tasks import signals_rollup_daily
 from tests.factories import memory_recorder
 

@@ -1,6 +1,6 @@
 from django.apps import AppConfig
 
 
-class OperationsConfig(AppConfig):
-    name = "operations"
+class SystemConfig(AppConfig):
+    name = "system"
     default_auto_field = "django.db.models.BigAutoField"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memories.signals.confidence import (
+from memories.confidence.bayes import (
     DECAY_GRACE_DAYS,
     DECAY_PER_SILENT_DAY,
     INITIAL_DEFAULT,

@@ -18,11 +18,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from consolidation.metrics import consolidation_run_observe
 from memories.models import AgentSession, Memory
-from operations.selectors import health_cache_clear, memories_by_tier_get
 from reasoningbank.ai.llm import LLMResult, LLMTransientError
 from reasoningbank.ai.metered import llm_complete
 from reasoningbank.metrics import WRITE_BEHIND
 from reasoningbank.models import WorkerHeartbeat
+from system.selectors import health_cache_clear, memories_by_tier_get
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory, MemoryFactory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -216,7 +216,7 @@ def test_the_gauges_read_queue_tiers_waiting_work_and_the_heartbeat_from_the_dat
 
 
 def test_without_a_heartbeat_the_worker_is_down_and_no_age_is_made_up(client, db, monkeypatch):
-    monkeypatch.setattr("operations.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
+    monkeypatch.setattr("system.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
     samples = scrape(client)
     assert value(samples, "reasoningbank_worker_up") == 0
     assert not any(name == "reasoningbank_worker_heartbeat_age_seconds" for name, _ in samples)

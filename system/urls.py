@@ -3,9 +3,9 @@ the dashboard's system page (org admins, staff)."""
 
 from django.urls import path
 
-from operations.views import healthz, metrics, readyz, readyz_worker
-from operations.views_llm_check import system_llm_check
-from operations.views_system import system_page
+from system.views import healthz, metrics, readyz, readyz_worker
+from system.views_llm_check import system_llm_check
+from system.views_system import system_page
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -1,4 +1,4 @@
-"""The system page's LLM check (operations/views_llm_check.py, docs/llm.md#checking-a-provider): staff only;
+"""The system page's LLM check (system/views_llm_check.py, docs/llm.md#checking-a-provider): staff only;
 one prompt kind per request, each answer carrying the next kind's row; one attempt per kind; the real
 ``openai`` SDK against respx-mocked HTTP; nothing metered against any organization."""
 

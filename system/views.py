@@ -13,14 +13,6 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
-from operations.metrics_scrape import DatabaseStateCollector
-from operations.selectors import (
-    migrations_unapplied_cached,
-    queue_health_cached,
-    running_health_cached,
-    webhook_worker_health_cached,
-    worker_health_cached,
-)
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.health import (
     Backlog,
@@ -32,6 +24,14 @@ from reasoningbank.health import (
     worker_banner,
 )
 from reasoningbank.metrics import metrics_render, multiproc_dir
+from system.metrics_scrape import DatabaseStateCollector
+from system.selectors import (
+    migrations_unapplied_cached,
+    queue_health_cached,
+    running_health_cached,
+    webhook_worker_health_cached,
+    worker_health_cached,
+)
 
 MIGRATE_COMMAND = ".venv/bin/python manage.py migrate"
 WEBHOOK_WORKER_COMMAND = "Q_CLUSTER_NAME={cluster} .venv/bin/python manage.py qcluster"

@@ -1,5 +1,5 @@
 """/healthz: liveness only — the process answers, whatever the database, worker or queue do
-(docs/observability.md#health; readiness is /readyz, tests/operations/test_readyz.py)."""
+(docs/observability.md#health; readiness is /readyz, tests/system/test_readyz.py)."""
 
 from unittest import mock
 

@@ -20,10 +20,10 @@ from django.utils import timezone
 from accounts.access import Principal
 from accounts.models import Project
 from accounts.services import audit_record
+from memories.confidence import bayes as conf
 from memories.core.selectors import memory_is_readable
 from memories.locks import memories_lock
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
-from memories.signals import confidence as conf
 from memories.validation import COMMENT_MAX, session_key_clean, text_clean, text_scrub, write_scope_require
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind

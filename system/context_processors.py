@@ -4,7 +4,7 @@ writing), and
 whether the user may open the system page they link to.
 
 Lazy: the health read happens only when a template shows ``status_banners`` (the base layout
-does; htmx partials do not), and it is cached for a few seconds (``operations.selectors``).
+does; htmx partials do not), and it is cached for a few seconds (``system.selectors``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ logger = logging.getLogger(__name__)
 
 
 def _banners(request: HttpRequest) -> list[Banner]:
-    from operations.selectors import worker_health_cached
     from reasoningbank.ai.llm import llm_health_get
+    from system.selectors import worker_health_cached
 
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
@@ -66,7 +66,7 @@ def _suspension_banners(request: HttpRequest) -> list[Banner]:
 def _system_page_visible(request: HttpRequest) -> bool:
     """Whether the nav and the banner link to the system page: org owners/admins and staff (the page
     refuses everyone else, so nobody is sent to a 403)."""
-    from operations.selectors_system import system_scope
+    from system.selectors_system import system_scope
 
     membership = getattr(request, "membership", None)  # set by the dashboard's org_view before rendering
     return system_scope(user=getattr(request, "user", None), membership=membership) is not None

@@ -17,13 +17,13 @@ from django.db import DatabaseError
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from operations.selectors import (
+from reasoningbank.health import Backlog
+from system.selectors import (
     memories_by_tier_cached,
     queue_health_cached,
     waiting_for_llm_cached,
     worker_health_cached,
 )
-from reasoningbank.health import Backlog
 
 logger = logging.getLogger(__name__)
 PREFIX = "reasoningbank"

@@ -1,6 +1,6 @@
-"""Reads for the dashboard's system page (``operations/views_system.py``).
+"""Reads for the dashboard's system page (``system/views_system.py``).
 
-Who sees what: the worker, the queue and the LLM are the service's (``operations.selectors``,
+Who sees what: the worker, the queue and the LLM are the service's (``system.selectors``,
 cached, no tenant rows) and shown to everyone who may open the page; consolidation runs, failed
 sessions and failed background tasks are tenant rows — an org admin's page reads their org's only,
 a staff user's every org's (each row naming its org). A failed django-q2 task carries no org: it is

@@ -25,8 +25,10 @@ from accounts.selectors_spend import top_spenders
 from consolidation.models import ConsolidationRun
 from consolidation.phases.registry import phase_names
 from consolidation.timeline import phase_legend, phase_timeline
-from operations.selectors import queue_health_cached, worker_beats_get, worker_health_cached
-from operations.selectors_system import (
+from reasoningbank.ai.llm import llm_health_get
+from reasoningbank.health import Backlog, age_text, llm_banner, worker_banner
+from system.selectors import queue_health_cached, worker_beats_get, worker_health_cached
+from system.selectors_system import (
     SystemFailure,
     SystemScope,
     system_backing_off,
@@ -35,8 +37,6 @@ from operations.selectors_system import (
     system_scope,
     system_waiting_for_llm,
 )
-from reasoningbank.ai.llm import llm_health_get
-from reasoningbank.health import Backlog, age_text, llm_banner, worker_banner
 
 RUNS_PER_PAGE = 20
 RECENT_FAILURES = 25
@@ -44,7 +44,7 @@ BACKING_OFF_SHOWN = 50
 POLL_SECONDS = 10
 SPENDERS_DAYS = 30
 SPENDERS_SHOWN = 10
-TEMPLATE = "operations/system.html"
+TEMPLATE = "system/system.html"
 
 WORKER_LABELS = {
     "ok": "Alive",

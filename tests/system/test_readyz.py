@@ -13,9 +13,9 @@ from django.db import OperationalError
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
-from operations.selectors import health_cache_clear
 from reasoningbank.models import WorkerHeartbeat
 from reasoningbank.tasks import worker_heartbeat
+from system.selectors import health_cache_clear
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
 
@@ -25,7 +25,7 @@ def _long_running(long_running_process: None) -> None:
 
 
 def just_booted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("operations.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=5))
+    monkeypatch.setattr("system.selectors.process_booted_at", lambda: timezone.now() - timedelta(seconds=5))
 
 
 def beat(seconds_ago: float, *, webhook_worker_ago: float = 10) -> None:
@@ -90,7 +90,7 @@ def test_a_worker_killed_mid_session_leaves_web_ready_and_says_so_apart(client, 
 
 
 def test_readyz_is_503_when_the_database_is_down(client, db):
-    with mock.patch("operations.views.connection.cursor", side_effect=OperationalError("down")):
+    with mock.patch("system.views.connection.cursor", side_effect=OperationalError("down")):
         response = client.get("/readyz")
     body = response.json()
     assert response.status_code == 503
@@ -410,7 +410,7 @@ def test_health_reads_are_cached_briefly(client, db, django_assert_max_num_queri
 
 def test_readyz_says_unknown_and_fails_when_the_health_tables_cannot_be_read(client, db):
     beat(10)
-    with mock.patch("operations.views.worker_health_cached", side_effect=OperationalError("no table")):
+    with mock.patch("system.views.worker_health_cached", side_effect=OperationalError("no table")):
         body = web_ready_worker_not(client, failing=["worker"])
     assert body["worker"]["status"] == "unknown"
     assert body["worker"]["detail"] == "cannot read the heartbeat (OperationalError)"

@@ -22,7 +22,7 @@ from reasoningbank.ai.check import llm_check_kind
 from reasoningbank.ai.llm import LLM, LLMPermanentError, llm_from_settings
 from reasoningbank.ai.prompt_kinds import UnknownPromptKind, prompt_kind_get, prompt_kinds
 
-TEMPLATE = "operations/_llm_check.html"
+TEMPLATE = "system/_llm_check.html"
 
 
 @login_required

@@ -9,10 +9,10 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.models import AuditEvent
+from memories.confidence.services import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
 from memories.search.contracts import SearchInput
 from memories.search.services import memory_search_use
-from memories.signals.services import confidence_recompute_all, memory_feedback, memory_outcome, signals_rollup
 from reasoningbank.errors import Forbidden, InvalidInput, NotFound
 from tests.factories import ProjectFactory, TeamFactory, memory_recorder
 

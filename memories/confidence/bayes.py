@@ -42,7 +42,7 @@ DEFAULT_PRIOR_STRENGTH = 2.0
 DECAY_PER_SILENT_DAY = 0.984
 # The first month of silence costs nothing: signal events are kept a month, and a memory with a signal
 # inside that window is in use (the decay only ever touches evidence the rollup has folded). The
-# daily rollup stores the decayed evidence (memories/signals/services.py, signals_decay): a later signal adds to it.
+# daily rollup stores the decayed evidence (memories/confidence/services.py, signals_decay): a later signal adds to it.
 DECAY_GRACE_DAYS = 30
 
 

@@ -1,4 +1,4 @@
-"""The dashboard's system page (operations/views_system.py): who may see it, whose rows it shows,
+"""The dashboard's system page (system/views_system.py): who may see it, whose rows it shows,
 the health part it polls, the runs' phase timelines, and its empty states."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from django_q.models import Schedule, Task
 from accounts.models import Membership
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from memories.models import AgentSession
-from operations.selectors_system import task_error_text
 from reasoningbank.models import WorkerHeartbeat
+from system.selectors_system import task_error_text
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory, MembershipFactory, UserFactory
 
 URL = "/system/"
