@@ -76,11 +76,11 @@ class DatabaseStateCollector(Collector):
         )
         up.add_metric([], 1 if worker.status in WORKER_ALIVE else 0)
         yield up
-        if worker.last_heartbeat_age is not None:  # never seen: no sample rather than a made-up age
+        if worker.last_probe_age is not None:  # never seen: no sample rather than a made-up age
             beat = GaugeMetricFamily(
                 f"{PREFIX}_worker_heartbeat_age_seconds", "Seconds since the worker's last heartbeat task ran"
             )
-            beat.add_metric([], worker.last_heartbeat_age)
+            beat.add_metric([], worker.last_probe_age)
             yield beat
 
         tiers = GaugeMetricFamily(

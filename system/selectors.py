@@ -25,13 +25,13 @@ from reasoningbank.health import (
     Backlog,
     QueueHealth,
     RunningHealth,
-    WorkerBeat,
     WorkerHealth,
+    WorkerPresence,
     backlog,
     queue_health,
     running_health,
-    worker_beat,
     worker_health,
+    worker_presence,
 )
 from reasoningbank.work_heartbeat import database_now, worker_is_gone
 
@@ -50,7 +50,7 @@ def worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
     from django_q.models import Schedule
 
     from reasoningbank.models import WorkerHeartbeat
-    from reasoningbank.schedules import HEARTBEAT_SCHEDULE
+    from reasoningbank.schedules import QUEUE_PROBE_SCHEDULE
     from reasoningbank.services import cluster_name
 
     now = now or timezone.now()
@@ -63,22 +63,22 @@ def worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
         grace=float(settings.WORKER_STARTUP_GRACE),
         inline=bool(Conf.SYNC),
     )
-    if health.down and not Schedule.objects.filter(name=HEARTBEAT_SCHEDULE).exists():
+    if health.down and not Schedule.objects.filter(name=QUEUE_PROBE_SCHEDULE).exists():
         health = replace(health, scheduled=False)  # starting a worker alone would not bring a beat
     return health
 
 
 def webhook_worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
     """The webhook worker (the qcluster on WEBHOOKS_CLUSTER's queue) from its processes' own heartbeats
-    (reasoningbank/worker_beats.py): alive while any of them beat lately. A restarted one is "ok" at once
+    (reasoningbank/worker_presence.py): alive while any of them beat lately. A restarted one is "ok" at once
     (the dead one's last beat is still fresh) and "starting" for the grace after web's own start."""
     from django_q.conf import Conf
 
     from reasoningbank.models import WorkerHeartbeat
-    from reasoningbank.services import WORKER_BEAT_SEPARATOR
+    from reasoningbank.services import WORKER_PRESENCE_SEPARATOR
 
     now = now or timezone.now()
-    rows = WorkerHeartbeat.objects.filter(cluster__startswith=f"{settings.WEBHOOKS_CLUSTER}{WORKER_BEAT_SEPARATOR}")
+    rows = WorkerHeartbeat.objects.filter(cluster__startswith=f"{settings.WEBHOOKS_CLUSTER}{WORKER_PRESENCE_SEPARATOR}")
     return worker_health(
         now=now,
         beat_at=rows.aggregate(newest=Max("beat_at"))["newest"],
@@ -89,16 +89,16 @@ def webhook_worker_health_get(*, now: datetime | None = None) -> WorkerHealth:
     )
 
 
-def worker_beats_get(*, now: datetime | None = None) -> list[WorkerBeat]:
-    """Every worker seen lately, each by its own heartbeat (reasoningbank/worker_beats.py), by host and pid."""
+def worker_presences_get(*, now: datetime | None = None) -> list[WorkerPresence]:
+    """Every worker seen lately, each by its own heartbeat (reasoningbank/worker_presence.py), by host and pid."""
     from reasoningbank.models import WorkerHeartbeat
-    from reasoningbank.services import WORKER_BEAT_SEPARATOR, cluster_name
+    from reasoningbank.services import WORKER_PRESENCE_SEPARATOR, cluster_name
 
     now = now or timezone.now()
-    rows = WorkerHeartbeat.objects.filter(cluster__startswith=f"{cluster_name()}{WORKER_BEAT_SEPARATOR}")
+    rows = WorkerHeartbeat.objects.filter(cluster__startswith=f"{cluster_name()}{WORKER_PRESENCE_SEPARATOR}")
     stale_after = float(settings.WORKER_HEARTBEAT_STALE_AFTER)
     return [
-        worker_beat(now=now, beat_at=row.beat_at, host=row.host, pid=row.pid, stale_after=stale_after)
+        worker_presence(now=now, beat_at=row.beat_at, host=row.host, pid=row.pid, stale_after=stale_after)
         for row in rows.order_by("host", "pid")
     ]
 

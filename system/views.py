@@ -147,11 +147,11 @@ def _worker_detail(worker: WorkerHealth) -> str:
     stale = f"stale after {age_text(worker.stale_after)}"
     if worker.status == "inline":
         return "tasks run inline (Q_SYNC): no worker to wait for"
-    if worker.last_heartbeat_age is None:
+    if worker.last_probe_age is None:
         if worker.status == "starting":
             return "no heartbeat yet; the service started moments ago"
         return "no heartbeat was ever recorded"
-    seen = f"last heartbeat {age_text(worker.last_heartbeat_age)} ago ({stale})"
+    seen = f"last heartbeat {age_text(worker.last_probe_age)} ago ({stale})"
     return seen + ("; the service started moments ago" if worker.status == "starting" else "")
 
 
@@ -159,7 +159,7 @@ def _worker_part(worker: WorkerHealth) -> dict[str, Any]:
     part: dict[str, Any] = {
         "status": worker.status,
         "detail": _worker_detail(worker),
-        "last_heartbeat_age_seconds": _age(worker.last_heartbeat_age),
+        "last_heartbeat_age_seconds": _age(worker.last_probe_age),
         "stale_after_seconds": worker.stale_after,
     }
     banner = worker_banner(worker)
@@ -172,7 +172,7 @@ def _webhook_worker_part(worker: WorkerHealth) -> dict[str, Any]:
     part: dict[str, Any] = {
         "status": worker.status,
         "detail": _worker_detail(worker),
-        "last_heartbeat_age_seconds": _age(worker.last_heartbeat_age),
+        "last_heartbeat_age_seconds": _age(worker.last_probe_age),
         "stale_after_seconds": worker.stale_after,
     }
     if worker.down:

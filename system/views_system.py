@@ -27,7 +27,7 @@ from consolidation.phases.registry import phase_names
 from consolidation.timeline import phase_legend, phase_timeline
 from reasoningbank.ai.llm import llm_health_get
 from reasoningbank.health import Backlog, age_text, llm_banner, worker_banner
-from system.selectors import queue_health_cached, worker_beats_get, worker_health_cached
+from system.selectors import queue_health_cached, worker_health_cached, worker_presences_get
 from system.selectors_system import (
     SystemFailure,
     SystemScope,
@@ -130,10 +130,10 @@ def _health(scope: SystemScope) -> dict[str, Any]:
     return {
         "worker": worker,
         "worker_label": WORKER_LABELS[worker.status],
-        "worker_age": _age(worker.last_heartbeat_age),
+        "worker_age": _age(worker.last_probe_age),
         "worker_stale_after": age_text(worker.stale_after),
         "worker_fix": worker_banner(worker),
-        "worker_beats": [(beat, _age(beat.age)) for beat in worker_beats_get()],
+        "worker_presences": [(beat, _age(beat.age)) for beat in worker_presences_get()],
         "queue": queue,
         "queue_rows": rows,
         "queue_stalled_after": age_text(stalled_after),

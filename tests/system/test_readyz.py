@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from reasoningbank.models import WorkerHeartbeat
-from reasoningbank.tasks import worker_heartbeat
+from reasoningbank.tasks import queue_probe
 from system.selectors import health_cache_clear
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
@@ -29,7 +29,7 @@ def just_booted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def beat(seconds_ago: float, *, webhook_worker_ago: float = 10) -> None:
-    """The worker's heartbeat, and the webhook worker's process's own (reasoningbank/worker_beats.py)."""
+    """The worker's heartbeat, and the webhook worker's process's own (reasoningbank/worker_presence.py)."""
     WorkerHeartbeat.objects.update_or_create(
         cluster="reasoningbank", defaults={"beat_at": timezone.now() - timedelta(seconds=seconds_ago)}
     )
@@ -130,7 +130,7 @@ def test_the_migration_check_is_cached_briefly(client, db):
 
 
 def test_a_worker_never_seen_turns_readyz_worker_red_with_the_fix(client, db):
-    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    Schedule.objects.create(name="rb:queue-probe", func="reasoningbank.tasks.queue_probe")
     beat(10)
     WorkerHeartbeat.objects.filter(cluster="reasoningbank").delete()
     body = web_ready_worker_not(client, failing=["worker"])
@@ -144,7 +144,7 @@ def test_a_worker_never_seen_turns_readyz_worker_red_with_the_fix(client, db):
 
 
 def test_a_stale_heartbeat_turns_readyz_worker_red(client, db, settings):
-    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    Schedule.objects.create(name="rb:queue-probe", func="reasoningbank.tasks.queue_probe")
     settings.WORKER_HEARTBEAT_STALE_AFTER = 60
     beat(50)  # well inside the limit: on a loaded machine seconds pass before /readyz reads it
     assert client.get("/readyz/worker").status_code == 200
@@ -169,7 +169,7 @@ def test_right_after_a_restart_an_old_heartbeat_reads_starting_not_stale(client,
 
 
 def test_the_heartbeat_task_makes_the_worker_ok(client, db):
-    worker_heartbeat()
+    queue_probe()
     worker = client.get("/readyz").json()["worker"]
     assert worker["status"] == "ok" and 0 <= worker["last_heartbeat_age_seconds"] < 5 and "fix" not in worker
     row = WorkerHeartbeat.objects.get()
@@ -224,32 +224,43 @@ def test_the_webhook_workers_queue_waiting_past_the_threshold_stalls_the_queue(c
     assert queue["webhook_tasks"]["depth"] == 1 and queue["tasks"]["depth"] == 0
 
 
-def test_setup_schedules_makes_the_worker_beat_every_minute(db):
+def test_setup_schedules_makes_the_queue_probe_run_every_minute(db):
     call_command("setup_schedules", stdout=mock.Mock())
-    schedule = Schedule.objects.get(name="rb:worker-heartbeat")
-    assert schedule.func == "reasoningbank.tasks.worker_heartbeat"
+    schedule = Schedule.objects.get(name="rb:queue-probe")
+    assert schedule.func == "reasoningbank.tasks.queue_probe"
     assert schedule.schedule_type == Schedule.MINUTES and schedule.minutes == 1
 
 
-def test_the_scheduler_enqueues_the_heartbeat_and_running_it_makes_the_worker_ok(client, transactional_db):
+def test_the_scheduler_enqueues_the_queue_probe_and_running_it_makes_the_worker_ok(client, transactional_db):
     """What django-q2's scheduler and a worker do with our schedule row."""
     from django_q.scheduler import scheduler
     from django_q.signing import SignedPackage
 
     call_command("setup_schedules", stdout=mock.Mock())
-    Schedule.objects.exclude(name="rb:worker-heartbeat").delete()
+    Schedule.objects.exclude(name="rb:queue-probe").delete()
     Schedule.objects.update(next_run=timezone.now() - timedelta(seconds=1))
     scheduler()
     (queued,) = OrmQ.objects.all()
     task = SignedPackage.loads(queued.payload)
-    assert task["func"] == "reasoningbank.tasks.worker_heartbeat" and task["group"] == "rb:worker-heartbeat"
+    assert task["func"] == "reasoningbank.tasks.queue_probe" and task["group"] == "rb:queue-probe"
     assert client.get("/readyz").json()["worker"]["status"] == "never_seen"
     health_cache_clear()
-    worker_heartbeat(*task["args"], **task["kwargs"])
+    queue_probe(*task["args"], **task["kwargs"])
     assert client.get("/readyz").json()["worker"]["status"] == "ok"
 
 
-def test_heartbeat_results_never_push_other_tasks_out_of_the_kept_history(transactional_db, monkeypatch):
+def test_a_probe_queued_under_its_old_dotted_path_still_runs_after_an_upgrade(client, transactional_db):
+    """A task waiting in the queue keeps the dotted path it was queued with: one queued before the probe
+    was renamed runs, and counts, instead of failing in the worker."""
+    from django_q.tasks import async_task
+
+    assert client.get("/readyz").json()["worker"]["status"] == "never_seen"
+    health_cache_clear()
+    async_task("reasoningbank.tasks.worker_heartbeat", sync=True)  # django-q2's worker, run in this process
+    assert client.get("/readyz").json()["worker"]["status"] == "ok"
+
+
+def test_queue_probe_results_never_push_other_tasks_out_of_the_kept_history(transactional_db, monkeypatch):
     """django-q2 keeps the last save_limit successes; counted per function, a beat a minute cannot
     evict the distillations and consolidations an operator looks for in the admin."""
     from django_q.brokers import get_broker
@@ -278,9 +289,9 @@ def test_heartbeat_results_never_push_other_tasks_out_of_the_kept_history(transa
 
     done(0, "memories.tasks.session_distill")
     for n in range(1, 6):
-        done(n, "reasoningbank.tasks.worker_heartbeat")
+        done(n, "reasoningbank.tasks.queue_probe")
     assert Success.objects.filter(func="memories.tasks.session_distill").count() == 1
-    assert Success.objects.filter(func="reasoningbank.tasks.worker_heartbeat").count() == 2
+    assert Success.objects.filter(func="reasoningbank.tasks.queue_probe").count() == 2
 
 
 # --- queue ------------------------------------------------------------------------------------------

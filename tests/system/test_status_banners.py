@@ -25,7 +25,7 @@ def _long_running(long_running_process: None) -> None:
 
 @pytest.fixture
 def scheduled(db: Any) -> None:
-    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    Schedule.objects.create(name="rb:queue-probe", func="reasoningbank.tasks.queue_probe")
 
 
 def healthy(settings: Any) -> None:

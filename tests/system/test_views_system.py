@@ -71,7 +71,7 @@ def both_orgs(cast: Any) -> dict[str, Any]:
         )
         rows[key] = {"run": run, "session": session, "task": task}
     rows["schedule"] = failed_task(
-        "reasoningbank.tasks.worker_heartbeat", error="the heartbeat broke", name="rb:worker-heartbeat"
+        "reasoningbank.tasks.queue_probe", error="the heartbeat broke", name="rb:queue-probe"
     )
     return rows
 
@@ -212,7 +212,7 @@ def test_anonymous_visitors_are_sent_to_sign_in(client, db):
 
 
 def test_a_dead_worker_shows_as_down_with_the_fix_command(client, cast):
-    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    Schedule.objects.create(name="rb:queue-probe", func="reasoningbank.tasks.queue_probe")
     WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now() - timedelta(minutes=25))
     client.force_login(cast.alice)
     body = text(client.get(URL))
@@ -224,7 +224,7 @@ def test_a_dead_worker_shows_as_down_with_the_fix_command(client, cast):
 
 
 def test_each_worker_is_listed_with_its_own_heartbeat_alive_or_down(client, cast):
-    """Two workers on two machines: the page shows both, each by its own beat (reasoningbank/worker_beats.py)."""
+    """Two workers on two machines: the page shows both, each by its own beat (reasoningbank/worker_presence.py)."""
     now = timezone.now()
     WorkerHeartbeat.objects.create(cluster="reasoningbank@machine-a/11", beat_at=now, host="machine-a", pid=11)
     WorkerHeartbeat.objects.create(
