@@ -28,10 +28,9 @@ from pathlib import Path
 
 import grimp
 import pytest
-from django.conf import settings
 
 from reasoningbank.schedules import schedule_specs
-from tests.repo_files import REPO, python_modules
+from tests.repo_files import REPO, first_party_apps, python_modules
 
 DOCS = REPO / "docs"
 ARCHITECTURE = DOCS / "architecture.md"
@@ -45,16 +44,10 @@ def importlinter() -> dict:
     return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
 
 
-def first_party_apps() -> list[str]:
-    """The top-level packages of ``INSTALLED_APPS`` that live in this repository."""
-    tops = [name.split(".")[0] for name in settings.INSTALLED_APPS]
-    return sorted({top for top in tops if (REPO / top / "__init__.py").is_file()})
-
-
 def apps() -> list[str]:
     """The apps the pages describe one by one: every first-party package but the project package
     (``reasoningbank/``: the kernel and the composition)."""
-    return [name for name in first_party_apps() if name != "reasoningbank"]
+    return sorted(name for name in first_party_apps() if name != "reasoningbank")
 
 
 def composition() -> set[str]:
@@ -77,7 +70,7 @@ def box_of(module: str) -> str:
 
 @cache
 def graph() -> grimp.ImportGraph:
-    return grimp.build_graph(*first_party_apps(), include_external_packages=True)
+    return grimp.build_graph(*sorted(first_party_apps()), include_external_packages=True)
 
 
 def fenced(text: str, language: str) -> list[str]:
@@ -122,7 +115,7 @@ def imports_between_boxes() -> set[tuple[str, str]]:
 
 
 def test_the_apps_of_installed_apps_are_the_import_contracts_root_packages() -> None:
-    assert set(first_party_apps()) == set(importlinter()["root_packages"]), (
+    assert first_party_apps() == set(importlinter()["root_packages"]), (
         "INSTALLED_APPS and [tool.importlinter] root_packages name different first-party packages"
     )
 
