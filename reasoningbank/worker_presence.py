@@ -1,13 +1,12 @@
-"""Each worker's presence: its own row, stamped by the worker itself, so that the system page shows every
-worker of the service, on every machine (docs/operations.md#several-machines-on-one-database).
+"""Each worker's own presence stamp, so that the system page shows every worker of the service, on every
+machine (docs/operations.md#several-machines-on-one-database).
 
-The queue probe (the ``rb:queue-probe`` schedule, ``reasoningbank.tasks.queue_probe``) proves that *some*
-worker runs tasks: one task a minute, taken by whichever cluster pulls it first, so with two workers it
-says nothing about the second. Each worker proves itself here instead: django-q2's sentinel (the process
-of ``qcluster`` that guards the pusher and the workers and restarts them when they die) calls its
-scheduler about every 30 seconds; this wraps that call to stamp the worker's own row afterwards.
-django-q2 offers no hook there, hence the wrapper; ``tests/reasoningbank/test_worker_presence.py`` fails
-if a django-q2 upgrade moves the call.
+The queue probe (``rb:queue-probe``) proves that *some* worker runs tasks: one task a minute, taken by
+whichever cluster pulls it first, so with two workers it says nothing about the second. Each worker
+proves itself here instead: django-q2's sentinel (the process of ``qcluster`` that guards the pusher and
+the workers and restarts them when they die) calls its scheduler about every 30 seconds; this wraps that
+call to stamp the worker's own row afterwards. django-q2 offers no hook there, hence the wrapper;
+``tests/reasoningbank/test_worker_presence.py`` fails if a django-q2 upgrade moves the call.
 """
 
 from __future__ import annotations
