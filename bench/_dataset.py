@@ -101,7 +101,7 @@ def _generate_chunk(args: tuple[int, int, int, list[list[str]], float]) -> tuple
         confidence = rng.uniform(0.5, 0.95) if rng.random() < 0.9 else rng.uniform(0.2, 0.5)
         usage = min(int(rng.paretovariate(1.5)) - 1, 200)
         evidence = usage / 2 + rng.uniform(0, 10)
-        total = 2.0 + evidence  # prior strength 2 (memories.signals.confidence.DEFAULT_PRIOR_STRENGTH) + evidence
+        total = 2.0 + evidence  # prior strength 2 (memories.confidence.bayes.DEFAULT_PRIOR_STRENGTH) + evidence
         age_days = rng.uniform(0, 365)
         created = now - age_days * DAY
         last_used = created + rng.random() * (now - created) if usage else None

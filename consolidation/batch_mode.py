@@ -33,23 +33,23 @@ def run_batch_session(run: ConsolidationRun, llm: Any) -> BatchSession | None:
     return batch_session(organization=run.organization, subject=run, llm=llm)
 
 
-def run_batch_send(ctx: RunState, status: str) -> str:
+def run_batch_send(state: RunState, status: str) -> str:
     """After a pass: send the calls it deferred and make the run wait for them (``waiting_for_batch``).
     A pass that waits for the budget sends nothing (its next pass asks again), nor does a batch the
     budget refuses: the run then waits for the budget like any. Otherwise ``status`` is kept."""
-    session = ctx.batch
+    session = state.batch
     if session is None or not session.recorded or status != ConsolidationRun.STATUS_COMPLETED:
         return status
     count = len(session.recorded)
     try:
         batches = batch_submit(session)
     except LLMBudgetExceeded as exc:
-        ctx.budget_refusals += count
-        ctx.budget_refused = exc
-        ctx.warnings.append(f"{count} LLM call(s) wait for the budget: {exc}; the run goes on then")
+        state.budget_refusals += count
+        state.budget_refused = exc
+        state.warnings.append(f"{count} LLM call(s) wait for the budget: {exc}; the run goes on then")
         return ConsolidationRun.STATUS_WAITING
     failed = [b for b in batches if b.error]
-    ctx.warnings.append(
+    state.warnings.append(
         f"{count} LLM call(s) were sent to the {session.api.provider} batch API ({len(batches)} batch(es)); "
         "the run goes on once the provider answered"
         + (

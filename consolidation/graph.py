@@ -24,7 +24,7 @@ from consolidation.selectors import (
 logger = logging.getLogger("consolidation")
 
 
-def neighbour_graph_build(ctx: RunState, memories: dict[str, ScannedMemory], floor: float) -> list[Edge]:
+def neighbour_graph_build(state: RunState, memories: dict[str, ScannedMemory], floor: float) -> list[Edge]:
     """The project's neighbour graph (edges ≥ ``floor`` between active memories). The first run
     probes the HNSW index for every memory; later runs reuse the stored graph and probe only the
     memories created or changed since it was built (their edges to older memories come from their
@@ -34,13 +34,13 @@ def neighbour_graph_build(ctx: RunState, memories: dict[str, ScannedMemory], flo
     Stored in the same run, except in a dry run."""
     k = NEIGHBOURS_PER_MEMORY
     models = sorted({m.embedding_model for m in memories.values()})
-    graph = neighbour_graph_get(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
+    graph = neighbour_graph_get(organization_id=state.run.organization_id, project_id=state.project.id)
     due = set(range(graph_slices.SLICES))
     probed_at: list[datetime] = []
     if graph is not None:
         stamps = graph.slices_probed_at or [graph.rebuilt_at.isoformat()] * graph_slices.SLICES  # legacy row
         probed_at = [datetime.fromisoformat(at) for at in stamps]
-        due = graph_slices.slices_due(probed_at, ctx.now, GRAPH_REPROBE_AFTER)
+        due = graph_slices.slices_due(probed_at, state.now, GRAPH_REPROBE_AFTER)
     reuse = (
         graph is not None
         and graph.min_similarity <= floor + 1e-9
@@ -55,7 +55,9 @@ def neighbour_graph_build(ctx: RunState, memories: dict[str, ScannedMemory], flo
         cutoff = (graph.built_at - GRAPH_CLOCK_MARGIN).timestamp()
         changed = {mid for mid, m in memories.items() if m.created >= cutoff or m.updated >= cutoff}
         probe = sorted(changed | {mid for mid in memories if graph_slices.slice_of(mid) in due})
-        stored = stored_edges(organization_id=ctx.run.organization_id, project_id=ctx.project.id, min_similarity=floor)
+        stored = stored_edges(
+            organization_id=state.run.organization_id, project_id=state.project.id, min_similarity=floor
+        )
         for a, b, similarity in stored:
             if a in memories and b in memories:
                 if a not in changed and b not in changed:
@@ -63,25 +65,25 @@ def neighbour_graph_build(ctx: RunState, memories: dict[str, ScannedMemory], flo
             else:
                 gone.update(x for x in (a, b) if x not in memories)
         gone |= changed
-        probed_at = [at if i not in due else ctx.now for i, at in enumerate(probed_at)]
+        probed_at = [at if i not in due else state.now for i, at in enumerate(probed_at)]
     else:
         probe = list(memories)
-        probed_at = graph_slices.slices_staggered(ctx.now, GRAPH_REPROBE_AFTER)
+        probed_at = graph_slices.slices_staggered(state.now, GRAPH_REPROBE_AFTER)
     fresh = (
         neighbour_edges(
-            organization_id=ctx.run.organization_id, project_id=ctx.project.id, ids=probe, min_similarity=floor, k=k
+            organization_id=state.run.organization_id, project_id=state.project.id, ids=probe, min_similarity=floor, k=k
         )
         if probe
         else []
     )
-    ctx.counters["neighbour_probes"] = len(probe)
+    state.counters["neighbour_probes"] = len(probe)
     # a re-probed memory's stored edges come back from its probe: one edge per pair (a < b both)
     merged = dict(kept)
     merged.update(((a, b), s) for a, b, s in fresh)
     edges = [(a, b, s) for (a, b), s in merged.items()]
-    if not ctx.dry:
+    if not state.dry:
         neighbour_graph_store(
-            ctx,
+            state,
             fresh,
             replace_all=not reuse,
             forget=sorted(gone),
@@ -95,7 +97,7 @@ def neighbour_graph_build(ctx: RunState, memories: dict[str, ScannedMemory], flo
 
 
 def neighbour_graph_store(
-    ctx: RunState,
+    state: RunState,
     fresh: list[Edge],
     *,
     replace_all: bool,
@@ -109,12 +111,12 @@ def neighbour_graph_store(
     """Bring the stored graph up to date in one transaction (a crash keeps the previous graph)."""
     with transaction.atomic(), connection.cursor() as cursor:
         if replace_all:
-            cursor.execute("DELETE FROM consolidation_neighbouredge WHERE project_id = %s", [ctx.project.id])
+            cursor.execute("DELETE FROM consolidation_neighbouredge WHERE project_id = %s", [state.project.id])
         elif forget:
             cursor.execute(
                 "DELETE FROM consolidation_neighbouredge WHERE project_id = %s "
                 "AND (source = ANY(%s) OR target = ANY(%s))",
-                [ctx.project.id, forget, forget],
+                [state.project.id, forget, forget],
             )
         if fresh:
             sources, targets, similarities = (list(column) for column in zip(*fresh, strict=True))
@@ -125,14 +127,14 @@ def neighbour_graph_store(
                 # (docs/operations.md#distributed-by-organization)
                 "ON CONFLICT (project_id, source, target, organization_id) "
                 "DO UPDATE SET similarity = EXCLUDED.similarity",
-                [ctx.run.organization_id, ctx.project.id, sources, targets, similarities],
+                [state.run.organization_id, state.project.id, sources, targets, similarities],
             )
         NeighbourGraph.objects.update_or_create(
-            project=ctx.project,
+            project=state.project,
             defaults={
-                **({"rebuilt_at": ctx.now} if replace_all else {}),
-                "organization_id": ctx.run.organization_id,
-                "built_at": ctx.now,
+                **({"rebuilt_at": state.now} if replace_all else {}),
+                "organization_id": state.run.organization_id,
+                "built_at": state.now,
                 "min_similarity": min_similarity,
                 "neighbours": k,
                 "embedding_models": models,

@@ -152,13 +152,13 @@ class RunState:
         self.preview.setdefault(key, []).append(item)
 
 
-def run_llm(ctx: RunState) -> Any:
+def run_llm(state: RunState) -> Any:
     """The LLM a run uses: the one it was given (tests, benchmarks) or the configured provider."""
-    return ctx.llm or llm_from_settings()
+    return state.llm or llm_from_settings()
 
 
 def run_archive(
-    ctx: RunState,
+    state: RunState,
     memory_ids: str | Sequence[str],
     reason: str,
     *,
@@ -167,41 +167,41 @@ def run_archive(
 ) -> list[str]:
     """Archive for this run through the one audited archive service (the audit rows name the run)."""
     return memories_archive(
-        organization=ctx.run.organization,
+        organization=state.run.organization,
         memory_ids=memory_ids,
         reason=reason,
         into=into,
         only_active=only_active,
-        data={"run": ctx.run.id},
+        data={"run": state.run.id},
     )
 
 
-def link_add(ctx: RunState, source: str, target: str, kind: str, weight: float, reason: str) -> None:
+def link_add(state: RunState, source: str, target: str, kind: str, weight: float, reason: str) -> None:
     MemoryLink.objects.get_or_create(
         source_id=source,
         target_id=target,
         kind=kind,
         defaults={
-            "organization": ctx.run.organization,
+            "organization": state.run.organization,
             "weight": round(float(weight), 4),
             "reason": scrub_secrets(reason).text[:2000],  # a judge's words, shown with the dispute
-            "run": ctx.run,
+            "run": state.run,
         },
     )
 
 
 def llm_map(
-    ctx: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, system: str, max_tokens: int = 2048
+    state: RunState, llm: Any, purpose: str, prompts: Sequence[str], *, system: str, max_tokens: int = 2048
 ) -> list[str | Exception]:
     """Call the LLM for each prompt, at most CONSOLIDATION_LLM_CONCURRENCY at a time. In batch mode, a
     prompt its batch answered gets that answer, one never asked is deferred to the next batch (the phase
     leaves its work for the run's next pass, as for a call the budget refused), and one the batch did not
     answer (expired, cancelled) is called directly."""
-    org, run = ctx.run.organization, ctx.run
+    org, run = state.run.organization, state.run
 
     def one(prompt: str) -> str | Exception:
-        if ctx.batch is not None:
-            stored = ctx.batch.answer(purpose=purpose, system=system, prompt=prompt, max_tokens=max_tokens)
+        if state.batch is not None:
+            stored = state.batch.answer(purpose=purpose, system=system, prompt=prompt, max_tokens=max_tokens)
             if stored is not None:
                 return stored
         try:
@@ -210,8 +210,8 @@ def llm_map(
                 max_tokens=max_tokens,
             ).text  # fmt: skip
         except LLMBudgetExceeded as exc:
-            ctx.budget_refusals += 1  # each thread adds one: the GIL keeps the count whole
-            ctx.budget_refused = exc
+            state.budget_refusals += 1  # each thread adds one: the GIL keeps the count whole
+            state.budget_refused = exc
             return exc
         except LLMError as exc:
             return exc
@@ -232,7 +232,7 @@ def llm_map(
         return list(pool.map(bind(one_in_thread), prompts))  # the llm.* spans inside the run's trace
 
 
-def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
+def reply_parsed(state: RunState, reply: str | Exception, parse: Callable[[str], Any], what: str) -> Any:
     """A judge's parsed verdict, or None with a run warning when the call or its reply failed (a call
     the budget refused is counted once for the run, not warned about per call)."""
     if budget_refused(reply):
@@ -242,7 +242,7 @@ def reply_parsed(ctx: RunState, reply: str | Exception, parse: Callable[[str], A
             raise reply
         return parse(reply)
     except (PromptParseError, LLMError) as exc:
-        ctx.warnings.append(f"{what} failed: {exc}")
+        state.warnings.append(f"{what} failed: {exc}")
         return None
 
 
@@ -266,23 +266,23 @@ def prompt_source(memory: Memory) -> SourceMemory:
 
 
 def draft_refused(
-    ctx: RunState, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
+    state: RunState, draft: MemoryDraft, *, source: str, prompts: Sequence[str], title_is_content: bool = False
 ) -> bool:
     """The write gate (``memories.core.gate``) on a memory the run is about to create: True when
     it is kept out — a run warning and a ``memory.rejected`` audit row say why; the run goes on."""
     rejection = memory_gate(draft, prompts=prompts, title_is_content=title_is_content)
     if rejection is None:
         return False
-    ctx.warnings.append(f"{source}: the write gate kept out “{draft.title[:80]}”: {rejection.message}")
+    state.warnings.append(f"{source}: the write gate kept out “{draft.title[:80]}”: {rejection.message}")
     memory_rejection_record(
-        organization=ctx.run.organization,
-        actor=ctx.principal,
-        project=ctx.project,
+        organization=state.run.organization,
+        actor=state.principal,
+        project=state.project,
         source=source,
         reason=rejection.reason,
         field=rejection.field,
         message=rejection.message,
         title=draft.title,
-        data={"run": ctx.run.id},
+        data={"run": state.run.id},
     )
     return True

@@ -228,7 +228,7 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
         user=run.requested_by_user,
     )
     started = time.monotonic()
-    ctx = RunState(
+    state = RunState(
         run=run,
         project=project,
         options=options,
@@ -242,45 +242,45 @@ def _run_execute(run: ConsolidationRun, *, llm: Any, heartbeat: WorkHeartbeat) -
     )
     status = ConsolidationRun.STATUS_COMPLETED
     try:
-        ctx.batch = run_batch_session(run, llm)
+        state.batch = run_batch_session(run, llm)
         for phase in phases():
-            phase_run(ctx, phase)
-        status = run_batch_send(ctx, _status_after_budget(ctx))
+            phase_run(state, phase)
+        status = run_batch_send(state, _status_after_budget(state))
     except RunTimeout as exc:
         status = ConsolidationRun.STATUS_FAILED
-        ctx.errors.append(str(exc))
+        state.errors.append(str(exc))
     except Exception as exc:  # a bug or a database error: record it, keep what committed
         logger.exception("consolidation run %s failed", run.id)
         status = ConsolidationRun.STATUS_FAILED
-        ctx.errors.append(f"{type(exc).__name__}: {exc}")
-    if status == ConsolidationRun.STATUS_WAITING and ctx.budget_refused is not None:
-        run.resume_at = ctx.budget_refused.resets_at
+        state.errors.append(f"{type(exc).__name__}: {exc}")
+    if status == ConsolidationRun.STATUS_WAITING and state.budget_refused is not None:
+        run.resume_at = state.budget_refused.resets_at
     finished = run_finish(
         run,
         status,
-        counters=ctx.counters,
-        preview=ctx.preview,
-        warnings=ctx.warnings,
-        errors=ctx.errors,
-        durations=ctx.durations,
-        created=ctx.created,
-        archived=ctx.archived,
+        counters=state.counters,
+        preview=state.preview,
+        warnings=state.warnings,
+        errors=state.errors,
+        durations=state.durations,
+        created=state.created,
+        archived=state.archived,
     )
     events.run_completed.send(sender=ConsolidationRun, run=finished)
     return finished
 
 
-def _status_after_budget(ctx: RunState) -> str:
+def _status_after_budget(state: RunState) -> str:
     """Completed, or waiting for the LLM budget when it refused some of the run's calls: every phase
     ran (those without an LLM did all their work), and the LLM's share waits for the run to be queued
     again at the period's turn (``runs_resume_budget``). A dry run only says what it could not ask."""
-    if not ctx.budget_refusals or ctx.budget_refused is None:
+    if not state.budget_refusals or state.budget_refused is None:
         return ConsolidationRun.STATUS_COMPLETED
-    ctx.warnings.append(
-        f"{ctx.budget_refusals} LLM call(s) wait for the budget: {ctx.budget_refused}"
-        + ("" if ctx.dry else "; the run goes on then")
+    state.warnings.append(
+        f"{state.budget_refusals} LLM call(s) wait for the budget: {state.budget_refused}"
+        + ("" if state.dry else "; the run goes on then")
     )
-    return ConsolidationRun.STATUS_COMPLETED if ctx.dry else ConsolidationRun.STATUS_WAITING
+    return ConsolidationRun.STATUS_COMPLETED if state.dry else ConsolidationRun.STATUS_WAITING
 
 
 def runs_resume_budget() -> int:
@@ -322,24 +322,26 @@ def runs_resume_batch() -> int:
     return resumed
 
 
-def phase_run(ctx: RunState, phase: Phase) -> None:
-    ctx.check_time()
+def phase_run(state: RunState, phase: Phase) -> None:
+    state.check_time()
     cycle = phases()
-    ConsolidationRun.objects.filter(pk=ctx.run.pk).update(
+    ConsolidationRun.objects.filter(pk=state.run.pk).update(
         phase=phase.name,
         progress=cycle.index(phase) / len(cycle),
         heartbeat_at=timezone.now(),
-        counters=ctx.counters,
+        counters=state.counters,
     )
     started = time.perf_counter()
-    before = dict(ctx.counters)
+    before = dict(state.counters)
     try:
         # one span per phase (consolidation.scan, .cluster, ...) with the counts it changed
         with span(f"consolidation.{phase.name}", phase=phase.name) as phase_span:
-            phase.step(ctx)
-            phase_span.set_attributes({k: v - before.get(k, 0) for k, v in ctx.counters.items() if v != before.get(k)})
+            phase.step(state)
+            phase_span.set_attributes(
+                {k: v - before.get(k, 0) for k, v in state.counters.items() if v != before.get(k)}
+            )
     finally:
-        ctx.durations[phase.name] = round(time.perf_counter() - started, 4)
+        state.durations[phase.name] = round(time.perf_counter() - started, 4)
 
 
 def run_finish(

@@ -6,7 +6,7 @@ reads, ``contracts.py`` the agent operations shared by MCP and REST, ``api.py`` 
 
 * ``core/`` — a memory: record (behind the write gate), get, list, edit, lineage, re-embed;
 * ``search/`` — hybrid search: the vector and lexical legs, their fusion, ranking, folding;
-* ``signals/`` — confidence: feedback, outcomes, usage, the daily rollup and decay;
+* ``confidence/`` — confidence: feedback, outcomes, usage, the daily rollup and decay;
 * ``sessions/`` — agent sessions: submit, distillation into memories, the injection ledger;
 * ``code_reports/`` — what became of a session's code (kept or reverted), as stability signals;
 * ``context/`` — the block a session starts with, and the consolidated summaries it is made of;

@@ -21,11 +21,11 @@ from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories.ask import contracts as ask
 from memories.code_reports import contracts as code_reports
+from memories.confidence import contracts as confidence
 from memories.context import contracts as context
 from memories.core import contracts as core
 from memories.search import contracts as search
 from memories.sessions import contracts as sessions
-from memories.signals import contracts as signals
 from reasoningbank.contracts import contract_tool
 from reasoningbank.mcp_registry import register_tool_module, service_errors
 
@@ -88,9 +88,9 @@ def register_memory_tools(server: MCPServer) -> None:
         name="memory_feedback",
         description="Provide feedback on a retrieved memory",
         annotations=_write("Rate a memory"),
-        input_model=signals.FeedbackInput,
-        output_model=signals.FeedbackOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, signals.memory_feedback_run),
+        input_model=confidence.FeedbackInput,
+        output_model=confidence.FeedbackOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, confidence.memory_feedback_run),
     )
     contract_tool(
         server,
@@ -100,9 +100,9 @@ def register_memory_tools(server: MCPServer) -> None:
             "used a retrieved memory to help the system learn which memories are actually useful."
         ),
         annotations=_write("Report a task outcome"),
-        input_model=signals.OutcomeInput,
-        output_model=signals.OutcomeOutput,
-        run=_as(SCOPE_MEMORIES_WRITE, signals.memory_outcome_run),
+        input_model=confidence.OutcomeInput,
+        output_model=confidence.OutcomeOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, confidence.memory_outcome_run),
     )
     contract_tool(
         server,

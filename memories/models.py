@@ -132,7 +132,7 @@ class Memory(models.Model):
     confidence = models.FloatField(default=0.8)
     usage_count = models.PositiveIntegerField(default=0)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    # when the memory last had a confidence signal of any kind (memories/signals/services.py writes it with the
+    # when the memory last had a confidence signal of any kind (memories/confidence/services.py writes it with the
     # signal): time decay counts the silence from here
     last_signal_at = models.DateTimeField(null=True, blank=True)
     # search
@@ -406,7 +406,7 @@ class MemorySignalAggregate(models.Model):
     stability_pos = models.PositiveIntegerField(default=0)
     stability_neg = models.PositiveIntegerField(default=0)
     last_rollup = models.DateTimeField(default=timezone.now)
-    # Time decay of these counts (docs/confidence.md#time-decay; memories/signals/services.py,
+    # Time decay of these counts (docs/confidence.md#time-decay; memories/confidence/services.py,
     # signals_decay): the evidence each still carries, a float the daily rollup shrinks for every silent
     # day and later signals add to at full weight. NULL until the first decay: the count itself. The
     # counts stay whole (pruning's and the ladder's "how many signals") and the weights apply at

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from memories.confidence.services import confidence_recompute_all, signals_decay, signals_rollup
 from memories.moderation.services import memories_prune_low_confidence
 from memories.sessions.services import session_process, sessions_resume_waiting
-from memories.signals.services import confidence_recompute_all, signals_decay, signals_rollup
 from reasoningbank.tracing import task_traced
 
 logger = logging.getLogger(__name__)

@@ -5,12 +5,12 @@ from django.urls import path, register_converter
 
 from memories.ask import api as ask_api
 from memories.code_reports import api as code_reports_api
+from memories.confidence import api as confidence_api
 from memories.context import api as context_api
 from memories.core import api as core_api
 from memories.moderation import api as moderation_api
 from memories.search import api as search_api
 from memories.sessions import api as sessions_api
-from memories.signals import api as signals_api
 from memories.transfer import api as transfer_api
 from memories.trust import api_injection as injection_api
 from memories.trust import api_policy as policy_api
@@ -42,10 +42,10 @@ urlpatterns = [
     path("memories/<str:memory_id>", core_api.MemoryDetailView.as_view(), name="api-memory"),
     path("memories/<str:memory_id>/archive", moderation_api.MemoryArchiveView.as_view(), name="api-memory-archive"),
     path("memories/<str:memory_id>/restore", moderation_api.MemoryRestoreView.as_view(), name="api-memory-restore"),
-    path("memories/<str:memory_id>/feedback", signals_api.MemoryFeedbackView.as_view(), name="api-memory-feedback"),
-    path("memories/<str:memory_id>/outcome", signals_api.MemoryOutcomeView.as_view(), name="api-memory-outcome"),
+    path("memories/<str:memory_id>/feedback", confidence_api.MemoryFeedbackView.as_view(), name="api-memory-feedback"),
+    path("memories/<str:memory_id>/outcome", confidence_api.MemoryOutcomeView.as_view(), name="api-memory-outcome"),
     path("memories/<str:memory_id>/lineage", core_api.MemoryLineageView.as_view(), name="api-memory-lineage"),
-    path("memories/<str:memory_id>/signals", signals_api.MemorySignalsView.as_view(), name="api-memory-signals"),
+    path("memories/<str:memory_id>/signals", confidence_api.MemorySignalsView.as_view(), name="api-memory-signals"),
     path("summaries", context_api.SummaryListView.as_view(), name="api-summaries"),
     path("summaries/<str:summary_id>", context_api.SummaryDetailView.as_view(), name="api-summary"),
     # what the instruction-smell detector held for an admin's review (the summaries' routes first)

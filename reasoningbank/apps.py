@@ -22,12 +22,13 @@ class ReasoningBankConfig(AppConfig):
 
         # with a read replica, writes on the primary keep their request's reads there (read-your-writes)
         connection_created.connect(write_tracking_install, dispatch_uid="reasoningbank.replica_write_tracking")
-        # the worker heartbeat's grace period starts here (see reasoningbank.health.worker_health)
+        # the grace period of the queue probe and of the worker presences starts here
+        # (see reasoningbank.health.worker_health)
         self.booted_at = timezone.now()
         if process_role_from_argv(sys.argv) == "worker":
-            from reasoningbank.worker_beats import scheduler_beat_install
+            from reasoningbank.worker_presence import worker_presence_install
 
-            scheduler_beat_install()  # each worker's own heartbeat, from its sentinel (inherited by the fork)
+            worker_presence_install()  # each worker stamps its own row, from its sentinel (inherited by the fork)
         # every process that loads Django (uvicorn's web workers, qcluster before it forks, commands)
         if settings.TRACING_ENABLED:
             from reasoningbank.tracing import setup

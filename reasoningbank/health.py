@@ -2,7 +2,7 @@
 banner, from timestamps the selectors read (no Django here, so every edge is unit-tested plainly).
 
 * the worker (django-q2 ``qcluster``, a separate process) proves it is alive by running the
-  ``rb:worker-heartbeat`` task every minute: the beat travels through the same broker queue, pusher
+  queue probe (the ``rb:queue-probe`` task) every minute: the probe travels through the same broker queue, pusher
   and worker pool as real work, so a cluster whose pusher died (nothing pulled any more) goes stale
   too, not only one whose processes are gone;
 * the queue is stalled when its oldest waiting item (a broker task, a queued consolidation run, a
@@ -36,9 +36,9 @@ SCHEDULES_COMMAND = ".venv/bin/python manage.py setup_schedules"
 @dataclass(frozen=True)
 class WorkerHealth:
     status: WorkerStatus
-    last_heartbeat_age: float | None  # seconds since the last beat; None when never seen
+    last_probe_age: float | None  # seconds since the last queue probe ran; None when never seen
     stale_after: float
-    scheduled: bool = True  # the heartbeat schedule exists (only looked up when the beat is missing)
+    scheduled: bool = True  # the probe's schedule exists (only looked up when the probe is missing)
 
     @property
     def down(self) -> bool:
@@ -74,8 +74,9 @@ def worker_health(
 
 
 @dataclass(frozen=True)
-class WorkerBeat:
-    """One worker (a ``qcluster`` on some machine) as its own heartbeat tells (reasoningbank/worker_beats.py)."""
+class WorkerPresence:
+    """One worker (a ``qcluster`` on some machine) as its own presence stamp tells
+    (reasoningbank/worker_presence.py)."""
 
     host: str
     pid: int | None
@@ -87,8 +88,10 @@ class WorkerBeat:
         return self.age <= self.stale_after
 
 
-def worker_beat(*, now: datetime, beat_at: datetime, host: str, pid: int | None, stale_after: float) -> WorkerBeat:
-    return WorkerBeat(host, pid, max(0.0, (now - beat_at).total_seconds()), stale_after)
+def worker_presence(
+    *, now: datetime, beat_at: datetime, host: str, pid: int | None, stale_after: float
+) -> WorkerPresence:
+    return WorkerPresence(host, pid, max(0.0, (now - beat_at).total_seconds()), stale_after)
 
 
 @dataclass(frozen=True)
@@ -201,11 +204,11 @@ def age_text(seconds: float) -> str:
 def worker_banner(worker: WorkerHealth) -> Banner | None:
     if not worker.down:
         return None
-    if worker.last_heartbeat_age is None:
+    if worker.last_probe_age is None:
         message = "No background worker has run yet: submitted sessions, consolidations and scheduled jobs wait."
     else:
         message = (
-            f"The background worker was last seen {age_text(worker.last_heartbeat_age)} ago: submitted "
+            f"The background worker was last seen {age_text(worker.last_probe_age)} ago: submitted "
             "sessions, consolidations and scheduled jobs wait."
         )
     if not worker.scheduled:

@@ -9,7 +9,7 @@ module is imported (prometheus-client picks its storage then), and the directory
 service starts (run.sh does both).
 
 Gauges that are state rather than events (queue depth and age, memories per tier, sessions waiting
-for an LLM, the worker's heartbeat age) are not kept here: ``operations/metrics_scrape.py`` reads
+for an LLM, the worker's heartbeat age) are not kept here: ``system/metrics_scrape.py`` reads
 them from the database at scrape time. No process holds a copy that could go stale, and no gauge of
 a process that exited needs cleaning up (prometheus-client's ``mark_process_dead`` only matters for
 ``live*`` gauges, of which there are none; counters and histograms of an exited process rightly stay

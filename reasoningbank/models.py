@@ -1,4 +1,4 @@
-"""Cross-cutting records: every LLM call, per org (the basis of cost metering), and the worker's heartbeat."""
+"""Cross-cutting records: every LLM call, per org (the basis of cost metering), and the worker's liveness stamps."""
 
 from __future__ import annotations
 
@@ -77,10 +77,11 @@ class LlmCall(models.Model):
 
 
 class WorkerHeartbeat(models.Model):
-    """The last time a django-q2 cluster ran its heartbeat task (one row per cluster name).
-
-    Written by the ``rb:worker-heartbeat`` schedule every minute, read by ``/readyz`` and the
-    dashboard banner (``reasoningbank.health``). Not tenant data: one row describes the service.
+    """When a worker last proved itself alive. Two kinds of rows: one per cluster name, the last time the
+    queue probe ran (the ``rb:queue-probe`` schedule, every minute), read by ``/readyz`` and the dashboard
+    banner (``reasoningbank.health``); and one per worker process group, ``<cluster>@<host>/<pid>``, its
+    presence stamped by itself (``reasoningbank.worker_presence``), read by the system page. The name
+    predates the two (renaming the model would need a migration). Not tenant data: one row describes the service.
     """
 
     cluster = models.CharField(max_length=100, primary_key=True)

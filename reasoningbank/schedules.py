@@ -17,14 +17,14 @@ class ScheduleSpec:
     description: str
 
 
-HEARTBEAT_SCHEDULE = "rb:worker-heartbeat"
+QUEUE_PROBE_SCHEDULE = "rb:queue-probe"
 
 
 def schedule_specs() -> list[ScheduleSpec]:
     return [
         ScheduleSpec(
-            name=HEARTBEAT_SCHEDULE,
-            func="reasoningbank.tasks.worker_heartbeat",
+            name=QUEUE_PROBE_SCHEDULE,
+            func="reasoningbank.tasks.queue_probe",
             minutes=1,
             description="the worker proves it runs tasks (read by /readyz and the dashboard banner)",
         ),

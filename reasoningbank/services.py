@@ -1,4 +1,5 @@
-"""Writes of the project package's own records (the worker heartbeats)."""
+"""Writes of the project package's own records: the queue probe's stamp and each worker's presence (rows of
+``WorkerHeartbeat``, the model's name from before the two were told apart: renaming it would need a migration)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ def cluster_name() -> str:
     return str(Conf.CLUSTER_NAME)
 
 
-def worker_heartbeat_record(*, now: datetime | None = None) -> WorkerHeartbeat:
-    """The worker is alive: stamp its cluster's row (one upsert, no history kept)."""
+def queue_probe_record(*, now: datetime | None = None) -> WorkerHeartbeat:
+    """The queue probe reached a worker: stamp its cluster's row (one upsert, no history kept)."""
     beat, _ = WorkerHeartbeat.objects.update_or_create(
         cluster=cluster_name(),
         defaults={"beat_at": now or timezone.now(), "host": socket.gethostname()[:255], "pid": os.getpid()},
@@ -30,29 +31,29 @@ def worker_heartbeat_record(*, now: datetime | None = None) -> WorkerHeartbeat:
 
 
 # One row per worker process group beside the cluster's own row: "<cluster>@<host>/<pid>" (the primary key
-# is 100 characters; a long host name is cut, the pid kept). reasoningbank/worker_beats.py writes them.
-WORKER_BEAT_SEPARATOR = "@"
-WORKER_BEATS_KEPT = timedelta(days=1)
+# is 100 characters; a long host name is cut, the pid kept). reasoningbank/worker_presence.py writes them.
+WORKER_PRESENCE_SEPARATOR = "@"
+WORKER_PRESENCE_KEPT = timedelta(days=1)
 
 
-def worker_beat_key(identity: str) -> str:
-    prefix = f"{cluster_name()}{WORKER_BEAT_SEPARATOR}"
+def worker_presence_key(identity: str) -> str:
+    prefix = f"{cluster_name()}{WORKER_PRESENCE_SEPARATOR}"
     host, _, pid = identity.rpartition("/")
     return f"{prefix}{host[: 100 - len(prefix) - len(pid) - 1]}/{pid}"
 
 
-def worker_beat_record(*, now: datetime | None = None) -> WorkerHeartbeat:
+def worker_presence_record(*, now: datetime | None = None) -> WorkerHeartbeat:
     """This worker (a qcluster on some machine) is alive: stamp its own row, and forget the rows of this
     machine's workers that are gone (a restart gives the worker a new pid) and of any worker silent for a day."""
     identity = worker_identity()
     now = now or timezone.now()
     beat, _ = WorkerHeartbeat.objects.update_or_create(
-        cluster=worker_beat_key(identity),
+        cluster=worker_presence_key(identity),
         defaults={"beat_at": now, "host": socket.gethostname()[:255], "pid": os.getpid()},
     )
-    others = WorkerHeartbeat.objects.filter(cluster__startswith=f"{cluster_name()}{WORKER_BEAT_SEPARATOR}").exclude(
+    others = WorkerHeartbeat.objects.filter(cluster__startswith=f"{cluster_name()}{WORKER_PRESENCE_SEPARATOR}").exclude(
         pk=beat.pk
     )
     gone = [row.pk for row in others if worker_is_gone(f"{row.host}/{row.pid}")]
-    others.filter(Q(pk__in=gone) | Q(beat_at__lt=now - WORKER_BEATS_KEPT)).delete()
+    others.filter(Q(pk__in=gone) | Q(beat_at__lt=now - WORKER_PRESENCE_KEPT)).delete()
     return beat

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from reasoningbank.services import worker_heartbeat_record
+from reasoningbank.services import queue_probe_record
 
 
-def worker_heartbeat() -> str:
-    """Scheduled every minute (``rb:worker-heartbeat``): proves the queue, pusher and workers run."""
-    return worker_heartbeat_record().beat_at.isoformat()
+def queue_probe() -> str:
+    """The queue probe, scheduled every minute (``rb:queue-probe``): a task that reaches a worker only through the
+    broker queue, the pusher and the worker pool, so its stamp proves all three run (``reasoningbank.health``)."""
+    return queue_probe_record().beat_at.isoformat()
+
+
+# the dotted path before the probe was renamed: a task already queued under it at an upgrade still runs
+# (setup_schedules rewrites the schedule row, not the queued tasks: docs/architecture.md#the-worker-and-the-schedules)
+worker_heartbeat = queue_probe

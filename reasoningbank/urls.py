@@ -25,7 +25,7 @@ api_v1 = [
 
 urlpatterns = [
     # the operator's app: /healthz, /readyz, /metrics and the dashboard's /system/ page
-    path("", include("operations.urls")),
+    path("", include("system.urls")),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
     # OAuth 2.1 for remote MCP clients: metadata (/.well-known/...), /oauth/authorize|token|revoke|register

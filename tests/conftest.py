@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from accounts.access import Principal, principal_for_membership, principal_for_token
 from accounts.models import Membership, Organization, Project
 from accounts.services import token_create
-from operations.selectors import health_cache_clear
+from system.selectors import health_cache_clear
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
 
 
@@ -131,7 +131,7 @@ def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     worker's start-up grace — with no LLM configured."""
 
     health_cache_clear()
-    monkeypatch.setattr("operations.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
+    monkeypatch.setattr("system.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
     settings.LLM_PROVIDER = "none"
     yield
     health_cache_clear()

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import httpx2
 from mcp import Client
-from mcp.types import Implementation
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
 
 BASE_URL = "http://testserver"
 MCP_URL = f"{BASE_URL}/mcp"

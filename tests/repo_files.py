@@ -46,3 +46,12 @@ def is_python(path: Path) -> bool:
 def python_modules() -> list[Path]:
     """Product code, tests, the bench and the scripts; migrations aside (Django writes them)."""
     return [path for path in repo_files() if is_python(path)]
+
+
+def first_party_apps() -> set[str]:
+    """The top-level packages of ``INSTALLED_APPS`` that live in this repository (the apps and the project
+    package), read from the settings so that no test keeps a list of its own that a new app would miss."""
+    from django.conf import settings
+
+    tops = {name.split(".")[0] for name in settings.INSTALLED_APPS}
+    return {top for top in tops if (REPO / top / "__init__.py").is_file()}

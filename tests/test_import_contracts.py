@@ -98,7 +98,7 @@ def test_every_kernel_module_is_in_the_kernel_contract_or_is_the_composition() -
 def test_the_composition_is_only_what_assembles_the_service() -> None:
     """The kernel may import none of these; they are the only modules of reasoningbank/ that import the
     apps. The operator's pages and reads that gather every app's data are an app of their own
-    (operations/), not more composition."""
+    (system/), not more composition."""
     kernel = contracts()[KERNEL_CONTRACT]
     composition = {name for name in kernel["forbidden_modules"] if name.startswith("reasoningbank.")}
     assert composition == {
@@ -108,7 +108,7 @@ def test_the_composition_is_only_what_assembles_the_service() -> None:
         "reasoningbank.wsgi",
         "reasoningbank.mcp_server",
     }
-    assert "operations" in kernel["forbidden_modules"]
+    assert "system" in kernel["forbidden_modules"]
 
 
 def test_the_marker_is_read_from_the_module_itself() -> None:

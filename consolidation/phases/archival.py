@@ -32,10 +32,10 @@ def archive_step(state: RunState) -> None:
     stale_archive(state, state.memories)
 
 
-def stale_archive(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
+def stale_archive(state: RunState, memories: dict[str, ScannedMemory]) -> None:
     """Archive low-salience memories idle for 30 days; expired working memories too.
     Uses the salience computed by this run's retention phase (also in a dry run)."""
-    now = ctx.now.timestamp()
+    now = state.now.timestamp()
     stale = [
         m.id
         for m in memories.values()
@@ -46,10 +46,10 @@ def stale_archive(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
     ]
     if not stale:
         return
-    if ctx.dry:
-        ctx.preview["stale"] = stale
+    if state.dry:
+        state.preview["stale"] = stale
     else:
         # only rows still active are archived; locked in id order first (docs/concurrency.md)
-        stale = run_archive(ctx, stale, Memory.ARCHIVED_STALE, only_active=True)
-    ctx.archived.extend(stale)
-    ctx.counters["archived"] += len(stale)
+        stale = run_archive(state, stale, Memory.ARCHIVED_STALE, only_active=True)
+    state.archived.extend(stale)
+    state.counters["archived"] += len(stale)

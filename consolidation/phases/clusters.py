@@ -80,15 +80,15 @@ def synthesize_step(state: RunState) -> None:
 
 
 def clusters_build(
-    ctx: RunState, memories: dict[str, ScannedMemory], edges: list[Edge]
+    state: RunState, memories: dict[str, ScannedMemory], edges: list[Edge]
 ) -> list[clustering.Cluster[str]]:
     # disputed memories wait for a moderator instead of being merged away
     disputed: set[str] = set()
     for source, target in MemoryLink.objects.filter(
-        organization_id=ctx.run.organization_id,
+        organization_id=state.run.organization_id,
         kind=MemoryLink.KIND_CONTRADICTS,
         resolved_at__isnull=True,
-        source__project=ctx.project,
+        source__project=state.project,
     ).values_list("source_id", "target_id"):
         if source in memories:
             disputed.update((source, target))
@@ -96,39 +96,39 @@ def clusters_build(
     # and memories with conflict cues are never synthesised into one (phases.conflicts,
     # docs/decisions.md#never-merge-what-may-disagree);
     # with an LLM to synthesise, only pairs the judge (or a moderator) found compatible are joined
-    live = [e for e in edges_without_conflicts(ctx, edges) if e[0] in candidates and e[1] in candidates]
-    if run_llm(ctx).provider != "none":
-        live = [e for e in live if pair_key(e[0], e[1]) in ctx.cleared]
+    live = [e for e in edges_without_conflicts(state, edges) if e[0] in candidates and e[1] in candidates]
+    if run_llm(state).provider != "none":
+        live = [e for e in live if pair_key(e[0], e[1]) in state.cleared]
     clusters = clustering.average_linkage_clusters(
         list(candidates),
         live,
-        ctx.options.similarity_threshold,
-        min_size=ctx.options.min_cluster_size,
-        max_size=ctx.options.max_cluster_size,
+        state.options.similarity_threshold,
+        min_size=state.options.min_cluster_size,
+        max_size=state.options.max_cluster_size,
     )
-    clusters = clusters_without_conflicts(ctx, clusters, edges, min_size=ctx.options.min_cluster_size)
+    clusters = clusters_without_conflicts(state, clusters, edges, min_size=state.options.min_cluster_size)
     # biggest, tightest clusters first so max_clusters keeps the most valuable merges
     clusters.sort(key=lambda c: (-len(c.member_ids), -c.average_similarity, c.member_ids[0]))
-    ctx.counters["clusters"] = len(clusters)
-    if ctx.options.max_clusters:
-        clusters = clusters[: ctx.options.max_clusters]
+    state.counters["clusters"] = len(clusters)
+    if state.options.max_clusters:
+        clusters = clusters[: state.options.max_clusters]
     # ``skipped``: memories evaluated but not consolidated (failed clusters add theirs later)
-    ctx.counters["skipped"] = len(memories) - len({mid for c in clusters for mid in c.member_ids})
+    state.counters["skipped"] = len(memories) - len({mid for c in clusters for mid in c.member_ids})
     return clusters
 
 
-def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) -> None:
+def clusters_synthesize(state: RunState, clusters: list[clustering.Cluster[str]]) -> None:
     """The LLM's synthesis of the clusters — several a call with their summaries (``CONSOLIDATION_SYNTHESIS_
     BATCH_CLUSTERS``), or one call per cluster when that is 1 — then one transaction per merge."""
     if not clusters:
         return
-    llm = run_llm(ctx)
-    if ctx.dry:
+    llm = run_llm(state)
+    if state.dry:
         # the run's own decision: without an LLM the clusters wait, so nothing would be archived
         ready = llm.provider != "none"
-        described = preview_sources(ctx, [m for c in clusters for m in c.member_ids])
+        described = preview_sources(state, [m for c in clusters for m in c.member_ids])
         for c in clusters:
-            ctx.note(
+            state.note(
                 "clusters",
                 {
                     "members": list(c.member_ids),
@@ -139,17 +139,17 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
                 },
             )
             if ready:  # a dry run reports what *would* be archived (docs/consolidation.md#dry-runs)
-                ctx.archived.extend(c.member_ids)
-                ctx.merges.append(("", list(c.member_ids)))
-                ctx.counters["archived"] += len(c.member_ids)
+                state.archived.extend(c.member_ids)
+                state.merges.append(("", list(c.member_ids)))
+                state.counters["archived"] += len(c.member_ids)
         if not ready:
-            ctx.warnings.append(f"{len(clusters)} clusters would wait for an LLM (LLM_PROVIDER=none)")
+            state.warnings.append(f"{len(clusters)} clusters would wait for an LLM (LLM_PROVIDER=none)")
         return
     if llm.provider == "none":
-        ctx.warnings.append(
+        state.warnings.append(
             f"{len(clusters)} clusters wait for an LLM (LLM_PROVIDER=none); duplicates, tiers and archival were applied"
         )
-        ctx.counters["skipped"] += sum(len(c.member_ids) for c in clusters)
+        state.counters["skipped"] += sum(len(c.member_ids) for c in clusters)
         return
     sources = {
         m.id: m
@@ -157,11 +157,11 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
     }
     if settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS > 1:
         prompted = {mid: prompt_source(m) for mid, m in sources.items()}
-        outcomes: list[Any] = clusters_synthesize_batched(ctx, llm, clusters, prompted)
+        outcomes: list[Any] = clusters_synthesize_batched(state, llm, clusters, prompted)
         instructions: Sequence[str] = (SYNTHESIS_BATCH_INSTRUCTIONS,)
     else:
         outcomes = llm_map(
-            ctx,
+            state,
             llm,
             "synthesize",
             [build_synthesis_prompt([prompt_source(sources[mid]) for mid in c.member_ids]) for c in clusters],
@@ -169,53 +169,53 @@ def clusters_synthesize(ctx: RunState, clusters: list[clustering.Cluster[str]]) 
         )
         instructions = SYNTHESIS_INSTRUCTIONS
     for cluster, outcome in zip(clusters, outcomes, strict=True):
-        ctx.check_time()
+        state.check_time()
         if budget_refused(outcome):  # the cluster waits for the run's resumption
-            ctx.counters["skipped"] += len(cluster.member_ids)
+            state.counters["skipped"] += len(cluster.member_ids)
             continue
         if isinstance(outcome, Exception) or (isinstance(outcome, Unanswered) and outcome.error):
-            ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {getattr(outcome, 'error', '') or outcome}")
-            ctx.counters["skipped"] += len(cluster.member_ids)
+            state.errors.append(f"cluster {cluster.member_ids[0]}…: {getattr(outcome, 'error', '') or outcome}")
+            state.counters["skipped"] += len(cluster.member_ids)
             continue
         if isinstance(outcome, Unanswered):  # left out twice by the batched reply: the next run asks
-            ctx.counters["skipped"] += len(cluster.member_ids)
+            state.counters["skipped"] += len(cluster.member_ids)
             continue
         try:
             answer = outcome if isinstance(outcome, ClusterAnswer) else ClusterAnswer(parse_synthesis(outcome), None)
             merged = _merge_cluster(
-                ctx, cluster, [sources[mid] for mid in cluster.member_ids], answer.synthesis, instructions
+                state, cluster, [sources[mid] for mid in cluster.member_ids], answer.synthesis, instructions
             )
         except Exception as exc:  # one cluster failing must not stop the others; its transaction rolled back
-            logger.warning("cluster merge failed in run %s: %s", ctx.run.id, exc)
-            ctx.errors.append(f"cluster {cluster.member_ids[0]}…: {type(exc).__name__}: {exc}")
-            ctx.counters["skipped"] += len(cluster.member_ids)
+            logger.warning("cluster merge failed in run %s: %s", state.run.id, exc)
+            state.errors.append(f"cluster {cluster.member_ids[0]}…: {type(exc).__name__}: {exc}")
+            state.counters["skipped"] += len(cluster.member_ids)
             continue
         if merged is None:
-            ctx.counters["skipped"] += len(cluster.member_ids)
+            state.counters["skipped"] += len(cluster.member_ids)
         elif answer.summary is not None:
             # the summary came with the synthesis: the summaries phase stores it without a call of its own
-            ctx.summaries_given[merged.id] = answer.summary
+            state.summaries_given[merged.id] = answer.summary
 
 
-def preview_sources(ctx: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+def preview_sources(state: RunState, ids: Sequence[str]) -> dict[str, dict[str, str]]:
     """How a dry run's preview names each proposed source: near-identical rows often share a title,
     so the id, creation time and project tell them apart (docs/consolidation.md#dry-runs)."""
-    rows = Memory.objects.filter(organization_id=ctx.run.organization_id, pk__in=list(ids)).values_list(
+    rows = Memory.objects.filter(organization_id=state.run.organization_id, pk__in=list(ids)).values_list(
         "id", "title", "created_at"
     )
     described = {
-        mid: {"id": mid, "title": title, "created_at": created.isoformat(), "project": ctx.project.slug}
+        mid: {"id": mid, "title": title, "created_at": created.isoformat(), "project": state.project.slug}
         for mid, title, created in rows
     }
     # a source gone since the scan (never deleted, but be safe) still gets an entry
     return {
-        mid: described.get(mid) or {"id": mid, "title": "", "created_at": "", "project": ctx.project.slug}
+        mid: described.get(mid) or {"id": mid, "title": "", "created_at": "", "project": state.project.slug}
         for mid in ids
     }
 
 
 def _merge_cluster(
-    ctx: RunState,
+    state: RunState,
     cluster: clustering.Cluster[str],
     sources: list[Memory],
     synthesis: Synthesis,
@@ -231,7 +231,7 @@ def _merge_cluster(
         tags=tags_lenient(synthesis.tags),
         kind=Memory.KIND_PROCEDURAL,
     )
-    if draft_refused(ctx, draft, source="synthesis", prompts=instructions):
+    if draft_refused(state, draft, source="synthesis", prompts=instructions):
         return None  # the sources stay as they are; a later run synthesises the cluster again
     (vector,), _ = embed_texts([memory_embedding_text(draft.title, draft.description, draft.content)])
     with transaction.atomic():
@@ -239,28 +239,28 @@ def _merge_cluster(
         if len(live) != len(sources):
             return None  # a source changed since the scan (re-run, moderator): leave it for next time
         (merged,) = memories_create(
-            principal=ctx.principal,
+            principal=state.principal,
             drafts=[draft],
-            project=ctx.project,
+            project=state.project,
             origin=Memory.ORIGIN_CONSOLIDATED,
             initial_confidence=min(0.99, max(0.01, confidence.final)),
             vectors=[vector],
-            provenance=ProvenanceInput(how=HOW_SYNTHESISED, run_id=ctx.run.id, sources=sources),
+            provenance=ProvenanceInput(how=HOW_SYNTHESISED, run_id=state.run.id, sources=sources),
         )
         if merged.state == Memory.STATE_QUARANTINED:
             # the synthesis carries text the detector holds for review: it waits in quarantine and its
             # sources stay active, unmerged (docs/security/memory-poisoning.md#quarantine)
-            ctx.warnings.append(
+            state.warnings.append(
                 f"synthesis: the instruction-smell detector held “{merged.title[:80]}” ({merged.id}) for review; "
                 f"its {len(sources)} sources stay active"
             )
             return None
         merged.usage_count = sum(m.usage_count for m in sources)
         merged.save(update_fields=["usage_count"])
-        run_archive(ctx, [source.id for source in sources], Memory.ARCHIVED_CONSOLIDATED, into=merged)
+        run_archive(state, [source.id for source in sources], Memory.ARCHIVED_CONSOLIDATED, into=merged)
         for source in sources:
             link_add(
-                ctx,
+                state,
                 merged.id,
                 source.id,
                 MemoryLink.KIND_CONSOLIDATES,
@@ -268,12 +268,12 @@ def _merge_cluster(
                 "synthesized into a consolidated memory",
             )
         audit_record(
-            organization=ctx.run.organization,
-            actor=ctx.principal,
+            organization=state.run.organization,
+            actor=state.principal,
             verb="memory.consolidate",
             target=merged,
             data={
-                "run": ctx.run.id,
+                "run": state.run.id,
                 "sources": [m.id for m in sources],
                 "confidence": {"weighted": confidence.weighted, "bonus": confidence.bonus},
             },
@@ -282,11 +282,11 @@ def _merge_cluster(
         "Synthesised %s from %d memories",
         merged.id,
         len(sources),
-        extra={"run": ctx.run.id, "memory_id": merged.id, "source_ids": [m.id for m in sources]},
+        extra={"run": state.run.id, "memory_id": merged.id, "source_ids": [m.id for m in sources]},
     )
-    ctx.created.append(merged.id)
-    ctx.merges.append((merged.id, [m.id for m in sources]))
-    ctx.archived.extend(m.id for m in sources)
-    ctx.counters["created"] += 1
-    ctx.counters["archived"] += len(sources)
+    state.created.append(merged.id)
+    state.merges.append((merged.id, [m.id for m in sources]))
+    state.archived.extend(m.id for m in sources)
+    state.counters["created"] += 1
+    state.counters["archived"] += len(sources)
     return merged

@@ -19,8 +19,8 @@ from memories.models import Memory
 CUE_TEXT_CHARS = 2000  # of a memory's content read for cues (its advice is in the first lines)
 
 
-def conflicts_find(ctx: RunState, memories: dict[str, ScannedMemory], edges: list[Edge]) -> None:
-    floor = min(ctx.options.similarity_threshold, duplicate_threshold())
+def conflicts_find(state: RunState, memories: dict[str, ScannedMemory], edges: list[Edge]) -> None:
+    floor = min(state.options.similarity_threshold, duplicate_threshold())
     close = [e for e in edges if e[2] >= floor and e[0] in memories and e[1] in memories]
     if not close:
         return
@@ -29,7 +29,7 @@ def conflicts_find(ctx: RunState, memories: dict[str, ScannedMemory], edges: lis
         pair_key(first, second)
         for first, second in ReviewItem.objects.filter(
             Q(first_id__in=ids) | Q(second_id__in=ids),
-            organization_id=ctx.run.organization_id,
+            organization_id=state.run.organization_id,
             status=ReviewItem.STATUS_COMPATIBLE,
         ).values_list("first_id", "second_id")
     }
@@ -45,19 +45,19 @@ def conflicts_find(ctx: RunState, memories: dict[str, ScannedMemory], edges: lis
             continue
         cues = profile_cues(profiles[a], profiles[b])
         if cues:
-            ctx.conflicts[key] = Conflict(round(similarity, 4), tuple(str(c) for c in cues))
-    ctx.counters["conflicts"] = len(ctx.conflicts)
+            state.conflicts[key] = Conflict(round(similarity, 4), tuple(str(c) for c in cues))
+    state.counters["conflicts"] = len(state.conflicts)
 
 
-def edges_without_conflicts(ctx: RunState, edges: list[Edge]) -> list[Edge]:
+def edges_without_conflicts(state: RunState, edges: list[Edge]) -> list[Edge]:
     """The graph the merges may use: no edge between memories that disagree."""
-    if not ctx.conflicts:
+    if not state.conflicts:
         return edges
-    return [e for e in edges if pair_key(e[0], e[1]) not in ctx.conflicts]
+    return [e for e in edges if pair_key(e[0], e[1]) not in state.conflicts]
 
 
 def clusters_without_conflicts(
-    ctx: RunState, clusters: list[Cluster[str]], edges: list[Edge], *, min_size: int
+    state: RunState, clusters: list[Cluster[str]], edges: list[Edge], *, min_size: int
 ) -> list[Cluster[str]]:
     """The clusters with no two members that may not be merged — a pair with conflict cues, or, when
     an LLM will synthesise, a pair the judge reads (similar enough) that it has not found compatible.
@@ -66,13 +66,13 @@ def clusters_without_conflicts(
     through their common neighbours, so filtering the edges alone does not guarantee it."""
     similarity = {pair_key(a, b): s for a, b, s in edges}
     judged_from = contradiction_band()[0]
-    verdict_needed = run_llm(ctx).provider != "none"
+    verdict_needed = run_llm(state).provider != "none"
 
     def blocked(a: str, b: str) -> bool:
         key = pair_key(a, b)
-        if key in ctx.conflicts:
+        if key in state.conflicts:
             return True
-        return verdict_needed and similarity.get(key, 0.0) >= judged_from and key not in ctx.cleared
+        return verdict_needed and similarity.get(key, 0.0) >= judged_from and key not in state.cleared
 
     kept: list[Cluster[str]] = []
     for cluster in clusters:

@@ -49,24 +49,24 @@ def duplicates_step(state: RunState) -> None:
     state.edges = duplicates_merge(state, state.memories)
 
 
-def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[Edge]:
+def duplicates_merge(state: RunState, memories: dict[str, ScannedMemory]) -> list[Edge]:
     """Groups at least ``CONSOLIDATION_DUPLICATE_THRESHOLD`` alike merge without an LLM — the strongest
     stays, the rest are archived as duplicates with a ``duplicates`` link. Returns the neighbour graph
     for the later phases."""
-    edges = neighbour_graph_build(ctx, memories, min(ctx.options.similarity_threshold, contradiction_band()[0]))
+    edges = neighbour_graph_build(state, memories, min(state.options.similarity_threshold, contradiction_band()[0]))
     # memories that disagree are never duplicates, however close: complete linkage over the
     # graph without their edges keeps every such pair out of one group
-    conflicts_find(ctx, memories, edges)
-    groups = clustering.duplicate_groups(list(memories), edges_without_conflicts(ctx, edges), duplicate_threshold())
+    conflicts_find(state, memories, edges)
+    groups = clustering.duplicate_groups(list(memories), edges_without_conflicts(state, edges), duplicate_threshold())
     plan: list[tuple[ScannedMemory, list[ScannedMemory], float]] = []
     for group in groups:
         members = [memories[mid] for mid in group.member_ids]
         keep = max(members, key=lambda m: (m.confidence, m.usage_count, -m.created))
         plan.append((keep, [m for m in members if m.id != keep.id], group.min_similarity))
-    if ctx.dry:
-        described = preview_sources(ctx, [m.id for keep, others, _ in plan for m in (keep, *others)])
+    if state.dry:
+        described = preview_sources(state, [m.id for keep, others, _ in plan for m in (keep, *others)])
         for keep, others, similarity in plan:
-            ctx.note(
+            state.note(
                 "duplicates",
                 {
                     "keep": keep.id,
@@ -80,7 +80,7 @@ def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[
         with transaction.atomic():
             live = set(memories_lock_active([m.id for keep, others, _ in plan for m in (keep, *others)]))
             plan = [item for item in plan if item[0].id in live and all(m.id in live for m in item[1])]
-            run_archive(ctx, [m.id for _, others, _ in plan for m in others], Memory.ARCHIVED_DUPLICATE, into=None)
+            run_archive(state, [m.id for _, others, _ in plan for m in others], Memory.ARCHIVED_DUPLICATE, into=None)
             links = [(keep.id, other.id, round(similarity, 4)) for keep, others, similarity in plan for other in others]
             # one statement for thousands of links (bulk_create would bind 8 parameters per row)
             with connection.cursor() as cursor:
@@ -91,10 +91,10 @@ def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[
                         "SELECT %s, v.s, v.t, %s, v.w, %s, %s, %s FROM unnest(%s::text[], %s::text[], %s::float8[]) "
                         "AS v(s, t, w) ON CONFLICT DO NOTHING",
                         [
-                            ctx.run.organization_id,
+                            state.run.organization_id,
                             MemoryLink.KIND_DUPLICATES,
                             f"near-identical (similarity ≥ {duplicate_threshold()})",
-                            ctx.run.id,
+                            state.run.id,
                             timezone.now(),
                             *map(list, zip(*links, strict=True)),
                         ],
@@ -102,20 +102,20 @@ def duplicates_merge(ctx: RunState, memories: dict[str, ScannedMemory]) -> list[
     for _, others, _ in plan:
         for other in others:
             memories.pop(other.id, None)
-            ctx.archived.append(other.id)
-        ctx.counters["duplicates_merged"] += len(others)
-        ctx.counters["archived"] += len(others)
+            state.archived.append(other.id)
+        state.counters["duplicates_merged"] += len(others)
+        state.counters["archived"] += len(others)
     if plan:  # a key decision, so INFO (docs/observability.md#logs), one line a run; each group at DEBUG
         merged = sum(len(others) for _, others, _ in plan)
         logger.info(
             "%s %d near-identical memories into %d kept ones",
-            "Would merge" if ctx.dry else "Merged", merged, len(plan),
-            extra={"run": ctx.run.id, "dry_run": ctx.dry, "merged": merged, "kept": len(plan)},
+            "Would merge" if state.dry else "Merged", merged, len(plan),
+            extra={"run": state.run.id, "dry_run": state.dry, "merged": merged, "kept": len(plan)},
         )
         for keep, others, similarity in plan:
             logger.debug(
                 "Duplicates merged into %s", keep.id,
-                extra={"run": ctx.run.id, "keep": keep.id, "merged_ids": [o.id for o in others],
+                extra={"run": state.run.id, "keep": keep.id, "merged_ids": [o.id for o in others],
                        "similarity": round(similarity, 4)},
             )
     return edges

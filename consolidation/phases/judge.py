@@ -89,52 +89,52 @@ class Verdict:
     confidence: float = 0.0
 
 
-def verdicts_load(ctx: RunState) -> None:
-    """The project's settled pairs: compatible ones may merge (``ctx.cleared``)."""
+def verdicts_load(state: RunState) -> None:
+    """The project's settled pairs: compatible ones may merge (``state.cleared``)."""
     for first, second, status in (
-        ReviewItem.objects.filter(organization_id=ctx.run.organization_id, project=ctx.project)
+        ReviewItem.objects.filter(organization_id=state.run.organization_id, project=state.project)
         .exclude(status=ReviewItem.STATUS_PENDING)
         .values_list("first_id", "second_id", "status")
     ):
-        (ctx.cleared if status == ReviewItem.STATUS_COMPATIBLE else ctx.settled).add(pair_key(first, second))
+        (state.cleared if status == ReviewItem.STATUS_COMPATIBLE else state.settled).add(pair_key(first, second))
 
 
-def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMemory]) -> None:
-    verdicts_load(ctx)
+def pairs_judge(state: RunState, edges: list[Edge], memories: dict[str, ScannedMemory]) -> None:
+    verdicts_load(state)
     low, _ = contradiction_band()
-    cluster_at = ctx.options.similarity_threshold
+    cluster_at = state.options.similarity_threshold
     open_pairs = [
         (a, b, s)
         for a, b, s in edges
         if a in memories
         and b in memories
-        and (s >= low or pair_key(a, b) in ctx.conflicts)
-        and pair_key(a, b) not in ctx.cleared
-        and pair_key(a, b) not in ctx.settled
+        and (s >= low or pair_key(a, b) in state.conflicts)
+        and pair_key(a, b) not in state.cleared
+        and pair_key(a, b) not in state.settled
         # at or above the duplicate line without cues they were merged as duplicates already
-        and (pair_key(a, b) in ctx.conflicts or s < contradiction_band()[1])
+        and (pair_key(a, b) in state.conflicts or s < contradiction_band()[1])
     ]
     if not open_pairs:
         return
     linked = {
         pair_key(source, target)
         for source, target in MemoryLink.objects.filter(
-            organization_id=ctx.run.organization_id,
+            organization_id=state.run.organization_id,
             kind__in=[MemoryLink.KIND_CONTRADICTS, MemoryLink.KIND_SUPERSEDES],
-            source__project=ctx.project,
+            source__project=state.project,
         ).values_list("source_id", "target_id")
     }
     # a pair already linked was judged before: by this org's judge (its verdict is a review item) or in
     # the bank it was imported from (links come along, verdicts do not). Settled either way: never
     # merged on similarity, never asked again — and possibly nothing is left to judge
-    ctx.settled.update(pair_key(a, b) for a, b, _ in open_pairs if pair_key(a, b) in linked)
+    state.settled.update(pair_key(a, b) for a, b, _ in open_pairs if pair_key(a, b) in linked)
     open_pairs = [e for e in open_pairs if pair_key(e[0], e[1]) not in linked]
     if not open_pairs:
         return
-    open_pairs.sort(key=lambda e: (pair_key(e[0], e[1]) not in ctx.conflicts, e[2] < cluster_at, -e[2], e[0], e[1]))
+    open_pairs.sort(key=lambda e: (pair_key(e[0], e[1]) not in state.conflicts, e[2] < cluster_at, -e[2], e[0], e[1]))
     limit = settings.CONSOLIDATION_MAX_JUDGED_PAIRS
     if len(open_pairs) > limit:
-        ctx.warnings.append(
+        state.warnings.append(
             f"{len(open_pairs) - limit} of {len(open_pairs)} pairs wait for the judge's next run "
             "(CONSOLIDATION_MAX_JUDGED_PAIRS); they are not merged meanwhile"
         )
@@ -142,9 +142,9 @@ def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMem
     for a, b, similarity in open_pairs[:limit]:
         older, newer = sorted((memories[a], memories[b]), key=lambda m: (m.created, m.id))
         pairs.append((older.id, newer.id, similarity))
-    llm = run_llm(ctx)
+    llm = run_llm(state)
     if llm.provider == "none":
-        _wait_without_llm(ctx, pairs)
+        _wait_without_llm(state, pairs)
         return
     rows = {
         m.id: m
@@ -156,63 +156,63 @@ def pairs_judge(ctx: RunState, edges: list[Edge], memories: dict[str, ScannedMem
     # the pairs a cue decides are compatible without a call; the judge reads the rest
     asked = []
     for old, new, similarity in loaded:
-        if _same_advice(ctx, old, new):
-            ctx.counters["cue_decided"] += 1
-            _apply(ctx, old, new, similarity, SAME_WORDS, memories, by="cue")
+        if _same_advice(state, old, new):
+            state.counters["cue_decided"] += 1
+            _apply(state, old, new, similarity, SAME_WORDS, memories, by="cue")
         else:
             asked.append((old, new, similarity))
     loaded = asked
     found = []
-    for (old, new, similarity), verdict in zip(loaded, _verdicts(ctx, llm, loaded), strict=True):
-        if _apply(ctx, old, new, similarity, verdict, memories) and verdict is not None:
+    for (old, new, similarity), verdict in zip(loaded, _verdicts(state, llm, loaded), strict=True):
+        if _apply(state, old, new, similarity, verdict, memories) and verdict is not None:
             found.append(
                 {"first": new.id, "second": old.id, "confidence": verdict.confidence, "explanation": verdict.reason}
             )
-    if found and not ctx.dry:
-        events.contradiction_detected.send(sender=ConsolidationRun, run=ctx.run, contradictions=found)
+    if found and not state.dry:
+        events.contradiction_detected.send(sender=ConsolidationRun, run=state.run, contradictions=found)
 
 
 SAME_WORDS = Verdict(ReviewItem.STATUS_COMPATIBLE, "the same content word for word (decided without the judge)")
 
 
-def _same_advice(ctx: RunState, older: Memory, newer: Memory) -> bool:
+def _same_advice(state: RunState, older: Memory, newer: Memory) -> bool:
     """Whether the pair says the same thing in the same words, titles without a conflict cue and the pair
     without one either (docs/consolidation.md#pairs-decided-without-the-judge): compatible, no call."""
     return (
-        pair_key(older.id, newer.id) not in ctx.conflicts
+        pair_key(older.id, newer.id) not in state.conflicts
         and same_words(older.content, newer.content)
         and not conflict_cues(older.title, newer.title)
     )
 
 
-def _wait_without_llm(ctx: RunState, pairs: list[tuple[str, str, float]]) -> None:
-    conflicts = [(o, n, s) for o, n, s in pairs if pair_key(o, n) in ctx.conflicts]
+def _wait_without_llm(state: RunState, pairs: list[tuple[str, str, float]]) -> None:
+    conflicts = [(o, n, s) for o, n, s in pairs if pair_key(o, n) in state.conflicts]
     for older_id, newer_id, similarity in pairs:
         item: dict[str, Any] = {"older": older_id, "newer": newer_id, "similarity": round(similarity, 4)}
-        if (conflict := ctx.conflicts.get(pair_key(older_id, newer_id))) is not None:
+        if (conflict := state.conflicts.get(pair_key(older_id, newer_id))) is not None:
             item |= {"cues": list(conflict.cues), "then": "needs review (no LLM)"}
-        ctx.note("judge_pairs", item)
+        state.note("judge_pairs", item)
     # the two counts are the review queue's two lists: "Waiting for an LLM" and the pairs a person decides
     if waiting := len(pairs) - len(conflicts):
-        ctx.warnings.append(
+        state.warnings.append(
             f"{waiting} pairs wait for an LLM to check for contradictions (the review queue lists them under "
             "“Waiting for an LLM”; nobody needs to decide them): not merged meanwhile, judged by the first run "
             "with an LLM"
         )
     if conflicts:
-        ctx.warnings.append(
+        state.warnings.append(
             f"{len(conflicts)} pairs with conflict cues need review (in the review queue): they are never merged"
         )
-    if not ctx.dry:
+    if not state.dry:
         for older_id, newer_id, _ in conflicts:
-            review_note(ctx, older_id, newer_id, ReviewItem.STATUS_PENDING, "no LLM is configured to judge them")
+            review_note(state, older_id, newer_id, ReviewItem.STATUS_PENDING, "no LLM is configured to judge them")
 
 
-def _verdicts(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+def _verdicts(state: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
     """Batched (``CONSOLIDATION_JUDGE_BATCH_PAIRS`` pairs a call), or one pair at a time when it is 1."""
     if settings.CONSOLIDATION_JUDGE_BATCH_PAIRS > 1:
-        return _verdicts_batched(ctx, llm, pairs)
-    return _verdicts_per_pair(ctx, llm, pairs)
+        return _verdicts_batched(state, llm, pairs)
+    return _verdicts_per_pair(state, llm, pairs)
 
 
 # a batch's memories' text is bounded too, so a few long memories do not make one huge prompt
@@ -273,7 +273,7 @@ def _batch_prompt(pairs: list[tuple[Memory, Memory, float]], batch: list[int]) -
     return build_judge_batch_prompt(memories, asked), asked
 
 
-def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+def _verdicts_batched(state: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
     """One call per batch; the pairs a reply left out (or answered unreadably) are asked once more in
     new batches, then left undecided (judged again next run, never merged meanwhile)."""
     verdicts: list[Verdict | None] = [None] * len(pairs)
@@ -285,7 +285,7 @@ def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory,
         batches = judge_batches(subset, settings.CONSOLIDATION_JUDGE_BATCH_PAIRS)
         built = [_batch_prompt(subset, batch) for batch in batches]
         replies = llm_map(
-            ctx,
+            state,
             llm,
             "judge",
             [prompt for prompt, _ in built],
@@ -297,9 +297,9 @@ def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory,
             if budget_refused(reply):  # waits for the run's next pass (the budget, its LLM batch): no failure
                 continue
             if isinstance(reply, Exception):  # the provider failed (after its own retries): next run
-                ctx.warnings.append(f"batched judge of {len(batch)} pairs failed: {reply}")
+                state.warnings.append(f"batched judge of {len(batch)} pairs failed: {reply}")
                 continue
-            parsed = reply_parsed(ctx, reply, functools.partial(parse_judge_batch, pairs=asked), "batched judge")
+            parsed = reply_parsed(state, reply, functools.partial(parse_judge_batch, pairs=asked), "batched judge")
             answered = parsed or {}
             for j, pair in zip(batch, asked, strict=True):
                 index = todo[j]
@@ -308,7 +308,7 @@ def _verdicts_batched(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory,
                 else:
                     unanswered.append(index)
         if unanswered and attempt == 0:
-            ctx.warnings.append(f"the batched judge left {len(unanswered)} pairs unanswered; asked again")
+            state.warnings.append(f"the batched judge left {len(unanswered)} pairs unanswered; asked again")
         todo = unanswered
     return verdicts
 
@@ -324,10 +324,10 @@ def _batch_verdict(parsed: PairVerdict) -> Verdict:
     return Verdict(ReviewItem.STATUS_CONTRADICTS, explanation, confidence=parsed.confidence)
 
 
-def _verdicts_per_pair(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
+def _verdicts_per_pair(state: RunState, llm: Any, pairs: list[tuple[Memory, Memory, float]]) -> list[Verdict | None]:
     """Supersession first (conservative), then the contradiction judge for the rest."""
     replies = llm_map(
-        ctx,
+        state,
         llm,
         "supersede",
         [
@@ -339,7 +339,7 @@ def _verdicts_per_pair(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory
     verdicts: list[Verdict | None] = [None] * len(pairs)
     undecided: list[int] = []
     for i, ((older, newer, _), reply) in enumerate(zip(pairs, replies, strict=True)):
-        parsed = reply_parsed(ctx, reply, parse_supersession, f"supersession check {older.id}/{newer.id}")
+        parsed = reply_parsed(state, reply, parse_supersession, f"supersession check {older.id}/{newer.id}")
         if parsed is not None and is_confident_supersession(parsed):
             reason = f"the newer supersedes the older: {parsed.reason or ''}"
             verdicts[i] = Verdict(ReviewItem.STATUS_CONTRADICTS, reason, supersedes=True)
@@ -348,7 +348,7 @@ def _verdicts_per_pair(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory
     if not undecided:
         return verdicts
     replies = llm_map(
-        ctx,
+        state,
         llm,
         "judge",
         [build_contradiction_prompt(pairs[i][0].content, pairs[i][1].content) for i in undecided],
@@ -356,7 +356,7 @@ def _verdicts_per_pair(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory
     )
     for i, reply in zip(undecided, replies, strict=True):
         older, newer, _ = pairs[i]
-        parsed = reply_parsed(ctx, reply, parse_contradiction, f"contradiction check {older.id}/{newer.id}")
+        parsed = reply_parsed(state, reply, parse_contradiction, f"contradiction check {older.id}/{newer.id}")
         if parsed is None:
             continue
         explanation = parsed.explanation or parsed.reasoning
@@ -370,7 +370,7 @@ def _verdicts_per_pair(ctx: RunState, llm: Any, pairs: list[tuple[Memory, Memory
 
 
 def _apply(
-    ctx: RunState,
+    state: RunState,
     older: Memory,
     newer: Memory,
     similarity: float,
@@ -381,8 +381,8 @@ def _apply(
 ) -> bool:
     """Act on one verdict (the judge's, or a cue's: ``by``); whether it linked a contradiction."""
     key = pair_key(older.id, newer.id)
-    conflict = ctx.conflicts.get(key)
-    if ctx.dry:
+    conflict = state.conflicts.get(key)
+    if state.dry:
         item: dict[str, Any] = {
             "older": older.id,
             "newer": newer.id,
@@ -391,36 +391,36 @@ def _apply(
         }
         if conflict is not None:
             item["cues"] = list(conflict.cues)
-        ctx.note("judge_pairs", item)
+        state.note("judge_pairs", item)
     if verdict is None:
-        if conflict is not None and not ctx.dry:
-            review_note(ctx, older.id, newer.id, ReviewItem.STATUS_PENDING, "the judge could not answer")
+        if conflict is not None and not state.dry:
+            review_note(state, older.id, newer.id, ReviewItem.STATUS_PENDING, "the judge could not answer")
         return False  # judged again next run; not merged meanwhile
     if verdict.status == ReviewItem.STATUS_COMPATIBLE:
-        ctx.cleared.add(key)
+        state.cleared.add(key)
     if verdict.supersedes:
         memories.pop(older.id, None)  # the run goes on without it (a dry run too: same decisions)
-        ctx.archived.append(older.id)
-        ctx.counters["supersessions"] += 1
-        ctx.counters["archived"] += 1
-        if not ctx.dry:
+        state.archived.append(older.id)
+        state.counters["supersessions"] += 1
+        state.counters["archived"] += 1
+        if not state.dry:
             with transaction.atomic():
                 if len(memories_lock_active([older.id, newer.id])) == 2:
-                    run_archive(ctx, older.id, Memory.ARCHIVED_SUPERSEDED)
-                    link_add(ctx, newer.id, older.id, MemoryLink.KIND_SUPERSEDES, similarity, verdict.reason)
+                    run_archive(state, older.id, Memory.ARCHIVED_SUPERSEDED)
+                    link_add(state, newer.id, older.id, MemoryLink.KIND_SUPERSEDES, similarity, verdict.reason)
     elif verdict.status == ReviewItem.STATUS_CONTRADICTS:
-        ctx.counters["contradictions"] += 1
-        ctx.settled.add(key)
-        if not ctx.dry:
+        state.counters["contradictions"] += 1
+        state.settled.add(key)
+        if not state.dry:
             # both stay active: a moderator decides (no silent invalidation)
-            link_add(ctx, newer.id, older.id, MemoryLink.KIND_CONTRADICTS, verdict.confidence, verdict.reason)
-    if not ctx.dry:
-        review_note(ctx, older.id, newer.id, verdict.status, verdict.reason, by=by, similarity=similarity)
+            link_add(state, newer.id, older.id, MemoryLink.KIND_CONTRADICTS, verdict.confidence, verdict.reason)
+    if not state.dry:
+        review_note(state, older.id, newer.id, verdict.status, verdict.reason, by=by, similarity=similarity)
     return verdict.status == ReviewItem.STATUS_CONTRADICTS and not verdict.supersedes
 
 
 def review_note(
-    ctx: RunState,
+    state: RunState,
     older_id: str,
     newer_id: str,
     status: str,
@@ -432,24 +432,24 @@ def review_note(
     """Keep what became of a pair: a verdict (compatible / contradicts), or, for a pair with conflict
     cues only, "needs review" until a judge or a moderator settles it. A settled pair is never reopened
     by a later run."""
-    conflict = ctx.conflicts.get(pair_key(older_id, newer_id))
+    conflict = state.conflicts.get(pair_key(older_id, newer_id))
     if conflict is None and status == ReviewItem.STATUS_PENDING:
         return  # a pair without cues is simply judged again next run
     item, _ = ReviewItem.objects.get_or_create(
         first_id=older_id,
         second_id=newer_id,
         defaults={
-            "organization_id": ctx.run.organization_id,
-            "project": ctx.project,
+            "organization_id": state.run.organization_id,
+            "project": state.project,
             "kind": ReviewItem.KIND_CONFLICT if conflict else ReviewItem.KIND_JUDGED,
             "similarity": conflict.similarity if conflict else round(similarity or 0.0, 4),
             "cues": list(conflict.cues) if conflict else [],
-            "run": ctx.run,
+            "run": state.run,
         },
     )
     if item.status != ReviewItem.STATUS_PENDING:
         return
-    item.run, item.reason = ctx.run, scrub_secrets(reason).text[:2000]
+    item.run, item.reason = state.run, scrub_secrets(reason).text[:2000]
     if conflict is not None:
         item.similarity, item.cues = conflict.similarity, list(conflict.cues)
     if status != ReviewItem.STATUS_PENDING:

@@ -111,20 +111,20 @@ class NewMemory:
     members: list[Memory]  # the pattern's sources (its provenance lists them)
 
 
-def ladder_promote(ctx: RunState, edges: list[Edge]) -> None:
+def ladder_promote(state: RunState, edges: list[Edge]) -> None:
     """Plan the cycle's promotions, then write them all or none; a lost race is retried."""
     criteria = ladder_criteria()
     attempts = settings.CONSOLIDATION_LADDER_ATTEMPTS
-    slug = ctx.project.slug
+    slug = state.project.slug
     for attempt in range(1, attempts + 1):
-        plan = ladder_plan(ctx, edges, criteria)
-        if ctx.dry:
-            _preview(ctx, plan)
+        plan = ladder_plan(state, edges, criteria)
+        if state.dry:
+            _preview(state, plan)
             return
-        drafted = _drafts(ctx, plan)
+        drafted = _drafts(state, plan)
         try:
             with transaction.atomic():
-                created = _apply(ctx, plan, drafted)
+                created = _apply(state, plan, drafted)
         except Exception as exc:
             # the reason is the error's class and SQLSTATE: a database message may quote a row's text
             reason = f"{type(exc).__name__}" + (f" (SQLSTATE {_sqlstate(exc)})" if _sqlstate(exc) else "")
@@ -132,30 +132,32 @@ def ladder_promote(ctx: RunState, edges: list[Edge]) -> None:
                 delay = settings.CONSOLIDATION_LADDER_RETRY_DELAY * attempt
                 logger.warning(
                     "Consolidation attempt %d failed: %s. Retrying in %g seconds... Project: %s, run: %s",
-                    attempt, reason, delay, slug, ctx.run.id,
+                    attempt, reason, delay, slug, state.run.id,
                 )  # fmt: skip
                 time.sleep(delay)
-                ctx.check_time()
+                state.check_time()
                 continue
             logger.error(
                 "Consolidation transaction failed: %s. Rolled back all changes. Project: %s, run: %s",
-                reason, slug, ctx.run.id,
+                reason, slug, state.run.id,
             )  # fmt: skip
             if transient_error(exc):
-                logger.error("Consolidation failed after %d attempts. Project: %s, run: %s", attempts, slug, ctx.run.id)
+                logger.error(
+                    "Consolidation failed after %d attempts. Project: %s, run: %s", attempts, slug, state.run.id
+                )
             raise
-        _report(ctx, created)
+        _report(state, created)
         return
 
 
 # --- the plan ------------------------------------------------------------------------------------------
 
 
-def ladder_plan(ctx: RunState, edges: list[Edge], criteria: ladder.LadderCriteria) -> LadderPlan:
+def ladder_plan(state: RunState, edges: list[Edge], criteria: ladder.LadderCriteria) -> LadderPlan:
     """What this cycle would promote in the run's project (reads only)."""
-    org, now = ctx.run.organization, ctx.now
-    edges = _agreeing(ctx, edges)
-    active = Memory.objects.filter(organization=org, project=ctx.project, state=Memory.STATE_ACTIVE)
+    org, now = state.run.organization, state.now
+    edges = _agreeing(state, edges)
+    active = Memory.objects.filter(organization=org, project=state.project, state=Memory.STATE_ACTIVE)
     # a superset the criteria then decide on: a fact promoted in place must be this confident, a fact
     # of a pattern this recent
     facts = [
@@ -167,7 +169,7 @@ def ladder_plan(ctx: RunState, edges: list[Edge], criteria: ladder.LadderCriteri
     ]
     in_place = ladder.facts_in_place(facts, now, criteria)
     promoted = {p.id for p in in_place}
-    read_by_patterns = _pattern_sources(ctx, Memory.KIND_SEMANTIC)
+    read_by_patterns = _pattern_sources(state, Memory.KIND_SEMANTIC)
     fact_patterns = ladder.fact_patterns(
         [f for f in facts if f.id not in promoted and f.id not in read_by_patterns], edges, now, criteria
     )
@@ -181,7 +183,7 @@ def ladder_plan(ctx: RunState, edges: list[Edge], criteria: ladder.LadderCriteri
         .values_list("id", "created_at", "confidence", "outcome")
     ]
     events += [(f.id, f.created_at, f.confidence, f.outcome) for f in facts if f.id in promoted]
-    read_by_procedures = _pattern_sources(ctx, Memory.KIND_EPISODIC)
+    read_by_procedures = _pattern_sources(state, Memory.KIND_EPISODIC)
     events = [e for e in events if e[0] not in read_by_procedures]
     counts = _outcome_counts([e[0] for e in events])
     candidates = [
@@ -192,29 +194,29 @@ def ladder_plan(ctx: RunState, edges: list[Edge], criteria: ladder.LadderCriteri
     return LadderPlan(in_place, fact_patterns, procedures)
 
 
-def _agreeing(ctx: RunState, edges: list[Edge]) -> list[Edge]:
+def _agreeing(state: RunState, edges: list[Edge]) -> list[Edge]:
     """The graph without the pairs that disagree: conflict cues (``phases.conflicts``) or a contradiction
     nobody resolved yet. Memories that contradict each other are no pattern."""
     disputed = {
         pair_key(a, b)
         for a, b in MemoryLink.objects.filter(
-            organization=ctx.run.organization,
+            organization=state.run.organization,
             kind=MemoryLink.KIND_CONTRADICTS,
             resolved_at__isnull=True,
-            source__project=ctx.project,
+            source__project=state.project,
         ).values_list("source_id", "target_id")
     }
-    return [e for e in edges_without_conflicts(ctx, edges) if pair_key(e[0], e[1]) not in disputed]
+    return [e for e in edges_without_conflicts(state, edges) if pair_key(e[0], e[1]) not in disputed]
 
 
-def _pattern_sources(ctx: RunState, kind: str) -> set[str]:
+def _pattern_sources(state: RunState, kind: str) -> set[str]:
     """The project's memories a pattern promotion from ``kind`` already read (linked from its memory)."""
     return set(
         MemoryLink.objects.filter(
-            organization=ctx.run.organization,
+            organization=state.run.organization,
             kind=MemoryLink.KIND_REFERENCES,
             source__promoted_from=kind,
-            target__project=ctx.project,
+            target__project=state.project,
         ).values_list("target_id", flat=True)
     )
 
@@ -240,7 +242,7 @@ def _outcome_counts(memory_ids: list[str]) -> dict[str, tuple[int, int]]:
 # --- a pattern's new memory ------------------------------------------------------------------------------
 
 
-def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
+def _drafts(state: RunState, plan: LadderPlan) -> list[NewMemory]:
     """The new memories of the plan's patterns, past the write gate and embedded (outside the transaction:
     an embedder call must not hold the rows' locks)."""
     patterns = [(p, Memory.KIND_SEMANTIC) for p in plan.fact_patterns] + [
@@ -251,8 +253,8 @@ def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
     sources = {
         m.id: m
         for m in Memory.objects.filter(
-            organization=ctx.run.organization,
-            project=ctx.project,
+            organization=state.run.organization,
+            project=state.project,
             pk__in=[mid for p, _ in patterns for mid in p.member_ids],
         ).only("id", "organization_id", "title", "content", "tags", "outcome", "confidence", "trust", "created_at")
     }
@@ -264,7 +266,7 @@ def _drafts(ctx: RunState, plan: LadderPlan) -> list[NewMemory]:
         draft, confidence = (
             _episode_draft(members) if from_kind == Memory.KIND_SEMANTIC else _procedure_draft(members, pattern)
         )
-        if draft_refused(ctx, draft, source="ladder", prompts=()):
+        if draft_refused(state, draft, source="ladder", prompts=()):
             continue
         kept.append((pattern, from_kind, draft, confidence, members))
     if not kept:
@@ -330,7 +332,7 @@ class Applied:
     procedures: list[str] = field(default_factory=list)
 
 
-def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied:
+def _apply(state: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied:
     """Every write of the ladder for this cycle; the caller holds the one transaction. Rows another
     process archived or changed since the plan was read are left alone (their promotion waits)."""
     involved = {p.id for p in plan.in_place} | {mid for new in drafted for mid in new.pattern.member_ids}
@@ -340,34 +342,34 @@ def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied
     now_events = {p.id for p in in_place}
     done = Applied(in_place=[p.id for p in in_place])
     memories_promote_in_place(
-        ctx, in_place, from_kind=Memory.KIND_SEMANTIC, to_kind=Memory.KIND_EPISODIC, criterion="confidence_and_age"
+        state, in_place, from_kind=Memory.KIND_SEMANTIC, to_kind=Memory.KIND_EPISODIC, criterion="confidence_and_age"
     )
     for new in drafted:
         if not _sources_unchanged(new, kinds, now_events):
             continue
         try:
             (memory,) = memories_create(
-                principal=ctx.principal,
+                principal=state.principal,
                 drafts=[new.draft],
-                project=ctx.project,
+                project=state.project,
                 origin=Memory.ORIGIN_EXTRACTED,
                 initial_confidence=min(max(new.confidence, 0.05), 0.95),
                 vectors=[new.vector],
-                provenance=ProvenanceInput(how=HOW_PROMOTED, run_id=ctx.run.id, sources=new.members),
+                provenance=ProvenanceInput(how=HOW_PROMOTED, run_id=state.run.id, sources=new.members),
             )
         except LimitExceeded as exc:  # a read: the transaction is intact, the promotions so far stand
-            ctx.warnings.append(f"ladder: {exc.message}; the remaining patterns wait")
+            state.warnings.append(f"ladder: {exc.message}; the remaining patterns wait")
             break
         reason = new.pattern.reason[:500]
         Memory.objects.filter(pk=memory.pk).update(
-            promoted_from=new.from_kind, promoted_at=ctx.now, promotion_reason=reason
+            promoted_from=new.from_kind, promoted_at=state.now, promotion_reason=reason
         )
         link_reason = f"pattern source ({new.from_kind} → {new.draft.kind})"
         for mid in new.pattern.member_ids:
-            link_add(ctx, memory.id, mid, MemoryLink.KIND_REFERENCES, new.pattern.average_similarity, link_reason)
+            link_add(state, memory.id, mid, MemoryLink.KIND_REFERENCES, new.pattern.average_similarity, link_reason)
         audit_record(
-            organization=ctx.run.organization,
-            actor=ctx.principal,
+            organization=state.run.organization,
+            actor=state.principal,
             verb=PROMOTE_VERB,
             target=memory,
             data={
@@ -377,7 +379,7 @@ def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied
                 "reason": reason,
                 "title": memory.title,
                 "sources": list(new.pattern.member_ids),
-                "run": ctx.run.id,
+                "run": state.run.id,
             },
         )
         (done.episodes if new.draft.kind == Memory.KIND_EPISODIC else done.procedures).append(memory.id)
@@ -385,7 +387,7 @@ def _apply(ctx: RunState, plan: LadderPlan, drafted: list[NewMemory]) -> Applied
 
 
 def memories_promote_in_place(
-    ctx: RunState, promotions: Sequence[ladder.InPlace], *, from_kind: str, to_kind: str, criterion: str
+    state: RunState, promotions: Sequence[ladder.InPlace], *, from_kind: str, to_kind: str, criterion: str
 ) -> None:
     """Change these memories' kind in place with their provenance (the new kind's importance; no TTL) and
     write one ``memory.promote`` audit row each. The caller holds the transaction and the rows' locks."""
@@ -400,7 +402,7 @@ def memories_promote_in_place(
                 to_kind,
                 importance_for_kind(to_kind),
                 from_kind,
-                ctx.now,
+                state.now,
                 [p.id for p in promotions],
                 [p.reason[:500] for p in promotions],
             ],
@@ -408,8 +410,8 @@ def memories_promote_in_place(
     targets = Memory.objects.only("id", "title").in_bulk([p.id for p in promotions])
     for promotion in promotions:
         audit_record(
-            organization=ctx.run.organization,
-            actor=ctx.principal,
+            organization=state.run.organization,
+            actor=state.principal,
             verb=PROMOTE_VERB,
             target=targets[promotion.id],
             data={
@@ -418,7 +420,7 @@ def memories_promote_in_place(
                 "criterion": criterion,
                 "reason": promotion.reason,
                 "title": targets[promotion.id].title,
-                "run": ctx.run.id,
+                "run": state.run.id,
             },
         )
 
@@ -434,24 +436,25 @@ def _sources_unchanged(new: NewMemory, kinds: dict[str, str], now_events: set[st
 # --- counters, preview, log --------------------------------------------------------------------------------
 
 
-def _report(ctx: RunState, done: Applied) -> None:
-    ctx.counters["promoted_episodic"] = len(done.in_place) + len(done.episodes)
-    ctx.counters["promoted_procedural"] = len(done.procedures)
-    ctx.created += done.episodes + done.procedures
+def _report(state: RunState, done: Applied) -> None:
+    state.counters["promoted_episodic"] = len(done.in_place) + len(done.episodes)
+    state.counters["promoted_procedural"] = len(done.procedures)
+    state.created += done.episodes + done.procedures
     logger.info(
         "Promoted %d semantic facts to episodic events (%d in place, %d new from patterns). Project: %s, run: %s",
-        len(done.in_place) + len(done.episodes), len(done.in_place), len(done.episodes), ctx.project.slug, ctx.run.id,
+        len(done.in_place) + len(done.episodes), len(done.in_place), len(done.episodes), state.project.slug,
+        state.run.id,
     )  # fmt: skip
     logger.info(
         "Created %d procedural patterns from episodic events. Project: %s, run: %s",
-        len(done.procedures), ctx.project.slug, ctx.run.id,
+        len(done.procedures), state.project.slug, state.run.id,
     )  # fmt: skip
 
 
-def _preview(ctx: RunState, plan: LadderPlan) -> None:
+def _preview(state: RunState, plan: LadderPlan) -> None:
     """A dry run: what a real run would promote, nothing written."""
     for promotion in plan.in_place:
-        ctx.note(
+        state.note(
             "ladder",
             {
                 "from": Memory.KIND_SEMANTIC,
@@ -461,16 +464,16 @@ def _preview(ctx: RunState, plan: LadderPlan) -> None:
             },
         )
     for pattern in plan.fact_patterns:
-        ctx.note("ladder", _pattern_note(pattern, Memory.KIND_SEMANTIC, Memory.KIND_EPISODIC))
+        state.note("ladder", _pattern_note(pattern, Memory.KIND_SEMANTIC, Memory.KIND_EPISODIC))
     for pattern in plan.procedures:
-        ctx.note("ladder", _pattern_note(pattern, Memory.KIND_EPISODIC, Memory.KIND_PROCEDURAL))
-    ctx.counters["promoted_episodic"] = len(plan.in_place) + len(plan.fact_patterns)
-    ctx.counters["promoted_procedural"] = len(plan.procedures)
+        state.note("ladder", _pattern_note(pattern, Memory.KIND_EPISODIC, Memory.KIND_PROCEDURAL))
+    state.counters["promoted_episodic"] = len(plan.in_place) + len(plan.fact_patterns)
+    state.counters["promoted_procedural"] = len(plan.procedures)
     logger.info(
         "Dry run: would promote %d semantic facts to episodic events (%d in place, %d from patterns) and create "
         "%d procedural patterns from episodic events. Project: %s, run: %s",
         len(plan.in_place) + len(plan.fact_patterns), len(plan.in_place), len(plan.fact_patterns),
-        len(plan.procedures), ctx.project.slug, ctx.run.id,
+        len(plan.procedures), state.project.slug, state.run.id,
     )  # fmt: skip
 
 

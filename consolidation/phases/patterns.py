@@ -51,22 +51,24 @@ def patterns_step(state: RunState) -> None:
     patterns_extract(state)
 
 
-def patterns_extract(ctx: RunState) -> None:
+def patterns_extract(state: RunState) -> None:
     """Pattern extraction from recent episodic memories → semantic memories, and the
     promotion of working memories (important, used 3+ times or older than 15 min → semantic)."""
-    base = Memory.objects.filter(organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE)
+    base = Memory.objects.filter(organization=state.run.organization, project=state.project, state=Memory.STATE_ACTIVE)
     working = list(
         base.filter(kind=Memory.KIND_WORKING).only("id", "importance", "usage_count", "created_at", "expires_at")
     )
     promote = [
-        m for m in working if m.importance > 0.7 or m.usage_count >= 3 or ctx.now - m.created_at > timedelta(minutes=15)
+        m
+        for m in working
+        if m.importance > 0.7 or m.usage_count >= 3 or state.now - m.created_at > timedelta(minutes=15)
     ]
-    if promote and not ctx.dry:
+    if promote and not state.dry:
         # the same provenance and memory.promote audit rows as the rest of the promotion ladder
         with transaction.atomic():
             memories_promote_in_place(
-                ctx,
-                [ladder.InPlace(m.id, _working_reason(ctx, m)) for m in promote],
+                state,
+                [ladder.InPlace(m.id, _working_reason(state, m)) for m in promote],
                 from_kind=Memory.KIND_WORKING,
                 to_kind=Memory.KIND_SEMANTIC,
                 criterion="working_to_semantic",
@@ -74,17 +76,17 @@ def patterns_extract(ctx: RunState) -> None:
     # later phases read kinds from the scan: a promoted memory is semantic from here on (or the
     # archival phase would take an expired working memory the run has just turned into a fact)
     for m in promote:
-        if (scanned := ctx.memories.get(m.id)) is not None:
+        if (scanned := state.memories.get(m.id)) is not None:
             scanned.kind = Memory.KIND_SEMANTIC
             scanned.expires = None
-    ctx.counters["promoted"] = len(promote)
+    state.counters["promoted"] = len(promote)
     if promote:
         logger.info(
-            "%s %d working memories to semantic", "Would promote" if ctx.dry else "Promoted", len(promote),
-            extra={"run": ctx.run.id, "dry_run": ctx.dry, "memory_ids": [m.id for m in promote][:1000]},
+            "%s %d working memories to semantic", "Would promote" if state.dry else "Promoted", len(promote),
+            extra={"run": state.run.id, "dry_run": state.dry, "memory_ids": [m.id for m in promote][:1000]},
         )
-    since = ctx.now - timedelta(days=PATTERN_WINDOW_DAYS)
-    episodes_qs = base.filter(kind=Memory.KIND_EPISODIC, created_at__gte=max(since, ctx.since or since))
+    since = state.now - timedelta(days=PATTERN_WINDOW_DAYS)
+    episodes_qs = base.filter(kind=Memory.KIND_EPISODIC, created_at__gte=max(since, state.since or since))
     episodes = list(
         episodes_qs.order_by("created_at").only("id", "organization_id", "content", "trust", "created_at")[
             :PATTERN_EPISODE_LIMIT
@@ -92,26 +94,26 @@ def patterns_extract(ctx: RunState) -> None:
     )
     if len(episodes) < MIN_EPISODES_FOR_PATTERNS:
         return
-    if ctx.dry:
-        ctx.note("pattern_sources", [m.id for m in episodes])
+    if state.dry:
+        state.note("pattern_sources", [m.id for m in episodes])
         return
-    llm = run_llm(ctx)
+    llm = run_llm(state)
     if llm.provider == "none":
-        ctx.warnings.append(f"pattern extraction from {len(episodes)} episodes waits for an LLM")
+        state.warnings.append(f"pattern extraction from {len(episodes)} episodes waits for an LLM")
         return
     (reply,) = llm_map(
-        ctx,
+        state,
         llm,
         "patterns",
         [build_pattern_prompt([(m.created_at, m.content) for m in episodes])],
         system=PATTERN_SYSTEM_PROMPT,
     )
-    patterns = reply_parsed(ctx, reply, parse_patterns, "pattern extraction")
+    patterns = reply_parsed(state, reply, parse_patterns, "pattern extraction")
     if not patterns:
         return
     vectors, _ = embed_texts(patterns)
     for pattern, vector in zip(patterns, vectors, strict=True):
-        if _has_twin(ctx, vector):
+        if _has_twin(state, vector):
             continue
         draft = MemoryDraft(
             title=pattern[:200],
@@ -123,45 +125,45 @@ def patterns_extract(ctx: RunState) -> None:
         )
         # a one-sentence pattern is its own title; one that echoes the prompt (its example) is kept out
         if draft_refused(
-            ctx, draft, source="patterns", prompts=PATTERN_INSTRUCTIONS, title_is_content=True
+            state, draft, source="patterns", prompts=PATTERN_INSTRUCTIONS, title_is_content=True
         ):
             continue
         with transaction.atomic():
             (memory,) = memories_create(
-                principal=ctx.principal,
+                principal=state.principal,
                 drafts=[draft],
-                project=ctx.project,
+                project=state.project,
                 origin=Memory.ORIGIN_EXTRACTED,
                 initial_confidence=INITIAL_CONFIDENCE + 0.1,
                 vectors=[vector],
-                provenance=ProvenanceInput(how=HOW_PATTERN, run_id=ctx.run.id, sources=episodes),
+                provenance=ProvenanceInput(how=HOW_PATTERN, run_id=state.run.id, sources=episodes),
             )
             for episode in episodes:
-                link_add(ctx, memory.id, episode.id, MemoryLink.KIND_REFERENCES, 1.0, "pattern source")
+                link_add(state, memory.id, episode.id, MemoryLink.KIND_REFERENCES, 1.0, "pattern source")
         if memory.state == Memory.STATE_QUARANTINED:
-            ctx.warnings.append(
+            state.warnings.append(
                 f"patterns: the instruction-smell detector held “{memory.title[:80]}” ({memory.id}) for review"
             )
             continue
-        ctx.created.append(memory.id)
-        ctx.counters["patterns"] += 1
-        events.pattern_extracted.send(sender=ConsolidationRun, run=ctx.run, memory=memory, source_count=len(episodes))
+        state.created.append(memory.id)
+        state.counters["patterns"] += 1
+        events.pattern_extracted.send(sender=ConsolidationRun, run=state.run, memory=memory, source_count=len(episodes))
 
 
-def _working_reason(ctx: RunState, memory: Memory) -> str:
+def _working_reason(state: RunState, memory: Memory) -> str:
     """Which of the working → semantic criteria held, with its figures."""
     if memory.importance > 0.7:
         return f"importance {memory.importance:g} > 0.7"
     if memory.usage_count >= 3:
         return f"used {memory.usage_count} times (3 or more)"
-    return f"working memory older than 15 min ({int((ctx.now - memory.created_at).total_seconds() // 60)} min)"
+    return f"working memory older than 15 min ({int((state.now - memory.created_at).total_seconds() // 60)} min)"
 
 
-def _has_twin(ctx: RunState, vector: list[float]) -> bool:
+def _has_twin(state: RunState, vector: list[float]) -> bool:
     from pgvector.django import CosineDistance
 
     nearest = (
-        Memory.objects.filter(organization=ctx.run.organization, project=ctx.project, state=Memory.STATE_ACTIVE)
+        Memory.objects.filter(organization=state.run.organization, project=state.project, state=Memory.STATE_ACTIVE)
         .annotate(d=CosineDistance("embedding", vector))
         .order_by("d")
         .values_list("d", flat=True)

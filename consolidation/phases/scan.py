@@ -24,7 +24,7 @@ def scan_step(state: RunState) -> None:
     state.memories = memories_load(state)
 
 
-def memories_load(ctx: RunState) -> dict[str, ScannedMemory]:
-    memories = memories_scan(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
-    ctx.counters["processed"] = len(memories)
+def memories_load(state: RunState) -> dict[str, ScannedMemory]:
+    memories = memories_scan(organization_id=state.run.organization_id, project_id=state.project.id)
+    state.counters["processed"] = len(memories)
     return memories

@@ -38,67 +38,69 @@ def summarize_step(state: RunState) -> None:
     summaries_write(state)
 
 
-def summaries_write(ctx: RunState) -> None:
-    if ctx.dry:
-        for _, source_ids in ctx.merges:  # a dry run merged nothing: what would be summarised
-            ctx.note("summaries", {"sources": source_ids})
+def summaries_write(state: RunState) -> None:
+    if state.dry:
+        for _, source_ids in state.merges:  # a dry run merged nothing: what would be summarised
+            state.note("summaries", {"sources": source_ids})
         return
-    targets = list(ctx.merges) + _summaries_missing(ctx, exclude={memory_id for memory_id, _ in ctx.merges})
+    targets = list(state.merges) + _summaries_missing(state, exclude={memory_id for memory_id, _ in state.merges})
     if not targets:
         return
-    llm = run_llm(ctx)
+    llm = run_llm(state)
     if llm.provider == "none":
-        ctx.warnings.append(f"{len(targets)} summaries wait for an LLM (LLM_PROVIDER=none)")
+        state.warnings.append(f"{len(targets)} summaries wait for an LLM (LLM_PROVIDER=none)")
         return
     ids = {mid for memory_id, sources in targets for mid in (memory_id, *sources)}
-    loaded = {m.id: m for m in Memory.objects.filter(organization=ctx.run.organization, pk__in=ids).defer("embedding")}
+    loaded = {
+        m.id: m for m in Memory.objects.filter(organization=state.run.organization, pk__in=ids).defer("embedding")
+    }
     targets = [(mid, [s for s in sources if s in loaded]) for mid, sources in targets if mid in loaded]
     targets = [(mid, sources) for mid, sources in targets if sources]
     # the batched synthesis answered these with their memories: stored as they are, no call
-    for memory_id, source_ids in [t for t in targets if t[0] in ctx.summaries_given]:
-        _summary_keep(ctx, loaded[memory_id], [loaded[s] for s in source_ids], ctx.summaries_given[memory_id])
-    targets = [t for t in targets if t[0] not in ctx.summaries_given]
+    for memory_id, source_ids in [t for t in targets if t[0] in state.summaries_given]:
+        _summary_keep(state, loaded[memory_id], [loaded[s] for s in source_ids], state.summaries_given[memory_id])
+    targets = [t for t in targets if t[0] not in state.summaries_given]
     if not targets:
         return
     replies = llm_map(
-        ctx,
+        state,
         llm,
         "summarize",
         [build_summary_prompt([prompt_source(loaded[s]) for s in sources]) for _, sources in targets],
         system=SUMMARY_SYSTEM_PROMPT,
     )
     for (memory_id, source_ids), reply in zip(targets, replies, strict=True):
-        ctx.check_time()
+        state.check_time()
         memory, sources = loaded[memory_id], [loaded[s] for s in source_ids]
         if budget_refused(reply):
             continue  # a later run (this one, resumed) catches it up
         if isinstance(reply, LLMError):
             # no row: the memory stays without a summary and a later run catches it up
-            ctx.warnings.append(f"summary of {memory_id} failed: {reply}")
+            state.warnings.append(f"summary of {memory_id} failed: {reply}")
             continue
         try:
             parsed = parse_summary(str(reply), source_ids)
         except PromptParseError as exc:
-            summary_store(memory=memory, sources=sources, run_id=ctx.run.id, error=str(exc), raw_reply=exc.raw)
-            ctx.warnings.append(f"summary of {memory_id} rejected: {exc}")
+            summary_store(memory=memory, sources=sources, run_id=state.run.id, error=str(exc), raw_reply=exc.raw)
+            state.warnings.append(f"summary of {memory_id} rejected: {exc}")
             continue
-        _summary_keep(ctx, memory, sources, parsed)
+        _summary_keep(state, memory, sources, parsed)
 
 
-def _summary_keep(ctx: RunState, memory: Memory, sources: list[Memory], parsed: ClusterSummary) -> None:
+def _summary_keep(state: RunState, memory: Memory, sources: list[Memory], parsed: ClusterSummary) -> None:
     summary_store(
         memory=memory,
         sources=sources,
-        run_id=ctx.run.id,
+        run_id=state.run.id,
         summary=parsed.summary,
         key_facts=parsed.key_facts,
         decisions=[dataclasses.asdict(d) for d in parsed.decisions],
         superseded_facts=[dataclasses.asdict(f) for f in parsed.superseded_facts],
     )
-    ctx.counters["summaries"] = ctx.counters.get("summaries", 0) + 1
+    state.counters["summaries"] = state.counters.get("summaries", 0) + 1
 
 
-def _summaries_missing(ctx: RunState, *, exclude: set[str]) -> list[tuple[str, list[str]]]:
+def _summaries_missing(state: RunState, *, exclude: set[str]) -> list[tuple[str, list[str]]]:
     """Up to CONSOLIDATION_SUMMARY_CATCH_UP active consolidated memories of the project without a
     summary, newest first, with their sources (from the lineage links)."""
     limit = settings.CONSOLIDATION_SUMMARY_CATCH_UP
@@ -106,8 +108,8 @@ def _summaries_missing(ctx: RunState, *, exclude: set[str]) -> list[tuple[str, l
         return []
     missing = list(
         Memory.objects.filter(
-            organization=ctx.run.organization,
-            project=ctx.project,
+            organization=state.run.organization,
+            project=state.project,
             state=Memory.STATE_ACTIVE,
             origin=Memory.ORIGIN_CONSOLIDATED,
             summary__isnull=True,
@@ -118,7 +120,7 @@ def _summaries_missing(ctx: RunState, *, exclude: set[str]) -> list[tuple[str, l
     )
     sources: dict[str, list[str]] = {mid: [] for mid in missing}
     for source, target in MemoryLink.objects.filter(
-        organization=ctx.run.organization, source_id__in=missing, kind=MemoryLink.KIND_CONSOLIDATES
+        organization=state.run.organization, source_id__in=missing, kind=MemoryLink.KIND_CONSOLIDATES
     ).values_list("source_id", "target_id"):
         sources[source].append(target)
     return [(mid, sorted(targets)) for mid, targets in sources.items() if targets]

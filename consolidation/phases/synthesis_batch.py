@@ -75,7 +75,7 @@ def _batch_prompt(
 
 
 def clusters_synthesize_batched(
-    ctx: RunState, llm: Any, clusters: Sequence[clustering.Cluster[str]], sources: dict[str, SourceMemory]
+    state: RunState, llm: Any, clusters: Sequence[clustering.Cluster[str]], sources: dict[str, SourceMemory]
 ) -> list[ClusterOutcome]:
     """Each cluster's outcome, in order: its answer (summary source ids mapped back to memory ids), the
     budget's refusal or the provider's error for its call, or ``Unanswered``."""
@@ -89,7 +89,7 @@ def clusters_synthesize_batched(
         batches = synthesis_batches(sizes, settings.CONSOLIDATION_SYNTHESIS_BATCH_CLUSTERS)
         built = [_batch_prompt(subset, sources, batch) for batch in batches]
         replies = llm_map(
-            ctx,
+            state,
             llm,
             "synthesize",
             [prompt for prompt, _ in built],
@@ -104,7 +104,7 @@ def clusters_synthesize_batched(
                     outcomes[todo[j]] = reply if budget_refused(reply) else Unanswered(str(reply))
                 continue
             parse = functools.partial(parse_synthesis_batch, clusters=asked)
-            answered: dict[str, ClusterAnswer] = reply_parsed(ctx, reply, parse, "batched synthesis") or {}
+            answered: dict[str, ClusterAnswer] = reply_parsed(state, reply, parse, "batched synthesis") or {}
             for j, cluster in zip(batch, asked, strict=True):
                 answer = answered.get(cluster.label)
                 if answer is None:
@@ -112,10 +112,10 @@ def clusters_synthesize_batched(
                 else:
                     outcomes[todo[j]] = _with_memory_ids(answer, cluster)
         if unanswered and attempt == 0:
-            ctx.warnings.append(f"the batched synthesis left {len(unanswered)} clusters unanswered; asked again")
+            state.warnings.append(f"the batched synthesis left {len(unanswered)} clusters unanswered; asked again")
         todo = unanswered
     if todo:
-        ctx.warnings.append(
+        state.warnings.append(
             f"{len(todo)} clusters were left unanswered by the batched synthesis; the next run synthesises them"
         )
     return outcomes

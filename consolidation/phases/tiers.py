@@ -43,7 +43,7 @@ _TIERS_UPDATE_SQL = (
 )
 
 
-def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
+def tiers_update(state: RunState, memories: dict[str, ScannedMemory]) -> None:
     """The retention score + tier of every memory, vectorised; the rows whose
     score or tier moved are rewritten in id order, a batch per transaction."""
     import numpy as np  # here, not at the top: the app's start-up imports every phase (docs/commands.md#start-up)
@@ -52,11 +52,11 @@ def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
         return
     superseded = set(
         MemoryLink.objects.filter(
-            organization_id=ctx.run.organization_id, kind=MemoryLink.KIND_SUPERSEDES, target__project=ctx.project
+            organization_id=state.run.organization_id, kind=MemoryLink.KIND_SUPERSEDES, target__project=state.project
         ).values_list("target_id", flat=True)
     )
     rows = list(memories.values())
-    now = ctx.now.timestamp()
+    now = state.now.timestamp()
     created = np.fromiter((m.created for m in rows), dtype=np.float64, count=len(rows))
     last_access = np.fromiter((m.last_access for m in rows), dtype=np.float64, count=len(rows))
     scores = retention.retention_scores(
@@ -76,11 +76,11 @@ def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
     tier_moved = scores.tiers.astype(object) != old_tiers
     # write only what moved: rewriting every row each run would churn the table for nothing
     moved = np.flatnonzero(tier_moved | (np.abs(scores.overall - old_scores) >= RETENTION_WRITE_DELTA))
-    ctx.counters["tier_transitions"] = int(tier_moved.sum())
+    state.counters["tier_transitions"] = int(tier_moved.sum())
     overall, tiers, salience_list = scores.overall.tolist(), scores.tiers.tolist(), salience.tolist()
     for memory, score, tier, value in zip(rows, overall, tiers, salience_list, strict=True):
         memory.retention, memory.tier, memory.salience = score, tier, value
-    if ctx.dry or not len(moved):
+    if state.dry or not len(moved):
         return
     # in id order, locked before they are written (memories.locks): the UPDATE alone would lock them in
     # its plan's order and deadlock with a search's usage write holding some of them (docs/concurrency.md)
@@ -89,12 +89,12 @@ def tiers_update(ctx: RunState, memories: dict[str, ScannedMemory]) -> None:
         batch = ordered[start : start + TIERS_WRITE_BATCH]
         ids = [rows[i].id for i in batch]
         with transaction.atomic(), connection.cursor() as cursor:
-            memories_lock(ids, organization_id=ctx.run.organization_id)
+            memories_lock(ids, organization_id=state.run.organization_id)
             cursor.execute(_TIERS_UPDATE_SQL, [ids, [overall[i] for i in batch], [tiers[i] for i in batch]])
-    _transitions_audit(ctx, [(rows[i].id, str(old_tiers[i]), tiers[i]) for i in np.flatnonzero(tier_moved)])
+    _transitions_audit(state, [(rows[i].id, str(old_tiers[i]), tiers[i]) for i in np.flatnonzero(tier_moved)])
 
 
-def _transitions_audit(ctx: RunState, transitions: list[tuple[str, str, str]]) -> None:
+def _transitions_audit(state: RunState, transitions: list[tuple[str, str, str]]) -> None:
     """A ``memory.tier`` audit row per tier change, so a memory's history
     shows when and why it went cold: one statement per (from, to) pair."""
     by_pair: dict[tuple[str, str], list[str]] = {}
@@ -107,14 +107,14 @@ def _transitions_audit(ctx: RunState, transitions: list[tuple[str, str, str]]) -
             len(ids),
             old,
             new,
-            extra={"run": ctx.run.id, "from_tier": old, "to_tier": new, "count": len(ids)},
+            extra={"run": state.run.id, "from_tier": old, "to_tier": new, "count": len(ids)},
         )
-        logger.debug("Memories moved %s → %s", old, new, extra={"run": ctx.run.id, "memory_ids": ids[:1000]})
+        logger.debug("Memories moved %s → %s", old, new, extra={"run": state.run.id, "memory_ids": ids[:1000]})
         audit_record_many(
-            organization=ctx.run.organization,
-            actor=ctx.principal,
+            organization=state.run.organization,
+            actor=state.principal,
             verb="memory.tier",
             target_type="memory",
             target_ids=ids,
-            data={"from": old, "to": new, "run": ctx.run.id},
+            data={"from": old, "to": new, "run": state.run.id},
         )

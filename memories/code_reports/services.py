@@ -35,9 +35,9 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.services import audit_record
+from memories.confidence.services import memory_stability
 from memories.core.selectors import memory_is_readable
 from memories.models import Memory, SessionCommit, SessionMemoryUse
-from memories.signals.services import memory_stability
 from memories.validation import session_key_clean, text_clean, write_scope_require
 from reasoningbank.errors import Conflict, InvalidInput, NotFound
 

@@ -1,7 +1,7 @@
 """The core writes of memories: record (behind the write gate and the duplicate checks), update,
 re-embed, and ``memories_create``, the one insert every path that makes memories goes through
 (recording, distillation, consolidation, promotion). Archive and restore are moderation's
-(``memories/moderation/services.py``), the confidence signals ``memories/signals/services.py``'s.
+(``memories/moderation/services.py``), the confidence signals ``memories/confidence/services.py``'s.
 
 Every function takes the acting ``Principal`` (tenant + rights) explicitly, validates its input
 into a clear ``ServiceError`` before touching the database, and runs in one transaction.
@@ -23,6 +23,7 @@ from pgvector.django import CosineDistance
 from accounts.access import Principal
 from accounts.models import Project
 from accounts.services import audit_record
+from memories.confidence import bayes as conf
 from memories.core import gate
 from memories.core.fingerprint import memory_content_hash
 from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
@@ -30,7 +31,6 @@ from memories.core.selectors import memory_is_writable, project_resolve, project
 from memories.embedding import embed_texts, memory_embedding_text
 from memories.events import memories_added
 from memories.models import Memory
-from memories.signals import confidence as conf
 from memories.trust.provenance import HOW_DISTILLED
 from memories.trust.provenance_facts import ProvenanceInput, memory_provenance
 from memories.trust.screening import flag_message, quarantine_message, rules_named

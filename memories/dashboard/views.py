@@ -32,6 +32,7 @@ from accounts.access import access_filter, reachable_projects
 from accounts.decorators import org_view
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
 from accounts.services_write_limits import write_admit
+from memories.confidence.selectors import memory_signals
 from memories.context.selectors import summaries_list, summaries_usable
 from memories.core.selectors import MemoryFilters, memory_get, memory_lineage, memory_list
 from memories.core.services import memory_update
@@ -44,7 +45,6 @@ from memories.moderation.services import contradiction_resolve, memory_archive, 
 from memories.search.selectors import SearchHit, SearchQuery, memory_search
 from memories.sessions.selectors import session_commits, session_get, session_list, session_memory_uses
 from memories.sessions.services import session_retry
-from memories.signals.selectors import memory_signals
 from memories.trust.provenance_selectors import memory_provenance_detail, memory_sources
 from memories.validation import tags_clean
 from reasoningbank.ai.llm import llm_health_get

@@ -20,12 +20,12 @@ from django.utils import timezone
 from accounts.access import Principal
 from accounts.models import AuditEvent, Organization
 from accounts.services import audit_record, audit_record_many
+from memories.confidence import bayes as conf
 from memories.core.selectors import memory_is_writable
 from memories.core.services import memory_limit_check
 from memories.events import memories_archived
 from memories.locks import memories_lock, memories_lock_active
 from memories.models import Memory, MemoryLink
-from memories.signals import confidence as conf
 from memories.trust.services import drafts_screen
 from memories.validation import choice_check, write_scope_require
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput

@@ -8,10 +8,10 @@ import time
 from django.conf import settings
 
 from accounts.access import Principal
+from memories.confidence.services import memories_mark_used
 from memories.embedding import query_embed
 from memories.search.selectors import SearchQuery, SearchResult, memory_search
 from memories.search.services_deep import memory_search_deep
-from memories.signals.services import memories_mark_used
 from reasoningbank.db_replica import replica_read, writes_untracked
 
 

@@ -24,6 +24,8 @@ from pgvector.django import CosineDistance
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Organization
 from accounts.services import audit_record
+from memories.confidence import bayes as conf
+from memories.confidence.services import memories_mark_used
 from memories.core.selectors import project_target
 from memories.core.services import (
     MemoryDraft,
@@ -47,8 +49,6 @@ from memories.sessions.selectors import session_bank_memories
 from memories.sessions.services_ledger import session_outcome_attribute
 from memories.sessions.services_resubmit import NO_LLM_MESSAGE, Resubmission, SubmitResult, session_resubmit
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
-from memories.signals import confidence as conf
-from memories.signals.services import memories_mark_used
 from memories.trust.provenance_facts import submitted_provenance
 from memories.trust.services import session_held
 from memories.validation import session_key_clean, text_scrub_result

@@ -10,9 +10,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter
+from memories.confidence.services import memory_outcome
 from memories.core.selectors import memory_is_readable
 from memories.models import Memory, SessionMemoryUse
-from memories.signals.services import memory_outcome
 
 
 def session_uses_record(*, principal: Principal, session_key: str, memory_ids: Iterable[str], via: str) -> int:

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
+from memories.confidence.bayes import INITIAL_EXPLICIT, confidence_prior
 from memories.context.summary_parts import SummaryPartsInvalid, summary_text_check
 from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
-from memories.signals.confidence import INITIAL_EXPLICIT, confidence_prior
 from memories.transfer.export_format import (
     COUNTED_TYPES,
     FORMAT,

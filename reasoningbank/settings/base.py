@@ -60,7 +60,7 @@ INSTALLED_APPS = [
     "memories",
     "consolidation",
     "webhooks",
-    "operations",
+    "system",
 ]
 
 MIDDLEWARE = [
@@ -101,7 +101,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "operations.context_processors.status_banners",
+                "system.context_processors.status_banners",
             ],
         },
     },

@@ -75,7 +75,7 @@ CONFIDENCE_PRUNE_MIN_SIGNALS = env_int("CONFIDENCE_PRUNE_MIN_SIGNALS", 8, minimu
 # ... and never while it had a positive signal (feedback, outcome, use, kept code) within this many days
 CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minimum=0)
 # time decay (docs/confidence.md#time-decay): after this many days without a signal, each further day
-# keeps this share of a memory's evidence (memories.signals.confidence.DECAY_PER_SILENT_DAY explains
+# keeps this share of a memory's evidence (memories.confidence.bayes.DECAY_PER_SILENT_DAY explains
 # 0.984: ≈ -0.05 in the first month of a typical memory, toward its prior, never past it); 1 turns decay
 # off. The grace is at least the 30 days signal events stay in the log: decay shrinks the rolled-up
 # evidence, so a silent memory's must be all rolled up by the time it starts

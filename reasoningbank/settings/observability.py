@@ -12,7 +12,7 @@ from reasoningbank.logging_json import LOG_FORMATS, log_format_default, log_leve
 from reasoningbank.processes import process_role_from_argv
 from reasoningbank.settings.base import DEBUG, TESTING
 
-# /metrics (operations/views.py): served to these client networks (REMOTE_ADDR: the client's address,
+# /metrics (system/views.py): served to these client networks (REMOTE_ADDR: the client's address,
 # from X-Forwarded-For only behind one of TRUSTED_PROXIES), or to any address with
 # "Authorization: Bearer <METRICS_TOKEN>" when that is set. Empty networks: the token only.
 METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.1/32", "::1/128"])

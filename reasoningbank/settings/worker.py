@@ -1,4 +1,4 @@
-"""Background work: the django-q2 cluster, and the heartbeats that tell a live worker and live work from
+"""Background work: the django-q2 cluster, and the stamps that tell a live worker and live work from
 dead ones."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ Q_CLUSTER = {
     "catch_up": False,
     "poll": env_float("Q_POLL_SECONDS", 0.1, minimum=0.05),  # the ORM broker is polled; 0.5 s cost ~10% throughput
     "ack_failures": True,
-    # successes kept per task function: the per-minute worker heartbeat cannot push the history of
+    # successes kept per task function: the per-minute queue probe cannot push the history of
     # distillations and consolidations out of the last save_limit (250) rows
     "save_limit_per": "func",
     "sync": env_bool("Q_SYNC", False),
@@ -46,8 +46,8 @@ if env_str("REDIS_URL"):
 # has such work waiting; alone, an organization may use every slot. docs/security/worker-fairness.md
 WORKER_ORG_CONCURRENCY = env_int("WORKER_ORG_CONCURRENCY", 1, minimum=1, maximum=256)
 
-# /readyz and the dashboard banner (reasoningbank/health.py): the worker beats every minute
-# (rb:worker-heartbeat); a beat older than this means it is down. Right after a start a missing or
+# /readyz and the dashboard banner (reasoningbank/health.py): the queue probe runs every minute
+# (rb:queue-probe); a probe older than this means the worker is down. Right after a start a missing or
 # stale beat reads "starting" for the grace period. Work waiting longer than QUEUE_STALLED_AFTER
 # (a broker task, a queued run or session) marks the queue "stalled".
 WORKER_HEARTBEAT_STALE_AFTER = env_duration("WORKER_HEARTBEAT_STALE_AFTER", "3m")

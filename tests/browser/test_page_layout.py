@@ -29,8 +29,8 @@ from oauth2_provider.models import Application
 from accounts.models import Membership, OAuthConnection
 from accounts.services import token_create
 from consolidation.models import ConsolidationRun, ReviewItem
-from operations.selectors import health_cache_clear
 from reasoningbank.models import LlmCall, LlmPrice, WorkerHeartbeat
+from system.selectors import health_cache_clear
 from tests.factories import (
     AgentSessionFactory,
     ConsolidationRunFactory,

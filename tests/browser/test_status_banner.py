@@ -8,8 +8,8 @@ from django.db import connection
 from django_q.models import Schedule
 
 from memories.sessions.services import session_submit
-from operations.selectors import health_cache_clear
-from reasoningbank.tasks import worker_heartbeat
+from reasoningbank.tasks import queue_probe
+from system.selectors import health_cache_clear
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,7 +23,7 @@ def _long_running(long_running_process: None) -> None:
 def waiting_session(cast, make_token):
     """Set up before the browser: ORM work done while Playwright's event loop runs leaves a
     connection behind that blocks dropping the test database."""
-    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    Schedule.objects.create(name="rb:queue-probe", func="reasoningbank.tasks.queue_probe")
     agent = make_token(cast.org_a, projects=[cast.project_a])[1]
     return session_submit(principal=agent, session_id="run-waiting", outcome="success", trace="agent: seeded the RNG")
 
@@ -58,7 +58,7 @@ def test_the_banner_names_a_dead_worker_and_a_missing_llm_until_both_are_fixed(
     shoot("banner-sessions")
 
     # the worker beats and an LLM is configured: the banners go, and Retry can help now
-    worker_heartbeat()
+    queue_probe()
     connection.close()  # see waiting_session
     settings.LLM_PROVIDER, settings.LLM_API_KEY = "openai", "sk-test"
     health_cache_clear()

@@ -13,8 +13,8 @@ from django_q.models import Schedule
 
 from consolidation.models import ConsolidationRun
 from memories.models import AgentSession
-from operations.selectors import health_cache_clear
 from reasoningbank.models import WorkerHeartbeat
+from system.selectors import health_cache_clear
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,7 +31,7 @@ def _long_running(long_running_process: None) -> None:
 def stopped_worker(cast):
     """A worker that beat 25 minutes ago and then stopped, a few runs and a failed session; set up
     before the browser opens (ORM work while Playwright's loop runs leaves a connection behind)."""
-    Schedule.objects.create(name="rb:worker-heartbeat", func="reasoningbank.tasks.worker_heartbeat")
+    Schedule.objects.create(name="rb:queue-probe", func="reasoningbank.tasks.queue_probe")
     WorkerHeartbeat.objects.create(cluster="reasoningbank", beat_at=timezone.now() - timedelta(minutes=25))
     now = timezone.now()
     ConsolidationRunFactory(

@@ -22,8 +22,8 @@ from consolidation.phases.archival import stale_archive
 from consolidation.phases.tiers import tiers_update
 from consolidation.run_state import RunOptions, RunState
 from consolidation.selectors import memories_scan
+from memories.confidence import services as services_signals
 from memories.models import Memory, MemorySignal
-from memories.signals import services as services_signals
 from tests.factories import ConsolidationRunFactory, memory_recorder
 from tests.slow_updates import race, usage_arguments
 
@@ -46,7 +46,7 @@ def two_old_memories(principal: Any) -> list[Memory]:
     return sorted((Memory.objects.get(pk=m.pk) for m in memories), key=lambda m: m.id)
 
 
-def run_context(principal: Any) -> RunState:
+def run_state_for(principal: Any) -> RunState:
     run = ConsolidationRunFactory(project=principal.token.projects.get(), status="running")
     started = time.monotonic()
     return RunState(
@@ -63,12 +63,12 @@ def run_context(principal: Any) -> RunState:
 
 def test_the_retention_phase_and_a_searchs_usage_write_on_the_same_memories_do_not_deadlock(agent):
     first, second = two_old_memories(agent)
-    ctx = run_context(agent)
-    scanned = memories_scan(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
+    state = run_state_for(agent)
+    scanned = memories_scan(organization_id=state.run.organization_id, project_id=state.project.id)
     # the phase's rows in descending id order, and a plan that updates them in the order listed
     backwards = dict(sorted(scanned.items(), reverse=True))
     errors = race(
-        lambda: tiers_update(ctx, backwards),
+        lambda: tiers_update(state, backwards),
         "SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off",
         lambda: services_signals.usage_write(usage_arguments([first, second], agent.actor_label)),
     )
@@ -84,13 +84,13 @@ def test_stale_archival_and_a_searchs_usage_write_on_the_same_memories_do_not_de
     # a newer version of the first memory's row: the heap now holds the second one before it, and a
     # sequential scan visits them in that order (a real table's heap is in no particular id order)
     Memory.objects.filter(pk=first.pk).update(title=first.title)
-    ctx = run_context(agent)
-    scanned = memories_scan(organization_id=ctx.run.organization_id, project_id=ctx.project.id)
+    state = run_state_for(agent)
+    scanned = memories_scan(organization_id=state.run.organization_id, project_id=state.project.id)
     for memory in scanned.values():
         memory.salience = 0.01  # as the retention phase leaves a memory unused for a year
 
     errors = race(
-        lambda: stale_archive(ctx, scanned),
+        lambda: stale_archive(state, scanned),
         "SET enable_indexscan = off; SET enable_bitmapscan = off",
         lambda: services_signals.usage_write(usage_arguments([first, second], agent.actor_label)),
     )

@@ -102,12 +102,12 @@ def test_an_exception_inside_one_clusters_merge_rolls_that_cluster_back_while_th
     real_link = clusters.link_add
     linked: list[str] = []
 
-    def link_failing_on_the_third_source(ctx, source, target, kind, weight, reason):
+    def link_failing_on_the_third_source(state, source, target, kind, weight, reason):
         if kind == MemoryLink.KIND_CONSOLIDATES and target in first_ids:
             linked.append(target)
             if len(linked) == 3:  # two sources already archived and linked inside this transaction
                 raise RuntimeError("disk full while linking")
-        return real_link(ctx, source, target, kind, weight, reason)
+        return real_link(state, source, target, kind, weight, reason)
 
     monkeypatch.setattr(clusters, "link_add", link_failing_on_the_third_source)
 

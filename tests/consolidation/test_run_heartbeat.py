@@ -25,11 +25,11 @@ def test_the_heartbeat_of_a_run_moves_while_a_phase_is_still_busy(cast, agent, s
     run = queued(agent, cast.project_a)
     beats = []
 
-    def slow_scan(ctx):
+    def slow_scan(state):
         """A phase that only returns once the heartbeat has moved past the claim's stamp (or gives up)."""
-        claimed = ConsolidationRun.objects.get(pk=ctx.run.pk).heartbeat_at
+        claimed = ConsolidationRun.objects.get(pk=state.run.pk).heartbeat_at
         for _ in range(500):
-            latest = ConsolidationRun.objects.get(pk=ctx.run.pk).heartbeat_at
+            latest = ConsolidationRun.objects.get(pk=state.run.pk).heartbeat_at
             if latest > claimed:
                 beats.append((claimed, latest))
                 break
@@ -49,14 +49,14 @@ def test_a_run_failed_by_a_sweep_while_it_runs_stops_before_its_next_phase(cast,
     run = queued(agent, cast.project_a)
     reached = []
 
-    def scan_then_swept(ctx):
-        ConsolidationRun.objects.filter(pk=ctx.run.pk).update(status=ConsolidationRun.STATUS_FAILED)  # the sweep
-        assert ctx.heartbeat.beat_once() is False  # the next beat finds the run is no longer running
+    def scan_then_swept(state):
+        ConsolidationRun.objects.filter(pk=state.run.pk).update(status=ConsolidationRun.STATUS_FAILED)  # the sweep
+        assert state.heartbeat.beat_once() is False  # the next beat finds the run is no longer running
         return {}
 
     monkeypatch.setattr("consolidation.phases.scan.memories_load", scan_then_swept)
     monkeypatch.setattr(
-        "consolidation.phases.duplicates.duplicates_merge", lambda ctx, memories: reached.append("duplicates")
+        "consolidation.phases.duplicates.duplicates_merge", lambda state, memories: reached.append("duplicates")
     )
 
     finished = consolidation_execute(run.id, llm=NoLLM())

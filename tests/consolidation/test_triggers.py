@@ -235,7 +235,7 @@ def test_a_pro_plan_project_gets_no_on_demand_run(cast, make_token, enqueued, se
 def failing_phase(monkeypatch):
     """The scan phase raises, as the judge did on an imported bank (ValueError from a thread pool)."""
 
-    def boom(ctx):
+    def boom(state):
         raise ValueError("max_workers must be greater than 0")
 
     monkeypatch.setattr("consolidation.phases.scan.memories_load", boom)
@@ -286,7 +286,7 @@ def test_the_wait_is_capped_and_a_completed_run_resets_it(cast, enqueued, settin
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            "consolidation.phases.scan.memories_load", lambda ctx: (_ for _ in ()).throw(RuntimeError("boom"))
+            "consolidation.phases.scan.memories_load", lambda state: (_ for _ in ()).throw(RuntimeError("boom"))
         )
         consolidation_schedule_due()
         failed = execute_queued(enqueued)

@@ -10,9 +10,9 @@ from django.urls import reverse
 
 from accounts.models import ApiToken, AuditEvent
 from accounts.services import token_create
+from memories.confidence.services import memory_feedback
 from memories.core.services import memory_record
 from memories.models import AgentSession, Memory, MemorySignal
-from memories.signals.services import memory_feedback
 from reasoningbank.models import LlmCall
 from tests.factories import AgentSessionFactory, ConsolidationRunFactory, MemoryLinkFactory
 

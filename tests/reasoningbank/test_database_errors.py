@@ -19,8 +19,10 @@ import pytest
 from django.conf import settings
 from django.core.management import get_commands
 
+from tests.repo_files import first_party_apps
+
 BASE_DIR = Path(__file__).resolve().parents[2]
-OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank"}
+OUR_APPS = first_party_apps()
 # arguments that get each command past its argument parsing to its first query
 ARGUMENTS = {
     "create_org": ["initech"],

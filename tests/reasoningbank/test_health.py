@@ -47,8 +47,8 @@ def test_the_worker_status_follows_its_last_heartbeat_and_the_start_grace(beat_a
 
 
 def test_the_age_of_the_last_beat_is_reported():
-    assert worker(ago(42)).last_heartbeat_age == 42
-    assert worker(None).last_heartbeat_age is None
+    assert worker(ago(42)).last_probe_age == 42
+    assert worker(None).last_probe_age is None
 
 
 def test_only_a_stale_or_never_seen_worker_is_down():

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from django.core.management import get_commands
 
+from tests.repo_files import first_party_apps
+
 BASE_DIR = Path(__file__).resolve().parents[2]
-OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank", "webhooks"}
+OUR_APPS = first_party_apps()
 # Django's and django-q2's commands a newcomer types: the settings are refused before any of them runs
 THEIRS = ["createsuperuser", "migrate", "qcluster", "check"]
 

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 from django_q.models import Schedule
 
-from reasoningbank.schedules import HEARTBEAT_SCHEDULE, schedule_specs
+from reasoningbank.schedules import QUEUE_PROBE_SCHEDULE, schedule_specs
 
 
 def _setup_schedules(errors: list[BaseException]) -> None:
@@ -52,17 +52,17 @@ def test_two_machines_setting_up_the_schedules_at_once_create_each_schedule_once
 
     assert errors == []
     names = list(Schedule.objects.filter(name__startswith="rb:").values_list("name", flat=True))
-    assert names.count(HEARTBEAT_SCHEDULE) == 1
+    assert names.count(QUEUE_PROBE_SCHEDULE) == 1
     assert sorted(names) == sorted(spec.name for spec in schedule_specs())
 
 
 @pytest.mark.django_db
 def test_a_schedule_left_twice_by_an_earlier_race_is_kept_once() -> None:
     call_command("setup_schedules", stdout=io.StringIO())
-    twin = Schedule.objects.get(name=HEARTBEAT_SCHEDULE)
+    twin = Schedule.objects.get(name=QUEUE_PROBE_SCHEDULE)
     twin.pk = None
     twin.save()
 
     call_command("setup_schedules", stdout=io.StringIO())
 
-    assert Schedule.objects.filter(name=HEARTBEAT_SCHEDULE).count() == 1
+    assert Schedule.objects.filter(name=QUEUE_PROBE_SCHEDULE).count() == 1

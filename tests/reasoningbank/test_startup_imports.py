@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.repo_files import first_party_apps
+
 BASE_DIR = Path(__file__).resolve().parents[2]
-OUR_APPS = {"accounts", "memories", "consolidation", "operations", "reasoningbank"}
+OUR_APPS = first_party_apps()
 PROBE = """
 import json, sys
 import django

@@ -233,7 +233,7 @@ def test_a_failed_consolidation_run_publishes_run_failed(cast, agent, subscribe,
     MemoryFactory(principal=agent, title="Pin the base image digest")
     run = consolidation_request(principal=agent, project=cast.project_a, options=run_options_validate())
 
-    def broken(ctx, phase):
+    def broken(state, phase):
         raise RuntimeError("the phase broke")
 
     monkeypatch.setattr(consolidation_runs, "phase_run", broken)

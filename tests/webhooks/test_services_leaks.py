@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from accounts.models import AuditEvent
+from memories.confidence.services import memory_feedback
 from memories.core.services import memory_record
 from memories.models import AgentSession, Memory, MemorySignal
 from memories.sessions import services as services_sessions
 from memories.sessions.services import session_submit
-from memories.signals.services import memory_feedback
 from reasoningbank.ai.outbound import outbound_text
 from reasoningbank.errors import InvalidInput
 from webhooks import signing

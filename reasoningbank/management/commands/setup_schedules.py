@@ -8,7 +8,7 @@ from reasoningbank.db_locks import lock_in_transaction
 from reasoningbank.schedules import schedule_specs
 
 # django-q2's schedule names are not unique: two machines starting at once would each find no
-# "rb:worker-heartbeat", each create one, and every tick would then run the job twice. One at a time.
+# "rb:queue-probe", each create one, and every tick would then run the job twice. One at a time.
 SCHEDULES_LOCK = "setup-schedules"
 
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from accounts.models import AuditEvent
 from memories.code_reports.services import session_code_report
+from memories.confidence.services import memory_feedback, signals_rollup
 from memories.models import (
     Memory,
     MemorySignal,
@@ -23,7 +24,6 @@ from memories.models import (
 )
 from memories.search.contracts import SearchInput, memory_search_run
 from memories.sessions.services_ledger import session_uses_record
-from memories.signals.services import memory_feedback, signals_rollup
 from reasoningbank.db_threads import write_behind_wait
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, NotFound
 from tests.factories import ProjectFactory, memory_recorder

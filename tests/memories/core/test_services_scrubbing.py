@@ -17,11 +17,11 @@ from django.test import Client
 
 from accounts.models import AuditEvent
 from accounts.services import token_authenticate, token_create
+from memories.confidence.services import memory_feedback
 from memories.core.services import memory_record, memory_update
 from memories.models import AgentSession, Memory, MemorySignal
 from memories.sessions import services as services_sessions
 from memories.sessions.services import session_process, session_submit
-from memories.signals.services import memory_feedback
 from memories.validation import COMMENT_MAX, TITLE_MAX
 from tests.accounts.test_services_leaks import connected_app_tokens
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec

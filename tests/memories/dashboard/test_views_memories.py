@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
+from memories.confidence.services import memory_feedback
 from memories.context.services import summary_store
 from memories.models import Memory, MemorySignal
-from memories.signals.services import memory_feedback
 from tests.factories import MemoryLinkFactory, memory_recorder, summary_make
 
 HX = {"HTTP_HX_REQUEST": "true"}

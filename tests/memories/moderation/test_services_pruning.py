@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
+from memories.confidence.services import memory_feedback
 from memories.models import Memory, MemorySignal, MemorySignalAggregate
 from memories.moderation.services import memories_prune_low_confidence, memory_restore
-from memories.signals.services import memory_feedback
 from memories.tasks import signals_rollup_daily
 from tests.factories import memory_recorder
 

@@ -209,7 +209,7 @@ def test_usage_signals_on_team_memories_carry_the_searching_project(cascade):
 
 @pytest.mark.django_db(transaction=True)  # the writer thread uses its own connection
 def test_a_searchs_usage_signals_are_written_behind_with_the_values_it_returned(cast, make_token, monkeypatch):
-    from memories.signals import services
+    from memories.confidence import services
 
     _, principal = make_token(cast.org_a, projects=[cast.project_a])
     memory = record(principal)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from memories.confidence.contracts import OutcomeInput, memory_outcome_run
 from memories.context.contracts import ContextInput, memory_context_run
 from memories.models import MemorySignal, SessionMemoryUse
 from memories.search.contracts import SearchInput, memory_search_run
 from memories.sessions.contracts import SessionSubmitInput, session_submit_run
-from memories.signals.contracts import OutcomeInput, memory_outcome_run
 from reasoningbank.db_threads import write_behind_wait
 from tests.factories import memory_recorder
 
