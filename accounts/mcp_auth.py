@@ -2,7 +2,7 @@
 
 ``BearerTokenMiddleware`` resolves ``Authorization: Bearer <token>`` — an org API token or an OAuth
 access token issued for this endpoint (``<issuer>/mcp``, docs/oauth.md#tokens) — to its ``Principal``
-(the same lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the tools
+(the same lookup and failure throttling as REST, ``accounts/tokens/throttling.py``) and hands it to the tools
 through a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes from a tool
 argument.
 
@@ -27,11 +27,16 @@ from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.access import Principal
-from accounts.authentication import BearerRefusal, bearer_authenticate, bearer_header_refusal, bearer_token_from_header
 from accounts.models import SCOPE_MEMORIES_WRITE, ApiToken
-from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
-from accounts.services_write_limits import write_admit
-from accounts.throttling import Throttled, scope_client_address
+from accounts.oauth.protocol import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
+from accounts.tokens.authentication import (
+    BearerRefusal,
+    bearer_authenticate,
+    bearer_header_refusal,
+    bearer_token_from_header,
+)
+from accounts.tokens.throttling import Throttled, scope_client_address
+from accounts.write_limits.services import write_admit
 from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body, oauth_error_body
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
 from reasoningbank.request_context import ClientFacts, request_client
@@ -45,7 +50,7 @@ _request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_princ
 
 def _authenticate(raw: str, address: str) -> Any:
     """The token's principal; a ``Throttled`` answer once the address or the token prefix has failed
-    too often (``accounts/throttling.py``, shared with REST); else a ``BearerRefusal`` saying why
+    too often (``accounts/tokens/throttling.py``, shared with REST); else a ``BearerRefusal`` saying why
     (unknown, revoked, expired, an OAuth token for another resource)."""
     close_old_connections()
     try:
@@ -105,7 +110,7 @@ class BearerTokenMiddleware:
     ``error="invalid_token"``; with an error, the reason as ``error_description``, and always in the
     JSON body (docs/agent-api.md#authentication-errors). A failed token once the
     client's address (or the token's prefix) has failed too often → 429 with ``Retry-After``
-    (``accounts/throttling.py``, the same counters as REST); a valid token is served all the same.
+    (``accounts/tokens/throttling.py``, the same counters as REST); a valid token is served all the same.
     An authenticated GET (the optional standalone SSE stream) is 405: this stateless JSON server
     never pushes anything.
     """

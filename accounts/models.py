@@ -9,7 +9,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
-from accounts.plans import PLAN_CHOICES, PLAN_FREE, plan_get
+from accounts.plans.catalogue import PLAN_CHOICES, PLAN_FREE, plan_get
 from reasoningbank.sharding import SameOrganization
 
 SCOPE_MEMORIES_READ = "memories:read"
@@ -264,8 +264,8 @@ class AuditEvent(models.Model):
 
 
 class ThrottleCounter(models.Model):
-    """Failed-authentication counters every web worker process shares (``accounts/throttling.py``
-    hits them with atomic upserts), and the write limits' counters (``accounts/services_write_limits.py``).
+    """Failed-authentication counters every web worker process shares (``accounts/tokens/throttling.py``
+    hits them with atomic upserts), and the write limits' counters (``accounts/write_limits/services.py``).
     Not tenant data: keys are client addresses, hashed logins, hashed token prefixes, and the ids of
     tokens, connected apps, members and organizations."""
 

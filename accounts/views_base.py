@@ -1,9 +1,12 @@
-"""The dashboard's access layer: which org a signed-in user is acting in, and with which role.
+"""The base of every dashboard page (as ``api_base`` is of every REST view): which org a signed-in user
+is acting in, with which role, and the frame of the settings pages.
 
 ``@org_view(min_role=...)`` wraps every dashboard view: it requires login, resolves the current
 org from the session (the org switcher sets it) among the user's memberships, builds the
 ``Principal`` (``request.principal``) and refuses roles below ``min_role`` with a 403. Views then
-load rows only through services/selectors that take that principal.
+load rows only through services/selectors that take that principal. ``settings_context`` is the
+frame every settings page renders in (its sections, the role's rights): the other apps' settings pages
+(trust, webhooks) use it too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from django.shortcuts import render
 
 from accounts.access import principal_for_membership
 from accounts.models import Membership
-from accounts.selectors import memberships_of_user
+from accounts.organizations.selectors import memberships_of_user
+from reasoningbank.errors import ServiceError
 from reasoningbank.request_context import request_principal_note
 
 SESSION_ORG_KEY = "rb_org"
@@ -57,3 +61,47 @@ def org_view(
         return wrapper
 
     return decorate
+
+
+ADMIN = Membership.ROLE_ADMIN
+OWNER = Membership.ROLE_OWNER
+
+SECTIONS = [
+    ("members", "Members & roles", "/settings/"),
+    ("teams", "Teams", "/settings/teams/"),
+    ("projects", "Projects", "/settings/projects/"),
+    ("tokens", "API tokens", "/settings/tokens/"),
+    ("apps", "Connected apps", "/settings/connected-apps/"),
+    ("trust", "Trust", "/settings/trust/"),
+    ("webhooks", "Webhooks", "/settings/webhooks/"),
+    ("usage", "LLM spend", "/settings/usage/"),
+    ("plan", "Plan & limits", "/settings/plan/"),
+]
+ADMIN_SECTIONS = {"webhooks"}
+
+
+def require_role(request: HttpRequest, role: str) -> None:
+    """A change on a page that everyone may read needs ``role``: a lower role is a 403."""
+    if not request.membership.has_role(role):  # type: ignore[attr-defined]
+        raise PermissionDenied(f"this change needs the {role} role or above")
+
+
+def settings_context(request: HttpRequest, section: str, **extra: Any) -> dict[str, Any]:
+    membership: Membership = request.membership  # type: ignore[attr-defined]
+    return {
+        "nav": "settings",
+        "section": section,
+        # admin-only sections (webhooks) are not offered to the roles that would get a 403 there
+        "sections": [s for s in SECTIONS if s[0] not in ADMIN_SECTIONS or membership.has_role(ADMIN)],
+        "org": membership.organization,
+        "can_admin": membership.has_role(ADMIN),
+        "is_owner": membership.has_role(OWNER),
+        "errors": {},
+        "values": {},
+        **extra,
+    }
+
+
+def errors_of(exc: ServiceError) -> dict[str, str]:
+    """A service's refusal as the form's errors: under its field, or the form's."""
+    return {exc.field or "form": exc.message}

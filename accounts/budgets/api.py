@@ -16,9 +16,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
+from accounts.budgets.selectors import MAX_DAYS, spend_of
+from accounts.budgets.services import MIN_CAP_TOKENS, llm_budget_get, llm_budget_set
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_READ
-from accounts.selectors_spend import MAX_DAYS, spend_of
-from accounts.services_budget import MIN_CAP_TOKENS, llm_budget_get, llm_budget_set
 from reasoningbank.ai.budget import budget_status
 from reasoningbank.api_errors import error_responses
 from reasoningbank.errors import Forbidden

@@ -12,8 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.access import Principal
+from accounts.audit import audit_record
 from accounts.models import SCOPE_ADMIN
-from accounts.services import audit_record
 from reasoningbank.ai.budget import budget_touch
 from reasoningbank.errors import Forbidden, InvalidInput
 from reasoningbank.models import LlmBudget

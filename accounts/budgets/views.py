@@ -12,10 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.decorators import org_view
-from accounts.selectors_spend import MAX_DAYS, spend_of
-from accounts.services_budget import llm_budget_get, llm_budget_set
-from accounts.views import ADMIN, settings_context
+from accounts.budgets.selectors import MAX_DAYS, spend_of
+from accounts.budgets.services import llm_budget_get, llm_budget_set
+from accounts.views_base import ADMIN, org_view, settings_context
 from reasoningbank.ai.budget import budget_status
 from reasoningbank.errors import InvalidInput, ServiceError
 

@@ -30,7 +30,7 @@ from django.core.cache import cache
 from oauth2_provider import cimd
 from oauth2_provider.cimd import CIMDError, SafeMetadataFetcher
 
-from accounts.oauth import client_metadata_uris_problem, redirect_uris_problem
+from accounts.oauth.protocol import client_metadata_uris_problem, redirect_uris_problem
 from reasoningbank import net_guard
 from reasoningbank.json_limits import json_depth_exceeds, json_nul_field
 

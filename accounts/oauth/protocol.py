@@ -1,11 +1,11 @@
 """OAuth 2.1 for remote MCP clients (docs/oauth.md; MCP 2026-07-28 "Authorization"): the shared pieces.
 
 The authorization server is django-oauth-toolkit (``OAUTH2_PROVIDER`` in settings) with our
-validator (``accounts/oauth_validator.py``), consent page and connected apps
-(``accounts/views_oauth.py``), client metadata fetcher (``accounts/oauth_cimd.py``) and the
+validator (``accounts/oauth/validator.py``), consent page and connected apps
+(``accounts/oauth/views.py``), client metadata fetcher (``accounts/oauth/cimd.py``) and the
 connection each token belongs to (``accounts.models.OAuthConnection``). This module holds what
 those and the two resource servers (``/mcp``: ``accounts/mcp_auth.py``; REST:
-``accounts/authentication.py``) share: the protected resources' identifiers and metadata URLs, the
+``accounts/tokens/authentication.py``) share: the protected resources' identifiers and metadata URLs, the
 ``WWW-Authenticate`` challenge, the redirect-URI policy and the token generators.
 
 Two protected resources (RFC 9728), both served by this issuer:

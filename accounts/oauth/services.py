@@ -33,9 +33,9 @@ from oauth2_provider.models import (
 )
 
 from accounts.access import ROLE_SCOPES, Principal
+from accounts.audit import audit_record
 from accounts.models import Membership, OAuthConnection, Project, Team
-from accounts.oauth import ACCESS_TOKEN_PREFIX, OAUTH_SCOPES, canonical_resource
-from accounts.services import audit_record
+from accounts.oauth.protocol import ACCESS_TOKEN_PREFIX, OAUTH_SCOPES, canonical_resource
 from reasoningbank.errors import Forbidden, InvalidInput
 
 
@@ -160,7 +160,7 @@ class OAuthRefused:
 
 def oauth_authenticate(raw: str, *, resource: str) -> Principal | OAuthRefused | None:
     """The principal of an OAuth access token for a request to ``resource`` (one of
-    ``accounts.oauth.known_resources()``); ``OAuthRefused`` with the reason; None for no such token."""
+    ``accounts.oauth.protocol.known_resources()``); ``OAuthRefused`` with the reason; None for no such token."""
     if not raw or not raw.startswith(ACCESS_TOKEN_PREFIX) or len(raw) > 200:
         return None
     AccessToken = get_access_token_model()

@@ -10,9 +10,9 @@ from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider import views as dot_views
 
-from accounts import views_oauth
-from accounts.oauth import API_RESOURCE_PATH, MCP_RESOURCE_PATH
-from accounts.views_oauth import cors_open, oauth_json_errors
+from accounts.oauth import views as views_oauth
+from accounts.oauth.protocol import API_RESOURCE_PATH, MCP_RESOURCE_PATH
+from accounts.oauth.views import cors_open, oauth_json_errors
 
 app_name = "oauth2_provider"
 

@@ -6,7 +6,7 @@
   exchanges and refreshes nothing.
 * Redirect URIs follow ``accounts.oauth.redirect_uri_problem`` (https or a configured private-use
   scheme; http only to loopback, any port).
-* Client ID Metadata Documents resolve through ``accounts.oauth_cimd`` (the fetch is restricted
+* Client ID Metadata Documents resolve through ``accounts.oauth.cimd`` (the fetch is restricted
   there).
 
 Everything else — PKCE (S256 only), code single use, redirect URI matching, resource indicators
@@ -22,7 +22,7 @@ from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors
 
 from accounts.models import OAuthConnection, OAuthGrantLink, OAuthTokenLink
-from accounts.oauth import redirect_uri_problem
+from accounts.oauth.protocol import redirect_uri_problem
 
 
 def _live_connection(connection_id: Any) -> OAuthConnection | None:
@@ -35,7 +35,7 @@ class OAuthValidator(OAuth2Validator):
     def _load_application(self, client_id: str, request: Any) -> Any:
         application = super()._load_application(client_id, request)
         if application is None:
-            from accounts.oauth_cimd import resolve_http_client_id
+            from accounts.oauth.cimd import resolve_http_client_id
 
             application = resolve_http_client_id(client_id, request)  # development-only http CIMD
             if application is not None:

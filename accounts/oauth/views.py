@@ -40,13 +40,13 @@ from oauth2_provider.views import (
 from oauthlib.oauth2.rfc6749.errors import AccessDeniedError, CustomOAuth2Error
 
 from accounts.access import access_filter, access_get, principal_for_membership
-from accounts.decorators import org_view
 from accounts.models import SCOPE_HELP, Membership, OAuthConnection, Project
-from accounts.oauth import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
-from accounts.selectors import memberships_of_user, oauth_application, oauth_connections_of_org
-from accounts.services_oauth import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
-from accounts.throttling import grant_failure, registration_throttled, request_client_address
-from accounts.views import settings_context
+from accounts.oauth.protocol import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
+from accounts.oauth.selectors import oauth_application, oauth_connections_of_org
+from accounts.oauth.services import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
+from accounts.organizations.selectors import memberships_of_user
+from accounts.tokens.throttling import grant_failure, registration_throttled, request_client_address
+from accounts.views_base import org_view, settings_context
 from reasoningbank.errors import ServiceError
 from reasoningbank.http_errors import oauth_error_body
 
@@ -59,7 +59,7 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):
     resource_path = "/mcp"
 
     def get_resource(self, request: HttpRequest) -> str:
-        from accounts.oauth import resource_identifier
+        from accounts.oauth.protocol import resource_identifier
 
         return resource_identifier(self.resource_path)
 
@@ -238,7 +238,7 @@ _GRANT_FAILURES = frozenset({"invalid_grant", "invalid_client"})
 class JsonTokenView(TokenView):
     """The library's token endpoint; its errors raised from inside the validator (``invalid_target``)
     come back without a JSON content type, which strict clients refuse to parse. A refused grant
-    counts towards the address's failed-grant limit (``accounts/throttling.py``): past it, a refusal
+    counts towards the address's failed-grant limit (``accounts/tokens/throttling.py``): past it, a refusal
     is a 429; a good grant is served whatever the address did before."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

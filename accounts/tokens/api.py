@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from accounts.access import reachable_projects
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ
-from accounts.selectors import principal_describe
+from accounts.tokens.selectors import principal_describe
 from reasoningbank.api_errors import error_responses
 from reasoningbank.pagination import Pagination
 from reasoningbank.serializers import EmptyQuerySerializer

@@ -1,7 +1,7 @@
 """Bearer-token authentication for the REST API (the MCP endpoint reuses ``bearer_authenticate``): an
 org API token (``rb_...``) or an OAuth access token of a connected app (``rbo_...``,
 docs/oauth.md#tokens) resolve to the same ``Principal``. Failed tokens are throttled by client address
-and token prefix (``accounts/throttling.py``), answered 429 with ``Retry-After``; a valid token is
+and token prefix (``accounts/tokens/throttling.py``), answered 429 with ``Retry-After``; a valid token is
 always served."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from rest_framework.exceptions import AuthenticationFailed, NotAuthenticated, Th
 from rest_framework.request import Request
 
 from accounts.access import Principal, principal_for_token
-from accounts.oauth import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
-from accounts.throttling import Throttled as ThrottledAnswer
-from accounts.throttling import bearer_failure, request_client_address, token_authenticate_throttled
+from accounts.oauth.protocol import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
+from accounts.tokens.throttling import Throttled as ThrottledAnswer
+from accounts.tokens.throttling import bearer_failure, request_client_address, token_authenticate_throttled
 from reasoningbank.http_errors import MISSING_BEARER_TOKEN
 from reasoningbank.request_context import request_principal_note
 
@@ -78,8 +78,8 @@ def invalid_token_message(raw: str) -> str:
     tokens it has never seen; an expired API token says since when, since its fix (a new token,
     perhaps with a longer life) differs from a typo's. Unknown and revoked API tokens are not told
     apart: both mean the value opens nothing any more."""
-    from accounts.selectors import token_by_digest
-    from accounts.services import TOKEN_PREFIX, token_digest
+    from accounts.tokens.selectors import token_by_digest
+    from accounts.tokens.services import TOKEN_PREFIX, token_digest
 
     if raw.startswith(ACCESS_TOKEN_PREFIX):
         return UNKNOWN_OAUTH_TOKEN_MESSAGE
@@ -99,7 +99,7 @@ def bearer_authenticate(raw: str, *, address: str, resource: str) -> Principal |
     that opens nothing → a ``Throttled`` answer once the address (or the token's prefix) has failed
     too often, else a ``BearerRefusal`` with the reason (an unknown, revoked or expired token; an
     OAuth token minted for another resource). API tokens are not bound to a resource."""
-    from accounts.services_oauth import oauth_authenticate
+    from accounts.oauth.services import oauth_authenticate
 
     if raw.startswith(ACCESS_TOKEN_PREFIX):
         result = oauth_authenticate(raw, resource=resource)
@@ -171,7 +171,7 @@ class ApiTokenAuthentication(BaseAuthentication):
 class ApiTokenAuthenticationScheme(OpenApiAuthenticationExtension):
     """Documents the bearer token in the OpenAPI schema."""
 
-    target_class = "accounts.authentication.ApiTokenAuthentication"
+    target_class = "accounts.tokens.authentication.ApiTokenAuthentication"
     name = "ApiToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Reads for tenancy."""
+"""Reads of API tokens: the settings page's list, the one-statement lookup every request starts with,
+and what ``GET /api/v1/me`` describes."""
 
 from __future__ import annotations
 
@@ -6,22 +7,10 @@ import functools
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Model, QuerySet
+from django.db.models import Model, QuerySet
 
 from accounts.access import Principal, access_filter
-from accounts.models import ApiToken, Membership, OAuthConnection, Organization, Project
-from accounts.plans import PLANS
-
-
-def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
-    return Membership.objects.filter(user=user).select_related("organization").order_by("organization__slug")
-
-
-def organizations_with_feature(feature: str) -> QuerySet[Organization]:
-    """Every organization whose plan has ``feature`` (accounts/plans.py), oldest first: what a
-    scheduled job that is gated by plan walks through."""
-    plans = [name for name, plan in PLANS.items() if feature in plan.features]
-    return Organization.objects.filter(plan__in=plans).order_by("id")
+from accounts.models import ApiToken, Organization, Project
 
 
 def tokens_of_org(*, organization: Organization) -> QuerySet[ApiToken]:
@@ -103,39 +92,3 @@ def token_by_digest(digest: str) -> ApiToken | None:
     token.project_id_list, token.team_id_list = row[start], row[start + 1]  # type: ignore[attr-defined]
     token.only_project = project  # type: ignore[attr-defined]
     return token
-
-
-def oauth_connections_of_org(*, organization: Organization) -> QuerySet[OAuthConnection]:
-    """Settings → Connected apps: the org's connected apps, live ones first, newest first."""
-    return (
-        access_filter(OAuthConnection, organization)
-        .select_related("application", "user")
-        .prefetch_related("projects", "teams")
-        .order_by(F("revoked_at").desc(nulls_first=True), "-created_at")
-    )
-
-
-def oauth_application(client_id: str) -> Any:
-    """The OAuth client (django-oauth-toolkit ``Application``) with this client id, or None. Clients
-    are not tenant data: any org's member may connect any client."""
-    from oauth2_provider.models import get_application_model
-
-    if not client_id or "\x00" in client_id:
-        return None
-    return get_application_model().objects.filter(client_id=client_id).first()
-
-
-def user_password_link(*, user: Any) -> str:
-    """A one-time link on SITE_URL where ``user`` sets a password: allauth's password-reset link,
-    made here instead of mailed (the token holds the current password's hash, so it works once, and
-    for PASSWORD_RESET_TIMEOUT seconds)."""
-    from allauth.account.forms import default_token_generator
-    from allauth.account.utils import user_pk_to_url_str
-    from django.conf import settings
-    from django.urls import reverse
-
-    path = reverse(
-        "account_reset_password_from_key",
-        kwargs={"uidb36": user_pk_to_url_str(user), "key": default_token_generator.make_token(user)},
-    )
-    return settings.SITE_URL.rstrip("/") + path

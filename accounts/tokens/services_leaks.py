@@ -27,9 +27,10 @@ from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model, revoke_access_token
 
+from accounts.audit import audit_record
 from accounts.models import ApiToken, OAuthTokenLink
-from accounts.oauth import ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX
-from accounts.services import TOKEN_PREFIX, audit_record, token_digest
+from accounts.oauth.protocol import ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX
+from accounts.tokens.services import TOKEN_PREFIX, token_digest
 
 LEAKED = "leaked"  # the ``reason`` of the audit rows written here
 RAW_MAX = 200  # longer strings are no token of ours (the bearer checks refuse them too)

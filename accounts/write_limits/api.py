@@ -17,8 +17,8 @@ from rest_framework.response import Response
 from accounts.access import access_get
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_ADMIN, ApiToken, OAuthConnection
-from accounts.selectors_write_limits import write_suspensions
-from accounts.services_write_limits import (
+from accounts.write_limits.selectors import write_suspensions
+from accounts.write_limits.services import (
     oauth_connection_write_unsuspend,
     suspension_describe,
     token_write_unsuspend,

@@ -6,12 +6,12 @@ Limits (``write_admit``)
       tools, the dashboard's memory actions, an import — is charged once at the door, before any of
       its work: to its writer (the API token, the connected app, or the member on the dashboard) and to
       the organization, per UTC minute and per UTC day, against the plan's ``token_writes_*`` and
-      ``org_writes_*`` (``accounts/plans.py``) or the ``WRITE_LIMIT_*`` settings that replace them.
+      ``org_writes_*`` (``accounts/plans/catalogue.py``) or the ``WRITE_LIMIT_*`` settings that replace them.
     * Over a limit: a 429 ``write_limited`` with ``Retry-After`` (REST) and the same sentence as an MCP
       tool error, naming the limit, the plan and when to retry; nothing is written.
     * One statement per write: an ``INSERT … ON CONFLICT DO UPDATE`` of the writer's two counters and,
       only when the writer is within its own limits, the organization's two, in the shared counter
-      table ``rb_throttle`` (``accounts/throttling.py``), atomic across processes. A refused request
+      table ``rb_throttle`` (``accounts/tokens/throttling.py``), atomic across processes. A refused request
       takes its count back (a second statement, on the refusing path only): a client that retries
       too early does not use up its day, and a writer over its own limit never touches the
       organization's counters, so it cannot crowd out its colleagues.
@@ -41,11 +41,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.access import Principal
+from accounts.audit import audit_record
 from accounts.events import write_suspended
 from accounts.models import SCOPE_ADMIN, ApiToken, OAuthConnection, Organization
-from accounts.plans import plan_change_hint, plan_get
-from accounts.services import audit_record
-from accounts.throttling import TABLE, counter_clear, counter_hit
+from accounts.plans.catalogue import plan_change_hint, plan_get
+from accounts.tokens.throttling import TABLE, counter_clear, counter_hit
 from reasoningbank.errors import Conflict, Forbidden, RateLimited
 from reasoningbank.health import age_text
 

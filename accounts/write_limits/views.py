@@ -10,9 +10,9 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.access import access_get
-from accounts.decorators import org_view
 from accounts.models import ApiToken, Membership, OAuthConnection
-from accounts.services_write_limits import oauth_connection_write_unsuspend, token_write_unsuspend
+from accounts.views_base import org_view
+from accounts.write_limits.services import oauth_connection_write_unsuspend, token_write_unsuspend
 from reasoningbank.errors import ServiceError
 
 

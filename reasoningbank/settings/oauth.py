@@ -23,7 +23,7 @@ if "http" in OAUTH_REDIRECT_SCHEMES:
     raise ImproperlyConfigured("OAUTH_REDIRECT_SCHEMES may not hold http: http is allowed to loopback addresses only")
 OAUTH_LOOPBACK_REDIRECTS = env_bool("OAUTH_LOOPBACK_REDIRECTS", True)
 OAUTH_DCR_ENABLED = env_bool("OAUTH_DCR_ENABLED", True)
-# registrations one client address may make within the window (open registration: accounts/throttling.py)
+# registrations one client address may make within the window (open registration: accounts/tokens/throttling.py)
 OAUTH_DCR_RATE_LIMIT = env_int("OAUTH_DCR_RATE_LIMIT", 20, minimum=1)
 OAUTH_DCR_RATE_WINDOW = env_duration("OAUTH_DCR_RATE_WINDOW", "1h")
 OAUTH_CIMD_ENABLED = env_bool("OAUTH_CIMD_ENABLED", True)
@@ -46,9 +46,9 @@ OAUTH2_PROVIDER = {
         "consolidation:run": "Request consolidation runs",
     },
     "DEFAULT_SCOPES": ["memories:read", "memories:write", "consolidation:run"],
-    "OAUTH2_VALIDATOR_CLASS": "accounts.oauth_validator.OAuthValidator",
-    "ACCESS_TOKEN_GENERATOR": "accounts.oauth.access_token_generator",
-    "REFRESH_TOKEN_GENERATOR": "accounts.oauth.refresh_token_generator",
+    "OAUTH2_VALIDATOR_CLASS": "accounts.oauth.validator.OAuthValidator",
+    "ACCESS_TOKEN_GENERATOR": "accounts.oauth.protocol.access_token_generator",
+    "REFRESH_TOKEN_GENERATOR": "accounts.oauth.protocol.refresh_token_generator",
     "ACCESS_TOKEN_EXPIRE_SECONDS": int(OAUTH_ACCESS_TOKEN_LIFETIME),
     "REFRESH_TOKEN_EXPIRE_SECONDS": int(OAUTH_REFRESH_TOKEN_LIFETIME),
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": int(OAUTH_AUTHORIZATION_CODE_LIFETIME),
@@ -71,14 +71,14 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
-    # http stays in the scheme list for loopback redirects; accounts/oauth.py refuses any other http host
+    # http stays in the scheme list for loopback redirects; accounts/oauth/protocol.py refuses any other http host
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_SCHEME": False,
     "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
     "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
     "DCR_ENABLED": OAUTH_DCR_ENABLED,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
     "CIMD_ENABLED": OAUTH_CIMD_ENABLED,
-    "CIMD_METADATA_FETCHER": "accounts.oauth_cimd.RestrictedMetadataFetcher",
+    "CIMD_METADATA_FETCHER": "accounts.oauth.cimd.RestrictedMetadataFetcher",
     "CIMD_FETCH_TIMEOUT_SECONDS": OAUTH_CIMD_FETCH_TIMEOUT,
     "CIMD_MAX_DOCUMENT_SIZE": OAUTH_CIMD_MAX_BYTES,
     "OAUTH2_PROTECTED_RESOURCE_AUTHORIZATION_SERVERS": [OAUTH_ISSUER],

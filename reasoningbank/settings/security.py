@@ -74,7 +74,7 @@ for _proxy in TRUSTED_PROXIES:
             f"TRUSTED_PROXIES must be comma-separated addresses or CIDRs such as 10.0.0.0/8, got {_proxy!r}"
         ) from None
 
-# --- Abuse limits (accounts/throttling.py, accounts/adapter.py) -----------------------------
+# --- Abuse limits (accounts/tokens/throttling.py, accounts/adapter.py) -----------------------------
 # Shared by every web worker process: failed bearer tokens and logins are counted in the table
 # rb_throttle, allauth's rate limits live in the database cache rb_cache (migration accounts/0003).
 AUTH_THROTTLE_FAILURES = env_int("AUTH_THROTTLE_FAILURES", 20, minimum=1)
@@ -130,7 +130,7 @@ def _write_limit(name: str) -> int | None:
 
 
 # writes per token (connected app, member) and per organization, per minute and per UTC day; the plan's
-# (accounts/plans.py) unless set (docs/security/memory-poisoning.md#write-limits)
+# (accounts/plans/catalogue.py) unless set (docs/security/memory-poisoning.md#write-limits)
 WRITE_LIMIT_TOKEN_PER_MINUTE = _write_limit("WRITE_LIMIT_TOKEN_PER_MINUTE")
 WRITE_LIMIT_TOKEN_PER_DAY = _write_limit("WRITE_LIMIT_TOKEN_PER_DAY")
 WRITE_LIMIT_ORG_PER_MINUTE = _write_limit("WRITE_LIMIT_ORG_PER_MINUTE")

@@ -47,7 +47,7 @@ def test_a_401_for_a_token_that_was_sent_says_invalid_token(api_client, cast, to
 
 
 def test_a_401_for_a_revoked_token_says_invalid_token(api_client, cast, make_token):
-    from accounts.services import token_revoke
+    from accounts.tokens.services import token_revoke
 
     raw, principal = make_token(cast.org_a)
     token_revoke(token=principal.token, actor=None)

@@ -23,8 +23,8 @@ from accounts.models import (
     AuditEvent,
     OAuthConnection,
 )
-from accounts.services import token_create
-from accounts.services_write_limits import flagged_write_note, write_admit
+from accounts.tokens.services import token_create
+from accounts.write_limits.services import flagged_write_note, write_admit
 from memories.models import AgentSession, Memory
 from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
 
@@ -125,7 +125,7 @@ def test_a_record_over_the_limit_writes_nothing_and_one_within_it_is_stored(cast
 
 @pytest.mark.usefixtures("minute_room")
 def test_the_organizations_limit_names_the_plan_and_where_it_changes(cast, settings, monkeypatch):
-    from accounts.plans import PLANS
+    from accounts.plans.catalogue import PLANS
 
     monkeypatch.setitem(PLANS["pro"].limits, "token_writes_per_minute", 3)
     monkeypatch.setitem(PLANS["pro"].limits, "org_writes_per_minute", 6)
@@ -218,7 +218,7 @@ def test_admins_list_their_organizations_suspended_tokens_and_apps_only(cast):
 
 
 def _oauth_principal(raw: str) -> Any:
-    from accounts.services_oauth import oauth_authenticate
+    from accounts.oauth.services import oauth_authenticate
 
     principal = oauth_authenticate(raw, resource=API_RESOURCE)
     assert principal is not None and principal.oauth_connection is not None

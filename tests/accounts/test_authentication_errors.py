@@ -19,7 +19,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
-from accounts.services import token_revoke
+from accounts.tokens.services import token_revoke
 from tests.mcp_harness import BASE_URL, MCP_HEADERS, http_client, in_thread, initialize_body, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]

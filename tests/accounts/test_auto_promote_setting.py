@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from accounts.models import AuditEvent, Organization
-from accounts.services import organization_set_auto_promote
+from accounts.organizations.services import organization_set_auto_promote
 from reasoningbank.errors import Forbidden, InvalidInput
 
 SWITCH = "/settings/teams/promotion/"

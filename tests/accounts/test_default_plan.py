@@ -14,8 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from accounts.models import AuditEvent, Membership, Organization
-from accounts.plans import PLAN_ENTERPRISE, PLAN_ORDER
-from accounts.services import organization_create
+from accounts.organizations.services import organization_create
+from accounts.plans.catalogue import PLAN_ENTERPRISE, PLAN_ORDER
 from reasoningbank.settings import base as base_settings
 
 pytestmark = pytest.mark.django_db

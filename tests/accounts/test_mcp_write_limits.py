@@ -11,7 +11,7 @@ from django.db import connection
 
 from accounts.access import principal_for_token
 from accounts.models import ApiToken
-from accounts.services_write_limits import flagged_write_note
+from accounts.write_limits.services import flagged_write_note
 from memories.models import Memory
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, Grant
 
 from accounts.models import AuditEvent, OAuthConnection
-from accounts.oauth import canonical_resource, redirect_uri_problem, resource_known
-from accounts.oauth_cimd import address_allowed
+from accounts.oauth.cimd import address_allowed
+from accounts.oauth.protocol import canonical_resource, redirect_uri_problem, resource_known
 from tests.accounts.oauth_flow import (
     API_RESOURCE,
     MCP_RESOURCE,

@@ -18,7 +18,7 @@ from oauth2_provider.cimd import CIMDError
 from oauth2_provider.models import Application
 
 from accounts.models import OAuthConnection
-from accounts.oauth_cimd import RestrictedMetadataFetcher
+from accounts.oauth.cimd import RestrictedMetadataFetcher
 from tests.accounts.oauth_flow import REDIRECT_URI, Flow
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from django_q.models import Schedule
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
 from accounts.models import Membership, OAuthConnection, OAuthConnectionProject, OAuthConnectionTeam
-from accounts.services_oauth import oauth_connection_grant
+from accounts.oauth.services import oauth_connection_grant
 from accounts.tasks import oauth_tokens_clear_expired
 from tests.accounts.oauth_flow import API_RESOURCE, MCP_RESOURCE, Flow, dcr_client, register
 from tests.factories import TeamFactory

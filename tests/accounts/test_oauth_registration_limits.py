@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from oauth2_provider.models import Application
 
-from accounts.oauth import CLIENT_METADATA_URI_FIELDS, REDIRECT_URIS_MAX
+from accounts.oauth.protocol import CLIENT_METADATA_URI_FIELDS, REDIRECT_URIS_MAX
 from tests.accounts.oauth_flow import REDIRECT_URI, register
 from tests.dns_table import DnsTable
 

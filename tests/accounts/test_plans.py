@@ -1,6 +1,6 @@
 import pytest
 
-from accounts.plans import minimum_plan_for, plan_get
+from accounts.plans.catalogue import minimum_plan_for, plan_get
 from tests.factories import OrganizationFactory
 
 

@@ -13,9 +13,9 @@ from django.test import Client
 from oauth2_provider.models import AccessToken, RefreshToken
 
 from accounts.models import ApiToken, AuditEvent, OAuthConnection
-from accounts.services import token_authenticate, token_create
-from accounts.services_leaks import leaked_tokens_revoke
-from accounts.services_oauth import oauth_authenticate
+from accounts.oauth.services import oauth_authenticate
+from accounts.tokens.services import token_authenticate, token_create
+from accounts.tokens.services_leaks import leaked_tokens_revoke
 from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
 
 pytestmark = pytest.mark.django_db

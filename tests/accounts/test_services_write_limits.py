@@ -1,4 +1,4 @@
-"""Write limits and write suspension, at the service (accounts/services_write_limits.py,
+"""Write limits and write suspension, at the service (accounts/write_limits/services.py,
 docs/security/memory-poisoning.md#write-limits): counted per writer and per organization in the shared
 counter table, refusals take nothing, a burst of flagged writes suspends a token or a connected app
 with an audit row and a signal, and an admin lifts it."""
@@ -13,12 +13,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from accounts import services_write_limits as limits
 from accounts.access import Principal
 from accounts.events import write_suspended
 from accounts.models import AuditEvent, Membership
-from accounts.plans import PLAN_ORDER, PLANS
-from accounts.services_write_limits import (
+from accounts.plans.catalogue import PLAN_ORDER, PLANS
+from accounts.write_limits import services as limits
+from accounts.write_limits.services import (
     flagged_write_note,
     token_write_unsuspend,
     write_admit,

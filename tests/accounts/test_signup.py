@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 
 from accounts.access import principal_for_token
 from accounts.models import Membership, Project
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.core.services import memory_record
 
 

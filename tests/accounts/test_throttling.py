@@ -1,6 +1,6 @@
 """Abuse limits (docs/tenancy.md#failed-tokens-are-throttled): failed bearer tokens over REST, failed logins, signups.
 
-Every limit is counted in the database (``accounts/throttling.py``, allauth through the shared
+Every limit is counted in the database (``accounts/tokens/throttling.py``, allauth through the shared
 cache), so that several web worker processes share the counters; these tests run in one process
 on that same backend. Client addresses are set per request (``REMOTE_ADDR``).
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from accounts import throttling
+from accounts.tokens import throttling
 
 ATTACKER, USER, OTHER = "203.0.113.7", "198.51.100.20", "192.0.2.55"
 PASSWORD = "correct-horse-battery-staple-9"
@@ -53,7 +53,7 @@ def test_bad_tokens_from_one_address_are_answered_429_with_retry_after_once_over
 
 
 def test_a_valid_token_is_served_from_an_address_that_just_sent_50_bad_ones(cast, make_token, settings):
-    from accounts.services import token_revoke
+    from accounts.tokens.services import token_revoke
 
     settings.AUTH_THROTTLE_FAILURES = 20  # the defaults: one misconfigured agent behind a shared NAT
     settings.AUTH_THROTTLE_PREFIX_FAILURES = 10
@@ -157,7 +157,7 @@ def test_a_valid_token_costs_no_throttle_query_even_from_a_failing_address(cast,
 
 
 def test_an_address_going_over_the_limit_is_logged_once(db, caplog):
-    with caplog.at_level("WARNING", logger="accounts.throttling"):
+    with caplog.at_level("WARNING", logger="accounts.tokens.throttling"):
         for n in range(9):
             bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
     blocked = [r.getMessage() for r in caplog.records if "blocked after" in r.getMessage()]
@@ -195,7 +195,7 @@ def test_failed_grants_from_one_address_are_429_but_a_good_code_is_exchanged(cas
 
 @pytest.fixture
 def member(db):
-    from accounts.services import user_create
+    from accounts.organizations.services import user_create
 
     return user_create(email="dana@acme.test", password=PASSWORD)
 

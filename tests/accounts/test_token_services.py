@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from accounts.access import principal_for_token
 from accounts.models import ApiToken, AuditEvent
-from accounts.services import token_authenticate, token_create, token_digest, token_revoke
+from accounts.tokens.services import token_authenticate, token_create, token_digest, token_revoke
 from reasoningbank.errors import InvalidInput
 from tests.factories import ProjectFactory, TeamFactory
 

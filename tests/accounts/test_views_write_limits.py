@@ -13,8 +13,8 @@ from django.test import Client
 
 from accounts.access import principal_for_token
 from accounts.models import ApiToken, AuditEvent, Membership, OAuthConnection
-from accounts.services import token_create
-from accounts.services_write_limits import flagged_write_note
+from accounts.tokens.services import token_create
+from accounts.write_limits.services import flagged_write_note
 from memories.models import Memory
 from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
 from tests.factories import MemoryFactory
@@ -43,7 +43,7 @@ def suspended_token(org: Any, label: str = "leaked laptop") -> ApiToken:
 
 
 def suspended_app(user: Any, org: str) -> OAuthConnection:
-    from accounts.services_oauth import oauth_authenticate
+    from accounts.oauth.services import oauth_authenticate
 
     tokens = Flow(dcr_client(Client()), resources=[API_RESOURCE]).tokens(web(user), org=org)
     principal = oauth_authenticate(tokens["access_token"], resource=API_RESOURCE)
@@ -79,7 +79,7 @@ def test_another_organizations_suspension_shows_no_banner(cast):
 
 
 def test_the_banner_goes_once_the_suspension_is_lifted_or_the_token_revoked(cast):
-    from accounts.services import token_revoke
+    from accounts.tokens.services import token_revoke
 
     token = suspended_token(cast.org_a)
     token_revoke(token=token, actor=None)

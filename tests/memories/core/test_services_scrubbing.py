@@ -16,7 +16,7 @@ from django.db import connection
 from django.test import Client
 
 from accounts.models import AuditEvent
-from accounts.services import token_authenticate, token_create
+from accounts.tokens.services import token_authenticate, token_create
 from memories.core.services import memory_record, memory_update
 from memories.models import AgentSession, Memory, MemorySignal
 from memories.sessions import services as services_sessions
