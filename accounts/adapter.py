@@ -3,7 +3,7 @@
 allauth's own per-account limit ("5 failures per 5 minutes per email") refuses even the right
 password once anyone has typed five wrong ones, so anyone could lock out a known email. Here the
 per-account layer makes only the addresses that are failing on an attacked account wait
-(``accounts/tokens/throttling.py``); allauth keeps its per-address limits (``ACCOUNT_RATE_LIMITS``).
+(``accounts/throttling.py``); allauth keeps its per-address limits (``ACCOUNT_RATE_LIMITS``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django import forms
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest
 
-from accounts.tokens import throttling
+from accounts import throttling
 
 
 class AccountAdapter(DefaultAccountAdapter):

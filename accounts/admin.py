@@ -17,7 +17,8 @@ from django.http import HttpRequest
 from accounts.access import staff_principal
 from accounts.audit import audit_record
 from accounts.models import ApiToken, AuditEvent, Membership, Organization, Project, Team
-from accounts.organizations.services import organization_set_auto_promote, organization_set_plan
+from accounts.organizations.services import organization_set_auto_promote
+from accounts.plans.services import organization_set_plan
 from accounts.tokens.services import token_revoke
 from reasoningbank.admin import ReadOnlyAdmin
 

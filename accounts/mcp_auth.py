@@ -2,7 +2,7 @@
 
 ``BearerTokenMiddleware`` resolves ``Authorization: Bearer <token>`` — an org API token or an OAuth
 access token issued for this endpoint (``<issuer>/mcp``, docs/oauth.md#tokens) — to its ``Principal``
-(the same lookup and failure throttling as REST, ``accounts/tokens/throttling.py``) and hands it to the tools
+(the same lookup and failure throttling as REST, ``accounts/throttling.py``) and hands it to the tools
 through a context variable; ``tool_principal`` is how a tool reads it. The tenant never comes from a tool
 argument.
 
@@ -29,13 +29,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, ApiToken
 from accounts.oauth.protocol import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
+from accounts.throttling import Throttled, scope_client_address
 from accounts.tokens.authentication import (
     BearerRefusal,
     bearer_authenticate,
     bearer_header_refusal,
     bearer_token_from_header,
 )
-from accounts.tokens.throttling import Throttled, scope_client_address
 from accounts.write_limits.services import write_admit
 from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body, oauth_error_body
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
@@ -50,7 +50,7 @@ _request_principal: ContextVar[Principal | None] = ContextVar("mcp_request_princ
 
 def _authenticate(raw: str, address: str) -> Any:
     """The token's principal; a ``Throttled`` answer once the address or the token prefix has failed
-    too often (``accounts/tokens/throttling.py``, shared with REST); else a ``BearerRefusal`` saying why
+    too often (``accounts/throttling.py``, shared with REST); else a ``BearerRefusal`` saying why
     (unknown, revoked, expired, an OAuth token for another resource)."""
     close_old_connections()
     try:
@@ -110,7 +110,7 @@ class BearerTokenMiddleware:
     ``error="invalid_token"``; with an error, the reason as ``error_description``, and always in the
     JSON body (docs/agent-api.md#authentication-errors). A failed token once the
     client's address (or the token's prefix) has failed too often → 429 with ``Retry-After``
-    (``accounts/tokens/throttling.py``, the same counters as REST); a valid token is served all the same.
+    (``accounts/throttling.py``, the same counters as REST); a valid token is served all the same.
     An authenticated GET (the optional standalone SSE stream) is 405: this stateless JSON server
     never pushes anything.
     """

@@ -214,7 +214,7 @@ def error_responses(
     """``extend_schema(responses=...)`` entries for these error statuses, all with the ``Error`` body;
     ``conflict`` says what a 409 means for this operation, ``described`` what other statuses mean for it
     (e.g. a 502/503 from its LLM). Wherever a token is checked (401) a 429 can answer too
-    (``accounts/tokens/throttling.py``), so it is added, and so is the 503 every operation answers while the
+    (``accounts/throttling.py``), so it is added, and so is the 503 every operation answers while the
     database is unreachable (``reasoningbank/middleware.py``)."""
     texts = {**ERROR_DESCRIPTIONS, **({409: conflict} if conflict else {}), **(described or {})}
     codes = (*codes, 429) if 401 in codes and 429 not in codes else codes

@@ -6,7 +6,7 @@ then is ``X-Forwarded-For`` read, from the right, skipping the trusted proxies, 
 address that is not one of them is the client (``forwarded_client``). ``X-Forwarded-Proto`` from a
 trusted proxy sets the scheme. Everything downstream then reads one value — ``scope["client"]``,
 which Django turns into ``REMOTE_ADDR`` — and the per-address limits (bearer failures, client
-registrations, logins; ``accounts/tokens/throttling.py``) count the real client, never an address a client
+registrations, logins; ``accounts/throttling.py``) count the real client, never an address a client
 wrote into a header. uvicorn's own proxy-header handling (on for 127.0.0.1 by default) is switched
 off in ``scripts/run.sh`` and the Dockerfile (``--no-proxy-headers``), so this is the only place.
 

@@ -45,7 +45,7 @@ from accounts.oauth.protocol import OAUTH_SCOPES, RESOURCE_PATHS, client_metadat
 from accounts.oauth.selectors import oauth_application, oauth_connections_of_org
 from accounts.oauth.services import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
 from accounts.organizations.selectors import memberships_of_user
-from accounts.tokens.throttling import grant_failure, registration_throttled, request_client_address
+from accounts.throttling import grant_failure, registration_throttled, request_client_address
 from accounts.views_base import org_view, settings_context
 from reasoningbank.errors import ServiceError
 from reasoningbank.http_errors import oauth_error_body
@@ -238,7 +238,7 @@ _GRANT_FAILURES = frozenset({"invalid_grant", "invalid_client"})
 class JsonTokenView(TokenView):
     """The library's token endpoint; its errors raised from inside the validator (``invalid_target``)
     come back without a JSON content type, which strict clients refuse to parse. A refused grant
-    counts towards the address's failed-grant limit (``accounts/tokens/throttling.py``): past it, a refusal
+    counts towards the address's failed-grant limit (``accounts/throttling.py``): past it, a refusal
     is a 429; a good grant is served whatever the address did before."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

@@ -15,7 +15,6 @@ from accounts.access import Principal
 from accounts.audit import audit_record
 from accounts.models import SCOPE_ADMIN, Membership, Organization, Project, Team
 from accounts.plans.catalogue import FEATURE_TEAMS, plan_get, plan_required
-from reasoningbank.ai.budget import budget_touch
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded
 
 # --- organizations, teams, projects -------------------------------------------------------------
@@ -50,23 +49,6 @@ def organization_create(
         Membership.objects.create(user=owner, organization=org, role=Membership.ROLE_OWNER)
     audit_record(organization=org, actor=actor, verb="organization.create", target=org, data={"plan": plan})
     return org
-
-
-@transaction.atomic
-def organization_set_plan(*, organization: Organization, plan: str, actor: Principal | None) -> Organization:
-    try:
-        plan_get(plan)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), field="plan") from None
-    previous = organization.plan
-    organization.plan = plan
-    organization.save(update_fields=["plan"])
-    audit_record(
-        organization=organization, actor=actor, verb="organization.plan_change", target=organization,
-        data={"from": previous, "to": plan},
-    )
-    budget_touch(organization.pk)  # the plan's monthly budget moved: work waiting for it is tried again
-    return organization
 
 
 @transaction.atomic

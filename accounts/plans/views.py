@@ -9,7 +9,6 @@ from django.shortcuts import redirect, render
 
 from accounts.access import access_filter
 from accounts.models import Membership, Project
-from accounts.organizations.services import organization_set_plan
 from accounts.plans.catalogue import (
     FEATURE_CONSOLIDATION_MANUAL,
     FEATURE_CONSOLIDATION_SCHEDULED,
@@ -20,6 +19,7 @@ from accounts.plans.catalogue import (
     plan_get,
     usage_count,
 )
+from accounts.plans.services import organization_set_plan
 from accounts.views_base import OWNER, errors_of, org_view, require_role, settings_context
 from reasoningbank.errors import InvalidInput, ServiceError
 

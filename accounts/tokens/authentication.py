@@ -1,7 +1,7 @@
 """Bearer-token authentication for the REST API (the MCP endpoint reuses ``bearer_authenticate``): an
 org API token (``rb_...``) or an OAuth access token of a connected app (``rbo_...``,
 docs/oauth.md#tokens) resolve to the same ``Principal``. Failed tokens are throttled by client address
-and token prefix (``accounts/tokens/throttling.py``), answered 429 with ``Retry-After``; a valid token is
+and token prefix (``accounts/throttling.py``), answered 429 with ``Retry-After``; a valid token is
 always served."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rest_framework.request import Request
 
 from accounts.access import Principal, principal_for_token
 from accounts.oauth.protocol import ACCESS_TOKEN_PREFIX, API_RESOURCE_PATH, api_resource, bearer_challenge
-from accounts.tokens.throttling import Throttled as ThrottledAnswer
-from accounts.tokens.throttling import bearer_failure, request_client_address, token_authenticate_throttled
+from accounts.throttling import Throttled as ThrottledAnswer
+from accounts.throttling import bearer_failure, request_client_address
 from reasoningbank.http_errors import MISSING_BEARER_TOKEN
 from reasoningbank.request_context import request_principal_note
 
@@ -92,6 +92,17 @@ def invalid_token_message(raw: str) -> str:
                 "dashboard's API tokens page."
             )
     return UNKNOWN_TOKEN_MESSAGE
+
+
+def token_authenticate_throttled(raw: str, *, address: str) -> Any:
+    """``token_authenticate`` behind the limits: the active ``ApiToken`` (whatever the address has
+    failed before), a ``Throttled`` answer, or None (an invalid token, not yet over any limit)."""
+    from accounts.tokens.services import token_authenticate
+
+    token = token_authenticate(raw)
+    if token is not None:
+        return token
+    return bearer_failure(address, raw)
 
 
 def bearer_authenticate(raw: str, *, address: str, resource: str) -> Principal | ThrottledAnswer | BearerRefusal:

@@ -16,12 +16,11 @@ from django.utils import timezone
 
 from accounts.access import Principal, scopes_validate
 from accounts.audit import audit_record
-from accounts.models import DEFAULT_TOKEN_SCOPES, ApiToken, Organization, Project, Team
+from accounts.models import DEFAULT_TOKEN_SCOPES, TOKEN_DISPLAY_CHARS, ApiToken, Organization, Project, Team
 from accounts.tokens.selectors import token_by_digest
 from reasoningbank.errors import InvalidInput
 
 TOKEN_PREFIX = "rb_"
-TOKEN_DISPLAY_CHARS = 10  # "rb_" + 7 characters are kept for display
 
 
 def token_digest(raw: str) -> str:

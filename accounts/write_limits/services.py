@@ -11,7 +11,7 @@ Limits (``write_admit``)
       tool error, naming the limit, the plan and when to retry; nothing is written.
     * One statement per write: an ``INSERT … ON CONFLICT DO UPDATE`` of the writer's two counters and,
       only when the writer is within its own limits, the organization's two, in the shared counter
-      table ``rb_throttle`` (``accounts/tokens/throttling.py``), atomic across processes. A refused request
+      table ``rb_throttle`` (``accounts/throttling.py``), atomic across processes. A refused request
       takes its count back (a second statement, on the refusing path only): a client that retries
       too early does not use up its day, and a writer over its own limit never touches the
       organization's counters, so it cannot crowd out its colleagues.
@@ -45,7 +45,7 @@ from accounts.audit import audit_record
 from accounts.events import write_suspended
 from accounts.models import SCOPE_ADMIN, ApiToken, OAuthConnection, Organization
 from accounts.plans.catalogue import plan_change_hint, plan_get
-from accounts.tokens.throttling import TABLE, counter_clear, counter_hit
+from accounts.throttling import TABLE, counter_clear, counter_hit
 from reasoningbank.errors import Conflict, Forbidden, RateLimited
 from reasoningbank.health import age_text
 

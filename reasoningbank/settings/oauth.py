@@ -23,7 +23,7 @@ if "http" in OAUTH_REDIRECT_SCHEMES:
     raise ImproperlyConfigured("OAUTH_REDIRECT_SCHEMES may not hold http: http is allowed to loopback addresses only")
 OAUTH_LOOPBACK_REDIRECTS = env_bool("OAUTH_LOOPBACK_REDIRECTS", True)
 OAUTH_DCR_ENABLED = env_bool("OAUTH_DCR_ENABLED", True)
-# registrations one client address may make within the window (open registration: accounts/tokens/throttling.py)
+# registrations one client address may make within the window (open registration: accounts/throttling.py)
 OAUTH_DCR_RATE_LIMIT = env_int("OAUTH_DCR_RATE_LIMIT", 20, minimum=1)
 OAUTH_DCR_RATE_WINDOW = env_duration("OAUTH_DCR_RATE_WINDOW", "1h")
 OAUTH_CIMD_ENABLED = env_bool("OAUTH_CIMD_ENABLED", True)

@@ -74,7 +74,7 @@ for _proxy in TRUSTED_PROXIES:
             f"TRUSTED_PROXIES must be comma-separated addresses or CIDRs such as 10.0.0.0/8, got {_proxy!r}"
         ) from None
 
-# --- Abuse limits (accounts/tokens/throttling.py, accounts/adapter.py) -----------------------------
+# --- Abuse limits (accounts/throttling.py, accounts/adapter.py) -----------------------------
 # Shared by every web worker process: failed bearer tokens and logins are counted in the table
 # rb_throttle, allauth's rate limits live in the database cache rb_cache (migration accounts/0003).
 AUTH_THROTTLE_FAILURES = env_int("AUTH_THROTTLE_FAILURES", 20, minimum=1)

@@ -1,6 +1,6 @@
 """Abuse limits (docs/tenancy.md#failed-tokens-are-throttled): failed bearer tokens over REST, failed logins, signups.
 
-Every limit is counted in the database (``accounts/tokens/throttling.py``, allauth through the shared
+Every limit is counted in the database (``accounts/throttling.py``, allauth through the shared
 cache), so that several web worker processes share the counters; these tests run in one process
 on that same backend. Client addresses are set per request (``REMOTE_ADDR``).
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from accounts.tokens import throttling
+from accounts import throttling
 
 ATTACKER, USER, OTHER = "203.0.113.7", "198.51.100.20", "192.0.2.55"
 PASSWORD = "correct-horse-battery-staple-9"
@@ -157,7 +157,7 @@ def test_a_valid_token_costs_no_throttle_query_even_from_a_failing_address(cast,
 
 
 def test_an_address_going_over_the_limit_is_logged_once(db, caplog):
-    with caplog.at_level("WARNING", logger="accounts.tokens.throttling"):
+    with caplog.at_level("WARNING", logger="accounts.throttling"):
         for n in range(9):
             bearer(bad_token(n)).get("/api/v1/me", REMOTE_ADDR=ATTACKER)
     blocked = [r.getMessage() for r in caplog.records if "blocked after" in r.getMessage()]

@@ -54,6 +54,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from accounts.models import TOKEN_DISPLAY_CHARS
+
 logger = logging.getLogger(__name__)
 
 TABLE = "rb_throttle"
@@ -175,8 +177,6 @@ def _address_key(address: str) -> str:
 
 
 def _prefix_key(raw: str) -> str:
-    from accounts.tokens.services import TOKEN_DISPLAY_CHARS
-
     return f"bearer:prefix:{_digest(raw[:TOKEN_DISPLAY_CHARS])}"
 
 
@@ -219,17 +219,6 @@ def bearer_failure(address: str, raw: str) -> Throttled | None:
         wait = _seconds(prefix_blocked)
         return Throttled(wait, "Too many failed attempts with this token prefix.")
     return None
-
-
-def token_authenticate_throttled(raw: str, *, address: str) -> Any:
-    """``token_authenticate`` behind the limits: the active ``ApiToken`` (whatever the address has
-    failed before), a ``Throttled`` answer, or None (an invalid token, not yet over any limit)."""
-    from accounts.tokens.services import token_authenticate
-
-    token = token_authenticate(raw)
-    if token is not None:
-        return token
-    return bearer_failure(address, raw)
 
 
 def grant_failure(address: str) -> Throttled | None:
