@@ -84,7 +84,7 @@ class Principal:
 
 
 def principal_for_token(token: ApiToken) -> Principal:
-    # accounts.selectors.token_by_digest loads the restriction with the token; other callers query it
+    # accounts.tokens.selectors.token_by_digest loads the restriction with the token; other callers query it
     loaded = getattr(token, "project_id_list", None), getattr(token, "team_id_list", None)
     if loaded[0] is not None and loaded[1] is not None:
         project_ids, team_ids = frozenset(loaded[0]), frozenset(loaded[1])

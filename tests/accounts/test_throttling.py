@@ -97,7 +97,7 @@ def test_a_blocked_address_is_told_no_reason_for_a_failure(cast, make_token):
 def test_a_valid_oauth_access_token_is_served_from_a_blocked_address(cast):
     from django.test import Client
 
-    from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+    from tests.accounts.oauth.oauth_flow import API_RESOURCE, Flow, dcr_client
 
     web = Client(REMOTE_ADDR=ATTACKER)
     web.force_login(cast.alice)
@@ -170,7 +170,7 @@ def test_an_address_going_over_the_limit_is_logged_once(db, caplog):
 def test_failed_grants_from_one_address_are_429_but_a_good_code_is_exchanged(cast):
     from django.test import Client
 
-    from tests.accounts.oauth_flow import Flow, dcr_client
+    from tests.accounts.oauth.oauth_flow import Flow, dcr_client
 
     web = Client(REMOTE_ADDR=ATTACKER)
     web.force_login(cast.alice)

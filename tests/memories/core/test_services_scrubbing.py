@@ -23,7 +23,7 @@ from memories.sessions import services as services_sessions
 from memories.sessions.services import session_process, session_submit
 from memories.signals.services import memory_feedback
 from memories.validation import COMMENT_MAX, TITLE_MAX
-from tests.accounts.test_services_leaks import connected_app_tokens
+from tests.accounts.tokens.test_services_leaks import connected_app_tokens
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec
 from tests.fakes import ScriptedLLM, memory_block
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client

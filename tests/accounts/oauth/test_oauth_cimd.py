@@ -19,7 +19,7 @@ from oauth2_provider.models import Application
 
 from accounts.models import OAuthConnection
 from accounts.oauth.cimd import RestrictedMetadataFetcher
-from tests.accounts.oauth_flow import REDIRECT_URI, Flow
+from tests.accounts.oauth.oauth_flow import REDIRECT_URI, Flow
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from accounts.models import ApiToken, AuditEvent, OAuthConnection
 from accounts.oauth.services import oauth_authenticate
 from accounts.tokens.services import token_authenticate, token_create
 from accounts.tokens.services_leaks import leaked_tokens_revoke
-from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import API_RESOURCE, Flow, dcr_client
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from django.test import Client
 from oauth2_provider.models import Application
 
 from accounts.oauth.protocol import CLIENT_METADATA_URI_FIELDS, REDIRECT_URIS_MAX
-from tests.accounts.oauth_flow import REDIRECT_URI, register
+from tests.accounts.oauth.oauth_flow import REDIRECT_URI, register
 from tests.dns_table import DnsTable
 
 pytestmark = pytest.mark.django_db

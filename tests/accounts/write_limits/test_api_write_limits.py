@@ -26,7 +26,7 @@ from accounts.models import (
 from accounts.tokens.services import token_create
 from accounts.write_limits.services import flagged_write_note, write_admit
 from memories.models import AgentSession, Memory
-from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import API_RESOURCE, Flow, dcr_client
 
 pytestmark = pytest.mark.django_db
 

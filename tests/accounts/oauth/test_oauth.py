@@ -16,7 +16,7 @@ from oauth2_provider.models import AccessToken, Application, Grant
 from accounts.models import AuditEvent, OAuthConnection
 from accounts.oauth.cimd import address_allowed
 from accounts.oauth.protocol import canonical_resource, redirect_uri_problem, resource_known
-from tests.accounts.oauth_flow import (
+from tests.accounts.oauth.oauth_flow import (
     API_RESOURCE,
     MCP_RESOURCE,
     REDIRECT_URI,

@@ -22,7 +22,7 @@ from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 from accounts.models import Membership, OAuthConnection, OAuthConnectionProject, OAuthConnectionTeam
 from accounts.oauth.services import oauth_connection_grant
 from accounts.tasks import oauth_tokens_clear_expired
-from tests.accounts.oauth_flow import API_RESOURCE, MCP_RESOURCE, Flow, dcr_client, register
+from tests.accounts.oauth.oauth_flow import API_RESOURCE, MCP_RESOURCE, Flow, dcr_client, register
 from tests.factories import TeamFactory
 from tests.mcp_harness import MCP_HEADERS, http_client, in_thread, initialize_body, mcp_client
 

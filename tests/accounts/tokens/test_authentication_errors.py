@@ -24,7 +24,7 @@ from tests.mcp_harness import BASE_URL, MCP_HEADERS, http_client, in_thread, ini
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "agent-api.md"
+DOCS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "agent-api.md"
 # RFC 6750 section 3: error_description is printable ASCII without '"' and '\'
 RFC6750_DESCRIPTION = re.compile(r"^[\x20\x21\x23-\x5b\x5d-\x7e]+$")
 

@@ -16,7 +16,7 @@ from accounts.models import ApiToken, AuditEvent, Membership, OAuthConnection
 from accounts.tokens.services import token_create
 from accounts.write_limits.services import flagged_write_note
 from memories.models import Memory
-from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import API_RESOURCE, Flow, dcr_client
 from tests.factories import MemoryFactory
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.test import Client
 
 from accounts.models import OAuthConnection
 from accounts.oauth.services import oauth_connection_revoke
-from tests.accounts.oauth_flow import API_RESOURCE, MCP_RESOURCE, Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import API_RESOURCE, MCP_RESOURCE, Flow, dcr_client
 from tests.factories import MemoryFactory
 from tests.mcp_harness import MCP_HEADERS, MODES, http_client, in_thread, initialize_body, mcp_client
 
