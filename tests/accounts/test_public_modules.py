@@ -1,6 +1,6 @@
 """accounts' declared interface (``accounts.PUBLIC_MODULES``, docs/architecture.md#app-interfaces): the other
 apps and the composition import only the modules it lists, every listed module exists, and the list stays
-small. Tests and accounts itself may import anything.
+small. accounts itself, the tests, the scripts and the benchmarks may import anything.
 
 Pure file reading, no Django."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from accounts import PUBLIC_MODULES
 from tests.repo_files import REPO, is_python, repo_files
 
-# the code that is not accounts': the other apps, the kernel and the composition, and the benchmarks
-OUTSIDE = ("memories/", "consolidation/", "webhooks/", "operations/", "reasoningbank/", "bench/", "scripts/")
+# the other apps, the kernel and the composition
+OUTSIDE = ("memories/", "consolidation/", "webhooks/", "operations/", "reasoningbank/")
 
 
 def accounts_imports(path: Path) -> list[tuple[str, int]]:
