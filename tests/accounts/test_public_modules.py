@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import tomllib
 from pathlib import Path
 
 from accounts import PUBLIC_MODULES
 from tests.repo_files import REPO, is_python, repo_files
 
-# the other apps, the kernel and the composition
-OUTSIDE = ("memories/", "consolidation/", "webhooks/", "operations/", "reasoningbank/")
+# the other apps, the kernel and the composition: every root package of the import contracts but accounts
+ROOTS = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["root_packages"]
+OUTSIDE = tuple(f"{root}/" for root in ROOTS if root != "accounts")
 
 
 def accounts_imports(path: Path) -> list[tuple[str, int]]:
