@@ -121,7 +121,7 @@ CACHES = {
 TOKEN_LAST_USED_INTERVAL_SECONDS = env_int("TOKEN_LAST_USED_INTERVAL_SECONDS", 300, minimum=0)
 
 
-# --- Write limits and suspension (accounts/services_write_limits.py) --------------------------
+# --- Write limits and suspension (accounts/write_limits/services.py) --------------------------
 def _write_limit(name: str) -> int | None:
     """A write limit for every organization instead of its plan's: unset, the plan's (None); 0, none."""
     if env_str(name, "") == "":
