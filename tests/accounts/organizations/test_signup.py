@@ -7,7 +7,8 @@ from memories.core.services import memory_record
 
 
 def test_signing_up_creates_an_owned_org_on_the_default_plan_and_logs_the_user_in(client, db, settings):
-    settings.DEFAULT_PLAN = "free"  # the hosted service's choice (tests/accounts/plans/test_default_plan.py has the rest)
+    # the hosted service's choice (tests/accounts/plans/test_default_plan.py has the rest)
+    settings.DEFAULT_PLAN = "free"
     response = client.post(
         "/accounts/signup/",
         {
