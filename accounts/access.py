@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import models
 from django.db.models import Q, QuerySet
-from django.http import Http404
+from django.http import Http404, HttpRequest
 
 from accounts.models import (
     SCOPE_ADMIN,
@@ -83,7 +84,7 @@ class Principal:
 
 
 def principal_for_token(token: ApiToken) -> Principal:
-    # accounts.selectors.token_by_digest loads the restriction with the token; other callers query it
+    # accounts.tokens.selectors.token_by_digest loads the restriction with the token; other callers query it
     loaded = getattr(token, "project_id_list", None), getattr(token, "team_id_list", None)
     if loaded[0] is not None and loaded[1] is not None:
         project_ids, team_ids = frozenset(loaded[0]), frozenset(loaded[1])
@@ -114,6 +115,11 @@ def principal_for_membership(membership: Membership) -> Principal:
 def system_principal(organization: Organization) -> Principal:
     """Background work acting for an org (scheduled consolidation, distillation)."""
     return Principal(organization=organization, scopes=frozenset(ROLE_SCOPES[Membership.ROLE_OWNER]))
+
+
+def staff_principal(organization: Organization, request: HttpRequest) -> Principal:
+    """The system principal of ``organization``, audited as the staff user who acted (the Django admin)."""
+    return dataclasses.replace(system_principal(organization), user=request.user)
 
 
 # --- loaders -------------------------------------------------------------------------------------

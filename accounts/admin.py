@@ -6,7 +6,6 @@ revocation). Token digests are never shown.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from django import forms
@@ -15,15 +14,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from accounts.access import Principal, system_principal
+from accounts.access import staff_principal
+from accounts.audit import audit_record
 from accounts.models import ApiToken, AuditEvent, Membership, Organization, Project, Team
-from accounts.services import audit_record, organization_set_auto_promote, organization_set_plan, token_revoke
+from accounts.organizations.services import organization_set_auto_promote
+from accounts.plans.services import organization_set_plan
+from accounts.tokens.services import token_revoke
 from reasoningbank.admin import ReadOnlyAdmin
-
-
-def staff_principal(organization: Organization, request: HttpRequest) -> Principal:
-    """The system principal of ``organization``, audited as the staff user who acted."""
-    return dataclasses.replace(system_principal(organization), user=request.user)
 
 
 class MembershipInline(admin.TabularInline):

@@ -2,7 +2,7 @@
 
 It authenticates tokens, enforces the scope declared per HTTP method (a view that forgets to
 declare one fails at import), charges every request that needs ``memories:write`` to the write limits
-(``accounts/services_write_limits.py``) and hands every handler the token's ``Principal``.
+(``accounts/write_limits/services.py``) and hands every handler the token's ``Principal``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from rest_framework.views import APIView
 
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Organization
-from accounts.oauth import API_RESOURCE_PATH, bearer_challenge
-from accounts.services_write_limits import write_admit
+from accounts.oauth.protocol import API_RESOURCE_PATH, bearer_challenge
+from accounts.write_limits.services import write_admit
 
 # the scope a request's token lacks, noted by ``HasRequiredScope`` for the 403's challenge
 MISSING_SCOPE_ATTRIBUTE = "rb_missing_scope"

@@ -9,7 +9,7 @@ class AccountsConfig(AppConfig):
         from allauth.account.signals import user_signed_up
 
         from accounts.receivers import audit_llm_budget_alert, provision_org_on_signup
-        from accounts.services_leaks import leaked_tokens_revoke
+        from accounts.tokens.services_leaks import leaked_tokens_revoke
         from reasoningbank.ai.budget import llm_budget_alert
         from reasoningbank.leaks import leak_revoker_register
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.dispatch import Signal
 
 # A token's (a connected app's) write rights were suspended after a burst of flagged writes
-# (accounts/services_write_limits.py). Sent inside the suspending transaction, with ``organization_id``
+# (accounts/write_limits/services.py). Sent inside the suspending transaction, with ``organization_id``
 # and ``data`` (``suspension_describe``: kind, id, label, reason, suspended_at, flagged_writes, ...);
 # sender: the model (``ApiToken`` or ``OAuthConnection``).
 write_suspended = Signal()

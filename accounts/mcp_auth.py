@@ -27,11 +27,16 @@ from starlette.authentication import AuthCredentials
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.access import Principal
-from accounts.authentication import BearerRefusal, bearer_authenticate, bearer_header_refusal, bearer_token_from_header
 from accounts.models import SCOPE_MEMORIES_WRITE, ApiToken
-from accounts.oauth import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
-from accounts.services_write_limits import write_admit
+from accounts.oauth.protocol import MCP_RESOURCE_PATH, bearer_challenge, mcp_resource
 from accounts.throttling import Throttled, scope_client_address
+from accounts.tokens.authentication import (
+    BearerRefusal,
+    bearer_authenticate,
+    bearer_header_refusal,
+    bearer_token_from_header,
+)
+from accounts.write_limits.services import write_admit
 from reasoningbank.http_errors import JSONRPC_INVALID_REQUEST, jsonrpc_error_body, oauth_error_body
 from reasoningbank.middleware import DATABASE_UNAVAILABLE_BODY, RETRY_AFTER_SECONDS, database_unavailable
 from reasoningbank.request_context import ClientFacts, request_client

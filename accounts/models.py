@@ -9,7 +9,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
-from accounts.plans import PLAN_CHOICES, PLAN_FREE, plan_get
+from accounts.plans.catalogue import PLAN_CHOICES, PLAN_FREE, plan_get
 from reasoningbank.sharding import SameOrganization
 
 SCOPE_MEMORIES_READ = "memories:read"
@@ -17,6 +17,9 @@ SCOPE_MEMORIES_WRITE = "memories:write"
 SCOPE_CONSOLIDATION_RUN = "consolidation:run"
 SCOPE_ADMIN = "admin"
 TOKEN_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN, SCOPE_ADMIN)
+# the first characters of a token kept for display (``ApiToken.prefix``): "rb_" + 7 characters; the failed-token
+# limits count by them too (accounts/throttling.py)
+TOKEN_DISPLAY_CHARS = 10
 DEFAULT_TOKEN_SCOPES = (SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE, SCOPE_CONSOLIDATION_RUN)
 # what each scope lets a token do, in the words of the token form and the OAuth consent page alike
 SCOPE_HELP = {
@@ -265,7 +268,7 @@ class AuditEvent(models.Model):
 
 class ThrottleCounter(models.Model):
     """Failed-authentication counters every web worker process shares (``accounts/throttling.py``
-    hits them with atomic upserts), and the write limits' counters (``accounts/services_write_limits.py``).
+    hits them with atomic upserts), and the write limits' counters (``accounts/write_limits/services.py``).
     Not tenant data: keys are client addresses, hashed logins, hashed token prefixes, and the ids of
     tokens, connected apps, members and organizations."""
 

@@ -1,6 +1,6 @@
 from typing import Any
 
-from accounts.services import user_signup_provision
+from accounts.organizations.services import user_signup_provision
 
 
 def provision_org_on_signup(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
@@ -11,8 +11,8 @@ def provision_org_on_signup(sender: Any, request: Any, user: Any, **kwargs: Any)
 def audit_llm_budget_alert(sender: Any, organization_id: int, data: dict[str, Any], **kwargs: Any) -> None:
     """An organization's LLM spend reached its alert threshold (once per period): an audit row, by the
     system, with the cap and the numbers (docs/llm-spend.md#the-alert)."""
+    from accounts.audit import audit_record
     from accounts.models import Organization
-    from accounts.services import audit_record
 
     organization = Organization.objects.filter(pk=organization_id).first()
     if organization is not None:

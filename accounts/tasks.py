@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from accounts.services_oauth import oauth_tokens_clear
+from accounts.oauth.services import oauth_tokens_clear
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Limits on failed authentication (docs/tenancy.md#failed-tokens-are-throttled): bearer tokens (REST
 and MCP) and dashboard logins; and on open OAuth client registration (docs/oauth.md#client-registration).
 The write limits and the flagged-write count that suspends a token keep their counters in the same table
-(``accounts/services_write_limits.py``).
+(``accounts/write_limits/services.py``).
 
 Counters live in one small table, ``rb_throttle`` (migration ``accounts/0003``), and every hit is
 one atomic ``INSERT … ON CONFLICT DO UPDATE``, so several web worker processes share them and
@@ -25,7 +25,7 @@ Bearer tokens (REST and MCP) and grants at the OAuth token endpoint
     * What this does and does not protect against (a blocked address still learns whether a token
       it sends is valid, since a valid one is served): docs/security/http-hardening.md#failed-tokens.
 
-Dynamic Client Registration (``accounts/views_oauth.py``)
+Dynamic Client Registration (``accounts/oauth/views.py``)
     * Per address: at most ``OAUTH_DCR_RATE_LIMIT`` registrations within ``OAUTH_DCR_RATE_WINDOW``;
       the next is answered 429 with ``Retry-After`` and the address waits out a whole window.
       Registration is open to anyone (RFC 7591, as MCP clients expect), and every one writes an
@@ -53,6 +53,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+
+from accounts.models import TOKEN_DISPLAY_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -175,8 +177,6 @@ def _address_key(address: str) -> str:
 
 
 def _prefix_key(raw: str) -> str:
-    from accounts.services import TOKEN_DISPLAY_CHARS
-
     return f"bearer:prefix:{_digest(raw[:TOKEN_DISPLAY_CHARS])}"
 
 
@@ -219,17 +219,6 @@ def bearer_failure(address: str, raw: str) -> Throttled | None:
         wait = _seconds(prefix_blocked)
         return Throttled(wait, "Too many failed attempts with this token prefix.")
     return None
-
-
-def token_authenticate_throttled(raw: str, *, address: str) -> Any:
-    """``token_authenticate`` behind the limits: the active ``ApiToken`` (whatever the address has
-    failed before), a ``Throttled`` answer, or None (an invalid token, not yet over any limit)."""
-    from accounts.services import token_authenticate
-
-    token = token_authenticate(raw)
-    if token is not None:
-        return token
-    return bearer_failure(address, raw)
 
 
 def grant_failure(address: str) -> Throttled | None:

@@ -1,8 +1,14 @@
-"""Dashboard pages of this app (htmx + server-rendered templates)."""
+"""Dashboard pages of this app (htmx + server-rendered templates); each feature's pages are in
+``accounts/<feature>/views.py``."""
 
 from django.urls import path
 
-from accounts import views, views_oauth, views_spend, views_write_limits
+from accounts.budgets import views as views_spend
+from accounts.oauth import views as views_oauth
+from accounts.organizations import views
+from accounts.plans import views as views_plans
+from accounts.tokens import views as views_tokens
+from accounts.write_limits import views as views_write_limits
 
 urlpatterns = [
     path("switch-org/", views.switch_org, name="switch-org"),
@@ -13,8 +19,8 @@ urlpatterns = [
     path("settings/teams/", views.settings_teams, name="settings-teams"),
     path("settings/teams/promotion/", views.settings_auto_promote, name="settings-auto-promote"),
     path("settings/projects/", views.settings_projects, name="settings-projects"),
-    path("settings/tokens/", views.settings_tokens, name="settings-tokens"),
-    path("settings/tokens/<int:token_id>/revoke/", views.token_revoke_view, name="settings-token-revoke"),
+    path("settings/tokens/", views_tokens.settings_tokens, name="settings-tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", views_tokens.token_revoke_view, name="settings-token-revoke"),
     path(
         "settings/tokens/<int:token_id>/unsuspend/",
         views_write_limits.token_unsuspend_view,
@@ -33,5 +39,5 @@ urlpatterns = [
     ),
     path("settings/usage/", views_spend.settings_spend, name="settings-usage"),
     path("settings/usage/budget/", views_spend.settings_budget, name="settings-budget"),
-    path("settings/plan/", views.settings_plan, name="settings-plan"),
+    path("settings/plan/", views_plans.settings_plan, name="settings-plan"),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from accounts.access import system_principal
-from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
+from accounts.plans.catalogue import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.selectors import organizations_with_feature
 from consolidation.promotion.services import promotions_propose
 from consolidation.runs import consolidation_execute, runs_recover_stale, runs_resume_batch, runs_resume_budget

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.access import Principal, system_principal
 from accounts.models import SCOPE_CONSOLIDATION_RUN, Project
-from accounts.plans import FEATURE_CONSOLIDATION_SCHEDULED
+from accounts.plans.catalogue import FEATURE_CONSOLIDATION_SCHEDULED
 from accounts.services import audit_record
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.run_state import RunOptions

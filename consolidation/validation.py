@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from accounts.models import Organization
-from accounts.plans import plan_required
+from accounts.plans.catalogue import plan_required
 from memories.writes import text_scrub
 from reasoningbank.errors import InvalidInput
 

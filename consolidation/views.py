@@ -18,9 +18,9 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from accounts.access import access_filter, access_project, reachable_projects
-from accounts.decorators import org_view
 from accounts.models import Membership, Project
-from accounts.plans import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
+from accounts.plans.catalogue import FEATURE_CONSOLIDATION_MANUAL, FEATURE_CONSOLIDATION_SCHEDULED
+from accounts.views_base import org_view
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.phases.registry import phases, run_counters
 from consolidation.run_state import RunOptions

@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from accounts.admin import staff_principal
+from accounts.access import staff_principal
 from memories.core.services import UPDATABLE, memory_draft, memory_update
 from memories.models import AgentSession, Memory, MemoryLink, MemorySignal, MemorySummary, SessionCommit
 from memories.moderation.services import memory_archive, memory_restore

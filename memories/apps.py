@@ -6,7 +6,7 @@ class MemoriesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from accounts.plans import usage_counter_register
+        from accounts.plans.catalogue import usage_counter_register
         from memories.core.selectors import memories_active_count
         from memories.prompt_examples import distill_example, reason_example, search_rewrite_example
         from memories.sessions.selectors import sessions_running, sessions_waiting

@@ -2,8 +2,8 @@
 docs/security/address-guard.md says what it refuses and why.
 
 Two features fetch or post to a URL someone else chose: webhook deliveries (``webhooks/``) and the
-OAuth client metadata fetch (``accounts/oauth_cimd.py``); client registration checks the web page URLs
-a client names with it too (``accounts/oauth.py``). Each resolves the host first, refuses it when any
+OAuth client metadata fetch (``accounts/oauth/cimd.py``); client registration checks the web page URLs
+a client names with it too (``accounts/oauth/protocol.py``). Each resolves the host first, refuses it when any
 of its addresses is not globally reachable, and then connects to the address it checked, so a second
 DNS answer cannot rebind the connection inside.
 

@@ -54,7 +54,7 @@ def _budget_banners(request: HttpRequest) -> list[Banner]:
 def _suspension_banners(request: HttpRequest) -> list[Banner]:
     """For the organization's owners and admins: a token or connected app suspended from writing
     (docs/security/memory-poisoning.md#write-limits)."""
-    from accounts.selectors_write_limits import write_suspension_banners
+    from accounts.selectors import write_suspension_banners
 
     try:
         return write_suspension_banners(getattr(request, "membership", None))  # set by the dashboard's org_view

@@ -19,9 +19,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from accounts.decorators import current_membership, org_view
 from accounts.models import Membership
-from accounts.selectors_spend import top_spenders
+from accounts.selectors import top_spenders
+from accounts.views_base import current_membership, org_view
 from consolidation.models import ConsolidationRun
 from consolidation.phases.registry import phase_names
 from consolidation.timeline import phase_legend, phase_timeline

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from accounts.access import Principal, principal_for_membership, principal_for_token
 from accounts.models import Membership, Organization, Project
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from system.selectors import health_cache_clear
 from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
 

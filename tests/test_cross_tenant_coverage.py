@@ -35,7 +35,7 @@ EXEMPT_ROUTES: dict[str, str] = {
     "api-docs": "the public Swagger UI page for the schema, the same for everybody",
     "^api/": "the catch-all under /api/: a JSON 404 for every unknown path, reads nothing",
     # OAuth 2.1 (docs/oauth.md): the authorization endpoint, the token endpoint and connected apps have
-    # cross-tenant tests (tests/accounts/test_oauth.py); these hold no org data
+    # cross-tenant tests (tests/accounts/oauth/test_oauth.py); these hold no org data
     "oauth2_provider:oauth-server-metadata": "RFC 8414 authorization server metadata, the same public document for all",
     "oauth2_provider:oauth-resource-metadata-mcp": "RFC 9728 metadata of /mcp, the same public document for all",
     "oauth2_provider:oauth-resource-metadata-api": "RFC 9728 metadata of /api/v1, the same public document for all",

@@ -13,7 +13,7 @@ When two modules need the same helper it gets a public name (``memories/embeddin
 
 * tests: a test may reach into the module it tests (``monkeypatch.setattr(writer.ImportWriter, "_use",
   …)``) — the rule is about the product's own seams;
-* private *module* paths (``from accounts.management.commands._base import organization_by_slug``):
+* private *module* paths (a helper module under ``management/commands/`` named ``_base``):
   the underscore there keeps a helper from being a management command, and the name imported is public;
 * other libraries' names (Django's documented ``Model._meta``, a pinned library's internals): only
   imports of first-party modules are read.

@@ -14,7 +14,7 @@ from tests.repo_files import REPO, repo_files
 
 NAME = "REASONINGBANK_TOKEN"
 # where a user meets the variable: what they read, paste or install
-PLACES = ("README.md", "docs/", "integrations/", "clients/", "templates/", "scripts/", "accounts/views.py")
+PLACES = ("README.md", "docs/", "integrations/", "clients/", "templates/", "scripts/", "accounts/tokens/views.py")
 # the shapes that name an environment variable in a shell line, a client's config file or code reading one
 REFERENCES = [
     re.compile(r"\bexport\s+([A-Z][A-Z0-9_]*TOKEN)\b"),

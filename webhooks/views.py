@@ -15,9 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.decorators import org_view
 from accounts.models import Membership
-from accounts.views import settings_context
+from accounts.views_base import org_view, settings_context
 from reasoningbank.errors import ServiceError
 from webhooks.event_types import EVENT_TYPES
 from webhooks.models import WebhookDelivery, WebhookSubscription

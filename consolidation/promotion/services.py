@@ -40,7 +40,7 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Organization, Project, Team
-from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION
+from accounts.plans.catalogue import FEATURE_INSTITUTIONAL_PROMOTION
 from accounts.services import audit_record
 from consolidation.models import ReviewItem
 from consolidation.promotion import rules

@@ -15,8 +15,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from accounts.access import access_project, reachable_projects
-from accounts.decorators import org_view
 from accounts.models import Project
+from accounts.views_base import org_view
 from consolidation.quality.selectors import QualityReport, quality_report
 from memories.pages import Bucket, bar_chart  # the overview's chart geometry: one look for every bar chart
 

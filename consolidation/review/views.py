@@ -22,10 +22,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.access import access_project, reachable_projects
-from accounts.decorators import org_view
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_WRITE, Membership
-from accounts.plans import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
-from accounts.services_write_limits import write_admit
+from accounts.plans.catalogue import FEATURE_INSTITUTIONAL_PROMOTION, minimum_plan_for, plan_get
+from accounts.services import write_admit
+from accounts.views_base import org_view
 from consolidation.models import ReviewItem
 from consolidation.promotion.selectors import promotions_attach
 from consolidation.promotion.services import promotions_propose

@@ -29,9 +29,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.access import access_filter, reachable_projects
-from accounts.decorators import org_view
 from accounts.models import SCOPE_MEMORIES_WRITE, Membership
-from accounts.services_write_limits import write_admit
+from accounts.services import write_admit
+from accounts.views_base import org_view
 from memories.confidence.selectors import memory_signals
 from memories.context.selectors import summaries_list, summaries_usable
 from memories.core.selectors import MemoryFilters, memory_get, memory_lineage, memory_list

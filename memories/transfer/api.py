@@ -26,7 +26,7 @@ from rest_framework.response import Response
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_ADMIN
-from accounts.services_write_limits import write_admit
+from accounts.services import write_admit
 from memories.transfer.export_format import MEDIA_TYPE, VERSION
 from memories.transfer.selectors import export_lines, export_scope
 from memories.transfer.services import FORMATS, ImportInvalid, bank_export_record, bank_import

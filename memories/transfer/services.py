@@ -29,9 +29,8 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import Project, Team
-from accounts.plans import FEATURE_TEAMS, plan_required
-from accounts.services import audit_record, project_create, team_create
-from accounts.services_write_limits import flagged_write_note
+from accounts.plans.catalogue import FEATURE_TEAMS, plan_required
+from accounts.services import audit_record, flagged_write_note, project_create, team_create
 from memories.core import gate
 from memories.core.fingerprint import memory_content_hash
 from memories.core.selectors import project_target

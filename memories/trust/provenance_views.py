@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from accounts.decorators import org_view
 from accounts.models import Membership
+from accounts.views_base import org_view
 from memories.trust.provenance_services import oauth_client_trust_set
 from reasoningbank.errors import ServiceError
 

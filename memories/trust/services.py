@@ -23,8 +23,7 @@ from typing import Any, Protocol
 
 from accounts.access import Principal
 from accounts.models import Organization
-from accounts.services import audit_record
-from accounts.services_write_limits import flagged_write_note
+from accounts.services import audit_record, flagged_write_note
 from memories.models import DetectorException, Memory
 from memories.trust.screening import memory_texts, rules_named, span_fingerprint, texts_findings
 

@@ -15,8 +15,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from accounts.access import Principal
-from accounts.decorators import org_view
 from accounts.models import SCOPE_ADMIN, Membership
+from accounts.views_base import org_view
 from memories.core.selectors import memory_get
 from memories.trust.selectors_injection import injection_pending_list, memory_label
 from memories.trust.services_injection import memory_injection_clear

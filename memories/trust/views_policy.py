@@ -12,9 +12,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from accounts.decorators import org_view
 from accounts.models import SCOPE_ADMIN, Organization
-from accounts.views import settings_context
+from accounts.views_base import org_view, settings_context
 from memories.trust.selectors_injection import injection_pending_list
 from memories.trust.selectors_policy import trust_policy_get
 from memories.trust.services_policy import trust_policy_set

@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from accounts.decorators import org_view
 from accounts.models import Membership
+from accounts.views_base import org_view
 from memories.trust.selectors_quarantine import quarantined_get, summary_held_get
 from memories.trust.services_quarantine import (
     quarantine_approve,

@@ -12,6 +12,9 @@ one mechanism, not two.
 Crossing an organization's alert threshold sends ``llm_budget_alert`` once per period (a conditional
 update claims it): accounts records the audit row, webhooks publish ``llm.budget_alert``, the
 dashboard shows a banner while the period lasts.
+
+The caps are set and read by accounts' budgets feature (``accounts/budgets/``); why the check lives here,
+beside the metering, and not there: docs/llm-spend.md#how-a-cap-is-kept.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ TOKEN_RULES: tuple[Rule, ...] = (
     # Our own tokens first, so that "Authorization: Bearer rbo_..." or "password=rb_..." reports
     # (and hands back for revocation) our token rather than a generic header or assignment.
     # API tokens: "rb_" + secrets.token_urlsafe(32); OAuth access and refresh tokens: "rbo_" and
-    # "rbr_" + the same (accounts/oauth.py). Requiring both an upper- and a lower-case letter
+    # "rbr_" + the same (accounts/oauth/protocol.py). Requiring both an upper- and a lower-case letter
     # skips snake_case and SCREAMING_CASE identifiers that start with "rb_"; a random 43-char
     # token lacks either with probability ~1e-10.
     Rule(

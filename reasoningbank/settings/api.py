@@ -4,7 +4,7 @@ from __future__ import annotations
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.tokens.authentication.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # every REST list is paged this way (accounts/api_base.py's OrgAPIView reads it)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from accounts.plans import PLAN_ORDER
+from accounts.plans.catalogue import PLAN_ORDER
 from reasoningbank.env import env_bool, env_choice, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]

@@ -121,7 +121,7 @@ CACHES = {
 TOKEN_LAST_USED_INTERVAL_SECONDS = env_int("TOKEN_LAST_USED_INTERVAL_SECONDS", 300, minimum=0)
 
 
-# --- Write limits and suspension (accounts/services_write_limits.py) --------------------------
+# --- Write limits and suspension (accounts/write_limits/services.py) --------------------------
 def _write_limit(name: str) -> int | None:
     """A write limit for every organization instead of its plan's: unset, the plan's (None); 0, none."""
     if env_str(name, "") == "":
@@ -130,7 +130,7 @@ def _write_limit(name: str) -> int | None:
 
 
 # writes per token (connected app, member) and per organization, per minute and per UTC day; the plan's
-# (accounts/plans.py) unless set (docs/security/memory-poisoning.md#write-limits)
+# (accounts/plans/catalogue.py) unless set (docs/security/memory-poisoning.md#write-limits)
 WRITE_LIMIT_TOKEN_PER_MINUTE = _write_limit("WRITE_LIMIT_TOKEN_PER_MINUTE")
 WRITE_LIMIT_TOKEN_PER_DAY = _write_limit("WRITE_LIMIT_TOKEN_PER_DAY")
 WRITE_LIMIT_ORG_PER_MINUTE = _write_limit("WRITE_LIMIT_ORG_PER_MINUTE")

@@ -13,7 +13,7 @@ MINUTE_ROOM_SECONDS = 10.0
 @pytest.fixture
 def minute_room() -> None:
     """The write limits' minute windows turn on the minute of the database's clock
-    (accounts/services_write_limits.py): a test that counts writes within one minute starts with at least
+    (accounts/write_limits/services.py): a test that counts writes within one minute starts with at least
     ``MINUTE_ROOM_SECONDS`` of it left (waiting for the next minute if need be), so no window turns
     under it and its counts are exact. Use it with the ``django_db`` mark."""
     with connection.cursor() as cursor:

@@ -8,7 +8,7 @@ import html
 import pytest
 from django.test import Client
 
-from tests.accounts.oauth_flow import Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import Flow, dcr_client
 
 pytestmark = pytest.mark.django_db
 

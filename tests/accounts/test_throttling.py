@@ -53,7 +53,7 @@ def test_bad_tokens_from_one_address_are_answered_429_with_retry_after_once_over
 
 
 def test_a_valid_token_is_served_from_an_address_that_just_sent_50_bad_ones(cast, make_token, settings):
-    from accounts.services import token_revoke
+    from accounts.tokens.services import token_revoke
 
     settings.AUTH_THROTTLE_FAILURES = 20  # the defaults: one misconfigured agent behind a shared NAT
     settings.AUTH_THROTTLE_PREFIX_FAILURES = 10
@@ -97,7 +97,7 @@ def test_a_blocked_address_is_told_no_reason_for_a_failure(cast, make_token):
 def test_a_valid_oauth_access_token_is_served_from_a_blocked_address(cast):
     from django.test import Client
 
-    from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+    from tests.accounts.oauth.oauth_flow import API_RESOURCE, Flow, dcr_client
 
     web = Client(REMOTE_ADDR=ATTACKER)
     web.force_login(cast.alice)
@@ -170,7 +170,7 @@ def test_an_address_going_over_the_limit_is_logged_once(db, caplog):
 def test_failed_grants_from_one_address_are_429_but_a_good_code_is_exchanged(cast):
     from django.test import Client
 
-    from tests.accounts.oauth_flow import Flow, dcr_client
+    from tests.accounts.oauth.oauth_flow import Flow, dcr_client
 
     web = Client(REMOTE_ADDR=ATTACKER)
     web.force_login(cast.alice)
@@ -195,7 +195,7 @@ def test_failed_grants_from_one_address_are_429_but_a_good_code_is_exchanged(cas
 
 @pytest.fixture
 def member(db):
-    from accounts.services import user_create
+    from accounts.organizations.services import user_create
 
     return user_create(email="dana@acme.test", password=PASSWORD)
 

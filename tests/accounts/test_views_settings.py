@@ -9,9 +9,9 @@ import re
 import pytest
 from django.conf import settings
 
-from accounts.decorators import SESSION_ORG_KEY
 from accounts.models import ApiToken, AuditEvent, Membership, Project, Team
-from accounts.services import token_create, token_digest
+from accounts.tokens.services import token_create, token_digest
+from accounts.views_base import SESSION_ORG_KEY
 from reasoningbank.models import LlmCall
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 from oauth2_provider.models import Application
 
 from accounts.models import Membership, OAuthConnection
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from consolidation.models import ConsolidationRun, ReviewItem
 from reasoningbank.models import LlmCall, LlmPrice, WorkerHeartbeat
 from system.selectors import health_cache_clear

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from tests.factories import ProjectFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from accounts.access import principal_for_token
-from accounts.services import token_create
-from accounts.services_write_limits import flagged_write_note
+from accounts.tokens.services import token_create
+from accounts.write_limits.services import flagged_write_note
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

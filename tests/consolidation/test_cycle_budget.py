@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts.services_budget import llm_budget_set
+from accounts.budgets.services import llm_budget_set
 from consolidation.models import ConsolidationRun
 from consolidation.runs import consolidation_execute, consolidation_request, run_options_validate, runs_resume_budget
 from reasoningbank.errors import Conflict

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from accounts.models import AuditEvent
-from accounts.services import token_authenticate, token_create
+from accounts.tokens.services import token_authenticate, token_create
 from consolidation.models import ReviewItem
 from consolidation.review.selectors import review_list
 from consolidation.review.services import review_decide

@@ -233,7 +233,7 @@ class Service:
             # the loads drive tens of agents through one token as fast as the machine allows, and
             # schemathesis sends hundreds of writes with one token: the write limits
             # (docs/security/memory-poisoning.md#write-limits) would refuse them by design. They have
-            # their own tests (tests/accounts/test_*write_limits.py); here they are off.
+            # their own tests (tests/accounts/write_limits/); here they are off.
             WRITE_LIMIT_TOKEN_PER_MINUTE="0",
             WRITE_LIMIT_TOKEN_PER_DAY="0",
             WRITE_LIMIT_ORG_PER_MINUTE="0",

@@ -8,7 +8,7 @@ approves one, the hook injects it inside the data framing with its source label;
 survives an export → import into another organization.
 
 The write limits are off in this service (the loads share it); they and the suspension have their own
-tests (tests/accounts/test_write_limits*.py)."""
+tests (tests/accounts/write_limits/)."""
 
 from __future__ import annotations
 

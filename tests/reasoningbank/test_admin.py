@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from accounts.models import ApiToken, AuditEvent
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.confidence.services import memory_feedback
 from memories.core.services import memory_record
 from memories.models import AgentSession, Memory, MemorySignal

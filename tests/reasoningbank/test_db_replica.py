@@ -24,7 +24,7 @@ from django.core.management import call_command
 from django.db import connections
 from rest_framework.test import APIClient
 
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.models import Memory
 from reasoningbank.db_replica import REPLICA_ALIAS, replica_status, replica_status_clear
 from tests.conftest import Cast, cast_create

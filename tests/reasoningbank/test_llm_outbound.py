@@ -18,7 +18,7 @@ import pytest
 import respx
 
 from accounts.models import AuditEvent
-from accounts.services import token_authenticate, token_create
+from accounts.tokens.services import token_authenticate, token_create
 from reasoningbank.ai.batch_services import batch_session, batch_submit
 from reasoningbank.ai.check import llm_check
 from reasoningbank.ai.embedders import OpenAIEmbedder

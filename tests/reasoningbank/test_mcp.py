@@ -236,7 +236,7 @@ async def test_missing_or_invalid_token_is_401_pointing_at_the_oauth_metadata(
     """The MCP 2026-07-28 challenge (docs/security/http-hardening.md#401s-rfc-6750-challenges): where to
     discover the authorization server, and the scopes; an ``error`` only when a bearer token was
     attempted (RFC 6750 section 3.1), ``invalid_request`` for a ``Bearer`` header without one, as on REST
-    (the reasons: tests/accounts/test_authentication_errors.py)."""
+    (the reasons: tests/accounts/tokens/test_authentication_errors.py)."""
     headers = dict(MCP_HEADERS)
     if authorization is not None:
         headers["Authorization"] = authorization

@@ -17,7 +17,7 @@ from django.test import RequestFactory
 from psycopg_pool import PoolTimeout
 
 from accounts import mcp_auth
-from accounts import services as account_services
+from accounts.tokens import services as account_services
 from reasoningbank.middleware import DatabaseUnavailableMiddleware, database_unavailable
 
 EXPECTED_BODY = {

@@ -235,7 +235,7 @@ def test_a_500_under_the_api_is_json_in_the_error_shape(cast, token_client, monk
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("accounts.api.MeView.get", broken)
+    monkeypatch.setattr("accounts.tokens.api.MeView.get", broken)
     client = token_client(cast.org_a)
     assert isinstance(client, APIClient)
     client.raise_request_exception = False

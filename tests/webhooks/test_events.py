@@ -408,7 +408,7 @@ def test_an_llm_spend_past_the_alert_threshold_publishes_llm_budget_alert_once_t
 def test_a_token_suspended_after_flagged_writes_publishes_security_token_suspended_once_to_its_organization(
     cast, make_token, subscribe, committed, settings
 ):
-    from accounts.services_write_limits import flagged_write_note
+    from accounts.write_limits.services import flagged_write_note
 
     settings.WRITE_SUSPEND_FLAGGED = 2
     subscribe(["security.token_suspended"])
@@ -434,7 +434,7 @@ def test_a_token_suspended_after_flagged_writes_publishes_security_token_suspend
 def test_a_suspension_rolled_back_with_its_write_publishes_nothing(cast, make_token, subscribe, committed, settings):
     from django.db import transaction
 
-    from accounts.services_write_limits import flagged_write_note
+    from accounts.write_limits.services import flagged_write_note
 
     settings.WRITE_SUSPEND_FLAGGED = 1
     subscribe(["security.token_suspended"])

@@ -6,10 +6,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.urls import reverse
 
-from accounts.management.commands._base import run_service
-from accounts.plans import PLAN_ORDER
-from accounts.selectors import user_password_link
-from accounts.services import organization_create, user_create, user_password_set
+from accounts.management.base import run_service
+from accounts.organizations.selectors import user_password_link
+from accounts.organizations.services import organization_create, user_create, user_password_set
+from accounts.plans.catalogue import PLAN_ORDER
 
 
 class Command(BaseCommand):

@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from accounts.management.commands._base import organization_by_slug, run_service
+from accounts.management.base import organization_by_slug, run_service
 from accounts.models import Team
-from accounts.services import project_create, team_create
+from accounts.organizations.services import project_create, team_create
 
 
 class Command(BaseCommand):

@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.management.commands._base import organization_by_slug, run_service
+from accounts.management.base import organization_by_slug, run_service
 from accounts.models import Project, Team
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 
 
 class Command(BaseCommand):

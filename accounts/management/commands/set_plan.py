@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from accounts.management.commands._base import organization_by_slug, run_service
-from accounts.plans import PLAN_ORDER
-from accounts.services import organization_set_plan
+from accounts.management.base import organization_by_slug, run_service
+from accounts.plans.catalogue import PLAN_ORDER
+from accounts.plans.services import organization_set_plan
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
-from accounts.management.commands._base import organization_by_slug
+from accounts.management.base import organization_by_slug
 from consolidation.promotion.reports import report_text
 from consolidation.promotion.services import promotions_propose
 from reasoningbank.errors import ServiceError

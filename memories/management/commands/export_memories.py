@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
-from accounts.management.commands._base import organization_by_slug
+from accounts.management.base import organization_by_slug
 from memories.transfer.selectors import export_lines, export_scope
 from memories.transfer.services import bank_export_record, counts_text
 from reasoningbank.errors import ServiceError

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.access import system_principal
-from accounts.management.commands._base import organization_by_slug
+from accounts.management.base import organization_by_slug
 from memories.transfer.services import FORMATS, ImportInvalid, bank_import, counts_text
 from reasoningbank.errors import ServiceError
 

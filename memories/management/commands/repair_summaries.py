@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from accounts.management.commands._base import organization_by_slug
+from accounts.management.base import organization_by_slug
 from memories.context.services_repair import SummariesRepairReport, summaries_repair
 
 

@@ -15,7 +15,7 @@ import pytest
 import respx
 
 from accounts.models import AuditEvent, Organization
-from accounts.services import token_authenticate, token_create
+from accounts.tokens.services import token_authenticate, token_create
 from memories.ask.contracts import NOTHING_FOUND
 from memories.ask.reasoning import REASONING_SYSTEM_PROMPT
 from memories.models import SessionMemoryUse

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 from django.conf import settings
 
-from accounts import plans
 from accounts.models import AuditEvent
+from accounts.plans import catalogue as plans
 from memories.core.selectors import memory_get
 from memories.core.services import memory_record, memory_update
 from memories.models import Memory

@@ -16,14 +16,14 @@ from django.db import connection
 from django.test import Client
 
 from accounts.models import AuditEvent
-from accounts.services import token_authenticate, token_create
+from accounts.tokens.services import token_authenticate, token_create
 from memories.confidence.services import memory_feedback
 from memories.core.services import memory_record, memory_update
 from memories.models import AgentSession, Memory, MemorySignal
 from memories.sessions import services as services_sessions
 from memories.sessions.services import session_process, session_submit
 from memories.validation import COMMENT_MAX, TITLE_MAX
-from tests.accounts.test_services_leaks import connected_app_tokens
+from tests.accounts.tokens.test_services_leaks import connected_app_tokens
 from tests.consolidation.vectors import cycle_llm, remember, run_cycle, spoke, synthesis_reply, vec
 from tests.fakes import ScriptedLLM, memory_block
 from tests.mcp_harness import MODES, dump, in_thread, mcp_client

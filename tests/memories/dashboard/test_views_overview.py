@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts.services import audit_record, token_create
+from accounts.audit import audit_record
+from accounts.tokens.services import token_create
 from memories.dashboard.selectors import confidence_histogram, memories_per_week, memory_counts, recent_activity
 from memories.models import Memory
 from memories.moderation.services import memory_archive

@@ -8,7 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.access import system_principal
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.core.services import MemoryDraft, memories_create
 from memories.models import Memory
 from memories.trust.provenance import HOW_SYNTHESISED

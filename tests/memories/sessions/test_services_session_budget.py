@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from accounts.services_budget import llm_budget_set
+from accounts.budgets.services import llm_budget_set
 from memories.models import AgentSession, Memory
 from memories.sessions.services import session_process, session_submit, sessions_resume_waiting
 from reasoningbank.models import LlmBudget, LlmBudgetPeriod, LlmCall

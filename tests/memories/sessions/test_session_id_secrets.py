@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 
 from accounts.models import AuditEvent
-from accounts.services import token_authenticate, token_create
+from accounts.tokens.services import token_authenticate, token_create
 from memories.models import AgentSession, MemorySignal, SessionCommit, SessionMemoryUse
 from memories.sessions import services as services_sessions
 from tests.factories import MemoryFactory

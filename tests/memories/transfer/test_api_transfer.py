@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import AuditEvent
 from memories.models import Memory
-from tests.accounts.oauth_flow import API_RESOURCE, Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import API_RESOURCE, Flow, dcr_client
 from tests.factories import MemoryFactory, OrganizationFactory
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from tests.factories import MemoryFactory
 from tests.mcp_harness import in_thread as _in_thread
 

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from accounts.access import Principal, principal_for_membership, system_principal
 from accounts.models import AuditEvent, Membership, Organization
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.models import Memory
 from memories.transfer.selectors import export_lines, export_scope
 from memories.transfer.services import bank_import

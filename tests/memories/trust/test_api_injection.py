@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.models import SCOPE_ADMIN, SCOPE_MEMORIES_READ, AuditEvent
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.models import Memory
 from tests.factories import MemoryFactory, ProjectFactory
 

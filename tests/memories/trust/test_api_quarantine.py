@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import AuditEvent
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.core.services import memory_record_or_duplicate
 from memories.embedding import query_embed
 from memories.models import DetectorException, Memory, MemorySummary

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.models import AuditEvent, Organization
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.models import Memory
 from memories.sessions import services as services_sessions
 from memories.sessions.services import session_process, session_submit

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.access import principal_for_token
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.models import AgentSession, Memory
 from memories.sessions import services as services_sessions
 from memories.sessions.services import session_process

@@ -13,7 +13,7 @@ from django.test import Client
 from mcp.types import Implementation
 
 from memories.models import Memory
-from tests.accounts.oauth_flow import MCP_RESOURCE, Flow, dcr_client
+from tests.accounts.oauth.oauth_flow import MCP_RESOURCE, Flow, dcr_client
 from tests.mcp_harness import MCP_HEADERS, MODES, http_client, in_thread, initialize_body, mcp_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,7 @@ from django.db import IntegrityError, connection, transaction
 from rest_framework.test import APIClient
 
 from accounts.models import Membership
-from accounts.services import token_create
+from accounts.tokens.services import token_create
 from memories.core.services import memory_update
 from memories.models import Memory
 from tests.factories import MemoryFactory

@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from accounts import plans
 from accounts.models import AuditEvent
+from accounts.plans import catalogue as plans
 from memories.core.services import memory_record_or_duplicate, memory_update
 from memories.models import DetectorException, Memory
 from memories.moderation.services import memory_archive, memory_restore

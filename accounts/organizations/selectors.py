@@ -1,0 +1,37 @@
+"""Reads of organizations, memberships and users."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from accounts.models import Membership, Organization
+from accounts.plans.catalogue import PLANS
+
+
+def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
+    return Membership.objects.filter(user=user).select_related("organization").order_by("organization__slug")
+
+
+def organizations_with_feature(feature: str) -> QuerySet[Organization]:
+    """Every organization whose plan has ``feature`` (accounts/plans/catalogue.py), oldest first: what a
+    scheduled job that is gated by plan walks through."""
+    plans = [name for name, plan in PLANS.items() if feature in plan.features]
+    return Organization.objects.filter(plan__in=plans).order_by("id")
+
+
+def user_password_link(*, user: Any) -> str:
+    """A one-time link on SITE_URL where ``user`` sets a password: allauth's password-reset link,
+    made here instead of mailed (the token holds the current password's hash, so it works once, and
+    for PASSWORD_RESET_TIMEOUT seconds)."""
+    from allauth.account.forms import default_token_generator
+    from allauth.account.utils import user_pk_to_url_str
+    from django.conf import settings
+    from django.urls import reverse
+
+    path = reverse(
+        "account_reset_password_from_key",
+        kwargs={"uidb36": user_pk_to_url_str(user), "key": default_token_generator.make_token(user)},
+    )
+    return settings.SITE_URL.rstrip("/") + path
