@@ -157,7 +157,9 @@ def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @pytest.fixture(scope="session")
-def django_db_createdb(request: pytest.FixtureRequest, django_db_modify_db_settings: None, django_db_blocker: Any) -> bool:
+def django_db_createdb(
+    request: pytest.FixtureRequest, django_db_modify_db_settings: None, django_db_blocker: Any
+) -> bool:
     """Build the test database anew: asked for (``--create-db``), or a kept one (``--reuse-db``, the
     default) whose migrations are not the ones on disk: Django's keepdb would apply only the new ones by
     name, and the tests would run against a schema the code does not make. After the settings of this
@@ -168,18 +170,11 @@ def django_db_createdb(request: pytest.FixtureRequest, django_db_modify_db_setti
         return False  # built anew anyway, and dropped at the end
     from django.db import connection
 
-    from tests.schema_fingerprint import (
-        database_exists,
-        database_fingerprint,
-        migration_dirs,
-        migrations_fingerprint,
-    )
+    from tests.schema_fingerprint import migration_dirs, migrations_fingerprint, reused_database_stale
 
     name = connection.settings_dict["TEST"]["NAME"]
     with django_db_blocker.unblock(), connection.cursor() as cursor:
-        if not database_exists(cursor, name):
-            return False  # keepdb creates it
-        stale = database_fingerprint(cursor, name) != migrations_fingerprint(migration_dirs())
+        stale = reused_database_stale(cursor, name, migrations_fingerprint(migration_dirs()))
     if stale:
         sys.stderr.write(f"\n{name}: built from other migrations than those on disk, building it anew\n")
     return stale

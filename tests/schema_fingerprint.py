@@ -24,7 +24,7 @@ def migration_dirs() -> list[Path]:
     from django.apps import apps
     from django.db.migrations.loader import MigrationLoader
 
-    dirs = []
+    dirs: list[Path] = []
     for app_config in apps.get_app_configs():
         module_name, _ = MigrationLoader.migrations_module(app_config.label)
         spec = importlib.util.find_spec(module_name) if module_name else None
@@ -56,9 +56,13 @@ def database_fingerprint(cursor: Any, name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def database_exists(cursor: Any, name: str) -> bool:
+def reused_database_stale(cursor: Any, name: str, fingerprint: str) -> bool:
+    """Whether database ``name`` exists and was built from other migrations than ``fingerprint``'s (or
+    from unknown ones: built before this check, or its set-up interrupted)."""
     cursor.execute("SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", [name])
-    return cursor.fetchone() is not None
+    if cursor.fetchone() is None:
+        return False  # nothing to reuse: Django creates it
+    return database_fingerprint(cursor, name) != fingerprint
 
 
 def database_fingerprint_store(cursor: Any, quoted_name: str, fingerprint: str) -> None:

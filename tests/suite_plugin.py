@@ -81,4 +81,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     conflicts = tier_conflicts(items)
     if conflicts:
         listed = "\n  ".join(conflicts)
-        raise pytest.UsageError(f"tests in more than one tier (tests/suite_plugin.py says how tiers are decided):\n  {listed}")
+        raise pytest.UsageError(f"tests in more than one tier (tests/suite_plugin.py decides them):\n  {listed}")
