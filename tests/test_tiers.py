@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.suite_plugin import TIERS, item_tier, tier_conflicts
+from tests.suite_plugin import E2E_NODEID_PREFIX, TIERS, item_tier, tier_conflicts
 
 pytest_plugins = ["pytester"]
 
@@ -30,8 +30,7 @@ def test_the_end_to_end_and_browser_directories_are_their_tiers(request: pytest.
         path = Path(str(item.path))
         if TESTS / "e2e" in path.parents:
             assert item_tier(item) == "e2e", item.nodeid
-            group = item.get_closest_marker("xdist_group")
-            assert group is not None and group.args == ("e2e",), item.nodeid
+            assert item.nodeid.startswith(E2E_NODEID_PREFIX), item.nodeid  # how pytest-xdist keeps them together
         elif TESTS / "browser" in path.parents:
             assert item_tier(item) == "browser", item.nodeid
 
@@ -118,3 +117,38 @@ def test_a_test_marked_with_a_tier_it_does_not_belong_to_stops_the_run(pytester:
     result = pytester.runpytest("--disable-plugin-autoload", "-p", "tests.suite_plugin", "--co", "-q")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "test_mislabelled.py::test_queries: database, pure" in result.stderr.str()
+
+
+SAMPLE_PLAIN = """
+import pytest
+
+@pytest.mark.parametrize("n", range(6))
+def test_plain(n): pass
+"""
+
+SAMPLE_END_TO_END = """
+import pytest
+
+@pytest.mark.parametrize("n", range(6))
+def test_drives_the_service(n): pass
+"""
+
+
+def test_under_xdist_the_end_to_end_tests_all_run_on_one_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """They share one running service and run in an order (tests/e2e/conftest.py): ``./scripts/test.sh``'s
+    ``--dist loadgroup`` makes them one work unit (tests/suite_plugin.py)."""
+    monkeypatch.setenv("PYTHONPATH", str(TESTS.parent))
+    pytester.mkdir("tests")
+    pytester.mkdir("tests/e2e")
+    pytester.makepyfile(**{"tests/test_plain": SAMPLE_PLAIN, "tests/e2e/test_service": SAMPLE_END_TO_END})
+    result = pytester.runpytest_subprocess(
+        "--disable-plugin-autoload", "-p", "xdist", "-p", "tests.suite_plugin", "-n", "2", "--dist", "loadgroup", "-v"
+    )
+    assert result.ret == 0, result.stdout.str()
+    ran = [line for line in result.outlines if "PASSED" in line]
+    assert len(ran) == 12, result.stdout.str()
+    workers = {line.split("]")[0] for line in ran if "test_drives_the_service" in line}
+    assert len(workers) == 1, result.stdout.str()
+    assert len({line.split("]")[0] for line in ran}) == 2  # the other worker ran the rest
