@@ -1,23 +1,27 @@
 """The fixed cast: org A (acme) has alice (owner) and bob (viewer); org B (globex) has charlie.
 
 Tokens are created through the real service, so tests exercise the real digest lookup.
+
+Nothing here imports the project or the test libraries at module level: a pure test (no database) does
+not pay for them at start-up (docs/contributing.md#running-the-tests). The test database is kept
+between runs and built anew when its migrations are not the ones on disk (tests/schema_fingerprint.py).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from django.utils import timezone
-from rest_framework.test import APIClient
 
-from accounts.access import Principal, principal_for_membership, principal_for_token
-from accounts.models import Membership, Organization, Project
-from accounts.tokens.services import token_create
-from system.selectors import health_cache_clear
-from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
+if TYPE_CHECKING:
+    from rest_framework.test import APIClient
+
+    from accounts.access import Principal
+    from accounts.models import Organization, Project
 
 
 @dataclass
@@ -31,6 +35,9 @@ class Cast:
     project_b: Project
 
     def principal(self, user: Any) -> Principal:
+        from accounts.access import principal_for_membership
+        from accounts.models import Membership
+
         return principal_for_membership(Membership.objects.select_related("organization", "user").get(user=user))
 
 
@@ -59,6 +66,9 @@ def cast(db: Any) -> Cast:
 
 def cast_create() -> Cast:
     """The cast in whichever database the test uses (the ``cast`` fixture's, or another server's)."""
+    from accounts.models import Membership
+    from tests.factories import MembershipFactory, OrganizationFactory, ProjectFactory, UserFactory
+
     org_a = OrganizationFactory(slug="acme", name="Acme", plan="pro")
     org_b = OrganizationFactory(slug="globex", name="Globex", plan="pro")
     alice = UserFactory(email="alice@acme.test")
@@ -76,6 +86,9 @@ def cast_create() -> Cast:
 def make_token(db: Any):
     """make_token(org, scopes=None, projects=(), teams=()) -> (raw, principal)."""
 
+    from accounts.access import principal_for_token
+    from accounts.services import token_create
+
     def _make(org: Organization, *, scopes: list[str] | None = None, projects=(), teams=(), label: str = "test"):
         token, raw = token_create(organization=org, label=label, scopes=scopes, projects=projects, teams=teams)
         return raw, principal_for_token(token)
@@ -92,12 +105,15 @@ def agent(cast: Cast, make_token: Any) -> Principal:
 
 @pytest.fixture
 def api_client() -> APIClient:
+    from rest_framework.test import APIClient
+
     return APIClient()
 
 
 @pytest.fixture
 def token_client(make_token):
     """token_client(org, **token_kwargs) -> an APIClient sending that org's bearer token."""
+    from rest_framework.test import APIClient
 
     def _client(org: Organization, **kwargs: Any) -> APIClient:
         raw, _ = make_token(org, **kwargs)
@@ -129,9 +145,49 @@ def anyio_backend() -> str:
 def long_running_process(settings: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Health read afresh (no cached verdicts), an hour after this process "started" — past the
     worker's start-up grace — with no LLM configured."""
+    from django.utils import timezone
+
+    from system.selectors import health_cache_clear
 
     health_cache_clear()
     monkeypatch.setattr("system.selectors.process_booted_at", lambda: timezone.now() - timedelta(hours=1))
     settings.LLM_PROVIDER = "none"
     yield
     health_cache_clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_createdb(
+    request: pytest.FixtureRequest, django_db_modify_db_settings: None, django_db_blocker: Any
+) -> bool:
+    """Build the test database anew: asked for (``--create-db``), or a kept one (``--reuse-db``, the
+    default) whose migrations are not the ones on disk: Django's keepdb would apply only the new ones by
+    name, and the tests would run against a schema the code does not make. After the settings of this
+    run's database (an xdist worker's has its own name)."""
+    if request.config.getvalue("create_db"):
+        return True
+    if not request.config.getvalue("reuse_db"):
+        return False  # built anew anyway, and dropped at the end
+    from django.db import connection
+
+    from tests.schema_fingerprint import migration_dirs, migrations_fingerprint, reused_database_stale
+
+    name = connection.settings_dict["TEST"]["NAME"]
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        stale = reused_database_stale(cursor, name, migrations_fingerprint(migration_dirs()))
+    if stale:
+        sys.stderr.write(f"\n{name}: built from other migrations than those on disk, building it anew\n")
+    return stale
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's set-up, then the database marked with the migrations it was built from."""
+    from django.db import connection
+
+    from tests.schema_fingerprint import database_fingerprint_store, migration_dirs, migrations_fingerprint
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        quoted_name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        database_fingerprint_store(cursor, quoted_name, migrations_fingerprint(migration_dirs()))
+    yield
