@@ -72,6 +72,11 @@ def _die_with_parent() -> None:
     cannot leave a server behind; run.sh's own trap then stops its children."""
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    # Ctrl-C as a terminal's job gets it: a shell starts its foreground job with SIGINT at its default and
+    # unblocked. A disposition ignored (or a mask blocked) in this pytest process by a library would be
+    # inherited, and bash cannot trap a signal ignored on entry: run.sh would never hear the Ctrl-C.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 # --- processes of a data directory -------------------------------------------------------------

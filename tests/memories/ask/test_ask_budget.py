@@ -35,7 +35,9 @@ DAILY_CAP = 20_000  # the red team's cap
 REPLY = answer_json()
 REFUSAL = re.compile(r"\(([\d,]+) used, ([\d,]+) held for calls in flight; this call needs about ([\d,]+)\)")
 
-pytestmark = pytest.mark.django_db(transaction=True)  # each asking thread commits on its own connection
+# each asking thread commits on its own connection: sixty at once, so it runs where no other test holds
+# connections of the same server (the serial mark: ./scripts/test.sh runs it after the parallel tiers)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.serial]
 
 
 def bank(agent: Any) -> None:
