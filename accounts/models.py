@@ -104,12 +104,20 @@ class Project(models.Model):
     )
     slug = models.SlugField(max_length=50)
     name = models.CharField(max_length=200)
+    # the normalised git remote this project's code lives in (docs/code-memory.md#projects-by-repository):
+    # agents in any clone of it, on any machine, resolve to this project
+    repository = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["slug"]
         constraints = [
             models.UniqueConstraint(fields=["organization", "slug"], name="project_slug_unique_in_org"),
+            models.UniqueConstraint(
+                fields=["organization", "repository"],
+                condition=~models.Q(repository=""),
+                name="project_repository_unique_in_org",
+            ),
             models.UniqueConstraint(fields=["id", "organization"], name="project_id_org_unique"),
             SameOrganization(field="team", name="project_team_same_org"),
         ]

@@ -1,0 +1,66 @@
+"""Code anchors: where in a repository a memory is about, and whether that code changed since
+(docs/code-memory.md)."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import Organization
+from reasoningbank.sharding import SameOrganization
+
+
+class MemoryAnchor(models.Model):
+    """One place in the code a memory is about: a file (optionally a symbol and lines) in a repository at a
+    commit, or an error signature (the normalised exception type, message and top frames). A memory has
+    a few; recall at tool time looks them up by path or by signature (docs/code-memory.md#anchors)."""
+
+    STATE_CURRENT = "current"  # true at its commit, nothing reported since says otherwise
+    STATE_CODE_CHANGED = "code_changed"  # a later commit changed the anchored symbol or lines
+    STATE_DELETED = "deleted"  # a later commit deleted the file
+    STATE_CHOICES = [(STATE_CURRENT, "Current"), (STATE_CODE_CHANGED, "Code changed"), (STATE_DELETED, "Deleted")]
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey("memories.Memory", on_delete=models.CASCADE, related_name="anchors", db_constraint=False)
+    # the normalised git remote (host/owner/name, no scheme, user or .git), empty when unknown
+    repository = models.CharField(max_length=300, blank=True, default="")
+    # repository-relative, POSIX separators, no leading ./ or /
+    path = models.CharField(max_length=1000, blank=True, default="")
+    symbol = models.CharField(max_length=300, blank=True, default="", help_text="a function or class, dotted")
+    line_start = models.PositiveIntegerField(null=True, blank=True)
+    line_end = models.PositiveIntegerField(null=True, blank=True)
+    commit = models.CharField(max_length=64, blank=True, default="", help_text="the commit it was true at")
+    # sha256 of the normalised signature; the readable form beside it for people and for the hook's text
+    error_signature = models.CharField(max_length=64, blank=True, default="")
+    error_text = models.CharField(max_length=500, blank=True, default="")
+    state = models.CharField(max_length=15, choices=STATE_CHOICES, default=STATE_CURRENT)
+    changed_commit = models.CharField(max_length=64, blank=True, default="", help_text="the commit that changed it")
+    changed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["path", "line_start", "id"]
+        constraints = [
+            SameOrganization(field="memory", name="memoryanchor_memory_same_org"),
+            models.CheckConstraint(condition=~Q(path="") | ~Q(error_signature=""), name="memoryanchor_path_or_error"),
+            models.CheckConstraint(
+                condition=Q(line_start__isnull=True)
+                | Q(line_end__isnull=True)
+                | Q(line_end__gte=models.F("line_start")),
+                name="memoryanchor_lines_ordered",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organization", "repository", "path"], name="memoryanchor_org_repo_path"),
+            models.Index(
+                fields=["organization", "error_signature"],
+                name="memoryanchor_org_error",
+                condition=~Q(error_signature=""),
+            ),
+            models.Index(fields=["memory"], name="memoryanchor_memory"),
+        ]
+
+    def __str__(self) -> str:
+        where = self.path or self.error_text
+        return f"{self.memory_id} @ {where}{':' + self.symbol if self.symbol else ''}"
