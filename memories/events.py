@@ -16,3 +16,8 @@ memories_archived = Signal()
 # was written and never approved before: it enters the bank now, rather than coming back after an edit or
 # a restore put it in quarantine); webhooks listen (memory.created)
 memory_approved = Signal()
+
+# sent after an existing memory entered quarantine (an edit whose new text the detector flagged, or a
+# restore that screened it again): kwargs organization_id, memory (quarantined now). A memory stored in
+# quarantine when it is written is a new row (post_save); webhooks listen to both (memory.quarantined)
+memory_quarantined = Signal()

@@ -11,7 +11,7 @@ EVENT_TYPES: dict[str, str] = {
         "quarantine it was stored in"
     ),
     "memory.quarantined": (
-        "a memory was stored in quarantine for an admin's review: its id, the detector's rules and who wrote it, "
+        "a memory was stored in quarantine, or an edit or a restore put one there, for an admin's review: its id, the detector's rules and who wrote it, "
         "never its text"
     ),
     "memory.merged": "memories were merged into another (consolidated or duplicate) and archived",

@@ -4,7 +4,7 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 | event | signal |
 |---|---|
 | memory.created | ``post_save`` of a new active ``Memory`` (not an import); ``memories.events.memory_approved`` |
-| memory.quarantined | ``post_save`` of a new quarantined ``Memory`` (its rules and source, never its text) |
+| memory.quarantined | ``post_save`` of a new quarantined ``Memory``, or ``memory_quarantined`` (an edit or a restore held an existing one); its rules and source, never its text |
 | memory.merged, memory.superseded | ``memories.events.memories_archived`` (by the archive reason) |
 | contradiction.found | ``consolidation.events.contradiction_detected`` (not for a dry run) |
 | dispute.opened | ``post_save`` of a new ``contradicts`` ``MemoryLink`` |
@@ -117,6 +117,13 @@ def on_memory_saved(sender: Any, instance: Memory, created: bool = False, raw: b
         )
         return
     event_publish_on_commit(instance.organization_id, "memory.created", lambda: {"memory": memory_summary(instance)})
+
+
+def on_memory_quarantined(sender: Any, organization_id: int, memory: Memory, **kwargs: Any) -> None:
+    # an existing memory held again (an edit, a restore): admins review it like a new one
+    event_publish_on_commit(
+        organization_id, "memory.quarantined", lambda: {"memory": memory_quarantined_summary(memory)}
+    )
 
 
 def on_memory_approved(sender: Any, organization_id: int, memory: Memory, first_entry: bool, **kwargs: Any) -> None:
@@ -324,6 +331,7 @@ def receivers_connect() -> None:
     post_save.connect(on_session_saved, sender=AgentSession, dispatch_uid=f"{uid}.session")
     memories_events.memories_archived.connect(on_memories_archived, dispatch_uid=f"{uid}.archived")
     memories_events.memory_approved.connect(on_memory_approved, dispatch_uid=f"{uid}.approved")
+    memories_events.memory_quarantined.connect(on_memory_quarantined, dispatch_uid=f"{uid}.quarantined")
     consolidation_events.contradiction_detected.connect(on_contradiction_detected, dispatch_uid=f"{uid}.contradiction")
     consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
     llm_budget_alert.connect(on_llm_budget_alert, dispatch_uid=f"{uid}.llm_budget_alert")

@@ -22,7 +22,7 @@ from accounts.models import AuditEvent, Organization
 from accounts.services import audit_record, audit_record_many
 from memories.confidence import bayes as conf
 from memories.core.selectors import memory_is_writable
-from memories.core.services import memory_limit_check
+from memories.core.services import memory_limit_check, memory_quarantined_announce
 from memories.events import memories_archived
 from memories.locks import memories_lock, memories_lock_active
 from memories.models import Memory, MemoryLink
@@ -139,6 +139,8 @@ def memory_restore(*, principal: Principal, memory: Memory) -> Memory:
     memory.save(
         update_fields=["state", "archived_reason", "archived_at", "consolidated_into", "tier", "flags", "updated_at"]
     )
+    if memory.state == Memory.STATE_QUARANTINED:
+        memory_quarantined_announce(memory)
     audit_record(
         organization=principal.organization,
         actor=principal,
