@@ -16,6 +16,8 @@ Every test gets the mark of its tier; a test that would carry two (say, hand-mar
 
 from __future__ import annotations
 
+import functools
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -90,6 +92,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 E2E_NODEID_PREFIX = "tests/e2e/"
 
 
+# A module whose fixtures outlive one test (a replica pair, a PgBouncer, a loaded embedder: up to two
+# minutes to set up) is one work unit too, so that one worker sets them up once rather than every worker
+# that draws one of its tests. The rest go one test at a time, which balances the workers best.
+SHARED_FIXTURE = re.compile(r"""scope=["'](module|package|session)["']""")
+
+
+@functools.cache
+def module_fixtures_shared(path: Path) -> bool:
+    return path.is_file() and bool(SHARED_FIXTURE.search(path.read_text(errors="replace")))
+
+
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown where it is not loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") != "loadgroup":
@@ -98,6 +111,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class EndToEndTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "e2e" if nodeid.startswith(E2E_NODEID_PREFIX) else nodeid
+            if nodeid.startswith(E2E_NODEID_PREFIX):
+                return "e2e"
+            module = nodeid.split("::", 1)[0]
+            return module if module_fixtures_shared(config.rootpath / module) else nodeid
 
     return EndToEndTogether(config, log)

@@ -152,3 +152,30 @@ def test_under_xdist_the_end_to_end_tests_all_run_on_one_worker(
     workers = {line.split("]")[0] for line in ran if "test_drives_the_service" in line}
     assert len(workers) == 1, result.stdout.str()
     assert len({line.split("]")[0] for line in ran}) == 2  # the other worker ran the rest
+
+
+SAMPLE_SHARED_FIXTURE = """
+import pytest
+
+@pytest.fixture(scope="module")
+def server(): return object()
+
+@pytest.mark.parametrize("n", range(6))
+def test_uses_the_module_server(server, n): pass
+"""
+
+
+def test_under_xdist_a_module_with_a_module_scoped_fixture_runs_on_one_worker_and_sets_it_up_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(TESTS.parent))
+    pytester.mkdir("tests")
+    pytester.makepyfile(**{"tests/test_plain": SAMPLE_PLAIN, "tests/test_shared": SAMPLE_SHARED_FIXTURE})
+    result = pytester.runpytest_subprocess(
+        "--disable-plugin-autoload", "-p", "xdist", "-p", "tests.suite_plugin", "-n", "2", "--dist", "loadgroup", "-v"
+    )
+    assert result.ret == 0, result.stdout.str()
+    ran = [line for line in result.outlines if "PASSED" in line]
+    assert len(ran) == 12, result.stdout.str()
+    assert len({line.split("]")[0] for line in ran if "test_uses_the_module_server" in line}) == 1
+    assert len({line.split("]")[0] for line in ran}) == 2  # the other worker ran the rest
