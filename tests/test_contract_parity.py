@@ -122,7 +122,7 @@ OPERATIONS = [
     ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "explain": True}),
     ("memory_search", {"query": "webhook retries", "limit": 1, "outcome": "success"}),
     # the code the agent works in (docs/code-memory.md#browse-by-code): files and directories
-    ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "paths": ["src/http/", "app.py"], "explain": True}),
+    ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "paths": ["src/http/", "a.py"], "explain": True}),
     # an injection: the framed block built by the service (docs/search.md#searching-for-injection)
     ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "inject": True, "token_budget": 400}),
     (

@@ -71,7 +71,9 @@ def symbol_clean(value: str) -> str:
     """A dotted symbol (``Parser.parse``) as a filter names it. Raises ``ValueError`` when it cannot be one."""
     text = value.strip()
     if not text or len(text) > SYMBOL_MAX or any(ch.isspace() for ch in text):
-        raise ValueError(f"a symbol is a function or class name, dotted (Parser.parse), at most {SYMBOL_MAX} characters")
+        raise ValueError(
+            f"a symbol is a function or class name, dotted (Parser.parse), at most {SYMBOL_MAX} characters"
+        )
     return text
 
 

@@ -14,11 +14,11 @@ from django.conf import settings
 from pydantic import AfterValidator, Field
 
 from accounts.access import Principal
+from memories.code.anchors import PATH_MAX
+from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
 from memories.context.contracts import SummaryOut
 from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
-from memories.code.anchors import PATH_MAX
-from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
 from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, optional_text, required_text, rounded
 from memories.models import Memory
 from memories.search.ranking import estimate_tokens

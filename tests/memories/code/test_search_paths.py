@@ -8,14 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from memories.code.paths import ANCHOR_PATH_BOOST
+from memories.embedding import query_embed
 from memories.models import Memory
 from memories.models_code import MemoryAnchor
-from memories.embedding import query_embed
 from memories.search.contracts import SearchInput, memory_search_run
 from memories.search.selectors import memory_search_rank
 from reasoningbank.errors import Rejected
 from tests.memories.search.search_setup import CONTENT, DESCRIPTION, QUERY, TITLE, ids, record, search
-
 
 
 @pytest.fixture(autouse=True)
