@@ -16,9 +16,8 @@ PATHS_MAX = 20
 
 # A memory anchored to one of a search's `paths` ranks this much higher (its score × this, shown as
 # `path_boost` in explain). An agent that names the files it works in wants their lessons first: at 1.5 an
-# anchored memory half as relevant to the words of the query as an unanchored one still ranks above it
-# at equal confidence (0.6 × 1.5 = 0.9 > 0.85 × 1.0 …), while one unrelated to the query (under the
-# similarity floor) is never brought in. Measured on real history: bench/code_memory.py.
+# anchored memory two thirds as relevant to the query as an unanchored one ranks level with it at equal
+# confidence, while one unrelated to the query (under the similarity floor) is never brought in.
 ANCHOR_PATH_BOOST = 1.5
 
 
