@@ -257,3 +257,27 @@ def _recall_stand_in(principal: Any, *, session: str, path: str, limit: int, tok
     block = (out.injection_block or "") if out is not None and out.memories else ""
     ids = [m.id for m in out.memories] if out is not None else []
     return Recalled(ids, -(-len(block) // 4) if block else 0, ms, "stand-in")
+
+
+# --- search with the file's path ------------------------------------------------------------------
+
+
+def search_top(principal: Any, *, query: str, path: str, boost: float | None, limit: int = 3) -> list[str]:
+    """``memory_search``'s top ids for ``query`` — with ``boost``, naming ``path`` in ``paths`` and that
+    path boost; without, as before paths existed — read-only (the selector, as the dashboard searches: no
+    usage signal, so one search cannot change the next's ranking)."""
+    from memories.code.paths import path_selection
+    from memories.embedding import query_embed
+    from memories.search import selectors
+
+    search = selectors.SearchQuery(
+        query=query, limit=limit, min_confidence=0.0, mode="deep",
+        paths=path_selection([path]) if boost is not None else selectors.PathSelection(),
+    )  # fmt: skip
+    kept = selectors.ANCHOR_PATH_BOOST
+    selectors.ANCHOR_PATH_BOOST = boost if boost is not None else kept  # type: ignore[misc]
+    try:
+        result = selectors.memory_search(principal, search, query_vector=query_embed(query))
+    finally:
+        selectors.ANCHOR_PATH_BOOST = kept  # type: ignore[misc]
+    return [hit.memory.id for hit in result.hits]

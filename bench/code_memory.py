@@ -10,7 +10,11 @@ and measure:
 (c) the staleness flags' precision and recall against what the history really did to each seeded
     anchor on a symbol (a later commit's hunk named its symbol in its file, followed through renames, or
     deleted the file), over the whole history after each anchor's commit;
-(d) the recall's latency, p50 / p99, in process (the service's part of the hook).
+(d) the recall's latency, p50 / p99, in process (the service's part of the hook);
+
+and beside them, for ``memory_search``'s ``paths`` (docs/code-memory.md#browse-by-code): recall@3 of a
+search for the fix's subject (a stand-in for the task the agent was given) without ``paths``, and naming
+the file with each path boost of ``--boosts``.
 
 The history is the export of ../shared/eval/git-history/ (its README says the format and the provenance:
 pallets/click, BSD-3-Clause, read from the shared path, not copied), or another of the same format.
@@ -42,6 +46,7 @@ from bench._code_steps import (
     memories_by_commit,
     recall_open,
     report_commit,
+    search_top,
     seed_history,
 )
 from bench.common import REPO, RESULTS_DIR, Latency, configure_environment, django_setup, log, machine_info, write_json
@@ -103,6 +108,7 @@ def main() -> None:
     parser.add_argument("--seed-share", type=float, default=0.8, help="the share of commits seeded (0.8)")
     parser.add_argument("--fixes", type=int, default=0, help="replay until this many fixes were measured (0: all)")
     parser.add_argument("--limit", type=int, default=3, help="memories a recall injects at most (3)")
+    parser.add_argument("--boosts", default="1,1.25,1.5,2,3", help="search's path boosts compared (1,1.25,1.5,2,3)")
     parser.add_argument("--token-budget", type=int, default=600, help="a recall's block, in tokens (600)")
     args = parser.parse_args()
 
@@ -138,6 +144,8 @@ def main() -> None:
     latencies: list[float] = []
     tokens_per_session: list[int] = []
     recall_how: set[str] = set()
+    boosts: list[float | None] = [None, *(float(b) for b in args.boosts.split(",") if b.strip())]
+    search_hits = {boost: [0, 0] for boost in boosts}  # by symbol, by file
     fixes = 0
     for commit, cases in replay(seeded, replayed):
         if cases and (not args.fixes or fixes < args.fixes):
@@ -162,6 +170,10 @@ def main() -> None:
                 if case.related_by_file:
                     cases_file += 1
                     hits_file += bool(top & _memories(case.related_by_file, by_commit))
+                for boost in boosts if case.related_by_file else ():
+                    found = set(search_top(principal, query=commit.subject, path=case.path, boost=boost))
+                    search_hits[boost][0] += bool(found & _memories(case.related_by_symbol, by_commit))
+                    search_hits[boost][1] += bool(found & _memories(case.related_by_file, by_commit))
             tokens_per_session.append(tokens)
         report_how.add(report_commit(principal, repository, commit))
 
@@ -191,6 +203,13 @@ def main() -> None:
             "sessions": len(tokens_per_session),
         },
         "staleness": stale,
+        "search_recall_at_3": {
+            ("without paths" if boost is None else f"paths, boost {boost:g}"): {
+                "by_symbol": ratio(found[0], cases_symbol),
+                "by_file": ratio(found[1], cases_file),
+            }
+            for boost, found in search_hits.items()
+        },
         "recall_latency_ms": latency.as_dict(),
         "embedder": settings.EMBEDDER,
         "llm": settings.LLM_PROVIDER,
@@ -213,6 +232,10 @@ def main() -> None:
         f"anchors' deletions: precision {stale['file_deleted_precision']}, recall {stale['file_deleted_recall']}"
     )
     log(f"(d) recall latency in process: p50 {latency.p50:.1f} ms, p99 {latency.p99:.1f} ms over {latency.n} calls")
+    for name, found in result["search_recall_at_3"].items():
+        log(
+            f"search for the fix's subject, {name}: recall@3 by symbol {found['by_symbol']}, by file {found['by_file']}"
+        )
     log(f"load average {result['load_average']}; results in bench/results/code_memory.json")
 
 
