@@ -145,7 +145,8 @@ def main() -> None:
     tokens_per_session: list[int] = []
     recall_how: set[str] = set()
     boosts: list[float | None] = [None, *(float(b) for b in args.boosts.split(",") if b.strip())]
-    search_hits = {boost: [0, 0] for boost in boosts}  # by symbol, by file
+    # by symbol, by file, and how often the search's best without paths stays in the first three
+    search_hits = {boost: [0, 0, 0] for boost in boosts}
     fixes = 0
     for commit, cases in replay(seeded, replayed):
         if cases and (not args.fixes or fixes < args.fixes):
@@ -170,10 +171,14 @@ def main() -> None:
                 if case.related_by_file:
                     cases_file += 1
                     hits_file += bool(top & _memories(case.related_by_file, by_commit))
+                best: list[str] = []
                 for boost in boosts if case.related_by_file else ():
-                    found = set(search_top(principal, query=commit.subject, path=case.path, boost=boost))
+                    top3 = search_top(principal, query=commit.subject, path=case.path, boost=boost)
+                    best = best or top3[:1]  # the first boost is None: the search without paths
+                    found = set(top3)
                     search_hits[boost][0] += bool(found & _memories(case.related_by_symbol, by_commit))
                     search_hits[boost][1] += bool(found & _memories(case.related_by_file, by_commit))
+                    search_hits[boost][2] += bool(set(best) <= found)
             tokens_per_session.append(tokens)
         report_how.add(report_commit(principal, repository, commit))
 
@@ -207,6 +212,7 @@ def main() -> None:
             ("without paths" if boost is None else f"paths, boost {boost:g}"): {
                 "by_symbol": ratio(found[0], cases_symbol),
                 "by_file": ratio(found[1], cases_file),
+                "best_without_paths_kept": ratio(found[2], cases_file),
             }
             for boost, found in search_hits.items()
         },
@@ -234,7 +240,8 @@ def main() -> None:
     log(f"(d) recall latency in process: p50 {latency.p50:.1f} ms, p99 {latency.p99:.1f} ms over {latency.n} calls")
     for name, found in result["search_recall_at_3"].items():
         log(
-            f"search for the fix's subject, {name}: recall@3 by symbol {found['by_symbol']}, by file {found['by_file']}"
+            f"search for the fix's subject, {name}: recall@3 by symbol {found['by_symbol']}, by file "
+            f"{found['by_file']}; its best without paths still in the first three {found['best_without_paths_kept']}"
         )
     log(f"load average {result['load_average']}; results in bench/results/code_memory.json")
 
