@@ -74,7 +74,7 @@ def code_page(request: HttpRequest) -> HttpResponse:
     form = CodeForm(request.GET, projects=projects)
     page_vars: dict[str, Any] = {"nav": "code", "form": form, "errors": []}
     if not form.is_valid():
-        page_vars["errors"] = [f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()]
+        page_vars["errors"] = [f"{name}: {' '.join(map(str, errors))}" for name, errors in form.errors.items()]
         return render(request, "memories/code.html", page_vars, status=400)
     data = form.cleaned_data
     project, directory, path = data["project"] or None, data["dir"], data["path"]
