@@ -79,9 +79,11 @@ def ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 3) if whole else None
 
 
-def staleness_scores(truth: dict[int, str], states: dict[int, str], symbol_ids: set[int]) -> dict[str, Any]:
+def staleness_scores(
+    truth: dict[int, str], states: dict[int, str], symbol_ids: set[int], facts: dict[int, Any]
+) -> dict[str, Any]:
     """Precision and recall of the flags (code_changed or deleted) on symbol anchors, and how the
-    deletions of whole-file anchors were caught."""
+    deletions of whole-file anchors were caught; the anchors judged wrongly (a few), to look into."""
     stale = {"code_changed", "deleted"}
     flagged = {i for i in symbol_ids if states.get(i) in stale}
     really = {i for i in symbol_ids if truth.get(i) in stale}
@@ -97,6 +99,10 @@ def staleness_scores(truth: dict[int, str], states: dict[int, str], symbol_ids: 
         "file_anchors": len(files),
         "file_deleted_precision": ratio(len(deleted_flag & deleted_true), len(deleted_flag)),
         "file_deleted_recall": ratio(len(deleted_flag & deleted_true), len(deleted_true)),
+        "wrong": [
+            {**vars(facts[i]), "state": states.get(i), "truth": truth.get(i)}
+            for i in sorted((flagged ^ really) | (deleted_flag ^ deleted_true))[:20]
+        ],
     }
 
 
@@ -184,7 +190,7 @@ def main() -> None:
 
     truth = stale_truth(facts, commits)
     states = anchor_states(principal)
-    stale = staleness_scores(truth, states, {f.id for f in facts if f.symbol})
+    stale = staleness_scores(truth, states, {f.id for f in facts if f.symbol}, {f.id: f for f in facts})
     latency = Latency.of(latencies)
     result = {
         "history": str(history),
