@@ -1,7 +1,10 @@
 """A repository's history for bench/code_memory.py, and what really happened in it (no Django): the
-commits in the shared export's format (../shared/eval/git-history/README.md), files followed through
-renames, the fix commits, which earlier commits touched the symbols a fix touches (recall's ground truth)
-and which anchors a later commit really changed (staleness's ground truth)."""
+commits in the export's format (one commit a JSON line, oldest first: ``sha``, ``parents``, ``date``,
+``subject``, ``body`` and ``files``, each with ``path``, ``status`` A/M/D/R, ``old_path`` for a rename
+and ``hunks`` — ``old_start``, ``old_lines``, ``new_start``, ``new_lines`` and the ``context`` git names
+in the hunk header, a function or class of a Python file, or null), files followed through renames,
+the fix commits, which earlier commits touched the symbols a fix touches (recall's ground truth) and
+which anchors a later commit really changed (staleness's ground truth)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ and beside them, for ``memory_search``'s ``paths`` (docs/code-memory.md#browse-b
 search for the fix's subject (a stand-in for the task the agent was given) without ``paths``, and naming
 the file with each path boost of ``--boosts``.
 
-The history is the export of ../shared/eval/git-history/ (its README says the format and the provenance:
-pallets/click, BSD-3-Clause, read from the shared path, not copied), or another of the same format.
+The history is the export in the shared folder beside the checkout (shared/eval/git-history/: pallets/click,
+BSD-3-Clause, read from there, not copied), or another of the same format (bench/_code_history.py).
 Against a dedicated embedded PostgreSQL (``RB_DATA_DIR=.data/bench-code``), the product's default
 embedder (``minilm-onnx``) and no LLM (seeding's path without one). Each step calls the product's
 service where this checkout has it, else a stand-in (bench/_code_steps.py): the report names which.
@@ -127,7 +127,7 @@ def main() -> None:
     env = configure_environment()
     history = args.history or next((p for p in HISTORY_CANDIDATES if p.exists()), None)
     if history is None or not history.exists():
-        sys.exit("no history: give --history PATH (the format: ../shared/eval/git-history/README.md)")
+        sys.exit("no history: give --history PATH (one commit a JSON line: bench/_code_history.py says the fields)")
     django_setup()
     from django.conf import settings
 

@@ -36,12 +36,12 @@ def test_a_path_outside_the_repository_is_refused_with_the_way_to_write_it(given
 
 
 def test_a_selection_matches_its_files_exactly_and_everything_under_its_directories():
-    selection = path_selection(["src/app.py", "docs/"])
+    selection = path_selection(["src/app.py", "manual/"])
     assert selection.matches("src/app.py")
     assert not selection.matches("src/app.py.orig")
     assert not selection.matches("src/app")
-    assert selection.matches("docs/index.md") and selection.matches("docs/api/v1.md")
-    assert not selection.matches("docs-old/index.md")  # a directory ends at its slash
+    assert selection.matches("manual/index.md") and selection.matches("manual/api/v1.md")
+    assert not selection.matches("manual-old/index.md")  # a directory ends at its slash
     assert not selection.matches("src/other.py")
 
 
