@@ -17,7 +17,10 @@ PATHS_MAX = 20
 # A memory anchored to one of a search's `paths` ranks this much higher (its score × this, shown as
 # `path_boost` in explain). An agent that names the files it works in wants their lessons first: at 1.5 an
 # anchored memory two thirds as relevant to the query as an unanchored one ranks level with it at equal
-# confidence, while one unrelated to the query (under the similarity floor) is never brought in.
+# confidence, while one unrelated to the query (under the similarity floor) is never brought in. Measured
+# on a real history (bench/code_memory.py, bench/README.md): recall@3 of the earlier change to the same
+# symbol 0.26 → 0.40, and the query's best answer without paths still in the first three 93.5 % of the
+# time; a boost of 2 gains 0.03 more and keeps that best answer 77.5 % of the time.
 ANCHOR_PATH_BOOST = 1.5
 
 
