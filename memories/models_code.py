@@ -59,6 +59,13 @@ class MemoryAnchor(models.Model):
                 condition=~Q(error_signature=""),
             ),
             models.Index(fields=["memory"], name="memoryanchor_memory"),
+            # by path whatever the repository, exactly or by a directory's prefix (LIKE 'src/%'): the
+            # memories list's path filter, search's paths and the Code page's tree
+            models.Index(
+                fields=["organization", "path"],
+                name="memoryanchor_org_path",
+                opclasses=["int8_ops", "varchar_pattern_ops"],
+            ),
         ]
 
     def __str__(self) -> str:

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from memories.code import views as code_views
 from memories.dashboard import views
 from memories.trust import provenance_views, views_injection, views_policy
 from memories.trust import views_quarantine as quarantine
@@ -10,6 +11,8 @@ urlpatterns = [
     path("", views.overview_page, name="dashboard-overview"),
     path("memories/", views.memory_list_page, name="memory-list"),
     path("memories/<str:memory_id>/", views.memory_detail_page, name="memory-detail"),
+    # the anchored paths as a tree and a file's memories (docs/code-memory.md#browse-by-code)
+    path("code/", code_views.code_page, name="code-browse"),
     path("memories/<str:memory_id>/edit/", views.memory_edit_page, name="memory-edit"),
     path("memories/<str:memory_id>/archive/", views.memory_archive_action, name="memory-archive"),
     path("memories/<str:memory_id>/restore/", views.memory_restore_action, name="memory-restore"),

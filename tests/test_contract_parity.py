@@ -121,6 +121,8 @@ def mcp_arguments(ids: dict[str, str], arguments: dict[str, Any]) -> dict[str, A
 OPERATIONS = [
     ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "explain": True}),
     ("memory_search", {"query": "webhook retries", "limit": 1, "outcome": "success"}),
+    # the code the agent works in (docs/code-memory.md#browse-by-code): files and directories
+    ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "paths": ["src/http/", "a.py"], "explain": True}),
     # an injection: the framed block built by the service (docs/search.md#searching-for-injection)
     ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "inject": True, "token_budget": 400}),
     (
@@ -191,6 +193,9 @@ INVALID = [
     ("memory_search", {"query": "   "}, "query"),
     ("memory_search", {"query": "x", "limit": 500}, "limit"),
     ("memory_search", {"query": "x", "inject": True, "token_budget": 100}, "token_budget", 422),
+    ("memory_search", {"query": "x", "paths_only": True}, "paths_only", 422),
+    ("memory_search", {"query": "x", "paths": ["../outside.py"]}, "paths"),
+    ("memory_search", {"query": "x", "paths": ["a.py"] * 21}, "paths"),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "maybe"}, "outcome"),
     (
         "memory_record",

@@ -85,7 +85,9 @@ class MemoryListView(MemoryAPIView):
             "time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the "
             "promotion proposals awaiting review in the review queue, which no other value includes (memories "
             "held in quarantine are listed for admins by `GET /api/v1/quarantine`). Every filter "
-            "is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an "
+            "is optional; `tag` may be repeated (a memory must carry all of them). `path` lists the memories "
+            "anchored to a file of the code, or with a trailing slash to anything under a directory, and `symbol` "
+            "narrows to a function or class there. An empty value (`?tier=`) or an "
             "unknown parameter is a 400 naming it. Needs `memories:read`."
         ),
         parameters=[MemoryListQuerySerializer],
@@ -106,6 +108,8 @@ class MemoryListView(MemoryAPIView):
             max_confidence=params.get("max_confidence"),
             text=params.get("q") or None,
             ordering=params["ordering"],
+            path=params.get("path") or None,
+            symbol=params.get("symbol") or None,
         )
         page = self.paginate_queryset(memory_list(self.principal, filters))
         sources = memory_sources(page or [])  # one query for the page

@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, Q, QuerySet
 from django.http import Http404
 
 from accounts.access import Principal, access_filter, access_get, access_project, reachable_projects
 from accounts.models import Project
+from memories.code.filters import memory_anchored_exists
+from memories.code.paths import PathSelection, path_selection, symbol_clean
 from memories.models import Memory, MemoryLink
 from reasoningbank.errors import InvalidInput, NotFound
 
@@ -139,6 +141,10 @@ class MemoryFilters:
     origin: str | None = None
     text: str | None = None
     ordering: str = "-created_at"
+    # anchored in the code (docs/code-memory.md#browse-by-code): a file, or "dir/" and everything under it;
+    # a symbol (and its members) within it
+    path: str | None = None
+    symbol: str | None = None
 
 
 MEMORY_ORDERINGS = ("-created_at", "created_at", "-confidence", "confidence", "-usage_count", "-last_used_at", "title")
@@ -165,7 +171,21 @@ def memory_list(principal: Principal, filters: MemoryFilters) -> QuerySet[Memory
         qs = qs.filter(confidence__lte=filters.max_confidence)
     if filters.text:
         qs = qs.filter(Q(title__icontains=filters.text) | Q(description__icontains=filters.text))
+    if filters.path or filters.symbol:
+        qs = qs.filter(_anchored(principal, filters))
     return qs.select_related("project", "team").defer("embedding", "search_vector").order_by(filters.ordering, "id")
+
+
+def _anchored(principal: Principal, filters: MemoryFilters) -> Exists:
+    try:
+        selection = path_selection([filters.path]) if filters.path else PathSelection()
+    except ValueError as error:
+        raise InvalidInput(str(error), field="path") from None
+    try:
+        symbol = symbol_clean(filters.symbol) if filters.symbol else ""
+    except ValueError as error:
+        raise InvalidInput(str(error), field="symbol") from None
+    return memory_anchored_exists(principal.organization, selection, symbol)
 
 
 # --- lineage and signals ---------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from memories.code.anchors import PATH_MAX, SYMBOL_MAX
+from memories.code.paths import path_spec_clean, symbol_clean
 from memories.core.selectors import MEMORY_ORDERINGS, SEARCH_SCOPES
 from memories.models import Memory, MemorySignal
 from memories.trust.provenance_contracts import SourceOut
@@ -166,6 +168,34 @@ class MemoryListQuerySerializer(StrictQuerySerializer):
     max_confidence = serializers.FloatField(required=False, min_value=0, max_value=1)
     q = serializers.CharField(required=False, max_length=200, help_text="substring of title or description")
     ordering = serializers.ChoiceField(choices=MEMORY_ORDERINGS, required=False, default="-created_at")
+    path = serializers.CharField(
+        required=False,
+        max_length=PATH_MAX,
+        help_text=(
+            "only memories anchored to this repository-relative file (`src/app.py`), or with a trailing slash "
+            "to anything under this directory (`src/api/`)"
+        ),
+    )
+    symbol = serializers.CharField(
+        required=False,
+        max_length=SYMBOL_MAX,
+        help_text=(
+            "only memories anchored to this function or class (dotted, `Parser.parse`) or one of its members "
+            "(`Parser` finds `Parser.parse`); with `path`, on that path"
+        ),
+    )
+
+    def validate_path(self, value: str) -> str:
+        try:
+            return path_spec_clean(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from None
+
+    def validate_symbol(self, value: str) -> str:
+        try:
+            return symbol_clean(value)
+        except ValueError as error:
+            raise serializers.ValidationError(str(error)) from None
 
 
 class MemoryUpdateSerializer(StrictSerializer):

@@ -11,9 +11,11 @@ import time
 from typing import Annotated, Literal
 
 from django.conf import settings
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from accounts.access import Principal
+from memories.code.anchors import PATH_MAX
+from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
 from memories.context.contracts import SummaryOut
 from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
@@ -122,6 +124,23 @@ class SearchInput(Contract):
         ),
     ] = None
 
+    paths: Annotated[
+        list[Annotated[str, required_text(PATH_MAX), AfterValidator(path_spec_clean)]],
+        Field(
+            description=(
+                "The code you work in: repository-relative files (`src/app.py`), or directories with a trailing "
+                f"slash (`src/api/`, everything under it), at most {PATHS_MAX}. Memories anchored there are "
+                f"searched too and rank {ANCHOR_PATH_BOOST:g}× higher (`path_boost` in explain); others still "
+                "come after them unless `paths_only`"
+            ),
+            max_length=PATHS_MAX,
+        ),
+    ] = []
+    paths_only: Annotated[
+        bool,
+        Field(description="Only memories anchored on one of `paths` (required then)"),
+    ] = False
+
     inject: Annotated[
         bool,
         Field(
@@ -136,6 +155,7 @@ class SearchInput(Contract):
     ] = False
 
     def to_query(self, *, injection: str = "") -> SearchQuery:
+        paths = path_selection(self.paths)  # each already clean (path_spec_clean)
         budget = self.token_budget
         if injection and budget is not None:  # the notes' share: the block's own lines come first
             budget -= PROMPT_FIXED_TOKENS
@@ -145,12 +165,13 @@ class SearchInput(Contract):
             exclude_session=self.session_id if self.exclude_seen else "", token_budget=budget,
             min_similarity=self.min_similarity, injection=injection,
             entry_overhead=PROMPT_NOTE_OVERHEAD_TOKENS if injection else 0,
+            paths=paths, paths_only=self.paths_only,
         )
 
 
 class SearchExplanation(Contract):
     """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
-    consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+    consolidated_boost × path_boost = score, and where the relevance comes from: each leg's score and rank among
     this query's candidates. `confidence` is the value the search ranked with (before this search
     counted as a use). REST called this object `score` before."""
 
@@ -171,9 +192,16 @@ class SearchExplanation(Contract):
     scope: str
     scope_weight: float
     consolidated_boost: float
+    path_boost: float = Field(
+        default=1.0,
+        description=f"{ANCHOR_PATH_BOOST:g} when the memory is anchored on one of the search's `paths`, else 1",
+    )
     score: float
     matched_by: list[str] = Field(
-        description="vector, text and/or neighbour: the legs that fetched it, or a better hit it was recorded next to"
+        description=(
+            "vector, text, path and/or neighbour: the legs that fetched it (path: anchored on the search's "
+            "`paths`), or a better hit it was recorded next to"
+        )
     )
     own_relevance: float = Field(description="this memory's relevance before the neighbour stage, 0 to 1")
     neighbour: str | None = Field(
@@ -209,7 +237,8 @@ class SearchExplanation(Contract):
             similarity=rounded(b.similarity), vector_rank=b.vector_rank,
             lexical=rounded(b.lexical), lexical_rank=b.lexical_rank, confidence=rounded(b.confidence),
             recency_boost=rounded(b.recency_boost), scope=b.scope, scope_weight=rounded(b.scope_weight),
-            consolidated_boost=rounded(b.consolidated_boost), score=rounded(b.score), matched_by=list(hit.matched_by),
+            consolidated_boost=rounded(b.consolidated_boost), path_boost=rounded(b.path_boost), score=rounded(b.score),
+            matched_by=list(hit.matched_by),
             query=found_by[0] if found_by else None, found_by=list(found_by),
             own_relevance=rounded(b.relevance if b.own_relevance is None else b.own_relevance), neighbour=b.neighbour,
             neighbour_relevance=rounded(b.neighbour_relevance),
@@ -313,6 +342,12 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             f"with inject, token_budget covers the block's framing too: give at least {INJECT_BUDGET_MIN}",
             field="token_budget",
             code="rejected_budget_too_small",
+        )
+    if args.paths_only and not args.paths:
+        raise Rejected(
+            "paths_only keeps the memories anchored on paths: name the files or directories in paths",
+            field="paths_only",
+            code="rejected_needs_paths",
         )
     if args.exclude_seen and not args.session_id:
         # a rule between two fields the schema cannot state: the body had the right shape, so a 422

@@ -158,6 +158,9 @@ class ScoreBreakdown:
     own_relevance: float | None = None
     neighbour: str | None = None
     neighbour_relevance: float = 0.0
+    # the search named paths and the memory is anchored on one (memories.code.paths.ANCHOR_PATH_BOOST, in
+    # ``score``), else 1
+    path_boost: float = 1.0
 
     def as_dict(self) -> dict[str, float | str]:
         return asdict(self)

@@ -15,6 +15,8 @@ from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.models import Project
+from memories.code.filters import anchored_params, anchored_sql, memory_ids_anchored
+from memories.code.paths import ANCHOR_PATH_BOOST, PathSelection
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
 from memories.search import statistics as term_statistics
@@ -65,6 +67,11 @@ class SearchQuery:
     # budget (its framing: the element it is injected in)
     injection: str = ""
     entry_overhead: int = 0
+    # the code the caller works in (docs/code-memory.md#browse-by-code): memories anchored on these files
+    # or under these directories are fetched by a leg of their own and rank ANCHOR_PATH_BOOST higher; with
+    # paths_only, no other memory is returned
+    paths: PathSelection = field(default_factory=PathSelection)
+    paths_only: bool = False
 
 
 @dataclass(slots=True)
@@ -110,7 +117,8 @@ _ROW_COLUMNS = ", ".join(f"m.{name}" for name in MemoryRow.__dataclass_fields__)
 class SearchHit:
     memory: MemoryRow
     breakdown: ScoreBreakdown
-    matched_by: tuple[str, ...]  # "vector", "text", "neighbour" (brought in by the neighbour stage)
+    # "vector", "text", "path" (anchored on the search's paths), "neighbour" (brought in by the neighbour stage)
+    matched_by: tuple[str, ...]
     duplicates: list[str] = field(default_factory=list)  # near-identical hits folded into this one
 
 
@@ -180,6 +188,17 @@ def _text_leg_sql(base: str, terms: int) -> str:
     )
 
 
+def _path_leg_sql(base: str) -> str:
+    """The k memories anchored on the search's paths nearest to the query, by exact distance: the set is
+    small (a file's or a directory's memories), and the HNSW scan with so selective a filter could stop
+    before it found them ("+ 0" keeps the planner off the index)."""
+    return (
+        f"/* search:path */ SELECT {_ROW_COLUMNS}, m.embedding <=> %(vector)s::vector, {_BM25_SQL}, 'path' "
+        f"FROM memories_memory m WHERE {base} AND m.embedding IS NOT NULL AND {anchored_sql('m')} "
+        "ORDER BY (m.embedding <=> %(vector)s::vector) + 0 LIMIT %(k)s"
+    )
+
+
 def _filter_sql(search: SearchQuery, places: str) -> str:
     """The search's filter over alias ``m``: the organization, the mode's states and tiers, ``places`` (SQL:
     the reach, or less where the rows are known to be in it), confidence, outcome, the session's memories,
@@ -194,6 +213,8 @@ def _filter_sql(search: SearchQuery, places: str) -> str:
     sql += " AND m.confidence >= %(min_confidence)s"
     if search.injection:
         sql += f" AND {injection_sql(search.injection)}"
+    if search.paths_only:
+        sql += f" AND {anchored_sql('m')}"
     if search.outcome != "all":
         sql += " AND m.outcome = %(outcome)s"
     if search.exclude_session:
@@ -284,6 +305,7 @@ def memory_search_rank(
         "sample": term_statistics.BM25_LENGTH_SAMPLE,
         "k1": BM25_K1,
         "b": BM25_B,
+        **anchored_params(search.paths),
     }
     with span("memory.search.terms") as terms_span:
         terms = query_terms(in_reach, params, df_cap)
@@ -291,16 +313,22 @@ def memory_search_rank(
     params.update(terms=terms.terms, idfs=terms.idfs, avgdl=terms.avgdl, tsquery=tsquery_or(terms.selective))
     for i, (term, idf) in enumerate(zip(terms.terms, terms.idfs, strict=True)):
         params.update({f"term_{i}": tsquery_or([term]), f"idf_{i}": idf})
-    legs = [_vector_leg_sql(base)] if any(query_vector) else []
-    legs += [_text_leg_sql(base, len(terms.terms))] if terms.selective else []
-    both = "+".join((["vector"] if any(query_vector) else []) + (["lexical"] if terms.selective else []))
+    named: list[tuple[str, str]] = []
+    if any(query_vector) and not search.paths_only:  # with paths_only, the path leg is the vector leg
+        named.append(("vector", _vector_leg_sql(base)))
+    if any(query_vector) and search.paths:
+        named.append(("path", _path_leg_sql(base)))
+    if terms.selective:
+        named.append(("lexical", _text_leg_sql(base, len(terms.terms))))
+    legs = [sql for _, sql in named]
+    both = "+".join(name for name, _ in named)
     ef_search = int(_setting("SEARCH_HNSW_EF_SEARCH"))
     if k > ef_search:  # more candidates than the connections' ef_search: widen it for this query
         # (in a transaction of the connection the legs read from: the replica's, when they read there)
         with transaction.atomic(using=read_alias()):
             sql_rows("SELECT set_config('hnsw.ef_search', %s, true)", [str(k)])
             rows = _leg_rows(both, " UNION ALL ".join(f"({sql})" for sql in legs), params) if legs else []
-    elif len(legs) == 2 and _legs_in_parallel():
+    elif both == "vector+lexical" and _legs_in_parallel():
         text_rows = run_beside(_lexical_rows, legs[1], params)
         rows = _leg_rows("vector", legs[0], params)
         try:
@@ -327,7 +355,23 @@ def memory_search_rank(
                 time=query_time(search.query),
             )
             neighbours_span.set_attribute("kept", len(hits))
+    if search.paths and hits:
+        hits = _path_boosted(hits, search.paths, principal.organization.id)
     return RankedCandidates(hits=hits, project=project)
+
+
+def _path_boosted(hits: list[SearchHit], paths: PathSelection, organization_id: int) -> list[SearchHit]:
+    """The hits anchored on the search's paths (whichever leg fetched them) boosted by ANCHOR_PATH_BOOST
+    and the ranking sorted again."""
+    with span("memory.search.paths", candidates=len(hits)) as paths_span:
+        anchored = memory_ids_anchored([hit.memory.id for hit in hits], paths, organization_id, rows=sql_rows)
+        paths_span.set_attribute("anchored", len(anchored))
+    for hit in hits:
+        if hit.memory.id in anchored:
+            b = hit.breakdown
+            hit.breakdown = replace(b, path_boost=ANCHOR_PATH_BOOST, score=b.score * ANCHOR_PATH_BOOST)
+    hits.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
+    return hits
 
 
 def search_result_finish(

@@ -29,6 +29,7 @@ from oauth2_provider.models import Application
 from accounts.models import Membership, OAuthConnection
 from accounts.tokens.services import token_create
 from consolidation.models import ConsolidationRun, ReviewItem
+from memories.models_code import MemoryAnchor
 from reasoningbank.models import LlmCall, LlmPrice, WorkerHeartbeat
 from system.selectors import health_cache_clear
 from tests.factories import (
@@ -51,6 +52,7 @@ SHOTS = Path("/tmp/rb-layout")
 LONG_WORD = "Supercalifragilisticexpialidocious" * 3
 LONG_URL = "https://docs.example.com/" + "/".join(["very_long_path_segment_without_breaks"] * 6) + "?query=x" * 8
 LONG_SLUG = "a_slug_with_no_hyphens_that_runs_to_the_full_fifty"[:50]
+CODE_FILE = f"src/{LONG_SLUG}/{LONG_WORD}/{LONG_WORD}.py"
 # prefixes that are not dashboard pages: the API, the admin, OAuth endpoints and allauth's own flows
 # (sign-in and sign-up are visited on their own, signed out)
 NOT_PAGES = ("api/", "admin/", "accounts/", "oauth/", ".well-known/", "healthz", "readyz", "metrics", "mcp")
@@ -263,6 +265,12 @@ def samples(cast, agent) -> dict[str, str]:
             organization=org, provider="anthropic", model="claude-haiku-4-5", purpose=purpose,
             input_tokens=123_456, output_tokens=7_890, cached_input_tokens=100_000, cache_write_tokens=2_000,
         )  # fmt: skip
+    # the Code page's tree and a file's anchors, with a long directory, file and symbol name
+    for memory, state in ((first, MemoryAnchor.STATE_CURRENT), (second, MemoryAnchor.STATE_CODE_CHANGED)):
+        MemoryAnchor.objects.create(
+            organization=org, memory=memory, path=CODE_FILE, symbol=f"{LONG_WORD}.{LONG_WORD}", line_start=10,
+            line_end=1200, commit="f" * 40, state=state, changed_commit="e" * 40 if state != "current" else "",
+        )  # fmt: skip
     delivery = WebhookDelivery.objects.create(
         organization=org, subscription=subscription, event_type="memory.created",
         payload={"type": "memory.created"}, status=WebhookDelivery.STATUS_FAILED, error=f"ConnectError: {LONG_URL}",
@@ -334,6 +342,7 @@ def test_every_dashboard_page_fits_the_window_without_sideways_scrolling(samples
         visited = []
         # the quality page again on the project with something to chart (it defaults to the first by slug)
         extra = [f"consolidation/quality/?project={samples['project_slug']}"]
+        extra.append(f"code/?dir={CODE_FILE.rsplit('/', 1)[0]}/&path={CODE_FILE}")  # a directory and a file open
         for route in [*dashboard_paths(), *extra]:
             path = _fill(route, samples)
             if page.request.get(f"{base}{path}").status == 405:  # an action (POST only), not a page
@@ -342,7 +351,7 @@ def test_every_dashboard_page_fits_the_window_without_sideways_scrolling(samples
             assert response.status == 200, f"{path}: {response.status}"
             page.wait_for_load_state("networkidle")
             visited.append(path)
-            name = re.sub(r"[/?=]+", "_", path.strip("/")) or "overview"
+            name = (re.sub(r"[/?=&]+", "_", path.strip("/")) or "overview")[:120]  # a file name has a limit
             page.screenshot(path=str(SHOTS / f"{width}-{name}.png"), full_page=True)
             problems += _overflow(page, f"{path} at {width}px")
         assert not problems, "\n".join(problems)
@@ -378,7 +387,7 @@ def test_a_new_users_empty_pages_fit_the_window_too(live_server, browser, width)
                 continue
             assert page.goto(f"{base}{path}").status == 200, path
             page.wait_for_load_state("networkidle")
-            name = re.sub(r"[/?=]+", "_", path.strip("/")) or "overview"
+            name = (re.sub(r"[/?=&]+", "_", path.strip("/")) or "overview")[:120]  # a file name has a limit
             page.screenshot(path=str(SHOTS / f"new-{width}-{name}.png"), full_page=True)
             problems += _overflow(page, f"{path} at {width}px")
         assert not problems, "\n".join(problems)

@@ -28,6 +28,8 @@ class SearchRequest(TypedDict):
     exclude_seen: NotRequired[bool]
     token_budget: NotRequired[int | None]
     min_similarity: NotRequired[float | None]
+    paths: NotRequired[list[str]]
+    paths_only: NotRequired[bool]
     inject: NotRequired[bool]
 
 
@@ -36,7 +38,7 @@ SearchHitOutStateEnum = Literal["active", "archived"]
 
 class SearchExplanation(TypedDict):
     """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
-    consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+    consolidated_boost × path_boost = score, and where the relevance comes from: each leg's score and rank among
     this query's candidates. `confidence` is the value the search ranked with (before this search
     counted as a use). REST called this object `score` before."""
 
@@ -53,6 +55,7 @@ class SearchExplanation(TypedDict):
     scope: str
     scope_weight: float
     consolidated_boost: float
+    path_boost: float
     score: float
     matched_by: list[str]
     own_relevance: float
@@ -639,10 +642,12 @@ class MemoriesListQuery(TypedDict, total=False):
     outcome: Literal["success", "failure", "mixed"]
     page: int
     page_size: int
+    path: str
     project: str
     q: str
     scope: Literal["project", "team", "org", "all"]
     state: Literal["active", "archived", "any", "proposed"]
+    symbol: str
     tag: list[str]
     tier: Literal["hot", "warm", "cold", "archived"]
 

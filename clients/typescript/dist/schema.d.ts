@@ -283,7 +283,7 @@ export interface paths {
         };
         /**
          * List memories
-         * @description The memories the token can reach, newest first unless `ordering` says otherwise, one page at a time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the promotion proposals awaiting review in the review queue, which no other value includes (memories held in quarantine are listed for admins by `GET /api/v1/quarantine`). Every filter is optional; `tag` may be repeated (a memory must carry all of them). An empty value (`?tier=`) or an unknown parameter is a 400 naming it. Needs `memories:read`.
+         * @description The memories the token can reach, newest first unless `ordering` says otherwise, one page at a time. Only active memories unless `state` is `archived` or `any` (both); `proposed` lists the promotion proposals awaiting review in the review queue, which no other value includes (memories held in quarantine are listed for admins by `GET /api/v1/quarantine`). Every filter is optional; `tag` may be repeated (a memory must carry all of them). `path` lists the memories anchored to a file of the code, or with a trailing slash to anything under a directory, and `symbol` narrows to a function or class there. An empty value (`?tier=`) or an unknown parameter is a 400 naming it. Needs `memories:read`.
          */
         get: operations["memories_list"];
         put?: never;
@@ -3067,7 +3067,7 @@ export interface components {
         /**
          * SearchExplanation
          * @description Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
-         *     consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+         *     consolidated_boost × path_boost = score, and where the relevance comes from: each leg's score and rank among
          *     this query's candidates. `confidence` is the value the search ranked with (before this search
          *     counted as a use). REST called this object `score` before.
          */
@@ -3122,11 +3122,17 @@ export interface components {
             scope_weight: number;
             /** Consolidated Boost */
             consolidated_boost: number;
+            /**
+             * Path Boost
+             * @description 1.5 when the memory is anchored on one of the search's `paths`, else 1
+             * @default 1
+             */
+            path_boost: number;
             /** Score */
             score: number;
             /**
              * Matched By
-             * @description vector, text and/or neighbour: the legs that fetched it, or a better hit it was recorded next to
+             * @description vector, text, path and/or neighbour: the legs that fetched it (path: anchored on the search's `paths`), or a better hit it was recorded next to
              */
             matched_by: string[];
             /**
@@ -3280,6 +3286,18 @@ export interface components {
              * @default null
              */
             min_similarity?: number | null;
+            /**
+             * Paths
+             * @description The code you work in: repository-relative files (`src/app.py`), or directories with a trailing slash (`src/api/`, everything under it), at most 20. Memories anchored there are searched too and rank 1.5× higher (`path_boost` in explain); others still come after them unless `paths_only`
+             * @default []
+             */
+            paths?: string[];
+            /**
+             * Paths Only
+             * @description Only memories anchored on one of `paths` (required then)
+             * @default false
+             */
+            paths_only?: boolean;
             /**
              * Inject
              * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 191)
@@ -5337,6 +5355,8 @@ export interface operations {
                 page?: number;
                 /** @description Results per page (default 50, at most 200). */
                 page_size?: number;
+                /** @description only memories anchored to this repository-relative file (`src/app.py`), or with a trailing slash to anything under this directory (`src/api/`) */
+                path?: string;
                 /** @description project slug */
                 project?: string;
                 /** @description substring of title or description */
@@ -5355,6 +5375,8 @@ export interface operations {
                  *     * `proposed` - proposed
                  */
                 state?: "active" | "archived" | "any" | "proposed";
+                /** @description only memories anchored to this function or class (dotted, `Parser.parse`) or one of its members (`Parser` finds `Parser.parse`); with `path`, on that path */
+                symbol?: string;
                 /** @description repeatable; all must match */
                 tag?: string[];
                 /**

@@ -32,6 +32,7 @@ SCORE_KEYS = {
     "own_relevance",
     "neighbour",
     "neighbour_relevance",
+    "path_boost",
 }
 
 

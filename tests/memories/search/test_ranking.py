@@ -97,6 +97,7 @@ def test_the_breakdown_carries_every_factor() -> None:
         "own_relevance": None,  # set by the neighbour stage only (memories.search.neighbours)
         "neighbour": None,
         "neighbour_relevance": 0.0,
+        "path_boost": 1.0,  # set by search when it names paths (memories.code.paths)
     }
 
 
