@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.models import Project
+from memories.code.selectors_staleness import code_changed_of
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
 from memories.search import statistics as term_statistics
@@ -28,6 +29,7 @@ from memories.search.ranking import (
     ScoreBreakdown,
     estimate_tokens,
     leg_ranks,
+    code_changed_apply,
     relevance_fuse,
     score_memory,
 )
@@ -327,7 +329,21 @@ def memory_search_rank(
                 time=query_time(search.query),
             )
             neighbours_span.set_attribute("kept", len(hits))
-    return RankedCandidates(hits=hits, project=project)
+    return RankedCandidates(hits=_code_changed_demoted(hits, principal.organization.id), project=project)
+
+
+def _code_changed_demoted(hits: list[SearchHit], organization_id: int) -> list[SearchHit]:
+    """The hits with each memory whose anchored code changed since it was written scored lower
+    (``SEARCH_CODE_CHANGED_FACTOR``, docs/code-memory.md#staleness), ranked again."""
+    factor = float(_setting("SEARCH_CODE_CHANGED_FACTOR"))
+    changed = code_changed_of(organization_id, [hit.memory.id for hit in hits]) if hits and factor < 1.0 else {}
+    if not changed:
+        return hits
+    for hit in hits:
+        if hit.memory.id in changed:
+            hit.breakdown = code_changed_apply(hit.breakdown, factor)
+    hits.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
+    return hits
 
 
 def search_result_finish(
