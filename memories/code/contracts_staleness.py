@@ -55,9 +55,9 @@ class ChangedFileIn(Contract):
 
 
 class CodeChangesInput(Contract):
-    repository: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=NUL_FREE)] = (
-        Field(description="the repository's git remote, in any spelling (normalised: github.com/acme/api)")
-    )
+    repository: Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=NUL_FREE)
+    ] = Field(description="the repository's git remote, in any spelling (normalised: github.com/acme/api)")
     commit: Annotated[
         str, StringConstraints(strip_whitespace=True, to_lower=True, pattern="^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
     ] = Field(description="the commit's full git sha (40 or 64 hexadecimal digits)")

@@ -175,7 +175,9 @@ def _apply(anchor: MemoryAnchor, change: FileChange, commit: str, at: datetime, 
     elif verdict.state == CODE_CHANGED and (
         anchor.state == MemoryAnchor.STATE_CURRENT
         # the older of two changes is kept: the code changed since then
-        or (anchor.state == MemoryAnchor.STATE_CODE_CHANGED and anchor.changed_at is not None and at < anchor.changed_at)
+        or (
+            anchor.state == MemoryAnchor.STATE_CODE_CHANGED and anchor.changed_at is not None and at < anchor.changed_at
+        )
         # a deleted file added again after its deletion
         or (anchor.state == MemoryAnchor.STATE_DELETED and anchor.changed_at is not None and at > anchor.changed_at)
     ):
@@ -196,7 +198,9 @@ def anchors_reverify(*, principal: Principal, session_key: str, memory_ids: Iter
     ids = list(dict.fromkeys(memory_ids))
     if not session_key or not ids:
         return []
-    shas = list(access_filter(SessionCommit, principal).filter(session_key=session_key).values_list("commit", flat=True))
+    shas = list(
+        access_filter(SessionCommit, principal).filter(session_key=session_key).values_list("commit", flat=True)
+    )
     if not shas:
         return []
     commits = list(access_filter(CodeCommit, principal).filter(commit__in=shas).order_by("-committed_at", "commit"))
@@ -255,7 +259,8 @@ def code_deleted_archive(now: datetime | None = None) -> dict[str, int]:
     """Archive (``code_deleted``) every memory whose every code anchor's file was deleted more than
     ``CODE_DELETED_GRACE_DAYS`` ago, organization by organization, in batches."""
     now = now or timezone.now()
-    cutoff = now - timedelta(days=settings.CODE_DELETED_GRACE_DAYS)
+    grace = settings.CODE_DELETED_GRACE_DAYS
+    cutoff = now - timedelta(days=grace)
     archived = 0
     orgs = Organization.objects.filter(
         Q(pk__in=MemoryAnchor.objects.filter(state=MemoryAnchor.STATE_DELETED).values("organization_id"))
@@ -274,9 +279,8 @@ def code_deleted_archive(now: datetime | None = None) -> dict[str, int]:
                     memory_ids=ids,
                     reason=Memory.ARCHIVED_CODE_DELETED,
                     only_active=True,
-                    data={"why": f"every file it is anchored to was deleted over {settings.CODE_DELETED_GRACE_DAYS} days ago"},
+                    data={"why": f"every file it is anchored to was deleted over {grace} days ago"},
                 )
             )
             after = ids[-1]
     return {"archived": archived}
-

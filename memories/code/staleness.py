@@ -6,8 +6,9 @@ or no symbols when the reporter could not read the file's language. An anchor is
 
 * **deleted** when its file was deleted;
 * **followed** to the new path when its file was renamed (its state otherwise as a modification says);
-* **code_changed** when its deleted file was added again, or when a modification touched it: its symbol, or a symbol inside it, is among the
-  changed symbols; without a symbol (or when the reporter read no symbols), a hunk overlaps its lines;
+* **code_changed** when its deleted file was added again, or when a modification touched it: its symbol,
+  or a symbol inside it, is among the changed symbols; without a symbol (or when the reporter read no
+  symbols), a hunk overlaps its lines;
   an anchor with neither symbol nor lines is about the whole file, which a modification alone does not
   make stale (only its deletion does);
 * otherwise unchanged.

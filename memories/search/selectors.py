@@ -27,9 +27,9 @@ from memories.search.ranking import (
     RETRIEVAL_MODES,
     LegScores,
     ScoreBreakdown,
+    code_changed_apply,
     estimate_tokens,
     leg_ranks,
-    code_changed_apply,
     relevance_fuse,
     score_memory,
 )

@@ -73,7 +73,7 @@ def attribute_safe(value: str, limit: int = LABEL_MAX) -> str:
 
 def code_changed_warning(commit: str) -> str:
     """The words a note about changed code carries: the commit that changed it, abbreviated as git does."""
-    short = attribute_safe(commit, 12)[:12]
+    short = attribute_safe(commit[:12], 12)
     return f"the code changed since {short or 'it was written'} — verify"
 
 

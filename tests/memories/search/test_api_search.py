@@ -32,6 +32,7 @@ SCORE_KEYS = {
     "own_relevance",
     "neighbour",
     "neighbour_relevance",
+    "code_changed_factor",
 }
 
 

@@ -20,6 +20,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 FILES_MAX = 1000  # files per report (the service's limit): a larger commit is sent in several reports
@@ -299,7 +300,9 @@ def innermost(symbols: Sequence[Symbol], lines: Iterable[int]) -> list[str]:
     return list(touched)
 
 
-def touched_symbols(old: Sequence[Symbol] | None, new: Sequence[Symbol] | None, hunks: Sequence[Hunk]) -> list[str] | None:
+def touched_symbols(
+    old: Sequence[Symbol] | None, new: Sequence[Symbol] | None, hunks: Sequence[Hunk]
+) -> list[str] | None:
     """The symbols whose bodies ``hunks`` touch: lines removed or replaced, read in the old file's symbols,
     and lines added, in the new file's. None when neither side's symbols are known."""
     if old is None and new is None:
@@ -331,10 +334,14 @@ def git_run(*args: str, cwd: str | None = None) -> str:
 def commit_changes(sha: str, *, git: Git = git_run) -> tuple[str, int, list[FileChange]]:
     """The commit's full sha, its committer time (unix seconds) and what it changed against its first
     parent (against nothing for a root commit), each file with its hunks and touched symbols."""
-    full, committed_at, parents = git("show", "-s", "--format=%H%x1f%ct%x1f%P", sha).strip().split("\x1f")
+    full, committed_at, parents = (
+        git("show", "-s", "--format=%H%x1f%ct%x1f%P", sha).strip("\n").split("\x1f")
+    )  # \x1f is a space to strip()
     parent = parents.split()[0] if parents.strip() else EMPTY_TREE_SHA1
     changes = name_status_parse(git("-c", "core.quotePath=false", "diff", "--name-status", "-z", "-M", parent, full))
-    diff = git("-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv", parent, full)
+    diff = git(
+        "-c", "core.quotePath=false", "diff", "-U0", "-M", "--no-color", "--no-ext-diff", "--no-textconv", parent, full
+    )
     for change, hunks in zip(changes, hunks_parse(diff), strict=False):
         change.hunks = hunks
     for change in changes:
@@ -358,9 +365,9 @@ def _symbols_at(git: Git, commit: str, path: str) -> list[Symbol] | None:
 
 def report_bodies(repository: str, sha: str, committed_at: int, changes: Sequence[FileChange]) -> list[dict[str, Any]]:
     """The commit's report(s): one per ``FILES_MAX`` files (a commit touching none still sends one)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    when = datetime.fromtimestamp(committed_at, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    when = datetime.fromtimestamp(committed_at, tz=UTC).isoformat().replace("+00:00", "Z")
     files = [change.as_report() for change in changes]
     chunks = [files[i : i + FILES_MAX] for i in range(0, len(files), FILES_MAX)] or [[]]
     return [{"repository": repository, "commit": sha, "committed_at": when, "files": chunk} for chunk in chunks]
