@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from accounts.access import Principal
+from memories.code.anchors import path_normalise, repository_normalise
 from memories.code.services_staleness import code_changes_report
 from memories.code.staleness import FileChange, Hunk
 from reasoningbank.contracts import NUL_FREE, Contract
@@ -21,7 +22,28 @@ FILES_MAX = 1000  # a larger commit is sent in several reports (scripts/git-code
 HUNKS_MAX = 500
 SYMBOLS_MAX = 500
 PATH_MAX = 1000
-Path = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=PATH_MAX, pattern=NUL_FREE)]
+
+
+def _path(value: str) -> str:
+    path = path_normalise(value) if value else ""
+    if value and not path:
+        raise ValueError("must be a path relative to the repository's top (no leading /, no ..)")
+    return path
+
+
+def _repository(value: str) -> str:
+    # idempotent: the MCP tool validates its arguments twice (the SDK, then the contract)
+    repository = repository_normalise(value) or repository_normalise(f"https://{value}")
+    if not repository:
+        raise ValueError("must be a git remote (https://host/owner/name, git@host:owner/name.git, …)")
+    return repository
+
+
+Path = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=PATH_MAX, pattern=NUL_FREE),
+    AfterValidator(_path),
+]
 
 
 class HunkIn(Contract):
@@ -34,9 +56,9 @@ class ChangedFileIn(Contract):
         description="what the commit did to the file (git's rename detection: `git diff -M --name-status`)"
     )
     path: Path = Field(description="the file's repository-relative path after the commit (a deletion: its path)")
-    old_path: Annotated[str, StringConstraints(strip_whitespace=True, max_length=PATH_MAX, pattern=NUL_FREE)] = Field(
-        default="", description="a rename's path before the commit (required for renamed)"
-    )
+    old_path: Annotated[
+        str, StringConstraints(strip_whitespace=True, max_length=PATH_MAX, pattern=NUL_FREE), AfterValidator(_path)
+    ] = Field(default="", description="a rename's path before the commit (required for renamed)")
     hunks: list[HunkIn] = Field(
         default_factory=list,
         max_length=HUNKS_MAX,
@@ -53,10 +75,18 @@ class ChangedFileIn(Contract):
         )
     )
 
+    @model_validator(mode="after")
+    def _rename_has_old_path(self) -> ChangedFileIn:
+        if self.status == "renamed" and not self.old_path:
+            raise ValueError("old_path is required for a rename: the path before it")
+        return self
+
 
 class CodeChangesInput(Contract):
     repository: Annotated[
-        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=NUL_FREE)
+        str,
+        StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=NUL_FREE),
+        AfterValidator(_repository),
     ] = Field(description="the repository's git remote, in any spelling (normalised: github.com/acme/api)")
     commit: Annotated[
         str, StringConstraints(strip_whitespace=True, to_lower=True, pattern="^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")

@@ -62,7 +62,8 @@ def code_changes_report(
     """Apply one commit's changes to the anchors of ``repository`` in the principal's organization (the
     memories it may read). Anchor rows are locked in id order, so two reports at once apply once."""
     write_scope_require(principal)
-    repo = repository_normalise(repository)
+    # any spelling of a remote, or one already normalised (host/owner/name, as the contract hands it on)
+    repo = repository_normalise(repository) or repository_normalise(f"https://{repository}")
     if not repo:
         raise InvalidInput(
             "repository must be a git remote (https://host/owner/name, git@host:owner/name.git, …)",
