@@ -38,6 +38,7 @@ TOOL_METHODS = {
     "memory_ask": "ask",
     "session_submit": "session_submit",
     "session_code_report": "session_code_report",
+    "code_changes_report": "code_changes_report",
     "memory_consolidate": "consolidate",
 }
 NO_NODE = "node is not installed: the TypeScript client's drift and type checks need it (docs/sdks.md)"
