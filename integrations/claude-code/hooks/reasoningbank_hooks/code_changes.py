@@ -30,6 +30,8 @@ SOURCE_MAX = 2_000_000  # bytes of a file read for its symbols; a bigger (genera
 # git's statuses → the report's; T (a type change: file ↔ symlink) is a modification, C (copy) an addition
 STATUSES = {"A": "added", "M": "modified", "D": "deleted", "R": "renamed", "T": "modified", "C": "added"}
 EMPTY_TREE_SHA1 = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# user and password in a remote's URL (https://user:token@host/…): never sent anywhere
+REMOTE_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)[^@/]*@", re.IGNORECASE)
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 BRACE_LANGUAGES = {
@@ -320,6 +322,11 @@ def touched_symbols(
 
 def _span(start: int, count: int) -> range:
     return range(start, start + min(count, 100_000))
+
+
+def remote_clean(remote: str) -> str:
+    """A remote's URL without the credentials it may hold (the service normalises the rest)."""
+    return REMOTE_USERINFO.sub(r"\1", remote.strip())
 
 
 # --- one commit -----------------------------------------------------------------------------------------
