@@ -18,7 +18,10 @@ from tests.hook_state import hook_env, queue_empty_wait
 
 HOOK = Path(__file__).resolve().parents[2] / "integrations" / "claude-code" / "hooks" / "reasoningbank_hook.py"
 KEY = "9f3c2a1e-claude"
-PARSER = "class Parser:\n    def parse(self, text):\n        return text.strip()\n\n    def render(self):\n        return 1\n"
+PARSER = (
+    "class Parser:\n    def parse(self, text):\n        return text.strip()\n\n"
+    "    def render(self):\n        return 1\n"
+)
 
 
 def run(action: str, event: dict, url: str) -> subprocess.CompletedProcess[str]:
