@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from .budget import budget_left
 COMMITS_MAX = 20  # per capture: the rest wait for the next one
 SECONDS_PER_COMMIT = 0.5  # what reading one commit may take; fewer are read when less time is left
 REPORTED_KEPT = 500  # shas remembered per session (a longer session reports its oldest again: harmless)
+NOTE_KEPT_SECONDS = 30 * 86400  # a session's note untouched for a month is swept: that session is over
 
 
 def heads_dir() -> Path:
@@ -51,6 +53,18 @@ def head_note(session_key: str, cwd: str) -> None:
     except (OSError, subprocess.CalledProcessError):
         return  # not a repository, or one without a commit yet
     spool.file_write_atomic(path, json.dumps({"top": top, "head": head, "reported": []}).encode())
+    notes_sweep(path.parent)
+
+
+def notes_sweep(folder: Path) -> None:
+    """Forget the notes of sessions nobody captured for a month."""
+    now = time.time()
+    for note in folder.glob("*.json"):
+        try:
+            if now - note.stat().st_mtime > NOTE_KEPT_SECONDS:
+                note.unlink()
+        except OSError:
+            continue  # another hook swept it first
 
 
 def commits_queue(session_key: str, who: spool.Credential, client: str) -> int:
