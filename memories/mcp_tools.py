@@ -1,7 +1,8 @@
 """The memory MCP tools: memory_search, memory_record, memory_feedback, memory_outcome, memory_get,
 session_submit (hand in a finished session trace for distillation), memory_context (the block a session
 starts with), memory_ask (a question answered by the LLM over retrieved memories, their relative dates
-resolved) and session_code_report (was the session's code kept or reverted).
+resolved), session_code_report (was the session's code kept or reverted) and code_changes_report (what
+a commit changed, for the anchors of memories about that code).
 
 Each tool is its operation's contract (``memories/<feature>/contracts.py``): the parameters are the input
 model's fields, the answer is the output model, the same as REST's. The caller comes from the
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories.ask import contracts as ask
+from memories.code import contracts_staleness as code_staleness
 from memories.code_reports import contracts as code_reports
 from memories.confidence import contracts as confidence
 from memories.context import contracts as context
@@ -176,4 +178,19 @@ def register_memory_tools(server: MCPServer) -> None:
         input_model=code_reports.CodeReportInput,
         output_model=code_reports.CodeReportOutput,
         run=_as(SCOPE_MEMORIES_WRITE, code_reports.session_code_report_run),
+    )
+    contract_tool(
+        server,
+        name="code_changes_report",
+        description=(
+            "Report what one commit changed (each file's status, its hunks in the old file's numbering, the "
+            "symbols they touch), so the memories anchored to that code learn it: an anchor whose symbol or lines "
+            "changed after its commit is flagged code_changed, a deleted file's anchors become deleted, a rename "
+            "moves them. Reports may come in any order and twice (the same one changes nothing). Usually sent by "
+            "scripts/git-code-report from a git post-commit hook or CI."
+        ),
+        annotations=_write("Report what a commit changed", idempotent=True),
+        input_model=code_staleness.CodeChangesInput,
+        output_model=code_staleness.CodeChangesOutput,
+        run=_as(SCOPE_MEMORIES_WRITE, code_staleness.code_changes_report_run),
     )

@@ -58,6 +58,8 @@ class Memory(models.Model):
     # the daily rollup archives a memory whose confidence stayed below the prune threshold
     # (docs/confidence.md#pruning)
     ARCHIVED_LOW_CONFIDENCE = "low_confidence"
+    # every code anchor's file was deleted longer ago than the grace period (docs/code-memory.md#staleness)
+    ARCHIVED_CODE_DELETED = "code_deleted"
     ARCHIVED_REASON_CHOICES = [
         (ARCHIVED_CONSOLIDATED, "Consolidated"),
         (ARCHIVED_SUPERSEDED, "Superseded"),
@@ -65,6 +67,7 @@ class Memory(models.Model):
         (ARCHIVED_STALE, "Stale"),
         (ARCHIVED_MANUAL, "Manual"),
         (ARCHIVED_LOW_CONFIDENCE, "Low confidence"),
+        (ARCHIVED_CODE_DELETED, "Its code was deleted"),
     ]
 
     TIER_CHOICES = [("hot", "Hot"), ("warm", "Warm"), ("cold", "Cold"), ("archived", "Archived")]
@@ -562,5 +565,5 @@ class DetectorException(models.Model):
 
 # consolidated summaries live in their own module (its size); imported here so the app registers the
 # model and ``memories.models`` stays the one place to import every model of the app from
+from memories.models_code import CodeCommit, MemoryAnchor  # noqa: E402, F401
 from memories.models_summary import MemorySummary, new_summary_id  # noqa: E402, F401
-from memories.models_code import MemoryAnchor  # noqa: E402, F401

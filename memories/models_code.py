@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -71,3 +72,27 @@ class MemoryAnchor(models.Model):
     def __str__(self) -> str:
         where = self.path or self.error_text
         return f"{self.memory_id} @ {where}{':' + self.symbol if self.symbol else ''}"
+
+
+class CodeCommit(models.Model):
+    """A commit whose changes were reported (``code_changes_report``, docs/code-memory.md#staleness): when
+    it was made and the paths it changed, so that a report repeated changes nothing, an anchor is only
+    flagged by a commit younger than its own, and a session that made it can re-verify the memories
+    anchored to those paths."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    repository = models.CharField(max_length=300, help_text="the normalised git remote")
+    commit = models.CharField(max_length=64, help_text="the full git sha, lower case")
+    committed_at = models.DateTimeField(help_text="the commit's committer date")
+    # every path the commit changed: new paths, and a rename's or a deletion's old path
+    paths = ArrayField(models.CharField(max_length=1000), default=list, blank=True)
+    reported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "repository", "commit"], name="codecommit_once"),
+        ]
+        indexes = [models.Index(fields=["organization", "commit"], name="codecommit_org_commit")]
+
+    def __str__(self) -> str:
+        return f"{self.repository}@{self.commit[:12]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from memories.code.services_staleness import code_deleted_archive
 from memories.confidence.services import confidence_recompute_all, signals_decay, signals_rollup
 from memories.moderation.services import memories_prune_low_confidence
 from memories.sessions.services import session_process, sessions_resume_waiting
@@ -22,6 +23,13 @@ def signals_rollup_daily(now: datetime | None = None) -> dict[str, int]:
     result["recomputed"] = confidence_recompute_all()
     result["pruned"] = memories_prune_low_confidence(now=now)["pruned"]
     logger.info("signal rollup folded=%s memories=%s decayed=%s recomputed=%s pruned=%s", *result.values())
+    return result
+
+
+def code_deleted_archive_daily(now: datetime | None = None) -> dict[str, int]:
+    """Archive the memories whose code is gone (docs/code-memory.md#staleness)."""
+    result = code_deleted_archive(now=now)
+    logger.info("code deleted archive archived=%s", result["archived"])
     return result
 
 

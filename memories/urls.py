@@ -4,6 +4,7 @@ are in ``memories/<feature>/api.py``."""
 from django.urls import path, register_converter
 
 from memories.ask import api as ask_api
+from memories.code import api_staleness as code_staleness_api
 from memories.code_reports import api as code_reports_api
 from memories.confidence import api as confidence_api
 from memories.context import api as context_api
@@ -72,6 +73,7 @@ urlpatterns = [
     path("sessions", sessions_api.SessionListCreateView.as_view(), name="api-sessions"),
     # before the session routes: a session whose client id is "code-report" is still reachable by its ses_… id
     path("sessions/code-report", code_reports_api.SessionCodeReportView.as_view(), name="api-session-code-report"),
+    path("code/changes", code_staleness_api.CodeChangesView.as_view(), name="api-code-changes"),
     # a client's session_id may contain "/"; retry first, so "x/retry" is x's retry
     path("sessions/<client_id:session_id>/retry", sessions_api.SessionRetryView.as_view(), name="api-session-retry"),
     path("sessions/<client_id:session_id>", sessions_api.SessionDetailView.as_view(), name="api-session"),

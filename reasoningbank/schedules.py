@@ -45,6 +45,13 @@ def schedule_specs() -> list[ScheduleSpec]:
             "memories decay); archive memories whose confidence stayed below the prune threshold",
         ),
         ScheduleSpec(
+            name="rb:code-deleted-archive",
+            func="memories.tasks.code_deleted_archive_daily",
+            minutes=24 * 60,
+            description="archive memories whose every code anchor's file was deleted longer ago than "
+            "CODE_DELETED_GRACE_DAYS",
+        ),
+        ScheduleSpec(
             name="rb:consolidation-scheduler",
             func="consolidation.tasks.consolidation_scheduler_tick",
             minutes=5,

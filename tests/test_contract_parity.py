@@ -108,6 +108,7 @@ def rest_call(operation: str, ids: dict[str, str], arguments: dict[str, Any]) ->
         "memory_context": ("POST", "/api/v1/memories/context", args),
         "memory_ask": ("POST", "/api/v1/memories/ask", args),
         "session_code_report": ("POST", "/api/v1/sessions/code-report", args),
+        "code_changes_report": ("POST", "/api/v1/code/changes", args),
     }[operation]
 
 
@@ -117,6 +118,16 @@ def mcp_arguments(ids: dict[str, str], arguments: dict[str, Any]) -> dict[str, A
         args["memory_id"] = ids[args.pop("memory_title")]
     return args
 
+
+CODE_CHANGES = {
+    "repository": "git@github.com:acme/api.git",
+    "commit": "89e6c98d92887913cadf06b2adb97f26cde4849b",
+    "committed_at": "2026-11-30T10:00:00Z",
+    "files": [
+        {"status": "modified", "path": "app/http.py", "hunks": [{"start": 3, "lines": 2}], "symbols": ["get"]},
+        {"status": "renamed", "path": "app/b.py", "old_path": "app/a.py"},
+    ],
+}
 
 OPERATIONS = [
     ("memory_search", {"query": "HTTP timeouts", "min_confidence": 0, "explain": True}),
@@ -171,6 +182,7 @@ OPERATIONS = [
         "session_code_report",
         {"session_id": "s-7", "commit": "3F786850E387550FDAB836ED7E6DC881DE23001B", "status": "reverted"},
     ),
+    ("code_changes_report", CODE_CHANGES),
 ]
 
 
@@ -229,6 +241,8 @@ INVALID = [
     ("memory_ask", {"question": "when?", "limit": 21}, "limit"),
     ("memory_ask", {"question": "when?", "mode": "everything"}, "mode"),
     ("session_code_report", {"session_id": "s-7", "status": "merged"}, "status"),
+    ("code_changes_report", {**CODE_CHANGES, "commit": "HEAD"}, "commit"),
+    ("code_changes_report", {**CODE_CHANGES, "repository": "/home/alice/api"}, "repository"),
     # a wrong type: the same field named both ways
     ("memory_search", {"query": "x", "limit": "many"}, "limit"),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": "go"}, "tags"),
@@ -269,6 +283,7 @@ INVALID = [
         {"session_id": "s-7", "status": "committed", "comit": "3f786850e387550fdab836ed7e6dc881de23001b"},
         "comit",
     ),
+    ("code_changes_report", {**CODE_CHANGES, "branch": "main"}, "branch"),
 ]
 
 NEAREST = re.compile(r"\(did you mean '([a-z_]+)'\?\)")

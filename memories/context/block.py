@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memories.trust.framing import FRAMING_RULES, note_text_safe, note_wrap
+from memories.trust.framing import FRAMING_RULES, code_changed_warning, note_text_safe, note_wrap
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -52,6 +52,7 @@ class ContextEntry:
     decisions: Sequence[Decision] = field(default_factory=tuple)
     superseded: Sequence[tuple[str, str]] = field(default_factory=tuple)  # (original, superseded by)
     label: str = ""  # where it came from, one line (its provenance label)
+    code_changed: str = ""  # the commit that changed the code it is about (docs/code-memory.md#staleness)
 
 
 def tokens_estimate(text: str) -> int:
@@ -86,7 +87,8 @@ def _entry_text(entry: ContextEntry) -> str:
     if entry.superseded:
         superseded = (f"- ~~{safe(old)}~~ → {safe(new)}" for old, new in entry.superseded)
         lines += ["**Note - superseded information:**", *superseded, ""]
-    return "\n" + note_wrap(entry.id, entry.label, "\n".join(lines)) + "\n"
+    extra = {"warning": code_changed_warning(entry.code_changed)} if entry.code_changed else {}
+    return "\n" + note_wrap(entry.id, entry.label, "\n".join(lines), **extra) + "\n"
 
 
 @dataclass(frozen=True)

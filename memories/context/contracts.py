@@ -20,6 +20,7 @@ from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
 from accounts.models import Project as ProjectModel
+from memories.code.selectors_staleness import code_changed_of
 from memories.context.block import ContextEntry, Decision, block_format, context_inject
 from memories.context.selectors import context_memories, summaries_for_context
 from memories.context.services import summaries_activate
@@ -182,7 +183,14 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     # the reads, from the read replica when there is one (docs/operations.md#a-read-replica); the writes
     # below (activations, the session's ledger) go to the primary
     summaries, memories, labels = replica_read(_context_candidates, principal, args, project, min_confidence)
-    entries = [_summary_entry(s, labels.get(s.memory_id, "")) for s in summaries] + [
+    # what each note says of code that changed since it was written (docs/code-memory.md#staleness)
+    changed = replica_read(
+        code_changed_of, principal.organization.id, [*(s.memory_id for s in summaries), *(m.id for m in memories)]
+    )
+    entries = [
+        _summary_entry(s, labels.get(s.memory_id, ""), changed[s.memory_id].commit if s.memory_id in changed else "")
+        for s in summaries
+    ] + [
         ContextEntry(
             id=m.id,
             title=m.title,
@@ -190,6 +198,7 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
             start=m.created_at,
             end=m.updated_at,
             label=labels.get(m.id, ""),
+            code_changed=changed[m.id].commit if m.id in changed else "",
         )
         for m in memories
     ]
@@ -250,9 +259,10 @@ def _context_candidates(
     return summaries, memories, labels
 
 
-def _summary_entry(summary: MemorySummary, label: str) -> ContextEntry:
+def _summary_entry(summary: MemorySummary, label: str, code_changed: str = "") -> ContextEntry:
     return ContextEntry(
         label=label,
+        code_changed=code_changed,
         id=summary.id,
         title=summary.memory.title,
         body=summary.summary,

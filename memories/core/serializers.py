@@ -54,6 +54,7 @@ ARCHIVE_REASON_CHOICES = [
     (Memory.ARCHIVED_DUPLICATE, "says the same as another memory"),
     (Memory.ARCHIVED_CONSOLIDATED, "merged into a consolidated memory (set by consolidation runs)"),
     (Memory.ARCHIVED_LOW_CONFIDENCE, "confidence stayed below the prune threshold (set by the daily rollup)"),
+    (Memory.ARCHIVED_CODE_DELETED, "every file it is anchored to was deleted, past the grace period (set daily)"),
 ]
 assert {r for r, _ in ARCHIVE_REASON_CHOICES} == set(ARCHIVE_REASONS)
 SESSION_ID_MAX = 200

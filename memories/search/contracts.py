@@ -8,6 +8,7 @@ their client, built here so that every client frames it the same way (``memories
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Annotated, Literal
 
 from django.conf import settings
@@ -16,6 +17,7 @@ from pydantic import AfterValidator, Field
 from accounts.access import Principal
 from memories.code.anchors import PATH_MAX
 from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
+from memories.code.selectors_staleness import CodeChanged, code_changed_of
 from memories.context.contracts import SummaryOut
 from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
@@ -227,6 +229,11 @@ class SearchExplanation(Contract):
         exclude_if=lambda value: not value,
         description="deep search with a rewritten question only: every query that found this hit, `query` first",
     )
+    code_changed_factor: float = Field(
+        default=1.0,
+        description="SEARCH_CODE_CHANGED_FACTOR when an anchor's code changed since the memory was written (see "
+        "`code_changed`), else 1: the score's last factor",
+    )
 
     @classmethod
     def of(cls, hit: SearchHit, found_by: tuple[str, ...] = ()) -> SearchExplanation:
@@ -241,8 +248,21 @@ class SearchExplanation(Contract):
             matched_by=list(hit.matched_by),
             query=found_by[0] if found_by else None, found_by=list(found_by),
             own_relevance=rounded(b.relevance if b.own_relevance is None else b.own_relevance), neighbour=b.neighbour,
-            neighbour_relevance=rounded(b.neighbour_relevance),
+            neighbour_relevance=rounded(b.neighbour_relevance), code_changed_factor=rounded(b.code_changed_factor),
         )
+
+
+class CodeChangedOut(Contract):
+    """The flag of a memory whose anchored code changed (docs/code-memory.md#staleness)."""
+
+    commit: str = Field(description="the commit that changed it (the oldest, when several did)")
+    path: str = Field(description="the anchored file")
+    symbol: str = Field(description="the anchored function or class, empty for lines or a whole file")
+    changed_at: datetime | None = Field(description="that commit's committer date")
+
+    @classmethod
+    def of(cls, flag: CodeChanged) -> CodeChangedOut:
+        return cls(commit=flag.commit, path=flag.path, symbol=flag.symbol, changed_at=flag.changed_at)
 
 
 class SearchHitOut(Contract):
@@ -268,6 +288,12 @@ class SearchHitOut(Contract):
         default_factory=list,
         exclude_if=lambda value: not value,
         description="near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)",
+    )
+    code_changed: CodeChangedOut | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="only when the code an anchor of this memory is about changed since it was written: verify "
+        "it before relying on it (it ranks lower until a session that works in that code succeeds with it)",
     )
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
     source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
@@ -380,9 +406,15 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         summaries = [hit for hit in summaries if hit.summary.memory_id not in seen]
     if summaries and args.token_budget is not None:  # what the memories left of the budget
         summaries = _summaries_within(summaries, args, result.tokens_used, len(result.hits))
+    # the memories whose anchored code changed since they were written (docs/code-memory.md#staleness)
+    changed = replica_read(
+        code_changed_of,
+        principal.organization.id,
+        [*(hit.memory.id for hit in result.hits), *(hit.summary.memory_id for hit in summaries)],
+    )
     block = None
     if args.inject:  # only what the block holds is returned, noted in the ledger and activated
-        block = _injection_block(principal, result.hits, summaries, args.token_budget)
+        block = _injection_block(principal, result.hits, summaries, args.token_budget, changed)
         result.hits = [hit for hit in result.hits if hit.memory.id in block.ids]
         shown = {hit.memory.id for hit in result.hits}
         summaries = [hit for hit in summaries if hit.summary.memory_id in set(block.ids) - shown]
@@ -402,6 +434,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             usage_count=hit.memory.usage_count, relevance=rounded(hit.breakdown.score), scope=hit.memory.scope,
             state=hit.memory.state,  # type: ignore[arg-type]
             duplicates=list(hit.duplicates),
+            code_changed=CodeChangedOut.of(changed[hit.memory.id]) if hit.memory.id in changed else None,
             explain=SearchExplanation.of(hit, result.found_by.get(hit.memory.id, ())) if args.explain else None,
             source=SourceOut.of(sources[hit.memory.id]),
         )
@@ -427,7 +460,11 @@ def _summaries_within(summaries: list[SummaryHit], args: SearchInput, used: int,
 
 
 def _injection_block(
-    principal: Principal, hits: list[SearchHit], summaries: list[SummaryHit], token_budget: int | None
+    principal: Principal,
+    hits: list[SearchHit],
+    summaries: list[SummaryHit],
+    token_budget: int | None,
+    changed: dict[str, CodeChanged],
 ) -> PromptBlock:
     """The framed block of an injection: the memories, then the summaries of memories not among them,
     each with its source label, within the budget (the search chose within it, so nothing is expected to
@@ -440,6 +477,7 @@ def _injection_block(
             id=hit.memory.id, title=hit.memory.title, confidence=hit.memory.confidence,
             text=f"{hit.memory.description.strip()}\n{hit.memory.content.strip()}",
             label=labels.get(hit.memory.id, ""),
+            code_changed=changed[hit.memory.id].commit if hit.memory.id in changed else "",
         )
         for hit in hits
     ] + [
@@ -448,6 +486,7 @@ def _injection_block(
             confidence=float(getattr(hit.summary, "memory_confidence", 0.0) or 0.0),
             text="\n".join([hit.summary.summary.strip(), *(f"- {fact}" for fact in hit.summary.key_facts)]),
             label=labels.get(hit.summary.memory_id, ""),
+            code_changed=changed[hit.summary.memory_id].commit if hit.summary.memory_id in changed else "",
         )
         for hit in summaries
     ]

@@ -1,6 +1,10 @@
 """Search ranking (docs/search.md#ranking), with a per-result breakdown.
 
-score = relevance × confidence × recency_boost × scope_weight × consolidated_boost
+score = relevance × confidence × recency_boost × scope_weight × consolidated_boost × code_changed_factor
+
+``code_changed_factor`` is ``SEARCH_CODE_CHANGED_FACTOR`` (0.7) for a memory with an anchor whose code
+changed since it was written (docs/code-memory.md#staleness), 1 otherwise: such a memory still answers,
+below an equally relevant one that nothing contradicts.
 
 ``relevance`` takes the place of a plain semantic similarity: the fusion of two rankings of the same
 candidates, the vector leg's cosine similarity and the lexical leg's BM25 score (``bm25_idf`` here, the
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
@@ -161,6 +165,8 @@ class ScoreBreakdown:
     # the search named paths and the memory is anchored on one (memories.code.paths.ANCHOR_PATH_BOOST, in
     # ``score``), else 1
     path_boost: float = 1.0
+    # below 1 when an anchor's code changed since the memory was written (``code_changed_apply``)
+    code_changed_factor: float = 1.0
 
     def as_dict(self) -> dict[str, float | str]:
         return asdict(self)
@@ -208,6 +214,16 @@ def score_memory(
         fused=relevance if fused is None else fused,
         time_expression=time_expression,
         time_period=time_period,
+    )
+
+
+def code_changed_apply(breakdown: ScoreBreakdown, factor: float) -> ScoreBreakdown:
+    """The breakdown of a memory whose anchored code changed: its score times ``factor`` (in (0, 1]), which
+    the breakdown keeps to explain it."""
+    if not 0.0 < factor <= 1.0:
+        raise ValueError("the code-changed factor must be in (0, 1]")
+    return replace(
+        breakdown, code_changed_factor=factor, score=breakdown.score / breakdown.code_changed_factor * factor
     )
 
 

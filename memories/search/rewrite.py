@@ -178,6 +178,11 @@ def breakdown_relevance_set(breakdown: ScoreBreakdown, relevance: float) -> Scor
     """The breakdown with another relevance and the score it makes (every other factor unchanged)."""
     clamped = min(max(relevance, 0.0), 1.0)
     score = (
-        clamped * breakdown.confidence * breakdown.recency_boost * breakdown.scope_weight * breakdown.consolidated_boost
+        clamped
+        * breakdown.confidence
+        * breakdown.recency_boost
+        * breakdown.scope_weight
+        * breakdown.consolidated_boost
+        * breakdown.code_changed_factor
     )
     return replace(breakdown, relevance=clamped, score=score)

@@ -17,6 +17,7 @@ from accounts.access import Principal
 from accounts.models import Project
 from memories.code.filters import anchored_params, anchored_sql, memory_ids_anchored
 from memories.code.paths import ANCHOR_PATH_BOOST, PathSelection
+from memories.code.selectors_staleness import code_changed_of
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
 from memories.search import statistics as term_statistics
@@ -28,6 +29,7 @@ from memories.search.ranking import (
     RETRIEVAL_MODES,
     LegScores,
     ScoreBreakdown,
+    code_changed_apply,
     estimate_tokens,
     leg_ranks,
     relevance_fuse,
@@ -357,7 +359,21 @@ def memory_search_rank(
             neighbours_span.set_attribute("kept", len(hits))
     if search.paths and hits:
         hits = _path_boosted(hits, search.paths, principal.organization.id)
-    return RankedCandidates(hits=hits, project=project)
+    return RankedCandidates(hits=_code_changed_demoted(hits, principal.organization.id), project=project)
+
+
+def _code_changed_demoted(hits: list[SearchHit], organization_id: int) -> list[SearchHit]:
+    """The hits with each memory whose anchored code changed since it was written scored lower
+    (``SEARCH_CODE_CHANGED_FACTOR``, docs/code-memory.md#staleness), ranked again."""
+    factor = float(_setting("SEARCH_CODE_CHANGED_FACTOR"))
+    changed = code_changed_of(organization_id, [hit.memory.id for hit in hits]) if hits and factor < 1.0 else {}
+    if not changed:
+        return hits
+    for hit in hits:
+        if hit.memory.id in changed:
+            hit.breakdown = code_changed_apply(hit.breakdown, factor)
+    hits.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
+    return hits
 
 
 def _path_boosted(hits: list[SearchHit], paths: PathSelection, organization_id: int) -> list[SearchHit]:

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter
+from memories.code.services_staleness import anchors_reverify
 from memories.confidence.services import memory_outcome
 from memories.core.selectors import memory_is_readable
 from memories.models import Memory, SessionMemoryUse
@@ -33,8 +34,9 @@ def session_outcome_attribute(
 ) -> list[str]:
     """The session's outcome as an outcome signal on every memory the ledger says it was given and
     that has none from it yet; ``already`` are memories the caller has just signalled itself (they
-    are only marked). Rows are locked, so two reports at once attribute once. Returns the memories
-    signalled."""
+    are only marked). Rows are locked, so two reports at once attribute once. A success re-verifies
+    the code anchors of those memories that the session's own commits changed
+    (docs/code-memory.md#staleness). Returns the memories signalled."""
     done = set(already)
     rows = list(
         access_filter(SessionMemoryUse, principal)
@@ -56,4 +58,7 @@ def session_outcome_attribute(
         access_filter(SessionMemoryUse, principal).filter(pk__in=attributed).update(
             outcome="success" if succeeded else "failure", outcome_at=timezone.now()
         )
+        if succeeded:
+            reached = [row.memory_id for row in rows if row.pk in set(attributed)]
+            anchors_reverify(principal=principal, session_key=session_key, memory_ids=reached)
     return signalled

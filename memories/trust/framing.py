@@ -14,6 +14,10 @@ so a note's text is anyone's who could write to the bank. Two things keep it dat
   ``<reasoningbank_memories``, with or without spaces after ``<`` or ``/``) into ``&lt;``, after the
   text's terminal escapes and bidi controls are removed (``reasoningbank/text_safety.py``).
 
+A note about code that changed since it was written carries ``warning="the code changed since <commit> —
+verify"`` (``code_changed_warning``, docs/code-memory.md#staleness): every injection path — the
+per-prompt block, ``memory_context``'s block, tool-time recall — says it the same way.
+
 The ``source`` attribute is the note's one-line provenance label ("recorded by alice@acme.test via
 claude-code 2.1 · 2026-11-30"); ``attribute_safe`` keeps it one line without quotes or angle brackets.
 """
@@ -67,6 +71,12 @@ def attribute_safe(value: str, limit: int = LABEL_MAX) -> str:
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1].rstrip() + "…"
 
 
+def code_changed_warning(commit: str) -> str:
+    """The words a note about changed code carries: the commit that changed it, abbreviated as git does."""
+    short = attribute_safe(commit[:12], 12)
+    return f"the code changed since {short or 'it was written'} — verify"
+
+
 def note_open(note_id: str, label: str, **attributes: str) -> str:
     """A note's opening tag: its id, any other attributes given, and its source label."""
     parts = [f'id="{attribute_safe(note_id, ID_MAX)}"']
@@ -83,7 +93,11 @@ def note_wrap(note_id: str, label: str, body: str, **attributes: str) -> str:
 
 # the most a note's framing adds to its text: the element with the longest id and label, the heading
 # marks and line breaks of a prompt note (``prompt_note_text``), and the blank line between notes
-NOTE_OVERHEAD_CHARS = len(note_open("x" * ID_MAX, "x" * LABEL_MAX, confidence="0.00")) + len(NOTE_CLOSE) + 12
+NOTE_OVERHEAD_CHARS = (
+    len(note_open("x" * ID_MAX, "x" * LABEL_MAX, confidence="0.00", warning=code_changed_warning("0" * 12)))
+    + len(NOTE_CLOSE)
+    + 12
+)
 PROMPT_NOTE_OVERHEAD_TOKENS = tokens_estimate("x" * NOTE_OVERHEAD_CHARS) + 1
 PROMPT_FIXED_TOKENS = tokens_estimate(PROMPT_BLOCK_OPEN + PROMPT_BLOCK_CLOSE) + 1
 
@@ -97,6 +111,7 @@ class PromptNote:
     text: str  # the description and content (a summary: its summary and key facts)
     confidence: float
     label: str
+    code_changed: str = ""  # the commit that changed the code it is about ("" when nothing did)
 
 
 @dataclass(frozen=True)
@@ -108,7 +123,8 @@ class PromptBlock:
 
 def prompt_note_text(note: PromptNote) -> str:
     body = "\n".join(part for part in (f"## {note.title.strip()}", note.text.strip()) if part.strip())
-    return note_wrap(note.id, note.label, note_text_safe(body), confidence=f"{note.confidence:.2f}")
+    extra = {"warning": code_changed_warning(note.code_changed)} if note.code_changed else {}
+    return note_wrap(note.id, note.label, note_text_safe(body), confidence=f"{note.confidence:.2f}", **extra)
 
 
 def prompt_block_format(notes: Sequence[PromptNote], *, token_budget: int) -> PromptBlock:

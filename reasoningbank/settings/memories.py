@@ -27,6 +27,9 @@ SEARCH_LEXICAL_WEIGHT = env_float("SEARCH_LEXICAL_WEIGHT", 0.55, minimum=0, maxi
 # time-aware relevance (docs/search.md#time-aware-relevance): what a question asking "when" gives a memory
 # that states a time, and a query naming a date, month or year a memory recorded then; 0 turns it off
 SEARCH_TIME_WEIGHT = env_float("SEARCH_TIME_WEIGHT", 0.3, minimum=0, maximum=1)
+# a memory whose anchored code changed since it was written ranks this much lower until re-verified
+# (docs/code-memory.md#staleness); 1 leaves its rank alone
+SEARCH_CODE_CHANGED_FACTOR = env_float("SEARCH_CODE_CHANGED_FACTOR", 0.7, minimum=0.01, maximum=1)
 # where BM25's document frequencies come from: "auto" — PostgreSQL's planner statistics of the
 # full-text column once the table has been analysed (no per-query cost; kept SEARCH_STATS_TTL seconds
 # per process), exact capped counts within the caller's reach before that; "exact" — always counts
@@ -74,6 +77,9 @@ CONFIDENCE_PRUNE_THRESHOLD = env_float("CONFIDENCE_PRUNE_THRESHOLD", 0.3, minimu
 CONFIDENCE_PRUNE_MIN_SIGNALS = env_int("CONFIDENCE_PRUNE_MIN_SIGNALS", 8, minimum=1)
 # ... and never while it had a positive signal (feedback, outcome, use, kept code) within this many days
 CONFIDENCE_PRUNE_RECENT_DAYS = env_int("CONFIDENCE_PRUNE_RECENT_DAYS", 30, minimum=0)
+# a memory whose every code anchor's file was deleted this many days ago is archived (code_deleted) by a
+# daily task (docs/code-memory.md#staleness): time to restore the file or move the lesson
+CODE_DELETED_GRACE_DAYS = env_int("CODE_DELETED_GRACE_DAYS", 14, minimum=0)
 # time decay (docs/confidence.md#time-decay): after this many days without a signal, each further day
 # keeps this share of a memory's evidence (memories.confidence.bayes.DECAY_PER_SILENT_DAY explains
 # 0.984: ≈ -0.05 in the first month of a typical memory, toward its prior, never past it); 1 turns decay

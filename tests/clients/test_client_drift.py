@@ -38,6 +38,7 @@ TOOL_METHODS = {
     "memory_ask": "ask",
     "session_submit": "session_submit",
     "session_code_report": "session_code_report",
+    "code_changes_report": "code_changes_report",
     "memory_consolidate": "consolidate",
 }
 NO_NODE = "node is not installed: the TypeScript client's drift and type checks need it (docs/sdks.md)"
@@ -98,7 +99,7 @@ def test_every_agent_operation_of_the_mcp_server_has_a_client_method():
     from reasoningbank.mcp_server import build_mcp_server
 
     tools = {tool.name for tool in anyio.run(build_mcp_server().list_tools)}
-    agent_tools = {name for name in tools if name.startswith(("memory_", "session_"))}
+    agent_tools = {name for name in tools if name.startswith(("memory_", "session_", "code_"))}
     assert agent_tools == set(TOOL_METHODS), "a new agent tool needs a method in both clients (docs/sdks.md)"
     assert set(TOOL_METHODS.values()) <= set(OPERATIONS)
 

@@ -103,6 +103,13 @@ async def every_operation(bank: Any, export: Any, other_id: str) -> None:
         session_id=marker, commit=hashlib.sha1(marker.encode()).hexdigest(), status="committed"
     )
     assert report["status"] == "committed"
+    changes = await bank.code_changes_report(
+        repository="git@github.com:acme/web-app.git",
+        commit=hashlib.sha1(marker.encode()).hexdigest(),
+        committed_at="2026-11-30T10:00:00Z",
+        files=[{"status": "modified", "path": "src/app.py", "hunks": [{"start": 3, "lines": 1}], "symbols": ["main"]}],
+    )
+    assert changes["repository"] == "github.com/acme/web-app" and changes["already_reported"] is False
     run = await bank.consolidate(project="web-app", dry_run=True, wait=True)
     assert (run["dry_run"], run["status"]) == (True, "completed"), run
 

@@ -384,7 +384,14 @@ def test_the_server_offers_the_memory_session_and_consolidation_tools() -> None:
     from reasoningbank import mcp_server
 
     names = {tool.name for tool in anyio.run(mcp_server.build_mcp_server().list_tools)}
-    others = {"session_submit", "memory_consolidate", "memory_context", "memory_ask", "session_code_report"}
+    others = {
+        "session_submit",
+        "memory_consolidate",
+        "memory_context",
+        "memory_ask",
+        "session_code_report",
+        "code_changes_report",
+    }
     assert names == MEMORY_TOOLS | others
 
 

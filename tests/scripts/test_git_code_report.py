@@ -124,8 +124,8 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
     """The reports the script would send (answered 200 unless a test says otherwise)."""
     bodies: list[dict[str, str]] = []
 
-    def fake_report(body: dict[str, str], env: Any) -> tuple[int, dict[str, object]]:
-        bodies.append(body)
+    def fake_report(body: dict[str, str], env: Any, path: str = gcr.PATH) -> tuple[int, dict[str, object]]:
+        bodies.append(body if path == gcr.PATH else {"path": path, **body})
         return 200, {"message": "ok"}
 
     monkeypatch.setattr(gcr, "report", fake_report)
@@ -141,10 +141,52 @@ def test_the_post_commit_hook_ties_head_to_the_agents_session(repo: Path, sent: 
     assert sent == [{"session_id": "claude-7", "commit": sha, "status": "committed"}]
 
 
-def test_a_commit_outside_an_agent_session_is_not_reported(repo: Path, sent: list[dict[str, str]]) -> None:
+def test_a_commit_outside_an_agent_session_is_not_tied(repo: Path, sent: list[dict[str, str]], capsys: Any) -> None:
     change(repo, "a.txt", 0)
     assert gcr.committed(ENV, None) == 0
-    assert sent == []
+    assert sent == []  # and without an origin remote, what it changed cannot be reported: it says so
+    assert "REASONINGBANK_REPOSITORY" in capsys.readouterr().err
+
+
+PARSER = "class Parser:\n    def parse(self, text):\n        return text\n\n    def render(self):\n        return ''\n"
+
+
+def test_the_post_commit_hook_reports_what_the_commit_changed_then_ties_it(
+    repo: Path, sent: list[dict[str, Any]]
+) -> None:
+    git(repo, "remote", "add", "origin", "https://alice:ghp_secret@github.com/acme/api.git")
+    (repo / "parser.py").write_text(PARSER)
+    git(repo, "add", "parser.py")
+    change(repo, "a.txt", 1)  # commits parser.py with it
+    (repo / "parser.py").write_text(PARSER.replace("return text", "return text.strip()"))
+    git(repo, "add", "parser.py")
+    git(repo, "commit", "-q", "-m", "strip")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+
+    assert gcr.committed({**ENV, "REASONINGBANK_SESSION_ID": "claude-7"}, None) == 0
+
+    changes, tie = sent
+    assert changes["path"] == gcr.CHANGES_PATH and changes["commit"] == sha
+    assert changes["repository"] == "https://github.com/acme/api.git"  # the credentials never leave the machine
+    assert changes["files"] == [
+        {"status": "modified", "path": "parser.py", "hunks": [{"start": 3, "lines": 1}], "symbols": ["Parser.parse"]}
+    ]
+    assert tie == {"session_id": "claude-7", "commit": sha, "status": "committed"}
+    sent.clear()
+    assert gcr.committed(ENV, None) == 0  # outside a session: what it changed still counts
+    assert [body["path"] for body in sent] == [gcr.CHANGES_PATH]
+
+
+def test_ci_reports_what_each_commit_of_a_range_changed_oldest_first(repo: Path, sent: list[dict[str, Any]]) -> None:
+    first = change(repo, "a.txt", 3)
+    second, third = change(repo, "b.txt", 2), change(repo, "c.txt", 1)
+    env = {**ENV, "REASONINGBANK_REPOSITORY": "git@github.com:acme/api.git"}
+
+    assert gcr.main(["changes", f"{first}..HEAD"]) == 1  # no token in this process's environment
+    assert gcr.changes(env, [f"{first}..HEAD"]) == 0
+
+    assert [(body["commit"], body["files"][0]["path"]) for body in sent] == [(second, "b.txt"), (third, "c.txt")]
+    assert {body["repository"] for body in sent} == {"git@github.com:acme/api.git"}
 
 
 def test_the_hook_never_fails_the_commit(repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:

@@ -259,6 +259,11 @@ class ReasoningBank:
     ) -> models.CodeReportResponse:
         return cast(models.CodeReportResponse, self.send(call_for("session_code_report", body), request_options))
 
+    def code_changes_report(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.CodeChangesRequest]
+    ) -> models.CodeChangesResponse:
+        return cast(models.CodeChangesResponse, self.send(call_for("code_changes_report", body), request_options))
+
     def consolidate(
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ConsolidateRestRequest]
     ) -> models.ConsolidateResponse:
@@ -444,6 +449,12 @@ class AsyncReasoningBank:
     ) -> models.CodeReportResponse:
         call = call_for("session_code_report", body)
         return cast(models.CodeReportResponse, await self.send(call, request_options))
+
+    async def code_changes_report(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.CodeChangesRequest]
+    ) -> models.CodeChangesResponse:
+        call = call_for("code_changes_report", body)
+        return cast(models.CodeChangesResponse, await self.send(call, request_options))
 
     async def consolidate(
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ConsolidateRestRequest]

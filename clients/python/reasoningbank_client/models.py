@@ -36,6 +36,15 @@ class SearchRequest(TypedDict):
 SearchHitOutStateEnum = Literal["active", "archived"]
 
 
+class CodeChangedOut(TypedDict):
+    """The flag of a memory whose anchored code changed (docs/code-memory.md#staleness)."""
+
+    commit: str
+    path: str
+    symbol: str
+    changed_at: str | None
+
+
 class SearchExplanation(TypedDict):
     """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
     consolidated_boost × path_boost = score, and where the relevance comes from: each leg's score and rank among
@@ -63,6 +72,7 @@ class SearchExplanation(TypedDict):
     neighbour_relevance: float
     query: NotRequired[str | None]
     found_by: NotRequired[list[str]]
+    code_changed_factor: float
 
 
 HowEnum = Literal["recorded", "distilled", "synthesised", "pattern", "promoted", "imported", "extracted"]
@@ -99,6 +109,7 @@ class SearchHitOut(TypedDict):
     scope: str
     state: NotRequired[SearchHitOutStateEnum]
     duplicates: NotRequired[list[str]]
+    code_changed: NotRequired[CodeChangedOut | None]
     explain: NotRequired[SearchExplanation | None]
     source: SourceOut
 
@@ -457,6 +468,39 @@ class CodeReportResponse(TypedDict):
     message: str
 
 
+ChangedFileInStatusEnum = Literal["added", "modified", "deleted", "renamed"]
+
+
+class HunkIn(TypedDict):
+    start: int
+    lines: int
+
+
+class ChangedFileIn(TypedDict):
+    status: ChangedFileInStatusEnum
+    path: str
+    old_path: NotRequired[str]
+    hunks: NotRequired[list[HunkIn]]
+    symbols: NotRequired[list[str] | None]
+
+
+class CodeChangesRequest(TypedDict):
+    repository: str
+    commit: str
+    committed_at: str
+    files: list[ChangedFileIn]
+
+
+class CodeChangesResponse(TypedDict):
+    repository: str
+    commit: str
+    code_changed: list[str]
+    deleted: list[str]
+    moved: list[str]
+    already_reported: bool
+    message: str
+
+
 class ConsolidateRestRequest(TypedDict):
     project_id: NotRequired[str | None]
     similarity_threshold: NotRequired[float | None]
@@ -534,7 +578,7 @@ class ImportResult(TypedDict):
     trust: TrustEnum
 
 
-ArchiveReasonEnum = Literal["manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence"]
+ArchiveReasonEnum = Literal["manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence", "code_deleted"]
 
 
 BlankEnum = Literal[""]

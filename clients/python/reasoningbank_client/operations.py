@@ -80,6 +80,14 @@ OPERATIONS: dict[str, Operation] = {
         "CodeReportResponse",
         idempotent=True,
     ),
+    "code_changes_report": Operation(
+        "code_changes_report",
+        "POST",
+        "/api/v1/code/changes",
+        "CodeChangesRequest",
+        "CodeChangesResponse",
+        idempotent=True,
+    ),
     "consolidate": Operation(
         "consolidation_runs_create",
         "POST",

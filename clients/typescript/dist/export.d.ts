@@ -1,7 +1,7 @@
 export type ExportKind = "working" | "episodic" | "semantic" | "procedural";
 export type ExportOutcome = "success" | "failure" | "mixed";
 export type ExportState = "active" | "archived" | "proposed" | "quarantined";
-export type ExportArchivedReason = "consolidated" | "superseded" | "duplicate" | "stale" | "manual" | "low_confidence";
+export type ExportArchivedReason = "consolidated" | "superseded" | "duplicate" | "stale" | "manual" | "low_confidence" | "code_deleted";
 export type ExportTier = "hot" | "warm" | "cold" | "archived";
 export type ExportOrigin = "recorded" | "distilled" | "consolidated" | "extracted";
 export type ExportLinkKind = "consolidates" | "supersedes" | "contradicts" | "duplicates" | "references";

@@ -66,6 +66,8 @@ export type SessionSubmitResponse = Ok<"sessions_submit">;
 export type SessionDetail = Ok<"sessions_retrieve">;
 export type CodeReportRequest = JsonBody<"sessions_code_report">;
 export type CodeReportResponse = Ok<"sessions_code_report">;
+export type CodeChangesRequest = JsonBody<"code_changes_report">;
+export type CodeChangesResponse = Ok<"code_changes_report">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -139,6 +141,7 @@ export declare class ReasoningBank {
     sessionSubmit(body: SessionSubmitRequest, options?: RequestOptions): Promise<SessionSubmitResponse>;
     sessionGet(sessionId: string, options?: RequestOptions): Promise<SessionDetail>;
     sessionCodeReport(body: CodeReportRequest, options?: RequestOptions): Promise<CodeReportResponse>;
+    codeChangesReport(body: CodeChangesRequest, options?: RequestOptions): Promise<CodeChangesResponse>;
     consolidate(body?: ConsolidateRequest, options?: RequestOptions): Promise<ConsolidateResponse>;
     /** Import from text: a ReasoningBank export, a CLAUDE.md (`format: "claude-md"`) or a mem0 export. */
     importBank(body: ImportRequest, options?: RequestOptions): Promise<ImportResult>;

@@ -222,6 +222,9 @@ export class ReasoningBank {
     sessionCodeReport(body, options) {
         return this.json({ method: "POST", path: "/api/v1/sessions/code-report", json: body, idempotent: true }, options);
     }
+    codeChangesReport(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/code/changes", json: body, idempotent: true }, options);
+    }
     consolidate(body = {}, options) {
         return this.json({ method: "POST", path: "/api/v1/consolidation/runs", json: body, idempotent: false }, options);
     }

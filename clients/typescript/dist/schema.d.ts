@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/code/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report what a commit changed
+         * @description Tell the service what one commit changed — each file's status (added, modified, deleted, renamed with its old path), its hunks in the old file's numbering and the symbols they touch — so that the memories anchored to that code learn it: an anchor whose symbol (or, without one, whose lines) changed after its own commit is flagged `code_changed` with the commit (search ranks it lower and the injected text says to verify it), a deleted file's anchors become `deleted` (the memory is archived after a grace period unless its other anchors hold), a rename moves them to the new path. Reports may come in any order and twice: an older commit than an anchor's own flags nothing, and the same report again changes nothing (`already_reported`). `scripts/git-code-report` sends it from a post-commit hook or CI. The same operation as the MCP tool `code_changes_report`. Needs `memories:write`.
+         */
+        post: operations["code_changes_report"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/connected-apps/{connection_id}/unsuspend": {
         parameters: {
             query?: never;
@@ -1077,9 +1097,10 @@ export interface components {
          *     * `duplicate` - says the same as another memory
          *     * `consolidated` - merged into a consolidated memory (set by consolidation runs)
          *     * `low_confidence` - confidence stayed below the prune threshold (set by the daily rollup)
+         *     * `code_deleted` - every file it is anchored to was deleted, past the grace period (set daily)
          * @enum {string}
          */
-        ArchiveReasonEnum: "manual" | "stale" | "superseded" | "duplicate" | "consolidated" | "low_confidence";
+        ArchiveReasonEnum: "manual" | "stale" | "superseded" | "duplicate" | "consolidated" | "low_confidence" | "code_deleted";
         /**
          * AskMemory
          * @description A memory the LLM was shown, numbered as in its prompt (from 1).
@@ -1242,6 +1263,38 @@ export interface components {
          * @enum {string}
          */
         CapSourceEnum: "organization" | "plan";
+        /** ChangedFileIn */
+        ChangedFileIn: {
+            /**
+             * Status
+             * @description what the commit did to the file (git's rename detection: `git diff -M --name-status`)
+             */
+            status: components["schemas"]["ChangedFileInStatusEnum"];
+            /**
+             * Path
+             * @description the file's repository-relative path after the commit (a deletion: its path)
+             */
+            path: string;
+            /**
+             * Old Path
+             * @description a rename's path before the commit (required for renamed)
+             * @default
+             */
+            old_path?: string;
+            /**
+             * Hunks
+             * @description the changed line ranges in the OLD file's numbering (`git diff -U0`), which anchors were written against; for modified and renamed files
+             */
+            hunks?: components["schemas"]["HunkIn"][];
+            /**
+             * Symbols
+             * @description the functions and classes, dotted (`Parser.parse`), whose bodies the hunks touch, in the old or the new file; omitted (null) when the reporter could not read the file's language, and then an anchor's lines decide
+             * @default null
+             */
+            symbols?: string[] | null;
+        };
+        /** @enum {string} */
+        ChangedFileInStatusEnum: "added" | "modified" | "deleted" | "renamed";
         ClientTrustRequestRequest: {
             /** @description the OAuth client's id (Settings → Connected apps) */
             client_id: string;
@@ -1257,6 +1310,88 @@ export interface components {
             trusted: boolean;
             /** @description the client's pending memories without a flag that are trusted now (0 when the trust was taken back) */
             memories_cleared: number;
+        };
+        /**
+         * CodeChangedOut
+         * @description The flag of a memory whose anchored code changed (docs/code-memory.md#staleness).
+         */
+        CodeChangedOut: {
+            /**
+             * Commit
+             * @description the commit that changed it (the oldest, when several did)
+             */
+            commit: string;
+            /**
+             * Path
+             * @description the anchored file
+             */
+            path: string;
+            /**
+             * Symbol
+             * @description the anchored function or class, empty for lines or a whole file
+             */
+            symbol: string;
+            /**
+             * Changed At
+             * @description that commit's committer date
+             */
+            changed_at: string | null;
+        };
+        /** CodeChangesInput */
+        CodeChangesRequest: {
+            /**
+             * Repository
+             * @description the repository's git remote, in any spelling (normalised: github.com/acme/api)
+             */
+            repository: string;
+            /**
+             * Commit
+             * @description the commit's full git sha (40 or 64 hexadecimal digits)
+             */
+            commit: string;
+            /**
+             * Committed At
+             * Format: date-time
+             * @description the commit's committer date (ISO 8601; without a zone, UTC): only anchors older than it are flagged, so reports may come in any order
+             */
+            committed_at: string;
+            /**
+             * Files
+             * @description the files the commit changed against its first parent (at most 1000: send a larger commit in several reports)
+             */
+            files: components["schemas"]["ChangedFileIn"][];
+        };
+        /** CodeChangesOutput */
+        CodeChangesResponse: {
+            /**
+             * Repository
+             * @description the repository, normalised
+             */
+            repository: string;
+            /** Commit */
+            commit: string;
+            /**
+             * Code Changed
+             * @description memories with an anchor flagged code_changed by this report
+             */
+            code_changed: string[];
+            /**
+             * Deleted
+             * @description memories with an anchor whose file this commit deleted
+             */
+            deleted: string[];
+            /**
+             * Moved
+             * @description memories with an anchor moved to a renamed file's new path
+             */
+            moved: string[];
+            /**
+             * Already Reported
+             * @description this commit's files had been reported before: nothing changed
+             */
+            already_reported: boolean;
+            /** Message */
+            message: string;
         };
         /** CodeReportInput */
         CodeReportRequest: {
@@ -1775,6 +1910,19 @@ export interface components {
         };
         /** @enum {string} */
         HowEnum: "recorded" | "distilled" | "synthesised" | "pattern" | "promoted" | "imported" | "extracted";
+        /** HunkIn */
+        HunkIn: {
+            /**
+             * Start
+             * @description git's old-side start (`@@ -start,lines`): the first line replaced or removed
+             */
+            start: number;
+            /**
+             * Lines
+             * @description old lines replaced or removed; 0: lines were inserted after line `start`
+             */
+            lines: number;
+        };
         ImportRequestRequest: {
             /**
              * @description reasoningbank (this server's export), claude-md (a CLAUDE.md or memory markdown file) or mem0 (a mem0 export)
@@ -1991,6 +2139,7 @@ export interface components {
              *     * `duplicate` - says the same as another memory
              *     * `consolidated` - merged into a consolidated memory (set by consolidation runs)
              *     * `low_confidence` - confidence stayed below the prune threshold (set by the daily rollup)
+             *     * `code_deleted` - every file it is anchored to was deleted, past the grace period (set daily)
              */
             archived_reason: components["schemas"]["ArchiveReasonEnum"] | components["schemas"]["BlankEnum"];
             /** @description the consolidated memory it was merged into */
@@ -2046,6 +2195,7 @@ export interface components {
              *     * `duplicate` - says the same as another memory
              *     * `consolidated` - merged into a consolidated memory (set by consolidation runs)
              *     * `low_confidence` - confidence stayed below the prune threshold (set by the daily rollup)
+             *     * `code_deleted` - every file it is anchored to was deleted, past the grace period (set daily)
              * @default manual
              */
             reason?: components["schemas"]["ArchiveReasonEnum"];
@@ -2193,6 +2343,7 @@ export interface components {
              *     * `duplicate` - says the same as another memory
              *     * `consolidated` - merged into a consolidated memory (set by consolidation runs)
              *     * `low_confidence` - confidence stayed below the prune threshold (set by the daily rollup)
+             *     * `code_deleted` - every file it is anchored to was deleted, past the grace period (set daily)
              */
             archived_reason: components["schemas"]["ArchiveReasonEnum"] | components["schemas"]["BlankEnum"];
             /** @description the consolidated memory it was merged into */
@@ -3161,6 +3312,12 @@ export interface components {
              * @description deep search with a rewritten question only: every query that found this hit, `query` first
              */
             found_by?: string[];
+            /**
+             * Code Changed Factor
+             * @description SEARCH_CODE_CHANGED_FACTOR when an anchor's code changed since the memory was written (see `code_changed`), else 1: the score's last factor
+             * @default 1
+             */
+            code_changed_factor: number;
         };
         /**
          * SearchHitOut
@@ -3198,6 +3355,11 @@ export interface components {
              * @description near-identical memories folded into this result (same text, or embeddings ≥ 0.95 alike)
              */
             duplicates?: string[];
+            /**
+             * @description only when the code an anchor of this memory is about changed since it was written: verify it before relying on it (it ranks lower until a session that works in that code succeeds with it)
+             * @default null
+             */
+            code_changed?: components["schemas"]["CodeChangedOut"] | null;
             /** @default null */
             explain?: components["schemas"]["SearchExplanation"] | null;
             /** @description who wrote it, how, through which client, when; and whether it is trusted */
@@ -3300,7 +3462,7 @@ export interface components {
             paths_only?: boolean;
             /**
              * Inject
-             * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 191)
+             * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 205)
              * @default false
              */
             inject?: boolean;
@@ -4085,6 +4247,83 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    code_changes_report: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CodeChangesRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodeChangesResponse"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     connected_app_unsuspend: {
         parameters: {
             query?: never;

@@ -68,6 +68,8 @@ export type SessionSubmitResponse = Ok<"sessions_submit">;
 export type SessionDetail = Ok<"sessions_retrieve">;
 export type CodeReportRequest = JsonBody<"sessions_code_report">;
 export type CodeReportResponse = Ok<"sessions_code_report">;
+export type CodeChangesRequest = JsonBody<"code_changes_report">;
+export type CodeChangesResponse = Ok<"code_changes_report">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -357,6 +359,10 @@ export class ReasoningBank {
 
   sessionCodeReport(body: CodeReportRequest, options?: RequestOptions): Promise<CodeReportResponse> {
     return this.json({ method: "POST", path: "/api/v1/sessions/code-report", json: body, idempotent: true }, options);
+  }
+
+  codeChangesReport(body: CodeChangesRequest, options?: RequestOptions): Promise<CodeChangesResponse> {
+    return this.json({ method: "POST", path: "/api/v1/code/changes", json: body, idempotent: true }, options);
   }
 
   consolidate(body: ConsolidateRequest = {}, options?: RequestOptions): Promise<ConsolidateResponse> {

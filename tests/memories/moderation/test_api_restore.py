@@ -62,6 +62,7 @@ def test_the_schema_lists_the_archive_reasons_with_their_meaning(api_client, db)
 
     assert enum_ref.endswith("/ArchiveReasonEnum")
     enum = schema["components"]["schemas"]["ArchiveReasonEnum"]
-    assert set(enum["enum"]) == {"manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence"}
+    reasons = {"manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence", "code_deleted"}
+    assert set(enum["enum"]) == reasons
     assert "no longer true" in enum["description"]
     assert "409" in schema["paths"]["/api/v1/memories/{memory_id}/restore"]["post"]["responses"]

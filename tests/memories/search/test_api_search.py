@@ -33,6 +33,7 @@ SCORE_KEYS = {
     "neighbour",
     "neighbour_relevance",
     "path_boost",
+    "code_changed_factor",
 }
 
 

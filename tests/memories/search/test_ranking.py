@@ -13,6 +13,7 @@ from memories.search.ranking import (
     LegScores,
     ScoreBreakdown,
     bm25_idf,
+    code_changed_apply,
     estimate_tokens,
     leg_ranks,
     recency_boost,
@@ -98,7 +99,19 @@ def test_the_breakdown_carries_every_factor() -> None:
         "neighbour": None,
         "neighbour_relevance": 0.0,
         "path_boost": 1.0,  # set by search when it names paths (memories.code.paths)
+        "code_changed_factor": 1.0,  # nothing it is anchored to changed (code_changed_apply)
     }
+
+
+def test_a_memory_whose_code_changed_scores_the_factor_times_less_and_the_breakdown_says_so() -> None:
+    plain = _score(relevance=0.7, confidence=0.6, days_since_used=0.0, scope="project")
+    flagged = code_changed_apply(plain, 0.7)
+    assert flagged.code_changed_factor == 0.7
+    assert flagged.score == pytest.approx(plain.score * 0.7)
+    assert flagged.relevance == plain.relevance and flagged.confidence == plain.confidence
+    assert code_changed_apply(flagged, 0.7).score == pytest.approx(plain.score * 0.7)  # applied once, not twice
+    with pytest.raises(ValueError):
+        code_changed_apply(plain, 0.0)
 
 
 def test_scope_weights_are_the_documented_ones_and_prefer_nearer_scopes() -> None:

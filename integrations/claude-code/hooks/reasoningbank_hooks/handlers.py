@@ -4,7 +4,9 @@ event and how its transcript reads):
     session-start   the project's memory block (memory_context), its memories noted in the session's ledger
     prompt          the few memories new to this session that fit the prompt (memory_search with ``inject``),
                     framed as data by the service, within the token cap
-    capture         the transcript queued for distillation (session_submit) and handed to the detached sender
+    capture         the transcript queued for distillation (session_submit) and handed to the detached sender,
+                    with what the session's commits changed (commits.py; the working tree's HEAD is noted
+                    at session start)
 
 The start and prompt handlers tell the user once a session when memory is off (their own call refused or
 out of reach, or the sender's last capture refused) and start the sender when earlier captures still wait.
@@ -16,7 +18,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from . import budget, service
+from . import budget, commits, service
 from .agents.base import CAPTURE, PROMPT, SESSION_START, Adapter, Outcome
 from .errors import HookError
 
@@ -26,6 +28,10 @@ Handler = Callable[[Adapter, dict[str, Any]], Outcome]
 
 
 def session_start(agent: Adapter, event: dict[str, Any]) -> Outcome:
+    try:  # where the session's commits will start from (docs/code-memory.md#staleness)
+        commits.head_note(agent.session_key(event), commits.cwd_of(event))
+    except OSError:
+        pass  # no state directory: the session's commits go unreported, memory works all the same
     if event.get("source") in agent.skipped_start_sources:
         return Outcome()
     return asked(agent, event, context_block)
@@ -109,6 +115,10 @@ def capture(agent: Adapter, event: dict[str, Any]) -> Outcome:
     if messages < budget.capture_min_messages():
         return Outcome()
     body = {"session_id": key, "trace": trace, "trace_format": agent.trace_format, "partial": not agent.is_final(event)}
+    try:  # queued first: the sender posts them before the submission, which may end the session
+        commits.commits_queue(key, service.credential_checked(), agent.name)
+    except OSError:
+        pass  # as hand_off below will say, the queue cannot be written
     service.hand_off(body, agent.name, agent.user_agent)
     return Outcome()
 
