@@ -16,3 +16,7 @@ memories_archived = Signal()
 # was written and never approved before: it enters the bank now, rather than coming back after an edit or
 # a restore put it in quarantine); webhooks listen (memory.created)
 memory_approved = Signal()
+
+# sent inside the transaction that stores what one round of a session's distillation made: kwargs session,
+# memories (those created); seeding from history anchors them to the commits they cite (memories/code)
+session_memories_distilled = Signal()
