@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from memories.code.anchors import repository_normalise
 from memories.sessions.transcripts import Converted, cut, json_lines
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py)
@@ -46,6 +47,16 @@ class TraceCommit:
     sha: str
     subject: str = ""
     files: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (status, path, symbols)
+
+
+def repository_of(text: str) -> str:
+    """A repository named by its remote in any spelling, or already normalised (``host/owner/name``, the
+    host with a dot); "" for anything else."""
+    remote = repository_normalise(text)
+    if remote:
+        return remote
+    guess = repository_normalise(f"https://{text.strip()}")
+    return guess if guess.count("/") >= 2 and "." in guess.split("/", 1)[0] else ""
 
 
 def git_log_convert(text: str) -> Converted:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count
 
 from accounts.access import Principal
-from memories.code.anchors import repository_normalise
+from memories.code.history_trace import repository_of
 from memories.core.selectors import project_target
 from memories.models import AgentSession, HistorySeed, Memory, SeededCommit
 from reasoningbank.errors import InvalidInput, NotFound
@@ -27,9 +27,10 @@ class SeedProgress:
 
 def history_seed_get(principal: Principal, *, project: str | None, repository: str) -> HistorySeed | None:
     """The seeding of ``repository`` into the project the token names (or reaches alone), if one began."""
-    remote = repository_normalise(repository)
+    remote = repository_of(repository)
     if not remote:
-        raise InvalidInput("repository is required: the repository's git remote", field="repository")
+        raise InvalidInput("repository must be the repository's git remote (e.g. github.com/acme/api)",
+                           field="repository")  # fmt: skip
     target = project_target(principal, project)
     return HistorySeed.objects.filter(organization=principal.organization, project=target, repository=remote).first()
 
@@ -38,7 +39,7 @@ def history_seed_progress(principal: Principal, *, project: str | None, reposito
     """The seeding's state; a repository never seeded into the project is a 404 naming it."""
     seed = history_seed_get(principal, project=project, repository=repository)
     if seed is None:
-        raise NotFound(f"no history of {repository_normalise(repository)} was seeded into this project")
+        raise NotFound(f"no history of {repository.strip()[:300]} was seeded into this project")
     sessions = AgentSession.objects.filter(
         organization=principal.organization,
         pk__in=SeededCommit.objects.filter(seed=seed, session__isnull=False).values("session_id"),

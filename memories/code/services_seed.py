@@ -26,7 +26,6 @@ from django.utils import timezone
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.selectors import PriceTable
-from memories.code.anchors import repository_normalise
 from memories.code.history import history_batches
 from memories.code.history_trace import (
     HEADER,
@@ -34,6 +33,7 @@ from memories.code.history_trace import (
     commit_anchors,
     git_log_convert,
     memory_commits,
+    repository_of,
     trace_commits,
 )
 from memories.core.selectors import project_target
@@ -107,10 +107,7 @@ def history_seed_submit(
     project, or with ``dry_run`` say only what it would submit and cost."""
     if not principal.has_scope(SCOPE_MEMORIES_WRITE):
         raise Forbidden(f"seeding from history needs the '{SCOPE_MEMORIES_WRITE}' scope")
-    remote = repository_normalise(repository)
-    if not remote:
-        raise InvalidInput("repository is required: the repository's git remote (e.g. github.com/acme/api)",
-                           field="repository")  # fmt: skip
+    remote = history_repository(repository)
     target = project_target(principal, project)
     seed = HistorySeed.objects.filter(organization=principal.organization, project=target, repository=remote).first()
     known = set()
@@ -162,6 +159,18 @@ def history_seed_submit(
         memories_added_notify(target, len(result.episodic))
     result.seed = seed
     return result
+
+
+def history_repository(text: str) -> str:
+    """A repository named by its remote in any spelling, or already normalised (``host/owner/name``);
+    anything else is a 400 naming the fix."""
+    remote = repository_of(text)
+    if not remote:
+        raise InvalidInput(
+            "repository must be the repository's git remote (e.g. git@github.com:acme/api.git or github.com/acme/api)",
+            field="repository",
+        )
+    return remote
 
 
 def history_trace_text(repository: str, commits: Sequence[dict[str, Any]]) -> str:
@@ -296,4 +305,4 @@ def _header_repository(trace: str) -> str:
     marker = " of "
     if marker not in first:
         return ""
-    return repository_normalise(first.split(marker, 1)[1].split(",", 1)[0])
+    return repository_of(first.split(marker, 1)[1].split(",", 1)[0])
