@@ -68,6 +68,10 @@ export type SessionSubmitResponse = Ok<"sessions_submit">;
 export type SessionDetail = Ok<"sessions_retrieve">;
 export type CodeReportRequest = JsonBody<"sessions_code_report">;
 export type CodeReportResponse = Ok<"sessions_code_report">;
+export type HistorySeedRequest = JsonBody<"code_history_seed">;
+export type HistorySeedResponse = components["schemas"]["HistorySeedResponse"];
+export type HistoryProgressResponse = Ok<"code_history_progress">;
+export type HistoryProgressQuery = Query<"code_history_progress">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -357,6 +361,16 @@ export class ReasoningBank {
 
   sessionCodeReport(body: CodeReportRequest, options?: RequestOptions): Promise<CodeReportResponse> {
     return this.json({ method: "POST", path: "/api/v1/sessions/code-report", json: body, idempotent: true }, options);
+  }
+
+  /** Seed the bank with commits read from a repository's git log (docs/code-memory.md#seeding-from-history). */
+  historySeed(body: HistorySeedRequest, options?: RequestOptions): Promise<HistorySeedResponse> {
+    return this.json({ method: "POST", path: "/api/v1/code/history", json: body, idempotent: true }, options);
+  }
+
+  /** How far a repository's seeding got: the last commit read, the batches by distillation status. */
+  historyProgress(query: HistoryProgressQuery, options?: RequestOptions): Promise<HistoryProgressResponse> {
+    return this.json({ method: "GET", path: "/api/v1/code/history", query, idempotent: true }, options);
   }
 
   consolidate(body: ConsolidateRequest = {}, options?: RequestOptions): Promise<ConsolidateResponse> {
