@@ -156,7 +156,8 @@ def _patch_parse(text: str) -> list[dict[str, Any]]:
         elif line.startswith("+++ b/"):
             current["path"] = line[6:]
         elif line.startswith("@@"):
-            name = symbol_of(HUNK.match(line).group(1) if HUNK.match(line) else "")
+            header = HUNK.match(line)
+            name = symbol_of(header.group(1) if header else "")
             if name and name not in current["symbols"] and len(current["symbols"]) < SYMBOLS_MAX:
                 current["symbols"].append(name)
     return files

@@ -44,12 +44,12 @@ from memories.sessions.prompts import DISTILL_SYSTEM_PROMPT, build_extraction_pr
 from memories.sessions.services import session_submit
 from memories.sessions.transcripts import GIT_LOG, cut
 from reasoningbank.ai.budget import call_cost_of
-from reasoningbank.ai.budget_rules import MESSAGE_OVERHEAD_TOKENS
 from reasoningbank.ai.llm import llm_from_settings, tokens_estimate
 from reasoningbank.errors import Forbidden, InvalidInput
 
 logger = logging.getLogger(__name__)
 
+MESSAGE_OVERHEAD_TOKENS = 32  # the chat format's tokens the budget check counts on a call (budget_rules.py)
 DISTILL_MAX_TOKENS = 2048  # what llm_complete gives a distillation call (memories/sessions/services.py)
 BODY_MAX = 4000  # a commit body kept in the submitted trace (the compact trace cuts it further)
 FILES_MAX = 200  # of one commit in the submitted trace (its compact form shows fewer): a vendored tree is not news
