@@ -15,7 +15,8 @@ class HistorySeed(models.Model):
     """One repository's seeding into one project: the newest commit it read and what it produced."""
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="history_seeds")
+    # the composite keys below (SameOrganization) are the database's references
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="history_seeds", db_constraint=False)
     # the normalised git remote (memories.code.anchors.repository_normalise)
     repository = models.CharField(max_length=300)
     last_commit = models.CharField(max_length=64, blank=True, default="", help_text="the newest commit read")
@@ -40,7 +41,7 @@ class SeededCommit(models.Model):
     """A commit a seeding handed in, with the session (batch) it went into."""
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
-    seed = models.ForeignKey(HistorySeed, on_delete=models.CASCADE, related_name="seeded_commits")
+    seed = models.ForeignKey(HistorySeed, on_delete=models.CASCADE, related_name="seeded_commits", db_constraint=False)
     sha = models.CharField(max_length=64)
     session = models.ForeignKey(
         "memories.AgentSession", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_constraint=False

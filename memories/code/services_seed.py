@@ -26,6 +26,7 @@ from django.utils import timezone
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.selectors import PriceTable
+from memories.code.anchors import PATH_MAX, SYMBOL_MAX, path_normalise
 from memories.code.history import history_batches
 from memories.code.history_trace import (
     HEADER,
@@ -271,12 +272,12 @@ def anchors_create(memory: Memory, repository: str, anchors: Sequence[dict[str, 
             organization_id=memory.organization_id,
             memory=memory,
             repository=repository,
-            path=anchor["path"][:1000],
-            symbol=anchor.get("symbol", "")[:300],
+            path=path_normalise(anchor["path"])[:PATH_MAX],
+            symbol=anchor.get("symbol", "")[:SYMBOL_MAX],
             commit=anchor.get("commit", "")[:64],
         )
         for anchor in anchors
-        if anchor.get("path")
+        if path_normalise(anchor.get("path", ""))
     ]
     return MemoryAnchor.objects.bulk_create(rows)
 

@@ -6,8 +6,8 @@ history again when a force-push dropped that one)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from . import git_history
@@ -16,12 +16,12 @@ COMMITS_MAX = 500  # the service's limit per request
 
 
 def history_commits(
-    repo: str | Path,
+    repo: str | os.PathLike[str],
     *,
     last_commit: str = "",
     since: str = "",
     max_commits: int = 0,
-    prs: str | Path | None = None,
+    prs: str | os.PathLike[str] | None = None,
     symbols: bool = True,
 ) -> list[dict[str, Any]]:
     """The commits to seed: after ``since``, else after ``last_commit`` while it is still in the history."""

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from pydantic import ValidationError
@@ -33,6 +34,13 @@ from reasoningbank.errors import NotFound, ServiceError
 UNFINISHED = ("queued", "running")
 
 
+def text_open(path: str) -> IO[str]:
+    """A UTF-8 text file, gzip-compressed when its name ends in ``.gz`` (an exported history is large)."""
+    if not Path(path).is_file():
+        raise CommandError(f"no file {path!r}")
+    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else Path(path).open(encoding="utf-8")
+
+
 class Command(BaseCommand):
     # Django's system checks load every URL and view first; migrate runs them at every start (docs/commands.md#start-up)
     requires_system_checks: list[str] = []
@@ -48,7 +56,7 @@ class Command(BaseCommand):
         parser.add_argument("--project", default=None, help="the project's slug (required when the org has several)")
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--repo", help="a git working tree or bare repository on this machine")
-        source.add_argument("--log", help="an exported history instead: JSON Lines, one commit a line")
+        source.add_argument("--log", help="an exported history instead: JSON Lines, one commit a line (.gz too)")
         parser.add_argument("--repository", default="", help="its remote (default: the repository's origin)")
         parser.add_argument("--since", default="", help="read the commits after this one (default: after the last "
                             "one seeded, or all of them)")  # fmt: skip
@@ -79,7 +87,7 @@ class Command(BaseCommand):
             return
         pulls = {}
         if options["prs"]:
-            with Path(options["prs"]).open(encoding="utf-8") as handle:
+            with text_open(options["prs"]) as handle:
                 pulls = pull_requests_read(handle)
         history_chains(commits, pulls)
         outputs = self._submit(principal, options, repository, commits)
@@ -93,7 +101,7 @@ class Command(BaseCommand):
             if not remote:
                 raise CommandError("the repository has no remote: name it with --repository (e.g. github.com/acme/api)")
             return remote
-        with Path(options["log"]).open(encoding="utf-8") as handle:
+        with text_open(options["log"]) as handle:
             first = handle.readline()
         try:
             named = json.loads(first).get("repo") if first.strip() else ""
@@ -116,7 +124,7 @@ class Command(BaseCommand):
                 )
             except GitError as exc:
                 raise CommandError(f"git could not read {options['repo']}: {exc}") from None
-        with Path(options["log"]).open(encoding="utf-8") as handle:
+        with text_open(options["log"]) as handle:
             commits = history_jsonl_read(handle)
         shas = [c["sha"] for c in commits]
         after = since or last

@@ -4,6 +4,7 @@ between organizations."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +14,13 @@ from memories.code.history import history_chains, history_jsonl_read
 from memories.models import AgentSession, HistorySeed, Memory, SeededCommit
 
 URL = "/api/v1/code/history"
-SLICE = Path(__file__).parent / "git_history" / "pallets-click-slice.jsonl"
+SLICE = Path(__file__).parent / "git_history" / "pallets-click-slice.jsonl.gz"
 REMOTE = "git@github.com:pallets/click.git"
 pytestmark = pytest.mark.django_db
 
 
 def commits(count: int = 30) -> list[dict[str, Any]]:
-    with SLICE.open() as handle:
+    with gzip.open(SLICE, "rt") as handle:
         read = history_jsonl_read(handle)
     history_chains(read)
     return read[:count]
@@ -75,7 +76,7 @@ def test_bad_input_is_a_4xx_naming_the_field_and_nothing_is_written(alice: Any) 
     assert not AgentSession.objects.exists() and not Memory.objects.exists()
 
 
-def test_a_read_only_token_reads_the_progress_but_cannot_seed(cast: Any, alice: Any, token_client: Any) -> None:
+def test_a_read_only_token_reads_the_progress_but_cannot_submit_commits(cast: Any, alice: Any, token_client: Any) -> None:
     alice.post(URL, {"repository": REMOTE, "commits": commits(3)}, format="json")
     reader = token_client(cast.org_a, scopes=["memories:read"], projects=[cast.project_a])
     assert reader.post(URL, {"repository": REMOTE, "commits": commits(3)}, format="json").status_code == 403

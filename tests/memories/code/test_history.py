@@ -4,6 +4,7 @@ for its commits, paths, renames and touched symbols, with its fix and revert cha
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 from pathlib import Path
@@ -22,7 +23,7 @@ from memories.code.history import (
 )
 
 ROOT = Path(__file__).resolve().parents[3]
-SLICE = Path(__file__).parent / "git_history" / "pallets-click-slice.jsonl"
+SLICE = Path(__file__).parent / "git_history" / "pallets-click-slice.jsonl.gz"
 COPIES = [
     ROOT / "clients/python/reasoningbank_client/git_history.py",
     ROOT / "integrations/claude-code/scripts/reasoningbank_git_history.py",
@@ -128,7 +129,7 @@ def test_a_revert_names_its_commit_and_a_fix_mends_the_last_commit_that_touched_
 
 
 def test_the_shipped_slice_reads_as_an_exported_history_with_its_revert_chain() -> None:
-    with SLICE.open() as handle:
+    with gzip.open(SLICE, "rt") as handle:
         commits = history_jsonl_read(handle)
     assert len(commits) == 30
     history_chains(commits)
@@ -142,7 +143,7 @@ def test_the_shipped_slice_reads_as_an_exported_history_with_its_revert_chain() 
 
 
 def test_pull_requests_are_read_by_merge_commit_and_attached_to_it(tmp_path: Path) -> None:
-    with SLICE.open() as handle:
+    with gzip.open(SLICE, "rt") as handle:
         commits = history_jsonl_read(handle)
     merge = next(c for c in commits if len(c["parents"]) > 1)
     lines = [json.dumps({"number": 3224, "title": "Hide UNSET", "body": "Closes #3145", "merge_commit": merge["sha"]})]

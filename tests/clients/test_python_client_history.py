@@ -67,7 +67,7 @@ def bank(cast: Any, make_token: Any) -> Any:
         yield client
 
 
-def test_seed_from_git_reads_the_local_log_estimates_seeds_and_re_runs_with_new_commits_only(
+def test_the_sdk_reads_the_local_log_estimates_fills_the_bank_and_re_runs_with_new_commits_only(
     cast: Any, bank: Any, repo: Path
 ) -> None:
     dry = bank.seed_from_git(repo, dry_run=True)

@@ -6,6 +6,7 @@ commit message carrying a prompt injection quarantined like any other write."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import subprocess
@@ -29,14 +30,14 @@ from reasoningbank.models import LlmPrice
 from tests.fakes import memory_block
 from tests.mocked_provider import provider_mocked
 
-SLICE = Path(__file__).parent / "git_history" / "pallets-click-slice.jsonl"
+SLICE = Path(__file__).parent / "git_history" / "pallets-click-slice.jsonl.gz"
 REPOSITORY = "github.com/pallets/click"
 REVERTED, REVERT = "6c4a77ba24854dab793a8ff72110a0a24c403c9f", "bb7be1f6"
 pytestmark = pytest.mark.django_db
 
 
 def slice_commits() -> list[dict[str, Any]]:
-    with SLICE.open() as handle:
+    with gzip.open(SLICE, "rt") as handle:
         return history_jsonl_read(handle)
 
 
@@ -102,7 +103,7 @@ def test_the_dry_run_prints_commits_batches_and_the_budget_and_writes_nothing(ca
 
 
 def test_a_re_run_reads_only_the_commits_after_the_last_one_seeded(cast: Any, tmp_path: Path) -> None:
-    lines = SLICE.read_text().splitlines()
+    lines = gzip.open(SLICE, "rt").read().splitlines()
     first = tmp_path / "first.jsonl"
     first.write_text("\n".join(lines[:20]) + "\n")
     seed(log=first)
