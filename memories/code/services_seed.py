@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -116,7 +117,7 @@ def history_seed_submit(
         shas = [c["sha"] for c in commits]
         known = set(SeededCommit.objects.filter(seed=seed, sha__in=shas).values_list("sha", flat=True))
     fresh = [c for c in commits if c["sha"] not in known]
-    batches = list(history_batches(fresh, batch_size))
+    batches = [part for batch in history_batches(fresh, batch_size) for part in _batch_fitted(remote, batch)]
     traces = [history_trace_text(remote, batch) for batch in batches]
     waiting = llm_from_settings().provider == "none"
     result = SeedResult(
@@ -172,6 +173,18 @@ def history_repository(text: str) -> str:
             field="repository",
         )
     return remote
+
+
+def _batch_fitted(repository: str, batch: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """``batch`` halved until each part's trace is within ``SESSION_TRACE_MAX_BYTES`` (commits with long
+    bodies or thousands of files); a commit too large alone keeps its head: the compact trace would cut it."""
+    if len(history_trace_text(repository, batch).encode("utf-8")) <= settings.SESSION_TRACE_MAX_BYTES:
+        return [batch]
+    if len(batch) == 1:
+        commit = batch[0]
+        return [[{**commit, "body": cut(str(commit.get("body") or ""), 1000), "files": commit["files"][:30]}]]
+    half = len(batch) // 2
+    return _batch_fitted(repository, batch[:half]) + _batch_fitted(repository, batch[half:])
 
 
 def history_trace_text(repository: str, commits: Sequence[dict[str, Any]]) -> str:

@@ -17,7 +17,7 @@ import httpx
 
 from reasoningbank_client import models
 from reasoningbank_client.errors import REQUEST_ID_HEADER, ReasoningBankError, connection_failed, error_from
-from reasoningbank_client import seeding
+from reasoningbank_client import git_history, seeding
 from reasoningbank_client.errors import NotFound
 from reasoningbank_client.operations import (
     Call,
@@ -303,7 +303,7 @@ class ReasoningBank:
         (docs/sdks.md#seeding-from-git-history): the commits after the last one seeded (all of them the first
         time, or after a force-push), posted in requests of 500; each answer says what it submitted, skipped
         and will cost. ``dry_run``: nothing is submitted, the answers carry the estimate."""
-        remote = repository or seeding.git_history.git_remote(str(repo))
+        remote = repository or git_history.git_remote(str(repo))
         if not remote:
             raise ValueError(f"{repo} has no git remote: pass repository= (e.g. github.com/acme/api)")
         try:

@@ -213,3 +213,12 @@ def test_a_repository_without_a_remote_is_refused_naming_the_fix(cast: Any, tmp_
     subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True)
     with pytest.raises(CommandError, match="--repository"):
         call_command("memories_seed_from_git", "--org", "acme", "--project", "web-app", "--repo", str(repo))
+
+
+def test_a_batch_larger_than_a_session_trace_may_be_is_split_and_nothing_is_lost(cast: Any, settings: Any) -> None:
+    settings.SESSION_TRACE_MAX_BYTES = 8 * 1024
+    out = seed("--batch-size", "30")
+    sessions = AgentSession.objects.filter(project=cast.project_a)
+    assert sessions.count() > 1 and f"{sessions.count()} batch(es) submitted" in out
+    assert all(len(s.trace.encode()) <= 8 * 1024 for s in sessions)
+    assert SeededCommit.objects.filter(session__isnull=False).count() == 30
