@@ -52,7 +52,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
-def test_the_script_estimates_then_seeds_then_finds_nothing_new(
+def test_the_script_estimates_then_submits_then_finds_nothing_new(
     transactional_db: Any, cast: Any, make_token: Any, live_server: Any, repo: Path
 ) -> None:
     raw, _ = make_token(cast.org_a, projects=[cast.project_a])
