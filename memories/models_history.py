@@ -30,7 +30,9 @@ class HistorySeed(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["id", "organization"], name="historyseed_id_org_unique"),
             SameOrganization(field="project", name="historyseed_project_same_org"),
-            models.UniqueConstraint(fields=["organization", "project", "repository"], name="historyseed_one_per_repository"),
+            models.UniqueConstraint(
+                fields=["organization", "project", "repository"], name="historyseed_one_per_repository"
+            ),
         ]
 
     def __str__(self) -> str:

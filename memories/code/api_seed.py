@@ -54,11 +54,21 @@ class HistorySeedView(OrgAPIView):
             "seeded into the project is a 404. Needs `memories:read`."
         ),
         parameters=[
-            OpenApiParameter("repository", str, OpenApiParameter.QUERY, required=True,
-                             description="the repository's git remote, any spelling"),
-            OpenApiParameter("project", str, OpenApiParameter.QUERY, required=False,
-                             description="the project's slug (required when the token reaches several)"),
-        ],  # fmt: skip
+            OpenApiParameter(
+                "repository",
+                str,
+                OpenApiParameter.QUERY,
+                required=True,
+                description="the repository's git remote, any spelling",
+            ),
+            OpenApiParameter(
+                "project",
+                str,
+                OpenApiParameter.QUERY,
+                required=False,
+                description="the project's slug (required when the token reaches several)",
+            ),
+        ],
         responses={200: c.HistoryProgressOutput, **error_responses(400, 401, 403, 404)},
     )
     def get(self, request: Request) -> Response:

@@ -81,9 +81,9 @@ class HistorySeedInput(Contract):
         ),
     ]
     project: Project = None
-    batch_size: Annotated[
-        int, Field(ge=1, le=100, description="commits per distillation batch (one session each)")
-    ] = 20
+    batch_size: Annotated[int, Field(ge=1, le=100, description="commits per distillation batch (one session each)")] = (
+        20
+    )
     dry_run: Annotated[
         bool, Field(description="true: submit nothing, answer how many batches it would make and their LLM estimate")
     ] = False

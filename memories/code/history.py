@@ -104,7 +104,7 @@ def git_log_parse(text: str) -> list[dict[str, Any]]:
     commits = []
     for record in text.split(RECORD)[1:]:
         head, _, changes = record.partition(END)
-        sha, parents, date, author, message = (head.split(FIELD, 4) + ["", "", "", ""])[:5]
+        sha, parents, date, author, message = [*head.split(FIELD, 4), "", "", "", ""][:5]
         subject, _, body = message.strip().partition("\n")
         commit: dict[str, Any] = {
             "sha": sha.strip(),
@@ -142,7 +142,7 @@ def _patch_parse(text: str) -> list[dict[str, Any]]:
         if line.startswith("diff --git "):
             current = {"path": _diff_path(line), "status": "M", "old_path": "", "symbols": []}
             files.append(current)
-        elif current is None or line[:1] in ("+", "-", " ", "\\") and not line.startswith(("+++ ", "--- ")):
+        elif current is None or (line[:1] in ("+", "-", " ", "\\") and not line.startswith(("+++ ", "--- "))):
             continue  # the changed lines themselves
         elif line.startswith("new file mode"):
             current["status"] = "A"
@@ -183,7 +183,7 @@ def symbol_of(context: str | None) -> str:
 
 def history_jsonl_read(lines: Iterable[str]) -> list[dict[str, Any]]:
     """An exported history, one commit a line, in this module's shape — or with ``hunks`` whose ``context``
-    names the symbol (or the line defining it) instead of ``symbols`` (the shape of docs/code-memory.md#seeding-from-history's export)."""
+    names the symbol (or the line defining it) instead of ``symbols``: docs/code-memory.md#seeding-from-history."""
     commits = []
     for line in lines:
         if not line.strip():

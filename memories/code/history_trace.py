@@ -105,7 +105,9 @@ def commit_lines(commit: dict[str, Any]) -> list[str]:
         old = _one_line(str(change.get("old_path") or ""))
         where = f"{old} -> {path}" if old and old != path else path
         names = [_one_line(str(name)) for name in change.get("symbols") or [] if str(name).strip()]
-        lines.append(f"  - {str(change.get('status') or 'M')[:1]} {where}" + (f" @ {', '.join(names)}" if names else ""))
+        lines.append(
+            f"  - {str(change.get('status') or 'M')[:1]} {where}" + (f" @ {', '.join(names)}" if names else "")
+        )
     if len(files) > FILES_MAX:
         lines.append(f"  ({len(files) - FILES_MAX} more files)")
     if commit.get("reverts"):

@@ -39,8 +39,13 @@ from memories.code.history_trace import (
     trace_commits,
 )
 from memories.core.selectors import project_target
-from memories.core.services import MemoryDraft, memories_added_notify, memories_create, memory_gate
-from memories.core.services import memory_rejection_record
+from memories.core.services import (
+    MemoryDraft,
+    memories_added_notify,
+    memories_create,
+    memory_gate,
+    memory_rejection_record,
+)
 from memories.models import AgentSession, HistorySeed, Memory, MemoryAnchor, SeededCommit
 from memories.sessions.prompts import DISTILL_SYSTEM_PROMPT, build_extraction_prompt
 from memories.sessions.services import session_submit
@@ -248,7 +253,7 @@ def _episodic_create(
             sha=commit["sha"],
             files=[(str(f.get("status") or "M"), f["path"], list(f.get("symbols") or [])) for f in commit["files"]],
         )
-        anchors_create(memory, repository, commit_anchors([trace]))
+        history_anchors_create(memory, repository, commit_anchors([trace]))
         made.append(memory)
     return made, gated
 
@@ -277,7 +282,7 @@ def _commit_draft(commit: dict[str, Any]) -> MemoryDraft:
 # --- anchors -------------------------------------------------------------------------------------
 
 
-def anchors_create(memory: Memory, repository: str, anchors: Sequence[dict[str, str]]) -> list[MemoryAnchor]:
+def history_anchors_create(memory: Memory, repository: str, anchors: Sequence[dict[str, str]]) -> list[MemoryAnchor]:
     """Store ``anchors`` (``{path, symbol, commit}``) on ``memory``. The one place seeding writes anchors:
     it becomes a call of the anchors' own write service once that exists."""
     rows = [
@@ -306,7 +311,7 @@ def history_distilled_anchor(session: AgentSession, memories: Sequence[Memory]) 
     count = 0
     for memory in memories:
         found = memory_commits(f"{memory.title}\n{memory.description}\n{memory.content}", commits)
-        count += len(anchors_create(memory, repository, commit_anchors(found)))
+        count += len(history_anchors_create(memory, repository, commit_anchors(found)))
     return count
 
 

@@ -1,6 +1,7 @@
 """The Python client's ``seed_from_git`` (docs/sdks.md#seeding-from-git-history) against the real service
-(its requests handed to Django's test client in this process, the test database behind it): a real repository's log read on the
-client's side, the dry run, the seeding, and a re-run that sends only the new commit."""
+(its requests handed to Django's test client in this process, the test database behind it): a real
+repository's log read on the client's side, the dry run, the seeding, and a re-run that sends only the new
+commit."""
 
 from __future__ import annotations
 

@@ -15,10 +15,8 @@ from typing import Any, Unpack, cast
 import anyio
 import httpx
 
-from reasoningbank_client import models
-from reasoningbank_client.errors import REQUEST_ID_HEADER, ReasoningBankError, connection_failed, error_from
-from reasoningbank_client import git_history, seeding
-from reasoningbank_client.errors import NotFound
+from reasoningbank_client import git_history, models, seeding
+from reasoningbank_client.errors import REQUEST_ID_HEADER, NotFound, ReasoningBankError, connection_failed, error_from
 from reasoningbank_client.operations import (
     Call,
     call_for,

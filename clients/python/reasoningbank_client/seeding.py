@@ -42,6 +42,5 @@ def seed_requests(
 ) -> list[Any]:
     """Post ``commits`` in requests of ``COMMITS_MAX``, each ``base`` plus its commits; the answers in order."""
     return [
-        post({**base, "commits": commits[start : start + COMMITS_MAX]})
-        for start in range(0, len(commits), COMMITS_MAX)
+        post({**base, "commits": commits[start : start + COMMITS_MAX]}) for start in range(0, len(commits), COMMITS_MAX)
     ]

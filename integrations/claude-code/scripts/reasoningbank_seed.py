@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import reasoningbank_git_history as history  # noqa: E402  (shipped beside this script)
+import reasoningbank_git_history as history
 
 PATH = "/api/v1/code/history"
 COMMITS_MAX = 500  # per request: the service's limit

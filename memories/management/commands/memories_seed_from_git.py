@@ -66,7 +66,9 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=20, help="commits per distillation batch (1-100)")
         parser.add_argument("--no-symbols", action="store_true", help="read changed paths only (faster on a huge "
                             "history)")  # fmt: skip
-        parser.add_argument("--dry-run", action="store_true", help="print what it would submit and cost; submit nothing")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="print what it would submit and cost; submit nothing"
+        )
         parser.add_argument("--wait", type=float, default=0, help="then follow the distillation up to this many "
                             "seconds, printing the batches distilled")  # fmt: skip
         parser.add_argument("--status", action="store_true", help="print how far the seeding got; read nothing")
@@ -170,7 +172,9 @@ class Command(BaseCommand):
         cost = (
             f", ≈ {sum(float(c) for c in costs):.4f} {last.estimate.currency}"
             if costs and len(costs) == len(outputs) and batches
-            else " (no price for this model in the LLM price table)" if llm != "none" and batches else ""
+            else " (no price for this model in the LLM price table)"
+            if llm != "none" and batches
+            else ""
         )
         self.stdout.write(f"{'Dry run: ' if dry_run else ''}{received} commit(s) read, {skipped} already seeded")
         self.stdout.write(

@@ -76,7 +76,9 @@ def test_bad_input_is_a_4xx_naming_the_field_and_nothing_is_written(alice: Any) 
     assert not AgentSession.objects.exists() and not Memory.objects.exists()
 
 
-def test_a_read_only_token_reads_the_progress_but_cannot_submit_commits(cast: Any, alice: Any, token_client: Any) -> None:
+def test_a_read_only_token_reads_the_progress_but_cannot_submit_commits(
+    cast: Any, alice: Any, token_client: Any
+) -> None:
     alice.post(URL, {"repository": REMOTE, "commits": commits(3)}, format="json")
     reader = token_client(cast.org_a, scopes=["memories:read"], projects=[cast.project_a])
     assert reader.post(URL, {"repository": REMOTE, "commits": commits(3)}, format="json").status_code == 403

@@ -29,14 +29,14 @@ COPIES = [
     ROOT / "integrations/claude-code/scripts/reasoningbank_git_history.py",
 ]
 
-PARSER_V1 = '''class Parser:
+PARSER_V1 = """class Parser:
     def parse(self, text):
         return text.split(",")
 
 
 def helper(value):
     return value * 2
-'''
+"""
 PARSER_V2 = PARSER_V1.replace('text.split(",")', 'text.split(";")')
 PARSER_V3 = PARSER_V2.replace("value * 2", "value * 3")
 
@@ -85,9 +85,7 @@ def test_a_git_log_is_read_oldest_first_with_paths_renames_and_the_symbols_its_h
     assert added == {"src/parser.py": "A", "README.md": "A"}
     # the hunk changed a line of Parser.parse: git's python pattern names the innermost def
     assert commits[1]["files"] == [{"path": "src/parser.py", "status": "M", "old_path": "", "symbols": ["parse"]}]
-    assert commits[2]["files"] == [
-        {"path": "docs/README.md", "status": "R", "old_path": "README.md", "symbols": []}
-    ]
+    assert commits[2]["files"] == [{"path": "docs/README.md", "status": "R", "old_path": "README.md", "symbols": []}]
 
 
 def test_without_symbols_the_paths_come_from_name_status(repo: Path) -> None:
