@@ -24,7 +24,7 @@ class HistorySeedView(OrgAPIView):
     @extend_schema(
         tags=TAGS,
         operation_id="code_history_seed",
-        summary="Seed the bank from a repository's history",
+        summary="Fill the bank from a repository's history",
         description=(
             "Hand in commits of a repository (read from `git log` on your machine, oldest first, at most 500 a "
             "request) for distillation into memories anchored to the files and symbols they changed. Commits the "

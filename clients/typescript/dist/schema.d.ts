@@ -18,7 +18,7 @@ export interface paths {
         get: operations["code_history_progress"];
         put?: never;
         /**
-         * Seed the bank from a repository's history
+         * Fill the bank from a repository's history
          * @description Hand in commits of a repository (read from `git log` on your machine, oldest first, at most 500 a request) for distillation into memories anchored to the files and symbols they changed. Commits the project already has from this repository are skipped, so a re-run (or a run after a force-push) submits only new ones. The rest go in batches of `batch_size`, each a session of trace format `git-log` (poll it at `GET /api/v1/sessions/{id}`, or the whole seeding here with GET). `dry_run: true` submits nothing and answers the batches it would make with their likely LLM tokens and cost. Without an LLM configured the batches wait for one, and each commit message the write gate lets in becomes an episodic memory anchored to its files (screened like any write). Answers 201 when it submitted something, else 200. Needs `memories:write`.
          */
         post: operations["code_history_seed"];
