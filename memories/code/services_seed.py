@@ -121,7 +121,8 @@ def history_seed_submit(
     if seed is not None:
         shas = [c["sha"] for c in commits]
         known = set(SeededCommit.objects.filter(seed=seed, sha__in=shas).values_list("sha", flat=True))
-    fresh = [c for c in commits if c["sha"] not in known]
+    unique = {c["sha"]: c for c in reversed(commits)}  # a sha listed twice: its first listing
+    fresh = [c for c in commits if c["sha"] not in known and unique.pop(c["sha"], None) is not None]
     batches = [part for batch in history_batches(fresh, batch_size) for part in _batch_fitted(remote, batch)]
     traces = [history_trace_text(remote, batch) for batch in batches]
     waiting = llm_from_settings().provider == "none"

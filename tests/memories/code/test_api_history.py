@@ -101,3 +101,10 @@ def test_another_organizations_seeding_is_invisible_and_its_project_unreachable(
     assert own.status_code == 201 and own.json()["skipped"] == 0 and own.json()["project"] == "billing"
     assert SeededCommit.objects.filter(organization=cast.org_a).count() == 5
     assert SeededCommit.objects.filter(organization=cast.org_b).count() == 5
+
+
+def test_a_commit_listed_twice_is_submitted_once(alice: Any) -> None:
+    one = commits(1)[0]
+    answer = alice.post(URL, {"repository": REMOTE, "commits": [one, one], "batch_size": 1}, format="json")
+    assert answer.status_code == 201, answer.json()
+    assert answer.json()["submitted"] == 1 and SeededCommit.objects.count() == 1 and AgentSession.objects.count() == 1
