@@ -27,6 +27,7 @@ from django.utils import timezone
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Project
 from accounts.selectors import PriceTable
+from accounts.services import audit_record
 from memories.code.anchors import PATH_MAX, SYMBOL_MAX, path_normalise
 from memories.code.history import history_batches
 from memories.code.history_trace import (
@@ -141,6 +142,15 @@ def history_seed_submit(
         seed, _ = HistorySeed.objects.select_for_update().get_or_create(
             organization=principal.organization, project=target, repository=remote
         )
+        # a request for the same repository that held the lock before this one may have taken some commits
+        taken = set(
+            SeededCommit.objects.filter(seed=seed, sha__in=[c["sha"] for c in fresh]).values_list("sha", flat=True)
+        )
+        if taken:
+            batches = [kept for batch in batches if (kept := [c for c in batch if c["sha"] not in taken])]
+            traces = [history_trace_text(remote, batch) for batch in batches]
+            fresh = [c for c in fresh if c["sha"] not in taken]
+            result.skipped += len(taken)
         for batch, trace in zip(batches, traces, strict=True):
             key = f"git-log:{batch[0]['sha'][:12]}..{batch[-1]['sha'][:12]}"
             submitted = session_submit(
@@ -163,6 +173,18 @@ def history_seed_submit(
         seed.episodic += len(result.episodic)
         seed.updated_at = timezone.now()
         seed.save()
+        audit_record(
+            organization=principal.organization,
+            actor=principal,
+            verb="history.seed",
+            target=seed,
+            data={
+                "repository": remote,
+                "commits": len(fresh),
+                "batches": len(batches),
+                "episodic": len(result.episodic),
+            },
+        )
     if result.episodic:
         memories_added_notify(target, len(result.episodic))
     result.seed = seed

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from accounts.models import AuditEvent
 from memories.code.history import history_chains, history_jsonl_read
 from memories.models import AgentSession, HistorySeed, Memory, SeededCommit
 
@@ -54,6 +55,8 @@ def test_commits_are_submitted_in_batches_once_and_the_progress_says_how_far_it_
     again = alice.post(URL, {"repository": "https://github.com/pallets/click", "commits": commits()}, format="json")
     assert again.status_code == 201 and again.json()["skipped"] == 20 and again.json()["submitted"] == 10
     assert SeededCommit.objects.count() == 30 and AgentSession.objects.count() == 3
+    audits = AuditEvent.objects.filter(organization=cast.org_a, verb="history.seed").order_by("id")
+    assert [a.data["commits"] for a in audits] == [20, 10]
     progress = alice.get(URL, {"repository": "github.com/pallets/click"})
     assert progress.status_code == 200, progress.json()
     state = progress.json()
