@@ -56,14 +56,14 @@ class HistorySeedView(OrgAPIView):
         parameters=[
             OpenApiParameter(
                 "repository",
-                str,
+                {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S"},
                 OpenApiParameter.QUERY,
                 required=True,
                 description="the repository's git remote, any spelling",
             ),
             OpenApiParameter(
                 "project",
-                str,
+                {"type": "string", "maxLength": 200},
                 OpenApiParameter.QUERY,
                 required=False,
                 description="the project's slug (required when the token reaches several)",

@@ -11,7 +11,7 @@ from accounts.access import Principal
 from memories.code.history_trace import repository_of
 from memories.core.selectors import project_target
 from memories.models import AgentSession, HistorySeed, Memory, SeededCommit
-from reasoningbank.errors import InvalidInput, NotFound
+from reasoningbank.errors import NotFound
 
 
 @dataclass
@@ -28,9 +28,8 @@ class SeedProgress:
 def history_seed_get(principal: Principal, *, project: str | None, repository: str) -> HistorySeed | None:
     """The seeding of ``repository`` into the project the token names (or reaches alone), if one began."""
     remote = repository_of(repository)
-    if not remote:
-        raise InvalidInput("repository must be the repository's git remote (e.g. github.com/acme/api)",
-                           field="repository")  # fmt: skip
+    if not remote:  # nothing was ever seeded from what is not a remote
+        raise NotFound(f"no history of {repository.strip()[:300]!r} was seeded: it is not a git remote")
     target = project_target(principal, project)
     return HistorySeed.objects.filter(organization=principal.organization, project=target, repository=remote).first()
 

@@ -53,7 +53,7 @@ from memories.sessions.services import session_submit
 from memories.sessions.transcripts import GIT_LOG, cut
 from reasoningbank.ai.budget import call_cost_of
 from reasoningbank.ai.llm import llm_from_settings, tokens_estimate
-from reasoningbank.errors import Forbidden, InvalidInput
+from reasoningbank.errors import Forbidden, Rejected
 
 logger = logging.getLogger(__name__)
 
@@ -195,10 +195,11 @@ def history_repository(text: str) -> str:
     """A repository named by its remote in any spelling, or already normalised (``host/owner/name``);
     anything else is a 400 naming the fix."""
     remote = repository_of(text)
-    if not remote:
-        raise InvalidInput(
+    if not remote:  # the right shape (a text), not a remote: refused like content the service cannot read
+        raise Rejected(
             "repository must be the repository's git remote (e.g. git@github.com:acme/api.git or github.com/acme/api)",
             field="repository",
+            code="rejected_not_a_remote",
         )
     return remote
 

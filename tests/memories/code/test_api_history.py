@@ -71,7 +71,11 @@ def test_bad_input_is_a_4xx_naming_the_field_and_nothing_is_written(alice: Any) 
     bad_sha = alice.post(URL, {"repository": REMOTE, "commits": [{**commits(1)[0], "sha": "not-a-sha"}]}, format="json")
     assert bad_sha.status_code == 400 and "sha" in str(bad_sha.json())
     no_remote = alice.post(URL, {"repository": "/home/alice/click", "commits": commits(1)}, format="json")
-    assert no_remote.status_code == 400 and "repository" in str(no_remote.json())
+    # the schema's shape, but not a remote: refused like content the service cannot read
+    assert no_remote.status_code == 422 and no_remote.json()["code"] == "rejected_not_a_remote"
+    assert "repository" in no_remote.json()["errors"]
+    assert alice.get(URL, {"repository": "0"}).status_code == 404
+    assert alice.get(URL, {"repository": ""}).status_code == 400
     empty = alice.post(URL, {"repository": REMOTE, "commits": []}, format="json")
     assert empty.status_code == 400
     never = alice.get(URL, {"repository": "github.com/acme/other"})
