@@ -1,13 +1,14 @@
 """The reads of accounts that the other apps call (docs/architecture.md#app-interfaces): the
 organizations a plan-gated job walks through, an OAuth client by its id, the LLM spenders the operator's
-page lists, the write-suspension banners of the dashboard. The selectors themselves live in the feature
-packages; accounts' own modules import them from there, never from here."""
+page lists, the price table an LLM estimate is priced with, the write-suspension banners of the dashboard.
+The selectors themselves live in the feature packages; accounts' own modules import them from there, never
+from here."""
 
 from __future__ import annotations
 
-from accounts.budgets.selectors import top_spenders
+from accounts.budgets.selectors import PriceTable, top_spenders
 from accounts.oauth.selectors import oauth_application
 from accounts.organizations.selectors import organizations_with_feature
 from accounts.write_limits.selectors import write_suspension_banners
 
-__all__ = ["oauth_application", "organizations_with_feature", "top_spenders", "write_suspension_banners"]
+__all__ = ["PriceTable", "oauth_application", "organizations_with_feature", "top_spenders", "write_suspension_banners"]

@@ -7,7 +7,9 @@ class MemoriesConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.plans.catalogue import usage_counter_register
+        from memories.code.services_seed import history_distilled_receiver
         from memories.core.selectors import memories_active_count
+        from memories.events import session_memories_distilled
         from memories.prompt_examples import distill_example, reason_example, search_rewrite_example
         from memories.sessions.selectors import sessions_running, sessions_waiting
         from memories.sessions.services import session_enqueue
@@ -16,6 +18,8 @@ class MemoriesConfig(AppConfig):
         from reasoningbank.fair_share import SlowWork, slow_work_register
 
         usage_counter_register("memories", memories_active_count)
+        # what distillation draws from a repository's history is anchored to the commits it cites
+        session_memories_distilled.connect(history_distilled_receiver, dispatch_uid="history_distilled_anchor")
         # a session's distillation is slow work: each organization gets its share of the worker for it
         distill = "memories.tasks.session_distill"
         slow_work_register(SlowWork("session", sessions_running, sessions_waiting, distill, session_enqueue))

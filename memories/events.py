@@ -21,3 +21,6 @@ memory_approved = Signal()
 # restore that screened it again): kwargs organization_id, memory (quarantined now). A memory stored in
 # quarantine when it is written is a new row (post_save); webhooks listen to both (memory.quarantined)
 memory_quarantined = Signal()
+# sent inside the transaction that stores what one round of a session's distillation made: kwargs session,
+# memories (those created); seeding from history anchors them to the commits they cite (memories/code)
+session_memories_distilled = Signal()

@@ -5,6 +5,7 @@ from django.urls import path, register_converter
 
 from memories.ask import api as ask_api
 from memories.code import api_staleness as code_staleness_api
+from memories.code import api_seed as code_seed_api
 from memories.code_reports import api as code_reports_api
 from memories.confidence import api as confidence_api
 from memories.context import api as context_api
@@ -68,6 +69,7 @@ urlpatterns = [
         quarantine_api.QuarantineApproveView.as_view(),
         name="api-quarantine-approve",
     ),
+    path("code/history", code_seed_api.HistorySeedView.as_view(), name="api-code-history"),
     path("export", transfer_api.ExportView.as_view(), name="api-export"),
     path("import", transfer_api.ImportView.as_view(), name="api-import"),
     path("sessions", sessions_api.SessionListCreateView.as_view(), name="api-sessions"),

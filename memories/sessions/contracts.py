@@ -38,7 +38,7 @@ class SessionSubmitInput(Contract):
     ]
     project: Project = None
     trace_format: Annotated[
-        Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"],
+        Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl", "git-log"],
         Field(
             description=(
                 "What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the "
@@ -46,7 +46,8 @@ class SessionSubmitInput(Contract):
                 "send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI "
                 "rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON "
                 "object of releases before 0.39) or "
-                "`cursor-jsonl` (a Cursor agent transcript)"
+                "`cursor-jsonl` (a Cursor agent transcript), or `git-log` (a batch of a repository's commits, one JSON "
+                "object a line: docs/code-memory.md#seeding-from-history)"
             )
         ),
     ] = "plain"

@@ -35,6 +35,7 @@ from memories.core.services import (
     memory_rejection_record,
 )
 from memories.embedding import embed_texts, memory_embedding_text
+from memories.events import session_memories_distilled
 from memories.models import AgentSession, Memory
 from memories.sessions.continuation import pending_start
 from memories.sessions.prompts import (
@@ -404,6 +405,8 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
                 source_session=session,
                 vectors=[vector],
             )
+        if created:  # in this transaction: what a receiver adds to them is stored with them or not at all
+            session_memories_distilled.send(sender=AgentSession, session=session, memories=created)
         if reinforced:
             memories_mark_used(principal=principal, memories=list(reinforced.values()), project=session.project)
         finished = _session_round_end(session, warnings=warnings)

@@ -29,7 +29,9 @@ __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pypro
 PLAIN, CLAUDE_CODE_JSONL = "plain", "claude-code-jsonl"
 # the other clients' formats, converted in memories/sessions/transcripts_agents.py
 CODEX_ROLLOUT_JSONL, GEMINI_CLI_JSON, CURSOR_JSONL = "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"
-TRACE_FORMATS = (PLAIN, CLAUDE_CODE_JSONL, CODEX_ROLLOUT_JSONL, GEMINI_CLI_JSON, CURSOR_JSONL)
+# a batch of a repository's commits, converted in memories/code/history_trace.py (docs/code-memory.md)
+GIT_LOG = "git-log"
+TRACE_FORMATS = (PLAIN, CLAUDE_CODE_JSONL, CODEX_ROLLOUT_JSONL, GEMINI_CLI_JSON, CURSOR_JSONL, GIT_LOG)
 
 TEXT_MAX = 4000  # a user prompt or an assistant message longer than this keeps its head and tail
 OUTPUT_MAX = 1500  # a tool's output: the head says what ran, the tail how it ended
@@ -109,6 +111,10 @@ def trace_convert(text: str, trace_format: str) -> Converted:
         return Converted(trace=text, outcome="unknown", outcome_reason="a plain trace is not read for an outcome")
     if trace_format == CLAUDE_CODE_JSONL:
         return claude_code_convert(text)
+    if trace_format == GIT_LOG:
+        from memories.code.history_trace import git_log_convert  # imports this module: loaded on first use
+
+        return git_log_convert(text)
     if trace_format in TRACE_FORMATS:
         from memories.sessions import transcripts_agents  # imports this module: loaded on first use
 

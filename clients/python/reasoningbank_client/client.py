@@ -15,9 +15,17 @@ from typing import Any, Unpack, cast
 import anyio
 import httpx
 
-from reasoningbank_client import models
-from reasoningbank_client.errors import REQUEST_ID_HEADER, ReasoningBankError, connection_failed, error_from
-from reasoningbank_client.operations import Call, call_for, export_call, ndjson_call, page_call, parse_line
+from reasoningbank_client import git_history, models, seeding
+from reasoningbank_client.errors import REQUEST_ID_HEADER, NotFound, ReasoningBankError, connection_failed, error_from
+from reasoningbank_client.operations import (
+    Call,
+    call_for,
+    export_call,
+    history_progress_call,
+    ndjson_call,
+    page_call,
+    parse_line,
+)
 from reasoningbank_client.pagination import AsyncPages, Pages
 from reasoningbank_client.retrying import (
     DEFAULT_BACKOFF_BASE,
@@ -268,6 +276,52 @@ class ReasoningBank:
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ConsolidateRestRequest]
     ) -> models.ConsolidateResponse:
         return cast(models.ConsolidateResponse, self.send(call_for("consolidate", body), request_options))
+
+    def history_seed(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.HistorySeedRequest]
+    ) -> models.HistorySeedResponse:
+        return cast(models.HistorySeedResponse, self.send(call_for("history_seed", body), request_options))
+
+    def history_progress(
+        self, repository: str, *, project: str | None = None, request_options: RequestOptions | None = None
+    ) -> models.HistoryProgressResponse:
+        call = history_progress_call(repository, project)
+        return cast(models.HistoryProgressResponse, self.send(call, request_options))
+
+    def seed_from_git(
+        self,
+        repo: str | os.PathLike[str] = ".",
+        *,
+        project: str | None = None,
+        repository: str | None = None,
+        since: str = "",
+        max_commits: int = 0,
+        prs: str | os.PathLike[str] | None = None,
+        batch_size: int = 20,
+        dry_run: bool = False,
+        symbols: bool = True,
+        request_options: RequestOptions | None = None,
+    ) -> list[models.HistorySeedResponse]:
+        """Read the local repository ``repo``'s git log and seed the project's bank with it
+        (docs/sdks.md#seeding-from-git-history): the commits after the last one seeded (all of them the first
+        time, or after a force-push), posted in requests of 500; each answer says what it submitted, skipped
+        and will cost. ``dry_run``: nothing is submitted, the answers carry the estimate."""
+        remote = repository or git_history.git_remote(str(repo))
+        if not remote:
+            raise ValueError(f"{repo} has no git remote: pass repository= (e.g. github.com/acme/api)")
+        try:
+            last = self.history_progress(remote, project=project, request_options=request_options)["last_commit"]
+        except NotFound:
+            last = ""
+        commits = seeding.history_commits(
+            str(repo), last_commit=last, since=since, max_commits=max_commits, prs=prs, symbols=symbols
+        )
+        base: dict[str, Any] = {"repository": remote, "batch_size": batch_size, "dry_run": dry_run}
+        if project is not None:
+            base["project"] = project
+        return seeding.seed_requests(
+            commits, base, lambda body: self.send(call_for("history_seed", body), request_options)
+        )
 
     def import_bank(
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.ImportRequestRequest]

@@ -366,7 +366,7 @@ class AskResponse(TypedDict):
     warnings: list[str]
 
 
-TraceFormatEnum = Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"]
+TraceFormatEnum = Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl", "git-log"]
 
 
 class SessionSubmitRequest(TypedDict):
@@ -542,6 +542,92 @@ class ConsolidateResponse(TypedDict):
     created_at: str
     started_at: str | None
     finished_at: str | None
+
+
+HistoryFileStatusEnum = Literal["A", "M", "D", "R", "C", "T", "U"]
+
+
+class HistoryFile(TypedDict):
+    path: str
+    status: NotRequired[HistoryFileStatusEnum]
+    old_path: NotRequired[str]
+    symbols: NotRequired[list[str]]
+
+
+class PullRequest(TypedDict):
+    number: int
+    title: NotRequired[str]
+    body: NotRequired[str]
+
+
+class HistoryCommit(TypedDict):
+    sha: str
+    parents: NotRequired[list[str]]
+    date: NotRequired[str]
+    author: NotRequired[str]
+    subject: NotRequired[str]
+    body: NotRequired[str]
+    files: NotRequired[list[HistoryFile]]
+    reverts: NotRequired[str]
+    fixes: NotRequired[list[str]]
+    pr: NotRequired[PullRequest | None]
+
+
+class HistorySeedRequest(TypedDict):
+    repository: str
+    commits: list[HistoryCommit]
+    project: NotRequired[str | None]
+    batch_size: NotRequired[int]
+    dry_run: NotRequired[bool]
+
+
+class HistoryBatch(TypedDict):
+    id: str
+    session_id: str
+    commits: int
+    status: str
+
+
+class HistoryEstimate(TypedDict):
+    batches: int
+    input_tokens: int
+    output_tokens: int
+    tokens: int
+    provider: str
+    model: str
+    estimated_cost: str | None
+    currency: str
+
+
+class HistorySeedResponse(TypedDict):
+    project: str
+    repository: str
+    dry_run: bool
+    received: int
+    skipped: int
+    submitted: int
+    batches: list[HistoryBatch]
+    estimate: HistoryEstimate
+    episodic_memories: int
+    gated: int
+    quarantined: int
+    waiting_for_llm: bool
+    last_commit: str
+    message: str
+
+
+class HistoryProgressResponse(TypedDict):
+    project: str
+    repository: str
+    last_commit: str
+    commits: int
+    batches: int
+    batches_distilled: int
+    batches_by_status: dict[str, int]
+    episodic_memories: int
+    distilled_memories: int
+    updated_at: str | None
+    message: str
 
 
 FormatEnum = Literal["reasoningbank", "claude-md", "mem0"]

@@ -95,6 +95,15 @@ OPERATIONS: dict[str, Operation] = {
         "ConsolidateRestRequest",
         "ConsolidateResponse",
     ),
+    # seeding skips the commits the service already has: the same request twice submits them once
+    "history_seed": Operation(
+        "code_history_seed", "POST", "/api/v1/code/history", "HistorySeedRequest", "HistorySeedResponse",
+        idempotent=True,
+    ),
+    "history_progress": Operation(
+        "code_history_progress", "GET", "/api/v1/code/history", None, "HistoryProgressResponse",
+        ("repository", "project"), idempotent=True,
+    ),
     "export": Operation("bank_export", "GET", "/api/v1/export", None, None, ("project", "embeddings"), idempotent=True),
     "import_bank": Operation("bank_import", "POST", "/api/v1/import", "ImportRequestRequest", "ImportResult"),
     "import_ndjson": Operation(
@@ -181,6 +190,15 @@ def export_call(project: str | None, embeddings: bool) -> Call:
         OPERATIONS["export"].path,
         params=query_for("export", {"project": project, "embeddings": embeddings}),
         idempotent=OPERATIONS["export"].idempotent,
+    )
+
+
+def history_progress_call(repository: str, project: str | None) -> Call:
+    return Call(
+        "GET",
+        OPERATIONS["history_progress"].path,
+        params=query_for("history_progress", {"repository": repository, "project": project}),
+        idempotent=True,
     )
 
 

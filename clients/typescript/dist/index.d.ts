@@ -68,6 +68,10 @@ export type CodeReportRequest = JsonBody<"sessions_code_report">;
 export type CodeReportResponse = Ok<"sessions_code_report">;
 export type CodeChangesRequest = JsonBody<"code_changes_report">;
 export type CodeChangesResponse = Ok<"code_changes_report">;
+export type HistorySeedRequest = JsonBody<"code_history_seed">;
+export type HistorySeedResponse = components["schemas"]["HistorySeedResponse"];
+export type HistoryProgressResponse = Ok<"code_history_progress">;
+export type HistoryProgressQuery = Query<"code_history_progress">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -142,6 +146,10 @@ export declare class ReasoningBank {
     sessionGet(sessionId: string, options?: RequestOptions): Promise<SessionDetail>;
     sessionCodeReport(body: CodeReportRequest, options?: RequestOptions): Promise<CodeReportResponse>;
     codeChangesReport(body: CodeChangesRequest, options?: RequestOptions): Promise<CodeChangesResponse>;
+    /** Seed the bank with commits read from a repository's git log (docs/code-memory.md#seeding-from-history). */
+    historySeed(body: HistorySeedRequest, options?: RequestOptions): Promise<HistorySeedResponse>;
+    /** How far a repository's seeding got: the last commit read, the batches by distillation status. */
+    historyProgress(query: HistoryProgressQuery, options?: RequestOptions): Promise<HistoryProgressResponse>;
     consolidate(body?: ConsolidateRequest, options?: RequestOptions): Promise<ConsolidateResponse>;
     /** Import from text: a ReasoningBank export, a CLAUDE.md (`format: "claude-md"`) or a mem0 export. */
     importBank(body: ImportRequest, options?: RequestOptions): Promise<ImportResult>;

@@ -225,6 +225,14 @@ export class ReasoningBank {
     codeChangesReport(body, options) {
         return this.json({ method: "POST", path: "/api/v1/code/changes", json: body, idempotent: true }, options);
     }
+    /** Seed the bank with commits read from a repository's git log (docs/code-memory.md#seeding-from-history). */
+    historySeed(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/code/history", json: body, idempotent: true }, options);
+    }
+    /** How far a repository's seeding got: the last commit read, the batches by distillation status. */
+    historyProgress(query, options) {
+        return this.json({ method: "GET", path: "/api/v1/code/history", query, idempotent: true }, options);
+    }
     consolidate(body = {}, options) {
         return this.json({ method: "POST", path: "/api/v1/consolidation/runs", json: body, idempotent: false }, options);
     }

@@ -70,6 +70,10 @@ export type CodeReportRequest = JsonBody<"sessions_code_report">;
 export type CodeReportResponse = Ok<"sessions_code_report">;
 export type CodeChangesRequest = JsonBody<"code_changes_report">;
 export type CodeChangesResponse = Ok<"code_changes_report">;
+export type HistorySeedRequest = JsonBody<"code_history_seed">;
+export type HistorySeedResponse = components["schemas"]["HistorySeedResponse"];
+export type HistoryProgressResponse = Ok<"code_history_progress">;
+export type HistoryProgressQuery = Query<"code_history_progress">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -363,6 +367,16 @@ export class ReasoningBank {
 
   codeChangesReport(body: CodeChangesRequest, options?: RequestOptions): Promise<CodeChangesResponse> {
     return this.json({ method: "POST", path: "/api/v1/code/changes", json: body, idempotent: true }, options);
+  }
+
+  /** Seed the bank with commits read from a repository's git log (docs/code-memory.md#seeding-from-history). */
+  historySeed(body: HistorySeedRequest, options?: RequestOptions): Promise<HistorySeedResponse> {
+    return this.json({ method: "POST", path: "/api/v1/code/history", json: body, idempotent: true }, options);
+  }
+
+  /** How far a repository's seeding got: the last commit read, the batches by distillation status. */
+  historyProgress(query: HistoryProgressQuery, options?: RequestOptions): Promise<HistoryProgressResponse> {
+    return this.json({ method: "GET", path: "/api/v1/code/history", query, idempotent: true }, options);
   }
 
   consolidate(body: ConsolidateRequest = {}, options?: RequestOptions): Promise<ConsolidateResponse> {

@@ -24,6 +24,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/code/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How far a repository's seeding got
+         * @description The newest commit read from `repository` into the project (a re-run reads after it), the commits and batches submitted, the batches by distillation status and the memories made. A repository never seeded into the project is a 404. Needs `memories:read`.
+         */
+        get: operations["code_history_progress"];
+        put?: never;
+        /**
+         * Fill the bank from a repository's history
+         * @description Hand in commits of a repository (read from `git log` on your machine, oldest first, at most 500 a request) for distillation into memories anchored to the files and symbols they changed. Commits the project already has from this repository are skipped, so a re-run (or a run after a force-push) submits only new ones. The rest go in batches of `batch_size`, each a session of trace format `git-log` (poll it at `GET /api/v1/sessions/{id}`, or the whole seeding here with GET). `dry_run: true` submits nothing and answers the batches it would make with their likely LLM tokens and cost. Without an LLM configured the batches wait for one, and each commit message the write gate lets in becomes an episodic memory anchored to its files (screened like any write). Answers 201 when it submitted something, else 200. Needs `memories:write`.
+         */
+        post: operations["code_history_seed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/connected-apps/{connection_id}/unsuspend": {
         parameters: {
             query?: never;
@@ -1908,6 +1932,272 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** HistoryBatch */
+        HistoryBatch: {
+            /**
+             * Id
+             * @description the session's id (`ses_…`): poll it with `GET /api/v1/sessions/{id}`
+             */
+            id: string;
+            /** Session Id */
+            session_id: string;
+            /** Commits */
+            commits: number;
+            /** Status */
+            status: string;
+        };
+        /** HistoryCommit */
+        HistoryCommit: {
+            /**
+             * Sha
+             * @description a commit's sha (7 to 64 hexadecimal digits)
+             */
+            sha: string;
+            /**
+             * Parents
+             * @default []
+             */
+            parents?: string[];
+            /**
+             * Date
+             * @description the author date, ISO 8601
+             * @default
+             */
+            date?: string;
+            /**
+             * Author
+             * @default
+             */
+            author?: string;
+            /**
+             * Subject
+             * @default
+             */
+            subject?: string;
+            /**
+             * Body
+             * @default
+             */
+            body?: string;
+            /**
+             * Files
+             * @description the paths it changed
+             * @default []
+             */
+            files?: components["schemas"]["HistoryFile"][];
+            /**
+             * Reverts
+             * @description the commit it reverts
+             * @default
+             */
+            reverts?: string;
+            /**
+             * Fixes
+             * @description the earlier commits it fixes
+             * @default []
+             */
+            fixes?: string[];
+            /**
+             * @description the pull request it merged
+             * @default null
+             */
+            pr?: components["schemas"]["PullRequest"] | null;
+        };
+        /** HistoryEstimate */
+        HistoryEstimate: {
+            /** Batches */
+            batches: number;
+            /**
+             * Input Tokens
+             * @description the prompts' likely tokens, estimated as the LLM budget check does
+             */
+            input_tokens: number;
+            /**
+             * Output Tokens
+             * @description the replies' likely tokens: the organization's recent distillations
+             */
+            output_tokens: number;
+            /** Tokens */
+            tokens: number;
+            /**
+             * Provider
+             * @description the LLM that would distil them; `none`: they wait for one
+             */
+            provider: string;
+            /** Model */
+            model: string;
+            /**
+             * Estimated Cost
+             * @description at the operator's price for the model; null when it has none
+             */
+            estimated_cost: string | null;
+            /** Currency */
+            currency: string;
+        };
+        /** HistoryFile */
+        HistoryFile: {
+            /**
+             * Path
+             * @description the path after the commit, repository-relative
+             */
+            path: string;
+            /**
+             * Status
+             * @description A added, M modified, D deleted, R renamed, C copied, T type changed
+             * @default M
+             */
+            status?: components["schemas"]["HistoryFileStatusEnum"];
+            /**
+             * Old Path
+             * @description a rename's or copy's source
+             * @default
+             */
+            old_path?: string;
+            /**
+             * Symbols
+             * @description the functions and classes the commit's hunks touch in this file
+             * @default []
+             */
+            symbols?: string[];
+        };
+        /** @enum {string} */
+        HistoryFileStatusEnum: "A" | "M" | "D" | "R" | "C" | "T" | "U";
+        /** HistoryProgressOutput */
+        HistoryProgressResponse: {
+            /** Project */
+            project: string;
+            /** Repository */
+            repository: string;
+            /**
+             * Last Commit
+             * @description the newest commit read: a re-run reads the commits after it
+             */
+            last_commit: string;
+            /**
+             * Commits
+             * @description commits handed in so far
+             */
+            commits: number;
+            /**
+             * Batches
+             * @description batches (sessions) submitted so far
+             */
+            batches: number;
+            /**
+             * Batches Distilled
+             * @description batches whose distillation is over (done or held)
+             */
+            batches_distilled: number;
+            /**
+             * Batches By Status
+             * @description batches by their session's status
+             */
+            batches_by_status: {
+                [key: string]: number;
+            };
+            /**
+             * Episodic Memories
+             * @description commit messages kept as memories while no LLM was configured
+             */
+            episodic_memories: number;
+            /**
+             * Distilled Memories
+             * @description memories distilled from the batches
+             */
+            distilled_memories: number;
+            /** Updated At */
+            updated_at: string | null;
+            /** Message */
+            message: string;
+        };
+        /** HistorySeedInput */
+        HistorySeedRequest: {
+            /**
+             * Repository
+             * @description the repository's git remote, any spelling (normalised)
+             */
+            repository: string;
+            /**
+             * Commits
+             * @description commits oldest first, as `git log --reverse` reads them (docs/code-memory.md#seeding-from-history); those the project already has from this repository are skipped
+             */
+            commits: components["schemas"]["HistoryCommit"][];
+            /**
+             * Project
+             * @description Project slug. Needed only when this token reaches several projects; otherwise the one project it reaches is used (a token limited to one project, or an organization-wide token in an organization with a single project).
+             * @default null
+             */
+            project?: string | null;
+            /**
+             * Batch Size
+             * @description commits per distillation batch (one session each)
+             * @default 20
+             */
+            batch_size?: number;
+            /**
+             * Dry Run
+             * @description true: submit nothing, answer how many batches it would make and their LLM estimate
+             * @default false
+             */
+            dry_run?: boolean;
+        };
+        /** HistorySeedOutput */
+        HistorySeedResponse: {
+            /** Project */
+            project: string;
+            /**
+             * Repository
+             * @description the repository, normalised
+             */
+            repository: string;
+            /** Dry Run */
+            dry_run: boolean;
+            /**
+             * Received
+             * @description commits in the request
+             */
+            received: number;
+            /**
+             * Skipped
+             * @description commits the project already had from this repository
+             */
+            skipped: number;
+            /**
+             * Submitted
+             * @description commits handed in for distillation (0 on a dry run)
+             */
+            submitted: number;
+            /** Batches */
+            batches: components["schemas"]["HistoryBatch"][];
+            estimate: components["schemas"]["HistoryEstimate"];
+            /**
+             * Episodic Memories
+             * @description without an LLM: commit messages kept as episodic memories, anchored to their files
+             */
+            episodic_memories: number;
+            /**
+             * Gated
+             * @description without an LLM: commit messages the write gate kept out
+             */
+            gated: number;
+            /**
+             * Quarantined
+             * @description of the episodic memories, those held for review (instruction smell)
+             */
+            quarantined: number;
+            /**
+             * Waiting For Llm
+             * @description no LLM is configured: the batches wait for one
+             */
+            waiting_for_llm: boolean;
+            /**
+             * Last Commit
+             * @description the newest commit the seeding has read (a re-run reads after it)
+             */
+            last_commit: string;
+            /** Message */
+            message: string;
+        };
         /** @enum {string} */
         HowEnum: "recorded" | "distilled" | "synthesised" | "pattern" | "promoted" | "imported" | "extracted";
         /** HunkIn */
@@ -2850,6 +3140,21 @@ export interface components {
          * @enum {string}
          */
         ProposalStatusEnum: "pending" | "accepted" | "would_propose";
+        /** PullRequest */
+        PullRequest: {
+            /** Number */
+            number: number;
+            /**
+             * Title
+             * @default
+             */
+            title?: string;
+            /**
+             * Body
+             * @default
+             */
+            body?: string;
+        };
         PurposeTotal: {
             purpose: string;
             calls: number;
@@ -3609,7 +3914,7 @@ export interface components {
             project?: string | null;
             /**
              * Trace Format
-             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON object of releases before 0.39) or `cursor-jsonl` (a Cursor agent transcript)
+             * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON object of releases before 0.39) or `cursor-jsonl` (a Cursor agent transcript), or `git-log` (a batch of a repository's commits, one JSON object a line: docs/code-memory.md#seeding-from-history)
              * @default plain
              */
             trace_format?: components["schemas"]["TraceFormatEnum"];
@@ -4143,7 +4448,7 @@ export interface components {
          */
         TierEnum: "hot" | "warm" | "cold" | "archived";
         /** @enum {string} */
-        TraceFormatEnum: "plain" | "claude-code-jsonl" | "codex-rollout-jsonl" | "gemini-cli-json" | "cursor-jsonl";
+        TraceFormatEnum: "plain" | "claude-code-jsonl" | "codex-rollout-jsonl" | "gemini-cli-json" | "cursor-jsonl" | "git-log";
         /**
          * @description * `manual` - manual
          *     * `scheduled` - scheduled
@@ -4297,6 +4602,187 @@ export interface operations {
             };
             /** @description The body is not `application/json`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    code_history_progress: {
+        parameters: {
+            query: {
+                /** @description the project's slug (required when the token reaches several) */
+                project?: string;
+                /** @description the repository's git remote, any spelling */
+                repository: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistoryProgressResponse"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    code_history_seed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HistorySeedRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistorySeedResponse"];
+                };
+            };
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HistorySeedResponse"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
