@@ -79,9 +79,9 @@ class RecallInput(Contract):
         ),
     ] = ""
     project: Annotated[str | None, optional_text(200), Field(description=SEARCH_PROJECT_DESCRIPTION)] = None
-    limit: Annotated[
-        int, Field(description="Maximum memories returned", ge=1, le=settings.SEARCH_MAX_LIMIT)
-    ] = RECALL_DEFAULT_LIMIT
+    limit: Annotated[int, Field(description="Maximum memories returned", ge=1, le=settings.SEARCH_MAX_LIMIT)] = (
+        RECALL_DEFAULT_LIMIT
+    )
     token_budget: Annotated[
         int | None,
         Field(
@@ -149,7 +149,10 @@ class ErrorSignatureOut(Contract):
     @classmethod
     def of(cls, signature: ErrorSignature) -> ErrorSignatureOut:
         return cls(
-            type=signature.type, message=signature.message, frames=list(signature.frames), text=signature.text,
+            type=signature.type,
+            message=signature.message,
+            frames=list(signature.frames),
+            text=signature.text,
             digest=signature.digest,
         )
 
@@ -228,7 +231,10 @@ def memory_recall_run(principal: Principal, args: RecallInput) -> RecallOutput:
     hits = code_recall_select(
         principal,
         RecallQuery(
-            repository=repository, path=path, digest=signature.digest if signature else "", project=project,
+            repository=repository,
+            path=path,
+            digest=signature.digest if signature else "",
+            project=project,
             exclude_session=args.session_id,
         ),
     )
@@ -238,13 +244,18 @@ def memory_recall_run(principal: Principal, args: RecallInput) -> RecallOutput:
     kept.sort(key=lambda hit: block.ids.index(hit.memory.id))
     if args.session_id and kept:
         session_uses_record(
-            principal=principal, session_key=args.session_id, via=SessionMemoryUse.VIA_RECALL,
+            principal=principal,
+            session_key=args.session_id,
+            via=SessionMemoryUse.VIA_RECALL,
             memory_ids=[hit.memory.id for hit in kept],
         )
     current_set(result_count=len(kept), tokens_used=block.tokens)
     return RecallOutput(
         memories=[_hit_out(hit, sources[hit.memory.id]) for hit in kept],
-        injection_block=block.text, tokens_used=block.tokens, repository=repository, path=path,
+        injection_block=block.text,
+        tokens_used=block.tokens,
+        repository=repository,
+        path=path,
         error_signature=ErrorSignatureOut.of(signature) if signature else None,
     )
 
@@ -252,7 +263,10 @@ def memory_recall_run(principal: Principal, args: RecallInput) -> RecallOutput:
 def _note(hit: RecallHit, label: str) -> PromptNote:
     memory = hit.memory
     return PromptNote(
-        id=memory.id, title=memory.title, confidence=memory.confidence, label=label,
+        id=memory.id,
+        title=memory.title,
+        confidence=memory.confidence,
+        label=label,
         text=f"{memory.description.strip()}\n{memory.content.strip()}",
     )
 
@@ -272,7 +286,15 @@ def _block(hits: list[RecallHit], sources: dict[str, dict[str, object]], args: R
 def _hit_out(hit: RecallHit, source: dict[str, object]) -> RecallHitOut:
     memory = hit.memory
     return RecallHitOut(
-        id=memory.id, title=memory.title, description=memory.description, content=memory.content,
-        outcome=memory.outcome, confidence=rounded(memory.confidence), scope=memory.scope, matched_by=hit.tier,
-        code_changed=hit.anchor.code_changed, anchor=RecallAnchorOut.of(hit.anchor), source=SourceOut.of(source),
+        id=memory.id,
+        title=memory.title,
+        description=memory.description,
+        content=memory.content,
+        outcome=memory.outcome,
+        confidence=rounded(memory.confidence),
+        scope=memory.scope,
+        matched_by=hit.tier,
+        code_changed=hit.anchor.code_changed,
+        anchor=RecallAnchorOut.of(hit.anchor),
+        source=SourceOut.of(source),
     )

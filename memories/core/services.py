@@ -330,17 +330,31 @@ def memory_record(
 ) -> Memory:
     """``memory_record_or_duplicate``'s memory: the new one, or the identical one already there."""
     return memory_record_or_duplicate(
-        principal=principal, title=title, description=description, content=content, outcome=outcome, tags=tags,
-        kind=kind, project=project, scope=scope,
+        principal=principal,
+        title=title,
+        description=description,
+        content=content,
+        outcome=outcome,
+        tags=tags,
+        kind=kind,
+        project=project,
+        scope=scope,
     ).memory
 
 
 @traced(
     "memory.record",
-    result=lambda r: {"memory_id": r.memory.id, "project_id": r.memory.project_id, "org_id": r.memory.organization_id,
-                      "kind": r.memory.kind, "outcome": r.memory.outcome, "tier": r.memory.tier,
-                      "content_length": len(r.memory.content), "duplicate": r.duplicate,
-                      "duplicate_reason": r.reason or None},
+    result=lambda r: {
+        "memory_id": r.memory.id,
+        "project_id": r.memory.project_id,
+        "org_id": r.memory.organization_id,
+        "kind": r.memory.kind,
+        "outcome": r.memory.outcome,
+        "tier": r.memory.tier,
+        "content_length": len(r.memory.content),
+        "duplicate": r.duplicate,
+        "duplicate_reason": r.reason or None,
+    },
 )
 def memory_record_or_duplicate(
     *,

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memories', '0021_memory_anchor'),
+        ("memories", "0021_memory_anchor"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='sessionmemoryuse',
-            name='via',
-            field=models.CharField(choices=[('search', 'Search'), ('context', 'Session context'), ('recall', 'Recall at tool time')], max_length=10),
+            model_name="sessionmemoryuse",
+            name="via",
+            field=models.CharField(
+                choices=[("search", "Search"), ("context", "Session context"), ("recall", "Recall at tool time")],
+                max_length=10,
+            ),
         ),
     ]

@@ -36,7 +36,7 @@ ZeroDivisionError: division by zero
 def failure_now(root: Path) -> str:
     """The same failure today, in this working tree, after unrelated edits moved its lines."""
     return (
-        f"Exit code 1\n$ python -m pytest -q\n"
+        "Exit code 1\n$ python -m pytest -q\n"
         + FAILURE_THEN.replace("/home/alice/shop", str(root)).replace("line 14", "line 31").replace("line 9", "line 12")
         + "1 failed in 0.22s\n"
     )

@@ -263,7 +263,10 @@ def test_a_linked_worktrees_remote_is_read_from_its_repository(stand, tree, tmp_
 
 def test_codex_sends_the_file_its_patch_updates_and_gets_the_block_as_pre_tool_use_context(stand, tree):
     state, url = stand
-    patch = "*** Begin Patch\n*** Update File: shop/payments/refunds.py\n@@\n-def refund(): ...\n+def refund(): pass\n*** End Patch\n"
+    patch = (
+        "*** Begin Patch\n*** Update File: shop/payments/refunds.py\n@@\n-def refund(): ...\n"
+        "+def refund(): pass\n*** End Patch\n"
+    )
     event = codex_event("PreToolUse", cwd=str(tree), tool_name="apply_patch", tool_input={"command": patch},
                         tool_use_id="call_1")  # fmt: skip
 

@@ -352,6 +352,62 @@ class AskResponse(TypedDict):
     warnings: list[str]
 
 
+class RecallRequest(TypedDict):
+    session_id: NotRequired[str]
+    repository: NotRequired[str]
+    path: NotRequired[str]
+    root: NotRequired[str]
+    error: NotRequired[str]
+    project: NotRequired[str | None]
+    limit: NotRequired[int]
+    token_budget: NotRequired[int | None]
+
+
+class RecallAnchorOut(TypedDict):
+    """The anchor that brought a memory back: where in the code it is about, and whether that code changed."""
+
+    repository: str
+    path: str
+    symbol: str
+    line_start: int | None
+    line_end: int | None
+    commit: str
+    error_text: str
+    state: str
+    changed_commit: str
+
+
+class RecallHitOut(TypedDict):
+    id: str
+    title: str
+    description: str
+    content: str
+    outcome: str
+    confidence: float
+    scope: str
+    matched_by: str
+    code_changed: bool
+    anchor: RecallAnchorOut
+    source: SourceOut
+
+
+class ErrorSignatureOut(TypedDict):
+    type: str
+    message: str
+    frames: list[str]
+    text: str
+    digest: str
+
+
+class RecallResponse(TypedDict):
+    memories: list[RecallHitOut]
+    injection_block: str
+    tokens_used: int
+    repository: str
+    path: str
+    error_signature: ErrorSignatureOut | None
+
+
 TraceFormatEnum = Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"]
 
 

@@ -15,7 +15,10 @@ from tests.mcp_harness import in_thread, mcp_client
 
 RECALL = "/api/v1/memories/recall"
 REPO = "github.com/acme/shop"
-ERROR = 'Traceback (most recent call last):\n  File "/x/shop/cart.py", line 9, in total\nZeroDivisionError: division by zero\n'
+ERROR = (
+    'Traceback (most recent call last):\n  File "/x/shop/cart.py", line 9, in total\n'
+    "ZeroDivisionError: division by zero\n"
+)
 
 
 def anchored(principal: Any, title: str, project: str) -> str:

@@ -36,6 +36,7 @@ FAILED tests/test_cart.py::test_checkout - ZeroDivisionError: division by zero
 ========================= 1 failed, 2 passed in 0.12s ==========================
 """
 # pytest's default (--tb=long): each frame's source, then its location line; the last one names the type
+SEPARATOR = "_ " * 40  # pytest's line between two frames (a space at its end, as a space after a location)
 PYTEST_LONG = """=================================== FAILURES ===================================
 ________________________________ test_checkout _________________________________
 
@@ -43,8 +44,8 @@ ________________________________ test_checkout _________________________________
         cart = Cart(items=[])
 >       assert cart.total() == 3
 
-tests/test_cart.py:14: 
-_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ 
+tests/test_cart.py:14:{SPACE}
+{SEPARATOR}
 
 self = <shop.cart.Cart object at 0x7f3a2c1e5d90>
 
@@ -56,7 +57,7 @@ shop/cart.py:9: ZeroDivisionError
 =========================== short test summary info ============================
 FAILED tests/test_cart.py::test_checkout - ZeroDivisionError: division by zero
 ============================== 1 failed in 0.05s ===============================
-"""
+""".format(SPACE=" ", SEPARATOR=SEPARATOR)
 PYTEST_ASSERT = """________________________________ test_total ____________________________________
 
     def test_total():
@@ -102,7 +103,8 @@ JEST = """ FAIL  src/cart.test.js
 Test Suites: 1 failed, 1 total
 Tests:       1 failed, 1 total
 """
-JAVA = """Exception in thread "main" java.lang.NullPointerException: Cannot invoke "String.length()" because "name" is null
+JAVA = """Exception in thread "main" java.lang.NullPointerException: \
+Cannot invoke "String.length()" because "name" is null
 \tat com.acme.Greeter.greet(Greeter.java:12)
 \tat com.acme.Main.run(Main.java:30)
 \tat com.acme.Main.main(Main.java:5)
@@ -209,9 +211,19 @@ test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; 
         (RUST_PANIC, "panicked", "attempt to divide by zero", ("cart.rs:tests::total",)),
     ],
     ids=[
-        "python", "pytest-short", "pytest-long", "pytest-assert", "node", "jest", "java", "java-caused-by",
-        "go-panic", "go-test", "rust", "rust-panic",
-    ],  # fmt: skip
+        "python",
+        "pytest-short",
+        "pytest-long",
+        "pytest-assert",
+        "node",
+        "jest",
+        "java",
+        "java-caused-by",
+        "go-panic",
+        "go-test",
+        "rust",
+        "rust-panic",
+    ],
 )
 def test_each_toolchains_last_error_is_read_with_its_innermost_frames(output, type_, message, frames):
     signature = error_signature(output)
@@ -247,8 +259,12 @@ def test_two_runs_of_one_failure_have_one_signature(output):
 
 
 def test_a_temporary_path_and_a_uuid_in_the_message_do_not_split_one_failure():
-    one = "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/pytest-of-dev/pytest-12/test_load0/config.yaml'"
-    two = "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/pytest-of-ci/pytest-873/test_load0/config.yaml'"
+    one = (
+        "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/pytest-of-dev/pytest-12/test_load0/config.yaml'"
+    )
+    two = (
+        "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/pytest-of-ci/pytest-873/test_load0/config.yaml'"
+    )
     three = "LookupError: order 6f1c2a4e-9b7d-4e21-8c3a-0d5e7f9a1b2c not found"
     four = "LookupError: order 0a2b4c6d-1e3f-4a5b-9c7d-8e9f0a1b2c3d not found"
 

@@ -2,8 +2,9 @@
 ``transcript_path``, ``cwd``, ``permission_mode``, ``hook_event_name``, and per event ``source``
 (SessionStart), ``prompt`` (UserPromptSubmit), ``stop_hook_active`` (Stop), ``trigger`` (PreCompact),
 ``reason`` (SessionEnd), ``tool_name``, ``tool_input`` and ``tool_use_id`` (PreToolUse; PostToolUse adds
-``tool_response``, PostToolUseFailure ``error`` and ``is_interrupt``). Context goes back as ``hookSpecificOutput.additionalContext``, a notice as
-``systemMessage``. The transcript is Claude Code's JSON Lines, sent as ``claude-code-jsonl``."""
+``tool_response``, PostToolUseFailure ``error`` and ``is_interrupt``). Context goes back as
+``hookSpecificOutput.additionalContext``, a notice as ``systemMessage``. The transcript is Claude Code's JSON
+Lines, sent as ``claude-code-jsonl``."""
 
 from __future__ import annotations
 
