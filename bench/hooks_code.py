@@ -71,21 +71,23 @@ def anchors_ensure(orgs: dict[str, Any]) -> dict[str, int]:
     from memories.code.signatures import error_signature
     from memories.models import Memory, MemoryAnchor
 
-    bench = orgs["bench"]
-    org = bench.org
+    org = orgs["bench"].org
     existing = MemoryAnchor.objects.filter(organization=org, repository=REPOSITORY).count()
-    errors = MemoryAnchor.objects.filter(organization=org).exclude(error_signature="").count()
-    if existing and errors:
-        return {"file_anchors": existing, "error_anchors": errors}
+    errors = MemoryAnchor.objects.filter(organization=org).exclude(error_signature="")
+    kind_one = error_signature(traceback(1, "/home/dev/app", 12))
+    assert kind_one is not None
+    if existing and errors.filter(error_signature=kind_one.digest).exists():
+        return {"file_anchors": existing, "error_anchors": errors.count()}
+    errors.delete()  # anchors of an earlier version of this script: every kind must be anchored
     ids = list(
         Memory.objects.filter(organization=org, state=Memory.STATE_ACTIVE).order_by("id").values_list("id", flat=True)
     )
     rows = []
     for i, memory_id in enumerate(ids):
-        if i % PATH_EVERY == 0:
+        if i % PATH_EVERY == 0 and not existing:
             rows.append(MemoryAnchor(organization=org, memory_id=memory_id, repository=REPOSITORY, path=module_file(i)))
         if i % ERROR_EVERY == 0:
-            signature = error_signature(traceback(i % SIGNATURES, "/home/dev/app", 12))
+            signature = error_signature(traceback(i // ERROR_EVERY % SIGNATURES, "/home/dev/app", 12))
             assert signature is not None
             rows.append(
                 MemoryAnchor(

@@ -53,6 +53,13 @@ class MemoryAnchor(models.Model):
         ]
         indexes = [
             models.Index(fields=["organization", "repository", "path"], name="memoryanchor_org_repo_path"),
+            # recall's "a file in the same directory" (path LIKE 'dir/%'): a pattern index serves a prefix
+            # in any collation, where the plain one would be read for every anchor of the repository
+            models.Index(
+                fields=["organization", "repository", "path"],
+                name="memoryanchor_path_prefix",
+                opclasses=["int8_ops", "varchar_pattern_ops", "varchar_pattern_ops"],
+            ),
             models.Index(
                 fields=["organization", "error_signature"],
                 name="memoryanchor_org_error",
