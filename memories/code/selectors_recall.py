@@ -10,7 +10,7 @@ state says whether the code changed since.
 
 Two small indexed reads instead of one join: the anchors first (the (organization, repository, path) and
 (organization, error_signature) indexes), then their memories by primary key inside the reach and the
-policy. A join would let PostgreSQL read every injectable memory of a 100K bank to meet a handful of
+policy, leaving out in the same statement what the session's ledger holds. A join would let PostgreSQL read every injectable memory of a 100K bank to meet a handful of
 anchors."""
 
 from __future__ import annotations
@@ -18,14 +18,13 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from accounts.access import Principal, access_filter, reachable_projects
 from accounts.models import Project
 from memories.code.anchors import path_parents
 from memories.core.selectors import reach_for
-from memories.models import Memory, MemoryAnchor
-from memories.sessions.selectors import session_seen_memory_ids
+from memories.models import Memory, MemoryAnchor, SessionMemoryUse
 from memories.trust.selectors_injection import injection_q
 
 TIER_ERROR, TIER_FILE, TIER_DIRECTORY = "error", "file", "directory"
@@ -96,20 +95,19 @@ def code_recall_select(principal: Principal, query: RecallQuery) -> list[RecallH
         known = best.get(memory_id)
         if known is None or TIER_ORDER[tier] < TIER_ORDER[known[0]]:
             best[memory_id] = (tier, anchor)
-    ids = list(best)
-    if query.exclude_session:
-        seen = session_seen_memory_ids(principal, query.exclude_session, ids)
-        ids = [memory_id for memory_id in ids if memory_id not in seen]
-    if not ids:
-        return []
     reach = reach_for(principal, project=query.project)
     memories = (
         access_filter(Memory, principal)
-        .filter(pk__in=ids)
+        .filter(pk__in=list(best))
         .filter(reach.memory_q())
         .filter(injection_q(principal.organization))
         .only(*_MEMORY_COLUMNS)
     )
+    if query.exclude_session:  # in the same statement: the ledger's unique index answers it per memory
+        given = SessionMemoryUse.objects.filter(
+            organization_id=principal.organization.id, session_key=query.exclude_session, memory_id=OuterRef("pk")
+        )
+        memories = memories.exclude(Exists(given))
     hits = [RecallHit(memory, *best[memory.id]) for memory in memories]
     hits.sort(key=lambda hit: (TIER_ORDER[hit.tier], -hit.memory.confidence, hit.memory.id))
     return hits
