@@ -334,12 +334,12 @@ class MemorySignal(models.Model):
 
 class SessionMemoryUse(models.Model):
     """The injection ledger (docs/session-context.md#the-ledger): a memory handed to an agent session —
-    returned by ``memory_search`` or ``memory_context`` called with the session's id — so that the
+    returned by ``memory_search``, ``memory_context`` or ``memory_recall`` called with the session's id — so that the
     session's outcome (``memory_outcome`` or ``session_submit`` with that id) reaches every memory it
     was given, once."""
 
-    VIA_SEARCH, VIA_CONTEXT = "search", "context"
-    VIA_CHOICES = [(VIA_SEARCH, "Search"), (VIA_CONTEXT, "Session context")]
+    VIA_SEARCH, VIA_CONTEXT, VIA_RECALL = "search", "context", "recall"
+    VIA_CHOICES = [(VIA_SEARCH, "Search"), (VIA_CONTEXT, "Session context"), (VIA_RECALL, "Recall at tool time")]
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     session_key = models.CharField(max_length=200, help_text="the agent's own session id")

@@ -53,7 +53,14 @@ class MemoryAnchor(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["organization", "repository", "path"], name="memoryanchor_org_repo_path"),
+            # a repository's file (path =) and recall's "a file in the same directory" (path LIKE 'dir/%'):
+            # a pattern index serves both in any collation, where a plain one would read every anchor of
+            # the repository for the prefix
+            models.Index(
+                fields=["organization", "repository", "path"],
+                name="memoryanchor_path_prefix",
+                opclasses=["int8_ops", "varchar_pattern_ops", "varchar_pattern_ops"],
+            ),
             models.Index(
                 fields=["organization", "error_signature"],
                 name="memoryanchor_org_error",

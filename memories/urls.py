@@ -6,6 +6,7 @@ from django.urls import path, register_converter
 from memories.ask import api as ask_api
 from memories.code import api_staleness as code_staleness_api
 from memories.code import api_seed as code_seed_api
+from memories.code import api_recall as code_recall_api
 from memories.code_reports import api as code_reports_api
 from memories.confidence import api as confidence_api
 from memories.context import api as context_api
@@ -41,6 +42,7 @@ urlpatterns = [
     path("memories/search", search_api.MemorySearchView.as_view(), name="api-memory-search"),
     path("memories/context", context_api.MemoryContextView.as_view(), name="api-memory-context"),
     path("memories/ask", ask_api.MemoryAskView.as_view(), name="api-memory-ask"),
+    path("memories/recall", code_recall_api.MemoryRecallView.as_view(), name="api-memory-recall"),
     path("memories/<str:memory_id>", core_api.MemoryDetailView.as_view(), name="api-memory"),
     path("memories/<str:memory_id>/archive", moderation_api.MemoryArchiveView.as_view(), name="api-memory-archive"),
     path("memories/<str:memory_id>/restore", moderation_api.MemoryRestoreView.as_view(), name="api-memory-restore"),

@@ -17,7 +17,7 @@ from django.db import connection
 from mcp.types import Implementation
 
 from accounts.models import Organization, Project
-from memories.models import Memory
+from memories.models import Memory, MemoryAnchor
 from tests.consolidation.vectors import remember, vec
 from tests.factories import ProjectFactory
 from tests.mcp_harness import http_client, in_thread, mcp_client
@@ -66,6 +66,8 @@ def bank(org: Organization, project: Project, principal: Any) -> dict[str, str]:
         remember(principal, "Set HTTP client timeouts", vec({1: 1.0}), content="Always set connect and read timeouts"),
         remember(principal, "Retry webhooks with backoff", vec({2: 1.0}), content="Exponential backoff, 5 tries"),
     ]
+    # memory_recall: the first one is about a file of the repository
+    MemoryAnchor.objects.create(organization=org, memory=memories[0], repository="github.com/acme/api", path="http.py")
     return {m.title: m.id for m in memories}
 
 
@@ -109,6 +111,7 @@ def rest_call(operation: str, ids: dict[str, str], arguments: dict[str, Any]) ->
         "memory_ask": ("POST", "/api/v1/memories/ask", args),
         "session_code_report": ("POST", "/api/v1/sessions/code-report", args),
         "code_changes_report": ("POST", "/api/v1/code/changes", args),
+        "memory_recall": ("POST", "/api/v1/memories/recall", args),
     }[operation]
 
 
@@ -173,6 +176,8 @@ OPERATIONS = [
     ("session_submit", {"session_id": "s-42", "outcome": "success", "trace": "user: fix it\nagent: fixed"}),
     ("memory_consolidate", {"dry_run": True, "force": True}),
     ("memory_context", {"context": "You are a coding agent.", "min_confidence": 0.5}),
+    ("memory_recall", {"repository": "git@github.com:acme/api.git", "path": "http.py", "session_id": "s-3"}),
+    ("memory_recall", {"error": 'File "/x/http.py", line 3, in get\nKeyError: \'timeout\'', "limit": 1}),
     (
         "session_code_report",
         {"session_id": "s-7", "commit": "3f786850e387550fdab836ed7e6dc881de23001b", "status": "committed"},
@@ -243,6 +248,9 @@ INVALID = [
     ("session_code_report", {"session_id": "s-7", "status": "merged"}, "status"),
     ("code_changes_report", {**CODE_CHANGES, "commit": "HEAD"}, "commit"),
     ("code_changes_report", {**CODE_CHANGES, "repository": "/home/alice/api"}, "repository"),
+    ("memory_recall", {"repository": "github.com/acme/api"}, "path", 422),
+    ("memory_recall", {"path": "http.py", "limit": 0}, "limit"),
+    ("memory_recall", {"path": "http.py", "limt": 3}, "limt"),
     # a wrong type: the same field named both ways
     ("memory_search", {"query": "x", "limit": "many"}, "limit"),
     ("memory_record", {"title": "t", "description": "d", "content": "c", "outcome": "success", "tags": "go"}, "tags"),

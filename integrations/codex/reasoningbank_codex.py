@@ -5,6 +5,8 @@ runs it:
     reasoningbank_codex.py session-start   SessionStart: the project's memory block
     reasoningbank_codex.py prompt          UserPromptSubmit: the memories new to this session that fit the prompt
     reasoningbank_codex.py capture         Stop, SessionEnd: the session's rollout file queued for distillation
+    reasoningbank_codex.py tool            PreToolUse (apply_patch), PostToolUse (Bash): the memories about the
+                                           patched file or the command's error, new to this session
 
 The hooks themselves are the dispatcher every agent's hooks share (docs/security/hooks.md#one-dispatcher;
 Codex's adapter: reasoningbank_hooks/agents/codex.py). It lives in the Claude Code plugin's folder because

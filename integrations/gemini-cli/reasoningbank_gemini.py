@@ -5,6 +5,8 @@ runs it:
     reasoningbank_gemini.py session-start   SessionStart: the project's memory block
     reasoningbank_gemini.py prompt          BeforeAgent: the memories new to this session that fit the prompt
     reasoningbank_gemini.py capture         AfterAgent, SessionEnd: the chat recording queued for distillation
+    reasoningbank_gemini.py tool            AfterTool (read_file, replace, write_file, run_shell_command): the
+                                            memories about that file or the command's error, new to this session
 
 The hooks themselves are the dispatcher every agent's hooks share (docs/security/hooks.md#one-dispatcher;
 Gemini CLI's adapter, which reads its recordings: reasoningbank_hooks/agents/gemini_cli.py). It lives in

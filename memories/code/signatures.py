@@ -21,9 +21,11 @@ TEXT_MAX = 500
 # read at most this much of a command's output, from its end: the error is at the end
 OUTPUT_TAIL = 20_000
 
-# "KeyError: 'x'", "django.db.utils.IntegrityError: …", "AssertionError", "error[E0382]: …", "panic: …"
+# "KeyError: 'x'", "django.db.utils.IntegrityError: …", "AssertionError", "error[E0382]: …", "panic: …"; Java's
+# "Exception in thread "main" java.lang.…" and its root cause's "Caused by: …"
 _EXCEPTION = re.compile(
-    r"^(?:E\s+|\s*)(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Z][\w]*(?:Error|Exception|Failure|Fault|Interrupt|Exit|Warning)"
+    r'^(?:E\s+|\s*)(?:Caused by:\s*|Exception in thread "[^"]*"\s+)?'
+    r"(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Z][\w]*(?:Error|Exception|Failure|Fault|Interrupt|Exit|Warning)"
     r"|panic|error\[E\d+\]|fatal error)(?::\s*(?P<message>.*))?$"
 )
 # Python: File "/x/y.py", line 3, in name
@@ -36,6 +38,21 @@ _JS_FRAME = re.compile(r"^\s*at (?:(?P<func>[\w$.<>\[\] ]+?) \()?(?P<file>[^():\
 _GO_FRAME = re.compile(r"^(?P<func>[\w./*()]+)\([^)]*\)$")
 # Java / Kotlin: at com.acme.Thing.method(Thing.java:12)
 _JAVA_FRAME = re.compile(r"^\s*at (?P<func>[\w$.]+)\((?P<file>[\w$]+\.\w+):\d+\)")
+# Rust: the place an error[E…] points at ( --> src/cart.rs:14:20): a file, no function
+_RUST_PLACE = re.compile(r"^\s*--> (?P<file>[^:\s]+):\d+:\d+")
+# pytest's default (long) form: a frame's source (its "def name(" line), then its location line; the last
+# location names the exception's type, whose message is on the "E" lines above it
+_PYTEST_DEF = re.compile(r"^\s*def (?P<func>\w+)\(")
+_PYTEST_LOCATION = re.compile(r"^(?P<file>[\w./\\-]+\.py):\d+: ?(?P<type>[A-Z]\w*)?\s*$")
+_PYTEST_E_LINE = re.compile(r"^E\s+(?P<text>.*)$")
+# go test: "--- FAIL: TestName (0.00s)" with the test's own "file_test.go:12: message" lines near it
+_GO_FAIL = re.compile(r"^\s*--- FAIL: (?P<test>[\w/.-]+)")
+_GO_TEST_LINE = re.compile(r"^\s+(?P<file>[\w.-]+\.go):\d+: (?P<message>.+)$")
+# Rust's panic: "thread 'name' panicked at src/x.rs:3:9:" then the message (1.73+), or the older
+# "thread 'name' panicked at 'message', src/x.rs:3:9"
+_RUST_PANIC = re.compile(
+    r"^thread '(?P<thread>[^']*)' panicked at (?:'(?P<message>.*)', )?(?P<file>[^:\s']+):\d+:\d+:?$"
+)
 
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
 _HEX = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b", re.IGNORECASE)
@@ -79,11 +96,19 @@ def _file_name(path: str) -> str:
 
 
 def _frames(lines: list[str]) -> list[str]:
-    """Frames in the order they appear, as ``file:function`` (or the function alone)."""
+    """Frames in the order they appear, as ``file:function`` (or the file alone)."""
     frames: list[str] = []
+    function = ""  # pytest's long form: the last "def" seen, whose location line comes after its source
     for index, line in enumerate(lines):
-        if match := _PY_FRAME.match(line) or _PYTEST_FRAME.match(line):
+        if match := _PYTEST_DEF.match(line):
+            function = match.group("func")
+        elif function and (match := _PYTEST_LOCATION.match(line)):
+            frames.append(f"{_file_name(match.group('file'))}:{function}")
+            function = ""
+        elif match := _PY_FRAME.match(line) or _PYTEST_FRAME.match(line):
             frames.append(f"{_file_name(match.group('file'))}:{match.group('func')}")
+        elif match := _RUST_PLACE.match(line):
+            frames.append(_file_name(match.group("file")))
         elif match := _JAVA_FRAME.match(line):
             frames.append(f"{match.group('file')}:{match.group('func').rsplit('.', 1)[-1]}")
         elif match := _JS_FRAME.match(line):
@@ -102,21 +127,56 @@ def error_signature(output: str) -> ErrorSignature | None:
     frames innermost first — so the innermost frames are the last ones before the exception (Python) or
     the first ones after it (the others)."""
     lines = output[-OUTPUT_TAIL:].splitlines()
-    found = None
     for index in range(len(lines) - 1, -1, -1):
-        match = _EXCEPTION.match(lines[index].rstrip())
-        if match:
-            found = index, match
-            break
-    if found is None:
-        return None
-    index, match = found
-    exc_type = match.group("type").rsplit(".", 1)[-1] if match.group("type")[0].isalpha() else match.group("type")
-    message = message_normalise(match.group("message") or "")
-    before = _frames(lines[:index])
+        line = lines[index].rstrip()
+        if match := _EXCEPTION.match(line):
+            raw_type = match.group("type")
+            exc_type = raw_type.rsplit(".", 1)[-1] if raw_type[0].isalpha() else raw_type
+            return _signature(exc_type, match.group("message") or "", lines, index)
+        if (match := _PYTEST_LOCATION.match(line)) and match.group("type"):
+            return _pytest_long(match.group("type"), lines, index)
+        if match := _GO_FAIL.match(line):
+            return _go_test(match.group("test"), lines, index)
+        if match := _RUST_PANIC.match(line):
+            message = match.group("message")
+            if message is None:  # 1.73+: the message is the next line
+                message = lines[index + 1] if index + 1 < len(lines) else ""
+            frame = f"{_file_name(match.group('file'))}:{match.group('thread')}"
+            return ErrorSignature(type="panicked", message=message_normalise(message), frames=(frame,))
+    return None
+
+
+def _signature(exc_type: str, message: str, lines: list[str], index: int) -> ErrorSignature:
+    # frames printed after the error are its own (JavaScript, Java's root cause, Go, Rust), whatever an
+    # earlier error left above it; Python's come before it and nothing of the kind follows
     after = _frames(lines[index + 1 : index + 1 + 60])
-    if after and not before:
+    if after:
         frames = after[:TOP_FRAMES]
     else:
-        frames = list(reversed(before[-TOP_FRAMES:]))
-    return ErrorSignature(type=exc_type, message=message, frames=tuple(frames))
+        frames = list(reversed(_frames(lines[:index])[-TOP_FRAMES:]))
+    return ErrorSignature(type=exc_type, message=message_normalise(message), frames=tuple(frames))
+
+
+def _pytest_long(exc_type: str, lines: list[str], index: int) -> ErrorSignature:
+    """pytest's long form: the type on the last location line, the message on the first "E" line of the
+    block above it (an exception's own line loses its "Type: "; an assertion's is the assertion)."""
+    start = index
+    while start > 0 and (lines[start - 1].startswith("E ") or not lines[start - 1].strip()):
+        start -= 1
+    e_lines = [m.group("text") for line in lines[start:index] if (m := _PYTEST_E_LINE.match(line))]
+    message = e_lines[0] if e_lines else ""
+    if (own := _EXCEPTION.match(message)) and own.group("type").rsplit(".", 1)[-1] == exc_type:
+        message = own.group("message") or ""
+    frames = list(reversed(_frames(lines[: index + 1])[-TOP_FRAMES:]))
+    return ErrorSignature(type=exc_type, message=message_normalise(message), frames=tuple(frames))
+
+
+def _go_test(test: str, lines: list[str], index: int) -> ErrorSignature:
+    """go test's failure: the test's first message line, just after "--- FAIL" (go test) or just before
+    it (go test -v prints the test's log first)."""
+    near = lines[index + 1 : index + 20] + lines[max(0, index - 20) : index][::-1]
+    for line in near:
+        if match := _GO_TEST_LINE.match(line):
+            frame = f"{match.group('file')}:{test}"
+            return ErrorSignature(type="FAIL", message=message_normalise(match.group("message")), frames=(frame,))
+    return ErrorSignature(type="FAIL", message="", frames=(test,))

@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['path', 'line_start', 'id'],
-                'indexes': [models.Index(fields=['organization', 'repository', 'path'], name='memoryanchor_org_repo_path'), models.Index(condition=models.Q(('error_signature', ''), _negated=True), fields=['organization', 'error_signature'], name='memoryanchor_org_error'), models.Index(fields=['memory'], name='memoryanchor_memory')],
+                'indexes': [models.Index(condition=models.Q(('error_signature', ''), _negated=True), fields=['organization', 'error_signature'], name='memoryanchor_org_error'), models.Index(fields=['memory'], name='memoryanchor_memory')],
                 'constraints': [reasoningbank.sharding.SameOrganization(field='memory', name='memoryanchor_memory_same_org'), models.CheckConstraint(condition=models.Q(models.Q(('path', ''), _negated=True), models.Q(('error_signature', ''), _negated=True), _connector='OR'), name='memoryanchor_path_or_error'), models.CheckConstraint(condition=models.Q(('line_start__isnull', True), ('line_end__isnull', True), ('line_end__gte', models.F('line_start')), _connector='OR'), name='memoryanchor_lines_ordered')],
             },
         ),

@@ -36,6 +36,7 @@ TOOL_METHODS = {
     "memory_outcome": "outcome",
     "memory_context": "context",
     "memory_ask": "ask",
+    "memory_recall": "recall",
     "session_submit": "session_submit",
     "session_code_report": "session_code_report",
     "code_changes_report": "code_changes_report",

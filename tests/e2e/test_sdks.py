@@ -95,6 +95,16 @@ async def every_operation(bank: Any, export: Any, other_id: str) -> None:
     assert (await bank.context(project="web-app", task="fix the CI build"))["project"] == "web-app"
     asked = await bank.ask(question=f"How do we keep builds alike ({marker})?", project="web-app")
     assert asked["answer"] and asked["llm_called"] is True
+    by_file = await bank.recall(
+        repository="git@github.com:acme/shop.git", path="/w/shop/ci/build.sh", root="/w/shop", session_id=marker
+    )
+    assert (by_file["repository"], by_file["path"], by_file["injection_block"]) == (
+        "github.com/acme/shop",
+        "ci/build.sh",
+        "",
+    )
+    by_error = await bank.recall(error="  File \"/w/shop/ci/pin.py\", line 3, in pin\nKeyError: 'node'\n")
+    assert by_error["error_signature"]["type"] == "KeyError" and by_error["error_signature"]["frames"] == ["pin.py:pin"]
     trace = f"user: CI differs from my laptop ({marker})\nassistant: pinned the toolchain; the build is green."
     submitted = await bank.session_submit(session_id=marker, outcome="success", trace=trace, project="web-app")
     assert submitted["session_id"] == marker
@@ -163,6 +173,10 @@ const recorded = await bank.record({
 });
 const hits = await bank.search({ query: `cache the dependency download ${marker}`, project: "web-app" });
 const got = await bank.get(recorded.id);
+const recalled = await bank.recall({ repository: "https://github.com/acme/shop", path: "ci/cache.yml" });
+if (recalled.path !== "ci/cache.yml" || recalled.repository !== "github.com/acme/shop") {
+  throw new Error(JSON.stringify(recalled));
+}
 let missing = "";
 try { await bank.get(process.env.RB_OTHER); } catch (error) { if (error instanceof NotFound) missing = error.code; }
 console.log(JSON.stringify({ id: recorded.id, found: hits.memories.map((hit) => hit.id), title: got.title, missing }));

@@ -97,6 +97,8 @@ def stand() -> Iterator[tuple[Stand, str]]:
                     answer["injection_block"] = state.injection_block
             elif self.path.endswith("/memories/context"):
                 answer = {"context_block": START_BLOCK}
+            elif self.path.endswith("/memories/recall"):  # tool-time recall: the same framing
+                answer = {"memories": [MEMORY], "injection_block": state.injection_block, "tokens_used": 60}
             else:
                 answer = {"session_id": body.get("session_id"), "status": "queued"}
             data = json.dumps(answer).encode()

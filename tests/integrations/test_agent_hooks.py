@@ -308,8 +308,8 @@ def test_each_clients_hook_configuration_runs_its_script_with_a_known_action_on_
     gemini = commands(json.loads((REPO / "integrations/gemini-cli/settings.json").read_text()))
     cursor_config = json.loads((REPO / "integrations/cursor/hooks.json").read_text())
     cursor = commands(cursor_config)
-    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
-    assert set(gemini) == {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"}
+    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd", "PreToolUse", "PostToolUse"}
+    assert set(gemini) == {"SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd", "AfterTool"}
     assert set(cursor) == {"sessionStart", "stop", "sessionEnd"} and cursor_config["version"] == 1
     for found, script in (
         (codex, "codex/reasoningbank_codex.py"),
@@ -319,7 +319,7 @@ def test_each_clients_hook_configuration_runs_its_script_with_a_known_action_on_
         for event, lines in found.items():
             (line,) = lines
             assert f'"$REASONINGBANK_HOME/integrations/{script}"' in line, event
-            assert line.split()[-1] in ("session-start", "prompt", "capture"), event
+            assert line.split()[-1] in ("session-start", "prompt", "capture", "tool"), event
 
 
 def test_the_mcp_entries_read_the_token_from_the_environment():

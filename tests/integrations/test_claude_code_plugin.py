@@ -23,7 +23,7 @@ from tests.integrations.conftest import PROMPT_BLOCK
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "integrations" / "claude-code"
 HOOK = PLUGIN / "hooks" / "reasoningbank_hook.py"
-# the hook events Claude Code documents (hooks reference); the plugin uses five of them
+# the hook events Claude Code documents (hooks reference); the plugin uses eight of them
 EVENTS = {
     "SessionStart",
     "UserPromptSubmit",
@@ -33,6 +33,7 @@ EVENTS = {
     "SessionEnd",
     "PreToolUse",
     "PostToolUse",
+    "PostToolUseFailure",
     "Notification",
 }
 # the sources of a SessionStart (the hook input schema of Claude Code 2.1.332)
@@ -72,7 +73,10 @@ def test_the_marketplace_entry_points_at_the_plugin_directory():
 
 def test_every_hook_runs_the_plugins_script_with_a_known_action_and_a_timeout_above_its_budget():
     config = load(PLUGIN / "hooks" / "hooks.json")["hooks"]
-    assert set(config) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"} <= EVENTS
+    assert set(config) == {
+        "SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd", "PreToolUse", "PostToolUse",
+        "PostToolUseFailure",
+    } <= EVENTS  # fmt: skip
     for event, groups in config.items():
         for group in groups:
             for hook in group["hooks"]:
@@ -80,6 +84,7 @@ def test_every_hook_runs_the_plugins_script_with_a_known_action_and_a_timeout_ab
                 assert hook["command"].startswith('python3 "${CLAUDE_PLUGIN_ROOT}/hooks/reasoningbank_hook.py" ')
                 action = hook["command"].rsplit(" ", 1)[1]
                 expected = {"SessionStart": "session-start", "UserPromptSubmit": "prompt"}.get(event, "capture")
+                expected = "tool" if "ToolUse" in event else expected
                 assert action == expected and hook["timeout"] > 2, (event, hook)
 
 

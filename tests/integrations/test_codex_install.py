@@ -156,10 +156,10 @@ def test_the_users_hooks_stay_and_ours_are_added_or_updated_in_their_place(home)
     done = install(home)
     assert done.returncode == 0 and "/hooks" in done.stdout  # the trust step Codex needs is said
     hooks = json.loads((home / "hooks.json").read_text())["hooks"]
-    assert hooks["PreToolUse"] == [guard]
+    assert hooks["PreToolUse"] == [guard, *OUR_HOOKS["PreToolUse"]]  # theirs first, ours beside it
     assert hooks["Stop"] == [OUR_HOOKS["Stop"][0], {"hooks": [theirs]}]  # ours updated where it stood
-    assert {event: hooks[event] for event in OUR_HOOKS if event != "Stop"} == {
-        event: groups for event, groups in OUR_HOOKS.items() if event != "Stop"
+    assert {event: hooks[event] for event in OUR_HOOKS if event not in ("Stop", "PreToolUse")} == {
+        event: groups for event, groups in OUR_HOOKS.items() if event not in ("Stop", "PreToolUse")
     }
 
 

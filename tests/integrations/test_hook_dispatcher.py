@@ -29,9 +29,9 @@ COMMAND_VARIABLES = {"${CLAUDE_PLUGIN_ROOT}": INTEGRATIONS / "claude-code", "$RE
 # an event of each client's that its hook files do not register (each client's hooks reference lists it)
 UNREGISTERED = {
     "claude-code": claude_code_event("SubagentStop", stop_hook_active=False),
-    "codex": codex_event("PreToolUse", tool_name="shell", tool_input={"command": ["ls"]}),
+    "codex": codex_event("PermissionRequest", tool_name="Bash", tool_input={"command": "ls"}),
     "cursor": cursor_event("afterFileEdit", file_path="/home/dev/shop/cart.py", edits=[]),
-    "gemini-cli": gemini_event("AfterTool", tool_name="run_shell_command", tool_input={}, tool_response={}),
+    "gemini-cli": gemini_event("BeforeTool", tool_name="run_shell_command", tool_input={}),
 }
 TRANSCRIPTS = {
     "claude-code": lambda event: transcript_text(session_id=event["session_id"]),

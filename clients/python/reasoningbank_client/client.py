@@ -253,6 +253,13 @@ class ReasoningBank:
     ) -> models.AskResponse:
         return cast(models.AskResponse, self.send(call_for("ask", body), request_options))
 
+    def recall(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.RecallRequest]
+    ) -> models.RecallResponse:
+        """The memories about a file about to be read or changed (``path``) or a failing command's error
+        (``error``), framed for injection (docs/code-memory.md#recall-at-the-moment-of-action)."""
+        return cast(models.RecallResponse, self.send(call_for("recall", body), request_options))
+
     def session_submit(
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.SessionSubmitRequest]
     ) -> models.SessionSubmitResponse:
@@ -486,6 +493,11 @@ class AsyncReasoningBank:
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.AskRequest]
     ) -> models.AskResponse:
         return cast(models.AskResponse, await self.send(call_for("ask", body), request_options))
+
+    async def recall(
+        self, *, request_options: RequestOptions | None = None, **body: Unpack[models.RecallRequest]
+    ) -> models.RecallResponse:
+        return cast(models.RecallResponse, await self.send(call_for("recall", body), request_options))
 
     async def session_submit(
         self, *, request_options: RequestOptions | None = None, **body: Unpack[models.SessionSubmitRequest]

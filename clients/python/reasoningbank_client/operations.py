@@ -61,6 +61,10 @@ OPERATIONS: dict[str, Operation] = {
         "memories_context", "POST", "/api/v1/memories/context", "ContextRequest", "ContextResponse", idempotent=True
     ),
     "ask": Operation("memories_ask", "POST", "/api/v1/memories/ask", "AskRequest", "AskResponse", idempotent=True),
+    # a read sent as POST: what it notes in the session's ledger is noted once, however often it is sent
+    "recall": Operation(
+        "memories_recall", "POST", "/api/v1/memories/recall", "RecallRequest", "RecallResponse", idempotent=True
+    ),
     "session_submit": Operation(
         "sessions_submit",
         "POST",

@@ -61,6 +61,8 @@ export type ContextRequest = JsonBody<"memories_context">;
 export type ContextResponse = Ok<"memories_context">;
 export type AskRequest = JsonBody<"memories_ask">;
 export type AskResponse = Ok<"memories_ask">;
+export type RecallRequest = JsonBody<"memories_recall">;
+export type RecallResponse = Ok<"memories_recall">;
 export type SessionSubmitRequest = JsonBody<"sessions_submit">;
 export type SessionSubmitResponse = Ok<"sessions_submit">;
 export type SessionDetail = Ok<"sessions_retrieve">;
@@ -142,6 +144,9 @@ export declare class ReasoningBank {
     outcome(memoryId: string, body: OutcomeRequest, options?: RequestOptions): Promise<OutcomeResponse>;
     context(body?: ContextRequest, options?: RequestOptions): Promise<ContextResponse>;
     ask(body: AskRequest, options?: RequestOptions): Promise<AskResponse>;
+    /** The memories about a file about to be read or changed (`path`) or a failing command's error (`error`),
+     * framed for injection (docs/code-memory.md#recall-at-the-moment-of-action). */
+    recall(body: RecallRequest, options?: RequestOptions): Promise<RecallResponse>;
     sessionSubmit(body: SessionSubmitRequest, options?: RequestOptions): Promise<SessionSubmitResponse>;
     sessionGet(sessionId: string, options?: RequestOptions): Promise<SessionDetail>;
     sessionCodeReport(body: CodeReportRequest, options?: RequestOptions): Promise<CodeReportResponse>;

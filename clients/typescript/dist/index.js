@@ -213,6 +213,11 @@ export class ReasoningBank {
     ask(body, options) {
         return this.json({ method: "POST", path: "/api/v1/memories/ask", json: body, idempotent: true }, options);
     }
+    /** The memories about a file about to be read or changed (`path`) or a failing command's error (`error`),
+     * framed for injection (docs/code-memory.md#recall-at-the-moment-of-action). */
+    recall(body, options) {
+        return this.json({ method: "POST", path: "/api/v1/memories/recall", json: body, idempotent: true }, options);
+    }
     sessionSubmit(body, options) {
         return this.json({ method: "POST", path: "/api/v1/sessions", json: body, idempotent: true }, options);
     }

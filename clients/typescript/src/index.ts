@@ -63,6 +63,8 @@ export type ContextRequest = JsonBody<"memories_context">;
 export type ContextResponse = Ok<"memories_context">;
 export type AskRequest = JsonBody<"memories_ask">;
 export type AskResponse = Ok<"memories_ask">;
+export type RecallRequest = JsonBody<"memories_recall">;
+export type RecallResponse = Ok<"memories_recall">;
 export type SessionSubmitRequest = JsonBody<"sessions_submit">;
 export type SessionSubmitResponse = Ok<"sessions_submit">;
 export type SessionDetail = Ok<"sessions_retrieve">;
@@ -351,6 +353,12 @@ export class ReasoningBank {
 
   ask(body: AskRequest, options?: RequestOptions): Promise<AskResponse> {
     return this.json({ method: "POST", path: "/api/v1/memories/ask", json: body, idempotent: true }, options);
+  }
+
+  /** The memories about a file about to be read or changed (`path`) or a failing command's error (`error`),
+   * framed for injection (docs/code-memory.md#recall-at-the-moment-of-action). */
+  recall(body: RecallRequest, options?: RequestOptions): Promise<RecallResponse> {
+    return this.json({ method: "POST", path: "/api/v1/memories/recall", json: body, idempotent: true }, options);
   }
 
   sessionSubmit(body: SessionSubmitRequest, options?: RequestOptions): Promise<SessionSubmitResponse> {

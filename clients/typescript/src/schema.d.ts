@@ -566,6 +566,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memories/recall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recall the memories about a file or an error
+         * @description What the team knows about the file an agent is about to read or change (`path`: the memories anchored to it, then to its directory) or about the error a command just failed with (`error`: the memories anchored to the same error signature), framed for injection as per-prompt recall frames them: only what the organization's injection policy lets be injected, within `token_budget`, and never a memory the session (`session_id`) was given before; what is returned is noted as given to it. A memory whose code changed since says so (`code_changed`). Needs `memories:read`.
+         */
+        post: operations["memories_recall"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memories/search": {
         parameters: {
             query?: never;
@@ -1809,6 +1829,34 @@ export interface components {
             errors: {
                 [key: string]: string[];
             };
+        };
+        /** ErrorSignatureOut */
+        ErrorSignatureOut: {
+            /**
+             * Type
+             * @description the exception's type without its module
+             */
+            type: string;
+            /**
+             * Message
+             * @description its message without numbers, addresses, ids and directories
+             */
+            message: string;
+            /**
+             * Frames
+             * @description the innermost frames, innermost first, as file:function
+             */
+            frames: string[];
+            /**
+             * Text
+             * @description all of it in one line
+             */
+            text: string;
+            /**
+             * Digest
+             * @description SHA-256 of type, message and frames: two failures match when it is equal
+             */
+            digest: string;
         };
         /** FeedbackBody */
         FeedbackRequest: {
@@ -3305,6 +3353,156 @@ export interface components {
         };
         /** @enum {string} */
         QueryRewriteOutStatusEnum: "rewritten" | "skipped";
+        /**
+         * RecallAnchorOut
+         * @description The anchor that brought a memory back: where in the code it is about, and whether that code changed.
+         */
+        RecallAnchorOut: {
+            /** Repository */
+            repository: string;
+            /**
+             * Path
+             * @description repository-relative; empty for an error-signature anchor
+             */
+            path: string;
+            /** Symbol */
+            symbol: string;
+            /** Line Start */
+            line_start: number | null;
+            /** Line End */
+            line_end: number | null;
+            /**
+             * Commit
+             * @description the commit the memory was true at, if known
+             */
+            commit: string;
+            /**
+             * Error Text
+             * @description an error-signature anchor's readable signature
+             */
+            error_text: string;
+            /**
+             * State
+             * @description current, or code_changed: a later commit changed the anchored code
+             */
+            state: string;
+            /**
+             * Changed Commit
+             * @description the commit that changed it (code_changed only)
+             */
+            changed_commit: string;
+        };
+        /** RecallHitOut */
+        RecallHitOut: {
+            /** Id */
+            id: string;
+            /** Title */
+            title: string;
+            /** Description */
+            description: string;
+            /** Content */
+            content: string;
+            /** Outcome */
+            outcome: string;
+            /** Confidence */
+            confidence: number;
+            /** Scope */
+            scope: string;
+            /**
+             * Matched By
+             * @description error (anchored to the same error signature), file (to the file itself) or directory (to its directory, a file beside it, or a directory above it)
+             */
+            matched_by: string;
+            /**
+             * Code Changed
+             * @description the anchored code changed after the memory was written: verify before relying on it
+             */
+            code_changed: boolean;
+            anchor: components["schemas"]["RecallAnchorOut"];
+            /** @description who wrote it, how, through which client, when; and whether it is trusted */
+            source: components["schemas"]["SourceOut"];
+        };
+        /** RecallInput */
+        RecallRequest: {
+            /**
+             * Session Id
+             * @description Your session's id: the memories returned are noted as given to that session, and its outcome (memory_outcome or session_submit with the same id) then reaches each of them
+             * @default
+             */
+            session_id?: string;
+            /**
+             * Repository
+             * @description The working tree's git remote, in any spelling (git@github.com:acme/api.git, https://github.com/acme/api): the service normalises it (github.com/acme/api) and looks in that repository's anchors. Also picks the project tied to it when `project` is left out
+             * @default
+             */
+            repository?: string;
+            /**
+             * Path
+             * @description The file about to be read, edited or written: relative to the working tree's top, or absolute with `root`. Its memories come first, then those of its directory (the module)
+             * @default
+             */
+            path?: string;
+            /**
+             * Root
+             * @description The working tree's top (absolute): what an absolute `path` is made relative to
+             * @default
+             */
+            root?: string;
+            /**
+             * Error
+             * @description A failing command's output (its last 20000 characters are enough): the service reads the last error in it (exception type, message and innermost frames, with what varies between two runs left out) and returns the memories anchored to the same error signature
+             * @default
+             */
+            error?: string;
+            /**
+             * Project
+             * @description Project slug: search that project, its team's and the organization's memories. Left out: every project this token reaches.
+             * @default null
+             */
+            project?: string | null;
+            /**
+             * Limit
+             * @description Maximum memories returned
+             * @default 3
+             */
+            limit?: number;
+            /**
+             * Token Budget
+             * @description The whole `injection_block`, its framing included, stays within this many tokens (four characters a token); a memory too big for what is left is skipped and a smaller one after it may still fit
+             * @default null
+             */
+            token_budget?: number | null;
+        };
+        /** RecallOutput */
+        RecallResponse: {
+            /**
+             * Memories
+             * @description what `injection_block` holds, in its order
+             */
+            memories: components["schemas"]["RecallHitOut"][];
+            /**
+             * Injection Block
+             * @description The `<reasoningbank_memories>` block to put in the agent's context as it is (the memories framed as reference material, each in a `<memory>` element with its source label), the same framing as per-prompt recall's; empty when nothing qualifies
+             */
+            injection_block: string;
+            /**
+             * Tokens Used
+             * @description the block's size, four characters a token
+             */
+            tokens_used: number;
+            /**
+             * Repository
+             * @description the repository as normalised; empty when none was given
+             */
+            repository: string;
+            /**
+             * Path
+             * @description the path as looked up (repository-relative); empty when none was given
+             */
+            path: string;
+            /** @description the signature read from `error`; null when no error was given or none was found in it */
+            error_signature: components["schemas"]["ErrorSignatureOut"] | null;
+        };
         /** RecordInput */
         RecordRequest: {
             /**
@@ -7310,6 +7508,101 @@ export interface operations {
             };
             /** @description The body is not `application/json`. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    memories_recall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RecallRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecallResponse"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

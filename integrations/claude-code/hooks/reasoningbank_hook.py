@@ -4,6 +4,8 @@
     reasoningbank_hook.py session-start   SessionStart: the project's memory block
     reasoningbank_hook.py prompt          UserPromptSubmit: the memories new to this session that fit the prompt
     reasoningbank_hook.py capture         Stop, PreCompact, SessionEnd: the transcript queued for distillation
+    reasoningbank_hook.py tool            PreToolUse (a file tool), PostToolUse and PostToolUseFailure (Bash): the
+                                          memories about that file or that error, new to this session
 
 The hooks themselves are the dispatcher beside this file (reasoningbank_hooks/, shared by every agent's
 hooks; Claude Code's adapter: reasoningbank_hooks/agents/claude_code.py). Python's standard library only;

@@ -81,6 +81,22 @@ def prompt_caps() -> PromptCaps:
     )
 
 
+class RecallCaps(NamedTuple):
+    """What one tool-time recall may get: at most ``memories`` memories within ``tokens`` tokens, framing
+    included."""
+
+    memories: int
+    tokens: int
+
+
+def recall_caps() -> RecallCaps:
+    return RecallCaps(
+        memories=int(env_number("REASONINGBANK_RECALL_MEMORIES", 2, low=1, high=20)),
+        # the low bound is the service's: the block's framing and one short note
+        tokens=int(env_number("REASONINGBANK_RECALL_TOKENS", 500, low=250, high=20000)),
+    )
+
+
 def trace_limit() -> int:
     """The most bytes of a transcript a capture sends (the service takes a little more)."""
     return int(env_number("REASONINGBANK_TRACE_MAX_BYTES", 500_000, low=4096, high=50_000_000))

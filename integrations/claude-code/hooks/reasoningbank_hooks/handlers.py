@@ -7,6 +7,9 @@ event and how its transcript reads):
     capture         the transcript queued for distillation (session_submit) and handed to the detached sender,
                     with what the session's commits changed (commits.py; the working tree's HEAD is noted
                     at session start)
+    tool            recall at the moment of action (memory_recall): before a file tool, the memories about that
+                    file (then its module); after a shell tool that failed, those about its error — new to this
+                    session, framed as data by the service, within their own token cap
 
 The start and prompt handlers tell the user once a session when memory is off (their own call refused or
 out of reach, or the sender's last capture refused) and start the sender when earlier captures still wait.
@@ -15,14 +18,25 @@ out of reach, or the sender's last capture refused) and start the sender when ea
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
 from . import budget, commits, service
-from .agents.base import CAPTURE, PROMPT, SESSION_START, Adapter, Outcome
+from .agents.base import CAPTURE, PROMPT, SESSION_START, TOOL, Adapter, Outcome
 from .errors import HookError
+from .worktree import worktree_of
 
 QUERY_MAX = 2000  # the service's query limit (characters)
+ERROR_TAIL_CHARS = 8000  # of a failing command's output, the end is sent: the error is at the end
+PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (?P<path>.+?)\s*$", re.MULTILINE)
+# what a command's output shows when something failed, though its exit status was 0 (piped through tail,
+# or a runner that reports and exits 0): only then is a successful command's output sent at all
+ERROR_CUES = re.compile(
+    r"Traceback \(most recent call last\)|^(?:E\s+|\s*)(?:[\w$]+\.)*[A-Z]\w*(?:Error|Exception)\b|^panic: "
+    r"|error\[E\d+\]|panicked at|^\s*--- FAIL:|^FAILED |\bfailed\b.*\bpassed\b|Exception in thread",
+    re.MULTILINE,
+)
 
 Handler = Callable[[Adapter, dict[str, Any]], Outcome]
 
@@ -123,4 +137,111 @@ def capture(agent: Adapter, event: dict[str, Any]) -> Outcome:
     return Outcome()
 
 
-HANDLERS: dict[str, Handler] = {SESSION_START: session_start, PROMPT: prompt, CAPTURE: capture}
+def tool(agent: Adapter, event: dict[str, Any]) -> Outcome:
+    """Recall at the moment of action (docs/code-memory.md#recall-at-the-moment-of-action): before a file
+    tool, the memories about the file it is about to read or change; after a shell tool whose output shows
+    a failure, the memories about that error. Nothing to add (another tool, a file outside any working
+    tree, a command that succeeded) is no request at all. The user is told nothing here: the session's
+    start and prompt hooks say when memory is off."""
+    name = event.get("tool_name")
+    if name in agent.file_tools:
+        body = file_body(agent, event, str(name))
+    elif name in agent.shell_tools:
+        body = failure_body(event)
+    else:
+        return Outcome()
+    if body is None:
+        return Outcome()
+    try:
+        return Outcome(context=recall_block(agent, event, body))
+    except HookError as exc:
+        return Outcome(failure=exc)
+
+
+def file_body(agent: Adapter, event: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The recall request for the file a tool is about to read or change: its path, the working tree's top
+    and remote; None when the event names no file, or one outside any working tree and the session's
+    directory."""
+    path = tool_path(event.get("tool_input"), agent.file_tools[name])
+    if not path:
+        return None
+    cwd = event.get("cwd") if isinstance(event.get("cwd"), str) else ""
+    path = os.path.join(cwd or os.getcwd(), os.path.expanduser(path))
+    tree = worktree_of(path)
+    root = tree.root or cwd
+    if not root or not path.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    body: dict[str, Any] = {"path": path, "root": root}
+    if tree.remote:
+        body["repository"] = tree.remote
+    return body
+
+
+def tool_path(tool_input: Any, keys: tuple[str, ...]) -> str:
+    """The first file path among ``keys`` of the tool's input (the first file an apply_patch text names)."""
+    if not isinstance(tool_input, dict):
+        return ""
+    for key in keys:
+        value = tool_input.get(key)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        if key == "patch" or value.lstrip().startswith("*** Begin Patch"):
+            match = PATCH_FILE.search(value)
+            return match.group("path") if match else ""
+        return value.strip()
+    return ""
+
+
+def failure_body(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The recall request for a shell command's failure: the end of its output; None when it did not fail
+    (no error reported by the client, and nothing in its output that looks like one) or was interrupted."""
+    if event.get("is_interrupt"):
+        return None  # the user stopped it: nothing failed
+    reported = event.get("error")  # Claude Code's PostToolUseFailure: the failure as the client reports it
+    output = reported if isinstance(reported, str) and reported.strip() else tool_output(event.get("tool_response"))
+    if not output.strip() or (not reported and not ERROR_CUES.search(output)):
+        return None
+    body: dict[str, Any] = {"error": output[-ERROR_TAIL_CHARS:]}
+    cwd = event.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        remote = worktree_of(cwd).remote
+        if remote:
+            body["repository"] = remote
+    return body
+
+
+def tool_output(response: Any) -> str:
+    """A tool's output as text, whatever the client's shape: a string, or an object whose ``stdout``,
+    ``stderr``, ``output``, ``llmContent`` or ``error`` hold it."""
+    if isinstance(response, str):
+        return response
+    if not isinstance(response, dict):
+        return ""
+    parts = []
+    for key in ("stdout", "stderr", "output", "llmContent", "error"):
+        value = response.get(key)
+        if isinstance(value, dict):
+            value = value.get("message")
+        if isinstance(value, str) and value.strip():
+            parts.append(value)
+    return "\n".join(parts)
+
+
+def recall_block(agent: Adapter, event: dict[str, Any], body: dict[str, Any]) -> str | None:
+    """The service's block for a recall request, new to this session, within the tool-time cap; None when
+    nothing qualifies."""
+    caps = budget.recall_caps()
+    body.update(limit=caps.memories, token_budget=caps.tokens)
+    if agent.session_key(event):
+        body["session_id"] = agent.session_key(event)
+    block = service.call("/api/v1/memories/recall", body, agent.user_agent).get("injection_block")
+    if not isinstance(block, str) or not block:
+        return None
+    if budget.tokens(block) > caps.tokens:  # the cap holds, whatever the service measured
+        raise HookError(
+            f"the service's block is {budget.tokens(block)} tokens, over REASONINGBANK_RECALL_TOKENS={caps.tokens}"
+        )
+    return block
+
+
+HANDLERS: dict[str, Handler] = {SESSION_START: session_start, PROMPT: prompt, CAPTURE: capture, TOOL: tool}

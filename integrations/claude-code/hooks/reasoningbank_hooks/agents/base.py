@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 # The handlers' names, as the clients' hook files pass them to the entry scripts
-SESSION_START, PROMPT, CAPTURE = "session-start", "prompt", "capture"
+SESSION_START, PROMPT, CAPTURE, TOOL = "session-start", "prompt", "capture", "tool"
 
 
 class Outcome(NamedTuple):
@@ -46,6 +46,11 @@ class Adapter(NamedTuple):
     session_fields: tuple[str, ...] = ("session_id",)
     skipped_start_sources: frozenset[str] = frozenset()
     no_transcript_hint: str = ""  # said when an event comes without a transcript_path
+    # tool-time recall (the ``tool`` handler): each file tool's name and the keys of its input that may hold
+    # the file's path (a key ``patch`` means an apply_patch text, whose "*** … File:" lines name the files),
+    # and the names of the shell tools whose failing output is looked up by its error
+    file_tools: Mapping[str, tuple[str, ...]] = {}
+    shell_tools: frozenset[str] = frozenset()
 
     @property
     def handlers(self) -> frozenset[str]:

@@ -1,6 +1,8 @@
 """The OpenAI Codex CLI (docs/codex.md), tried with 0.171.0. Its hooks take Claude Code's shape: the event
 on stdin (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``, ``model``,
-``permission_mode``, ``turn_id``, and ``prompt`` for UserPromptSubmit), context given back as
+``permission_mode``, ``turn_id``, and ``prompt`` for UserPromptSubmit; ``tool_name``, ``tool_input``,
+``tool_use_id`` and, after the tool, ``tool_response`` for PreToolUse and PostToolUse: a shell command is
+``Bash`` with ``{"command": …}``, an edit ``apply_patch`` with the patch as ``command``), context given back as
 ``hookSpecificOutput.additionalContext``. SessionEnd (fired when the main thread ends) is smaller:
 ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name`` and ``reason``, and gets at most 3 s. The
 transcript is the session's rollout file, sent as ``codex-rollout-jsonl``; a Codex without SessionEnd
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 
 from ..reading import compact, jsonl_lines
-from .base import CAPTURE, PROMPT, SESSION_START, Adapter
+from .base import CAPTURE, PROMPT, SESSION_START, TOOL, Adapter
 
 # the user messages Codex writes itself (environment, instructions, AGENTS.md): not the task
 OWN_MESSAGE_OPENINGS = ("<", "# AGENTS.md instructions")
@@ -61,8 +63,12 @@ ADAPTER = Adapter(
         "UserPromptSubmit": PROMPT,
         "Stop": CAPTURE,  # after each turn: the session goes on
         "SessionEnd": CAPTURE,
+        "PreToolUse": TOOL,  # before apply_patch (its input's `command` is the patch, naming the files)
+        "PostToolUse": TOOL,  # after Bash: its `tool_response` is the command's output
     },
     final_events=frozenset({"SessionEnd"}),
     trace_format="codex-rollout-jsonl",
     transcript=transcript,
+    file_tools={"apply_patch": ("command", "patch")},
+    shell_tools=frozenset({"Bash"}),
 )

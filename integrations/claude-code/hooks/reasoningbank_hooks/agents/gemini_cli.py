@@ -1,8 +1,9 @@
 """Gemini CLI (docs/gemini-cli.md), tried with 0.61.0. The event on stdin: ``session_id``,
 ``transcript_path``, ``cwd``, ``hook_event_name``, ``timestamp``, and per event ``source``
 (SessionStart), ``prompt`` (BeforeAgent), ``prompt``, ``prompt_response`` and ``stop_hook_active``
-(AfterAgent), ``reason`` (SessionEnd). Context goes back as ``hookSpecificOutput.additionalContext`` from
-SessionStart and BeforeAgent; stdout is parsed as JSON, so nothing else may be printed there. Gemini CLI
+(AfterAgent), ``reason`` (SessionEnd), ``tool_name``, ``tool_input`` and ``tool_response`` (AfterTool:
+``llmContent``, ``returnDisplay``, ``error``). Context goes back as ``hookSpecificOutput.additionalContext``
+from SessionStart, BeforeAgent and AfterTool; stdout is parsed as JSON, so nothing else may be printed there. Gemini CLI
 does not wait for a SessionEnd hook, so every turn is handed in as it ends (AfterAgent, ``partial``) and
 the last one stands if SessionEnd is cut short.
 
@@ -25,7 +26,7 @@ from typing import Any
 from ..budget import deadline_check
 from ..errors import HookError
 from ..reading import transcript_ends
-from .base import CAPTURE, PROMPT, SESSION_START, Adapter
+from .base import CAPTURE, PROMPT, SESSION_START, TOOL, Adapter
 
 CONVERSATION = ("user", "gemini")  # info, error and warning messages are the CLI's, not the session's
 MESSAGE_TYPES = (*CONVERSATION, "info", "error", "warning")  # every message a recording holds
@@ -208,8 +209,16 @@ ADAPTER = Adapter(
         "BeforeAgent": PROMPT,
         "AfterAgent": CAPTURE,  # after each turn: the session goes on
         "SessionEnd": CAPTURE,
+        # BeforeTool cannot add context; AfterTool appends it to the tool's result, which the model reads next
+        "AfterTool": TOOL,
     },
     final_events=frozenset({"SessionEnd"}),
     trace_format="gemini-cli-json",
     transcript=transcript,
+    file_tools={
+        "read_file": ("file_path", "absolute_path"),
+        "replace": ("file_path",),
+        "write_file": ("file_path",),
+    },
+    shell_tools=frozenset({"run_shell_command"}),
 )
