@@ -28,15 +28,26 @@ class SearchRequest(TypedDict):
     exclude_seen: NotRequired[bool]
     token_budget: NotRequired[int | None]
     min_similarity: NotRequired[float | None]
+    paths: NotRequired[list[str]]
+    paths_only: NotRequired[bool]
     inject: NotRequired[bool]
 
 
 SearchHitOutStateEnum = Literal["active", "archived"]
 
 
+class CodeChangedOut(TypedDict):
+    """The flag of a memory whose anchored code changed (docs/code-memory.md#staleness)."""
+
+    commit: str
+    path: str
+    symbol: str
+    changed_at: str | None
+
+
 class SearchExplanation(TypedDict):
     """Every factor of a result's score: relevance × confidence × recency_boost × scope_weight ×
-    consolidated_boost = score, and where the relevance comes from: each leg's score and rank among
+    consolidated_boost × path_boost = score, and where the relevance comes from: each leg's score and rank among
     this query's candidates. `confidence` is the value the search ranked with (before this search
     counted as a use). REST called this object `score` before."""
 
@@ -53,6 +64,7 @@ class SearchExplanation(TypedDict):
     scope: str
     scope_weight: float
     consolidated_boost: float
+    path_boost: float
     score: float
     matched_by: list[str]
     own_relevance: float
@@ -60,6 +72,7 @@ class SearchExplanation(TypedDict):
     neighbour_relevance: float
     query: NotRequired[str | None]
     found_by: NotRequired[list[str]]
+    code_changed_factor: float
 
 
 HowEnum = Literal["recorded", "distilled", "synthesised", "pattern", "promoted", "imported", "extracted"]
@@ -96,6 +109,7 @@ class SearchHitOut(TypedDict):
     scope: str
     state: NotRequired[SearchHitOutStateEnum]
     duplicates: NotRequired[list[str]]
+    code_changed: NotRequired[CodeChangedOut | None]
     explain: NotRequired[SearchExplanation | None]
     source: SourceOut
 
@@ -408,7 +422,7 @@ class RecallResponse(TypedDict):
     error_signature: ErrorSignatureOut | None
 
 
-TraceFormatEnum = Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl"]
+TraceFormatEnum = Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl", "git-log"]
 
 
 class SessionSubmitRequest(TypedDict):
@@ -510,6 +524,39 @@ class CodeReportResponse(TypedDict):
     message: str
 
 
+ChangedFileInStatusEnum = Literal["added", "modified", "deleted", "renamed"]
+
+
+class HunkIn(TypedDict):
+    start: int
+    lines: int
+
+
+class ChangedFileIn(TypedDict):
+    status: ChangedFileInStatusEnum
+    path: str
+    old_path: NotRequired[str]
+    hunks: NotRequired[list[HunkIn]]
+    symbols: NotRequired[list[str] | None]
+
+
+class CodeChangesRequest(TypedDict):
+    repository: str
+    commit: str
+    committed_at: str
+    files: list[ChangedFileIn]
+
+
+class CodeChangesResponse(TypedDict):
+    repository: str
+    commit: str
+    code_changed: list[str]
+    deleted: list[str]
+    moved: list[str]
+    already_reported: bool
+    message: str
+
+
 class ConsolidateRestRequest(TypedDict):
     project_id: NotRequired[str | None]
     similarity_threshold: NotRequired[float | None]
@@ -553,6 +600,92 @@ class ConsolidateResponse(TypedDict):
     finished_at: str | None
 
 
+HistoryFileStatusEnum = Literal["A", "M", "D", "R", "C", "T", "U"]
+
+
+class HistoryFile(TypedDict):
+    path: str
+    status: NotRequired[HistoryFileStatusEnum]
+    old_path: NotRequired[str]
+    symbols: NotRequired[list[str]]
+
+
+class PullRequest(TypedDict):
+    number: int
+    title: NotRequired[str]
+    body: NotRequired[str]
+
+
+class HistoryCommit(TypedDict):
+    sha: str
+    parents: NotRequired[list[str]]
+    date: NotRequired[str]
+    author: NotRequired[str]
+    subject: NotRequired[str]
+    body: NotRequired[str]
+    files: NotRequired[list[HistoryFile]]
+    reverts: NotRequired[str]
+    fixes: NotRequired[list[str]]
+    pr: NotRequired[PullRequest | None]
+
+
+class HistorySeedRequest(TypedDict):
+    repository: str
+    commits: list[HistoryCommit]
+    project: NotRequired[str | None]
+    batch_size: NotRequired[int]
+    dry_run: NotRequired[bool]
+
+
+class HistoryBatch(TypedDict):
+    id: str
+    session_id: str
+    commits: int
+    status: str
+
+
+class HistoryEstimate(TypedDict):
+    batches: int
+    input_tokens: int
+    output_tokens: int
+    tokens: int
+    provider: str
+    model: str
+    estimated_cost: str | None
+    currency: str
+
+
+class HistorySeedResponse(TypedDict):
+    project: str
+    repository: str
+    dry_run: bool
+    received: int
+    skipped: int
+    submitted: int
+    batches: list[HistoryBatch]
+    estimate: HistoryEstimate
+    episodic_memories: int
+    gated: int
+    quarantined: int
+    waiting_for_llm: bool
+    last_commit: str
+    message: str
+
+
+class HistoryProgressResponse(TypedDict):
+    project: str
+    repository: str
+    last_commit: str
+    commits: int
+    batches: int
+    batches_distilled: int
+    batches_by_status: dict[str, int]
+    episodic_memories: int
+    distilled_memories: int
+    updated_at: str | None
+    message: str
+
+
 FormatEnum = Literal["reasoningbank", "claude-md", "mem0"]
 
 
@@ -587,7 +720,7 @@ class ImportResult(TypedDict):
     trust: TrustEnum
 
 
-ArchiveReasonEnum = Literal["manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence"]
+ArchiveReasonEnum = Literal["manual", "stale", "superseded", "duplicate", "consolidated", "low_confidence", "code_deleted"]
 
 
 BlankEnum = Literal[""]
@@ -695,10 +828,12 @@ class MemoriesListQuery(TypedDict, total=False):
     outcome: Literal["success", "failure", "mixed"]
     page: int
     page_size: int
+    path: str
     project: str
     q: str
     scope: Literal["project", "team", "org", "all"]
     state: Literal["active", "archived", "any", "proposed"]
+    symbol: str
     tag: list[str]
     tier: Literal["hot", "warm", "cold", "archived"]
 
