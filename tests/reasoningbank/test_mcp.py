@@ -391,6 +391,7 @@ def test_the_server_offers_the_memory_session_and_consolidation_tools() -> None:
         "memory_ask",
         "session_code_report",
         "code_changes_report",
+        "memory_recall",
     }
     assert names == MEMORY_TOOLS | others
 
