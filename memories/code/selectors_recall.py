@@ -16,9 +16,10 @@ anchors."""
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Case, Exists, OuterRef, Q, When
 
 from accounts.access import Principal, access_filter, reachable_projects
 from accounts.models import Project
@@ -130,34 +131,31 @@ def _error_anchors(principal: Principal, query: RecallQuery) -> list[tuple[str, 
 
 
 def _path_anchors(principal: Principal, query: RecallQuery) -> list[tuple[str, str, RecallAnchor]]:
-    """Anchors on the file, on its directory or a file directly in it, or on a directory further up."""
+    """Anchors on the file, on its directory or a file directly in it, or on a directory further up —
+    the file's own first, so that a busy directory never crowds them out of the rows read."""
     if not query.path:
         return []
     directory = posixpath.dirname(query.path)
     parents = path_parents(query.path)
     place = Q(path=query.path) | Q(path__in=parents)
     if directory:
-        place |= Q(path__startswith=directory + "/")
+        # a file directly in the directory: the prefix uses the pattern index, the expression keeps out
+        # the deeper ones (another module's) in the same statement
+        prefix = directory + "/"
+        place |= Q(path__startswith=prefix, path__regex=rf"^{re.escape(prefix)}[^/]+$")
     rows = (
         access_filter(MemoryAnchor, principal)
         # a deleted file's anchors are not about the file of that name now (recreated, or another one)
         .exclude(state=MemoryAnchor.STATE_DELETED)
         .filter(_repository_q(query))
         .filter(place)
-        .order_by("path", "id")
+        .order_by(Case(When(path=query.path, then=0), default=1), "path", "id")
         .values(*_ANCHOR_COLUMNS)[:ANCHORS_READ_MAX]
     )
-    found = []
-    for row in rows:
-        path = str(row["path"])
-        if path == query.path:
-            tier = TIER_FILE
-        elif path == directory or path in parents or posixpath.dirname(path) == directory:
-            tier = TIER_DIRECTORY  # the module: the directory itself, a file beside this one, or a directory above
-        else:
-            continue  # deeper in the directory: another module's
-        found.append((tier, str(row["memory_id"]), _anchor(row)))
-    return found
+    return [
+        (TIER_FILE if row["path"] == query.path else TIER_DIRECTORY, str(row["memory_id"]), _anchor(row))
+        for row in rows
+    ]
 
 
 def _repository_q(query: RecallQuery) -> Q:

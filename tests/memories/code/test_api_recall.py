@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from accounts.models import Organization
+from memories.code.selectors_recall import ANCHORS_READ_MAX
 from memories.models import Memory, MemoryAnchor, SessionMemoryUse
 from memories.trust.framing import PROMPT_BLOCK_OPEN, PROMPT_PREAMBLE, code_changed_warning, tokens_estimate
 from tests.factories import MemoryFactory, ProjectFactory
@@ -250,3 +251,20 @@ def test_an_unknown_argument_is_refused(alice):
     answer = recall(alice, 400, path="a.py", file="a.py")
 
     assert list(answer["errors"]) == ["file"]
+
+
+def test_a_files_own_memory_is_found_in_a_directory_with_more_anchors_than_are_read(alice, owner):
+    """The file's anchors come first and deeper files' never count: a busy directory cannot crowd them out."""
+    crowd = lesson(owner, "About the shop package in general")
+    MemoryAnchor.objects.bulk_create(
+        MemoryAnchor(organization=crowd.organization, memory=crowd, repository=REPO, path=path)
+        for path in [f"shop/a{n:03}.py" for n in range(ANCHORS_READ_MAX)]
+        + [f"shop/deeper/b{n:03}.py" for n in range(ANCHORS_READ_MAX)]
+    )
+    own = lesson(owner, "The zebra module's import order matters")
+    anchor(own, "shop/zebra.py")
+
+    hits = recall(alice, repository=REPO, path="shop/zebra.py")["memories"]
+
+    assert [(h["id"], h["matched_by"]) for h in hits][:1] == [(own.id, "file")]
+    assert crowd.id in [h["id"] for h in hits]  # beside it, a file of the same module
