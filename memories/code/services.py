@@ -1,0 +1,199 @@
+"""Anchor writes (docs/code-memory.md#anchors): an agent's or a transcript's anchors checked into drafts —
+the repository and path normalised, the error's output reduced to its signature — and written for a
+memory, replacing the ones it had.
+
+Every check raises ``InvalidInput`` naming the field (``anchors[2].line_end``) before anything is written;
+distillation, whose anchors come from a transcript and an LLM, checks them one by one and drops the bad ones
+instead (``anchor_draft_or_none``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from django.db import transaction
+
+from accounts.access import Principal
+from memories.code.anchors import PATH_MAX, REPOSITORY_MAX, SYMBOL_MAX, path_normalise, repository_normalise
+from memories.code.signatures import OUTPUT_TAIL, error_signature
+from memories.core.selectors import memory_is_writable
+from memories.models import Memory, MemoryAnchor
+from memories.validation import text_scrub, write_scope_require
+from reasoningbank.errors import Forbidden, InvalidInput
+
+ANCHORS_MAX = 20  # per memory: a lesson about more places than this is about none of them in particular
+# what an anchor may say; anything else is an error on every transport (the contract refuses it first)
+ANCHOR_KEYS = ("repository", "path", "symbol", "line_start", "line_end", "commit", "error")
+LINE_MAX = 10_000_000
+ERROR_MAX = 50_000  # characters of a command's output taken; its signature reads the last OUTPUT_TAIL
+_COMMIT = re.compile(r"^[0-9a-f]{4,64}$")
+# a symbol as languages spell them (``Parser.parse``, ``Foo::bar``, ``<lambda>``, ``operator()``): one token
+_SYMBOL = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+
+assert ERROR_MAX >= OUTPUT_TAIL
+
+
+@dataclass(frozen=True)
+class AnchorDraft:
+    """A checked anchor, ready to store: a place (path, optional symbol and lines) or an error signature."""
+
+    repository: str = ""
+    path: str = ""
+    symbol: str = ""
+    line_start: int | None = None
+    line_end: int | None = None
+    commit: str = ""
+    error_signature: str = ""
+    error_text: str = ""
+
+    def key(self) -> tuple[Any, ...]:
+        """Two drafts with one key are one anchor (the second is dropped)."""
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+
+def _text(raw: Mapping[str, Any], name: str, field: str, maximum: int) -> str:
+    value = raw.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field}.{name} must be a string", field=f"{field}.{name}")
+    value = value.strip()
+    if "\x00" in value:
+        raise InvalidInput(f"{field}.{name} must not contain NUL characters", field=f"{field}.{name}")
+    if len(value) > maximum:
+        raise InvalidInput(
+            f"{field}.{name} is too long ({len(value)} characters; at most {maximum})", field=f"{field}.{name}"
+        )
+    return value
+
+
+def _line(raw: Mapping[str, Any], name: str, field: str) -> int | None:
+    value = raw.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LINE_MAX:
+        raise InvalidInput(f"{field}.{name} must be a line number (1 or more)", field=f"{field}.{name}")
+    return value
+
+
+def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -> AnchorDraft:
+    """One anchor checked: ``{repository?, path?, symbol?, line_start?, line_end?, commit?, error?}``.
+    ``repository`` is the default for an anchor that names none (the memory's project's repository).
+    ``error`` is a failing command's output (or just its last line, ``KeyError: 'user'``): only its
+    signature and readable form are kept, never the output itself."""
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"{field} must be an object with a path or an error", field=field)
+    unknown = sorted(str(name) for name in raw if name not in ANCHOR_KEYS)
+    if unknown:
+        raise InvalidInput(
+            f"{field} has an unknown key {unknown[0]!r}; an anchor takes {', '.join(ANCHOR_KEYS)}",
+            field=f"{field}.{unknown[0]}",
+        )
+    given_repository = _text(raw, "repository", field, 2 * REPOSITORY_MAX)
+    normalised_repository = repository_normalise(given_repository) if given_repository else repository
+    if given_repository and not normalised_repository:
+        raise InvalidInput(
+            f"{field}.repository is not a git remote: give the remote's URL (git@github.com:acme/api.git, "
+            "https://github.com/acme/api) or host/owner/name (github.com/acme/api)",
+            field=f"{field}.repository",
+        )
+    given_path = _text(raw, "path", field, PATH_MAX)
+    path = path_normalise(given_path) if given_path else ""
+    if given_path and not path:
+        raise InvalidInput(
+            f"{field}.path must be relative to the repository's top (src/app/models.py), not absolute or outside it",
+            field=f"{field}.path",
+        )
+    symbol = _text(raw, "symbol", field, SYMBOL_MAX)
+    if symbol and not _SYMBOL.match(symbol):
+        raise InvalidInput(f"{field}.symbol must be one name without spaces (Parser.parse)", field=f"{field}.symbol")
+    line_start, line_end = _line(raw, "line_start", field), _line(raw, "line_end", field)
+    if line_end is not None and line_start is None:
+        raise InvalidInput(f"{field}.line_end needs line_start", field=f"{field}.line_end")
+    if line_start is not None and line_end is not None and line_end < line_start:
+        raise InvalidInput(f"{field}.line_end must not be before line_start", field=f"{field}.line_end")
+    if (symbol or line_start is not None) and not path:
+        raise InvalidInput(f"{field}: a symbol or lines need the path of their file", field=f"{field}.path")
+    commit = _text(raw, "commit", field, 64).lower()
+    if commit and not _COMMIT.match(commit):
+        raise InvalidInput(
+            f"{field}.commit must be a git commit id (4 to 64 hexadecimal digits)", field=f"{field}.commit"
+        )
+    signature_digest, signature_text = "", ""
+    error = _text(raw, "error", field, ERROR_MAX)
+    if error:
+        signature = error_signature(error)
+        if signature is None:
+            raise InvalidInput(
+                f"{field}.error names no error: give the failing command's output, or at least its error line "
+                "(KeyError: 'user', error[E0382]: …, panic: …)",
+                field=f"{field}.error",
+            )
+        # the digest is a hash; the readable form is stored and shown, so secrets in it are redacted
+        signature_digest, signature_text = signature.digest, text_scrub(signature.text, seen_in="anchor")[:500]
+    if not path and not signature_digest:
+        raise InvalidInput(f"{field} needs a path or an error", field=field)
+    return AnchorDraft(
+        repository=normalised_repository, path=path, symbol=symbol, line_start=line_start, line_end=line_end,
+        commit=commit, error_signature=signature_digest, error_text=signature_text,
+    )  # fmt: skip
+
+
+def anchor_draft_or_none(raw: Any, *, repository: str = "") -> AnchorDraft | None:
+    """``anchor_draft``, or None for an anchor it refuses: for anchors from untrusted text (a transcript,
+    an LLM's reply), where one bad anchor must not cost the memory."""
+    try:
+        return anchor_draft(raw, repository=repository)
+    except InvalidInput:
+        return None
+
+
+def anchors_clean(raw: Any, *, field: str = "anchors", repository: str = "") -> list[AnchorDraft]:
+    """A list of anchors checked (each named ``anchors[i]`` in an error), duplicates folded, at most
+    ``ANCHORS_MAX``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list | tuple):
+        raise InvalidInput(f"{field} must be a list of anchors", field=field)
+    if len(raw) > ANCHORS_MAX:
+        raise InvalidInput(f"{field} holds {len(raw)} anchors; at most {ANCHORS_MAX}", field=field)
+    drafts: dict[tuple[Any, ...], AnchorDraft] = {}
+    for index, item in enumerate(raw):
+        draft = anchor_draft(item, field=f"{field}[{index}]", repository=repository)
+        drafts.setdefault(draft.key(), draft)
+    return list(drafts.values())
+
+
+def anchors_create(*, memory: Memory, anchors: Sequence[AnchorDraft]) -> list[MemoryAnchor]:
+    """Insert checked anchors for a memory the caller just made or may write (the caller holds the
+    transaction): record, edit and distillation go through here. At most ``ANCHORS_MAX`` are kept."""
+    rows = [
+        MemoryAnchor(
+            organization_id=memory.organization_id, memory=memory, repository=draft.repository, path=draft.path,
+            symbol=draft.symbol, line_start=draft.line_start, line_end=draft.line_end, commit=draft.commit,
+            error_signature=draft.error_signature, error_text=draft.error_text,
+        )
+        for draft in list({draft.key(): draft for draft in anchors}.values())[:ANCHORS_MAX]
+    ]  # fmt: skip
+    return MemoryAnchor.objects.bulk_create(rows) if rows else []
+
+
+def memory_repository(memory: Memory) -> str:
+    """The repository an anchor of this memory names when it names none: its project's, if tied to one."""
+    project = memory.project if memory.project_id else None
+    return project.repository if project is not None else ""
+
+
+def memory_anchors_set(*, principal: Principal, memory: Memory, anchors: Any) -> list[MemoryAnchor]:
+    """Replace a memory's anchors with ``anchors`` (raw: checked here; ``[]`` removes them all). The memory
+    was loaded through the access layer; the token must be able to write it."""
+    write_scope_require(principal)
+    if not memory_is_writable(principal, memory):
+        raise Forbidden("this token may not change this memory")
+    drafts = anchors_clean(anchors, repository=memory_repository(memory))
+    with transaction.atomic():
+        MemoryAnchor.objects.filter(organization_id=memory.organization_id, memory=memory).delete()
+        return anchors_create(memory=memory, anchors=drafts)
