@@ -10,4 +10,10 @@ from accounts.oauth.selectors import oauth_application
 from accounts.organizations.selectors import organizations_with_feature, project_by_repository
 from accounts.write_limits.selectors import write_suspension_banners
 
-__all__ = ["oauth_application", "organizations_with_feature", "project_by_repository", "top_spenders", "write_suspension_banners"]
+__all__ = [
+    "oauth_application",
+    "organizations_with_feature",
+    "project_by_repository",
+    "top_spenders",
+    "write_suspension_banners",
+]

@@ -1,6 +1,7 @@
 """Anchors' values made comparable, pure (no Django): a git remote normalised so two clones of one
-repository on two machines name it alike (the kernel's ``reasoningbank.repositories``, which accounts uses too), a path made repository-relative, the path's parents for the
-"then its module or directory" fallback of recall (docs/code-memory.md#anchors)."""
+repository on two machines name it alike (the kernel's ``reasoningbank.repositories``, which accounts uses
+too), a path made repository-relative, the path's parents for the "then its module or directory" fallback
+of recall (docs/code-memory.md#anchors)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from reasoningbank.repositories import REPOSITORY_MAX, repository_normalise
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
-__all__ = ["REPOSITORY_MAX", "PATH_MAX", "SYMBOL_MAX", "repository_normalise", "path_normalise", "path_parents"]
+__all__ = ["PATH_MAX", "REPOSITORY_MAX", "SYMBOL_MAX", "path_normalise", "path_parents", "repository_normalise"]
 
 PATH_MAX = 1000
 SYMBOL_MAX = 300
