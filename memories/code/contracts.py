@@ -71,6 +71,14 @@ class AnchorOut(Contract):
     changed_commit: str = Field(description="the commit that changed or deleted it; empty while current")
 
 
+REPOSITORY_DESCRIPTION = (
+    "The git remote of the repository the agent works in (any spelling: `git remote get-url origin`). Used "
+    "only when `project` is left out: the project tied to that repository, when there is one "
+    "(docs/code-memory.md#projects-by-repository)"
+)
+Repository = Annotated[str | None, _text(2 * REPOSITORY_MAX), Field(description=REPOSITORY_DESCRIPTION)]
+
+
 def anchors_raw(anchors: list[AnchorIn] | None) -> list[dict[str, Any]] | None:
     """The anchors a service takes: each without the keys left out."""
     if anchors is None:

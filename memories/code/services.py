@@ -195,5 +195,11 @@ def memory_anchors_set(*, principal: Principal, memory: Memory, anchors: Any) ->
         raise Forbidden("this token may not change this memory")
     drafts = anchors_clean(anchors, repository=memory_repository(memory))
     with transaction.atomic():
-        MemoryAnchor.objects.filter(organization_id=memory.organization_id, memory=memory).delete()
-        return anchors_create(memory=memory, anchors=drafts)
+        return anchors_replace(memory=memory, anchors=drafts)
+
+
+def anchors_replace(*, memory: Memory, anchors: Sequence[AnchorDraft]) -> list[MemoryAnchor]:
+    """A memory's anchors deleted and ``anchors`` written instead (the caller checked the right to, and
+    holds the transaction)."""
+    MemoryAnchor.objects.filter(organization_id=memory.organization_id, memory=memory).delete()
+    return anchors_create(memory=memory, anchors=anchors)
