@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from memories.code.anchors import PATH_MAX, REPOSITORY_MAX, SYMBOL_MAX
-from memories.code.services import ANCHORS_MAX, ERROR_MAX, LINE_MAX
+from memories.code.services import ANCHORS_MAX, ERROR_MAX, LINE_MAX, anchor_draft
 from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.errors import InvalidInput
 
 
 def _text(maximum: int) -> Any:
@@ -41,6 +42,17 @@ class AnchorIn(Contract):
         description="a failing command's output, or its error line (KeyError: 'user'): only its signature "
         "(exception type, message without what varies, three innermost frames) is kept",
     )
+
+    @model_validator(mode="after")
+    def _checked(self) -> AnchorIn:
+        """The service's checks (a path inside the repository, lines in order, an error that names one, …)
+        here too, so that both transports word a bad anchor as every other bad argument."""
+        try:
+            anchor_draft(self.model_dump(exclude_none=True), field="anchor")
+        except InvalidInput as exc:  # "anchor.path must …" → "path must …" (the error says which item)
+            message = exc.message.removeprefix("anchor.").removeprefix("anchor: ")
+            raise ValueError(message.replace("anchor needs", "an anchor needs", 1)) from None
+        return self
 
 
 Anchors = Annotated[

@@ -54,18 +54,24 @@ class AnchorDraft:
         return tuple(getattr(self, f.name) for f in fields(self))
 
 
+def _argument(field: str) -> str:
+    """The argument an error is filed under (``anchors`` for ``anchors[2].path``): REST's ``errors`` and
+    MCP's list name arguments; the message says which item and key."""
+    return field.split("[", 1)[0].split(".", 1)[0]
+
+
 def _text(raw: Mapping[str, Any], name: str, field: str, maximum: int) -> str:
     value = raw.get(name)
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise InvalidInput(f"{field}.{name} must be a string", field=f"{field}.{name}")
+        raise InvalidInput(f"{field}.{name} must be a string", field=_argument(field))
     value = value.strip()
     if "\x00" in value:
-        raise InvalidInput(f"{field}.{name} must not contain NUL characters", field=f"{field}.{name}")
+        raise InvalidInput(f"{field}.{name} must not contain NUL characters", field=_argument(field))
     if len(value) > maximum:
         raise InvalidInput(
-            f"{field}.{name} is too long ({len(value)} characters; at most {maximum})", field=f"{field}.{name}"
+            f"{field}.{name} is too long ({len(value)} characters; at most {maximum})", field=_argument(field)
         )
     return value
 
@@ -75,7 +81,7 @@ def _line(raw: Mapping[str, Any], name: str, field: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LINE_MAX:
-        raise InvalidInput(f"{field}.{name} must be a line number (1 or more)", field=f"{field}.{name}")
+        raise InvalidInput(f"{field}.{name} must be a line number (1 or more)", field=_argument(field))
     return value
 
 
@@ -85,12 +91,12 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
     ``error`` is a failing command's output (or just its last line, ``KeyError: 'user'``): only its
     signature and readable form are kept, never the output itself."""
     if not isinstance(raw, Mapping):
-        raise InvalidInput(f"{field} must be an object with a path or an error", field=field)
+        raise InvalidInput(f"{field} must be an object with a path or an error", field=_argument(field))
     unknown = sorted(str(name) for name in raw if name not in ANCHOR_KEYS)
     if unknown:
         raise InvalidInput(
             f"{field} has an unknown key {unknown[0]!r}; an anchor takes {', '.join(ANCHOR_KEYS)}",
-            field=f"{field}.{unknown[0]}",
+            field=_argument(field),
         )
     given_repository = _text(raw, "repository", field, 2 * REPOSITORY_MAX)
     normalised_repository = repository_normalise(given_repository) if given_repository else repository
@@ -98,29 +104,29 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
         raise InvalidInput(
             f"{field}.repository is not a git remote: give the remote's URL (git@github.com:acme/api.git, "
             "https://github.com/acme/api) or host/owner/name (github.com/acme/api)",
-            field=f"{field}.repository",
+            field=_argument(field),
         )
     given_path = _text(raw, "path", field, PATH_MAX)
     path = path_normalise(given_path) if given_path else ""
     if given_path and not path:
         raise InvalidInput(
             f"{field}.path must be relative to the repository's top (src/app/models.py), not absolute or outside it",
-            field=f"{field}.path",
+            field=_argument(field),
         )
     symbol = _text(raw, "symbol", field, SYMBOL_MAX)
     if symbol and not _SYMBOL.match(symbol):
-        raise InvalidInput(f"{field}.symbol must be one name without spaces (Parser.parse)", field=f"{field}.symbol")
+        raise InvalidInput(f"{field}.symbol must be one name without spaces (Parser.parse)", field=_argument(field))
     line_start, line_end = _line(raw, "line_start", field), _line(raw, "line_end", field)
     if line_end is not None and line_start is None:
-        raise InvalidInput(f"{field}.line_end needs line_start", field=f"{field}.line_end")
+        raise InvalidInput(f"{field}.line_end needs line_start", field=_argument(field))
     if line_start is not None and line_end is not None and line_end < line_start:
-        raise InvalidInput(f"{field}.line_end must not be before line_start", field=f"{field}.line_end")
+        raise InvalidInput(f"{field}.line_end must not be before line_start", field=_argument(field))
     if (symbol or line_start is not None) and not path:
-        raise InvalidInput(f"{field}: a symbol or lines need the path of their file", field=f"{field}.path")
+        raise InvalidInput(f"{field}: a symbol or lines need the path of their file", field=_argument(field))
     commit = _text(raw, "commit", field, 64).lower()
     if commit and not _COMMIT.match(commit):
         raise InvalidInput(
-            f"{field}.commit must be a git commit id (4 to 64 hexadecimal digits)", field=f"{field}.commit"
+            f"{field}.commit must be a git commit id (4 to 64 hexadecimal digits)", field=_argument(field)
         )
     signature_digest, signature_text = "", ""
     error = _text(raw, "error", field, ERROR_MAX)
@@ -128,14 +134,14 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
         signature = error_signature(error)
         if signature is None:
             raise InvalidInput(
-                f"{field}.error names no error: give the failing command's output, or at least its error line "
+                f"{field}.error holds no error line: give the failing command's output, or at least its error line "
                 "(KeyError: 'user', error[E0382]: …, panic: …)",
-                field=f"{field}.error",
+                field=_argument(field),
             )
         # the digest is a hash; the readable form is stored and shown, so secrets in it are redacted
         signature_digest, signature_text = signature.digest, text_scrub(signature.text, seen_in="anchor")[:500]
     if not path and not signature_digest:
-        raise InvalidInput(f"{field} needs a path or an error", field=field)
+        raise InvalidInput(f"{field} needs a path or an error", field=_argument(field))
     return AnchorDraft(
         repository=normalised_repository, path=path, symbol=symbol, line_start=line_start, line_end=line_end,
         commit=commit, error_signature=signature_digest, error_text=signature_text,

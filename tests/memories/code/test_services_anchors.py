@@ -49,10 +49,10 @@ def test_an_error_line_alone_is_enough() -> None:
 
 
 @pytest.mark.parametrize(
-    ("raw", "field"),
+    ("raw", "said"),
     [
         ({}, "anchors[0]"),
-        ({"symbol": "f"}, "anchors[0].path"),
+        ({"symbol": "f"}, "anchors[0]: a symbol or lines need the path"),
         ({"path": "/etc/passwd"}, "anchors[0].path"),
         ({"path": "../x.py"}, "anchors[0].path"),
         ({"path": "a.py", "line_end": 3}, "anchors[0].line_end"),
@@ -63,15 +63,16 @@ def test_an_error_line_alone_is_enough() -> None:
         ({"path": "a.py", "repository": "/home/alice/api"}, "anchors[0].repository"),
         ({"path": "a.py", "symbol": "two words"}, "anchors[0].symbol"),
         ({"error": "it broke"}, "anchors[0].error"),
-        ({"path": "a.py", "file": "b.py"}, "anchors[0].file"),
+        ({"path": "a.py", "file": "b.py"}, "'file'"),
         ({"path": 3}, "anchors[0].path"),
         ("a.py", "anchors[0]"),
     ],
 )
-def test_a_bad_anchor_is_refused_naming_its_field(raw: Any, field: str) -> None:
+def test_a_bad_anchor_is_refused_naming_its_item_and_key(raw: Any, said: str) -> None:
     with pytest.raises(InvalidInput) as caught:
         anchor_draft(raw)
-    assert caught.value.field == field
+    assert caught.value.field == "anchors"  # the argument, as REST and MCP name errors
+    assert said in str(caught.value)
 
 
 def test_untrusted_anchors_are_dropped_not_raised() -> None:
@@ -82,7 +83,8 @@ def test_untrusted_anchors_are_dropped_not_raised() -> None:
 def test_a_list_names_the_bad_item_folds_duplicates_and_is_capped() -> None:
     with pytest.raises(InvalidInput) as caught:
         anchors_clean([{"path": "a.py"}, {"path": "b.py", "line_start": -1}])
-    assert caught.value.field == "anchors[1].line_start"
+    assert caught.value.field == "anchors"
+    assert str(caught.value).startswith("anchors[1].line_start")
     assert len(anchors_clean([{"path": "a.py"}, {"path": "./a.py"}])) == 1
     with pytest.raises(InvalidInput, match=f"at most {ANCHORS_MAX}"):
         anchors_clean([{"path": f"f{i}.py"} for i in range(ANCHORS_MAX + 1)])
