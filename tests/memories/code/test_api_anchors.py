@@ -67,7 +67,7 @@ def test_a_recorded_memory_returns_its_anchors_normalised(alice: Any) -> None:
     [
         ({"path": "app.py", "file": "b.py"}, "file"),
         ({"path": "/etc/passwd"}, "relative to the repository"),
-        ({"path": "a.py", "line_start": 9, "line_end": 3}, "line_end must not be before line_start"),
+        ({"path": "a.py", "line_start": 9, "line_end": 3}, "ine_end must not be before line_start"),
         ({"path": "a.py", "line_start": "9"}, "line_start"),
         ({"error": "it broke somehow"}, "holds no error line"),
         ({"symbol": "Pool.connect"}, "need the path"),
