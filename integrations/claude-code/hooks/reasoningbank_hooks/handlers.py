@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from . import budget, service
+from . import budget, repository, service
 from .agents.base import CAPTURE, PROMPT, SESSION_START, Adapter, Outcome
 from .errors import HookError
 
@@ -59,6 +59,7 @@ def context_block(agent: Adapter, event: dict[str, Any]) -> str | None:
         body["session_id"] = agent.session_key(event)
     if os.environ.get("REASONINGBANK_TASK"):
         body["task"] = os.environ["REASONINGBANK_TASK"]
+    body.update(repository.place(event))  # the project tied to the working directory's repository
     block = service.call("/api/v1/memories/context", body, agent.user_agent).get("context_block") or ""
     return str(block) or None
 
@@ -83,6 +84,7 @@ def prompt_block(agent: Adapter, event: dict[str, Any]) -> str | None:
     }
     if agent.session_key(event):
         body.update(session_id=agent.session_key(event), exclude_seen=True)
+    body.update(repository.place(event))
     block = service.call("/api/v1/memories/search", body, agent.user_agent).get("injection_block")
     if not isinstance(block, str) or not block:
         return None
@@ -109,6 +111,7 @@ def capture(agent: Adapter, event: dict[str, Any]) -> Outcome:
     if messages < budget.capture_min_messages():
         return Outcome()
     body = {"session_id": key, "trace": trace, "trace_format": agent.trace_format, "partial": not agent.is_final(event)}
+    body.update(repository.place(event))
     service.hand_off(body, agent.name, agent.user_agent)
     return Outcome()
 
