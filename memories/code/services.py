@@ -19,6 +19,7 @@ from django.db import transaction
 from accounts.access import Principal
 from memories.code.anchors import PATH_MAX, REPOSITORY_MAX, SYMBOL_MAX, path_normalise, repository_normalise
 from memories.code.signatures import OUTPUT_TAIL, error_signature
+from memories.code.transcript_anchors import places_for_memory
 from memories.core.selectors import memory_is_writable
 from memories.models import Memory, MemoryAnchor
 from memories.validation import text_scrub, write_scope_require
@@ -209,3 +210,28 @@ def anchors_replace(*, memory: Memory, anchors: Sequence[AnchorDraft]) -> list[M
     holds the transaction)."""
     MemoryAnchor.objects.filter(organization_id=memory.organization_id, memory=memory).delete()
     return anchors_create(memory=memory, anchors=anchors)
+
+
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+def distilled_anchors(
+    *, places: Any, text: str, outcome: str, named: Sequence[str] = (), repository: str = ""
+) -> list[AnchorDraft]:
+    """The anchors of one memory distilled from a session whose transcript showed ``places`` (its files
+    read and edited, tests run, errors met: ``AgentSession.places``): the ones the memory is about
+    (``places_for_memory``; ``named``, the files the LLM says it is about, count only where the
+    transcript shows them), each checked like any anchor — a bad one is dropped, never an error."""
+    chosen = places_for_memory(places if isinstance(places, list) else [], text=text, outcome=outcome, named=named)
+    drafts: list[AnchorDraft] = []
+    for place in chosen:
+        if place.get("error_signature"):
+            digest, shown = str(place["error_signature"]), str(place.get("error_text") or "")
+            if _DIGEST.match(digest):  # computed when the session was handed in; its text from a scrubbed trace
+                drafts.append(AnchorDraft(repository=repository, error_signature=digest, error_text=shown[:500]))
+            continue
+        where = {"path": place.get("path"), "symbol": place.get("symbol") or None}
+        draft = anchor_draft_or_none(where, repository=repository)
+        if draft is not None:
+            drafts.append(draft)
+    return drafts[:ANCHORS_MAX]
