@@ -154,7 +154,8 @@ OPERATIONS = [
             "anchors": [
                 {"repository": "git@github.com:acme/web.git", "path": "./app/db.py", "symbol": "Pool.close",
                  "line_start": 10, "line_end": 24, "commit": "3f786850e387"},
-                {"error": "Traceback (most recent call last):\n  File \"/x/app/db.py\", line 3, in get\nTimeoutError: pool"},
+                {"error": 'Traceback (most recent call last):\n  File "/x/app/db.py", line 3, in get\n'
+                          "TimeoutError: pool"},
             ],
         },
     ),
@@ -189,7 +190,7 @@ OPERATIONS = [
 
 @pytest.mark.parametrize(
     ("operation", "arguments"), OPERATIONS, ids=[f"{o}-{i}" for i, (o, _) in enumerate(OPERATIONS)]
-)  # noqa: E501
+)
 async def test_rest_and_mcp_answer_the_same_body_for_the_same_input(app, orgs, operation, arguments):
     method, path, body = rest_call(operation, orgs["rest"]["ids"], arguments)
     status, rest_body = await over_rest(app, orgs["rest"]["token"], method, path, body)
@@ -260,7 +261,8 @@ INVALID = [
         },
         "confidance",
     ),
-    # an anchor's unknown key, a path outside the repository, too many anchors: the argument named both ways
+    # an anchor's unknown key (400), a path outside the repository (422: the schema cannot say it), too many
+    # anchors (400): the argument named both ways
     (
         "memory_record",
         {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
@@ -272,6 +274,7 @@ INVALID = [
         {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
          "outcome": "success", "anchors": [{"path": "/etc/passwd"}]},
         "anchors",
+        422,
     ),
     (
         "memory_record",

@@ -15,7 +15,7 @@ from accounts.access import Principal
 from accounts.audit import audit_record
 from accounts.models import SCOPE_ADMIN, Membership, Organization, Project, Team
 from accounts.plans.catalogue import FEATURE_TEAMS, plan_get, plan_required
-from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, Rejected
 from reasoningbank.repositories import REPOSITORY_MAX, repository_normalise
 
 # --- organizations, teams, projects -------------------------------------------------------------
@@ -114,11 +114,12 @@ def project_repository_set(*, project: Project, repository: Any, actor: Principa
     if not isinstance(repository, str) or "\x00" in repository or len(repository) > 2 * REPOSITORY_MAX:
         raise InvalidInput("repository must be a git remote, at most 600 characters", field="repository")
     normalised = repository_normalise(repository) if repository.strip() else ""
-    if repository.strip() and not normalised:
-        raise InvalidInput(
+    if repository.strip() and not normalised:  # a string of the right shape that names no remote: a 422
+        raise Rejected(
             f"repository {repository.strip()[:100]!r} is not a git remote: give the remote's URL "
             "(git@github.com:acme/api.git, https://github.com/acme/api) or host/owner/name (github.com/acme/api)",
             field="repository",
+            code="rejected_repository",
         )
     if normalised == project.repository:
         return project

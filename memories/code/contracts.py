@@ -1,18 +1,18 @@
 """The anchors' shapes in the operations' contracts (docs/code-memory.md#anchors): what ``memory_record``
 (and an edit) takes, and what every result that shows a memory returns. An unknown key inside an anchor is
-refused on every transport (the ``Contract`` base forbids extra fields); the values are checked again, and
-normalised, by ``memories.code.services.anchor_draft``."""
+refused on every transport (the ``Contract`` base forbids extra fields), a wrong type too (400); what the
+schema cannot say — a path inside the repository, lines in order, an error that holds an error line — is
+checked, and the values normalised, by ``memories.code.services.anchor_draft`` (a 422, ``rejected_anchor``)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints
 
 from memories.code.anchors import PATH_MAX, REPOSITORY_MAX, SYMBOL_MAX
-from memories.code.services import ANCHORS_MAX, ERROR_MAX, LINE_MAX, anchor_draft
+from memories.code.services import ANCHORS_MAX, ERROR_MAX, LINE_MAX
 from reasoningbank.contracts import NUL_FREE, Contract
-from reasoningbank.errors import InvalidInput
 
 
 def _text(maximum: int) -> Any:
@@ -42,17 +42,6 @@ class AnchorIn(Contract):
         description="a failing command's output, or its error line (KeyError: 'user'): only its signature "
         "(exception type, message without what varies, three innermost frames) is kept",
     )
-
-    @model_validator(mode="after")
-    def _checked(self) -> AnchorIn:
-        """The service's checks (a path inside the repository, lines in order, an error that names one, …)
-        here too, so that both transports word a bad anchor as every other bad argument."""
-        try:
-            anchor_draft(self.model_dump(exclude_none=True), field="anchor")
-        except InvalidInput as exc:  # "anchor.path must …" → "path must …" (the error says which item)
-            message = exc.message.removeprefix("anchor.").removeprefix("anchor: ")
-            raise ValueError(message.replace("anchor needs", "an anchor needs", 1)) from None
-        return self
 
 
 Anchors = Annotated[

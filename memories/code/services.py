@@ -2,7 +2,9 @@
 the repository and path normalised, the error's output reduced to its signature — and written for a
 memory, replacing the ones it had.
 
-Every check raises ``InvalidInput`` naming the field (``anchors[2].line_end``) before anything is written;
+Every check raises before anything is written, naming the argument (``anchors``) and, in its message, the
+item and key (``anchors[2].line_end``): ``InvalidInput`` (400) for a wrong shape, ``Rejected`` (422,
+``rejected_anchor``) for an anchor of the right shape that cannot be one;
 distillation, whose anchors come from a transcript and an LLM, checks them one by one and drops the bad ones
 instead (``anchor_draft_or_none``).
 """
@@ -23,7 +25,7 @@ from memories.code.transcript_anchors import places_for_memory
 from memories.core.selectors import memory_is_writable
 from memories.models import Memory, MemoryAnchor
 from memories.validation import text_scrub, write_scope_require
-from reasoningbank.errors import Forbidden, InvalidInput
+from reasoningbank.errors import Forbidden, InvalidInput, Rejected
 
 ANCHORS_MAX = 20  # per memory: a lesson about more places than this is about none of them in particular
 # what an anchor may say; anything else is an error on every transport (the contract refuses it first)
@@ -53,6 +55,13 @@ class AnchorDraft:
     def key(self) -> tuple[Any, ...]:
         """Two drafts with one key are one anchor (the second is dropped)."""
         return tuple(getattr(self, f.name) for f in fields(self))
+
+
+def _refused(message: str, *, field: str) -> Rejected:
+    """An anchor of the right shape whose content cannot be an anchor (a path outside the repository,
+    lines out of order, an error without an error line): a 422 like the write gate's refusals, the body
+    having matched the schema (docs/api.md#conventions)."""
+    return Rejected(message, field=field, code="rejected_anchor")
 
 
 def _argument(field: str) -> str:
@@ -102,7 +111,7 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
     given_repository = _text(raw, "repository", field, 2 * REPOSITORY_MAX)
     normalised_repository = repository_normalise(given_repository) if given_repository else repository
     if given_repository and not normalised_repository:
-        raise InvalidInput(
+        raise _refused(
             f"{field}.repository is not a git remote: give the remote's URL (git@github.com:acme/api.git, "
             "https://github.com/acme/api) or host/owner/name (github.com/acme/api)",
             field=_argument(field),
@@ -110,23 +119,23 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
     given_path = _text(raw, "path", field, PATH_MAX)
     path = path_normalise(given_path) if given_path else ""
     if given_path and not path:
-        raise InvalidInput(
+        raise _refused(
             f"{field}.path must be relative to the repository's top (src/app/models.py), not absolute or outside it",
             field=_argument(field),
         )
     symbol = _text(raw, "symbol", field, SYMBOL_MAX)
     if symbol and not _SYMBOL.match(symbol):
-        raise InvalidInput(f"{field}.symbol must be one name without spaces (Parser.parse)", field=_argument(field))
+        raise _refused(f"{field}.symbol must be one name without spaces (Parser.parse)", field=_argument(field))
     line_start, line_end = _line(raw, "line_start", field), _line(raw, "line_end", field)
     if line_end is not None and line_start is None:
-        raise InvalidInput(f"{field}.line_end needs line_start", field=_argument(field))
+        raise _refused(f"{field}.line_end needs line_start", field=_argument(field))
     if line_start is not None and line_end is not None and line_end < line_start:
-        raise InvalidInput(f"{field}.line_end must not be before line_start", field=_argument(field))
+        raise _refused(f"{field}.line_end must not be before line_start", field=_argument(field))
     if (symbol or line_start is not None) and not path:
-        raise InvalidInput(f"{field}: a symbol or lines need the path of their file", field=_argument(field))
+        raise _refused(f"{field}: a symbol or lines need the path of their file", field=_argument(field))
     commit = _text(raw, "commit", field, 64).lower()
     if commit and not _COMMIT.match(commit):
-        raise InvalidInput(
+        raise _refused(
             f"{field}.commit must be a git commit id (4 to 64 hexadecimal digits)", field=_argument(field)
         )
     signature_digest, signature_text = "", ""
@@ -134,7 +143,7 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
     if error:
         signature = error_signature(error)
         if signature is None:
-            raise InvalidInput(
+            raise _refused(
                 f"{field}.error holds no error line: give the failing command's output, or at least its error line "
                 "(KeyError: 'user', error[E0382]: …, panic: …)",
                 field=_argument(field),
@@ -142,7 +151,7 @@ def anchor_draft(raw: Any, *, field: str = "anchors[0]", repository: str = "") -
         # the digest is a hash; the readable form is stored and shown, so secrets in it are redacted
         signature_digest, signature_text = signature.digest, text_scrub(signature.text, seen_in="anchor")[:500]
     if not path and not signature_digest:
-        raise InvalidInput(f"{field} needs a path or an error", field=_argument(field))
+        raise _refused(f"{field} needs a path or an error", field=_argument(field))
     return AnchorDraft(
         repository=normalised_repository, path=path, symbol=symbol, line_start=line_start, line_end=line_end,
         commit=commit, error_signature=signature_digest, error_text=signature_text,

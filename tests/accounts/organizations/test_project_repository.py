@@ -61,10 +61,13 @@ def test_another_org_may_tie_the_same_remote(cast: Any, admin_client: Any, token
     assert patch(theirs, "billing", "git@github.com:acme/web.git").status_code == 200
 
 
-@pytest.mark.parametrize("repository", ["/home/alice/web", "not a remote", 42, None, "x" * 601])
-def test_what_is_not_a_remote_is_a_400_naming_repository(admin_client: Any, repository: Any) -> None:
+@pytest.mark.parametrize(
+    ("repository", "status"),
+    [("/home/alice/web", 422), ("not a remote", 422), (42, 400), (None, 400), ("x" * 601, 400)],
+)
+def test_what_is_not_a_remote_is_refused_naming_repository(admin_client: Any, repository: Any, status: int) -> None:
     response = patch(admin_client, "web-app", repository)
-    assert response.status_code == 400
+    assert response.status_code == status
     assert list(response.json()["errors"]) == ["repository"]
 
 
@@ -111,7 +114,7 @@ def test_the_dashboard_shows_a_clash_or_a_bad_remote_as_an_error(client: Any, ca
     clash = client.post(f"/settings/projects/{cast.project_a.pk}/repository/", {"repository": "github.com/acme/web"})
     assert clash.status_code == 409 and "already tied to project 'api'" in html.unescape(clash.content.decode())
     bad = client.post(f"/settings/projects/{cast.project_a.pk}/repository/", {"repository": "/home/me/web"})
-    assert bad.status_code == 400 and "is not a git remote" in html.unescape(bad.content.decode())
+    assert bad.status_code == 422 and "is not a git remote" in html.unescape(bad.content.decode())
     assert Project.objects.get(pk=cast.project_a.pk).repository == "" and other.repository == "github.com/acme/web"
 
 

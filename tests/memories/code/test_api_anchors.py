@@ -63,21 +63,28 @@ def test_a_recorded_memory_returns_its_anchors_normalised(alice: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("anchor", "said"),
+    ("anchor", "status", "said"),
     [
-        ({"path": "app.py", "file": "b.py"}, "file"),
-        ({"path": "/etc/passwd"}, "relative to the repository"),
-        ({"path": "a.py", "line_start": 9, "line_end": 3}, "ine_end must not be before line_start"),
-        ({"path": "a.py", "line_start": "9"}, "line_start"),
-        ({"error": "it broke somehow"}, "holds no error line"),
-        ({"symbol": "Pool.connect"}, "need the path"),
-        ({"path": "a.py", "repository": "/home/alice/web"}, "not a git remote"),
-        ({}, "needs a path or an error"),
+        # the wrong shape: a 400
+        ({"path": "app.py", "file": "b.py"}, 400, "file"),
+        ({"path": "a.py", "line_start": "9"}, 400, "line_start"),
+        ({"path": "a.py", "line_start": 0}, 400, "line_start"),
+        # the right shape, but no anchor: a 422 (rejected_anchor), as the schema cannot say it
+        ({"path": "/etc/passwd"}, 422, "relative to the repository"),
+        ({"path": "a.py", "line_start": 9, "line_end": 3}, 422, "line_end must not be before line_start"),
+        ({"error": "it broke somehow"}, 422, "holds no error line"),
+        ({"symbol": "Pool.connect"}, 422, "need the path"),
+        ({"path": "a.py", "repository": "/home/alice/web"}, 422, "not a git remote"),
+        ({}, 422, "needs a path or an error"),
     ],
 )
-def test_a_bad_anchor_is_a_400_naming_anchors_and_records_nothing(alice: Any, anchor: Any, said: str) -> None:
+def test_a_bad_anchor_is_refused_naming_anchors_and_records_nothing(
+    alice: Any, anchor: Any, status: int, said: str
+) -> None:
     response = record(alice, [anchor])
-    assert response.status_code == 400, response.json()
+    assert response.status_code == status, response.json()
+    if status == 422:
+        assert response.json()["code"] == "rejected_anchor"
     assert list(response.json()["errors"]) == ["anchors"]
     assert said in response.json()["errors"]["anchors"][0]
     assert not MemoryAnchor.objects.exists()
@@ -112,6 +119,9 @@ def test_an_edit_replaces_the_anchors_and_an_empty_list_removes_them(alice: Any)
     assert [a["path"] for a in edited.json()["anchors"]] == ["app/pool.py"]
     refused = alice.patch(f"/api/v1/memories/{memory_id}", {"anchors": [{"path": "x.py", "lines": 3}]}, format="json")
     assert refused.status_code == 400 and "anchors" in refused.json()["errors"]
+    outside = alice.patch(f"/api/v1/memories/{memory_id}", {"anchors": [{"path": "../x.py"}]}, format="json")
+    assert outside.status_code == 422 and outside.json()["code"] == "rejected_anchor"
+    assert [a["path"] for a in alice.get(f"/api/v1/memories/{memory_id}").json()["anchors"]] == ["app/pool.py"]
     assert alice.patch(f"/api/v1/memories/{memory_id}", {"anchors": []}, format="json").json()["anchors"] == []
     assert not MemoryAnchor.objects.exists()
 
