@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from accounts.budgets.selectors import PriceTable, top_spenders
 from accounts.oauth.selectors import oauth_application
-from accounts.organizations.selectors import organizations_with_feature
+from accounts.organizations.selectors import organizations_with_feature, project_by_repository
 from accounts.write_limits.selectors import write_suspension_banners
 
-__all__ = ["PriceTable", "oauth_application", "organizations_with_feature", "top_spenders", "write_suspension_banners"]
+__all__ = [
+    "PriceTable",
+    "oauth_application",
+    "organizations_with_feature",
+    "project_by_repository",
+    "top_spenders",
+    "write_suspension_banners",
+]

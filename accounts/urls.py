@@ -10,6 +10,7 @@ from accounts.write_limits import api as write_limits_api
 urlpatterns = [
     path("me", tokens_api.MeView.as_view(), name="api-me"),
     path("projects", tokens_api.ProjectListView.as_view(), name="api-projects"),
+    path("projects/<str:slug>", tokens_api.ProjectDetailView.as_view(), name="api-project"),
     path("llm/budget", budgets_api.BudgetView.as_view(), name="api-llm-budget"),
     path("llm/spend", budgets_api.SpendView.as_view(), name="api-llm-spend"),
     path("write-suspensions", write_limits_api.WriteSuspensionListView.as_view(), name="api-write-suspensions"),

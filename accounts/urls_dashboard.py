@@ -19,6 +19,9 @@ urlpatterns = [
     path("settings/teams/", views.settings_teams, name="settings-teams"),
     path("settings/teams/promotion/", views.settings_auto_promote, name="settings-auto-promote"),
     path("settings/projects/", views.settings_projects, name="settings-projects"),
+    path(
+        "settings/projects/<int:project_id>/repository/", views.project_repository, name="settings-project-repository"
+    ),
     path("settings/tokens/", views_tokens.settings_tokens, name="settings-tokens"),
     path("settings/tokens/<int:token_id>/revoke/", views_tokens.token_revoke_view, name="settings-token-revoke"),
     path(

@@ -502,6 +502,9 @@ class AgentSession(models.Model):
     held = models.JSONField(
         default=list, blank=True, help_text="the detector's findings on the distilled output that held it for review"
     )
+    # the files its transcript shows read and edited, the tests run, the errors met: what its distilled
+    # memories are anchored to (memories/code/transcript_anchors.py, docs/code-memory.md#distillation)
+    places = models.JSONField(default=list, blank=True, editable=False)
     # who handed it in, how and through which client: the provenance its distilled memories inherit
     submitted_provenance = models.JSONField(default=dict, blank=True, editable=False)
     submitted_by_token = models.ForeignKey(

@@ -10,9 +10,9 @@ The rules live in their feature packages; this module only names the ones other 
 
 from __future__ import annotations
 
+from memories.confidence.bayes import INITIAL_DEFAULT as INITIAL_CONFIDENCE
 from memories.context.summary_parts import summary_parts_repair
 from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
-from memories.confidence.bayes import INITIAL_DEFAULT as INITIAL_CONFIDENCE
 
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 

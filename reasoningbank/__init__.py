@@ -51,6 +51,8 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "reasoningbank.text_safety",
     "reasoningbank.leaks",
     "reasoningbank.net_guard",
+    # git remotes made comparable (projects tied to a repository, code anchors)
+    "reasoningbank.repositories",
     # observability
     "reasoningbank.tracing",
     "reasoningbank.metrics",

@@ -159,6 +159,22 @@ OPERATIONS = [
             "outcome": "success",
         },
     ),
+    # anchored to a file and to an error (docs/code-memory.md#anchors): the same anchors back on both
+    (
+        "memory_record",
+        {
+            "title": "Close the pool in the test teardown",
+            "description": "When a test leaks database connections",
+            "content": "Close the pool in teardown, or the next test waits for a free connection.",
+            "outcome": "success",
+            "anchors": [
+                {"repository": "git@github.com:acme/web.git", "path": "./app/db.py", "symbol": "Pool.close",
+                 "line_start": 10, "line_end": 24, "commit": "3f786850e387"},
+                {"error": 'Traceback (most recent call last):\n  File "/x/app/db.py", line 3, in get\n'
+                          "TimeoutError: pool"},
+            ],
+        },
+    ),
     # held by the instruction-smell detector: the same quarantine answer on both
     # (docs/agent-api.md#quarantine-a-memory-stored-but-held-for-review)
     (
@@ -193,7 +209,7 @@ OPERATIONS = [
 
 @pytest.mark.parametrize(
     ("operation", "arguments"), OPERATIONS, ids=[f"{o}-{i}" for i, (o, _) in enumerate(OPERATIONS)]
-)  # noqa: E501
+)
 async def test_rest_and_mcp_answer_the_same_body_for_the_same_input(app, orgs, operation, arguments):
     method, path, body = rest_call(operation, orgs["rest"]["ids"], arguments)
     status, rest_body = await over_rest(app, orgs["rest"]["token"], method, path, body)
@@ -271,6 +287,27 @@ INVALID = [
             "confidance": 0.9,
         },
         "confidance",
+    ),
+    # an anchor's unknown key (400), a path outside the repository (422: the schema cannot say it), too many
+    # anchors (400): the argument named both ways
+    (
+        "memory_record",
+        {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
+         "outcome": "success", "anchors": [{"path": "a.py", "file": "b.py"}]},
+        "anchors",
+    ),
+    (
+        "memory_record",
+        {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
+         "outcome": "success", "anchors": [{"path": "/etc/passwd"}]},
+        "anchors",
+        422,
+    ),
+    (
+        "memory_record",
+        {"title": "Pin Node 20", "description": "Builds", "content": "Use .nvmrc in every repo",
+         "outcome": "success", "anchors": [{"path": f"f{i}.py"} for i in range(21)]},
+        "anchors",
     ),
     ("memory_context", {"existing_context": "You are a coding agent."}, "existing_context"),
     ("memory_feedback", {"memory_title": "Set HTTP client timeouts", "helpful": True, "coment": "ok"}, "coment"),

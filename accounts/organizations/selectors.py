@@ -6,8 +6,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from accounts.models import Membership, Organization
+from accounts.access import Principal, reachable_projects
+from accounts.models import Membership, Organization, Project
 from accounts.plans.catalogue import PLANS
+from reasoningbank.repositories import repository_normalise
 
 
 def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
@@ -19,6 +21,15 @@ def organizations_with_feature(feature: str) -> QuerySet[Organization]:
     scheduled job that is gated by plan walks through."""
     plans = [name for name, plan in PLANS.items() if feature in plan.features]
     return Organization.objects.filter(plan__in=plans).order_by("id")
+
+
+def project_by_repository(principal: Principal, repository: str) -> Project | None:
+    """The project the principal reaches that is tied to ``repository`` (any spelling of its remote:
+    docs/code-memory.md#projects-by-repository), or None."""
+    normalised = repository_normalise(repository) if isinstance(repository, str) else ""
+    if not normalised:
+        return None
+    return reachable_projects(principal).filter(repository=normalised).first()
 
 
 def user_password_link(*, user: Any) -> str:

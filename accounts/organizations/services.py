@@ -15,7 +15,8 @@ from accounts.access import Principal
 from accounts.audit import audit_record
 from accounts.models import SCOPE_ADMIN, Membership, Organization, Project, Team
 from accounts.plans.catalogue import FEATURE_TEAMS, plan_get, plan_required
-from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded
+from reasoningbank.errors import Conflict, Forbidden, InvalidInput, LimitExceeded, Rejected
+from reasoningbank.repositories import REPOSITORY_MAX, repository_normalise
 
 # --- organizations, teams, projects -------------------------------------------------------------
 
@@ -103,6 +104,48 @@ def project_create(
     project = Project.objects.create(organization=organization, slug=slug, name=(name or slug)[:200], team=team)
     audit_record(organization=organization, actor=actor, verb="project.create", target=project,
                  data={"team": team.slug if team else None})
+    return project
+
+
+def project_repository_set(*, project: Project, repository: Any, actor: Principal | None) -> Project:
+    """Tie ``project`` to a repository's remote (any spelling, stored normalised:
+    docs/code-memory.md#projects-by-repository), or untie it with ``""``. A remote is tied to at most one
+    project of an organization: another's is a 409 naming it."""
+    if not isinstance(repository, str) or "\x00" in repository or len(repository) > 2 * REPOSITORY_MAX:
+        raise InvalidInput("repository must be a git remote, at most 600 characters", field="repository")
+    normalised = repository_normalise(repository) if repository.strip() else ""
+    if repository.strip() and not normalised:  # a string of the right shape that names no remote: a 422
+        raise Rejected(
+            f"repository {repository.strip()[:100]!r} is not a git remote: give the remote's URL "
+            "(git@github.com:acme/api.git, https://github.com/acme/api) or host/owner/name (github.com/acme/api)",
+            field="repository",
+            code="rejected_repository",
+        )
+    if normalised == project.repository:
+        return project
+    taken = (
+        Project.objects.filter(organization_id=project.organization_id, repository=normalised)
+        .exclude(pk=project.pk)
+        .values_list("slug", flat=True)
+        .first()
+        if normalised
+        else None
+    )
+    if taken is not None:
+        raise Conflict(
+            f"repository {normalised} is already tied to project {taken!r}: untie it there first", field="repository"
+        )
+    before = project.repository
+    try:
+        with transaction.atomic():
+            Project.objects.filter(pk=project.pk).update(repository=normalised)
+    except IntegrityError:  # tied elsewhere between the check and the write
+        raise Conflict(f"repository {normalised} is already tied to another project", field="repository") from None
+    project.repository = normalised
+    audit_record(
+        organization=project.organization, actor=actor, verb="project.repository", target=project,
+        data={"before": before, "after": normalised},
+    )  # fmt: skip
     return project
 
 

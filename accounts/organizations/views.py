@@ -30,6 +30,7 @@ from accounts.organizations.services import (
     membership_set_role,
     organization_set_auto_promote,
     project_create,
+    project_repository_set,
     team_create,
     user_create,
 )
@@ -239,6 +240,14 @@ def settings_projects(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Project “{project.name}” ({project.slug}) was created.")
             return redirect("settings-projects")
+    return _projects_page(request, teams, status=status, errors=errors, values=values)
+
+
+def _projects_page(
+    request: HttpRequest, teams: list[Team], *, status: int = 200, errors: Any = None, values: Any = None
+) -> HttpResponse:
+    principal = request.principal  # type: ignore[attr-defined]
+    org = principal.organization
     projects = (
         access_filter(Project, principal)
         .select_related("team")
@@ -255,7 +264,26 @@ def settings_projects(request: HttpRequest) -> HttpResponse:
         project_limit=limit,
         projects_used=used,
         at_limit=limit is not None and used >= limit,
-        errors=errors,
-        values=values,
+        errors=errors or {},
+        values=values or {},
     )
     return render(request, "accounts/settings_projects.html", context, status=status)
+
+
+@require_POST
+@org_view(min_role=ADMIN)
+def project_repository(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Tie a project to its repository's remote, or untie it (docs/code-memory.md#projects-by-repository)."""
+    principal = request.principal  # type: ignore[attr-defined]
+    project = access_get(Project.objects.select_related("organization"), principal, pk=project_id)
+    try:
+        repository = request.POST.get("repository", "")
+        project = project_repository_set(project=project, repository=repository, actor=principal)
+    except ServiceError as exc:
+        messages.error(request, f"{project.slug}: {exc.message}")
+        return _projects_page(request, list(access_filter(Team, principal).order_by("slug")), status=exc.status)
+    if project.repository:
+        messages.success(request, f"Project {project.slug} is tied to {project.repository}.")
+    else:
+        messages.success(request, f"Project {project.slug} is tied to no repository.")
+    return redirect("settings-projects")

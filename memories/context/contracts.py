@@ -21,6 +21,8 @@ from pydantic import Field, StringConstraints
 from accounts.access import Principal
 from accounts.models import Project as ProjectModel
 from memories.code.selectors_staleness import code_changed_of
+from memories.code.contracts import Repository
+from memories.code.selectors import project_slug_resolve
 from memories.context.block import ContextEntry, Decision, block_format, context_inject
 from memories.context.selectors import context_memories, summaries_for_context
 from memories.context.services import summaries_activate
@@ -103,6 +105,7 @@ class SummaryOut(Contract):
 
 class ContextInput(Contract):
     project: Project = None
+    repository: Repository = None
     context: Annotated[
         str,
         StringConstraints(max_length=CONTEXT_MAX, pattern=NUL_FREE),
@@ -172,7 +175,7 @@ class ContextOutput(Contract):
 )
 def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutput:
     session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
-    project = project_target(principal, args.project)
+    project = project_target(principal, project_slug_resolve(principal, args.project, args.repository))
     current_set(
         org_id=principal.organization.id, project_id=project.id, context_length=len(args.context),
         task_length=len(args.task), max=args.max, token_budget=args.token_budget, prioritize=args.prioritize,

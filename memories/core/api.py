@@ -27,6 +27,7 @@ from rest_framework.serializers import Serializer
 
 from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
+from memories.code.selectors import anchor_dicts_by_memory
 from memories.core import contracts as c
 from memories.core.selectors import MemoryFilters, memory_get, memory_lineage, memory_list
 from memories.core.serializers import (
@@ -113,7 +114,9 @@ class MemoryListView(MemoryAPIView):
         )
         page = self.paginate_queryset(memory_list(self.principal, filters))
         sources = memory_sources(page or [])  # one query for the page
-        return self.get_paginated_response(MemorySerializer(page, many=True, context={"sources": sources}).data)
+        anchors = anchor_dicts_by_memory(page or [])  # and one for their anchors
+        context = {"sources": sources, "anchors": anchors}
+        return self.get_paginated_response(MemorySerializer(page, many=True, context=context).data)
 
     @extend_schema(
         tags=TAGS,
@@ -176,10 +179,11 @@ class MemoryDetailView(MemoryAPIView):
         operation_id="memories_update",
         summary="Edit a memory",
         description=(
-            "Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out "
-            "keep their value. A changed text is re-embedded, so search finds the new wording, and passes the "
-            "write gate (a 422 naming the field when it holds nothing reusable). A changed text or tags pass the "
-            "instruction-smell detector as a new memory does: when the organization quarantines, a flagged edit "
+            "Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`, or replace its "
+            "`anchors` (`[]` removes them); fields left out keep their value. A changed text is re-embedded, so "
+            "search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing "
+            "reusable). A changed text or tags pass the instruction-smell detector as a new memory does: when the "
+            "organization quarantines, a flagged edit "
             "answers 200 with `state: quarantined` and `quarantine` (the rules that fired, what happens next), "
             "and a clean edit of a quarantined memory makes it active again. Needs `memories:write` and a token "
             "that reaches the memory's project."

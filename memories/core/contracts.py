@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
+from memories.code.contracts import AnchorOut, Anchors, anchors_raw
+from memories.code.selectors import anchor_dicts_by_memory
 from memories.core.selectors import memory_get
 from memories.core.services import memory_record_or_duplicate
 from memories.models import Memory
@@ -152,11 +154,14 @@ class MemoryOut(Contract):
     created_at: str
     updated_at: str
     source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
+    anchors: list[AnchorOut] = Field(description="where in the code it is about (docs/code-memory.md#anchors)")
 
     @classmethod
-    def of(cls, memory: Memory, source: dict[str, Any] | None = None) -> MemoryOut:
-        """``source``: the memory's compact provenance when the caller read it with others (one query for
-        a page of memories); read here otherwise."""
+    def of(
+        cls, memory: Memory, source: dict[str, Any] | None = None, anchors: list[dict[str, Any]] | None = None
+    ) -> MemoryOut:
+        """``source`` and ``anchors``: the memory's compact provenance and anchors when the caller read them
+        with others (one query each for a page of memories); read here otherwise."""
         return cls(
             id=memory.id, title=memory.title, description=memory.description, content=memory.content,
             outcome=memory.outcome, tags=list(memory.tags), kind=memory.kind, scope=memory.scope,  # type: ignore[arg-type]
@@ -172,7 +177,13 @@ class MemoryOut(Contract):
             last_signal_at=iso_or_none(memory.last_signal_at), created_at=memory.created_at.isoformat(),
             updated_at=memory.updated_at.isoformat(),
             source=SourceOut.of(source if source is not None else memory_source(memory)),
+            anchors=[AnchorOut(**a) for a in (anchors_read(memory) if anchors is None else anchors)],
         )
+
+
+def anchors_read(memory: Memory) -> list[dict[str, Any]]:
+    """One memory's anchors, as results carry them."""
+    return anchor_dicts_by_memory([memory])[memory.id]
 
 
 class MemoryGetInput(Contract):
@@ -206,6 +217,7 @@ class RecordInput(Contract):
         Literal["project", "team", "org"],
         Field(description="Who may find it: the project, its team, or the whole organization"),
     ] = "project"
+    anchors: Anchors
 
 
 class RecordOutput(Contract):
@@ -253,7 +265,9 @@ class RecordOutput(Contract):
 
 def memory_record_run(principal: Principal, args: RecordInput) -> tuple[RecordOutput, bool]:
     """The answer, and whether a memory was created (REST: 201, else 200)."""
-    result = memory_record_or_duplicate(principal=principal, **args.model_dump())
+    result = memory_record_or_duplicate(
+        principal=principal, **args.model_dump(exclude={"anchors"}), anchors=anchors_raw(args.anchors)
+    )
     memory = result.memory
     output = RecordOutput(
         id=memory.id, status=result.status, message=result.message,  # type: ignore[arg-type]

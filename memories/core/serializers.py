@@ -20,6 +20,8 @@ from rest_framework import serializers
 
 from memories.code.anchors import PATH_MAX, SYMBOL_MAX
 from memories.code.paths import path_spec_clean, symbol_clean
+from memories.code.selectors import anchor_dicts_by_memory
+from memories.code.services import ANCHORS_MAX, ERROR_MAX, LINE_MAX
 from memories.core.selectors import MEMORY_ORDERINGS, SEARCH_SCOPES
 from memories.models import Memory, MemorySignal
 from memories.trust.provenance_contracts import SourceOut
@@ -129,12 +131,20 @@ class MemorySerializer(serializers.Serializer):
     source = serializers.SerializerMethodField(
         help_text="who wrote it, how, through which client, when; and whether it is trusted"
     )
+    anchors = serializers.SerializerMethodField(help_text="where in the code it is about (docs/code-memory.md#anchors)")
 
     @extend_schema_field(SourceOut)
     def get_source(self, memory: Memory) -> dict[str, Any]:
         # a page of memories reads every source in one query (``sources`` in the context); one alone here
         sources = self.context.get("sources") or {}
         return sources[memory.id] if memory.id in sources else memory_source(memory)
+
+    # the component memory_get's answer (``MemoryOut``) declares
+    @extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/AnchorOut"}})
+    def get_anchors(self, memory: Memory) -> list[dict[str, Any]]:
+        # a page of memories reads every anchor in one query (``anchors`` in the context); one memory's here
+        anchors = self.context.get("anchors") or {}
+        return anchors[memory.id] if memory.id in anchors else anchor_dicts_by_memory([memory])[memory.id]
 
 
 class QuarantineNoteSerializer(serializers.Serializer):
@@ -199,6 +209,25 @@ class MemoryListQuerySerializer(StrictQuerySerializer):
             raise serializers.ValidationError(str(error)) from None
 
 
+class AnchorInSerializer(StrictSerializer):
+    """A place in the code the memory is about (a path, optionally a symbol and lines), or an error."""
+
+    repository = StrictCharField(
+        max_length=600, required=False, allow_null=True, help_text="the git remote, any spelling"
+    )
+    path = StrictCharField(
+        max_length=1000, required=False, allow_null=True, help_text="relative to the repository's top"
+    )
+    symbol = StrictCharField(max_length=300, required=False, allow_null=True, help_text="a function or class, dotted")
+    line_start = serializers.IntegerField(min_value=1, max_value=LINE_MAX, required=False, allow_null=True)
+    line_end = serializers.IntegerField(min_value=1, max_value=LINE_MAX, required=False, allow_null=True)
+    commit = StrictCharField(max_length=64, required=False, allow_null=True, help_text="the commit it was true at")
+    error = StrictCharField(
+        max_length=ERROR_MAX, required=False, allow_null=True,
+        help_text="a failing command's output, or its error line: only its signature is kept",
+    )
+
+
 class MemoryUpdateSerializer(StrictSerializer):
     title = StrictCharField(max_length=TITLE_MAX, required=False)
     description = StrictCharField(max_length=DESCRIPTION_MAX, required=False)
@@ -206,6 +235,12 @@ class MemoryUpdateSerializer(StrictSerializer):
     outcome = serializers.ChoiceField(choices=RECORD_OUTCOMES, required=False)
     tags = _tags_field(required=False)
     kind = serializers.ChoiceField(choices=KINDS, required=False)
+    anchors = serializers.ListField(
+        child=AnchorInSerializer(),
+        max_length=ANCHORS_MAX,
+        required=False,
+        help_text="replace its anchors ([] removes them)",
+    )
 
 
 class MemoryArchiveSerializer(StrictSerializer):

@@ -23,6 +23,7 @@ from pgvector.django import CosineDistance
 from accounts.access import Principal
 from accounts.models import Project
 from accounts.services import audit_record
+from memories.code.services import AnchorDraft, anchors_clean, anchors_create, anchors_replace, memory_repository
 from memories.confidence import bayes as conf
 from memories.core import gate
 from memories.core.fingerprint import memory_content_hash
@@ -327,6 +328,7 @@ def memory_record(
     kind: Any = None,
     project: str | None = None,
     scope: str | None = None,
+    anchors: Any = None,
 ) -> Memory:
     """``memory_record_or_duplicate``'s memory: the new one, or the identical one already there."""
     return memory_record_or_duplicate(
@@ -339,6 +341,7 @@ def memory_record(
         kind=kind,
         project=project,
         scope=scope,
+        anchors=anchors,
     ).memory
 
 
@@ -367,6 +370,7 @@ def memory_record_or_duplicate(
     kind: Any = None,
     project: str | None = None,
     scope: str | None = None,
+    anchors: Any = None,
 ) -> RecordResult:
     """``memory_record``: an explicitly captured strategy, initial confidence 0.8.
 
@@ -379,17 +383,23 @@ def memory_record_or_duplicate(
     naming the field, with a ``memory.rejected`` audit row. A near copy — embedding at least
     ``WRITE_GATE_NEAR_COPY_SIMILARITY`` alike to an active memory of the same place, outcome and kind,
     and no differing numbers, negations or opposite words — is answered like an identical one
-    (``reason`` ``near_copy`` with the similarity), audited as a rejection, nothing recorded."""
+    (``reason`` ``near_copy`` with the similarity), audited as a rejection, nothing recorded.
+
+    ``anchors`` (docs/code-memory.md#anchors) are checked with the rest and written with a new memory; a
+    duplicate keeps its own."""
     write_scope_require(principal)
     draft = memory_draft(title=title, description=description, content=content, outcome=outcome, tags=tags, kind=kind)
     target_project, team = place_resolve(principal, project=project, scope=scope)
+    places = anchors_clean(anchors, repository=target_project.repository if target_project is not None else "")
     # outside the transaction below: the refusal's audit row must outlive the refused write
     _gate_refuse(principal, target_project, draft, "record")
     with transaction.atomic():
-        return _record(principal, draft, target_project, team)
+        return _record(principal, draft, target_project, team, places)
 
 
-def _record(principal: Principal, draft: MemoryDraft, target_project: Project | None, team: Any) -> RecordResult:
+def _record(
+    principal: Principal, draft: MemoryDraft, target_project: Project | None, team: Any, places: list[AnchorDraft]
+) -> RecordResult:
     existing = _identical_memory(principal.organization, target_project, team, draft)
     if existing is not None:
         return RecordResult(existing, duplicate=True, reason="identical")
@@ -412,6 +422,7 @@ def _record(principal: Principal, draft: MemoryDraft, target_project: Project | 
     (memory,) = memories_create(
         principal=principal, drafts=[draft], project=target_project, team=team, vectors=[vector]
     )
+    anchors_create(memory=memory, anchors=places)
     audit_record(
         organization=principal.organization,
         actor=principal,
@@ -501,10 +512,13 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
     A changed text or tags pass the instruction-smell detector as a new memory does: under the
     ``quarantine`` policy a flagged edit puts an active memory in quarantine (until an admin approves
     it), and a clean edit of a quarantined one makes it active again — what held it is gone. An archived
-    memory stays archived with its new ``flags`` (restoring it applies them)."""
+    memory stays archived with its new ``flags`` (restoring it applies them). ``anchors`` replace its anchors."""
     write_scope_require(principal)
     if not memory_is_writable(principal, memory):
         raise Forbidden("this token may not change this memory")
+    changes = dict(changes)
+    repository = memory_repository(memory)
+    places = anchors_clean(changes.pop("anchors"), repository=repository) if "anchors" in changes else None
     unknown = sorted(set(changes) - set(UPDATABLE))
     if unknown:
         raise InvalidInput(f"cannot update {', '.join(unknown)}; updatable: {', '.join(UPDATABLE)}", field=unknown[0])
@@ -512,10 +526,10 @@ def memory_update(*, principal: Principal, memory: Memory, changes: dict[str, An
         merged = {name: changes.get(name, getattr(memory, name)) for name in UPDATABLE}
         _gate_refuse(principal, memory.project, memory_draft(**merged), "update", memory=memory.id)
     with transaction.atomic():
-        return _update(principal, memory, changes)
+        return _update(principal, memory, changes, places)
 
 
-def _update(principal: Principal, memory: Memory, changes: dict[str, Any]) -> Memory:
+def _update(principal: Principal, memory: Memory, changes: dict[str, Any], places: list[AnchorDraft] | None) -> Memory:
     memory = Memory.objects.select_for_update().get(pk=memory.pk)
     merged = {name: changes.get(name, getattr(memory, name)) for name in UPDATABLE}
     draft = memory_draft(**merged)
@@ -536,13 +550,15 @@ def _update(principal: Principal, memory: Memory, changes: dict[str, Any]) -> Me
     memory.save()
     if was != memory.state == Memory.STATE_QUARANTINED:
         memory_quarantined_announce(memory)
+    if places is not None:
+        anchors_replace(memory=memory, anchors=places)
     audit_record(
         organization=principal.organization,
         actor=principal,
         verb="memory.update",
         target=memory,
         data={
-            "fields": sorted(changes),
+            "fields": sorted([*changes, *(["anchors"] if places is not None else [])]),
             "before": {k: v for k, v in before.items() if k != "content"},
             **({"state": memory.state, "rules": rules_named(memory.flags)} if memory.flags else {}),
         },

@@ -18,6 +18,8 @@ from accounts.access import Principal
 from memories.code.anchors import PATH_MAX
 from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
 from memories.code.selectors_staleness import CodeChanged, code_changed_of
+from memories.code.contracts import AnchorOut, Repository
+from memories.code.selectors import anchor_dicts_by_memory, project_slug_resolve
 from memories.context.contracts import SummaryOut
 from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
@@ -62,6 +64,7 @@ class SearchInput(Contract):
         float, Field(description="Minimum confidence threshold", ge=0.0, le=1.0)
     ] = settings.SEARCH_MIN_CONFIDENCE
     project: Annotated[str | None, optional_text(200), Field(description=SEARCH_PROJECT_DESCRIPTION)] = None
+    repository: Repository = None
     mode: Annotated[
         Literal["reflexive", "standard", "deep", "exhaustive"],
         Field(
@@ -297,6 +300,11 @@ class SearchHitOut(Contract):
     )
     explain: SearchExplanation | None = Field(default=None, exclude_if=lambda value: value is None)
     source: SourceOut = Field(description="who wrote it, how, through which client, when; and whether it is trusted")
+    anchors: list[AnchorOut] = Field(
+        default_factory=list,
+        exclude_if=lambda value: not value,
+        description="where in the code it is about (docs/code-memory.md#anchors); absent when nowhere in particular",
+    )
 
 
 class SummaryHitOut(SummaryOut):
@@ -382,6 +390,8 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             field="exclude_seen",
             code="rejected_needs_session",
         )
+    if args.repository:  # the project tied to the agent's repository, unless one is named
+        args = args.model_copy(update={"project": project_slug_resolve(principal, args.project, args.repository)})
     started = time.perf_counter()
     current_set(  # the span's attributes (docs/observability.md#traces): the query's length, never its text
         query_length=len(args.query), mode=args.mode, limit=args.limit, scope=args.scope, outcome=args.outcome,
@@ -427,6 +437,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             + [hit.summary.memory_id for hit in summaries],
         )
     sources = replica_read(memory_sources, [hit.memory for hit in result.hits])  # one query for every hit
+    anchors = replica_read(anchor_dicts_by_memory, [hit.memory for hit in result.hits])  # and one for their anchors
     hits = [
         SearchHitOut(
             id=hit.memory.id, title=hit.memory.title, description=hit.memory.description,
@@ -437,6 +448,7 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
             code_changed=CodeChangedOut.of(changed[hit.memory.id]) if hit.memory.id in changed else None,
             explain=SearchExplanation.of(hit, result.found_by.get(hit.memory.id, ())) if args.explain else None,
             source=SourceOut.of(sources[hit.memory.id]),
+            anchors=[AnchorOut(**anchor) for anchor in anchors[hit.memory.id]],
         )
         for hit in result.hits
     ]

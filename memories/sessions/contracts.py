@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
+from memories.code.contracts import Repository
+from memories.code.selectors import project_slug_resolve
 from memories.core.contracts import Project, iso_or_none, required_text
 from memories.models import AgentSession
 from memories.sessions.services import session_submit
@@ -37,6 +39,7 @@ class SessionSubmitInput(Contract):
         Field(description="The session transcript; secrets are scrubbed before storage"),
     ]
     project: Project = None
+    repository: Repository = None
     trace_format: Annotated[
         Literal["plain", "claude-code-jsonl", "codex-rollout-jsonl", "gemini-cli-json", "cursor-jsonl", "git-log"],
         Field(
@@ -164,7 +167,8 @@ def _resubmission_note(result: SubmitResult, session: AgentSession) -> str:
 
 
 def session_submit_run(principal: Principal, args: SessionSubmitInput) -> SessionSubmitOutput:
-    result = session_submit(principal=principal, **args.model_dump())
+    project = project_slug_resolve(principal, args.project, args.repository)
+    result = session_submit(principal=principal, **args.model_dump(exclude={"repository"}) | {"project": project})
     session: AgentSession = result.session
     # once the session is over, the memories it was given learn how it went (each once: the ledger, which
     # spans every round of the session: those given after a resume learn the later outcome)

@@ -82,6 +82,7 @@ Format each extraction as:
 **Description**: <when to use/avoid this, max 200 chars>
 **Content**: <detailed steps or explanation>
 **Tags**: <comma-separated tags>
+**Files**: <the files it is about, as the trace names them, comma-separated; none if no file in particular>
 **Outcome**: success | failure
 
 Secrets in the trace are shown as [REDACTED:<kind>] markers. Never copy a marker into a memory: name \
@@ -243,6 +244,9 @@ class ExtractedMemory:
     content: str
     tags: tuple[str, ...]
     outcome: Outcome
+    # the files the model says it is about: untrusted, kept only where the transcript shows them touched
+    # (memories/code/transcript_anchors.py)
+    files: tuple[str, ...] = ()
 
 
 class ExtractionParseError(ValueError):
@@ -258,7 +262,7 @@ class ExtractionParseError(ValueError):
         self.problems: tuple[str, ...] = tuple(problems) or (message,)
 
 
-_FIELDS = ("title", "description", "content", "tags", "outcome")
+_FIELDS = ("title", "description", "content", "tags", "files", "outcome")
 _FIELD_LABELS = {name: f"**{name.capitalize()}**" for name in _FIELDS}
 
 # What the template shows in each field; a model that copies it has not answered.
@@ -267,7 +271,9 @@ _TEMPLATE_PLACEHOLDERS = {
     "description": "<when to use/avoid this, max 200 chars>",
     "content": "<detailed steps or explanation>",
     "tags": "<comma-separated tags>",
+    "files": "<the files it is about, as the trace names them, comma-separated; none if no file in particular>",
 }
+FILES_MAX = 10
 
 # "## Memory 2", "### Memory #2: ...", "## Memory N", "## Memory" — and the bold-line variant
 # "**Memory 2**" some models prefer over a heading. "## Memory management" is not a header.
@@ -283,9 +289,9 @@ _HEADER_RE = re.compile(
 # so a YAML line such as "tags: [a]" inside Content is not mistaken for the Tags field.
 _LABEL_RE = re.compile(
     r"^[ \t]*(?:[-*+][ \t]+)?(?:"
-    r"(?:\*\*|__)[ \t]*(?P<bold>(?i:title|description|content|tags|outcome))[ \t]*"
+    r"(?:\*\*|__)[ \t]*(?P<bold>(?i:title|description|content|tags|files|outcome))[ \t]*"
     r"(?::[ \t]*(?:\*\*|__)|(?:\*\*|__)[ \t]*:)"
-    r"|(?P<plain>Title|Description|Content|Tags|Outcome)[ \t]*:"
+    r"|(?P<plain>Title|Description|Content|Tags|Files|Outcome)[ \t]*:"
     r")[ \t]?"
 )
 # Code fences inside Content: label-looking lines inside them are code, not fields.
@@ -398,6 +404,20 @@ def _parse_tags(raw: str) -> tuple[str, ...]:
     return tuple(seen)[:TAGS_MAX]
 
 
+def _parse_files(raw: str) -> tuple[str, ...]:
+    """The files a memory names: comma- or line-separated, without list marks or quotes; "none" or the
+    placeholder is none. Only their names: whether the session touched them is checked by the caller."""
+    value = raw.strip()
+    if value.lower() in (_TEMPLATE_PLACEHOLDERS["files"], "none", "n/a", "-", ""):
+        return ()
+    names: dict[str, None] = {}
+    for piece in re.split(r"[,\n]", value):
+        name = piece.strip().lstrip("-*+ \t").strip("`'\"*").strip()
+        if name and name.lower() != "none" and len(name) <= 1000 and "[redacted:" not in name.lower():
+            names[name] = None
+    return tuple(names)[:FILES_MAX]
+
+
 def _parse_outcome(raw: str) -> tuple[Outcome | None, str | None]:
     """(outcome, None) or (None, problem) for the Outcome field's text."""
     first_line = next((line for line in raw.splitlines() if line.strip()), "")
@@ -445,6 +465,7 @@ def _parse_block(lines: list[str]) -> tuple[ExtractedMemory | None, list[str]]:
             content=content,
             tags=_parse_tags(fields.get("tags", "")),
             outcome=outcome,
+            files=_parse_files(fields.get("files", "")),
         ),
         [],
     )

@@ -24,6 +24,7 @@ from pgvector.django import CosineDistance
 from accounts.access import Principal
 from accounts.models import SCOPE_MEMORIES_WRITE, Organization
 from accounts.services import audit_record
+from memories.code.services import anchors_create, distilled_anchors
 from memories.confidence import bayes as conf
 from memories.confidence.services import memories_mark_used
 from memories.core.selectors import project_target
@@ -118,7 +119,9 @@ def session_submit(
     outcome = outcome if outcome is not None else converted.outcome
     waiting = llm_from_settings().provider == "none"
     hold_until = timezone.now() + timedelta(seconds=settings.SESSION_IDLE_SECONDS) if partial and not waiting else None
-    again = Resubmission(scrubbed.text, scrubbed.redactions, outcome, hold_until, waiting, converted.outcome_reason)
+    again = Resubmission(
+        scrubbed.text, scrubbed.redactions, outcome, hold_until, waiting, converted.outcome_reason, converted.places
+    )
     if existing is not None:
         return session_resubmit(principal, existing, again, enqueue=session_enqueue)
     with transaction.atomic():
@@ -130,6 +133,7 @@ def session_submit(
                 "outcome": outcome,
                 "trace": scrubbed.text,
                 "redactions": scrubbed.redactions,
+                "places": converted.places,
                 "status": AgentSession.STATUS_WAITING if waiting else AgentSession.STATUS_QUEUED,
                 "error": NO_LLM_MESSAGE if waiting else "",
                 "submitted_by_token": principal.token,
@@ -396,7 +400,7 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
             initial = conf.initial_confidence_for_outcome(
                 session.outcome if session.outcome in ("success", "failure") else item.outcome
             )
-            created += memories_create(
+            (memory,) = memories_create(
                 principal=principal,
                 drafts=[draft],
                 project=session.project,
@@ -405,6 +409,11 @@ def _session_store(session: AgentSession, extracted: list[ExtractedMemory], inje
                 source_session=session,
                 vectors=[vector],
             )
+            text = f"{draft.title}\n{draft.description}\n{draft.content}"  # the places it is about
+            anchors = distilled_anchors(places=session.places, text=text, outcome=draft.outcome, named=item.files,
+                                        repository=session.project.repository)  # fmt: skip
+            anchors_create(memory=memory, anchors=anchors)
+            created.append(memory)
         if created:  # in this transaction: what a receiver adds to them is stored with them or not at all
             session_memories_distilled.send(sender=AgentSession, session=session, memories=created)
         if reinforced:

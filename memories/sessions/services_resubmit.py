@@ -9,7 +9,7 @@ one after the other: the second finds the first's trace and adds only what it ho
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.services import audit_record
+from memories.code.transcript_anchors import places_merge
 from memories.models import AgentSession
 from memories.sessions.continuation import TraceMismatch, distilled_trim, redaction_marks, trace_continue
 from memories.trust.provenance_facts import submitted_provenance
@@ -50,6 +51,7 @@ class Resubmission:
     hold_until: Any  # partial: distil once the session has been idle until then
     waiting: bool  # no LLM configured
     reason: str
+    places: list[dict[str, Any]] = field(default_factory=list)  # what its transcript shows it worked in
 
 
 def session_resubmit(
@@ -106,6 +108,7 @@ def _session_replace(
             redactions=new.redactions if not kept else _redactions(session, pending, tail),
             outcome=new.outcome,
             submitted_provenance=submitted_provenance(principal, at=timezone.now()),  # who its memories are from
+            places=places_merge(session.places, new.places),
         )
     if new.hold_until is not None and (held or session.status == AgentSession.STATUS_WAITING):
         fields["next_attempt_at"] = new.hold_until  # the session goes on: the idle wait starts again
@@ -128,6 +131,7 @@ def _session_continue(
         "redactions": _redactions(session, "", tail),
         "outcome": new.outcome,
         "submitted_provenance": submitted_provenance(principal, at=now),
+        "places": places_merge(session.places, new.places),
         "updated_at": now,
     }
     status = session.status

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from memories.code.transcript_anchors import session_places
+
 __pure__ = True  # Django-free (tests/test_import_contracts.py): listed in pyproject's import-linter contract
 
 PLAIN, CLAUDE_CODE_JSONL = "plain", "claude-code-jsonl"
@@ -83,6 +85,8 @@ class Converted:
     prompts: int = 0  # the user's own prompts (tool results are not prompts)
     tool_calls: int = 0
     sidechain_lines: int = 0
+    # the files read and edited, tests run and errors met (memories/code/transcript_anchors.py)
+    places: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +97,7 @@ class ToolCall:
     output: str = ""
     is_error: bool = False
     answered: bool = False
+    tool_input: dict[str, Any] = field(default_factory=dict)  # what the call was given (its file, its patch)
 
 
 @dataclass
@@ -103,6 +108,7 @@ class Reading:
     events: int = 0
     last_tool_call: int = -1
     sidechain: int = 0
+    cwd: str = ""  # the session's working directory, when the transcript says it: paths are made relative to it
 
 
 def trace_convert(text: str, trace_format: str) -> Converted:
@@ -132,6 +138,8 @@ def claude_code_convert(text: str) -> Converted:
         message = record.get("message")
         if kind not in ("user", "assistant") or not isinstance(message, dict) or record.get("isMeta"):
             continue
+        if not reading.cwd and isinstance(record.get("cwd"), str):
+            reading.cwd = record["cwd"]
         mark = "[sidechain] " if record.get("isSidechain") else ""
         reading.sidechain += bool(mark)
         content = message.get("content")
@@ -154,6 +162,7 @@ def reading_converted(reading: Reading) -> Converted:
         prompts=len(reading.prompts),
         tool_calls=len(reading.calls),
         sidechain_lines=reading.sidechain,
+        places=session_places(reading.calls.values(), reading.cwd),
     )
 
 
@@ -191,7 +200,7 @@ def _block_read(reading: Reading, kind: str, block: dict[str, Any], mark: str, *
         given = block.get("input")
         tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
         command = str(tool_input.get("command") or "") if name == "Bash" else ""
-        reading.calls[str(block.get("id") or f"call-{index}")] = ToolCall(name, command, index)
+        reading.calls[str(block.get("id") or f"call-{index}")] = ToolCall(name, command, index, tool_input=tool_input)
         reading.lines.append(f"{mark}[tool {name}] {input_text(tool_input)}")
         reading.last_tool_call = index
     elif block_type == "tool_result" and kind == "user":

@@ -101,7 +101,7 @@ def _call(reading: Reading, call_id: str, name: str, tool_input: dict[str, Any])
     index = reading.events
     reading.events += 1
     command = _shell_command(tool_input) if name in SHELL_TOOLS else ""
-    reading.calls[call_id or f"call-{index}"] = ToolCall(name, command, index)
+    reading.calls[call_id or f"call-{index}"] = ToolCall(name, command, index, tool_input=tool_input)
     reading.lines.append(f"[tool {name}] {input_text(tool_input)}")
     reading.last_tool_call = index
 
@@ -158,6 +158,8 @@ def codex_convert(text: str) -> Converted:
         payload = line.get("payload")
         if not isinstance(payload, dict):
             continue
+        if line.get("type") in ("session_meta", "turn_context") and not reading.cwd:
+            reading.cwd = str(payload.get("cwd") or "")  # where its paths are relative to
         if line.get("type") == "compacted":
             _summary(reading, str(payload.get("message") or ""))
         elif line.get("type") == "response_item":

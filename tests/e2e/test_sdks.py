@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from reasoningbank_client import AsyncReasoningBank, AuthenticationError, NotFound, ReasoningBank
+from reasoningbank_client import AsyncReasoningBank, AuthenticationError, NotFound, ReasoningBank, ValidationError
 
 from tests.clients.doc_examples import (
     module_name,
@@ -88,6 +88,29 @@ async def every_operation(bank: Any, export: Any, other_id: str) -> None:
     )
     memory_id = recorded["id"]
     assert (await bank.get(memory_id))["title"].endswith(marker)
+    # anchors (docs/code-memory.md#anchors): recorded with the memory, returned by get, refused when bad
+    anchored = await bank.record(
+        title=f"Close the pool in teardown {marker}",
+        description="When a test leaks database connections",
+        content="Close the pool in the teardown, or the next test waits for a free connection.",
+        outcome="success",
+        project="web-app",
+        anchors=[
+            {"repository": "git@github.com:acme/web.git", "path": "app/db.py", "symbol": "Pool.close", "line_start": 3},
+            {"error": "E   TimeoutError: pool exhausted after 30 s"},
+        ],
+    )
+    anchors = (await bank.get(anchored["id"]))["anchors"]
+    assert [(a["repository"], a["path"], a["symbol"]) for a in anchors] == [
+        ("", "", ""), ("github.com/acme/web", "app/db.py", "Pool.close")
+    ]  # fmt: skip
+    assert anchors[0]["error_text"].startswith("TimeoutError")
+    with pytest.raises(ValidationError) as refused:
+        await bank.record(
+            title=f"Anchored outside {marker}", description="d", content="Nothing reaches the bank from here.",
+            outcome="success", project="web-app", anchors=[{"path": "/etc/passwd"}],
+        )  # fmt: skip
+    assert list(refused.value.errors) == ["anchors"]
     found = await bank.search(query=f"pin the toolchain {marker}", project="web-app", session_id=marker)
     assert memory_id in [hit["id"] for hit in found["memories"]]
     assert (await bank.feedback(memory_id, helpful=True, comment="saved a build"))["success"] is True
@@ -169,7 +192,7 @@ const marker = process.env.RB_MARKER;
 const recorded = await bank.record({
   title: `Cache the dependency download ${marker}`, description: "When CI spends minutes on installs",
   content: "Cache the package manager's download folder keyed on the lock file.", outcome: "success",
-  project: "web-app",
+  project: "web-app", anchors: [{ path: "./.github/workflows/ci.yml", line_start: 12, line_end: 20 }],
 });
 const hits = await bank.search({ query: `cache the dependency download ${marker}`, project: "web-app" });
 const got = await bank.get(recorded.id);
@@ -179,7 +202,9 @@ if (recalled.path !== "ci/cache.yml" || recalled.repository !== "github.com/acme
 }
 let missing = "";
 try { await bank.get(process.env.RB_OTHER); } catch (error) { if (error instanceof NotFound) missing = error.code; }
-console.log(JSON.stringify({ id: recorded.id, found: hits.memories.map((hit) => hit.id), title: got.title, missing }));
+const anchors = got.anchors.map((a) => [a.path, a.line_start, a.line_end]);
+const found = hits.memories.map((hit) => hit.id);
+console.log(JSON.stringify({ id: recorded.id, found, title: got.title, missing, anchors }));
 """
 
 
@@ -206,6 +231,7 @@ def test_the_typescript_client_records_searches_and_gets_under_node(service, adm
     answer = json.loads(result.stdout.strip().splitlines()[-1])
     assert answer["id"] in answer["found"] and answer["title"].endswith(marker)
     assert answer["missing"] == "not_found"
+    assert answer["anchors"] == [[".github/workflows/ci.yml", 12, 20]]
 
 
 PYTHON_EXAMPLES = sdk_examples("python")

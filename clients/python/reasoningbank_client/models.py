@@ -21,6 +21,7 @@ class SearchRequest(TypedDict):
     limit: NotRequired[int]
     min_confidence: NotRequired[float]
     project: NotRequired[str | None]
+    repository: NotRequired[str | None]
     mode: NotRequired[ModeEnum]
     session_id: NotRequired[str]
     include_summaries: NotRequired[bool]
@@ -93,6 +94,24 @@ class SourceOut(TypedDict):
     label: str
 
 
+AnchorOutStateEnum = Literal["current", "code_changed", "deleted"]
+
+
+class AnchorOut(TypedDict):
+    """An anchor as stored: the place or error signature, and whether the code changed since."""
+
+    repository: str
+    path: str
+    symbol: str
+    line_start: int | None
+    line_end: int | None
+    commit: str
+    error_signature: str
+    error_text: str
+    state: AnchorOutStateEnum
+    changed_commit: str
+
+
 class SearchHitOut(TypedDict):
     """One result. `confidence` and `usage_count` already count this search as a use (when its
     relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
@@ -112,6 +131,7 @@ class SearchHitOut(TypedDict):
     code_changed: NotRequired[CodeChangedOut | None]
     explain: NotRequired[SearchExplanation | None]
     source: SourceOut
+    anchors: NotRequired[list[AnchorOut]]
 
 
 ConfidenceEnum = Literal["high", "medium", "low"]
@@ -182,6 +202,19 @@ MemoryOutcomeEnum = Literal["success", "failure", "mixed"]
 MemoryScopeEnum = Literal["project", "team", "org"]
 
 
+class AnchorIn(TypedDict):
+    """A place in the code the memory is about (a path, optionally a symbol and lines), or an error it is
+    about, or both."""
+
+    repository: NotRequired[str | None]
+    path: NotRequired[str | None]
+    symbol: NotRequired[str | None]
+    line_start: NotRequired[int | None]
+    line_end: NotRequired[int | None]
+    commit: NotRequired[str | None]
+    error: NotRequired[str | None]
+
+
 class RecordRequest(TypedDict):
     title: str
     description: str
@@ -191,6 +224,7 @@ class RecordRequest(TypedDict):
     kind: NotRequired[Literal["procedural", "semantic", "episodic", "working"] | None]
     project: NotRequired[str | None]
     scope: NotRequired[MemoryScopeEnum]
+    anchors: NotRequired[list[AnchorIn]]
 
 
 RecordResponseStatusEnum = Literal["recorded", "flagged", "quarantined", "duplicate"]
@@ -245,6 +279,7 @@ class MemoryOut(TypedDict):
     created_at: str
     updated_at: str
     source: SourceOut
+    anchors: list[AnchorOut]
 
 
 class QuarantineNote(TypedDict):
@@ -293,6 +328,7 @@ PrioritizeEnum = Literal["relevance", "recency", "activation"]
 
 class ContextRequest(TypedDict):
     project: NotRequired[str | None]
+    repository: NotRequired[str | None]
     context: NotRequired[str]
     task: NotRequired[str]
     max: NotRequired[int]
@@ -430,6 +466,7 @@ class SessionSubmitRequest(TypedDict):
     outcome: NotRequired[Literal["success", "failure", "unknown"] | None]
     trace: str
     project: NotRequired[str | None]
+    repository: NotRequired[str | None]
     trace_format: NotRequired[TraceFormatEnum]
     partial: NotRequired[bool]
 
@@ -769,6 +806,7 @@ class Memory(TypedDict):
     created_at: str
     updated_at: str
     source: SourceOut
+    anchors: list[AnchorOut]
 
 
 class PaginatedMemoryList(TypedDict):

@@ -361,7 +361,7 @@ export interface paths {
         head?: never;
         /**
          * Edit a memory
-         * @description Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`; fields left out keep their value. A changed text is re-embedded, so search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing reusable). A changed text or tags pass the instruction-smell detector as a new memory does: when the organization quarantines, a flagged edit answers 200 with `state: quarantined` and `quarantine` (the rules that fired, what happens next), and a clean edit of a quarantined memory makes it active again. Needs `memories:write` and a token that reaches the memory's project.
+         * @description Change any of `title`, `description`, `content`, `outcome`, `tags` and `kind`, or replace its `anchors` (`[]` removes them); fields left out keep their value. A changed text is re-embedded, so search finds the new wording, and passes the write gate (a 422 naming the field when it holds nothing reusable). A changed text or tags pass the instruction-smell detector as a new memory does: when the organization quarantines, a flagged edit answers 200 with `state: quarantined` and `quarantine` (the rules that fired, what happens next), and a clean edit of a quarantined memory makes it active again. Needs `memories:write` and a token that reaches the memory's project.
          */
         patch: operations["memories_update"];
         trace?: never;
@@ -648,6 +648,30 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a project
+         * @description One project the token can reach, with the repository it is tied to. Needs `memories:read`.
+         */
+        get: operations["projects_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Tie a project to its repository
+         * @description Set the git remote of the project's repository (`git remote get-url origin`, any spelling: it is stored as `host/owner/name`); an empty string unties it. Agents whose working directory is a clone of that repository then reach this project without naming it: the agent hooks send their remote as `repository` (docs/code-memory.md#projects-by-repository). A remote is tied to at most one project of the organization: one already tied elsewhere is a 409 naming that project. Needs `admin`.
+         */
+        patch: operations["projects_update"];
         trace?: never;
     };
     "/api/v1/projects/{slug}/quality": {
@@ -1134,6 +1158,119 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * AnchorIn
+         * @description A place in the code the memory is about (a path, optionally a symbol and lines), or an error it is
+         *     about, or both.
+         */
+        AnchorIn: {
+            /**
+             * Repository
+             * @description the repository's git remote, any spelling (git@github.com:acme/api.git, github.com/acme/api); left out: the project's repository, if it is tied to one
+             * @default null
+             */
+            repository?: string | null;
+            /**
+             * Path
+             * @description the file, relative to the repository's top (src/app/models.py)
+             * @default null
+             */
+            path?: string | null;
+            /**
+             * Symbol
+             * @description a function or class in the file, dotted (Parser.parse)
+             * @default null
+             */
+            symbol?: string | null;
+            /**
+             * Line Start
+             * @description first line
+             * @default null
+             */
+            line_start?: number | null;
+            /**
+             * Line End
+             * @description last line
+             * @default null
+             */
+            line_end?: number | null;
+            /**
+             * Commit
+             * @description the commit it was true at
+             * @default null
+             */
+            commit?: string | null;
+            /**
+             * Error
+             * @description a failing command's output, or its error line (KeyError: 'user'): only its signature (exception type, message without what varies, three innermost frames) is kept
+             * @default null
+             */
+            error?: string | null;
+        };
+        /** @description A place in the code the memory is about (a path, optionally a symbol and lines), or an error. */
+        AnchorInRequest: {
+            /** @description the git remote, any spelling */
+            repository?: string | null;
+            /** @description relative to the repository's top */
+            path?: string | null;
+            /** @description a function or class, dotted */
+            symbol?: string | null;
+            line_start?: number | null;
+            line_end?: number | null;
+            /** @description the commit it was true at */
+            commit?: string | null;
+            /** @description a failing command's output, or its error line: only its signature is kept */
+            error?: string | null;
+        };
+        /**
+         * AnchorOut
+         * @description An anchor as stored: the place or error signature, and whether the code changed since.
+         */
+        AnchorOut: {
+            /**
+             * Repository
+             * @description the normalised remote (host/owner/name); empty when unknown
+             */
+            repository: string;
+            /**
+             * Path
+             * @description repository-relative; empty for an error-only anchor
+             */
+            path: string;
+            /** Symbol */
+            symbol: string;
+            /** Line Start */
+            line_start: number | null;
+            /** Line End */
+            line_end: number | null;
+            /**
+             * Commit
+             * @description the commit it was true at; empty when unknown
+             */
+            commit: string;
+            /**
+             * Error Signature
+             * @description SHA-256 of the error's normalised type, message and frames; or empty
+             */
+            error_signature: string;
+            /**
+             * Error Text
+             * @description the error signature's readable form
+             */
+            error_text: string;
+            /**
+             * State
+             * @description current; code_changed: a later commit changed its symbol or lines; deleted: its file was deleted
+             */
+            state: components["schemas"]["AnchorOutStateEnum"];
+            /**
+             * Changed Commit
+             * @description the commit that changed or deleted it; empty while current
+             */
+            changed_commit: string;
+        };
+        /** @enum {string} */
+        AnchorOutStateEnum: "current" | "code_changed" | "deleted";
         /**
          * @description * `manual` - archived by hand (the default)
          *     * `stale` - no longer true or no longer useful
@@ -1634,6 +1771,12 @@ export interface components {
              * @default null
              */
             project?: string | null;
+            /**
+             * Repository
+             * @description The git remote of the repository the agent works in (any spelling: `git remote get-url origin`). Used only when `project` is left out: the project tied to that repository, when there is one (docs/code-memory.md#projects-by-repository)
+             * @default null
+             */
+            repository?: string | null;
             /**
              * Context
              * @description The session's existing context; an earlier block in it is replaced, not repeated
@@ -2522,6 +2665,8 @@ export interface components {
             updated_at: string;
             /** @description who wrote it, how, through which client, when; and whether it is trusted */
             readonly source: components["schemas"]["SourceOut"];
+            /** @description where in the code it is about (docs/code-memory.md#anchors) */
+            readonly anchors: components["schemas"]["AnchorOut"][];
         };
         MemoryArchiveRequest: {
             /**
@@ -2632,6 +2777,11 @@ export interface components {
             updated_at: string;
             /** @description who wrote it, how, through which client, when; and whether it is trusted */
             source: components["schemas"]["SourceOut"];
+            /**
+             * Anchors
+             * @description where in the code it is about (docs/code-memory.md#anchors)
+             */
+            anchors: components["schemas"]["AnchorOut"][];
         };
         /**
          * @description * `success` - success
@@ -2726,6 +2876,8 @@ export interface components {
             updated_at: string;
             /** @description who wrote it, how, through which client, when; and whether it is trusted */
             readonly source: components["schemas"]["SourceOut"];
+            /** @description where in the code it is about (docs/code-memory.md#anchors) */
+            readonly anchors: components["schemas"]["AnchorOut"][];
             /** @description when the edit put the memory in quarantine: what fired and what happens next */
             quarantine: components["schemas"]["QuarantineNote"] | null;
         };
@@ -3037,6 +3189,12 @@ export interface components {
             outcome?: components["schemas"]["MemoryOutcomeEnum"];
             tags?: string[];
             kind?: components["schemas"]["KindAa5Enum"];
+            /** @description replace its anchors ([] removes them) */
+            anchors?: components["schemas"]["AnchorInRequest"][];
+        };
+        PatchedProjectUpdateRequest: {
+            /** @description the git remote of the project's repository, any spelling (stored as host/owner/name); empty unties it */
+            repository?: string;
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
@@ -3068,6 +3226,8 @@ export interface components {
             name: string;
             /** @description its team's slug */
             team?: string | null;
+            /** @description the git remote it is tied to (host/owner/name), empty when none: agents in a clone of it reach this project without naming it */
+            repository: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -3548,6 +3708,11 @@ export interface components {
              * @default project
              */
             scope?: components["schemas"]["MemoryScopeEnum"];
+            /**
+             * Anchors
+             * @description Where in the code this is about: files (with a symbol or lines), or an error; at most 20
+             */
+            anchors?: components["schemas"]["AnchorIn"][];
         };
         /** RecordOutput */
         RecordResponse: {
@@ -3867,6 +4032,11 @@ export interface components {
             explain?: components["schemas"]["SearchExplanation"] | null;
             /** @description who wrote it, how, through which client, when; and whether it is trusted */
             source: components["schemas"]["SourceOut"];
+            /**
+             * Anchors
+             * @description where in the code it is about (docs/code-memory.md#anchors); absent when nowhere in particular
+             */
+            anchors?: components["schemas"]["AnchorOut"][];
         };
         /** @enum {string} */
         SearchHitOutStateEnum: "active" | "archived";
@@ -3909,6 +4079,12 @@ export interface components {
              * @default null
              */
             project?: string | null;
+            /**
+             * Repository
+             * @description The git remote of the repository the agent works in (any spelling: `git remote get-url origin`). Used only when `project` is left out: the project tied to that repository, when there is one (docs/code-memory.md#projects-by-repository)
+             * @default null
+             */
+            repository?: string | null;
             /**
              * Mode
              * @description Which memories to search by tier: reflexive (hot only), standard (hot and warm), deep (also cold; where the service enables it, the configured LLM also splits the question into focused queries whose results are fused, see `query_rewrite`), exhaustive (every tier, archived memories included and marked with state)
@@ -4110,6 +4286,12 @@ export interface components {
              * @default null
              */
             project?: string | null;
+            /**
+             * Repository
+             * @description The git remote of the repository the agent works in (any spelling: `git remote get-url origin`). Used only when `project` is left out: the project tied to that repository, when there is one (docs/code-memory.md#projects-by-repository)
+             * @default null
+             */
+            repository?: string | null;
             /**
              * Trace Format
              * @description What `trace` is: `plain` text (kept as it is), or a client's own transcript file that the service turns into a compact trace: `claude-code-jsonl` (Claude Code's session JSON Lines; send its tail when it is longer than the size limit), `codex-rollout-jsonl` (an OpenAI Codex CLI rollout file), `gemini-cli-json` (a Gemini CLI chat recording: its JSON Lines, or the one JSON object of releases before 0.39) or `cursor-jsonl` (a Cursor agent transcript), or `git-log` (a batch of a repository's commits, one JSON object a line: docs/code-memory.md#seeding-from-history)
@@ -7908,6 +8090,171 @@ export interface operations {
             };
             /** @description No such object within the token's reach (another organization's objects are reported the same way). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    projects_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project's slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    projects_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the project's slug */
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedProjectUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such object within the token's reach (another organization's objects are reported the same way). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The remote is already tied to another project. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not `application/json`. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -42,6 +42,7 @@ FULL_MEMORY_KEYS = {
     "created_at",
     "updated_at",
     "source",
+    "anchors",
 }
 
 

@@ -53,6 +53,7 @@ Format each extraction as:
 **Description**: <when to use/avoid this, max 200 chars>
 **Content**: <detailed steps or explanation>
 **Tags**: <comma-separated tags>
+**Files**: <the files it is about, as the trace names them, comma-separated; none if no file in particular>
 **Outcome**: success | failure
 
 Secrets in the trace are shown as [REDACTED:<kind>] markers. Never copy a marker into a memory: name \

@@ -9,7 +9,6 @@ import math
 from typing import Any
 
 import pytest
-
 from django.db import connection
 
 from memories.models import Memory, SessionMemoryUse

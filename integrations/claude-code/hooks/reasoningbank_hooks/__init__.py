@@ -9,6 +9,7 @@
                        the capture; ``HANDLERS`` is the registry
     reading.py         bounded input: the event on stdin, a transcript's two ends, regular files only
     budget.py          the hook's time budget and the numbers it works within (token caps, sizes)
+    repository.py      the working directory's git remote, sent so the service finds the project tied to it
     service.py         the HTTP call to the service, the token check, what the user is told when memory is off
     spool.py           the local queue a capture hands off to, and the detached sender that posts it
     errors.py          HookError: what went wrong, in one line

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from . import budget, commits, service
+from . import budget, commits, repository, service
 from .agents.base import CAPTURE, PROMPT, SESSION_START, TOOL, Adapter, Outcome
 from .errors import HookError
 from .worktree import worktree_of
@@ -79,6 +79,7 @@ def context_block(agent: Adapter, event: dict[str, Any]) -> str | None:
         body["session_id"] = agent.session_key(event)
     if os.environ.get("REASONINGBANK_TASK"):
         body["task"] = os.environ["REASONINGBANK_TASK"]
+    body.update(repository.place(event))  # the project tied to the working directory's repository
     block = service.call("/api/v1/memories/context", body, agent.user_agent).get("context_block") or ""
     return str(block) or None
 
@@ -103,6 +104,7 @@ def prompt_block(agent: Adapter, event: dict[str, Any]) -> str | None:
     }
     if agent.session_key(event):
         body.update(session_id=agent.session_key(event), exclude_seen=True)
+    body.update(repository.place(event))
     block = service.call("/api/v1/memories/search", body, agent.user_agent).get("injection_block")
     if not isinstance(block, str) or not block:
         return None
@@ -133,6 +135,7 @@ def capture(agent: Adapter, event: dict[str, Any]) -> Outcome:
         commits.commits_queue(key, service.credential_checked(), agent.name)
     except OSError:
         pass  # as hand_off below will say, the queue cannot be written
+    body.update(repository.place(event))
     service.hand_off(body, agent.name, agent.user_agent)
     return Outcome()
 
