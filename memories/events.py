@@ -1,5 +1,8 @@
 """Django signals the memories app sends (receivers live in the apps that react)."""
 
+from typing import Any
+
+from django.db import transaction
 from django.dispatch import Signal
 
 # sent after new memories land in a project: kwargs project, count (on-demand consolidation listens)
@@ -21,6 +24,14 @@ memory_approved = Signal()
 # restore that screened it again): kwargs organization_id, memory (quarantined now). A memory stored in
 # quarantine when it is written is a new row (post_save); webhooks listen to both (memory.quarantined)
 memory_quarantined = Signal()
+
 # sent inside the transaction that stores what one round of a session's distillation made: kwargs session,
 # memories (those created); seeding from history anchors them to the commits they cite (memories/code)
 session_memories_distilled = Signal()
+
+
+def memory_quarantined_announce(memory: Any) -> None:
+    """``memory_quarantined`` for ``memory``, once the transaction holding the change commits."""
+    transaction.on_commit(
+        lambda: memory_quarantined.send(sender=type(memory), organization_id=memory.organization_id, memory=memory)
+    )

@@ -22,8 +22,8 @@ from pydantic import BaseModel
 from accounts.mcp_auth import tool_principal
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories.ask import contracts as ask
-from memories.code import contracts_staleness as code_staleness
 from memories.code import contracts_recall as code_recall
+from memories.code import contracts_staleness as code_staleness
 from memories.code_reports import contracts as code_reports
 from memories.confidence import contracts as confidence
 from memories.context import contracts as context

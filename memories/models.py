@@ -569,5 +569,5 @@ class DetectorException(models.Model):
 # consolidated summaries live in their own module (its size); imported here so the app registers the
 # model and ``memories.models`` stays the one place to import every model of the app from
 from memories.models_code import CodeCommit, MemoryAnchor  # noqa: E402, F401
-from memories.models_summary import MemorySummary, new_summary_id  # noqa: E402, F401
 from memories.models_history import HistorySeed, SeededCommit  # noqa: E402, F401
+from memories.models_summary import MemorySummary, new_summary_id  # noqa: E402, F401

@@ -4,9 +4,9 @@ are in ``memories/<feature>/api.py``."""
 from django.urls import path, register_converter
 
 from memories.ask import api as ask_api
-from memories.code import api_staleness as code_staleness_api
-from memories.code import api_seed as code_seed_api
 from memories.code import api_recall as code_recall_api
+from memories.code import api_seed as code_seed_api
+from memories.code import api_staleness as code_staleness_api
 from memories.code_reports import api as code_reports_api
 from memories.confidence import api as confidence_api
 from memories.context import api as context_api

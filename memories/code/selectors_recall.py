@@ -10,8 +10,8 @@ state says whether the code changed since.
 
 Two small indexed reads instead of one join: the anchors first (the (organization, repository, path) and
 (organization, error_signature) indexes), then their memories by primary key inside the reach and the
-policy, leaving out in the same statement what the session's ledger holds. A join would let PostgreSQL read every injectable memory of a 100K bank to meet a handful of
-anchors."""
+policy, leaving out in the same statement what the session's ledger holds. A join would let PostgreSQL
+read every injectable memory of a 100K bank to meet a handful of anchors."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ from pydantic import Field, StringConstraints
 
 from accounts.access import Principal
 from accounts.models import Project as ProjectModel
-from memories.code.selectors_staleness import code_changed_of
 from memories.code.contracts import Repository
 from memories.code.selectors import project_slug_resolve
+from memories.code.selectors_staleness import code_changed_of
 from memories.context.block import ContextEntry, Decision, block_format, context_inject
 from memories.context.selectors import context_memories, summaries_for_context
 from memories.context.services import summaries_activate

@@ -30,7 +30,7 @@ from memories.core.fingerprint import memory_content_hash
 from memories.core.kinds import DEFAULT_IMPORTANCE, KIND_IMPORTANCE
 from memories.core.selectors import memory_is_writable, project_resolve, project_target
 from memories.embedding import embed_texts, memory_embedding_text
-from memories.events import memories_added, memory_quarantined
+from memories.events import memories_added, memory_quarantined_announce
 from memories.models import Memory
 from memories.trust.provenance import HOW_DISTILLED
 from memories.trust.provenance_facts import ProvenanceInput, memory_provenance
@@ -332,16 +332,8 @@ def memory_record(
 ) -> Memory:
     """``memory_record_or_duplicate``'s memory: the new one, or the identical one already there."""
     return memory_record_or_duplicate(
-        principal=principal,
-        title=title,
-        description=description,
-        content=content,
-        outcome=outcome,
-        tags=tags,
-        kind=kind,
-        project=project,
-        scope=scope,
-        anchors=anchors,
+        principal=principal, title=title, description=description, content=content, outcome=outcome, tags=tags,
+        kind=kind, project=project, scope=scope, anchors=anchors,
     ).memory
 
 
@@ -541,8 +533,7 @@ def _update(principal: Principal, memory: Memory, changes: dict[str, Any], place
         (memory.embedding,), memory.embedding_model = embed_texts(
             [memory_embedding_text(draft.title, draft.description, draft.content)]
         )
-    screening = None
-    was = memory.state
+    screening, was = None, memory.state
     if {"title", "description", "content", "tags"} & set(changes):
         (screening,) = drafts_screen(principal.organization, [draft])
         _screening_apply(memory, screening)
@@ -566,14 +557,6 @@ def _update(principal: Principal, memory: Memory, changes: dict[str, Any], place
     if screening is not None:
         flagged_writes_note(principal, [screening])
     return memory
-
-
-def memory_quarantined_announce(memory: Memory) -> None:
-    """Tell the apps that listen (webhooks: memory.quarantined) that an existing memory now waits for an
-    admin's review, once the transaction holding the change commits."""
-    transaction.on_commit(
-        lambda: memory_quarantined.send(sender=Memory, organization_id=memory.organization_id, memory=memory)
-    )
 
 
 def _screening_apply(memory: Memory, screening: Screening) -> None:

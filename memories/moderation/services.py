@@ -22,8 +22,8 @@ from accounts.models import AuditEvent, Organization
 from accounts.services import audit_record, audit_record_many
 from memories.confidence import bayes as conf
 from memories.core.selectors import memory_is_writable
-from memories.core.services import memory_limit_check, memory_quarantined_announce
-from memories.events import memories_archived
+from memories.core.services import memory_limit_check
+from memories.events import memories_archived, memory_quarantined_announce
 from memories.locks import memories_lock, memories_lock_active
 from memories.models import Memory, MemoryLink
 from memories.trust.services import drafts_screen

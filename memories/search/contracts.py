@@ -16,10 +16,10 @@ from pydantic import AfterValidator, Field
 
 from accounts.access import Principal
 from memories.code.anchors import PATH_MAX
-from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
-from memories.code.selectors_staleness import CodeChanged, code_changed_of
 from memories.code.contracts import AnchorOut, Repository
+from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
 from memories.code.selectors import anchor_dicts_by_memory, project_slug_resolve
+from memories.code.selectors_staleness import CodeChanged, code_changed_of
 from memories.context.contracts import SummaryOut
 from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate

@@ -15,9 +15,8 @@ from django.utils import timezone
 
 from accounts.access import Principal
 from accounts.models import Project
-from memories.code.filters import anchored_params, anchored_sql, memory_ids_anchored
-from memories.code.paths import ANCHOR_PATH_BOOST, PathSelection
-from memories.code.selectors_staleness import code_changed_of
+from memories.code.filters import anchored_params, anchored_sql
+from memories.code.paths import PathSelection
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
 from memories.search import statistics as term_statistics
@@ -29,13 +28,13 @@ from memories.search.ranking import (
     RETRIEVAL_MODES,
     LegScores,
     ScoreBreakdown,
-    code_changed_apply,
     estimate_tokens,
     leg_ranks,
     relevance_fuse,
     score_memory,
 )
 from memories.search.rewrite import QueryRewrite
+from memories.search.selectors_code import hits_code_ranked
 from memories.search.statistics import query_terms, sql_rows, tsquery_or
 from memories.search.temporal import QueryTime, query_time, time_adjusted, time_match
 from memories.trust.selectors_injection import injection_sql
@@ -357,37 +356,7 @@ def memory_search_rank(
                 time=query_time(search.query),
             )
             neighbours_span.set_attribute("kept", len(hits))
-    if search.paths and hits:
-        hits = _path_boosted(hits, search.paths, principal.organization.id)
-    return RankedCandidates(hits=_code_changed_demoted(hits, principal.organization.id), project=project)
-
-
-def _code_changed_demoted(hits: list[SearchHit], organization_id: int) -> list[SearchHit]:
-    """The hits with each memory whose anchored code changed since it was written scored lower
-    (``SEARCH_CODE_CHANGED_FACTOR``, docs/code-memory.md#staleness), ranked again."""
-    factor = float(_setting("SEARCH_CODE_CHANGED_FACTOR"))
-    changed = code_changed_of(organization_id, [hit.memory.id for hit in hits]) if hits and factor < 1.0 else {}
-    if not changed:
-        return hits
-    for hit in hits:
-        if hit.memory.id in changed:
-            hit.breakdown = code_changed_apply(hit.breakdown, factor)
-    hits.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
-    return hits
-
-
-def _path_boosted(hits: list[SearchHit], paths: PathSelection, organization_id: int) -> list[SearchHit]:
-    """The hits anchored on the search's paths (whichever leg fetched them) boosted by ANCHOR_PATH_BOOST
-    and the ranking sorted again."""
-    with span("memory.search.paths", candidates=len(hits)) as paths_span:
-        anchored = memory_ids_anchored([hit.memory.id for hit in hits], paths, organization_id, rows=sql_rows)
-        paths_span.set_attribute("anchored", len(anchored))
-    for hit in hits:
-        if hit.memory.id in anchored:
-            b = hit.breakdown
-            hit.breakdown = replace(b, path_boost=ANCHOR_PATH_BOOST, score=b.score * ANCHOR_PATH_BOOST)
-    hits.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
-    return hits
+    return RankedCandidates(hits=hits_code_ranked(hits, search.paths, principal.organization.id), project=project)
 
 
 def search_result_finish(
