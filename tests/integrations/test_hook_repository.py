@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.claude_code_transcript import transcript_text
-from tests.hook_modules import budget
+from tests.hook_modules import repository
 from tests.hook_state import hook_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,7 +103,7 @@ def test_without_a_remote_the_call_goes_out_as_before(stand: Any, tmp_path: Path
     assert "repository" not in body
 
 
-def test_without_git_on_the_path_the_hook_still_answers(stand: Any, tmp_path: Path) -> None:
+def test_without_git_on_the_path_the_hook_still_sends_the_remote(stand: Any, tmp_path: Path) -> None:
     state, url = stand
     clone = git_repository(tmp_path / "shop", "git@github.com:acme/shop.git")
     python_only = tmp_path / "bin"
@@ -118,25 +118,18 @@ def test_without_git_on_the_path_the_hook_still_answers(stand: Any, tmp_path: Pa
     )
     assert done.returncode == 0 and done.stderr == ""
     ((_, body, _),) = state.requests
-    assert "repository" not in body
+    assert body["repository"] == "git@github.com:acme/shop.git"  # read from git's own files
 
 
-def test_git_is_asked_once_per_working_directory_within_the_cache_time(tmp_path: Path) -> None:
-    from reasoningbank_hooks import repository
-
+def test_the_remote_is_read_from_gits_files_so_a_changed_remote_counts_at_once(tmp_path: Path) -> None:
     clone = git_repository(tmp_path / "shop", "git@github.com:acme/shop.git")
-    budget.clock_start()
-    assert repository.remote_of(str(clone)) == "git@github.com:acme/shop.git"
+    (clone / "pkg").mkdir()
+    assert repository.remote_of(str(clone / "pkg")) == "git@github.com:acme/shop.git"  # from a subdirectory
     subprocess.run(["git", "-C", str(clone), "remote", "set-url", "origin", "git@github.com:acme/new.git"], check=True)
-    assert repository.remote_of(str(clone)) == "git@github.com:acme/shop.git"  # the cached answer
-    for cached in (Path(repository.state_dir()) / "remotes").iterdir():
-        cached.unlink()
     assert repository.remote_of(str(clone)) == "git@github.com:acme/new.git"
 
 
 def test_cursor_events_use_their_first_workspace_root() -> None:
-    from reasoningbank_hooks import repository
-
     assert repository.working_directory({"workspace_roots": ["/w/shop", "/w/lib"]}) == "/w/shop"
     assert repository.working_directory({"cwd": "/w/api", "workspace_roots": ["/w/shop"]}) == "/w/api"
     assert repository.working_directory({"cwd": 3}) == ""

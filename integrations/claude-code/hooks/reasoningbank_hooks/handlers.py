@@ -175,8 +175,9 @@ def file_body(agent: Adapter, event: dict[str, Any], name: str) -> dict[str, Any
     if not root or not path.startswith(root.rstrip(os.sep) + os.sep):
         return None
     body: dict[str, Any] = {"path": path, "root": root}
-    if tree.remote:
-        body["repository"] = tree.remote
+    remote = repository.remote_clean(tree.remote)
+    if remote:
+        body["repository"] = remote
     return body
 
 
@@ -207,7 +208,7 @@ def failure_body(event: dict[str, Any]) -> dict[str, Any] | None:
     body: dict[str, Any] = {"error": output[-ERROR_TAIL_CHARS:]}
     cwd = event.get("cwd")
     if isinstance(cwd, str) and cwd:
-        remote = worktree_of(cwd).remote
+        remote = repository.remote_of(cwd)
         if remote:
             body["repository"] = remote
     return body
