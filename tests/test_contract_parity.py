@@ -263,7 +263,7 @@ INVALID = [
     ("memory_ask", {"question": "when?", "mode": "everything"}, "mode"),
     ("session_code_report", {"session_id": "s-7", "status": "merged"}, "status"),
     ("code_changes_report", {**CODE_CHANGES, "commit": "HEAD"}, "commit"),
-    ("code_changes_report", {**CODE_CHANGES, "repository": "/home/alice/api"}, "repository"),
+    ("code_changes_report", {**CODE_CHANGES, "repository": "/home/alice/api"}, "repository", 422),
     ("memory_recall", {"repository": "github.com/acme/api"}, "path", 422),
     ("memory_recall", {"path": "http.py", "limit": 0}, "limit"),
     ("memory_recall", {"path": "http.py", "limt": 3}, "limt"),

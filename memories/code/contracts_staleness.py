@@ -17,6 +17,7 @@ from memories.code.anchors import path_normalise, repository_normalise
 from memories.code.services_staleness import code_changes_report
 from memories.code.staleness import FileChange, Hunk
 from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.errors import Rejected
 
 FILES_MAX = 1000  # a larger commit is sent in several reports (scripts/git-code-report does)
 HUNKS_MAX = 500
@@ -32,11 +33,11 @@ def _path(value: str) -> str:
 
 
 def _repository(value: str) -> str:
-    # idempotent: the MCP tool validates its arguments twice (the SDK, then the contract)
-    repository = repository_normalise(value) or repository_normalise(f"https://{value}")
-    if not repository:
-        raise ValueError("must be a git remote (https://host/owner/name, git@host:owner/name.git, …)")
-    return repository
+    """The remote normalised (github.com/acme/api); idempotent: the MCP tool validates its arguments twice
+    (the SDK, then the contract). A string of the right shape that names no remote is refused by
+    ``code_changes_report_run`` with a 422, like the other operations that take a repository: the schema
+    cannot say which strings are remotes."""
+    return repository_normalise(value) or repository_normalise(f"https://{value}") or value
 
 
 Path = Annotated[
@@ -113,6 +114,12 @@ class CodeChangesOutput(Contract):
 
 
 def code_changes_report_run(principal: Principal, args: CodeChangesInput) -> CodeChangesOutput:
+    if not repository_normalise(f"https://{args.repository}"):
+        raise Rejected(
+            "repository must be the repository's git remote (e.g. git@github.com:acme/api.git or github.com/acme/api)",
+            field="repository",
+            code="rejected_not_a_remote",
+        )
     at = args.committed_at if args.committed_at.tzinfo else args.committed_at.replace(tzinfo=UTC)
     files = [
         FileChange(

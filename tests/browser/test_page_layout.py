@@ -282,6 +282,7 @@ def samples(cast, agent) -> dict[str, str]:
         "session_id": session.external_id,
         "run_id": run.id,
         "project_slug": cast.project_a.slug,
+        "project_id": str(cast.project_a.pk),
         "membership_id": str(Membership.objects.get(user=cast.bob).pk),
         "token_id": str(token.pk),
         "connection_id": str(connection.pk),

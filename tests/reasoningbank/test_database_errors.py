@@ -30,6 +30,7 @@ ARGUMENTS = {
     "create_token": ["acme", "--label", "laptop"],
     "export_memories": ["acme"],
     "import_memories": ["acme", "{bank}"],
+    "memories_seed_from_git": ["--org", "acme", "--log", "{bank}", "--repository", "github.com/acme/api", "--status"],
     "promote_institutional": ["--org", "acme", "--dry-run"],
     "reembed_memories": [],
     "repair_summaries": [],

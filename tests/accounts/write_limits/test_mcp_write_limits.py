@@ -29,6 +29,12 @@ WRITE_TOOLS = {
     "memory_outcome": {"memory_id": "mem_01jd8m4c1s7f0b2gk3y5h9t6wq", "succeeded": True},
     "session_submit": {"session_id": "s-1", "outcome": "success", "trace": "user: hi\nagent: hello"},
     "session_code_report": {"session_id": "s-1", "status": "reverted"},
+    "code_changes_report": {
+        "repository": "git@github.com:acme/api.git",
+        "commit": "89e6c98d92887913cadf06b2adb97f26cde4849b",
+        "committed_at": "2026-11-30T10:00:00Z",
+        "files": [{"status": "deleted", "path": "app/http.py"}],
+    },
 }
 
 

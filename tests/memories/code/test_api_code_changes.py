@@ -84,7 +84,6 @@ def test_a_report_flags_the_anchor_whose_symbol_changed_and_says_what_it_did(ali
 @pytest.mark.parametrize(
     ("change", "field"),
     [
-        ({"repository": "/home/alice/api"}, "repository"),
         ({"commit": "abc123"}, "commit"),
         ({"committed_at": "yesterday"}, "committed_at"),
         ({"files": [{"status": "copied", "path": "a.py"}]}, "files"),
@@ -98,6 +97,13 @@ def test_bad_input_is_a_400_naming_the_field(alice, change, field):
     response = alice.post(CHANGES, body(**change), format="json")
     assert response.status_code == 400, response.json()
     assert field in str(response.json())
+
+
+@pytest.mark.parametrize("repository", ["/home/alice/api", "0", "acme"])
+def test_a_repository_that_is_not_a_git_remote_is_a_422_naming_the_fix(alice, repository):
+    response = alice.post(CHANGES, body(repository=repository), format="json")
+    assert response.status_code == 422, response.json()
+    assert response.json()["code"] == "rejected_not_a_remote" and "git remote" in response.json()["detail"]
 
 
 def test_a_read_only_token_may_not_report(cast, token_client):
