@@ -30,11 +30,12 @@ class CodeChangesView(OrgAPIView):
             "archived after a grace period unless its other anchors hold), a rename moves them to the new path. "
             "Reports may come in any order and twice: an older commit than an anchor's own flags nothing, and "
             "the same report again changes nothing (`already_reported`). `scripts/git-code-report` sends it "
-            "from a post-commit hook or CI. The same operation as the MCP tool `code_changes_report`. Needs "
+            "from a post-commit hook or CI. A `repository` that is not a git remote is a 422 "
+            "(`rejected_not_a_remote`). The same operation as the MCP tool `code_changes_report`. Needs "
             "`memories:write`."
         ),
         request=c.CodeChangesInput,
-        responses={200: c.CodeChangesOutput, **error_responses(400, 401, 403, 415)},
+        responses={200: c.CodeChangesOutput, **error_responses(400, 401, 403, 415, 422)},
     )
     def post(self, request: Request) -> Response:
         args = contract_parse(c.CodeChangesInput, request.data)

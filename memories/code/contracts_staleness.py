@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StringConstraints
 
 from accounts.access import Principal
 from memories.code.anchors import path_normalise, repository_normalise
@@ -25,13 +25,6 @@ SYMBOLS_MAX = 500
 PATH_MAX = 1000
 
 
-def _path(value: str) -> str:
-    path = path_normalise(value) if value else ""
-    if value and not path:
-        raise ValueError("must be a path relative to the repository's top (no leading /, no ..)")
-    return path
-
-
 def _repository(value: str) -> str:
     """The remote normalised (github.com/acme/api); idempotent: the MCP tool validates its arguments twice
     (the SDK, then the contract). A string of the right shape that names no remote is refused by
@@ -40,11 +33,7 @@ def _repository(value: str) -> str:
     return repository_normalise(value) or repository_normalise(f"https://{value}") or value
 
 
-Path = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=PATH_MAX, pattern=NUL_FREE),
-    AfterValidator(_path),
-]
+Path = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=PATH_MAX, pattern=NUL_FREE)]
 
 
 class HunkIn(Contract):
@@ -57,9 +46,9 @@ class ChangedFileIn(Contract):
         description="what the commit did to the file (git's rename detection: `git diff -M --name-status`)"
     )
     path: Path = Field(description="the file's repository-relative path after the commit (a deletion: its path)")
-    old_path: Annotated[
-        str, StringConstraints(strip_whitespace=True, max_length=PATH_MAX, pattern=NUL_FREE), AfterValidator(_path)
-    ] = Field(default="", description="a rename's path before the commit (required for renamed)")
+    old_path: Annotated[str, StringConstraints(strip_whitespace=True, max_length=PATH_MAX, pattern=NUL_FREE)] = Field(
+        default="", description="a rename's path before the commit (required for renamed)"
+    )
     hunks: list[HunkIn] = Field(
         default_factory=list,
         max_length=HUNKS_MAX,
@@ -75,12 +64,6 @@ class ChangedFileIn(Contract):
             "an anchor's lines decide",
         )
     )
-
-    @model_validator(mode="after")
-    def _rename_has_old_path(self) -> ChangedFileIn:
-        if self.status == "renamed" and not self.old_path:
-            raise ValueError("old_path is required for a rename: the path before it")
-        return self
 
 
 class CodeChangesInput(Contract):
@@ -114,18 +97,34 @@ class CodeChangesOutput(Contract):
 
 
 def code_changes_report_run(principal: Principal, args: CodeChangesInput) -> CodeChangesOutput:
+    # what the schema cannot say (which strings are remotes and relative paths) is a 422 naming the field
     if not repository_normalise(f"https://{args.repository}"):
         raise Rejected(
             "repository must be the repository's git remote (e.g. git@github.com:acme/api.git or github.com/acme/api)",
             field="repository",
             code="rejected_not_a_remote",
         )
+    for n, f in enumerate(args.files):
+        if f.status == "renamed" and not f.old_path:
+            raise Rejected(
+                "old_path is required for a rename: the path before it",
+                field=f"files.{n}.old_path",
+                code="rejected_rename",
+            )
+        for name in ("path", "old_path"):
+            value = getattr(f, name)
+            if value and not path_normalise(value):
+                raise Rejected(
+                    f"files.{n}.{name}: must be a path relative to the repository's top (no leading /, no ..)",
+                    field=f"files.{n}.{name}",
+                    code="rejected_path",
+                )
     at = args.committed_at if args.committed_at.tzinfo else args.committed_at.replace(tzinfo=UTC)
     files = [
         FileChange(
             status=f.status,
-            path=f.path,
-            old_path=f.old_path,
+            path=path_normalise(f.path),
+            old_path=path_normalise(f.old_path) if f.old_path else "",
             hunks=tuple(Hunk(h.start, h.lines) for h in f.hunks),
             symbols=tuple(f.symbols) if f.symbols is not None else None,
         )

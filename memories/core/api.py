@@ -92,7 +92,7 @@ class MemoryListView(MemoryAPIView):
             "unknown parameter is a 400 naming it. Needs `memories:read`."
         ),
         parameters=[MemoryListQuerySerializer],
-        responses={200: MemorySerializer(many=True), **ERRORS_LIST},
+        responses={200: MemorySerializer(many=True), **ERRORS_LIST, **error_responses(422)},
     )
     def get(self, request: Request) -> Response:
         params = serializer_validate(MemoryListQuerySerializer, request.query_params)

@@ -14,7 +14,7 @@ from accounts.models import Project
 from memories.code.filters import memory_anchored_exists
 from memories.code.paths import PathSelection, path_selection, symbol_clean
 from memories.models import Memory, MemoryLink
-from reasoningbank.errors import InvalidInput, NotFound
+from reasoningbank.errors import InvalidInput, NotFound, Rejected
 
 SEARCH_SCOPES = ("project", "team", "org", "all")
 
@@ -183,8 +183,8 @@ def _anchored(principal: Principal, filters: MemoryFilters) -> Exists:
         raise InvalidInput(str(error), field="path") from None
     try:
         symbol = symbol_clean(filters.symbol) if filters.symbol else ""
-    except ValueError as error:
-        raise InvalidInput(str(error), field="symbol") from None
+    except ValueError as error:  # a string the schema allows, that no symbol is: a 422 (docs/api.md)
+        raise Rejected(str(error), field="symbol", code="rejected_symbol") from None
     return memory_anchored_exists(principal.organization, selection, symbol)
 
 

@@ -19,7 +19,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.code.anchors import PATH_MAX, SYMBOL_MAX
-from memories.code.paths import path_spec_clean, symbol_clean
+from memories.code.paths import path_spec_clean
 from memories.code.selectors import anchor_dicts_by_memory
 from memories.code.services import ANCHORS_MAX, ERROR_MAX, LINE_MAX
 from memories.core.selectors import MEMORY_ORDERINGS, SEARCH_SCOPES
@@ -199,12 +199,6 @@ class MemoryListQuerySerializer(StrictQuerySerializer):
     def validate_path(self, value: str) -> str:
         try:
             return path_spec_clean(value)
-        except ValueError as error:
-            raise serializers.ValidationError(str(error)) from None
-
-    def validate_symbol(self, value: str) -> str:
-        try:
-            return symbol_clean(value)
         except ValueError as error:
             raise serializers.ValidationError(str(error)) from None
 

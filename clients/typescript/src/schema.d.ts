@@ -15,7 +15,7 @@ export interface paths {
         put?: never;
         /**
          * Report what a commit changed
-         * @description Tell the service what one commit changed — each file's status (added, modified, deleted, renamed with its old path), its hunks in the old file's numbering and the symbols they touch — so that the memories anchored to that code learn it: an anchor whose symbol (or, without one, whose lines) changed after its own commit is flagged `code_changed` with the commit (search ranks it lower and the injected text says to verify it), a deleted file's anchors become `deleted` (the memory is archived after a grace period unless its other anchors hold), a rename moves them to the new path. Reports may come in any order and twice: an older commit than an anchor's own flags nothing, and the same report again changes nothing (`already_reported`). `scripts/git-code-report` sends it from a post-commit hook or CI. The same operation as the MCP tool `code_changes_report`. Needs `memories:write`.
+         * @description Tell the service what one commit changed — each file's status (added, modified, deleted, renamed with its old path), its hunks in the old file's numbering and the symbols they touch — so that the memories anchored to that code learn it: an anchor whose symbol (or, without one, whose lines) changed after its own commit is flagged `code_changed` with the commit (search ranks it lower and the injected text says to verify it), a deleted file's anchors become `deleted` (the memory is archived after a grace period unless its other anchors hold), a rename moves them to the new path. Reports may come in any order and twice: an older commit than an anchor's own flags nothing, and the same report again changes nothing (`already_reported`). `scripts/git-code-report` sends it from a post-commit hook or CI. A `repository` that is not a git remote is a 422 (`rejected_not_a_remote`). The same operation as the MCP tool `code_changes_report`. Needs `memories:write`.
          */
         post: operations["code_changes_report"];
         delete?: never;
@@ -4989,6 +4989,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
             429: {
                 headers: {
@@ -6535,6 +6544,15 @@ export interface operations {
             };
             /** @description No such object within the token's reach (another organization's objects are reported the same way). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -87,7 +87,6 @@ def test_the_filtered_list_pages_like_every_list(cast, bank, token_client):
         ({"path": "../etc/passwd"}, "path"),
         ({"path": "/abs/app.py"}, "path"),
         ({"path": ""}, "path"),
-        ({"symbol": "Client send"}, "symbol"),
         ({"symbol": ""}, "symbol"),
         ({"paths": "src/"}, "paths"),  # unknown, as every list answers one
     ],
@@ -106,3 +105,9 @@ def test_another_organizations_memories_on_the_same_path_are_never_listed(cast, 
     assert theirs.id not in listed(token_client(cast.org_a), path="src/http/client.py")
     assert theirs.id not in listed(token_client(cast.org_a), symbol="Client.send")
     assert listed(token_client(cast.org_b), path="src/http/client.py") == [theirs.id]
+
+
+def test_a_symbol_the_schema_allows_but_no_symbol_is_a_422_naming_it(cast, bank, token_client):
+    response = token_client(cast.org_a).get(MEMORIES, {"symbol": "Client send"})
+    assert response.status_code == 422, response.json()
+    assert response.json()["code"] == "rejected_symbol" and "symbol" in response.json()["errors"]
