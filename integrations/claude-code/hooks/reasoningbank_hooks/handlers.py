@@ -105,14 +105,7 @@ def prompt_block(agent: Adapter, event: dict[str, Any]) -> str | None:
     if agent.session_key(event):
         body.update(session_id=agent.session_key(event), exclude_seen=True)
     body.update(repository.place(event))
-    block = service.call("/api/v1/memories/search", body, agent.user_agent).get("injection_block")
-    if not isinstance(block, str) or not block:
-        return None
-    if budget.tokens(block) > caps.tokens:  # the cap holds, whatever the service measured
-        raise HookError(
-            f"the service's block is {budget.tokens(block)} tokens, over REASONINGBANK_PROMPT_TOKENS={caps.tokens}"
-        )
-    return block
+    return injection_block(agent, "/api/v1/memories/search", body, caps.tokens, "REASONINGBANK_PROMPT_TOKENS")
 
 
 def capture(agent: Adapter, event: dict[str, Any]) -> Outcome:
@@ -238,13 +231,17 @@ def recall_block(agent: Adapter, event: dict[str, Any], body: dict[str, Any]) ->
     body.update(limit=caps.memories, token_budget=caps.tokens)
     if agent.session_key(event):
         body["session_id"] = agent.session_key(event)
-    block = service.call("/api/v1/memories/recall", body, agent.user_agent).get("injection_block")
+    return injection_block(agent, "/api/v1/memories/recall", body, caps.tokens, "REASONINGBANK_RECALL_TOKENS")
+
+
+def injection_block(agent: Adapter, path: str, body: dict[str, Any], cap: int, cap_name: str) -> str | None:
+    """The block the service framed for ``body`` (None when nothing qualifies), refused when it is over the
+    hook's own token cap, whatever the service measured."""
+    block = service.call(path, body, agent.user_agent).get("injection_block")
     if not isinstance(block, str) or not block:
         return None
-    if budget.tokens(block) > caps.tokens:  # the cap holds, whatever the service measured
-        raise HookError(
-            f"the service's block is {budget.tokens(block)} tokens, over REASONINGBANK_RECALL_TOKENS={caps.tokens}"
-        )
+    if budget.tokens(block) > cap:
+        raise HookError(f"the service's block is {budget.tokens(block)} tokens, over {cap_name}={cap}")
     return block
 
 
