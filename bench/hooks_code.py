@@ -29,6 +29,7 @@ import json
 import math
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -68,6 +69,8 @@ def traceback(n: int, root: str, line: int) -> str:
 
 def anchors_ensure(orgs: dict[str, Any]) -> dict[str, int]:
     """The bench organisation's anchors (file and error), created once."""
+    from django.db import connection
+
     from memories.code.signatures import error_signature
     from memories.models import Memory, MemoryAnchor
 
@@ -95,10 +98,17 @@ def anchors_ensure(orgs: dict[str, Any]) -> dict[str, int]:
                 )
             )
     MemoryAnchor.objects.bulk_create(rows, batch_size=5000)
+    # as autovacuum would soon after: without statistics the planner reads every anchor of the repository
+    # for a path (the bench would measure a table just loaded, not one in use)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memoryanchor")
     return anchors_ensure(orgs)
 
 
-def hook_run(event: dict[str, Any], env: dict[str, str]) -> tuple[float, str, str]:
+def hook_run(event: dict[str, Any], env: dict[str, str]) -> tuple[float, float, str, str]:
+    """The hook's wall time from its start to its exit, its CPU time (user + system: comparable across the
+    machine's load, the interpreter's start included), and its output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server is a child too, but never reaped here
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, str(HOOK), "tool"],
@@ -108,17 +118,51 @@ def hook_run(event: dict[str, Any], env: dict[str, str]) -> tuple[float, str, st
         text=True,
         timeout=30,
     )
-    return (time.perf_counter() - started) * 1000, done.stdout, done.stderr
+    wall = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu, done.stdout, done.stderr
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system seconds a process has used so far (Linux ``/proc``; 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_seconds(server_pid: int) -> float:
+    """The server's CPU so far: the uvicorn process and every process of the bench's PostgreSQL (its
+    backends, the one serving uvicorn among them)."""
+    total = process_cpu_seconds(server_pid)
+    pid_file = Path(os.environ["RB_DATA_DIR"]) / "pg" / "postmaster.pid"
+    try:
+        postmaster = int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return total
+    total += process_cpu_seconds(postmaster)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                total += process_cpu_seconds(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def injected_tokens(stdout: str) -> int:
     return math.ceil(len(json.loads(stdout)["hookSpecificOutput"]["additionalContext"]) / 4) if stdout else 0
 
 
-def python_start() -> float:
+def python_start() -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return (time.perf_counter() - started) * 1000
+    wall = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
 
 
 def events_of(kind: str, count: int, per_session: int, root: Path, rng: random.Random) -> list[dict[str, Any]]:
@@ -154,6 +198,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000, help="the bench/search.py dataset size to use")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--per-session", type=int, default=20, help="tool events per simulated session")
+    parser.add_argument(
+        "--profile", action="store_true",
+        help="instead: where the server's time goes (bench/_recall_profile.py), in this process, no hook run",
+    )  # fmt: skip
     args = parser.parse_args()
     os.environ.setdefault("RB_DATA_DIR", str(REPO / ".data" / "bench"))
     os.environ.setdefault("LLM_PROVIDER", "none")
@@ -166,10 +214,22 @@ def main() -> None:
     orgs = dataset.pop("orgs")
     anchors = anchors_ensure(orgs)
     print(f"anchors: {anchors}")
-    _, raw_token = bench_token(orgs)
+    token, raw_token = bench_token(orgs)
+    if args.profile:
+        from bench._recall_profile import print_profile, profile_recall
+
+        report = profile_recall(token, raw_token, args.calls, module_file, traceback)
+        print_profile(report)
+        write_json(RESULTS / f"hooks-code-profile-{args.size}.json", {"machine": machine_info(), "profile": report})
+        return
     rng = random.Random(7)
-    results: dict[str, Any] = {"python_start": Latency.of([python_start() for _ in range(30)]).as_dict()}
-    with uvicorn_server() as (base, _pid), tempfile.TemporaryDirectory() as tmp:
+    starts = [python_start() for _ in range(30)]
+    results: dict[str, Any] = {
+        "python_start": Latency.of([wall for wall, _ in starts]).as_dict(),
+        "python_start_cpu": Latency.of([cpu for _, cpu in starts]).as_dict(),
+        "load_before": os.getloadavg(),
+    }
+    with uvicorn_server() as (base, server_pid), tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "app"
         root.mkdir()
         subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -184,14 +244,21 @@ def main() -> None:
             events = events_of(kind, args.calls + 5, args.per_session, root, rng)
             for event in events[:5]:
                 hook_run({**event, "session_id": f"warm-{uuid.uuid4()}"}, env)
-            times, tokens = [], []
+            times, cpus, tokens = [], [], []
+            server_before = server_cpu_seconds(server_pid)
             for event in events[5:]:
-                ms, stdout, stderr = hook_run(event, env)
+                ms, cpu, stdout, stderr = hook_run(event, env)
                 if stderr:
                     raise SystemExit(f"{kind} failed: {stderr}")
                 times.append(ms)
+                cpus.append(cpu)
                 tokens.append(injected_tokens(stdout))
+            server_ms = (server_cpu_seconds(server_pid) - server_before) * 1000
             results[kind] = Latency.of(times).as_dict()
+            results[f"{kind}_cpu"] = Latency.of(cpus).as_dict()
+            # per hook run; PostToolUse of a passing command sends nothing, so its figure is the idle server's
+            results[f"{kind}_server_cpu_ms"] = round(server_ms / len(times), 2)
+            results[f"{kind}_load"] = os.getloadavg()
             results[f"{kind}_tokens"] = {
                 "mean": round(statistics.mean(tokens), 1),
                 "max": max(tokens),
@@ -199,10 +266,18 @@ def main() -> None:
                 "events": len(tokens),
             }
     for name in ("python_start", "pre_tool_use", "post_tool_use_failure", "post_tool_use"):
-        lat = results[name]
+        lat, cpu = results[name], results[f"{name}_cpu"]
+        server = results.get(f"{name}_server_cpu_ms")
         print(
             f"{name:22} p50 {lat['p50']:7.1f} ms   p90 {lat['p90']:7.1f} ms   p99 {lat['p99']:7.1f} ms   (n={lat['n']})"
+            f"   cpu p50 {cpu['p50']:6.1f} ms p90 {cpu['p90']:6.1f}"
+            + (
+                f"   server cpu {server:6.1f} ms/run   load {results[f'{name}_load'][0]:.1f}"
+                if server is not None
+                else ""
+            )
         )
+    print(f"load average before the runs: {results['load_before']}")
     for name in ("pre_tool_use", "post_tool_use_failure"):
         print(f"{name} tokens: {results[f'{name}_tokens']}")
     write_json(

@@ -11,11 +11,12 @@ because installing that plugin copies its folder alone. Python's standard librar
 answer on stdout, at most one line on stderr, and always exits 0.
 """
 
+import os
 import sys
-from pathlib import Path
 
-HOOKS = Path(__file__).resolve().parents[1] / "claude-code" / "hooks"  # where the reasoningbank_hooks package is
-sys.path.insert(0, str(HOOKS))
+# where the reasoningbank_hooks package is (os.path, not pathlib: a hook process pays for every import)
+HOOKS = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "claude-code", "hooks")
+sys.path.insert(0, HOOKS)
 
 from reasoningbank_hooks.dispatch import main  # noqa: E402
 

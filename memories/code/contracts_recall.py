@@ -29,7 +29,7 @@ from memories.search.contracts import INJECT_BUDGET_MIN, TOKEN_BUDGET_MAX
 from memories.sessions.services_ledger import session_uses_record
 from memories.trust.framing import PromptBlock, PromptNote, prompt_block_format
 from memories.trust.provenance_contracts import SourceOut
-from memories.trust.provenance_selectors import memory_sources
+from memories.trust.provenance_selectors import memory_sources_annotated
 from memories.validation import session_key_clean
 from reasoningbank.contracts import Contract
 from reasoningbank.errors import Rejected
@@ -238,7 +238,7 @@ def memory_recall_run(principal: Principal, args: RecallInput) -> RecallOutput:
             exclude_session=args.session_id,
         ),
     )
-    sources = memory_sources([hit.memory for hit in hits]) if hits else {}
+    sources = memory_sources_annotated([hit.memory for hit in hits])  # read with them: no statement
     block = _block(hits, sources, args)
     kept = [hit for hit in hits if hit.memory.id in set(block.ids)]
     kept.sort(key=lambda hit: block.ids.index(hit.memory.id))

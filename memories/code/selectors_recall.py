@@ -8,10 +8,11 @@ up by its signature's digest. Only memories in the caller's reach that the organ
 policy lets be injected automatically come back, each once, with the anchor that brought it — whose
 state says whether the code changed since.
 
-Two small indexed reads instead of one join: the anchors first (the (organization, repository, path) and
+Two small indexed reads instead of one join: the anchors first (the (organization, path) and
 (organization, error_signature) indexes), then their memories by primary key inside the reach and the
-policy, leaving out in the same statement what the session's ledger holds. A join would let PostgreSQL
-read every injectable memory of a 100K bank to meet a handful of anchors."""
+policy, leaving out in the same statement what the session's ledger holds and bringing each one's source
+(its provenance label) with it. A join would let PostgreSQL read every injectable memory of a 100K bank to
+meet a handful of anchors."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from accounts.models import Project
 from memories.code.anchors import path_parents
 from memories.core.selectors import reach_for
 from memories.models import Memory, MemoryAnchor, SessionMemoryUse
+from memories.trust.provenance_selectors import SOURCE_FIELDS, source_annotations
 from memories.trust.selectors_injection import injection_q
 
 TIER_ERROR, TIER_FILE, TIER_DIRECTORY = "error", "file", "directory"
@@ -64,7 +66,7 @@ class RecallAnchor:
 
 @dataclass(frozen=True)
 class RecallHit:
-    memory: Memory  # loaded with _MEMORY_COLUMNS only
+    memory: Memory  # loaded with _MEMORY_COLUMNS and its source's (memory_sources_annotated reads them)
     tier: str  # error, file or directory
     anchor: RecallAnchor  # the anchor that brought it (its nearest one)
 
@@ -102,7 +104,9 @@ def code_recall_select(principal: Principal, query: RecallQuery) -> list[RecallH
         .filter(pk__in=list(best))
         .filter(reach.memory_q())
         .filter(injection_q(principal.organization))
-        .only(*_MEMORY_COLUMNS)
+        .only(*_MEMORY_COLUMNS, *SOURCE_FIELDS)
+        # each memory's source (who wrote it, how, when) in the same statement: the block labels every note
+        .annotate(**source_annotations())
     )
     if query.exclude_session:  # in the same statement: the ledger's unique index answers it per memory
         given = SessionMemoryUse.objects.filter(
@@ -165,5 +169,8 @@ def _repository_q(query: RecallQuery) -> Q:
         return Q()
     q = Q(repository=query.repository)
     if query.project is not None:
-        q |= Q(repository="", memory__project=query.project)
+        # an EXISTS the anchors without a repository alone run, not a join: a join looks every anchor's
+        # memory up, the repository's own included (a directory's hundreds of anchors, at 100K memories)
+        in_project = Memory.objects.filter(pk=OuterRef("memory_id"), project=query.project)
+        q |= Q(repository="") & Q(Exists(in_project))
     return q

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.utils import timezone
 
 from accounts.access import Principal, access_filter
@@ -24,8 +24,27 @@ def session_uses_record(*, principal: Principal, session_key: str, memory_ids: I
         return 0
     org_id = principal.organization.id
     rows = [SessionMemoryUse(organization_id=org_id, session_key=session_key, memory_id=pk, via=via) for pk in ids]
-    created = SessionMemoryUse.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(created)
+    _insert_new(rows)
+    return len(rows)
+
+
+def _insert_new(rows: list[SessionMemoryUse]) -> None:
+    """``bulk_create(rows, ignore_conflicts=True)`` in one round trip: a single ``INSERT … ON CONFLICT DO
+    NOTHING`` is atomic on its own, where ``bulk_create`` wraps it in a transaction of its own (BEGIN and
+    COMMIT, two more round trips on every search, context and recall that names a session)."""
+    fields = [field for field in SessionMemoryUse._meta.concrete_fields if not field.primary_key]
+    connection = connections[router.db_for_write(SessionMemoryUse)]
+    values: list[object] = []
+    for row in rows:
+        values += [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+    quote = connection.ops.quote_name
+    one = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(SessionMemoryUse._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES {', '.join([one] * len(rows))} ON CONFLICT DO NOTHING",
+            values,
+        )
 
 
 @transaction.atomic

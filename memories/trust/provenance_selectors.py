@@ -11,16 +11,36 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.db.models import F
+
 from accounts.access import Principal
 from memories.models import Memory
 from memories.trust import provenance as p
 
-_COLUMNS = (
-    "id", "organization_id", "provenance", "trust", "reviewed_by__email", "reviewed_at", "origin", "created_at",
-    "promoted_from", "created_by_user_id", "created_by_user__email", "created_by_token_id", "created_by_token__prefix",
-    "created_by_token__label", "created_by_token__created_by_id", "created_by_token__created_by__email",
-    "source_session_id", "source_session__external_id",
+# a memory's own columns and those of its relations (the reviewer, the user or token that wrote it, its
+# session) that its ``source`` is made of
+_OWN_COLUMNS = (
+    "id", "organization_id", "provenance", "trust", "reviewed_at", "origin", "created_at", "promoted_from",
+    "created_by_user_id", "created_by_token_id", "source_session_id",
 )  # fmt: skip
+_RELATED_COLUMNS = (
+    "reviewed_by__email", "created_by_user__email", "created_by_token__prefix", "created_by_token__label",
+    "created_by_token__created_by_id", "created_by_token__created_by__email", "source_session__external_id",
+)  # fmt: skip
+_COLUMNS = _OWN_COLUMNS + _RELATED_COLUMNS
+# a memory's columns a statement that reads memories loads (``only``) for ``memory_sources_annotated``
+SOURCE_FIELDS = _OWN_COLUMNS
+
+
+def _annotation(name: str) -> str:
+    return "source_" + name.replace("__", "_")
+
+
+def source_annotations() -> dict[str, F]:
+    """The relations' columns as annotations of a statement that reads memories (their own columns are
+    ``SOURCE_FIELDS``), so that it brings their ``source`` too: ``memory_sources_annotated`` then reads
+    them without a statement of its own."""
+    return {_annotation(name): F(name) for name in _RELATED_COLUMNS}
 
 
 def _described(row: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +93,18 @@ def memories_provenance(memories: Iterable[Any]) -> dict[str, dict[str, Any]]:
 def memory_sources(memories: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Each memory's compact ``source`` (``{how, by, via, at, trust, reviewed_by, label}``), by id."""
     return _sources(_rows(memories))
+
+
+def memory_sources_annotated(memories: Iterable[Any]) -> dict[str, dict[str, Any]]:
+    """``memory_sources`` of memories loaded with ``SOURCE_FIELDS`` and ``source_annotations()``: no query."""
+    rows = [
+        {
+            **{name: getattr(memory, name) for name in _OWN_COLUMNS},
+            **{name: getattr(memory, _annotation(name)) for name in _RELATED_COLUMNS},
+        }
+        for memory in memories
+    ]
+    return _sources(rows)
 
 
 def memory_sources_of(organization_id: int, ids: Sequence[str]) -> dict[str, dict[str, Any]]:

@@ -212,6 +212,43 @@ def test_nothing_is_sent_for_a_command_that_succeeded_was_interrupted_or_a_tool_
     assert (done.returncode, done.stdout, done.stderr, state.requests) == (0, "", "", [])
 
 
+# what a tool hook has no use for: the queue and the git reader (capture's and session start's), and for a
+# command that passed, the HTTP client too — each module is time the client waits before every tool
+NOT_FOR_A_TOOL = {"pathlib", "subprocess", "ast", "dataclasses"}
+NOT_FOR_A_TOOL |= {"reasoningbank_hooks.spool", "reasoningbank_hooks.commits", "reasoningbank_hooks.code_changes"}
+HTTP_CLIENT = {"urllib.request", "http.client", "ssl", "hashlib", "tempfile"}
+
+
+def imported_by(done: subprocess.CompletedProcess[str]) -> set[str]:
+    """The modules a hook run with ``-X importtime`` imported (the interpreter's report on stderr)."""
+    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_a_tool_hook_imports_neither_the_queue_nor_git_and_one_that_sends_nothing_no_http_client(stand, tree):
+    state, url = stand
+    passed = claude_code_event(
+        "PostToolUse", cwd=str(tree), tool_name="Bash", tool_input={"command": "pytest -q"}, tool_use_id="t",
+        tool_response={"stdout": "12 passed in 0.40s", "stderr": "", "interrupted": False, "isImage": False},
+    )  # fmt: skip
+    runs = {}
+    for name, event in (("read", read_event(tree)), ("passed", passed)):
+        runs[name] = subprocess.run(
+            # -S: what the hook imports, not what this interpreter's site-packages load at its start
+            [sys.executable, "-S", "-X", "importtime", str(SCRIPTS["claude-code"]), "tool"],
+            input=json.dumps(event),
+            env=hook_env(REASONINGBANK_URL=url, REASONINGBANK_TOKEN="rb_test"),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    assert [run.returncode for run in runs.values()] == [0, 0] and len(state.requests) == 1  # the read asked
+    assert "reasoningbank_hooks.handlers" in imported_by(runs["passed"])  # the report is read right
+    assert imported_by(runs["read"]) & NOT_FOR_A_TOOL == set()
+    assert HTTP_CLIENT <= imported_by(runs["read"])
+    assert imported_by(runs["passed"]) & (NOT_FOR_A_TOOL | HTTP_CLIENT) == set()
+
+
 def test_the_same_file_twice_is_left_to_the_services_ledger_and_nothing_new_prints_nothing(stand, tree):
     state, url = stand
     run("claude-code", read_event(tree), url)

@@ -12,11 +12,11 @@ hooks; Claude Code's adapter: reasoningbank_hooks/agents/claude_code.py). Python
 a hook prints its answer on stdout, at most one line on stderr, and always exits 0.
 """
 
+import os
 import sys
-from pathlib import Path
 
-HOOKS = Path(__file__).resolve().parent  # where the reasoningbank_hooks package is
-sys.path.insert(0, str(HOOKS))  # also when the interpreter does not add a script's folder (PYTHONSAFEPATH)
+HOOKS = os.path.dirname(os.path.realpath(__file__))  # where the reasoningbank_hooks package is
+sys.path.insert(0, HOOKS)  # also when the interpreter does not add a script's folder (PYTHONSAFEPATH)
 
 from reasoningbank_hooks.dispatch import main  # noqa: E402
 

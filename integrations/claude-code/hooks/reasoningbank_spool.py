@@ -3,10 +3,10 @@
 start it as ``reasoningbank_spool.py send``; run by hand with the hooks' environment, it sends what waits
 now. The queue and the sender are reasoningbank_hooks/spool.py."""
 
+import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # where the reasoningbank_hooks package is
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))  # where the reasoningbank_hooks package is
 
 from reasoningbank_hooks.spool import main
 

@@ -268,3 +268,26 @@ def test_a_files_own_memory_is_found_in_a_directory_with_more_anchors_than_are_r
 
     assert [(h["id"], h["matched_by"]) for h in hits][:1] == [(own.id, "file")]
     assert crowd.id in [h["id"] for h in hits]  # beside it, a file of the same module
+
+
+def test_a_recall_that_gives_memories_runs_three_statements_whatever_their_number(owner, django_assert_num_queries):
+    """The anchors, then their memories with each one's source and without what the session was given,
+    then the ledger's one INSERT: no statement per memory, none for the sources, no transaction of its own."""
+    from memories.code.contracts_recall import RecallInput, memory_recall_run
+
+    lessons = [lesson(owner, f"Refunds lesson {n}") for n in range(4)]
+    for memory in lessons:
+        anchor(memory, "shop/payments/refunds.py")
+    anchor(lesson(owner, "Payments module conventions"), "shop/payments/gateway.py")
+    asked = RecallInput(path="shop/payments/refunds.py", session_id="sess-count", limit=3)
+
+    with django_assert_num_queries(3):
+        given = memory_recall_run(owner, asked)
+
+    assert len(given.memories) == 3 and all(hit.source.label for hit in given.memories)
+    assert SessionMemoryUse.objects.filter(session_key="sess-count", via="recall").count() == 3
+    with django_assert_num_queries(3):  # the rest, then nothing: the ledger leaves out what was given
+        rest = memory_recall_run(owner, asked)
+    assert len(rest.memories) == 2
+    with django_assert_num_queries(2):  # nothing new to give: no INSERT
+        assert memory_recall_run(owner, asked).memories == []

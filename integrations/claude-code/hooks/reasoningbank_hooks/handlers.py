@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from . import budget, commits, repository, service
+from . import budget, repository, service
 from .agents.base import CAPTURE, PROMPT, SESSION_START, TOOL, Adapter, Outcome
 from .errors import HookError
 from .worktree import worktree_of
@@ -42,6 +42,10 @@ Handler = Callable[[Adapter, dict[str, Any]], Outcome]
 
 
 def session_start(agent: Adapter, event: dict[str, Any]) -> Outcome:
+    # commits.py (git, the diff reader: subprocess, ast, dataclasses) is imported by the two handlers that
+    # use it, not by every hook: the tool hook runs before every file read and waits for each module it loads
+    from . import commits
+
     try:  # where the session's commits will start from (docs/code-memory.md#staleness)
         commits.head_note(agent.session_key(event), commits.cwd_of(event))
     except OSError:
@@ -112,6 +116,8 @@ def capture(agent: Adapter, event: dict[str, Any]) -> Outcome:
     """Hand the transcript in, in the agent's own format (the service converts it): partial while the
     session goes on, final at its end. A session shorter than ``REASONINGBANK_CAPTURE_MIN_MESSAGES``
     messages is not sent. The submission is queued, not posted (service.hand_off)."""
+    from . import commits
+
     if event.get("stop_hook_active"):
         return Outcome()  # the client is continuing because of a stop hook: the next stop will capture
     key = agent.session_key(event)

@@ -11,9 +11,13 @@ import json
 import os
 from typing import Any
 
-from . import spool
 from .budget import budget_left
+from .credential import Credential, credential
 from .errors import HookError
+
+# The queue (spool.py: pathlib, subprocess, random, hashlib) is imported where it is used, not here: the tool
+# hook runs before every file a client reads and only asks the service, and each module it imports is
+# time its client waits (bench/README.md: recall at the moment of action).
 
 NOTICE_HEAD = "ReasoningBank memory is off for this session: "
 FIX_TOKEN = (
@@ -66,9 +70,9 @@ def call(path: str, body: dict[str, Any], user_agent: str) -> dict[str, Any]:
     return answer
 
 
-def credential_checked() -> spool.Credential:
+def credential_checked() -> Credential:
     """The service's URL and the token, or a HookError (with its notice) when no token is set."""
-    who = spool.credential()
+    who = credential()
     if not who.token:
         notice = (
             f"{NOTICE_HEAD}REASONINGBANK_TOKEN is not set. Set it to an API token (the dashboard's "
@@ -81,6 +85,8 @@ def credential_checked() -> spool.Credential:
 def hand_off(body: dict[str, Any], client: str, user_agent: str) -> None:
     """Queue a ``session_submit`` for the detached sender and start it (spool.py): the hook returns at
     once, whatever the service's speed, and a submission the service cannot take now is posted later."""
+    from . import spool
+
     who = credential_checked()
     if os.environ.get("REASONINGBANK_PROJECT"):
         body["project"] = os.environ["REASONINGBANK_PROJECT"]
@@ -104,8 +110,10 @@ def hand_off(body: dict[str, Any], client: str, user_agent: str) -> None:
 def sender_kick() -> None:
     """Start the sender if captures of this credential still wait (a sender that gave up, a client that
     quit): the service answered this hook, so it may take them now."""
+    from . import spool
+
     try:
-        spool.sender_start(spool.credential())
+        spool.sender_start(credential())
     except OSError:
         pass  # the queue is the capture hook's business; a start or prompt hook still answers
 
@@ -115,7 +123,9 @@ def sender_kick() -> None:
 
 def spool_state() -> str:
     """Where captured sessions wait and how many do, for a notice."""
-    waiting = len(spool.pending(spool.credential()))
+    from . import spool
+
+    waiting = len(spool.pending(credential()))
     said = f"{waiting} in {spool.state_dir() / 'spool'}, sent once it answers"
     dropped = spool.dropped_count()
     return f"{said}; {dropped} dropped from a full queue so far" if dropped else said
@@ -124,7 +134,9 @@ def spool_state() -> str:
 def refusal_notice() -> str:
     """What the sender last heard when the service refused a capture's token (a token that can read but
     not write still gets its memories at start and per prompt, and never learns its sessions are lost)."""
-    who = spool.credential()
+    from . import spool
+
+    who = credential()
     refused = spool.refusal(who)
     if not refused:
         return ""
@@ -137,6 +149,8 @@ def refusal_notice() -> str:
 def notice_due(session: str, notice: str) -> str:
     """``notice`` if this session has not been told that memory is off yet (it is remembered in the
     state directory), else "". A session without an id is never told: it could not be told only once."""
+    from . import spool
+
     if not notice or not session:
         return ""
     try:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .budget import env_number
+from .credential import Credential, credential
 
 SUFFIX = ".json"
 TEMP_PREFIX = ".tmp-"
@@ -48,16 +49,6 @@ TEMP_KEPT_SECONDS = 3600  # a temporary file this old was left by a hook that di
 LOG_MAX_BYTES = 256 * 1024
 USER_AGENT = "reasoningbank-hook-sender"
 SENDER = Path(__file__).resolve().parent.parent / "reasoningbank_spool.py"  # the sender's entry script
-
-
-class Credential(NamedTuple):
-    url: str
-    token: str
-
-    @property
-    def fingerprint(self) -> str:
-        """Which service and token a queued file is for, without the token itself."""
-        return hashlib.sha256(f"{self.url}\0{self.token}".encode()).hexdigest()[:16]
 
 
 class Attempt(NamedTuple):
@@ -75,11 +66,6 @@ class Attempt(NamedTuple):
     def refused(self) -> bool:
         """Refused for good: sending it again would be refused again."""
         return self.status is not None and 400 <= self.status < 500 and self.status not in (408, 429)
-
-
-def credential() -> Credential:
-    url = os.environ.get("REASONINGBANK_URL", "").strip() or "http://127.0.0.1:8000"
-    return Credential(url.rstrip("/"), os.environ.get("REASONINGBANK_TOKEN", "").strip())
 
 
 def state_dir() -> Path:
