@@ -25,16 +25,15 @@ def _category(sql: str) -> str:
     head = sql.lstrip()[:60].upper()
     if head.startswith(("INSERT", "UPDATE", "DELETE")):
         return "ledger" if "SESSION" in sql[:80].upper() else "other"
-    if '"memories_memoryanchor"' in sql.split(" FROM ", 1)[-1][:40]:
+    table = sql.split(" FROM ", 1)[-1][:40]
+    if '"memories_memoryanchor"' in table:
         return "anchors"
-    if '"accounts_apitoken"' in sql[:400] or '"accounts_organization"' in sql[:400]:
+    if '"accounts_apitoken"' in table or '"accounts_organization"' in table:
         return "token"
-    if '"accounts_project"' in sql.split(" FROM ", 1)[-1][:30]:
+    if '"accounts_project"' in table:
         return "project"
-    if "provenance" in sql[:600] or "reviewed_by" in sql[:600]:
-        return "sources"
-    if '"memories_memory"' in sql.split(" FROM ", 1)[-1][:30]:
-        return "memories"
+    if '"memories_memory"' in table:  # the memories (their sources too, since they are read together)
+        return "sources" if sql.lstrip().startswith('SELECT "memories_memory"."id" AS "id"') else "memories"
     return "other"
 
 

@@ -105,13 +105,13 @@ def anchors_ensure(orgs: dict[str, Any]) -> dict[str, int]:
     return anchors_ensure(orgs)
 
 
-def hook_run(event: dict[str, Any], env: dict[str, str]) -> tuple[float, float, str, str]:
+def hook_run(event: dict[str, Any], env: dict[str, str], python: str) -> tuple[float, float, str, str]:
     """The hook's wall time from its start to its exit, its CPU time (user + system: comparable across the
     machine's load, the interpreter's start included), and its output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server is a child too, but never reaped here
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(HOOK), "tool"],
+        [python, str(HOOK), "tool"],
         input=json.dumps(event),
         env=env,
         capture_output=True,
@@ -156,10 +156,10 @@ def injected_tokens(stdout: str) -> int:
     return math.ceil(len(json.loads(stdout)["hookSpecificOutput"]["additionalContext"]) / 4) if stdout else 0
 
 
-def python_start() -> tuple[float, float]:
+def python_start(python: str) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    subprocess.run([python, "-c", "pass"], check=True)
     wall = (time.perf_counter() - started) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
@@ -199,6 +199,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--per-session", type=int, default=20, help="tool events per simulated session")
     parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs the hook (default: this one; a user's python3 has no editable install)",
+    )
+    parser.add_argument(
         "--profile", action="store_true",
         help="instead: where the server's time goes (bench/_recall_profile.py), in this process, no hook run",
     )  # fmt: skip
@@ -223,7 +228,7 @@ def main() -> None:
         write_json(RESULTS / f"hooks-code-profile-{args.size}.json", {"machine": machine_info(), "profile": report})
         return
     rng = random.Random(7)
-    starts = [python_start() for _ in range(30)]
+    starts = [python_start(args.python) for _ in range(30)]
     results: dict[str, Any] = {
         "python_start": Latency.of([wall for wall, _ in starts]).as_dict(),
         "python_start_cpu": Latency.of([cpu for _, cpu in starts]).as_dict(),
@@ -243,11 +248,11 @@ def main() -> None:
         for kind in ("pre_tool_use", "post_tool_use_failure", "post_tool_use"):
             events = events_of(kind, args.calls + 5, args.per_session, root, rng)
             for event in events[:5]:
-                hook_run({**event, "session_id": f"warm-{uuid.uuid4()}"}, env)
+                hook_run({**event, "session_id": f"warm-{uuid.uuid4()}"}, env, args.python)
             times, cpus, tokens = [], [], []
             server_before = server_cpu_seconds(server_pid)
             for event in events[5:]:
-                ms, cpu, stdout, stderr = hook_run(event, env)
+                ms, cpu, stdout, stderr = hook_run(event, env, args.python)
                 if stderr:
                     raise SystemExit(f"{kind} failed: {stderr}")
                 times.append(ms)
@@ -282,7 +287,7 @@ def main() -> None:
         print(f"{name} tokens: {results[f'{name}_tokens']}")
     write_json(
         RESULTS / f"hooks-code-{args.size}.json",
-        {"machine": machine_info(), "dataset": dataset, "anchors": anchors, "results": results},
+        {"machine": machine_info(), "python": args.python, "dataset": dataset, "anchors": anchors, "results": results},
     )
 
 
