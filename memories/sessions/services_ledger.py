@@ -5,6 +5,7 @@ session's outcome moves the confidence of exactly those memories, once."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.db import connections, router, transaction
 from django.utils import timezone
@@ -34,7 +35,7 @@ def _insert_new(rows: list[SessionMemoryUse]) -> None:
     COMMIT, two more round trips on every search, context and recall that names a session)."""
     fields = [field for field in SessionMemoryUse._meta.concrete_fields if not field.primary_key]
     connection = connections[router.db_for_write(SessionMemoryUse)]
-    values: list[object] = []
+    values: list[Any] = []
     for row in rows:
         values += [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
     quote = connection.ops.quote_name
