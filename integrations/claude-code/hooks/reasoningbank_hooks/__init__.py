@@ -11,6 +11,7 @@
     budget.py          the hook's time budget and the numbers it works within (token caps, sizes)
     repository.py      the working directory's git remote, sent so the service finds the project tied to it
     service.py         the HTTP call to the service, the token check, what the user is told when memory is off
+    credential.py      the service's URL and the token (apart from the queue: a hook that only asks imports less)
     spool.py           the local queue a capture hands off to, and the detached sender that posts it
     errors.py          HookError: what went wrong, in one line
 
@@ -20,4 +21,7 @@ plugin copies that directory alone; the other clients' hook files run their entr
 that name its agent and call ``dispatch.main``.
 
 Python's standard library only: the hooks run with whatever ``python3`` the user has, nothing installed.
+A hook process imports what its event needs and no more — the queue, the git reader and the HTTP client
+are imported where they are used — because the tool hook runs before every file a client reads, and each
+module is time the client waits (bench/README.md#hooks_codepy-recall-at-the-moment-of-action).
 """
