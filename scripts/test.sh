@@ -12,8 +12,9 @@
 # pytest runs on several processes (pytest-xdist), each on its own test database, kept between runs
 # (--reuse-db in pyproject.toml; rebuilt when the migrations change, or with --create-db). The
 # end-to-end tests share one running service and run in their order: with arguments, on one worker
-# (--dist loadgroup) while the others take the rest; without, after the others, in a process of their
-# own (below). `-n 0` runs everything in this one process.
+# (--dist loadgroup) while the others take the rest; without, beside the workers in processes of their
+# own (below). `-n 0` runs everything in this one process. The workers' databases and the serial
+# process's are copies of one build (tests/database_template.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 parallel=(--numprocesses=auto --maxprocesses=4 --dist=loadgroup)
@@ -32,11 +33,39 @@ DEBUG=1 .venv/bin/mypy .
 if [ $# -gt 0 ]; then
   exec .venv/bin/python -m pytest "${parallel[@]}" "$@"
 fi
-# The whole suite: every tier but the end-to-end one on the workers, then that one and the tests marked
-# serial (more database connections at once than two workers may share) in this process: inside a
-# pytest-xdist worker, schemathesis (through Hypothesis parsing its own source) once failed with "AST
-# constructor recursion depth mismatch", which it never did in a process of its own.
+# The whole suite in three pytest processes at once, each with its own output (a run's figures:
+# docs/contributing.md#running-the-tests):
+# * the pure, database and browser tiers on the workers, then the tests marked serial (more database
+#   connections at once than two workers may share) in a process of their own;
+# * beside them, the end-to-end tests of the one shared service, in their order, in a process of their own:
+#   inside a pytest-xdist worker, schemathesis (through Hypothesis parsing its own source) once failed with
+#   "AST constructor recursion depth mismatch", which it never did in a process of its own;
+# * and the end-to-end tests that start services of their own (marked own_service) in another.
+# The end-to-end processes wait on their services much of the time (each service on a PostgreSQL of its
+# own, none on the workers'), and the workers have the cores meanwhile. Their output is printed when
+# they are done (artifacts/e2e-*.log keeps it).
+mkdir -p artifacts
+e2e_pids=()
+cleanup() {
+  # a stopped run (Ctrl-C) stops the end-to-end processes too; their services die with them
+  for pid in "${e2e_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+# each its own cache directory: pytest's record of the last failures is written by each process at its end
+.venv/bin/python -m pytest --numprocesses=0 -m "e2e and not own_service" -o cache_dir=.pytest_cache/e2e \
+  > artifacts/e2e-shared-service.log 2>&1 &
+e2e_pids+=($!)
+.venv/bin/python -m pytest --numprocesses=0 -m "e2e and own_service" -o cache_dir=.pytest_cache/e2e-own \
+  > artifacts/e2e-own-services.log 2>&1 &
+e2e_pids+=($!)
 status=0
 .venv/bin/python -m pytest "${parallel[@]}" -m "not e2e and not serial" || status=$?
-.venv/bin/python -m pytest --numprocesses=0 -m "e2e or serial" || status=$?
+.venv/bin/python -m pytest --numprocesses=0 -m serial || status=$?
+for log in artifacts/e2e-shared-service.log artifacts/e2e-own-services.log; do
+  pid="${e2e_pids[0]}"
+  e2e_pids=("${e2e_pids[@]:1}")
+  wait "$pid" || status=$?
+  echo "===== $log ====="
+  cat "$log"
+done
 exit "$status"
