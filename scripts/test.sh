@@ -26,11 +26,14 @@ if [ "${1:-}" = fast ]; then
   exec .venv/bin/python -m pytest "${parallel[@]}" -m "pure or database" "$@"
 fi
 ./scripts/ensure-chromium.sh
-# the django-stubs plugin imports the settings: DEBUG=1 spares it a SECRET_KEY
-DEBUG=1 .venv/bin/mypy .
-# the import rules (docs/architecture.md#the-never-arrows; contracts in pyproject.toml [tool.importlinter])
-.venv/bin/lint-imports --no-cache
+checks() {
+  # the django-stubs plugin imports the settings: DEBUG=1 spares it a SECRET_KEY
+  DEBUG=1 .venv/bin/mypy .
+  # the import rules (docs/architecture.md#the-never-arrows; contracts in pyproject.toml [tool.importlinter])
+  .venv/bin/lint-imports --no-cache
+}
 if [ $# -gt 0 ]; then
+  checks
   exec .venv/bin/python -m pytest "${parallel[@]}" "$@"
 fi
 # The whole suite in three pytest processes at once, each with its own output (a run's figures:
@@ -42,15 +45,20 @@ fi
 #   "AST constructor recursion depth mismatch", which it never did in a process of its own;
 # * and the end-to-end tests that start services of their own (marked own_service) in another.
 # The end-to-end processes wait on their services much of the time (each service on a PostgreSQL of its
-# own, none on the workers'), and the workers have the cores meanwhile. Their output is printed when
-# they are done (artifacts/e2e-*.log keeps it).
+# own, none on the workers'), and the workers have the cores meanwhile. They start first, before the type
+# check; their output is printed when they are done (artifacts/e2e-*.log keeps it).
 mkdir -p artifacts
 e2e_pids=()
 cleanup() {
-  # a stopped run (Ctrl-C) stops the end-to-end processes too; their services die with them
+  # a stopped run (Ctrl-C) stops the end-to-end processes too: SIGTERM, which they take as Ctrl-C
+  # (tests/suite_plugin.py; a background job of a script ignores SIGINT), so their fixtures stop what they
+  # started (services, PostgreSQL servers, PgBouncers); waited for
   for pid in "${e2e_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${e2e_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 # each its own cache directory: pytest's record of the last failures is written by each process at its end
 .venv/bin/python -m pytest --numprocesses=0 -m "e2e and not own_service" -o cache_dir=.pytest_cache/e2e \
   > artifacts/e2e-shared-service.log 2>&1 &
@@ -58,6 +66,9 @@ e2e_pids+=($!)
 .venv/bin/python -m pytest --numprocesses=0 -m "e2e and own_service" -o cache_dir=.pytest_cache/e2e-own \
   > artifacts/e2e-own-services.log 2>&1 &
 e2e_pids+=($!)
+# the type check and the import rules while the end-to-end processes start their services; a failure
+# stops the run here (and the end-to-end processes with it)
+checks
 status=0
 .venv/bin/python -m pytest "${parallel[@]}" -m "not e2e and not serial" || status=$?
 .venv/bin/python -m pytest --numprocesses=0 -m serial || status=$?
