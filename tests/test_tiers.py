@@ -35,18 +35,6 @@ def test_the_end_to_end_and_browser_directories_are_their_tiers(request: pytest.
             assert item_tier(item) == "browser", item.nodeid
 
 
-def test_an_end_to_end_test_is_marked_own_service_exactly_when_it_does_without_the_shared_service(
-    request: pytest.FixtureRequest,
-) -> None:
-    """./scripts/test.sh runs ``e2e and not own_service`` in one process and ``e2e and own_service`` in
-    another (tests/e2e/conftest.py sets the mark): a shared-service test marked own_service would run
-    without the order the shared service's tests keep."""
-    for item in request.session.items:
-        if item.get_closest_marker("e2e") and TESTS / "e2e" in Path(str(item.path)).parents:
-            own = item.get_closest_marker("own_service") is not None
-            assert own == ("service" not in item.fixturenames), item.nodeid
-
-
 SAMPLE_CONFTEST = """
 import pytest
 

@@ -56,10 +56,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for i in ours:
         items[i].add_marker(pytest.mark.e2e)
-        # a test that starts services of its own (not the shared one) has no place in the shared one's order:
-        # ./scripts/test.sh runs these in a process of their own, beside the rest
-        if "service" not in getattr(items[i], "fixturenames", ()):
-            items[i].add_marker(pytest.mark.own_service)
     rank = {name: n for n, name in enumerate(_ORDER)}
     # a module not listed runs before the ones that stop the shared service (supervision, restarts)
     unlisted = rank["test_supervision.py"] - 0.5
