@@ -163,31 +163,45 @@ def django_db_createdb(
     """Build the test database anew: asked for (``--create-db``), or a kept one (``--reuse-db``, the
     default) whose migrations are not the ones on disk: Django's keepdb would apply only the new ones by
     name, and the tests would run against a schema the code does not make. After the settings of this
-    run's database (an xdist worker's has its own name)."""
-    if request.config.getvalue("create_db"):
-        return True
-    if not request.config.getvalue("reuse_db"):
+    run's database (an xdist worker's has its own name). A database to build is cloned from the run's
+    template when there is one of these migrations (tests/database_template.py): one build serves the
+    workers and the serial process."""
+    if not request.config.getvalue("reuse_db") and not request.config.getvalue("create_db"):
         return False  # built anew anyway, and dropped at the end
     from django.db import connection
 
+    from tests.database_template import database_clone_or_lock
     from tests.schema_fingerprint import migration_dirs, migrations_fingerprint, reused_database_stale
 
     name = connection.settings_dict["TEST"]["NAME"]
+    fingerprint = migrations_fingerprint(migration_dirs())
+    rebuild = bool(request.config.getvalue("create_db"))
     with django_db_blocker.unblock(), connection.cursor() as cursor:
-        stale = reused_database_stale(cursor, name, migrations_fingerprint(migration_dirs()))
-    if stale:
+        stale = reused_database_stale(cursor, name, fingerprint)
+        cursor.execute("SELECT 1 FROM pg_catalog.pg_database WHERE datname = %s", [name])
+        absent = cursor.fetchone() is None
+    if not (rebuild or stale or absent):
+        return False
+    if stale and not rebuild:
         sys.stderr.write(f"\n{name}: built from other migrations than those on disk, building it anew\n")
-    return stale
+    with django_db_blocker.unblock():
+        cloned = database_clone_or_lock(connection, name, fingerprint, rebuild=rebuild)
+    return not cloned
 
 
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
-    """pytest-django's set-up, then the database marked with the migrations it was built from."""
+    """pytest-django's set-up, then the database marked with the migrations it was built from (and, when
+    this process built it, copied as the run's template)."""
     from django.db import connection
 
+    from tests.database_template import template_from_database
     from tests.schema_fingerprint import database_fingerprint_store, migration_dirs, migrations_fingerprint
 
-    with django_db_blocker.unblock(), connection.cursor() as cursor:
-        quoted_name = connection.ops.quote_name(connection.settings_dict["NAME"])
-        database_fingerprint_store(cursor, quoted_name, migrations_fingerprint(migration_dirs()))
+    fingerprint = migrations_fingerprint(migration_dirs())
+    name = connection.settings_dict["NAME"]
+    with django_db_blocker.unblock():
+        with connection.cursor() as cursor:
+            database_fingerprint_store(cursor, connection.ops.quote_name(name), fingerprint)
+        template_from_database(connection, name, fingerprint)
     yield

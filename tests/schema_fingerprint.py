@@ -69,3 +69,32 @@ def database_fingerprint_store(cursor: Any, quoted_name: str, fingerprint: str) 
     if not re.fullmatch(r"[0-9a-f]{64}", fingerprint):  # inlined below: COMMENT takes no parameters
         raise ValueError(f"not a sha256 fingerprint: {fingerprint!r}")
     cursor.execute(f"COMMENT ON DATABASE {quoted_name} IS 'migrations sha256:{fingerprint}'")
+
+
+# The template every test database of a run is cloned from (tests/conftest.py): the workers' and the serial
+# process's databases are copies of one build, not three builds of their own. Its comment carries the
+# fingerprint and the run that built it ("run <uid>", pytest-xdist's test run id), so that ``--create-db``
+# rebuilds it once per run, not once per worker.
+_TEMPLATE_COMMENT = re.compile(r"^migrations sha256:([0-9a-f]{64}) run (\S+)$")
+
+
+def template_name(test_database: str) -> str:
+    """``test_reasoningbank_gw1`` → ``test_reasoningbank_template``: one template for the workers' databases."""
+    return re.sub(r"_gw\d+$", "", test_database) + "_template"
+
+
+def template_state(cursor: Any, name: str) -> tuple[str, str] | None:
+    """(fingerprint, run id) of template ``name``; None when it is absent or its build was not finished."""
+    cursor.execute(
+        "SELECT pg_catalog.shobj_description(oid, 'pg_database') FROM pg_catalog.pg_database WHERE datname = %s",
+        [name],
+    )
+    row = cursor.fetchone()
+    match = _TEMPLATE_COMMENT.match(row[0] or "") if row else None
+    return (match.group(1), match.group(2)) if match else None
+
+
+def template_store(cursor: Any, quoted_name: str, fingerprint: str, run_id: str) -> None:
+    if not re.fullmatch(r"[0-9a-f]{64}", fingerprint) or not re.fullmatch(r"[\w-]+", run_id):
+        raise ValueError(f"not a fingerprint and a run id: {fingerprint!r} {run_id!r}")
+    cursor.execute(f"COMMENT ON DATABASE {quoted_name} IS 'migrations sha256:{fingerprint} run {run_id}'")

@@ -17,7 +17,9 @@ Every test gets the mark of its tier; a test that would carry two (say, hand-mar
 from __future__ import annotations
 
 import functools
+import os
 import re
+import signal
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +31,20 @@ import pytest
 # Some environments set PYTHONDONTWRITEBYTECODE=1; then every run compiles Django, DRF and the project
 # afresh (about 1,000 modules: seconds of every start). The test loop keeps its bytecode (git-ignored).
 sys.dont_write_bytecode = False
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM stops a run as Ctrl-C does, its fixtures' teardown included: ./scripts/test.sh runs the
+    end-to-end tests as background jobs, which ignore SIGINT, and stops them with SIGTERM; they must stop
+    the services and PostgreSQL servers they started. (Not in a pytest-xdist worker: its controller
+    stops it.)"""
+    if "PYTEST_XDIST_WORKER" not in os.environ and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupted)
+
 
 TIERS = ("pure", "database", "browser", "e2e")
 E2E_DIR = Path(__file__).resolve().parent / "e2e"

@@ -20,6 +20,9 @@ from tests.schema_fingerprint import (
     migration_dirs,
     migrations_fingerprint,
     reused_database_stale,
+    template_name,
+    template_state,
+    template_store,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,3 +124,39 @@ def test_a_run_builds_the_kept_database_anew_only_when_its_migrations_changed(
     finally:
         with _server() as server:
             server.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_the_workers_and_the_serial_process_share_one_template() -> None:
+    names = {template_name(name) for name in ("test_reasoningbank", "test_reasoningbank_gw0", "test_reasoningbank_gw11")}
+    assert names == {"test_reasoningbank_template"}
+
+
+@pytest.mark.parametrize(("stored", "cloned"), [("current", True), ("other", False)])
+def test_a_run_without_its_database_clones_the_template_only_of_the_migrations_on_disk(
+    db: Any, tmp_path: Path, stored: str, cloned: bool
+) -> None:
+    """A fresh pytest whose database is not there finds a template (tests/database_template.py): one of
+    the migrations on disk is copied (no build: ``django_db_createdb`` is False, the database exists);
+    one of other migrations is not (a build). An empty template here: only the decision runs."""
+    suffix = f"template_{uuid.uuid4().hex[:12]}"
+    name, template = f"test_{suffix}", template_name(f"test_{suffix}")
+    fingerprint = migrations_fingerprint(migration_dirs()) if stored == "current" else "0" * 64
+    (tmp_path / "test_decision.py").write_text(DECISION_TEST)
+    env = {**os.environ, "RB_TEST_DB_NAME": suffix}
+    command = [sys.executable, "-m", "pytest", "-c", str(REPO / "pyproject.toml"), "--rootdir", str(REPO)]
+    command += ["-p", "tests.conftest", "-p", "no:cacheprovider", "-q", "-s", str(tmp_path / "test_decision.py")]
+    with _server() as server:
+        server.execute(f"CREATE DATABASE {template}")
+        template_store(server.cursor(), template, fingerprint, "an-earlier-run")
+        assert template_state(server.cursor(), template) == (fingerprint, "an-earlier-run")
+    try:
+        result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"django_db_createdb={not cloned}" in result.stdout
+        with _server() as server:
+            exists = server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
+        assert exists == cloned
+    finally:
+        with _server() as server:
+            for database in (name, template):
+                server.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
