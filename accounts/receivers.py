@@ -25,7 +25,7 @@ def _sign_in_method(request: Any, user: Any) -> tuple[str, dict[str, Any]]:
     followed; ``session`` for a sign-in allauth did not record (the Django admin's own form)."""
     from allauth.account.authentication import get_authentication_records
 
-    records = get_authentication_records(request) if request is not None and hasattr(request, "session") else []
+    records = get_authentication_records(request, user) if request is not None and hasattr(request, "session") else []
     methods = [record.get("method") for record in records if isinstance(record, dict)]
     first = next((method for method in methods if method != "mfa"), None)
     extra: dict[str, Any] = {"mfa": True} if "mfa" in methods else {}
