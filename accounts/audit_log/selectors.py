@@ -54,11 +54,14 @@ FILTER_NAMES = tuple(AuditFilter.__dataclass_fields__)
 def _moment(name: str, raw: str) -> datetime:
     """A moment, or a day (the page's date fields): ``since`` a day is its start, ``until`` a day its end,
     so a range of days takes both whole."""
+    value: datetime | None = None
+    day = None
     try:
-        value = parse_datetime(raw)
-        day = parse_date(raw) if value is None else None
+        # a bare day first: Python reads "2026-12-02" as that day's midnight, which for ``until`` is a day early
+        day = parse_date(raw) if len(raw) == len("YYYY-MM-DD") else None
+        value = parse_datetime(raw) if day is None else None
     except ValueError:
-        value = day = None
+        pass
     if day is not None:
         value = datetime.combine(day + timedelta(days=1) if name == "until" else day, time.min, tzinfo=UTC)
     if value is None:
