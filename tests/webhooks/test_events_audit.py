@@ -82,7 +82,6 @@ def test_an_organization_that_did_not_subscribe_gets_no_audit_event(cast, subscr
     assert not audit_events()
 
 
-@pytest.mark.cross_tenant("audit.event")
 def test_another_organizations_audit_rows_never_reach_a_subscriber(cast, subscribe, committed):
     acme = subscribe(["audit.event"])
     globex = subscribe(["audit.event"], org=cast.org_b)
