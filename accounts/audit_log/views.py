@@ -12,7 +12,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from accounts.audit_log.export import EXPORT_FORMATS, export_csv, export_json
 from accounts.audit_log.selectors import AuditFilter, audit_event_describe, audit_events_list, audit_filter_parse
@@ -56,7 +56,6 @@ def settings_audit(request: HttpRequest) -> HttpResponse:
         filter_errors=errors,
         values=values,
         filtered=bool(filters.as_query()),
-        export_query=request.GET.urlencode(),
         verbs=sorted(VERBS),
         categories=verb_categories(),
     )
@@ -65,19 +64,16 @@ def settings_audit(request: HttpRequest) -> HttpResponse:
 
 
 @org_view(min_role=ADMIN)
-@require_GET
+@require_POST  # it writes the export's own audit row: never on a GET a link or a prefetch could make
 def settings_audit_export(request: HttpRequest) -> HttpResponse:
     principal = request.principal  # type: ignore[attr-defined]
-    file_format = request.GET.get("format", "csv")
+    file_format = request.POST.get("format", "csv")
     if file_format not in EXPORT_FORMATS:
         return HttpResponse(
             f"format must be one of {', '.join(EXPORT_FORMATS)}", status=400, content_type="text/plain; charset=utf-8"
         )
-    query = request.GET.copy()
-    query.pop("format", None)
-    query.pop("page", None)
     try:
-        filters = audit_filter_parse(query)
+        filters = audit_filter_parse(request.POST)
         rows = audit_events_list(principal, filters)
     except ServiceError as exc:
         return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")

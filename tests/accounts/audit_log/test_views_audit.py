@@ -85,7 +85,7 @@ def test_viewers_and_members_are_refused_the_page_and_the_export(client, cast, r
     MembershipFactory(user=user, organization=cast.org_a, role=role)
     client.force_login(user)
     assert client.get(PAGE).status_code == 403
-    assert client.get(EXPORT).status_code == 403
+    assert client.post(EXPORT, {"format": "csv"}).status_code == 403
 
 
 def test_an_admin_sees_the_page_and_its_link_in_the_settings_menu(client, cast, log):
@@ -97,7 +97,7 @@ def test_an_admin_sees_the_page_and_its_link_in_the_settings_menu(client, cast, 
 
 
 def test_the_csv_export_holds_the_filtered_rows_with_formulas_defused(owner, log):
-    response = owner.get(EXPORT, {"format": "csv", "verb": "webhook.delete"})
+    response = owner.post(EXPORT, {"format": "csv", "verb": "webhook.delete"})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"] and response["Audit-Export-Truncated"] == "false"
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
@@ -107,7 +107,7 @@ def test_the_csv_export_holds_the_filtered_rows_with_formulas_defused(owner, log
 
 
 def test_the_json_export_is_one_document_and_is_itself_audited(owner, cast, log):
-    response = owner.get(EXPORT, {"format": "json", "category": "token"})
+    response = owner.post(EXPORT, {"format": "json", "category": "token"})
     document = json.loads(b"".join(response.streaming_content))
     assert document["organization"] == "acme" and document["filters"] == {"category": "token"}
     assert len(document["events"]) == 55 and {e["verb"] for e in document["events"]} == {"token.create"}
@@ -118,7 +118,7 @@ def test_the_json_export_is_one_document_and_is_itself_audited(owner, cast, log)
 
 def test_an_export_stops_at_its_bound_and_says_so(owner, log, settings):
     settings.AUDIT_EXPORT_MAX_ROWS = 10
-    response = owner.get(EXPORT, {"format": "json"})
+    response = owner.post(EXPORT, {"format": "json"})
     document = json.loads(b"".join(response.streaming_content))
     assert len(document["events"]) == 10 and document["truncated"] is True
     assert response["Audit-Export-Truncated"] == "true"
@@ -126,13 +126,18 @@ def test_an_export_stops_at_its_bound_and_says_so(owner, log, settings):
 
 
 def test_an_unknown_export_format_is_a_400(owner, log):
-    response = owner.get(EXPORT, {"format": "xlsx"})
+    response = owner.post(EXPORT, {"format": "xlsx"})
     assert response.status_code == 400 and "csv, json" in body(response)
 
 
 @pytest.mark.cross_tenant("settings-audit", "settings-audit-export")
 def test_another_organizations_rows_are_neither_shown_nor_exported(owner, log):
     assert "globex" not in body(owner.get(PAGE, {"verb": "token.create", "page": 2}))
-    exported = b"".join(owner.get(EXPORT, {"format": "csv"}).streaming_content).decode()
+    exported = b"".join(owner.post(EXPORT, {"format": "csv"}).streaming_content).decode()
     assert "globex" not in exported and "charlie" not in exported
     assert len(list(csv.DictReader(io.StringIO(exported)))) == 56
+
+
+def test_the_export_is_a_post_never_a_get(owner, log):
+    assert owner.get(EXPORT, {"format": "csv"}).status_code == 405
+    assert not AuditEvent.objects.filter(verb="audit.export").exists()
