@@ -64,3 +64,21 @@ def export_json(
         yield separator + json.dumps(event, ensure_ascii=False)
         separator = ",\n"
     yield "\n]}\n"
+
+
+DETAIL_KEPT = 160  # characters of one value on the page (the export and the API keep it whole)
+
+
+def data_lines(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """A row's ``data`` for reading on the page: one (key, text) per entry, a list as its items joined with
+    commas, a mapping as compact JSON, each cut at ``DETAIL_KEPT`` characters."""
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, list | tuple):
+            text = ", ".join(str(item) for item in value) or "none"
+        elif isinstance(value, dict):
+            text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        else:
+            text = str(value)
+        lines.append((str(key), text if len(text) <= DETAIL_KEPT else text[: DETAIL_KEPT - 1] + "…"))
+    return lines

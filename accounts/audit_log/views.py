@@ -14,7 +14,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.audit_log.export import EXPORT_FORMATS, export_csv, export_json
+from accounts.audit_log.export import EXPORT_FORMATS, data_lines, export_csv, export_json
 from accounts.audit_log.selectors import AuditFilter, audit_event_describe, audit_events_list, audit_filter_parse
 from accounts.audit_log.services import audit_export_record
 from accounts.audit_log.verbs import VERBS, verb_categories
@@ -43,6 +43,8 @@ def settings_audit(request: HttpRequest) -> HttpResponse:
     try:
         filters = audit_filter_parse(request.GET)
         page = Paginator(audit_events_list(principal, filters), PER_PAGE).get_page(request.GET.get("page"))
+        for event in page.object_list:
+            event.details = data_lines(event.data or {})  # type: ignore[attr-defined]
     except ServiceError as exc:
         errors[exc.field or "form"] = exc.message
     values = {

@@ -42,7 +42,13 @@ def verbs_in_code() -> set[str]:
                     found.update(_strings(node.value))
                 elif isinstance(node, ast.Assign):
                     names = [t.id for t in node.targets if isinstance(t, ast.Name)]
-                    names += [e.id for t in node.targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name)]
+                    names += [
+                        e.id
+                        for t in node.targets
+                        if isinstance(t, ast.Tuple)
+                        for e in t.elts
+                        if isinstance(e, ast.Name)
+                    ]
                     if any(name.endswith("_VERB") or name.startswith("VERB_") for name in names):
                         values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
                         for value in values:
