@@ -10,12 +10,12 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.timezone import is_naive, make_aware
 
 from accounts.access import Principal, access_filter
-from accounts.audit_log.verbs import CATEGORY_PATTERN, VERB_PATTERN
+from accounts.audit_log.verbs import ACCESS_CATEGORIES, ACCESS_VERBS, CATEGORY_PATTERN, VERB_PATTERN
 from accounts.models import SCOPE_ADMIN, AuditEvent
 from reasoningbank.errors import Forbidden, InvalidInput, Rejected
 
@@ -165,3 +165,12 @@ def audit_events_describe(organization_id: int, event_ids: list[int]) -> list[di
     organization is the rows' own, from the signal, never a caller's choice)."""
     rows = AuditEvent.objects.filter(organization_id=organization_id, pk__in=event_ids).order_by("pk")
     return [audit_event_describe(row) for row in rows]
+
+
+def audit_changes_only(events: QuerySet[AuditEvent]) -> QuerySet[AuditEvent]:
+    """``events`` without the access rows (sign-ins, sign-outs, exports of the log): what a page every member
+    sees lists (the overview's recent activity); the sign-ins stay in the admins' audit log."""
+    access = Q(verb__in=ACCESS_VERBS)
+    for category in ACCESS_CATEGORIES:
+        access |= Q(verb__startswith=f"{category}.")
+    return events.exclude(access)

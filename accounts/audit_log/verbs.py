@@ -99,6 +99,12 @@ VERBS: dict[str, str] = {
 }
 
 
+# who came in and who read the log, as opposed to what changed: the admins' audit log shows them, the
+# overview's recent activity (which every member and viewer sees) does not
+ACCESS_CATEGORIES = ("auth",)
+ACCESS_VERBS = (VERB_EXPORT,)
+
+
 def verb_category(verb: str) -> str:
     return verb.split(".", 1)[0]
 
