@@ -167,8 +167,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "organization", "actor", "verb", "target_type", "target_id")
+    list_display = ("created_at", "organization", "actor", "verb", "target_type", "target_id", "ip")
     list_filter = ("verb", "target_type", "organization")
-    search_fields = ("actor", "verb", "target_id", "organization__slug")
+    search_fields = ("actor", "verb", "target_id", "organization__slug", "ip", "client")
     list_select_related = ("organization",)
     date_hierarchy = "created_at"

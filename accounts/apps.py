@@ -7,13 +7,24 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from allauth.account.signals import user_signed_up
+        from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 
-        from accounts.receivers import audit_llm_budget_alert, provision_org_on_signup
+        from accounts.receivers import (
+            audit_llm_budget_alert,
+            audit_user_logged_in,
+            audit_user_logged_out,
+            audit_user_login_failed,
+            provision_org_on_signup,
+        )
         from accounts.tokens.services_leaks import leaked_tokens_revoke
         from reasoningbank.ai.budget import llm_budget_alert
         from reasoningbank.leaks import leak_revoker_register
 
         user_signed_up.connect(provision_org_on_signup, dispatch_uid="accounts.provision_org_on_signup")
         llm_budget_alert.connect(audit_llm_budget_alert, dispatch_uid="accounts.audit_llm_budget_alert")
+        # sign-ins, failures and sign-outs in the audit log (docs/identity.md#the-audit-log)
+        user_logged_in.connect(audit_user_logged_in, dispatch_uid="accounts.audit_user_logged_in")
+        user_login_failed.connect(audit_user_login_failed, dispatch_uid="accounts.audit_user_login_failed")
+        user_logged_out.connect(audit_user_logged_out, dispatch_uid="accounts.audit_user_logged_out")
         # our tokens found in a text are revoked by whoever scrubbed it (reasoningbank/leaks.py)
         leak_revoker_register("accounts", leaked_tokens_revoke)

@@ -10,3 +10,8 @@ from django.dispatch import Signal
 # and ``data`` (``suspension_describe``: kind, id, label, reason, suspended_at, flagged_writes, ...);
 # sender: the model (``ApiToken`` or ``OAuthConnection``).
 write_suspended = Signal()
+
+# Audit rows were written (accounts/audit.py: ``audit_record`` and ``audit_record_many``), sent inside the
+# writing transaction, with ``organization_id`` and ``event_ids`` (the new rows' ids, in the order written);
+# sender: ``AuditEvent``. The webhooks app streams each row as an ``audit.event`` once committed.
+audit_recorded = Signal()

@@ -260,12 +260,18 @@ class AuditEvent(models.Model):
     target_type = models.CharField(max_length=64, blank=True)
     target_id = models.CharField(max_length=64, blank=True)
     data = models.JSONField(default=dict, blank=True)
+    # where the request came from (docs/identity.md#the-audit-log): the client's address and the client that
+    # named itself (MCP clientInfo, else the User-Agent); both empty for the system's own work (tasks, commands)
+    ip = models.GenericIPAddressField(null=True, blank=True, unpack_ipv4=True)
+    client = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["organization", "-created_at"], name="audit_org_time"),
+            # the log's filters: one verb (or its category, a prefix) over time
+            models.Index(fields=["organization", "verb", "-created_at"], name="audit_org_verb_time"),
             models.Index(fields=["organization", "target_type", "target_id"], name="audit_org_target"),
         ]
         constraints = [SameOrganization(field="actor_token", name="audit_actor_token_same_org")]

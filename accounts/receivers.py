@@ -17,3 +17,44 @@ def audit_llm_budget_alert(sender: Any, organization_id: int, data: dict[str, An
     organization = Organization.objects.filter(pk=organization_id).first()
     if organization is not None:
         audit_record(organization=organization, actor=None, verb="llm.budget_alert", data=data)
+
+
+def _sign_in_method(request: Any, user: Any) -> tuple[str, dict[str, Any]]:
+    """How the person proved who they are, from allauth's record of this session's authentications:
+    ``password`` or ``sso`` (a social or SSO login, with its provider), and whether a second factor
+    followed; ``session`` for a sign-in allauth did not record (the Django admin's own form)."""
+    from allauth.account.authentication import get_authentication_records
+
+    records = get_authentication_records(request, user) if request is not None and hasattr(request, "session") else []
+    methods = [record.get("method") for record in records if isinstance(record, dict)]
+    first = next((method for method in methods if method != "mfa"), None)
+    extra: dict[str, Any] = {"mfa": True} if "mfa" in methods else {}
+    if first == "socialaccount":
+        provider = next((r.get("provider") for r in records if r.get("method") == "socialaccount"), None)
+        return "sso", {**extra, **({"provider": str(provider)[:100]} if provider else {})}
+    return (str(first)[:40] if first else "session"), extra
+
+
+def audit_user_logged_in(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
+    """A dashboard sign-in (Django's ``user_logged_in``, which allauth's every login flow ends in)."""
+    from accounts.audit_log.services import auth_sign_in_record
+
+    method, extra = _sign_in_method(request, user)
+    auth_sign_in_record(user=user, method=method, data=extra)
+
+
+def audit_user_login_failed(sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any) -> None:
+    """A failed sign-in (Django's ``user_login_failed``: allauth's password form and the admin's send it).
+    ``credentials`` come with the password already masked by Django; only the login is read."""
+    from accounts.audit_log.services import auth_sign_in_failed_record
+
+    login = credentials.get("email") or credentials.get("username") or credentials.get("login") or ""
+    if isinstance(login, str):
+        auth_sign_in_failed_record(login=login)
+
+
+def audit_user_logged_out(sender: Any, request: Any, user: Any = None, **kwargs: Any) -> None:
+    from accounts.audit_log.services import auth_sign_out_record
+
+    if user is not None and getattr(user, "is_authenticated", False):
+        auth_sign_out_record(user=user)

@@ -3,12 +3,14 @@ are in ``accounts/<feature>/api.py``."""
 
 from django.urls import path
 
+from accounts.audit_log import api as audit_api
 from accounts.budgets import api as budgets_api
 from accounts.tokens import api as tokens_api
 from accounts.write_limits import api as write_limits_api
 
 urlpatterns = [
     path("me", tokens_api.MeView.as_view(), name="api-me"),
+    path("audit", audit_api.AuditEventListView.as_view(), name="api-audit"),
     path("projects", tokens_api.ProjectListView.as_view(), name="api-projects"),
     path("projects/<str:slug>", tokens_api.ProjectDetailView.as_view(), name="api-project"),
     path("llm/budget", budgets_api.BudgetView.as_view(), name="api-llm-budget"),

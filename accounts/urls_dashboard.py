@@ -3,6 +3,7 @@
 
 from django.urls import path
 
+from accounts.audit_log import views as views_audit
 from accounts.budgets import views as views_spend
 from accounts.oauth import views as views_oauth
 from accounts.organizations import views
@@ -43,4 +44,6 @@ urlpatterns = [
     path("settings/usage/", views_spend.settings_spend, name="settings-usage"),
     path("settings/usage/budget/", views_spend.settings_budget, name="settings-budget"),
     path("settings/plan/", views_plans.settings_plan, name="settings-plan"),
+    path("settings/audit/", views_audit.settings_audit, name="settings-audit"),
+    path("settings/audit/export/", views_audit.settings_audit_export, name="settings-audit-export"),
 ]

@@ -76,8 +76,9 @@ SECTIONS = [
     ("webhooks", "Webhooks", "/settings/webhooks/"),
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
+    ("audit", "Audit log", "/settings/audit/"),
 ]
-ADMIN_SECTIONS = {"webhooks"}
+ADMIN_SECTIONS = {"webhooks", "audit"}
 
 
 def require_role(request: HttpRequest, role: str) -> None:

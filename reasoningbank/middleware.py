@@ -133,6 +133,7 @@ class RequestContextMiddleware:
             request_id=request_id,
             transport=transport_for_path(request.path),
             user_agent=request.headers.get("User-Agent", ""),
+            client_ip=request.META.get("REMOTE_ADDR") or "",
         )
         context = request_context_get()
         assert context is not None

@@ -65,6 +65,9 @@ class RequestContext:
     client_name: str = ""
     client_version: str = ""
     client_initialize: bool = False
+    # the connection's client address as the ASGI guard left it (the peer, or the forwarded client behind one
+    # of TRUSTED_PROXIES: reasoningbank/asgi_guards.py), for the audit log (docs/identity.md#the-audit-log)
+    client_ip: str = ""
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("rb_request_context", default=None)
@@ -88,10 +91,15 @@ def request_id_accept(incoming: str | None) -> str:
 
 
 def request_context_start(
-    *, request_id: str, transport: str, user_agent: str = ""
+    *, request_id: str, transport: str, user_agent: str = "", client_ip: str = ""
 ) -> Token[RequestContext | None]:
     return _current.set(
-        RequestContext(request_id=request_id, transport=transport, user_agent=user_agent[:USER_AGENT_KEPT])
+        RequestContext(
+            request_id=request_id,
+            transport=transport,
+            user_agent=user_agent[:USER_AGENT_KEPT],
+            client_ip=client_ip[:CLIENT_IP_KEPT],
+        )
     )
 
 
@@ -110,6 +118,7 @@ def request_principal_note(*, org: str, token_prefix: str = "") -> None:
 # --- the calling client ------------------------------------------------------------------------------------
 
 USER_AGENT_KEPT = 512  # of the header as sent; the provenance keeps less, cleaned
+CLIENT_IP_KEPT = 64  # an IPv6 address with a zone is at most 45 characters: anything longer is not one
 CLIENT_FIELD_MAX = 100
 # where a 2026-07-28 request carries its client's identity (mcp_types.CLIENT_INFO_META_KEY)
 CLIENT_INFO_META_KEY = "io.modelcontextprotocol/clientInfo"
@@ -125,6 +134,15 @@ class ClientFacts:
     version: str = ""
     user_agent: str = ""
     from_initialize: bool = False
+    ip: str = ""  # the client's address as the connection gave it ("" outside a request)
+
+    @property
+    def label(self) -> str:
+        """One line naming the client for the audit log: the MCP ``clientInfo`` (name and version) when it
+        named itself, else the User-Agent; "" when neither was sent."""
+        if self.name:
+            return f"{self.name} {self.version}".strip()
+        return self.user_agent
 
 
 def _clean(value: str, maximum: int) -> str:
@@ -143,6 +161,7 @@ def request_client() -> ClientFacts:
         version=_clean(context.client_version, 40),
         user_agent=_clean(context.user_agent, 200),
         from_initialize=context.client_initialize,
+        ip=context.client_ip,
     )
 
 
@@ -232,8 +251,12 @@ class RequestContextASGI:
         headers = scope.get("headers", ())
         incoming = next((v.decode("latin-1") for k, v in headers if k.lower() == b"x-request-id"), None)
         user_agent = next((v.decode("latin-1") for k, v in headers if k.lower() == b"user-agent"), "")
+        client = scope.get("client") or ("", 0)
         token = request_context_start(
-            request_id=request_id_accept(incoming), transport=self.transport, user_agent=user_agent
+            request_id=request_id_accept(incoming),
+            transport=self.transport,
+            user_agent=user_agent,
+            client_ip=str(client[0] or ""),
         )
         context = _current.get()
         assert context is not None

@@ -72,6 +72,12 @@ def schedule_specs() -> list[ScheduleSpec]:
             description="propose lessons that hold in several projects (teams) for team (org) scope (Teams plan)",
         ),
         ScheduleSpec(
+            name="rb:audit-retention",
+            func="accounts.tasks.audit_retention_daily",
+            minutes=24 * 60,
+            description="delete audit log rows older than the organization's plan keeps them (audit_retention_days)",
+        ),
+        ScheduleSpec(
             name="rb:oauth-cleartokens",
             func="accounts.tasks.oauth_tokens_clear_expired",
             minutes=60,

@@ -32,6 +32,10 @@ EVENT_TYPES: dict[str, str] = {
         "a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell "
         "detector flagged; an admin lifts it"
     ),
+    "audit.event": (
+        "a row was written to the organization's audit log (a sign-in, a role change, a token, a webhook, an "
+        "export, …): one event per row, for a SIEM"
+    ),
 }
 
 

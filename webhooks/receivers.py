@@ -14,6 +14,7 @@ service of theirs knows about webhooks (docs/webhooks.md#events).
 | session.distilled / session.failed | ``post_save`` of an ``AgentSession`` that reached ``done`` / ``failed`` |
 | llm.budget_alert | ``reasoningbank.ai.budget.llm_budget_alert`` (once per period and cap) |
 | security.token_suspended | ``accounts.events.write_suspended`` (once per suspension) |
+| audit.event | ``accounts.events.audit_recorded`` (one event per audit row) |
 
 Each receiver only registers a callback for after the commit (a rolled back write sends nothing),
 which builds the payload and creates the deliveries when the organization subscribed; a failure
@@ -31,12 +32,14 @@ from django.db import transaction
 from django.db.models.signals import post_save
 
 from accounts import events as accounts_events
+from accounts.selectors import audit_events_describe
 from consolidation import events as consolidation_events
 from consolidation.models import ConsolidationRun, ReviewItem
 from memories import events as memories_events
 from memories.models import AgentSession, Memory, MemoryLink
 from memories.reads import memory_source, rules_named
 from reasoningbank.ai.budget import llm_budget_alert
+from webhooks.selectors import subscriptions_for_event
 from webhooks.services import webhook_event_publish
 
 logger = logging.getLogger(__name__)
@@ -323,6 +326,27 @@ def on_write_suspended(sender: Any, organization_id: int, data: dict[str, Any], 
     event_publish_on_commit(organization_id, "security.token_suspended", lambda: {"suspension": dict(data)})
 
 
+AUDIT_EVENT = "audit.event"
+
+
+def on_audit_recorded(sender: Any, organization_id: int, event_ids: list[int], **kwargs: Any) -> None:
+    """One ``audit.event`` per audit row, once committed. A delivery attempt writes no audit row
+    (webhooks/services.py: only an admin's change or redelivery does), so the stream never feeds itself."""
+
+    def publish() -> None:
+        try:
+            if not subscriptions_for_event(organization_id, AUDIT_EVENT):
+                return  # asked once for the batch: most organizations stream nothing
+            for event in audit_events_describe(organization_id, list(event_ids)):
+                webhook_event_publish(
+                    organization_id=organization_id, event_type=AUDIT_EVENT, data={"audit": event}
+                )
+        except Exception:  # the write that caused the rows is committed: never fail it for a webhook
+            logger.exception("audit.event of organization %s was not published", organization_id)
+
+    transaction.on_commit(publish)
+
+
 def receivers_connect() -> None:
     uid = "webhooks"
     post_save.connect(on_memory_saved, sender=Memory, dispatch_uid=f"{uid}.memory")
@@ -336,3 +360,4 @@ def receivers_connect() -> None:
     consolidation_events.run_completed.connect(on_run_completed, dispatch_uid=f"{uid}.run")
     llm_budget_alert.connect(on_llm_budget_alert, dispatch_uid=f"{uid}.llm_budget_alert")
     accounts_events.write_suspended.connect(on_write_suspended, dispatch_uid=f"{uid}.write_suspended")
+    accounts_events.audit_recorded.connect(on_audit_recorded, dispatch_uid=f"{uid}.audit_recorded")

@@ -10,6 +10,8 @@ Write limits (``token_writes_*`` for each token, connected app or member, ``org_
 organization as a whole) bound what one leaked token can write (docs/security/memory-poisoning.md#write-limits);
 the per-writer limits stay finite on every plan, below the organization's, so one writer alone never
 uses up the organization's room.
+``audit_retention_days`` is how long the audit log keeps a row (the daily ``rb:audit-retention`` schedule
+deletes older ones, docs/identity.md#the-audit-log).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ PLANS: dict[str, Plan] = {
             "token_writes_per_day": 1_000,
             "org_writes_per_minute": 60,
             "org_writes_per_day": 2_000,
+            "audit_retention_days": 30,
         },
     ),
     PLAN_PRO: Plan(
@@ -71,6 +74,7 @@ PLANS: dict[str, Plan] = {
             "token_writes_per_day": 5_000,
             "org_writes_per_minute": 300,
             "org_writes_per_day": 25_000,
+            "audit_retention_days": 90,
         },
     ),
     PLAN_TEAMS: Plan(
@@ -93,6 +97,7 @@ PLANS: dict[str, Plan] = {
             "token_writes_per_day": 20_000,
             "org_writes_per_minute": 1_200,
             "org_writes_per_day": 250_000,
+            "audit_retention_days": 365,
         },
     ),
     PLAN_ENTERPRISE: Plan(
@@ -116,6 +121,8 @@ PLANS: dict[str, Plan] = {
             "token_writes_per_day": 100_000,
             "org_writes_per_minute": None,
             "org_writes_per_day": None,
+            # kept as long as the organization is (an enterprise streams its log to its own SIEM, or keeps it here)
+            "audit_retention_days": None,
         },
     ),
 }

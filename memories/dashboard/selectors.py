@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from accounts.models import ApiToken, AuditEvent, Membership, OAuthConnection, Project, Team
+from accounts.selectors import audit_changes_only
 from memories.core.selectors import memories_readable
 from memories.models import AgentSession, Memory
 from memories.moderation.selectors import disputed_list
@@ -104,7 +105,8 @@ def open_disputes_count(principal: Principal) -> int:
 
 
 def recent_activity(principal: Principal, *, limit: int = 20) -> QuerySet[AuditEvent]:
-    events = access_filter(AuditEvent, principal).select_related("actor_user", "actor_token")
+    # changes only: sign-ins are the admins' to read (Settings → Audit log), and every member sees this list
+    events = audit_changes_only(access_filter(AuditEvent, principal)).select_related("actor_user", "actor_token")
     return events.order_by("-created_at", "-id")[:limit]
 
 

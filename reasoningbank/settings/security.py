@@ -85,6 +85,10 @@ LOGIN_ACCOUNT_FAILURES = env_int("LOGIN_ACCOUNT_FAILURES", 5, minimum=1)
 LOGIN_ACCOUNT_WINDOW = env_duration("LOGIN_ACCOUNT_WINDOW", "15m")
 LOGIN_BACKOFF_MAX = env_duration("LOGIN_BACKOFF_MAX", "1h")
 
+# --- The audit log (accounts/audit_log/, docs/identity.md#the-audit-log) ----------------------------
+# the most rows one export of the log holds (CSV or JSON, streamed): an export past it is cut there and says so
+AUDIT_EXPORT_MAX_ROWS = env_int("AUDIT_EXPORT_MAX_ROWS", 100_000, minimum=1, maximum=10_000_000)
+
 
 def _per_address_rates(name: str, default: str) -> str:
     """An allauth rate list such as ``10/m/ip,50/h/ip``, per client address only."""

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log
+         * @description The organization's audit log, newest first: sign-ins and failed sign-ins, role changes, tokens, OAuth grants, webhooks, exports and imports, plan and budget changes, quarantine decisions and the rest (the verbs: docs/identity.md#the-audit-log), each with who acted, on what, from which address and client. Filters combine; `until` must be later than `since` (else 422 `rejected_range`). Paged by cursor: follow `next` until it is null; a cursor this list did not give is a 422 `rejected_cursor`. Needs the `admin` scope and a token for the whole organization.
+         */
+        get: operations["audit_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/code/changes": {
         parameters: {
             query?: never;
@@ -1383,6 +1403,31 @@ export interface components {
              * @description where the deterministic resolver disagreed with the LLM's dates, and what was done about it
              */
             warnings: string[];
+        };
+        AuditEvent: {
+            id: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @description what happened, `<category>.<action>` */
+            verb: string;
+            /** @description who: `user:<email>`, `token:<prefix>`, `app:<id> user:<email>`, `system` or `anonymous` */
+            actor: string;
+            /** @description the acting member's user id, if any */
+            actor_user_id: number | null;
+            /** @description the acting API token's id, if any */
+            actor_token_id: number | null;
+            /** @description the kind of object acted on (empty when none) */
+            target_type: string;
+            /** @description its id (empty when none) */
+            target_id: string;
+            /** @description the client's address; null for the system's own work */
+            ip: string | null;
+            /** @description the client: an MCP client's name and version, else the User-Agent; empty for the system's own work */
+            client: string;
+            /** @description what changed, by verb (`from`/`to`, counts, the method of a sign-in) */
+            data: {
+                [key: string]: unknown;
+            };
         };
         /** @enum {unknown} */
         BlankEnum: "";
@@ -2914,6 +2959,14 @@ export interface components {
             /** Message */
             message: string;
         };
+        PaginatedAuditEventList: {
+            /**
+             * Format: uri
+             * @description the URL of the next (older) page, null on the last
+             */
+            next: string | null;
+            results: components["schemas"]["AuditEvent"][];
+        };
         PaginatedDeliveryList: {
             /**
              * @description how many results there are over all pages
@@ -3198,7 +3251,7 @@ export interface components {
         };
         PatchedSubscriptionUpdateRequest: {
             url?: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine, or an edit or a restore put one there, for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine, or an edit or a restore put one there, for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it; `audit.event`: a row was written to the organization's audit log (a sign-in, a role change, a token, a webhook, an export, …): one event per row, for a SIEM */
             events?: components["schemas"]["WebhookEventEnum"][];
             description?: string;
             /** @description false switches deliveries off; true switches them on again and clears the failure marks */
@@ -4545,7 +4598,7 @@ export interface components {
         SubscriptionCreateRequest: {
             /** @description an https URL whose host resolves to public addresses */
             url: string;
-            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine, or an edit or a restore put one there, for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it */
+            /** @description event names: `memory.created`: a memory was recorded, distilled from a session or written by consolidation, or approved out of the quarantine it was stored in; `memory.quarantined`: a memory was stored in quarantine, or an edit or a restore put one there, for an admin's review: its id, the detector's rules and who wrote it, never its text; `memory.merged`: memories were merged into another (consolidated or duplicate) and archived; `memory.superseded`: memories were superseded by another (a newer one, or a moderator's decision) and archived; `contradiction.found`: a consolidation run's judge found memories that contradict each other; `dispute.opened`: two memories were set aside as a dispute for a moderator to decide; `dispute.resolved`: a moderator resolved a dispute; `promotion.proposed`: a memory was proposed for team or organization scope; `consolidation.run_finished`: a consolidation run finished (completed or skipped); `consolidation.run_failed`: a consolidation run failed; `session.distilled`: a submitted session was distilled into memories (once per round: a session handed in again after its distillation is distilled again, for its new turns); `session.failed`: a submitted session could not be distilled; `llm.budget_alert`: the organization's LLM spend reached its alert threshold of a daily or monthly cap; `security.token_suspended`: a token's or a connected app's write rights were suspended after a burst of writes the instruction-smell detector flagged; an admin lifts it; `audit.event`: a row was written to the organization's audit log (a sign-in, a role change, a token, a webhook, an export, …): one event per row, for a SIEM */
             events: components["schemas"]["WebhookEventEnum"][];
             /** @default  */
             description?: string;
@@ -4913,9 +4966,10 @@ export interface components {
          *     * `session.failed` - session.failed
          *     * `llm.budget_alert` - llm.budget_alert
          *     * `security.token_suspended` - security.token_suspended
+         *     * `audit.event` - audit.event
          * @enum {string}
          */
-        WebhookEventEnum: "memory.created" | "memory.quarantined" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended";
+        WebhookEventEnum: "memory.created" | "memory.quarantined" | "memory.merged" | "memory.superseded" | "contradiction.found" | "dispute.opened" | "dispute.resolved" | "promotion.proposed" | "consolidation.run_finished" | "consolidation.run_failed" | "session.distilled" | "session.failed" | "llm.budget_alert" | "security.token_suspended" | "audit.event";
         /**
          * @description * `untried` - untried
          *     * `healthy` - healthy
@@ -4932,6 +4986,98 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    audit_list: {
+        parameters: {
+            query?: {
+                /** @description only actors whose label holds this text, in any case (`alice@acme.test`, `token:rb_ab12`) */
+                actor?: string;
+                /** @description only the verbs of this category, the part before the first dot (`auth`, `token`, `webhook`) */
+                category?: string;
+                /** @description Where the page starts: the `cursor` of the previous page's `next` link; leave it out for the newest rows. */
+                cursor?: string;
+                /** @description Results per page (default 50, at most 200). */
+                page_size?: number;
+                /** @description only rows at or after this moment (ISO 8601) */
+                since?: string;
+                /** @description only rows on this object's id */
+                target_id?: string;
+                /** @description only rows on this kind of object (`user`, `apitoken`, `memory`) */
+                target_type?: string;
+                /** @description only rows before this moment (ISO 8601); later than `since`, else 422 */
+                until?: string;
+                /** @description only this verb (`auth.sign_in`, `token.revoke`, …: docs/identity.md#the-audit-log) */
+                verb?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedAuditEventList"];
+                };
+            };
+            /** @description Bad input: `errors` names every field or query parameter at fault (unknown ones included). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bearer token is missing, malformed, unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs, or the organization's plan lacks the feature; for a write, the token's writes may be suspended (`write_suspended`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body had the right shape but its content is refused (the write gate found nothing reusable in it, or a rule between fields the schema cannot state): `code` is `rejected_<reason>` and `errors` names the field. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Too many failed authentications from this address or with this token prefix (`throttled`), or, for a write, the token's or the organization's write limit is reached (`write_limited`): wait `Retry-After` s. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database is unreachable for the moment: retry after `Retry-After` seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     code_changes_report: {
         parameters: {
             query?: never;
