@@ -4,6 +4,7 @@
 from django.urls import path
 
 from accounts.budgets import views as views_spend
+from accounts.mfa import views as views_mfa
 from accounts.oauth import views as views_oauth
 from accounts.organizations import views
 from accounts.plans import views as views_plans
@@ -43,4 +44,6 @@ urlpatterns = [
     path("settings/usage/", views_spend.settings_spend, name="settings-usage"),
     path("settings/usage/budget/", views_spend.settings_budget, name="settings-budget"),
     path("settings/plan/", views_plans.settings_plan, name="settings-plan"),
+    path("settings/mfa/", views_mfa.settings_mfa, name="settings-mfa"),
+    path("settings/mfa/policy/", views_mfa.settings_mfa_policy, name="settings-mfa-policy"),
 ]
