@@ -88,6 +88,8 @@ SECTIONS = [
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
     ("mfa", "Two-factor", "/settings/mfa/"),
+    # every member's own second factors (allauth.mfa's pages, not an org setting)
+    ("my-mfa", "Your two-factor", "/accounts/2fa/"),
 ]
 ADMIN_SECTIONS = {"webhooks", "mfa"}
 

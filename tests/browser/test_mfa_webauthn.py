@@ -66,6 +66,7 @@ def test_a_member_enrols_a_passkey_when_required_and_signs_in_with_it(acme_requi
     _password(page, base)
     page.wait_for_url(f"{base}/accounts/2fa/")
     assert "requires two-factor sign-in" in page.inner_text("body")
+    shoot("mfa-enrol")
     page.goto(f"{base}/memories/")
     assert page.url == f"{base}/accounts/2fa/"
 

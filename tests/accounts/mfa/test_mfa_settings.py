@@ -55,7 +55,9 @@ def test_a_viewer_is_refused_the_page_and_the_policy(cast):
     assert bob.post("/settings/mfa/policy/", {"mfa_required": "on"}).status_code == 403
     cast.org_a.refresh_from_db()
     assert cast.org_a.mfa_required is False
-    assert "Two-factor" not in text(bob.get("/settings/"))  # not offered in the settings navigation
+    settings_page = text(bob.get("/settings/"))
+    assert 'href="/settings/mfa/"' not in settings_page  # not offered in the settings navigation
+    assert 'href="/accounts/2fa/"' in settings_page  # but their own second factors are
 
 
 def test_an_admin_sees_the_page_and_the_section_in_the_navigation(cast):

@@ -85,7 +85,7 @@ def test_a_password_only_session_must_confirm_the_second_factor_first(cast, acme
     assert OAuthConnection.objects.get().organization == cast.org_a
 
 
-@pytest.mark.cross_tenant("authorize")
+@pytest.mark.cross_tenant("oauth2_provider:authorize")
 def test_a_member_who_signed_in_with_their_second_factor_connects_the_agent(cast, acme_requires_mfa, flow):
     secret = totp_enrol(cast.alice)
     client = Client()
