@@ -10,7 +10,6 @@ class AccountsConfig(AppConfig):
         from allauth.mfa import signals as mfa_signals
 
         from accounts.mfa import receivers as mfa_receivers
-
         from accounts.receivers import audit_llm_budget_alert, provision_org_on_signup
         from accounts.tokens.services_leaks import leaked_tokens_revoke
         from reasoningbank.ai.budget import llm_budget_alert
@@ -21,8 +20,12 @@ class AccountsConfig(AppConfig):
         # our tokens found in a text are revoked by whoever scrubbed it (reasoningbank/leaks.py)
         leak_revoker_register("accounts", leaked_tokens_revoke)
         # every enrolment, removal and new set of recovery codes is an audit row (accounts/mfa/services.py)
-        mfa_signals.authenticator_added.connect(mfa_receivers.mfa_authenticator_added, dispatch_uid="accounts.mfa_added")
+        mfa_signals.authenticator_added.connect(
+            mfa_receivers.mfa_authenticator_added, dispatch_uid="accounts.mfa_added"
+        )
         mfa_signals.authenticator_removed.connect(
             mfa_receivers.mfa_authenticator_removed, dispatch_uid="accounts.mfa_removed"
         )
-        mfa_signals.authenticator_reset.connect(mfa_receivers.mfa_authenticator_reset, dispatch_uid="accounts.mfa_reset")
+        mfa_signals.authenticator_reset.connect(
+            mfa_receivers.mfa_authenticator_reset, dispatch_uid="accounts.mfa_reset"
+        )

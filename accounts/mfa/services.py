@@ -10,9 +10,9 @@ from django.db import transaction
 
 from accounts.access import Principal, principal_for_membership
 from accounts.audit import audit_record
+from accounts.mfa.selectors import mfa_enrolled
 from accounts.models import Membership, Organization
 from accounts.organizations.selectors import memberships_of_user
-from accounts.mfa.selectors import mfa_enrolled
 from reasoningbank.errors import Forbidden, InvalidInput
 
 
@@ -35,7 +35,10 @@ def mfa_policy_set(*, organization: Organization, required: bool, actor: Princip
             locked.mfa_required = required
             locked.save(update_fields=["mfa_required"])
             audit_record(
-                organization=locked, actor=actor, verb="mfa.policy_change", target=locked,
+                organization=locked,
+                actor=actor,
+                verb="mfa.policy_change",
+                target=locked,
                 data={"from": previous, "to": required},
             )
     organization.mfa_required = required

@@ -23,9 +23,7 @@ def settings_mfa(request: HttpRequest) -> HttpResponse:
     principal = request.principal  # type: ignore[attr-defined]
     page = Paginator(mfa_members(principal), PAGE_SIZE).get_page(request.GET.get("page"))
     rows = mfa_enrolment_rows(list(page.object_list))
-    context = settings_context(
-        request, "mfa", page=page, rows=rows, you_enrolled=mfa_enrolled(request.user)
-    )
+    context = settings_context(request, "mfa", page=page, rows=rows, you_enrolled=mfa_enrolled(request.user))
     return render(request, "accounts/settings_mfa.html", context)
 
 

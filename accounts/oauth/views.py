@@ -203,7 +203,9 @@ class ConsentView(AuthorizationView):
         if problem:
             # the page says how to pass the second factor and come back; nothing is granted meanwhile
             context = self.get_context_data(
-                form=form, application=application, scopes=sorted(set((data.get("scope") or "").split())),
+                form=form,
+                application=application,
+                scopes=sorted(set((data.get("scope") or "").split())),
                 mfa_blocked_org={"membership": membership, "mfa_problem": problem},
             )
             return self.render_to_response(context, status=403)

@@ -33,7 +33,9 @@ def totp_enrol(user: Any) -> str:
 def recovery_codes(user: Any) -> list[str]:
     from allauth.mfa.models import Authenticator
 
-    return RecoveryCodes(Authenticator.objects.get(user=user, type=Authenticator.Type.RECOVERY_CODES)).get_unused_codes()
+    return RecoveryCodes(
+        Authenticator.objects.get(user=user, type=Authenticator.Type.RECOVERY_CODES)
+    ).get_unused_codes()
 
 
 def password_step(client: Client, email: str) -> Any:

@@ -108,7 +108,10 @@ def test_a_member_who_enrols_through_the_pages_may_use_the_dashboard_and_it_is_a
     assert Authenticator.objects.filter(user=cast.bob, type=Authenticator.Type.TOTP).exists()
     assert client.get("/").status_code == 200
     verbs = list(AuditEvent.objects.filter(organization=cast.org_a, actor_user=cast.bob).values_list("verb", "data"))
-    assert ("mfa.enroll", {"method": "totp", "authenticator_id": Authenticator.objects.get(user=cast.bob, type="totp").pk}) in verbs
+    assert (
+        "mfa.enroll",
+        {"method": "totp", "authenticator_id": Authenticator.objects.get(user=cast.bob, type="totp").pk},
+    ) in verbs
     assert any(verb == "mfa.recovery_codes_generate" for verb, _data in verbs)
 
 
@@ -143,4 +146,6 @@ def test_new_recovery_codes_are_audited_in_every_org_of_the_member(cast, django_
         assert client.post("/accounts/2fa/recovery-codes/generate/").status_code == 302
     assert set(recovery_codes(cast.alice)).isdisjoint(old)
     for org in (cast.org_a, cast.org_b):
-        assert AuditEvent.objects.filter(organization=org, verb="mfa.recovery_codes_generate", actor_user=cast.alice).exists()
+        assert AuditEvent.objects.filter(
+            organization=org, verb="mfa.recovery_codes_generate", actor_user=cast.alice
+        ).exists()
