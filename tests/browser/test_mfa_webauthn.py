@@ -86,6 +86,13 @@ def test_a_member_enrols_a_passkey_when_required_and_signs_in_with_it(acme_requi
     assert key.wrap().name == "Laptop passkey"
     assert page.goto(f"{base}/").status == 200  # enrolled: the dashboard opens
 
+    # the authenticator app's enrolment draws its QR code as an SVG data URI, which the policy allows
+    page.goto(f"{base}/accounts/2fa/totp/activate/")
+    qr = page.locator("main img").first
+    qr.wait_for()
+    assert page.evaluate("(img) => img.complete && img.naturalWidth > 0", qr.element_handle())
+    shoot("mfa-totp-activate")
+
     # signing out and in again: the password, then the passkey as the second factor
     page.click("form.logout button[type=submit]")
     page.wait_for_url("**/accounts/login/**")
