@@ -105,4 +105,12 @@ def test_a_member_enrols_a_passkey_when_required_and_signs_in_with_it(acme_requi
     key.refresh_from_db()
     assert key.last_used_at is not None
 
+    # the enrolment pages fit a phone (the layout test leaves allauth's pages out)
+    page.set_viewport_size({"width": 390, "height": 844})
+    for path in ("/accounts/2fa/", "/accounts/2fa/webauthn/", "/accounts/reauthenticate/"):
+        assert page.goto(f"{base}{path}").status == 200, path
+        assert page.url == f"{base}{path}", path
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+    shoot("mfa-passkeys-phone")
+
     assert [*page.evaluate("window.cspViolations"), *violations] == []

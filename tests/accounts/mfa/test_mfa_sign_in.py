@@ -149,3 +149,18 @@ def test_new_recovery_codes_are_audited_in_every_org_of_the_member(cast, django_
         assert AuditEvent.objects.filter(
             organization=org, verb="mfa.recovery_codes_generate", actor_user=cast.alice
         ).exists()
+
+
+def test_an_unverified_email_must_be_verified_before_a_factor_is_added_and_the_gate_holds(cast):
+    from allauth.account.models import EmailAddress
+
+    EmailAddress.objects.create(user=cast.bob, email=cast.bob.email, primary=True, verified=False)
+    cast.org_a.mfa_required = True
+    cast.org_a.save()
+    client = Client()
+    password_step(client, cast.bob.email)
+    refused = client.get("/accounts/2fa/totp/activate/", follow=True)
+    assert refused.redirect_chain[-1][0] == "/accounts/2fa/"
+    assert "verified your email address" in refused.content.decode()
+    assert not Authenticator.objects.filter(user=cast.bob).exists()
+    assert client.get("/")["Location"] == "/accounts/2fa/"
