@@ -61,5 +61,6 @@ def mfa_change_audit(*, user: Any, change: str, authenticator: Authenticator) ->
             actor=principal_for_membership(membership),
             verb=verb,
             target=authenticator if authenticator.pk is not None else None,
-            data={"method": authenticator.type, "authenticator_id": authenticator.pk or None},
+            # a removed authenticator has no id any more (allauth signals after the delete)
+            data={"method": authenticator.type, **({"authenticator_id": authenticator.pk} if authenticator.pk else {})},
         )
