@@ -7,8 +7,10 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from allauth.account.signals import user_signed_up
+        from allauth.mfa import signals as mfa_signals
         from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 
+        from accounts.mfa import receivers as mfa_receivers
         from accounts.receivers import (
             audit_llm_budget_alert,
             audit_user_logged_in,
@@ -28,3 +30,13 @@ class AccountsConfig(AppConfig):
         user_logged_out.connect(audit_user_logged_out, dispatch_uid="accounts.audit_user_logged_out")
         # our tokens found in a text are revoked by whoever scrubbed it (reasoningbank/leaks.py)
         leak_revoker_register("accounts", leaked_tokens_revoke)
+        # every enrolment, removal and new set of recovery codes is an audit row (accounts/mfa/services.py)
+        mfa_signals.authenticator_added.connect(
+            mfa_receivers.mfa_authenticator_added, dispatch_uid="accounts.mfa_added"
+        )
+        mfa_signals.authenticator_removed.connect(
+            mfa_receivers.mfa_authenticator_removed, dispatch_uid="accounts.mfa_removed"
+        )
+        mfa_signals.authenticator_reset.connect(
+            mfa_receivers.mfa_authenticator_reset, dispatch_uid="accounts.mfa_reset"
+        )

@@ -62,6 +62,11 @@ class Organization(models.Model):
     trusted_hosts = ArrayField(models.CharField(max_length=253), default=list, blank=True)
     # OAuth clients (client_id) an admin trusts: what their agents write is injected without a review
     trusted_oauth_clients = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    # every member must sign in with a second factor: without one they are sent to enrolment and cannot
+    # use the dashboard, and their agents cannot be connected (docs/identity.md#multi-factor-authentication)
+    mfa_required = models.BooleanField(
+        default=False, help_text="members must enrol a second factor (authenticator app or passkey) to sign in"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -5,6 +5,7 @@ from django.urls import path
 
 from accounts.audit_log import views as views_audit
 from accounts.budgets import views as views_spend
+from accounts.mfa import views as views_mfa
 from accounts.oauth import views as views_oauth
 from accounts.organizations import views
 from accounts.plans import views as views_plans
@@ -46,4 +47,6 @@ urlpatterns = [
     path("settings/plan/", views_plans.settings_plan, name="settings-plan"),
     path("settings/audit/", views_audit.settings_audit, name="settings-audit"),
     path("settings/audit/export/", views_audit.settings_audit_export, name="settings-audit-export"),
+    path("settings/mfa/", views_mfa.settings_mfa, name="settings-mfa"),
+    path("settings/mfa/policy/", views_mfa.settings_mfa_policy, name="settings-mfa-policy"),
 ]

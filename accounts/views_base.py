@@ -15,18 +15,24 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 from accounts.access import principal_for_membership
+from accounts.mfa.selectors import mfa_enrolment_required
 from accounts.models import Membership
 from accounts.organizations.selectors import memberships_of_user
 from reasoningbank.errors import ServiceError
 from reasoningbank.request_context import request_principal_note
 
 SESSION_ORG_KEY = "rb_org"
+MFA_ENROL_MESSAGE = (
+    "Your organization requires two-factor sign-in: add an authenticator app or a passkey below to "
+    "continue to the dashboard."
+)
 
 
 def current_membership(request: HttpRequest) -> Membership | None:
@@ -47,6 +53,11 @@ def org_view(
         @login_required
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if mfa_enrolment_required(request.user):
+                # an organization of theirs requires a second factor and they have none: enrolment first
+                # (allauth's pages are no org_view, so they stay reachable)
+                messages.warning(request, MFA_ENROL_MESSAGE)
+                return redirect("mfa_index")
             membership = current_membership(request)
             if membership is None:
                 return render(request, "accounts/no_org.html", status=403)
@@ -77,8 +88,11 @@ SECTIONS = [
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
     ("audit", "Audit log", "/settings/audit/"),
+    ("mfa", "Two-factor", "/settings/mfa/"),
+    # every member's own second factors (allauth.mfa's pages, not an org setting)
+    ("my-mfa", "Your two-factor", "/accounts/2fa/"),
 ]
-ADMIN_SECTIONS = {"webhooks", "audit"}
+ADMIN_SECTIONS = {"webhooks", "audit", "mfa"}
 
 
 def require_role(request: HttpRequest, role: str) -> None:

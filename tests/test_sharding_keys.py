@@ -54,6 +54,8 @@ GLOBAL_TABLE_PREFIXES = {
     "the tenant row that ties one to an organization)",
     "account_": "allauth's e-mail addresses and confirmations, per user",
     "socialaccount_": "allauth's social logins, per user",
+    "mfa_": "allauth's second factors (authenticator apps, passkeys, recovery codes), per user: one person's "
+    "factors serve every organization they belong to",
     "oauth2_provider_": "django-oauth-toolkit's clients, grants and tokens, per user and client; the "
     "organization a grant or token acts in is on its tenant link row (OAuthGrantLink, OAuthTokenLink)",
     "django_q_": "the task queue and schedules of the workers: one queue for all organizations",

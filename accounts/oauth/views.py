@@ -40,6 +40,7 @@ from oauth2_provider.views import (
 from oauthlib.oauth2.rfc6749.errors import AccessDeniedError, CustomOAuth2Error
 
 from accounts.access import access_filter, access_get, principal_for_membership
+from accounts.mfa.selectors import mfa_consent_problem
 from accounts.models import SCOPE_HELP, Membership, OAuthConnection, Project
 from accounts.oauth.protocol import OAUTH_SCOPES, RESOURCE_PATHS, client_metadata_problem, mcp_resource, resource_known
 from accounts.oauth.selectors import oauth_application, oauth_connections_of_org
@@ -132,7 +133,11 @@ class ConsentView(AuthorizationView):
         context = super().get_context_data(**kwargs)
         requested = [scope for scope in kwargs.get("scopes", []) if scope in OAUTH_SCOPES] or list(OAUTH_SCOPES)
         memberships = list(memberships_of_user(user=self.request.user))
-        chosen_slug = kwargs.get("chosen_org") or (memberships[0].organization.slug if memberships else "")
+        # an organization that requires MFA is offered only to a person who passed it in this session
+        # (docs/identity.md#multi-factor-authentication); the others can still be chosen
+        problems = {m.pk: mfa_consent_problem(request=self.request, organization=m.organization) for m in memberships}
+        open_slugs = [m.organization.slug for m in memberships if not problems[m.pk]]
+        chosen_slug = kwargs.get("chosen_org") or (open_slugs[0] if open_slugs else "")
         context.update(
             requested_scopes=[(scope, SCOPE_HELP.get(scope, "")) for scope in requested],
             orgs=[
@@ -141,15 +146,26 @@ class ConsentView(AuthorizationView):
                     "slug": membership.organization.slug,
                     "allowed": oauth_scopes_for_role(membership.role),
                     "projects": list(access_filter(Project, membership.organization).order_by("slug")),
+                    "mfa_problem": problems[membership.pk],
                 }
                 for membership in memberships
             ],
+            mfa_blocked=bool(memberships) and not open_slugs,
+            mfa_blocked_org=kwargs.get("mfa_blocked_org"),
+            here=self.request.get_full_path(),
             chosen_org=chosen_slug,
             chosen_scopes=kwargs.get("chosen_scopes"),
             consent_error=kwargs.get("consent_error", ""),
             resources=(self.oauth2_data.get("resource") or kwargs.get("resource") or "").split(),
         )
         return context
+
+    def render_to_response(self, context: dict[str, Any], **response_kwargs: Any) -> HttpResponse:
+        # every organization of the person requires a second factor they have not passed: the page names
+        # the fix, and it is a refusal (403), not a consent screen
+        if context.get("mfa_blocked") and "status" not in response_kwargs and not context.get("error"):
+            response_kwargs["status"] = 403
+        return super().render_to_response(context, **response_kwargs)
 
     def form_valid(self, form: ConsentForm) -> HttpResponse:
         request = self.request
@@ -183,6 +199,16 @@ class ConsentView(AuthorizationView):
         if membership is None:
             denied = AccessDeniedError(description="you are not a member of that organization", state=state)
             return self.error_response(_error(denied, credentials["redirect_uri"]), application)
+        problem = mfa_consent_problem(request=request, organization=membership.organization)
+        if problem:
+            # the page says how to pass the second factor and come back; nothing is granted meanwhile
+            context = self.get_context_data(
+                form=form,
+                application=application,
+                scopes=sorted(set((data.get("scope") or "").split())),
+                mfa_blocked_org={"membership": membership, "mfa_problem": problem},
+            )
+            return self.render_to_response(context, status=403)
 
         requested = set((data.get("scope") or "").split())
         scopes = [scope for scope in request.POST.getlist("scopes") if scope in requested]

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "allauth",
     "allauth.account",
+    "allauth.mfa",
     "django_q",
     "oauth2_provider",
     "django_htmx",

@@ -35,6 +35,12 @@ ACCOUNT_LOGOUT_ON_GET = False
 LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/"
 ACCOUNT_LOGOUT_REDIRECT_URL = "/accounts/login/"
+# Multi-factor sign-in (allauth.mfa; accounts/mfa/, docs/identity.md#multi-factor-authentication): an
+# authenticator app (TOTP) and security keys / passkeys (WebAuthn) as second factors, recovery codes as
+# the way back in. Passkeys are a second factor after the password, not a password replacement: an
+# organization's "require MFA" policy is then always two factors.
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_TOTP_ISSUER = "ReasoningBank"
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ReasoningBank <noreply@localhost>")
 

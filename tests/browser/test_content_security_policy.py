@@ -31,6 +31,7 @@ PAGES = [
     "/settings/trust/",
     "/settings/usage/",
     "/settings/plan/",
+    "/settings/mfa/",
     "/system/",
 ]
 # records every violation the page reports (an init script runs before the page's own, outside its CSP)
