@@ -74,10 +74,11 @@ SECTIONS = [
     ("apps", "Connected apps", "/settings/connected-apps/"),
     ("trust", "Trust", "/settings/trust/"),
     ("webhooks", "Webhooks", "/settings/webhooks/"),
+    ("provisioning", "Provisioning (SCIM)", "/settings/provisioning/"),
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
 ]
-ADMIN_SECTIONS = {"webhooks"}
+ADMIN_SECTIONS = {"webhooks", "provisioning"}
 
 
 def require_role(request: HttpRequest, role: str) -> None:

@@ -193,8 +193,9 @@ def membership_remove(*, membership: Membership, actor: Principal | None) -> Non
 
 
 def _ensure_another_owner(membership: Membership) -> None:
+    # a deactivated owner cannot act (accounts/departures/services.py), so does not count
     others = Membership.objects.filter(
-        organization_id=membership.organization_id, role=Membership.ROLE_OWNER
+        organization_id=membership.organization_id, role=Membership.ROLE_OWNER, deactivated_at__isnull=True
     ).exclude(pk=membership.pk)
     if not others.exists():
         raise Forbidden("an organization must keep at least one owner")
