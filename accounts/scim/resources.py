@@ -47,7 +47,9 @@ def user_resource(membership: Membership, *, base_url: str) -> User:
         name=Name(given_name=given, family_name=family) if given or family else None,
         display_name=display,
         active=membership.is_active,
-        emails=[Email(value=user.email, primary=True, type="work")] if user.email else None,
+        # built without validation: the address is the account's, already accepted at sign-up, and an
+        # address pydantic's checker refuses (a reserved domain, a local host) must not hide the member
+        emails=[Email.model_construct(value=user.email, primary=True, type=Email.Type.work)] if user.email else None,
         meta=Meta(
             resource_type="User",
             created=membership.created_at,

@@ -136,10 +136,7 @@ class ScimView(View):
         )
 
     def render(self, resource: Any, context: Context, status: int = 200, **headers: str) -> JsonResponse:
-        params = self.response_parameters()
-        data = resource.model_dump(
-            scim_ctx=context, attributes=params.attributes, excluded_attributes=params.excluded_attributes
-        )
+        data = resource.model_dump(scim_ctx=context, response_parameters=self.response_parameters())
         return scim_response(data, status=status, **headers)
 
 
@@ -158,11 +155,7 @@ class UsersView(ScimView):
             resources=[resources.user_resource(m, base_url=base) for m in page],
         )
         return scim_response(
-            listing.model_dump(
-                scim_ctx=Context.RESOURCE_QUERY_RESPONSE,
-                attributes=search.attributes,
-                excluded_attributes=search.excluded_attributes,
-            )
+            listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search)
         )
 
     def post(self, request: HttpRequest) -> HttpResponse:
@@ -214,11 +207,7 @@ class GroupsView(ScimView):
             resources=[resources.group_resource(t, selectors.scim_group_members(team=t), base_url=base) for t in page],
         )
         return scim_response(
-            listing.model_dump(
-                scim_ctx=Context.RESOURCE_QUERY_RESPONSE,
-                attributes=search.attributes,
-                excluded_attributes=search.excluded_attributes,
-            )
+            listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search)
         )
 
     def post(self, request: HttpRequest) -> HttpResponse:
