@@ -24,7 +24,9 @@ from scim2_models import (
     Group,
     ListResponse,
     PatchOp,
+    ResourceType,
     ResponseParameters,
+    Schema,
     SCIMException,
     SearchRequest,
     User,
@@ -258,7 +260,9 @@ class ResourceTypesView(ScimView):
             if match is None:
                 raise Http404
             return scim_response(match.model_dump())
-        listing = ListResponse[Any](total_results=len(found), start_index=1, items_per_page=len(found), resources=found)
+        listing = ListResponse[ResourceType](
+            total_results=len(found), start_index=1, items_per_page=len(found), resources=found
+        )
         return scim_response(listing.model_dump())
 
 
@@ -270,7 +274,7 @@ class SchemasView(ScimView):
             if match is None:
                 raise Http404
             return scim_response(match.model_dump())
-        listing = ListResponse[Any](total_results=len(found), start_index=1, items_per_page=len(found), resources=found)
+        listing = ListResponse[Schema](total_results=len(found), start_index=1, items_per_page=len(found), resources=found)
         return scim_response(listing.model_dump())
 
 
