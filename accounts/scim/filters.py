@@ -128,7 +128,7 @@ def scim_filter_q(expression: str, resource: type[User] | type[Group]) -> Q:
     try:
         # the syntax only: the attributes are ours to map (below), and the values are compared as given — a
         # typed check would refuse ``emails.value eq "x@host.test"`` for an address pydantic deems reserved
-        parsed = ScimFilter(expression)
+        parsed: ScimFilter[Any] = ScimFilter(expression)
     except InvalidFilterException:
         raise
     except (ValueError, TypeError) as exc:

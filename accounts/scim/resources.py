@@ -8,8 +8,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from scim2_models import (
     AuthenticationScheme,
     Bulk,
@@ -64,13 +62,15 @@ def group_resource(team: Team, members: list[Membership], *, base_url: str) -> G
         id=str(team.pk),
         display_name=team.name,
         members=[
-            GroupMember(value=str(m.pk), display=m.user.email, ref=f"{base_url}/Users/{m.pk}", type="User")
+            GroupMember(value=str(m.pk), display=m.user.email, ref=f"{base_url}/Users/{m.pk}", type="User")  # type: ignore[arg-type]
             for m in members
         ],
         meta=Meta(
-            resource_type="Group", created=team.created_at, last_modified=team.created_at,
+            resource_type="Group",
+            created=team.created_at,
+            last_modified=team.created_at,
             location=f"{base_url}/Groups/{team.pk}",
-        ),  # fmt: skip
+        ),
     )
 
 
@@ -84,7 +84,7 @@ def service_provider_config(*, base_url: str) -> ServiceProviderConfig:
         etag=ETag(supported=False),
         authentication_schemes=[
             AuthenticationScheme(
-                type="oauthbearertoken",
+                type=AuthenticationScheme.Type.oauthbearertoken,
                 name="SCIM token",
                 description="A bearer token made on Settings → Provisioning (SCIM) of the organization",
                 primary=True,

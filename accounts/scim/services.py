@@ -173,7 +173,9 @@ def _members_set(team: Team, members: list[Membership]) -> dict[str, list[str]]:
 def _team_slug(organization: Organization, name: str) -> str:
     slug = slugify(name)[:50].strip("-") or "team"
     if Team.objects.filter(organization=organization, slug=slug).exists():
-        raise Conflict(f"a team named {name!r} already exists in this organization", field="displayName", code="uniqueness")
+        raise Conflict(
+            f"a team named {name!r} already exists in this organization", field="displayName", code="uniqueness"
+        )
     return slug
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -91,4 +90,3 @@ def scim_principal(token: ScimToken) -> Principal:
     """What a SCIM request acts as: the token's org, with the rights to manage its members, audited as
     the token (``scim:<prefix>``)."""
     return Principal(organization=token.organization, scopes=frozenset({SCOPE_ADMIN}), scim_token=token)
-

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -51,7 +51,9 @@ UNAUTHORIZED = (
 
 
 def scim_response(data: dict[str, Any], status: int = 200, **headers: str) -> JsonResponse:
-    response = JsonResponse(data, status=status, content_type=SCIM_CONTENT_TYPE, json_dumps_params={"ensure_ascii": False})
+    response = JsonResponse(
+        data, status=status, content_type=SCIM_CONTENT_TYPE, json_dumps_params={"ensure_ascii": False}
+    )
     for name, value in headers.items():
         response[name] = value
     return response
@@ -85,7 +87,7 @@ def _body(request: HttpRequest) -> dict[str, Any]:
 def _page(request: HttpRequest) -> tuple[SearchRequest, int, int]:
     """The query's SearchRequest, its 1-based start and its page size (RFC 7644 section 3.4.2.4: a start
     below 1 is 1, a count below 0 is 0, more than we serve at once is our most)."""
-    search = SearchRequest.model_validate(request.GET.dict())
+    search: SearchRequest[Any] = SearchRequest.model_validate(request.GET.dict())
     start = max(1, search.start_index or 1)
     count = resources.PAGE_DEFAULT if search.count is None else max(0, min(search.count, resources.PAGE_MAX))
     return search, start, count
@@ -97,7 +99,7 @@ class ScimView(View):
 
     principal: Principal
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         raw = bearer_token_from_header(request.META.get("HTTP_AUTHORIZATION"))
         token = scim_token_authenticate(raw) if raw else None
         if token is None:
@@ -122,7 +124,7 @@ class ScimView(View):
             return scim_error(404, "No such resource in this organization.")
 
     def http_method_not_allowed(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        allowed = ", ".join(m.upper() for m in self._allowed_methods())
+        allowed = ", ".join(m.upper() for m in self.http_method_names if hasattr(self, m) and m != "options")
         return scim_error(405, f"{request.method} is not served here; allowed: {allowed}", Allow=allowed)
 
     @property
@@ -156,25 +158,29 @@ class UsersView(ScimView):
             items_per_page=len(page),
             resources=[resources.user_resource(m, base_url=base) for m in page],
         )
-        return scim_response(
-            listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search)
-        )
+        return scim_response(listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search))
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        resource = User.model_validate(_body(request), scim_ctx=Context.RESOURCE_CREATION_REQUEST)
-        membership, _ = services.scim_user_create(organization=self.organization, actor=self.principal, resource=resource)
+        resource: User = User.model_validate(_body(request), scim_ctx=Context.RESOURCE_CREATION_REQUEST)
+        membership, _ = services.scim_user_create(
+            organization=self.organization, actor=self.principal, resource=resource
+        )
         made = resources.user_resource(membership, base_url=self.base_url())
-        return self.render(made, Context.RESOURCE_CREATION_RESPONSE, status=201, Location=str(made.meta.location))
+        return self.render(
+            made, Context.RESOURCE_CREATION_RESPONSE, status=201, Location=f"{self.base_url()}/Users/{membership.pk}"
+        )
 
 
 class UserView(ScimView):
     def get(self, request: HttpRequest, user_id: str) -> HttpResponse:
         membership = selectors.scim_user(organization=self.organization, membership_id=user_id)
-        return self.render(resources.user_resource(membership, base_url=self.base_url()), Context.RESOURCE_QUERY_RESPONSE)
+        return self.render(
+            resources.user_resource(membership, base_url=self.base_url()), Context.RESOURCE_QUERY_RESPONSE
+        )
 
     def put(self, request: HttpRequest, user_id: str) -> HttpResponse:
         membership = selectors.scim_user(organization=self.organization, membership_id=user_id)
-        resource = User.model_validate(_body(request), scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST)
+        resource: User = User.model_validate(_body(request), scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST)
         membership = services.scim_user_apply(membership=membership, actor=self.principal, resource=resource)
         return self.render(
             resources.user_resource(membership, base_url=self.base_url()), Context.RESOURCE_REPLACEMENT_RESPONSE
@@ -186,7 +192,9 @@ class UserView(ScimView):
         current = resources.user_resource(membership, base_url=self.base_url())
         patch.patch(current)
         membership = services.scim_user_apply(membership=membership, actor=self.principal, resource=current)
-        return self.render(resources.user_resource(membership, base_url=self.base_url()), Context.RESOURCE_PATCH_RESPONSE)
+        return self.render(
+            resources.user_resource(membership, base_url=self.base_url()), Context.RESOURCE_PATCH_RESPONSE
+        )
 
     def delete(self, request: HttpRequest, user_id: str) -> HttpResponse:
         membership = selectors.scim_user(organization=self.organization, membership_id=user_id)
@@ -208,15 +216,15 @@ class GroupsView(ScimView):
             items_per_page=len(page),
             resources=[resources.group_resource(t, selectors.scim_group_members(team=t), base_url=base) for t in page],
         )
-        return scim_response(
-            listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search)
-        )
+        return scim_response(listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search))
 
     def post(self, request: HttpRequest) -> HttpResponse:
-        resource = Group.model_validate(_body(request), scim_ctx=Context.RESOURCE_CREATION_REQUEST)
+        resource: Group = Group.model_validate(_body(request), scim_ctx=Context.RESOURCE_CREATION_REQUEST)
         team = services.scim_group_create(organization=self.organization, actor=self.principal, resource=resource)
         made = resources.group_resource(team, selectors.scim_group_members(team=team), base_url=self.base_url())
-        return self.render(made, Context.RESOURCE_CREATION_RESPONSE, status=201, Location=str(made.meta.location))
+        return self.render(
+            made, Context.RESOURCE_CREATION_RESPONSE, status=201, Location=f"{self.base_url()}/Groups/{team.pk}"
+        )
 
 
 class GroupView(ScimView):
@@ -229,7 +237,7 @@ class GroupView(ScimView):
 
     def put(self, request: HttpRequest, group_id: str) -> HttpResponse:
         team = selectors.scim_group(organization=self.organization, team_id=group_id)
-        resource = Group.model_validate(_body(request), scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST)
+        resource: Group = Group.model_validate(_body(request), scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST)
         team = services.scim_group_apply(team=team, actor=self.principal, resource=resource)
         return self.render(self._resource(team), Context.RESOURCE_REPLACEMENT_RESPONSE)
 
@@ -274,7 +282,9 @@ class SchemasView(ScimView):
             if match is None:
                 raise Http404
             return scim_response(match.model_dump())
-        listing = ListResponse[Schema](total_results=len(found), start_index=1, items_per_page=len(found), resources=found)
+        listing = ListResponse[Schema](
+            total_results=len(found), start_index=1, items_per_page=len(found), resources=found
+        )
         return scim_response(listing.model_dump())
 
 

@@ -51,7 +51,9 @@ def _connected_app(org: Any, user: Any) -> tuple[OAuthConnection, Any]:
         user=user, application=application, token=f"rbo_test_{user.pk}_{org.pk}", scope="memories:read",
         expires=timezone.now() + timedelta(hours=1),
     )  # fmt: skip
-    get_refresh_token_model().objects.create(user=user, application=application, token=f"r_{access.pk}", access_token=access)
+    get_refresh_token_model().objects.create(
+        user=user, application=application, token=f"r_{access.pk}", access_token=access
+    )
     OAuthTokenLink.objects.create(access_token=access, connection=connection, organization=org)
     return connection, access
 
@@ -75,7 +77,11 @@ def test_deactivation_revokes_the_persons_tokens_and_apps_in_this_org_only(cast:
     assert OAuthConnection.objects.get(pk=connection_there.pk).revoked_at is None
     assert not get_access_token_model().objects.filter(pk=access_here.pk).exists()
     assert get_refresh_token_model().objects.get(token=f"r_{access_here.pk}").revoked is not None
-    assert (departure.api_tokens_revoked, departure.oauth_apps_revoked, departure.oauth_access_tokens_revoked) == (1, 1, 1)
+    assert (departure.api_tokens_revoked, departure.oauth_apps_revoked, departure.oauth_access_tokens_revoked) == (
+        1,
+        1,
+        1,
+    )
 
 
 def test_the_membership_becomes_inactive_and_the_org_is_no_longer_offered(cast: Any) -> None:

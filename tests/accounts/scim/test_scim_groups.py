@@ -80,7 +80,9 @@ def test_patch_renames_and_put_replaces_members(cast: Any) -> None:
     scim = scim_for(cast.org_a)
     alice, bob = _member(cast.alice), _member(cast.bob)
     group = scim.post("/Groups", group_body("Platform", bob.pk)).json()
-    renamed = scim.patch(f"/Groups/{group['id']}", patch_body({"op": "replace", "path": "displayName", "value": "Infra"}))
+    renamed = scim.patch(
+        f"/Groups/{group['id']}", patch_body({"op": "replace", "path": "displayName", "value": "Infra"})
+    )
     assert renamed.json()["displayName"] == "Infra"
     replaced = scim.put(f"/Groups/{group['id']}", group_body("Infra", alice.pk))
     assert replaced.status_code == 200

@@ -110,7 +110,7 @@ def test_listing_pages_with_start_index_and_count(cast: Any) -> None:
 
 def test_an_unsupported_or_malformed_filter_is_a_400_invalid_filter(cast: Any) -> None:
     scim = scim_for(cast.org_a)
-    assert_scim_error(scim.get("/Users", filter='userName eq'), 400, "invalidFilter")
+    assert_scim_error(scim.get("/Users", filter="userName eq"), 400, "invalidFilter")
     assert_scim_error(scim.get("/Users", filter='title eq "boss"'), 400, "invalidFilter")
     assert_scim_error(scim.get("/Users", filter='userName gt "a"'), 400, "invalidFilter")
 
@@ -196,7 +196,7 @@ def test_provisioning_a_deactivated_person_again_reactivates_them(cast: Any) -> 
         ("post", '{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "no-at-sign"}', None),
         ("post", '{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": 12, "active": "x"}', None),
         ("post", '{"schemas": ["urn:example:bogus"], "userName": "x@acme.test"}', None),
-        ("post", "\"\\u00e9\"", "invalidSyntax"),
+        ("post", '"\\u00e9"', "invalidSyntax"),
     ],
 )
 def test_a_malformed_user_body_is_a_scim_400_never_a_500(cast: Any, method: str, raw_body: str, scim_type: Any) -> None:
@@ -211,7 +211,8 @@ def test_a_malformed_user_body_is_a_scim_400_never_a_500(cast: Any, method: str,
     [
         '{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"]}',
         '{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "explode"}]}',
-        '{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "replace", "path": "nope", "value": 1}]}',
+        '{"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], '
+        '"Operations": [{"op": "replace", "path": "nope", "value": 1}]}',
         '{"Operations": "nope"}',
         "garbage",
     ],
@@ -263,4 +264,6 @@ def test_org_bs_token_cannot_see_or_touch_org_as_users(cast: Any) -> None:
     listed = scim_b.get("/Users").json()
     assert [r["userName"] for r in listed["Resources"]] == ["charlie@globex.test"]
     assert Membership.objects.get(pk=dana["id"]).is_active and Membership.objects.get(pk=bob.pk).is_active
-    assert not AuditEvent.objects.filter(organization=cast.org_a, actor__startswith="scim:", verb="member.deactivate").exists()
+    assert not AuditEvent.objects.filter(
+        organization=cast.org_a, actor__startswith="scim:", verb="member.deactivate"
+    ).exists()
