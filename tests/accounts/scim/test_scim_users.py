@@ -267,3 +267,18 @@ def test_org_bs_token_cannot_see_or_touch_org_as_users(cast: Any) -> None:
     assert not AuditEvent.objects.filter(
         organization=cast.org_a, actor__startswith="scim:", verb="member.deactivate"
     ).exists()
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"op": "replace", "value": {"active": False}},  # Okta
+        {"op": "Replace", "path": "active", "value": "False"},  # Entra ID sends a capitalised op and a string
+    ],
+)
+def test_each_identity_providers_deactivation_shape_is_understood(cast: Any, operation: dict[str, Any]) -> None:
+    scim = scim_for(cast.org_a)
+    dana = scim.post("/Users", user_body("dana@acme.test")).json()
+    response = scim.patch(f"/Users/{dana['id']}", patch_body(operation))
+    assert response.status_code == 200, response.content
+    assert not Membership.objects.get(pk=dana["id"]).is_active
