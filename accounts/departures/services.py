@@ -20,7 +20,7 @@ What is revoked where:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import SESSION_KEY
@@ -33,7 +33,7 @@ from accounts.audit import audit_record
 from accounts.models import Membership, Organization
 from accounts.oauth.services import oauth_connections_revoke_for_member
 from accounts.tokens.services import tokens_revoke_created_by
-from reasoningbank.errors import Forbidden, InvalidInput, NotFound
+from reasoningbank.errors import Forbidden, InvalidInput, LimitExceeded, NotFound
 
 REASON_MAX = 300
 
@@ -50,7 +50,12 @@ class Departure:
     already_inactive: bool = False
 
     def counts(self) -> dict[str, int]:
-        return {k: v for k, v in asdict(self).items() if isinstance(v, int) and not isinstance(v, bool)}
+        return {
+            "api_tokens_revoked": self.api_tokens_revoked,
+            "oauth_apps_revoked": self.oauth_apps_revoked,
+            "oauth_access_tokens_revoked": self.oauth_access_tokens_revoked,
+            "sessions_ended": self.sessions_ended,
+        }
 
 
 def _membership_locked(organization: Organization, user: Any) -> Membership:
@@ -138,6 +143,12 @@ def member_reactivate(*, organization: Organization, user: Any, actor: Principal
     membership = _membership_locked(organization, user)
     if membership.is_active:
         return membership
+    # a deactivated member holds no seat of the plan's member limit (membership_add counts active ones),
+    # so coming back takes one
+    limit = organization.limit("members")
+    active = Membership.objects.filter(organization=organization, deactivated_at__isnull=True).count()
+    if limit is not None and active >= limit:
+        raise LimitExceeded(f"the {organization.plan} plan allows {limit} active members", field="email")
     previous_reason = membership.deactivated_reason
     membership.deactivated_at = None
     membership.deactivated_reason = ""

@@ -190,3 +190,20 @@ def test_a_deactivated_owner_does_not_count_as_the_other_owner(cast: Any) -> Non
     member_deactivate(organization=cast.org_a, user=carol, actor=None, reason="")
     with pytest.raises(Forbidden, match="at least one owner"):
         membership_set_role(membership=Membership.objects.get(user=cast.alice), role=Membership.ROLE_ADMIN, actor=None)
+
+
+def test_a_deactivated_member_frees_their_seat_and_needs_one_to_come_back(cast: Any) -> None:
+    from accounts.organizations.services import membership_add
+    from reasoningbank.errors import LimitExceeded
+    from tests.factories import UserFactory
+
+    cast.org_a.plan = "free"  # three members: alice, bob and one more
+    cast.org_a.save(update_fields=["plan"])
+    dana = MembershipFactory(organization=cast.org_a).user
+    with pytest.raises(LimitExceeded):
+        membership_add(organization=cast.org_a, user=UserFactory(), role=Membership.ROLE_MEMBER, actor=None)
+    member_deactivate(organization=cast.org_a, user=dana, actor=None, reason="")
+    membership_add(organization=cast.org_a, user=UserFactory(), role=Membership.ROLE_MEMBER, actor=None)
+    with pytest.raises(LimitExceeded):
+        member_reactivate(organization=cast.org_a, user=dana, actor=None)
+    assert not Membership.objects.get(user=dana).is_active

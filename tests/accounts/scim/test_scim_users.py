@@ -282,3 +282,19 @@ def test_each_identity_providers_deactivation_shape_is_understood(cast: Any, ope
     response = scim.patch(f"/Users/{dana['id']}", patch_body(operation))
     assert response.status_code == 200, response.content
     assert not Membership.objects.get(pk=dana["id"]).is_active
+
+
+def test_scim_writes_need_no_csrf_token_since_they_authenticate_by_bearer(cast: Any) -> None:
+    from django.test import Client
+
+    from accounts.scim.services_tokens import scim_token_create
+
+    _, raw = scim_token_create(organization=cast.org_a, label="Okta", actor=None)
+    strict = Client(enforce_csrf_checks=True)
+    response = strict.post(
+        "/scim/v2/Users",
+        data='{"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": "dana@acme.test"}',
+        content_type="application/scim+json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
+    assert response.status_code == 201, response.content
