@@ -298,3 +298,34 @@ def test_scim_writes_need_no_csrf_token_since_they_authenticate_by_bearer(cast: 
         HTTP_AUTHORIZATION=f"Bearer {raw}",
     )
     assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status"),
+    [
+        ("/Users", {"startIndex": "abc"}, 400),
+        ("/Users", {"count": "many"}, 400),
+        ("/Users", {"attributes": "not an attribute!"}, 400),
+        ("/Users/abc", {}, 404),
+        ("/Users/99999999999999999999999", {}, 404),
+        ("/Users/-1", {}, 404),
+        ("/Groups/1.5", {}, 404),
+        ("/Groups", {"filter": 'members[value eq "99999999999999999999999"]'}, 200),
+        ("/Users", {"filter": 'id eq "99999999999999999999999"'}, 200),
+    ],
+)
+def test_odd_queries_and_ids_are_scim_errors_never_500s(
+    cast: Any, path: str, params: dict[str, str], status: int
+) -> None:
+    response = scim_for(cast.org_a).get(path, **params)
+    assert response.status_code == status, response.content
+    if status != 200:
+        assert_scim_error(response, status)
+
+
+def test_out_of_range_paging_is_clamped_as_rfc_7644_says(cast: Any) -> None:
+    scim = scim_for(cast.org_a)
+    body = scim.get("/Users", startIndex=-5, count=100000).json()
+    assert body["startIndex"] == 1
+    assert body["itemsPerPage"] == body["totalResults"] == 2
+    assert scim.get("/Users", count=-3).json()["itemsPerPage"] == 0
