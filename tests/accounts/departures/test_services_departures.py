@@ -207,3 +207,17 @@ def test_a_deactivated_member_frees_their_seat_and_needs_one_to_come_back(cast: 
     with pytest.raises(LimitExceeded):
         member_reactivate(organization=cast.org_a, user=dana, actor=None)
     assert not Membership.objects.get(user=dana).is_active
+
+
+def test_a_deactivated_member_cannot_connect_an_app_to_the_org(cast: Any) -> None:
+    from tests.accounts.oauth.oauth_flow import MCP_RESOURCE, Flow, dcr_client, redirect_params
+
+    MembershipFactory(user=cast.bob, organization=cast.org_b, role=Membership.ROLE_VIEWER)
+    member_deactivate(organization=cast.org_a, user=cast.bob, actor=None, reason="")
+    web = _sign_in(cast.bob)
+    flow = Flow(dcr_client(web), resources=[MCP_RESOURCE])
+    page = web.get(flow.authorize_url())
+    assert [o["membership"].organization.slug for o in page.context["orgs"]] == ["globex"]
+    refused = flow.consent(web, org="acme", scopes=["memories:read"])
+    assert redirect_params(refused)["error"] == "access_denied"
+    assert not OAuthConnection.objects.filter(user=cast.bob, organization=cast.org_a).exists()
