@@ -57,12 +57,16 @@ class Principal:
     # an OAuth access token's connected app (accounts.models.OAuthConnection); ``user`` is the person
     # who consented, ``role`` stays None (the role only caps the scopes, it grants no dashboard rights)
     oauth_connection: Any = None
+    # the SCIM token an identity provider provisions the org with (accounts.models.ScimToken)
+    scim_token: Any = None
     is_authenticated: bool = field(default=True, repr=False)  # lets DRF's IsAuthenticated work
 
     @property
     def actor_label(self) -> str:
         if self.token is not None:
             return f"token:{self.token.prefix}"
+        if self.scim_token is not None:
+            return f"scim:{self.scim_token.prefix}"
         if self.oauth_connection is not None:
             email = self.user.email if self.user is not None else ""
             return f"app:{self.oauth_connection.pk} user:{email}"[:200]

@@ -149,15 +149,29 @@ class Membership(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=ROLE_CHOICES, default=ROLE_MEMBER)
     created_at = models.DateTimeField(default=timezone.now)
+    # a departure (accounts/departures/services.py): set, the person can no longer act in this org — the
+    # dashboard refuses the org, their tokens and apps here are revoked — but the row, and with it the
+    # attribution of everything they wrote, stays (docs/identity.md#provisioning-and-departure)
+    deactivated_at = models.DateTimeField(null=True, blank=True)
+    deactivated_reason = models.CharField(max_length=300, blank=True, default="")
+    # the identity provider's own id for this person, as SCIM sent it (``externalId``)
+    scim_external_id = models.CharField(max_length=200, blank=True, default="")
+    updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["organization__slug"]
         constraints = [
             models.UniqueConstraint(fields=["user", "organization"], name="membership_unique"),
+            # the target of TeamMember's composite foreign key
+            models.UniqueConstraint(fields=["id", "organization"], name="membership_id_org_unique"),
         ]
 
     def __str__(self) -> str:
         return f"{self.user_id}@{self.organization_id}:{self.role}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.deactivated_at is None
 
     def has_role(self, minimum: str) -> bool:
         return self.ROLE_RANK[self.role] >= self.ROLE_RANK[minimum]
@@ -455,3 +469,52 @@ class OAuthTokenLink(models.Model):
 
     def __str__(self) -> str:
         return f"access token {self.pk} → {self.connection_id}"
+
+
+class TeamMember(models.Model):
+    """A member of a team, as an identity provider's group says (SCIM Groups, accounts/scim/). Both keys
+    repeat the org, so PostgreSQL refuses a row tying a team to a member of another org."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="members", db_constraint=False)
+    membership = models.ForeignKey(
+        Membership, on_delete=models.CASCADE, related_name="team_memberships", db_constraint=False
+    )
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "membership", "organization"], name="team_member_unique"),
+            SameOrganization(field="team", name="team_member_team_same_org"),
+            SameOrganization(field="membership", name="team_member_membership_same_org"),
+        ]
+
+    def __str__(self) -> str:
+        return f"team {self.team_id} ∋ member {self.membership_id}"
+
+
+class ScimToken(models.Model):
+    """The bearer token an identity provider provisions an org with (``/scim/v2/``). Like an API token:
+    the raw value is shown once, only its SHA-256 digest is kept; the org it acts in is the token's and
+    nothing else (docs/identity.md#provisioning-and-departure)."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scim_tokens")
+    label = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="First characters of the token, for display")
+    digest = models.CharField(max_length=64)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # digest first: looked up by its digest alone, before the org is known (as ApiToken's)
+            models.UniqueConstraint(fields=["digest", "organization"], name="scimtoken_digest_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.label})"

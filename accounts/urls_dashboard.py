@@ -5,10 +5,12 @@ from django.urls import path
 
 from accounts.audit_log import views as views_audit
 from accounts.budgets import views as views_spend
+from accounts.departures import views as views_departures
 from accounts.mfa import views as views_mfa
 from accounts.oauth import views as views_oauth
 from accounts.organizations import views
 from accounts.plans import views as views_plans
+from accounts.scim import views_settings as views_scim
 from accounts.tokens import views as views_tokens
 from accounts.write_limits import views as views_write_limits
 
@@ -18,6 +20,16 @@ urlpatterns = [
     path("settings/members/invite/", views.member_invite, name="settings-member-invite"),
     path("settings/members/<int:membership_id>/role/", views.member_role, name="settings-member-role"),
     path("settings/members/<int:membership_id>/remove/", views.member_remove, name="settings-member-remove"),
+    path(
+        "settings/members/<int:membership_id>/deactivate/",
+        views_departures.member_deactivate_view,
+        name="settings-member-deactivate",
+    ),
+    path(
+        "settings/members/<int:membership_id>/reactivate/",
+        views_departures.member_reactivate_view,
+        name="settings-member-reactivate",
+    ),
     path("settings/teams/", views.settings_teams, name="settings-teams"),
     path("settings/teams/promotion/", views.settings_auto_promote, name="settings-auto-promote"),
     path("settings/projects/", views.settings_projects, name="settings-projects"),
@@ -41,6 +53,12 @@ urlpatterns = [
         "settings/connected-apps/<int:connection_id>/unsuspend/",
         views_write_limits.connected_app_unsuspend_view,
         name="settings-connected-app-unsuspend",
+    ),
+    path("settings/provisioning/", views_scim.settings_scim, name="settings-scim"),
+    path(
+        "settings/provisioning/tokens/<int:token_id>/revoke/",
+        views_scim.scim_token_revoke_view,
+        name="settings-scim-token-revoke",
     ),
     path("settings/usage/", views_spend.settings_spend, name="settings-usage"),
     path("settings/usage/budget/", views_spend.settings_budget, name="settings-budget"),

@@ -85,6 +85,7 @@ SECTIONS = [
     ("apps", "Connected apps", "/settings/connected-apps/"),
     ("trust", "Trust", "/settings/trust/"),
     ("webhooks", "Webhooks", "/settings/webhooks/"),
+    ("provisioning", "Provisioning (SCIM)", "/settings/provisioning/"),
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
     ("audit", "Audit log", "/settings/audit/"),
@@ -92,7 +93,7 @@ SECTIONS = [
     # every member's own second factors (allauth.mfa's pages, not an org setting)
     ("my-mfa", "Your two-factor", "/accounts/2fa/"),
 ]
-ADMIN_SECTIONS = {"webhooks", "audit", "mfa"}
+ADMIN_SECTIONS = {"webhooks", "audit", "mfa", "provisioning"}
 
 
 def require_role(request: HttpRequest, role: str) -> None:

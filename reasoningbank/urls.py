@@ -21,6 +21,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # after every API route: anything else under /api/ is a JSON 404 in the API's error shape
     re_path(r"^api/", api_not_found),
+    # SCIM 2.0 provisioning of an org's members and teams by its identity provider (docs/identity.md)
+    path("scim/v2/", include("accounts.scim.urls")),
     # dashboard (login required); each app owns its pages
     path("", include("accounts.urls_dashboard")),
     path("", include("memories.urls_dashboard")),

@@ -132,6 +132,25 @@ def oauth_connection_revoke(*, connection: OAuthConnection, actor: Principal | N
     return locked
 
 
+def oauth_connections_revoke_for_member(*, organization: Any, user: Any) -> tuple[int, int]:
+    """Revoke every connected app ``user`` has in ``organization`` (a departure), with their access
+    tokens, refresh tokens and unexchanged authorization codes: (apps, access tokens) revoked. Not
+    audited one by one: the caller's audit row counts them."""
+    connections = list(
+        OAuthConnection.objects.select_for_update().filter(
+            organization=organization, user=user, revoked_at__isnull=True
+        )
+    )
+    if not connections:
+        return 0, 0
+    OAuthConnection.objects.filter(pk__in=[c.pk for c in connections]).update(revoked_at=timezone.now())
+    access_tokens = list(get_access_token_model().objects.filter(rb_link__connection__in=connections))
+    for access_token in access_tokens:
+        revoke_access_token(access_token)  # deletes it and revokes its refresh token
+    get_grant_model().objects.filter(rb_link__connection__in=connections).delete()
+    return len(connections), len(access_tokens)
+
+
 def oauth_tokens_clear() -> dict[str, int]:
     """Delete what can never be used again — expired authorization codes, expired access tokens
     without a refresh token, refresh tokens idle past ``OAUTH_REFRESH_TOKEN_LIFETIME`` (revoked ones
@@ -187,9 +206,9 @@ def oauth_authenticate(raw: str, *, resource: str) -> Principal | OAuthRefused |
     if canonical_resource(resource) not in bound:
         return OAuthRefused("The access token was issued for another resource.")
     membership = Membership.objects.filter(
-        user_id=connection.user_id, organization_id=connection.organization_id
+        user_id=connection.user_id, organization_id=connection.organization_id, deactivated_at__isnull=True
     ).first()
-    if membership is None:
+    if membership is None:  # left, or deactivated (accounts/departures/services.py)
         return OAuthRefused("The user who connected this app is no longer a member of the organization.")
     scopes = frozenset(access_token.scope.split()) & frozenset(connection.scopes) & ROLE_SCOPES[membership.role]
     project_ids = frozenset(connection.projects.values_list("id", flat=True))

@@ -13,7 +13,13 @@ from reasoningbank.repositories import repository_normalise
 
 
 def memberships_of_user(*, user: Any) -> QuerySet[Membership]:
-    return Membership.objects.filter(user=user).select_related("organization").order_by("organization__slug")
+    """The orgs ``user`` may act in: a deactivated membership opens nothing (the dashboard, the org
+    switcher and the OAuth consent page all read this), docs/identity.md#provisioning-and-departure."""
+    return (
+        Membership.objects.filter(user=user, deactivated_at__isnull=True)
+        .select_related("organization")
+        .order_by("organization__slug")
+    )
 
 
 def organizations_with_feature(feature: str) -> QuerySet[Organization]:

@@ -161,7 +161,9 @@ def membership_add(
     if Membership.objects.filter(organization=organization, user=user).exists():
         raise Conflict("this user is already a member", field="email")
     limit = organization.limit("members")
-    if limit is not None and Membership.objects.filter(organization=organization).count() >= limit:
+    # deactivated members (docs/identity.md#provisioning-and-departure) hold no seat
+    active = Membership.objects.filter(organization=organization, deactivated_at__isnull=True)
+    if limit is not None and active.count() >= limit:
         raise LimitExceeded(f"the {organization.plan} plan allows {limit} members", field="email")
     membership = Membership.objects.create(organization=organization, user=user, role=role)
     audit_record(organization=organization, actor=actor, verb="membership.add", target=membership,
@@ -193,8 +195,9 @@ def membership_remove(*, membership: Membership, actor: Principal | None) -> Non
 
 
 def _ensure_another_owner(membership: Membership) -> None:
+    # a deactivated owner cannot act (accounts/departures/services.py), so does not count
     others = Membership.objects.filter(
-        organization_id=membership.organization_id, role=Membership.ROLE_OWNER
+        organization_id=membership.organization_id, role=Membership.ROLE_OWNER, deactivated_at__isnull=True
     ).exclude(pk=membership.pk)
     if not others.exists():
         raise Forbidden("an organization must keep at least one owner")

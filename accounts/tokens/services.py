@@ -83,6 +83,14 @@ def token_revoke(*, token: ApiToken, actor: Principal | None) -> ApiToken:
     return token
 
 
+def tokens_revoke_created_by(*, organization: Organization, user: Any) -> int:
+    """Revoke every live token ``user`` created in ``organization`` (a departure: the person saw their raw
+    values); how many. Not audited one by one: the caller's audit row counts them."""
+    return ApiToken.objects.filter(organization=organization, created_by=user, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+
+
 def token_authenticate(raw: str) -> ApiToken | None:
     """The active token for ``raw``, or None. Touches ``last_used_at`` at most every few minutes."""
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:

@@ -55,7 +55,7 @@ LONG_SLUG = "a_slug_with_no_hyphens_that_runs_to_the_full_fifty"[:50]
 CODE_FILE = f"src/{LONG_SLUG}/{LONG_WORD}/{LONG_WORD}.py"
 # prefixes that are not dashboard pages: the API, the admin, OAuth endpoints and allauth's own flows
 # (sign-in and sign-up are visited on their own, signed out)
-NOT_PAGES = ("api/", "admin/", "accounts/", "oauth/", ".well-known/", "healthz", "readyz", "metrics", "mcp")
+NOT_PAGES = ("api/", "admin/", "accounts/", "oauth/", ".well-known/", "healthz", "readyz", "metrics", "mcp", "scim/")
 
 record = memory_recorder(tags=["http", LONG_WORD[:50]])
 
