@@ -62,6 +62,9 @@ class Organization(models.Model):
     trusted_hosts = ArrayField(models.CharField(max_length=253), default=list, blank=True)
     # OAuth clients (client_id) an admin trusts: what their agents write is injected without a review
     trusted_oauth_clients = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    # single sign-on (accounts/sso/, docs/identity.md#single-sign-on): on, addresses of the organization's
+    # verified domains sign in through its identity provider only (its owners keep a break-glass password)
+    sso_required = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -444,3 +447,7 @@ class OAuthTokenLink(models.Model):
 
     def __str__(self) -> str:
         return f"access token {self.pk} → {self.connection_id}"
+
+
+# single sign-on's rows: an organization's identity provider and its verified e-mail domains
+from accounts.models_sso import SsoConnection, SsoDomain  # noqa: E402, F401

@@ -76,8 +76,9 @@ SECTIONS = [
     ("webhooks", "Webhooks", "/settings/webhooks/"),
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
+    ("sso", "Single sign-on", "/settings/sso/"),
 ]
-ADMIN_SECTIONS = {"webhooks"}
+ADMIN_SECTIONS = {"webhooks", "sso"}
 
 
 def require_role(request: HttpRequest, role: str) -> None:

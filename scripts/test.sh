@@ -25,6 +25,8 @@ if [ "${1:-}" = fast ]; then
   exec .venv/bin/python -m pytest "${parallel[@]}" -m "pure or database" "$@"
 fi
 ./scripts/ensure-chromium.sh
+# the OpenID Connect and SAML identity providers the single sign-on tests sign in at (tests/sso_idps.py)
+./scripts/ensure-test-idps.sh
 # the django-stubs plugin imports the settings: DEBUG=1 spares it a SECRET_KEY
 DEBUG=1 .venv/bin/mypy .
 # the import rules (docs/architecture.md#the-never-arrows; contracts in pyproject.toml [tool.importlinter])

@@ -51,6 +51,10 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "allauth",
     "allauth.account",
+    # single sign-on per organization (accounts/sso/): one SocialApp of these providers per organization
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.saml",
     "django_q",
     "oauth2_provider",
     "django_htmx",
