@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from accounts.models import Membership, Organization
+from accounts.models import Organization
 
 
 class SsoConnection(models.Model):
@@ -15,14 +15,16 @@ class SsoConnection(models.Model):
     PROTOCOL_SAML = "saml"
     PROTOCOL_CHOICES = [(PROTOCOL_OIDC, "OpenID Connect"), (PROTOCOL_SAML, "SAML 2.0")]
     # roles a sign-in may give: never owner (ownership is handed over by a person, not by a group claim)
-    JIT_ROLES = (Membership.ROLE_ADMIN, Membership.ROLE_MEMBER, Membership.ROLE_VIEWER)
+    JIT_ROLES = ("admin", "member", "viewer")
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="sso_connection")
     # allauth's row: provider openid_connect or saml, provider_id derived from the organization's slug
     social_app = models.OneToOneField("socialaccount.SocialApp", on_delete=models.PROTECT, related_name="+")
     protocol = models.CharField(max_length=8, choices=PROTOCOL_CHOICES)
     # the role of a person who joins on first sign-in when no group of theirs is mapped
-    default_role = models.CharField(max_length=10, choices=Membership.ROLE_CHOICES, default=Membership.ROLE_MEMBER)
+    default_role = models.CharField(
+        max_length=10, choices=[("admin", "Admin"), ("member", "Member"), ("viewer", "Viewer")], default="member"
+    )
     # the claim (OIDC) or attribute (SAML) that lists a person's groups, and {group: role}
     role_claim = models.CharField(max_length=300, blank=True, default="groups")
     role_map = models.JSONField(default=dict, blank=True)

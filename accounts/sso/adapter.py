@@ -15,6 +15,7 @@ from django.http import HttpRequest
 from django.shortcuts import render
 
 from accounts.models import Organization
+from accounts.sso.outbound import guarded_session
 from accounts.sso.rules import email_domain
 from accounts.sso.selectors import sso_connection_for_app, sso_domain_verified_by
 
@@ -33,6 +34,12 @@ def _addresses(sociallogin: SocialLogin) -> list[str]:
 
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
+    def get_requests_session(self) -> Any:
+        """allauth's requests to the provider (discovery, token, userinfo, keys) through the address guard."""
+        from allauth.socialaccount import app_settings
+
+        return guarded_session(timeout=float(app_settings.REQUESTS_TIMEOUT))
+
     def is_email_verified(self, provider: Any, email: str) -> bool:
         organization = _organization_of(provider.app)
         return organization is not None and sso_domain_verified_by(organization=organization, email=email)

@@ -18,6 +18,7 @@ from accounts.audit import audit_record
 from accounts.models import Membership, Organization, SsoConnection, SsoDomain
 from accounts.organizations.services import membership_set_role
 from accounts.sso import dns
+from accounts.sso.outbound import metadata_fetch
 from accounts.sso.rules import (
     claim_values,
     domain_normalise,
@@ -129,7 +130,9 @@ def sso_saml_configure(
         metadata_url = _url_check(metadata_url, field="metadata_url", what="metadata URL")
         if not entity_id:
             raise InvalidInput("enter the IdP's entity id (its metadata may describe several)", field="entity_id")
-        idp: dict[str, Any] = {"metadata_url": metadata_url, "entity_id": entity_id}
+        # read now, through the address guard, and kept: nothing is fetched at sign-in (save again after the
+        # IdP changes its certificate)
+        idp: dict[str, Any] = _saml_idp_from_metadata(metadata_fetch(metadata_url), entity_id)
         source = "metadata_url"
     elif metadata_xml.strip():
         idp = _saml_idp_from_metadata(metadata_xml.strip(), entity_id)
@@ -149,6 +152,7 @@ def sso_saml_configure(
     app.client_id = principal.organization.slug
     app.settings = {
         "idp": idp,
+        "rb_metadata_url": metadata_url.strip() if source == "metadata_url" else "",
         # the person is the assertion's NameID; the address comes from the usual attributes or the NameID
         "attribute_mapping": {
             "email": ["urn:oid:0.9.2342.19200300.100.1.3", "email", "mail",

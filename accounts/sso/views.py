@@ -47,7 +47,7 @@ def _page(request: HttpRequest, *, errors: dict[str, str] | None = None, values:
     principal = request.principal  # type: ignore[attr-defined]
     connection = sso_connection_of_org(tenant=principal)
     app = connection.social_app if connection is not None else None
-    domains = [
+    domains: list[dict[str, Any]] = [
         {
             "row": row,
             "record_name": verification_record_name(row.domain),
@@ -61,7 +61,7 @@ def _page(request: HttpRequest, *, errors: dict[str, str] | None = None, values:
     stored = {
         "server_url": app.settings.get("server_url", "") if is_oidc and app is not None else "",
         "client_id": app.client_id if is_oidc and app is not None else "",
-        "metadata_url": idp.get("metadata_url", ""),
+        "metadata_url": app.settings.get("rb_metadata_url", "") if is_saml and app is not None else "",
         "entity_id": idp.get("entity_id", ""),
         "sso_url": idp.get("sso_url", ""),
         "metadata_xml": "",

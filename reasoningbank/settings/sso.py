@@ -23,6 +23,9 @@ SOCIALACCOUNT_REQUESTS_TIMEOUT = 10
 # an identity provider's address (OIDC server URL, SAML metadata URL) must be https; on, http is taken too
 # (a provider on loopback in development and in the tests)
 SSO_ALLOW_HTTP = env_bool("SSO_ALLOW_HTTP", False)
+# every request to a provider goes to a globally reachable address only (the address guard); on, loopback and
+# private addresses are allowed too (development, the tests, an identity provider on the company's network)
+SSO_ALLOW_PRIVATE_ADDRESSES = env_bool("SSO_ALLOW_PRIVATE_ADDRESSES", False)
 # the DNS servers a domain's TXT record is looked up at ("host" or "host:port"); empty: the system's
 SSO_DNS_NAMESERVERS = env_list("SSO_DNS_NAMESERVERS", [])
 SSO_DNS_TIMEOUT_SECONDS = env_duration("SSO_DNS_TIMEOUT_SECONDS", "5s")

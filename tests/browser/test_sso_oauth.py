@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def idp(cast: Any, live_server: Any, settings: Any) -> Iterator[OidcIdp]:
     settings.SSO_ALLOW_HTTP = True
+    settings.SSO_ALLOW_PRIVATE_ADDRESSES = True
     client = {
         "client_id": "reasoningbank-acme",
         "client_secret": "idp-secret-for-tests",

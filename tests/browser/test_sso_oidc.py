@@ -21,6 +21,7 @@ def dns_server(settings: Any) -> Iterator[TxtServer]:
     with TxtServer() as server:
         settings.SSO_DNS_NAMESERVERS = [server.address]
         settings.SSO_ALLOW_HTTP = True  # the provider listens on http://127.0.0.1
+        settings.SSO_ALLOW_PRIVATE_ADDRESSES = True
         yield server
 
 

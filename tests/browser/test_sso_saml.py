@@ -23,6 +23,7 @@ GROUPS_CLAIM = "http://schemas.microsoft.com/ws/2008/06/identity/claims/groups"
 @pytest.fixture
 def idp(cast: Any, live_server: Any, settings: Any, tmp_path: Path) -> Iterator[SamlIdp]:
     settings.SSO_ALLOW_HTTP = True
+    settings.SSO_ALLOW_PRIVATE_ADDRESSES = True
     SsoDomain.objects.create(organization=cast.org_a, domain="acme.test", token="t", verified_at=timezone.now())
     groups = {"fay@acme.test": ["Engineering"], "gil@acme.test": ["Contractors"]}
     with SamlIdp(sp_metadata_url=f"{live_server.url}/accounts/saml/acme/metadata/", groups=groups,

@@ -94,3 +94,20 @@ def test_roles_need_a_provider_and_a_role_below_owner(cast: Any) -> None:
         sso_roles_set(principal=alice, default_role="member", role_claim="groups", role_map="admins = owner")
     connection = sso_roles_set(principal=alice, default_role="viewer", role_claim="roles", role_map="eng = member")
     assert (connection.default_role, connection.role_claim, connection.role_map) == ("viewer", "roles", {"eng": "member"})
+
+
+def test_a_provider_on_a_private_address_is_refused_unless_allowed(cast: Any, settings: Any) -> None:
+    """An admin of one tenant names the URL: the service must not fetch from its own network for them."""
+    import requests
+
+    from accounts.sso.outbound import guarded_session
+
+    settings.SSO_ALLOW_HTTP = True
+    settings.SSO_ALLOW_PRIVATE_ADDRESSES = False
+    with pytest.raises(InvalidInput, match="address refused") as refused:
+        sso_saml_configure(principal=cast.principal(cast.alice), metadata_url="http://169.254.169.254/latest/",
+                           entity_id="https://idp")
+    assert refused.value.field == "metadata_url"
+    with pytest.raises(requests.ConnectionError, match="non-public address"), guarded_session(timeout=1) as session:
+        session.get("http://127.0.0.1:9/.well-known/openid-configuration")
+    assert not SsoConnection.objects.exists()
