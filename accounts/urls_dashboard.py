@@ -50,8 +50,12 @@ urlpatterns = [
     path("settings/sso/roles/", views_sso.sso_roles_save, name="settings-sso-roles"),
     path("settings/sso/policy/", views_sso.sso_policy_save, name="settings-sso-policy"),
     path("settings/sso/domains/", views_sso.sso_domain_create, name="settings-sso-domain-add"),
-    path("settings/sso/domains/<int:domain_id>/verify/", views_sso.sso_domain_check, name="settings-sso-domain-verify"),
-    path("settings/sso/domains/<int:domain_id>/remove/", views_sso.sso_domain_delete, name="settings-sso-domain-remove"),
+    path(
+        "settings/sso/domains/<int:domain_id>/verify/", views_sso.sso_domain_check, name="settings-sso-domain-verify"
+    ),
+    path(
+        "settings/sso/domains/<int:domain_id>/remove/", views_sso.sso_domain_delete, name="settings-sso-domain-remove"
+    ),
     # "Sign in with single sign-on" (no sign-in needed): an address's domain names the organization
     path("sso/", views_sso.sso_start, name="sso-start"),
 ]

@@ -56,11 +56,20 @@ class OidcIdp:
         node = shutil.which("node")
         if node is None or not (IDP_DIR / "node_modules" / "oidc-provider").is_dir():
             raise RuntimeError("the test OpenID Connect provider is not installed: run scripts/ensure-test-idps.sh")
-        env = {**os.environ, "RB_IDP_PORT": str(self.port), "RB_IDP_CLIENTS": json.dumps(self.clients),
-               "RB_IDP_GROUPS": json.dumps(self.groups), "NODE_NO_WARNINGS": "1"}
+        env = {
+            **os.environ,
+            "RB_IDP_PORT": str(self.port),
+            "RB_IDP_CLIENTS": json.dumps(self.clients),
+            "RB_IDP_GROUPS": json.dumps(self.groups),
+            "NODE_NO_WARNINGS": "1",
+        }
         self.process = subprocess.Popen(
-            [node, str(IDP_DIR / "oidc_idp.mjs")], env=env, cwd=IDP_DIR,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [node, str(IDP_DIR / "oidc_idp.mjs")],
+            env=env,
+            cwd=IDP_DIR,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         _wait_ready(self.process, "oidc idp ready", "the OpenID Connect provider")
         return self
@@ -76,8 +85,14 @@ class SamlIdp:
     ``idp.entity_id``. It reads the service provider's metadata from ``sp_metadata_url`` when the first
     request arrives."""
 
-    def __init__(self, *, sp_metadata_url: str, groups: dict[str, list[str]] | None = None,
-                 workdir: Path, group_attribute: str = "groups") -> None:
+    def __init__(
+        self,
+        *,
+        sp_metadata_url: str,
+        groups: dict[str, list[str]] | None = None,
+        workdir: Path,
+        group_attribute: str = "groups",
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.entity_id = f"{self.base}/idp/metadata"
@@ -91,12 +106,21 @@ class SamlIdp:
     def __enter__(self) -> SamlIdp:
         if shutil.which("xmlsec1") is None:
             raise RuntimeError("xmlsec1 is missing: run scripts/ensure-test-idps.sh")
-        env = {**os.environ, "RB_IDP_PORT": str(self.port), "RB_IDP_SP_METADATA_URL": self.sp_metadata_url,
-               "RB_IDP_GROUPS": json.dumps(self.groups), "RB_IDP_GROUP_ATTRIBUTE": self.group_attribute,
-               "RB_IDP_WORKDIR": str(self.workdir)}
+        env = {
+            **os.environ,
+            "RB_IDP_PORT": str(self.port),
+            "RB_IDP_SP_METADATA_URL": self.sp_metadata_url,
+            "RB_IDP_GROUPS": json.dumps(self.groups),
+            "RB_IDP_GROUP_ATTRIBUTE": self.group_attribute,
+            "RB_IDP_WORKDIR": str(self.workdir),
+        }
         self.process = subprocess.Popen(
-            [sys.executable, str(IDP_DIR / "saml_idp.py")], env=env, cwd=IDP_DIR,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [sys.executable, str(IDP_DIR / "saml_idp.py")],
+            env=env,
+            cwd=IDP_DIR,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         _wait_ready(self.process, "saml idp ready", "the SAML identity provider")
         return self
@@ -139,8 +163,9 @@ class TxtServer:
             if values is None:
                 answer.set_rcode(dns.rcode.NXDOMAIN)
             elif question.rdtype == dns.rdatatype.TXT:
-                answer.answer.append(dns.rrset.from_text(question.name, 60, "IN", "TXT",
-                                                         *[json.dumps(value) for value in values]))
+                answer.answer.append(
+                    dns.rrset.from_text(question.name, 60, "IN", "TXT", *[json.dumps(value) for value in values])
+                )
             self.sock.sendto(answer.to_wire(), peer)
 
     def __enter__(self) -> TxtServer:

@@ -36,7 +36,8 @@ def txt_records(name: str) -> list[str]:
     except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
         return []
     except (dns.exception.Timeout, dns.resolver.NoNameservers) as exc:
-        raise Unavailable(f"the DNS lookup of {name} failed ({exc.__class__.__name__}); try again in a minute",
-                          field="domain") from None
+        raise Unavailable(
+            f"the DNS lookup of {name} failed ({exc.__class__.__name__}); try again in a minute", field="domain"
+        ) from None
     # a TXT record may be split in strings of at most 255 bytes: they are one value
     return [b"".join(record.strings).decode("utf-8", "replace") for record in answer]

@@ -23,8 +23,9 @@ def _host_check(url: str) -> None:
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        net_guard.host_addresses_checked(parts.hostname or "", port,
-                                         allow_private=bool(settings.SSO_ALLOW_PRIVATE_ADDRESSES))
+        net_guard.host_addresses_checked(
+            parts.hostname or "", port, allow_private=bool(settings.SSO_ALLOW_PRIVATE_ADDRESSES)
+        )
     except net_guard.AddressRefused as exc:
         # allauth turns a failed request into its "sign-in failed" page
         raise requests.exceptions.ConnectionError(f"identity provider address refused: {exc}") from None

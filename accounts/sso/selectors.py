@@ -20,9 +20,9 @@ def sso_domains_of_org(*, tenant: Organization | Principal) -> QuerySet[SsoDomai
 
 def sso_connection_for_app(*, social_app_id: int) -> SsoConnection | None:
     """The organization's connection behind an allauth SocialApp (a sign-in names the app, not the org)."""
-    return SsoConnection.objects.select_related("organization", "social_app").filter(
-        social_app_id=social_app_id
-    ).first()
+    return (
+        SsoConnection.objects.select_related("organization", "social_app").filter(social_app_id=social_app_id).first()
+    )
 
 
 def sso_domain_owner(*, email: str) -> Organization | None:
@@ -36,9 +36,10 @@ def sso_domain_owner(*, email: str) -> Organization | None:
 
 def sso_domain_verified_by(*, organization: Organization, email: str) -> bool:
     domain = email_domain(email)
-    return bool(domain) and SsoDomain.objects.filter(
-        organization=organization, domain=domain, verified_at__isnull=False
-    ).exists()
+    return (
+        bool(domain)
+        and SsoDomain.objects.filter(organization=organization, domain=domain, verified_at__isnull=False).exists()
+    )
 
 
 def sso_password_refusal(*, email: str) -> Organization | None:

@@ -74,8 +74,13 @@ def _connection_save(
     if not created:
         connection.updated_at = timezone.now()
         connection.save(update_fields=["updated_at"])
-    audit_record(organization=organization, actor=principal, verb="sso.configure", target=connection,
-                 data={"protocol": protocol, **audit_data})
+    audit_record(
+        organization=organization,
+        actor=principal,
+        verb="sso.configure",
+        target=connection,
+        data={"protocol": protocol, **audit_data},
+    )
     return connection
 
 
@@ -97,9 +102,12 @@ def sso_oidc_configure(*, principal: Principal, server_url: str, client_id: str,
         app.secret = secret
     # PKCE on every sign-in; the provider's discovery document gives the rest (endpoints, keys)
     app.settings = {"server_url": server_url, "oauth_pkce_enabled": True}
-    return _connection_save(principal=principal, app=app, protocol=SsoConnection.PROTOCOL_OIDC,
-                            audit_data={"server_url": server_url, "client_id": client_id,
-                                        "secret_changed": bool(secret)})
+    return _connection_save(
+        principal=principal,
+        app=app,
+        protocol=SsoConnection.PROTOCOL_OIDC,
+        audit_data={"server_url": server_url, "client_id": client_id, "secret_changed": bool(secret)},
+    )
 
 
 def _saml_idp_from_metadata(xml: str, entity_id: str) -> dict[str, Any]:
@@ -113,15 +121,21 @@ def _saml_idp_from_metadata(xml: str, entity_id: str) -> dict[str, Any]:
     certificate = idp.get("x509cert") or next(iter((idp.get("x509certMulti") or {}).get("signing", [])), "")
     sso_url = (idp.get("singleSignOnService") or {}).get("url", "")
     if not idp.get("entityId") or not certificate or not sso_url:
-        raise InvalidInput("the metadata names no IdP entity id, signing certificate and sign-on URL",
-                           field="metadata_xml")
+        raise InvalidInput(
+            "the metadata names no IdP entity id, signing certificate and sign-on URL", field="metadata_xml"
+        )
     return {"entity_id": idp["entityId"], "x509cert": certificate, "sso_url": sso_url}
 
 
 @transaction.atomic
 def sso_saml_configure(
-    *, principal: Principal, metadata_url: str = "", metadata_xml: str = "", entity_id: str = "",
-    sso_url: str = "", x509cert: str = "",
+    *,
+    principal: Principal,
+    metadata_url: str = "",
+    metadata_xml: str = "",
+    entity_id: str = "",
+    sso_url: str = "",
+    x509cert: str = "",
 ) -> SsoConnection:
     """A SAML 2.0 identity provider, by its metadata URL (read again at sign-in, so a new certificate is
     picked up), by its metadata XML, or by its entity id, sign-on URL and signing certificate."""
@@ -143,8 +157,11 @@ def sso_saml_configure(
         certificate = "".join(line for line in x509cert.strip().splitlines() if "CERTIFICATE" not in line)
         if not certificate:
             raise InvalidInput("enter the IdP's signing certificate (PEM)", field="x509cert")
-        idp = {"entity_id": entity_id, "x509cert": certificate,
-               "sso_url": _url_check(sso_url, field="sso_url", what="sign-on URL")}
+        idp = {
+            "entity_id": entity_id,
+            "x509cert": certificate,
+            "sso_url": _url_check(sso_url, field="sso_url", what="sign-on URL"),
+        }
         source = "fields"
     existing = sso_connection_of_org(tenant=principal)
     app = _social_app_replace(existing, provider=SAML_PROVIDER)
@@ -155,8 +172,12 @@ def sso_saml_configure(
         "rb_metadata_url": metadata_url.strip() if source == "metadata_url" else "",
         # the person is the assertion's NameID; the address comes from the usual attributes or the NameID
         "attribute_mapping": {
-            "email": ["urn:oid:0.9.2342.19200300.100.1.3", "email", "mail",
-                      "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress"],
+            "email": [
+                "urn:oid:0.9.2342.19200300.100.1.3",
+                "email",
+                "mail",
+                "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress",
+            ],
             "first_name": ["urn:oid:2.5.4.42", "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/givenname"],
             "last_name": ["urn:oid:2.5.4.4", "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/surname"],
         },
@@ -164,8 +185,12 @@ def sso_saml_configure(
         # a signed assertion, always: an unsigned one would let anyone post any name to the ACS
         "advanced": {"strict": True, "want_assertion_signed": True, "reject_deprecated_algorithm": True},
     }
-    return _connection_save(principal=principal, app=app, protocol=SsoConnection.PROTOCOL_SAML,
-                            audit_data={"source": source, "entity_id": idp["entity_id"]})
+    return _connection_save(
+        principal=principal,
+        app=app,
+        protocol=SsoConnection.PROTOCOL_SAML,
+        audit_data={"source": source, "entity_id": idp["entity_id"]},
+    )
 
 
 @transaction.atomic
@@ -186,8 +211,13 @@ def sso_roles_set(*, principal: Principal, default_role: str, role_claim: str, r
     connection.role_map = mapping
     connection.updated_at = timezone.now()
     connection.save(update_fields=["default_role", "role_claim", "role_map", "updated_at"])
-    audit_record(organization=principal.organization, actor=principal, verb="sso.configure", target=connection,
-                 data={"default_role": default_role, "role_claim": connection.role_claim, "role_map": mapping})
+    audit_record(
+        organization=principal.organization,
+        actor=principal,
+        verb="sso.configure",
+        target=connection,
+        data={"default_role": default_role, "role_claim": connection.role_claim, "role_map": mapping},
+    )
     return connection
 
 
@@ -204,8 +234,9 @@ def sso_domain_add(*, principal: Principal, domain: str) -> SsoDomain:
     if SsoDomain.objects.filter(organization=principal.organization, domain=name).exists():
         raise Conflict(f"{name} is already on the list", field="domain")
     row = SsoDomain.objects.create(organization=principal.organization, domain=name, token=secrets.token_urlsafe(24))
-    audit_record(organization=principal.organization, actor=principal, verb="sso.domain_add", target=row,
-                 data={"domain": name})
+    audit_record(
+        organization=principal.organization, actor=principal, verb="sso.domain_add", target=row, data={"domain": name}
+    )
     return row
 
 
@@ -218,24 +249,37 @@ def sso_domain_verify(*, principal: Principal, domain_id: Any) -> SsoDomain:
         return row
     record = verification_record_name(row.domain)
     if not verification_found(dns.txt_records(record), row.token):
-        raise InvalidInput(f"no TXT record {record} with this organization's value was found; DNS changes can "
-                           "take a while to show, try again later", field="domain")
+        raise InvalidInput(
+            f"no TXT record {record} with this organization's value was found; DNS changes can "
+            "take a while to show, try again later",
+            field="domain",
+        )
     row.verified_at = timezone.now()
     try:
         with transaction.atomic():
             row.save(update_fields=["verified_at"])
     except IntegrityError:
         raise Conflict(f"another organization has verified {row.domain}", field="domain") from None
-    audit_record(organization=principal.organization, actor=principal, verb="sso.domain_verify", target=row,
-                 data={"domain": row.domain, "record": record})
+    audit_record(
+        organization=principal.organization,
+        actor=principal,
+        verb="sso.domain_verify",
+        target=row,
+        data={"domain": row.domain, "record": record},
+    )
     return row
 
 
 @transaction.atomic
 def sso_domain_remove(*, principal: Principal, domain_id: Any) -> None:
     row = access_get(SsoDomain, principal, pk=domain_id)
-    audit_record(organization=principal.organization, actor=principal, verb="sso.domain_remove", target=row,
-                 data={"domain": row.domain, "was_verified": row.verified_at is not None})
+    audit_record(
+        organization=principal.organization,
+        actor=principal,
+        verb="sso.domain_remove",
+        target=row,
+        data={"domain": row.domain, "was_verified": row.verified_at is not None},
+    )
     row.delete()
 
 
@@ -256,8 +300,9 @@ def sso_policy_set(*, principal: Principal, required: bool) -> Organization:
     if organization.sso_required != required:
         organization.sso_required = required
         organization.save(update_fields=["sso_required"])
-        audit_record(organization=organization, actor=principal, verb="sso.policy_change",
-                     data={"sso_required": required})
+        audit_record(
+            organization=organization, actor=principal, verb="sso.policy_change", data={"sso_required": required}
+        )
     principal.organization.sso_required = required
     return organization
 
@@ -283,10 +328,19 @@ def sso_sign_in_complete(*, user: Any, social_app_id: int, claims: dict[str, Any
             raise LimitExceeded(f"{organization.name} has reached its plan's {limit} members; ask an owner")
         role = mapped or connection.default_role
         membership = Membership.objects.create(organization=organization, user=user, role=role)
-        audit_record(organization=organization, actor=principal_for_membership(membership), verb="member.jit_join",
-                     target=membership, data={"user": user.email, "role": role, "groups": groups[:50]})
+        audit_record(
+            organization=organization,
+            actor=principal_for_membership(membership),
+            verb="member.jit_join",
+            target=membership,
+            data={"user": user.email, "role": role, "groups": groups[:50]},
+        )
     elif mapped and membership.role != Membership.ROLE_OWNER and membership.role != mapped:
         membership_set_role(membership=membership, role=mapped, actor=None)
-    audit_record(organization=organization, actor=principal_for_membership(membership), verb="auth.sign_in",
-                 data={"method": "sso", "protocol": connection.protocol})
+    audit_record(
+        organization=organization,
+        actor=principal_for_membership(membership),
+        verb="auth.sign_in",
+        data={"method": "sso", "protocol": connection.protocol},
+    )
     return membership

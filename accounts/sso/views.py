@@ -29,6 +29,10 @@ from accounts.views_base import ADMIN, errors_of, org_view, settings_context
 from reasoningbank.errors import ServiceError
 
 
+def _principal(request: HttpRequest) -> Any:
+    return request.principal  # type: ignore[attr-defined]  # set by @org_view
+
+
 def _provider_endpoints(request: HttpRequest, connection: SsoConnection | None) -> dict[str, str]:
     """What the admin enters at the identity provider: where it sends people back to."""
     org = request.membership.organization  # type: ignore[attr-defined]
@@ -42,9 +46,14 @@ def _provider_endpoints(request: HttpRequest, connection: SsoConnection | None) 
     }
 
 
-def _page(request: HttpRequest, *, errors: dict[str, str] | None = None, values: dict[str, Any] | None = None,
-          status: int = 200) -> HttpResponse:
-    principal = request.principal  # type: ignore[attr-defined]
+def _page(
+    request: HttpRequest,
+    *,
+    errors: dict[str, str] | None = None,
+    values: dict[str, Any] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    principal = _principal(request)
     connection = sso_connection_of_org(tenant=principal)
     app = connection.social_app if connection is not None else None
     domains: list[dict[str, Any]] = [
@@ -106,65 +115,103 @@ def _act(request: HttpRequest, action: Any, success: str) -> HttpResponse:
 @org_view(min_role=ADMIN)
 def sso_oidc_save(request: HttpRequest) -> HttpResponse:
     post = request.POST
-    return _act(request, lambda: sso_oidc_configure(
-        principal=request.principal,  # type: ignore[attr-defined]
-        server_url=post.get("server_url", ""), client_id=post.get("client_id", ""), secret=post.get("secret", ""),
-    ), "The OpenID Connect provider was saved.")
+    return _act(
+        request,
+        lambda: sso_oidc_configure(
+            principal=_principal(request),
+            server_url=post.get("server_url", ""),
+            client_id=post.get("client_id", ""),
+            secret=post.get("secret", ""),
+        ),
+        "The OpenID Connect provider was saved.",
+    )
 
 
 @require_POST
 @org_view(min_role=ADMIN)
 def sso_saml_save(request: HttpRequest) -> HttpResponse:
     post = request.POST
-    return _act(request, lambda: sso_saml_configure(
-        principal=request.principal,  # type: ignore[attr-defined]
-        metadata_url=post.get("metadata_url", ""), metadata_xml=post.get("metadata_xml", ""),
-        entity_id=post.get("entity_id", ""), sso_url=post.get("sso_url", ""), x509cert=post.get("x509cert", ""),
-    ), "The SAML identity provider was saved.")
+    return _act(
+        request,
+        lambda: sso_saml_configure(
+            principal=_principal(request),
+            metadata_url=post.get("metadata_url", ""),
+            metadata_xml=post.get("metadata_xml", ""),
+            entity_id=post.get("entity_id", ""),
+            sso_url=post.get("sso_url", ""),
+            x509cert=post.get("x509cert", ""),
+        ),
+        "The SAML identity provider was saved.",
+    )
 
 
 @require_POST
 @org_view(min_role=ADMIN)
 def sso_roles_save(request: HttpRequest) -> HttpResponse:
     post = request.POST
-    return _act(request, lambda: sso_roles_set(
-        principal=request.principal,  # type: ignore[attr-defined]
-        default_role=post.get("default_role", ""), role_claim=post.get("role_claim", ""),
-        role_map=post.get("role_map", ""),
-    ), "Roles were saved.")
+    return _act(
+        request,
+        lambda: sso_roles_set(
+            principal=_principal(request),
+            default_role=post.get("default_role", ""),
+            role_claim=post.get("role_claim", ""),
+            role_map=post.get("role_map", ""),
+        ),
+        "Roles were saved.",
+    )
 
 
 @require_POST
 @org_view(min_role=ADMIN)
 def sso_domain_create(request: HttpRequest) -> HttpResponse:
-    return _act(request, lambda: sso_domain_add(
-        principal=request.principal, domain=request.POST.get("domain", ""),  # type: ignore[attr-defined]
-    ), "The domain was added: publish its TXT record, then verify it.")
+    return _act(
+        request,
+        lambda: sso_domain_add(
+            principal=_principal(request),
+            domain=request.POST.get("domain", ""),  # type: ignore[attr-defined]
+        ),
+        "The domain was added: publish its TXT record, then verify it.",
+    )
 
 
 @require_POST
 @org_view(min_role=ADMIN)
 def sso_domain_check(request: HttpRequest, domain_id: int) -> HttpResponse:
-    return _act(request, lambda: sso_domain_verify(
-        principal=request.principal, domain_id=domain_id,  # type: ignore[attr-defined]
-    ), "The domain is verified.")
+    return _act(
+        request,
+        lambda: sso_domain_verify(
+            principal=_principal(request),
+            domain_id=domain_id,  # type: ignore[attr-defined]
+        ),
+        "The domain is verified.",
+    )
 
 
 @require_POST
 @org_view(min_role=ADMIN)
 def sso_domain_delete(request: HttpRequest, domain_id: int) -> HttpResponse:
-    return _act(request, lambda: sso_domain_remove(
-        principal=request.principal, domain_id=domain_id,  # type: ignore[attr-defined]
-    ), "The domain was removed.")
+    return _act(
+        request,
+        lambda: sso_domain_remove(
+            principal=_principal(request),
+            domain_id=domain_id,  # type: ignore[attr-defined]
+        ),
+        "The domain was removed.",
+    )
 
 
 @require_POST
 @org_view(min_role=ADMIN)
 def sso_policy_save(request: HttpRequest) -> HttpResponse:
     required = request.POST.get("sso_required") == "on"
-    return _act(request, lambda: sso_policy_set(
-        principal=request.principal, required=required,  # type: ignore[attr-defined]
-    ), "Single sign-on is now required." if required else "Single sign-on is no longer required.")
+    return _act(
+        request,
+        lambda: sso_policy_set(
+            principal=_principal(request),
+            required=required,  # type: ignore[attr-defined]
+        ),
+        "Single sign-on is now required." if required else "Single sign-on is no longer required.",
+    )
 
 
 # --- the public start page -------------------------------------------------------------------------
@@ -189,8 +236,10 @@ def sso_start(request: HttpRequest) -> HttpResponse:
         organization = sso_domain_owner(email=email) if "\x00" not in email else None
         connection = sso_connection_of_org(tenant=organization) if organization is not None else None
         if connection is None:
-            error = ("No organization has set up single sign-on for this address's domain: sign in with your "
-                     "password instead.")
+            error = (
+                "No organization has set up single sign-on for this address's domain: sign in with your "
+                "password instead."
+            )
         else:
             provider = connection.social_app.get_provider(request)
             return provider.redirect(request, "login", next_url=next_url or None)

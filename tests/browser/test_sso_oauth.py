@@ -41,8 +41,9 @@ def idp(cast: Any, live_server: Any, settings: Any) -> Iterator[OidcIdp]:
 def flow(cast: Any, idp: OidcIdp) -> Flow:
     """Acme requires SSO through the provider; an agent registered itself (set up before the browser opens)."""
     owner = cast.principal(cast.alice)
-    sso_oidc_configure(principal=owner, server_url=idp.issuer, client_id="reasoningbank-acme",
-                       secret="idp-secret-for-tests")
+    sso_oidc_configure(
+        principal=owner, server_url=idp.issuer, client_id="reasoningbank-acme", secret="idp-secret-for-tests"
+    )
     sso_roles_set(principal=owner, default_role="viewer", role_claim="groups", role_map="engineers = member")
     SsoDomain.objects.create(organization=cast.org_a, domain="acme.test", token="t", verified_at=timezone.now())
     sso_policy_set(principal=owner, required=True)
@@ -58,10 +59,16 @@ def _agent_callback(page: Any) -> dict[str, list[str]]:
 
 
 def _token(base: str, flow: Flow, code: str) -> dict[str, Any]:
-    response = httpx.post(f"{base}/oauth/token/", data={
-        "grant_type": "authorization_code", "code": code, "redirect_uri": flow.redirect_uri,
-        "client_id": flow.client_id, "code_verifier": flow.verifier,
-    })
+    response = httpx.post(
+        f"{base}/oauth/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": flow.redirect_uri,
+            "client_id": flow.client_id,
+            "code_verifier": flow.verifier,
+        },
+    )
     assert response.status_code == 200, response.text
     return response.json()
 

@@ -26,8 +26,12 @@ def idp(cast: Any, live_server: Any, settings: Any, tmp_path: Path) -> Iterator[
     settings.SSO_ALLOW_PRIVATE_ADDRESSES = True
     SsoDomain.objects.create(organization=cast.org_a, domain="acme.test", token="t", verified_at=timezone.now())
     groups = {"fay@acme.test": ["Engineering"], "gil@acme.test": ["Contractors"]}
-    with SamlIdp(sp_metadata_url=f"{live_server.url}/accounts/saml/acme/metadata/", groups=groups,
-                 group_attribute=GROUPS_CLAIM, workdir=tmp_path) as provider:
+    with SamlIdp(
+        sp_metadata_url=f"{live_server.url}/accounts/saml/acme/metadata/",
+        groups=groups,
+        group_attribute=GROUPS_CLAIM,
+        workdir=tmp_path,
+    ) as provider:
         yield provider
 
 

@@ -46,13 +46,19 @@ def _key_and_certificate() -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ReasoningBank test IdP")])
     now = datetime.datetime.now(datetime.UTC)
     certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=30)).sign(key, hashes.SHA256())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .sign(key, hashes.SHA256())
     )
     key_path, cert_path = WORKDIR / "idp.key", WORKDIR / "idp.crt"
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
     return key_path, cert_path
 
@@ -62,22 +68,31 @@ KEY, CERT = _key_and_certificate()
 
 def _config(sp_metadata: Path | None) -> IdPConfig:
     config = IdPConfig()
-    config.load({
-        "entityid": f"{BASE}/idp/metadata",
-        "service": {"idp": {
-            "name": "ReasoningBank test IdP",
-            "endpoints": {"single_sign_on_service": [(f"{BASE}/idp/sso", BINDING_HTTP_REDIRECT)]},
-            "policy": {"default": {"lifetime": {"minutes": 15}, "attribute_restrictions": None,
-                                   "name_form": NAME_FORMAT_URI}},
-            "name_id_format": [NAMEID_FORMAT_EMAILADDRESS],
-            "sign_response": True,
-            "sign_assertion": True,
-        }},
-        "key_file": str(KEY),
-        "cert_file": str(CERT),
-        "xmlsec_binary": shutil.which("xmlsec1"),
-        "metadata": {"local": [str(sp_metadata)]} if sp_metadata else {},
-    })
+    config.load(
+        {
+            "entityid": f"{BASE}/idp/metadata",
+            "service": {
+                "idp": {
+                    "name": "ReasoningBank test IdP",
+                    "endpoints": {"single_sign_on_service": [(f"{BASE}/idp/sso", BINDING_HTTP_REDIRECT)]},
+                    "policy": {
+                        "default": {
+                            "lifetime": {"minutes": 15},
+                            "attribute_restrictions": None,
+                            "name_form": NAME_FORMAT_URI,
+                        }
+                    },
+                    "name_id_format": [NAMEID_FORMAT_EMAILADDRESS],
+                    "sign_response": True,
+                    "sign_assertion": True,
+                }
+            },
+            "key_file": str(KEY),
+            "cert_file": str(CERT),
+            "xmlsec_binary": shutil.which("xmlsec1"),
+            "metadata": {"local": [str(sp_metadata)]} if sp_metadata else {},
+        }
+    )
     return config
 
 
@@ -109,12 +124,15 @@ def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
         query = parse_qs(environ.get("QUERY_STRING", ""))
         request, relay = query["SAMLRequest"][0], query.get("RelayState", [""])[0]
         _idp().parse_authn_request(request, BINDING_HTTP_REDIRECT)  # refuses an unknown SP or a bad request
-        return _page(start_response, f"""<!DOCTYPE html><title>Test IdP sign-in</title>
+        return _page(
+            start_response,
+            f"""<!DOCTYPE html><title>Test IdP sign-in</title>
 <h1>Test IdP</h1><form method="post" action="/idp/sso">
 <input type="hidden" name="SAMLRequest" value="{html.escape(request)}">
 <input type="hidden" name="RelayState" value="{html.escape(relay)}">
 <label>Address <input name="login" type="email" required></label>
-<button type="submit">Sign in</button></form>""")
+<button type="submit">Sign in</button></form>""",
+        )
     if path == "/idp/sso" and environ["REQUEST_METHOD"] == "POST":
         length = int(environ.get("CONTENT_LENGTH") or 0)
         form = parse_qs(environ["wsgi.input"].read(length).decode())
@@ -124,13 +142,20 @@ def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
         args = server.response_args(request.message, [BINDING_HTTP_POST])
         identity = {"mail": [email], "givenName": [email.split("@")[0]], GROUP_ATTRIBUTE: GROUPS.get(email, [])}
         response = server.create_authn_response(
-            identity, userid=email, name_id=NameID(format=NAMEID_FORMAT_EMAILADDRESS, text=email),
+            identity,
+            userid=email,
+            name_id=NameID(format=NAMEID_FORMAT_EMAILADDRESS, text=email),
             authn={"class_ref": PASSWORD, "authn_auth": BASE},
-            sign_response=True, sign_assertion=True, sign_alg=SIG_RSA_SHA256, digest_alg=DIGEST_SHA256, **args,
+            sign_response=True,
+            sign_assertion=True,
+            sign_alg=SIG_RSA_SHA256,
+            digest_alg=DIGEST_SHA256,
+            **args,
         )
         (WORKDIR / "last-response.xml").write_text(str(response))  # for a failing test's reader
-        binding = server.apply_binding(BINDING_HTTP_POST, str(response), args["destination"],
-                                       form.get("RelayState", [""])[0], response=True)
+        binding = server.apply_binding(
+            BINDING_HTTP_POST, str(response), args["destination"], form.get("RelayState", [""])[0], response=True
+        )
         return _page(start_response, binding["data"])
     return _page(start_response, "not found", "404 Not Found")
 

@@ -13,7 +13,11 @@ def acme_sso(cast: Any, settings: Any) -> Any:
     from accounts.sso.services import sso_oidc_configure
 
     settings.SSO_ALLOW_HTTP = True
-    connection = sso_oidc_configure(principal=cast.principal(cast.alice), server_url="http://127.0.0.1:9/",
-                                    client_id="acme-client", secret="acme-secret")
+    connection = sso_oidc_configure(
+        principal=cast.principal(cast.alice),
+        server_url="http://127.0.0.1:9/",
+        client_id="acme-client",
+        secret="acme-secret",
+    )
     SsoDomain.objects.create(organization=cast.org_a, domain="acme.test", token="t", verified_at=timezone.now())
     return connection

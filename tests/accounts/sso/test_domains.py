@@ -27,11 +27,13 @@ def test_a_domain_is_verified_once_its_txt_record_holds_the_token(cast: Any, dns
     alice = cast.principal(cast.alice)
     row = sso_domain_add(principal=alice, domain="ACME.test")
     assert row.domain == "acme.test" and row.verified_at is None
-    with pytest.raises(InvalidInput, match="no TXT record _reasoningbank-challenge.acme.test"):
+    with pytest.raises(InvalidInput, match=r"no TXT record _reasoningbank-challenge\.acme\.test"):
         sso_domain_verify(principal=alice, domain_id=row.pk)
     assert dns_server.asked == ["_reasoningbank-challenge.acme.test"]
-    dns_server.records["_reasoningbank-challenge.acme.test"] = ["google-site-verification=x",
-                                                                verification_record_value(row.token)]
+    dns_server.records["_reasoningbank-challenge.acme.test"] = [
+        "google-site-verification=x",
+        verification_record_value(row.token),
+    ]
     verified = sso_domain_verify(principal=alice, domain_id=row.pk)
     assert verified.verified_at is not None
     event = AuditEvent.objects.get(verb="sso.domain_verify")
@@ -48,7 +50,7 @@ def test_a_record_with_another_organizations_token_proves_nothing(cast: Any, dns
     sso_domain_verify(principal=cast.principal(cast.charlie), domain_id=theirs.pk)
     # the domain is globex's now: even acme's own token later does not take it over
     dns_server.records["_reasoningbank-challenge.shared.test"].append(verification_record_value(mine.token))
-    with pytest.raises(Conflict, match="another organization has verified shared.test"):
+    with pytest.raises(Conflict, match=r"another organization has verified shared\.test"):
         sso_domain_verify(principal=cast.principal(cast.alice), domain_id=mine.pk)
     assert SsoDomain.objects.filter(domain="shared.test", verified_at__isnull=False).get().organization == cast.org_b
 
@@ -71,7 +73,7 @@ def test_a_domain_is_added_once_and_bad_input_names_the_fix(cast: Any) -> None:
     sso_domain_add(principal=alice, domain="acme.test")
     with pytest.raises(Conflict, match="already on the list"):
         sso_domain_add(principal=alice, domain="@Acme.test")
-    with pytest.raises(InvalidInput, match="example.com"):
+    with pytest.raises(InvalidInput, match=r"example\.com"):
         sso_domain_add(principal=alice, domain="not a domain")
 
 

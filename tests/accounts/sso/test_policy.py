@@ -34,9 +34,7 @@ def test_the_policy_needs_a_provider_and_a_verified_domain_and_an_owner(cast: An
     assert AuditEvent.objects.get(verb="sso.policy_change").data == {"sso_required": True}
 
 
-def test_a_password_is_refused_for_the_domain_but_not_for_its_owners_or_other_domains(
-    cast: Any, acme_sso: Any
-) -> None:
+def test_a_password_is_refused_for_the_domain_but_not_for_its_owners_or_other_domains(cast: Any, acme_sso: Any) -> None:
     sso_policy_set(principal=cast.principal(cast.alice), required=True)
     assert sso_password_refusal(email="bob@acme.test") == cast.org_a
     assert sso_password_refusal(email="BOB@Acme.Test") == cast.org_a
@@ -49,8 +47,9 @@ def test_the_sign_in_page_refuses_the_password_and_points_to_single_sign_on(
     cast: Any, acme_sso: Any, client: Any
 ) -> None:
     sso_policy_set(principal=cast.principal(cast.alice), required=True)
-    refused = client.post("/accounts/login/?next=/settings/", {"login": "bob@acme.test",
-                                                               "password": "correct-horse-battery"})
+    refused = client.post(
+        "/accounts/login/?next=/settings/", {"login": "bob@acme.test", "password": "correct-horse-battery"}
+    )
     assert refused.status_code == 200
     body = refused.content.decode()
     assert "Acme requires single sign-on for this address" in body

@@ -18,33 +18,42 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_first_sign_in_joins_with_the_mapped_role_and_later_groups_change_it(cast: Any, acme_sso: Any) -> None:
-    sso_roles_set(principal=cast.principal(cast.alice), default_role="viewer", role_claim="groups",
-                  role_map="eng = member\nleads = admin")
+    sso_roles_set(
+        principal=cast.principal(cast.alice),
+        default_role="viewer",
+        role_claim="groups",
+        role_map="eng = member\nleads = admin",
+    )
     dana = UserFactory(email="dana@acme.test")
-    joined = sso_sign_in_complete(user=dana, social_app_id=acme_sso.social_app_id,
-                                  claims={"userinfo": {"groups": ["eng"]}})
+    joined = sso_sign_in_complete(
+        user=dana, social_app_id=acme_sso.social_app_id, claims={"userinfo": {"groups": ["eng"]}}
+    )
     assert joined is not None and joined.organization == cast.org_a and joined.role == "member"
     event = AuditEvent.objects.get(verb="member.jit_join")
     assert event.data == {"user": "dana@acme.test", "role": "member", "groups": ["eng"]}
-    again = sso_sign_in_complete(user=dana, social_app_id=acme_sso.social_app_id,
-                                 claims={"userinfo": {"groups": ["eng", "leads"]}})
+    again = sso_sign_in_complete(
+        user=dana, social_app_id=acme_sso.social_app_id, claims={"userinfo": {"groups": ["eng", "leads"]}}
+    )
     assert again is not None and again.role == "admin"
     assert AuditEvent.objects.get(verb="membership.role_change").data == {"from": "member", "to": "admin"}
     # groups that map to nothing leave the role as it is
     same = sso_sign_in_complete(user=dana, social_app_id=acme_sso.social_app_id, claims={"userinfo": {"groups": []}})
     assert same is not None and same.role == "admin"
-    assert list(AuditEvent.objects.filter(verb="auth.sign_in").values_list("data", flat=True)) == [
-        {"method": "sso", "protocol": "oidc"}
-    ] * 3
+    assert (
+        list(AuditEvent.objects.filter(verb="auth.sign_in").values_list("data", flat=True))
+        == [{"method": "sso", "protocol": "oidc"}] * 3
+    )
 
 
 def test_no_mapped_group_joins_with_the_default_role_and_an_owner_is_never_demoted(cast: Any, acme_sso: Any) -> None:
-    sso_roles_set(principal=cast.principal(cast.alice), default_role="viewer", role_claim="groups",
-                  role_map="eng = member")
+    sso_roles_set(
+        principal=cast.principal(cast.alice), default_role="viewer", role_claim="groups", role_map="eng = member"
+    )
     erin = UserFactory(email="erin@acme.test")
     assert sso_sign_in_complete(user=erin, social_app_id=acme_sso.social_app_id, claims={}).role == "viewer"
-    owner = sso_sign_in_complete(user=cast.alice, social_app_id=acme_sso.social_app_id,
-                                 claims={"userinfo": {"groups": ["eng"]}})
+    owner = sso_sign_in_complete(
+        user=cast.alice, social_app_id=acme_sso.social_app_id, claims={"userinfo": {"groups": ["eng"]}}
+    )
     assert owner is not None and owner.role == Membership.ROLE_OWNER
 
 
@@ -58,8 +67,7 @@ def test_a_full_organization_takes_no_new_member(cast: Any, acme_sso: Any, setti
     for index in range(limit - Membership.objects.filter(organization=cast.org_a).count()):
         Membership.objects.create(organization=cast.org_a, user=UserFactory(email=f"m{index}@acme.test"))
     with pytest.raises(LimitExceeded, match="plan"):
-        sso_sign_in_complete(user=UserFactory(email="late@acme.test"), social_app_id=acme_sso.social_app_id,
-                             claims={})
+        sso_sign_in_complete(user=UserFactory(email="late@acme.test"), social_app_id=acme_sso.social_app_id, claims={})
     assert not Membership.objects.filter(user__email="late@acme.test").exists()
 
 
@@ -73,8 +81,11 @@ def _login_for(app: Any, email: str) -> SocialLogin:
     from django.contrib.auth import get_user_model
 
     account = SocialAccount(provider=app.provider_id, uid=email)
-    login = SocialLogin(user=get_user_model()(email=email), account=account,
-                        email_addresses=[EmailAddress(email=email, verified=True, primary=True)])
+    login = SocialLogin(
+        user=get_user_model()(email=email),
+        account=account,
+        email_addresses=[EmailAddress(email=email, verified=True, primary=True)],
+    )
     login.provider = app.get_provider(None)  # type: ignore[misc]
     return login
 

@@ -52,15 +52,17 @@ def test_org_b_cannot_verify_or_remove_org_as_domain(cast: Any, acme_sso: Any, c
 )
 def test_org_bs_changes_land_in_org_b_only(cast: Any, acme_sso: Any, client: Any, settings: Any) -> None:
     client.force_login(cast.charlie)
-    saved = client.post("/settings/sso/oidc/", {"server_url": "https://globex.okta.com", "client_id": "globex",
-                                                "secret": "g"})
+    saved = client.post(
+        "/settings/sso/oidc/", {"server_url": "https://globex.okta.com", "client_id": "globex", "secret": "g"}
+    )
     assert saved.status_code == 302
     client.post("/settings/sso/roles/", {"default_role": "admin", "role_claim": "groups", "role_map": "x = admin"})
     client.post("/settings/sso/domains/", {"domain": "globex.test"})
     refused = client.post("/settings/sso/policy/", {"sso_required": "on"})  # no verified domain yet
     assert refused.status_code == 400 and "verify at least one domain" in refused.content.decode()
-    saml = client.post("/settings/sso/saml/", {"entity_id": "https://idp", "sso_url": "https://idp/sso",
-                                               "x509cert": "MIIB"})
+    saml = client.post(
+        "/settings/sso/saml/", {"entity_id": "https://idp", "sso_url": "https://idp/sso", "x509cert": "MIIB"}
+    )
     assert saml.status_code == 302
     acme = SsoConnection.objects.get(organization=cast.org_a)
     assert (acme.social_app.client_id, acme.default_role, acme.role_map) == ("acme-client", "member", {})
