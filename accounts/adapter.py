@@ -16,6 +16,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.http import HttpRequest
 
 from accounts import throttling
+from accounts.sso.selectors import sso_password_refusal
 
 
 class AccountAdapter(DefaultAccountAdapter):
@@ -31,6 +32,15 @@ class AccountAdapter(DefaultAccountAdapter):
 
     def pre_authenticate(self, request: HttpRequest, **credentials: Any) -> None:
         super().pre_authenticate(request, **credentials)  # allauth's per-address limits
+        # an address of a domain whose organization requires single sign-on signs in there (its owners
+        # keep this password path: the break-glass, docs/identity.md#single-sign-on)
+        organization = sso_password_refusal(email=str(credentials.get("email") or ""))
+        if organization is not None:
+            raise forms.ValidationError(
+                f"{organization.name} requires single sign-on for this address: use “Sign in with single "
+                "sign-on” below.",
+                code="sso_required",
+            )
         account, address = self._throttle_keys(request, credentials)
         wait = throttling.login_wait(account=account, address=address)
         if wait > 0:

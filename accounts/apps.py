@@ -6,6 +6,7 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from allauth.account.signals import user_logged_in as allauth_user_logged_in
         from allauth.account.signals import user_signed_up
         from allauth.mfa import signals as mfa_signals
         from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
@@ -17,12 +18,14 @@ class AccountsConfig(AppConfig):
             audit_user_logged_out,
             audit_user_login_failed,
             provision_org_on_signup,
+            sso_sign_in_record,
         )
         from accounts.tokens.services_leaks import leaked_tokens_revoke
         from reasoningbank.ai.budget import llm_budget_alert
         from reasoningbank.leaks import leak_revoker_register
 
         user_signed_up.connect(provision_org_on_signup, dispatch_uid="accounts.provision_org_on_signup")
+        allauth_user_logged_in.connect(sso_sign_in_record, dispatch_uid="accounts.sso_sign_in_record")
         llm_budget_alert.connect(audit_llm_budget_alert, dispatch_uid="accounts.audit_llm_budget_alert")
         # sign-ins, failures and sign-outs in the audit log (docs/identity.md#the-audit-log)
         user_logged_in.connect(audit_user_logged_in, dispatch_uid="accounts.audit_user_logged_in")

@@ -67,6 +67,9 @@ class Organization(models.Model):
     mfa_required = models.BooleanField(
         default=False, help_text="members must enrol a second factor (authenticator app or passkey) to sign in"
     )
+    # single sign-on (accounts/sso/, docs/identity.md#single-sign-on): on, addresses of the organization's
+    # verified domains sign in through its identity provider only (its owners keep a break-glass password)
+    sso_required = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -518,3 +521,7 @@ class ScimToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.label})"
+
+
+# single sign-on's rows: an organization's identity provider and its verified e-mail domains
+from accounts.models_sso import SsoConnection, SsoDomain  # noqa: E402, F401

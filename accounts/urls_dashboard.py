@@ -11,6 +11,7 @@ from accounts.oauth import views as views_oauth
 from accounts.organizations import views
 from accounts.plans import views as views_plans
 from accounts.scim import views_settings as views_scim
+from accounts.sso import views as views_sso
 from accounts.tokens import views as views_tokens
 from accounts.write_limits import views as views_write_limits
 
@@ -67,4 +68,18 @@ urlpatterns = [
     path("settings/audit/export/", views_audit.settings_audit_export, name="settings-audit-export"),
     path("settings/mfa/", views_mfa.settings_mfa, name="settings-mfa"),
     path("settings/mfa/policy/", views_mfa.settings_mfa_policy, name="settings-mfa-policy"),
+    path("settings/sso/", views_sso.settings_sso, name="settings-sso"),
+    path("settings/sso/oidc/", views_sso.sso_oidc_save, name="settings-sso-oidc"),
+    path("settings/sso/saml/", views_sso.sso_saml_save, name="settings-sso-saml"),
+    path("settings/sso/roles/", views_sso.sso_roles_save, name="settings-sso-roles"),
+    path("settings/sso/policy/", views_sso.sso_policy_save, name="settings-sso-policy"),
+    path("settings/sso/domains/", views_sso.sso_domain_create, name="settings-sso-domain-add"),
+    path(
+        "settings/sso/domains/<int:domain_id>/verify/", views_sso.sso_domain_check, name="settings-sso-domain-verify"
+    ),
+    path(
+        "settings/sso/domains/<int:domain_id>/remove/", views_sso.sso_domain_delete, name="settings-sso-domain-remove"
+    ),
+    # "Sign in with single sign-on" (no sign-in needed): an address's domain names the organization
+    path("sso/", views_sso.sso_start, name="sso-start"),
 ]

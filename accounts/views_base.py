@@ -88,12 +88,13 @@ SECTIONS = [
     ("provisioning", "Provisioning (SCIM)", "/settings/provisioning/"),
     ("usage", "LLM spend", "/settings/usage/"),
     ("plan", "Plan & limits", "/settings/plan/"),
+    ("sso", "Single sign-on", "/settings/sso/"),
     ("audit", "Audit log", "/settings/audit/"),
     ("mfa", "Two-factor", "/settings/mfa/"),
     # every member's own second factors (allauth.mfa's pages, not an org setting)
     ("my-mfa", "Your two-factor", "/accounts/2fa/"),
 ]
-ADMIN_SECTIONS = {"webhooks", "audit", "mfa", "provisioning"}
+ADMIN_SECTIONS = {"webhooks", "audit", "mfa", "provisioning", "sso"}
 
 
 def require_role(request: HttpRequest, role: str) -> None:

@@ -38,6 +38,8 @@ if [ "${1:-}" = fast ]; then
   exit "$status"
 fi
 ./scripts/ensure-chromium.sh
+# the OpenID Connect and SAML identity providers the single sign-on tests sign in at (tests/sso_idps.py)
+./scripts/ensure-test-idps.sh
 checks() {
   # the django-stubs plugin imports the settings: DEBUG=1 spares it a SECRET_KEY
   DEBUG=1 .venv/bin/mypy .

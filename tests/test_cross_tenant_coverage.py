@@ -45,6 +45,11 @@ EXEMPT_ROUTES: dict[str, str] = {
     "oauth2_provider:oauth-not-found": "the catch-all under /oauth/: a JSON 404 for every unknown path, reads nothing",
     "oauth2_provider:well-known-not-found": "the catch-all under /.well-known/: a JSON 404 for every unknown path, "
     "reads nothing",
+    # allauth.socialaccount (single sign-on, accounts/sso/): its redirects from the old paths of its pages
+    "accounts/social/login/cancelled/": "allauth's permanent redirect to its renamed page, reads nothing",
+    "accounts/social/login/error/": "allauth's permanent redirect to its renamed page, reads nothing",
+    "accounts/social/signup/": "allauth's permanent redirect to its renamed page, reads nothing",
+    "accounts/social/connections/": "allauth's permanent redirect to its renamed page, reads nothing",
 }
 # URL namespaces whose routes are not ours to guard with the tenant filter
 EXEMPT_NAMESPACES: dict[str, str] = {

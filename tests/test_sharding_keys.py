@@ -48,6 +48,10 @@ GLOBAL_TABLES = {
     "django_session": "a browser login, keyed by session key; a user may belong to several organizations",
     "django_admin_log": "the operator's admin actions across organizations",
     "django_site": "the one site of django.contrib.sites (allauth)",
+    "accounts_ssodomain": "which organization owns an e-mail domain, looked up at sign-in before any "
+    "organization is known; a domain is verified by one organization across the service",
+    "accounts_ssoconnection": "an organization's identity provider, found by its allauth SocialApp (a global "
+    "row) when the provider answers a sign-in, before any organization is known; one row per organization",
 }
 GLOBAL_TABLE_PREFIXES = {
     "auth_": "users, groups and permissions: a user may belong to several organizations (Membership is "

@@ -26,6 +26,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.forms import AllowForm
@@ -46,6 +48,8 @@ from accounts.oauth.protocol import OAUTH_SCOPES, RESOURCE_PATHS, client_metadat
 from accounts.oauth.selectors import oauth_application, oauth_connections_of_org
 from accounts.oauth.services import oauth_connection_grant, oauth_connection_revoke, oauth_scopes_for_role
 from accounts.organizations.selectors import memberships_of_user
+from accounts.sso.selectors import sso_domain_owner
+from accounts.sso.sessions import sso_session_satisfies
 from accounts.throttling import grant_failure, registration_throttled, request_client_address
 from accounts.views_base import org_view, settings_context
 from reasoningbank.errors import ServiceError
@@ -92,6 +96,13 @@ def _error(error: Any, redirect_uri: str) -> OAuthToolkitError:
     return OAuthToolkitError(error=error, redirect_uri=redirect_uri)
 
 
+def _sso_detour(request: HttpRequest, next_url: str) -> HttpResponse:
+    """Through the organization's identity provider first, then back to the same authorization request: an
+    agent's grant follows the company's identity policy (docs/oauth.md, docs/identity.md#single-sign-on)."""
+    query = urlencode({"next": next_url, "email": getattr(request.user, "email", "")})
+    return redirect(f"{reverse('sso-start')}?{query}")
+
+
 class ConsentView(AuthorizationView):
     """The authorization endpoint (GET: the consent page; POST: the decision)."""
 
@@ -124,6 +135,11 @@ class ConsentView(AuthorizationView):
             chosen = [resource_known(value) for value in resources]
         else:
             chosen = [mcp_resource()]  # RFC 8707 §2: the default resource, so every token is bound
+        # a person whose domain's organization requires SSO, signed in some other way (a password, their
+        # owner's break-glass): through the identity provider before the consent page
+        owner = sso_domain_owner(email=getattr(request.user, "email", "") or "")
+        if owner is not None and not sso_session_satisfies(request, owner):
+            return _sso_detour(request, request.get_full_path())
         query = request.GET.copy()
         query.setlist("resource", list(dict.fromkeys(value for value in chosen if value)))
         request.GET = query  # type: ignore[assignment]
@@ -199,6 +215,12 @@ class ConsentView(AuthorizationView):
         if membership is None:
             denied = AccessDeniedError(description="you are not a member of that organization", state=state)
             return self.error_response(_error(denied, credentials["redirect_uri"]), application)
+        if not sso_session_satisfies(request, membership.organization):
+            # the chosen organization requires SSO and this session came another way: the same request
+            # again after its identity provider signed the person in
+            again: dict[str, Any] = {key: value for key, value in credentials.items() if value}
+            again.update(scope=data.get("scope") or "", resource=(data.get("resource") or "").split())
+            return _sso_detour(request, f"{reverse('oauth2_provider:authorize')}?{urlencode(again, doseq=True)}")
         problem = mfa_consent_problem(request=request, organization=membership.organization)
         if problem:
             # the page says how to pass the second factor and come back; nothing is granted meanwhile

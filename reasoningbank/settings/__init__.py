@@ -14,6 +14,7 @@ DJANGO_SETTINGS_MODULE stays ``reasoningbank.settings``:
 * ``observability``: /metrics, logs, traces
 * ``oauth``: the OAuth 2.1 authorization server
 * ``webhooks``: webhook deliveries (address guard, timeout, retries)
+* ``sso``: single sign-on per organization (allauth socialaccount: OpenID Connect and SAML)
 """
 
 from reasoningbank.settings.ai import *  # noqa: F403
@@ -25,5 +26,6 @@ from reasoningbank.settings.memories import *  # noqa: F403
 from reasoningbank.settings.oauth import *  # noqa: F403
 from reasoningbank.settings.observability import *  # noqa: F403
 from reasoningbank.settings.security import *  # noqa: F403
+from reasoningbank.settings.sso import *  # noqa: F403
 from reasoningbank.settings.webhooks import *  # noqa: F403
 from reasoningbank.settings.worker import *  # noqa: F403

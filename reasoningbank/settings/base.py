@@ -52,6 +52,10 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.mfa",
+    # single sign-on per organization (accounts/sso/): one SocialApp of these providers per organization
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.saml",
     "django_q",
     "oauth2_provider",
     "django_htmx",

@@ -275,7 +275,16 @@ def samples(cast, agent) -> dict[str, str]:
         organization=org, subscription=subscription, event_type="memory.created",
         payload={"type": "memory.created"}, status=WebhookDelivery.STATUS_FAILED, error=f"ConnectError: {LONG_URL}",
     )  # fmt: skip
+    # Settings → Single sign-on: a provider with a long issuer, a domain waiting for its long TXT record
+    from accounts.access import principal_for_membership
+    from accounts.sso.services import sso_domain_add, sso_oidc_configure
+
+    owner = principal_for_membership(Membership.objects.get(user=cast.alice, organization=org))
+    sso_oidc_configure(principal=owner, server_url=f"https://login.example.com/{LONG_WORD}/v2.0",
+                       client_id=LONG_WORD[:150], secret="s")
+    domain = sso_domain_add(principal=owner, domain=f"{'a-long-domain-label' * 3}.example.com")
     return {
+        "domain_id": str(domain.pk),
         "subscription_id": subscription.id,
         "delivery_id": delivery.id,
         "memory_id": first.id,
