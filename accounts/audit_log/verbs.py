@@ -96,6 +96,26 @@ VERBS: dict[str, str] = {
     "code.changes": "code changes were reported",
     "code.reverify": "memories' code anchors were verified again",
     "history.seed": "memories were seeded from a repository's history",
+    # single sign-on, second factors, provisioning and departure (docs/identity.md)
+    "member.jit_join": "a person joined on their first single sign-on (the role their groups map to, or the default)",
+    "member.deactivate": "a member was deactivated (by an admin or SCIM): tokens, connected apps and sessions revoked, with the counts",
+    "member.reactivate": "a deactivated member was reactivated with the role they had",
+    "mfa.enroll": "a member added an authenticator app or a passkey",
+    "mfa.remove": "a member removed a second factor",
+    "mfa.recovery_codes_generate": "a member's recovery codes were made",
+    "mfa.policy_change": "an owner or admin turned \"require MFA\" on or off",
+    "sso.configure": "the organization's identity provider was configured or changed (never the secret)",
+    "sso.domain_add": "an e-mail domain was added for verification",
+    "sso.domain_remove": "an e-mail domain was removed",
+    "sso.domain_verify": "an e-mail domain was verified by its DNS TXT record",
+    "sso.policy_change": "an owner turned \"require SSO\" on or off",
+    "scim.token_create": "a SCIM token was created",
+    "scim.token_revoke": "a SCIM token was revoked",
+    "scim.user_create": "the identity provider provisioned a member over SCIM",
+    "scim.user_update": "the identity provider changed a member over SCIM",
+    "scim.group_create": "the identity provider created a team over SCIM",
+    "scim.group_update": "the identity provider changed a team or its members over SCIM",
+    "scim.group_delete": "the identity provider deleted a team over SCIM",
 }
 
 
