@@ -74,9 +74,7 @@ urlpatterns = [
     path("settings/sso/roles/", views_sso.sso_roles_save, name="settings-sso-roles"),
     path("settings/sso/policy/", views_sso.sso_policy_save, name="settings-sso-policy"),
     path("settings/sso/domains/", views_sso.sso_domain_create, name="settings-sso-domain-add"),
-    path(
-        "settings/sso/domains/<int:domain_id>/verify/", views_sso.sso_domain_check, name="settings-sso-domain-verify"
-    ),
+    path("settings/sso/domains/<int:domain_id>/verify/", views_sso.sso_domain_check, name="settings-sso-domain-verify"),
     path(
         "settings/sso/domains/<int:domain_id>/remove/", views_sso.sso_domain_delete, name="settings-sso-domain-remove"
     ),

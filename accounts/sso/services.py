@@ -325,7 +325,8 @@ def sso_sign_in_complete(*, user: Any, social_app_id: int, claims: dict[str, Any
     joined = membership is None
     if membership is None:
         limit = organization.limit("members")
-        if limit is not None and Membership.objects.filter(organization=organization, deactivated_at__isnull=True).count() >= limit:
+        active = Membership.objects.filter(organization=organization, deactivated_at__isnull=True)
+        if limit is not None and active.count() >= limit:
             raise LimitExceeded(f"{organization.name} has reached its plan's {limit} members; ask an owner")
         role = mapped or connection.default_role
         membership = Membership.objects.create(organization=organization, user=user, role=role)
