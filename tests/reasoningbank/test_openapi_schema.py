@@ -92,6 +92,9 @@ def test_the_error_body_always_has_detail_code_and_errors(schema):
     assert error["properties"]["errors"]["additionalProperties"]["items"]["type"] == "string"
 
 
+CURSOR_PAGED = {"/api/v1/audit"}
+
+
 def test_every_list_operation_answers_a_page_object(schema):
     lists = [
         (path, operation)
@@ -108,6 +111,11 @@ def test_every_list_operation_answers_a_page_object(schema):
     for path, operation in lists:
         page = resolve(schema, operation["responses"]["200"]["content"]["application/json"]["schema"])
         assert page["type"] == "object", path
+        assert page["properties"]["results"]["type"] == "array", path
+        if path in CURSOR_PAGED:
+            # a log that grows while it is read pages by cursor (docs/decisions.md): no count, no page number
+            assert set(page["required"]) == {"next", "results"}, path
+            continue
         assert set(page["required"]) == {"count", "next", "previous", "results"}, path
         assert page["properties"]["results"]["type"] == "array", path
         parameters = {p["name"]: p for p in operation["parameters"]}
