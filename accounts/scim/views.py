@@ -144,21 +144,21 @@ class ScimView(View):
         return scim_response(data, status=status, **headers)
 
 
+def _listing(kind: Any, found: list[Any], *, total: int, start: int, search: Any) -> HttpResponse:
+    """A page of a query (RFC 7644 §3.4.2: the total, where the page starts, how many it holds)."""
+    listing = kind(total_results=total, start_index=start, items_per_page=len(found), resources=found)
+    return scim_response(listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search))
+
+
 class UsersView(ScimView):
     def get(self, request: HttpRequest) -> HttpResponse:
         search, start, count = _page(request)
         where = scim_filter_q(search.filter, User) if search.filter else None
         rows = selectors.scim_users(organization=self.organization, where=where)
-        total = rows.count()
         page = list(rows[start - 1 : start - 1 + count]) if count else []
         base = self.base_url()
-        listing = ListResponse[User](
-            total_results=total,
-            start_index=start,
-            items_per_page=len(page),
-            resources=[resources.user_resource(m, base_url=base) for m in page],
-        )
-        return scim_response(listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search))
+        found = [resources.user_resource(m, base_url=base) for m in page]
+        return _listing(ListResponse[User], found, total=rows.count(), start=start, search=search)
 
     def post(self, request: HttpRequest) -> HttpResponse:
         resource: User = User.model_validate(_body(request), scim_ctx=Context.RESOURCE_CREATION_REQUEST)
@@ -207,16 +207,11 @@ class GroupsView(ScimView):
         search, start, count = _page(request)
         where = scim_filter_q(search.filter, Group) if search.filter else None
         rows = selectors.scim_groups(organization=self.organization, where=where)
-        total = rows.count()
         page = list(rows[start - 1 : start - 1 + count]) if count else []
+        members = selectors.scim_groups_members(organization=self.organization, teams=page)
         base = self.base_url()
-        listing = ListResponse[Group](
-            total_results=total,
-            start_index=start,
-            items_per_page=len(page),
-            resources=[resources.group_resource(t, selectors.scim_group_members(team=t), base_url=base) for t in page],
-        )
-        return scim_response(listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=search))
+        found = [resources.group_resource(t, members[t.pk], base_url=base) for t in page]
+        return _listing(ListResponse[Group], found, total=rows.count(), start=start, search=search)
 
     def post(self, request: HttpRequest) -> HttpResponse:
         resource: Group = Group.model_validate(_body(request), scim_ctx=Context.RESOURCE_CREATION_REQUEST)

@@ -153,3 +153,28 @@ def test_on_a_plan_without_teams_a_group_is_a_403_naming_the_plan(cast: Any) -> 
     body = assert_scim_error(scim_for(cast.org_a).post("/Groups", group_body("Platform")), 403)
     assert "teams plan" in body["detail"]
     assert not Team.objects.filter(organization=cast.org_a).exists()
+
+
+def test_listing_groups_reads_their_members_in_one_query_however_many_groups_the_page_holds(cast: Any) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    scim = scim_for(cast.org_a)
+    alice, bob = _member(cast.alice), _member(cast.bob)
+    assert scim.post("/Groups", group_body("One", bob.pk)).status_code == 201
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = scim.get("/Groups")
+        assert response.status_code == 200
+        return len(captured.captured_queries)
+
+    one = statements()
+    for name in ("Two", "Three", "Four"):
+        assert scim.post("/Groups", group_body(name, alice.pk, bob.pk)).status_code == 201
+    assert statements() == one
+    listed = {
+        g["displayName"]: sorted(m["value"] for m in g["members"]) for g in scim.get("/Groups").json()["Resources"]
+    }
+    assert listed["One"] == [str(bob.pk)]
+    assert listed["Four"] == sorted([str(alice.pk), str(bob.pk)])
