@@ -15,7 +15,9 @@ from tests.e2e.conftest import Setup
 from tests.e2e.harness import ARTIFACTS, REPO, Service
 
 MAX_EXAMPLES = 5  # per operation and phase: with the coverage phase some 500-700 cases in all
-TIME_LIMIT = 240  # seconds, a hard stop for the whole run
+# seconds, a hard stop for a hung run, not a speed target: some 4,000 cases took 134 s on a quiet 2-core
+# machine and ran past 240 s beside the test workers on a slower one
+TIME_LIMIT = 600
 
 
 def test_the_live_api_conforms_to_its_openapi_schema(service: Service, acme: Setup) -> None:
