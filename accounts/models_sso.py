@@ -28,6 +28,9 @@ class SsoConnection(models.Model):
     # the claim (OIDC) or attribute (SAML) that lists a person's groups, and {group: role}
     role_claim = models.CharField(max_length=300, blank=True, default="groups")
     role_map = models.JSONField(default=dict, blank=True)
+    # only people in a mapped group may sign in: a sign-in whose groups map to no role is the identity
+    # provider refusing that person, and a member refused so is deactivated (docs/identity.md)
+    groups_required = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -18,6 +18,7 @@ from accounts.models import Organization
 from accounts.sso.outbound import guarded_session
 from accounts.sso.rules import email_domain
 from accounts.sso.selectors import sso_connection_for_app, sso_domain_verified_by
+from accounts.sso.services import sso_sign_in_admit
 
 
 def _organization_of(app: Any) -> Organization | None:
@@ -54,17 +55,26 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
         )
 
     def pre_social_login(self, request: HttpRequest, sociallogin: SocialLogin) -> None:
-        """Refused, with a page saying why: a provider that is no organization's, or an address outside the
-        organization's verified domains (an IdP may know people of other companies: guests, contractors)."""
-        organization = _organization_of(sociallogin.provider.app)
+        """Refused, with a page saying why: a provider that is no organization's, an address outside the
+        organization's verified domains (an IdP may know people of other companies: guests, contractors), or
+        a person in no mapped group of an organization that admits its mapped groups only (a member refused
+        so is deactivated: ``sso_sign_in_admit``)."""
+        app = sociallogin.provider.app
+        organization = _organization_of(app)
         addresses = _addresses(sociallogin)
+        refusal = None
         if organization is not None and any(
             sso_domain_verified_by(organization=organization, email=email) for email in addresses
         ):
-            return
+            refusal = sso_sign_in_admit(
+                user=sociallogin.user, social_app_id=app.pk, claims=sociallogin.account.extra_data
+            )
+            if refusal is None:
+                return
         context = {
             "organization": organization,
             "address": addresses[0] if addresses else "",
             "domain": email_domain(addresses[0]) if addresses else "",
+            "refusal": refusal,
         }
         raise ImmediateHttpResponse(render(request, "accounts/sso_refused.html", context, status=403))

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_get, principal_for_membership
 from accounts.audit import audit_record
+from accounts.departures.services import member_deactivate
 from accounts.models import Membership, Organization, SsoConnection, SsoDomain
 from accounts.organizations.services import membership_set_role
 from accounts.sso import dns
@@ -194,9 +195,12 @@ def sso_saml_configure(
 
 
 @transaction.atomic
-def sso_roles_set(*, principal: Principal, default_role: str, role_claim: str, role_map: str) -> SsoConnection:
-    """The role of a person who joins on first sign-in, the claim (attribute) that lists their groups, and
-    the table from group to role (``group = role`` a line)."""
+def sso_roles_set(
+    *, principal: Principal, default_role: str, role_claim: str, role_map: str, groups_required: bool = False
+) -> SsoConnection:
+    """The role of a person who joins on first sign-in, the claim (attribute) that lists their groups, the
+    table from group to role (``group = role`` a line), and whether only people in a mapped group may sign
+    in (``sso_sign_in_admit``)."""
     connection = sso_connection_of_org(tenant=principal)
     if connection is None:
         raise InvalidInput("configure the identity provider first", field="form")
@@ -206,17 +210,25 @@ def sso_roles_set(*, principal: Principal, default_role: str, role_claim: str, r
         mapping = role_map_parse(role_map)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="role_map") from None
+    if groups_required and not mapping:
+        raise InvalidInput("map at least one group before admitting mapped groups only", field="role_map")
     connection.default_role = default_role
     connection.role_claim = role_claim.strip()[:300]
     connection.role_map = mapping
+    connection.groups_required = groups_required
     connection.updated_at = timezone.now()
-    connection.save(update_fields=["default_role", "role_claim", "role_map", "updated_at"])
+    connection.save(update_fields=["default_role", "role_claim", "role_map", "groups_required", "updated_at"])
     audit_record(
         organization=principal.organization,
         actor=principal,
         verb="sso.configure",
         target=connection,
-        data={"default_role": default_role, "role_claim": connection.role_claim, "role_map": mapping},
+        data={
+            "default_role": default_role,
+            "role_claim": connection.role_claim,
+            "role_map": mapping,
+            "groups_required": groups_required,
+        },
     )
     return connection
 
@@ -308,6 +320,31 @@ def sso_policy_set(*, principal: Principal, required: bool) -> Organization:
 
 
 # --- sign-in ---------------------------------------------------------------------------------------
+
+IDP_REFUSED_REASON = "the identity provider lists them in no mapped group"
+
+
+@transaction.atomic
+def sso_sign_in_admit(*, user: Any, social_app_id: int, claims: dict[str, Any]) -> str | None:
+    """Before a sign-in through an organization's provider: None when it is admitted, else why not (the
+    refusal page shows it). An organization that admits its mapped groups only refuses a person whose groups
+    map to no role: the identity provider no longer vouches for them, so a member refused so is deactivated
+    in the same step as by SCIM or an admin (tokens, connected apps and sessions end; accounts/departures) —
+    except an owner, who keeps the break-glass password (ownership is handed over by a person)."""
+    connection = sso_connection_for_app(social_app_id=social_app_id)
+    if connection is None or not connection.groups_required:
+        return None
+    if role_for_groups(claim_values(claims, connection.role_claim), connection.role_map) is not None:
+        return None
+    organization = connection.organization
+    membership = (
+        Membership.objects.filter(organization=organization, user=user).first()
+        if user is not None and user.pk
+        else None
+    )
+    if membership is not None and membership.is_active and membership.role != Membership.ROLE_OWNER:
+        member_deactivate(organization=organization, user=user, actor=None, reason=IDP_REFUSED_REASON)
+    return f"{organization.name} admits the members of its mapped groups only, and its identity provider lists you in none of them."
 
 
 @transaction.atomic

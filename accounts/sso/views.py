@@ -156,6 +156,7 @@ def sso_roles_save(request: HttpRequest) -> HttpResponse:
             default_role=post.get("default_role", ""),
             role_claim=post.get("role_claim", ""),
             role_map=post.get("role_map", ""),
+            groups_required=post.get("groups_required") == "on",
         ),
         "Roles were saved.",
     )

@@ -39,10 +39,9 @@ def test_a_first_sign_in_joins_with_the_mapped_role_and_later_groups_change_it(c
     # groups that map to nothing leave the role as it is
     same = sso_sign_in_complete(user=dana, social_app_id=acme_sso.social_app_id, claims={"userinfo": {"groups": []}})
     assert same is not None and same.role == "admin"
-    assert (
-        list(AuditEvent.objects.filter(verb="auth.sign_in").values_list("data", flat=True))
-        == [{"method": "sso", "protocol": "oidc"}]
-    )
+    assert list(AuditEvent.objects.filter(verb="auth.sign_in").values_list("data", flat=True)) == [
+        {"method": "sso", "protocol": "oidc"}
+    ]
 
 
 def test_no_mapped_group_joins_with_the_default_role_and_an_owner_is_never_demoted(cast: Any, acme_sso: Any) -> None:
@@ -106,3 +105,97 @@ def test_the_adapter_trusts_only_the_organizations_verified_domains(cast: Any, a
         adapter.pre_social_login(request, outside)
     assert refused.value.response.status_code == 403
     assert b"x@evil.test is not one of them" in refused.value.response.content
+
+
+# --- admitting mapped groups only: the identity provider refusing a person ---------------------------
+
+
+def _mapped_groups_only(cast: Any) -> None:
+    sso_roles_set(
+        principal=cast.principal(cast.alice),
+        default_role="member",
+        role_claim="groups",
+        role_map="eng = member",
+        groups_required=True,
+    )
+
+
+def _sign_in_as(app: Any, user: Any, groups: list[str]) -> SocialLogin:
+    login = _login_for(app, user.email)
+    login.user = user
+    login.account.extra_data = {"userinfo": {"groups": groups}}
+    return login
+
+
+def test_a_member_the_provider_lists_in_no_mapped_group_is_refused_and_deactivated_with_their_tokens(
+    cast: Any, acme_sso: Any, rf: Any
+) -> None:
+    from allauth.core.exceptions import ImmediateHttpResponse
+
+    from accounts.models import ApiToken
+    from accounts.services import token_create
+
+    _mapped_groups_only(cast)
+    token, _ = token_create(organization=cast.org_a, label="bob's laptop", created_by=cast.bob)
+
+    with pytest.raises(ImmediateHttpResponse) as refused:
+        SocialAccountAdapter().pre_social_login(rf.get("/"), _sign_in_as(acme_sso.social_app, cast.bob, ["sales"]))
+
+    assert refused.value.response.status_code == 403
+    assert b"lists you in none of them" in refused.value.response.content
+    membership = Membership.objects.get(organization=cast.org_a, user=cast.bob)
+    assert not membership.is_active
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
+    event = AuditEvent.objects.get(verb="member.deactivate")
+    assert (event.actor, event.actor_user_id) == ("system", None)  # the identity provider, not a person
+    assert event.data["reason"] == "the identity provider lists them in no mapped group"
+    assert event.data["api_tokens_revoked"] == 1
+
+
+def test_a_person_in_a_mapped_group_is_admitted_and_a_newcomer_in_none_never_joins(
+    cast: Any, acme_sso: Any, rf: Any
+) -> None:
+    from allauth.core.exceptions import ImmediateHttpResponse
+
+    _mapped_groups_only(cast)
+    adapter = SocialAccountAdapter()
+    adapter.pre_social_login(rf.get("/"), _sign_in_as(acme_sso.social_app, cast.bob, ["eng"]))
+    assert Membership.objects.get(organization=cast.org_a, user=cast.bob).is_active
+
+    newcomer = _login_for(acme_sso.social_app, "frank@acme.test")  # no account yet
+    newcomer.account.extra_data = {"userinfo": {"groups": []}}
+    with pytest.raises(ImmediateHttpResponse):
+        adapter.pre_social_login(rf.get("/"), newcomer)
+    assert not Membership.objects.filter(user__email="frank@acme.test").exists()
+    assert not AuditEvent.objects.filter(verb="member.deactivate").exists()
+
+
+def test_an_owner_in_no_mapped_group_is_refused_but_keeps_the_membership(cast: Any, acme_sso: Any, rf: Any) -> None:
+    from allauth.core.exceptions import ImmediateHttpResponse
+
+    _mapped_groups_only(cast)
+    with pytest.raises(ImmediateHttpResponse):
+        SocialAccountAdapter().pre_social_login(rf.get("/"), _sign_in_as(acme_sso.social_app, cast.alice, []))
+    assert Membership.objects.get(organization=cast.org_a, user=cast.alice).is_active
+
+
+def test_without_the_policy_a_person_in_no_mapped_group_joins_with_the_default_role(
+    cast: Any, acme_sso: Any, rf: Any
+) -> None:
+    sso_roles_set(
+        principal=cast.principal(cast.alice), default_role="viewer", role_claim="groups", role_map="eng = member"
+    )
+    SocialAccountAdapter().pre_social_login(rf.get("/"), _sign_in_as(acme_sso.social_app, cast.bob, ["sales"]))
+    assert Membership.objects.get(organization=cast.org_a, user=cast.bob).is_active
+
+
+def test_admitting_mapped_groups_only_needs_a_mapped_group(cast: Any, acme_sso: Any) -> None:
+    from reasoningbank.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="map at least one group"):
+        sso_roles_set(
+            principal=cast.principal(cast.alice), default_role="member", role_claim="groups", role_map="",
+            groups_required=True,
+        )  # fmt: skip
+    acme_sso.refresh_from_db()
+    assert not acme_sso.groups_required

@@ -109,3 +109,18 @@ def test_a_member_who_joined_through_sso_has_no_personal_organization(cast: Any,
     dana = UserFactory(email="dana@acme.test")
     user_signed_up.send(sender=dana.__class__, request=None, user=dana, sociallogin=object())
     assert not Membership.objects.filter(user=dana).exists()
+
+
+def test_the_roles_form_saves_admitting_mapped_groups_only_and_shows_it_checked(
+    cast: Any, acme_sso: Any, client: Any
+) -> None:
+    client.force_login(cast.alice)
+    saved = client.post(
+        "/settings/sso/roles/",
+        {"default_role": "member", "role_claim": "groups", "role_map": "eng = member", "groups_required": "on"},
+    )
+    assert saved.status_code == 302
+    assert SsoConnection.objects.get(organization=cast.org_a).groups_required
+    assert 'name="groups_required" id="sso-groups-required" checked' in client.get("/settings/sso/").content.decode()
+    client.post("/settings/sso/roles/", {"default_role": "member", "role_claim": "groups", "role_map": "eng = member"})
+    assert not SsoConnection.objects.get(organization=cast.org_a).groups_required
