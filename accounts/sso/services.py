@@ -344,7 +344,10 @@ def sso_sign_in_admit(*, user: Any, social_app_id: int, claims: dict[str, Any]) 
     )
     if membership is not None and membership.is_active and membership.role != Membership.ROLE_OWNER:
         member_deactivate(organization=organization, user=user, actor=None, reason=IDP_REFUSED_REASON)
-    return f"{organization.name} admits the members of its mapped groups only, and its identity provider lists you in none of them."
+    return (
+        f"{organization.name} admits the members of its mapped groups only, "
+        "and its identity provider lists you in none of them."
+    )
 
 
 @transaction.atomic

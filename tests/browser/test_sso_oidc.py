@@ -130,3 +130,37 @@ def test_when_sso_is_required_a_password_is_refused_but_the_owners_break_glass_w
     password_sign_in(page, base, "alice@acme.test")
     page.wait_for_url(f"{base}/")
     context.close()
+
+
+def test_admitting_mapped_groups_only_refuses_a_member_in_none_and_ends_their_access(
+    cast: Any, idp: OidcIdp, dns_server: TxtServer, live_server: Any, browser: Any, shoot: Any
+) -> None:
+    from accounts.models import ApiToken, Membership
+    from accounts.services import token_create
+
+    base = live_server.url
+    context = browser.new_context()
+    loopback_only(context)
+    page = context.new_page()
+    _configure(page, base, idp, dns_server)
+    page.check("#sso-groups-required")
+    page.get_by_role("button", name="Save roles").click()
+    page.wait_for_selector("text=Roles were saved.")
+    context.close()
+    # bob (viewer) has an agent's token; his only group at the provider, "everyone", maps to no role
+    token, _ = token_create(organization=cast.org_a, label="bob's laptop", created_by=cast.bob)
+
+    context = browser.new_context()
+    loopback_only(context)
+    page = context.new_page()
+    page.goto(f"{base}/sso/")
+    page.fill("#sso-email", "bob@acme.test")
+    page.get_by_role("button", name="Continue").click()
+    oidc_idp_sign_in(page, idp.issuer, "bob@acme.test")
+    page.wait_for_selector("text=Single sign-on refused")
+    assert "lists you in none of them" in page.locator("body").inner_text()
+    shoot("sso-refused-no-mapped-group")
+    context.close()
+
+    assert not Membership.objects.get(user__email="bob@acme.test").is_active
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is not None
