@@ -26,11 +26,11 @@ GEMINI_HOOK = ENTRIES["gemini-cli"]
 if str(HOOKS) not in sys.path:
     sys.path.insert(0, str(HOOKS))
 
-from reasoningbank_hooks import budget, reading, repository, spool  # noqa: E402
+from reasoningbank_hooks import budget, posting, reading, repository, spool  # noqa: E402
 from reasoningbank_hooks.agents import ADAPTERS  # noqa: E402
 from reasoningbank_hooks.handlers import HANDLERS  # noqa: E402
 
-__all__ = ["ADAPTERS", "HANDLERS", "budget", "reading", "repository", "spool"]
+__all__ = ["ADAPTERS", "HANDLERS", "budget", "posting", "reading", "repository", "spool"]
 
 
 def transcript_read(agent: str, path: Path | str, limit: int = 500_000) -> tuple[str, int]:

@@ -212,11 +212,13 @@ def test_nothing_is_sent_for_a_command_that_succeeded_was_interrupted_or_a_tool_
     assert (done.returncode, done.stdout, done.stderr, state.requests) == (0, "", "", [])
 
 
-# what a tool hook has no use for: the queue and the git reader (capture's and session start's), and for a
-# command that passed, the HTTP client too — each module is time the client waits before every tool
+# what a tool hook has no use for: the queue and the git reader (capture's and session start's), urllib's HTTP
+# stack (the hooks post on a socket of their own: reasoningbank_hooks/posting.py), and for a command that
+# passed, any HTTP client — each module is time the client waits before every tool
 NOT_FOR_A_TOOL = {"pathlib", "subprocess", "ast", "dataclasses"}
 NOT_FOR_A_TOOL |= {"reasoningbank_hooks.spool", "reasoningbank_hooks.commits", "reasoningbank_hooks.code_changes"}
-HTTP_CLIENT = {"urllib.request", "http.client", "ssl", "hashlib", "tempfile"}
+NOT_FOR_A_TOOL |= {"urllib.request", "http.client", "email.parser", "ssl", "hashlib", "tempfile"}
+HTTP_CLIENT = {"reasoningbank_hooks.posting", "socket"}
 
 
 def imported_by(done: subprocess.CompletedProcess[str]) -> set[str]:
@@ -224,7 +226,9 @@ def imported_by(done: subprocess.CompletedProcess[str]) -> set[str]:
     return {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
 
 
-def test_a_tool_hook_imports_neither_the_queue_nor_git_and_one_that_sends_nothing_no_http_client(stand, tree):
+def test_a_tool_hook_imports_neither_the_queue_nor_git_nor_urllib_and_one_that_sends_nothing_no_http_client(
+    stand, tree
+):
     state, url = stand
     passed = claude_code_event(
         "PostToolUse", cwd=str(tree), tool_name="Bash", tool_input={"command": "pytest -q"}, tool_use_id="t",

@@ -37,7 +37,7 @@ def remote_clean(remote: str) -> str:
     if not text or len(text) > REMOTE_MAX or "\n" in text:
         return ""
     match = _USERINFO.match(text)
-    return f"{match.group('scheme')}{text[match.end():]}" if match else text
+    return f"{match.group('scheme')}{text[match.end() :]}" if match else text
 
 
 def remote_of(path: str) -> str:

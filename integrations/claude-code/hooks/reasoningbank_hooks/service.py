@@ -31,40 +31,36 @@ GATEWAY_DOWN = (502, 503, 504)  # a proxy in front of a service that is not ther
 def call(path: str, body: dict[str, Any], user_agent: str) -> dict[str, Any]:
     """POST ``body`` to the service; the answer's JSON, or a HookError saying why not (with the notice
     for the user when it means memory is off)."""
-    import urllib.error  # here, not at the top: a capture never posts, and these cost it 20 ms to import
-    import urllib.request
+    from .posting import post  # here, not at the top: a capture never posts
 
     who = credential_checked()
     url, token = who.url, who.token
     if os.environ.get("REASONINGBANK_PROJECT"):
         body["project"] = os.environ["REASONINGBANK_PROJECT"]
-    request = urllib.request.Request(
-        f"{url}{path}",
-        data=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json", "User-Agent": user_agent},
-        method="POST",
-    )
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "User-Agent": user_agent}
     try:
-        with urllib.request.urlopen(request, timeout=budget_left()) as reply:
-            answer = json.load(reply)
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.load(exc).get("detail", "")
-        except (ValueError, AttributeError, OSError):
-            detail = ""
-        said = f"{exc.code}: {str(detail)[:300]}"
-        notice = ""
-        if exc.code in (401, 403):
-            notice = f"{NOTICE_HEAD}{url} refused the token ({said.rstrip(': ')}). {FIX_TOKEN}"
-        elif exc.code in GATEWAY_DOWN:
-            notice = f"{NOTICE_HEAD}{url} answered {exc.code}. {FIX_URL} ({spool_state()})."
-        raise HookError(f"{url}{path} answered {said}", notice) from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
+        reply = post(f"{url}{path}", json.dumps(body).encode(), headers, budget_left())
+    except (OSError, ValueError) as exc:
         notice = ""  # a slow answer is not memory off: the next prompt may get one
-        if not isinstance(reason, TimeoutError) and not isinstance(exc, TimeoutError):
-            notice = f"{NOTICE_HEAD}could not reach {url} ({reason}). {FIX_URL} ({spool_state()})."
-        raise HookError(f"could not reach {url}: {reason}", notice) from None
+        if not isinstance(exc, TimeoutError):
+            notice = f"{NOTICE_HEAD}could not reach {url} ({exc}). {FIX_URL} ({spool_state()})."
+        raise HookError(f"could not reach {url}: {exc}", notice) from None
+    if reply.status >= 300:
+        said = f"{reply.status}: {reply.detail}"
+        if 300 <= reply.status < 400:
+            said += (
+                f" (redirected to {reply.headers.get('location', '?')[:200]}: set REASONINGBANK_URL to that address)"
+            )
+        notice = ""
+        if reply.status in (401, 403):
+            notice = f"{NOTICE_HEAD}{url} refused the token ({said.rstrip(': ')}). {FIX_TOKEN}"
+        elif reply.status in GATEWAY_DOWN:
+            notice = f"{NOTICE_HEAD}{url} answered {reply.status}. {FIX_URL} ({spool_state()})."
+        raise HookError(f"{url}{path} answered {said}", notice)
+    try:
+        answer = json.loads(reply.body)
+    except ValueError:
+        answer = None
     if not isinstance(answer, dict):
         raise HookError(f"{url}{path} answered something else than a JSON object")
     return answer

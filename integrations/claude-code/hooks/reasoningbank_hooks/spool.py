@@ -352,34 +352,23 @@ def sender_start(who: Credential) -> bool:
 
 
 def post(record: dict[str, Any], who: Credential, timeout: float) -> Attempt:
-    import http.client  # the sender's alone: a hook that only queues does not pay for the import
-    import urllib.error
-    import urllib.request
+    from .posting import post as http_post
 
     client = record.get("client")
-    request = urllib.request.Request(
-        f"{who.url}{record['path']}",
-        data=json.dumps(record["body"]).encode(),
-        headers={
-            "Authorization": f"Bearer {who.token}",
-            "Content-Type": "application/json",
-            "User-Agent": f"{USER_AGENT} ({client})" if isinstance(client, str) and client else USER_AGENT,
-        },
-        method="POST",
-    )
+    headers = {
+        "Authorization": f"Bearer {who.token}",
+        "Content-Type": "application/json",
+        "User-Agent": f"{USER_AGENT} ({client})" if isinstance(client, str) and client else USER_AGENT,
+    }
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
-            reply.read()
-            return Attempt(reply.status, None, f"answered {reply.status}")
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = str(json.load(exc).get("detail", ""))[:300]
-        except (ValueError, AttributeError, OSError):
-            detail = ""
-        return Attempt(exc.code, retry_after_seconds(exc.headers.get("Retry-After")), f"answered {exc.code} {detail}")
-    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+        reply = http_post(f"{who.url}{record['path']}", json.dumps(record["body"]).encode(), headers, timeout)
+    except (OSError, ValueError) as exc:
         # no answer, or half of one (a connection cut mid-reply): the service may not have it
-        return Attempt(None, None, f"could not reach {who.url}: {getattr(exc, 'reason', exc) or type(exc).__name__}")
+        return Attempt(None, None, f"could not reach {who.url}: {exc or type(exc).__name__}")
+    if reply.status < 300:
+        return Attempt(reply.status, None, f"answered {reply.status}")
+    retry_after = retry_after_seconds(reply.headers.get("retry-after"))
+    return Attempt(reply.status, retry_after, f"answered {reply.status} {reply.detail}")
 
 
 def retry_after_seconds(value: str | None) -> float | None:
