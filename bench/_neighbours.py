@@ -24,7 +24,8 @@ MIN_SIM = 0.7  # the band floor the duplicates phase asks for (min(threshold 0.8
 
 
 def _sql(distance: str = "b.embedding <=> a.embedding") -> str:
-    return selectors._NEIGHBOURS_SQL.replace("b.embedding <=> a.embedding", distance)
+    by_index = selectors._NEIGHBOURS_SQL.format(order="b.embedding <=> a.embedding")
+    return by_index.replace("b.embedding <=> a.embedding", distance)
 
 
 HALFVEC = "b.embedding::halfvec({d}) <=> a.embedding::halfvec({d})"

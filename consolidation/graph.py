@@ -13,6 +13,7 @@ from consolidation import graph_slices
 from consolidation.models import NeighbourGraph
 from consolidation.run_state import GRAPH_CLOCK_MARGIN, GRAPH_REPROBE_AFTER, RunState
 from consolidation.selectors import (
+    EXACT_NEIGHBOURS_MAX,
     NEIGHBOURS_PER_MEMORY,
     Edge,
     ScannedMemory,
@@ -71,7 +72,12 @@ def neighbour_graph_build(state: RunState, memories: dict[str, ScannedMemory], f
         probed_at = graph_slices.slices_staggered(state.now, GRAPH_REPROBE_AFTER)
     fresh = (
         neighbour_edges(
-            organization_id=state.run.organization_id, project_id=state.project.id, ids=probe, min_similarity=floor, k=k
+            organization_id=state.run.organization_id,
+            project_id=state.project.id,
+            ids=probe,
+            min_similarity=floor,
+            k=k,
+            exact=len(memories) <= EXACT_NEIGHBOURS_MAX,
         )
         if probe
         else []

@@ -25,6 +25,12 @@ NEIGHBOUR_EF_SEARCH = 20
 NEIGHBOUR_CHUNK = 2000  # ids per statement at most; fewer so that every session gets several
 NEIGHBOUR_MIN_CHUNK = 250
 NEIGHBOUR_PARALLELISM = 2  # k-NN probes run in this many database sessions at once
+# Up to this many active memories a project's neighbours are found exactly: each probe reads the project's
+# rows (by the (organization, project) index) and sorts them by distance, ~1M distances at the most. The
+# HNSW index is shared by every organization, and its scan gives up after `hnsw.max_scan_tuples` (20,000)
+# entries, dead ones and other projects' included: near 20,000 rows deleted or rolled back around the same
+# point, a probe of a small project came back empty and its duplicates went unmerged.
+EXACT_NEIGHBOURS_MAX = 1000
 
 _NEIGHBOURS_SQL = """
 SELECT a.id, n.id, 1 - n.distance
@@ -34,23 +40,33 @@ CROSS JOIN LATERAL (
     FROM memories_memory b
     WHERE b.organization_id = %(org)s AND b.project_id = %(project)s AND b.state = 'active'
       AND b.embedding IS NOT NULL AND b.id <> a.id
-    ORDER BY b.embedding <=> a.embedding
+    ORDER BY {order}
     LIMIT %(k)s
 ) n
 WHERE a.organization_id = %(org)s AND a.project_id = %(project)s AND a.state = 'active'
   AND a.embedding IS NOT NULL AND a.id = ANY(%(ids)s) AND n.distance <= %(max_distance)s
 """
+_ORDER_BY_INDEX = "b.embedding <=> a.embedding"
+_ORDER_EXACT = "(b.embedding <=> a.embedding) + 0"  # an expression no index orders by: a sort of the rows
 
 
 def neighbour_edges(
-    *, organization_id: int, project_id: int, ids: Sequence[str], min_similarity: float, k: int = NEIGHBOURS_PER_MEMORY
+    *,
+    organization_id: int,
+    project_id: int,
+    ids: Sequence[str],
+    min_similarity: float,
+    k: int = NEIGHBOURS_PER_MEMORY,
+    exact: bool = False,
 ) -> list[Edge]:
     """Undirected edges (a < b) between active memories of a project whose cosine similarity is at
-    least ``min_similarity``, from each memory's k nearest neighbours in the HNSW index — a sparse
+    least ``min_similarity``, from each memory's k nearest neighbours — in the HNSW index, or, ``exact``
+    (a project of at most ``EXACT_NEIGHBOURS_MAX`` memories), by distance over the project's rows: a sparse
     graph, never an all-pairs matrix. Chunks run in parallel sessions unless the caller holds a
     transaction (other sessions could not see its rows)."""
     if not ids:
         return []
+    sql = _NEIGHBOURS_SQL.format(order=_ORDER_EXACT if exact else _ORDER_BY_INDEX)
     params = {
         "org": organization_id,
         "project": project_id,
@@ -61,10 +77,12 @@ def neighbour_edges(
     size = neighbour_chunk_size(len(ids))
     chunks = [list(ids[start : start + size]) for start in range(0, len(ids), size)]
     if connection.in_atomic_block or len(chunks) == 1:
-        rows = [row for chunk in chunks for row in _neighbour_rows(chunk, params)]
+        rows = [row for chunk in chunks for row in _neighbour_rows(sql, chunk, params)]
     else:
         with ThreadPoolExecutor(max_workers=NEIGHBOUR_PARALLELISM) as pool:
-            in_thread = bind(lambda chunk: _neighbour_rows_in_thread(chunk, params))  # SQL spans in the run's trace
+            in_thread = bind(
+                lambda chunk: _neighbour_rows_in_thread(sql, chunk, params)
+            )  # SQL spans in the run's trace
             rows = [row for part in pool.map(in_thread, chunks) for row in part]
     best: dict[tuple[str, str], float] = {}
     for a, b, similarity in rows:
@@ -80,19 +98,19 @@ def neighbour_chunk_size(count: int) -> int:
     return min(NEIGHBOUR_CHUNK, max(NEIGHBOUR_MIN_CHUNK, -(-count // (NEIGHBOUR_PARALLELISM * 4))))
 
 
-def _neighbour_rows(chunk: list[str], params: dict[str, Any]) -> list[tuple[str, str, float]]:
+def _neighbour_rows(sql: str, chunk: list[str], params: dict[str, Any]) -> list[tuple[str, str, float]]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
             [params["ef"]],
         )
-        cursor.execute(_NEIGHBOURS_SQL, {**params, "ids": chunk})
+        cursor.execute(sql, {**params, "ids": chunk})
         return list(cursor.fetchall())
 
 
-def _neighbour_rows_in_thread(chunk: list[str], params: dict[str, Any]) -> list[tuple[str, str, float]]:
+def _neighbour_rows_in_thread(sql: str, chunk: list[str], params: dict[str, Any]) -> list[tuple[str, str, float]]:
     try:
-        return _neighbour_rows(chunk, params)
+        return _neighbour_rows(sql, chunk, params)
     finally:
         connection.close()  # this worker thread's own session
 
