@@ -268,16 +268,17 @@ def search_top(principal: Any, *, query: str, path: str, boost: float | None, li
     usage signal, so one search cannot change the next's ranking)."""
     from memories.code.paths import path_selection
     from memories.embedding import query_embed
-    from memories.search import selectors
+    from memories.search import selectors, selectors_code
 
     search = selectors.SearchQuery(
         query=query, limit=limit, min_confidence=0.0, mode="deep",
         paths=path_selection([path]) if boost is not None else selectors.PathSelection(),
     )  # fmt: skip
-    kept = selectors.ANCHOR_PATH_BOOST
-    selectors.ANCHOR_PATH_BOOST = boost if boost is not None else kept  # type: ignore[misc]
+    # the boost is read where the hits are boosted (memories/search/selectors_code.py)
+    kept = selectors_code.ANCHOR_PATH_BOOST
+    selectors_code.ANCHOR_PATH_BOOST = boost if boost is not None else kept  # type: ignore[misc]
     try:
         result = selectors.memory_search(principal, search, query_vector=query_embed(query))
     finally:
-        selectors.ANCHOR_PATH_BOOST = kept  # type: ignore[misc]
+        selectors_code.ANCHOR_PATH_BOOST = kept  # type: ignore[misc]
     return [hit.memory.id for hit in result.hits]
