@@ -18,6 +18,7 @@ from accounts.selectors import project_by_repository
 from memories.code.anchors import path_normalise, path_parents
 from memories.core.selectors import reach_for
 from memories.models import Memory, MemoryAnchor
+from reasoningbank.db_replica import read_rows
 from reasoningbank.repositories import repository_normalise
 
 MATCH_FILE = "file"  # anchored to the file itself
@@ -30,30 +31,26 @@ ANCHOR_FIELDS = (
 )  # fmt: skip
 
 
-def anchor_dict(anchor: MemoryAnchor) -> dict[str, Any]:
-    """What a result says of an anchor (``memories.code.contracts.AnchorOut``)."""
-    return {name: getattr(anchor, name) for name in ANCHOR_FIELDS}
-
-
-def anchors_by_memory(memories: Iterable[Any]) -> dict[str, list[MemoryAnchor]]:
-    """Each memory's anchors (ordered by path, lines), by memory id, in one query per organization (one in
-    every request): for serialising a page of results without a query per memory. The memories were loaded
-    through the access layer; their anchors are read in their own organization only."""
-    by_org: dict[int, list[str]] = {}
-    for memory in memories:
-        by_org.setdefault(memory.organization_id, []).append(memory.id)
-    found: dict[str, list[MemoryAnchor]] = {memory_id: [] for ids in by_org.values() for memory_id in ids}
-    for org_id, ids in by_org.items():
-        for anchor in MemoryAnchor.objects.filter(organization_id=org_id, memory_id__in=ids).order_by(
-            "path", "line_start", "id"
-        ):
-            found[anchor.memory_id].append(anchor)
-    return found
+_ANCHOR_COLUMNS = ", ".join(f'a."{name}"' for name in ANCHOR_FIELDS)  # quoted: "commit" is a keyword
+_ANCHORS_SQL = (
+    f"SELECT a.memory_id, {_ANCHOR_COLUMNS} FROM {MemoryAnchor._meta.db_table} a "
+    "WHERE a.organization_id = %s AND a.memory_id = ANY(%s) ORDER BY a.path, a.line_start, a.id"
+)
 
 
 def anchor_dicts_by_memory(memories: Iterable[Any]) -> dict[str, list[dict[str, Any]]]:
-    """``anchors_by_memory`` as the dicts results carry."""
-    return {memory_id: [anchor_dict(a) for a in anchors] for memory_id, anchors in anchors_by_memory(memories).items()}
+    """Each memory's anchors as the dicts results carry (ordered by path, lines), by memory id, in one
+    statement per organization (one in every request): for serialising a page of results without a query
+    per memory. The memories were loaded through the access layer; their anchors are read in their own
+    organization only. Written out, not built by the ORM: every search and recall reads it."""
+    by_org: dict[int, list[str]] = {}
+    for memory in memories:
+        by_org.setdefault(memory.organization_id, []).append(memory.id)
+    found: dict[str, list[dict[str, Any]]] = {memory_id: [] for ids in by_org.values() for memory_id in ids}
+    for org_id, ids in by_org.items():
+        for memory_id, *values in read_rows(_ANCHORS_SQL, [org_id, ids]):
+            found[memory_id].append(dict(zip(ANCHOR_FIELDS, values, strict=True)))
+    return found
 
 
 @dataclass(frozen=True)

@@ -416,12 +416,12 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         summaries = [hit for hit in summaries if hit.summary.memory_id not in seen]
     if summaries and args.token_budget is not None:  # what the memories left of the budget
         summaries = _summaries_within(summaries, args, result.tokens_used, len(result.hits))
-    # the memories whose anchored code changed since they were written (docs/code-memory.md#staleness)
-    changed = replica_read(
-        code_changed_of,
-        principal.organization.id,
-        [*(hit.memory.id for hit in result.hits), *(hit.summary.memory_id for hit in summaries)],
-    )
+    # the memories whose anchored code changed since they were written (docs/code-memory.md#staleness): the
+    # ranking read it for the hits; the summaries' memories are read here
+    changed = {hit.memory.id: hit.code_changed for hit in result.hits if hit.code_changed is not None}
+    unread = [hit.summary.memory_id for hit in summaries if hit.summary.memory_id not in changed]
+    if unread:
+        changed.update(replica_read(code_changed_of, principal.organization.id, unread))
     block = None
     if args.inject:  # only what the block holds is returned, noted in the ledger and activated
         block = _injection_block(principal, result.hits, summaries, args.token_budget, changed)

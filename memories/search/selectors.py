@@ -17,6 +17,7 @@ from accounts.access import Principal
 from accounts.models import Project
 from memories.code.filters import anchored_params, anchored_sql
 from memories.code.paths import PathSelection
+from memories.code.selectors_staleness import CodeChanged
 from memories.core.selectors import Reach, project_resolve, reach_for
 from memories.models import Memory, memory_scope
 from memories.search import statistics as term_statistics
@@ -121,6 +122,9 @@ class SearchHit:
     # "vector", "text", "path" (anchored on the search's paths), "neighbour" (brought in by the neighbour stage)
     matched_by: tuple[str, ...]
     duplicates: list[str] = field(default_factory=list)  # near-identical hits folded into this one
+    # the memory's anchored code changed since it was written (docs/code-memory.md#staleness): read once,
+    # with the ranking that demotes it, for the answer's flag too
+    code_changed: CodeChanged | None = None
 
 
 @dataclass

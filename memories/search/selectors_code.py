@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 def hits_code_ranked(hits: list[SearchHit], paths: PathSelection, organization_id: int) -> list[SearchHit]:
     """The hits boosted for the search's ``paths`` (whichever leg fetched them) and demoted for changed
-    code, ranked again; the same list when neither applies."""
+    code, ranked again; the same list when neither applies. Each hit whose code changed carries it
+    (``code_changed``): the answer's flag needs no second read."""
     if not hits:
         return hits
     ids = [hit.memory.id for hit in hits]
@@ -33,7 +34,7 @@ def hits_code_ranked(hits: list[SearchHit], paths: PathSelection, organization_i
             anchored = set(memory_ids_anchored(ids, paths, organization_id, rows=sql_rows))
             paths_span.set_attribute("anchored", len(anchored))
     factor = float(settings.SEARCH_CODE_CHANGED_FACTOR)
-    changed = code_changed_of(organization_id, ids) if factor < 1.0 else {}
+    changed = code_changed_of(organization_id, ids)
     if not anchored and not changed:
         return hits
     for hit in hits:
@@ -41,6 +42,8 @@ def hits_code_ranked(hits: list[SearchHit], paths: PathSelection, organization_i
             b = hit.breakdown
             hit.breakdown = replace(b, path_boost=ANCHOR_PATH_BOOST, score=b.score * ANCHOR_PATH_BOOST)
         if hit.memory.id in changed:
-            hit.breakdown = code_changed_apply(hit.breakdown, factor)
+            hit.code_changed = changed[hit.memory.id]
+            if factor < 1.0:
+                hit.breakdown = code_changed_apply(hit.breakdown, factor)
     hits.sort(key=lambda hit: (-hit.breakdown.score, hit.memory.id))
     return hits

@@ -151,7 +151,12 @@ def memory_search_deep(
     for candidate in fused:
         kept = by_query[candidate.query][candidate.key]
         hits.append(
-            SearchHit(kept.memory, breakdown_relevance_set(kept.breakdown, candidate.relevance), kept.matched_by)
+            SearchHit(
+                kept.memory,
+                breakdown_relevance_set(kept.breakdown, candidate.relevance),
+                kept.matched_by,
+                code_changed=kept.code_changed,
+            )
         )
         order = (candidate.query, *(i for i in candidate.found_by if i != candidate.query))
         found_by[candidate.key] = tuple(queries[i] for i in order)

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
 
 from memories.search.ranking import bm25_idf
-from reasoningbank.db_replica import read_alias
+from reasoningbank.db_replica import read_rows
 
 # memories sampled for BM25's mean document length
 BM25_LENGTH_SAMPLE = 200
@@ -20,11 +19,7 @@ BM25_LENGTH_SAMPLE = 200
 TEXT_MATCH_CAP = 300
 
 
-def sql_rows(sql: str, params: dict[str, Any] | list[Any]) -> list[tuple[Any, ...]]:
-    """A read's rows, from the read replica inside ``replica_read`` (reasoningbank/db_replica.py)."""
-    with connections[read_alias()].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+sql_rows = read_rows  # a read's rows, from the read replica inside ``replica_read``
 
 
 def terms_sql(reach: str) -> str:

@@ -8,14 +8,18 @@ organization), and reads what it needs of them in one query, whatever their numb
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import F
 
 from accounts.access import Principal
 from memories.models import Memory
 from memories.trust import provenance as p
+from reasoningbank.db_replica import read_rows
 
 # a memory's own columns and those of its relations (the reviewer, the user or token that wrote it, its
 # session) that its ``source`` is made of
@@ -72,10 +76,35 @@ def _rows(memories: Iterable[Any]) -> list[dict[str, Any]]:
     return rows
 
 
+@functools.cache
+def _rows_sql() -> str:
+    """The memories' ``_COLUMNS``, written out from the models' tables: every search and recall reads the
+    sources of its hits, and the ORM compiled this five-join query again for each one."""
+    memory = Memory._meta
+    token = memory.get_field("created_by_token").related_model._meta.db_table  # type: ignore[union-attr]
+    session = memory.get_field("source_session").related_model._meta.db_table  # type: ignore[union-attr]
+    user = get_user_model()._meta.db_table
+    own = ", ".join(f'm."{name}"' for name in _OWN_COLUMNS)
+    return (
+        f"SELECT {own}, rv.email, cu.email, t.prefix, t.label, t.created_by_id, tc.email, s.external_id "
+        f"FROM {memory.db_table} m "
+        f"LEFT JOIN {user} rv ON rv.id = m.reviewed_by_id "
+        f"LEFT JOIN {user} cu ON cu.id = m.created_by_user_id "
+        f"LEFT JOIN {token} t ON t.id = m.created_by_token_id "
+        f"LEFT JOIN {user} tc ON tc.id = t.created_by_id "
+        f"LEFT JOIN {session} s ON s.id = m.source_session_id "
+        "WHERE m.organization_id = %s AND m.id = ANY(%s)"
+    )
+
+
 def _rows_of(organization_id: int, ids: Sequence[str]) -> list[dict[str, Any]]:
     if not ids:
         return []
-    return list(Memory.objects.filter(organization_id=organization_id, pk__in=list(ids)).values(*_COLUMNS))
+    rows = [dict(zip(_COLUMNS, row, strict=True)) for row in read_rows(_rows_sql(), [organization_id, list(ids)])]
+    for row in rows:  # jsonb arrives as its text from a raw statement (Django's psycopg loader)
+        if isinstance(row["provenance"], str):
+            row["provenance"] = json.loads(row["provenance"])
+    return rows
 
 
 def _sources(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -145,7 +174,5 @@ def oauth_clients_trusted(principal: Principal) -> list[dict[str, str]]:
     from oauth2_provider.models import get_application_model
 
     clients = list(principal.organization.trusted_oauth_clients or ())
-    names = dict(
-        get_application_model().objects.filter(client_id__in=clients).values_list("client_id", "name")
-    )
+    names = dict(get_application_model().objects.filter(client_id__in=clients).values_list("client_id", "name"))
     return [{"client_id": client_id, "name": names.get(client_id, "")} for client_id in clients]
