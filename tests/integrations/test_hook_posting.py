@@ -181,6 +181,12 @@ def test_https_verifies_the_certificate_against_what_the_machine_trusts(tmp_path
 
 
 def test_a_proxy_in_the_environment_gets_the_request_through_urllib(monkeypatch):
+    import urllib.request
+
+    # urlopen's shared opener, built before the proxy is set (as any earlier request in the process would)
+    monkeypatch.setattr(urllib.request, "_opener", None)
+    with one_reply(b"HTTP/1.1 204 No Content\r\n\r\n") as (url, _):
+        urllib.request.urlopen(urllib.request.Request(url, data=b"{}", method="POST"), timeout=5).close()
     with one_reply(b"HTTP/1.1 201 Created\r\nRetry-After: 3\r\nContent-Length: 2\r\n\r\n{}") as (proxy, seen):
         monkeypatch.setenv("HTTP_PROXY", proxy)
         monkeypatch.delenv("NO_PROXY", raising=False)

@@ -151,8 +151,10 @@ def _post_urllib(url: str, body: bytes, headers: dict[str, str], timeout: float)
     import urllib.request
 
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    # an opener of its own: ``urlopen``'s shared one keeps the proxies of the environment it first saw
+    opener = urllib.request.build_opener()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with opener.open(request, timeout=timeout) as answer:
             return Reply(answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read())
     except urllib.error.HTTPError as exc:
         return Reply(exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read())
