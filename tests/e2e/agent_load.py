@@ -124,8 +124,10 @@ async def agents_run(
                         except Exception as exc:  # a transport failure is a failed call like any other
                             error = f"{type(exc).__name__}: {exc} {getattr(exc, 'data', '') or ''}".strip()
                         result.calls.append(Call(tool, started - began, (time.monotonic() - started) * 1000, error))
-        except Exception as exc:
-            result.agent_errors.append(f"agent {n}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # the session failed to start or to close: say what inside its task group failed
+            inner = exc.exceptions if isinstance(exc, BaseExceptionGroup) else (exc,)
+            said = "; ".join(f"{type(e).__name__}: {e!r}"[:300] for e in inner)
+            result.agent_errors.append(f"agent {n} after {turn} calls: {type(exc).__name__}: {said}")
 
     async with anyio.create_task_group() as group:
         for n in range(agents):
