@@ -14,6 +14,14 @@ def loopback_only(context: Any) -> None:
     context.route(OFF_LOOPBACK, lambda route: route.abort())
 
 
+def loopback_page(browser: Any) -> Any:
+    """A page in a browser context of its own (a person's own cookies), kept on loopback; close it with
+    ``page.context.close()``."""
+    context = browser.new_context()
+    loopback_only(context)
+    return context.new_page()
+
+
 def password_sign_in(page: Any, base: str, email: str, password: str = "correct-horse-battery") -> None:
     page.goto(f"{base}/accounts/login/")
     page.fill("input[name=login]", email)

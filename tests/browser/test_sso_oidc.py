@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.sso_helpers import loopback_only, member_role, oidc_idp_sign_in, password_sign_in
+from tests.browser.sso_helpers import loopback_page, member_role, oidc_idp_sign_in, password_sign_in
 from tests.sso_idps import OidcIdp, TxtServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -73,17 +73,13 @@ def test_a_new_person_of_the_verified_domain_joins_on_first_sign_in_with_their_g
     idp: OidcIdp, dns_server: TxtServer, live_server: Any, browser: Any, shoot: Any
 ) -> None:
     base = live_server.url
-    admin = browser.new_context()
-    loopback_only(admin)
-    page = admin.new_page()
+    page = loopback_page(browser)
     _configure(page, base, idp, dns_server)
     shoot("sso-settings-oidc")
-    admin.close()
+    page.context.close()
 
     for person, role in (("dana@acme.test", "admin"), ("erin@acme.test", "viewer")):
-        context = browser.new_context()
-        loopback_only(context)
-        page = context.new_page()
+        page = loopback_page(browser)
         page.goto(f"{base}/accounts/login/")
         page.get_by_role("link", name="Sign in with single sign-on").click()
         page.fill("#sso-email", person)
@@ -92,26 +88,22 @@ def test_a_new_person_of_the_verified_domain_joins_on_first_sign_in_with_their_g
         page.wait_for_url(f"{base}/")
         shown = member_role(page, base, person)
         assert role in shown and (role == "viewer" or "viewer" not in shown)
-        context.close()
+        page.context.close()
 
 
 def test_when_sso_is_required_a_password_is_refused_but_the_owners_break_glass_works(
     idp: OidcIdp, dns_server: TxtServer, live_server: Any, browser: Any
 ) -> None:
     base = live_server.url
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     _configure(page, base, idp, dns_server)
     page.check("#sso-policy-form input[name=sso_required]")
     page.get_by_role("button", name="Save policy").click()
     page.wait_for_selector("text=Single sign-on is now required.")
-    context.close()
+    page.context.close()
 
     # bob (viewer, acme.test) may no longer use his password; the page shows him the way in
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     password_sign_in(page, base, "bob@acme.test")
     assert "Acme requires single sign-on for this address" in page.locator("body").inner_text()
     page.get_by_role("link", name="Sign in with single sign-on").click()
@@ -121,15 +113,13 @@ def test_when_sso_is_required_a_password_is_refused_but_the_owners_break_glass_w
     page.wait_for_url(f"{base}/")
     # his group maps to no role: he keeps the one he had
     assert "viewer" in member_role(page, base, "bob@acme.test")
-    context.close()
+    page.context.close()
 
     # alice, an owner, keeps her password: the break-glass path
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     password_sign_in(page, base, "alice@acme.test")
     page.wait_for_url(f"{base}/")
-    context.close()
+    page.context.close()
 
 
 def test_admitting_mapped_groups_only_refuses_a_member_in_none_and_ends_their_access(
@@ -139,20 +129,16 @@ def test_admitting_mapped_groups_only_refuses_a_member_in_none_and_ends_their_ac
     from accounts.services import token_create
 
     base = live_server.url
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     _configure(page, base, idp, dns_server)
     page.check("#sso-groups-required")
     page.get_by_role("button", name="Save roles").click()
     page.wait_for_selector("text=Roles were saved.")
-    context.close()
+    page.context.close()
     # bob (viewer) has an agent's token; his only group at the provider, "everyone", maps to no role
     token, _ = token_create(organization=cast.org_a, label="bob's laptop", created_by=cast.bob)
 
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     page.goto(f"{base}/sso/")
     page.fill("#sso-email", "bob@acme.test")
     page.get_by_role("button", name="Continue").click()
@@ -160,7 +146,7 @@ def test_admitting_mapped_groups_only_refuses_a_member_in_none_and_ends_their_ac
     page.wait_for_selector("text=Single sign-on refused")
     assert "lists you in none of them" in page.locator("body").inner_text()
     shoot("sso-refused-no-mapped-group")
-    context.close()
+    page.context.close()
 
     assert not Membership.objects.get(user__email="bob@acme.test").is_active
     assert ApiToken.objects.get(pk=token.pk).revoked_at is not None

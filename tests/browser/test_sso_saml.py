@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import SsoDomain
-from tests.browser.sso_helpers import loopback_only, member_role, password_sign_in
+from tests.browser.sso_helpers import loopback_page, member_role, password_sign_in
 from tests.sso_idps import SamlIdp
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -50,9 +50,7 @@ def test_people_of_the_domain_sign_in_through_the_saml_idp_and_join_with_their_g
     idp: SamlIdp, live_server: Any, browser: Any, shoot: Any
 ) -> None:
     base = live_server.url
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     password_sign_in(page, base, "alice@acme.test")
     page.wait_for_url(f"{base}/")
     page.goto(f"{base}/settings/sso/")
@@ -67,16 +65,14 @@ def test_people_of_the_domain_sign_in_through_the_saml_idp_and_join_with_their_g
     page.get_by_role("button", name="Save roles").click()
     page.wait_for_selector("text=Roles were saved.")
     shoot("sso-settings-saml")
-    context.close()
+    page.context.close()
 
     for person, role in (("fay@acme.test", "member"), ("gil@acme.test", "viewer")):
-        context = browser.new_context()
-        loopback_only(context)
-        page = context.new_page()
+        page = loopback_page(browser)
         _sso_sign_in(page, base, person)
         shown = member_role(page, base, person)
         assert role in shown, shown
-        context.close()
+        page.context.close()
 
 
 def test_an_address_outside_the_verified_domains_is_refused_by_the_saml_sign_in(
@@ -86,9 +82,7 @@ def test_an_address_outside_the_verified_domains_is_refused_by_the_saml_sign_in(
 
     sso_saml_configure(principal=cast.principal(cast.alice), metadata_url=idp.metadata_url, entity_id=idp.entity_id)
     base = live_server.url
-    context = browser.new_context()
-    loopback_only(context)
-    page = context.new_page()
+    page = loopback_page(browser)
     page.goto(f"{base}/sso/")
     page.fill("#sso-email", "fay@acme.test")
     page.get_by_role("button", name="Continue").click()
@@ -97,4 +91,4 @@ def test_an_address_outside_the_verified_domains_is_refused_by_the_saml_sign_in(
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_selector("text=Single sign-on refused")
     assert "mallory@elsewhere.test is not one of them" in page.locator("body").inner_text()
-    context.close()
+    page.context.close()
