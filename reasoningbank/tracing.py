@@ -14,7 +14,8 @@ per-process setup.
 
 Off unless configured (``settings.TRACING_ENABLED``: the standard ``OTEL_*`` variables name an exporter
 or an OTLP endpoint). Off, no SDK provider is installed and every helper above returns after one
-module-level flag check, so the instrumented code paths cost next to nothing.
+module-level flag check, so the instrumented code paths cost next to nothing. On, a request its sampler
+left out costs one more check per helper: no span is started and no attribute computed inside it.
 
 What spans carry: ids, counts, lengths, names, durations. Never memory content, queries, prompts, LLM
 replies or secrets — nor an exception's message, which may quote any of them (its type only). Incoming
@@ -76,6 +77,15 @@ def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return clean
 
 
+def _unsampled() -> bool:
+    """Inside a trace its sampler dropped (an incoming ``traceparent`` flagged not sampled, a ratio that
+    said no at the root): its spans would all be dropped too (parent-based sampling, the SDK's default),
+    so none is started and no attribute is computed. Only the trace's context travels on, for ``bind``
+    and ``task_carrier`` to pass the decision along."""
+    current = trace.get_current_span()
+    return current.get_span_context().is_valid and not current.is_recording()
+
+
 def _fail(current: Span, exc: BaseException) -> None:
     """ERROR with the exception's type only: its message may quote content (a prompt, a memory, input)."""
     kind = type(exc)
@@ -101,7 +111,7 @@ class span:
         self._span: Span = INVALID_SPAN
 
     def __enter__(self) -> Span:
-        if not _enabled:
+        if not _enabled or _unsampled():
             return INVALID_SPAN
         self._span = _tracer.start_span(self._name, attributes=_clean(self._attributes))
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
@@ -127,7 +137,7 @@ def traced(
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            if not _enabled:
+            if not _enabled or _unsampled():
                 return fn(*args, **kwargs)
             with span(name) as current:
                 value = fn(*args, **kwargs)
@@ -144,7 +154,9 @@ def current_set(**attributes: Any) -> None:
     """Attributes on the current span: call it only in the body of a ``traced`` function (elsewhere the
     current span is whatever encloses the call, a request's for instance)."""
     if _enabled:
-        trace.get_current_span().set_attributes(_clean(attributes))
+        current = trace.get_current_span()
+        if current.is_recording():
+            current.set_attributes(_clean(attributes))
 
 
 def bind(fn: Callable[P, R]) -> Callable[P, R]:

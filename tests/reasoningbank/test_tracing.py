@@ -337,6 +337,30 @@ async def test_an_incoming_traceparent_header_is_continued_by_the_rest_request_a
 
 @pytest_anyio
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("flags", ["00", "01"])
+async def test_a_request_its_caller_did_not_sample_starts_no_span_and_computes_no_attribute(
+    spans: Captured, agent_token: str, monkeypatch: pytest.MonkeyPatch, flags: str
+) -> None:
+    from reasoningbank.asgi import build_application
+
+    cleaned: list[Any] = []
+    clean = tracing._clean
+    monkeypatch.setattr(tracing, "_clean", lambda attributes: cleaned.append(attributes) or clean(attributes))
+    async with running(build_application()) as app, http_client(app, agent_token) as http:
+        answer = await http.post(
+            "/api/v1/memories/search",
+            json={"query": "zanzibar flamingo rollout"},
+            headers={"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-{flags}"},
+        )
+    assert answer.status_code == 200, answer.text
+    if flags == "01":  # the same request sampled: the work below is real, so its absence is the skipping
+        assert spans.one("memory.search") and cleaned
+        return
+    assert spans.all() == [] and cleaned == []
+
+
+@pytest_anyio
+@pytest.mark.django_db(transaction=True)
 async def test_an_mcp_request_continues_the_traceparent_in_its_params_meta_or_else_its_header(
     spans: Captured, agent_token: str
 ) -> None:
