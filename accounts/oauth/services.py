@@ -36,6 +36,7 @@ from accounts.access import ROLE_SCOPES, Principal
 from accounts.audit import audit_record
 from accounts.models import Membership, OAuthConnection, Project, Team
 from accounts.oauth.protocol import ACCESS_TOKEN_PREFIX, OAUTH_SCOPES, canonical_resource
+from accounts.oauth.selectors import oauth_access_by_checksum
 from reasoningbank.errors import Forbidden, InvalidInput
 
 
@@ -182,22 +183,10 @@ def oauth_authenticate(raw: str, *, resource: str) -> Principal | OAuthRefused |
     ``accounts.oauth.protocol.known_resources()``); ``OAuthRefused`` with the reason; None for no such token."""
     if not raw or not raw.startswith(ACCESS_TOKEN_PREFIX) or len(raw) > 200:
         return None
-    AccessToken = get_access_token_model()
-    checksum = hashlib.sha256(raw.encode("utf-8")).hexdigest()
-    access_token = (
-        AccessToken.objects.select_related(
-            "application",
-            "rb_link__connection__organization",
-            "rb_link__connection__user",
-            "rb_link__connection__application",
-        )
-        .filter(token_checksum=checksum)
-        .first()
-    )
-    link = getattr(access_token, "rb_link", None) if access_token is not None else None
-    if access_token is None or link is None:
+    found = oauth_access_by_checksum(hashlib.sha256(raw.encode("utf-8")).hexdigest())
+    if found is None:
         return None  # unknown, or not an access token of a connected app (e.g. a DCR registration token)
-    connection: OAuthConnection = link.connection
+    access_token, connection = found.access_token, found.connection
     if connection.revoked_at is not None:
         return OAuthRefused("This app's access was revoked.")
     if access_token.is_expired():
@@ -205,20 +194,11 @@ def oauth_authenticate(raw: str, *, resource: str) -> Principal | OAuthRefused |
     bound = {canonical_resource(value) for value in (access_token.resource or [])}
     if canonical_resource(resource) not in bound:
         return OAuthRefused("The access token was issued for another resource.")
-    membership = Membership.objects.filter(
-        user_id=connection.user_id, organization_id=connection.organization_id, deactivated_at__isnull=True
-    ).first()
-    if membership is None:  # left, or deactivated (accounts/departures/services.py)
+    if found.role is None:  # left, or deactivated (accounts/departures/services.py)
         return OAuthRefused("The user who connected this app is no longer a member of the organization.")
-    scopes = frozenset(access_token.scope.split()) & frozenset(connection.scopes) & ROLE_SCOPES[membership.role]
-    project_ids = frozenset(connection.projects.values_list("id", flat=True))
-    team_ids = frozenset(connection.teams.values_list("id", flat=True))
+    scopes = frozenset(access_token.scope.split()) & frozenset(connection.scopes) & ROLE_SCOPES[found.role]
+    project_ids, team_ids = found.project_ids, found.team_ids
     restricted = bool(project_ids or team_ids)
-    only_project = None
-    if len(project_ids) == 1 and not team_ids:
-        only_project = Project.objects.filter(
-            pk=next(iter(project_ids)), organization_id=connection.organization_id
-        ).first()
     _touch(connection)
     return Principal(
         organization=connection.organization,
@@ -226,7 +206,7 @@ def oauth_authenticate(raw: str, *, resource: str) -> Principal | OAuthRefused |
         user=connection.user,
         project_ids=project_ids if restricted else None,
         team_ids=team_ids if restricted else None,
-        only_project=only_project,
+        only_project=found.only_project,
         oauth_connection=connection,
     )
 

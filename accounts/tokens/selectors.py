@@ -7,9 +7,10 @@ import functools
 from typing import Any
 
 from django.db import connection
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter
+from accounts.joined_rows import model_columns, models_from_row
 from accounts.models import ApiToken, Organization, Project
 
 
@@ -49,15 +50,11 @@ def principal_describe(principal: Principal) -> dict[str, Any]:
     }
 
 
-def _columns(model: type[Model], alias: str) -> str:
-    return ", ".join(f"{alias}.{f.column}" for f in model._meta.concrete_fields)
-
-
 @functools.cache
 def _token_sql() -> str:
     projects, teams = ApiToken.projects.field, ApiToken.teams.field
     return (
-        f"SELECT {_columns(ApiToken, 't')}, {_columns(Organization, 'o')}, {_columns(Project, 'p')}, "
+        f"SELECT {model_columns(ApiToken, 't')}, {model_columns(Organization, 'o')}, {model_columns(Project, 'p')}, "
         f"ARRAY(SELECT {projects.m2m_reverse_name()} FROM {projects.m2m_db_table()} "
         f"WHERE {projects.m2m_column_name()} = t.id), "
         f"ARRAY(SELECT {teams.m2m_reverse_name()} FROM {teams.m2m_db_table()} WHERE {teams.m2m_column_name()} = t.id) "
@@ -79,13 +76,7 @@ def token_by_digest(digest: str) -> ApiToken | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    loaded: list[Model | None] = []
-    start = 0
-    for model in (ApiToken, Organization, Project):
-        names = [f.attname for f in model._meta.concrete_fields]
-        values = row[start : start + len(names)]
-        loaded.append(model.from_db(connection.alias, names, values) if values[0] is not None else None)
-        start += len(names)
+    loaded, start = models_from_row(row, (ApiToken, Organization, Project))
     token, organization, project = loaded
     assert isinstance(token, ApiToken) and isinstance(organization, Organization)
     token.organization = organization

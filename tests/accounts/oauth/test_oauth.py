@@ -9,13 +9,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Application, Grant
 
+from accounts.access import Principal
 from accounts.models import AuditEvent, OAuthConnection
 from accounts.oauth.cimd import address_allowed
 from accounts.oauth.protocol import canonical_resource, redirect_uri_problem, resource_known
+from accounts.oauth.services import oauth_authenticate
 from tests.accounts.oauth.oauth_flow import (
     API_RESOURCE,
     MCP_RESOURCE,
@@ -170,6 +174,22 @@ def test_a_project_restriction_and_fewer_scopes_carry_into_the_principal(
     assert [p["slug"] for p in me["projects"]] == ["web-app"]
     connection = OAuthConnection.objects.get()
     assert connection.scopes == ["memories:read"] and list(connection.projects.all()) == [cast.project_a]
+
+
+def test_an_oauth_request_reads_its_token_connection_role_and_restriction_in_one_statement(
+    cast: Any, alice_web: Client, client_id: str
+) -> None:
+    tokens = Flow(client_id, resources=[API_RESOURCE]).tokens(alice_web, org="acme", projects=[cast.project_a.pk])
+    oauth_authenticate(tokens["access_token"], resource=API_RESOURCE)  # the first use writes last_used_at
+
+    with CaptureQueriesContext(connection) as captured:
+        principal = oauth_authenticate(tokens["access_token"], resource=API_RESOURCE)
+
+    assert isinstance(principal, Principal), principal
+    assert len(captured.captured_queries) == 1, "\n\n".join(q["sql"] for q in captured.captured_queries)
+    assert principal.organization == cast.org_a and principal.user == cast.alice
+    assert principal.project_ids == {cast.project_a.pk} and principal.only_project == cast.project_a
+    assert principal.oauth_connection.application.client_id == client_id
 
 
 # --- refusals: each with its OAuth error, nothing written ------------------------------------------
