@@ -246,3 +246,66 @@ async def bench_mcp(
         "met": out["sequential"]["p50"] <= MCP_TARGET_P50_MS and out["sequential"]["p99"] <= MCP_TARGET_P99_MS,
     }
     return out
+
+
+RECORD_MARK = "Recorded by the search bench"  # every recorded memory says so: the leg removes them after it
+
+
+def record_calls(count: int) -> list[dict[str, Any]]:
+    """New memories for the record leg: texts of the bench corpus under a seed of their own (none an exact
+    copy of a stored memory, so each passes the write gate's duplicate check rather than folding into one)."""
+    from _corpus import Corpus
+
+    corpus = Corpus(7919)
+    calls = []
+    for i in range(count):
+        text = corpus.text(i * 97 + 13)
+        content = f"{text.content} {RECORD_MARK}, memory {i} of {time.time():.0f}."
+        calls.append({"title": text.title, "description": text.description, "content": content,
+                      "outcome": text.outcome, "tags": text.tags})  # fmt: skip
+    return calls
+
+
+async def bench_mcp_record(base_url: str, raw_token: str, count: int, warmup: int, server_pid: int) -> dict[str, Any]:
+    """``memory_record`` over MCP in one session: latency and CPU per call (client / server / PostgreSQL),
+    the server's write-behind work included (the meter stops a second after the last answer)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    calls = record_calls(warmup + count)
+    latencies: list[float] = []
+    errors = 0
+    meter = CpuMeter(server_pid)
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {raw_token}"}, timeout=120) as http:
+        async with Client(streamable_http_client(base_url + "/mcp", http_client=http), mode="legacy") as client:
+            for k, arguments in enumerate(calls):
+                if k == warmup:
+                    await asyncio.sleep(1.0)
+                    meter.start()
+                    started = time.perf_counter()
+                t0 = time.perf_counter()
+                result = await client.call_tool("memory_record", arguments)
+                if k >= warmup:
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                if result.is_error:
+                    errors += 1
+                    if errors == 1:
+                        log(f"  memory_record error: {result.content[0].text if result.content else result}")
+            wall = time.perf_counter() - started
+            await asyncio.sleep(1.0)  # the last calls' work behind the answer
+            meter.stop()
+    return {
+        **Latency.of(latencies).as_dict(),
+        "throughput_per_s": round(len(latencies) / wall, 1),
+        "errors": errors,
+        "cpu_ms_per_record": meter.per_op_ms(len(latencies)),
+    }
+
+
+def recorded_remove() -> int:
+    """The record leg's memories deleted again, so that later runs search the dataset as loaded."""
+    from memories.models import Memory
+
+    deleted, _ = Memory.objects.filter(content__contains=RECORD_MARK).delete()
+    return deleted

@@ -13,11 +13,14 @@ query-embedding cache never hides the embedding's cost. Three ways, each with it
    queries each sent twice in a row: the server's cache serves the second its vector, and the paired
    difference is the query embedding's share of what a client waits.
 
-REST and MCP are measured sequentially (one client) and with ``--concurrency`` clients.
+REST and MCP are measured sequentially (one client) and with ``--concurrency`` clients. With ``--records
+N``, N ``memory_record`` calls over MCP follow, timed with their CPU split like a search's (the memories
+they write are deleted afterwards, so later runs search the dataset as loaded).
 The data lives in a dedicated embedded PostgreSQL (``.data/bench``); see bench/README.md.
 
     .venv/bin/python bench/search.py --sizes 10000 100000 --queries 200 [--explain] [--reset]
     .venv/bin/python bench/search.py --sizes 100000 --embedder hashing      # another embedder, own data
+    .venv/bin/python bench/search.py --sizes 100000 --records 200           # and the CPU of a record
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _corpus import search_queries
 from _dataset import BENCH_ORG, NOISE_ORGS, dataset_ensure
-from _search_http import bench_mcp, bench_rest, queries_needed
+from _search_http import bench_mcp, bench_mcp_record, bench_rest, queries_needed, recorded_remove
 from common import (
     RESULTS_DIR,
     CpuMeter,
@@ -373,6 +376,13 @@ def print_table(result: dict[str, Any]) -> None:
             seq, conc = leg["sequential"], leg["concurrent"]
             parts.append(f"{name} {cpu(seq.get('cpu_ms_per_search'))} (x{n}: {cpu(conc.get('cpu_ms_per_search'))})")
     log("CPU ms per search (client/server/postgres/total; robust to other load): " + "; ".join(parts))
+    record = result.get("mcp_record")
+    if record:
+        log(
+            f"MCP memory_record: p50 {record['p50']:.1f} ms, p99 {record['p99']:.1f} ms, "
+            f"{record['throughput_per_s']} calls/s, {record['errors']} errors; "
+            f"CPU ms per record {cpu(record['cpu_ms_per_record'])}"
+        )
     if ip:
         log(
             f"hits/query {ip['hits_mean']}, candidates/query {ip['total_found_mean']}, queries without hits "
@@ -479,6 +489,15 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
                 bench_mcp(base_url, raw, mcp_queries, args.queries, warmup, args.concurrency, server_pid)
             )
             load["mcp"] += list(os.getloadavg())
+            if args.records:
+                log("  MCP memory_record ...")
+                load["record"] = list(os.getloadavg())
+                try:
+                    result["mcp_record"] = asyncio.run(bench_mcp_record(base_url, raw, args.records, 10, server_pid))
+                finally:
+                    connections.close_all()
+                    log(f"  removed the {recorded_remove()} memories the record leg wrote")
+                load["record"] += list(os.getloadavg())
     # 1/5/15-minute load averages before and after each leg: other work on the machine skews figures
     result["loadavg"] = {leg: [round(x, 2) for x in values] for leg, values in load.items()}
     result["finished_at"] = machine_info()["date"]
@@ -506,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-http", action="store_true", help="in-process only (no uvicorn, REST or MCP)")
     parser.add_argument("--mcp-only", action="store_true", help="MCP only (no in-process, EXPLAIN or REST)")
     parser.add_argument("--load-only", action="store_true", help="prepare the dataset(s) and stop")
+    parser.add_argument(
+        "--records", type=int, default=0, help="after MCP search, this many MCP memory_record calls (removed after)"
+    )
     parser.add_argument(
         "--tracing", action="store_true", help="the server traces (OTLP/HTTP to a local sink that discards)"
     )
