@@ -12,7 +12,8 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from accounts.access import Principal, access_filter, reachable_projects
-from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph
+from consolidation.models import ConsolidationRun, NeighbourEdge, NeighbourGraph, ProjectConsolidationSettings
+from memories.models import Memory
 from reasoningbank.errors import NotFound
 from reasoningbank.tracing import bind
 
@@ -201,3 +202,31 @@ def runs_running() -> QuerySet[ConsolidationRun]:
 def runs_waiting(now: datetime) -> QuerySet[ConsolidationRun]:
     """Queued for a worker (a run waiting for the LLM budget or a batch is not queued)."""
     return ConsolidationRun.objects.filter(status=ConsolidationRun.STATUS_QUEUED)
+
+
+def project_consolidation_due(*, organization_id: int, project_id: int, threshold: int) -> bool:
+    """Whether on-demand consolidation should ask for a run of this project now: it is not waiting out a
+    failure backoff, its last run is not queued or running, and at least ``threshold`` memories were recorded
+    or distilled since that run. Every record asks, so it is one statement whose count stops at ``threshold``
+    (counting a large project's memories on each record cost PostgreSQL more than the record's own insert),
+    on the primary: a replica's lag would show a run requested a moment ago as not there yet."""
+    runs, waits = ConsolidationRun._meta.db_table, ProjectConsolidationSettings._meta.db_table
+    sql = (
+        f"SELECT NOT EXISTS (SELECT 1 FROM {waits} w WHERE w.project_id = %(project)s AND w.retry_after > now()) "
+        "AND coalesce(r.status NOT IN (%(queued)s, %(running)s), true) "
+        f"AND (SELECT count(*) FROM (SELECT 1 FROM {Memory._meta.db_table} m WHERE m.organization_id = %(org)s "
+        "AND m.project_id = %(project)s AND m.origin IN (%(recorded)s, %(distilled)s) "
+        "AND (r.created_at IS NULL OR m.created_at > r.created_at) LIMIT %(threshold)s) AS new) >= %(threshold)s "
+        f"FROM (SELECT 1) AS one LEFT JOIN LATERAL (SELECT status, created_at FROM {runs} "
+        "WHERE organization_id = %(org)s AND project_id = %(project)s AND NOT dry_run "
+        "ORDER BY created_at DESC LIMIT 1) AS r ON true"
+    )
+    params = {
+        "org": organization_id, "project": project_id, "threshold": threshold,
+        "queued": ConsolidationRun.STATUS_QUEUED, "running": ConsolidationRun.STATUS_RUNNING,
+        "recorded": Memory.ORIGIN_RECORDED, "distilled": Memory.ORIGIN_DISTILLED,
+    }  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        (due,) = cursor.fetchone()
+    return bool(due)

@@ -19,8 +19,8 @@ from accounts.services import audit_record
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.run_state import RunOptions
 from consolidation.runs import consolidation_enqueue, consolidation_request
+from consolidation.selectors import project_consolidation_due
 from consolidation.validation import feature_require
-from memories.models import Memory
 from reasoningbank.errors import Conflict, Forbidden, InvalidInput
 
 logger = logging.getLogger("consolidation")
@@ -115,15 +115,11 @@ def consolidation_on_demand(*, project: Project) -> ConsolidationRun | None:
     docs/consolidation.md#what-starts-a-run)."""
     if not project.organization.has_feature(FEATURE_CONSOLIDATION_SCHEDULED):
         return None
-    if ProjectConsolidationSettings.objects.filter(project=project, retry_after__gt=timezone.now()).exists():
-        return None  # its runs keep failing: it waits out its backoff
-    last = ConsolidationRun.objects.filter(project=project, dry_run=False).order_by("-created_at").first()
-    if last is not None and last.status in ("queued", "running"):
-        return None
-    new = Memory.objects.filter(project=project, origin__in=[Memory.ORIGIN_RECORDED, Memory.ORIGIN_DISTILLED])
-    if last is not None:
-        new = new.filter(created_at__gt=last.created_at)
-    if new.count() < settings.CONSOLIDATION_ON_DEMAND_THRESHOLD:
+    if not project_consolidation_due(
+        organization_id=project.organization_id,
+        project_id=project.pk,
+        threshold=settings.CONSOLIDATION_ON_DEMAND_THRESHOLD,
+    ):
         return None
     try:
         run = consolidation_request(

@@ -95,5 +95,7 @@ def oauth_access_by_checksum(checksum: str) -> OAuthAccess | None:
         return None
     (access, connection, organization, user, application, project), start = models_from_row(row, _access_models())
     connection.organization, connection.user, connection.application = organization, user, application
+    if project is not None:
+        project.organization = organization  # the connection's, by the join
     role, project_ids, team_ids = row[start], frozenset(row[start + 1]), frozenset(row[start + 2])
     return OAuthAccess(access, connection, role, project_ids, team_ids, project if not team_ids else None)

@@ -81,5 +81,7 @@ def token_by_digest(digest: str) -> ApiToken | None:
     assert isinstance(token, ApiToken) and isinstance(organization, Organization)
     token.organization = organization
     token.project_id_list, token.team_id_list = row[start], row[start + 1]  # type: ignore[attr-defined]
+    if project is not None:
+        project.organization = organization  # the token's, by the join: read on every record, never queried
     token.only_project = project  # type: ignore[attr-defined]
     return token

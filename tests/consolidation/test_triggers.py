@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.models import Project
 from consolidation import triggers
 from consolidation.models import ConsolidationRun, ProjectConsolidationSettings
 from consolidation.runs import consolidation_request, run_options_validate
@@ -216,6 +219,24 @@ def test_new_memories_since_the_last_run_count_towards_the_next_on_demand_run(ca
     assert enqueued == []
     record(agent, 5, "web-app")
     assert len(enqueued) == 1
+
+
+def test_a_record_asks_whether_its_project_is_due_in_one_statement_however_many_memories_it_has(
+    cast, make_token, enqueued, settings
+):
+    settings.CONSOLIDATION_ON_DEMAND_THRESHOLD = 3
+    set_plan(cast.org_a, "teams")
+    _, agent = make_token(cast.org_a, projects=[cast.project_a])
+    record(agent, 1, "web-app")
+    past_run(cast.project_a, hours_ago=0)
+    record(agent, 2, "web-app")
+    project = Project.objects.select_related("organization").get(pk=cast.project_a.pk)
+
+    with CaptureQueriesContext(connection) as captured:
+        assert triggers.consolidation_on_demand(project=project) is None
+
+    assert len(captured.captured_queries) == 1, "\n\n".join(q["sql"] for q in captured.captured_queries)
+    assert enqueued == []
 
 
 def test_a_pro_plan_project_gets_no_on_demand_run(cast, make_token, enqueued, settings):
