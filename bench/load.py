@@ -44,7 +44,8 @@ import httpx2  # noqa: E402
 from common import RESULTS_DIR, Latency, machine_info, revision  # noqa: E402
 
 from tests.e2e.agent_load import agents_run, metric_value  # noqa: E402
-from tests.e2e.harness import LLMStub, Service, completed_text, token_from, unique  # noqa: E402
+from tests.e2e.harness import Service, completed_text, token_from, unique  # noqa: E402
+from tests.e2e.llm_stub import LLMStub  # noqa: E402
 
 SETTLE_WITHIN = 300  # seconds for the runs the load queued to finish
 

@@ -24,6 +24,7 @@ import hashlib
 import itertools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -346,6 +347,9 @@ class MiniLMEmbedder:
 # --------------------------------------------------------------------------- factory
 
 
+_building = threading.Lock()
+
+
 @functools.lru_cache(maxsize=8)
 def _build_embedder(
     kind: str,
@@ -401,14 +405,18 @@ def embedder_from_settings() -> Embedder:
     ``EMBEDDER_SETTINGS``; their defaults live in reasoningbank/settings/ai.py only, which has validated them)."""
     from django.conf import settings
 
-    return _build_embedder(
-        settings.EMBEDDER,
-        settings.EMBEDDING_DIMENSIONS,
-        # Empty strings (unset environment variables) mean "not configured".
-        settings.EMBEDDING_MODEL or None,
-        settings.EMBEDDING_BASE_URL or None,
-        settings.EMBEDDING_API_KEY or None,
-        settings.EMBEDDING_SEND_DIMENSIONS,
-        settings.EMBEDDING_MODEL_DIR or None,
-        settings.EMBEDDING_CACHE_DIR or None,
-    )
+    # One build at a time: ``lru_cache`` lets every thread that misses build its own, and the first burst of
+    # requests on a fresh data directory had 40 threads each quantising the ONNX graph (seconds of CPU each,
+    # records stalled 30 s). Once built, holding the lock is one cache lookup.
+    with _building:
+        return _build_embedder(
+            settings.EMBEDDER,
+            settings.EMBEDDING_DIMENSIONS,
+            # Empty strings (unset environment variables) mean "not configured".
+            settings.EMBEDDING_MODEL or None,
+            settings.EMBEDDING_BASE_URL or None,
+            settings.EMBEDDING_API_KEY or None,
+            settings.EMBEDDING_SEND_DIMENSIONS,
+            settings.EMBEDDING_MODEL_DIR or None,
+            settings.EMBEDDING_CACHE_DIR or None,
+        )

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 import pytest
@@ -280,3 +283,30 @@ def test_the_same_configuration_reuses_one_embedder() -> None:
     first = _build_embedder("hashing", 64, None, None, None, True)
     assert _build_embedder("hashing", 64, None, None, None, True) is first
     assert _build_embedder("hashing", 32, None, None, None, True) is not first
+
+
+# --------------------------------------------------------------------------- the configured embedder
+
+
+def test_threads_asking_at_once_for_an_embedder_not_yet_built_build_it_once(
+    monkeypatch: pytest.MonkeyPatch, settings: Any, tmp_path: Any
+) -> None:
+    from reasoningbank.ai import embedders
+
+    built: list[object] = []
+
+    class SlowToBuild:
+        def __init__(self, **options: Any) -> None:
+            time.sleep(0.2)  # long enough for every thread to arrive while the first one builds
+            built.append(self)
+
+    monkeypatch.setattr(embedders, "MiniLMEmbedder", SlowToBuild)
+    settings.EMBEDDER, settings.EMBEDDING_CACHE_DIR = "minilm-onnx", str(tmp_path)  # a key no test built
+    embedders._build_embedder.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            got = list(pool.map(lambda _: embedders.embedder_from_settings(), range(8)))
+    finally:
+        embedders._build_embedder.cache_clear()
+
+    assert len(built) == 1 and all(embedder is built[0] for embedder in got)

@@ -52,6 +52,24 @@ def test_a_migrated_database_is_not_migrated_again(commands_run, static_root):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("embedder", ["minilm-onnx", "hashing"])
+def test_the_default_embedder_is_built_before_web_takes_a_request(
+    commands_run, static_root, settings, monkeypatch, embedder
+):
+    built: list[str] = []
+    monkeypatch.setattr(prepare_service, "embedder_from_settings", lambda: built.append(settings.EMBEDDER))
+    settings.EMBEDDER = embedder
+    out = io.StringIO()
+
+    call_command("prepare_service", stdout=out)
+
+    if embedder == "minilm-onnx":  # its graph is built once into the cache every web worker then loads
+        assert built == ["minilm-onnx"] and "embedder     minilm-onnx ready" in out.getvalue()
+    else:  # nothing to build ahead
+        assert built == [] and "embedder" not in out.getvalue().replace("re-embedded", "")
+
+
+@pytest.mark.django_db
 def test_static_files_are_collected_once_and_then_left_alone(commands_run, static_root):
     call_command("prepare_service", stdout=io.StringIO())
     assert commands_run.count("collectstatic") == 1

@@ -4,6 +4,8 @@ the work that is not done yet (docs/operations.md#what-happens-at-start):
 
 * migrations, when the database has unapplied ones (a ``migrate`` with nothing to apply still runs
   the system checks and the post-migrate handlers: seconds of every restart);
+* the default embedder's ONNX graph, built into ``EMBEDDING_CACHE_DIR`` on the first start (seconds of CPU
+  that the first records would otherwise wait for, while every other request waits for a core);
 * memories and summaries embedded by another model than the configured one, re-embedded;
 * static files, collected when one is missing from ``STATIC_ROOT`` or older than its source (the
   compression of every file otherwise runs again at each start);
@@ -29,6 +31,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from memories.writes import memories_reembed, summaries_reembed
+from reasoningbank.ai.embedders import embedder_from_settings
 from reasoningbank.db_locks import lock_held
 from reasoningbank.db_session import session_defaults_store
 from reasoningbank.embedded_db import server_keep_running
@@ -63,6 +66,11 @@ class Command(BaseCommand):
             self.step("migrations", f"{len(unapplied)} applied", time.monotonic() - began)
         else:
             self.step("migrations", "none to apply", time.monotonic() - began)
+
+        if settings.EMBEDDER == "minilm-onnx":
+            began = time.monotonic()
+            embedder_from_settings()  # loads the graph from the cache, or builds and caches it
+            self.step("embedder", f"{settings.EMBEDDER} ready", time.monotonic() - began)
 
         began = time.monotonic()
 
