@@ -32,7 +32,8 @@ def models_from_row(row: Sequence[Any], models: Sequence[type[Model]]) -> tuple[
             continue
         for i, field in enumerate(fields):
             # what the ORM would do to the value: a JSONField's text parsed, for one (psycopg hands it raw)
-            for converter in field.get_db_converters(connection):
-                values[i] = converter(values[i], field.get_col(model._meta.db_table), connection)
+            column = field.get_col(model._meta.db_table)
+            for converter in column.get_db_converters(connection):
+                values[i] = converter(values[i], column, connection)
         loaded.append(model.from_db(connection.alias, [f.attname for f in fields], values))
     return loaded, start

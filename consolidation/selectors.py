@@ -68,7 +68,7 @@ def neighbour_edges(
     if not ids:
         return []
     sql = _NEIGHBOURS_SQL.format(order=_ORDER_EXACT if exact else _ORDER_BY_INDEX)
-    params = {
+    params: dict[str, Any] = {
         "org": organization_id,
         "project": project_id,
         "k": k,
@@ -221,7 +221,7 @@ def project_consolidation_due(*, organization_id: int, project_id: int, threshol
         "WHERE organization_id = %(org)s AND project_id = %(project)s AND NOT dry_run "
         "ORDER BY created_at DESC LIMIT 1) AS r ON true"
     )
-    params = {
+    params: dict[str, Any] = {
         "org": organization_id, "project": project_id, "threshold": threshold,
         "queued": ConsolidationRun.STATUS_QUEUED, "running": ConsolidationRun.STATUS_RUNNING,
         "recorded": Memory.ORIGIN_RECORDED, "distilled": Memory.ORIGIN_DISTILLED,
