@@ -74,6 +74,16 @@ def bench_token(orgs: dict[str, Any]) -> tuple[Any, str]:
     return token_create(organization=bench.org, label=TOKEN_LABEL, projects=[project])
 
 
+def bench_principal(token: Any) -> Any:
+    """The token's principal as a request loads it (its single project with it, ``token_by_digest``)."""
+    from accounts.access import principal_for_token
+    from accounts.tokens.selectors import token_by_digest
+
+    loaded = token_by_digest(token.digest)
+    assert loaded is not None
+    return principal_for_token(loaded)
+
+
 def signals_clear(orgs: dict[str, Any]) -> int:
     """Usage signals left by earlier runs (every search writes some): removed so runs compare."""
     from django.db import connection
@@ -120,11 +130,10 @@ def bench_in_process(token: Any, queries: list[str], warmup: list[str]) -> dict[
     """The service call every transport makes, timed in this process, with a breakdown."""
     from django.db import connection
 
-    from accounts.access import principal_for_token
     from memories.search import services
     from memories.search.contracts import SearchInput
 
-    principal = principal_for_token(token)
+    principal = bench_principal(token)
     timings: dict[str, float] = {}
     original_search, original_mark = services.memory_search, services.memories_mark_used
 
@@ -220,12 +229,11 @@ def explain_search(token: Any, queries: list[str]) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.test.utils import CaptureQueriesContext, override_settings
 
-    from accounts.access import principal_for_token
     from memories.search import selectors
     from memories.search.contracts import SearchInput
     from reasoningbank.ai.embedders import embedder_from_settings
 
-    principal = principal_for_token(token)
+    principal = bench_principal(token)
     embedder = embedder_from_settings()
     report: dict[str, Any] = {"queries": []}
     for q in queries:
