@@ -81,9 +81,10 @@ def _unsampled() -> bool:
     """Inside a trace its sampler dropped (an incoming ``traceparent`` flagged not sampled, a ratio that
     said no at the root): its spans would all be dropped too (parent-based sampling, the SDK's default),
     so none is started and no attribute is computed. Only the trace's context travels on, for ``bind``
-    and ``task_carrier`` to pass the decision along."""
-    current = trace.get_current_span()
-    return current.get_span_context().is_valid and not current.is_recording()
+    and ``task_carrier`` to pass the decision along. The sampled flag, not ``is_recording()``: a span that
+    has ended records nothing more, yet the write-behind's span after it belongs in its trace."""
+    context = trace.get_current_span().get_span_context()
+    return context.is_valid and not context.trace_flags.sampled
 
 
 def _fail(current: Span, exc: BaseException) -> None:
