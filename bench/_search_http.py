@@ -248,32 +248,22 @@ async def bench_mcp(
     return out
 
 
-RECORD_MARK = "Recorded by the search bench"  # every recorded memory says so: the leg removes them after it
+def record_mark(seed: int) -> str:
+    """What each memory of a record leg says (``_scale_legs.record_calls``): the leg removes them by it."""
+    return f"Recorded by the scale bench, run {seed},"
 
 
-def record_calls(count: int) -> list[dict[str, Any]]:
-    """New memories for the record leg: texts of the bench corpus under a seed of their own (none an exact
-    copy of a stored memory, so each passes the write gate's duplicate check rather than folding into one)."""
-    from _corpus import Corpus
-
-    corpus = Corpus(7919)
-    calls = []
-    for i in range(count):
-        text = corpus.text(i * 97 + 13)
-        content = f"{text.content} {RECORD_MARK}, memory {i} of {time.time():.0f}."
-        calls.append({"title": text.title, "description": text.description, "content": content,
-                      "outcome": text.outcome, "tags": text.tags})  # fmt: skip
-    return calls
-
-
-async def bench_mcp_record(base_url: str, raw_token: str, count: int, warmup: int, server_pid: int) -> dict[str, Any]:
+async def bench_mcp_record(
+    base_url: str, raw_token: str, count: int, warmup: int, server_pid: int, seed: int
+) -> dict[str, Any]:
     """``memory_record`` over MCP in one session: latency and CPU per call (client / server / PostgreSQL),
     the server's write-behind work included (the meter stops a second after the last answer)."""
     import httpx2
+    from _scale_legs import record_calls
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    calls = record_calls(warmup + count)
+    calls = record_calls(warmup + count, seed)
     latencies: list[float] = []
     errors = 0
     meter = CpuMeter(server_pid)
@@ -303,9 +293,9 @@ async def bench_mcp_record(base_url: str, raw_token: str, count: int, warmup: in
     }
 
 
-def recorded_remove() -> int:
+def recorded_remove(seed: int) -> int:
     """The record leg's memories deleted again, so that later runs search the dataset as loaded."""
     from memories.models import Memory
 
-    deleted, _ = Memory.objects.filter(content__contains=RECORD_MARK).delete()
+    deleted, _ = Memory.objects.filter(content__contains=record_mark(seed)).delete()
     return deleted

@@ -500,11 +500,14 @@ def run_size(n: int, args: argparse.Namespace, *, reset: bool, machine: dict[str
             if args.records:
                 log("  MCP memory_record ...")
                 load["record"] = list(os.getloadavg())
+                seed = int(time.time())  # this run's texts: none a copy of an earlier run's, removed by it after
                 try:
-                    result["mcp_record"] = asyncio.run(bench_mcp_record(base_url, raw, args.records, 10, server_pid))
+                    result["mcp_record"] = asyncio.run(
+                        bench_mcp_record(base_url, raw, args.records, 10, server_pid, seed)
+                    )
                 finally:
                     connections.close_all()
-                    log(f"  removed the {recorded_remove()} memories the record leg wrote")
+                    log(f"  removed the {recorded_remove(seed)} memories the record leg wrote")
                 load["record"] += list(os.getloadavg())
     # 1/5/15-minute load averages before and after each leg: other work on the machine skews figures
     result["loadavg"] = {leg: [round(x, 2) for x in values] for leg, values in load.items()}
