@@ -158,9 +158,13 @@ start_webhooks() {
 start_web() {
   # uvicorn's own lines in the same format as the app's (JSON unless DEBUG or LOG_FORMAT=plain); the
   # app writes one access line per request itself, with its request id, org and token prefix. No proxy
-  # headers: the app believes X-Forwarded-For only from TRUSTED_PROXIES (reasoningbank/asgi_guards.py)
+  # headers: the app believes X-Forwarded-For only from TRUSTED_PROXIES (reasoningbank/asgi_guards.py).
+  # Idle connections are kept longer than clients keep theirs (httpx, under the MCP Python SDK: 5 s, as
+  # uvicorn's default): at equal timeouts a client sends on a connection the server is closing and gets
+  # a reset (docs/configuration.md#runsh)
   spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
     --workers "${WEB_WORKERS:-1}" --no-access-log --no-proxy-headers --timeout-graceful-shutdown 10 \
+    --timeout-keep-alive "${WEB_KEEP_ALIVE:-75}" \
     --log-config reasoningbank/uvicorn_logging.json
   web=$!
 }
