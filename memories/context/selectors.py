@@ -21,12 +21,17 @@ context, the list, the dashboard — and logged, never a server error for the wh
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.conf import settings
+from django.core.cache import caches
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 from pgvector.django import CosineDistance
 from prometheus_client import Counter
 
@@ -236,7 +241,11 @@ def context_memories(
     )
     if prioritize == "relevance" and task and task_vector is not None:
         search = SearchQuery(
-            query=task, limit=20, min_confidence=min_confidence, project=project.slug, mode="deep",
+            query=task,
+            limit=20,
+            min_confidence=min_confidence,
+            project=project.slug,
+            mode="deep",
             injection=injection_policy_of(principal.organization),
         )
         ranked = [hit.memory.id for hit in memory_search(principal, search, query_vector=task_vector).hits]
@@ -250,4 +259,35 @@ def context_memories(
         "recency": ("-updated_at", "-confidence"),
         "activation": ("-usage_count", "-confidence"),
     }.get(prioritize, ("-confidence", "-updated_at"))
-    return list(memories.order_by(*order, "id")[:limit])
+    return _ranked_reusing(memories.order_by(*order, "id"), limit)
+
+
+# A kept ranking holds this many times the places asked for: some of its memories may have left since.
+RANKING_DEPTH = 4
+# created_at is stamped when a memory is built, before its transaction commits: a memory created up to this
+# long before a ranking was taken may have been invisible to it (a record's transaction lasts far less)
+RANKING_WRITE_MARGIN = timedelta(seconds=60)
+
+
+def _ranked_reusing(ranked: QuerySet[Memory], limit: int) -> list[Memory]:
+    """The first ``limit`` rows of ``ranked``. Ordering a project's memories reads every one of them (the
+    lifecycle columns are not indexed, so that usage updates stay HOT: memories/models.py), 80–90 ms at
+    100K: the order is kept ``CONTEXT_RANKING_REUSE_SECONDS`` per process (docs/session-context.md#reuse).
+    Within that time only the kept ranking's rows and those created since are read, through the same
+    filter (state, trust, injection policy, confidence floor: a memory that left since is left out at
+    once) and sorted by their values now; when too few of them remain, the whole ranking is taken again."""
+    reuse = float(settings.CONTEXT_RANKING_REUSE_SECONDS)
+    if reuse <= 0:
+        return list(ranked[:limit])
+    kept_rankings = caches["local"]
+    key = "context:ranking:" + hashlib.sha256(f"{ranked.query}|{limit}".encode()).hexdigest()
+    kept = kept_rankings.get(key)
+    if kept is not None:
+        taken_at, ids = kept
+        rows = list(ranked.filter(Q(pk__in=ids) | Q(created_at__gte=taken_at - RANKING_WRITE_MARGIN))[:limit])
+        if len(rows) == limit or len(ids) < limit * RANKING_DEPTH:  # enough, or all there was then
+            return rows
+    taken_at = timezone.now()
+    rows = list(ranked[: limit * RANKING_DEPTH])
+    kept_rankings.set(key, (taken_at, [row.pk for row in rows]), timeout=reuse)
+    return rows[:limit]

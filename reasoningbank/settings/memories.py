@@ -90,6 +90,9 @@ CONFIDENCE_DECAY_PER_DAY = env_float("CONFIDENCE_DECAY_PER_DAY", 0.984, minimum=
 
 # --- SessionStart context (docs/session-context.md; memory_context and the Claude Code plugin) ---
 HOOK_SESSION_START_SUMMARIES_ENABLED = env_bool("HOOK_SESSION_START_SUMMARIES_ENABLED", True)
+# seconds a web process reuses a project's order of session-start memories, re-reading only those it chose
+# and those written since (docs/session-context.md#reuse); 0 orders them all at every session start
+CONTEXT_RANKING_REUSE_SECONDS = env_int("CONTEXT_RANKING_REUSE_SECONDS", 60, minimum=0)
 HOOK_SESSION_START_SUMMARIES_MAX = env_int("HOOK_SESSION_START_SUMMARIES_MAX", 10, minimum=1, maximum=50)
 HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET = env_int(
     "HOOK_SESSION_START_SUMMARIES_TOKEN_BUDGET", 2000, minimum=200, maximum=20000
