@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import code_changes, spool
+from . import spool
 from .budget import budget_left
 
 COMMITS_MAX = 20  # per capture: the rest wait for the next one
@@ -37,7 +37,9 @@ def _note_path(session_key: str) -> Path:
 
 
 def _git(cwd: str, *args: str) -> str:
-    return code_changes.git_run(*args, cwd=cwd)
+    # not code_changes.git_run: that module (the diff reader: ast, dataclasses, a score of regexes compiled
+    # at import) is loaded by the capture that reads commits, not by every session start that notes HEAD
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=cwd, errors="replace").stdout
 
 
 def head_note(session_key: str, cwd: str) -> None:
@@ -69,6 +71,8 @@ def notes_sweep(folder: Path) -> None:
 
 def commits_queue(session_key: str, who: spool.Credential, client: str) -> int:
     """Queue the reports of the session's commits not reported yet; how many commits were queued."""
+    from . import code_changes
+
     path = _note_path(session_key)
     try:
         note = json.loads(path.read_text())
