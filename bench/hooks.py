@@ -17,7 +17,7 @@ times after 5 warm-up calls:
 The process start of Python itself is measured too (``python -c pass``): it is part of what a hook
 costs, and no hook can go below it.
 
-    .venv/bin/python bench/hooks.py --size 100000 --calls 100
+    .venv/bin/python bench/hooks.py --size 100000 --calls 100 --python /usr/bin/python3
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -39,23 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._corpus import search_queries
 from bench.common import Latency, django_setup, machine_info, uvicorn_server, write_json
+from bench.hooks_code import hook_run, python_start, server_cpu_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 HOOK = REPO / "integrations" / "claude-code" / "hooks" / "reasoningbank_hook.py"
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def hook_run(action: str, event: dict[str, Any], env: dict[str, str]) -> tuple[float, str, str]:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, str(HOOK), action],
-        input=json.dumps(event),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    return (time.perf_counter() - started) * 1000, done.stdout, done.stderr
 
 
 def injected_tokens(stdout: str) -> int:
@@ -130,6 +116,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--prompts", type=int, default=20, help="prompts per simulated session")
     parser.add_argument("--transcript-mb", type=float, default=4.0)
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter that runs the hooks (default: this one; a user's python3 has no editable install)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("RB_DATA_DIR", str(REPO / ".data" / "bench"))
     # captures wait for an LLM (none is configured): what is measured is the hand-in, not distillation
@@ -142,9 +133,12 @@ def main() -> None:
     dataset = dataset_ensure(args.size, reset=False, log=print)
     _, raw_token = bench_token(dataset.pop("orgs"))
     prompts = search_queries(args.calls + 5, seed=11)
-    python_start = [hook_run_python() for _ in range(20)]
-    results: dict[str, Any] = {"python_start": Latency.of(python_start).as_dict()}
-    with uvicorn_server() as (base, _pid), tempfile.TemporaryDirectory() as tmp:
+    starts = [python_start(args.python) for _ in range(20)]
+    results: dict[str, Any] = {
+        "python_start": Latency.of([wall for wall, _ in starts]).as_dict(),
+        "python_start_cpu": Latency.of([cpu for _, cpu in starts]).as_dict(),
+    }
+    with uvicorn_server() as (base, server_pid), tempfile.TemporaryDirectory() as tmp:
         env = {
             "PATH": os.environ.get("PATH", ""),
             "REASONINGBANK_URL": base,
@@ -154,15 +148,24 @@ def main() -> None:
         }
 
         def series(action: str, events: list[dict[str, Any]]) -> tuple[list[float], list[str]]:
+            """Each event's hook run: wall times, and beside them in ``results`` the hook's own CPU and the
+            server's (uvicorn and PostgreSQL) per run: comparable across the machine's load."""
             for event in events[:5]:
-                hook_run(action, event, env)
-            times, outputs = [], []
+                hook_run(event, env, args.python, action)
+            times, cpus, outputs = [], [], []
+            server_before = server_cpu_seconds(server_pid)
             for event in events[5:]:
-                ms, stdout, stderr = hook_run(action, event, env)
+                ms, cpu, stdout, stderr = hook_run(event, env, args.python, action)
                 if stderr:
                     raise SystemExit(f"{action} failed: {stderr}")
                 times.append(ms)
+                cpus.append(cpu)
                 outputs.append(stdout)
+            name = action.replace("-", "_")
+            results[f"{name}_cpu"] = Latency.of(cpus).as_dict()
+            results[f"{name}_server_cpu_ms"] = round(
+                (server_cpu_seconds(server_pid) - server_before) * 1000 / len(times), 2
+            )
             return times, outputs
 
         starts = [
@@ -200,16 +203,11 @@ def main() -> None:
         results["capture"] = Latency.of(times).as_dict()
         results["transcript_bytes"] = transcript.stat().st_size
     for name in ("python_start", "session_start", "prompt", "capture"):
-        lat = results[name]
-        print(f"{name:14} p50 {lat['p50']:7.1f} ms   p99 {lat['p99']:7.1f} ms   (n={lat['n']})")
+        lat, cpu, server = results[name], results[f"{name}_cpu"], results.get(f"{name}_server_cpu_ms")
+        line = f"{name:14} p50 {lat['p50']:7.1f} ms   p99 {lat['p99']:7.1f} ms   cpu p50 {cpu['p50']:6.1f} ms"
+        print(line + (f"   server cpu {server:6.1f} ms/run" if server is not None else "") + f"   (n={lat['n']})")
     print(f"prompt tokens: {results['prompt_tokens']}")
     write_json(RESULTS / f"hooks-{args.size}.json", {"machine": machine_info(), "dataset": dataset, "results": results})
-
-
-def hook_run_python() -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
-    return (time.perf_counter() - started) * 1000
 
 
 if __name__ == "__main__":

@@ -105,13 +105,15 @@ def anchors_ensure(orgs: dict[str, Any]) -> dict[str, int]:
     return anchors_ensure(orgs)
 
 
-def hook_run(event: dict[str, Any], env: dict[str, str], python: str) -> tuple[float, float, str, str]:
+def hook_run(
+    event: dict[str, Any], env: dict[str, str], python: str, action: str = "tool"
+) -> tuple[float, float, str, str]:
     """The hook's wall time from its start to its exit, its CPU time (user + system: comparable across the
     machine's load, the interpreter's start included), and its output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the server is a child too, but never reaped here
     started = time.perf_counter()
     done = subprocess.run(
-        [python, str(HOOK), "tool"],
+        [python, str(HOOK), action],
         input=json.dumps(event),
         env=env,
         capture_output=True,
