@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -144,13 +144,11 @@ class Memory(models.Model):
     # memories.core.fingerprint.memory_content_hash of title, description and content: an identical record
     # in the same place returns the existing memory instead of a copy (services.memory_record)
     content_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
-    search_vector = models.GeneratedField(
-        expression=SearchVector("title", weight="A", config="english")
-        + SearchVector("description", weight="B", config="english")
-        + SearchVector("content", weight="C", config="english"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
+    # title (A), description (B) and content (C), English stemming: written by PostgreSQL whenever one of them
+    # is (the trigger of memories migration 0027), never by the app. Not a generated column: PostgreSQL
+    # recomputes those at every UPDATE, and a fresh uncompressed vector never equals the compressed one stored,
+    # so every usage update re-inserted the row into every index, the vector index included (docs/search.md#candidates)
+    search_vector = SearchVectorField(null=True, editable=False)
     # provenance
     origin = models.CharField(max_length=15, choices=ORIGIN_CHOICES, default=ORIGIN_RECORDED)
     source_session = models.ForeignKey(
