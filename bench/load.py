@@ -118,6 +118,32 @@ def counts(service: Service, org: str) -> dict[str, Any]:
     }
 
 
+WARM_UP = 10.0  # seconds
+
+# where the machine's CPU went during the load, by process (the command line's first match)
+ROLES = (("web", "uvicorn"), ("worker", "qcluster"), ("PostgreSQL", "postgres"))
+
+
+def cpu_by_role() -> dict[str, float]:
+    """CPU seconds used so far by every live process, by role: this process (the 50 agents' clients and the LLM
+    stub), web, the workers, PostgreSQL, and the rest of the machine (other users' work counts there)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    spent = dict.fromkeys(["agents (this process)", *(role for role, _ in ROLES), "other"], 0.0)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if int(stat.parent.name) == os.getpid():
+            spent["agents (this process)"] += seconds
+            continue
+        role = next((role for role, word in ROLES if word in cmdline), "other")
+        spent[role] += seconds
+    return spent
+
+
 def main() -> None:
     args = parse_args()
     extra_env = dict(item.split("=", 1) for item in args.env)
@@ -135,11 +161,17 @@ def main() -> None:
         token = token_from(manage(service, "create_token", org, "--label", "agents", "--project", "agents"))
         result["loadavg_before"] = os.getloadavg()
         print(f"{args.agents} agents for {args.seconds:g} s (load average {result['loadavg_before'][0]:.2f}) …")
+        cpu_before = cpu_by_role()
+        began_at = time.time()
         began = time.monotonic()
         load = anyio.run(
             lambda: agents_run(service.url, token, agents=args.agents, seconds=args.seconds, marker=unique())
         )
         wall = time.monotonic() - began
+        cpu_after = cpu_by_role()
+        result["cpu_ms_per_call"] = {
+            role: round((cpu_after[role] - cpu_before[role]) * 1000 / max(1, load.count()), 1) for role in cpu_after
+        }
         result["loadavg_after"] = os.getloadavg()
         deadline = time.monotonic() + SETTLE_WITHIN
         seen = counts(service, org)
@@ -147,6 +179,15 @@ def main() -> None:
             time.sleep(2)
             seen = counts(service, org)
         result["counts"] = seen
+        result["runs_s"] = [  # each consolidation run's start and end, in seconds since the load began
+            [round(float(start) - began_at, 1), round(float(end) - began_at, 1)]
+            for start, end in service.sql(
+                "SELECT extract(epoch FROM r.started_at), extract(epoch FROM r.finished_at) "
+                "FROM consolidation_consolidationrun r JOIN accounts_organization o ON o.id = r.organization_id "
+                "WHERE o.slug = %s AND r.started_at IS NOT NULL AND r.finished_at IS NOT NULL ORDER BY 1",
+                (org,),
+            )
+        ]
         result["calls"] = {
             tool or "all": {
                 "calls": load.count(tool),
@@ -155,9 +196,18 @@ def main() -> None:
             }
             for tool in (None, "memory_search", "memory_record")
         }
+        # every agent's first call is a record, so the load opens with fifty sessions and fifty records at once:
+        # the same figures without the calls started in its first WARM_UP seconds
+        steady = [c.ms for c in load.calls if not c.error and c.started >= WARM_UP]
+        result["steady_latency_ms"] = Latency.of(steady).as_dict() if steady else None
         result["wall_seconds"] = round(wall, 2)
         result["throughput_per_s"] = round(load.count() / wall, 2)
         result["failures"] = load.failures[:50]
+        # when the tail happened (seconds since the load began): a cluster points at what the service did then
+        slowest = sorted((c for c in load.calls if not c.error), key=lambda c: -c.ms)[:20]
+        result["slowest_calls"] = [
+            {"tool": c.tool, "started_s": round(c.started, 1), "ms": round(c.ms)} for c in slowest
+        ]
         report(args, result)
     finally:
         service.kill_everything()
@@ -182,6 +232,11 @@ def report(args: argparse.Namespace, result: dict[str, Any]) -> None:
             f"{tool:<15}{row['calls']:>7}{row['failed']:>8}{lat['p50']:>9.0f}{lat['p90']:>9.0f}{lat['p99']:>9.0f}"
             f"{lat['max']:>9.0f}"
         )
+    if steady := result["steady_latency_ms"]:
+        print(
+            f"{'after ' + format(WARM_UP, 'g') + ' s':<15}{steady['n']:>7}{'':>8}{steady['p50']:>9.0f}"
+            f"{steady['p90']:>9.0f}{steady['p99']:>9.0f}{steady['max']:>9.0f}"
+        )
     seen = result["counts"]
     waited = seen["queue_wait_seconds_sum"] / seen["queue_wait_count"] if seen["queue_wait_count"] else 0.0
     print(
@@ -190,6 +245,11 @@ def report(args: argparse.Namespace, result: dict[str, Any]) -> None:
         f"dropped {seen['usage_signals_dropped']:.0f} (stored {seen['stored_usage_signals']}), write retries "
         f"{seen['usage_write_retries']:.0f}; mean queue wait {waited * 1000:.0f} ms, queue timeouts "
         f"{seen['queue_timeouts']:.0f}; {seen['memories']} memories"
+    )
+    shares = result["cpu_ms_per_call"]
+    print(
+        f"CPU ms per call during the load ({sum(shares.values()):.1f} in all; processes that exited meanwhile are "
+        "not counted): " + ", ".join(f"{role} {ms:.1f}" for role, ms in shares.items())
     )
     for failure in result["failures"][:10]:
         print("  failed:", failure[:300])
