@@ -1,4 +1,4 @@
-"""``memories_memory.search_vector`` written by a trigger instead of being a generated column (docs/search.md#candidates).
+"""``memories_memory.search_vector`` written by a trigger, not a generated column (docs/search.md#candidates).
 
 PostgreSQL recomputes a stored generated column at every UPDATE, whatever the UPDATE sets. The new
 vector, not compressed yet, never equals the compressed one on disk, so no update of a memory whose
