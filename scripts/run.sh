@@ -164,7 +164,7 @@ start_web() {
   # a reset (docs/configuration.md#runsh)
   spawn_group .venv/bin/uvicorn reasoningbank.asgi:application --host "$HOST" --port "$PORT" \
     --workers "${WEB_WORKERS:-1}" --no-access-log --no-proxy-headers --timeout-graceful-shutdown 10 \
-    --timeout-keep-alive "${WEB_KEEP_ALIVE:-75}" \
+    --timeout-keep-alive "${WEB_KEEP_ALIVE:-15}" \
     --log-config reasoningbank/uvicorn_logging.json
   web=$!
 }
