@@ -42,6 +42,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import anyio  # noqa: E402
 import httpx2  # noqa: E402
 from common import RESULTS_DIR, Latency, machine_info, revision  # noqa: E402
+from hooks_code import process_cpu_seconds  # noqa: E402
 
 from tests.e2e.agent_load import agents_run, metric_value  # noqa: E402
 from tests.e2e.harness import Service, completed_text, token_from, unique  # noqa: E402
@@ -127,20 +128,17 @@ ROLES = (("web", "uvicorn"), ("worker", "qcluster"), ("PostgreSQL", "postgres"))
 def cpu_by_role() -> dict[str, float]:
     """CPU seconds used so far by every live process, by role: this process (the 50 agents' clients and the LLM
     stub), web, the workers, PostgreSQL, and the rest of the machine (other users' work counts there)."""
-    tick = os.sysconf("SC_CLK_TCK")
     spent = dict.fromkeys(["agents (this process)", *(role for role, _ in ROLES), "other"], 0.0)
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue  # gone meanwhile
-        seconds = (int(fields[11]) + int(fields[12])) / tick
-        if int(stat.parent.name) == os.getpid():
-            spent["agents (this process)"] += seconds
-            continue
-        role = next((role for role, word in ROLES if word in cmdline), "other")
-        spent[role] += seconds
+        if int(proc.name) == os.getpid():
+            role = "agents (this process)"
+        else:
+            role = next((role for role, word in ROLES if word in cmdline), "other")
+        spent[role] += process_cpu_seconds(int(proc.name))
     return spent
 
 
