@@ -73,7 +73,7 @@ def bank_reset(slug: str) -> None:
 
 
 def usage_reset(org: Any) -> int:
-    """Back to the state right after recording: no usage signal, each memory's prior confidence."""
+    """Back to the state right after recording: no usage signal, no impression, each memory's prior confidence."""
     from django.db import connection, transaction
 
     with transaction.atomic(), connection.cursor() as cursor:
@@ -82,9 +82,10 @@ def usage_reset(org: Any) -> int:
         cursor.execute("DELETE FROM memories_memorysignalaggregate WHERE organization_id = %s", [org.id])
         cursor.execute(
             "UPDATE memories_memory SET usage_count = 0, last_used_at = NULL, alpha = prior_alpha, "
-            "beta = prior_beta, confidence = prior_alpha / (prior_alpha + prior_beta) "
+            "beta = prior_beta, confidence = prior_alpha / (prior_alpha + prior_beta), impression_count = 0, "
+            "impressions_unused = 0, last_shown_at = NULL, last_signal_at = NULL "
             "WHERE organization_id = %s AND (usage_count <> 0 OR last_used_at IS NOT NULL "
-            "OR alpha <> prior_alpha OR beta <> prior_beta)",
+            "OR alpha <> prior_alpha OR beta <> prior_beta OR impression_count <> 0 OR last_signal_at IS NOT NULL)",
             [org.id],
         )
         return signals

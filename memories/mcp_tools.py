@@ -159,7 +159,8 @@ def register_memory_tools(server: MCPServer) -> None:
         description=(
             "Fetch one memory by ID with all its fields: content, tags, kind, scope and project, lifecycle "
             "(state, archived reason, the memory it was consolidated into, tier), confidence, usage and origin. "
-            "Works for archived memories too, and for one held in quarantine (state quarantined, with its flags)."
+            "Works for archived memories too, and for one held in quarantine (state quarantined, with its flags). "
+            "Pass your session_id when you read it to use it in your task: that counts as a use of the memory."
         ),
         annotations=_read("Get a memory"),
         input_model=core.MemoryGetInput,

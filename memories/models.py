@@ -135,6 +135,13 @@ class Memory(models.Model):
     confidence = models.FloatField(default=0.8)
     usage_count = models.PositiveIntegerField(default=0)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # impressions (docs/confidence.md#impressions-and-use): how often a memory was put in an agent's context
+    # without being asked for (the hooks' recall, session start), which moves no confidence; the times since
+    # its last use, which the daily job turns into a usage-negative signal once they reach
+    # IMPRESSIONS_UNUSED_DEMOTE
+    impression_count = models.PositiveIntegerField(default=0)
+    impressions_unused = models.PositiveIntegerField(default=0)
+    last_shown_at = models.DateTimeField(null=True, blank=True)
     # when the memory last had a confidence signal of any kind (memories/confidence/services.py writes it with the
     # signal): time decay counts the silence from here
     last_signal_at = models.DateTimeField(null=True, blank=True)
@@ -336,8 +343,11 @@ class SessionMemoryUse(models.Model):
     session's outcome (``memory_outcome`` or ``session_submit`` with that id) reaches every memory it
     was given, once."""
 
-    VIA_SEARCH, VIA_CONTEXT, VIA_RECALL = "search", "context", "recall"
-    VIA_CHOICES = [(VIA_SEARCH, "Search"), (VIA_CONTEXT, "Session context"), (VIA_RECALL, "Recall at tool time")]
+    VIA_SEARCH, VIA_CONTEXT, VIA_RECALL, VIA_GET = "search", "context", "recall", "get"
+    VIA_CHOICES = [
+        (VIA_SEARCH, "Search"), (VIA_CONTEXT, "Session context"), (VIA_RECALL, "Recall at tool time"),
+        (VIA_GET, "Read by id"),
+    ]
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     session_key = models.CharField(max_length=200, help_text="the agent's own session id")

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from memories.code.services_staleness import code_deleted_archive
 from memories.confidence.services import confidence_recompute_all, signals_decay, signals_rollup
+from memories.confidence.services_impressions import memories_demote_ignored
 from memories.moderation.services import memories_prune_low_confidence
 from memories.sessions.services import session_process, sessions_resume_waiting
 from reasoningbank.tracing import task_traced
@@ -15,14 +16,15 @@ logger = logging.getLogger(__name__)
 
 
 def signals_rollup_daily(now: datetime | None = None) -> dict[str, int]:
-    """The daily rollup, then the time decay of silent memories' evidence, then a recompute of every
-    confidence with the learned weights, then pruning of the memories whose confidence stayed too low
-    (docs/confidence.md#the-event-log-and-the-daily-rollup)."""
+    """The daily rollup, then the time decay of silent memories' evidence, then the demotion of memories
+    shown often and never used, then a recompute of every confidence with the learned weights, then pruning
+    of the memories whose confidence stayed too low (docs/confidence.md#the-event-log-and-the-daily-rollup)."""
     result = signals_rollup(now=now)
     result["decayed"] = signals_decay(now=now)
+    result["demoted"] = memories_demote_ignored(now=now)
     result["recomputed"] = confidence_recompute_all()
     result["pruned"] = memories_prune_low_confidence(now=now)["pruned"]
-    logger.info("signal rollup folded=%s memories=%s decayed=%s recomputed=%s pruned=%s", *result.values())
+    logger.info("signal rollup folded=%s memories=%s decayed=%s demoted=%s recomputed=%s pruned=%s", *result.values())
     return result
 
 

@@ -41,8 +41,8 @@ def schedule_specs() -> list[ScheduleSpec]:
             name="rb:signals-rollup",
             func="memories.tasks.signals_rollup_daily",
             minutes=24 * 60,
-            description="fold signal events older than 30 days into aggregates; recompute confidence (silent "
-            "memories decay); archive memories whose confidence stayed below the prune threshold",
+            description="fold signal events older than 30 days into aggregates; a usage-negative signal for "
+            "memories shown often and never used; recompute confidence (silent memories decay); archive memories whose confidence stayed below the prune threshold",
         ),
         ScheduleSpec(
             name="rb:code-deleted-archive",

@@ -22,6 +22,7 @@ from accounts.access import Principal
 from memories.code.anchors import PATH_MAX, path_normalise, repository_normalise
 from memories.code.selectors_recall import RecallAnchor, RecallHit, RecallQuery, code_recall_select, recall_project
 from memories.code.signatures import OUTPUT_TAIL, ErrorSignature, error_signature
+from memories.confidence.services_impressions import memories_mark_shown
 from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef, optional_text, rounded
 from memories.core.selectors import project_resolve
 from memories.models import SessionMemoryUse
@@ -242,6 +243,8 @@ def memory_recall_run(principal: Principal, args: RecallInput) -> RecallOutput:
     block = _block(hits, sources, args)
     kept = [hit for hit in hits if hit.memory.id in set(block.ids)]
     kept.sort(key=lambda hit: block.ids.index(hit.memory.id))
+    # put in the agent's context unasked: impressions, no confidence moved (docs/confidence.md#impressions-and-use)
+    memories_mark_shown(organization_id=principal.organization.id, memory_ids=[hit.memory.id for hit in kept])
     if args.session_id and kept:
         session_uses_record(
             principal=principal,

@@ -254,9 +254,11 @@ def _signal_add(
         session_id=session_id,
         actor=principal.actor_label,
     )
-    # the silence time decay counts ends here (the caller holds the memory's row lock)
+    # the silence time decay counts ends here (the caller holds the memory's row lock); feedback, an outcome
+    # and the code's fate are uses too: the impressions since the last use start again
+    # (docs/confidence.md#impressions-and-use)
     memory.last_signal_at = signal.created_at
-    Memory.objects.filter(pk=memory.pk).update(last_signal_at=signal.created_at)
+    Memory.objects.filter(pk=memory.pk).update(last_signal_at=signal.created_at, impressions_unused=0)
     return signal
 
 
@@ -300,7 +302,7 @@ WITH v AS (
     SELECT organization_id, id, project_id, 'usage', true, '', '', %s, confidence, %s FROM v
 )
 UPDATE memories_memory m
-SET usage_count = m.usage_count + 1, last_used_at = %s, last_signal_at = %s,
+SET usage_count = m.usage_count + 1, last_used_at = %s, last_signal_at = %s, impressions_unused = 0,
     alpha = v.alpha, beta = v.beta, confidence = v.confidence
 FROM v WHERE m.id = v.id
 """

@@ -23,6 +23,7 @@ from accounts.models import Project as ProjectModel
 from memories.code.contracts import Repository
 from memories.code.selectors import project_slug_resolve
 from memories.code.selectors_staleness import code_changed_of
+from memories.confidence.services_impressions import memories_mark_shown
 from memories.context.block import ContextEntry, Decision, block_format, context_inject
 from memories.context.selectors import context_memories, summaries_for_context
 from memories.context.services import summaries_activate
@@ -211,6 +212,8 @@ def memory_context_run(principal: Principal, args: ContextInput) -> ContextOutpu
     summary_ids = [entry for entry in block.entries if entry in behind]
     summaries_activate(summary_ids)
     sources = memory_sources_of(principal.organization.pk, memory_ids)
+    # put in the agent's context unasked: impressions, no confidence moved (docs/confidence.md#impressions-and-use)
+    memories_mark_shown(organization_id=principal.organization.pk, memory_ids=memory_ids)
     if args.session_id:
         session_uses_record(
             principal=principal, session_key=args.session_id, memory_ids=memory_ids, via="context"

@@ -165,13 +165,17 @@ class MemoryDetailView(MemoryAPIView):
         summary="Get a memory",
         description=(
             "One memory with every field, whether active or archived (its embedding is never returned). "
-            "Needs `memories:read`."
+            "With `session_id`, a session reading it for its task: a use of the memory. Needs `memories:read`."
         ),
-        parameters=[MEMORY_ID],
+        parameters=[
+            MEMORY_ID,
+            OpenApiParameter("session_id", str, OpenApiParameter.QUERY, description=c.GET_SESSION_DESCRIPTION),
+        ],
         responses={200: c.MemoryOut, **ERRORS_READ_ONE},
     )
     def get(self, request: Request, memory_id: str) -> Response:
-        args = contract_parse(c.MemoryGetInput, {}, memory_id=memory_id)
+        # the query's parameters are the contract's fields: an unknown one is a 400, as in a body
+        args = contract_parse(c.MemoryGetInput, dict(request.query_params.items()), memory_id=memory_id)
         return contract_render(c.memory_get_run(self.principal, args))
 
     @extend_schema(

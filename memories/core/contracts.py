@@ -17,13 +17,15 @@ from pydantic import Field, StringConstraints
 from accounts.access import Principal
 from memories.code.contracts import AnchorOut, Anchors, anchors_raw
 from memories.code.selectors import anchor_dicts_by_memory
+from memories.confidence.services import memories_mark_used
 from memories.core.selectors import memory_get
 from memories.core.services import memory_record_or_duplicate
-from memories.models import Memory
+from memories.models import Memory, SessionMemoryUse
+from memories.sessions.services_ledger import session_uses_record
 from memories.trust.provenance_contracts import SourceOut
 from memories.trust.provenance_selectors import memory_source
 from memories.trust.screening import findings_shown, quarantine_message
-from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX
+from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
 
 # --- shared field types ----------------------------------------------------------------------------
@@ -145,6 +147,10 @@ class MemoryOut(Contract):
     beta: float
     usage_count: int
     last_used_at: str | None
+    impression_count: int = Field(
+        description="times put in an agent's context unasked (hooks, session start): moves no confidence"
+    )
+    last_shown_at: str | None
     origin: str
     source_session: str | None
     promoted_from: str = Field(description="the kind consolidation's promotion ladder raised it from; empty if never")
@@ -172,6 +178,7 @@ class MemoryOut(Contract):
             consolidated_into=memory.consolidated_into_id, tier=memory.tier, retention=memory.retention,
             importance=memory.importance, confidence=memory.confidence, alpha=memory.alpha, beta=memory.beta,
             usage_count=memory.usage_count, last_used_at=iso_or_none(memory.last_used_at), origin=memory.origin,
+            impression_count=memory.impression_count, last_shown_at=iso_or_none(memory.last_shown_at),
             source_session=memory.source_session_id, promoted_from=memory.promoted_from,
             promoted_at=iso_or_none(memory.promoted_at), promotion_reason=memory.promotion_reason,
             last_signal_at=iso_or_none(memory.last_signal_at), created_at=memory.created_at.isoformat(),
@@ -186,12 +193,29 @@ def anchors_read(memory: Memory) -> list[dict[str, Any]]:
     return anchor_dicts_by_memory([memory])[memory.id]
 
 
+GET_SESSION_DESCRIPTION = (
+    "Your session's id, when you read the memory to use it in your task: the read counts as a use (a usage "
+    "signal, which moves its confidence) and the memory is noted as given to that session, so its outcome "
+    "reaches it. Without it the read changes nothing."
+)
+
+
 class MemoryGetInput(Contract):
     memory_id: MemoryId
+    session_id: Annotated[str, optional_text(200), Field(description=GET_SESSION_DESCRIPTION)] = ""
 
 
 def memory_get_run(principal: Principal, args: MemoryGetInput) -> MemoryOut:
-    return MemoryOut.of(memory_get(principal, args.memory_id))
+    """One memory; read by an agent session for its task (``session_id``), a use of it
+    (docs/confidence.md#impressions-and-use). A plain read stays a read: looking at a memory must not move it."""
+    session_key = session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
+    memory = memory_get(principal, args.memory_id)
+    if session_key and memory.state == Memory.STATE_ACTIVE:
+        memories_mark_used(principal=principal, memories=[memory], project=None, write_behind=True)
+        session_uses_record(
+            principal=principal, session_key=session_key, memory_ids=[memory.id], via=SessionMemoryUse.VIA_GET
+        )
+    return MemoryOut.of(memory)
 
 
 # --- memory_record -----------------------------------------------------------------------------------

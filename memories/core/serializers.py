@@ -116,6 +116,10 @@ class MemorySerializer(serializers.Serializer):
     beta = serializers.FloatField()
     usage_count = serializers.IntegerField()
     last_used_at = serializers.DateTimeField(allow_null=True)
+    impression_count = serializers.IntegerField(
+        help_text="times put in an agent's context unasked (hooks, session start): moves no confidence"
+    )
+    last_shown_at = serializers.DateTimeField(allow_null=True)
     origin = serializers.ChoiceField(choices=ORIGINS)
     source_session = serializers.CharField(source="source_session_id", allow_null=True)
     promoted_from = serializers.ChoiceField(

@@ -20,6 +20,7 @@ from memories.code.contracts import AnchorOut, Repository
 from memories.code.paths import ANCHOR_PATH_BOOST, PATHS_MAX, path_selection, path_spec_clean
 from memories.code.selectors import anchor_dicts_by_memory, project_slug_resolve
 from memories.code.selectors_staleness import CodeChanged, code_changed_of
+from memories.confidence.services_impressions import memories_mark_shown
 from memories.context.contracts import SummaryOut
 from memories.context.selectors import SummaryHit, summaries_search
 from memories.context.services import summaries_activate
@@ -270,7 +271,8 @@ class CodeChangedOut(Contract):
 
 class SearchHitOut(Contract):
     """One result. `confidence` and `usage_count` already count this search as a use (when its
-    relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
+    relevance reaches the usage floor; never for an `inject` search, whose results are impressions);
+    `relevance` is the ranking score; `duplicates` only when
     near-identical memories were folded into it; `explain` only when the search asked for it."""
 
     id: str
@@ -429,6 +431,11 @@ def memory_search_run(principal: Principal, args: SearchInput) -> SearchOutput:
         shown = {hit.memory.id for hit in result.hits}
         summaries = [hit for hit in summaries if hit.summary.memory_id in set(block.ids) - shown]
         result.tokens_used = sum(hit_tokens(hit) for hit in result.hits)
+        # shown without being asked for: impressions, no confidence moved (docs/confidence.md#impressions-and-use)
+        memories_mark_shown(
+            organization_id=principal.organization.id,
+            memory_ids=[hit.memory.id for hit in result.hits] + [hit.summary.memory_id for hit in summaries],
+        )
     summaries_activate([hit.summary.id for hit in summaries], write_behind=True)
     if args.session_id:
         session_uses_record(

@@ -48,6 +48,10 @@ SEARCH_COLLAPSE_SIMILARITY = env_float("SEARCH_COLLAPSE_SIMILARITY", 0.95, minim
 SEARCH_NEIGHBOURS = env_bool("SEARCH_NEIGHBOURS", True)
 # returned hits below this fused relevance record no usage signal (ranking noise must not feed confidence)
 SEARCH_USAGE_MIN_RELEVANCE = env_float("SEARCH_USAGE_MIN_RELEVANCE", 0.3, minimum=0, maximum=1)
+# a memory put in an agent's context this many times since its last use (the hooks' recall, session start:
+# impressions, which move no confidence) gets one usage-negative signal from the daily job; 0: never
+# (docs/confidence.md#impressions-and-use)
+IMPRESSIONS_UNUSED_DEMOTE = env_int("IMPRESSIONS_UNUSED_DEMOTE", 50, minimum=0)
 # deep search (mode "deep") may ask the configured LLM for 1–3 focused queries, search each and fuse the
 # rankings (docs/search.md#deep-search-rewriting-the-question): off by default, as it costs an LLM call; the
 # call waits at most the timeout (no retries: a search does not back off), a rewrite is kept per organization

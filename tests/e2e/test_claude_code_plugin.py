@@ -153,6 +153,45 @@ def test_the_injected_block_never_exceeds_the_token_cap(service: Service, acme: 
         assert math.ceil(len(block) / 4) <= cap
 
 
+def test_a_memory_the_prompt_hook_shows_again_and_again_gains_impressions_not_confidence(
+    service: Service, acme: Setup, tmp_path: Path
+) -> None:
+    """docs/confidence.md#impressions-and-use: the hook's recall is no use of what it shows."""
+    marker = unique()
+    with rest(service, acme.project_token) as http:
+        recorded = http.post(
+            "/api/v1/memories",
+            json={
+                "title": f"Pin the protobuf compiler version in the build image {marker}",
+                "description": "When generated protobuf code differs between developer machines and CI",
+                "content": "Pin protoc in the build image and regenerate the code there, never on laptops.",
+                "outcome": "success",
+            },
+        )
+        assert recorded.status_code == 201, recorded.text
+        memory_id, before = recorded.json()["id"], recorded.json()["memory"]["confidence"]
+        shown = 0
+        for _ in range(4):  # four sessions, each shown it once (a session is never shown it twice)
+            block = injected(
+                run_hook(
+                    "prompt",
+                    prompt_event(unique("cc"), "Why does the generated protobuf code differ in CI?", str(tmp_path)),
+                    url=service.url,
+                    token=acme.project_token,
+                )
+            )
+            shown += memory_id in block
+        assert shown == 4
+        deadline = time.monotonic() + 10  # the count is written behind the hook's answer
+        while (memory := http.get(f"/api/v1/memories/{memory_id}").json())["impression_count"] < 4:
+            assert time.monotonic() < deadline, memory
+            time.sleep(0.2)
+        signals = http.get(f"/api/v1/memories/{memory_id}/signals").json()["results"]
+    assert memory["impression_count"] == 4 and memory["last_shown_at"]
+    assert (memory["usage_count"], memory["last_used_at"], signals) == (0, None, [])
+    assert memory["confidence"] == pytest.approx(before, abs=1e-9)
+
+
 def test_a_prompt_nothing_in_the_bank_is_about_gets_nothing(service: Service, acme: Setup, tmp_path: Path) -> None:
     done = run_hook(
         "prompt",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -186,6 +187,31 @@ async def test_record_search_feedback_outcome_round_trip(app: Any, tokens: dict[
     memory = await _get_memory(memory_id)
     assert memory.project.slug == "web-app" and memory.created_by_token is not None
     assert await _signal_types(memory_id) == {"usage", "explicit", "outcome"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_injection_is_an_impression_and_a_read_naming_the_session_a_use(
+    app: Any, tokens: dict[str, str], mode: str
+) -> None:
+    """docs/confidence.md#impressions-and-use, over MCP as over REST."""
+    async with mcp_client(app, tokens["a"], mode) as client:
+        memory_id = (await _record(client))["id"]
+        injected = await client.call_tool("memory_search", {"query": "wrap Go errors with context", "inject": True})
+        assert not injected.is_error, dump(injected)
+        assert [m["id"] for m in injected.structured_content["memories"]] == [memory_id]
+        plain = (await client.call_tool("memory_get", {"memory_id": memory_id})).structured_content
+        assert (plain["usage_count"], plain["confidence"]) == (0, pytest.approx(0.8))
+        for _ in range(50):  # the count is written behind the answer
+            if (await _get_memory(memory_id)).impression_count:
+                break
+            await asyncio.sleep(0.05)
+        used = await client.call_tool("memory_get", {"memory_id": memory_id, "session_id": "ses_read"})
+        assert not used.is_error, dump(used)
+
+    assert used.structured_content["usage_count"] == 1 and used.structured_content["confidence"] > 0.8
+    memory = await _get_memory(memory_id)
+    assert (memory.impression_count, memory.impressions_unused, memory.usage_count) == (1, 0, 1)
+    assert await _signal_types(memory_id) == {"usage"}
 
 
 # --- tenancy -------------------------------------------------------------------------------------

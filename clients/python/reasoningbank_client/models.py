@@ -114,7 +114,8 @@ class AnchorOut(TypedDict):
 
 class SearchHitOut(TypedDict):
     """One result. `confidence` and `usage_count` already count this search as a use (when its
-    relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
+    relevance reaches the usage floor; never for an `inject` search, whose results are impressions);
+    `relevance` is the ranking score; `duplicates` only when
     near-identical memories were folded into it; `explain` only when the search asked for it."""
 
     id: str
@@ -270,6 +271,8 @@ class MemoryOut(TypedDict):
     beta: float
     usage_count: int
     last_used_at: str | None
+    impression_count: int
+    last_shown_at: str | None
     origin: str
     source_session: str | None
     promoted_from: str
@@ -797,6 +800,8 @@ class Memory(TypedDict):
     beta: float
     usage_count: int
     last_used_at: str | None
+    impression_count: int
+    last_shown_at: str | None
     origin: OriginEnum
     source_session: str | None
     promoted_from: PromotedFromEnum | BlankEnum

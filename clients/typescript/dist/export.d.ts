@@ -7,7 +7,7 @@ export type ExportOrigin = "recorded" | "distilled" | "consolidated" | "extracte
 export type ExportLinkKind = "consolidates" | "supersedes" | "contradicts" | "duplicates" | "references";
 export type ExportSignalType = "explicit" | "usage" | "outcome" | "stability";
 export type ExportSummaryStatus = "ready" | "rejected" | "held";
-export type ExportSessionVia = "search" | "context" | "recall";
+export type ExportSessionVia = "search" | "context" | "recall" | "get";
 export type ExportScope = "project" | "team" | "org";
 export type ExportCountedType = "weights" | "memory" | "link" | "signal" | "summary" | "session_use";
 /** What the instruction-smell detector found in a text (docs/security/memory-poisoning.md). */

@@ -371,7 +371,7 @@ export interface paths {
         };
         /**
          * Get a memory
-         * @description One memory with every field, whether active or archived (its embedding is never returned). Needs `memories:read`.
+         * @description One memory with every field, whether active or archived (its embedding is never returned). With `session_id`, a session reading it for its task: a use of the memory. Needs `memories:read`.
          */
         get: operations["memories_retrieve"];
         put?: never;
@@ -2684,6 +2684,10 @@ export interface components {
             usage_count: number;
             /** Format: date-time */
             last_used_at: string | null;
+            /** @description times put in an agent's context unasked (hooks, session start): moves no confidence */
+            impression_count: number;
+            /** Format: date-time */
+            last_shown_at: string | null;
             origin: components["schemas"]["OriginEnum"];
             source_session: string | null;
             /**
@@ -2795,6 +2799,13 @@ export interface components {
             usage_count: number;
             /** Last Used At */
             last_used_at: string | null;
+            /**
+             * Impression Count
+             * @description times put in an agent's context unasked (hooks, session start): moves no confidence
+             */
+            impression_count: number;
+            /** Last Shown At */
+            last_shown_at: string | null;
             /** Origin */
             origin: string;
             /** Source Session */
@@ -2895,6 +2906,10 @@ export interface components {
             usage_count: number;
             /** Format: date-time */
             last_used_at: string | null;
+            /** @description times put in an agent's context unasked (hooks, session start): moves no confidence */
+            impression_count: number;
+            /** Format: date-time */
+            last_shown_at: string | null;
             origin: components["schemas"]["OriginEnum"];
             source_session: string | null;
             /**
@@ -4043,7 +4058,8 @@ export interface components {
         /**
          * SearchHitOut
          * @description One result. `confidence` and `usage_count` already count this search as a use (when its
-         *     relevance reaches the usage floor); `relevance` is the ranking score; `duplicates` only when
+         *     relevance reaches the usage floor; never for an `inject` search, whose results are impressions);
+         *     `relevance` is the ranking score; `duplicates` only when
          *     near-identical memories were folded into it; `explain` only when the search asked for it.
          */
         SearchHitOut: {
@@ -6840,7 +6856,10 @@ export interface operations {
     };
     memories_retrieve: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Your session's id, when you read the memory to use it in your task: the read counts as a use (a usage signal, which moves its confidence) and the memory is noted as given to that session, so its outcome reaches it. Without it the read changes nothing. */
+                session_id?: string;
+            };
             header?: never;
             path: {
                 /** @description the memory's id (`mem_…`) */

@@ -72,6 +72,18 @@ def test_a_files_own_memories_come_before_its_modules(alice, owner):
     assert body["memories"][0]["anchor"]["path"] == "shop/payments/refunds.py"
 
 
+def test_what_a_recall_gives_is_an_impression_and_moves_no_confidence(alice, owner):
+    """docs/confidence.md#impressions-and-use: recalled when a file is opened, unasked."""
+    given, other = lesson(owner, "Refunds round half even"), lesson(owner, "Unanchored lesson")
+    anchor(given, "shop/payments/refunds.py")
+
+    assert [m["id"] for m in recall(alice, path="shop/payments/refunds.py")["memories"]] == [given.id]
+
+    stored = {m.id: m for m in Memory.objects.filter(pk__in=[given.id, other.id])}
+    assert (stored[given.id].impression_count, stored[other.id].impression_count) == (1, 0)
+    assert (stored[given.id].usage_count, stored[given.id].confidence) == (0, given.confidence)
+
+
 def test_an_absolute_path_is_made_relative_to_the_root(alice, owner):
     memory = lesson(owner, "Settings load order")
     anchor(memory, "shop/settings.py")
@@ -270,9 +282,16 @@ def test_a_files_own_memory_is_found_in_a_directory_with_more_anchors_than_are_r
     assert crowd.id in [h["id"] for h in hits]  # beside it, a file of the same module
 
 
-def test_a_recall_that_gives_memories_runs_three_statements_whatever_their_number(owner, django_assert_num_queries):
-    """The anchors, then their memories with each one's source and without what the session was given,
-    then the ledger's one INSERT: no statement per memory, none for the sources, no transaction of its own."""
+# the anchors; their memories with each one's source and without what the session was given; the impressions'
+# write (five statements: savepoint, synchronous commit off, the rows' locks, the write, release; behind the
+# answer in a server, inline in a test); the ledger's one INSERT
+RECALL_STATEMENTS = 8
+
+
+def test_a_recall_that_gives_memories_runs_a_fixed_number_of_statements_whatever_their_number(
+    owner, django_assert_num_queries
+):
+    """No statement per memory, none for the sources, no transaction of its own but the impressions'."""
     from memories.code.contracts_recall import RecallInput, memory_recall_run
 
     lessons = [lesson(owner, f"Refunds lesson {n}") for n in range(4)]
@@ -281,12 +300,12 @@ def test_a_recall_that_gives_memories_runs_three_statements_whatever_their_numbe
     anchor(lesson(owner, "Payments module conventions"), "shop/payments/gateway.py")
     asked = RecallInput(path="shop/payments/refunds.py", session_id="sess-count", limit=3)
 
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(RECALL_STATEMENTS):
         given = memory_recall_run(owner, asked)
 
     assert len(given.memories) == 3 and all(hit.source.label for hit in given.memories)
     assert SessionMemoryUse.objects.filter(session_key="sess-count", via="recall").count() == 3
-    with django_assert_num_queries(3):  # the rest, then nothing: the ledger leaves out what was given
+    with django_assert_num_queries(RECALL_STATEMENTS):  # the rest, then nothing: the ledger leaves out what was given
         rest = memory_recall_run(owner, asked)
     assert len(rest.memories) == 2
     with django_assert_num_queries(2):  # nothing new to give: no INSERT

@@ -73,10 +73,13 @@ def test_max_min_confidence_and_the_token_budget_bound_the_block(alice, agent, b
     assert context(alice, token_budget=300)["tokens_used"] <= 300
 
 
-def test_recording_no_usage_and_changing_nothing(alice, bank):
+def test_recording_no_usage_only_an_impression_on_what_the_block_holds(alice, bank):
+    """docs/confidence.md#impressions-and-use: the session-start block is shown unasked."""
     before = list(Memory.objects.order_by("id").values_list("id", "usage_count", "confidence", "updated_at"))
-    context(alice)
+    given = context(alice)["memory_ids"]
     assert list(Memory.objects.order_by("id").values_list("id", "usage_count", "confidence", "updated_at")) == before
+    shown = dict(Memory.objects.values_list("id", "impression_count"))
+    assert given and shown == {pk: int(pk in given) for pk in bank.values()}
 
 
 def test_a_project_without_memories_gets_an_empty_block_and_its_context_back(alice):

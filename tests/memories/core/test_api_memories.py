@@ -33,6 +33,8 @@ FULL_MEMORY_KEYS = {
     "beta",
     "usage_count",
     "last_used_at",
+    "impression_count",
+    "last_shown_at",
     "origin",
     "source_session",
     "promoted_from",
@@ -182,6 +184,37 @@ def test_getting_a_memory_returns_every_field_but_never_the_embedding(alice):
     assert set(body) == FULL_MEMORY_KEYS
     assert "embedding" not in body
     assert body["confidence"] == pytest.approx(0.8)
+
+
+def test_a_plain_read_changes_nothing_but_a_read_naming_the_session_is_a_use_noted_in_its_ledger(alice):
+    """docs/confidence.md#impressions-and-use: looking at a memory must not move it; a session reading it for
+    its task is using it."""
+    from memories.models import SessionMemoryUse
+
+    memory_id = record(alice)["id"]
+    looked = [alice.get(f"{MEMORIES}/{memory_id}").json() for _ in range(2)][-1]
+    assert (looked["usage_count"], looked["last_used_at"], looked["confidence"]) == (0, None, pytest.approx(0.8))
+
+    used = alice.get(f"{MEMORIES}/{memory_id}", {"session_id": "sess-read"}).json()
+
+    assert used["usage_count"] == 1 and used["last_used_at"] and used["confidence"] > 0.8
+    assert alice.get(f"{MEMORIES}/{memory_id}").json()["usage_count"] == 1
+    noted = SessionMemoryUse.objects.filter(session_key="sess-read").values_list("memory_id", "via")
+    assert list(noted) == [(memory_id, "get")]
+
+
+def test_another_orgs_read_naming_a_session_is_a_404_and_uses_nothing(alice, charlie):
+    memory_id = record(alice)["id"]
+    assert charlie.get(f"{MEMORIES}/{memory_id}", {"session_id": "sess-read"}).status_code == 404
+    assert alice.get(f"{MEMORIES}/{memory_id}").json()["usage_count"] == 0
+
+
+def test_a_read_with_an_unknown_query_parameter_is_a_400_naming_it(alice):
+    memory_id = record(alice)["id"]
+    response = alice.get(f"{MEMORIES}/{memory_id}", {"sesion_id": "sess-read"})
+    assert response.status_code == 400
+    assert "sesion_id" in response.json()["errors"]
+    assert alice.get(f"{MEMORIES}/{memory_id}").json()["usage_count"] == 0
 
 
 def test_an_unknown_memory_id_is_404_naming_it(alice):

@@ -192,6 +192,16 @@ def test_the_detail_page_shows_fields_history_signals_and_audit_trail(client, ca
     assert "memory.record" in html and "Explicit +" in html
 
 
+def test_the_detail_page_shows_how_often_a_memory_was_shown_beside_its_uses(client, cast, agent):
+    memory = record(agent)
+    Memory.objects.filter(pk=memory.pk).update(
+        impression_count=12, impressions_unused=7, last_shown_at=timezone.now(), usage_count=3
+    )
+    html = login(client, cast.bob).get(f"/memories/{memory.id}/").content.decode()
+    assert "3 times" in html
+    assert "12 times in agents' contexts unasked" in html and "(7 since its last use)" in html
+
+
 def test_the_detail_page_shows_when_a_memory_changed_tier(client, cast, agent):
     memory = record(agent)
     AuditEvent.objects.create(

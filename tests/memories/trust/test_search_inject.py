@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from memories.models import Memory, SessionMemoryUse
+from memories.models import Memory, MemorySignal, SessionMemoryUse
 from memories.search.contracts import INJECT_BUDGET_MIN
 from memories.trust.framing import PROMPT_BLOCK_OPEN
 from tests.factories import MemoryFactory
@@ -131,3 +131,29 @@ def test_only_what_the_block_holds_is_noted_in_the_sessions_ledger_and_not_given
     second = inject(alice, limit=2, session_id="s-9", exclude_seen=True)
     assert {m["id"] for m in second["memories"]} == memories - given
     assert all(f'<memory id="{memory_id}"' not in second["injection_block"] for memory_id in given)
+
+
+def test_an_injection_counts_impressions_on_what_its_block_holds_and_moves_no_confidence(cast, alice, agent):
+    """docs/confidence.md#impressions-and-use: shown unasked is no use; the explicit search beside it is."""
+    steps = [
+        "Generate the new key pair offline on an air-gapped machine.",
+        "Publish the new public key before switching so verifiers accept both.",
+        "Revoke the old signing key after a week and delete it from the secrets store.",
+    ]
+    lessons = [lesson(agent, n, content=step) for n, step in enumerate(steps)]
+    before = {m.id: m.confidence for m in lessons}
+
+    given = {m["id"] for m in inject(alice, limit=2)["memories"]}
+
+    stored = {m.id: m for m in Memory.objects.filter(pk__in=before)}
+    assert len(given) == 2
+    assert {pk: m.impression_count for pk, m in stored.items()} == {pk: int(pk in given) for pk in before}
+    assert all(m.last_shown_at for pk, m in stored.items() if pk in given)
+    assert {pk: (m.usage_count, m.confidence) for pk, m in stored.items()} == {pk: (0, c) for pk, c in before.items()}
+    assert not MemorySignal.objects.filter(memory_id__in=before).exists()
+
+    asked = alice.post(SEARCH, {"query": "rotate the payment signing keys", "limit": 2}, format="json").json()
+    used = {m["id"] for m in asked["memories"]}
+    stored = {m.id: m for m in Memory.objects.filter(pk__in=used)}
+    assert used and all(m.usage_count == 1 and m.confidence > before[pk] for pk, m in stored.items())
+    assert all(m.impressions_unused == 0 for m in stored.values())  # a use resets what was shown since
