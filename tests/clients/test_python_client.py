@@ -104,6 +104,14 @@ def test_a_memory_id_is_quoted_into_its_path_segment(bank):
     assert json.loads(route.calls.last.request.content) == {"helpful": True}
 
 
+def test_a_get_names_the_reading_session_as_a_query_parameter_only_when_given(bank):
+    with respx.mock(base_url=URL) as mock:
+        route = mock.get("/api/v1/memories/mem_1").respond(200, json={"id": "mem_1"})
+        bank.get("mem_1")
+        bank.get("mem_1", session_id="sess-1")
+    assert [dict(call.request.url.params) for call in route.calls] == [{}, {"session_id": "sess-1"}]
+
+
 STATUSES = [
     (400, "invalid", ValidationError),
     (401, "not_authenticated", AuthenticationError),

@@ -255,6 +255,19 @@ def test_a_list_is_iterated_with_for_await_over_every_page_with_its_filters(serv
     assert server.requests("GET", "/api/v1/sessions")[0].query == {"status": ["failed"], "page": ["2"]}
 
 
+def test_a_get_names_the_reading_session_as_a_query_parameter_only_when_given(server, tmp_path):
+    server.answer("GET", "/api/v1/memories/mem_1", Answer(200, {"id": "mem_1"}), Answer(200, {"id": "mem_1"}))
+    node(
+        """const bank = new rb.ReasoningBank({ baseUrl: url, token: "t" });
+        await bank.get("mem_1");
+        await bank.get("mem_1", {}, { session_id: "sess-1" });
+        out({});""",
+        server.url,
+        tmp_path,
+    )
+    assert [seen.query for seen in server.requests("GET", "/api/v1/memories/mem_1")] == [{}, {"session_id": ["sess-1"]}]
+
+
 def test_the_defaults_are_the_python_clients(tmp_path):
     answer = node(
         """out({ timeout: rb.DEFAULT_TIMEOUT_MS, connect: rb.DEFAULT_CONNECT_TIMEOUT_MS,

@@ -21,6 +21,7 @@ from reasoningbank_client.operations import (
     Call,
     call_for,
     export_call,
+    get_call,
     history_progress_call,
     ndjson_call,
     page_call,
@@ -228,8 +229,12 @@ class ReasoningBank:
         retry whose first attempt was written answers with that memory's id (and ``duplicate_of``)."""
         return cast(models.RecordResponse, self.send(call_for("record", body), request_options))
 
-    def get(self, memory_id: str, *, request_options: RequestOptions | None = None) -> models.MemoryOut:
-        return cast(models.MemoryOut, self.send(call_for("get", memory_id=memory_id), request_options))
+    def get(
+        self, memory_id: str, *, session_id: str | None = None, request_options: RequestOptions | None = None
+    ) -> models.MemoryOut:
+        """One memory; with ``session_id``, your session reading it for its task: a use of it (its confidence
+        moves, the session's ledger notes it). Without, a read that changes nothing."""
+        return cast(models.MemoryOut, self.send(get_call(memory_id, session_id), request_options))
 
     def feedback(
         self, memory_id: str, *, request_options: RequestOptions | None = None, **body: Unpack[models.FeedbackRequest]
@@ -469,8 +474,10 @@ class AsyncReasoningBank:
     ) -> models.RecordResponse:
         return cast(models.RecordResponse, await self.send(call_for("record", body), request_options))
 
-    async def get(self, memory_id: str, *, request_options: RequestOptions | None = None) -> models.MemoryOut:
-        return cast(models.MemoryOut, await self.send(call_for("get", memory_id=memory_id), request_options))
+    async def get(
+        self, memory_id: str, *, session_id: str | None = None, request_options: RequestOptions | None = None
+    ) -> models.MemoryOut:
+        return cast(models.MemoryOut, await self.send(get_call(memory_id, session_id), request_options))
 
     async def feedback(
         self, memory_id: str, *, request_options: RequestOptions | None = None, **body: Unpack[models.FeedbackRequest]

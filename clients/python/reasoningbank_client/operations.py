@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -159,6 +159,12 @@ def call_for(name: str, body: Mapping[str, Any] | None = None, **path: str) -> C
     operation = OPERATIONS[name]
     url = operation.path.format(**{key: quote(value, safe="") for key, value in path.items()})
     return Call(operation.method, url, json=dict(body) if body is not None else None, idempotent=operation.idempotent)
+
+
+def get_call(memory_id: str, session_id: str | None) -> Call:
+    """``get`` of one memory, naming the reading session when there is one (a use of the memory)."""
+    call = call_for("get", memory_id=memory_id)
+    return replace(call, params={"session_id": session_id}) if session_id else call
 
 
 def query_value(value: Any) -> QueryValue:

@@ -74,6 +74,7 @@ export type HistorySeedRequest = JsonBody<"code_history_seed">;
 export type HistorySeedResponse = components["schemas"]["HistorySeedResponse"];
 export type HistoryProgressResponse = Ok<"code_history_progress">;
 export type HistoryProgressQuery = Query<"code_history_progress">;
+export type MemoryGetQuery = Query<"memories_retrieve">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -139,7 +140,9 @@ export declare class ReasoningBank {
     /** Record a memory. Retried like a read: an identical active memory is never written twice, so a retry
      * whose first attempt was written answers with that memory's id (and `duplicate_of`). */
     record(body: RecordRequest, options?: RequestOptions): Promise<RecordResponse>;
-    get(memoryId: string, options?: RequestOptions): Promise<Memory>;
+    /** One memory; with `query.session_id`, your session reading it for its task: a use of it (its confidence
+     * moves, the session's ledger notes it). Without, a read that changes nothing. */
+    get(memoryId: string, options?: RequestOptions, query?: MemoryGetQuery): Promise<Memory>;
     feedback(memoryId: string, body: FeedbackRequest, options?: RequestOptions): Promise<FeedbackResponse>;
     outcome(memoryId: string, body: OutcomeRequest, options?: RequestOptions): Promise<OutcomeResponse>;
     context(body?: ContextRequest, options?: RequestOptions): Promise<ContextResponse>;

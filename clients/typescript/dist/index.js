@@ -198,8 +198,11 @@ export class ReasoningBank {
     record(body, options) {
         return this.json({ method: "POST", path: "/api/v1/memories", json: body, idempotent: true }, options);
     }
-    get(memoryId, options) {
-        return this.json({ method: "GET", path: `/api/v1/memories/${encodeURIComponent(memoryId)}`, idempotent: true }, options);
+    /** One memory; with `query.session_id`, your session reading it for its task: a use of it (its confidence
+     * moves, the session's ledger notes it). Without, a read that changes nothing. */
+    get(memoryId, options, query = {}) {
+        const path = `/api/v1/memories/${encodeURIComponent(memoryId)}`;
+        return this.json({ method: "GET", path, query, idempotent: true }, options);
     }
     feedback(memoryId, body, options) {
         return this.json({ method: "POST", path: `/api/v1/memories/${encodeURIComponent(memoryId)}/feedback`, json: body, idempotent: false }, options);

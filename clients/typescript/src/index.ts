@@ -76,6 +76,7 @@ export type HistorySeedRequest = JsonBody<"code_history_seed">;
 export type HistorySeedResponse = components["schemas"]["HistorySeedResponse"];
 export type HistoryProgressResponse = Ok<"code_history_progress">;
 export type HistoryProgressQuery = Query<"code_history_progress">;
+export type MemoryGetQuery = Query<"memories_retrieve">;
 export type ConsolidateRequest = JsonBody<"consolidation_runs_create">;
 export type ConsolidateResponse = Ok<"consolidation_runs_create">;
 export type ImportRequest = JsonBody<"bank_import">;
@@ -335,8 +336,11 @@ export class ReasoningBank {
     return this.json({ method: "POST", path: "/api/v1/memories", json: body, idempotent: true }, options);
   }
 
-  get(memoryId: string, options?: RequestOptions): Promise<Memory> {
-    return this.json({ method: "GET", path: `/api/v1/memories/${encodeURIComponent(memoryId)}`, idempotent: true }, options);
+  /** One memory; with `query.session_id`, your session reading it for its task: a use of it (its confidence
+   * moves, the session's ledger notes it). Without, a read that changes nothing. */
+  get(memoryId: string, options?: RequestOptions, query: MemoryGetQuery = {}): Promise<Memory> {
+    const path = `/api/v1/memories/${encodeURIComponent(memoryId)}`;
+    return this.json({ method: "GET", path, query, idempotent: true }, options);
   }
 
   feedback(memoryId: string, body: FeedbackRequest, options?: RequestOptions): Promise<FeedbackResponse> {
