@@ -215,6 +215,11 @@ def synthesis_batch_reply(prompt: str) -> str:
 
 
 def reply_for(system: str, prompt: str) -> str:
+    if "\nGenerated answer: " in prompt:  # bench/answer_accuracy.py's judge: a label either way
+        return f"stub verdict\n{'CORRECT' if _h(prompt) % 2 else 'WRONG'}"
+    if prompt.startswith("You answer a question about two people's past conversations"):  # its answer
+        first = next((line for line in prompt.splitlines() if line.startswith("- [")), "")
+        return first.split(": ", 1)[-1][:80] if first else "unknown"
     if '{"queries"' in system:  # deep search's rewrite (memories/search/rewrite.py)
         return rewrite_reply(prompt)
     if "<session_trace>" in prompt:

@@ -122,7 +122,13 @@ def stored_text(turn: Turn, mapping: str) -> str:
 
 # --- metrics ---------------------------------------------------------------------------------------
 
-METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10")
+METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "session_recall@5", "session_recall@10")
+METRIC_LABELS = ("recall@5", "recall@10", "MRR@10", "nDCG@10", "session R@5", "session R@10")
+
+
+def session_of(dia_id: str) -> str:
+    """A turn's session: ``D12:3`` is turn 3 of session ``D12``."""
+    return dia_id.split(":", 1)[0]
 
 
 def query_metrics(ranked: Sequence[frozenset[str]], gold: Sequence[str]) -> dict[str, float]:
@@ -142,11 +148,17 @@ def query_metrics(ranked: Sequence[frozenset[str]], gold: Sequence[str]) -> dict
             dcg += 1.0 / math.log2(rank + 1)
             seen |= new
     ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold_set), 10) + 1))
+    # session level, as published figures on LoCoMo count (MemPalace's session recall): sessions ranked by
+    # their best turn among the top 10 results, recall over the gold turns' sessions
+    gold_sessions = {session_of(d) for d in gold_set}
+    sessions = list(dict.fromkeys(session_of(d) for ids in ranked[:10] for d in sorted(ids)))
     return {
         "recall@5": recall(5),
         "recall@10": recall(10),
         "mrr": 1.0 / first if first else 0.0,
         "ndcg@10": dcg / ideal,
+        "session_recall@5": len(set(sessions[:5]) & gold_sessions) / len(gold_sessions),
+        "session_recall@10": len(set(sessions[:10]) & gold_sessions) / len(gold_sessions),
     }
 
 

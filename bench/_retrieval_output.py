@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _locomo import CATEGORIES, METRICS, Bm25Run
+from _locomo import CATEGORIES, METRIC_LABELS, METRICS, Bm25Run
 from common import log
 
 SEARCH_LIMIT = 10  # the depth of a dump line with no hits
@@ -24,9 +24,9 @@ def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
     label_width = max(len(name) for name, _ in rows) + 12
     lines = [" " * label_width + "".join(f"{c:>15}" for c in columns)]
     lines.append(f"{'queries':<{label_width}}" + "".join(f"{cell(rows[0][1], c, 'n'):>15}" for c in columns))
-    for metric, label in zip(METRICS, ("recall@5", "recall@10", "MRR@10", "nDCG@10"), strict=True):
+    for metric, label in zip(METRICS, METRIC_LABELS, strict=True):
         for i, (name, figures) in enumerate(rows):
-            head = f"{label if i == 0 else '':<11} {name}"
+            head = f"{label if i == 0 else '':<12} {name}"
             lines.append(f"{head:<{label_width}}" + "".join(f"{cell(figures, c, metric):>15.3f}" for c in columns))
     return "\n".join(lines)
 
