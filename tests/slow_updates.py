@@ -102,6 +102,7 @@ def usage_arguments(memories: list[Memory], actor: str) -> list[Any]:
         [m.alpha for m in memories],
         [m.beta for m in memories],
         [m.confidence for m in memories],
+        "",  # the signals' session
         actor,
         now,  # the signals' created_at
         now,  # last_used_at

@@ -299,7 +299,7 @@ WITH v AS (
     INSERT INTO memories_memorysignal
         (organization_id, memory_id, project_id, type, positive, session_id, comment, actor, confidence_after,
          created_at)
-    SELECT organization_id, id, project_id, 'usage', true, '', '', %s, confidence, %s FROM v
+    SELECT organization_id, id, project_id, 'usage', true, %s, '', %s, confidence, %s FROM v
 )
 UPDATE memories_memory m
 SET usage_count = m.usage_count + 1, last_used_at = %s, last_signal_at = %s, impressions_unused = 0,
@@ -309,14 +309,20 @@ FROM v WHERE m.id = v.id
 
 
 def memories_mark_used(
-    *, principal: Principal, memories: Sequence[Any], project: Project | None, write_behind: bool = False
+    *,
+    principal: Principal,
+    memories: Sequence[Any],
+    project: Project | None,
+    write_behind: bool = False,
+    session_id: str = "",
 ) -> None:
     """Usage signals for memories returned by a search (a usage signal and ``usage_count``,
     docs/search.md#usage-signals), with each memory's confidence recomputed; ``memories`` are ``Memory``
     instances or search rows, and are updated in place. Set-based SQL: this runs on every agent search.
     With ``write_behind`` (a search) the write happens after the caller has answered, when another
     pooled connection can take it (``reasoningbank.db_threads``): one statement less on the request
-    path; written inline instead, a failure is logged and counted and the search still answers."""
+    path; written inline instead, a failure is logged and counted and the search still answers. ``session_id``:
+    the agent session whose use it was, kept on the signals."""
     if not memories:
         return
     now = timezone.now()
@@ -348,7 +354,7 @@ def memories_mark_used(
             strict=True,
         ):
             column.append(value)
-    arguments = [*columns, principal.actor_label, now, now, now]
+    arguments = [*columns, session_id, principal.actor_label, now, now, now]
     if not write_behind:
         usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
     elif not (other_connections_usable() and db_write_behind(usage_signals_write, arguments)):

@@ -48,7 +48,7 @@ from memories.sessions.prompts import (
     parse_extractions,
 )
 from memories.sessions.selectors import session_bank_memories
-from memories.sessions.services_ledger import session_outcome_attribute
+from memories.sessions.services_ledger import session_citations_use, session_outcome_attribute
 from memories.sessions.services_resubmit import NO_LLM_MESSAGE, Resubmission, SubmitResult, session_resubmit
 from memories.sessions.transcripts import PLAIN, TRACE_FORMATS, Converted, trace_convert
 from memories.trust.provenance_facts import submitted_provenance
@@ -117,6 +117,8 @@ def session_submit(
     existing = AgentSession.objects.filter(project=target, external_id=external_id).first()
     scrubbed, converted = _trace_prepare(trace.replace("\x00", ""), trace_format)
     outcome = outcome if outcome is not None else converted.outcome
+    if trace_format != PLAIN:  # a client's transcript tells the agent's own words apart: what it cited, it used
+        session_citations_use(principal=principal, session_key=external_id, trace=converted.trace)
     waiting = llm_from_settings().provider == "none"
     hold_until = timezone.now() + timedelta(seconds=settings.SESSION_IDLE_SECONDS) if partial and not waiting else None
     again = Resubmission(

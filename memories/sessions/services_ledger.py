@@ -4,6 +4,7 @@ session's outcome moves the confidence of exactly those memories, once."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -12,9 +13,14 @@ from django.utils import timezone
 
 from accounts.access import Principal, access_filter
 from memories.code.services_staleness import anchors_reverify
-from memories.confidence.services import memory_outcome
+from memories.confidence.services import memories_mark_used, memory_outcome
 from memories.core.selectors import memory_is_readable
-from memories.models import Memory, SessionMemoryUse
+from memories.models import Memory, MemorySignal, SessionMemoryUse
+
+MEMORY_ID = re.compile(r"\bmem_[0-9a-z]{26}\b")
+# a converted transcript's lines the agent wrote itself: its words and its tool calls (memories/sessions/
+# transcripts.py); never the user's, a tool's output or what a hook put in its context
+AGENT_LINE = re.compile(r"^(?:\[sidechain\] )?\[(?:assistant|tool [^\]]+)\] ")
 
 
 def session_uses_record(*, principal: Principal, session_key: str, memory_ids: Iterable[str], via: str) -> int:
@@ -27,6 +33,27 @@ def session_uses_record(*, principal: Principal, session_key: str, memory_ids: I
     rows = [SessionMemoryUse(organization_id=org_id, session_key=session_key, memory_id=pk, via=via) for pk in ids]
     _insert_new(rows)
     return len(rows)
+
+
+def session_citations_use(*, principal: Principal, session_key: str, trace: str) -> list[str]:
+    """The memories this session was given (its ledger) that the agent then named by id in its own words or
+    tool calls (``trace``: a converted transcript): a use of each, once per session
+    (docs/confidence.md#impressions-and-use). Returns the memories used."""
+    cited = {pk for line in trace.splitlines() if AGENT_LINE.match(line) for pk in MEMORY_ID.findall(line)}
+    if not session_key or not cited:
+        return []
+    given = access_filter(SessionMemoryUse, principal).filter(session_key=session_key, memory_id__in=cited)
+    counted = access_filter(MemorySignal, principal).filter(
+        session_id=session_key, type=MemorySignal.TYPE_USAGE, positive=True, memory_id__in=cited
+    )
+    candidates = (
+        access_filter(Memory, principal)
+        .filter(pk__in=given.values("memory_id"), state=Memory.STATE_ACTIVE)
+        .exclude(pk__in=counted.values("memory_id"))
+    )
+    memories = [memory for memory in candidates if memory_is_readable(principal, memory)]
+    memories_mark_used(principal=principal, memories=memories, project=None, session_id=session_key)
+    return [memory.id for memory in memories]
 
 
 def _insert_new(rows: list[SessionMemoryUse]) -> None:

@@ -4,6 +4,8 @@ and nothing of another organization does."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from memories.confidence.contracts import OutcomeInput, memory_outcome_run
@@ -73,3 +75,53 @@ def test_another_orgs_session_with_the_same_id_never_reaches_this_orgs_memories(
     assert outcomes(theirs) == [True]
     assert outcomes(given["retry"]) == [] and outcomes(given["timeouts"]) == []
     assert set(SessionMemoryUse.objects.filter(organization=cast.org_a).values_list("outcome", flat=True)) == {""}
+
+
+def claude_code_transcript(*, assistant: str, user: str = "Make the upload retry when the API flakes.") -> str:
+    """A Claude Code session file: the user's prompt, then the assistant's words and one tool call."""
+    lines = [
+        {"type": "user", "cwd": "/work/shop", "message": {"role": "user", "content": user}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": assistant}]}},
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest -q"}},
+            ]},
+        },
+    ]  # fmt: skip
+    return "\n".join(json.dumps(line) for line in lines)
+
+
+def uses(memory, session_key: str = "s-1") -> int:
+    write_behind_wait()
+    return MemorySignal.objects.filter(memory=memory, type="usage", positive=True, session_id=session_key).count()
+
+
+def submit(principal, trace: str, trace_format: str = "claude-code-jsonl", session_id: str = "s-1") -> None:
+    session_submit_run(principal, SessionSubmitInput(session_id=session_id, trace=trace, trace_format=trace_format))
+
+
+def test_a_memory_the_session_was_given_and_the_agent_cites_by_id_is_used_once(agent, given):
+    """docs/confidence.md#impressions-and-use: a result the agent cites is a use; what the user wrote, a memory
+    the session was never given, or a plain trace (no telling who wrote what) is not."""
+    cited = f"Following {given['timeouts'].id} I set the timeouts, as {given['unrelated'].id} said of caching."
+    trace = claude_code_transcript(assistant=cited, user=f"Remember {given['retry'].id}.")
+
+    submit(agent, trace)
+    submit(agent, trace + "\n")  # the same session handed in again: not a second use
+
+    assert uses(given["timeouts"]) == 1
+    assert uses(given["retry"]) == 0  # named by the user, not the agent
+    assert uses(given["unrelated"]) == 0  # cited, but never given to this session
+    submit(agent, f"agent: applied {given['retry'].id}", trace_format="plain", session_id="s-2")
+    assert uses(given["retry"], "s-2") == 0
+
+
+@pytest.mark.cross_tenant("session_submit")
+def test_another_orgs_session_citing_this_orgs_memory_uses_nothing(cast, given, make_token):
+    _, charlie = make_token(cast.org_b, projects=[cast.project_b])
+    SessionMemoryUse.objects.create(organization=cast.org_a, session_key="s-9", memory=given["timeouts"], via="search")
+
+    submit(charlie, claude_code_transcript(assistant=f"Following {given['timeouts'].id}."), session_id="s-9")
+
+    assert uses(given["timeouts"], "s-9") == 0
