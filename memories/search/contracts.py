@@ -155,7 +155,8 @@ class SearchInput(Contract):
                 "organization's injection policy lets be injected without a person's review, and "
                 "`injection_block`, the results framed as data (a preamble, each memory in its own element "
                 "with its source), as every hook injects them; with `token_budget`, the whole block, its "
-                f"framing included, stays within it (then at least {INJECT_BUDGET_MIN})"
+                f"framing included, stays within it (then at least {INJECT_BUDGET_MIN}). What it returns is "
+                "counted as shown, not used: it moves no confidence"
             )
         ),
     ] = False

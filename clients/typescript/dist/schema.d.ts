@@ -4210,7 +4210,7 @@ export interface components {
             paths_only?: boolean;
             /**
              * Inject
-             * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 205)
+             * @description Search for an automatic injection (the agent hooks' per-prompt recall): only memories the organization's injection policy lets be injected without a person's review, and `injection_block`, the results framed as data (a preamble, each memory in its own element with its source), as every hook injects them; with `token_budget`, the whole block, its framing included, stays within it (then at least 205). What it returns is counted as shown, not used: it moves no confidence
              * @default false
              */
             inject?: boolean;
