@@ -1,5 +1,5 @@
 """Screens of two-memory ranking ideas on the product's own ranking (bench/README.md, "Two-memory questions:
-entity links and a learned fusion"): read a ``retrieval.py --dump`` file (each question's top 20 with ``explain``)
+entity links, session spread and a learned fusion"): read a ``retrieval.py --dump`` file (each question's top 20 with ``explain``)
 and the LoCoMo turns, and print recall@5, recall@10 and MRR overall and recall@10 / MRR per category for:
 
 * entity links: entities of a turn (capitalised words past a sentence's start that are not a speaker or a
@@ -7,6 +7,7 @@ and the LoCoMo turns, and print recall@5, recall@10 and MRR overall and recall@1
   through their rare entities, an entity leg for the question's own entities, and a greedy reranking that
   rewards covering the question's distinct entities; then where the missed gold turns stand (do they hold an
   entity at all, one a top-10 hit holds, one the question names);
+* session spread: a greedy order that lowers a hit for each hit of its session already placed;
 * a learned fusion: a logistic ranker over the product's features (fused, own and neighbour relevance,
   similarity, BM25, both ranks, the time cues), trained leave-one-conversation-out, reranking the top 20.
 
@@ -135,6 +136,22 @@ def coverage(q: dict[str, Any], weight: float) -> list[tuple[str, ...]]:
     return out
 
 
+def session_spread(q: dict[str, Any], penalty: float, free: int) -> list[tuple[str, ...]]:
+    """Greedy: a hit loses ``penalty`` for each hit of its session already placed beyond the first ``free``
+    (multi-hop gold turns lie in several sessions)."""
+    left, out, placed = list(q["base"]), [], Counter[str]()
+
+    def session(ids: tuple[str, ...]) -> str:
+        return ids[0].split(":", 1)[0] if ids else ""
+
+    while left:
+        best = max(left, key=lambda item: item[1] - penalty * max(0, placed[session(item[0])] - free + 1))
+        left.remove(best)
+        out.append(best[0])
+        placed[session(best[0])] += 1
+    return out
+
+
 def where_missed(queries: Sequence[dict[str, Any]], ents: dict[str, Entities]) -> None:
     stats: Counter[str] = Counter()
     for q in queries:
@@ -222,6 +239,8 @@ def main() -> None:
         )
     for weight in (0.05, 0.15, 0.3):
         run(f"entity coverage: weight {weight}", partial(coverage, weight=weight))
+    for penalty, free in [(0.05, 3), (0.05, 1), (0.1, 2)]:
+        run(f"session spread: {penalty} past {free}", partial(session_spread, penalty=penalty, free=free))
     for l2 in (1e-3, 1e-2, 1e-1):
         report(f"learned fusion: l2 {l2}", queries, learned(queries, l2))
     print("where the gold turns outside the top 10 stand:")
