@@ -1,6 +1,7 @@
 """Screens of two-memory ranking ideas on the product's own ranking (bench/README.md, "Two-memory questions:
-entity links, session spread and a learned fusion"): read a ``retrieval.py --dump`` file (each question's top 20 with ``explain``)
-and the LoCoMo turns, and print recall@5, recall@10 and MRR overall and recall@10 / MRR per category for:
+entity links, session spread and a learned fusion"): read a ``retrieval.py --dump`` file (each question's top 20
+with ``explain``) and the LoCoMo turns, and print recall@5, recall@10 and MRR overall and recall@10 / MRR per
+category for:
 
 * entity links: entities of a turn (capitalised words past a sentence's start that are not a speaker or a
   stop word, and numbers), an index per conversation, and three uses of it — a second hop from the best hits
