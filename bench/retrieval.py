@@ -18,8 +18,7 @@ whose evidence names a turn is one query (786). For each embedder:
    and MCP call) with a token restricted to the conversation's project, ``limit`` 10,
    ``min_confidence`` 0. Each search runs in a transaction that is rolled back, so its usage
    signals (confidence, ``usage_count``, ``last_used_at`` → recency boost) never reach the next
-   query and every run sees the same bank (``--keep-usage``: as deployed instead, see below;
-   ``--simulate-recall N``: after every question asked N times by the hook first, ``recall_simulate``).
+   query and every run sees the same bank (``--keep-usage``: as deployed; ``--simulate-recall N``: after N hook asks).
 3. **Metrics** (averaged over queries, overall and per category): recall@5, recall@10, MRR@10,
    nDCG@10 (binary relevance); a hit also covers the memories folded into it (``duplicates``).
    BM25 (``rank_bm25`` Okapi, k1 1.5, b 0.75, lowercase ``[a-z0-9]+`` tokens, NLTK's English
@@ -68,6 +67,7 @@ from _locomo import (
     stored_text,
 )
 from _product import bank_reset, embedder_build, embedder_settings, on_demand_consolidation_off, usage_reset
+from _recall_simulation import recall_arguments, recall_run, recall_variant
 from _retrieval_output import dump_write, misses_print, refusals_summary, table
 from common import REPO, RESULTS_DIR, Latency, django_setup, log, machine_info, revision, write_json
 
@@ -404,47 +404,6 @@ def product_search(
     return results
 
 
-# the Claude Code plugin's per-prompt recall as it asks (integrations/claude-code/hooks/reasoningbank_hooks/budget.py)
-HOOK_PROMPT = {"limit": 3, "token_budget": 600, "min_similarity": 0.35, "include_summaries": False, "inject": True}
-
-
-def recall_simulate(bank: Bank, conversations: Sequence[Conversation], *, times: int, explicit: bool) -> dict[str, Any]:
-    """A month of automatic recall before the measured pass: every question asked ``times`` times, in one
-    random order (seeded), each ask a session of its own, through the hook's per-prompt search (``inject``,
-    the plugin's caps) — or, with ``explicit``, as explicit searches (usage signals on what they return: how
-    the hook's recall counted before impressions). Then the daily job. Kept: the measured pass sees it."""
-    import random
-
-    from memories.search.contracts import SearchInput, memory_search_run
-    from memories.tasks import signals_rollup_daily
-    from reasoningbank.db_threads import write_behind_wait
-
-    asks = [(conv, q) for conv in conversations for q in conv.queries for _ in range(times)]
-    random.Random(41).shuffle(asks)
-    shown = 0
-    with embedder_settings(bank.kind):
-        for n, (conv, q) in enumerate(asks):
-            hook = {} if explicit else {**HOOK_PROMPT, "session_id": f"sim-{n}", "exclude_seen": True}
-            args = SearchInput(query=q.question, project=conv.sample_id, min_confidence=0.0, **hook)
-            shown += len(memory_search_run(bank.principals[conv.sample_id], args).memories)
-        write_behind_wait()
-        daily = signals_rollup_daily()
-    return {"asks": len(asks), "returned": shown, "explicit": explicit, "daily_job": daily}
-
-
-def _shown_and_demoted(org: Any) -> tuple[int, int]:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COALESCE(SUM(impression_count), 0), (SELECT COUNT(DISTINCT memory_id) FROM memories_memorysignal "
-            "WHERE organization_id = %s AND NOT positive) FROM memories_memory WHERE organization_id = %s",
-            [org.id, org.id],
-        )
-        shown, demoted = cursor.fetchone()
-    return int(shown), int(demoted)
-
-
 def product_metrics(results: Sequence[QueryResult]) -> dict[str, Any]:
     out = aggregate([(r.query.category, query_metrics(r.ranked(), r.query.gold)) for r in results])
     via_duplicates = 0
@@ -492,19 +451,7 @@ def main() -> None:
         action="store_true",
         help="search as deployed (usage signals written behind and seen by later queries), reset afterwards",
     )
-    parser.add_argument(
-        "--simulate-recall",
-        type=int,
-        default=0,
-        metavar="N",
-        help="before measuring, ask every question N times through the hook's per-prompt recall (random order, "
-        "kept), then run the daily job: the figures after a month of automatic recall; reset afterwards",
-    )
-    parser.add_argument(
-        "--simulate-explicit",
-        action="store_true",
-        help="with --simulate-recall, ask as explicit searches instead (each a use of what it returns)",
-    )
+    recall_arguments(parser)
     parser.add_argument(
         "--embed-one-by-one",
         action="store_true",
@@ -549,9 +496,7 @@ def main() -> None:
     date = datetime.now(UTC).strftime("%Y-%m-%d")
     # runs off the protocol's defaults keep their own results files
     variant = ("" if args.mapping == "protocol" else f"-{args.mapping}") + ("-keep-usage" if args.keep_usage else "")
-    if args.simulate_recall:
-        variant += f"-after-{args.simulate_recall}x-{'explicit' if args.simulate_explicit else 'recall'}"
-    variant += ("-deep-stub" if deep_llm.stub else "-deep-llm") if deep_llm else ""
+    variant += recall_variant(args) + (("-deep-stub" if deep_llm.stub else "-deep-llm") if deep_llm else "")
     for kind in kinds:
         embedder, why = embedder_build(kind)
         if embedder is None:
@@ -590,19 +535,7 @@ def main() -> None:
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE memories_memory")
         collection_stats(refresh=True)
-        simulated = None
-        if args.simulate_recall:
-            simulated = recall_simulate(
-                bank, conversations, times=args.simulate_recall, explicit=args.simulate_explicit
-            )
-            impressions, demoted = _shown_and_demoted(bank.org)
-            how = "explicit searches" if args.simulate_explicit else "the hook"
-            log(
-                f"  simulated: {simulated['asks']} asks ({how}), "
-                f"{simulated['returned']} memories returned, {impressions} impressions counted, {demoted} memories "
-                f"demoted; the daily job: {simulated['daily_job']}"
-            )
-            simulated.update(impressions=impressions, demoted=demoted)
+        simulated = recall_run(args, bank, conversations) if args.simulate_recall else None
         results = product_search(bank, conversations, limit=SEARCH_LIMIT, explain=False, keep_usage=args.keep_usage)
         if args.keep_usage or args.simulate_recall:
             usage_reset(bank.org)

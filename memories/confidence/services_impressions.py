@@ -18,6 +18,7 @@ from django.utils import timezone
 from memories.confidence.services import confidence_recompute
 from memories.locks import memories_lock
 from memories.models import Memory, MemorySignal
+from reasoningbank.db_replica import writes_untracked
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 
@@ -42,8 +43,10 @@ def memories_mark_shown(*, organization_id: int, memory_ids: Sequence[str], writ
     if not ids:
         return
     arguments: list[Any] = [timezone.now(), ids, organization_id]
-    if not (write_behind and other_connections_usable() and db_write_behind(_impressions_write, arguments)):
-        _impressions_write(arguments)
+    # bookkeeping nobody reads back at once, like a search's usage signals: it keeps no reader on the primary
+    with writes_untracked():
+        if not (write_behind and other_connections_usable() and db_write_behind(_impressions_write, arguments)):
+            _impressions_write(arguments)
 
 
 def _impressions_write(arguments: list[Any]) -> None:

@@ -171,7 +171,7 @@ class MemoryDetailView(MemoryAPIView):
             MEMORY_ID,
             OpenApiParameter("session_id", str, OpenApiParameter.QUERY, description=c.GET_SESSION_DESCRIPTION),
         ],
-        responses={200: c.MemoryOut, **ERRORS_READ_ONE},
+        responses={200: c.MemoryOut, **ERRORS_LIST},  # a 400: a query parameter the contract does not know
     )
     def get(self, request: Request, memory_id: str) -> Response:
         # the query's parameters are the contract's fields: an unknown one is a 400, as in a body
