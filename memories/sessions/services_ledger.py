@@ -20,7 +20,8 @@ from memories.models import Memory, MemorySignal, SessionMemoryUse
 MEMORY_ID = re.compile(r"\bmem_[0-9a-z]{26}\b")
 # a converted transcript's lines the agent wrote itself: its words and its tool calls (memories/sessions/
 # transcripts.py); never the user's, a tool's output or what a hook put in its context
-AGENT_LINE = re.compile(r"^(?:\[sidechain\] )?\[(?:assistant|tool [^\]]+)\] ")
+# (a result line is "[<tool> ok]" / "[<tool> error]": "[tool ok]" when the call was not seen, never a call)
+AGENT_LINE = re.compile(r"^(?:\[sidechain\] )?\[(?:assistant|tool (?!(?:ok|error)\])[^\]]+)\] ")
 
 
 def session_uses_record(*, principal: Principal, session_key: str, memory_ids: Iterable[str], via: str) -> int:

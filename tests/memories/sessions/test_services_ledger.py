@@ -106,6 +106,10 @@ def test_a_memory_the_session_was_given_and_the_agent_cites_by_id_is_used_once(a
     the session was never given, or a plain trace (no telling who wrote what) is not."""
     cited = f"Following {given['timeouts'].id} I set the timeouts, as {given['unrelated'].id} said of caching."
     trace = claude_code_transcript(assistant=cited, user=f"Remember {given['retry'].id}.")
+    # a tool's output naming a memory (here of a call the transcript lost: "[tool ok]") is not the agent's word
+    trace += "\n" + json.dumps({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "lost", "content": f"see {given['retry'].id}"},
+    ]}})  # fmt: skip
 
     submit(agent, trace)
     submit(agent, trace + "\n")  # the same session handed in again: not a second use
