@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from django.core.asgi import get_asgi_application
@@ -37,6 +37,9 @@ from reasoningbank.asgi_guards import BodyLimitASGI, TrustedProxyASGI  # noqa: E
 from reasoningbank.mcp_server import MCP_PATH, build_mcp_app  # noqa: E402
 from reasoningbank.middleware import RETRY_AFTER_SECONDS  # noqa: E402
 from reasoningbank.tracing import asgi_wrap, flush  # noqa: E402
+
+if TYPE_CHECKING:
+    from mcp.server import MCPServer
 
 MCP_PATHS = (MCP_PATH, MCP_PATH + "/")
 
@@ -112,8 +115,9 @@ def _route_path(scope: MutableMapping[str, Any]) -> str:
     return path
 
 
-def build_application() -> Any:
-    """A fresh composed app with its own MCP server and session manager, behind the request queue
+def build_application(mcp_server: MCPServer | None = None) -> Any:
+    """A fresh composed app with its own session manager (and its own MCP server unless one is given:
+    building the tools' schemas is most of the cost), behind the request queue
     (``reasoningbank.admission``: a burst of agents waits its turn instead of failing)."""
     from django.conf import settings
 
@@ -121,7 +125,7 @@ def build_application() -> Any:
     # its middleware, reasoningbank.tracing): an incoming traceparent header is continued there too;
     # an over-size body is refused before it waits for a slot
     queued = RequestAdmission(
-        ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app())),
+        ReasoningBankASGI(get_asgi_application(), asgi_wrap(build_mcp_app(mcp_server))),
         limit=settings.REQUEST_CONCURRENCY,
         timeout=settings.REQUEST_QUEUE_TIMEOUT,
         retry_after=RETRY_AFTER_SECONDS,

@@ -41,6 +41,14 @@ class Cast:
         return principal_for_membership(Membership.objects.select_related("organization", "user").get(user=user))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def whitenoise_scans_once() -> None:
+    """The static files listed once per process, not once per test client (tests/static_scan.py)."""
+    from tests.static_scan import whitenoise_scan_once_install
+
+    whitenoise_scan_once_install()
+
+
 @pytest.fixture(autouse=True)
 def hashing_embedder(settings: Any) -> None:
     """Tests embed with ``hashing`` (deterministic, no model to load); the default ``minilm-onnx`` is
@@ -126,12 +134,13 @@ def token_client(make_token):
 
 @pytest.fixture
 async def app(transactional_db: Any) -> Any:
-    """The composed ASGI app (Django + /mcp), started: a fresh MCP session manager per test. The
-    tools' ORM work happens on other threads, hence a transactional database."""
+    """The composed ASGI app (Django + /mcp), started: a fresh MCP session manager per test, on the
+    process's one MCP server (its tools are the same for every test). The tools' ORM work happens on
+    other threads, hence a transactional database."""
     from reasoningbank.asgi import build_application
-    from tests.mcp_harness import running
+    from tests.mcp_harness import mcp_server_shared, running
 
-    async with running(build_application()) as started:
+    async with running(build_application(mcp_server_shared())) as started:
         yield started
 
 
@@ -192,11 +201,15 @@ def django_db_createdb(
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """pytest-django's set-up, then the database marked with the migrations it was built from (and, when
-    this process built it, copied as the run's template)."""
+    this process built it, copied as the run's template); a transactional test's teardown emptying only
+    the tables it wrote to (tests/transactional_reset.py)."""
     from django.db import connection
 
     from tests.database_template import template_from_database
     from tests.schema_fingerprint import database_fingerprint_store, migration_dirs, migrations_fingerprint
+    from tests.transactional_reset import transactional_teardown_install
+
+    transactional_teardown_install()
 
     fingerprint = migrations_fingerprint(migration_dirs())
     name = connection.settings_dict["NAME"]

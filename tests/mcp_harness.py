@@ -5,6 +5,7 @@ Shared by the MCP test modules (tools of every app).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +20,15 @@ from mcp.types import Implementation
 BASE_URL = "http://testserver"
 MCP_URL = f"{BASE_URL}/mcp"
 MODES = ("legacy", "2026-07-28")  # the 2025-11-25 handshake era and the stateless 2026-07-28 era
+
+
+@functools.cache
+def mcp_server_shared() -> Any:
+    """One MCP server for the process's tests: building the tools' schemas costs a quarter of a second,
+    and a server holds no state between runs (each app built on it gets its own session manager)."""
+    from reasoningbank.mcp_server import build_mcp_server
+
+    return build_mcp_server()
 
 
 @asynccontextmanager

@@ -141,12 +141,17 @@ def test_each_error_status_raises_its_typed_exception_with_the_apis_code_detail_
     assert isinstance(error, ReasoningBankError)
 
 
-def test_a_rate_limited_answer_carries_its_retry_after_in_seconds(bank):
+def test_a_rate_limited_answer_carries_its_retry_after_in_seconds(bank, monkeypatch):
+    import reasoningbank_client.client as client_module
+
+    waited: list[float] = []  # the waits between the retries, taken as asked (not slept)
+    monkeypatch.setattr(client_module, "retry_sleep", waited.append)
     with respx.mock(base_url=URL) as mock:
         mock.post("/api/v1/memories/search").respond(429, json=error_body("throttled"), headers={"Retry-After": "17"})
         with pytest.raises(RateLimited) as caught:
             bank.search(query="x")
     assert caught.value.retry_after == pytest.approx(17.0)
+    assert waited == [pytest.approx(17.0), pytest.approx(17.0)]
 
 
 def test_an_error_page_not_in_the_apis_shape_keeps_its_text_and_status(bank):
