@@ -20,7 +20,7 @@ from typing import Any
 POST_MIGRATE_TABLES = ("django_content_type", "auth_permission")
 
 # per database: a digest of POST_MIGRATE_TABLES as the last full flush left them
-_after_flush: dict[str, str] = {}
+after_flush: dict[str, str] = {}
 
 
 def _post_migrate_digest(cursor: Any) -> str:
@@ -38,28 +38,29 @@ def database_key(connection: Any) -> str:
 
 def tables_clear(connection: Any) -> bool:
     """Delete every row a test left in ``connection``'s tables, keeping the content types and
-    permissions; False (nothing changed) when those are not as the last full flush left them."""
+    permissions; False (and nothing deleted) when those are not as the last full flush left them or the
+    database refuses (a test that broke its connection): then Django's flush does it."""
     from django.db import DatabaseError, transaction
 
-    with connection.cursor() as cursor:
-        if _after_flush.get(database_key(connection)) != _post_migrate_digest(cursor):
-            return False
-        tables = [
-            table
-            for table in connection.introspection.django_table_names(only_existing=True, include_views=False)
-            if table not in POST_MIGRATE_TABLES
-        ]
-        quote = connection.ops.quote_name
-        cursor.execute(
-            " UNION ALL ".join(f"SELECT %s WHERE EXISTS (SELECT 1 FROM {quote(table)})" for table in tables), tables
-        )
-        left = [row[0] for row in cursor.fetchall()]
-    if not left:
-        return True
+    quote = connection.ops.quote_name
     try:
-        with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-            for table in left:
-                cursor.execute(f"DELETE FROM {quote(table)}")
+        with connection.cursor() as cursor:
+            if after_flush.get(database_key(connection)) != _post_migrate_digest(cursor):
+                return False
+            tables = [
+                table
+                for table in connection.introspection.django_table_names(only_existing=True, include_views=False)
+                if table not in POST_MIGRATE_TABLES
+            ]
+            cursor.execute(
+                " UNION ALL ".join(f"SELECT %s WHERE EXISTS (SELECT 1 FROM {quote(table)})" for table in tables),
+                tables,
+            )
+            left = [row[0] for row in cursor.fetchall()]
+        if left:
+            with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+                for table in left:
+                    cursor.execute(f"DELETE FROM {quote(table)}")
     except DatabaseError:
         return False
     return True
@@ -68,7 +69,7 @@ def tables_clear(connection: Any) -> bool:
 def flushed(connection: Any) -> None:
     """Note what a full flush left in the tables ``post_migrate`` fills."""
     with connection.cursor() as cursor:
-        _after_flush[database_key(connection)] = _post_migrate_digest(cursor)
+        after_flush[database_key(connection)] = _post_migrate_digest(cursor)
 
 
 def transactional_teardown_install() -> None:
