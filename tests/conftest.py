@@ -213,6 +213,11 @@ def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[N
 
     fingerprint = migrations_fingerprint(migration_dirs())
     name = connection.settings_dict["NAME"]
+    if name != connection.settings_dict["TEST"]["NAME"]:
+        # pytest-django set up no database: none of the session's tests asks for one (a module whose
+        # tests run on PostgreSQL servers of their own, run alone); the connection names the server's own
+        yield
+        return
     with django_db_blocker.unblock():
         with connection.cursor() as cursor:
             database_fingerprint_store(cursor, connection.ops.quote_name(name), fingerprint)

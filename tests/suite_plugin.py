@@ -109,9 +109,10 @@ E2E_NODEID_PREFIX = "tests/e2e/"
 
 
 # A module whose fixtures outlive one test (a replica pair, a PgBouncer, a loaded embedder: up to two
-# minutes to set up) is one work unit too, so that one worker sets them up once rather than every worker
-# that draws one of its tests. The rest go one test at a time, which balances the workers best.
-SHARED_FIXTURE = re.compile(r"""scope=["'](module|package|session)["']""")
+# minutes to set up), or whose tests share what a module-level cached function computed (an import graph,
+# every test file parsed: seconds each), is one work unit too, so that one worker does it once rather than
+# every worker that draws one of its tests. The rest go one test at a time, which balances the workers best.
+SHARED_FIXTURE = re.compile(r"""scope=["'](module|package|session)["']|^@(functools\.)?(cache|lru_cache)\b""", re.M)
 
 
 @functools.cache

@@ -16,6 +16,7 @@ import ast
 import importlib
 import pkgutil
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import anyio
@@ -79,6 +80,7 @@ def _walk(resolver: URLResolver, prefix: str = "", namespaces: tuple[str, ...] =
             yield key, getattr(view, "__module__", "") or ""
 
 
+@cache
 def routes_to_guard() -> set[str]:
     """Every route of the URL conf but the exempt third-party families."""
     keys = set()
@@ -91,6 +93,7 @@ def routes_to_guard() -> set[str]:
     return keys
 
 
+@cache
 def mcp_tool_names() -> set[str]:
     """Every tool of a freshly built MCP server (the same assembly ``/mcp`` serves), listed in-process."""
     from reasoningbank.mcp_server import build_mcp_server
@@ -151,6 +154,7 @@ def cross_tenant_names(source: str, filename: str = "<source>") -> tuple[set[str
     return names, problems
 
 
+@cache
 def covered_names() -> tuple[dict[str, set[str]], list[str]]:
     """name → the test files that cover it, and every problem found, for the whole ``tests/`` tree."""
     covered: dict[str, set[str]] = {}

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from asgiref.local import Local
+from django.core.management import call_command
 from django.db import connection, connections
 from rest_framework.test import APIClient
 
@@ -30,6 +31,7 @@ from tests.conftest import Cast, cast_create
 from tests.factories import MemoryFactory
 from tests.mcp_harness import dump, in_thread, mcp_client, running
 from tests.pg_servers import PgServer, database_copy, database_create, replica_start, server_start
+from tests.schema_fingerprint import database_fingerprint, migration_dirs, migrations_fingerprint
 
 DB = "rb_replica"
 SETTLE_SECONDS = 30  # how long the standby may take to receive or replay what the primary wrote
@@ -78,8 +80,20 @@ def _databases(primary: PgServer, replica: PgServer) -> Iterator[None]:
         connections._connections = Local(connections.thread_critical)
 
 
+def migrated_copy(primary: PgServer, django_db_blocker: Any) -> bool:
+    """Database ``DB`` on ``primary`` as a copy of this process's test database when that one was built
+    from the migrations on disk (a second or two; migrating anew costs half a minute of Django's state
+    rendering); False when there is none yet (this module ran first): then it is migrated."""
+    test_database = connection.settings_dict["TEST"]["NAME"]
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        built = database_fingerprint(cursor, test_database) == migrations_fingerprint(migration_dirs())
+    if built:
+        database_copy(primary, DB, {**connection.settings_dict, "NAME": test_database})
+    return built
+
+
 @pytest.fixture(scope="module")
-def replicated(django_db_setup: None, django_db_blocker: Any) -> Iterator[Replicated]:
+def replicated(django_db_blocker: Any) -> Iterator[Replicated]:
     # not under pytest's tmp_path: every pytest run on the machine makes /tmp/pytest-of-<user> private
     # again (mode 0700) when it starts, and the servers' own user could then no longer reach their data
     base = Path(tempfile.mkdtemp(prefix="rb-replica-"))
@@ -87,12 +101,11 @@ def replicated(django_db_setup: None, django_db_blocker: Any) -> Iterator[Replic
     replica: PgServer | None = None
     try:
         database_create(primary, DB)
-        # the test database's schema and rows as migrated (a fresh migrate costs half a minute); named
-        # by its TEST name, which this module-scoped fixture's connection may not have been given yet
-        test_database = connection.settings_dict
-        database_copy(primary, DB, {**test_database, "NAME": test_database["TEST"]["NAME"]})
+        copied = migrated_copy(primary, django_db_blocker)
         replica = replica_start(primary, base / "standby")
         with django_db_blocker.unblock(), _databases(primary, replica):
+            if not copied:
+                call_command("migrate", verbosity=0, interactive=False)
             cast = cast_create()
             tokens = {
                 "a": token_create(organization=cast.org_a, label="agent", projects=[cast.project_a])[1],
