@@ -49,3 +49,10 @@ def test_without_a_full_flush_on_record_nothing_is_cleared() -> None:
     transactional_reset.after_flush.clear()  # a process's first transactional test
     assert not tables_clear(connection)
     assert Organization.objects.filter(slug="left-behind").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_transactional_test_ends_through_the_quick_teardown() -> None:
+    from django.test.testcases import TransactionTestCase
+
+    assert getattr(TransactionTestCase._fixture_teardown, "fast", False)

@@ -25,6 +25,7 @@ from memories.core.selectors import memory_is_readable
 from memories.locks import memories_lock
 from memories.models import Memory, MemorySignal, MemorySignalAggregate, ProjectSignalWeights
 from memories.validation import COMMENT_MAX, session_key_clean, text_clean, text_scrub, write_scope_require
+from reasoningbank.db_replica import writes_untracked
 from reasoningbank.db_threads import other_connections_usable
 from reasoningbank.db_threads import write_behind as db_write_behind
 from reasoningbank.errors import InvalidInput, NotFound
@@ -357,8 +358,12 @@ def memories_mark_used(
     arguments = [*columns, session_id, principal.actor_label, now, now, now]
     if not write_behind:
         usage_write(arguments)  # part of the caller's transaction (distillation's reinforcement)
-    elif not (other_connections_usable() and db_write_behind(usage_signals_write, arguments)):
-        usage_signals_write(arguments)
+        return
+    # a read's bookkeeping (a search, a read naming its session): nobody reads it back at once, so it
+    # keeps no later read of the request off the replica (docs/operations.md#a-read-replica)
+    with writes_untracked():
+        if not (other_connections_usable() and db_write_behind(usage_signals_write, arguments)):
+            usage_signals_write(arguments)
 
 
 def usage_write(arguments: list[Any]) -> None:

@@ -27,7 +27,6 @@ from memories.trust.provenance_selectors import memory_source
 from memories.trust.screening import findings_shown, quarantine_message
 from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX, session_key_clean
 from reasoningbank.contracts import NUL_FREE, Contract
-from reasoningbank.db_replica import writes_untracked
 
 # --- shared field types ----------------------------------------------------------------------------
 
@@ -212,8 +211,7 @@ def memory_get_run(principal: Principal, args: MemoryGetInput) -> MemoryOut:
     session_key = session_key_clean(args.session_id)  # before any work: a session id holding a secret is refused
     memory = memory_get(principal, args.memory_id)
     if session_key and memory.state == Memory.STATE_ACTIVE:
-        with writes_untracked():  # as a search's usage signals: no reader kept on the primary
-            memories_mark_used(principal=principal, memories=[memory], project=None, write_behind=True)
+        memories_mark_used(principal=principal, memories=[memory], project=None, write_behind=True)
         session_uses_record(
             principal=principal, session_key=session_key, memory_ids=[memory.id], via=SessionMemoryUse.VIA_GET
         )

@@ -14,7 +14,7 @@ from memories.confidence.services import memories_mark_used
 from memories.embedding import query_embed
 from memories.search.selectors import SearchQuery, SearchResult, memory_search
 from memories.search.services_deep import memory_search_deep
-from reasoningbank.db_replica import replica_read, writes_untracked
+from reasoningbank.db_replica import replica_read
 
 
 def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchResult:
@@ -35,6 +35,5 @@ def memory_search_use(*, principal: Principal, search: SearchQuery) -> SearchRes
     # (an archived memory an exhaustive search surfaced is shown, not used)
     used = [hit.memory for hit in result.hits if hit.breakdown.relevance >= floor and hit.memory.state == "active"]
     # on the primary, like every write; a search's own usage signals keep no later read off the replica
-    with writes_untracked():
-        memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
+    memories_mark_used(principal=principal, memories=used, project=result.project, write_behind=True)
     return result
