@@ -12,7 +12,6 @@ import datetime
 import http.server
 import ipaddress
 import ssl
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from tests.http_thread import serving
 
 
 def _name(common_name: str) -> x509.Name:
@@ -135,7 +136,7 @@ class TlsReceiver:
         context.load_cert_chain(str(self.cert), str(self.key))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="tls-receiver", daemon=True)
+        self._serving = serving(self._server, name="tls-receiver")
 
     @property
     def port(self) -> int:
@@ -145,10 +146,8 @@ class TlsReceiver:
         return f"https://{host}:{self.port}{path}"
 
     def __enter__(self) -> TlsReceiver:
-        self._thread.start()
+        self._serving.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(5)
+        self._serving.__exit__(None, None, None)

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.http_thread import serving
+
 
 @dataclass
 class Answer:
@@ -44,7 +46,7 @@ class ScriptedServer:
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.serving = serving(self.httpd)
 
     @property
     def url(self) -> str:
@@ -110,12 +112,11 @@ class ScriptedServer:
         return Handler
 
     def __enter__(self) -> ScriptedServer:
-        self.thread.start()
+        self.serving.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serving.__exit__(None, None, None)
 
 
 def refused_port() -> int:

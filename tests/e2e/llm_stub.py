@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.http_thread import serving
+
 # Each distillation teaches a different lesson: the service (rightly) folds a distilled memory into
 # an existing one of the project that says the same thing (≥ 0.95 alike with a semantic embedder),
 # whatever marker it carries, and the e2e tests distil several sessions into one project.
@@ -173,6 +175,7 @@ class LLMStub:
     # calls of these kinds wait until their event is set (a test holds a worker busy mid-run)
     held: dict[str, threading.Event] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
+    _serving: contextlib.AbstractContextManager[ThreadingHTTPServer] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def hold(self, kind: str) -> None:
@@ -252,9 +255,9 @@ class LLMStub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="llm-stub", daemon=True).start()
+        self._serving = serving(self._server, name="llm-stub")
+        self._serving.__enter__()
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        if self._serving is not None:
+            self._serving.__exit__(None, None, None)

@@ -8,7 +8,6 @@ page at another origin reaches the metadata, registration and token endpoints (C
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +20,7 @@ import httpx2
 import pytest
 
 from tests.e2e.harness import Service, call, screenshot, unique
+from tests.http_thread import serving
 
 PASSWORD = "a-long-unusual-passphrase-oauth"
 CALLBACK = "http://127.0.0.1:38799/callback"
@@ -228,13 +228,8 @@ def web_page_origin() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(HTTPServer(("127.0.0.1", 0), Page)) as server:
         yield f"http://localhost:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_client_in_a_web_page_at_another_origin_discovers_registers_and_reaches_the_token_endpoint(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.hook_state import DELIVERY_WAIT, state_dir_for_test
+from tests.http_thread import serving
 
 START_BLOCK = "<memory_consolidated_summaries>\nBuild carts per test.\n</memory_consolidated_summaries>"
 MEMORY = {
@@ -116,14 +117,10 @@ def stand() -> Iterator[tuple[Stand, str]]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    if state.gate is not None:
-        state.gate.set()
-    server.shutdown()
-    server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}"
+        if state.gate is not None:
+            state.gate.set()
 
 
 @pytest.fixture(autouse=True)

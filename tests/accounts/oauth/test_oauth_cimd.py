@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,6 +19,7 @@ from oauth2_provider.models import Application
 from accounts.models import OAuthConnection
 from accounts.oauth.cimd import RestrictedMetadataFetcher
 from tests.accounts.oauth.oauth_flow import REDIRECT_URI, Flow
+from tests.http_thread import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -62,13 +62,8 @@ class DocumentServer:
 @pytest.fixture
 def documents() -> Iterator[DocumentServer]:
     server = DocumentServer()
-    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(server.httpd):
         yield server
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
 
 
 @pytest.fixture
