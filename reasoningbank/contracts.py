@@ -41,6 +41,9 @@ C = TypeVar("C", bound="Contract")
 
 # what every string of an input holds (NUL cannot be stored by PostgreSQL) — declared in the schema
 NUL_FREE = "^[^\\u0000]*$"
+# a required text, which is trimmed before it is checked: at least one character that is not whitespace,
+# declared so that a schema-valid value of spaces alone is never refused as empty
+NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 
 
 class Contract(BaseModel):

@@ -17,7 +17,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
-from reasoningbank.contracts import unknown_name_problem
+from reasoningbank.contracts import NOT_BLANK, NUL_FREE, unknown_name_problem
 from reasoningbank.pagination import Pagination
 
 
@@ -79,19 +79,15 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-# What DRF's CharField enforces beyond minLength/maxLength, declared in the schema so that a
-# schema-valid string is never refused: no NUL character (PostgreSQL cannot store it), and, where
-# blank is not allowed, at least one character that is not whitespace (values are trimmed).
-NUL_FREE = "^[^\\u0000]*$"
-NUL_FREE_NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
-
-
 def _string_pattern(field: serializers.Field) -> str | None:
+    """What DRF's CharField enforces beyond minLength/maxLength, declared in the schema so that a
+    schema-valid string is never refused: no NUL character (PostgreSQL cannot store it), and, where
+    blank is not allowed, at least one character that is not whitespace (values are trimmed)."""
     if not isinstance(field, serializers.CharField) or getattr(field, "regex", None):
         return None
     refuses_nul = any(isinstance(v, ProhibitNullCharactersValidator) for v in field.validators)
     if field.trim_whitespace and not field.allow_blank:
-        return NUL_FREE_NOT_BLANK if refuses_nul else "\\S"
+        return NOT_BLANK if refuses_nul else "\\S"
     return NUL_FREE if refuses_nul else None
 
 

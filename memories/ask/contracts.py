@@ -36,7 +36,7 @@ from memories.ask.reasoning import (
     parse_reasoned_answer,
     resolutions_check,
 )
-from memories.core.contracts import NOT_BLANK, SEARCH_PROJECT_DESCRIPTION, SessionRef
+from memories.core.contracts import SEARCH_PROJECT_DESCRIPTION, SessionRef
 from memories.embedding import query_embed
 from memories.models import Memory
 from memories.search.selectors import SearchQuery, memory_search
@@ -46,7 +46,7 @@ from memories.trust.provenance_selectors import memory_sources
 from memories.validation import QUERY_MAX, session_key_clean, text_scrub
 from reasoningbank.ai.llm import LLM, LLMPermanentError, LLMTransientError, LLMUnavailable, llm_from_settings
 from reasoningbank.ai.metered import LLMBudgetExceeded, llm_complete
-from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.contracts import NOT_BLANK, NUL_FREE, Contract
 from reasoningbank.errors import LimitExceeded, Unavailable, UpstreamFailed
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from accounts.access import Principal
 from memories.code.anchors import path_normalise, repository_normalise
 from memories.code.services_staleness import code_changes_report
 from memories.code.staleness import FileChange, Hunk
-from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.contracts import NOT_BLANK, NUL_FREE, Contract
 from reasoningbank.errors import Rejected
 
 FILES_MAX = 1000  # a larger commit is sent in several reports (scripts/git-code-report does)
@@ -33,7 +33,8 @@ def _repository(value: str) -> str:
     return repository_normalise(value) or repository_normalise(f"https://{value}") or value
 
 
-Path = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=PATH_MAX, pattern=NUL_FREE)]
+Path = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=PATH_MAX, pattern=NOT_BLANK)]
+Symbol = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300, pattern=NOT_BLANK)]
 
 
 class HunkIn(Contract):
@@ -55,7 +56,7 @@ class ChangedFileIn(Contract):
         description="the changed line ranges in the OLD file's numbering (`git diff -U0`), which anchors were "
         "written against; for modified and renamed files",
     )
-    symbols: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]] | None = (
+    symbols: list[Symbol] | None = (
         Field(
             default=None,
             max_length=SYMBOLS_MAX,
@@ -69,7 +70,7 @@ class ChangedFileIn(Contract):
 class CodeChangesInput(Contract):
     repository: Annotated[
         str,
-        StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=NUL_FREE),
+        StringConstraints(strip_whitespace=True, min_length=1, max_length=500, pattern=NOT_BLANK),
         AfterValidator(_repository),
     ] = Field(description="the repository's git remote, in any spelling (normalised: github.com/acme/api)")
     commit: Annotated[

@@ -26,12 +26,9 @@ from memories.trust.provenance_contracts import SourceOut
 from memories.trust.provenance_selectors import memory_source
 from memories.trust.screening import findings_shown, quarantine_message
 from memories.validation import CONTENT_MAX, DESCRIPTION_MAX, TAG_MAX, TAGS_MAX, TITLE_MAX, session_key_clean
-from reasoningbank.contracts import NUL_FREE, Contract
+from reasoningbank.contracts import NOT_BLANK, NUL_FREE, Contract
 
 # --- shared field types ----------------------------------------------------------------------------
-
-NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"  # after trimming: at least one visible character
-
 
 def required_text(maximum: int) -> object:
     """A required text: trimmed, not blank, no NUL, at most ``maximum`` characters."""

@@ -161,3 +161,53 @@ def test_request_strings_declare_what_the_api_refuses_in_them(schema):
     assert "pattern" in create["tags"]["items"] and "pattern" in search["query"]
     assert components["SessionSubmitRequest"]["properties"]["trace"]["pattern"] == "\\S"  # NUL is removed
     assert components["ConsolidateRestRequest"]["not"] == {"required": ["project", "project_id"]}
+
+
+def request_strings(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every string a request body may hold, as (where, its schema), through references, lists and
+    ``anyOf``/``oneOf`` (an optional field is ``anyOf`` [string, null])."""
+    found: list[tuple[str, dict[str, Any]]] = []
+
+    def walk(where: str, node: dict[str, Any], seen: frozenset[str]) -> None:
+        if "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[1]
+            if name not in seen:
+                walk(where, schema["components"]["schemas"][name], seen | {name})
+            return
+        if node.get("type") == "string":
+            found.append((where, node))
+        for key in ("anyOf", "oneOf", "allOf"):
+            for option in node.get(key, []):
+                walk(where, option, seen)
+        if "items" in node:
+            walk(f"{where}[]", node["items"], seen)
+        for name, child in node.get("properties", {}).items():
+            walk(f"{where}.{name}", child, seen)
+
+    for path, method, operation in operations(schema):
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        if body:
+            walk(f"{method.upper()} {path}", body, frozenset())
+    return found
+
+
+# kept as sent: a file's text, whose content is checked as the file it is (a 400 names its line)
+UNTRIMMED = {"POST /api/v1/import.text"}
+
+
+def test_a_request_string_that_must_not_be_empty_says_it_must_not_be_blank_either(schema):
+    """The API trims text before it checks that it is not empty, so a value of spaces, tabs or form feeds
+    is refused like an empty one: the schema says so with a pattern, or a schema-valid body would be
+    refused (as `repository: "\\f"` once was)."""
+    strings = request_strings(schema)
+    assert len(strings) >= 50
+    unsaid = [
+        where
+        for where, node in strings
+        if where not in UNTRIMMED
+        and node.get("minLength", 0) >= 1
+        and "enum" not in node
+        and "format" not in node
+        and re.search(node.get("pattern", "").replace("\\u0000", "\\x00"), " \t\f") is not None
+    ]
+    assert unsaid == [], unsaid
