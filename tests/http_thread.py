@@ -19,16 +19,30 @@ POLL_SECONDS = 0.02
 Server = TypeVar("Server", bound=socketserver.BaseServer)
 
 
+class ServerThread:
+    """``server`` served on a daemon thread between ``start()`` and ``stop()`` (which also closes it)."""
+
+    def __init__(self, server: socketserver.BaseServer, name: str = "test-http-server") -> None:
+        self.server = server
+        self.thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": POLL_SECONDS}, name=name, daemon=True
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
 @contextmanager
 def serving(server: Server, name: str = "test-http-server") -> Iterator[Server]:
     """Serves ``server`` until the block ends, then stops and closes it."""
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": POLL_SECONDS}, name=name, daemon=True
-    )
-    thread.start()
+    served = ServerThread(server, name)
+    served.start()
     try:
         yield server
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+        served.stop()

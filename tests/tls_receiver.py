@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from tests.http_thread import serving
+from tests.http_thread import ServerThread
 
 
 def _name(common_name: str) -> x509.Name:
@@ -136,7 +136,7 @@ class TlsReceiver:
         context.load_cert_chain(str(self.cert), str(self.key))
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-        self._serving = serving(self._server, name="tls-receiver")
+        self._served = ServerThread(self._server, name="tls-receiver")
 
     @property
     def port(self) -> int:
@@ -146,8 +146,8 @@ class TlsReceiver:
         return f"https://{host}:{self.port}{path}"
 
     def __enter__(self) -> TlsReceiver:
-        self._serving.__enter__()
+        self._served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._serving.__exit__(None, None, None)
+        self._served.stop()

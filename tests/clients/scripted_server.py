@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.http_thread import serving
+from tests.http_thread import ServerThread
 
 
 @dataclass
@@ -46,7 +46,7 @@ class ScriptedServer:
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self.handler())
         self.httpd.daemon_threads = True
-        self.serving = serving(self.httpd)
+        self.served = ServerThread(self.httpd)
 
     @property
     def url(self) -> str:
@@ -112,11 +112,11 @@ class ScriptedServer:
         return Handler
 
     def __enter__(self) -> ScriptedServer:
-        self.serving.__enter__()
+        self.served.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.serving.__exit__(None, None, None)
+        self.served.stop()
 
 
 def refused_port() -> int:

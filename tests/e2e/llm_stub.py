@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.http_thread import serving
+from tests.http_thread import ServerThread
 
 # Each distillation teaches a different lesson: the service (rightly) folds a distilled memory into
 # an existing one of the project that says the same thing (≥ 0.95 alike with a semantic embedder),
@@ -175,7 +175,7 @@ class LLMStub:
     # calls of these kinds wait until their event is set (a test holds a worker busy mid-run)
     held: dict[str, threading.Event] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
-    _serving: contextlib.AbstractContextManager[ThreadingHTTPServer] | None = None
+    _served: ServerThread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def hold(self, kind: str) -> None:
@@ -255,9 +255,9 @@ class LLMStub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._serving = serving(self._server, name="llm-stub")
-        self._serving.__enter__()
+        self._served = ServerThread(self._server, name="llm-stub")
+        self._served.start()
 
     def stop(self) -> None:
-        if self._serving is not None:
-            self._serving.__exit__(None, None, None)
+        if self._served is not None:
+            self._served.stop()
