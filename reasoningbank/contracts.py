@@ -167,6 +167,15 @@ def contract_parse(model: type[C], data: Any, **path: Any) -> C:
         raise exceptions.ValidationError(contract_errors(exc, model, hidden=set(path))) from None
 
 
+def contract_query_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+    """The OpenAPI schema of a query parameter that ``model``'s field ``name`` parses: the contract's own
+    limits (length, pattern), so that a schema-valid value is never refused; without the ``null`` an optional
+    field also takes (a query parameter is left out instead), its title and its default."""
+    field = model.model_json_schema()["properties"][name]
+    (value,) = [option for option in field.get("anyOf", [field]) if option.get("type") != "null"]
+    return {key: part for key, part in value.items() if key not in ("title", "default", "description")}
+
+
 def contract_tool(
     server: Any,
     *,

@@ -13,7 +13,7 @@ from accounts.api_base import OrgAPIView
 from accounts.models import SCOPE_MEMORIES_READ, SCOPE_MEMORIES_WRITE
 from memories.code import contracts_seed as c
 from reasoningbank.api_errors import error_responses
-from reasoningbank.contracts import contract_parse
+from reasoningbank.contracts import contract_parse, contract_query_schema
 
 TAGS = ["sessions"]  # a seeding hands in sessions: listed with them in the API docs
 
@@ -56,14 +56,14 @@ class HistorySeedView(OrgAPIView):
         parameters=[
             OpenApiParameter(
                 "repository",
-                {"type": "string", "minLength": 1, "maxLength": 500, "pattern": "\\S"},
+                contract_query_schema(c.HistoryProgressInput, "repository"),
                 OpenApiParameter.QUERY,
                 required=True,
                 description="the repository's git remote, any spelling",
             ),
             OpenApiParameter(
                 "project",
-                {"type": "string", "maxLength": 200},
+                contract_query_schema(c.HistoryProgressInput, "project"),
                 OpenApiParameter.QUERY,
                 required=False,
                 description="the project's slug (required when the token reaches several)",

@@ -41,7 +41,7 @@ from memories.core.services import memory_update
 from memories.models import Memory
 from memories.trust.provenance_selectors import memory_sources
 from reasoningbank.api_errors import error_responses
-from reasoningbank.contracts import contract_parse
+from reasoningbank.contracts import contract_parse, contract_query_schema
 
 READ = SCOPE_MEMORIES_READ
 WRITE = SCOPE_MEMORIES_WRITE
@@ -169,7 +169,12 @@ class MemoryDetailView(MemoryAPIView):
         ),
         parameters=[
             MEMORY_ID,
-            OpenApiParameter("session_id", str, OpenApiParameter.QUERY, description=c.GET_SESSION_DESCRIPTION),
+            OpenApiParameter(
+                "session_id",
+                contract_query_schema(c.MemoryGetInput, "session_id"),
+                OpenApiParameter.QUERY,
+                description=c.GET_SESSION_DESCRIPTION,
+            ),
         ],
         responses={200: c.MemoryOut, **ERRORS_LIST},  # a 400: a query parameter the contract does not know
     )

@@ -211,3 +211,25 @@ def test_a_request_string_that_must_not_be_empty_says_it_must_not_be_blank_eithe
         and re.search(node.get("pattern", "").replace("\\u0000", "\\x00"), " \t\f") is not None
     ]
     assert unsaid == [], unsaid
+
+
+def query_parameter(schema: dict[str, Any], path: str, name: str) -> dict[str, Any]:
+    (found,) = [p["schema"] for p in schema["paths"][path]["get"]["parameters"] if p["name"] == name]
+    return found
+
+
+def test_a_query_parameter_a_contract_parses_declares_the_contracts_limits(schema):
+    """What the contract refuses (a NUL, too long, blank) the schema says, so a schema-valid value is never a 400."""
+
+    def refuses(parameter: dict[str, Any], value: str) -> bool:
+        too_long = len(value) > parameter.get("maxLength", len(value))
+        return too_long or not re.search(parameter["pattern"].replace("\\u0000", "\\x00"), value)
+
+    session = query_parameter(schema, "/api/v1/memories/{memory_id}", "session_id")
+    assert session["maxLength"] == 200 and refuses(session, "a\x00b") and refuses(session, "s" * 201)
+    assert not refuses(session, "sess-1")
+    project = query_parameter(schema, "/api/v1/code/history", "project")
+    assert refuses(project, "web\x00app") and not refuses(project, "web-app")
+    repository = query_parameter(schema, "/api/v1/code/history", "repository")
+    assert refuses(repository, " \f") and refuses(repository, "github.com/a\x00")
+    assert not refuses(repository, "github.com/a/b")
