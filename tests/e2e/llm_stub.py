@@ -174,7 +174,6 @@ class LLMStub:
     calls: list[LLMCall] = field(default_factory=list)
     # calls of these kinds wait until their event is set (a test holds a worker busy mid-run)
     held: dict[str, threading.Event] = field(default_factory=dict)
-    _server: ThreadingHTTPServer | None = None
     _served: ServerThread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -191,8 +190,8 @@ class LLMStub:
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.server_address[1])
+        assert self._served is not None
+        return int(self._served.server.server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -253,9 +252,9 @@ class LLMStub:
                         },
                     )
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._served = ServerThread(self._server, name="llm-stub")
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._served = ServerThread(server, name="llm-stub")
         self._served.start()
 
     def stop(self) -> None:
